@@ -1,0 +1,122 @@
+"""Experiment presets: one frozen dataclass holds every knob of a run.
+
+Each field carries its flag help text in ``metadata["help"]``; ``train.py`` turns every field
+into an absl flag of the same name, so a new knob is added here and nowhere else.
+Presets hold the paper's settings (SPEC.md section 3); flags override single fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any
+
+SIMILARITIES = ("l2sq", "l2", "l1", "linf", "cosine")
+LOSS_TYPES = ("abc", "contrastive")
+
+
+def _field(default: Any, help: str) -> Any:  # noqa: A002 - mirrors absl's argument name
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+@dataclasses.dataclass(frozen=True)
+class ExperimentConfig:
+    """Every setting of one training run. Units: steps are optimizer updates."""
+
+    name: str = _field("custom", "Preset name this config came from.")
+    data: str = _field("shapes3d", "Data family: a key of abc_tf.data.DATA_FAMILIES.")
+    data_source: str = _field("procedural", "Backend of the data family (e.g. procedural, h5, tfds, idx, npz).")
+    data_path: str = _field("", "File or directory of real data for the chosen data_source.")
+    model: str = _field("s3", "Encoder architecture: a key of the models registry (s3, s4, s6, ...).")
+    embedding_dim: int = _field(64, "Size d of the embedding.")
+    set_size: int = _field(32, "Images per set (N = M).")
+    pairs_per_step: int = _field(1, "Pairs of sets (P) per training step.")
+    similarity: str = _field("l2sq", "Similarity: l2sq, l2, l1, linf or cosine.")
+    temperature: float = _field(1.0, "Temperature tau dividing every similarity.")
+    loss: str = _field("abc", "abc (set correspondence) or contrastive (two-view baseline).")
+    double_augmentation: bool = _field(False, "Augment every image twice and cycle from one view to the other.")
+    learning_rate: float = _field(3e-5, "Adam learning rate.")
+    lr_halving_steps: int = _field(0, "Halve the learning rate every this many steps (0: constant).")
+    steps: int = _field(2000, "Training steps.")
+    log_every: int = _field(100, "Steps between TensorBoard logs and checkpoints.")
+    seed: int = _field(0, "Seed for weights, data and augmentation.")
+    jit_compile: bool = _field(False, "Compile the train step with XLA.")
+    steps_per_execution: int = _field(1, "Train steps per compiled call.")
+    # Shapes3D (SPEC.md sections 3 and 6).
+    inactive_factors: str = _field("wall_hue", "Shapes3D factors fixed within a set: names or the authors' digits, comma separated.")
+    curate_both_sets: bool = _field(True, "Shapes3D: curate set B like set A (False: set B unconstrained).")
+    augmentation_baseline: bool = _field(False, "Shapes3D: hue double-augmentation contrastive baseline instead of curated sets.")
+    # MNIST (SPEC.md section 3).
+    holdout_digit: str = _field("9", "MNIST digit kept out of training ('none' keeps all ten).")
+    allow_same_digit: bool = _field(False, "MNIST: the two stacks of a step may show the same digit.")
+
+    def replace(self, **overrides: Any) -> "ExperimentConfig":
+        return dataclasses.replace(self, **overrides)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ExperimentConfig":
+        values = json.loads(text)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"Config JSON has unknown fields {unknown}; known fields: {sorted(known)}")
+        return cls(**values)
+
+    def validate(self) -> None:
+        """Raises ValueError naming the field when a value cannot work. Called before any work."""
+        for name in ("embedding_dim", "set_size", "pairs_per_step", "steps", "log_every", "steps_per_execution"):
+            value = getattr(self, name)
+            if value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value}.")
+        for name in ("temperature", "learning_rate"):
+            value = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be a positive finite number, got {value}.")
+        if self.lr_halving_steps < 0:
+            raise ValueError(f"lr_halving_steps must be >= 0, got {self.lr_halving_steps}.")
+        if self.similarity not in SIMILARITIES:
+            raise ValueError(f"Unknown similarity {self.similarity!r}; choose one of {', '.join(SIMILARITIES)}.")
+        if self.loss not in LOSS_TYPES:
+            raise ValueError(f"Unknown loss {self.loss!r}; choose one of {', '.join(LOSS_TYPES)}.")
+
+    @property
+    def length_scale(self) -> float:
+        """Scale in embedding space below which the loss sees no difference (SPEC.md section 1)."""
+        return length_scale(self.similarity, self.temperature)
+
+
+def length_scale(similarity: str, temperature: float) -> float:
+    """sqrt(tau) for l2sq, tau for l2, 1 otherwise (cosine: the scale is an angle)."""
+    if similarity == "l2sq":
+        return math.sqrt(temperature)
+    if similarity == "l2":
+        return temperature
+    return 1.0
+
+
+_SHAPES3D = ExperimentConfig(
+    name="shapes3d", data="shapes3d", model="s3", embedding_dim=64, set_size=32, pairs_per_step=1,
+    similarity="l2sq", temperature=1.0, learning_rate=3e-5, steps=2000, inactive_factors="wall_hue",
+)
+
+PRESETS: dict[str, ExperimentConfig] = {
+    # Paper settings, SPEC.md section 3, Shapes3D row.
+    "shapes3d": _SHAPES3D,
+    # The README's main job: the same experiment, short enough for 2 CPU cores.
+    "shapes3d_demo": _SHAPES3D.replace(name="shapes3d_demo", steps=600, log_every=100),
+    # Paper settings, SPEC.md section 3, MNIST row.
+    "mnist": ExperimentConfig(
+        name="mnist", data="mnist", data_source="auto", model="s4", embedding_dim=8, set_size=64,
+        pairs_per_step=1, similarity="l2sq", temperature=1.0, learning_rate=1e-4, steps=500, log_every=50,
+    ),
+}
+
+
+def get_preset(name: str) -> ExperimentConfig:
+    if name not in PRESETS:
+        raise ValueError(f"Unknown experiment {name!r}; known experiments: {', '.join(sorted(PRESETS))}.")
+    return PRESETS[name]

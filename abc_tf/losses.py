@@ -1,0 +1,136 @@
+"""Similarities and the ABC loss (SPEC.md section 1), batched over P pairs of sets.
+
+Shapes: sets of embeddings are ``[P, N, D]`` (P pairs, N points, D dimensions); similarity
+matrices are ``[P, N, M]``. All losses return scalars averaged over the P pairs.
+Numerical stability: logits are ``similarity / tau`` and only ever pass through softmax or
+log-softmax, which subtract their maximum, so tau down to 0.01 is safe.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from abc_tf.config import SIMILARITIES
+
+# Added under the square root of l2 so that its gradient is finite at zero distance.
+L2_EPSILON = 1e-9
+
+
+def _squared_distances(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+    """||x_i - y_j||^2 through one matmul: [P, N, D], [P, M, D] -> [P, N, M], never negative."""
+    x_norms = tf.reduce_sum(tf.square(x), axis=-1)[..., :, tf.newaxis]
+    y_norms = tf.reduce_sum(tf.square(y), axis=-1)[..., tf.newaxis, :]
+    cross = tf.matmul(x, y, transpose_b=True)
+    # Rounding can make the expansion slightly negative for (near-)equal points.
+    return tf.maximum(x_norms + y_norms - 2.0 * cross, 0.0)
+
+
+def pairwise_similarity(x: tf.Tensor, y: tf.Tensor, similarity: str) -> tf.Tensor:
+    """Similarity s(x_i, y_j) for all pairs: [..., N, D], [..., M, D] -> [..., N, M].
+
+    l2sq: -||x-y||^2; l2: -sqrt(||x-y||^2 + 1e-9); l1: -sum|x-y|; linf: -max|x-y|;
+    cosine: dot product of L2-normalised vectors. l2sq, l2 and cosine use a matmul and never
+    build the [N, M, D] difference tensor; l1 and linf have no such form and do.
+    """
+    if similarity == "l2sq":
+        return -_squared_distances(x, y)
+    if similarity == "l2":
+        return -tf.sqrt(_squared_distances(x, y) + L2_EPSILON)
+    if similarity == "cosine":
+        return tf.matmul(tf.math.l2_normalize(x, axis=-1), tf.math.l2_normalize(y, axis=-1), transpose_b=True)
+    if similarity in ("l1", "linf"):
+        differences = tf.abs(x[..., :, tf.newaxis, :] - y[..., tf.newaxis, :, :])
+        reduce = tf.reduce_sum if similarity == "l1" else tf.reduce_max
+        return -reduce(differences, axis=-1)
+    raise ValueError(f"Unknown similarity {similarity!r}; choose one of {', '.join(SIMILARITIES)}.")
+
+
+def cycle_loss(
+    start: tf.Tensor, through: tf.Tensor, target: tf.Tensor, similarity: str, temperature: float
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """One direction of the cycle, L(start -> through -> target).
+
+    start, target: [P, N, D] (two views of the same N inputs, or the same tensor);
+    through: [P, M, D]. For each start point, its soft nearest neighbour in ``through`` is
+    classified against the N target points, with the correct class its own index.
+    Returns (mean cross entropy, cycle accuracy), both scalars over P * N points.
+    """
+    alpha = tf.nn.softmax(pairwise_similarity(start, through, similarity) / temperature, axis=-1)  # [P, N, M]
+    soft_neighbours = tf.matmul(alpha, through)  # [P, N, D]
+    logits = pairwise_similarity(soft_neighbours, target, similarity) / temperature  # [P, N, N]
+    log_probabilities = tf.nn.log_softmax(logits, axis=-1)
+    cross_entropy = -tf.linalg.diag_part(log_probabilities)  # [P, N]
+    own_index = tf.range(tf.shape(logits)[-1], dtype=tf.int64)
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1), own_index), tf.float32)
+    return tf.reduce_mean(cross_entropy), tf.reduce_mean(correct)
+
+
+def abc_loss(
+    set_a: tf.Tensor,
+    set_b: tf.Tensor,
+    similarity: str = "l2sq",
+    temperature: float = 1.0,
+    set_a_view2: tf.Tensor | None = None,
+    set_b_view2: tf.Tensor | None = None,
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """The symmetric ABC loss L(A->B) + L(B->A) and the mean cycle accuracy of both directions.
+
+    set_a: [P, N, D], set_b: [P, M, D]. With double augmentation, ``set_a``/``set_b`` are the
+    first views and ``set_*_view2`` the second: the cycle starts at view 1, passes through the
+    other set's view 1 and must return to its own view 2 (SPEC.md section 1). Leaving the
+    second views out, or passing the first views again, gives the plain loss.
+    """
+    target_a = set_a if set_a_view2 is None else set_a_view2
+    target_b = set_b if set_b_view2 is None else set_b_view2
+    loss_ab, accuracy_ab = cycle_loss(set_a, set_b, target_a, similarity, temperature)
+    loss_ba, accuracy_ba = cycle_loss(set_b, set_a, target_b, similarity, temperature)
+    return loss_ab + loss_ba, 0.5 * (accuracy_ab + accuracy_ba)
+
+
+def contrastive_loss(
+    view1: tf.Tensor, view2: tf.Tensor, similarity: str = "l2sq", temperature: float = 1.0
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Two-view baseline: logits s(view1_i, view2_k)/tau, cross entropy with target i.
+
+    view1, view2: [P, N, D]. Returns (mean cross entropy, fraction of i whose best match is i).
+    """
+    logits = pairwise_similarity(view1, view2, similarity) / temperature
+    cross_entropy = -tf.linalg.diag_part(tf.nn.log_softmax(logits, axis=-1))
+    own_index = tf.range(tf.shape(logits)[-1], dtype=tf.int64)
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1), own_index), tf.float32)
+    return tf.reduce_mean(cross_entropy), tf.reduce_mean(correct)
+
+
+@keras.saving.register_keras_serializable(package="abc_tf")
+class ABCLoss(keras.losses.Loss):
+    """Keras wrapper of :func:`abc_loss` for use outside ``ABCModel``.
+
+    ``y_pred`` is the tuple ``(set_a, set_b)`` or ``(set_a, set_b, set_a_view2, set_b_view2)``
+    of ``[P, N, D]`` embeddings; ``y_true`` is ignored (set membership is the supervision).
+    """
+
+    def __init__(self, similarity: str = "l2sq", temperature: float = 1.0, name: str = "abc_loss", **kwargs):
+        super().__init__(name=name, **kwargs)
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"Unknown similarity {similarity!r}; choose one of {', '.join(SIMILARITIES)}.")
+        self.similarity = similarity
+        self.temperature = float(temperature)
+
+    def __call__(self, y_true=None, y_pred=None, sample_weight=None):
+        # Keras converts y_true to a tensor; set membership needs none, so None is accepted.
+        return super().__call__(0.0 if y_true is None else y_true, y_pred, sample_weight)
+
+    def call(self, y_true, y_pred):
+        del y_true
+        views = tuple(y_pred)
+        if len(views) not in (2, 4):
+            raise ValueError(f"ABCLoss expects 2 or 4 embedding tensors, got {len(views)}.")
+        view2 = views[2:] if len(views) == 4 else (None, None)
+        loss, _ = abc_loss(views[0], views[1], self.similarity, self.temperature, *view2)
+        return loss
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(similarity=self.similarity, temperature=self.temperature)
+        return config

@@ -1,0 +1,38 @@
+"""Registry of the architecture tables of SPEC.md section 2.
+
+``models.build("s3", embedding_dim=64)`` returns an uncompiled ``keras.Model``. Encoders take
+float32 images in [0, 1]; ``ABCModel`` and the exported SavedModels convert uint8 first.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import keras
+
+_BUILDERS: dict[str, Callable[..., keras.Model]] = {}
+
+
+def register(name: str) -> Callable[[Callable[..., keras.Model]], Callable[..., keras.Model]]:
+    def decorate(builder: Callable[..., keras.Model]) -> Callable[..., keras.Model]:
+        if name in _BUILDERS:
+            raise ValueError(f"Model {name!r} registered twice.")
+        _BUILDERS[name] = builder
+        return builder
+
+    return decorate
+
+
+def names() -> list[str]:
+    return sorted(_BUILDERS)
+
+
+def build(name: str, **kwargs) -> keras.Model:
+    """Builds the registered architecture ``name`` with builder keyword arguments."""
+    if name not in _BUILDERS:
+        raise ValueError(f"Unknown model {name!r}; known models: {', '.join(names())}.")
+    return _BUILDERS[name](**kwargs)
+
+
+# Importing the modules registers their builders.
+from models import conv, heads  # noqa: E402,F401
