@@ -1,0 +1,125 @@
+"""One training run: config -> data -> encoder -> ABCModel.fit -> checkpoints, logs, exports.
+
+Run directory layout:
+  config.json        the resolved config (a rerun must match it)
+  logs/              TensorBoard (train scalars every ``log_every`` steps, learning rate)
+  backup/            BackupAndRestore checkpoint: a killed run resumes from it
+  encoder.keras      the trained encoder (Keras format)
+  saved_model/       SavedModel with the ``embed`` signatures (abc_tf.export)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Sequence
+
+import keras
+import tensorflow as tf
+
+import models
+from abc_tf import data, export, schedules
+from abc_tf.config import ExperimentConfig
+from abc_tf.model import ABCModel
+
+CONFIG_FILE = "config.json"
+ENCODER_FILE = "encoder.keras"
+SAVED_MODEL_DIR = "saved_model"
+
+
+@dataclasses.dataclass
+class TrainResult:
+    encoder: keras.Model
+    history: dict[str, list[float]]
+    run_dir: str
+
+
+def loss_type(config: ExperimentConfig) -> str:
+    """The hue-augmentation baseline always trains the two-view contrastive loss."""
+    return "contrastive" if config.augmentation_baseline else config.loss
+
+
+def build_encoder(config: ExperimentConfig, seed: int | None = None) -> keras.Model:
+    """The untrained encoder of ``config``; the same seed gives the same initial weights."""
+    keras.utils.set_random_seed(config.seed if seed is None else seed)
+    image_shape = data.family_module(config.data).image_shape(config)
+    return models.build(config.model, embedding_dim=config.embedding_dim, input_shape=tuple(image_shape))
+
+
+def build_model(config: ExperimentConfig, encoder: keras.Model) -> ABCModel:
+    """ABCModel around ``encoder``, compiled with Adam and the config's schedule."""
+    model = ABCModel(
+        encoder, similarity=config.similarity, temperature=config.temperature, loss_type=loss_type(config)
+    )
+    optimizer = keras.optimizers.Adam(
+        schedules.learning_rate(config.learning_rate, config.lr_halving_steps), beta_1=0.9, beta_2=0.999
+    )
+    model.compile(optimizer=optimizer, jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+    return model
+
+
+def steps_per_log(config: ExperimentConfig) -> int:
+    """Steps per Keras epoch: a divisor of ``steps`` near ``log_every``, so runs end exactly at ``steps``."""
+    return math.gcd(config.steps, config.log_every)
+
+
+def _write_config(config: ExperimentConfig, run_dir: str) -> None:
+    path = os.path.join(run_dir, CONFIG_FILE)
+    if os.path.exists(path):
+        with open(path) as handle:
+            previous = ExperimentConfig.from_json(handle.read())
+        if previous != config:
+            changed = [
+                f"{f.name}: {getattr(previous, f.name)!r} -> {getattr(config, f.name)!r}"
+                for f in dataclasses.fields(config)
+                if getattr(previous, f.name) != getattr(config, f.name)
+            ]
+            raise ValueError(
+                f"{run_dir} holds a run with a different config ({'; '.join(changed)}); "
+                "resume with the same settings or choose another --output_dir."
+            )
+        return
+    with open(path + ".tmp", "w") as handle:
+        handle.write(config.to_json())
+    os.replace(path + ".tmp", path)
+
+
+class LearningRateLogger(keras.callbacks.Callback):
+    """Adds the current learning rate to the epoch logs, so TensorBoard plots it."""
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            optimizer = self.model.optimizer
+            logs["learning_rate"] = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+
+
+def train(
+    config: ExperimentConfig, run_dir: str, callbacks: Sequence[keras.callbacks.Callback] = (), verbose: int = 2
+) -> TrainResult:
+    """Trains ``config`` into ``run_dir``; resumes from its checkpoint when one is there.
+
+    Everything that can fail on user input (config values, data files, set sizes) is checked
+    before the first step.
+    """
+    config.validate()
+    family = data.family_module(config.data)
+    dataset = family.make_dataset(config, seed=config.seed)
+    os.makedirs(run_dir, exist_ok=True)
+    _write_config(config, run_dir)
+
+    encoder = build_encoder(config)
+    model = build_model(config, encoder)
+    interval = steps_per_log(config)
+    all_callbacks = [
+        keras.callbacks.BackupAndRestore(os.path.join(run_dir, "backup"), save_freq="epoch", delete_checkpoint=False),
+        LearningRateLogger(),
+        keras.callbacks.TensorBoard(os.path.join(run_dir, "logs"), update_freq="epoch"),
+        *callbacks,
+    ]
+    history = model.fit(
+        dataset, epochs=config.steps // interval, steps_per_epoch=interval, callbacks=all_callbacks, verbose=verbose
+    )
+    encoder.save(os.path.join(run_dir, ENCODER_FILE))
+    export.export_encoder(encoder, os.path.join(run_dir, SAVED_MODEL_DIR))
+    return TrainResult(encoder=encoder, history=dict(history.history), run_dir=run_dir)

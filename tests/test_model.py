@@ -1,0 +1,138 @@
+"""ABCModel: training lowers the loss on grouped data, save/load round trip, heads, compilation."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import models
+from abc_tf.model import ABCModel
+
+SET_SIZE = 12
+
+
+def grouped_batches(pairs: int, seed: int, views: bool = False, labels: bool = False) -> tf.data.Dataset:
+    """Tiny grouped data: a 6x6 square at one of 16 positions (active), background level fixed per set (inactive)."""
+    rng = np.random.default_rng(seed)
+
+    def one_set():
+        level = rng.uniform(0.0, 0.5)
+        positions = rng.integers(0, 16, size=SET_SIZE)
+        images = np.full((SET_SIZE, 28, 28, 1), level, np.float32)
+        for k, position in enumerate(positions):
+            row, col = 2 + 6 * (position // 4), 2 + 6 * (position % 4)
+            images[k, row : row + 6, col : col + 6] = 1.0
+        return images, positions
+
+    def generate():
+        while True:
+            batch = {}
+            set_a = [one_set() for _ in range(pairs)]
+            batch["set_a"] = np.stack([images for images, _ in set_a])
+            batch["set_b"] = np.stack([one_set()[0] for _ in range(pairs)])
+            if views:
+                batch["set_a_view2"] = batch["set_a"] + 0.05
+                batch["set_b_view2"] = batch["set_b"] + 0.05
+            if labels:
+                batch["labels_a"] = np.stack([positions for _, positions in set_a]).astype(np.int32)
+            yield batch
+
+    example = next(generate())
+    signature = {key: tf.TensorSpec(value.shape, value.dtype) for key, value in example.items()}
+    return tf.data.Dataset.from_generator(generate, output_signature=signature)
+
+
+def compiled_model(**kwargs) -> ABCModel:
+    keras.utils.set_random_seed(0)
+    model = ABCModel(models.build("s4"), similarity="l2sq", temperature=1.0, **kwargs)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    return model
+
+
+def test_training_lowers_the_loss_on_grouped_data():
+    model = compiled_model()
+    dataset = grouped_batches(pairs=2, seed=0)
+    history = model.fit(dataset, epochs=4, steps_per_epoch=10, verbose=0).history
+    assert set(history) == {"loss", "abc_loss", "cycle_accuracy"}
+    # Chance level is 2 ln(12) = 4.97 with cycle accuracy 1/12.
+    assert history["loss"][0] > history["loss"][-1] + 0.5
+    assert history["cycle_accuracy"][-1] > history["cycle_accuracy"][0]
+    evaluation = model.evaluate(dataset, steps=3, return_dict=True, verbose=0)
+    assert evaluation["loss"] < 2 * np.log(SET_SIZE)
+
+
+def test_save_and_load_give_identical_embeddings(tmp_path):
+    model = compiled_model()
+    model.fit(grouped_batches(pairs=1, seed=1), epochs=1, steps_per_epoch=3, verbose=0)
+    path = str(tmp_path / "abc.keras")
+    model.save(path)
+    restored = keras.models.load_model(path)
+    assert isinstance(restored, ABCModel)
+    assert (restored.similarity, restored.temperature, restored.loss_type) == ("l2sq", 1.0, "abc")
+    images = next(iter(grouped_batches(pairs=1, seed=2)))["set_a"][0]
+    np.testing.assert_array_equal(restored(images).numpy(), model(images).numpy())
+    # The optimizer state travels too, so training continues where it stopped.
+    assert int(restored.optimizer.iterations.numpy()) == 3
+
+
+def test_one_encoder_call_embeds_every_set():
+    calls = []
+    encoder = models.build("s4")
+    original_call = encoder.call
+
+    def counting_call(*args, **kwargs):
+        calls.append(args[0].shape)
+        return original_call(*args, **kwargs)
+
+    encoder.call = counting_call
+    model = ABCModel(encoder)
+    batch = next(iter(grouped_batches(pairs=3, seed=3, views=True)))
+    embedded = model.embed_sets(batch)
+    assert len(calls) == 1 and calls[0][0] == 4 * 3 * SET_SIZE
+    assert {key: tuple(value.shape) for key, value in embedded.items()} == {
+        key: (3, SET_SIZE, 8) for key in ("set_a", "set_b", "set_a_view2", "set_b_view2")
+    }
+
+
+def test_uint8_and_float_images_embed_the_same():
+    model = ABCModel(models.build("s4"))
+    images = np.random.default_rng(4).integers(0, 256, size=(5, 28, 28, 1)).astype(np.uint8)
+    np.testing.assert_allclose(
+        model(tf.constant(images)).numpy(), model(tf.constant(images / 255.0, tf.float32)).numpy(), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_double_augmentation_and_compiled_execution():
+    model = ABCModel(models.build("s4"))
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=True, steps_per_execution=3)
+    history = model.fit(grouped_batches(pairs=2, seed=5, views=True), epochs=1, steps_per_epoch=6, verbose=0).history
+    assert np.isfinite(history["loss"][0])
+    assert int(model.optimizer.iterations.numpy()) == 6
+
+
+def test_contrastive_loss_type_uses_the_two_views():
+    model = ABCModel(models.build("s4"), loss_type="contrastive")
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    history = model.fit(grouped_batches(pairs=1, seed=6, views=True), epochs=1, steps_per_epoch=2, verbose=0).history
+    assert np.isfinite(history["abc_loss"][0])
+
+
+def test_head_is_trained_jointly_and_logged():
+    head = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16)])
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model = compiled_model(head=head, head_loss=loss_fn, head_weight=0.5)
+    history = model.fit(grouped_batches(pairs=2, seed=7, labels=True), epochs=2, steps_per_epoch=8, verbose=0).history
+    assert set(history) == {"loss", "abc_loss", "cycle_accuracy", "head_loss"}
+    assert history["head_loss"][-1] < history["head_loss"][0]
+    np.testing.assert_allclose(
+        history["loss"][0], history["abc_loss"][0] + 0.5 * history["head_loss"][0], rtol=1e-4
+    )
+
+
+def test_bad_arguments_are_clear_errors():
+    with pytest.raises(ValueError, match="Unknown similarity 'dot'"):
+        ABCModel(models.build("s4"), similarity="dot")
+    with pytest.raises(ValueError, match="Unknown loss_type"):
+        ABCModel(models.build("s4"), loss_type="triplet")
+    with pytest.raises(ValueError, match="head but no head_loss"):
+        ABCModel(models.build("s4"), head=keras.layers.Dense(2))

@@ -1,0 +1,85 @@
+"""Trains an ABC experiment.
+
+  python train.py --experiment=shapes3d --output_dir=runs/shapes3d [--<config field>=VALUE ...]
+
+Every field of ``abc_tf.config.ExperimentConfig`` is a flag; a flag left out keeps the
+preset's value. ``--seeds N`` trains N seeds (seed, seed+1, ...) into ``output_dir/seed_<k>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import typing
+
+from absl import app, flags
+
+from abc_tf import config as config_lib
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("experiment", "shapes3d_demo", f"Preset: one of {', '.join(sorted(config_lib.PRESETS))}.")
+flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<experiment>).")
+flags.DEFINE_integer("seeds", 1, "Number of seeds to train, one run directory each.")
+
+_FLAG_DEFINERS = {str: flags.DEFINE_string, int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean}
+_FIELD_TYPES = typing.get_type_hints(config_lib.ExperimentConfig)
+for _field in dataclasses.fields(config_lib.ExperimentConfig):
+    if _field.name != "name":
+        _FLAG_DEFINERS[_FIELD_TYPES[_field.name]](_field.name, None, _field.metadata["help"] + " (default: the preset's)")
+
+
+def resolve_config() -> config_lib.ExperimentConfig:
+    """The preset with every flag given on the command line applied, validated."""
+    preset = config_lib.get_preset(FLAGS.experiment)
+    overrides = {
+        f.name: FLAGS[f.name].value
+        for f in dataclasses.fields(config_lib.ExperimentConfig)
+        if f.name != "name" and FLAGS[f.name].present
+    }
+    resolved = preset.replace(**overrides)
+    resolved.validate()
+    return resolved
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    try:
+        if FLAGS.seeds <= 0:
+            raise ValueError(f"--seeds must be a positive integer, got {FLAGS.seeds}.")
+        base = resolve_config()
+        output_dir = FLAGS.output_dir or os.path.join("runs", FLAGS.experiment)
+        runs = [(base, output_dir)] if FLAGS.seeds == 1 else [
+            (base.replace(seed=base.seed + k), os.path.join(output_dir, f"seed_{k}")) for k in range(FLAGS.seeds)
+        ]
+        # Imported here so that --help and flag errors answer without loading TensorFlow.
+        from abc_tf import training
+
+        for run_config, run_dir in runs:
+            result = training.train(run_config, run_dir)
+            _print_summary(result)
+    except ValueError as error:
+        print(f"train.py: error: {error}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _print_summary(result) -> None:
+    history = result.history
+    final = {key: values[-1] for key, values in history.items() if values}
+    print(f"\nRun finished: {result.run_dir}")
+    print("  final " + ", ".join(f"{key} {value:.4g}" for key, value in sorted(final.items())))
+    for label, name in (
+        ("config", "config.json"),
+        ("TensorBoard logs", "logs"),
+        ("checkpoint", "backup"),
+        ("encoder (Keras)", "encoder.keras"),
+        ("SavedModel", "saved_model"),
+    ):
+        print(f"  {label:17s} {os.path.join(result.run_dir, name)}")
+    print(f"  view with: tensorboard --logdir {os.path.join(result.run_dir, 'logs')}")
+
+
+if __name__ == "__main__":
+    app.run(main)
