@@ -43,13 +43,20 @@ class ExperimentConfig:
     seed: int = _field(0, "Seed for weights, data and augmentation.")
     jit_compile: bool = _field(False, "Compile the train step with XLA.")
     steps_per_execution: int = _field(1, "Train steps per compiled call.")
+    mixed_precision: bool = _field(False, "Compute in bfloat16 (float16 on GPUs), keeping embeddings and the loss in float32.")
     # Shapes3D (SPEC.md sections 3 and 6).
-    inactive_factors: str = _field("wall_hue", "Shapes3D factors fixed within a set: names or the authors' digits, comma separated.")
-    curate_both_sets: bool = _field(True, "Shapes3D: curate set B like set A (False: set B unconstrained).")
+    inactive_factors: str = _field("wall_hue", "Factors fixed within a set, comma separated. Shapes3D: names or the authors' digits; yaleb: 'person,pose' (illumination active) or 'person' (pose and illumination active).")
+    curate_both_sets: bool = _field(True, "Curate set B like set A (False: set B unconstrained, drawn from the whole data set).")
     augmentation_baseline: bool = _field(False, "Shapes3D: hue double-augmentation contrastive baseline instead of curated sets.")
+    sample_with_replacement: bool = _field(False, "Allow repeated images inside a set (needed when set_size exceeds the distinct images that share the inactive values).")
+    data_in_memory: bool = _field(False, "Shapes3D h5: read all images into RAM first (5.9 GB for the real file) instead of reading each set from disk.")
     # MNIST (SPEC.md section 3).
     holdout_digit: str = _field("9", "MNIST digit kept out of training ('none' keeps all ten).")
     allow_same_digit: bool = _field(False, "MNIST: the two stacks of a step may show the same digit.")
+    # Real images: YaleB, EPFL cars, grouped folders (SPEC.md section 3, supplement S8.4).
+    image_size: int = _field(64, "Images are resized to image_size x image_size (yaleb, epfl_cars, folders).")
+    image_channels: int = _field(3, "Channels images are converted to: 1 (gray) or 3 (RGB) (yaleb, epfl_cars, folders).")
+    augmentations: str = _field("", "Per-image augmentations 'name:amplitude,...' applied in order (contrast, saturation, crop; see abc_tf.augment); twice under double_augmentation.")
 
     def replace(self, **overrides: Any) -> "ExperimentConfig":
         return dataclasses.replace(self, **overrides)
@@ -68,7 +75,7 @@ class ExperimentConfig:
 
     def validate(self) -> None:
         """Raises ValueError naming the field when a value cannot work. Called before any work."""
-        for name in ("embedding_dim", "set_size", "pairs_per_step", "steps", "log_every", "steps_per_execution"):
+        for name in ("embedding_dim", "set_size", "pairs_per_step", "steps", "log_every", "steps_per_execution", "image_size"):
             value = getattr(self, name)
             if value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value}.")
@@ -103,15 +110,43 @@ _SHAPES3D = ExperimentConfig(
     similarity="l2sq", temperature=1.0, learning_rate=3e-5, steps=2000, inactive_factors="wall_hue",
 )
 
+# Supplement S8.4: S6 encoder, negative l2, lr 3e-4, double augmentation; one set = one group.
+_REAL_IMAGES = ExperimentConfig(
+    data_source="files", model="s6", embedding_dim=64, pairs_per_step=1, similarity="l2", temperature=1.0,
+    learning_rate=3e-4, steps=10000, log_every=500, double_augmentation=True, image_size=64,
+)
+
 PRESETS: dict[str, ExperimentConfig] = {
     # Paper settings, SPEC.md section 3, Shapes3D row.
     "shapes3d": _SHAPES3D,
     # The README's main job: the same experiment, short enough for 2 CPU cores.
     "shapes3d_demo": _SHAPES3D.replace(name="shapes3d_demo", steps=600, log_every=100),
+    # Fig. 3c bottom: contrastive loss on two random_hue(0.5) views of one unconstrained batch.
+    "shapes3d_hue_baseline": _SHAPES3D.replace(name="shapes3d_hue_baseline", augmentation_baseline=True, loss="contrastive"),
     # Paper settings, SPEC.md section 3, MNIST row.
     "mnist": ExperimentConfig(
         name="mnist", data="mnist", data_source="auto", model="s4", embedding_dim=8, set_size=64,
         pairs_per_step=1, similarity="l2sq", temperature=1.0, learning_rate=1e-4, steps=500, log_every=50,
+    ),
+    # Paper settings, SPEC.md section 3, YaleB row: a set is the 64 illuminations of one person and pose.
+    "yaleb_illumination": _REAL_IMAGES.replace(
+        name="yaleb_illumination", data="yaleb", image_channels=1, set_size=64, inactive_factors="person,pose",
+        augmentations="contrast:0.3,crop:0.2",
+    ),
+    # YaleB row, pose also active: 384 of a person's 576 images per set, 50k steps.
+    "yaleb_pose_illumination": _REAL_IMAGES.replace(
+        name="yaleb_pose_illumination", data="yaleb", image_channels=1, set_size=384, inactive_factors="person",
+        augmentations="contrast:0.3,crop:0.2", steps=50000,
+    ),
+    # EPFL cars row: a set is 81 frames of one car's turntable sequence.
+    "epfl_cars": _REAL_IMAGES.replace(
+        name="epfl_cars", data="epfl_cars", image_channels=3, set_size=81, inactive_factors="car",
+        augmentations="contrast:0.3,saturation:0.3,crop:0.2",
+    ),
+    # The user's own grouped folders (--data_path), with the real-image settings above.
+    "folders": _REAL_IMAGES.replace(
+        name="folders", data="folders", image_channels=3, set_size=32, inactive_factors="group",
+        augmentations="contrast:0.3,saturation:0.3,crop:0.2",
     ),
 }
 

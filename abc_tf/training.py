@@ -3,7 +3,8 @@
 Run directory layout:
   config.json        the resolved config (a rerun must match it)
   logs/              TensorBoard (train scalars every ``log_every`` steps, learning rate)
-  backup/            BackupAndRestore checkpoint: a killed run resumes from it
+  backup/            BackupAndRestore checkpoint every ``log_every`` steps: the same command
+                     resumes a killed run from it
   encoder.keras      the trained encoder (Keras format)
   saved_model/       SavedModel with the ``embed`` signatures (abc_tf.export)
 """
@@ -11,11 +12,13 @@ Run directory layout:
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 from typing import Sequence
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 import models
@@ -25,14 +28,16 @@ from abc_tf.model import ABCModel
 
 CONFIG_FILE = "config.json"
 ENCODER_FILE = "encoder.keras"
+BACKUP_DIR = "backup"
 SAVED_MODEL_DIR = "saved_model"
 
 
 @dataclasses.dataclass
 class TrainResult:
     encoder: keras.Model
-    history: dict[str, list[float]]
+    history: dict[str, list[float]]  # per logging interval of the steps trained by this call
     run_dir: str
+    final_step: int  # optimizer steps in total, including those of resumed runs
 
 
 def loss_type(config: ExperimentConfig) -> str:
@@ -40,8 +45,17 @@ def loss_type(config: ExperimentConfig) -> str:
     return "contrastive" if config.augmentation_baseline else config.loss
 
 
+def precision_policy(config: ExperimentConfig) -> str:
+    """bfloat16 runs fast on CPUs (and TPUs) with bf16 units; GPUs prefer float16 with loss scaling."""
+    if not config.mixed_precision:
+        return "float32"
+    return "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
+
+
 def build_encoder(config: ExperimentConfig, seed: int | None = None) -> keras.Model:
     """The untrained encoder of ``config``; the same seed gives the same initial weights."""
+    # The policy is global Keras state read when layers are created, so it is set here.
+    keras.mixed_precision.set_global_policy(precision_policy(config))
     keras.utils.set_random_seed(config.seed if seed is None else seed)
     image_shape = data.family_module(config.data).image_shape(config)
     return models.build(config.model, embedding_dim=config.embedding_dim, input_shape=tuple(image_shape))
@@ -85,6 +99,39 @@ def _write_config(config: ExperimentConfig, run_dir: str) -> None:
     os.replace(path + ".tmp", path)
 
 
+class NonFiniteLossError(RuntimeError):
+    """Training produced a NaN or infinite loss; the last good checkpoint is kept."""
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Aborts fit at the first non-finite loss, before an epoch end could checkpoint bad weights."""
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not np.isfinite(float(loss)):
+            step = int(self.model.optimizer.iterations.numpy())
+            raise NonFiniteLossError(
+                f"The loss became {float(loss)} at step {step}. The last good checkpoint is kept; "
+                "lower --learning_rate or raise --temperature and run the same command again."
+            )
+
+
+def completed_steps(run_dir: str, config: ExperimentConfig) -> int:
+    """Steps already trained according to the run's checkpoint (0 for a new run)."""
+    metadata = os.path.join(run_dir, BACKUP_DIR, "training_metadata.json")
+    if not os.path.exists(metadata):
+        return 0
+    with open(metadata) as handle:
+        return json.load(handle)["epoch"] * steps_per_log(config)
+
+
+def data_seed(config: ExperimentConfig, start_step: int) -> int:
+    """A resumed run draws fresh batches instead of replaying the first ones."""
+    if start_step == 0:
+        return config.seed
+    return int(np.random.SeedSequence([config.seed, start_step]).generate_state(1)[0])
+
+
 class LearningRateLogger(keras.callbacks.Callback):
     """Adds the current learning rate to the epoch logs, so TensorBoard plots it."""
 
@@ -104,15 +151,22 @@ def train(
     """
     config.validate()
     family = data.family_module(config.data)
-    dataset = family.make_dataset(config, seed=config.seed)
+    start_step = completed_steps(run_dir, config)
+    dataset = family.make_dataset(config, seed=data_seed(config, start_step))
     os.makedirs(run_dir, exist_ok=True)
     _write_config(config, run_dir)
+    if start_step:
+        print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.steps}.")
 
     encoder = build_encoder(config)
     model = build_model(config, encoder)
     interval = steps_per_log(config)
     all_callbacks = [
-        keras.callbacks.BackupAndRestore(os.path.join(run_dir, "backup"), save_freq="epoch", delete_checkpoint=False),
+        StopOnNonFiniteLoss(),
+        # double_checkpoint keeps the previous checkpoint, used if a kill corrupts the newest.
+        keras.callbacks.BackupAndRestore(
+            os.path.join(run_dir, BACKUP_DIR), save_freq="epoch", delete_checkpoint=False, double_checkpoint=True
+        ),
         LearningRateLogger(),
         keras.callbacks.TensorBoard(os.path.join(run_dir, "logs"), update_freq="epoch"),
         *callbacks,
@@ -122,4 +176,9 @@ def train(
     )
     encoder.save(os.path.join(run_dir, ENCODER_FILE))
     export.export_encoder(encoder, os.path.join(run_dir, SAVED_MODEL_DIR))
-    return TrainResult(encoder=encoder, history=dict(history.history), run_dir=run_dir)
+    return TrainResult(
+        encoder=encoder,
+        history=dict(history.history),
+        run_dir=run_dir,
+        final_step=int(model.optimizer.iterations.numpy()),
+    )

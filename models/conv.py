@@ -24,7 +24,8 @@ def _conv_encoder(
         x = keras.layers.Conv2D(filters, 3, strides=stride, padding="valid", activation="relu", name=f"conv{index + 1}")(x)
     x = keras.layers.Flatten(name="flatten")(x)
     x = keras.layers.Dense(hidden_units, activation="relu", name="hidden")(x)
-    outputs = keras.layers.Dense(embedding_dim, name="embedding")(x)
+    # float32 even under a mixed-precision policy: distances between embeddings need the precision.
+    outputs = keras.layers.Dense(embedding_dim, name="embedding", dtype="float32")(x)
     return keras.Model(inputs, outputs, name=name)
 
 

@@ -6,40 +6,14 @@ import pytest
 import tensorflow as tf
 
 import models
+import toy_family
 from abc_tf.model import ABCModel
 
 SET_SIZE = 12
 
 
 def grouped_batches(pairs: int, seed: int, views: bool = False, labels: bool = False) -> tf.data.Dataset:
-    """Tiny grouped data: a 6x6 square at one of 16 positions (active), background level fixed per set (inactive)."""
-    rng = np.random.default_rng(seed)
-
-    def one_set():
-        level = rng.uniform(0.0, 0.5)
-        positions = rng.integers(0, 16, size=SET_SIZE)
-        images = np.full((SET_SIZE, 28, 28, 1), level, np.float32)
-        for k, position in enumerate(positions):
-            row, col = 2 + 6 * (position // 4), 2 + 6 * (position % 4)
-            images[k, row : row + 6, col : col + 6] = 1.0
-        return images, positions
-
-    def generate():
-        while True:
-            batch = {}
-            set_a = [one_set() for _ in range(pairs)]
-            batch["set_a"] = np.stack([images for images, _ in set_a])
-            batch["set_b"] = np.stack([one_set()[0] for _ in range(pairs)])
-            if views:
-                batch["set_a_view2"] = batch["set_a"] + 0.05
-                batch["set_b_view2"] = batch["set_b"] + 0.05
-            if labels:
-                batch["labels_a"] = np.stack([positions for _, positions in set_a]).astype(np.int32)
-            yield batch
-
-    example = next(generate())
-    signature = {key: tf.TensorSpec(value.shape, value.dtype) for key, value in example.items()}
-    return tf.data.Dataset.from_generator(generate, output_signature=signature)
+    return toy_family.batches(pairs, SET_SIZE, seed, views=views, labels=labels)
 
 
 def compiled_model(**kwargs) -> ABCModel:

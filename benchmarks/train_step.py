@@ -1,0 +1,107 @@
+"""Steps/s of ABCModel.fit against a plain eager GradientTape loop of the same step.
+
+The step: S4 (MNIST) encoder, two sets of 64 28x28x1 images, l2sq ABC loss, Adam.
+Both measured in one run on the same in-memory batch, so the figure is the ratio.
+
+  python benchmarks/train_step.py [--steps 200] [--no_write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import models  # noqa: E402
+from abc_tf import losses  # noqa: E402
+from abc_tf.model import ABCModel, to_float_images  # noqa: E402
+from benchmarks.report import machine_line, write_section  # noqa: E402
+
+SET_SIZE = 64
+
+
+def make_batch(seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {key: rng.integers(0, 256, size=(1, SET_SIZE, 28, 28, 1), dtype=np.uint8) for key in ("set_a", "set_b")}
+
+
+def fit_steps_per_second(batch, steps: int, jit_compile: bool, steps_per_execution: int, policy: str) -> float:
+    keras.mixed_precision.set_global_policy(policy)
+    keras.utils.set_random_seed(0)
+    model = ABCModel(models.build("s4"))
+    model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=jit_compile, steps_per_execution=steps_per_execution)
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    model.fit(dataset, epochs=1, steps_per_epoch=2 * steps_per_execution, verbose=0)  # trace and warm up
+    start = time.perf_counter()
+    model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
+    rate = steps / (time.perf_counter() - start)
+    keras.mixed_precision.set_global_policy("float32")
+    return rate
+
+
+def eager_steps_per_second(batch, steps: int) -> float:
+    """The authors' style: a Python loop, each step run eagerly op by op."""
+    keras.utils.set_random_seed(0)
+    encoder = models.build("s4")
+    optimizer = keras.optimizers.Adam(1e-4)
+    set_a, set_b = (tf.constant(batch[key][0]) for key in ("set_a", "set_b"))
+
+    def step():
+        with tf.GradientTape() as tape:
+            embedded_a = encoder(to_float_images(set_a), training=True)
+            embedded_b = encoder(to_float_images(set_b), training=True)
+            loss, _ = losses.abc_loss(embedded_a[None], embedded_b[None], "l2sq", 1.0)
+        gradients = tape.gradient(loss, encoder.trainable_variables)
+        optimizer.apply(gradients, encoder.trainable_variables)
+
+    for _ in range(3):
+        step()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    return steps / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
+    args = parser.parse_args()
+    batch = make_batch()
+    eager = eager_steps_per_second(batch, args.steps)
+    rows = [("plain eager GradientTape loop", eager)]
+    # bfloat16 is what --mixed_precision picks on a CPU; float16 would be emulated there.
+    policy = "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
+    settings = [(False, 1, "float32"), (False, 10, "float32"), (True, 1, "float32"), (True, 10, "float32"),
+                (False, 1, policy), (False, 10, policy)]
+    for jit_compile, steps_per_execution, dtype_policy in settings:
+        rate = fit_steps_per_second(batch, args.steps, jit_compile, steps_per_execution, dtype_policy)
+        name = f"ABCModel.fit, jit_compile={jit_compile}, steps_per_execution={steps_per_execution}, {dtype_policy}"
+        rows.append((name, rate))
+    lines = [
+        machine_line(),
+        "",
+        f"Step: S4 encoder, two sets of {SET_SIZE} 28x28x1 images, l2sq ABC loss, Adam; {args.steps} timed steps each.",
+        "Goal: fit at least 3x the eager loop.",
+        "",
+        "| training loop | steps/s | images/s | vs eager |",
+        "|---|---|---|---|",
+    ]
+    for name, rate in rows:
+        lines.append(f"| {name} | {rate:.1f} | {rate * 2 * SET_SIZE:.0f} | {rate / eager:.2f}x |")
+    lines += ["", "Command: `python benchmarks/train_step.py`"]
+    body = "\n".join(lines)
+    print(body)
+    if not args.no_write:
+        write_section("Training step: ABCModel.fit against an eager loop (S4, MNIST sets)", body)
+
+
+if __name__ == "__main__":
+    main()

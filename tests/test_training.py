@@ -1,0 +1,117 @@
+"""abc_tf.training: what a run writes, the SavedModel by reload, resume after SIGKILL, NaN handling."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from abc_tf import data, training
+from abc_tf.config import ExperimentConfig
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS_DIR)
+
+TOY = ExperimentConfig(
+    name="toy", data="toy", model="s4", embedding_dim=8, set_size=12, pairs_per_step=2,
+    learning_rate=1e-3, steps=40, log_every=10, seed=3,
+)
+
+
+@pytest.fixture(autouse=True)
+def toy_family(monkeypatch):
+    monkeypatch.setitem(data.DATA_FAMILIES, "toy", "toy_family")
+
+
+def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(tmp_path):
+    run_dir = str(tmp_path / "run")
+    result = training.train(TOY, run_dir, verbose=0)
+    assert len(result.history["loss"]) == 4
+    assert result.final_step == 40
+    assert result.history["loss"][-1] < result.history["loss"][0]
+    assert ExperimentConfig.from_json(open(os.path.join(run_dir, "config.json")).read()) == TOY
+    assert os.listdir(os.path.join(run_dir, "logs", "train"))
+    assert json.load(open(os.path.join(run_dir, "backup", "training_metadata.json")))["epoch"] == 4
+
+    images = next(iter(data.family_module("toy").make_dataset(TOY, seed=0)))["set_a"][0]
+    want = result.encoder(images).numpy()
+    reloaded = keras.models.load_model(os.path.join(run_dir, "encoder.keras"))
+    np.testing.assert_allclose(reloaded(images).numpy(), want, rtol=1e-5, atol=1e-6)
+    saved = tf.saved_model.load(os.path.join(run_dir, "saved_model"))
+    np.testing.assert_allclose(saved.embed(images)["embeddings"].numpy(), want, rtol=1e-5, atol=1e-5)
+    as_uint8 = tf.cast(tf.round(images * 255.0), tf.uint8)
+    np.testing.assert_allclose(
+        saved.embed_uint8(as_uint8)["embeddings"].numpy(), result.encoder(as_uint8 / 255).numpy(), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_rerunning_with_another_config_is_refused(tmp_path):
+    run_dir = str(tmp_path / "run")
+    training.train(TOY.replace(steps=10), run_dir, verbose=0)
+    with pytest.raises(ValueError, match="different config \\(temperature: 1.0 -> 0.5"):
+        training.train(TOY.replace(steps=10, temperature=0.5), run_dir, verbose=0)
+
+
+def test_learning_rate_schedule_is_logged(tmp_path):
+    result = training.train(TOY.replace(lr_halving_steps=20), str(tmp_path / "run"), verbose=0)
+    # Logged at the end of steps 10, 20, 30, 40; halved at 20 and 40.
+    np.testing.assert_allclose(result.history["learning_rate"], [1e-3, 5e-4, 5e-4, 2.5e-4], rtol=1e-6)
+
+
+def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_good_checkpoint(tmp_path):
+    run_dir = str(tmp_path / "run")
+    training.train(TOY.replace(steps=10), run_dir, verbose=0)
+    good = keras.models.load_model(os.path.join(run_dir, "encoder.keras")).get_weights()
+    # Huge learning rate at a tiny temperature diverges.
+    with pytest.raises(training.NonFiniteLossError, match="The loss became nan at step"):
+        training.train(TOY.replace(learning_rate=1e9, temperature=1e-3, seed=4), str(tmp_path / "bad"), verbose=0)
+    assert not os.path.exists(os.path.join(tmp_path, "bad", "backup", "training_metadata.json"))
+    assert all(np.all(np.isfinite(w)) for w in good)
+
+
+RESUMABLE_RUN = textwrap.dedent(
+    """
+    import sys
+    from abc_tf import data, training
+    from abc_tf.config import ExperimentConfig
+    data.DATA_FAMILIES["toy"] = "toy_family"
+    config = ExperimentConfig.from_json(open(sys.argv[1]).read())
+    training.train(config, sys.argv[2], verbose=0)
+    """
+)
+
+
+def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
+    config = TOY.replace(steps=400, log_every=20, lr_halving_steps=100)
+    config_path = tmp_path / "config.json"
+    config_path.write_text(config.to_json())
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-c", RESUMABLE_RUN, str(config_path), str(run_dir)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TESTS_DIR, ROOT]), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    metadata = run_dir / "backup" / "training_metadata.json"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        if metadata.exists() and json.loads(metadata.read_text() or "{}").get("epoch", 0) >= 2:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be killed"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed_at = json.loads(metadata.read_text())["epoch"] * 20
+    assert 0 < killed_at < 400
+
+    result = training.train(config, str(run_dir), verbose=0)
+    assert len(result.history["loss"]) * 20 == 400 - killed_at
+    # The optimizer state (its step counter drives the schedule) continues from the checkpoint.
+    assert result.final_step == 400
+    assert result.history["learning_rate"][-1] == pytest.approx(1e-3 * 0.5**4)
+    first_lr = result.history["learning_rate"][0]
+    assert first_lr == pytest.approx(1e-3 * 0.5 ** ((killed_at + 20) // 100))
