@@ -14,6 +14,7 @@ from typing import Any
 
 SIMILARITIES = ("l2sq", "l2", "l1", "linf", "cosine")
 LOSS_TYPES = ("abc", "contrastive")
+STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 
 
 def _field(default: Any, help: str) -> Any:  # noqa: A002 - mirrors absl's argument name
@@ -43,7 +44,10 @@ class ExperimentConfig:
     seed: int = _field(0, "Seed for weights, data and augmentation.")
     jit_compile: bool = _field(False, "Compile the train step with XLA.")
     steps_per_execution: int = _field(1, "Train steps per compiled call.")
+    strategy: str = _field("default", "tf.distribute strategy: default (one device), mirrored (all local GPUs), multi_worker (TF_CONFIG), tpu.")
     mixed_precision: bool = _field(False, "Compute in bfloat16 (float16 on GPUs), keeping embeddings and the loss in float32.")
+    eval_every: int = _field(0, "Steps between factor-isolation measurements (probes, short MINE) written to TensorBoard, on data with known factors (0: off).")
+    eval_images: int = _field(512, "Labelled images in the fixed sample of the factor-isolation callback and the embedding projector.")
     # Shapes3D (SPEC.md sections 3 and 6).
     inactive_factors: str = _field("wall_hue", "Factors fixed within a set, comma separated. Shapes3D: names or the authors' digits; yaleb: 'person,pose' (illumination active) or 'person' (pose and illumination active).")
     curate_both_sets: bool = _field(True, "Curate set B like set A (False: set B unconstrained, drawn from the whole data set).")
@@ -85,6 +89,8 @@ class ExperimentConfig:
                 raise ValueError(f"{name} must be a positive finite number, got {value}.")
         if self.lr_halving_steps < 0:
             raise ValueError(f"lr_halving_steps must be >= 0, got {self.lr_halving_steps}.")
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"Unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGIES)}.")
         if self.similarity not in SIMILARITIES:
             raise ValueError(f"Unknown similarity {self.similarity!r}; choose one of {', '.join(SIMILARITIES)}.")
         if self.loss not in LOSS_TYPES:

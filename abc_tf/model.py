@@ -136,9 +136,11 @@ class ABCModel(keras.Model):
     def train_step(self, batch):
         with tf.GradientTape() as tape:
             terms = self._forward(batch, training=True)
-            loss = terms["loss"]
-            # Loss scaling under mixed precision (a no-op for other optimizers).
-            scaled = self.optimizer.scale_loss(loss)
+            # Each replica sees P / replicas pairs and the optimizer sums replica gradients,
+            # so dividing by the replica count makes the update the mean over all P pairs.
+            replicas = tf.distribute.get_strategy().num_replicas_in_sync
+            # Loss scaling under mixed float16 (a no-op for other optimizers).
+            scaled = self.optimizer.scale_loss(terms["loss"] / replicas)
         gradients = tape.gradient(scaled, self.trainable_variables)
         self.optimizer.apply(gradients, self.trainable_variables)
         return self._update_metrics(terms)

@@ -73,6 +73,32 @@ def build_model(config: ExperimentConfig, encoder: keras.Model) -> ABCModel:
     return model
 
 
+def make_strategy(name: str) -> tf.distribute.Strategy:
+    """The tf.distribute strategy named by ``config.strategy``.
+
+    Global-batch semantics: ``pairs_per_step`` P is the global number of set pairs per step;
+    each of the R replicas trains on P / R pairs and the update is the mean over all P, so the
+    learning rate means the same thing on any number of devices.
+    """
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker":
+        if "TF_CONFIG" not in os.environ:
+            raise ValueError("--strategy=multi_worker needs the TF_CONFIG environment variable describing the cluster.")
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (ValueError, tf.errors.OpError) as error:
+            raise ValueError(f"--strategy=tpu found no TPU to connect to: {error}") from error
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"Unknown strategy {name!r}; choose one of default, mirrored, multi_worker, tpu.")
+
+
 def steps_per_log(config: ExperimentConfig) -> int:
     """Steps per Keras epoch: a divisor of ``steps`` near ``log_every``, so runs end exactly at ``steps``."""
     return math.gcd(config.steps, config.log_every)
@@ -142,14 +168,26 @@ class LearningRateLogger(keras.callbacks.Callback):
 
 
 def train(
-    config: ExperimentConfig, run_dir: str, callbacks: Sequence[keras.callbacks.Callback] = (), verbose: int = 2
+    config: ExperimentConfig,
+    run_dir: str,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    verbose: int = 2,
+    strategy: tf.distribute.Strategy | None = None,
 ) -> TrainResult:
     """Trains ``config`` into ``run_dir``; resumes from its checkpoint when one is there.
 
+    ``strategy`` overrides ``config.strategy`` (e.g. a MirroredStrategy over chosen devices).
     Everything that can fail on user input (config values, data files, set sizes) is checked
     before the first step.
     """
     config.validate()
+    strategy = strategy or make_strategy(config.strategy)
+    replicas = strategy.num_replicas_in_sync
+    if config.pairs_per_step % replicas:
+        raise ValueError(
+            f"pairs_per_step ({config.pairs_per_step}) must be a multiple of the {replicas} replicas "
+            "of the distribution strategy: set pairs are what the replicas split."
+        )
     family = data.family_module(config.data)
     start_step = completed_steps(run_dir, config)
     dataset = family.make_dataset(config, seed=data_seed(config, start_step))
@@ -158,8 +196,9 @@ def train(
     if start_step:
         print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.steps}.")
 
-    encoder = build_encoder(config)
-    model = build_model(config, encoder)
+    with strategy.scope():
+        encoder = build_encoder(config)
+        model = build_model(config, encoder)
     interval = steps_per_log(config)
     all_callbacks = [
         StopOnNonFiniteLoss(),

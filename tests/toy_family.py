@@ -24,9 +24,9 @@ def draw_set(rng: np.random.Generator, set_size: int) -> tuple[np.ndarray, np.nd
 
 def batches(pairs: int, set_size: int, seed: int, views: bool = False, labels: bool = False) -> tf.data.Dataset:
     """Endless set-pair batches in the ABCModel format."""
-    rng = np.random.default_rng(seed)
-
     def generate():
+        # A new iterator restarts the stream, as a seeded tf.data pipeline would.
+        rng = np.random.default_rng(seed)
         while True:
             set_a = [draw_set(rng, set_size) for _ in range(pairs)]
             batch = {
