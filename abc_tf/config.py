@@ -61,6 +61,20 @@ class ExperimentConfig:
     image_size: int = _field(64, "Images are resized to image_size x image_size (yaleb, epfl_cars, folders).")
     image_channels: int = _field(3, "Channels images are converted to: 1 (gray) or 3 (RGB) (yaleb, epfl_cars, folders).")
     augmentations: str = _field("", "Per-image augmentations 'name:amplitude,...' applied in order (contrast, saturation, crop; see abc_tf.augment); twice under double_augmentation.")
+    # Pose regression (SPEC.md section 3, Table 2): spherical-regression head on set A's embeddings.
+    regression_weight: float = _field(0.0, "Weight of the spherical-regression head loss on set A's pose labels (0: no head). Pose data only.")
+    abc_weight: float = _field(1.0, "Weight of the ABC loss (0 with regression_weight > 0: the regression-only baseline).")
+    # Pose (SPEC.md sections 3, 5, 6; supplement S5, S8.3): data family "pose".
+    pose_category: str = _field("car", "Pose object category: car or chair (sets the default maximum elevation).")
+    max_elevation: float = _field(0.0, "Pose: keep synthetic views up to this elevation in radians (0: the category's 0.5 car / 1.3 chair).")
+    real_fraction: float = _field(0.1, "Pose: fraction of real images in the unconstrained set B once titration is complete.")
+    titration_interval: int = _field(4000, "Pose: the real fraction steps up every this many steps, from 0 to real_fraction (0: no titration, real_fraction from the start).")
+    crop_amplitude: float = _field(0.1, "Pose: random translation of the bounding box, as a fraction of its height and width.")
+    augmentation_amplitude: float = _field(1.0, "Pose: scale of the colouring augmentations (brightness, hue, noise, Sobel; 0: none).")
+    real_data_path: str = _field("", "Pose: folder of unlabelled real images (set B titration, background painting); empty with data_source=procedural.")
+    pose_test_list: str = _field("", "Pose: Pascal3D+-style test list 'image left top right bottom azimuth elevation tilt' (evaluation only).")
+    pose_test_images: str = _field("", "Pose: folder the test list's image names are relative to (default: the list's folder).")
+    backbone_weights: str = _field("", "Pretrained weights of the encoder's backbone (s5: 'imagenet' as in the paper, needs internet or the cached file, or a weights file path; empty: random).")
 
     def replace(self, **overrides: Any) -> "ExperimentConfig":
         return dataclasses.replace(self, **overrides)
@@ -91,6 +105,14 @@ class ExperimentConfig:
             raise ValueError(f"lr_halving_steps must be >= 0, got {self.lr_halving_steps}.")
         if self.strategy not in STRATEGIES:
             raise ValueError(f"Unknown strategy {self.strategy!r}; choose one of {', '.join(STRATEGIES)}.")
+        for name in ("regression_weight", "abc_weight"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
+        if self.regression_weight == 0 and self.abc_weight == 0:
+            raise ValueError("abc_weight and regression_weight are both 0: nothing to train.")
+        if self.regression_weight > 0 and self.data != "pose":
+            raise ValueError(f"regression_weight > 0 needs pose labels (data=pose), got data={self.data!r}.")
         if self.similarity not in SIMILARITIES:
             raise ValueError(f"Unknown similarity {self.similarity!r}; choose one of {', '.join(SIMILARITIES)}.")
         if self.loss not in LOSS_TYPES:
@@ -122,6 +144,18 @@ _REAL_IMAGES = ExperimentConfig(
     learning_rate=3e-4, steps=10000, log_every=500, double_augmentation=True, image_size=64,
 )
 
+# Pose lookup (SPEC.md section 3; supplement S8.3): S5 on 128 x 128 images, 4 pairs of sets of
+# 32, cosine with tau 0.1, double augmentation (S5), lr 1e-4 halved every 10k steps, 40k steps,
+# real images titrated into set B up to 10% in stairs every 4k steps. data_source=procedural
+# renders the built-in stand-in; --data_source=keypointnet --data_path=... --real_data_path=...
+# --pose_test_list=... reads the paper's data.
+_POSE_LOOKUP = ExperimentConfig(
+    data="pose", data_source="procedural", model="s5", image_size=128, embedding_dim=64, set_size=32,
+    pairs_per_step=4, similarity="cosine", temperature=0.1, double_augmentation=True, learning_rate=1e-4,
+    lr_halving_steps=10000, steps=40000, log_every=1000, real_fraction=0.1, titration_interval=4000,
+    crop_amplitude=0.1, augmentation_amplitude=1.0,
+)
+
 PRESETS: dict[str, ExperimentConfig] = {
     # Paper settings, SPEC.md section 3, Shapes3D row.
     "shapes3d": _SHAPES3D,
@@ -149,12 +183,51 @@ PRESETS: dict[str, ExperimentConfig] = {
         name="epfl_cars", data="epfl_cars", image_channels=3, set_size=81, inactive_factors="car",
         augmentations="contrast:0.3,saturation:0.3,crop:0.2",
     ),
+    # Pose lookup, paper settings (Table 1), per category; elevation filter 0.5 / 1.3 rad.
+    "pose_lookup_car": _POSE_LOOKUP.replace(name="pose_lookup_car", pose_category="car"),
+    "pose_lookup_chair": _POSE_LOOKUP.replace(name="pose_lookup_chair", pose_category="chair"),
+    # Pose isolation on the procedural cars within about 15 minutes on 2 CPU cores: the S5 head
+    # on a small trunk (s5_small) at 32 x 32, the paper's sets, loss and augmentations, a
+    # shorter schedule (titration stairs every 100 steps, lr halved every 400).
+    "pose_quick": _POSE_LOOKUP.replace(
+        name="pose_quick", model="s5_small", image_size=32, steps=800, log_every=100, learning_rate=3e-4,
+        lr_halving_steps=400, titration_interval=100,
+    ),
+    # Pose regression, paper settings (Table 2; supplement S8.3): ABC plus the spherical-regression
+    # head on set A's labelled renders, tau 0.05, lr 1e-4 halved every 20k, 60k steps, real images
+    # titrated into set B up to 2%. The loss is regression + abc_weight * ABC (weights 1 and 1;
+    # the paper does not state its weighting).
+    "pose_regression_car": _POSE_LOOKUP.replace(
+        name="pose_regression_car", pose_category="car", temperature=0.05, lr_halving_steps=20000, steps=60000,
+        real_fraction=0.02, regression_weight=1.0,
+    ),
+    "pose_regression_chair": _POSE_LOOKUP.replace(
+        name="pose_regression_chair", pose_category="chair", temperature=0.05, lr_halving_steps=20000, steps=60000,
+        real_fraction=0.02, regression_weight=1.0,
+    ),
+    # Table 2's first row (Liao et al. 2019): the same network and schedule with regression alone;
+    # real images could only enter through the ABC loss, so none are drawn.
+    "pose_regression_only_car": _POSE_LOOKUP.replace(
+        name="pose_regression_only_car", pose_category="car", temperature=0.05, lr_halving_steps=20000, steps=60000,
+        real_fraction=0.0, regression_weight=1.0, abc_weight=0.0,
+    ),
+    "pose_regression_only_chair": _POSE_LOOKUP.replace(
+        name="pose_regression_only_chair", pose_category="chair", temperature=0.05, lr_halving_steps=20000,
+        steps=60000, real_fraction=0.0, regression_weight=1.0, abc_weight=0.0,
+    ),
     # The user's own grouped folders (--data_path), with the real-image settings above.
     "folders": _REAL_IMAGES.replace(
         name="folders", data="folders", image_channels=3, set_size=32, inactive_factors="group",
         augmentations="contrast:0.3,saturation:0.3,crop:0.2",
     ),
 }
+
+# pose_quick with the regression head and Table 2's tau 0.05 and 2% real images. With
+# --abc_weight=0 --real_fraction=0: the regression-only baseline; with --real_fraction=0:
+# regression + ABC on synthetic images only. Derived from pose_quick so it follows its tuning.
+PRESETS["pose_regression_quick"] = PRESETS["pose_quick"].replace(
+    name="pose_regression_quick", temperature=0.05, real_fraction=0.02, regression_weight=1.0
+)
 
 
 def get_preset(name: str) -> ExperimentConfig:

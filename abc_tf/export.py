@@ -1,31 +1,164 @@
 """SavedModel export, loadable with ``tf.saved_model.load`` alone (no project code needed).
 
-Signatures take images of any batch size; preprocessing (uint8 -> [0, 1]) is inside:
-- ``embed``: float32 images in [0, 1] ``[B, H, W, C]`` -> ``{"embeddings": [B, D]}``;
-- ``embed_uint8``: uint8 images ``[B, H, W, C]`` -> ``{"embeddings": [B, D]}``.
+Signatures take images of any batch size; preprocessing (uint8 -> [0, 1]) is inside. Each
+endpoint comes in two input types, float32 images in [0, 1] (plain name) and uint8 pixels
+0..255 (``_uint8`` suffix); every endpoint is also a TensorFlow Serving signature with the
+named input ``images`` and named outputs:
+
+- ``embed`` / ``embed_uint8``: ``[B, H, W, C]`` -> ``{"embeddings": [B, D]}``;
+- ``lookup_pose`` / ``lookup_pose_uint8`` (pose runs, :func:`export_pose`): the dictionary's
+  embeddings and rotations are baked in; ``[B, H, W, C]`` ->
+  ``{"rotation": [B, 3, 3], "euler": [B, 3] (azimuth, elevation, tilt; radians),
+  "neighbour_index": [B] int64 (row of the dictionary), "similarity": [B]}``;
+- ``regress_pose`` / ``regress_pose_uint8`` (pose runs with a spherical-regression head):
+  ``[B, H, W, C]`` -> ``{"euler": [B, 3] (radians, each in (-pi, pi]), "rotation": [B, 3, 3]}``.
+
+Rotations are camera rotations in the authors' convention ``Rz(-t) Rx(e - pi/2) Rz(-a)``
+(abc_tf.evaluation.pose). Images of the wrong shape fail with an ``InvalidArgumentError``
+naming the expected shape; float images outside [0, 1] fail with one naming the uint8 endpoint.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 import keras
+import numpy as np
 import tensorflow as tf
 
 from abc_tf.model import to_float_images
 
+_INPUT_TYPES = (("", tf.float32), ("_uint8", tf.uint8))
 
-def export_encoder(encoder: keras.Model, path: str) -> None:
-    """Writes ``encoder`` as a SavedModel at ``path`` with the signatures above."""
+
+def checked_images(images: tf.Tensor, image_shape: tuple[int, int, int], endpoint: str) -> tf.Tensor:
+    """Asserts images are ``[batch, H, W, C]`` (and in [0, 1] if float); returns float32 images.
+
+    The exported input specs leave the rank open, so that a wrong shape reaches this check and
+    fails with a message naming the expected shape rather than deep inside a convolution.
+    """
+    height, width, channels = image_shape
+    expected = f"[batch, {height}, {width}, {channels}]"
+    shape = tf.shape(images, out_type=tf.int32)
+    rank_ok = tf.equal(tf.size(shape), 4)
+    dims_ok = tf.cond(
+        rank_ok,
+        lambda: tf.reduce_all(tf.equal(shape[1:], tf.constant(image_shape, tf.int32))),
+        lambda: tf.constant(False),
+    )
+    checks = [
+        tf.debugging.Assert(
+            dims_ok, [f"{endpoint}: images must have shape {expected} (add a batch axis for one image); got shape", shape]
+        )
+    ]
+    if images.dtype != tf.uint8:
+        # Catches 0..255 pixels passed as floats, which would silently give wrong poses.
+        in_range = tf.logical_and(tf.reduce_all(images >= 0.0), tf.reduce_all(images <= 1.0))
+        checks.append(
+            tf.debugging.Assert(
+                in_range,
+                [f"{endpoint}: float images must lie in [0, 1]; pass 0..255 pixels as uint8 to {endpoint}_uint8"],
+            )
+        )
+    with tf.control_dependencies(checks):
+        images = tf.identity(images)
+    return to_float_images(tf.ensure_shape(images, (None, *image_shape)))
+
+
+def _add_endpoints(
+    archive: keras.export.ExportArchive,
+    name: str,
+    image_shape: tuple[int, int, int],
+    body: Callable[[tf.Tensor], dict[str, tf.Tensor]],
+) -> None:
+    """Adds ``name`` (float32 input) and ``name_uint8``, each running ``body(float_images)``."""
+    for suffix, dtype in _INPUT_TYPES:
+        endpoint = name + suffix
+
+        def serve(images, endpoint=endpoint):
+            return body(checked_images(images, image_shape, endpoint))
+
+        archive.add_endpoint(name=endpoint, fn=serve, input_signature=[tf.TensorSpec(None, dtype, name="images")])
+
+
+def _encoder_archive(encoder: keras.Model) -> keras.export.ExportArchive:
+    """An archive tracking ``encoder`` with the ``embed`` endpoints."""
     image_shape = tuple(encoder.input_shape[1:])
     archive = keras.export.ExportArchive()
     archive.track(encoder)
-    archive.add_endpoint(
-        name="embed",
-        fn=lambda images: {"embeddings": encoder(to_float_images(images), training=False)},
-        input_signature=[tf.TensorSpec((None, *image_shape), tf.float32, name="images")],
+    _add_endpoints(
+        archive, "embed", image_shape, lambda images: {"embeddings": tf.cast(encoder(images, training=False), tf.float32)}
     )
-    archive.add_endpoint(
-        name="embed_uint8",
-        fn=lambda images: {"embeddings": encoder(to_float_images(images), training=False)},
-        input_signature=[tf.TensorSpec((None, *image_shape), tf.uint8, name="images")],
-    )
+    return archive
+
+
+def export_encoder(encoder: keras.Model, path: str) -> None:
+    """Writes ``encoder`` as a SavedModel at ``path`` with the ``embed`` signatures."""
+    _encoder_archive(encoder).write_out(path, verbose=False)
+
+
+def export_pose(
+    encoder: keras.Model,
+    path: str,
+    dictionary_embeddings: np.ndarray,
+    dictionary_euler: np.ndarray,
+    similarity: str,
+    head: keras.Model | None = None,
+) -> None:
+    """Writes a pose SavedModel at ``path``: ``embed``, ``lookup_pose`` and, with a head, ``regress_pose``.
+
+    Args:
+      encoder: images [B, H, W, C] in [0, 1] -> embeddings [B, D].
+      dictionary_embeddings: [N, D] embeddings of N images of known pose (by ``encoder``).
+      dictionary_euler: [N, 3] their Euler angles (azimuth, elevation, tilt) in radians.
+      similarity: the training similarity (abc_tf.losses); the neighbour maximises it.
+      head: optional spherical-regression head (models/pose_head.py) on the embeddings.
+    """
+    # Imported here: the evaluation and head modules are not needed for plain encoders.
+    from abc_tf import losses
+    from abc_tf.evaluation import pose
+    from models import pose_head
+
+    dictionary_embeddings = np.asarray(dictionary_embeddings, np.float32)
+    dictionary_euler = np.asarray(dictionary_euler, np.float64)
+    if dictionary_embeddings.ndim != 2 or dictionary_embeddings.shape[0] == 0:
+        raise ValueError(f"dictionary_embeddings must be [N, D] with N > 0, got shape {dictionary_embeddings.shape}.")
+    if dictionary_euler.shape != (dictionary_embeddings.shape[0], 3):
+        raise ValueError(
+            f"dictionary_euler must be [N, 3] = [{dictionary_embeddings.shape[0]}, 3], got {dictionary_euler.shape}."
+        )
+    losses.pairwise_similarity(tf.zeros([1, 1]), tf.zeros([1, 1]), similarity)  # raises on an unknown name
+    embedding_dim = int(encoder.output_shape[-1])
+    if dictionary_embeddings.shape[1] != embedding_dim:
+        raise ValueError(f"dictionary_embeddings have {dictionary_embeddings.shape[1]} dims; the encoder gives {embedding_dim}.")
+
+    # Baked in as graph constants: the SavedModel then carries its dictionary (N * (D + 12) floats).
+    keys = tf.constant(dictionary_embeddings)
+    euler = tf.constant(dictionary_euler.astype(np.float32))
+    rotations = tf.constant(pose.euler_to_matrix(dictionary_euler).astype(np.float32))
+
+    def embed(images: tf.Tensor) -> tf.Tensor:
+        return tf.cast(encoder(images, training=False), tf.float32)
+
+    def lookup(images: tf.Tensor) -> dict[str, tf.Tensor]:
+        scores = losses.pairwise_similarity(embed(images), keys, similarity)  # [B, N]
+        index = tf.argmax(scores, axis=-1)
+        return {
+            "rotation": tf.gather(rotations, index),
+            "euler": tf.gather(euler, index),
+            "neighbour_index": index,
+            "similarity": tf.reduce_max(scores, axis=-1),
+        }
+
+    image_shape = tuple(encoder.input_shape[1:])
+    archive = _encoder_archive(encoder)
+    _add_endpoints(archive, "lookup_pose", image_shape, lookup)
+    if head is not None:
+        archive.track(head)
+
+        def regress(images: tf.Tensor) -> dict[str, tf.Tensor]:
+            angles = pose_head.decode_angles(head(embed(images), training=False))
+            return {"euler": angles, "rotation": pose.euler_to_matrix_tf(angles)}
+
+        _add_endpoints(archive, "regress_pose", image_shape, regress)
     archive.write_out(path, verbose=False)

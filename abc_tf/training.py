@@ -6,12 +6,15 @@ Run directory layout:
   backup/            BackupAndRestore checkpoint every ``log_every`` steps: the same command
                      resumes a killed run from it
   encoder.keras      the trained encoder (Keras format)
-  saved_model/       SavedModel with the ``embed`` signatures (abc_tf.export)
+  head.keras         the spherical-regression head, when regression_weight > 0
+  saved_model/       SavedModel with the ``embed`` signatures (abc_tf.export); pose runs add
+                     ``lookup_pose`` (and ``regress_pose`` with a head)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 import os
@@ -28,6 +31,7 @@ from abc_tf.model import ABCModel
 
 CONFIG_FILE = "config.json"
 ENCODER_FILE = "encoder.keras"
+HEAD_FILE = "head.keras"
 BACKUP_DIR = "backup"
 SAVED_MODEL_DIR = "saved_model"
 
@@ -38,6 +42,7 @@ class TrainResult:
     history: dict[str, list[float]]  # per logging interval of the steps trained by this call
     run_dir: str
     final_step: int  # optimizer steps in total, including those of resumed runs
+    head: keras.Model | None = None  # the spherical-regression head, when trained
 
 
 def loss_type(config: ExperimentConfig) -> str:
@@ -58,13 +63,27 @@ def build_encoder(config: ExperimentConfig, seed: int | None = None) -> keras.Mo
     keras.mixed_precision.set_global_policy(precision_policy(config))
     keras.utils.set_random_seed(config.seed if seed is None else seed)
     image_shape = data.family_module(config.data).image_shape(config)
-    return models.build(config.model, embedding_dim=config.embedding_dim, input_shape=tuple(image_shape))
+    kwargs = {"weights": config.backbone_weights} if config.backbone_weights else {}
+    try:
+        return models.build(config.model, embedding_dim=config.embedding_dim, input_shape=tuple(image_shape), **kwargs)
+    except TypeError:
+        if kwargs:
+            raise ValueError(f"--backbone_weights: model {config.model!r} has no pretrained backbone (s5 has).") from None
+        raise
 
 
 def build_model(config: ExperimentConfig, encoder: keras.Model) -> ABCModel:
-    """ABCModel around ``encoder``, compiled with Adam and the config's schedule."""
+    """ABCModel around ``encoder`` (plus the pose head if asked), compiled with Adam and the config's schedule."""
+    head, head_loss = None, None
+    if config.regression_weight > 0:
+        from models import pose_head
+
+        # Built right after the encoder, so its initial weights follow the seed as well.
+        head = models.build("spherical_regression", embedding_dim=config.embedding_dim)
+        head_loss = pose_head.spherical_regression_loss
     model = ABCModel(
-        encoder, similarity=config.similarity, temperature=config.temperature, loss_type=loss_type(config)
+        encoder, similarity=config.similarity, temperature=config.temperature, loss_type=loss_type(config),
+        abc_weight=config.abc_weight, head=head, head_loss=head_loss, head_weight=config.regression_weight,
     )
     optimizer = keras.optimizers.Adam(
         schedules.learning_rate(config.learning_rate, config.lr_halving_steps), beta_1=0.9, beta_2=0.999
@@ -167,6 +186,15 @@ class LearningRateLogger(keras.callbacks.Callback):
             logs["learning_rate"] = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
 
 
+def make_family_dataset(family, config: ExperimentConfig, start_step: int) -> tf.data.Dataset:
+    """The family's batches. Families whose batches depend on the training step (pose: the
+    real-image titration) take ``start_step``, so a resumed run continues their schedule."""
+    seed = data_seed(config, start_step)
+    if "start_step" in inspect.signature(family.make_dataset).parameters:
+        return family.make_dataset(config, seed=seed, start_step=start_step)
+    return family.make_dataset(config, seed=seed)
+
+
 def train(
     config: ExperimentConfig,
     run_dir: str,
@@ -190,7 +218,7 @@ def train(
         )
     family = data.family_module(config.data)
     start_step = completed_steps(run_dir, config)
-    dataset = family.make_dataset(config, seed=data_seed(config, start_step))
+    dataset = make_family_dataset(family, config, start_step)
     os.makedirs(run_dir, exist_ok=True)
     _write_config(config, run_dir)
     if start_step:
@@ -207,17 +235,29 @@ def train(
             os.path.join(run_dir, BACKUP_DIR), save_freq="epoch", delete_checkpoint=False, double_checkpoint=True
         ),
         LearningRateLogger(),
+        # Family callbacks (pose: the titration logger) add to the logs before TensorBoard writes them.
+        *getattr(family, "training_callbacks", lambda _config: [])(config),
         keras.callbacks.TensorBoard(os.path.join(run_dir, "logs"), update_freq="epoch"),
         *callbacks,
     ]
     history = model.fit(
-        dataset, epochs=config.steps // interval, steps_per_epoch=interval, callbacks=all_callbacks, verbose=verbose
+        dataset, epochs=config.steps // interval, steps_per_epoch=interval, callbacks=all_callbacks, verbose=verbose,
+        shuffle=False,  # the pipelines draw random sets themselves
     )
     encoder.save(os.path.join(run_dir, ENCODER_FILE))
-    export.export_encoder(encoder, os.path.join(run_dir, SAVED_MODEL_DIR))
+    if model.head is not None:
+        # ABCModel with a head saves weights only; the head gets its own file for evaluation.
+        model.head.save(os.path.join(run_dir, HEAD_FILE))
+    if config.data == "pose":
+        from abc_tf.evaluation import pose as pose_evaluation
+
+        pose_evaluation.export_pose_run(config, encoder, os.path.join(run_dir, SAVED_MODEL_DIR), head=model.head)
+    else:
+        export.export_encoder(encoder, os.path.join(run_dir, SAVED_MODEL_DIR))
     return TrainResult(
         encoder=encoder,
         history=dict(history.history),
         run_dir=run_dir,
         final_step=int(model.optimizer.iterations.numpy()),
+        head=model.head,
     )

@@ -21,7 +21,7 @@ ROOT = os.path.dirname(TESTS_DIR)
 
 TOY = ExperimentConfig(
     name="toy", data="toy", model="s4", embedding_dim=8, set_size=12, pairs_per_step=2,
-    learning_rate=1e-3, steps=40, log_every=10, seed=3,
+    learning_rate=1e-3, temperature=0.1, steps=40, log_every=10, seed=3,
 )
 
 
@@ -55,7 +55,7 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(tmp_path):
 def test_rerunning_with_another_config_is_refused(tmp_path):
     run_dir = str(tmp_path / "run")
     training.train(TOY.replace(steps=10), run_dir, verbose=0)
-    with pytest.raises(ValueError, match="different config \\(temperature: 1.0 -> 0.5"):
+    with pytest.raises(ValueError, match="different config \\(temperature: 0.1 -> 0.5"):
         training.train(TOY.replace(steps=10, temperature=0.5), run_dir, verbose=0)
 
 

@@ -15,6 +15,10 @@ from types import ModuleType
 DATA_FAMILIES: dict[str, str] = {
     "shapes3d": "abc_tf.data.shapes3d",
     "mnist": "abc_tf.data.mnist",
+    "yaleb": "abc_tf.data.faces_cars",
+    "epfl_cars": "abc_tf.data.faces_cars",
+    "folders": "abc_tf.data.folders",
+    "pose": "abc_tf.data.pose",
 }
 
 

@@ -1,0 +1,279 @@
+"""Keras callbacks that watch factor isolation while an encoder trains.
+
+:class:`FactorIsolationCallback` measures, every N optimizer steps, a cheap version of the
+SPEC.md section 4 measures on a fixed labelled sample (probes, optionally a short MINE run, the
+histogram estimate when d <= 3) and writes them to TensorBoard: one scalar per factor and
+measure, plus the principal-component figure as an image. At the end of training it writes the
+files of TensorBoard's embedding projector (embeddings TSV, factor metadata TSV with a header
+row, sprite image, ``projector_config.pbtxt``) into the same log folder, so the projector tab
+shows the final embeddings coloured by any factor. No tensorboard import is needed: the
+projector config is a small text protobuf written here.
+
+:func:`evaluation_callbacks` builds the callbacks a run's config asks for; ``train.py`` passes
+them to ``abc_tf.training.train(config, run_dir, callbacks=...)``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from abc_tf import schedules
+from abc_tf.config import ExperimentConfig
+from abc_tf.evaluation import isolation, mutual_info, plots, probes
+from abc_tf.model import to_float_images
+
+LOG_SUBDIR = "isolation"  # under run_dir/logs, next to Keras' train/ folder
+PROJECTOR_TENSORS = "projector_embeddings.tsv"
+PROJECTOR_METADATA = "projector_metadata.tsv"
+PROJECTOR_SPRITE = "projector_sprite.png"
+PROJECTOR_CONFIG = "projector_config.pbtxt"
+
+# Cheap defaults: a measurement costs a few seconds on 2 CPU cores.
+CHEAP_PROBES = probes.ProbeSettings(epochs=10, batch_size=128)
+CHEAP_MINE = mutual_info.MineSettings(learning_rate=1e-3, steps=300, eval_samples=16_384)
+
+
+class FactorIsolationCallback(keras.callbacks.Callback):
+    """Every ``every_steps`` optimizer steps: per-factor probes (and MINE) to TensorBoard.
+
+    Args:
+      images: uint8 (or [0, 1] float) [N, H, W, C], the fixed labelled sample.
+      factors: int [N, F] factor indices of those images.
+      names: F factor names.
+      length_scale: noise sigma of the measures (the loss's length scale).
+      log_dir: folder of the summaries and projector files.
+      every_steps: steps between measurements (also measured before the first step).
+      inactive: factors the run drops (shaded in the figures).
+      num_classes: values per factor (chance levels); default: distinct values seen.
+      probe_settings / mine_settings: None skips that measure.
+      projector_points: images in the projector files (0: none written).
+      sprite_size: thumbnail side in pixels (sprite at most 8192 px wide).
+    """
+
+    def __init__(
+        self,
+        images: np.ndarray,
+        factors: np.ndarray,
+        names: Sequence[str],
+        length_scale: float,
+        log_dir: str,
+        every_steps: int,
+        inactive: Sequence[str] = (),
+        num_classes: Sequence[int] | None = None,
+        probe_settings: probes.ProbeSettings | None = CHEAP_PROBES,
+        mine_settings: mutual_info.MineSettings | None = CHEAP_MINE,
+        projector_points: int = 1024,
+        sprite_size: int = 32,
+        seed: int = 0,
+    ):
+        super().__init__()
+        if every_steps <= 0:
+            raise ValueError(f"every_steps must be positive, got {every_steps}.")
+        factors = np.asarray(factors)
+        if len(images) != len(factors) or factors.ndim != 2 or factors.shape[1] != len(names):
+            raise ValueError(
+                f"Labelled sample mismatch: {len(images)} images, factors {factors.shape}, {len(names)} names."
+            )
+        if projector_points < 0 or sprite_size <= 0 or int(np.ceil(np.sqrt(projector_points))) * sprite_size > 8192:
+            raise ValueError("projector_points and sprite_size must give a sprite of at most 8192 x 8192 pixels.")
+        self.images = images
+        self.factors = factors
+        self.names = list(names)
+        self.length_scale = float(length_scale)
+        self.log_dir = log_dir
+        self.every_steps = int(every_steps)
+        self.inactive = list(inactive)
+        self.num_classes = num_classes
+        self.probe_settings = probe_settings
+        self.mine_settings = mine_settings
+        self.projector_points = int(projector_points)
+        self.sprite_size = int(sprite_size)
+        self.seed = seed
+        self._writer = None
+        self._mine: mutual_info.MineEstimator | None = None
+        self._next_step = 0
+        self.history: list[dict] = []  # every measurement, also returned to Python callers
+
+    def _encoder(self):
+        return getattr(self.model, "encoder", self.model)
+
+    def _step(self) -> int:
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def measure(self, step: int) -> dict:
+        """Embeds the sample, computes the measures and writes them at ``step``; returns them."""
+        embeddings = isolation.embed_images(self._encoder(), self.images)
+        sigma = self.length_scale
+        record: dict = {"step": step, "spread": float(np.sqrt(np.mean(np.var(embeddings, axis=0))))}
+        if self.probe_settings is not None:
+            result = probes.probe_accuracies(
+                embeddings, self.factors, sigma, self.names, self.num_classes, self.probe_settings, self.seed
+            )
+            record["probe_accuracy"] = dict(zip(self.names, result.accuracy.tolist()))
+        if self.mine_settings is not None:
+            if self._mine is None:  # built and traced once, reused by every measurement
+                self._mine = mutual_info.MineEstimator(
+                    len(embeddings), embeddings.shape[1], len(self.names), self.mine_settings, self.seed
+                )
+            self._mine.set_data(embeddings, self.factors)
+            record["mine"] = dict(zip(self.names, self._mine.estimate(sigma, self.seed).tolist()))
+        if embeddings.shape[1] <= 3:
+            noisy = mutual_info.add_noise(embeddings, sigma, np.random.default_rng(self.seed))
+            record["histogram"] = dict(zip(self.names, mutual_info.histogram_mutual_information(noisy, self.factors)))
+        figure = plots.plot_embeddings_pca(embeddings, self.factors, self.names, title=f"step {step}", seed=self.seed)
+        png = plots.figure_to_png(figure)
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self.log_dir)
+        with self._writer.as_default(step=step):
+            tf.summary.scalar("isolation/embedding_spread", record["spread"])
+            for measure in ("probe_accuracy", "mine", "histogram"):
+                for name, value in record.get(measure, {}).items():
+                    tf.summary.scalar(f"isolation/{measure}/{name}", float(value))
+            tf.summary.image("isolation/embeddings_pca", tf.image.decode_png(png)[tf.newaxis])
+        self._writer.flush()
+        self.history.append(record)
+        self._last_embeddings = embeddings
+        return record
+
+    def on_train_begin(self, logs=None):
+        step = self._step()
+        # A resumed run continues the schedule where it left off.
+        self._next_step = step
+        self._maybe_measure()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._maybe_measure()
+
+    def _maybe_measure(self) -> None:
+        step = self._step()
+        if step >= self._next_step:
+            self.measure(step)
+            self._next_step = (step // self.every_steps + 1) * self.every_steps
+
+    def on_train_end(self, logs=None):
+        step = self._step()
+        if not self.history or self.history[-1]["step"] != step:
+            self.measure(step)
+        if self.projector_points:
+            write_projector_files(
+                self.log_dir, self._last_embeddings[: self.projector_points], self.factors[: self.projector_points],
+                self.names, self.images[: self.projector_points], self.sprite_size,
+            )
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def _sprite(images: np.ndarray, size: int) -> np.ndarray:
+    """Thumbnails [N, size, size, 3] uint8 tiled row-major into a square sprite image."""
+    thumbnails = tf.image.resize(to_float_images(images), (size, size), antialias=True).numpy()
+    if thumbnails.shape[-1] == 1:
+        thumbnails = np.repeat(thumbnails, 3, axis=-1)
+    thumbnails = (np.clip(thumbnails, 0, 1) * 255).round().astype(np.uint8)
+    side = int(np.ceil(np.sqrt(len(thumbnails))))
+    sprite = np.full((side * size, side * size, 3), 255, np.uint8)
+    for index, thumbnail in enumerate(thumbnails):
+        row, column = divmod(index, side)
+        sprite[row * size : (row + 1) * size, column * size : (column + 1) * size] = thumbnail
+    return sprite
+
+
+def write_projector_files(
+    log_dir: str,
+    embeddings: np.ndarray,
+    factors: np.ndarray,
+    names: Sequence[str],
+    images: np.ndarray | None = None,
+    sprite_size: int = 32,
+    tensor_name: str = "embeddings",
+) -> str:
+    """Writes the embedding projector's files into ``log_dir``; returns the config path.
+
+    embeddings [N, D] -> ``projector_embeddings.tsv`` (one row per point), factors [N, F] ->
+    ``projector_metadata.tsv`` (a header row of factor names, then one row per point), images
+    [N, H, W, C] -> ``projector_sprite.png``; ``projector_config.pbtxt`` ties them together.
+    """
+    embeddings = np.asarray(embeddings, dtype=np.float64)
+    factors = np.asarray(factors)
+    if factors.ndim == 1:
+        factors = factors[:, None]
+    if len(embeddings) != len(factors) or factors.shape[1] != len(names):
+        raise ValueError(f"Projector: {len(embeddings)} embeddings, factors {factors.shape}, {len(names)} names.")
+    os.makedirs(log_dir, exist_ok=True)
+    np.savetxt(os.path.join(log_dir, PROJECTOR_TENSORS), embeddings, delimiter="\t", fmt="%.6g")
+    with open(os.path.join(log_dir, PROJECTOR_METADATA), "w") as handle:
+        # With more than one column the projector expects a header row.
+        handle.write("\t".join(names) + "\n")
+        for row in factors:
+            handle.write("\t".join(str(value) for value in row.tolist()) + "\n")
+    lines = [
+        "embeddings {",
+        f'  tensor_name: "{tensor_name}"',
+        f'  tensor_path: "{PROJECTOR_TENSORS}"',
+        f'  metadata_path: "{PROJECTOR_METADATA}"',
+    ]
+    if images is not None:
+        if len(images) != len(embeddings):
+            raise ValueError(f"Projector: {len(images)} images for {len(embeddings)} embeddings.")
+        sprite = _sprite(np.asarray(images), sprite_size)
+        tf.io.write_file(os.path.join(log_dir, PROJECTOR_SPRITE), tf.image.encode_png(sprite))
+        lines += [
+            "  sprite {",
+            f'    image_path: "{PROJECTOR_SPRITE}"',
+            f"    single_image_dim: {sprite_size}",
+            f"    single_image_dim: {sprite_size}",
+            "  }",
+        ]
+    lines.append("}")
+    path = os.path.join(log_dir, PROJECTOR_CONFIG)
+    with open(path, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    return path
+
+
+def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.callbacks.Callback]:
+    """The factor-isolation callback of ``config`` (empty when ``config.eval_every`` is 0 or the
+    data family has no labelled factors). Logs go to ``run_dir/logs/isolation``."""
+    every = int(getattr(config, "eval_every", 0))
+    if every < 0:
+        raise ValueError(f"eval_every must be >= 0, got {every}.")
+    if every == 0:
+        return []
+    try:
+        names = isolation.factor_names(config)
+    except ValueError:
+        return []  # no known factors in this family (e.g. MNIST has its own evaluation)
+    num_images = int(getattr(config, "eval_images", 512))
+    if num_images < 10:
+        raise ValueError(f"eval_images must be at least 10, got {num_images}.")
+    images, factors = isolation.labelled_sample(config, num_images, seed=1234)
+    return [
+        FactorIsolationCallback(
+            images, factors, names, config.length_scale, os.path.join(run_dir, "logs", LOG_SUBDIR), every,
+            inactive=isolation.inactive_names(config), num_classes=isolation.factor_sizes(config), seed=config.seed,
+            projector_points=min(num_images, 1024),
+        )
+    ]
+
+
+class TitrationLogger(keras.callbacks.Callback):
+    """Adds ``real_fraction`` to the epoch logs: the titration schedule of the pose data
+    (:func:`abc_tf.schedules.real_fraction`) at the last trained step, so a TensorBoard
+    callback placed AFTER this one plots it next to the loss. The value is computed from the
+    optimizer's step, the same formula the data pipeline uses, so it stays right after resume.
+    """
+
+    def __init__(self, target: float, interval: int, total_steps: int):
+        super().__init__()
+        self.target, self.interval, self.total_steps = float(target), int(interval), int(total_steps)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        step = max(0, int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1)
+        logs["real_fraction"] = schedules.real_fraction(step, self.target, self.interval, self.total_steps)

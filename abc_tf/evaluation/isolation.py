@@ -1,0 +1,343 @@
+"""Factor isolation of a trained encoder on a data set with known factors (SPEC.md section 4).
+
+Glue between a run (config + encoder) and the estimators: draws a labelled sample through the
+data family's ``labelled_sample(config, n, seed)`` (Shapes3D: uniform over the grid, factor
+indices in ``FACTOR_NAMES`` order), embeds it, and measures per factor
+
+- MINE mutual information (nats) at sigma = the loss's length scale;
+- the histogram estimate as well when the embedding has at most 3 dimensions (ICLR, d = 2);
+- probe test accuracy against chance at the same sigma;
+- optionally the noise sweep (MINE, or the histogram for d <= 2, which is far cheaper);
+
+and draws the figures of Fig. 3b / S1 / S2. :func:`aggregate` combines runs (seeds) into
+mean, standard deviation and the per-seed values.
+
+Metric dicts are JSON-ready: plain floats and lists, factor names as keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Callable, Sequence
+
+import keras
+import numpy as np
+
+from abc_tf import data
+from abc_tf.config import ExperimentConfig
+from abc_tf.evaluation import mutual_info, plots, probes
+from abc_tf.model import to_float_images
+
+HUE_FACTORS = ("floor_hue", "wall_hue", "object_hue")
+METRICS_FILE = "metrics.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class IsolationSettings:
+    """How much measuring to do. ``None`` for mine/probe skips that measure.
+
+    Attributes:
+      num_images: size of the labelled sample (distinct images).
+      sample_seed: seed of that sample (the same for every run, so runs are compared on the
+        same images).
+      mine: MINE settings (paper defaults unless overridden).
+      probe: probe settings.
+      num_sigmas: points of the noise sweep (0: no sweep; the paper used 40).
+      sweep_estimator: "mine", "histogram" (d <= 3 only) or "auto" (histogram when d <= 2).
+      pca_points: points in the principal-component figure (the paper shows 256).
+      sigma: noise scale of the single-sigma measures; None = the config's length scale.
+    """
+
+    num_images: int = 4096
+    sample_seed: int = 1234
+    mine: mutual_info.MineSettings | None = mutual_info.MineSettings()
+    probe: probes.ProbeSettings | None = probes.ProbeSettings()
+    num_sigmas: int = 0
+    sweep_estimator: str = "auto"
+    pca_points: int = 256
+    sigma: float | None = None
+
+    def validate(self) -> None:
+        if self.num_images < 10:
+            raise ValueError(f"num_images must be at least 10, got {self.num_images}.")
+        if self.num_sigmas < 0 or self.num_sigmas == 1:
+            raise ValueError(f"num_sigmas must be 0 (no sweep) or at least 2, got {self.num_sigmas}.")
+        if self.sweep_estimator not in ("auto", "mine", "histogram"):
+            raise ValueError(f"sweep_estimator must be auto, mine or histogram, got {self.sweep_estimator!r}.")
+        if self.sigma is not None and self.sigma < 0:
+            raise ValueError(f"sigma must be >= 0, got {self.sigma}.")
+        if self.mine is not None:
+            self.mine.validate()
+        if self.probe is not None:
+            self.probe.validate()
+
+
+def factor_names(config: ExperimentConfig) -> tuple[str, ...]:
+    module = data.family_module(config.data)
+    if not hasattr(module, "FACTOR_NAMES") or not hasattr(module, "labelled_sample"):
+        raise ValueError(
+            f"Data family {config.data!r} has no labelled factor sample (FACTOR_NAMES and labelled_sample); "
+            "factor isolation is measured on shapes3d."
+        )
+    return tuple(module.FACTOR_NAMES)
+
+
+def inactive_names(config: ExperimentConfig) -> tuple[str, ...]:
+    """Factors the run was trained to drop, for marking in figures.
+
+    The hue-augmentation baseline augments all three hues away, so they are marked too.
+    """
+    names = factor_names(config)
+    if config.augmentation_baseline:
+        return tuple(name for name in names if name in HUE_FACTORS)
+    if not config.inactive_factors.strip() or config.inactive_factors.strip().lower() == "none":
+        return ()
+    module = data.family_module(config.data)
+    return tuple(names[i] for i in module.inactive_factors(config))
+
+
+def condition_label(config: ExperimentConfig) -> str:
+    """Short human label of a run's training condition."""
+    if config.augmentation_baseline:
+        return "hue double augmentation (contrastive)"
+    inactive = inactive_names(config)
+    label = "no inactive factor" if not inactive else ", ".join(inactive) + " inactive"
+    if inactive and not config.curate_both_sets:
+        label += ", set B unconstrained"
+    return label
+
+
+def embed_images(encoder: Callable, images: np.ndarray, batch_size: int = 256) -> np.ndarray:
+    """Embeds uint8 (or [0, 1] float) images [N, H, W, C] -> float64 [N, D] in batches.
+
+    ``encoder`` is a Keras model or any callable on float32 [B, H, W, C] images in [0, 1]
+    (e.g. a SavedModel signature wrapped by :func:`saved_model_encoder`).
+    """
+    outputs = []
+    for start in range(0, len(images), batch_size):
+        batch = to_float_images(images[start : start + batch_size])
+        if isinstance(encoder, keras.Model):
+            result = encoder(batch, training=False)
+        else:
+            result = encoder(batch)
+        outputs.append(np.asarray(keras.ops.convert_to_numpy(result), dtype=np.float64))
+    if not outputs:
+        raise ValueError("No images to embed.")
+    return np.concatenate(outputs)
+
+
+def saved_model_encoder(path: str) -> Callable:
+    """A callable float [B, H, W, C] in [0, 1] -> embeddings [B, D] from an exported SavedModel
+    (``abc_tf.export``: signature ``embed``; any single-output signature works)."""
+    import tensorflow as tf
+
+    if not os.path.isdir(path):
+        raise ValueError(f"SavedModel path {path} is not a directory.")
+    loaded = tf.saved_model.load(path)
+    if hasattr(loaded, "embed"):
+        function = loaded.embed
+    elif "serving_default" in loaded.signatures:
+        function = loaded.signatures["serving_default"]
+    else:
+        raise ValueError(f"The SavedModel at {path} has no 'embed' endpoint or serving_default signature.")
+
+    def call(images):
+        result = function(tf.convert_to_tensor(images, tf.float32))
+        if isinstance(result, dict):
+            result = result["embeddings"] if "embeddings" in result else next(iter(result.values()))
+        return result
+
+    call.loaded = loaded  # keeps the restored variables alive
+    return call
+
+
+def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(images [N, H, W, C] uint8, factor indices [N, F]) from the config's data family."""
+    factor_names(config)  # raises for families without factors
+    return data.family_module(config.data).labelled_sample(config, num_images, seed)
+
+
+def factor_sizes(config: ExperimentConfig) -> tuple[int, ...] | None:
+    return getattr(data.family_module(config.data), "FACTOR_SIZES", None)
+
+
+def _per_factor(names: Sequence[str], values: np.ndarray) -> dict[str, float]:
+    return {name: float(value) for name, value in zip(names, values)}
+
+
+def evaluate_embeddings(
+    embeddings: np.ndarray,
+    factors: np.ndarray,
+    names: Sequence[str],
+    length_scale: float,
+    settings: IsolationSettings = IsolationSettings(),
+    inactive: Sequence[str] = (),
+    num_classes: Sequence[int] | None = None,
+    out_dir: str | None = None,
+    title: str = "",
+    seed: int = 0,
+) -> dict[str, Any]:
+    """All measures on given embeddings [N, D] and factor indices [N, F]; figures into out_dir.
+
+    Returns a JSON-ready dict with keys: sigma, length_scale, embedding_dim, spread (RMS
+    per-coordinate standard deviation), pca_explained_variance, inactive, mine / histogram
+    ({factor: nats}), probe ({factor: {accuracy, chance}}), sweep ({sigmas, estimator, values
+    [K][F]}) as far as they were computed, and figures (file names written).
+    """
+    settings.validate()
+    embeddings = np.asarray(embeddings, dtype=np.float64)
+    names = list(names)
+    sigma = float(length_scale if settings.sigma is None else settings.sigma)
+    dims = embeddings.shape[1]
+    _, explained = plots.principal_components(embeddings, 2)
+    metrics: dict[str, Any] = {
+        "sigma": sigma,
+        "length_scale": float(length_scale),
+        "embedding_dim": int(dims),
+        "num_images": int(embeddings.shape[0]),
+        "spread": float(np.sqrt(np.mean(np.var(embeddings, axis=0)))),
+        "pca_explained_variance": [float(v) for v in explained],
+        "inactive": list(inactive),
+        "figures": [],
+    }
+    if settings.mine is not None:
+        values = mutual_info.mine_mutual_information(embeddings, factors, sigma, settings.mine, seed)
+        metrics["mine"] = _per_factor(names, np.atleast_1d(values))
+    if dims <= 3:
+        noisy = mutual_info.add_noise(embeddings, sigma, np.random.default_rng(seed))
+        metrics["histogram"] = _per_factor(names, mutual_info.histogram_mutual_information(noisy, factors))
+    if settings.probe is not None:
+        result = probes.probe_accuracies(embeddings, factors, sigma, names, num_classes, settings.probe, seed)
+        metrics["probe"] = result.as_dict()
+    if settings.num_sigmas:
+        estimator = settings.sweep_estimator
+        if estimator == "auto":
+            estimator = "histogram" if dims <= 2 or settings.mine is None else "mine"
+        sigmas = mutual_info.sigma_grid(embeddings, length_scale, settings.num_sigmas)
+        if estimator == "histogram":
+            values = mutual_info.histogram_sigma_sweep(embeddings, factors, sigmas, seed)
+        else:
+            values = mutual_info.mine_sigma_sweep(embeddings, factors, sigmas, settings.mine or mutual_info.MineSettings(), seed)
+        metrics["sweep"] = {"estimator": estimator, "sigmas": sigmas.tolist(), "values": values.tolist()}
+
+    if out_dir is not None:
+        os.makedirs(out_dir, exist_ok=True)
+
+        def save(figure_name: str, draw: Callable[[str], Any]) -> None:
+            draw(os.path.join(out_dir, figure_name))
+            metrics["figures"].append(figure_name)
+
+        save("pca.png", lambda p: plots.plot_embeddings_pca(embeddings, factors, names, p, settings.pca_points, title, seed))
+        for key in ("mine", "histogram"):
+            if key in metrics:
+                save(
+                    f"mi_{key}.png",
+                    lambda p, key=key: plots.plot_factor_bars(
+                        [metrics[key][n] for n in names], names, inactive, p,
+                        title=f"{title} ({key}, sigma={sigma:.3g})",
+                    ),
+                )
+        if "probe" in metrics:
+            save(
+                "probes.png",
+                lambda p: plots.plot_probe_accuracies(
+                    [metrics["probe"][n]["accuracy"] for n in names], [metrics["probe"][n]["chance"] for n in names],
+                    names, inactive, p, title=f"{title} (sigma={sigma:.3g})",
+                ),
+            )
+        if "sweep" in metrics:
+            sweep = metrics["sweep"]
+            save(
+                "mi_sweep.png",
+                lambda p: plots.plot_mi_sweep(
+                    np.array(sweep["sigmas"]), np.array(sweep["values"]), names, inactive, length_scale, p,
+                    title=f"{title} ({sweep['estimator']})",
+                ),
+            )
+    return metrics
+
+
+def evaluate_encoder(
+    encoder: Callable,
+    config: ExperimentConfig,
+    settings: IsolationSettings = IsolationSettings(),
+    out_dir: str | None = None,
+    sample: tuple[np.ndarray, np.ndarray] | None = None,
+    title: str | None = None,
+) -> dict[str, Any]:
+    """:func:`evaluate_embeddings` for ``encoder`` on ``config``'s labelled sample (or ``sample``),
+    with the config's length scale, factor names and inactive factors."""
+    settings.validate()
+    names = factor_names(config)
+    images, factors = sample if sample is not None else labelled_sample(config, settings.num_images, settings.sample_seed)
+    embeddings = embed_images(encoder, images)
+    metrics = evaluate_embeddings(
+        embeddings, factors, names, config.length_scale, settings, inactive_names(config), factor_sizes(config),
+        out_dir, condition_label(config) if title is None else title, seed=config.seed,
+    )
+    metrics["condition"] = condition_label(config)
+    metrics["config"] = json.loads(config.to_json())
+    return metrics
+
+
+def load_config(run_dir: str) -> ExperimentConfig:
+    path = os.path.join(run_dir, "config.json")
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} does not exist: --run_dir must be a run directory written by train.py.")
+    with open(path) as handle:
+        return ExperimentConfig.from_json(handle.read())
+
+
+def load_encoder(run_dir: str) -> keras.Model:
+    path = os.path.join(run_dir, "encoder.keras")
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} does not exist: the run in {run_dir} has not finished training.")
+    return keras.saving.load_model(path, compile=False)
+
+
+def seed_run_dirs(run_dir: str) -> list[str]:
+    """``run_dir/seed_<k>`` folders holding a config.json, in k order (``train.py --seeds N``)."""
+    if not os.path.isdir(run_dir):
+        return []
+    found = []
+    for name in os.listdir(run_dir):
+        if name.startswith("seed_") and name[5:].isdigit() and os.path.isfile(os.path.join(run_dir, name, "config.json")):
+            found.append((int(name[5:]), os.path.join(run_dir, name)))
+    return [path for _, path in sorted(found)]
+
+
+def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Mean, standard deviation and per-run values of every per-factor measure over runs.
+
+    Returns {"num_runs", "mine"/"histogram"/"probe_accuracy": {factor: {mean, std, values}},
+    "chance": {factor: value}} for the measures every run has.
+    """
+    if not runs:
+        raise ValueError("aggregate needs at least one run's metrics.")
+    result: dict[str, Any] = {"num_runs": len(runs)}
+    for key in ("mine", "histogram"):
+        if all(key in run for run in runs):
+            names = list(runs[0][key])
+            table = np.array([[run[key][n] for n in names] for run in runs])
+            result[key] = _summary(names, table)
+    if all("probe" in run for run in runs):
+        names = list(runs[0]["probe"])
+        table = np.array([[run["probe"][n]["accuracy"] for n in names] for run in runs])
+        result["probe_accuracy"] = _summary(names, table)
+        result["chance"] = {n: runs[0]["probe"][n]["chance"] for n in names}
+    return result
+
+
+def _summary(names: Sequence[str], table: np.ndarray) -> dict[str, dict[str, Any]]:
+    return {
+        name: {"mean": float(column.mean()), "std": float(column.std()), "values": column.tolist()}
+        for name, column in zip(names, table.T)
+    }
+
+
+def seed_table(summary: dict[str, Any], key: str) -> tuple[list[str], np.ndarray]:
+    """(factor names, values [S, F]) of one aggregated measure, for the distribution plots."""
+    names = list(summary[key])
+    return names, np.array([summary[key][n]["values"] for n in names]).T

@@ -1,0 +1,228 @@
+"""Known-label information in embeddings of real or grouped images, trained against untrained.
+
+For the families whose images carry labels for evaluation only (``yaleb``: person, pose,
+light azimuth and elevation; ``epfl_cars``: car, azimuth bin; ``folders``: group plus the
+columns of the labels CSV), this module measures per label
+
+- probe accuracy: ``abc_tf.evaluation.probes.probe_accuracies`` (``models.build("probe")``,
+  trained on embeddings plus N(0, sigma^2) noise), against chance 1/K;
+- mutual information I(embedding + noise; label) in nats by MINE
+  (``abc_tf.evaluation.mutual_info.mine_mutual_information``),
+
+with sigma = the loss's length scale (SPEC.md section 4) or a fraction of each embedding's
+own spread, for the trained encoder and for the untrained encoder of the same config and
+seed. No estimator lives here: this is the glue between grouped data sets and the
+measurement modules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Sequence
+
+import keras
+import numpy as np
+
+from abc_tf import data, training
+from abc_tf.config import ExperimentConfig
+from abc_tf.data.folders import GroupedImages
+from abc_tf.evaluation import mutual_info, probes
+from abc_tf.model import to_float_images
+
+
+def load_labelled(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImages:
+    """All images of ``config``'s data set with their evaluation labels.
+
+    Works for the families with a ``load`` function (yaleb, epfl_cars, folders);
+    ``labels_csv`` overrides the folder family's default ``data_path/labels.csv``.
+    """
+    module = data.family_module(config.data)
+    if config.data == "folders":
+        return module.load(config, labels_csv)
+    if labels_csv is not None:
+        raise ValueError(f"labels_csv applies to data=folders only; {config.data} labels come from its file names.")
+    if not hasattr(module, "load"):
+        raise ValueError(f"Data family {config.data!r} has no labelled image loader (yaleb, epfl_cars, folders do).")
+    return module.load(config)
+
+
+def embed_images(encoder: keras.Model, images: np.ndarray, batch_size: int = 256) -> np.ndarray:
+    """uint8 or [0, 1] float images [N, H, W, C] -> float64 embeddings [N, D], in batches."""
+    outputs = []
+    for start in range(0, len(images), batch_size):
+        batch = to_float_images(images[start : start + batch_size])
+        outputs.append(np.asarray(encoder(batch, training=False), dtype=np.float64))
+    return np.concatenate(outputs)
+
+
+@dataclasses.dataclass
+class LabelScore:
+    """One label's information in one embedding, measured at noise ``sigma`` (embedding units).
+
+    mutual_information in nats (None when skipped); count = images with the label known.
+    """
+
+    probe_accuracy: float
+    chance: float
+    mutual_information: float | None
+    classes: int
+    count: int
+    sigma: float
+
+
+def embedding_spread(embeddings: np.ndarray) -> float:
+    """RMS distance of the embeddings from their mean, per coordinate: sqrt(mean_d var_d)."""
+    return float(np.sqrt(np.mean(np.var(np.asarray(embeddings, dtype=np.float64), axis=0))))
+
+
+def label_information(
+    embeddings: np.ndarray,
+    grouped: GroupedImages,
+    sigma: float,
+    names: Sequence[str] | None = None,
+    probe_settings: probes.ProbeSettings = probes.ProbeSettings(),
+    mine_settings: mutual_info.MineSettings | None = mutual_info.MineSettings(),
+    seed: int = 0,
+) -> dict[str, LabelScore]:
+    """Probe accuracy and MINE MI of every label (default: all of ``grouped.labels``).
+
+    embeddings: [N, D] for the N rows of ``grouped``. Rows whose label is unknown (-1) are
+    left out of that label's measurement; labels with fewer than 2 known classes are skipped.
+    Labels known on every row share one probe fit and one MINE run; the others get their own.
+    ``mine_settings=None`` skips MI (probes only).
+    """
+    embeddings = np.asarray(embeddings, dtype=np.float64)
+    if embeddings.shape[0] != len(grouped.groups):
+        raise ValueError(f"{embeddings.shape[0]} embeddings for {len(grouped.groups)} images.")
+    names = list(grouped.labels) if names is None else list(names)
+    unknown = [name for name in names if name not in grouped.labels]
+    if unknown:
+        raise ValueError(f"Unknown labels {unknown}; known: {sorted(grouped.labels)}.")
+    usable = [n for n in names if len(np.unique(grouped.labels[n][grouped.labels[n] >= 0])) >= 2]
+    complete = [n for n in usable if np.all(grouped.labels[n] >= 0)]
+    partial = [n for n in usable if n not in complete]
+    batches = ([complete] if complete else []) + [[n] for n in partial]
+    scores: dict[str, LabelScore] = {}
+    for batch in batches:
+        rows = np.all(np.stack([grouped.labels[n] >= 0 for n in batch], axis=1), axis=1)
+        factors = np.stack([grouped.labels[n][rows] for n in batch], axis=1)
+        probe = probes.probe_accuracies(embeddings[rows], factors, sigma, names=batch, settings=probe_settings, seed=seed)
+        if mine_settings is not None:
+            mi = np.atleast_1d(
+                mutual_info.mine_mutual_information(embeddings[rows], factors, sigma, mine_settings, seed)
+            )
+        else:
+            mi = [None] * len(batch)
+        for index, name in enumerate(batch):
+            scores[name] = LabelScore(
+                probe_accuracy=float(probe.accuracy[index]),
+                chance=float(probe.chance[index]),
+                mutual_information=None if mi[index] is None else float(mi[index]),
+                classes=int(len(np.unique(factors[:, index]))),
+                count=int(rows.sum()),
+                sigma=float(sigma),
+            )
+    return {name: scores[name] for name in names if name in scores}
+
+
+def trained_vs_untrained(
+    config: ExperimentConfig,
+    trained: keras.Model,
+    grouped: GroupedImages,
+    names: Sequence[str] | None = None,
+    probe_settings: probes.ProbeSettings = probes.ProbeSettings(),
+    mine_settings: mutual_info.MineSettings | None = mutual_info.MineSettings(),
+    sigma: float | None = None,
+    relative_sigma: float | None = None,
+) -> dict[str, dict[str, LabelScore]]:
+    """{"trained": scores, "untrained": scores}: the same measurement on the trained encoder and
+    on the untrained encoder of ``config`` (same architecture and initial seed).
+
+    sigma: noise scale in embedding units; default the config's length scale (tau for l2,
+      sqrt(tau) for l2sq), the scale the loss works at (SPEC.md section 4).
+    relative_sigma: instead, noise of this fraction of each embedding's own spread
+      (:func:`embedding_spread`). An untrained encoder's embeddings are often far smaller
+      than the length scale, so at sigma = tau they hold nothing; a noise scaled to each
+      embedding compares what the two keep regardless of their overall scale. The embeddings
+      are then divided by their spread before measuring (probes and MINE train poorly on
+      inputs of scale 1e-3); the reported ``sigma`` is in the original units.
+    """
+    if sigma is not None and relative_sigma is not None:
+        raise ValueError("Give sigma or relative_sigma, not both.")
+    untrained = training.build_encoder(config)
+    result = {}
+    for key, encoder in (("trained", trained), ("untrained", untrained)):
+        embeddings = embed_images(encoder, grouped.images)
+        if relative_sigma is not None:
+            spread = max(embedding_spread(embeddings), 1e-12)
+            scores = label_information(
+                embeddings / spread, grouped, relative_sigma, names, probe_settings, mine_settings, seed=config.seed
+            )
+            result[key] = {
+                name: dataclasses.replace(score, sigma=relative_sigma * spread) for name, score in scores.items()
+            }
+        else:
+            noise = config.length_scale if sigma is None else float(sigma)
+            result[key] = label_information(
+                embeddings, grouped, noise, names, probe_settings, mine_settings, seed=config.seed
+            )
+    return result
+
+
+def evaluate_run(
+    run_dir: str,
+    labels_csv: str | None = None,
+    names: Sequence[str] | None = None,
+    probe_settings: probes.ProbeSettings = probes.ProbeSettings(),
+    mine_settings: mutual_info.MineSettings | None = mutual_info.MineSettings(),
+    sigma: float | None = None,
+    relative_sigma: float | None = None,
+) -> dict[str, dict[str, LabelScore]]:
+    """:func:`trained_vs_untrained` for a run directory written by ``abc_tf.training.train``
+    (its ``config.json`` and ``encoder.keras``)."""
+    config_path = os.path.join(run_dir, training.CONFIG_FILE)
+    encoder_path = os.path.join(run_dir, training.ENCODER_FILE)
+    for path in (config_path, encoder_path):
+        if not os.path.exists(path):
+            raise ValueError(f"{path} does not exist: run_dir must hold a finished training run.")
+    with open(config_path) as handle:
+        config = ExperimentConfig.from_json(handle.read())
+    encoder = keras.saving.load_model(encoder_path, compile=False)
+    grouped = load_labelled(config, labels_csv)
+    return trained_vs_untrained(config, encoder, grouped, names, probe_settings, mine_settings, sigma, relative_sigma)
+
+
+def to_json(result: dict[str, dict[str, LabelScore]]) -> str:
+    return json.dumps(
+        {key: {name: dataclasses.asdict(score) for name, score in scores.items()} for key, scores in result.items()},
+        indent=2,
+    )
+
+
+def markdown_table(result: dict[str, dict[str, LabelScore]]) -> str:
+    """One row per label: classes, chance, probe accuracy and MI (nats), untrained and trained.
+
+    The noise sigma of each encoder is given below the table.
+    """
+    trained, untrained = result["trained"], result["untrained"]
+    lines = [
+        "| label | classes | chance | probe acc. untrained | probe acc. trained | MI untrained (nats) | MI trained (nats) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+
+    def mi(score: LabelScore) -> str:
+        return "-" if score.mutual_information is None else f"{score.mutual_information:.2f}"
+
+    for name, score in trained.items():
+        before = untrained[name]
+        lines.append(
+            f"| {name} | {score.classes} | {score.chance:.3f} | {before.probe_accuracy:.3f} | "
+            f"{score.probe_accuracy:.3f} | {mi(before)} | {mi(score)} |"
+        )
+    if trained:
+        first = next(iter(trained))
+        lines.append("")
+        lines.append(f"Noise sigma: untrained {untrained[first].sigma:.3g}, trained {trained[first].sigma:.3g}.")
+    return "\n".join(lines)

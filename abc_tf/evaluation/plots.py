@@ -1,0 +1,347 @@
+"""Figures of factor isolation (paper Fig. 3b/c, S1, S2, S3), written as PNG files.
+
+Every function builds a ``matplotlib.figure.Figure`` directly (Agg canvas, no pyplot state,
+so nothing here changes the process-wide backend), optionally saves it to ``path`` and
+returns it. Inactive factors are marked the way the paper does: shaded columns in bar and
+distribution plots, dashed curves in noise sweeps.
+
+Shapes: F factors, S seeds (or repeats), K noise scales, N points.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Mapping, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+DPI = 90
+_SHADE = "#d9d9d9"
+
+
+def _new_figure(width: float, height: float) -> Figure:
+    figure = Figure(figsize=(width, height), dpi=DPI)
+    FigureCanvasAgg(figure)  # attaches the Agg canvas that savefig and print_png use
+    return figure
+
+
+def save_figure(figure: Figure, path: str | os.PathLike) -> None:
+    """Writes ``figure`` as a PNG with an adaptive 128-colour palette, creating the folder.
+
+    Scatter plots of many anti-aliased points compress badly as RGB; the palette makes the
+    files several times smaller (they are committed) with no visible change.
+    """
+    directory = os.path.dirname(os.fspath(path))
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(compact_png(figure_to_png(figure)))
+
+
+def compact_png(data: bytes, colours: int = 128) -> bytes:
+    """Re-encodes PNG bytes with an adaptive palette of ``colours`` colours."""
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(io.BytesIO(data)) as image:
+        palette = image.convert("RGB").quantize(colors=colours, method=Image.Quantize.MEDIANCUT)
+        buffer = io.BytesIO()
+        palette.save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
+
+
+def figure_to_png(figure: Figure) -> bytes:
+    """PNG bytes of ``figure`` (for TensorBoard image summaries)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def _finish(figure: Figure, path: str | os.PathLike | None) -> Figure:
+    if path is not None:
+        save_figure(figure, path)
+    return figure
+
+
+def principal_components(embeddings: np.ndarray, num_components: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Projects embeddings [N, D] on their first principal components.
+
+    Returns (projections [N, k], explained variance ratio [k]); k = min(num_components, D).
+    """
+    embeddings = np.asarray(embeddings, dtype=np.float64)
+    if embeddings.ndim != 2 or embeddings.shape[0] < 2:
+        raise ValueError(f"PCA needs embeddings [N, D] with N >= 2, got {embeddings.shape}.")
+    centred = embeddings - embeddings.mean(axis=0)
+    _, singular, components = np.linalg.svd(centred, full_matrices=False)
+    k = min(num_components, embeddings.shape[1])
+    variance = singular**2
+    total = variance.sum()
+    ratio = variance[:k] / total if total > 0 else np.zeros(k)
+    return centred @ components[:k].T, ratio
+
+
+def _factor_colormap(name: str) -> str:
+    # Hues wrap around, so a cyclic map shows neighbouring values as neighbouring colours.
+    return "hsv" if "hue" in name else "viridis"
+
+
+def plot_embeddings_pca(
+    embeddings: np.ndarray,
+    factors: np.ndarray,
+    names: Sequence[str],
+    path: str | os.PathLike | None = None,
+    max_points: int = 256,
+    title: str | None = None,
+    seed: int = 0,
+) -> Figure:
+    """One scatter panel per factor: the same embeddings by their first two principal
+    components, coloured by that factor's value (Fig. 3b / S1a). embeddings [N, D], factors [N, F].
+    """
+    embeddings = np.asarray(embeddings)
+    factors = np.asarray(factors)
+    if factors.ndim == 1:
+        factors = factors[:, None]
+    if factors.shape != (embeddings.shape[0], len(names)):
+        raise ValueError(f"Factors {factors.shape} do not match {embeddings.shape[0]} points and {len(names)} names.")
+    if embeddings.shape[0] > max_points:
+        keep = np.random.default_rng(seed).choice(embeddings.shape[0], max_points, replace=False)
+        embeddings, factors = embeddings[keep], factors[keep]
+    projected, ratio = principal_components(embeddings, 2)
+    if projected.shape[1] == 1:
+        projected = np.concatenate([projected, np.zeros_like(projected)], axis=1)
+        ratio = np.append(ratio, 0.0)
+    columns = len(names)
+    figure = _new_figure(2.3 * columns, 2.6)
+    for index, name in enumerate(names):
+        axes = figure.add_subplot(1, columns, index + 1)
+        axes.scatter(projected[:, 0], projected[:, 1], c=factors[:, index], cmap=_factor_colormap(name), s=7)
+        axes.set_title(f"by {name}", fontsize=9)
+        axes.set_xticks([])
+        axes.set_yticks([])
+        if index == 0:
+            axes.set_xlabel(f"PC1 ({ratio[0]:.0%})", fontsize=8)
+            axes.set_ylabel(f"PC2 ({ratio[1]:.0%})", fontsize=8)
+    if title:
+        figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return _finish(figure, path)
+
+
+def _shade_inactive(axes, names: Sequence[str], inactive: Sequence[str]) -> None:
+    unknown = sorted(set(inactive) - set(names))
+    if unknown:
+        raise ValueError(f"Inactive factors {unknown} are not among the factor names {list(names)}.")
+    for index, name in enumerate(names):
+        if name in inactive:
+            axes.axvspan(index - 0.5, index + 0.5, color=_SHADE, zorder=0)
+
+
+def _as_seed_matrix(values: np.ndarray, num_factors: int) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[None, :]
+    if values.ndim != 2 or values.shape[1] != num_factors:
+        raise ValueError(f"Expected values [F] or [S, F] with F = {num_factors}, got {values.shape}.")
+    return values
+
+
+def _factor_axes(axes, names: Sequence[str], ylabel: str) -> None:
+    axes.set_xticks(range(len(names)))
+    axes.set_xticklabels([name.replace("_", "\n") for name in names], fontsize=8)
+    axes.set_xlim(-0.5, len(names) - 0.5)
+    axes.set_ylabel(ylabel, fontsize=9)
+
+
+def _chance_lines(axes, chance: Sequence[float] | None) -> None:
+    if chance is None:
+        return
+    for index, level in enumerate(chance):
+        axes.hlines(level, index - 0.4, index + 0.4, colors="k", linestyles="dashed", linewidth=1, zorder=3)
+
+
+def plot_factor_bars(
+    values: np.ndarray,
+    names: Sequence[str],
+    inactive: Sequence[str] = (),
+    path: str | os.PathLike | None = None,
+    ylabel: str = "I(U; G) [nats]",
+    title: str | None = None,
+    chance: Sequence[float] | None = None,
+) -> Figure:
+    """Bar per factor (mean over seeds for [S, F], with every seed as a dot); inactive factors
+    shaded, optional chance levels [F] as dashed lines."""
+    values = _as_seed_matrix(values, len(names))
+    figure = _new_figure(4.8, 3.0)
+    axes = figure.add_subplot(1, 1, 1)
+    _shade_inactive(axes, names, inactive)
+    positions = np.arange(len(names))
+    axes.bar(positions, values.mean(axis=0), width=0.6, color="#4c72b0", zorder=2)
+    if values.shape[0] > 1:
+        jitter = np.linspace(-0.15, 0.15, values.shape[0])
+        for row, offset in zip(values, jitter):
+            axes.scatter(positions + offset, row, s=8, color="k", zorder=4)
+    _chance_lines(axes, chance)
+    _factor_axes(axes, names, ylabel)
+    if title:
+        axes.set_title(title, fontsize=10)
+    figure.tight_layout()
+    return _finish(figure, path)
+
+
+def plot_factor_distribution(
+    values: np.ndarray,
+    names: Sequence[str],
+    inactive: Sequence[str] = (),
+    path: str | os.PathLike | None = None,
+    ylabel: str = "I(U; G) [nats]",
+    title: str | None = None,
+    kind: str = "violin",
+    chance: Sequence[float] | None = None,
+) -> Figure:
+    """Distribution over seeds [S, F] per factor as violins (or boxes), inactive factors shaded."""
+    values = _as_seed_matrix(values, len(names))
+    if kind not in ("violin", "box"):
+        raise ValueError(f"kind must be 'violin' or 'box', got {kind!r}.")
+    figure = _new_figure(4.8, 3.0)
+    axes = figure.add_subplot(1, 1, 1)
+    _draw_distribution(axes, values, names, inactive, kind)
+    _chance_lines(axes, chance)
+    _factor_axes(axes, names, ylabel)
+    if title:
+        axes.set_title(title, fontsize=10)
+    figure.tight_layout()
+    return _finish(figure, path)
+
+
+def _draw_distribution(axes, values: np.ndarray, names: Sequence[str], inactive: Sequence[str], kind: str) -> None:
+    _shade_inactive(axes, names, inactive)
+    positions = np.arange(len(names))
+    # A violin needs spread; with one seed (or identical values) draw boxes instead.
+    if kind == "violin" and values.shape[0] > 2 and np.all(values.std(axis=0) > 0):
+        parts = axes.violinplot(values, positions=positions, widths=0.7, showmeans=True)
+        for body in parts["bodies"]:
+            body.set_facecolor("#4c72b0")
+            body.set_alpha(0.7)
+    else:
+        axes.boxplot(values, positions=positions, widths=0.5)
+    axes.scatter(np.tile(positions, values.shape[0]), values.ravel(), s=6, color="k", zorder=4)
+
+
+def plot_conditions(
+    results: Mapping[str, np.ndarray],
+    names: Sequence[str],
+    inactive: Mapping[str, Sequence[str]],
+    path: str | os.PathLike | None = None,
+    ylabel: str = "I(U; G) [nats]",
+    title: str | None = None,
+    chance: Sequence[float] | None = None,
+    kind: str = "violin",
+) -> Figure:
+    """Fig. 3c layout: one row per condition (label -> values [S, F]), distributions over seeds,
+    each row shading its own inactive factors."""
+    if not results:
+        raise ValueError("plot_conditions needs at least one condition.")
+    rows = len(results)
+    figure = _new_figure(5.2, 1.9 * rows + 0.6)
+    shared = None
+    for row, (label, values) in enumerate(results.items()):
+        axes = figure.add_subplot(rows, 1, row + 1, sharey=shared)
+        shared = shared or axes
+        _draw_distribution(axes, _as_seed_matrix(values, len(names)), names, inactive.get(label, ()), kind)
+        _chance_lines(axes, chance)
+        _factor_axes(axes, names, ylabel)
+        axes.set_title(label, fontsize=9)
+        if row < rows - 1:
+            axes.set_xticklabels([])
+    if title:
+        figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return _finish(figure, path)
+
+
+def _draw_sweep(axes, sigmas, values, names, inactive, length_scale) -> None:
+    colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+    for index, name in enumerate(names):
+        style = "--" if name in inactive else "-"
+        axes.plot(sigmas, values[:, index], style, color=colours[index % len(colours)], label=name, linewidth=1.4)
+    if length_scale is not None:
+        axes.axvline(length_scale, color="k", linestyle=":", linewidth=1.2)
+    axes.set_xscale("log")
+    axes.set_xlabel("noise sigma", fontsize=8)
+
+
+def plot_mi_sweep(
+    sigmas: np.ndarray,
+    values: np.ndarray,
+    names: Sequence[str],
+    inactive: Sequence[str] = (),
+    length_scale: float | None = None,
+    path: str | os.PathLike | None = None,
+    title: str | None = None,
+    ylabel: str = "I(U + noise; G) [nats]",
+) -> Figure:
+    """MI against noise scale (Fig. S1c,d): values [K, F] over sigmas [K], log axis; inactive
+    factors dashed, the loss's length scale as a dotted vertical line."""
+    sigmas = np.asarray(sigmas, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape != (len(sigmas), len(names)):
+        raise ValueError(f"Sweep values {values.shape} do not match {len(sigmas)} sigmas x {len(names)} factors.")
+    unknown = sorted(set(inactive) - set(names))
+    if unknown:
+        raise ValueError(f"Inactive factors {unknown} are not among the factor names {list(names)}.")
+    figure = _new_figure(4.8, 3.2)
+    axes = figure.add_subplot(1, 1, 1)
+    _draw_sweep(axes, sigmas, values, names, inactive, length_scale)
+    axes.set_ylabel(ylabel, fontsize=9)
+    axes.legend(fontsize=7, frameon=False)
+    if title:
+        axes.set_title(title, fontsize=10)
+    figure.tight_layout()
+    return _finish(figure, path)
+
+
+def plot_sweep_grid(
+    panels: Sequence[Mapping],
+    names: Sequence[str],
+    path: str | os.PathLike | None = None,
+    columns: int = 2,
+    title: str | None = None,
+    ylabel: str = "I [nats]",
+) -> Figure:
+    """Several noise sweeps side by side (Fig. S3). Each panel is a mapping with keys
+    ``sigmas`` [K], ``values`` [K, F], ``inactive`` (names), ``length_scale`` and ``label``."""
+    if not panels:
+        raise ValueError("plot_sweep_grid needs at least one panel.")
+    rows = int(np.ceil(len(panels) / columns))
+    figure = _new_figure(3.6 * columns, 2.6 * rows)
+    shared = None
+    for index, panel in enumerate(panels):
+        axes = figure.add_subplot(rows, columns, index + 1, sharex=shared, sharey=shared)
+        shared = shared or axes
+        _draw_sweep(
+            axes, np.asarray(panel["sigmas"]), np.asarray(panel["values"]), names, panel.get("inactive", ()),
+            panel.get("length_scale"),
+        )
+        axes.set_title(panel.get("label", ""), fontsize=8)
+        axes.set_ylabel(ylabel, fontsize=8)
+    figure.axes[0].legend(fontsize=6, frameon=False)
+    if title:
+        figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return _finish(figure, path)
+
+
+def plot_probe_accuracies(
+    accuracy: np.ndarray,
+    chance: Sequence[float],
+    names: Sequence[str],
+    inactive: Sequence[str] = (),
+    path: str | os.PathLike | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Probe test accuracy per factor ([F] or [S, F]) with dashed chance levels (Fig. S2)."""
+    figure = plot_factor_bars(accuracy, names, inactive, None, "test accuracy", title, chance)
+    figure.axes[0].set_ylim(0, 1.02)
+    return _finish(figure, path)

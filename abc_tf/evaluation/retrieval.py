@@ -1,0 +1,558 @@
+"""MNIST digit-style isolation: retrieval grid, PCA thumbnails, style measures (paper Fig. 4, S7).
+
+- :func:`retrieval_grid`: one query per digit class (the diagonal); in each row, the nearest
+  test image of every other class in embedding space. If the embedding holds style and not
+  the digit, a row shows one handwriting style written as all ten digits.
+- :func:`pca_project`, :func:`plot_pca_thumbnails`: the test embeddings' top two principal
+  components with image thumbnails, trained against untrained, held-out digit apart.
+- :func:`slant`, :func:`stroke_thickness`: style measured from the pixels themselves;
+  :func:`style_predictability` says how well embeddings predict them (R^2 of ridge and kNN
+  regression on held-out test images, and within each digit);
+  the digit probe (``abc_tf.evaluation.probes``, noise at the length scale while training)
+  says how much class information is left.
+- :func:`evaluate_mnist_run`: all of it for a run directory or encoder; writes PNGs and
+  ``mnist_metrics.json``.
+
+Coordinates: images are [N, 28, 28] (or [N, 28, 28, 1]) with x = column (right) and y = row
+(down); lengths are in pixels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+from typing import Any, Sequence
+
+import keras
+import numpy as np
+import PIL.Image
+from matplotlib.figure import Figure
+from matplotlib.offsetbox import AnnotationBbox, OffsetImage
+from matplotlib.patches import Rectangle
+
+from abc_tf.config import ExperimentConfig
+from abc_tf.model import to_float_images
+
+NUM_CLASSES = 10
+METRICS_FILE = "mnist_metrics.json"
+# Digit colours of the figures (matplotlib's tab10, one per class).
+_TAB10 = np.array([
+    [0.12, 0.47, 0.71], [1.00, 0.50, 0.05], [0.17, 0.63, 0.17], [0.84, 0.15, 0.16], [0.58, 0.40, 0.74],
+    [0.55, 0.34, 0.29], [0.89, 0.47, 0.76], [0.50, 0.50, 0.50], [0.74, 0.74, 0.13], [0.09, 0.75, 0.81],
+])
+
+
+def _save_png(figure: Figure, path: str, colours: int = 96) -> None:
+    """Saves ``figure`` as a palette PNG (``colours`` colours): figures of thumbnails shrink
+    several times over against full RGBA, with no visible change."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    buffer.seek(0)
+    with PIL.Image.open(buffer) as image:
+        image.convert("RGB").quantize(colors=colours, method=PIL.Image.Quantize.MEDIANCUT).save(path, optimize=True)
+
+
+def _as_gray(images: np.ndarray) -> np.ndarray:
+    """[N, H, W] or [N, H, W, 1] -> float64 [N, H, W] ink in [0, 1] (uint8 is divided by 255)."""
+    images = np.asarray(images)
+    if images.ndim == 4 and images.shape[-1] == 1:
+        images = images[..., 0]
+    if images.ndim != 3:
+        raise ValueError(f"Expected grayscale images [N, H, W] or [N, H, W, 1], got shape {images.shape}.")
+    return images.astype(np.float64) / (255.0 if images.dtype == np.uint8 else 1.0)
+
+
+# ----------------------------------------------------------------------------- embeddings
+
+
+def embed_images(encoder: keras.Model, images: np.ndarray, batch_size: int = 2000) -> np.ndarray:
+    """Embeds uint8 (or [0, 1] float) images [N, 28, 28(, 1)] -> float32 [N, D]."""
+    images = np.asarray(images)
+    if images.ndim == 3:
+        images = images[..., None]
+    out = []
+    for start in range(0, len(images), batch_size):
+        batch = to_float_images(images[start:start + batch_size])
+        out.append(np.asarray(encoder(batch, training=False), dtype=np.float32))
+    return np.concatenate(out) if out else np.zeros((0, encoder.output_shape[-1]), np.float32)
+
+
+def similarity_to(query: np.ndarray, points: np.ndarray, similarity: str) -> np.ndarray:
+    """s(query, points_j) for one query [D] against points [M, D] -> [M] (larger = closer).
+
+    The same similarities as the loss (SPEC.md section 1); l2sq and l2 rank identically."""
+    difference = points - query[None, :]
+    if similarity in ("l2sq", "l2"):
+        return -np.sum(difference**2, axis=1)
+    if similarity == "l1":
+        return -np.sum(np.abs(difference), axis=1)
+    if similarity == "linf":
+        return -np.max(np.abs(difference), axis=1)
+    if similarity == "cosine":
+        unit = points / np.maximum(np.linalg.norm(points, axis=1, keepdims=True), 1e-12)
+        return unit @ (query / max(np.linalg.norm(query), 1e-12))
+    raise ValueError(f"Unknown similarity {similarity!r}.")
+
+
+# ----------------------------------------------------------------------------- retrieval
+
+
+@dataclasses.dataclass(frozen=True)
+class RetrievalGrid:
+    """indices [C, C]: row r holds the query (class digits[r]) at column r and, at column c,
+    the nearest image of class digits[c] to that query; similarity [C, C] to the query."""
+
+    indices: np.ndarray
+    similarity: np.ndarray
+    digits: np.ndarray
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"indices": self.indices.tolist(), "similarity": self.similarity.tolist(), "digits": self.digits.tolist()}
+
+
+def retrieval_grid(
+    embeddings: np.ndarray,
+    labels: np.ndarray,
+    digits: Sequence[int] = tuple(range(NUM_CLASSES)),
+    query_indices: Sequence[int] | None = None,
+    similarity: str = "l2sq",
+    seed: int = 0,
+) -> RetrievalGrid:
+    """The retrieval grid of paper Fig. 4 over a labelled pool (the test set).
+
+    Args:
+      embeddings: [N, D]; labels: [N] digit of each image.
+      digits: the classes, one row and one column each.
+      query_indices: the query of each row (an image of class digits[r]); default: one
+        random image per class, drawn with ``seed``.
+      similarity: how "nearest" is measured (the loss's similarity).
+    """
+    embeddings = np.asarray(embeddings, np.float64)
+    labels = np.asarray(labels)
+    digits = np.asarray(list(digits))
+    if embeddings.ndim != 2 or labels.shape != (len(embeddings),):
+        raise ValueError(f"Need embeddings [N, D] and labels [N], got {embeddings.shape} and {labels.shape}.")
+    members = [np.flatnonzero(labels == digit) for digit in digits]
+    empty = [int(d) for d, m in zip(digits, members) if len(m) == 0]
+    if empty:
+        raise ValueError(f"The retrieval pool has no image of digit(s) {empty}.")
+    if query_indices is None:
+        rng = np.random.default_rng(seed)
+        query_indices = [int(rng.choice(m)) for m in members]
+    query_indices = np.asarray(query_indices, np.int64)
+    if query_indices.shape != digits.shape or np.any(labels[query_indices] != digits):
+        raise ValueError("query_indices must hold one image of each digit, in the order of digits.")
+    size = len(digits)
+    indices = np.zeros((size, size), np.int64)
+    scores = np.zeros((size, size))
+    for row, query in enumerate(query_indices):
+        for col, candidates in enumerate(members):
+            if col == row:
+                indices[row, col], scores[row, col] = query, similarity_to(embeddings[query], embeddings[[query]], similarity)[0]
+                continue
+            values = similarity_to(embeddings[query], embeddings[candidates], similarity)
+            best = int(np.argmax(values))
+            indices[row, col], scores[row, col] = candidates[best], values[best]
+    return RetrievalGrid(indices=indices, similarity=scores, digits=digits)
+
+
+def plot_retrieval_grids(
+    images: np.ndarray, grids: Sequence[tuple[str, RetrievalGrid]], path: str, holdout_digit: int | None = None
+) -> None:
+    """Writes the grids side by side as a PNG: queries boxed on the diagonal, the held-out
+    digit's column and row labelled with a star."""
+    images = _as_gray(images)
+    figure = Figure(figsize=(3.3 * len(grids), 3.6), dpi=100)
+    for panel, (title, grid) in enumerate(grids):
+        axis = figure.add_subplot(1, len(grids), panel + 1)
+        size = len(grid.digits)
+        mosaic = np.ones((size * 29 + 1, size * 29 + 1))
+        for row in range(size):
+            for col in range(size):
+                mosaic[row * 29 + 1: row * 29 + 29, col * 29 + 1: col * 29 + 29] = 1.0 - images[grid.indices[row, col]]
+        axis.imshow(mosaic, cmap="gray", vmin=0, vmax=1, interpolation="nearest")
+        for k in range(size):
+            axis.add_patch(Rectangle((k * 29 + 0.5, k * 29 + 0.5), 28, 28, fill=False, edgecolor="red", linewidth=1.5))
+        ticks = [k * 29 + 14.5 for k in range(size)]
+        names = [f"{d}*" if holdout_digit is not None and d == holdout_digit else str(d) for d in grid.digits]
+        axis.set_xticks(ticks, names, fontsize=7)
+        axis.set_yticks(ticks, names, fontsize=7)
+        axis.tick_params(length=0)
+        axis.set_title(title, fontsize=9)
+    if holdout_digit is not None:
+        figure.text(0.5, 0.01, f"red: queries; columns: nearest test image of each digit; * held out of training",
+                    ha="center", fontsize=7)
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
+    _save_png(figure, path)
+
+
+# ----------------------------------------------------------------------------- PCA
+
+
+def pca_project(embeddings: np.ndarray, dims: int = 2, basis_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Projects [N, D] embeddings on the top ``dims`` principal components.
+
+    ``basis_of`` (default: the embeddings themselves) are the points whose covariance gives
+    the components, so the held-out digit can be shown in the training digits' axes.
+    Returns (projection [N, dims], explained variance ratio of each component [dims])."""
+    embeddings = np.asarray(embeddings, np.float64)
+    reference = embeddings if basis_of is None else np.asarray(basis_of, np.float64)
+    mean = reference.mean(axis=0)
+    _, singular, vt = np.linalg.svd(reference - mean, full_matrices=False)
+    variance = singular**2
+    ratio = variance[:dims] / max(variance.sum(), 1e-300)
+    return (embeddings - mean) @ vt[:dims].T, ratio
+
+
+def _spread_selection(points: np.ndarray, cells: int, rng: np.random.Generator) -> np.ndarray:
+    """One random point per occupied cell of a cells x cells grid over the points' range:
+    thumbnails that cover the whole scatter without piling up in its dense centre."""
+    low, high = points.min(axis=0), points.max(axis=0)
+    cell = np.floor((points - low) / np.maximum(high - low, 1e-12) * (cells - 1e-9)).astype(np.int64)
+    keys = cell[:, 0] * cells + cell[:, 1]
+    order = rng.permutation(len(points))
+    _, first = np.unique(keys[order], return_index=True)
+    return order[first]
+
+
+def _ink_thumbnail(image: np.ndarray, colour: np.ndarray) -> np.ndarray:
+    """A [H, W] ink image in [0, 1] as RGBA whose alpha is the ink (overlaps stay readable)."""
+    rgba = np.zeros(image.shape + (4,))
+    rgba[..., :3] = colour
+    rgba[..., 3] = image
+    return rgba
+
+
+def plot_pca_thumbnails(
+    panels: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]],
+    path: str,
+    columns: int = 2,
+    cells: int = 13,
+    seed: int = 0,
+) -> None:
+    """PCA scatters with thumbnails: panels of (title, projection [N, 2], images [N, 28, 28], labels [N]).
+
+    Each panel: every point as a dot coloured by digit, and one thumbnail per occupied cell of
+    a ``cells`` x ``cells`` grid, drawn in its digit's colour."""
+    rng = np.random.default_rng(seed)
+    rows = int(np.ceil(len(panels) / columns))
+    figure = Figure(figsize=(5.0 * columns, 4.6 * rows), dpi=72)
+    for panel, (title, projection, images, labels) in enumerate(panels):
+        axis = figure.add_subplot(rows, columns, panel + 1)
+        gray = _as_gray(images)
+        labels = np.asarray(labels).astype(np.int64)
+        # At most 3000 dots: enough to show the density, and keeps the PNG small.
+        dots = rng.permutation(len(projection))[:3000]
+        axis.scatter(projection[dots, 0], projection[dots, 1], s=1.5, c=0.4 + 0.6 * _TAB10[labels[dots] % 10], linewidths=0)
+        for index in _spread_selection(projection, cells, rng):
+            thumbnail = OffsetImage(_ink_thumbnail(gray[index], _TAB10[labels[index] % 10] * 0.8), zoom=0.75)
+            axis.add_artist(AnnotationBbox(thumbnail, projection[index], frameon=False, pad=0.0))
+        axis.set_title(title, fontsize=9)
+        axis.set_xlabel("PC 1", fontsize=8)
+        axis.set_ylabel("PC 2", fontsize=8)
+        axis.tick_params(labelsize=7)
+    figure.tight_layout()
+    _save_png(figure, path)
+
+
+# ----------------------------------------------------------------------------- style measures
+
+
+def _moments(images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Ink mass [N] and central second moments mu20 (x x), mu11 (x y), mu02 (y y) [N], px^2."""
+    ink = _as_gray(images)
+    height, width = ink.shape[1:]
+    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
+    mass = ink.sum(axis=(1, 2))
+    safe = np.maximum(mass, 1e-12)
+    mean_x = (ink * x).sum(axis=(1, 2)) / safe
+    mean_y = (ink * y).sum(axis=(1, 2)) / safe
+    dx = x[None] - mean_x[:, None, None]
+    dy = y[None] - mean_y[:, None, None]
+    mu20 = (ink * dx * dx).sum(axis=(1, 2)) / safe
+    mu11 = (ink * dx * dy).sum(axis=(1, 2)) / safe
+    mu02 = (ink * dy * dy).sum(axis=(1, 2)) / safe
+    return mass, mu20, mu11, mu02
+
+
+def slant(images: np.ndarray) -> np.ndarray:
+    """Slant of each image [N] from second-order image moments: -mu11 / mu02.
+
+    This is the shear (pixels of x per pixel of height) that deskewing would undo, signed so
+    that a digit whose top leans right is positive (rows grow downwards, hence the minus).
+    A blank image has slant 0."""
+    mass, _, mu11, mu02 = _moments(images)
+    return np.where(mass > 0, -mu11 / np.maximum(mu02, 1e-12), 0.0)
+
+
+def stroke_thickness(images: np.ndarray) -> np.ndarray:
+    """Mean stroke width of each image [N] in pixels: ink area over half the perimeter.
+
+    A stroke of length L and width w has area L w and perimeter about 2 L, so w = 2 A / P.
+    Both come from the gray levels without thresholding: A = sum of ink (in [0, 1]) and, by
+    the coarea formula, P = total variation sum |grad ink| (the perimeter averaged over all
+    thresholds), with forward differences on the zero-padded image so that a one-pixel line
+    counts both of its edges. Short strokes read slightly thinner (their ends add to P); a
+    stroke too thin to reach full ink reads as its blurred width; a blank image reads 0."""
+    ink = np.pad(_as_gray(images), ((0, 0), (1, 1), (1, 1)))
+    grad_y = np.diff(ink, axis=1)[:, :, :-1]
+    grad_x = np.diff(ink, axis=2)[:, :-1, :]
+    perimeter = np.hypot(grad_x, grad_y).sum(axis=(1, 2))
+    area = ink.sum(axis=(1, 2))
+    return np.where(perimeter > 0, 2.0 * area / np.maximum(perimeter, 1e-12), 0.0)
+
+
+def style_measures(images: np.ndarray) -> dict[str, np.ndarray]:
+    """The style measures of every image: name -> [N] (slant: px/px, thickness: px, ink: px^2)."""
+    mass, mu20, _, _ = _moments(images)
+    return {
+        "slant": slant(images),
+        "thickness": stroke_thickness(images),
+        # Total ink and horizontal spread: style too, but partly set by the digit's shape.
+        "ink": mass,
+        "width": np.sqrt(mu20),
+    }
+
+
+# ----------------------------------------------------------------------------- predictability
+
+
+def r2_score(target: np.ndarray, prediction: np.ndarray) -> float:
+    """Coefficient of determination 1 - SSE / SST (SST around the target's own mean)."""
+    target, prediction = np.asarray(target, np.float64), np.asarray(prediction, np.float64)
+    total = np.sum((target - target.mean()) ** 2)
+    return float(1.0 - np.sum((target - prediction) ** 2) / total) if total > 0 else float("nan")
+
+
+def ridge_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, alpha: float = 1e-3) -> np.ndarray:
+    """Ridge regression on standardised features (alpha relative to the number of points)."""
+    mean, scale = train_x.mean(axis=0), train_x.std(axis=0) + 1e-12
+    a = (train_x - mean) / scale
+    b = (test_x - mean) / scale
+    gram = a.T @ a + alpha * len(a) * np.eye(a.shape[1])
+    weights = np.linalg.solve(gram, a.T @ (train_y - train_y.mean()))
+    return b @ weights + train_y.mean()
+
+
+def knn_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, k: int = 10, chunk: int = 2048) -> np.ndarray:
+    """Mean target of the k nearest training points (Euclidean, the embedding's own metric)."""
+    k = min(k, len(train_x))
+    train_norms = np.sum(train_x**2, axis=1)
+    out = np.empty(len(test_x))
+    for start in range(0, len(test_x), chunk):
+        block = test_x[start:start + chunk]
+        distances = np.sum(block**2, axis=1)[:, None] + train_norms[None, :] - 2.0 * block @ train_x.T
+        nearest = np.argpartition(distances, k - 1, axis=1)[:, :k]
+        out[start:start + chunk] = train_y[nearest].mean(axis=1)
+    return out
+
+
+def _centre_by_digit(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    out = np.asarray(values, np.float64).copy()
+    for digit in np.unique(labels):
+        out[labels == digit] -= out[labels == digit].mean()
+    return out
+
+
+def style_predictability(
+    embeddings: np.ndarray,
+    measures: dict[str, np.ndarray],
+    labels: np.ndarray,
+    holdout_digit: int | None,
+    seed: int = 0,
+    k: int = 10,
+) -> dict[str, dict[str, float]]:
+    """How well embeddings [N, D] predict each style measure [N] (R^2; 1 is perfect, 0 is the mean).
+
+    The images of the training digits are split in half: regressions (ridge, kNN) are fitted
+    on one half and scored on the other ("seen_digits") and on all images of the held-out
+    digit ("holdout_digit"). ``within_digit`` variants first subtract each digit's mean
+    measure, so they score only the style deviation, not what the digit itself implies.
+    Returns {measure: {"<method>_<variant>_<split>": R^2}}.
+    """
+    labels = np.asarray(labels).astype(np.int64)
+    embeddings = np.asarray(embeddings, np.float64)
+    seen = np.flatnonzero(labels != (-1 if holdout_digit is None else holdout_digit))
+    held = np.flatnonzero(labels == holdout_digit) if holdout_digit is not None else np.zeros(0, np.int64)
+    order = np.random.default_rng(seed).permutation(seen)
+    fit, score = order[: len(order) // 2], order[len(order) // 2:]
+    results: dict[str, dict[str, float]] = {}
+    for name, values in measures.items():
+        values = np.asarray(values, np.float64)
+        targets = {"raw": values, "within_digit": _centre_by_digit(values, labels)}
+        entry: dict[str, float] = {}
+        for variant, target in targets.items():
+            for method, predict in (("ridge", ridge_predict), ("knn", lambda a, b, c: knn_predict(a, b, c, k))):
+                evaluation = np.concatenate([score, held])
+                prediction = predict(embeddings[fit], target[fit], embeddings[evaluation])
+                entry[f"{method}_{variant}_seen_digits"] = r2_score(target[score], prediction[: len(score)])
+                if len(held):
+                    entry[f"{method}_{variant}_holdout_digit"] = r2_score(target[held], prediction[len(score):])
+        results[name] = entry
+    return results
+
+
+def embedding_spread(embeddings: np.ndarray) -> dict[str, float]:
+    """Scale of the embeddings, to read noise and length-scale numbers against: RMS distance
+    to the mean and the root of the mean per-dimension variance, in embedding units."""
+    centred = np.asarray(embeddings, np.float64) - np.mean(embeddings, axis=0)
+    return {
+        "rms_radius": float(np.sqrt(np.mean(np.sum(centred**2, axis=1)))),
+        "rms_per_dimension": float(np.sqrt(np.mean(centred**2))),
+    }
+
+
+# ----------------------------------------------------------------------------- the whole evaluation
+
+
+def _load_run(run_dir: str, config: ExperimentConfig | None) -> tuple[keras.Model, ExperimentConfig]:
+    from abc_tf import training  # imported here: training imports every data family
+
+    encoder_path = os.path.join(run_dir, training.ENCODER_FILE)
+    config_path = os.path.join(run_dir, training.CONFIG_FILE)
+    if not os.path.isfile(encoder_path):
+        raise ValueError(f"{run_dir!r} holds no trained encoder ({training.ENCODER_FILE}); train it first.")
+    if config is None:
+        if not os.path.isfile(config_path):
+            raise ValueError(f"{run_dir!r} holds no {training.CONFIG_FILE}; pass the config explicitly.")
+        with open(config_path) as handle:
+            config = ExperimentConfig.from_json(handle.read())
+    return keras.saving.load_model(encoder_path, compile=False), config
+
+
+def evaluate_mnist_run(
+    run: str | keras.Model,
+    config: ExperimentConfig | None,
+    out_dir: str,
+    untrained: keras.Model | None = None,
+    probe_epochs: int = 30,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Evaluates digit-style isolation of a trained encoder on the MNIST test split.
+
+    Args:
+      run: a run directory (with encoder.keras and config.json) or a trained encoder.
+      config: the run's config (read from the run directory when None).
+      out_dir: where ``retrieval.png``, ``pca.png`` and ``mnist_metrics.json`` go.
+      untrained: the baseline encoder; default: the run's architecture with its initial
+        weights (``training.build_encoder(config)``, same seed).
+      probe_epochs: epochs of each digit probe; seed: query choice, splits, probes.
+    Returns the metrics dict that is also written as JSON. For "trained" and "untrained":
+      style_r2: :func:`style_predictability` of slant, thickness, ink, width;
+      digit_probe_accuracy: the digit probe's test accuracy, trained with noise at the
+        length scale (the paper's setting) and, on standardised embeddings, without noise;
+      pca_explained_variance_ratio, pca_top2_variance: of the seen digits' embeddings;
+      pc_style_correlation: within-digit |correlation| of PC 1/2 with slant and thickness
+        and the R^2 of both PCs together;
+      embedding_spread: RMS size of the embeddings (compare with the length scale);
+      retrieval_grid, retrieval_row_style_spread: the grid and how uniform the style of
+        each of its rows is (< 1: rows share a style);
+    plus the data source, the held-out digit, the length scale and the figure paths.
+    """
+    from abc_tf import training
+    from abc_tf.data import mnist
+    from abc_tf.evaluation import probes
+
+    if isinstance(run, str):
+        encoder, config = _load_run(run, config)
+    else:
+        if config is None:
+            raise ValueError("evaluate_mnist_run needs the config when given an encoder.")
+        encoder = run
+    if untrained is None:
+        untrained = training.build_encoder(config)
+    holdout = mnist.parse_holdout_digit(config.holdout_digit)
+    data = mnist.load_mnist(config)
+    images, labels = np.asarray(data.x_test), np.asarray(data.y_test).astype(np.int64)
+    os.makedirs(out_dir, exist_ok=True)
+
+    measures = style_measures(images)
+    metrics: dict[str, Any] = {
+        "data_source": data.source,
+        "holdout_digit": holdout,
+        "num_test_images": int(len(labels)),
+        "length_scale": config.length_scale,
+        "style_measure_means": {name: float(np.mean(values)) for name, values in measures.items()},
+    }
+    grids, pca_panels = [], []
+    seen_mask = labels != (-1 if holdout is None else holdout)
+    for name, model in (("untrained", untrained), ("trained", encoder)):
+        embeddings = embed_images(model, images)
+        grid = retrieval_grid(embeddings, labels, similarity=config.similarity, seed=seed)
+        grids.append((name, grid))
+        # The components of the training digits' embeddings; the held-out digit shown in them.
+        projection, _ = pca_project(embeddings, 2, basis_of=embeddings[seen_mask])
+        pca_panels.append((f"{name}: digits seen in training", projection[seen_mask], images[seen_mask], labels[seen_mask]))
+        if holdout is not None:
+            pca_panels.append((f"{name}: held-out digit {holdout}", projection[~seen_mask], images[~seen_mask], labels[~seen_mask]))
+        _, all_ratios = pca_project(embeddings[seen_mask], embeddings.shape[1])
+        digit_probe = {}
+        # With noise at the length scale the embedding's own units matter (the paper's probe).
+        # Without noise only the information matters, so the embeddings are standardised
+        # first: the untrained embeddings are ~100x smaller and a probe would barely learn.
+        standardised = (embeddings - embeddings.mean(axis=0)) / (embeddings.std(axis=0) + 1e-12)
+        for label, inputs, sigma in (
+            ("noise_at_length_scale", embeddings, config.length_scale),
+            ("no_noise_standardised", standardised, 0.0),
+        ):
+            result = probes.probe_accuracies(
+                inputs, labels, sigma, names=["digit"], num_classes=[NUM_CLASSES],
+                settings=probes.ProbeSettings(epochs=probe_epochs), seed=seed,
+            )
+            digit_probe[label] = float(result.accuracy[0])
+        digit_probe["chance"] = 1.0 / NUM_CLASSES
+        metrics[name] = {
+            "style_r2": style_predictability(embeddings, measures, labels, holdout, seed=seed),
+            "digit_probe_accuracy": digit_probe,
+            "pca_explained_variance_ratio": [float(r) for r in all_ratios],
+            "pca_top2_variance": float(np.sum(all_ratios[:2])),
+            "pc_style_correlation": _pc_style_correlation(projection, measures, labels, seen_mask),
+            "embedding_spread": embedding_spread(embeddings),
+            "retrieval_grid": grid.as_dict(),
+            "retrieval_row_style_spread": _row_style_spread(grid, measures),
+        }
+    plot_retrieval_grids(images, grids, os.path.join(out_dir, "retrieval.png"), holdout_digit=holdout)
+    # Panels as in the paper: untrained | trained, seen digits above the held-out digit.
+    ordered = [pca_panels[i] for i in ((0, 2, 1, 3) if holdout is not None else (0, 1))]
+    plot_pca_thumbnails(ordered, os.path.join(out_dir, "pca.png"), columns=2, seed=seed)
+    metrics["figures"] = {"retrieval": os.path.join(out_dir, "retrieval.png"), "pca": os.path.join(out_dir, "pca.png")}
+    with open(os.path.join(out_dir, METRICS_FILE), "w") as handle:
+        json.dump(metrics, handle, indent=2, sort_keys=True)
+    return metrics
+
+
+def _row_style_spread(grid: RetrievalGrid, measures: dict[str, np.ndarray]) -> dict[str, float]:
+    """Mean over rows of the standard deviation of slant and thickness along the row, divided
+    by their standard deviation over the whole pool: below 1 means each row shares a style
+    (retrieval found same-style digits), about 1 means a row is as varied as random images."""
+    out = {}
+    for name in ("slant", "thickness"):
+        values = measures[name][grid.indices]  # [C, C]
+        out[name] = float(np.mean(values.std(axis=1)) / max(float(np.std(measures[name])), 1e-12))
+    return out
+
+
+def _pc_style_correlation(
+    projection: np.ndarray, measures: dict[str, np.ndarray], labels: np.ndarray, seen_mask: np.ndarray
+) -> dict[str, dict[str, float]]:
+    """How much of slant and thickness the PCA plane shows, within digit (each digit's mean
+    removed from PCs and measures), for the seen digits and the held-out digit:
+    |correlation| with PC 1 and PC 2 (PCA signs are arbitrary) and the R^2 of a least-squares
+    fit of the measure on both PCs."""
+    out: dict[str, dict[str, float]] = {}
+    for split, mask in (("seen_digits", seen_mask), ("holdout_digit", ~seen_mask)):
+        if not np.any(mask):
+            continue
+        pcs = np.stack([_centre_by_digit(projection[mask, k], labels[mask]) for k in range(2)], axis=1)
+        entry = {}
+        for name in ("slant", "thickness"):
+            target = _centre_by_digit(measures[name][mask], labels[mask])
+            for k in range(2):
+                denominator = np.sqrt(np.sum(pcs[:, k] ** 2) * np.sum(target**2))
+                entry[f"abs_corr_pc{k + 1}_{name}"] = float(abs(np.sum(pcs[:, k] * target)) / denominator) if denominator > 0 else float("nan")
+            weights, *_ = np.linalg.lstsq(pcs, target, rcond=None)
+            entry[f"pc_plane_r2_{name}"] = r2_score(target, pcs @ weights)
+        out[split] = entry
+    return out

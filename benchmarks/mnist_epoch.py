@@ -1,0 +1,112 @@
+"""Seconds per epoch of MNIST digit-style training, next to the paper's 47.8 s/epoch (Tesla K80).
+
+An epoch is 60,000 training images seen; a step sees two stacks of 64 (128 images), so an
+epoch is 468.75 steps. Measured on the real training path: the ``mnist`` preset's data
+pipeline (``abc_tf.data.mnist.make_dataset``), encoder and compiled ``ABCModel.fit``
+(``abc_tf.training``), after a warm-up that traces the step; the data pipeline alone is
+timed too, to show whether it limits training.
+
+  python benchmarks/mnist_epoch.py [--data_path=/path/to/mnist] [--steps=150] [--repeats=3] [--no_write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+
+from abc_tf import training  # noqa: E402
+from abc_tf.config import get_preset  # noqa: E402
+from abc_tf.data import mnist  # noqa: E402
+from benchmarks.report import machine_line, write_section  # noqa: E402
+
+IMAGES_PER_EPOCH = 60_000
+PAPER_SECONDS_PER_EPOCH_K80 = 47.8  # supplement Table S2
+
+
+def seconds_per_step(config, steps: int, repeats: int) -> list[float]:
+    """Wall seconds per training step, one figure per repeat of ``steps`` steps."""
+    dataset = mnist.make_dataset(config, seed=config.seed)
+    model = training.build_model(config, training.build_encoder(config))
+    warmup = 2 * config.steps_per_execution * max(1, 10 // config.steps_per_execution)
+    model.fit(dataset, epochs=1, steps_per_epoch=warmup, verbose=0, shuffle=False)  # traces, warms the pipeline
+    steps = max(config.steps_per_execution, steps - steps % config.steps_per_execution)  # whole compiled calls
+    out = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False)
+        out.append((time.perf_counter() - start) / steps)
+    keras.mixed_precision.set_global_policy("float32")
+    return out
+
+
+def pipeline_seconds_per_batch(config, batches: int) -> float:
+    iterator = iter(mnist.make_dataset(config, seed=config.seed))
+    for _ in range(10):
+        next(iterator)
+    start = time.perf_counter()
+    for _ in range(batches):
+        next(iterator)
+    return (time.perf_counter() - start) / batches
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data_path", default="", help="MNIST IDX directory or .npz (default: the preset's auto choice).")
+    parser.add_argument("--steps", type=int, default=150, help="Timed steps per repeat.")
+    parser.add_argument("--repeats", type=int, default=3, help="Timed repeats (the median is reported).")
+    parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
+    args = parser.parse_args()
+    if args.steps <= 0 or args.repeats <= 0:
+        raise SystemExit("--steps and --repeats must be positive.")
+
+    base = get_preset("mnist").replace(data_path=args.data_path)
+    source = mnist.load_mnist(base).source
+    steps_per_epoch = IMAGES_PER_EPOCH / (2 * base.set_size * base.pairs_per_step)
+    rows = []
+    for label, config in (
+        ("preset (float32, no XLA)", base),
+        ("steps_per_execution=10", base.replace(steps_per_execution=10)),
+        ("jit_compile=True (XLA)", base.replace(jit_compile=True)),
+    ):
+        per_step = seconds_per_step(config, args.steps, args.repeats)
+        median = statistics.median(per_step)
+        rows.append((label, median * 1000, median * steps_per_epoch, min(per_step) * steps_per_epoch))
+        print(f"{label}: {median * 1000:.1f} ms/step, {median * steps_per_epoch:.1f} s/epoch", flush=True)
+    pipeline = pipeline_seconds_per_batch(base, 200)
+    print(f"data pipeline alone: {pipeline * 1000:.2f} ms/batch", flush=True)
+
+    command = "python benchmarks/mnist_epoch.py" + (f" --data_path={args.data_path}" if args.data_path else "")
+    command += f" --steps={args.steps} --repeats={args.repeats}"
+    table = "\n".join(
+        f"| {label} | {ms:.1f} | {epoch:.1f} | {best:.1f} | {epoch / PAPER_SECONDS_PER_EPOCH_K80:.2f} |"
+        for label, ms, epoch, best in rows
+    )
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    body = f"""{machine_line()} Load average at the end (1, 5, 15 min): {load}
+(the 2 cores are shared with other jobs, so figures vary by tens of percent between runs).
+
+Command: `{command}` (data: {source}).
+One epoch = {IMAGES_PER_EPOCH:,} training images = {steps_per_epoch:g} steps of two stacks of {base.set_size}
+(S4 encoder, d={base.embedding_dim}, l2sq ABC loss, Adam), timed through `ABCModel.fit` on the real
+`mnist` data pipeline after a warm-up; median of {args.repeats} repeats of {args.steps} steps.
+Paper (supplement Table S2): {PAPER_SECONDS_PER_EPOCH_K80} s/epoch on an NVIDIA Tesla K80.
+
+| configuration | ms/step | s/epoch (median) | s/epoch (best) | median / paper's 47.8 s |
+|---|---|---|---|---|
+{table}
+
+The data pipeline alone delivers a batch in {pipeline * 1000:.2f} ms, so it does not limit training."""
+    if not args.no_write:
+        write_section("MNIST epoch time", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""Evaluates trained encoders: factor isolation (Shapes3D), digit style (MNIST), known labels.
+
+  python evaluate.py --run_dir=runs/shapes3d            # one run, or the seed_<k> runs inside
+  python evaluate.py --saved_model=DIR/saved_model --config=DIR/config.json --output_dir=OUT
+
+A run directory is what train.py writes (config.json, encoder.keras). If it holds
+``seed_<k>`` run directories (``train.py --seeds N``), each seed is evaluated into its own
+folder and the seeds are aggregated (mean, std, values per factor; violin plots) into
+``<output_dir>/metrics.json``. What is measured depends on the run's data family:
+
+- shapes3d: MINE mutual information and probe accuracies per factor at sigma = the loss's
+  length scale (histogram MI as well for d <= 3), optional noise sweep, PCA/bar/sweep figures
+  (abc_tf.evaluation.isolation);
+- mnist: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.retrieval);
+- yaleb, epfl_cars, folders: probes and MINE per known label, trained against untrained
+  (abc_tf.evaluation.labels);
+- pose: median geodesic error and Acc@30 (plain and flip-invariant) of nearest-neighbour
+  lookup in random dictionaries of synthetic images of known pose, for the trained encoder,
+  the untrained one and its raw backbone features, plus the spherical-regression head when
+  the run has one (abc_tf.evaluation.pose); ``--pose_export_dir`` also writes the pose
+  SavedModel (embed, lookup_pose, regress_pose).
+
+MINE defaults are the paper's (20,000 steps, 256,000 samples); lower ``--mine_steps`` and
+``--mine_eval_samples`` for a quick look.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("run_dir", None, "Run directory written by train.py (config.json, encoder.keras), or a folder of seed_<k> runs.")
+flags.DEFINE_string("saved_model", None, "Evaluate this exported SavedModel instead of run_dir's encoder.keras (needs --config or a config.json beside it).")
+flags.DEFINE_string("config", None, "config.json of the run (default: run_dir/config.json, or the one beside --saved_model).")
+flags.DEFINE_string("output_dir", None, "Where metrics.json and the figures go (default: the run directory).")
+flags.DEFINE_integer("seeds", 0, "Evaluate at most this many seed_<k> runs of run_dir (0: all found).")
+flags.DEFINE_integer("num_images", 4096, "Labelled images sampled for the measures.")
+flags.DEFINE_integer("sample_seed", 1234, "Seed of the labelled sample (the same for all runs compared).")
+flags.DEFINE_float("sigma", None, "Noise scale of the measures (default: the loss's length scale, sqrt(tau) for l2sq).")
+flags.DEFINE_integer("mine_steps", 20_000, "MINE optimizer steps per network (0: skip MINE).")
+flags.DEFINE_integer("mine_batch_size", 256, "MINE batch size.")
+flags.DEFINE_float("mine_learning_rate", 3e-4, "MINE Adam learning rate.")
+flags.DEFINE_integer("mine_eval_samples", 256_000, "Samples averaged for the final Donsker-Varadhan value.")
+flags.DEFINE_float("mine_moving_average", 0.0, "Rate of MINE's bias-corrected moving average (0: plain DV gradient).")
+flags.DEFINE_integer("probe_epochs", 30, "Epochs of each factor probe (0: skip probes).")
+flags.DEFINE_boolean("probe_noisy_test", False, "Add the noise to the probes' test inputs too (default: training only, as in the ICLR text).")
+flags.DEFINE_integer("num_sigmas", 0, "Points of the MI-against-noise sweep (0: none; the paper used 40).")
+flags.DEFINE_enum("sweep_estimator", "auto", ["auto", "mine", "histogram"], "Estimator of the sweep (auto: histogram for d <= 2).")
+flags.DEFINE_integer("pose_dictionary_size", 1800, "Pose: images of known pose per lookup dictionary.")
+flags.DEFINE_integer("pose_repeats", 50, "Pose: random dictionaries the lookup metrics are averaged over.")
+flags.DEFINE_integer("pose_pool_size", 0, "Pose: synthetic images of known pose the dictionaries are drawn from (0: 4 x dictionary size).")
+flags.DEFINE_integer("pose_queries", 0, "Pose: test images per query domain (0: the data family's default).")
+flags.DEFINE_list("pose_query_domains", ["real"], "Pose: query domains, real and/or synthetic (held-out instances).")
+flags.DEFINE_string("pose_export_dir", None, "Pose: also write the SavedModel with lookup_pose (and regress_pose) here.")
+flags.DEFINE_boolean("untrained", False, "Also evaluate the untrained encoder of the config (same seed) into <output_dir>/untrained.")
+
+
+def settings_from_flags():
+    from abc_tf.evaluation import isolation, mutual_info, probes
+
+    mine = None
+    if FLAGS.mine_steps > 0:
+        mine = mutual_info.MineSettings(
+            learning_rate=FLAGS.mine_learning_rate,
+            batch_size=FLAGS.mine_batch_size,
+            steps=FLAGS.mine_steps,
+            eval_samples=FLAGS.mine_eval_samples,
+            moving_average=FLAGS.mine_moving_average or None,
+        )
+    probe = probes.ProbeSettings(epochs=FLAGS.probe_epochs, noisy_test=FLAGS.probe_noisy_test) if FLAGS.probe_epochs > 0 else None
+    settings = isolation.IsolationSettings(
+        num_images=FLAGS.num_images, sample_seed=FLAGS.sample_seed, mine=mine, probe=probe,
+        num_sigmas=FLAGS.num_sigmas, sweep_estimator=FLAGS.sweep_estimator, sigma=FLAGS.sigma,
+    )
+    settings.validate()
+    return settings
+
+
+def _write_json(path: str, value) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "w") as handle:
+        json.dump(value, handle, indent=2, sort_keys=True)
+    os.replace(path + ".tmp", path)
+
+
+def _read_config(path: str):
+    from abc_tf.config import ExperimentConfig
+
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} does not exist: pass --config with the run's config.json.")
+    with open(path) as handle:
+        return ExperimentConfig.from_json(handle.read())
+
+
+def evaluate_factor_run(config, encoder, out_dir: str, settings) -> dict:
+    """Shapes3D-style factor isolation of one encoder (plus the untrained one if asked)."""
+    from abc_tf import training
+    from abc_tf.evaluation import isolation
+
+    sample = isolation.labelled_sample(config, settings.num_images, settings.sample_seed)
+    metrics = isolation.evaluate_encoder(encoder, config, settings, out_dir, sample)
+    if FLAGS.untrained:
+        untrained = training.build_encoder(config)
+        metrics["untrained"] = isolation.evaluate_encoder(
+            untrained, config, settings, os.path.join(out_dir, "untrained"), sample, title="untrained network"
+        )
+    _write_json(os.path.join(out_dir, "metrics.json"), metrics)
+    return metrics
+
+
+def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
+    """Evaluates one run directory (or the --saved_model) according to its data family."""
+    from abc_tf.evaluation import isolation
+
+    if FLAGS.saved_model:
+        config_path = FLAGS.config or os.path.join(os.path.dirname(os.path.normpath(FLAGS.saved_model)), "config.json")
+        config = _read_config(config_path)
+        if config.data not in ("shapes3d",):
+            raise ValueError(f"--saved_model is supported for factor data (shapes3d); {config.data} runs need --run_dir.")
+        return evaluate_factor_run(config, isolation.saved_model_encoder(FLAGS.saved_model), out_dir, settings)
+
+    config = _read_config(FLAGS.config or os.path.join(run_dir, "config.json"))
+    if config.data == "shapes3d":
+        return evaluate_factor_run(config, isolation.load_encoder(run_dir), out_dir, settings)
+    if config.data == "mnist":
+        from abc_tf.evaluation import retrieval
+
+        metrics = retrieval.evaluate_mnist_run(run_dir, config, out_dir, probe_epochs=max(FLAGS.probe_epochs, 1))
+        _write_json(os.path.join(out_dir, "metrics.json"), metrics)
+        return metrics
+    if config.data in ("yaleb", "epfl_cars", "folders"):
+        from abc_tf.evaluation import labels, probes
+
+        result = labels.evaluate_run(run_dir, probe_settings=settings.probe or probes.ProbeSettings(), mine_settings=settings.mine)
+        metrics = json.loads(labels.to_json(result))
+        _write_json(os.path.join(out_dir, "metrics.json"), metrics)
+        return metrics
+    if config.data == "pose":
+        return evaluate_pose_run(run_dir, out_dir)
+    raise ValueError(f"evaluate.py has no evaluation for data family {config.data!r} (shapes3d, mnist, yaleb, epfl_cars, folders, pose).")
+
+
+def evaluate_pose_run(run_dir: str, out_dir: str) -> dict:
+    """Pose lookup and regression metrics of one run (abc_tf.evaluation.pose), optional SavedModel."""
+    from abc_tf.evaluation import pose
+
+    settings = pose.PoseEvalSettings(
+        dictionary_size=FLAGS.pose_dictionary_size, repeats=FLAGS.pose_repeats, pool_size=FLAGS.pose_pool_size,
+        num_queries=FLAGS.pose_queries, query_domains=tuple(FLAGS.pose_query_domains), seed=FLAGS.sample_seed,
+    )
+    metrics = pose.evaluate_pose_run(run_dir, settings, out_dir=out_dir)
+    _write_json(os.path.join(out_dir, "metrics.json"), metrics)
+    for domain in metrics["domains"]:
+        print(f"Pose, {domain} queries ({metrics['domains'][domain]['num_queries']} images):")
+        print(pose.format_table(metrics, domain))
+    if FLAGS.pose_export_dir:
+        config, encoder, head = pose.load_pose_run(run_dir)
+        pose.export_pose_run(config, encoder, FLAGS.pose_export_dir, head=head, dictionary_size=FLAGS.pose_dictionary_size)
+        print(f"Wrote the pose SavedModel to {FLAGS.pose_export_dir}")
+    return metrics
+
+
+def aggregate_seeds(seed_dirs: list[str], out_dir: str, settings) -> dict:
+    """Evaluates every seed run and writes the aggregate metrics.json and violin plots."""
+    from abc_tf.evaluation import isolation, plots
+
+    runs = []
+    for seed_dir in seed_dirs:
+        seed_out = os.path.join(out_dir, os.path.basename(seed_dir)) if FLAGS.output_dir else seed_dir
+        print(f"Evaluating {seed_dir} -> {seed_out}")
+        runs.append(evaluate_one(seed_dir, seed_out, settings))
+    if not all("condition" in run for run in runs):
+        # Families other than shapes3d have their own per-run outputs; nothing to aggregate here.
+        return {"runs": seed_dirs}
+    summary = isolation.aggregate(runs)
+    summary.update(condition=runs[0]["condition"], inactive=runs[0]["inactive"], runs=seed_dirs, sigma=runs[0]["sigma"])
+    inactive = runs[0]["inactive"]
+    for key, label in (("mine", "I(U; G) [nats]"), ("histogram", "I(U; G) [nats]"), ("probe_accuracy", "test accuracy")):
+        if key in summary:
+            names, table = isolation.seed_table(summary, key)
+            chance = [summary["chance"][n] for n in names] if key == "probe_accuracy" else None
+            plots.plot_factor_distribution(
+                table, names, inactive, os.path.join(out_dir, f"seeds_{key}.png"), label,
+                title=f"{summary['condition']} ({len(runs)} seeds)", chance=chance,
+            )
+    if all("untrained" in run for run in runs):
+        summary["untrained"] = isolation.aggregate([run["untrained"] for run in runs])
+    _write_json(os.path.join(out_dir, "metrics.json"), summary)
+    return summary
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    try:
+        if not FLAGS.run_dir and not FLAGS.saved_model:
+            raise ValueError("Pass --run_dir (a train.py run directory) or --saved_model.")
+        if FLAGS.seeds < 0:
+            raise ValueError(f"--seeds must be >= 0, got {FLAGS.seeds}.")
+        settings = settings_from_flags()
+        from abc_tf.evaluation import isolation
+
+        out_dir = FLAGS.output_dir or FLAGS.run_dir or os.path.dirname(os.path.normpath(FLAGS.saved_model))
+        seed_dirs = isolation.seed_run_dirs(FLAGS.run_dir) if FLAGS.run_dir and not FLAGS.saved_model else []
+        if seed_dirs:
+            if FLAGS.seeds:
+                seed_dirs = seed_dirs[: FLAGS.seeds]
+            result = aggregate_seeds(seed_dirs, out_dir, settings)
+        else:
+            if FLAGS.run_dir and not FLAGS.saved_model and not os.path.isdir(FLAGS.run_dir):
+                raise ValueError(f"--run_dir={FLAGS.run_dir} is not a directory.")
+            result = evaluate_one(FLAGS.run_dir, out_dir, settings)
+        print(f"Wrote {os.path.join(out_dir, 'metrics.json')}")
+        _print_summary(result)
+    except ValueError as error:
+        print(f"evaluate.py: error: {error}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _print_summary(result: dict) -> None:
+    for key in ("mine", "histogram"):
+        if key in result:
+            values = result[key]
+            text = ", ".join(
+                f"{name} {value['mean']:.3f}+-{value['std']:.3f}" if isinstance(value, dict) else f"{name} {value:.3f}"
+                for name, value in values.items()
+            )
+            print(f"  {key} MI (nats): {text}")
+    probe = result.get("probe") or result.get("probe_accuracy")
+    if probe:
+        text = ", ".join(
+            f"{name} {value.get('accuracy', value.get('mean')):.3f}" for name, value in probe.items()
+        )
+        print(f"  probe accuracy: {text}")
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,115 @@
+"""Pose encoders: Table S5 (``s5``) and a small CPU stand-in (``s5_small``), SPEC.md section 2.
+
+Table S5: ResNet50 up to ``conv4_block6_out`` (ImageNet-pretrained in the paper), Conv256 3x3
+ReLU ('valid'), global average pooling, Flatten, Dense128 tanh, Dense d linear; input
+128 x 128 x 3 in the paper. The output stride of ``conv4_block6_out`` is 16 and the head's
+convolution is 'valid', so the input side must be at least 48 (3 x 3 features).
+
+Every pose encoder has an identity layer named ``"backbone"`` on the trunk's output
+(``conv4_block6_out`` for S5), so evaluation can read the backbone features (the paper's
+"ResNet" baseline row) with ``keras.Model(encoder.input, encoder.get_layer("backbone").output)``.
+
+Inputs are float images in [0, 1] like every encoder of the registry; S5 converts them to
+ResNet50's "caffe" input itself (:class:`CaffePreprocess`), so ImageNet weights see what they
+were trained on.
+
+Why ``s5_small`` exists: on 2 CPU cores the S5 trunk at 64 x 64 costs about 8 s per step of
+128 images (train step, measured) and S3 at 64 x 64 about 3.4 s, too slow for a 15-minute
+demonstration. ``s5_small`` keeps the S5 head (Conv256 3x3, GAP, Dense128 tanh, Dense d) on
+a five-layer S3-like trunk and runs at 32 x 32 in a small fraction of that.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from models import register
+
+# ImageNet channel means of keras.applications.resnet50.preprocess_input ("caffe"), BGR order.
+_CAFFE_MEAN_BGR = (103.939, 116.779, 123.68)
+RESNET_FEATURES = "conv4_block6_out"
+BACKBONE_LAYER = "backbone"
+
+
+@keras.saving.register_keras_serializable(package="abc_tf")
+class CaffePreprocess(keras.layers.Layer):
+    """RGB in [0, 1] -> ResNet50's input: BGR, 0..255, ImageNet mean subtracted per channel."""
+
+    def call(self, images):
+        bgr = keras.ops.flip(images * 255.0, axis=-1)
+        return bgr - keras.ops.convert_to_tensor(_CAFFE_MEAN_BGR, dtype=bgr.dtype)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+def _check_input_shape(name: str, input_shape, minimum: int) -> tuple[int, int, int]:
+    input_shape = tuple(int(v) for v in input_shape)
+    if len(input_shape) != 3 or input_shape[-1] != 3:
+        raise ValueError(f"{name} takes RGB images (H, W, 3), got input_shape {input_shape}.")
+    if min(input_shape[:2]) < minimum:
+        raise ValueError(f"{name} needs images of at least {minimum} x {minimum} pixels, got {input_shape[:2]} (--image_size).")
+    return input_shape
+
+
+def _s5_head(features, embedding_dim: int):
+    """Table S5 after the trunk: Conv256 3x3 ReLU, GAP, Flatten, Dense128 tanh, Dense d."""
+    x = keras.layers.Conv2D(256, 3, padding="valid", activation="relu", name="head_conv")(features)
+    x = keras.layers.GlobalAveragePooling2D(name="pool")(x)
+    x = keras.layers.Flatten(name="flatten")(x)  # a no-op after pooling; kept to mirror the table
+    x = keras.layers.Dense(128, activation="tanh", name="hidden")(x)
+    # float32 even under a mixed-precision policy: similarities need the precision.
+    return keras.layers.Dense(embedding_dim, name="embedding", dtype="float32")(x)
+
+
+def _load_resnet_weights(model: keras.Model, weights: str, input_shape: tuple[int, int, int]) -> None:
+    """Copies ResNet50 weights ("imagenet" or a weights file) into ``model`` layer by layer (by name)."""
+    try:
+        reference = keras.applications.ResNet50(include_top=False, weights=weights, input_shape=input_shape)
+    except Exception as error:  # noqa: BLE001 - a failed download surfaces as many exception types
+        first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(
+            f"Cannot load ResNet50 weights {weights!r} ({first_line}). weights='imagenet' downloads "
+            "resnet50_weights_tf_dim_ordering_tf_kernels_notop.h5 on first use (internet needed, then cached "
+            "in ~/.keras/models); without internet copy that file there, pass its path, or use weights=None."
+        ) from None
+    for layer in reference.layers:
+        if layer.weights and layer.name in {l.name for l in model.layers}:
+            model.get_layer(layer.name).set_weights(layer.get_weights())
+
+
+@register("s5")
+def s5(
+    embedding_dim: int = 64, input_shape: tuple[int, int, int] = (128, 128, 3), weights: str | None = None
+) -> keras.Model:
+    """Table S5. ``weights``: None (random, the default: nothing is downloaded), "imagenet"
+    (the paper; needs internet or the cached file, else a ValueError says what to do), or the
+    path of a ResNet50 notop weights file."""
+    input_shape = _check_input_shape("s5", input_shape, 48)
+    inputs = keras.Input(shape=input_shape, name="images")
+    x = CaffePreprocess(name="resnet_preprocess")(inputs)
+    # input_tensor builds the ResNet layers on our graph (flat, not nested): the features are a
+    # tensor of this model, and the unused conv5 stage is left out of it.
+    resnet = keras.applications.ResNet50(include_top=False, weights=None, input_tensor=x)
+    features = keras.layers.Identity(name=BACKBONE_LAYER)(resnet.get_layer(RESNET_FEATURES).output)
+    model = keras.Model(inputs, _s5_head(features, embedding_dim), name="s5")
+    if weights:
+        _load_resnet_weights(model, weights, input_shape)
+    return model
+
+
+@register("s5_small")
+def s5_small(embedding_dim: int = 64, input_shape: tuple[int, int, int] = (32, 32, 3)) -> keras.Model:
+    """The S5 head on a small trunk for CPU runs (see the module docstring):
+    Conv32 s1, Conv32 s2, Conv64 s1, Conv64 s2, Conv128 s1 (3x3 ReLU, 'valid'), then Table S5's
+    head. Input side at least 32."""
+    input_shape = _check_input_shape("s5_small", input_shape, 32)
+    inputs = keras.Input(shape=input_shape, name="images")
+    x = inputs
+    for index, (filters, stride) in enumerate([(32, 1), (32, 2), (64, 1), (64, 2), (128, 1)]):
+        # conv -> batch norm -> ReLU, as in ResNet's blocks.
+        x = keras.layers.Conv2D(filters, 3, strides=stride, padding="valid", name=f"conv{index + 1}")(x)
+        x = keras.layers.BatchNormalization(name=f"bn{index + 1}")(x)
+        x = keras.layers.ReLU(name=f"relu{index + 1}")(x)
+    features = keras.layers.Identity(name=BACKBONE_LAYER)(x)
+    return keras.Model(inputs, _s5_head(features, embedding_dim), name="s5_small")

@@ -1,0 +1,119 @@
+"""Spherical-regression pose head (Liao et al. 2019), SPEC.md sections 2 and 5.
+
+The head reads embeddings [B, D], L2-normalises them onto the unit sphere (as the cosine ABC
+loss sees them) and, for each Euler angle (azimuth, elevation, tilt) separately, applies
+Dense128 tanh followed by two linear layers: Dense2 for the magnitudes (|sin phi|, |cos phi|)
+and Dense4 for the quadrant (sign sin phi, sign cos phi).
+
+Outputs (a dict):
+  ``magnitude``        [B, 3, 2]: the spherical exponential sqrt(softmax(o)) of the Dense2
+                       outputs; unit norm, non-negative, an estimate of (|sin|, |cos|);
+  ``quadrant_logits``  [B, 3, 4]: logits over the quadrant classes of :func:`quadrant_labels`.
+
+Angles are in radians throughout. The loss is :func:`spherical_regression_loss`, decoding to
+angles is :func:`decode_angles`.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from models import register
+
+NUM_ANGLES = 3
+HIDDEN_UNITS = 128
+# Quadrant class = 2 * [sin < 0] + [cos < 0]: (+,+) 0, (+,-) 1, (-,+) 2, (-,-) 3.
+QUADRANT_SIGNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
+
+
+@keras.saving.register_keras_serializable(package="abc_tf")
+class SphericalExponential(keras.layers.Layer):
+    """sqrt(softmax(o)) over the last axis: a point on the positive orthant of the unit sphere.
+
+    Computed as exp(log_softmax(o) / 2): the same value, but its gradient stays finite when a
+    softmax probability underflows to 0 (the gradient of sqrt at 0 is infinite).
+    """
+
+    def call(self, logits):
+        return keras.ops.exp(0.5 * keras.ops.log_softmax(logits, axis=-1))
+
+
+@keras.saving.register_keras_serializable(package="abc_tf")
+class L2Normalize(keras.layers.Layer):
+    """Scales each embedding [B, D] to unit L2 norm (the sphere the cosine ABC loss works on)."""
+
+    def call(self, inputs):
+        return keras.ops.normalize(inputs, axis=-1, order=2)
+
+
+@keras.saving.register_keras_serializable(package="abc_tf")
+class StackAngles(keras.layers.Layer):
+    """Stacks the per-angle outputs, a list of [B, K], into [B, angles, K]."""
+
+    def call(self, inputs):
+        return keras.ops.stack(inputs, axis=1)
+
+
+@register("spherical_regression")
+def spherical_regression_head(embedding_dim: int = 64, hidden_units: int = HIDDEN_UNITS) -> keras.Model:
+    """The head of SPEC.md section 2: embeddings [B, D] -> {"magnitude", "quadrant_logits"}."""
+    embeddings = keras.Input(shape=(embedding_dim,), name="embedding")
+    # float32 throughout (also under a mixed-precision policy): the head is tiny and the
+    # spherical exponential and angle decoding want the precision.
+    sphere = L2Normalize(name="l2_normalize", dtype="float32")(embeddings)
+    magnitudes, quadrants = [], []
+    for index, angle in enumerate(("azimuth", "elevation", "tilt")[:NUM_ANGLES]):
+        hidden = keras.layers.Dense(hidden_units, activation="tanh", name=f"{angle}_hidden", dtype="float32")(sphere)
+        magnitude_logits = keras.layers.Dense(2, name=f"{angle}_magnitude_logits", dtype="float32")(hidden)
+        magnitudes.append(SphericalExponential(name=f"{angle}_magnitude", dtype="float32")(magnitude_logits))
+        quadrants.append(keras.layers.Dense(4, name=f"{angle}_quadrant", dtype="float32")(hidden))
+    outputs = {
+        "magnitude": StackAngles(name="magnitude", dtype="float32")(magnitudes),
+        "quadrant_logits": StackAngles(name="quadrant_logits", dtype="float32")(quadrants),
+    }
+    return keras.Model(embeddings, outputs, name="spherical_regression")
+
+
+def quadrant_labels(angles: tf.Tensor) -> tf.Tensor:
+    """Angles [..., 3] (radians) -> quadrant classes [..., 3] int32, 2 * [sin < 0] + [cos < 0].
+
+    A sine or cosine of exactly 0 counts as positive (the magnitude is 0 there, so either sign
+    decodes to the same angle).
+    """
+    angles = tf.convert_to_tensor(angles, tf.float32)
+    negative_sin = tf.cast(tf.sin(angles) < 0, tf.int32)
+    negative_cos = tf.cast(tf.cos(angles) < 0, tf.int32)
+    return 2 * negative_sin + negative_cos
+
+
+def spherical_regression_loss(angles: tf.Tensor, outputs: dict[str, tf.Tensor]) -> tf.Tensor:
+    """Magnitude loss + quadrant cross entropy, averaged over the batch and the 3 angles.
+
+    angles: [B, 3] true Euler angles in radians; outputs: the head's dict.
+    Magnitude loss: 1 - cos_sim(predicted magnitudes, (|sin|, |cos|)); both vectors have unit
+    norm, so this is 1 - their dot product (0 when equal). Quadrant: sparse categorical cross
+    entropy of the 4 logits against :func:`quadrant_labels`.
+    """
+    angles = tf.cast(angles, tf.float32)
+    target = tf.stack([tf.abs(tf.sin(angles)), tf.abs(tf.cos(angles))], axis=-1)  # [B, 3, 2], unit norm
+    magnitude = tf.cast(outputs["magnitude"], tf.float32)
+    cosine = tf.reduce_sum(tf.math.l2_normalize(magnitude, axis=-1) * target, axis=-1)
+    magnitude_loss = tf.reduce_mean(1.0 - cosine)
+    quadrant_loss = tf.reduce_mean(
+        tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=quadrant_labels(angles), logits=tf.cast(outputs["quadrant_logits"], tf.float32)
+        )
+    )
+    return magnitude_loss + quadrant_loss
+
+
+def decode_angles(outputs: dict[str, tf.Tensor]) -> tf.Tensor:
+    """Head outputs -> Euler angles [B, 3] in radians, ``atan2(s_sin |sin|, s_cos |cos|)``.
+
+    The signs come from the most likely quadrant class. Result in (-pi, pi].
+    """
+    magnitude = tf.cast(outputs["magnitude"], tf.float32)
+    quadrant = tf.argmax(outputs["quadrant_logits"], axis=-1)
+    signs = tf.gather(tf.constant(QUADRANT_SIGNS, tf.float32), quadrant)  # [B, 3, 2]
+    return tf.atan2(signs[..., 0] * magnitude[..., 0], signs[..., 1] * magnitude[..., 1])

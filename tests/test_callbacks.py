@@ -1,0 +1,76 @@
+"""The factor-isolation callback writes TensorBoard summaries and projector files."""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from abc_tf import callbacks
+from abc_tf.config import ExperimentConfig
+from abc_tf.evaluation import mutual_info, probes
+
+NAMES = ["colour", "size"]
+
+
+def _sample(n: int = 64, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    factors = np.stack([rng.integers(0, 3, n), rng.integers(0, 2, n)], axis=1)
+    images = np.zeros((n, 8, 8, 3), np.uint8)
+    images[..., 0] = (factors[:, 0] * 100)[:, None, None]  # colour shows in the red channel
+    return images, factors
+
+
+def test_callback_logs_scalars_images_and_projector(tmp_path):
+    images, factors = _sample()
+    keras.utils.set_random_seed(0)
+    encoder = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(2)])
+    encoder.compile(optimizer="sgd", loss="mse")
+    log_dir = str(tmp_path / "isolation")
+    callback = callbacks.FactorIsolationCallback(
+        images, factors, NAMES, length_scale=0.1, log_dir=log_dir, every_steps=4,
+        probe_settings=probes.ProbeSettings(epochs=1, batch_size=32),
+        mine_settings=mutual_info.MineSettings(steps=10, eval_samples=256, batch_size=32),
+        projector_points=16, sprite_size=8,
+    )
+    x = images.astype(np.float32) / 255.0
+    encoder.fit(x, np.zeros((len(x), 2)), batch_size=16, epochs=1, verbose=0, callbacks=[callback])
+    # 4 steps, every 4: before training (0) and at the end (4), measured once there.
+    assert [record["step"] for record in callback.history] == [0, 4]
+    assert set(callback.history[-1]) >= {"probe_accuracy", "mine", "histogram", "spread"}
+    assert set(callback.history[-1]["mine"]) == set(NAMES)
+
+    events = [name for name in os.listdir(log_dir) if name.startswith("events.out.tfevents")]
+    assert events
+    tags = set()
+    for event in tf.compat.v1.train.summary_iterator(os.path.join(log_dir, events[0])):
+        tags.update(value.tag for value in event.summary.value)
+    assert {"isolation/probe_accuracy/colour", "isolation/mine/size", "isolation/embeddings_pca"} <= tags
+
+    with open(os.path.join(log_dir, callbacks.PROJECTOR_METADATA)) as handle:
+        lines = handle.read().splitlines()
+    assert lines[0] == "colour\tsize" and len(lines) == 17
+    assert np.loadtxt(os.path.join(log_dir, callbacks.PROJECTOR_TENSORS)).shape == (16, 2)
+    sprite = tf.io.decode_png(tf.io.read_file(os.path.join(log_dir, callbacks.PROJECTOR_SPRITE)))
+    assert tuple(sprite.shape) == (32, 32, 3)  # 16 thumbnails of 8 px in a 4 x 4 grid
+    config_text = open(os.path.join(log_dir, callbacks.PROJECTOR_CONFIG)).read()
+    assert 'tensor_path: "projector_embeddings.tsv"' in config_text and "single_image_dim: 8" in config_text
+
+
+def test_evaluation_callbacks_follow_the_config(tmp_path):
+    assert callbacks.evaluation_callbacks(ExperimentConfig(eval_every=0), str(tmp_path)) == []
+    with pytest.raises(ValueError, match="eval_every"):
+        callbacks.evaluation_callbacks(ExperimentConfig(eval_every=-1), str(tmp_path))
+    built = callbacks.evaluation_callbacks(ExperimentConfig(eval_every=50, eval_images=32), str(tmp_path))
+    assert len(built) == 1 and built[0].every_steps == 50 and built[0].images.shape == (32, 64, 64, 3)
+
+
+def test_bad_callback_arguments_raise(tmp_path):
+    images, factors = _sample(8)
+    with pytest.raises(ValueError, match="every_steps"):
+        callbacks.FactorIsolationCallback(images, factors, NAMES, 1.0, str(tmp_path), every_steps=0)
+    with pytest.raises(ValueError, match="mismatch"):
+        callbacks.FactorIsolationCallback(images, factors[:4], NAMES, 1.0, str(tmp_path), every_steps=1)

@@ -1,0 +1,122 @@
+"""Pose SavedModel export: load in a fresh process without project code, same outputs as Keras."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import models
+from abc_tf import export
+from abc_tf.evaluation import pose
+from models import pose_head
+
+IMAGE_SHAPE = (16, 16, 3)
+
+# Runs in a fresh interpreter that cannot import the project: only TensorFlow reads the model.
+LOAD_AND_RUN = textwrap.dedent(
+    """
+    import importlib.abc, sys
+
+    class NoProject(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in ("abc_tf", "models"):
+                raise ImportError(f"{name} must not be needed to serve the SavedModel")
+
+    sys.meta_path.insert(0, NoProject())
+    import numpy as np
+    import tensorflow as tf
+
+    model_dir, inputs_path, outputs_path = sys.argv[1:]
+    inputs = np.load(inputs_path)
+    loaded = tf.saved_model.load(model_dir)
+    outputs = {}
+    for endpoint in ("embed", "lookup_pose", "regress_pose"):
+        for suffix, images in (("", inputs["float"]), ("_uint8", inputs["uint8"])):
+            # Through the Serving signature: named input, dict of named outputs.
+            result = loaded.signatures[endpoint + suffix](images=tf.constant(images))
+            for key, value in result.items():
+                outputs[f"{endpoint}{suffix}/{key}"] = value.numpy()
+    np.savez(outputs_path, **outputs)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """A small encoder + head exported with a 40-image dictionary; (path, encoder, head, dictionary)."""
+    keras.utils.set_random_seed(3)
+    encoder = models.build("s4", embedding_dim=8, input_shape=IMAGE_SHAPE)
+    head = models.build("spherical_regression", embedding_dim=8)
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (40, *IMAGE_SHAPE), dtype=np.uint8)
+    euler = np.stack([rng.uniform(0, 2 * np.pi, 40), rng.uniform(-0.5, 0.5, 40), rng.uniform(-1, 1, 40)], -1)
+    path = str(tmp_path_factory.mktemp("export") / "pose_model")
+    export.export_pose(encoder, path, pose.embed(encoder, images), euler, "cosine", head=head)
+    return path, encoder, head, images, euler
+
+
+def test_saved_model_in_a_fresh_process_matches_keras(exported, tmp_path):
+    path, encoder, head, images, euler = exported
+    queries = images[:6]
+    np.savez(tmp_path / "inputs.npz", uint8=queries, float=(queries / 255.0).astype(np.float32))
+    script = tmp_path / "load.py"
+    script.write_text(LOAD_AND_RUN)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""}
+    subprocess.run(
+        [sys.executable, str(script), path, str(tmp_path / "inputs.npz"), str(tmp_path / "outputs.npz")],
+        check=True, cwd=str(tmp_path), env=env, capture_output=True, timeout=300,
+    )
+    served = dict(np.load(tmp_path / "outputs.npz"))
+
+    embeddings = pose.embed(encoder, queries)
+    angles = pose_head.decode_angles(head(embeddings)).numpy()
+    for suffix in ("", "_uint8"):
+        np.testing.assert_allclose(served[f"embed{suffix}/embeddings"], embeddings, rtol=1e-5, atol=1e-5)
+        # The queries are dictionary entries 0..5: lookup finds each itself, with its pose.
+        np.testing.assert_array_equal(served[f"lookup_pose{suffix}/neighbour_index"], np.arange(6))
+        np.testing.assert_allclose(served[f"lookup_pose{suffix}/similarity"], 1.0, atol=1e-5)
+        np.testing.assert_allclose(served[f"lookup_pose{suffix}/euler"], euler[:6], atol=1e-6)
+        errors = pose.geodesic_error(served[f"lookup_pose{suffix}/rotation"], pose.euler_to_matrix(euler[:6]))
+        assert np.all(errors < 1e-3)
+        np.testing.assert_allclose(served[f"regress_pose{suffix}/euler"], angles, atol=1e-5)
+        np.testing.assert_allclose(served[f"regress_pose{suffix}/rotation"], pose.euler_to_matrix(angles), atol=1e-5)
+
+
+def test_signatures_have_named_inputs_and_outputs(exported):
+    loaded = tf.saved_model.load(exported[0])
+    assert set(loaded.signatures) == {
+        "serving_default", "embed", "embed_uint8", "lookup_pose", "lookup_pose_uint8", "regress_pose", "regress_pose_uint8",
+    }
+    lookup = loaded.signatures["lookup_pose_uint8"]
+    assert list(lookup.structured_input_signature[1]) == ["images"]
+    assert lookup.structured_input_signature[1]["images"].dtype == tf.uint8
+    assert set(lookup.structured_outputs) == {"rotation", "euler", "neighbour_index", "similarity"}
+    assert set(loaded.signatures["regress_pose"].structured_outputs) == {"euler", "rotation"}
+
+
+def test_bad_images_get_clear_errors(exported):
+    loaded = tf.saved_model.load(exported[0])
+    image = np.zeros(IMAGE_SHAPE, np.float32)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"lookup_pose: images must have shape \[batch, 16, 16, 3\]"):
+        loaded.lookup_pose(image)  # no batch axis
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"regress_pose_uint8: images must have shape \[batch, 16, 16, 3\]"):
+        loaded.regress_pose_uint8(np.zeros((2, 32, 32, 3), np.uint8))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="float images must lie in \\[0, 1\\]; pass 0..255 pixels as uint8 to embed_uint8"):
+        loaded.embed(np.full((1, *IMAGE_SHAPE), 200.0, np.float32))
+    with pytest.raises(TypeError, match="float32"):
+        loaded.lookup_pose(tf.zeros((1, *IMAGE_SHAPE), tf.float64))
+
+
+def test_export_refuses_inconsistent_dictionaries(tmp_path):
+    encoder = models.build("s4", embedding_dim=8, input_shape=IMAGE_SHAPE)
+    with pytest.raises(ValueError, match=r"dictionary_euler must be \[N, 3\] = \[5, 3\]"):
+        export.export_pose(encoder, str(tmp_path / "m"), np.zeros((5, 8)), np.zeros((4, 3)), "cosine")
+    with pytest.raises(ValueError, match="have 4 dims; the encoder gives 8"):
+        export.export_pose(encoder, str(tmp_path / "m"), np.zeros((5, 4)), np.zeros((5, 3)), "cosine")
+    with pytest.raises(ValueError, match="Unknown similarity"):
+        export.export_pose(encoder, str(tmp_path / "m"), np.zeros((5, 8)), np.zeros((5, 3)), "dot")

@@ -1,0 +1,348 @@
+"""Grouped folders (abc_tf.data.folders): reading, messy input, set sampling, labels, training."""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from abc_tf.config import get_preset
+from abc_tf.data import family_module, folders
+
+
+def write_png(path: str, image: np.ndarray) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tf.io.write_file(path, tf.io.encode_png(image))
+
+
+def write_jpeg(path: str, image: np.ndarray) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tf.io.write_file(path, tf.io.encode_jpeg(image, quality=100))
+
+
+def write_bmp(path: str, image: np.ndarray) -> None:
+    """24-bit uncompressed BMP (rows bottom-up, BGR, padded to 4 bytes)."""
+    height, width, _ = image.shape
+    row = width * 3
+    padding = (4 - row % 4) % 4
+    raster = b"".join(image[y, :, ::-1].tobytes() + b"\0" * padding for y in range(height - 1, -1, -1))
+    header = struct.pack("<2sIHHI", b"BM", 54 + len(raster), 0, 0, 54)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 24, 0, len(raster), 2835, 2835, 0, 0)
+    with open(path, "wb") as handle:
+        handle.write(header + info + raster)
+
+
+def write_pgm(path: str, image: np.ndarray, maxval: int = 255, ascii_: bool = False) -> None:
+    """Gray [H, W] as binary P5 (16-bit big-endian when maxval > 255) or ASCII P2."""
+    height, width = image.shape
+    with open(path, "wb") as handle:
+        if ascii_:
+            handle.write(f"P2\n# a comment\n{width} {height}\n{maxval}\n".encode())
+            handle.write(" ".join(str(v) for v in image.ravel()).encode() + b"\n")
+        else:
+            handle.write(f"P5\n{width} {height}\n{maxval}\n".encode())
+            dtype = ">u2" if maxval > 255 else np.uint8
+            handle.write(image.astype(dtype).tobytes())
+
+
+def coded_image(group: int, index: int, height: int = 12, width: int = 12) -> np.ndarray:
+    """A flat image whose red channel says the group and green channel the index (exact after resizing)."""
+    image = np.zeros((height, width, 3), np.uint8)
+    image[..., 0] = 20 * group + 10
+    image[..., 1] = 5 * index
+    return image
+
+
+def make_folder(root: str, sizes: dict[str, int], image_size: tuple[int, int] = (12, 12)) -> None:
+    for group_index, (name, count) in enumerate(sorted(sizes.items())):
+        os.makedirs(os.path.join(root, name), exist_ok=True)
+        for index in range(count):
+            write_png(os.path.join(root, name, f"img_{index:03d}.png"), coded_image(group_index, index, *image_size))
+
+
+def config_for(root: str, **overrides):
+    settings = dict(data_path=str(root), image_size=8, set_size=3, pairs_per_step=2, augmentations="", double_augmentation=False)
+    settings.update(overrides)
+    return get_preset("folders").replace(**settings)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def test_read_image_formats_agree(tmp_path):
+    rng = np.random.default_rng(0)
+    rgb = rng.integers(0, 256, size=(5, 7, 3), dtype=np.uint8)
+    gray = rng.integers(0, 256, size=(5, 7), dtype=np.uint8)
+    write_png(str(tmp_path / "a.png"), rgb)
+    write_bmp(str(tmp_path / "a.bmp"), rgb)
+    write_pgm(str(tmp_path / "g.pgm"), gray)
+    write_pgm(str(tmp_path / "g2.pgm"), gray, ascii_=True)
+    write_pgm(str(tmp_path / "g16.pgm"), gray.astype(np.int64) * 257, maxval=65535)
+    np.testing.assert_array_equal(folders.read_image(tmp_path / "a.png", 3), rgb)
+    np.testing.assert_array_equal(folders.read_image(tmp_path / "a.bmp", 3), rgb)
+    for name in ("g.pgm", "g2.pgm", "g16.pgm"):
+        np.testing.assert_array_equal(folders.read_image(tmp_path / name, 1)[..., 0], gray)
+    # Channel conversion: gray -> RGB repeats, RGB -> gray is luma.
+    np.testing.assert_array_equal(folders.read_image(tmp_path / "g.pgm", 3), np.repeat(gray[..., None], 3, axis=-1))
+    luma = folders.read_image(tmp_path / "a.png", 1)[..., 0].astype(float)
+    expected = rgb.astype(float) @ np.array([0.2989, 0.5870, 0.1140])
+    assert np.max(np.abs(luma - expected)) <= 0.5 + 1e-6
+
+
+def test_unreadable_image_names_the_file(tmp_path):
+    (tmp_path / "bad.png").write_bytes(b"this is not a png")
+    (tmp_path / "bad.pgm").write_bytes(b"P5\n10 10\n255\n" + b"\0" * 5)  # truncated raster
+    for name in ("bad.png", "bad.pgm"):
+        with pytest.raises(ValueError, match=name):
+            folders.read_image(tmp_path / name, 3)
+
+
+def test_unreadable_image_in_a_group_stops_loading(tmp_path):
+    make_folder(str(tmp_path), {"a": 4, "b": 4})
+    (tmp_path / "b" / "broken.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
+    with pytest.raises(ValueError, match="broken.jpg"):
+        folders.make_dataset(config_for(tmp_path), seed=0)
+
+
+def test_mixed_sizes_and_channels_are_resized_to_image_size(tmp_path):
+    write_png(str(tmp_path / "a" / "big.png"), np.full((40, 30, 3), 200, np.uint8))
+    write_png(str(tmp_path / "a" / "small.png"), np.full((6, 9, 1), 100, np.uint8))  # gray PNG
+    write_jpeg(str(tmp_path / "a" / "photo.jpg"), np.full((16, 16, 3), 50, np.uint8))
+    write_bmp(str(tmp_path / "a" / "icon.bmp"), np.full((5, 5, 3), 10, np.uint8))
+    grouped = folders.load_grouped_folder(tmp_path, image_size=8, channels=3)
+    assert grouped.images.shape == (4, 8, 8, 3) and grouped.images.dtype == np.uint8
+    by_file = dict(zip(grouped.files, grouped.images))
+    # Flat images stay flat through resizing (JPEG within rounding).
+    assert np.all(by_file[os.path.join("a", "big.png")] == 200)
+    assert np.all(by_file[os.path.join("a", "small.png")] == 100)
+    assert np.all(np.abs(by_file[os.path.join("a", "photo.jpg")].astype(int) - 50) <= 2)
+    assert np.all(by_file[os.path.join("a", "icon.bmp")] == 10)
+
+
+def test_resize_keeps_content_and_shrinks_without_aliasing():
+    stripes = np.zeros((64, 64, 1), np.uint8)
+    stripes[:, ::2] = 255  # one-pixel stripes alias badly when subsampled
+    out = folders.resize_images([stripes], 16)
+    assert out.shape == (1, 16, 16, 1)
+    # Antialiasing averages the stripes to mid gray (the filter's border columns differ a little).
+    assert np.all(np.abs(out[:, :, 1:-1].astype(int) - 128) <= 2)
+    assert np.all(np.abs(out.astype(int) - 128) <= 12)
+
+
+# ----------------------------------------------------------------------------- layout errors
+
+
+def test_missing_or_empty_directories_raise(tmp_path):
+    with pytest.raises(ValueError, match="--data_path is empty"):
+        folders.make_dataset(config_for(""), seed=0)
+    with pytest.raises(ValueError, match="not a directory"):
+        folders.make_dataset(config_for(tmp_path / "nope"), seed=0)
+    with pytest.raises(ValueError, match="no sub-folders"):
+        folders.make_dataset(config_for(tmp_path), seed=0)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "notes.txt").write_text("not an image")
+    with pytest.raises(ValueError, match="no images in any group"):
+        folders.make_dataset(config_for(tmp_path), seed=0)
+
+
+def test_small_and_empty_groups_are_skipped_with_a_warning(tmp_path, caplog):
+    make_folder(str(tmp_path), {"a": 5, "b": 4, "c": 2})
+    (tmp_path / "empty").mkdir()
+    with caplog.at_level(logging.WARNING, logger="abc_tf.data.folders"):
+        dataset = folders.make_dataset(config_for(tmp_path, set_size=4), seed=0)
+    assert "c (2)" in caplog.text and "empty (0)" in caplog.text
+    seen = set()
+    for batch in dataset.take(10):
+        for key in ("set_a", "set_b"):
+            seen.update(np.unique(batch[key].numpy()[..., 0]).tolist())
+    assert seen == {10, 30}  # groups a and b only (red = 20 * group + 10)
+
+
+def test_too_few_large_groups_is_an_error(tmp_path):
+    make_folder(str(tmp_path), {"a": 5, "b": 2})
+    with pytest.raises(ValueError, match=r"--set_size=4: only 1 group\(s\)"):
+        folders.make_dataset(config_for(tmp_path, set_size=4), seed=0)
+    # An unconstrained set B needs one large group only.
+    folders.make_dataset(config_for(tmp_path, set_size=4, curate_both_sets=False), seed=0)
+    with pytest.raises(ValueError, match="--set_size=6"):
+        folders.make_dataset(config_for(tmp_path, set_size=6, curate_both_sets=False), seed=0)
+
+
+def test_bad_image_settings_name_the_flag(tmp_path):
+    make_folder(str(tmp_path), {"a": 3, "b": 3})
+    with pytest.raises(ValueError, match="--image_channels"):
+        folders.make_dataset(config_for(tmp_path, image_channels=2), seed=0)
+    with pytest.raises(ValueError, match="--augmentations"):
+        folders.make_dataset(config_for(tmp_path, augmentations="blur:0.1"), seed=0)
+
+
+# ----------------------------------------------------------------------------- set sampling
+
+
+def test_sets_come_from_one_group_each_and_differ_between_a_and_b(tmp_path):
+    make_folder(str(tmp_path), {"a": 6, "b": 5, "c": 7, "d": 4})
+    dataset = folders.make_dataset(config_for(tmp_path, set_size=4, pairs_per_step=3), seed=1)
+    assert dataset.element_spec["set_a"].shape == (3, 4, 8, 8, 3)
+    groups_used = set()
+    for batch in dataset.take(20):
+        for pair in range(3):
+            red_a = batch["set_a"].numpy()[pair, :, 0, 0, 0]
+            red_b = batch["set_b"].numpy()[pair, :, 0, 0, 0]
+            assert len(set(red_a)) == 1 and len(set(red_b)) == 1 and red_a[0] != red_b[0]
+            groups_used.add(int(red_a[0]))
+            # Distinct images within a set (no replacement).
+            for key in ("set_a", "set_b"):
+                green = batch[key].numpy()[pair, :, 0, 0, 1]
+                assert len(set(green)) == len(green)
+    assert groups_used == {10, 30, 50, 70}
+
+
+def test_unconstrained_set_b_mixes_groups(tmp_path):
+    make_folder(str(tmp_path), {"a": 6, "b": 6, "c": 6})
+    dataset = folders.make_dataset(config_for(tmp_path, set_size=6, curate_both_sets=False), seed=0)
+    mixed = 0
+    for batch in dataset.take(10):
+        for pair in range(2):
+            pixels = batch["set_b"].numpy()[pair, :, 0, 0, :2]
+            assert len({tuple(p) for p in pixels}) == 6  # distinct images
+            mixed += len(set(pixels[:, 0])) > 1
+            assert len(set(batch["set_a"].numpy()[pair, :, 0, 0, 0])) == 1
+    assert mixed >= 15
+
+
+def test_batches_are_reproducible_from_the_seed(tmp_path):
+    make_folder(str(tmp_path), {"a": 6, "b": 6, "c": 6})
+    config = config_for(tmp_path, augmentations="contrast:0.3,crop:0.2", double_augmentation=True)
+    first = [b["set_a_view2"].numpy() for b in folders.make_dataset(config, seed=3).take(3)]
+    again = [b["set_a_view2"].numpy() for b in folders.make_dataset(config, seed=3).take(3)]
+    other = [b["set_a_view2"].numpy() for b in folders.make_dataset(config, seed=4).take(3)]
+    np.testing.assert_array_equal(np.stack(first), np.stack(again))
+    assert not np.array_equal(np.stack(first), np.stack(other))
+
+
+def test_double_augmentation_gives_two_float_views(tmp_path):
+    make_folder(str(tmp_path), {"a": 4, "b": 4})
+    config = config_for(tmp_path, augmentations="contrast:0.5,saturation:0.5,crop:0.3", double_augmentation=True)
+    batch = next(iter(folders.make_dataset(config, seed=0)))
+    assert sorted(batch) == ["set_a", "set_a_view2", "set_b", "set_b_view2"]
+    for value in batch.values():
+        assert value.dtype == tf.float32 and value.shape == (2, 3, 8, 8, 3)
+        assert 0.0 <= float(tf.reduce_min(value)) and float(tf.reduce_max(value)) <= 1.0
+    assert not np.allclose(batch["set_a"].numpy(), batch["set_a_view2"].numpy())
+    # Without augmentation the images stay uint8 and unchanged.
+    plain = next(iter(folders.make_dataset(config_for(tmp_path), seed=0)))
+    assert sorted(plain) == ["set_a", "set_b"] and plain["set_a"].dtype == tf.uint8
+
+
+# ----------------------------------------------------------------------------- labels CSV
+
+
+def test_labels_csv_matches_paths_and_names(tmp_path):
+    make_folder(str(tmp_path), {"a": 3, "b": 2})
+    (tmp_path / "labels.csv").write_text(
+        "filename,colour,size\n"
+        "a/img_000.png,red,1\n"
+        "./a/img_001.png,blue,2\n"
+        "b/img_000.png,red,\n"
+        "b/img_001.png,green,3\n"
+    )
+    grouped = folders.load(config_for(tmp_path))
+    by_file = {f.replace(os.sep, "/"): i for i, f in enumerate(grouped.files)}
+    colour, size = grouped.labels["colour"], grouped.labels["size"]
+    assert list(grouped.label_values["colour"]) == ["blue", "green", "red"]
+    assert colour[by_file["a/img_000.png"]] == 2 and colour[by_file["a/img_001.png"]] == 0
+    assert colour[by_file["a/img_002.png"]] == -1  # no row: unknown
+    assert size[by_file["b/img_000.png"]] == -1  # empty cell: unknown
+    np.testing.assert_array_equal(grouped.label_values["size"], [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(grouped.labels["group"], [0, 0, 0, 1, 1])
+
+
+def test_labels_csv_errors(tmp_path):
+    make_folder(str(tmp_path), {"a": 2, "b": 2})
+    csv_path = tmp_path / "labels.csv"
+    csv_path.write_text("filename,colour\na/missing.png,red\n")
+    with pytest.raises(ValueError, match="missing.png.*names no image"):
+        folders.load(config_for(tmp_path))
+    csv_path.write_text("filename,colour\nimg_000.png,red\n")  # bare name, in both groups
+    with pytest.raises(ValueError, match="matches several images"):
+        folders.load(config_for(tmp_path))
+    csv_path.write_text("filename,colour\na/img_000.png,red,extra\n")
+    with pytest.raises(ValueError, match="line 2"):
+        folders.load(config_for(tmp_path))
+    with pytest.raises(ValueError, match="does not exist"):
+        folders.load(config_for(tmp_path), labels_csv=str(tmp_path / "other.csv"))
+
+
+# ----------------------------------------------------------------------------- end to end
+
+
+def test_family_registration_and_a_short_training_run(tmp_path):
+    from abc_tf import training
+    from abc_tf.evaluation import labels, probes
+
+    make_folder(str(tmp_path / "data"), {"a": 6, "b": 6, "c": 6}, image_size=(20, 16))
+    (tmp_path / "data" / "labels.csv").write_text(
+        "file,parity\n" + "".join(f"{g}/img_{i:03d}.png,{i % 2}\n" for g in "abc" for i in range(6))
+    )
+    assert family_module("folders") is folders
+    config = config_for(
+        tmp_path / "data", image_size=32, set_size=4, pairs_per_step=1, steps=2, log_every=1,
+        augmentations="contrast:0.3,saturation:0.3,crop:0.2", double_augmentation=True,
+    )
+    assert folders.image_shape(config) == (32, 32, 3)
+    result = training.train(config, str(tmp_path / "run"), verbose=0)
+    assert len(result.history["loss"]) == 2 and np.all(np.isfinite(result.history["loss"]))
+    report = labels.evaluate_run(
+        str(tmp_path / "run"), probe_settings=probes.ProbeSettings(epochs=1, batch_size=8), mine_settings=None,
+        relative_sigma=0.1,
+    )
+    assert set(report) == {"trained", "untrained"}
+    # Noise of 0.1 x each embedding's own spread, reported in embedding units.
+    spread = labels.embedding_spread(labels.embed_images(result.encoder, labels.load_labelled(config).images))
+    assert report["trained"]["group"].sigma == pytest.approx(0.1 * spread, rel=1e-4)
+    assert set(report["trained"]) == {"group", "parity"}
+    assert report["trained"]["group"].classes == 3 and report["trained"]["parity"].count == 18
+    assert "| group | 3 |" in labels.markdown_table(report)
+
+
+def test_label_information_handles_partial_and_constant_labels(monkeypatch):
+    """The glue's batching: complete labels share one call, partial labels get theirs on known rows."""
+    from abc_tf.evaluation import labels, mutual_info, probes
+
+    calls = []
+
+    def fake_probes(embeddings, factors, sigma, names, settings, seed):
+        calls.append(("probe", list(names), len(embeddings), sigma))
+        return probes.ProbeResult(np.full(len(names), 0.5), 1.0 / (factors.max(axis=0) + 1.0), list(names))
+
+    def fake_mine(embeddings, factors, sigma, settings, seed):
+        calls.append(("mine", factors.shape[1], len(embeddings), sigma))
+        return np.arange(factors.shape[1], dtype=float) + 0.25
+
+    monkeypatch.setattr(probes, "probe_accuracies", fake_probes)
+    monkeypatch.setattr(mutual_info, "mine_mutual_information", fake_mine)
+    groups = np.repeat(np.arange(4, dtype=np.int32), 10)
+    partial = (np.arange(40) % 3).astype(np.int32)
+    partial[:8] = -1  # unknown for 8 images
+    grouped = folders.GroupedImages(
+        images=np.zeros((40, 2, 2, 1), np.uint8), group_names=list("abcd"), groups=groups,
+        files=[str(i) for i in range(40)],
+        labels={"group": groups, "partial": partial, "parity": groups % 2, "constant": np.zeros(40, np.int32)},
+    )
+    embeddings = np.random.default_rng(0).normal(size=(40, 3))
+    scores = labels.label_information(embeddings, grouped, sigma=0.1, mine_settings=mutual_info.MineSettings())
+    assert list(scores) == ["group", "partial", "parity"]  # the one-class label is skipped
+    assert calls == [
+        ("probe", ["group", "parity"], 40, 0.1), ("mine", 2, 40, 0.1),
+        ("probe", ["partial"], 32, 0.1), ("mine", 1, 32, 0.1),
+    ]
+    assert scores["group"].count == 40 and scores["partial"].count == 32 and scores["partial"].classes == 3
+    assert scores["group"].chance == pytest.approx(0.25) and scores["parity"].mutual_information == 1.25
+    assert scores["partial"].mutual_information == 0.25 and scores["group"].sigma == 0.1
+    assert labels.label_information(embeddings, grouped, 0.1, mine_settings=None)["group"].mutual_information is None
+    with pytest.raises(ValueError, match="Unknown labels"):
+        labels.label_information(embeddings, grouped, 0.1, names=["colour"], mine_settings=None)

@@ -1,0 +1,90 @@
+"""Factor-isolation glue (abc_tf.evaluation.isolation) and evaluate.py on a tiny run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from abc_tf.config import ExperimentConfig
+from abc_tf.evaluation import isolation, mutual_info, probes
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = isolation.IsolationSettings(
+    num_images=64,
+    mine=mutual_info.MineSettings(steps=20, batch_size=32, eval_samples=512),
+    probe=probes.ProbeSettings(epochs=1, batch_size=32),
+    num_sigmas=3,
+)
+
+
+def test_inactive_names_and_labels_follow_the_config():
+    assert isolation.inactive_names(ExperimentConfig(inactive_factors="0,2")) == ("wall_hue", "floor_hue")
+    assert isolation.inactive_names(ExperimentConfig(inactive_factors="none")) == ()
+    baseline = ExperimentConfig(augmentation_baseline=True)
+    assert set(isolation.inactive_names(baseline)) == set(isolation.HUE_FACTORS)
+    assert isolation.condition_label(ExperimentConfig(curate_both_sets=False)) == "wall_hue inactive, set B unconstrained"
+    with pytest.raises(ValueError, match="no labelled factor sample"):
+        isolation.factor_names(ExperimentConfig(data="mnist"))
+
+
+def test_evaluate_embeddings_writes_metrics_and_figures(tmp_path):
+    rng = np.random.default_rng(0)
+    factors = np.stack([rng.integers(0, 4, 400), rng.integers(0, 3, 400)], axis=1)
+    embeddings = np.stack([factors[:, 0] * 3.0, np.zeros(400)], axis=1) + 0.01 * rng.normal(size=(400, 2))
+    metrics = isolation.evaluate_embeddings(
+        embeddings, factors, ["a", "b"], 0.1, TINY, inactive=["b"], num_classes=[4, 3], out_dir=str(tmp_path)
+    )
+    assert set(metrics["mine"]) == {"a", "b"} and set(metrics["probe"]) == {"a", "b"}
+    # d = 2: the histogram estimate is there too, and the sweep uses it.
+    assert metrics["histogram"]["a"] == pytest.approx(np.log(4), rel=0.05)
+    assert metrics["sweep"]["estimator"] == "histogram" and len(metrics["sweep"]["sigmas"]) == 3
+    assert sorted(metrics["figures"]) == ["mi_histogram.png", "mi_mine.png", "mi_sweep.png", "pca.png", "probes.png"]
+    for name in metrics["figures"]:
+        assert os.path.getsize(tmp_path / name) > 0
+    json.dumps(metrics)  # JSON-ready
+
+
+def test_aggregate_and_seed_dirs(tmp_path):
+    runs = [
+        {"mine": {"a": 1.0, "b": 0.0}, "probe": {"a": {"accuracy": 0.9, "chance": 0.25}, "b": {"accuracy": 0.3, "chance": 0.5}}},
+        {"mine": {"a": 3.0, "b": 0.0}, "probe": {"a": {"accuracy": 0.7, "chance": 0.25}, "b": {"accuracy": 0.5, "chance": 0.5}}},
+    ]
+    summary = isolation.aggregate(runs)
+    assert summary["num_runs"] == 2
+    assert summary["mine"]["a"] == {"mean": 2.0, "std": 1.0, "values": [1.0, 3.0]}
+    assert summary["probe_accuracy"]["b"]["mean"] == pytest.approx(0.4)
+    names, table = isolation.seed_table(summary, "mine")
+    assert names == ["a", "b"] and table.shape == (2, 2)
+    for k in (10, 2):
+        os.makedirs(tmp_path / f"seed_{k}")
+        (tmp_path / f"seed_{k}" / "config.json").write_text("{}")
+    os.makedirs(tmp_path / "seed_x")
+    assert [os.path.basename(p) for p in isolation.seed_run_dirs(str(tmp_path))] == ["seed_2", "seed_10"]
+
+
+def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
+    from abc_tf import training
+
+    config = ExperimentConfig(embedding_dim=4, inactive_factors="wall_hue")
+    run_dir = tmp_path / "run"
+    os.makedirs(run_dir)
+    (run_dir / "config.json").write_text(config.to_json())
+    training.build_encoder(config).save(str(run_dir / "encoder.keras"))
+    command = [
+        sys.executable, os.path.join(REPO, "evaluate.py"), f"--run_dir={run_dir}", "--num_images=48",
+        "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256", "--probe_epochs=1",
+    ]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["inactive"] == ["wall_hue"] and metrics["sigma"] == 1.0
+    assert len(metrics["mine"]) == 6 and (run_dir / "pca.png").exists()
+    # A missing run directory is a clear error, not a traceback.
+    bad = subprocess.run(command[:2] + [f"--run_dir={tmp_path / 'missing'}"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert bad.returncode == 2 and "does not exist" in bad.stderr

@@ -1,0 +1,63 @@
+"""Figures are written as readable PNGs and reject mismatched inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from abc_tf.evaluation import plots
+
+NAMES = ["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _is_png(path) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(8) == PNG_MAGIC
+
+
+def test_principal_components_find_the_dominant_direction():
+    rng = np.random.default_rng(0)
+    points = np.outer(rng.normal(size=200), [3.0, 4.0, 0.0]) + 0.01 * rng.normal(size=(200, 3))
+    projected, ratio = plots.principal_components(points, 2)
+    assert projected.shape == (200, 2)
+    assert ratio[0] > 0.99
+    # The first component is the line's coordinate: |projection| = 5 |t|.
+    assert np.corrcoef(projected[:, 0], points @ np.array([0.6, 0.8, 0.0]))[0, 1] ** 2 > 0.999
+
+
+def test_every_figure_writes_a_png(tmp_path):
+    rng = np.random.default_rng(1)
+    embeddings = rng.normal(size=(300, 8))
+    factors = rng.integers(0, 4, size=(300, 6))
+    values = rng.uniform(size=(5, 6))
+    inactive = ["wall_hue"]
+    paths = {
+        "pca": plots.plot_embeddings_pca(embeddings, factors, NAMES, tmp_path / "pca.png", title="t"),
+        "bars": plots.plot_factor_bars(values, NAMES, inactive, tmp_path / "bars.png"),
+        "violin": plots.plot_factor_distribution(values, NAMES, inactive, tmp_path / "violin.png"),
+        "box": plots.plot_factor_distribution(values[:1], NAMES, inactive, tmp_path / "box.png", kind="box"),
+        "sweep": plots.plot_mi_sweep(np.logspace(-2, 1, 7), rng.uniform(size=(7, 6)), NAMES, inactive, 1.0, tmp_path / "sweep.png"),
+        "probes": plots.plot_probe_accuracies(values, [0.1, 0.1, 0.1, 0.125, 0.25, 1 / 15], NAMES, inactive, tmp_path / "probes.png"),
+        "conditions": plots.plot_conditions({"a": values, "b": values * 2}, NAMES, {"b": inactive}, tmp_path / "conditions.png"),
+        "grid": plots.plot_sweep_grid(
+            [{"sigmas": [0.1, 1.0], "values": np.ones((2, 6)), "inactive": inactive, "length_scale": 0.5, "label": "x"}] * 3,
+            NAMES, tmp_path / "grid.png",
+        ),
+    }
+    for name in paths:
+        assert _is_png(tmp_path / f"{name}.png"), name
+    assert plots.figure_to_png(paths["pca"]).startswith(PNG_MAGIC)
+
+
+def test_mismatched_inputs_raise():
+    with pytest.raises(ValueError, match="names"):
+        plots.plot_embeddings_pca(np.zeros((10, 2)), np.zeros((10, 3)), NAMES)
+    with pytest.raises(ValueError, match="F = 6"):
+        plots.plot_factor_bars(np.zeros((2, 5)), NAMES)
+    with pytest.raises(ValueError, match="not among"):
+        plots.plot_factor_bars(np.zeros(6), NAMES, inactive=["colour"])
+    with pytest.raises(ValueError, match="sigmas"):
+        plots.plot_mi_sweep(np.ones(3), np.ones((4, 6)), NAMES)
+    with pytest.raises(ValueError, match="kind"):
+        plots.plot_factor_distribution(np.zeros((3, 6)), NAMES, kind="bar")

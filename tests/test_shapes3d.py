@@ -1,0 +1,343 @@
+"""Shapes3D family: procedural renderer, h5 and tfds backends, the tf.data pipeline, bad input."""
+
+from __future__ import annotations
+
+import itertools
+
+import h5py
+import numpy as np
+import pytest
+import tensorflow as tf
+from matplotlib.colors import rgb_to_hsv
+
+from abc_tf import augment
+from abc_tf.config import get_preset
+from abc_tf.data import sets
+from abc_tf.data import shapes3d as s3d
+from abc_tf.data.render import shapes3d as render
+
+SIZES = np.array(s3d.FACTOR_SIZES)
+# The real label values of 3dshapes.h5, written here independently of the library.
+REAL_VALUES = [np.arange(10) / 10, np.arange(10) / 10, np.arange(10) / 10, np.linspace(0.75, 1.25, 8),
+               np.arange(4.0), np.linspace(-30, 30, 15)]
+
+
+def config(**overrides):
+    return get_preset("shapes3d").replace(**overrides)
+
+
+# ---------------------------------------------------------------- renderer
+
+
+def test_renderer_is_deterministic_and_batch_independent():
+    factors = np.random.default_rng(0).integers(0, SIZES, size=(5, 6))
+    batch = render.render(factors)
+    assert batch.shape == (5, 64, 64, 3) and batch.dtype == np.uint8
+    np.testing.assert_array_equal(batch, render.render(factors))
+    for row, image in zip(factors, batch):
+        np.testing.assert_array_equal(render.render(row), image)
+
+
+def test_images_differ_along_every_factor():
+    rng = np.random.default_rng(1)
+    for base in rng.integers(0, SIZES, size=(8, 6)):
+        image = render.render(base).astype(np.int16)
+        for factor, size in enumerate(SIZES):
+            other = base.copy()
+            other[factor] = (other[factor] + 1) % size
+            changed = np.any(render.render(other).astype(np.int16) != image, axis=-1)
+            assert changed.sum() >= 20, (s3d.FACTOR_NAMES[factor], base)
+
+
+def test_hues_map_to_their_colours():
+    tables = render.weight_tables()
+    scale, shape, orientation = 4, 0, 7
+    weights = tables[scale, shape, orientation]  # [64, 64, 3 surfaces]
+    for hue in range(10):
+        floor, wall, obj = hue, (hue + 3) % 10, (hue + 6) % 10
+        image = render.render(np.array([floor, wall, obj, scale, shape, orientation])) / 255.0
+        hsv = rgb_to_hsv(image)
+        for surface, value in ((render.FLOOR, floor), (render.WALL, wall), (render.OBJECT, obj)):
+            # Pixels covered by this surface alone, bright enough for a precise hue.
+            pure = (weights[..., surface] > 0.3) & (np.count_nonzero(weights, axis=-1) == 1)
+            assert pure.sum() > 50
+            error = np.abs((hsv[pure, 0] - value / 10 + 0.5) % 1.0 - 0.5)
+            assert error.max() < 0.01, (surface, value)
+            assert np.all(hsv[pure, 1] > 0.97)  # fully saturated
+    # Named colours: hue 0 is red, hue 0.3 yellow-green, hue 0.6 blue-ish.
+    np.testing.assert_allclose(render.hue_to_rgb(np.array([0.0, 0.3, 0.6])),
+                               [[1, 0, 0], [0.2, 1, 0], [0, 0.4, 1]], atol=1e-6)
+
+
+def test_object_grows_with_scale_and_shapes_differ():
+    tables = render.weight_tables()
+    for shape in range(4):
+        areas = [(tables[scale, shape, 7, ..., render.OBJECT] > 0).sum() for scale in range(8)]
+        assert all(a < b for a, b in zip(areas, areas[1:])), (render.SHAPES[shape], areas)
+    masks = [tables[4, shape, 7, ..., render.OBJECT] > 0.05 for shape in range(4)]
+    for a, b in itertools.combinations(range(4), 2):
+        assert np.count_nonzero(masks[a] != masks[b]) > 20
+
+
+def test_render_rejects_bad_factors():
+    with pytest.raises(ValueError, match="out of range"):
+        render.render(np.array([0, 0, 0, 8, 0, 0]))
+    with pytest.raises(ValueError, match=r"\[\.\.\., 6\]"):
+        render.render(np.zeros((2, 5), dtype=np.int64))
+
+
+# ---------------------------------------------------------------- pipeline (procedural)
+
+
+def test_batches_have_the_contract_format_and_are_the_curated_sets():
+    cfg = config(set_size=8, pairs_per_step=2)
+    batch = next(iter(s3d.make_dataset(cfg, seed=5)))
+    assert set(batch) == {"set_a", "set_b"}
+    for key in batch:
+        assert batch[key].shape == (2, 8, 64, 64, 3) and batch[key].dtype == tf.uint8
+    # The images are exactly those of the curated ids of step 0: wall hue fixed per set.
+    curator = sets.SetCurator(s3d.GRID, s3d.inactive_factors(cfg), cfg.set_size)
+    ids_a, ids_b = s3d.step_item_ids(curator, cfg, seed=5, step=0)
+    np.testing.assert_array_equal(batch["set_a"].numpy(), render.render(s3d.GRID.unravel(ids_a)))
+    np.testing.assert_array_equal(batch["set_b"].numpy(), render.render(s3d.GRID.unravel(ids_b)))
+    for ids in (ids_a, ids_b):
+        walls = s3d.GRID.unravel(ids)[..., s3d.FACTOR_NAMES.index("wall_hue")]
+        assert np.all(walls == walls[:, :1])
+
+
+def test_set_b_unconstrained_and_four_inactive_factors():
+    cfg = config(set_size=16, pairs_per_step=4, curate_both_sets=False, inactive_factors="0,1,2,scale")
+    inactive = s3d.inactive_factors(cfg)
+    curator = sets.SetCurator(s3d.GRID, inactive, cfg.set_size)
+    ids_a, ids_b = s3d.step_item_ids(curator, cfg, seed=0, step=3)
+    factors_a, factors_b = s3d.GRID.unravel(ids_a), s3d.GRID.unravel(ids_b)
+    for f in range(6):
+        distinct_a = [np.unique(x[:, f]).size for x in factors_a]
+        assert all(d == 1 for d in distinct_a) if f in inactive else all(d > 1 for d in distinct_a)
+        assert all(np.unique(x[:, f]).size > 1 for x in factors_b)  # set B: nothing fixed
+    batch = next(iter(s3d.make_dataset(cfg, seed=0)))
+    assert batch["set_b"].shape == (4, 16, 64, 64, 3)
+
+
+def test_dataset_is_reproducible_from_its_seed():
+    cfg = config(set_size=4)
+    first = [b["set_a"].numpy() for b in s3d.make_dataset(cfg, seed=11).take(3)]
+    again = [b["set_a"].numpy() for b in s3d.make_dataset(cfg, seed=11).take(3)]
+    other = [b["set_a"].numpy() for b in s3d.make_dataset(cfg, seed=12).take(3)]
+    np.testing.assert_array_equal(np.stack(first), np.stack(again))
+    assert not np.array_equal(np.stack(first), np.stack(other))
+    assert not np.array_equal(first[0], first[1])  # steps differ
+
+
+def test_hue_augmentation_baseline_gives_two_hue_views_of_one_batch():
+    cfg = get_preset("shapes3d_hue_baseline").replace(set_size=8, pairs_per_step=2)
+    batch = next(iter(s3d.make_dataset(cfg, seed=0)))
+    assert set(batch) == {"set_a", "set_a_view2"}
+    first, second = batch["set_a"].numpy(), batch["set_a_view2"].numpy()
+    assert first.shape == second.shape == (2, 8, 64, 64, 3) and first.dtype == np.float32
+    assert not np.allclose(first, second)
+    # Only the hue moved: value (max channel) is the same in both views.
+    np.testing.assert_allclose(first.max(axis=-1), second.max(axis=-1), atol=1e-5)
+
+
+def test_double_augmentation_with_named_augmentations():
+    cfg = config(set_size=4, augmentations="hue:0.1", double_augmentation=True)
+    batch = next(iter(s3d.make_dataset(cfg, seed=0)))
+    assert set(batch) == {"set_a", "set_a_view2", "set_b", "set_b_view2"}
+    assert batch["set_b_view2"].shape == (1, 4, 64, 64, 3) and batch["set_b_view2"].dtype == tf.float32
+    assert not np.allclose(batch["set_a"], batch["set_a_view2"])
+
+
+def test_random_hue_draws_one_shift_per_image():
+    images = tf.constant(render.render(np.random.default_rng(2).integers(0, SIZES, size=(6, 6))))
+    out = augment.random_hue(images, 0.5, tf.constant([1, 2], tf.int64)).numpy()
+    before, after = rgb_to_hsv(images.numpy() / 255.0), rgb_to_hsv(out)
+    shifts = []
+    for b, a in zip(before, after):
+        saturated = b[..., 1] > 0.5
+        shift = (a[saturated, 0] - b[saturated, 0]) % 1.0
+        # One shift per image (circular spread tiny), within [-0.5, 0.5].
+        assert np.abs((shift - shift[0] + 0.5) % 1.0 - 0.5).max() < 0.01
+        shifts.append(shift[0])
+    assert np.unique(np.round(shifts, 3)).size == 6
+    np.testing.assert_allclose(augment.random_hue(images, 0.0, tf.constant([1, 2])).numpy(), images.numpy() / 255.0)
+    with pytest.raises(ValueError, match="hue amplitude"):
+        augment.random_hue(images, 0.7, tf.constant([1, 2]))
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        ({"inactive_factors": "wall_hue,texture"}, "inactive_factors: unknown factor 'texture'"),
+        ({"inactive_factors": "7"}, "unknown factor '7'"),
+        ({"inactive_factors": "0,1,2,3,4,5"}, "All 6 factors"),
+        ({"inactive_factors": ""}, "inactive_factors is empty"),
+        ({"inactive_factors": "0,1,2,3,5"}, "exceeds the 4 distinct images.*sample_with_replacement"),
+        ({"data_source": "zip"}, "data_source='zip'"),
+        ({"loss": "contrastive"}, "augmentation_baseline"),
+        ({"double_augmentation": True}, "needs --augmentations"),
+        ({"data_source": "h5"}, "needs --data_path"),
+    ],
+)
+def test_bad_settings_are_clear_errors(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        s3d.make_dataset(config(**overrides), seed=0)
+
+
+def test_replacement_on_request_allows_large_sets():
+    cfg = config(inactive_factors="0,1,2,3,5", set_size=6, sample_with_replacement=True)
+    batch = next(iter(s3d.make_dataset(cfg, seed=0)))
+    images = batch["set_a"].numpy()[0]
+    assert len({image.tobytes() for image in images}) <= 4  # at most the 4 shapes
+
+
+def test_labelled_sample_is_uniform_and_labelled():
+    images, factors = s3d.labelled_sample(config(), 600, seed=0)
+    assert images.shape == (600, 64, 64, 3) and images.dtype == np.uint8 and factors.shape == (600, 6)
+    np.testing.assert_array_equal(images, render.render(factors))
+    assert np.unique(s3d.GRID.ravel(factors)).size == 600
+    for f, size in enumerate(SIZES):
+        assert np.unique(factors[:, f]).size == size
+
+
+# ---------------------------------------------------------------- h5 backend
+
+
+def real_layout_labels() -> np.ndarray:
+    """labels (480000, 6) float64 in the 3dshapes order: floor, wall, object hue, scale, shape, orientation."""
+    grids = np.meshgrid(*REAL_VALUES, indexing="ij")  # last factor fastest, like the file
+    return np.stack([g.ravel() for g in grids], axis=1)
+
+
+def code_image(factors: np.ndarray) -> np.ndarray:
+    """An image that carries its six factor indices in its first row (red channel, +1)."""
+    image = np.zeros((64, 64, 3), dtype=np.uint8)
+    image[0, :6, 0] = np.asarray(factors) + 1
+    return image
+
+
+def decode_image(images: np.ndarray) -> np.ndarray:
+    return images[..., 0, :6, 0].astype(np.int64) - 1
+
+
+def write_h5(path, labels=None, num=480000, coded_rows=()):
+    """A 3dshapes.h5 in the real layout. Images are chunked and compressed, so the unwritten
+    (zero) ones cost nothing on disk; ``coded_rows`` get images that carry their labels."""
+    labels = real_layout_labels() if labels is None else labels
+    with h5py.File(path, "w") as handle:
+        images = handle.create_dataset("images", shape=(num, 64, 64, 3), dtype=np.uint8,
+                                       chunks=(1, 64, 64, 3), compression="gzip")
+        handle.create_dataset("labels", data=labels)
+        if len(coded_rows):
+            indices = s3d.labels_to_indices(labels[np.asarray(coded_rows)], "test")
+            for row, factors in zip(coded_rows, indices):
+                images[row] = code_image(factors)
+    return path
+
+
+@pytest.fixture(scope="module")
+def h5_file(tmp_path_factory):
+    rows = np.random.default_rng(3).choice(480000, size=40, replace=False)
+    return str(write_h5(tmp_path_factory.mktemp("h5") / "3dshapes.h5", coded_rows=np.sort(rows))), np.sort(rows)
+
+
+def test_index_arithmetic_matches_the_label_order_of_the_file(h5_file):
+    path, rows = h5_file
+    with h5py.File(path, "r") as handle:
+        labels = handle["labels"][()]
+    rng = np.random.default_rng(4)
+    for factors in rng.integers(0, SIZES, size=(25, 6)):
+        values = [REAL_VALUES[f][v] for f, v in enumerate(factors)]
+        row = np.flatnonzero(np.all(np.isclose(labels, values), axis=1))
+        assert row.tolist() == [s3d.GRID.ravel(factors)]
+    # Reading unsorted, repeated ids returns each row's own image (h5py needs sorted reads).
+    source = s3d.H5Source(path)
+    ids = np.array([[rows[5], rows[1], rows[5]], [rows[30], rows[0], rows[12]]])
+    np.testing.assert_array_equal(decode_image(source.images(ids)), s3d.GRID.unravel(ids))
+
+
+def test_h5_in_memory_reads_the_same_images(tmp_path, monkeypatch):
+    # The real file would need 5.9 GB here, so the grid shrinks to its last three factors
+    # (480 images, all hues 0); the file keeps the real layout and label values.
+    monkeypatch.setattr(s3d, "GRID", sets.FactorGrid(s3d.FACTOR_NAMES, (1, 1, 1, 8, 4, 15)))
+    monkeypatch.setattr(s3d, "NUM_IMAGES", 480)
+    labels = real_layout_labels()[:480]
+    path = write_h5(tmp_path / "small.h5", labels=labels, num=480, coded_rows=np.arange(480))
+    ids = np.random.default_rng(5).integers(0, 480, size=(3, 7))
+    lazy, in_memory = s3d.H5Source(str(path)), s3d.H5Source(str(path), in_memory=True)
+    np.testing.assert_array_equal(in_memory.images(ids), lazy.images(ids))
+    np.testing.assert_array_equal(decode_image(in_memory.images(ids)), s3d.labels_to_indices(labels[ids.ravel()], "t").reshape(3, 7, 6))
+
+
+def test_h5_pipeline_returns_the_curated_images(tmp_path):
+    cfg = config(data_source="h5", inactive_factors="0,shape", set_size=8, pairs_per_step=2)
+    curator = sets.SetCurator(s3d.GRID, s3d.inactive_factors(cfg), cfg.set_size)
+    steps = [s3d.step_item_ids(curator, cfg, seed=9, step=step) for step in range(2)]
+    rows = np.unique(np.concatenate([ids.ravel() for step in steps for ids in step]))
+    path = write_h5(tmp_path / "3dshapes.h5", coded_rows=rows)
+    dataset = s3d.make_dataset(cfg.replace(data_path=str(path)), seed=9)
+    for batch, (ids_a, ids_b) in zip(dataset.take(2), steps):
+        for key, ids in (("set_a", ids_a), ("set_b", ids_b)):
+            factors = decode_image(batch[key].numpy())  # what the images themselves say
+            np.testing.assert_array_equal(factors, s3d.GRID.unravel(ids))
+            for f in s3d.inactive_factors(cfg):
+                assert np.all(factors[..., f] == factors[:, :1, f])
+
+
+def test_h5_bad_files_are_clear_errors(tmp_path, h5_file):
+    def open_h5(path):
+        return s3d.H5Source(str(path))
+
+    with pytest.raises(ValueError, match="no such file"):
+        open_h5(tmp_path / "missing.h5")
+    truncated = tmp_path / "truncated.h5"
+    data = open(h5_file[0], "rb").read()
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="truncated"):
+        open_h5(truncated)
+    (tmp_path / "text.h5").write_text("not hdf5")
+    with pytest.raises(ValueError, match="cannot be opened as HDF5"):
+        open_h5(tmp_path / "text.h5")
+    small = write_h5(tmp_path / "small.h5", labels=real_layout_labels()[:100], num=100)
+    with pytest.raises(ValueError, match=r"'images' is uint8 \(100, 64, 64, 3\), expected uint8 \(480000"):
+        open_h5(small)
+    with h5py.File(tmp_path / "nolabels.h5", "w") as handle:
+        handle.create_dataset("images", shape=(480000, 64, 64, 3), dtype=np.uint8, chunks=(1, 64, 64, 3))
+    with pytest.raises(ValueError, match="no dataset 'labels'"):
+        open_h5(tmp_path / "nolabels.h5")
+    with pytest.raises(ValueError, match="not in the 3dshapes order"):
+        open_h5(write_h5(tmp_path / "reversed.h5", labels=real_layout_labels()[::-1]))
+    odd = real_layout_labels()
+    odd[7, 3] = 2.0
+    with pytest.raises(ValueError, match="scale.*not 3dshapes values"):
+        open_h5(write_h5(tmp_path / "odd.h5", labels=odd))
+
+
+# ---------------------------------------------------------------- tfds backend
+
+
+def test_tfds_not_prepared_says_what_is_missing(tmp_path):
+    with pytest.raises(ValueError, match=r"'shapes3d' is not prepared under .*shapes3d/2\.0\.0.*tfds build shapes3d"):
+        s3d.make_dataset(config(data_source="tfds", data_path=str(tmp_path)), seed=0)
+
+
+def test_tfds_backend_on_mock_data():
+    tfds = pytest.importorskip("tensorflow_datasets")
+    with tfds.testing.mock_data(num_examples=300):
+        source = s3d.TfdsSource()
+        # The mock holds 300 random records (a subset of the grid, maybe with repeats).
+        records = list(tfds.as_numpy(tfds.load("shapes3d", split="train", shuffle_files=False)))
+        expected_factors = np.array([[r[f"label_{n}"] for n in s3d.FACTOR_NAMES] for r in records])
+        np.testing.assert_array_equal(source.items, expected_factors)
+        ids = np.array([[7, 3], [299, 7]])
+        np.testing.assert_array_equal(source.images(ids), np.stack([records[i]["image"] for i in ids.ravel()]).reshape(2, 2, 64, 64, 3))
+        cfg = config(data_source="tfds", set_size=4, pairs_per_step=3)
+        curator = sets.SetCurator(s3d.GRID, s3d.inactive_factors(cfg), cfg.set_size, items=source.items)
+        ids_a, ids_b = s3d.step_item_ids(curator, cfg, seed=1, step=0)
+        batch = next(iter(s3d.make_dataset(cfg, seed=1)))
+        for key, ids in (("set_a", ids_a), ("set_b", ids_b)):
+            np.testing.assert_array_equal(batch[key].numpy(), source.images(ids))
+            walls = source.items[ids][..., s3d.FACTOR_NAMES.index("wall_hue")]
+            assert np.all(walls == walls[:, :1])
+        images, factors = s3d.labelled_sample(cfg, 50, seed=0)
+        assert images.shape == (50, 64, 64, 3) and factors.shape == (50, 6)
