@@ -202,6 +202,8 @@ def main(argv: list[str]) -> None:
             raise ValueError("Pass --run_dir (a train.py run directory) or --saved_model.")
         if FLAGS.seeds < 0:
             raise ValueError(f"--seeds must be >= 0, got {FLAGS.seeds}.")
+        if FLAGS.run_dir and not FLAGS.saved_model and not os.path.isdir(FLAGS.run_dir):
+            raise ValueError(f"--run_dir={FLAGS.run_dir} is not a directory.")
         settings = settings_from_flags()
         from abc_tf.evaluation import isolation
 
@@ -212,8 +214,6 @@ def main(argv: list[str]) -> None:
                 seed_dirs = seed_dirs[: FLAGS.seeds]
             result = aggregate_seeds(seed_dirs, out_dir, settings)
         else:
-            if FLAGS.run_dir and not FLAGS.saved_model and not os.path.isdir(FLAGS.run_dir):
-                raise ValueError(f"--run_dir={FLAGS.run_dir} is not a directory.")
             result = evaluate_one(FLAGS.run_dir, out_dir, settings)
         print(f"Wrote {os.path.join(out_dir, 'metrics.json')}")
         _print_summary(result)

@@ -13,7 +13,7 @@ import os
 import sys
 import typing
 
-from absl import app, flags
+from absl import app, flags, logging
 
 from abc_tf import config as config_lib
 
@@ -46,6 +46,9 @@ def resolve_config() -> config_lib.ExperimentConfig:
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    if not FLAGS["verbosity"].present:
+        # TensorFlow's INFO lines (SavedModel tracing) bury the training progress.
+        logging.set_verbosity(logging.WARNING)
     try:
         if FLAGS.seeds <= 0:
             raise ValueError(f"--seeds must be a positive integer, got {FLAGS.seeds}.")
@@ -56,9 +59,10 @@ def main(argv: list[str]) -> None:
         ]
         # Imported here so that --help and flag errors answer without loading TensorFlow.
         from abc_tf import training
+        from abc_tf.callbacks import evaluation_callbacks
 
         for run_config, run_dir in runs:
-            result = training.train(run_config, run_dir)
+            result = training.train(run_config, run_dir, callbacks=evaluation_callbacks(run_config, run_dir))
             _print_summary(result)
     except ValueError as error:
         print(f"train.py: error: {error}", file=sys.stderr)

@@ -11,6 +11,9 @@ projector config is a small text protobuf written here.
 
 :func:`evaluation_callbacks` builds the callbacks a run's config asks for; ``train.py`` passes
 them to ``abc_tf.training.train(config, run_dir, callbacks=...)``.
+
+:class:`TitrationLogger` puts the pose data's real-image fraction (the titration schedule)
+into the epoch logs, so TensorBoard plots it; the pose family hands it to training.
 """
 
 from __future__ import annotations

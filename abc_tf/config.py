@@ -58,7 +58,7 @@ class ExperimentConfig:
     holdout_digit: str = _field("9", "MNIST digit kept out of training ('none' keeps all ten).")
     allow_same_digit: bool = _field(False, "MNIST: the two stacks of a step may show the same digit.")
     # Real images: YaleB, EPFL cars, grouped folders (SPEC.md section 3, supplement S8.4).
-    image_size: int = _field(64, "Images are resized to image_size x image_size (yaleb, epfl_cars, folders).")
+    image_size: int = _field(64, "Images are resized to image_size x image_size (yaleb, epfl_cars, folders, pose).")
     image_channels: int = _field(3, "Channels images are converted to: 1 (gray) or 3 (RGB) (yaleb, epfl_cars, folders).")
     augmentations: str = _field("", "Per-image augmentations 'name:amplitude,...' applied in order (contrast, saturation, crop; see abc_tf.augment); twice under double_augmentation.")
     # Pose regression (SPEC.md section 3, Table 2): spherical-regression head on set A's embeddings.
@@ -160,7 +160,7 @@ PRESETS: dict[str, ExperimentConfig] = {
     # Paper settings, SPEC.md section 3, Shapes3D row.
     "shapes3d": _SHAPES3D,
     # The README's main job: the same experiment, short enough for 2 CPU cores.
-    "shapes3d_demo": _SHAPES3D.replace(name="shapes3d_demo", steps=600, log_every=100),
+    "shapes3d_demo": _SHAPES3D.replace(name="shapes3d_demo", steps=600, log_every=100, eval_every=300),
     # Fig. 3c bottom: contrastive loss on two random_hue(0.5) views of one unconstrained batch.
     "shapes3d_hue_baseline": _SHAPES3D.replace(name="shapes3d_hue_baseline", augmentation_baseline=True, loss="contrastive"),
     # Paper settings, SPEC.md section 3, MNIST row.
@@ -188,10 +188,10 @@ PRESETS: dict[str, ExperimentConfig] = {
     "pose_lookup_chair": _POSE_LOOKUP.replace(name="pose_lookup_chair", pose_category="chair"),
     # Pose isolation on the procedural cars within about 15 minutes on 2 CPU cores: the S5 head
     # on a small trunk (s5_small) at 32 x 32, the paper's sets, loss and augmentations, a
-    # shorter schedule (titration stairs every 100 steps, lr halved every 400).
+    # shorter schedule (titration stairs every 100 steps, lr 3e-4 halved every 500).
     "pose_quick": _POSE_LOOKUP.replace(
-        name="pose_quick", model="s5_small", image_size=32, steps=800, log_every=100, learning_rate=3e-4,
-        lr_halving_steps=400, titration_interval=100,
+        name="pose_quick", model="s5_small", image_size=32, steps=1000, log_every=100, learning_rate=3e-4,
+        lr_halving_steps=500, titration_interval=100,
     ),
     # Pose regression, paper settings (Table 2; supplement S8.3): ABC plus the spherical-regression
     # head on set A's labelled renders, tau 0.05, lr 1e-4 halved every 20k, 60k steps, real images

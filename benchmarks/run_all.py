@@ -25,13 +25,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-DEFAULT_EXPERIMENTS = "shapes3d,mnist,folders_demo,pose_quick"
+DEFAULT_EXPERIMENTS = "shapes3d,shapes3d_hue_baseline,mnist,pose_quick"
 
 
 def measure(experiment: str, steps: int) -> dict:
     """Runs in the child process: every figure of one experiment."""
     import numpy as np
-    import tensorflow as tf
 
     from abc_tf import config as config_lib
     from abc_tf import data, training
@@ -52,17 +51,20 @@ def measure(experiment: str, steps: int) -> dict:
     pipeline = steps / (time.perf_counter() - start)
     images = sum(int(np.prod(batch[key].shape[:2])) for key in batch if key.startswith("set_"))
 
-    build = lambda: training.build_encoder(config)  # noqa: E731
+    full = config.replace(mixed_precision=False)
+    mixed = config.replace(mixed_precision=True)
     kwargs = dict(similarity=config.similarity, temperature=config.temperature, loss_type=training.loss_type(config))
-    policy = "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
-    rates = {"eager": eager_steps_per_second(build, batch, steps, config.similarity, config.temperature)}
-    for name, jit, spe, dtype in (
-        ("fit", False, 1, "float32"),
-        ("fit_spe10", False, 10, "float32"),
-        ("fit_jit_spe10", True, 10, "float32"),
-        ("fit_mixed_spe10", False, 10, policy),
+    policy = training.precision_policy(mixed)
+    rates = {"eager": eager_steps_per_second(lambda: training.build_encoder(full), batch, steps, config.similarity, config.temperature)}
+    for name, jit, spe, run_config in (
+        ("fit", False, 1, full),
+        ("fit_spe10", False, 10, full),
+        ("fit_jit_spe10", True, 10, full),
+        ("fit_mixed_spe10", False, 10, mixed),
     ):
-        rates[name] = fit_steps_per_second(build, batch, steps, jit, spe, dtype, kwargs)
+        # build_encoder sets the global precision policy from the config it is given.
+        build = lambda run_config=run_config: training.build_encoder(run_config)  # noqa: E731
+        rates[name] = fit_steps_per_second(build, batch, steps, jit, spe, training.precision_policy(run_config), kwargs)
     return {
         "experiment": experiment,
         "model": config.model,

@@ -37,18 +37,19 @@ flags.DEFINE_integer("seed", 0, "Seed of every run.")
 flags.DEFINE_integer("num_images", 8192, "Labelled images for the histogram estimates.")
 flags.DEFINE_integer("num_sigmas", 40, "Noise scales per sweep (the paper's 40).")
 flags.DEFINE_integer("noise_repeats", 4, "Noisy copies of the sample per sigma (denser noise sampling).")
+flags.DEFINE_float("min_information", 0.075, "Decay figure: only factors with at least this MI (nats) at the lowest noise in every run.")
 flags.DEFINE_string("output_dir", "runs/temperature_sweep", "Run directories.")
 flags.DEFINE_string("figures_dir", "docs/figures", "Figure folder.")
 
 
-def half_decay_sigma(sigmas, values) -> float | None:
+def half_decay_sigma(sigmas, values, min_information: float = 0.0) -> float | None:
     """Smallest sigma at which a curve falls below half its low-noise value (log-interpolated);
-    None if it never carried information (< 0.05 nats) or never falls that far."""
+    None if it carried less than ``min_information`` nats or never falls that far."""
     import numpy as np
 
     sigmas, values = np.asarray(sigmas), np.asarray(values)
     top = values[0]
-    if top < 0.05:
+    if top <= 0 or top < min_information:
         return None
     below = np.flatnonzero(values < 0.5 * top)
     if below.size == 0:
@@ -116,13 +117,21 @@ def main(argv) -> None:
     axes = figure.add_subplot(1, 1, 1)
     scales = np.array([r["length_scale"] for r in records])
     for i, name in enumerate(names):
-        points = [(s, r["half_decay_sigma"][name]) for s, r in zip(scales, records) if r["half_decay_sigma"][name]]
+        # Only curves that carry information in every run: a decay of noise-level MI means nothing.
+        if any(r["values"][0][i] < FLAGS.min_information or r["half_decay_sigma"][name] is None for r in records):
+            continue
+        points = [(s, r["half_decay_sigma"][name]) for s, r in zip(scales, records)]
         if points:
             xs, ys = zip(*points)
             axes.plot(xs, ys, "o--" if name in FLAGS.inactive_factors.split(",") else "o-", label=name, markersize=4)
     axes.plot(scales, scales, "k:", label="sigma = sqrt(tau)")
     axes.set_xscale("log")
     axes.set_yscale("log")
+    from matplotlib.ticker import NullFormatter
+
+    axes.xaxis.set_minor_formatter(NullFormatter())
+    axes.set_xticks(scales)
+    axes.set_xticklabels([f"{s:.2g}" for s in scales])
     axes.set_xlabel("length scale sqrt(tau)", fontsize=9)
     axes.set_ylabel("noise sigma at half information", fontsize=9)
     axes.legend(fontsize=7, frameon=False)

@@ -23,7 +23,7 @@ TINY = isolation.IsolationSettings(
 
 
 def test_inactive_names_and_labels_follow_the_config():
-    assert isolation.inactive_names(ExperimentConfig(inactive_factors="0,2")) == ("wall_hue", "floor_hue")
+    assert isolation.inactive_names(ExperimentConfig(inactive_factors="0,2")) == ("floor_hue", "wall_hue")
     assert isolation.inactive_names(ExperimentConfig(inactive_factors="none")) == ()
     baseline = ExperimentConfig(augmentation_baseline=True)
     assert set(isolation.inactive_names(baseline)) == set(isolation.HUE_FACTORS)
@@ -77,7 +77,7 @@ def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
     training.build_encoder(config).save(str(run_dir / "encoder.keras"))
     command = [
         sys.executable, os.path.join(REPO, "evaluate.py"), f"--run_dir={run_dir}", "--num_images=48",
-        "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256", "--probe_epochs=1",
+        "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256", "--probe_epochs=0",
     ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
@@ -85,6 +85,7 @@ def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["inactive"] == ["wall_hue"] and metrics["sigma"] == 1.0
     assert len(metrics["mine"]) == 6 and (run_dir / "pca.png").exists()
+    assert "probe" not in metrics  # --probe_epochs=0 skips the probes
     # A missing run directory is a clear error, not a traceback.
     bad = subprocess.run(command[:2] + [f"--run_dir={tmp_path / 'missing'}"], capture_output=True, text=True, env=env, cwd=REPO)
-    assert bad.returncode == 2 and "does not exist" in bad.stderr
+    assert bad.returncode == 2 and "is not a directory" in bad.stderr

@@ -429,3 +429,26 @@ def test_s5_small_has_the_s5_head_and_a_backbone_layer():
     head = (3 * 3 * 128 * 256 + 256) + (256 * 128 + 128) + (128 * 16 + 16)
     trunk = sum(3 * 3 * i * o + o + 4 * o for i, o in [(3, 32), (32, 32), (32, 64), (64, 64), (64, 128)])
     assert encoder.count_params() == trunk + head
+
+
+def test_training_passes_the_start_step_and_logs_the_titration(tmp_path, monkeypatch):
+    from abc_tf import training
+    from abc_tf.evaluation import pose as pose_evaluation
+
+    monkeypatch.setattr(pose, "PROCEDURAL", SMALL)
+    # The pose SavedModel export renders a 1800-image dictionary; not what this test is about.
+    monkeypatch.setattr(pose_evaluation, "export_pose_run", lambda *args, **kwargs: None)
+    cfg = config(model="s5_small", image_size=32, set_size=4, pairs_per_step=1, steps=4, log_every=2,
+                 titration_interval=2, real_fraction=0.5, embedding_dim=8, double_augmentation=False,
+                 crop_amplitude=0.0, augmentation_amplitude=0.0)  # light graphs: a fast test
+    seen_starts = []
+    original = pose.make_dataset
+
+    def spy(config, seed, start_step=0):
+        seen_starts.append(start_step)
+        return original(config, seed, start_step)
+
+    monkeypatch.setattr(pose, "make_dataset", spy)
+    result = training.train(cfg, str(tmp_path / "run"), verbose=0)
+    assert result.history["real_fraction"] == [0.0, 0.5]  # last steps 1 and 3: stairs 0 and 1 of 1
+    assert seen_starts == [0]

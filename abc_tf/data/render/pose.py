@@ -9,9 +9,9 @@ downloaded on the build machines, so this module draws a stand-in with the same 
   Generator seeded by ``(category, pool, index)``. Pools keep instances disjoint: pool 0 trains
   (synthetic renders, the lookup dictionary), pool 1 gives the unlabelled "real" images of
   training, pool 2 the test instances.
-- **cars** (length along object x, front at +x, z up): body, cabin, four wheels (cylinders
-  along y), head- and tail-lights (front and back differ, as in real cars) and sometimes a
-  spoiler. **chairs** (front at +x): seat, four legs (boxes or cylinders), a back (a panel or
+- **cars** (length along object x, front at +x, z up): body with a lower hood in front, a
+  cabin set toward the back, four wheels (cylinders along y), head- and tail-lights (front and
+  back differ, as in real cars) and sometimes a spoiler. **chairs** (front at +x): seat, four legs (boxes or cylinders), a back (a panel or
   two posts and a rail), sometimes armrests.
 - **camera**: orthographic, exact rotation ``R = Rz(-t) Rx(e - pi/2) Rz(-a)`` (world ->
   camera, the authors' convention of :mod:`abc_tf.evaluation.pose`); the camera looks along
@@ -96,17 +96,21 @@ def _hsv(h: float, s: float, v: float) -> np.ndarray:
 
 
 def _paint_colour(rng: np.random.Generator, real: bool) -> np.ndarray:
-    """Body colour. Synthetic: any saturated hue; "real": mostly white/black/grey/silver, some red/blue."""
+    """Body colour. Synthetic: any hue, saturation and (not too dark) value, greys included, like
+    the textures of a large model collection; "real": mostly white/grey/silver/dark paints, some
+    reds and blues (a different distribution inside the synthetic one's support)."""
     if not real:
-        return _hsv(rng.uniform(), rng.uniform(0.4, 1.0), rng.uniform(0.45, 1.0))
+        return _hsv(rng.uniform(), rng.uniform(0.0, 1.0), rng.uniform(0.3, 1.0))
     choice = rng.uniform()
     if choice < 0.6:  # achromatic paints
-        return np.full(3, rng.choice([0.12, 0.35, 0.6, 0.8, 0.92]) + rng.normal(0, 0.03))
+        return np.full(3, rng.choice([0.2, 0.4, 0.6, 0.8, 0.92]) + rng.normal(0, 0.03))
     return _hsv(rng.choice([0.0, 0.02, 0.6, 0.62, 0.1, 0.35]) + rng.normal(0, 0.02), rng.uniform(0.5, 0.9), rng.uniform(0.3, 0.8))
 
 
 def make_car(rng: np.random.Generator, real: bool = False) -> Instance:
-    """A car: body, cabin, 4 wheels, head/tail lights, optional spoiler. Length along x, front +x."""
+    """A car, length along x, front at +x: a body with a lower hood in front, a cabin set toward
+    the back, 4 wheels, head- and tail-lights, sometimes a spoiler. Hood, cabin and lights make
+    front and back differ, as in real cars (the symmetric rest causes the usual flip errors)."""
     parts = _Parts()
     length, width = rng.uniform(3.6, 4.9), rng.uniform(1.55, 2.0)
     radius, clearance = rng.uniform(0.28, 0.40), rng.uniform(0.10, 0.22)
@@ -115,9 +119,12 @@ def make_car(rng: np.random.Generator, real: bool = False) -> Instance:
     gloss = rng.uniform(0.3, 0.8) if real else 0.0
     body_bottom = clearance + 0.1
     body_top = body_bottom + body_h
-    parts.box((0.0, 0.0, (body_bottom + body_top) / 2), (length / 2, width / 2, body_h / 2), paint, gloss)
-    cabin_l = length * rng.uniform(0.35, 0.58)
-    cabin_x = length * rng.uniform(-0.16, 0.02)  # cabins sit toward the back: front and back differ
+    hood_l, hood_h = length * rng.uniform(0.18, 0.3), body_h * rng.uniform(0.55, 0.75)
+    rear_l = length - hood_l
+    parts.box((-length / 2 + rear_l / 2, 0.0, (body_bottom + body_top) / 2), (rear_l / 2, width / 2, body_h / 2), paint, gloss)
+    parts.box((length / 2 - hood_l / 2, 0.0, body_bottom + hood_h / 2), (hood_l / 2, width / 2, hood_h / 2), paint, gloss)
+    cabin_l = length * rng.uniform(0.32, 0.5)
+    cabin_x = length * rng.uniform(-0.2, -0.06)  # toward the back
     cabin_h = rng.uniform(0.32, 0.62)
     glass = 0.55 * paint + 0.45 * np.array([0.08, 0.1, 0.14]) if not real else np.array([0.05, 0.07, 0.1]) + rng.uniform(0, 0.1)
     parts.box(
@@ -129,10 +136,11 @@ def make_car(rng: np.random.Generator, real: bool = False) -> Instance:
     for sx in (-1.0, 1.0):
         for sy in (-1.0, 1.0):
             parts.cylinder((sx * wheel_x, sy * (width / 2 - 0.1), radius), 1, 0.13, radius, tyre)
-    light_z = body_bottom + body_h * rng.uniform(0.55, 0.8)
+    head_z = body_bottom + hood_h * rng.uniform(0.5, 0.75)
+    tail_z = body_bottom + body_h * rng.uniform(0.55, 0.8)
     for sy in (-1.0, 1.0):
-        parts.box((length / 2, sy * width * 0.33, light_z), (0.03, width * 0.1, 0.06), (1.0, 0.95, 0.7))
-        parts.box((-length / 2, sy * width * 0.35, light_z), (0.03, width * 0.09, 0.05), (0.85, 0.08, 0.05))
+        parts.box((length / 2, sy * width * 0.32, head_z), (0.03, width * 0.13, 0.07), (1.0, 0.95, 0.7))
+        parts.box((-length / 2, sy * width * 0.35, tail_z), (0.03, width * 0.1, 0.06), (0.85, 0.08, 0.05))
     if rng.uniform() < 0.3:
         parts.box((-length / 2 + 0.15, 0.0, body_top + 0.12), (0.12, width * 0.45, 0.03), paint * 0.7, gloss)
     return parts.build()
@@ -329,9 +337,9 @@ def _cast_rays_graph(
 
 # XLA pays a compilation (seconds) per input shape and then runs several times faster: worth it
 # for the thousands of images of a data set, not for a handful.
-_cast_rays_xla = tf.function(_cast_rays_graph, jit_compile=True, reduce_retracing=True)
-_cast_rays_plain = tf.function(_cast_rays_graph, reduce_retracing=True)
-_XLA_MIN_RAYS = 1 << 16  # images x rays per call from which XLA is used
+_cast_rays_xla = tf.function(_cast_rays_graph, jit_compile=True, reduce_retracing=True, autograph=False)
+_cast_rays_plain = tf.function(_cast_rays_graph, reduce_retracing=True, autograph=False)
+_XLA_MIN_RAYS = 1 << 17  # images x rays per call from which XLA is used
 
 
 @dataclasses.dataclass(frozen=True)
@@ -416,7 +424,7 @@ def real_lighting(rng: np.random.Generator, rotations: np.ndarray) -> Lighting:
         [np.cos(sun_elevation) * np.cos(sun_azimuth), np.cos(sun_elevation) * np.sin(sun_azimuth), np.sin(sun_elevation)], -1
     )
     light = np.einsum("bij,bj->bi", rotations, sun_world)
-    return Lighting(light, rng.uniform(0.2, 0.6, count), rng.uniform(0.3, 0.9, count))
+    return Lighting(light, rng.uniform(0.35, 0.7, count), rng.uniform(0.3, 0.9, count))
 
 
 def clutter_backgrounds(rng: np.random.Generator, count: int, size: int) -> np.ndarray:
@@ -474,6 +482,6 @@ def render_real(
     image = rgb + (1.0 - alpha[..., None]) * background
     sigmas = rng.uniform(0.2, 1.0, len(image)) * size / 64.0
     image = np.stack([ndimage.gaussian_filter(im, (s, s, 0)) for im, s in zip(image, sigmas)])
-    image = np.clip(image, 0.0, 1.0) ** rng.uniform(0.7, 1.4, (len(image), 1, 1, 1))
+    image = np.clip(image, 0.0, 1.0) ** rng.uniform(0.6, 1.1, (len(image), 1, 1, 1))
     image = image + rng.normal(0.0, 1.0, image.shape) * rng.uniform(0.0, 0.04, (len(image), 1, 1, 1))
     return to_uint8(image), rotations
