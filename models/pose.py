@@ -16,7 +16,10 @@ were trained on.
 Why ``s5_small`` exists: on 2 CPU cores the S5 trunk at 64 x 64 costs about 8 s per step of
 128 images (train step, measured) and S3 at 64 x 64 about 3.4 s, too slow for a 15-minute
 demonstration. ``s5_small`` keeps the S5 head (Conv256 3x3, GAP, Dense128 tanh, Dense d) on
-a five-layer S3-like trunk and runs at 32 x 32 in a small fraction of that.
+a five-layer S3-like trunk and runs at 32 x 32 in a small fraction of that (about 0.5 s per
+step of 512 images). Its convolutions are followed by batch norm, as ResNet's are: without
+it, training from scratch under the S5 double augmentation collapsed to a constant embedding
+(RESULTS.md, Pose isolation).
 """
 
 from __future__ import annotations
@@ -101,8 +104,8 @@ def s5(
 @register("s5_small")
 def s5_small(embedding_dim: int = 64, input_shape: tuple[int, int, int] = (32, 32, 3)) -> keras.Model:
     """The S5 head on a small trunk for CPU runs (see the module docstring):
-    Conv32 s1, Conv32 s2, Conv64 s1, Conv64 s2, Conv128 s1 (3x3 ReLU, 'valid'), then Table S5's
-    head. Input side at least 32."""
+    Conv32 s1, Conv32 s2, Conv64 s1, Conv64 s2, Conv128 s1 (3x3, 'valid', each followed by batch
+    norm and ReLU), then Table S5's head. Input side at least 32."""
     input_shape = _check_input_shape("s5_small", input_shape, 32)
     inputs = keras.Input(shape=input_shape, name="images")
     x = inputs

@@ -77,7 +77,7 @@ def main(argv):
     untrained = training.build_encoder(config)
 
     # 1. One training batch: set A (one instance) and set B (with real images), both views.
-    cfg = config.replace(real_fraction=0.25, titration_interval=0)  # show real images in set B
+    cfg = config.replace(real_fraction=0.25, titration_interval=0)  # show some real images in set B
     batch = next(iter(pose.make_dataset(cfg, seed=0)))
     rows = [("set A, view 1", batch["set_a"][0]), ("set A, view 2", batch["set_a_view2"][0]),
             ("set B, view 1", batch["set_b"][0]), ("set B, view 2", batch["set_b_view2"][0])]
@@ -88,7 +88,10 @@ def main(argv):
             axes[row, column].axis("off")
         axes[row, 0].set_title(title, fontsize=8, loc="left")
     real_b = batch["real_b"][0].numpy()
-    figure.suptitle(f"pose_quick batch (real images in set B: slots {np.flatnonzero(real_b[:12]).tolist()})", fontsize=9)
+    figure.suptitle(
+        f"one pair of a {config.name} batch; for display {int(real_b.sum())} of the {len(real_b)} images "
+        f"of set B are real (slots {np.flatnonzero(real_b).tolist()})", fontsize=9,
+    )
     figure.savefig(os.path.join(FLAGS.figures_dir, "batch.png"), dpi=90, bbox_inches="tight")
     plt.close(figure)
 
@@ -130,7 +133,10 @@ def main(argv):
     plt.close(figure)
 
     # 3. Training curves and the titration schedule (TensorBoard scalars of the run).
-    curves = _training_curves(FLAGS.run_dir)
+    # TensorBoard's epoch scalars are indexed by epoch; an epoch is steps_per_log steps.
+    per_epoch = training.steps_per_log(config)
+    curves = {tag: [((epoch + 1) * per_epoch, value) for epoch, value in points]
+              for tag, points in _training_curves(FLAGS.run_dir).items()}
     if curves:
         figure, axes = plt.subplots(1, 2, figsize=(9, 3))
         for tag in ("abc_loss",):

@@ -264,7 +264,7 @@ def test_head_loss_trains_the_head_alone():
 
 TOY_POSE = ExperimentConfig(
     name="toy_pose", data="pose", model="s4", embedding_dim=8, set_size=8, pairs_per_step=2, similarity="cosine",
-    temperature=0.1, learning_rate=1e-3, steps=20, log_every=10, seed=1, regression_weight=1.0,
+    temperature=0.1, learning_rate=1e-3, steps=10, log_every=10, seed=1, regression_weight=1.0,
 )
 
 
