@@ -144,6 +144,18 @@ def _write_config(config: ExperimentConfig, run_dir: str) -> None:
     os.replace(path + ".tmp", path)
 
 
+def load_run(run_dir: str) -> tuple[ExperimentConfig, keras.Model]:
+    """(config, trained encoder) of a finished run directory; a clear error when it is not one."""
+    config_path = os.path.join(run_dir, CONFIG_FILE)
+    encoder_path = os.path.join(run_dir, ENCODER_FILE)
+    for path in (config_path, encoder_path):
+        if not os.path.isfile(path):
+            raise ValueError(f"{run_dir} is not a finished training run: {path} is missing.")
+    with open(config_path) as handle:
+        config = ExperimentConfig.from_json(handle.read())
+    return config, keras.saving.load_model(encoder_path, compile=False)
+
+
 class NonFiniteLossError(RuntimeError):
     """Training produced a NaN or infinite loss; the last good checkpoint is kept."""
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from typing import Sequence
 
 import keras
@@ -182,14 +181,7 @@ def evaluate_run(
 ) -> dict[str, dict[str, LabelScore]]:
     """:func:`trained_vs_untrained` for a run directory written by ``abc_tf.training.train``
     (its ``config.json`` and ``encoder.keras``)."""
-    config_path = os.path.join(run_dir, training.CONFIG_FILE)
-    encoder_path = os.path.join(run_dir, training.ENCODER_FILE)
-    for path in (config_path, encoder_path):
-        if not os.path.exists(path):
-            raise ValueError(f"{path} does not exist: run_dir must hold a finished training run.")
-    with open(config_path) as handle:
-        config = ExperimentConfig.from_json(handle.read())
-    encoder = keras.saving.load_model(encoder_path, compile=False)
+    config, encoder = training.load_run(run_dir)
     grouped = load_labelled(config, labels_csv)
     return trained_vs_untrained(config, encoder, grouped, names, probe_settings, mine_settings, sigma, relative_sigma)
 

@@ -18,7 +18,6 @@ from typing import Sequence
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 import models
 from abc_tf.evaluation.mutual_info import float32_policy

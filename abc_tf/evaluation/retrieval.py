@@ -182,7 +182,7 @@ def plot_retrieval_grids(
         axis.tick_params(length=0)
         axis.set_title(title, fontsize=9)
     if holdout_digit is not None:
-        figure.text(0.5, 0.01, f"red: queries; columns: nearest test image of each digit; * held out of training",
+        figure.text(0.5, 0.01, "red: queries; columns: nearest test image of each digit; * held out of training",
                     ha="center", fontsize=7)
     figure.tight_layout(rect=(0, 0.03, 1, 1))
     _save_png(figure, path)
@@ -410,16 +410,8 @@ def embedding_spread(embeddings: np.ndarray) -> dict[str, float]:
 def _load_run(run_dir: str, config: ExperimentConfig | None) -> tuple[keras.Model, ExperimentConfig]:
     from abc_tf import training  # imported here: training imports every data family
 
-    encoder_path = os.path.join(run_dir, training.ENCODER_FILE)
-    config_path = os.path.join(run_dir, training.CONFIG_FILE)
-    if not os.path.isfile(encoder_path):
-        raise ValueError(f"{run_dir!r} holds no trained encoder ({training.ENCODER_FILE}); train it first.")
-    if config is None:
-        if not os.path.isfile(config_path):
-            raise ValueError(f"{run_dir!r} holds no {training.CONFIG_FILE}; pass the config explicitly.")
-        with open(config_path) as handle:
-            config = ExperimentConfig.from_json(handle.read())
-    return keras.saving.load_model(encoder_path, compile=False), config
+    saved_config, encoder = training.load_run(run_dir)
+    return encoder, config or saved_config
 
 
 def evaluate_mnist_run(
