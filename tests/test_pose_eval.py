@@ -324,5 +324,5 @@ def test_a_regression_run_saves_its_head_and_evaluates(tmp_path, toy_pose_family
 
 
 def test_pose_evaluation_refuses_other_runs(tmp_path):
-    with pytest.raises(ValueError, match="is not a finished run directory"):
+    with pytest.raises(ValueError, match="is not a finished training run"):
         pose.load_pose_run(str(tmp_path))

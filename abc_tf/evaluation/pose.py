@@ -396,22 +396,14 @@ def _pose_data(config: "ExperimentConfig"):
 
 
 def load_pose_run(run_dir: str) -> tuple["ExperimentConfig", keras.Model, keras.Model | None]:
-    """(config, trained encoder, spherical-regression head or None) of a finished run directory."""
+    """(config, trained encoder, spherical-regression head or None) of a finished pose run directory."""
     from abc_tf import training
-    from abc_tf.config import ExperimentConfig
 
-    config_path = os.path.join(run_dir, training.CONFIG_FILE)
-    encoder_path = os.path.join(run_dir, training.ENCODER_FILE)
-    for path in (config_path, encoder_path):
-        if not os.path.exists(path):
-            raise ValueError(f"{run_dir} is not a finished run directory: {path} is missing.")
-    with open(config_path) as handle:
-        config = ExperimentConfig.from_json(handle.read())
+    config, encoder = training.load_run(run_dir)
     if config.data != "pose":
         raise ValueError(f"{run_dir} trained on data {config.data!r}; pose evaluation needs a pose run.")
-    encoder = keras.models.load_model(encoder_path)
     head_path = os.path.join(run_dir, training.HEAD_FILE)
-    head = keras.models.load_model(head_path) if os.path.exists(head_path) else None
+    head = keras.saving.load_model(head_path, compile=False) if os.path.isfile(head_path) else None
     return config, encoder, head
 
 
