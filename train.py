@@ -77,7 +77,7 @@ def _print_summary(result) -> None:
     for label, name in (
         ("config", "config.json"),
         ("TensorBoard logs", "logs"),
-        ("checkpoint", "backup"),
+        ("checkpoints", "checkpoints"),
         ("encoder (Keras)", "encoder.keras"),
         ("SavedModel", "saved_model"),
     ):

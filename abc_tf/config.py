@@ -41,6 +41,7 @@ class ExperimentConfig:
     lr_halving_steps: int = _field(0, "Halve the learning rate every this many steps (0: constant).")
     steps: int = _field(2000, "Training steps.")
     log_every: int = _field(100, "Steps between TensorBoard logs and checkpoints.")
+    keep_checkpoints: int = _field(2, "Checkpoints kept in <output_dir>/checkpoints (the newest; older ones are deleted).")
     seed: int = _field(0, "Seed for weights, data and augmentation.")
     jit_compile: bool = _field(False, "Compile the train step with XLA.")
     steps_per_execution: int = _field(1, "Train steps per compiled call.")
@@ -93,7 +94,8 @@ class ExperimentConfig:
 
     def validate(self) -> None:
         """Raises ValueError naming the field when a value cannot work. Called before any work."""
-        for name in ("embedding_dim", "set_size", "pairs_per_step", "steps", "log_every", "steps_per_execution", "image_size"):
+        for name in ("embedding_dim", "set_size", "pairs_per_step", "steps", "log_every", "keep_checkpoints",
+                     "steps_per_execution", "image_size"):
             value = getattr(self, name)
             if value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value}.")

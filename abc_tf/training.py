@@ -3,8 +3,9 @@
 Run directory layout:
   config.json        the resolved config (a rerun must match it)
   logs/              TensorBoard (train scalars every ``log_every`` steps, learning rate)
-  backup/            BackupAndRestore checkpoint every ``log_every`` steps: the same command
-                     resumes a killed run from it
+  checkpoints/       model and optimizer state every ``log_every`` steps, written atomically,
+                     the newest ``keep_checkpoints`` kept (abc_tf.checkpoints): the same command
+                     resumes a killed run from the newest
   encoder.keras      the trained encoder (Keras format)
   head.keras         the spherical-regression head, when regression_weight > 0
   saved_model/       SavedModel with the ``embed`` signatures (abc_tf.export); pose runs add
@@ -25,14 +26,13 @@ import numpy as np
 import tensorflow as tf
 
 import models
-from abc_tf import data, export, schedules
+from abc_tf import checkpoints, data, export, schedules
 from abc_tf.config import ExperimentConfig
 from abc_tf.model import ABCModel
 
 CONFIG_FILE = "config.json"
 ENCODER_FILE = "encoder.keras"
 HEAD_FILE = "head.keras"
-BACKUP_DIR = "backup"
 SAVED_MODEL_DIR = "saved_model"
 
 
@@ -173,13 +173,9 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
             )
 
 
-def completed_steps(run_dir: str, config: ExperimentConfig) -> int:
-    """Steps already trained according to the run's checkpoint (0 for a new run)."""
-    metadata = os.path.join(run_dir, BACKUP_DIR, "training_metadata.json")
-    if not os.path.exists(metadata):
-        return 0
-    with open(metadata) as handle:
-        return json.load(handle)["epoch"] * steps_per_log(config)
+def _task_name(strategy: tf.distribute.Strategy) -> str:
+    resolver = strategy.cluster_resolver
+    return f"{resolver.task_type}_{resolver.task_id}"
 
 
 def data_seed(config: ExperimentConfig, start_step: int) -> int:
@@ -229,43 +225,58 @@ def train(
             "of the distribution strategy: set pairs are what the replicas split."
         )
     family = data.family_module(config.data)
-    start_step = completed_steps(run_dir, config)
+    saved = checkpoints.list_checkpoints(run_dir)
+    start_step = saved[-1][0] if saved else 0
+    # Built before anything is written, so a data error leaves no config.json to contradict.
     dataset = make_family_dataset(family, config, start_step)
-    os.makedirs(run_dir, exist_ok=True)
-    _write_config(config, run_dir)
-    if start_step:
-        print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.steps}.")
+    # Only the chief of a multi-worker run writes run_dir; the other workers compute the same
+    # values and keep their logs and exports apart.
+    chief = checkpoints.is_chief(strategy)
+    output_dir = run_dir if chief else os.path.join(run_dir, "workers", _task_name(strategy))
+    os.makedirs(output_dir, exist_ok=True)
+    if chief:
+        _write_config(config, run_dir)
 
     with strategy.scope():
         encoder = build_encoder(config)
         model = build_model(config, encoder)
+        restored_step = checkpoints.restore(model, run_dir)
+    if restored_step != start_step:  # the newest checkpoint was unreadable; an older one was loaded
+        start_step = restored_step
+        dataset = make_family_dataset(family, config, start_step)
+    if start_step:
+        print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.steps}.")
+    if not checkpoints.is_single_process(strategy):
+        # The pipelines draw their sets from seeds, not files: every worker builds the same
+        # batches and keeps its own share of each.
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+        dataset = dataset.with_options(options)
     interval = steps_per_log(config)
     all_callbacks = [
         StopOnNonFiniteLoss(),
-        # double_checkpoint keeps the previous checkpoint, used if a kill corrupts the newest.
-        keras.callbacks.BackupAndRestore(
-            os.path.join(run_dir, BACKUP_DIR), save_freq="epoch", delete_checkpoint=False, double_checkpoint=True
-        ),
+        checkpoints.SaveCheckpoint(run_dir, config.keep_checkpoints, write=chief),
         LearningRateLogger(),
         # Family callbacks (pose: the titration logger) add to the logs before TensorBoard writes them.
         *getattr(family, "training_callbacks", lambda _config: [])(config),
-        keras.callbacks.TensorBoard(os.path.join(run_dir, "logs"), update_freq="epoch"),
+        keras.callbacks.TensorBoard(os.path.join(output_dir, "logs"), update_freq="epoch"),
         *callbacks,
     ]
     history = model.fit(
-        dataset, epochs=config.steps // interval, steps_per_epoch=interval, callbacks=all_callbacks, verbose=verbose,
+        dataset, epochs=config.steps // interval, steps_per_epoch=interval, initial_epoch=start_step // interval,
+        callbacks=all_callbacks, verbose=verbose,
         shuffle=False,  # the pipelines draw random sets themselves
     )
-    encoder.save(os.path.join(run_dir, ENCODER_FILE))
+    encoder.save(os.path.join(output_dir, ENCODER_FILE))
     if model.head is not None:
         # ABCModel with a head saves weights only; the head gets its own file for evaluation.
-        model.head.save(os.path.join(run_dir, HEAD_FILE))
+        model.head.save(os.path.join(output_dir, HEAD_FILE))
     if config.data == "pose":
         from abc_tf.evaluation import pose as pose_evaluation
 
-        pose_evaluation.export_pose_run(config, encoder, os.path.join(run_dir, SAVED_MODEL_DIR), head=model.head)
+        pose_evaluation.export_pose_run(config, encoder, os.path.join(output_dir, SAVED_MODEL_DIR), head=model.head)
     else:
-        export.export_encoder(encoder, os.path.join(run_dir, SAVED_MODEL_DIR))
+        export.export_encoder(encoder, os.path.join(output_dir, SAVED_MODEL_DIR))
     return TrainResult(
         encoder=encoder,
         history=dict(history.history),

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import data, training
+from abc_tf import checkpoints, data, training
 from abc_tf.config import ExperimentConfig
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -38,7 +38,8 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(tmp_path):
     assert result.history["loss"][-1] < result.history["loss"][0]
     assert ExperimentConfig.from_json(open(os.path.join(run_dir, "config.json")).read()) == TOY
     assert os.listdir(os.path.join(run_dir, "logs", "train"))
-    assert json.load(open(os.path.join(run_dir, "backup", "training_metadata.json")))["epoch"] == 4
+    # Checkpoints at steps 10, 20, 30, 40; the newest two kept.
+    assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [30, 40]
 
     images = next(iter(data.family_module("toy").make_dataset(TOY, seed=0)))["set_a"][0]
     want = result.encoder(images).numpy()
@@ -72,14 +73,14 @@ def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_good_checkpoin
     # Huge learning rate at a tiny temperature diverges.
     with pytest.raises(training.NonFiniteLossError, match="The loss became nan at step"):
         training.train(TOY.replace(learning_rate=1e9, temperature=1e-3, seed=4), str(tmp_path / "bad"), verbose=0)
-    assert not os.path.exists(os.path.join(tmp_path, "bad", "backup", "training_metadata.json"))
+    assert checkpoints.list_checkpoints(str(tmp_path / "bad")) == []
     assert all(np.all(np.isfinite(w)) for w in good)
 
 
 RESUMABLE_RUN = textwrap.dedent(
     """
     import sys
-    from abc_tf import data, training
+    from abc_tf import checkpoints, data, training
     from abc_tf.config import ExperimentConfig
     data.DATA_FAMILIES["toy"] = "toy_family"
     config = ExperimentConfig.from_json(open(sys.argv[1]).read())
@@ -96,17 +97,18 @@ def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
     command = [sys.executable, "-c", RESUMABLE_RUN, str(config_path), str(run_dir)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([TESTS_DIR, ROOT]), "TF_CPP_MIN_LOG_LEVEL": "3"}
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    metadata = run_dir / "backup" / "training_metadata.json"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
-        if metadata.exists() and json.loads(metadata.read_text() or "{}").get("epoch", 0) >= 2:
+        if len(checkpoints.list_checkpoints(str(run_dir))) >= 2:
             break
         time.sleep(0.05)
     assert process.poll() is None, "the run ended before it could be killed"
     process.send_signal(signal.SIGKILL)
     process.wait()
-    killed_at = json.loads(metadata.read_text())["epoch"] * 20
-    assert 0 < killed_at < 400
+    saved = checkpoints.list_checkpoints(str(run_dir))
+    assert len(saved) <= TOY.keep_checkpoints
+    killed_at = saved[-1][0]
+    assert 0 < killed_at < 400 and killed_at % 20 == 0
 
     result = training.train(config, str(run_dir), verbose=0)
     assert len(result.history["loss"]) * 20 == 400 - killed_at

@@ -1,0 +1,135 @@
+"""Training checkpoints that a kill at any moment cannot leave half-written.
+
+Layout, inside a run directory::
+
+  checkpoints/step_00000400/weights.weights.h5   model and optimizer state (Keras weights file)
+  checkpoints/step_00000400/state.json           {"step": 400}
+  checkpoints/step_00000500/...
+
+A checkpoint is written into ``checkpoints/.partial_step_<n>/``, flushed to disk, and only then
+renamed to ``step_<n>``; a rename within one file system is atomic, so every ``step_*`` folder
+is complete. Only the newest ``keep`` are kept. Keras's BackupAndRestore overwrites one
+weights file in place and writes the epoch counter as a second file afterwards: a kill between
+the two resumes new weights at an old step and trains past the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import warnings
+
+import keras
+import tensorflow as tf
+
+CHECKPOINT_DIR = "checkpoints"
+WEIGHTS_FILE = "weights.weights.h5"
+STATE_FILE = "state.json"
+_NAME = re.compile(r"^step_(\d+)$")
+_PARTIAL_PREFIX = ".partial_"
+
+
+def checkpoint_dir(run_dir: str) -> str:
+    return os.path.join(run_dir, CHECKPOINT_DIR)
+
+
+def list_checkpoints(run_dir: str) -> list[tuple[int, str]]:
+    """(step, folder) of every complete checkpoint of the run, oldest first."""
+    directory = checkpoint_dir(run_dir)
+    if not os.path.isdir(directory):
+        return []
+    found = [(int(match.group(1)), os.path.join(directory, name))
+             for name in os.listdir(directory) if (match := _NAME.match(name))]
+    return sorted(found)
+
+
+def _fsync(path: str) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def save(model: keras.Model, run_dir: str, step: int, keep: int) -> str:
+    """Writes the model's and optimizer's state at ``step`` atomically; prunes to the newest ``keep``."""
+    directory = checkpoint_dir(run_dir)
+    final = os.path.join(directory, f"step_{step:08d}")
+    partial = os.path.join(directory, f"{_PARTIAL_PREFIX}step_{step:08d}")
+    shutil.rmtree(partial, ignore_errors=True)
+    os.makedirs(partial)
+    model.save_weights(os.path.join(partial, WEIGHTS_FILE))
+    with open(os.path.join(partial, STATE_FILE), "w") as handle:
+        json.dump({"step": step}, handle)
+    for name in (WEIGHTS_FILE, STATE_FILE):
+        _fsync(os.path.join(partial, name))
+    if os.path.exists(final):  # the same step saved again (e.g. a rerun of a finished run)
+        shutil.rmtree(final)
+    os.replace(partial, final)
+    _fsync(directory)
+    for _, old in list_checkpoints(run_dir)[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def restore(model: keras.Model, run_dir: str) -> int:
+    """Loads the newest readable checkpoint into ``model`` (weights and optimizer); returns its step.
+
+    0 (model untouched) when the run has none. A checkpoint that cannot be read (a damaged disk,
+    a file edited by hand) is reported and the one before it is tried.
+    """
+    directory = checkpoint_dir(run_dir)
+    if os.path.isdir(directory):
+        for name in os.listdir(directory):  # left by a kill in the middle of a save
+            if name.startswith(_PARTIAL_PREFIX):
+                shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+    checkpoints = list_checkpoints(run_dir)
+    if not checkpoints:
+        return 0
+    if not model.optimizer.built:
+        # The optimizer's slots must exist before its state can be loaded into them.
+        model.optimizer.build(model.trainable_variables)
+    for step, folder in reversed(checkpoints):
+        try:
+            model.load_weights(os.path.join(folder, WEIGHTS_FILE))
+        except (OSError, ValueError, KeyError) as error:
+            warnings.warn(f"Checkpoint {folder} could not be read ({error}); trying the one before it.")
+            continue
+        restored = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+        if restored != step:
+            raise ValueError(f"Checkpoint {folder} holds optimizer step {restored}, not {step}; remove the folder.")
+        return step
+    raise ValueError(
+        f"No checkpoint in {directory} could be read (see the warnings above); "
+        "remove the folder to train from the start."
+    )
+
+
+def is_single_process(strategy: tf.distribute.Strategy) -> bool:
+    """False for a multi-worker strategy with a cluster (TF_CONFIG); True otherwise."""
+    resolver = strategy.cluster_resolver
+    return resolver is None or not resolver.task_type
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """Whether this process writes the run's files: always, except on the non-chief workers of
+    a multi-worker run, which compute the same values and would race the chief's writes."""
+    if is_single_process(strategy):
+        return True
+    resolver = strategy.cluster_resolver
+    return resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
+                                              and "chief" not in resolver.cluster_spec().as_dict())
+
+
+class SaveCheckpoint(keras.callbacks.Callback):
+    """Saves a checkpoint at the end of every Keras epoch (``log_every`` steps in training)."""
+
+    def __init__(self, run_dir: str, keep: int, write: bool = True):
+        super().__init__()
+        self.run_dir, self.keep, self.write = run_dir, int(keep), write
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self.write:
+            save(self.model, self.run_dir, int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)), self.keep)
