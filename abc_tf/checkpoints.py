@@ -24,6 +24,8 @@ import warnings
 import keras
 import tensorflow as tf
 
+from abc_tf.model import is_multi_worker
+
 CHECKPOINT_DIR = "checkpoints"
 WEIGHTS_FILE = "weights.weights.h5"
 STATE_FILE = "state.json"
@@ -107,16 +109,10 @@ def restore(model: keras.Model, run_dir: str) -> int:
     )
 
 
-def is_single_process(strategy: tf.distribute.Strategy) -> bool:
-    """False for a multi-worker strategy with a cluster (TF_CONFIG); True otherwise."""
-    resolver = strategy.cluster_resolver
-    return resolver is None or not resolver.task_type
-
-
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
     """Whether this process writes the run's files: always, except on the non-chief workers of
     a multi-worker run, which compute the same values and would race the chief's writes."""
-    if is_single_process(strategy):
+    if not is_multi_worker(strategy):
         return True
     resolver = strategy.cluster_resolver
     return resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0

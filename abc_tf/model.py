@@ -26,6 +26,12 @@ def to_float_images(images: tf.Tensor) -> tf.Tensor:
     return tf.cast(images, tf.float32)
 
 
+def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
+    """Whether ``strategy`` spans several processes (MultiWorkerMirroredStrategy with a TF_CONFIG cluster)."""
+    resolver = strategy.cluster_resolver
+    return resolver is not None and bool(resolver.task_type)
+
+
 @keras.saving.register_keras_serializable(package="abc_tf")
 class ABCModel(keras.Model):
     """Trains ``encoder`` so that sets of embeddings correspond one to one.
@@ -133,6 +139,17 @@ class ABCModel(keras.Model):
             self.head_loss_tracker.update_state(terms["head_loss"])
         return {metric.name: metric.result() for metric in self.metrics}
 
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Under a tf.distribute strategy Keras reduces the first batch across replicas only to
+        # learn its shapes; MultiWorkerMirroredStrategy cannot reduce a dict batch
+        # (keras-team/keras#20329). An ABCModel is built when constructed, so only the
+        # optimizer's slots remain to be made.
+        if not self.built:
+            return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+        if self.optimizer is not None and not self.optimizer.built:
+            with self.distribute_strategy.scope():
+                self.optimizer.build(self.trainable_variables)
+
     def train_step(self, batch):
         with tf.GradientTape() as tape:
             terms = self._forward(batch, training=True)
@@ -143,10 +160,18 @@ class ABCModel(keras.Model):
             scaled = self.optimizer.scale_loss(terms["loss"] / replicas)
         gradients = tape.gradient(scaled, self.trainable_variables)
         self.optimizer.apply(gradients, self.trainable_variables)
-        return self._update_metrics(terms)
+        return self._logs(self._update_metrics(terms))
 
     def test_step(self, batch):
-        return self._update_metrics(self._forward(batch, training=False))
+        return self._logs(self._update_metrics(self._forward(batch, training=False)))
+
+    @staticmethod
+    def _logs(results: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        # Keras averages the replicas' logs along axis 0, which scalars lack under
+        # MultiWorkerMirroredStrategy (tensorflow/tensorflow#72388): give them one.
+        if is_multi_worker(tf.distribute.get_strategy()):
+            return {name: tf.reshape(value, [1]) for name, value in results.items()}
+        return results
 
     def get_config(self) -> dict:
         if self.head is not None:

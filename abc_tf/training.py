@@ -28,7 +28,7 @@ import tensorflow as tf
 import models
 from abc_tf import checkpoints, data, export, schedules
 from abc_tf.config import ExperimentConfig
-from abc_tf.model import ABCModel
+from abc_tf.model import ABCModel, is_multi_worker
 
 CONFIG_FILE = "config.json"
 ENCODER_FILE = "encoder.keras"
@@ -246,7 +246,7 @@ def train(
         dataset = make_family_dataset(family, config, start_step)
     if start_step:
         print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.steps}.")
-    if not checkpoints.is_single_process(strategy):
+    if is_multi_worker(strategy):
         # The pipelines draw their sets from seeds, not files: every worker builds the same
         # batches and keeps its own share of each.
         options = tf.data.Options()
