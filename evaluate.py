@@ -145,15 +145,22 @@ def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
     raise ValueError(f"evaluate.py has no evaluation for data family {config.data!r} (shapes3d, mnist, yaleb, epfl_cars, folders, pose).")
 
 
-def evaluate_pose_run(run_dir: str, out_dir: str) -> dict:
-    """Pose lookup and regression metrics of one run (abc_tf.evaluation.pose), optional SavedModel."""
+def pose_settings_from_flags():
     from abc_tf.evaluation import pose
 
     settings = pose.PoseEvalSettings(
         dictionary_size=FLAGS.pose_dictionary_size, repeats=FLAGS.pose_repeats, pool_size=FLAGS.pose_pool_size,
         num_queries=FLAGS.pose_queries, query_domains=tuple(FLAGS.pose_query_domains), seed=FLAGS.sample_seed,
     )
-    metrics = pose.evaluate_pose_run(run_dir, settings, out_dir=out_dir)
+    settings.validate()
+    return settings
+
+
+def evaluate_pose_run(run_dir: str, out_dir: str) -> dict:
+    """Pose lookup and regression metrics of one run (abc_tf.evaluation.pose), optional SavedModel."""
+    from abc_tf.evaluation import pose
+
+    metrics = pose.evaluate_pose_run(run_dir, pose_settings_from_flags(), out_dir=out_dir)
     _write_json(os.path.join(out_dir, "metrics.json"), metrics)
     for domain in metrics["domains"]:
         print(f"Pose, {domain} queries ({metrics['domains'][domain]['num_queries']} images):")
@@ -202,9 +209,12 @@ def main(argv: list[str]) -> None:
             raise ValueError("Pass --run_dir (a train.py run directory) or --saved_model.")
         if FLAGS.seeds < 0:
             raise ValueError(f"--seeds must be >= 0, got {FLAGS.seeds}.")
+        if FLAGS.saved_model and not os.path.isfile(os.path.join(FLAGS.saved_model, "saved_model.pb")):
+            raise ValueError(f"--saved_model={FLAGS.saved_model} is not a SavedModel folder (no saved_model.pb).")
         if FLAGS.run_dir and not FLAGS.saved_model and not os.path.isdir(FLAGS.run_dir):
             raise ValueError(f"--run_dir={FLAGS.run_dir} is not a directory.")
         settings = settings_from_flags()
+        pose_settings_from_flags()  # checked here, so a bad pose flag stops before any run is evaluated
         from abc_tf.evaluation import isolation
 
         out_dir = FLAGS.output_dir or FLAGS.run_dir or os.path.dirname(os.path.normpath(FLAGS.saved_model))

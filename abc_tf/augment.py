@@ -273,6 +273,19 @@ def paint_background(
 POSE_COLOUR_AMPLITUDES = {"brightness": 0.2, "hue": 0.1, "gaussian_noise": 0.03, "salt_pepper": 0.01, "sobel": 0.3}
 
 
+def _split_by_mask(
+    mask: tf.Tensor, images: tf.Tensor, if_true: Callable[[tf.Tensor], tf.Tensor], if_false: Callable[[tf.Tensor], tf.Tensor]
+) -> tf.Tensor:
+    """``if_true`` on the images where ``mask`` (shape ``images.shape[:-3]``) holds, ``if_false``
+    on the others, in their places: each image pays for one branch only (``tf.where`` would
+    compute both for every image). Both functions keep the image shape."""
+    flat, shape = _flatten_stack(images)
+    index = tf.range(tf.shape(flat)[0])
+    parts = tf.dynamic_partition(index, tf.cast(tf.reshape(mask, [-1]), tf.int32), 2)
+    outputs = [function(tf.gather(flat, part)) for function, part in zip((if_false, if_true), parts)]
+    return tf.reshape(tf.dynamic_stitch(parts, outputs), shape)
+
+
 def pose_augment(
     images: tf.Tensor,
     is_real: tf.Tensor,
@@ -295,19 +308,20 @@ def pose_augment(
     images = tf.convert_to_tensor(images, tf.float32)
     is_real = tf.convert_to_tensor(is_real, tf.bool)
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=8)
-    real_mask = is_real[..., tf.newaxis, tf.newaxis, tf.newaxis]
     if crop_amplitude > 0:
-        # The same seed gives both calls the same shifts; each image keeps the fill it needs.
-        photo_fill = random_translate(images, crop_amplitude, seeds[0], fill_mode="nearest")
-        render_fill = random_translate(images, crop_amplitude, seeds[0], fill_mode="constant")
-        images = tf.where(real_mask, photo_fill, render_fill)
+        # Photos are filled from their edges, renders with transparency.
+        images = _split_by_mask(
+            is_real, images,
+            lambda photos: random_translate(photos, crop_amplitude, seeds[0], fill_mode="nearest"),
+            lambda renders: random_translate(renders, crop_amplitude, seeds[7], fill_mode="constant"),
+        )
     rgb, alpha = images[..., :3], images[..., 3:]
     if backgrounds is not None:
         # Photos have alpha 1 everywhere (edge fill keeps it), so painting leaves them alone.
         rgb = paint_background(rgb, alpha, backgrounds, 1.0, seeds[1])
     amp = {name: value * float(colour_amplitude) for name, value in POSE_COLOUR_AMPLITUDES.items()}
     if amp["hue"] > 0:
-        rgb = tf.where(real_mask, random_hue(rgb, min(amp["hue"], 0.5), seeds[2]), rgb)
+        rgb = _split_by_mask(is_real, rgb, lambda photos: random_hue(photos, min(amp["hue"], 0.5), seeds[2]), tf.identity)
     rgb = random_brightness(rgb, min(amp["brightness"], 1.0), seeds[3])
     rgb = add_sobel(rgb, amp["sobel"], seeds[4])
     rgb = gaussian_noise(rgb, amp["gaussian_noise"], seeds[5])

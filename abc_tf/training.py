@@ -195,12 +195,22 @@ class LearningRateLogger(keras.callbacks.Callback):
 
 
 def make_family_dataset(family, config: ExperimentConfig, start_step: int) -> tf.data.Dataset:
-    """The family's batches. Families whose batches depend on the training step (pose: the
-    real-image titration) take ``start_step``, so a resumed run continues their schedule."""
+    """The family's batches, as training consumes them. Families whose batches depend on the
+    training step (pose: the real-image titration) take ``start_step``, so a resumed run
+    continues their schedule."""
     seed = data_seed(config, start_step)
     if "start_step" in inspect.signature(family.make_dataset).parameters:
-        return family.make_dataset(config, seed=seed, start_step=start_step)
-    return family.make_dataset(config, seed=seed)
+        dataset = family.make_dataset(config, seed=seed, start_step=start_step)
+    else:
+        dataset = family.make_dataset(config, seed=seed)
+    if tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"):
+        return dataset
+    # Training on the CPU: the pipeline and the training step share the cores, and a pipeline
+    # free to use all of them oversubscribes them (pose_quick on 2 cores: 1.9 steps/s with
+    # tf.data's default pool, 2.7 with one thread, 3.8 from memory; BENCHMARKS.md).
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = max(1, (os.cpu_count() or 2) // 2)
+    return dataset.with_options(options)
 
 
 def train(

@@ -1,15 +1,19 @@
 """The benchmark suite: for each experiment preset, in one run on one machine,
 
-- steps/s and images/s of compiled training (ABCModel.fit) against a plain eager loop of
+- steps/s and images/s of compiled training (``ABCModel.fit``) against a plain eager loop of
   the same step (the authors' style), and the effect of steps_per_execution, jit_compile
-  and mixed precision;
-- data-pipeline throughput against what the training step consumes (goal: >= 2x);
-- peak resident memory of the process (pipeline plus training).
+  and mixed precision; every setting is timed in turn, round after round (median of the
+  rounds), so load from other jobs hits all of them alike;
+- the arithmetic of one step against the machine's dense matrix-product rate, which bounds
+  what any loop can reach;
+- data-pipeline throughput against what training consumes (goal: >= 2x), and training fed
+  by the real pipeline against training fed from memory;
+- peak resident memory of the process.
 
-Each experiment runs in its own process so that its peak memory is its own. On a machine with
-a GPU the section title says so, so CPU and GPU figures sit side by side in BENCHMARKS.md.
+Each experiment runs in its own process. On a machine with a GPU the section title says so,
+so CPU and GPU figures sit side by side in BENCHMARKS.md.
 
-  python benchmarks/run_all.py [--experiments shapes3d,mnist] [--steps 30] [--no_write]
+  python benchmarks/run_all.py [--experiments shapes3d,mnist] [--steps 30] [--rounds 3] [--no_write]
 """
 
 from __future__ import annotations
@@ -26,103 +30,145 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 DEFAULT_EXPERIMENTS = "shapes3d,shapes3d_hue_baseline,mnist,pose_quick"
+# name: (jit_compile, steps_per_execution, mixed precision, fed by the real data pipeline)
+FIT_SETTINGS = {
+    "fit": (False, 1, False, False),
+    "fit_spe10": (False, 10, False, False),
+    "fit_xla": (True, 1, False, False),
+    "fit_mixed": (False, 1, True, False),
+    "fit_mixed_spe10": (False, 10, True, False),
+    "fit_mixed_pipeline": (False, 1, True, True),
+}
+COLUMNS = ["fit", "fit_spe10", "fit_xla", "fit_mixed", "fit_mixed_spe10", "fit_mixed_pipeline"]
 
 
-def measure(experiment: str, steps: int) -> dict:
+def measure(experiment: str, steps: int, rounds: int) -> dict:
     """Runs in the child process: every figure of one experiment."""
     import numpy as np
+    import tensorflow as tf
 
     from abc_tf import config as config_lib
     from abc_tf import data, training
-    from benchmarks.train_step import eager_steps_per_second, fit_steps_per_second
+    from benchmarks import loops
 
     config = config_lib.get_preset(experiment)
     family = data.family_module(config.data)
     try:
-        dataset = family.make_dataset(config, seed=0)
+        dataset = training.make_family_dataset(family, config, start_step=0)
     except ValueError as error:
         return {"experiment": experiment, "skipped": str(error)}
     iterator = iter(dataset)
     batch = {key: value.numpy() for key, value in next(iterator).items()}
     next(iterator)
     start = time.perf_counter()
-    for _ in range(steps):
+    for _ in range(steps * rounds):
         next(iterator)
-    pipeline = steps / (time.perf_counter() - start)
+    pipeline = steps * rounds / (time.perf_counter() - start)
+    del iterator
     images = sum(int(np.prod(batch[key].shape[:2])) for key in batch if key.startswith("set_"))
 
     full = config.replace(mixed_precision=False)
     mixed = config.replace(mixed_precision=True)
     kwargs = dict(similarity=config.similarity, temperature=config.temperature, loss_type=training.loss_type(config))
-    policy = training.precision_policy(mixed)
-    rates = {"eager": eager_steps_per_second(lambda: training.build_encoder(full), batch, steps, config.similarity, config.temperature)}
-    for name, jit, spe, run_config in (
-        ("fit", False, 1, full),
-        ("fit_spe10", False, 10, full),
-        ("fit_jit_spe10", True, 10, full),
-        ("fit_mixed_spe10", False, 10, mixed),
-    ):
-        # build_encoder sets the global precision policy from the config it is given.
-        build = lambda run_config=run_config: training.build_encoder(run_config)  # noqa: E731
-        rates[name] = fit_steps_per_second(build, batch, steps, jit, spe, training.precision_policy(run_config), kwargs)
+    mixed_policy = training.precision_policy(mixed)
+    # build_encoder sets the global precision policy from its config; the runners reset it.
+    build_full = lambda: training.build_encoder(full)  # noqa: E731
+    build_mixed = lambda: training.build_encoder(mixed)  # noqa: E731
+    runners = {"eager": loops.eager_runner(build_full, batch, config.similarity, config.temperature)}
+    for name, (jit, spe, use_mixed, from_pipeline) in FIT_SETTINGS.items():
+        runners[name] = loops.fit_runner(
+            build_mixed if use_mixed else build_full,
+            training.make_family_dataset(family, config, start_step=0) if from_pipeline else batch,
+            jit, spe, mixed_policy if use_mixed else "float32", kwargs,
+        )
+    rates = loops.interleaved_rates(runners, steps, rounds)
+    mixed_dtype = tf.float16 if mixed_policy == "mixed_float16" else tf.bfloat16
     return {
         "experiment": experiment,
         "model": config.model,
         "images_per_step": images,
+        "gflop_per_step": loops.training_gflop(build_full(), images),
+        "matmul_gflops": loops.matmul_gflops_per_s(tf.float32),
+        "matmul_gflops_mixed": loops.matmul_gflops_per_s(mixed_dtype),
         "pipeline_steps_per_s": pipeline,
         "rates": rates,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "mixed_policy": policy,
+        "mixed_policy": mixed_policy,
     }
 
 
-def table(results: list[dict], steps: int) -> str:
+def tables(results: list[dict], steps: int, rounds: int) -> str:
     from benchmarks.report import machine_line
 
+    measured = [result for result in results if "skipped" not in result]
+    policy = measured[0]["mixed_policy"] if measured else ""
     lines = [
         machine_line(),
         "",
-        f"{steps} timed steps per figure, after a warm-up. Speed-ups are against the eager loop measured in the",
-        "same process. Pipeline / step: batches/s the data pipeline delivers over the best compiled",
-        "training rate (goal >= 2x). Goal for training: >= 3x the eager loop.",
+        f"Median of {rounds} interleaved rounds of {steps} steps per setting, after a warm-up; steps/s, and in",
+        "brackets the speed-up over the eager loop measured in the same process. fit: `ABCModel.fit`",
+        f"fed from memory, float32 unless 'mixed' ({policy}); spe: `steps_per_execution`; XLA:",
+        "`jit_compile=True`; pipeline: fed by the experiment's own data pipeline. Goal: best >= 3x eager.",
         "",
-        "| experiment | model | images/step | eager steps/s | fit | fit spe=10 | fit spe=10 XLA | fit spe=10 mixed | best images/s | pipeline steps/s | pipeline / step | peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| experiment | model | images/step | eager | fit | fit spe=10 | fit XLA | fit mixed | fit mixed spe=10 | fit mixed, pipeline | best images/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
         if "skipped" in result:
-            lines.append(f"| {result['experiment']} | skipped: {result['skipped']} |" + " |" * 10)
+            lines.append(f"| {result['experiment']} | skipped: {result['skipped']} |" + " |" * 9)
             continue
         rates = result["rates"]
         eager = rates["eager"]
-        best = max(value for key, value in rates.items() if key != "eager")
-        cells = [f"{rates[key]:.2f} ({rates[key] / eager:.1f}x)" for key in ("fit", "fit_spe10", "fit_jit_spe10", "fit_mixed_spe10")]
+        best = max(rates[key] for key in COLUMNS)
+        cells = [f"{rates[key]:.2f} ({rates[key] / eager:.1f}x)" for key in COLUMNS]
         lines.append(
             f"| {result['experiment']} | {result['model']} | {result['images_per_step']} | {eager:.2f} | "
-            + " | ".join(cells)
-            + f" | {best * result['images_per_step']:.0f} | {result['pipeline_steps_per_s']:.1f} | "
-            f"{result['pipeline_steps_per_s'] / best:.1f}x | {result['peak_rss_mb']:.0f} |"
+            + " | ".join(cells) + f" | {best * result['images_per_step']:.0f} |"
         )
-    lines += ["", f"Mixed precision policy: {results[0].get('mixed_policy', '')}.", "",
-              "Command: `python benchmarks/run_all.py`"]
+    lines += [
+        "",
+        "Arithmetic, pipeline and memory. GFLOP/step: about 3x the forward multiply-adds of the",
+        "convolutions and dense layers, 2 flop each. Matmul: the rate of a 2048x2048 matrix product in",
+        "the same process, the ceiling for arithmetic-bound code. Pipeline / training: batches/s the",
+        "data pipeline delivers alone over the best training rate (goal >= 2x). float32 ceiling: the",
+        "float32 matmul rate over the eager loop's rate, the most any float32 loop could gain over it.",
+        "",
+        "| experiment | GFLOP/step | eager GFLOP/s | fit float32 GFLOP/s | fit mixed GFLOP/s | matmul float32 / mixed GFLOP/s | float32 ceiling | pipeline steps/s | pipeline / training | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for result in measured:
+        rates, work = result["rates"], result["gflop_per_step"]
+        full = max(rates[key] for key in ("fit", "fit_spe10", "fit_xla"))
+        mixed = max(rates[key] for key in ("fit_mixed", "fit_mixed_spe10"))
+        best = max(rates[key] for key in COLUMNS)
+        lines.append(
+            f"| {result['experiment']} | {work:.1f} | {rates['eager'] * work:.0f} | {full * work:.0f} "
+            f"({full * work / result['matmul_gflops']:.0%} of matmul) | {mixed * work:.0f} | "
+            f"{result['matmul_gflops']:.0f} / {result['matmul_gflops_mixed']:.0f} | "
+            f"{result['matmul_gflops'] / (rates['eager'] * work):.1f}x | {result['pipeline_steps_per_s']:.1f} | {result['pipeline_steps_per_s'] / best:.1f}x | "
+            f"{result['peak_rss_mb']:.0f} |"
+        )
+    lines += ["", f"Command: `python benchmarks/run_all.py --steps {steps} --rounds {rounds}`"]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--experiments", default=DEFAULT_EXPERIMENTS)
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=30, help="Steps per setting and round.")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--no_write", action="store_true")
     args = parser.parse_args()
     if args.child:
-        print("RESULT" + json.dumps(measure(args.child, args.steps)))
+        print("RESULT" + json.dumps(measure(args.child, args.steps, args.rounds)))
         return
     results = []
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     for experiment in args.experiments.split(","):
         completed = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--child", experiment, "--steps", str(args.steps)],
+            [sys.executable, os.path.abspath(__file__), "--child", experiment, "--steps", str(args.steps),
+             "--rounds", str(args.rounds)],
             capture_output=True, text=True, env=env, cwd=ROOT,
         )
         lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
@@ -131,7 +177,7 @@ def main() -> None:
         else:
             results.append(json.loads(lines[-1][len("RESULT"):]))
         print(results[-1], flush=True)
-    body = table(results, args.steps)
+    body = tables(results, args.steps, args.rounds)
     print(body)
     if not args.no_write:
         import tensorflow as tf

@@ -77,6 +77,31 @@ def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_good_checkpoin
     assert all(np.all(np.isfinite(w)) for w in good)
 
 
+class PoisonWeightsAt(keras.callbacks.Callback):
+    """Sets the embedding layer's weights to NaN after optimizer step ``step`` (a diverged update)."""
+
+    def __init__(self, step: int):
+        super().__init__()
+        self.step = step
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) == self.step:
+            kernel = self.model.encoder.get_layer("embedding").kernel
+            kernel.assign(tf.fill(kernel.shape, float("nan")))
+
+
+def test_a_loss_turning_nan_mid_run_keeps_the_checkpoints_before_it(tmp_path):
+    run_dir = str(tmp_path / "run")
+    config = TOY.replace(keep_checkpoints=3)
+    with pytest.raises(training.NonFiniteLossError, match="The loss became nan at step 26"):
+        training.train(config, run_dir, callbacks=[PoisonWeightsAt(25)], verbose=0)
+    assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20]
+    encoder = training.build_encoder(config)
+    model = training.build_model(config, encoder)
+    assert checkpoints.restore(model, run_dir) == 20
+    assert all(np.all(np.isfinite(w)) for w in model.get_weights())
+
+
 RESUMABLE_RUN = textwrap.dedent(
     """
     import sys

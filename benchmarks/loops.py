@@ -1,0 +1,125 @@
+"""The training loops the benchmarks time, and the yardsticks they are read against.
+
+- :func:`eager_runner`: the authors' style, a Python loop run eagerly op by op with each set
+  embedded by its own encoder call;
+- :func:`fit_runner`: our training, ``ABCModel.fit`` with a chosen precision, XLA and
+  ``steps_per_execution``, fed from memory or from the experiment's own data pipeline;
+- :func:`interleaved_rates`: every runner timed in turn, round after round, median per runner,
+  so that a burst of load from other jobs on a shared machine hits all of them alike;
+- :func:`training_gflop` and :func:`matmul_gflops_per_s`: the work of one step and the
+  machine's dense matrix-product rate, to tell a loop that wastes time from one that is
+  bound by arithmetic.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from abc_tf import losses
+from abc_tf.model import SET_KEYS, ABCModel, to_float_images
+
+Runner = Callable[[int], float]  # trains about n steps, returns steps per second
+
+
+def eager_runner(build_encoder: Callable[[], keras.Model], batch: dict, similarity: str, temperature: float) -> Runner:
+    keras.utils.set_random_seed(0)
+    encoder = build_encoder()
+    optimizer = keras.optimizers.Adam(1e-4)
+    sets = {key: tf.constant(batch[key]) for key in SET_KEYS if key in batch}
+
+    def step():
+        with tf.GradientTape() as tape:
+            embedded = {
+                key: tf.stack([encoder(to_float_images(images[p]), training=True) for p in range(images.shape[0])])
+                for key, images in sets.items()
+            }
+            if "set_b" in embedded:
+                loss, _ = losses.abc_loss(
+                    embedded["set_a"], embedded["set_b"], similarity, temperature,
+                    embedded.get("set_a_view2"), embedded.get("set_b_view2"),
+                )
+            else:
+                loss, _ = losses.contrastive_loss(embedded["set_a"], embedded["set_a_view2"], similarity, temperature)
+        gradients = tape.gradient(loss, encoder.trainable_variables)
+        optimizer.apply(gradients, encoder.trainable_variables)
+
+    def run(steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return steps / (time.perf_counter() - start)
+
+    run(2)  # warm-up: creates the optimizer's slots
+    return run
+
+
+def fit_runner(
+    build_encoder: Callable[[], keras.Model],
+    data: dict | tf.data.Dataset,
+    jit_compile: bool = False,
+    steps_per_execution: int = 1,
+    policy: str = "float32",
+    model_kwargs: dict | None = None,
+) -> Runner:
+    """``data``: one batch (repeated from memory) or the experiment's endless dataset."""
+    keras.mixed_precision.set_global_policy(policy)  # read by the layers as they are created
+    keras.utils.set_random_seed(0)
+    model = ABCModel(build_encoder(), **(model_kwargs or {}))
+    keras.mixed_precision.set_global_policy("float32")
+    model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=jit_compile, steps_per_execution=steps_per_execution)
+    dataset = data if isinstance(data, tf.data.Dataset) else tf.data.Dataset.from_tensors(data).repeat()
+
+    def run(steps: int) -> float:
+        steps = max(steps_per_execution, steps - steps % steps_per_execution)  # whole compiled calls only
+        start = time.perf_counter()
+        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False)
+        return steps / (time.perf_counter() - start)
+
+    run(2 * steps_per_execution)  # warm-up: traces the step
+    return run
+
+
+def interleaved_rates(runners: dict[str, Runner], steps: int, rounds: int) -> dict[str, float]:
+    """Median steps/s of each runner over ``rounds`` rounds, each round timing every runner once."""
+    rates: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, run in runners.items():
+            rates[name].append(run(steps))
+    return {name: statistics.median(values) for name, values in rates.items()}
+
+
+def forward_macs(model: keras.Model) -> int:
+    """Multiply-adds of one image through the convolutions and dense layers (the bulk of the work)."""
+    total = 0
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):
+            total += forward_macs(layer)
+        elif isinstance(layer, keras.layers.Conv2D):
+            kernel_h, kernel_w, channels_in, channels_out = layer.kernel.shape
+            out_h, out_w = layer.output.shape[1:3]
+            total += out_h * out_w * channels_out * kernel_h * kernel_w * channels_in
+        elif isinstance(layer, keras.layers.Dense):
+            total += int(np.prod(layer.kernel.shape))
+    return int(total)
+
+
+def training_gflop(encoder: keras.Model, images_per_step: int) -> float:
+    """About 3x the forward work (forward, gradient of the activations, gradient of the weights), 2 flop per MAC."""
+    return 3 * 2 * forward_macs(encoder) * images_per_step / 1e9
+
+
+def matmul_gflops_per_s(dtype: tf.DType = tf.float32, size: int = 2048, repeats: int = 20) -> float:
+    """The machine's rate on a large dense matrix product: what arithmetic-bound code can hope for."""
+    matrix = tf.cast(tf.random.stateless_normal([size, size], seed=[0, 0]), dtype)
+    product = tf.function(lambda: tf.reduce_sum(tf.cast(tf.linalg.matmul(matrix, matrix)[0, :1], tf.float32)))
+    product().numpy()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        product().numpy()
+    return 2 * size**3 * repeats / (time.perf_counter() - start) / 1e9
