@@ -60,7 +60,10 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int) -> str:
     directory = checkpoint_dir(run_dir)
     final = os.path.join(directory, f"step_{step:08d}")
     partial = os.path.join(directory, f"{_PARTIAL_PREFIX}step_{step:08d}")
-    shutil.rmtree(partial, ignore_errors=True)
+    os.makedirs(directory, exist_ok=True)
+    for name in os.listdir(directory):  # this one's, or left by a kill in the middle of a save
+        if name.startswith(_PARTIAL_PREFIX):
+            shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
     os.makedirs(partial)
     model.save_weights(os.path.join(partial, WEIGHTS_FILE))
     with open(os.path.join(partial, STATE_FILE), "w") as handle:
@@ -79,14 +82,11 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int) -> str:
 def restore(model: keras.Model, run_dir: str) -> int:
     """Loads the newest readable checkpoint into ``model`` (weights and optimizer); returns its step.
 
-    0 (model untouched) when the run has none. A checkpoint that cannot be read (a damaged disk,
+    0 (model untouched) when the run has none. Writes nothing (``.partial_*`` folders are
+    ignored here and cleared by the next save). A checkpoint that cannot be read (a damaged disk,
     a file edited by hand) is reported and the one before it is tried.
     """
     directory = checkpoint_dir(run_dir)
-    if os.path.isdir(directory):
-        for name in os.listdir(directory):  # left by a kill in the middle of a save
-            if name.startswith(_PARTIAL_PREFIX):
-                shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
     checkpoints = list_checkpoints(run_dir)
     if not checkpoints:
         return 0

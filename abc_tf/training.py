@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import math
 import os
 from typing import Sequence
@@ -237,19 +236,19 @@ def train(
     family = data.family_module(config.data)
     saved = checkpoints.list_checkpoints(run_dir)
     start_step = saved[-1][0] if saved else 0
-    # Built before anything is written, so a data error leaves no config.json to contradict.
     dataset = make_family_dataset(family, config, start_step)
+    with strategy.scope():
+        encoder = build_encoder(config)
+        model = build_model(config, encoder)
     # Only the chief of a multi-worker run writes run_dir; the other workers compute the same
-    # values and keep their logs and exports apart.
+    # values and keep their logs and exports apart. Written once the data and the model are
+    # known to work, so a bad flag leaves no config.json to contradict its correction.
     chief = checkpoints.is_chief(strategy)
     output_dir = run_dir if chief else os.path.join(run_dir, "workers", _task_name(strategy))
     os.makedirs(output_dir, exist_ok=True)
     if chief:
         _write_config(config, run_dir)
-
     with strategy.scope():
-        encoder = build_encoder(config)
-        model = build_model(config, encoder)
         restored_step = checkpoints.restore(model, run_dir)
     if restored_step != start_step:  # the newest checkpoint was unreadable; an older one was loaded
         start_step = restored_step

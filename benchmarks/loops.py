@@ -2,8 +2,9 @@
 
 - :func:`eager_runner`: the authors' style, a Python loop run eagerly op by op with each set
   embedded by its own encoder call;
-- :func:`fit_runner`: our training, ``ABCModel.fit`` with a chosen precision, XLA and
-  ``steps_per_execution``, fed from memory or from the experiment's own data pipeline;
+- :func:`fit_runner`: our training step, ``ABCModel.fit`` with a chosen precision, XLA and
+  ``steps_per_execution``, fed from memory; :func:`pipeline_fit_rate`: the same fed by the
+  experiment's own data pipeline;
 - :func:`interleaved_rates`: every runner timed in turn, round after round, median per runner,
   so that a burst of load from other jobs on a shared machine hits all of them alike;
 - :func:`training_gflop` and :func:`matmul_gflops_per_s`: the work of one step and the
@@ -59,30 +60,60 @@ def eager_runner(build_encoder: Callable[[], keras.Model], batch: dict, similari
     return run
 
 
-def fit_runner(
+def compiled_model(
     build_encoder: Callable[[], keras.Model],
-    data: dict | tf.data.Dataset,
     jit_compile: bool = False,
     steps_per_execution: int = 1,
     policy: str = "float32",
     model_kwargs: dict | None = None,
-) -> Runner:
-    """``data``: one batch (repeated from memory) or the experiment's endless dataset."""
+) -> ABCModel:
     keras.mixed_precision.set_global_policy(policy)  # read by the layers as they are created
     keras.utils.set_random_seed(0)
     model = ABCModel(build_encoder(), **(model_kwargs or {}))
     keras.mixed_precision.set_global_policy("float32")
     model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=jit_compile, steps_per_execution=steps_per_execution)
-    dataset = data if isinstance(data, tf.data.Dataset) else tf.data.Dataset.from_tensors(data).repeat()
+    return model
+
+
+class _EpochTimer(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.seconds: list[float] = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds.append(time.perf_counter() - self._start)
+
+
+def fit_runner(build_encoder: Callable[[], keras.Model], batch: dict, jit_compile: bool = False,
+               steps_per_execution: int = 1, policy: str = "float32", model_kwargs: dict | None = None) -> Runner:
+    """``ABCModel.fit`` on one batch repeated from memory: the training step alone."""
+    model = compiled_model(build_encoder, jit_compile, steps_per_execution, policy, model_kwargs)
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    timer = _EpochTimer()
 
     def run(steps: int) -> float:
         steps = max(steps_per_execution, steps - steps % steps_per_execution)  # whole compiled calls only
-        start = time.perf_counter()
-        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False)
-        return steps / (time.perf_counter() - start)
+        # Timed from the epoch's start to its end, as in a long training run: fit's own set-up
+        # (callbacks, the iterator) is left out.
+        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
+        return steps / timer.seconds[-1]
 
     run(2 * steps_per_execution)  # warm-up: traces the step
     return run
+
+
+def pipeline_fit_rate(model: ABCModel, dataset: tf.data.Dataset, steps: int, rounds: int) -> float:
+    """Median steps/s of ``model.fit`` fed by ``dataset``, as training runs it: one ``fit``
+    call, one iterator, epochs of ``steps`` steps; the first epoch (tracing, the pipeline
+    filling up) is not counted. Run it after the other measurements of the process: tearing
+    down an iterator of a Python-fed pipeline slowed the ``fit`` calls that followed it for
+    seconds, so runners fed by pipelines are not interleaved with the others."""
+    timer = _EpochTimer()
+    model.fit(dataset, epochs=rounds + 1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
+    return statistics.median(steps / seconds for seconds in timer.seconds[1:])
 
 
 def interleaved_rates(runners: dict[str, Runner], steps: int, rounds: int) -> dict[str, float]:

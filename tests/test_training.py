@@ -1,6 +1,5 @@
 """abc_tf.training: what a run writes, the SavedModel by reload, resume after SIGKILL, NaN handling."""
 
-import json
 import os
 import signal
 import subprocess
