@@ -73,7 +73,10 @@ def _print_summary(result) -> None:
     history = result.history
     final = {key: values[-1] for key, values in history.items() if values}
     print(f"\nRun finished: {result.run_dir}")
-    print("  final " + ", ".join(f"{key} {value:.4g}" for key, value in sorted(final.items())))
+    if final:
+        print("  final " + ", ".join(f"{key} {value:.4g}" for key, value in sorted(final.items())))
+    else:
+        print(f"  all {result.final_step} steps were trained already; the exports were written again")
     for label, name in (
         ("config", "config.json"),
         ("TensorBoard logs", "logs"),
