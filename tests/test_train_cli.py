@@ -37,6 +37,7 @@ def run_train(*args, cwd):
         ("--model=s9", "Unknown model 's9'; known models:"),
         ("--backbone_weights=imagenet", "--backbone_weights: model 's3' has no pretrained backbone"),
         ("--strategy=multi_worker", "--strategy=multi_worker needs the TF_CONFIG environment variable"),
+        ("--strategy=tpu", "--strategy=tpu found no TPU to connect to"),
     ],
 )
 def test_bad_flags_fail_before_any_work(tmp_path, flag, message):
