@@ -22,6 +22,11 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string("experiment", "shapes3d_demo", f"Preset: one of {', '.join(sorted(config_lib.PRESETS))}.")
 flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<experiment>).")
 flags.DEFINE_integer("seeds", 1, "Number of seeds to train, one run directory each.")
+flags.DEFINE_list(
+    "allow_config_change", [],
+    "Fields that may differ from the run directory's config.json when resuming from its newest checkpoint, "
+    "e.g. learning_rate after a NaN stop (recorded in config_history.json). A raised --steps needs no mention.",
+)
 
 _FLAG_DEFINERS = {str: flags.DEFINE_string, int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean}
 _FIELD_TYPES = typing.get_type_hints(config_lib.ExperimentConfig)
@@ -40,6 +45,12 @@ def resolve_config() -> config_lib.ExperimentConfig:
     }
     resolved = preset.replace(**overrides)
     resolved.validate()
+    unused = config_lib.unused_fields(resolved.data, overrides)
+    if unused:
+        raise ValueError(
+            f"{', '.join('--' + name for name in unused)} does not apply to --experiment={FLAGS.experiment} "
+            f"(data family {resolved.data}); remove it."
+        )
     return resolved
 
 
@@ -58,15 +69,64 @@ def main(argv: list[str]) -> None:
             (base.replace(seed=base.seed + k), os.path.join(output_dir, f"seed_{k}")) for k in range(FLAGS.seeds)
         ]
         # Imported here so that --help and flag errors answer without loading TensorFlow.
-        from abc_tf import training
+        from abc_tf import checkpoints, training
         from abc_tf.callbacks import evaluation_callbacks
 
         for run_config, run_dir in runs:
-            result = training.train(run_config, run_dir, callbacks=evaluation_callbacks(run_config, run_dir))
+            training.check_run_dir(run_config, run_dir, FLAGS.allow_config_change)  # before the callbacks' data
+            try:
+                result = training.train(
+                    run_config, run_dir, callbacks=evaluation_callbacks(run_config, run_dir),
+                    allow_changes=FLAGS.allow_config_change,
+                )
+            except KeyboardInterrupt:
+                _stop(_interrupted_message(run_dir), 130)
+            except training.NonFiniteLossError as error:
+                _stop(f"{error}\n{_nan_advice(error, run_config, run_dir)}", 1)
+            except (training.RunStopped, checkpoints.CheckpointError) as error:
+                _stop(str(error), 1)
             _print_summary(result)
     except ValueError as error:
-        print(f"train.py: error: {error}", file=sys.stderr)
-        sys.exit(2)
+        _stop(str(error), 2)
+
+
+def _stop(message: str, code: int) -> None:
+    print(f"train.py: error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def _command(replace: dict[str, str]) -> str:
+    """This command line with the flags in ``replace`` set to new values."""
+    kept = [arg for arg in sys.argv[1:] if arg.split("=")[0].lstrip("-") not in replace]
+    return " ".join(["python train.py", *kept, *(f"--{name}={value}" for name, value in replace.items())])
+
+
+def _nan_advice(error, config, run_dir: str) -> str:
+    """A command that works after a NaN stop: the run directory holds a checkpoint or none."""
+    learning_rate = f"{config.learning_rate / 10:g}"
+    if error.checkpoint_step is None:
+        return (
+            "Start over with a lower learning rate (a run directory without a checkpoint takes new settings):\n"
+            f"  {_command({'learning_rate': learning_rate})}"
+        )
+    allowed = sorted(set(FLAGS.allow_config_change) | {"learning_rate"})
+    return (
+        f"Continue from step {error.checkpoint_step} with a lower learning rate:\n"
+        f"  {_command({'learning_rate': learning_rate, 'allow_config_change': ','.join(allowed)})}\n"
+        f"or start over in a new --output_dir (or after removing {run_dir})."
+    )
+
+
+def _interrupted_message(run_dir: str) -> str:
+    from abc_tf import checkpoints
+
+    saved = checkpoints.list_checkpoints(run_dir)
+    if not saved:
+        return f"Interrupted before the first checkpoint; {run_dir} holds no trained state. Run the same command to start again."
+    return (
+        f"Interrupted; {run_dir} keeps its checkpoint at step {saved[-1][0]}. "
+        "Run the same command again to resume from it."
+    )
 
 
 def _print_summary(result) -> None:

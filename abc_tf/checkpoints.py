@@ -22,6 +22,7 @@ import shutil
 import warnings
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from abc_tf.model import is_multi_worker
@@ -55,21 +56,50 @@ def _fsync(path: str) -> None:
         os.close(descriptor)
 
 
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be written (full disk, no permission); older checkpoints are intact."""
+
+
+def _state_bytes(model: keras.Model) -> int:
+    variables = list(model.weights) + list(getattr(model.optimizer, "variables", []))
+    return sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables)
+
+
 def save(model: keras.Model, run_dir: str, step: int, keep: int) -> str:
-    """Writes the model's and optimizer's state at ``step`` atomically; prunes to the newest ``keep``."""
+    """Writes the model's and optimizer's state at ``step`` atomically; prunes to the newest ``keep``.
+
+    Raises :class:`CheckpointError` when the file system cannot take it, leaving the older
+    checkpoints as they were. Free space is checked first: HDF5 writing into a full disk can
+    crash the process instead of raising.
+    """
     directory = checkpoint_dir(run_dir)
     final = os.path.join(directory, f"step_{step:08d}")
     partial = os.path.join(directory, f"{_PARTIAL_PREFIX}step_{step:08d}")
-    os.makedirs(directory, exist_ok=True)
-    for name in os.listdir(directory):  # this one's, or left by a kill in the middle of a save
-        if name.startswith(_PARTIAL_PREFIX):
-            shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
-    os.makedirs(partial)
-    model.save_weights(os.path.join(partial, WEIGHTS_FILE))
-    with open(os.path.join(partial, STATE_FILE), "w") as handle:
-        json.dump({"step": step}, handle)
-    for name in (WEIGHTS_FILE, STATE_FILE):
-        _fsync(os.path.join(partial, name))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for name in os.listdir(directory):  # this one's, or left by a kill in the middle of a save
+            if name.startswith(_PARTIAL_PREFIX):
+                shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
+        needed = _state_bytes(model) + (1 << 20)  # plus HDF5 headers and state.json
+        free = shutil.disk_usage(directory).free
+        if free < needed:
+            raise CheckpointError(
+                f"No room for the checkpoint of step {step} in {directory}: {free / 2**20:.1f} MiB free, "
+                f"about {needed / 2**20:.1f} MiB needed. The older checkpoints are intact; free some space "
+                "and run the same command again to resume."
+            )
+        os.makedirs(partial)
+        model.save_weights(os.path.join(partial, WEIGHTS_FILE))
+        with open(os.path.join(partial, STATE_FILE), "w") as handle:
+            json.dump({"step": step}, handle)
+        for name in (WEIGHTS_FILE, STATE_FILE):
+            _fsync(os.path.join(partial, name))
+    except OSError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise CheckpointError(
+            f"Writing the checkpoint of step {step} into {directory} failed ({error.strerror or error}). "
+            "The older checkpoints are intact; fix the cause and run the same command again to resume."
+        ) from None
     if os.path.exists(final):  # the same step saved again (e.g. a rerun of a finished run)
         shutil.rmtree(final)
     os.replace(partial, final)
@@ -120,12 +150,14 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
 
 
 class SaveCheckpoint(keras.callbacks.Callback):
-    """Saves a checkpoint at the end of every Keras epoch (``log_every`` steps in training)."""
+    """Saves a checkpoint at the epoch ends that fall on a multiple of ``every`` steps or on
+    ``last_step`` (training's epochs can be shorter than the log interval)."""
 
-    def __init__(self, run_dir: str, keep: int, write: bool = True):
+    def __init__(self, run_dir: str, keep: int, every: int = 1, last_step: int | None = None, write: bool = True):
         super().__init__()
-        self.run_dir, self.keep, self.write = run_dir, int(keep), write
+        self.run_dir, self.keep, self.every, self.last_step, self.write = run_dir, int(keep), int(every), last_step, write
 
     def on_epoch_end(self, epoch, logs=None):
-        if self.write:
-            save(self.model, self.run_dir, int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)), self.keep)
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        if self.write and (step % self.every == 0 or step == self.last_step):
+            save(self.model, self.run_dir, step, self.keep)

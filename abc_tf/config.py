@@ -236,3 +236,26 @@ def get_preset(name: str) -> ExperimentConfig:
     if name not in PRESETS:
         raise ValueError(f"Unknown experiment {name!r}; known experiments: {', '.join(sorted(PRESETS))}.")
     return PRESETS[name]
+
+
+# Fields that only some data families read; any other field applies to every run. A flag given
+# on the command line for a family that ignores it is refused (train.py), so that e.g.
+# --image_size on MNIST cannot silently leave the model at 28 x 28.
+FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
+    "shapes3d": ("inactive_factors", "curate_both_sets", "augmentation_baseline", "sample_with_replacement",
+                 "data_in_memory"),
+    "mnist": ("holdout_digit", "allow_same_digit"),
+    "yaleb": ("image_size", "image_channels", "inactive_factors", "curate_both_sets"),
+    "epfl_cars": ("image_size", "image_channels", "inactive_factors", "curate_both_sets"),
+    "folders": ("image_size", "image_channels", "curate_both_sets"),
+    "pose": ("image_size", "image_channels", "sample_with_replacement", "pose_category", "max_elevation",
+             "real_fraction", "titration_interval", "crop_amplitude", "augmentation_amplitude", "real_data_path",
+             "pose_test_list", "pose_test_images"),
+}
+FAMILY_ONLY_FIELDS = frozenset(name for names in FAMILY_FIELDS.values() for name in names)
+
+
+def unused_fields(data: str, names: Any) -> list[str]:
+    """The names among ``names`` that data family ``data`` does not read."""
+    used = set(FAMILY_FIELDS.get(data, FAMILY_ONLY_FIELDS))
+    return [name for name in names if name in FAMILY_ONLY_FIELDS and name not in used]

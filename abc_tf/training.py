@@ -1,8 +1,11 @@
 """One training run: config -> data -> encoder -> ABCModel.fit -> checkpoints, logs, exports.
 
 Run directory layout:
-  config.json        the resolved config (a rerun must match it)
-  logs/              TensorBoard (train scalars every ``log_every`` steps, learning rate)
+  config.json        the resolved config (a rerun must match it, except for a raised ``steps``
+                     and the fields named by ``allow_changes``)
+  config_history.json  every accepted change of config.json: step, fields, old and new values
+  logs/train/        TensorBoard scalars (losses, learning rate) every ``log_every`` steps,
+                     written against the optimizer step
   checkpoints/       model and optimizer state every ``log_every`` steps, written atomically,
                      the newest ``keep_checkpoints`` kept (abc_tf.checkpoints): the same command
                      resumes a killed run from the newest
@@ -15,9 +18,13 @@ Run directory layout:
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import inspect
+import json
 import math
 import os
+import time
+import warnings
 from typing import Sequence
 
 import keras
@@ -117,30 +124,124 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
     raise ValueError(f"Unknown strategy {name!r}; choose one of default, mirrored, multi_worker, tpu.")
 
 
-def steps_per_log(config: ExperimentConfig) -> int:
-    """Steps per Keras epoch: a divisor of ``steps`` near ``log_every``, so runs end exactly at ``steps``."""
-    return math.gcd(config.steps, config.log_every)
+def steps_per_log(config: ExperimentConfig, start_step: int = 0) -> int:
+    """Steps per Keras epoch: every log step (multiples of ``log_every``), the last step and the
+    step a run resumes from fall on an epoch end, so a run trains exactly ``steps`` steps."""
+    return math.gcd(config.log_every, config.steps, start_step)
 
 
-def _write_config(config: ExperimentConfig, run_dir: str) -> None:
+def steps_per_execution(config: ExperimentConfig, start_step: int = 0) -> int:
+    """``config.steps_per_execution``, lowered to a divisor of the epoch length: Keras runs
+    whole executions, so one that overlaps an epoch end would train past the log step."""
+    return math.gcd(config.steps_per_execution, steps_per_log(config, start_step))
+
+
+# Settings a run may change between two of its checkpoints (--allow_config_change): they shape
+# the optimisation and the bookkeeping, not the data or the network the checkpoint belongs to.
+CHANGEABLE_FIELDS = (
+    "learning_rate", "lr_halving_steps", "temperature", "log_every", "keep_checkpoints", "steps_per_execution",
+    "jit_compile", "eval_every", "eval_images",
+)
+CONFIG_HISTORY_FILE = "config_history.json"
+
+
+def check_allow_changes(names: Sequence[str]) -> tuple[str, ...]:
+    """The field names of --allow_config_change, checked against :data:`CHANGEABLE_FIELDS`."""
+    names = tuple(name.strip() for name in names if name.strip())
+    unknown = [name for name in names if name not in CHANGEABLE_FIELDS]
+    if unknown:
+        raise ValueError(
+            f"--allow_config_change: {', '.join(unknown)} cannot change within a run; "
+            f"changeable: {', '.join(CHANGEABLE_FIELDS)} (and steps, which may always be raised)."
+        )
+    return names
+
+
+def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
+    """{field: (old, new)} between ``run_dir``'s config.json and ``config``; raises ValueError
+    when the change is not allowed. Reads only small files, so it runs before any heavy work.
+
+    A run directory without a checkpoint holds nothing trained: any config replaces it. With
+    checkpoints, ``steps`` may be set to any value from the newest checkpoint's step up (a
+    finished run is extended), and the fields in ``allow_changes`` may change.
+    """
     path = os.path.join(run_dir, CONFIG_FILE)
-    if os.path.exists(path):
-        with open(path) as handle:
-            previous = ExperimentConfig.from_json(handle.read())
-        if previous != config:
-            changed = [
-                f"{f.name}: {getattr(previous, f.name)!r} -> {getattr(config, f.name)!r}"
-                for f in dataclasses.fields(config)
-                if getattr(previous, f.name) != getattr(config, f.name)
-            ]
-            raise ValueError(
-                f"{run_dir} holds a run with a different config ({'; '.join(changed)}); "
-                "resume with the same settings or choose another --output_dir."
-            )
-        return
+    if not os.path.exists(path):
+        return {}
+    previous = read_config(path)
+    changed = {
+        f.name: (getattr(previous, f.name), getattr(config, f.name))
+        for f in dataclasses.fields(config)
+        if getattr(previous, f.name) != getattr(config, f.name)
+    }
+    saved = checkpoints.list_checkpoints(run_dir)
+    if not changed or not saved:
+        return changed
+    newest = saved[-1][0]
+    refused = [name for name in changed if name != "steps" and name not in allow_changes]
+    if refused:
+        listed = "; ".join(f"{name}: {changed[name][0]!r} -> {changed[name][1]!r}" for name in refused)
+        hint = ""
+        if all(name in CHANGEABLE_FIELDS for name in refused):
+            hint = f" To continue from its checkpoint at step {newest} with these settings, add --allow_config_change={','.join(refused)}."
+        raise ValueError(
+            f"{run_dir} holds a run with a different config ({listed}); resume with the same settings "
+            f"or choose another --output_dir.{hint}"
+        )
+    if config.steps < newest:
+        raise ValueError(
+            f"--steps={config.steps} is below the step of {run_dir}'s newest checkpoint ({newest}); "
+            "a run can only be extended."
+        )
+    return changed
+
+
+def check_run_dir(config: ExperimentConfig, run_dir: str, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
+    """The checks of ``run_dir`` that need no data or model (a file in its place, a damaged or
+    different config.json); returns the accepted config changes (see :func:`config_changes`)."""
+    allow_changes = check_allow_changes(allow_changes)
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise ValueError(f"--output_dir={run_dir} is an existing file, not a directory.")
+    return config_changes(run_dir, config, allow_changes)
+
+
+def read_config(path: str) -> ExperimentConfig:
+    """The config stored at ``path``; a ValueError naming the file when it is damaged."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return ExperimentConfig.from_json(handle.read())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"{path} is not a readable run config ({message}).") from None
+
+
+def _write_json_atomically(path: str, text: str) -> None:
     with open(path + ".tmp", "w") as handle:
-        handle.write(config.to_json())
+        handle.write(text)
     os.replace(path + ".tmp", path)
+
+
+def _write_config(config: ExperimentConfig, run_dir: str, changes: dict[str, tuple], step: int) -> None:
+    """Writes config.json; an accepted change is appended to config_history.json first."""
+    path = os.path.join(run_dir, CONFIG_FILE)
+    if os.path.exists(path) and not changes:
+        return
+    if changes:
+        history_path = os.path.join(run_dir, CONFIG_HISTORY_FILE)
+        history = []
+        if os.path.exists(history_path):
+            try:
+                with open(history_path) as handle:
+                    history = json.load(handle)
+            except (OSError, ValueError):
+                history = []  # a damaged history must not stop the run; it restarts here
+        history.append({
+            "step": step,
+            "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "changed": {name: {"old": old, "new": new} for name, (old, new) in sorted(changes.items())},
+        })
+        _write_json_atomically(history_path, json.dumps(history, indent=2))
+    _write_json_atomically(path, config.to_json())
 
 
 def load_run(run_dir: str) -> tuple[ExperimentConfig, keras.Model]:
@@ -150,25 +251,60 @@ def load_run(run_dir: str) -> tuple[ExperimentConfig, keras.Model]:
     for path in (config_path, encoder_path):
         if not os.path.isfile(path):
             raise ValueError(f"{run_dir} is not a finished training run: {path} is missing.")
-    with open(config_path) as handle:
-        config = ExperimentConfig.from_json(handle.read())
-    return config, keras.saving.load_model(encoder_path, compile=False)
+    return read_config(config_path), load_keras_file(encoder_path)
 
 
-class NonFiniteLossError(RuntimeError):
-    """Training produced a NaN or infinite loss; the last good checkpoint is kept."""
+def load_keras_file(path: str) -> keras.Model:
+    """A model saved with ``model.save``; a ValueError naming the file when it is damaged."""
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} is missing.")
+    if os.path.getsize(path) == 0:
+        raise ValueError(
+            f"{path} is empty (the run was stopped while exporting it); run the same train.py command again to rewrite it."
+        )
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except Exception as error:  # Keras raises ValueError, OSError, zipfile errors, ... for a damaged file
+        raise ValueError(
+            f"{path} cannot be read ({type(error).__name__}); run the same train.py command again to rewrite it."
+        ) from None
+
+
+class RunStopped(RuntimeError):
+    """Training stopped on a problem that is not a bad flag (NaN loss, full disk); the message
+    says what the run directory holds and how to go on."""
+
+
+class NonFiniteLossError(RunStopped):
+    """Training produced a NaN or infinite loss; the checkpoints before it are kept.
+
+    ``step`` is the step of the bad loss; ``checkpoint_step`` the step of the newest checkpoint
+    the run directory holds (None: none was written yet).
+    """
+
+    def __init__(self, message: str, step: int, checkpoint_step: int | None):
+        super().__init__(message)
+        self.step, self.checkpoint_step = step, checkpoint_step
 
 
 class StopOnNonFiniteLoss(keras.callbacks.Callback):
     """Aborts fit at the first non-finite loss, before an epoch end could checkpoint bad weights."""
 
+    def __init__(self, run_dir: str):
+        super().__init__()
+        self.run_dir = run_dir
+
     def on_train_batch_end(self, batch, logs=None):
         loss = (logs or {}).get("loss")
         if loss is not None and not np.isfinite(float(loss)):
             step = int(self.model.optimizer.iterations.numpy())
+            saved = checkpoints.list_checkpoints(self.run_dir)
+            if saved:
+                kept = f"its newest good checkpoint, {saved[-1][1]} (step {saved[-1][0]}), is kept"
+            else:
+                kept = "no checkpoint had been written yet, so nothing of this run is kept"
             raise NonFiniteLossError(
-                f"The loss became {float(loss)} at step {step}. The last good checkpoint is kept; "
-                "lower --learning_rate or raise --temperature and run the same command again."
+                f"The loss became {float(loss)} at step {step}; {kept}.", step, saved[-1][0] if saved else None
             )
 
 
@@ -184,13 +320,61 @@ def data_seed(config: ExperimentConfig, start_step: int) -> int:
     return int(np.random.SeedSequence([config.seed, start_step]).generate_state(1)[0])
 
 
-class LearningRateLogger(keras.callbacks.Callback):
-    """Adds the current learning rate to the epoch logs, so TensorBoard plots it."""
+class IntervalLogger(keras.callbacks.Callback):
+    """Every ``log_every`` steps (and at the last step): the training logs, averaged over the
+    interval, written to TensorBoard against the optimizer step, kept in ``history`` and
+    printed when ``verbose``.
+
+    Keras resets its metrics every epoch and an epoch may be shorter than the interval, so
+    the metrics are averaged here, weighted by the steps of each epoch. Other entries of the
+    logs (learning rate, the pose titration's real fraction) are values at the step itself.
+    """
+
+    def __init__(self, log_dir: str, log_every: int, total_steps: int, verbose: int = 0):
+        super().__init__()
+        self.log_dir, self.log_every, self.total_steps, self.verbose = log_dir, log_every, total_steps, verbose
+        self.history: dict[str, list[float]] = {}
+        self._writer = None
+
+    def _step(self) -> int:
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_begin(self, logs=None):
+        self._last_step, self._sums, self._count = self._step(), {}, 0
+        self._started = time.monotonic()
 
     def on_epoch_end(self, epoch, logs=None):
-        if logs is not None:
-            optimizer = self.model.optimizer
-            logs["learning_rate"] = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+        step = self._step()
+        steps, self._last_step = step - self._last_step, step
+        metric_names = {metric.name for metric in self.model.metrics}
+        values = {key: float(keras.ops.convert_to_numpy(value)) for key, value in (logs or {}).items()}
+        for key, value in values.items():
+            if key in metric_names:
+                self._sums[key] = self._sums.get(key, 0.0) + value * steps
+        self._count += steps
+        if step % self.log_every and step != self.total_steps:
+            return
+        record = {key: total / max(self._count, 1) for key, total in self._sums.items()}
+        record.update({key: value for key, value in values.items() if key not in metric_names})
+        record["learning_rate"] = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self.log_dir)
+        with self._writer.as_default(step=step):
+            for key, value in record.items():
+                tf.summary.scalar(key, value)
+        self._writer.flush()
+        for key, value in record.items():
+            self.history.setdefault(key, []).append(value)
+        if self.verbose:
+            seconds = (time.monotonic() - self._started) / max(self._count, 1)
+            shown = ", ".join(f"{key} {value:.4g}" for key, value in sorted(record.items()))
+            print(f"step {step}/{self.total_steps}: {shown} ({seconds:.3f} s/step)", flush=True)
+        self._sums, self._count, self._started = {}, 0, time.monotonic()
+
+    def on_train_end(self, logs=None):
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
 
 
 def make_family_dataset(family, config: ExperimentConfig, start_step: int) -> tf.data.Dataset:
@@ -218,14 +402,18 @@ def train(
     callbacks: Sequence[keras.callbacks.Callback] = (),
     verbose: int = 2,
     strategy: tf.distribute.Strategy | None = None,
+    allow_changes: Sequence[str] = (),
 ) -> TrainResult:
     """Trains ``config`` into ``run_dir``; resumes from its checkpoint when one is there.
 
     ``strategy`` overrides ``config.strategy`` (e.g. a MirroredStrategy over chosen devices).
-    Everything that can fail on user input (config values, data files, set sizes) is checked
-    before the first step.
+    ``allow_changes`` names the fields (of :data:`CHANGEABLE_FIELDS`) that may differ from the
+    run directory's config; a raised ``steps`` extends a finished run without being named.
+    Everything that can fail on user input (config values, run directory, data files, set
+    sizes) is checked before the first step. ``verbose`` prints a line per log interval.
     """
     config.validate()
+    changes = check_run_dir(config, run_dir, allow_changes)
     strategy = strategy or make_strategy(config.strategy)
     replicas = strategy.num_replicas_in_sync
     if config.pairs_per_step % replicas:
@@ -247,33 +435,47 @@ def train(
     output_dir = run_dir if chief else os.path.join(run_dir, "workers", _task_name(strategy))
     os.makedirs(output_dir, exist_ok=True)
     if chief:
-        _write_config(config, run_dir)
+        _write_config(config, run_dir, changes, start_step)
     with strategy.scope():
         restored_step = checkpoints.restore(model, run_dir)
+    if restored_step and not config.lr_halving_steps:
+        # A constant learning rate is an optimizer variable, restored with the checkpoint; the
+        # config's value wins (it differs after --allow_config_change=learning_rate).
+        model.optimizer.learning_rate.assign(config.learning_rate)
     if restored_step != start_step:  # the newest checkpoint was unreadable; an older one was loaded
         start_step = restored_step
         dataset = make_family_dataset(family, config, start_step)
     if start_step:
-        print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.steps}.")
+        changed = f" with {', '.join(sorted(changes))} changed" if changes else ""
+        print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.steps}{changed}.")
     if is_multi_worker(strategy):
         # The pipelines draw their sets from seeds, not files: every worker builds the same
         # batches and keeps its own share of each.
         options = tf.data.Options()
         options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
         dataset = dataset.with_options(options)
-    interval = steps_per_log(config)
+    # A Keras epoch ends on every log step, the last step and the resume step; Keras runs whole
+    # executions, so steps_per_execution must divide the epoch (else it trains past the end).
+    epoch = steps_per_log(config, start_step)
+    model.steps_per_execution = steps_per_execution(config, start_step)  # read when fit traces the step
+    if model.steps_per_execution != config.steps_per_execution:
+        warnings.warn(
+            f"--steps_per_execution={config.steps_per_execution} does not divide the {epoch} steps between "
+            f"log steps (--log_every={config.log_every}, --steps={config.steps}); running "
+            f"{model.steps_per_execution} step(s) per execution instead."
+        )
+    logger = IntervalLogger(os.path.join(output_dir, "logs", "train"), config.log_every, config.steps, verbose)
     all_callbacks = [
-        StopOnNonFiniteLoss(),
-        checkpoints.SaveCheckpoint(run_dir, config.keep_checkpoints, write=chief),
-        LearningRateLogger(),
-        # Family callbacks (pose: the titration logger) add to the logs before TensorBoard writes them.
+        StopOnNonFiniteLoss(run_dir),
+        checkpoints.SaveCheckpoint(run_dir, config.keep_checkpoints, config.log_every, config.steps, write=chief),
+        # Family callbacks (pose: the titration logger) add to the logs before they are written.
         *getattr(family, "training_callbacks", lambda _config: [])(config),
-        keras.callbacks.TensorBoard(os.path.join(output_dir, "logs"), update_freq="epoch"),
+        logger,
         *callbacks,
     ]
-    history = model.fit(
-        dataset, epochs=config.steps // interval, steps_per_epoch=interval, initial_epoch=start_step // interval,
-        callbacks=all_callbacks, verbose=verbose,
+    model.fit(
+        dataset, epochs=config.steps // epoch, steps_per_epoch=epoch, initial_epoch=start_step // epoch,
+        callbacks=all_callbacks, verbose=0,
         shuffle=False,  # the pipelines draw random sets themselves
     )
     encoder.save(os.path.join(output_dir, ENCODER_FILE))
@@ -288,7 +490,7 @@ def train(
         export.export_encoder(encoder, os.path.join(output_dir, SAVED_MODEL_DIR))
     return TrainResult(
         encoder=encoder,
-        history=dict(history.history),
+        history=logger.history,
         run_dir=run_dir,
         final_step=int(model.optimizer.iterations.numpy()),
         head=model.head,

@@ -34,7 +34,7 @@ flags.DEFINE_integer("queries", 500, "Test images per query domain.")
 
 
 def _training_curves(run_dir: str) -> dict[str, list[float]]:
-    """Epoch scalars of the run's TensorBoard logs: {tag: [(step, value)]}."""
+    """Training scalars of the run's TensorBoard logs (written against the optimizer step): {tag: [(step, value)]}."""
     import tensorflow as tf
 
     curves: dict[str, list] = {}
@@ -42,9 +42,8 @@ def _training_curves(run_dir: str) -> dict[str, list[float]]:
     for name in sorted(os.listdir(train_dir)) if os.path.isdir(train_dir) else []:
         for event in tf.compat.v1.train.summary_iterator(os.path.join(train_dir, name)):
             for value in event.summary.value:
-                if value.tag.startswith("epoch_"):
-                    scalar = float(tf.make_ndarray(value.tensor)) if value.HasField("tensor") else value.simple_value
-                    curves.setdefault(value.tag[len("epoch_"):], []).append((int(event.step), scalar))
+                scalar = float(tf.make_ndarray(value.tensor)) if value.HasField("tensor") else value.simple_value
+                curves.setdefault(value.tag, []).append((int(event.step), scalar))
     return curves
 
 
@@ -133,10 +132,7 @@ def main(argv):
     plt.close(figure)
 
     # 3. Training curves and the titration schedule (TensorBoard scalars of the run).
-    # TensorBoard's epoch scalars are indexed by epoch; an epoch is steps_per_log steps.
-    per_epoch = training.steps_per_log(config)
-    curves = {tag: [((epoch + 1) * per_epoch, value) for epoch, value in points]
-              for tag, points in _training_curves(FLAGS.run_dir).items()}
+    curves = _training_curves(FLAGS.run_dir)
     if curves:
         figure, axes = plt.subplots(1, 2, figsize=(9, 3))
         for tag in ("abc_loss",):

@@ -1,6 +1,8 @@
 """abc_tf.training: what a run writes, the SavedModel by reload, resume after SIGKILL, NaN handling."""
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -70,10 +72,14 @@ def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_good_checkpoin
     training.train(TOY.replace(steps=10), run_dir, verbose=0)
     good = keras.models.load_model(os.path.join(run_dir, "encoder.keras")).get_weights()
     # Huge learning rate at a tiny temperature diverges.
-    with pytest.raises(training.NonFiniteLossError, match="The loss became nan at step"):
-        training.train(TOY.replace(learning_rate=1e9, temperature=1e-3, seed=4), str(tmp_path / "bad"), verbose=0)
+    diverging = TOY.replace(learning_rate=1e9, temperature=1e-3, seed=4)
+    with pytest.raises(training.NonFiniteLossError, match="The loss became nan at step .*no checkpoint had been written"):
+        training.train(diverging, str(tmp_path / "bad"), verbose=0)
     assert checkpoints.list_checkpoints(str(tmp_path / "bad")) == []
     assert all(np.all(np.isfinite(w)) for w in good)
+    # Nothing was trained, so the advised rerun with a lower learning rate is accepted.
+    result = training.train(diverging.replace(learning_rate=1e-3, steps=10), str(tmp_path / "bad"), verbose=0)
+    assert result.final_step == 10
 
 
 class PoisonWeightsAt(keras.callbacks.Callback):
@@ -99,6 +105,84 @@ def test_a_loss_turning_nan_mid_run_keeps_the_checkpoints_before_it(tmp_path):
     model = training.build_model(config, encoder)
     assert checkpoints.restore(model, run_dir) == 20
     assert all(np.all(np.isfinite(w)) for w in model.get_weights())
+
+    # The same settings are refused, naming the flag that lets the run continue from step 20.
+    with pytest.raises(ValueError, match="add --allow_config_change=learning_rate"):
+        training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0)
+    result = training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0, allow_changes=["learning_rate"])
+    assert result.final_step == 40 and result.history["learning_rate"] == pytest.approx([1e-4, 1e-4])
+    history = json.load(open(os.path.join(run_dir, training.CONFIG_HISTORY_FILE)))
+    assert history[-1]["step"] == 20 and history[-1]["changed"] == {"learning_rate": {"old": 1e-3, "new": 1e-4}}
+
+
+def test_allow_config_change_refuses_fields_that_shape_the_network(tmp_path):
+    with pytest.raises(ValueError, match="--allow_config_change: embedding_dim cannot change within a run"):
+        training.train(TOY, str(tmp_path / "run"), verbose=0, allow_changes=["embedding_dim"])
+
+
+def scalar_steps(log_dir: str, tag: str) -> list[int]:
+    steps = []
+    for name in sorted(os.listdir(log_dir)):
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(log_dir, name)):
+            steps += [int(event.step) for value in event.summary.value if value.tag == tag]
+    return steps
+
+
+@pytest.mark.parametrize(
+    "steps,log_every,per_execution,logged",
+    [
+        (20, 10, 7, [10, 20]),  # 7 does not divide 10: Keras would train 28 steps
+        (41, 20, 1, [20, 40, 41]),  # gcd 1: one-step epochs, but logs only every 20
+        (40, 10, 5, [10, 20, 30, 40]),
+    ],
+)
+def test_a_run_trains_exactly_its_steps_and_logs_on_the_interval(tmp_path, steps, log_every, per_execution, logged):
+    run_dir = str(tmp_path / "run")
+    config = TOY.replace(steps=steps, log_every=log_every, steps_per_execution=per_execution, keep_checkpoints=5)
+    result = training.train(config, run_dir, verbose=0)
+    assert result.final_step == steps
+    assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == logged
+    assert len(result.history["loss"]) == len(logged)
+    # TensorBoard's x axis is the optimizer step, for the losses and the learning rate alike.
+    assert scalar_steps(os.path.join(run_dir, "logs", "train"), "loss") == logged
+    assert scalar_steps(os.path.join(run_dir, "logs", "train"), "learning_rate") == logged
+    assert training.train(config, run_dir, verbose=0).final_step == steps  # a rerun trains nothing more
+
+
+def test_raising_steps_extends_a_finished_run(tmp_path):
+    run_dir = str(tmp_path / "run")
+    config = TOY.replace(steps=20, lr_halving_steps=20)
+    training.train(config, run_dir, verbose=0)
+    result = training.train(config.replace(steps=30), run_dir, verbose=0)
+    assert result.final_step == 30
+    assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [20, 30]
+    assert result.history["learning_rate"] == pytest.approx([5e-4])  # the schedule continues: halved at step 20
+    history = json.load(open(os.path.join(run_dir, training.CONFIG_HISTORY_FILE)))
+    assert history[-1]["changed"] == {"steps": {"old": 20, "new": 30}}
+    with pytest.raises(ValueError, match="--steps=10 is below the step of .* newest checkpoint \\(30\\)"):
+        training.train(config.replace(steps=10), run_dir, verbose=0)
+
+
+def test_a_full_disk_stops_with_a_clear_message_and_keeps_the_older_checkpoints(tmp_path, monkeypatch):
+    run_dir = str(tmp_path / "run")
+    training.train(TOY.replace(steps=20), run_dir, verbose=0)
+    real_usage = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: real_usage(path)._replace(free=1000))
+    with pytest.raises(checkpoints.CheckpointError, match="No room for the checkpoint of step 30 .* older checkpoints are intact"):
+        training.train(TOY.replace(steps=40), run_dir, verbose=0)
+    assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20]
+    monkeypatch.setattr(shutil, "disk_usage", real_usage)
+
+    def no_space(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    encoder = training.build_encoder(TOY)
+    model = training.build_model(TOY, encoder)
+    monkeypatch.setattr(model, "save_weights", no_space)
+    with pytest.raises(checkpoints.CheckpointError, match="failed \\(No space left on device\\)"):
+        checkpoints.save(model, run_dir, 30, keep=2)
+    assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20]
+    assert not [name for name in os.listdir(checkpoints.checkpoint_dir(run_dir)) if name.startswith(".partial")]
 
 
 RESUMABLE_RUN = textwrap.dedent(
