@@ -14,8 +14,14 @@ named input ``images`` and named outputs:
   ``[B, H, W, C]`` -> ``{"euler": [B, 3] (radians, each in (-pi, pi]), "rotation": [B, 3, 3]}``.
 
 Rotations are camera rotations in the authors' convention ``Rz(-t) Rx(e - pi/2) Rz(-a)``
-(abc_tf.evaluation.pose). Images of the wrong shape fail with an ``InvalidArgumentError``
-naming the expected shape; float images outside [0, 1] fail with one naming the uint8 endpoint.
+(abc_tf.evaluation.pose). Inputs are checked inside the graph, so the checks hold for any
+client: images of the wrong shape fail with an ``InvalidArgumentError`` naming the expected
+shape; float images outside [0, 1] fail with one naming the uint8 endpoint; integer pixels
+outside 0..255 fail. Each endpoint is also traced for the other common dtypes, so that a NumPy
+array of the wrong dtype reaches a check naming the right endpoint instead of being cast
+(float [0, 1] values cast to uint8 are all 0): floats given to ``*_uint8`` and integers given to
+the float endpoints are refused; int32/int64 pixels in 0..255 are accepted by ``*_uint8`` and
+float16/float64 images by the float endpoints. An empty batch gives empty outputs.
 """
 
 from __future__ import annotations
@@ -28,7 +34,10 @@ import tensorflow as tf
 
 from abc_tf.model import to_float_images
 
-_INPUT_TYPES = (("", tf.float32), ("_uint8", tf.uint8))
+# suffix -> the input dtypes the endpoint takes; the first is its Serving signature's.
+_INPUT_TYPES = {"": (tf.float32, tf.float16, tf.float64), "_uint8": (tf.uint8, tf.int32, tf.int64)}
+# Traced only to refuse them with a message naming the endpoint that takes them.
+_REFUSED_TYPES = {"": (tf.uint8, tf.int32, tf.int64), "_uint8": (tf.float32, tf.float16, tf.float64)}
 
 
 def checked_images(images: tf.Tensor, image_shape: tuple[int, int, int], endpoint: str) -> tf.Tensor:
@@ -51,7 +60,13 @@ def checked_images(images: tf.Tensor, image_shape: tuple[int, int, int], endpoin
             dims_ok, [f"{endpoint}: images must have shape {expected} (add a batch axis for one image); got shape", shape]
         )
     ]
-    if images.dtype != tf.uint8:
+    if images.dtype.is_integer and images.dtype != tf.uint8:
+        # Casting to uint8 would wrap 256 around to 0.
+        in_range = tf.logical_and(tf.reduce_all(images >= 0), tf.reduce_all(images <= 255))
+        checks.append(tf.debugging.Assert(in_range, [f"{endpoint}: integer pixels must lie in 0..255"]))
+        images = tf.cast(images, tf.uint8)
+    elif images.dtype != tf.uint8:
+        images = tf.cast(images, tf.float32)
         # Catches 0..255 pixels passed as floats, which would silently give wrong poses.
         in_range = tf.logical_and(tf.reduce_all(images >= 0.0), tf.reduce_all(images <= 1.0))
         checks.append(
@@ -62,6 +77,9 @@ def checked_images(images: tf.Tensor, image_shape: tuple[int, int, int], endpoin
         )
     with tf.control_dependencies(checks):
         images = tf.identity(images)
+    # A call with a concrete wrong shape is shape-checked when the graph is instantiated, before
+    # the assertions run; the cond hides the shape so that the assertion's message is the error.
+    images = tf.cond(dims_ok, lambda: images, lambda: tf.zeros([0, *image_shape], images.dtype))
     return to_float_images(tf.ensure_shape(images, (None, *image_shape)))
 
 
@@ -71,14 +89,30 @@ def _add_endpoints(
     image_shape: tuple[int, int, int],
     body: Callable[[tf.Tensor], dict[str, tf.Tensor]],
 ) -> None:
-    """Adds ``name`` (float32 input) and ``name_uint8``, each running ``body(float_images)``."""
-    for suffix, dtype in _INPUT_TYPES:
+    """Adds ``name`` (float input) and ``name_uint8``, each running ``body(float_images)``."""
+    for suffix, dtypes in _INPUT_TYPES.items():
         endpoint = name + suffix
+        other = name + ("_uint8" if suffix == "" else "")
+        wanted = "float images in [0, 1]" if suffix == "" else "uint8 pixels 0..255"
 
-        def serve(images, endpoint=endpoint):
-            return body(checked_images(images, image_shape, endpoint))
+        @tf.function
+        def serve(images, endpoint=endpoint, other=other, wanted=wanted, accepted=dtypes):
+            if images.dtype not in accepted:
+                refuse = tf.debugging.Assert(
+                    False, [f"{endpoint} takes {wanted}, got dtype {images.dtype.name}; call {other} for these images"]
+                )
+                with tf.control_dependencies([refuse]):
+                    return {"refused": tf.zeros([0])}
+            float_images = checked_images(images, image_shape, endpoint)
+            # The networks cannot run on an empty batch (reshapes of size 0 fail): run one blank
+            # image instead and return none of it.
+            count = tf.shape(float_images)[0]
+            padded = tf.cond(count > 0, lambda: float_images, lambda: tf.zeros([1, *image_shape], tf.float32))
+            return {key: value[:count] for key, value in body(padded).items()}
 
-        archive.add_endpoint(name=endpoint, fn=serve, input_signature=[tf.TensorSpec(None, dtype, name="images")])
+        for dtype in dtypes + _REFUSED_TYPES[suffix]:  # the first trace is the Serving signature
+            serve.get_concrete_function(tf.TensorSpec(None, dtype, name="images"))
+        archive.add_endpoint(name=endpoint, fn=serve)
 
 
 def _encoder_archive(encoder: keras.Model) -> keras.export.ExportArchive:

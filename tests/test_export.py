@@ -1,5 +1,6 @@
 """Pose SavedModel export: load in a fresh process without project code, same outputs as Keras."""
 
+import concurrent.futures
 import os
 import subprocess
 import sys
@@ -108,8 +109,48 @@ def test_bad_images_get_clear_errors(exported):
         loaded.regress_pose_uint8(np.zeros((2, 32, 32, 3), np.uint8))
     with pytest.raises(tf.errors.InvalidArgumentError, match="float images must lie in \\[0, 1\\]; pass 0..255 pixels as uint8 to embed_uint8"):
         loaded.embed(np.full((1, *IMAGE_SHAPE), 200.0, np.float32))
-    with pytest.raises(TypeError, match="float32"):
-        loaded.lookup_pose(tf.zeros((1, *IMAGE_SHAPE), tf.float64))
+
+
+
+def test_inputs_of_the_wrong_dtype_or_range_are_refused_naming_the_right_endpoint(exported):
+    path, encoder, _, images, _ = exported
+    loaded = tf.saved_model.load(path)
+    floats = images[:3] / 255.0  # NumPy float64 in [0, 1]: a cast to uint8 would make them all black
+    with pytest.raises(tf.errors.InvalidArgumentError, match="lookup_pose_uint8 takes uint8 pixels 0..255, got dtype float64; call lookup_pose"):
+        loaded.lookup_pose_uint8(floats)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="embed_uint8 takes uint8 pixels 0..255, got dtype float32; call embed"):
+        loaded.embed_uint8(floats.astype(np.float32))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="embed takes float images in \\[0, 1\\], got dtype uint8; call embed_uint8"):
+        loaded.embed(images[:3])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="lookup_pose_uint8: integer pixels must lie in 0..255"):
+        loaded.lookup_pose_uint8(images[:3].astype(np.int32) + 200)  # 455 would wrap around to 199
+    # Accepted: integer pixels in range, float64 images in [0, 1]; both give the uint8 answers.
+    want = loaded.lookup_pose_uint8(images[:3])["neighbour_index"].numpy()
+    np.testing.assert_array_equal(loaded.lookup_pose_uint8(images[:3].astype(np.int64))["neighbour_index"], want)
+    np.testing.assert_array_equal(loaded.lookup_pose(floats)["neighbour_index"], want)
+
+
+def test_an_empty_batch_gives_empty_outputs_of_the_right_shapes(exported):
+    loaded = tf.saved_model.load(exported[0])
+    for endpoint, images in (("", np.zeros((0, *IMAGE_SHAPE), np.float32)), ("_uint8", np.zeros((0, *IMAGE_SHAPE), np.uint8))):
+        assert loaded.__getattribute__("embed" + endpoint)(images)["embeddings"].shape == (0, 8)
+        lookup = loaded.__getattribute__("lookup_pose" + endpoint)(images)
+        assert {key: tuple(value.shape) for key, value in lookup.items()} == {
+            "rotation": (0, 3, 3), "euler": (0, 3), "neighbour_index": (0,), "similarity": (0,)
+        }
+        assert loaded.__getattribute__("regress_pose" + endpoint)(images)["rotation"].shape == (0, 3, 3)
+
+
+def test_concurrent_callers_of_one_loaded_model_get_the_answers_of_one_caller(exported):
+    loaded = tf.saved_model.load(exported[0])
+    rng = np.random.default_rng(1)
+    batches = [rng.integers(0, 256, (size, *IMAGE_SHAPE), dtype=np.uint8) for size in (1, 5, 32, 7) * 4]
+    alone = [loaded.lookup_pose_uint8(batch) for batch in batches]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        together = list(pool.map(loaded.lookup_pose_uint8, batches))
+    for one, many in zip(alone, together):
+        np.testing.assert_array_equal(many["neighbour_index"], one["neighbour_index"])
+        np.testing.assert_allclose(many["similarity"], one["similarity"], rtol=1e-5, atol=1e-6)
 
 
 def test_export_refuses_inconsistent_dictionaries(tmp_path):
