@@ -7,8 +7,6 @@ import os
 import platform
 import re
 
-import tensorflow as tf
-
 BENCHMARKS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "BENCHMARKS.md")
 HEADER = (
     "# Benchmarks\n\n"
@@ -18,6 +16,10 @@ HEADER = (
 
 
 def machine_line() -> str:
+    # Imported here, not above: write_section also runs where TensorFlow is not installed
+    # (benchmarks/gpu.py on a GPU machine that has only JAX).
+    import tensorflow as tf
+
     devices = ", ".join(device.device_type for device in tf.config.list_physical_devices())
     return (
         f"Measured {datetime.date.today().isoformat()} on {platform.machine()}, {os.cpu_count()} CPU cores, "

@@ -17,7 +17,7 @@ angles is :func:`decode_angles`.
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from models import register
 
@@ -75,19 +75,19 @@ def spherical_regression_head(embedding_dim: int = 64, hidden_units: int = HIDDE
     return keras.Model(embeddings, outputs, name="spherical_regression")
 
 
-def quadrant_labels(angles: tf.Tensor) -> tf.Tensor:
+def quadrant_labels(angles) -> "keras.KerasTensor":
     """Angles [..., 3] (radians) -> quadrant classes [..., 3] int32, 2 * [sin < 0] + [cos < 0].
 
     A sine or cosine of exactly 0 counts as positive (the magnitude is 0 there, so either sign
     decodes to the same angle).
     """
-    angles = tf.convert_to_tensor(angles, tf.float32)
-    negative_sin = tf.cast(tf.sin(angles) < 0, tf.int32)
-    negative_cos = tf.cast(tf.cos(angles) < 0, tf.int32)
+    angles = ops.convert_to_tensor(angles, "float32")
+    negative_sin = ops.cast(ops.sin(angles) < 0, "int32")
+    negative_cos = ops.cast(ops.cos(angles) < 0, "int32")
     return 2 * negative_sin + negative_cos
 
 
-def spherical_regression_loss(angles: tf.Tensor, outputs: dict[str, tf.Tensor]) -> tf.Tensor:
+def spherical_regression_loss(angles, outputs: dict):
     """Magnitude loss + quadrant cross entropy, averaged over the batch and the 3 angles.
 
     angles: [B, 3] true Euler angles in radians; outputs: the head's dict.
@@ -95,25 +95,25 @@ def spherical_regression_loss(angles: tf.Tensor, outputs: dict[str, tf.Tensor]) 
     norm, so this is 1 - their dot product (0 when equal). Quadrant: sparse categorical cross
     entropy of the 4 logits against :func:`quadrant_labels`.
     """
-    angles = tf.cast(angles, tf.float32)
-    target = tf.stack([tf.abs(tf.sin(angles)), tf.abs(tf.cos(angles))], axis=-1)  # [B, 3, 2], unit norm
-    magnitude = tf.cast(outputs["magnitude"], tf.float32)
-    cosine = tf.reduce_sum(tf.math.l2_normalize(magnitude, axis=-1) * target, axis=-1)
-    magnitude_loss = tf.reduce_mean(1.0 - cosine)
-    quadrant_loss = tf.reduce_mean(
-        tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=quadrant_labels(angles), logits=tf.cast(outputs["quadrant_logits"], tf.float32)
+    angles = ops.cast(angles, "float32")
+    target = ops.stack([ops.abs(ops.sin(angles)), ops.abs(ops.cos(angles))], axis=-1)  # [B, 3, 2], unit norm
+    magnitude = ops.cast(outputs["magnitude"], "float32")
+    cosine = ops.sum(ops.normalize(magnitude, axis=-1, order=2) * target, axis=-1)
+    magnitude_loss = ops.mean(1.0 - cosine)
+    quadrant_loss = ops.mean(
+        ops.sparse_categorical_crossentropy(
+            quadrant_labels(angles), ops.cast(outputs["quadrant_logits"], "float32"), from_logits=True
         )
     )
     return magnitude_loss + quadrant_loss
 
 
-def decode_angles(outputs: dict[str, tf.Tensor]) -> tf.Tensor:
+def decode_angles(outputs: dict):
     """Head outputs -> Euler angles [B, 3] in radians, ``atan2(s_sin |sin|, s_cos |cos|)``.
 
     The signs come from the most likely quadrant class. Result in (-pi, pi].
     """
-    magnitude = tf.cast(outputs["magnitude"], tf.float32)
-    quadrant = tf.argmax(outputs["quadrant_logits"], axis=-1)
-    signs = tf.gather(tf.constant(QUADRANT_SIGNS, tf.float32), quadrant)  # [B, 3, 2]
-    return tf.atan2(signs[..., 0] * magnitude[..., 0], signs[..., 1] * magnitude[..., 1])
+    magnitude = ops.cast(outputs["magnitude"], "float32")
+    quadrant = ops.argmax(outputs["quadrant_logits"], axis=-1)
+    signs = ops.take(ops.convert_to_tensor(QUADRANT_SIGNS, "float32"), quadrant, axis=0)  # [B, 3, 2]
+    return ops.arctan2(signs[..., 0] * magnitude[..., 0], signs[..., 1] * magnitude[..., 1])

@@ -37,3 +37,36 @@ def test_eager_and_fit_runners_train_the_same_step():
     model = loops.compiled_model(build)
     assert loops.pipeline_fit_rate(model, tf.data.Dataset.from_tensors(batch).repeat(), 2, 2) > 0
     assert int(model.optimizer.iterations.numpy()) == 6  # three epochs of two steps, the first uncounted
+
+
+def test_keras_ops_restatement_of_the_loss_matches_abc_tf_losses():
+    # benchmarks/gpu_keras.py trains on JAX with this restatement; it must be the library's loss.
+    from abc_tf import losses
+    from benchmarks import gpu_keras
+
+    rng = np.random.default_rng(3)
+    sets = [tf.constant(rng.normal(size=(2, n, 5)), tf.float32) for n in (6, 4, 6, 4)]
+    for similarity, temperature in (("l2sq", 1.0), ("l2", 0.5), ("cosine", 0.1)):
+        for views in (sets[:2], sets):
+            expected, _ = losses.abc_loss(*views[:2], similarity, temperature, *views[2:])
+            got = gpu_keras.abc_loss_ops(*views[:2], similarity, temperature, *views[2:])
+            np.testing.assert_allclose(float(got), float(expected), rtol=1e-5)
+
+
+def test_gpu_keras_lays_out_each_preset_batch():
+    from benchmarks import gpu_keras
+
+    assert gpu_keras.experiment_settings("mnist")["set_shapes"] == [(1, 64, 28, 28, 1)] * 2
+    # pose_quick: double augmentation, so set_a, set_b and their second views.
+    assert gpu_keras.experiment_settings("pose_quick")["set_shapes"] == [(4, 32, 32, 32, 3)] * 4
+
+
+def test_gpu_benchmark_on_a_machine_without_a_gpu_says_so_and_exits_0():
+    import subprocess
+    import sys
+
+    completed = subprocess.run(
+        [sys.executable, "benchmarks/gpu.py", "--backend=tensorflow", "--no_write"], capture_output=True, text=True
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "No GPU is visible to tensorflow" in completed.stdout

@@ -1,0 +1,205 @@
+"""ABC training steps on Keras 3's JAX backend: the GPU measurement where TensorFlow is absent.
+
+The lent GPU machines of this project carry JAX but not TensorFlow, and TensorFlow's GPU build
+(about 600 MB, plus CUDA 12 libraries) cannot be carried to them. This module times what the
+hardware gives the same architectures and loss: the encoders of ``models`` (pure Keras, the
+layers of the paper's tables) and the ABC loss restated in ``keras.ops`` below (the tests check
+it against ``abc_tf.losses``), trained with Adam by one jitted stateless step, so every figure
+is XLA-compiled. What it leaves out is TensorFlow's own path (``ABCModel.fit``, tf.data), which
+``benchmarks/gpu.py --backend=tensorflow`` measures on a GPU machine with TensorFlow.
+
+It runs one experiment per process (so the peak device memory belongs to that experiment) and
+prints one ``RESULT{json}`` line; ``benchmarks/gpu.py`` starts it and writes the section.
+
+  KERAS_BACKEND=jax python benchmarks/gpu_keras.py --experiment=mnist [--batches=FILE.npz]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+try:  # the step is JAX's; the loss restatement alone is also imported (and tested) under TensorFlow
+    import jax
+except ImportError:
+    jax = None
+from keras import ops  # noqa: E402
+
+import models  # noqa: E402
+from abc_tf.config import get_preset  # noqa: E402
+
+# Image shape of each experiment's data family (the families themselves need TensorFlow).
+IMAGE_SHAPES = {"mnist": (28, 28, 1), "shapes3d": (64, 64, 3)}
+PRECISIONS = ("float32", "mixed_float16", "mixed_bfloat16")
+
+
+def similarity_ops(x, y, similarity: str):
+    """[P, N, D], [P, M, D] -> [P, N, M]; the l2sq, l2 and cosine forms of abc_tf.losses."""
+    if similarity == "cosine":
+        x = ops.normalize(x, axis=-1, order=2)
+        y = ops.normalize(y, axis=-1, order=2)
+        return ops.matmul(x, ops.swapaxes(y, -1, -2))
+    squared = (
+        ops.sum(ops.square(x), axis=-1)[..., :, None]
+        + ops.sum(ops.square(y), axis=-1)[..., None, :]
+        - 2.0 * ops.matmul(x, ops.swapaxes(y, -1, -2))
+    )
+    squared = ops.maximum(squared, 0.0)
+    if similarity == "l2sq":
+        return -squared
+    if similarity == "l2":
+        return -ops.sqrt(squared + 1e-9)
+    raise ValueError(f"The keras.ops restatement has no similarity {similarity!r} (l2sq, l2, cosine).")
+
+
+def abc_loss_ops(set_a, set_b, similarity: str, temperature: float, set_a_view2=None, set_b_view2=None):
+    """The symmetric ABC loss, as ``abc_tf.losses.abc_loss`` computes it, in backend-neutral ops."""
+
+    def cycle(start, through, target):
+        alpha = ops.softmax(similarity_ops(start, through, similarity) / temperature, axis=-1)
+        logits = similarity_ops(ops.matmul(alpha, through), target, similarity) / temperature
+        return -ops.mean(ops.diagonal(ops.log_softmax(logits, axis=-1), axis1=-2, axis2=-1))
+
+    target_a = set_a if set_a_view2 is None else set_a_view2
+    target_b = set_b if set_b_view2 is None else set_b_view2
+    return cycle(set_a, set_b, target_a) + cycle(set_b, set_a, target_b)
+
+
+def experiment_settings(experiment: str) -> dict:
+    """Model, image shape, batch layout and loss of a preset, without its (TensorFlow) data family."""
+    config = get_preset(experiment)
+    shape = IMAGE_SHAPES.get(config.data, (config.image_size, config.image_size, 3))
+    views = 2 if config.double_augmentation else 1
+    return {
+        "config": config,
+        "image_shape": shape,
+        # set_a, set_b, then their second views: [P, N, H, W, C] each.
+        "set_shapes": [(config.pairs_per_step, config.set_size) + shape] * (2 * views),
+    }
+
+
+def make_step(encoder: keras.Model, optimizer: keras.optimizers.Optimizer, settings: dict):
+    """A jitted training step (state, images) -> (state, loss); images is the tuple of sets."""
+    config = settings["config"]
+    sizes = [shape[0] * shape[1] for shape in settings["set_shapes"]]
+
+    def loss_fn(trainable, non_trainable, images):
+        flat = ops.concatenate(
+            [ops.reshape(ops.cast(x, "float32") / 255.0, (-1,) + settings["image_shape"]) for x in images], axis=0
+        )
+        embeddings, non_trainable = encoder.stateless_call(trainable, non_trainable, flat, training=True)
+        embeddings = ops.cast(embeddings, "float32")
+        pieces, start = [], 0
+        for shape, size in zip(settings["set_shapes"], sizes):
+            pieces.append(ops.reshape(embeddings[start:start + size], (shape[0], shape[1], -1)))
+            start += size
+        loss = abc_loss_ops(*pieces[:2], config.similarity, config.temperature, *pieces[2:])
+        return loss, non_trainable
+
+    gradient_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    @jax.jit
+    def step(state, images):
+        trainable, non_trainable, optimizer_variables = state
+        (loss, non_trainable), gradients = gradient_fn(trainable, non_trainable, images)
+        trainable, optimizer_variables = optimizer.stateless_apply(optimizer_variables, gradients, trainable)
+        return (trainable, non_trainable, optimizer_variables), loss
+
+    return step
+
+
+def build(experiment: str, precision: str):
+    settings = experiment_settings(experiment)
+    config = settings["config"]
+    keras.config.set_dtype_policy(precision)
+    keras.utils.set_random_seed(0)
+    encoder = models.build(config.model, embedding_dim=config.embedding_dim, input_shape=settings["image_shape"])
+    keras.config.set_dtype_policy("float32")
+    optimizer = keras.optimizers.Adam(config.learning_rate)
+    optimizer.build(encoder.trainable_variables)
+    state = (
+        [v.value for v in encoder.trainable_variables],
+        [v.value for v in encoder.non_trainable_variables],
+        [v.value for v in optimizer.variables],
+    )
+    return settings, make_step(encoder, optimizer, settings), state
+
+
+def time_steps(experiment: str, precision: str, seconds: float, max_steps: int) -> dict:
+    """Compile time, then steps/s over up to ``max_steps`` steps or ``seconds``, on random uint8 sets."""
+    settings, step, state = build(experiment, precision)
+    rng = np.random.default_rng(0)
+    images = tuple(jax.device_put(rng.integers(0, 256, size=shape, dtype=np.uint8)) for shape in settings["set_shapes"])
+    start = time.perf_counter()
+    state, loss = step(state, images)
+    loss.block_until_ready()
+    compile_s = time.perf_counter() - start
+    steps, start = 0, time.perf_counter()
+    while steps < max_steps and time.perf_counter() - start < seconds:
+        for _ in range(10):  # dispatch ahead; the device runs the queue
+            state, loss = step(state, images)
+        steps += 10
+        loss.block_until_ready()
+    rate = steps / (time.perf_counter() - start)
+    images_per_step = sum(int(np.prod(shape[:2])) for shape in settings["set_shapes"])
+    return {
+        "precision": precision, "compile_s": compile_s, "steps_per_s": rate,
+        "images_per_s": rate * images_per_step, "images_per_step": images_per_step,
+        "loss_finite": bool(np.isfinite(float(loss))),
+    }
+
+
+def train_real_batches(path: str, precision: str) -> dict:
+    """Trains the mnist preset from scratch on the batches of ``path`` (made by TensorFlow's own
+    MNIST pipeline, see gpu.py --make_batches), one batch a step; wall time from the model's
+    construction to the last step's result, compile included, as the paper's "500 steps in under
+    30 s on a V100" counts it."""
+    with np.load(path) as stored:
+        set_a, set_b = stored["set_a"], stored["set_b"]  # [steps, P, N, 28, 28, 1] uint8
+    start = time.perf_counter()
+    settings, step, state = build("mnist", precision)
+    set_a, set_b = jax.device_put(set_a), jax.device_put(set_b)
+    losses = []
+    for index in range(len(set_a)):
+        state, loss = step(state, (set_a[index], set_b[index]))
+        losses.append(loss)
+    losses = [float(value) for value in losses]  # waits for the last step
+    return {
+        "precision": precision, "steps": len(losses), "wall_s": time.perf_counter() - start,
+        "loss_first_50": float(np.mean(losses[:50])), "loss_last_50": float(np.mean(losses[-50:])),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--experiment", required=True)
+    parser.add_argument("--precisions", default=",".join(PRECISIONS))
+    parser.add_argument("--seconds", type=float, default=8.0, help="Timed seconds per precision, after compiling.")
+    parser.add_argument("--max_steps", type=int, default=2000)
+    parser.add_argument("--batches", default="", help="npz of real MNIST batches for the 500-step run (mnist only).")
+    args = parser.parse_args()
+    if jax is None or keras.backend.backend() != "jax":
+        sys.exit("gpu_keras.py needs JAX: run it with KERAS_BACKEND=jax (benchmarks/gpu.py does).")
+    device = jax.devices()[0]
+    result = {"experiment": args.experiment, "device": device.device_kind, "platform": device.platform,
+              "jax": jax.__version__, "keras": keras.__version__, "rates": []}
+    for precision in args.precisions.split(","):
+        result["rates"].append(time_steps(args.experiment, precision, args.seconds, args.max_steps))
+        print(result["rates"][-1], file=sys.stderr, flush=True)
+    if args.batches:
+        result["real"] = [train_real_batches(args.batches, precision) for precision in ("float32", "mixed_bfloat16")]
+    stats = device.memory_stats() or {}
+    result["peak_memory_mb"] = stats.get("peak_bytes_in_use", 0) / 2**20
+    print("RESULT" + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
