@@ -89,12 +89,11 @@ def _write_json(path: str, value) -> None:
 
 
 def _read_config(path: str):
-    from abc_tf.config import ExperimentConfig
+    from abc_tf.config import read_config
 
     if not os.path.isfile(path):
         raise ValueError(f"{path} does not exist: pass --config with the run's config.json.")
-    with open(path) as handle:
-        return ExperimentConfig.from_json(handle.read())
+    return read_config(path)
 
 
 def evaluate_factor_run(config, encoder, out_dir: str, settings) -> dict:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 from typing import Any
 
 SIMILARITIES = ("l2sq", "l2", "l1", "linf", "cosine")
+# Fields naming files or folders: checked to exist whenever they are set, by every family.
+PATH_FIELDS = ("data_path", "real_data_path", "pose_test_list", "pose_test_images")
 LOSS_TYPES = ("abc", "contrastive")
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 
@@ -119,11 +122,28 @@ class ExperimentConfig:
             raise ValueError(f"Unknown similarity {self.similarity!r}; choose one of {', '.join(SIMILARITIES)}.")
         if self.loss not in LOSS_TYPES:
             raise ValueError(f"Unknown loss {self.loss!r}; choose one of {', '.join(LOSS_TYPES)}.")
+        for name in PATH_FIELDS:
+            path = getattr(self, name)
+            if path and not os.path.exists(path):
+                raise ValueError(f"--{name}={path} does not exist.")
 
     @property
     def length_scale(self) -> float:
         """Scale in embedding space below which the loss sees no difference (SPEC.md section 1)."""
         return length_scale(self.similarity, self.temperature)
+
+
+def read_config(path: str) -> ExperimentConfig:
+    """The config stored at ``path`` (a run's config.json); a ValueError naming the file when it
+    is missing or damaged."""
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} does not exist: pass a run directory written by train.py.")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return ExperimentConfig.from_json(handle.read())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"{path} is not a readable run config ({message}).") from None
 
 
 def length_scale(similarity: str, temperature: float) -> float:

@@ -33,7 +33,8 @@ import tensorflow as tf
 
 import models
 from abc_tf import checkpoints, data, export, schedules
-from abc_tf.config import ExperimentConfig
+from abc_tf import config as config_lib
+from abc_tf.config import ExperimentConfig, read_config
 from abc_tf.model import ABCModel, is_multi_worker
 
 CONFIG_FILE = "config.json"
@@ -76,6 +77,14 @@ def build_encoder(config: ExperimentConfig, seed: int | None = None) -> keras.Mo
         if kwargs:
             raise ValueError(f"--backbone_weights: model {config.model!r} has no pretrained backbone (s5 has).") from None
         raise
+    except ValueError as error:
+        if "output size would be zero or negative" not in str(error):
+            raise
+        size = f" (--image_size={config.image_size})" if "image_size" in config_lib.FAMILY_FIELDS.get(config.data, ()) else ""
+        raise ValueError(
+            f"--model={config.model} cannot take images of shape {tuple(image_shape)}{size}: its convolutions "
+            "shrink them to nothing; use larger images."
+        ) from None
 
 
 def build_model(config: ExperimentConfig, encoder: keras.Model) -> ABCModel:
@@ -203,16 +212,6 @@ def check_run_dir(config: ExperimentConfig, run_dir: str, allow_changes: Sequenc
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise ValueError(f"--output_dir={run_dir} is an existing file, not a directory.")
     return config_changes(run_dir, config, allow_changes)
-
-
-def read_config(path: str) -> ExperimentConfig:
-    """The config stored at ``path``; a ValueError naming the file when it is damaged."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return ExperimentConfig.from_json(handle.read())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError) as error:
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ValueError(f"{path} is not a readable run config ({message}).") from None
 
 
 def _write_json_atomically(path: str, text: str) -> None:
@@ -424,10 +423,12 @@ def train(
     family = data.family_module(config.data)
     saved = checkpoints.list_checkpoints(run_dir)
     start_step = saved[-1][0] if saved else 0
-    dataset = make_family_dataset(family, config, start_step)
+    # The model first: it fails fast (an image size too small, pretrained weights that cannot
+    # be fetched), while building the data can take a minute.
     with strategy.scope():
         encoder = build_encoder(config)
         model = build_model(config, encoder)
+    dataset = make_family_dataset(family, config, start_step)
     # Only the chief of a multi-worker run writes run_dir; the other workers compute the same
     # values and keep their logs and exports apart. Written once the data and the model are
     # known to work, so a bad flag leaves no config.json to contradict its correction.

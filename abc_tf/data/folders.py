@@ -126,6 +126,19 @@ def _convert_channels(image: np.ndarray, channels: int) -> np.ndarray:
     return np.clip(np.rint(luma), 0, 255).astype(np.uint8)[..., np.newaxis]
 
 
+def _read_with_pillow(path: str) -> np.ndarray | None:
+    """uint8 [H, W, 1 or 3] by Pillow, or None when Pillow cannot read the file either."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            image = image.convert("L" if image.mode in ("1", "L", "I;16", "I", "F") else "RGB")
+            array = np.asarray(image, np.uint8)
+    except (OSError, ValueError, SyntaxError):  # Pillow's errors for unreadable or corrupt files
+        return None
+    return array[..., np.newaxis] if array.ndim == 2 else array
+
+
 def read_image(path: str | os.PathLike, channels: int) -> np.ndarray:
     """Decodes one image file to uint8 [H, W, channels] at its own size.
 
@@ -143,8 +156,11 @@ def read_image(path: str | os.PathLike, channels: int) -> np.ndarray:
             # channels=0 keeps the file's own channels; expand_animations=False: a GIF's first frame.
             image = tf.io.decode_image(encoded, channels=0, dtype=tf.uint8, expand_animations=False).numpy()
     except (tf.errors.OpError, OSError) as error:
-        message = getattr(error, "message", str(error)).splitlines()[0]
-        raise ValueError(f"Cannot read image {path}: {message}") from None
+        # TensorFlow's decoders miss some valid files (1-bit and palette BMPs); Pillow reads them.
+        image = _read_with_pillow(path)
+        if image is None:
+            message = getattr(error, "message", str(error)).splitlines()[0]
+            raise ValueError(f"Cannot read image {path}: {message}") from None
     if image.ndim != 3 or image.shape[0] == 0 or image.shape[1] == 0:
         raise ValueError(f"Cannot read image {path}: decoded shape {image.shape} is not [H, W, C].")
     return _convert_channels(image, channels)
@@ -273,8 +289,16 @@ def read_labels_csv(path: str | os.PathLike, files: Sequence[str]) -> dict[str, 
     """
     path = str(path)
     # utf-8-sig: spreadsheet programs often start CSV files with a byte-order mark.
-    with open(path, newline="", encoding="utf-8-sig") as handle:
-        rows = list(csv.reader(handle))
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            rows = list(csv.reader(handle))
+    except UnicodeDecodeError as error:
+        raise ValueError(
+            f"{path} is not UTF-8 text (byte {error.object[error.start]:#x} at offset {error.start}); "
+            "save the label CSV as UTF-8."
+        ) from None
+    except csv.Error as error:
+        raise ValueError(f"{path} is not a readable CSV file ({error}).") from None
     if not rows:
         raise ValueError(f"{path}: the label CSV is empty (a header row is needed).")
     header = [name.strip() for name in rows[0]]

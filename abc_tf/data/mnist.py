@@ -27,6 +27,8 @@ import functools
 import gzip
 import logging
 import os
+import zipfile
+import zlib
 
 import numpy as np
 import tensorflow as tf
@@ -88,8 +90,8 @@ def read_idx(path: str) -> np.ndarray:
     try:
         with _open(path) as handle:
             content = handle.read()
-    except OSError as error:
-        raise ValueError(f"Cannot read IDX file {path}: {error}") from error
+    except (OSError, EOFError, zlib.error) as error:  # unreadable, truncated or corrupt gzip
+        raise ValueError(f"Cannot read IDX file {path}: {error or type(error).__name__}") from None
     if len(content) < 4 or content[0] != 0 or content[1] != 0 or content[2] not in _IDX_DTYPES:
         raise ValueError(f"{path} is not an IDX file (bad magic number {content[:4]!r}).")
     dtype = np.dtype(_IDX_DTYPES[content[2]])
@@ -174,13 +176,17 @@ def load_npz(path: str) -> MnistData:
     if not os.path.isfile(path):
         raise ValueError(f"MNIST .npz file {path!r} (--data_path) does not exist.")
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):  # a plain .npy file
+            raise ValueError("it holds one array, not an archive of named arrays")
+        with archive:
             missing = [key for key in NPZ_KEYS if key not in archive.files]
             if missing:
-                raise ValueError(f"MNIST .npz file {path!r} lacks arrays {missing}; it has {sorted(archive.files)}.")
+                raise ValueError(f"it lacks arrays {missing}; it has {sorted(archive.files)}")
             arrays = {key: archive[key] for key in NPZ_KEYS}
-    except (OSError, EOFError) as error:  # not a zip archive, truncated, ...
-        raise ValueError(f"Cannot read MNIST .npz file {path!r}: {error}") from error
+    # Not a zip archive (a text file), truncated, corrupt, object arrays (pickles are refused), ...
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
+        raise ValueError(f"Cannot read MNIST .npz file {path!r}: {error or type(error).__name__}.") from None
     return MnistData(**_check_arrays(arrays, path), source=f"npz:{os.path.abspath(path)}")
 
 

@@ -26,7 +26,7 @@ import keras
 import numpy as np
 
 from abc_tf import data
-from abc_tf.config import ExperimentConfig
+from abc_tf.config import ExperimentConfig, read_config
 from abc_tf.evaluation import mutual_info, plots, probes
 from abc_tf.model import to_float_images
 
@@ -283,18 +283,16 @@ def evaluate_encoder(
 
 
 def load_config(run_dir: str) -> ExperimentConfig:
-    path = os.path.join(run_dir, "config.json")
-    if not os.path.isfile(path):
-        raise ValueError(f"{path} does not exist: --run_dir must be a run directory written by train.py.")
-    with open(path) as handle:
-        return ExperimentConfig.from_json(handle.read())
+    return read_config(os.path.join(run_dir, "config.json"))
 
 
 def load_encoder(run_dir: str) -> keras.Model:
+    from abc_tf import training  # imported here: training imports the data families
+
     path = os.path.join(run_dir, "encoder.keras")
     if not os.path.isfile(path):
         raise ValueError(f"{path} does not exist: the run in {run_dir} has not finished training.")
-    return keras.saving.load_model(path, compile=False)
+    return training.load_keras_file(path)
 
 
 def seed_run_dirs(run_dir: str) -> list[str]:
