@@ -74,10 +74,10 @@ def main(argv: list[str]) -> None:
 
         for run_config, run_dir in runs:
             training.check_run_dir(run_config, run_dir, FLAGS.allow_config_change)  # before the callbacks' data
+            run_callbacks = evaluation_callbacks(run_config, run_dir)
             try:
                 result = training.train(
-                    run_config, run_dir, callbacks=evaluation_callbacks(run_config, run_dir),
-                    allow_changes=FLAGS.allow_config_change,
+                    run_config, run_dir, callbacks=run_callbacks, allow_changes=FLAGS.allow_config_change
                 )
             except KeyboardInterrupt:
                 _stop(_interrupted_message(run_dir), 130)
@@ -85,7 +85,7 @@ def main(argv: list[str]) -> None:
                 _stop(f"{error}\n{_nan_advice(error, run_config, run_dir)}", 1)
             except (training.RunStopped, checkpoints.CheckpointError) as error:
                 _stop(str(error), 1)
-            _print_summary(result)
+            _print_summary(result, _isolation_summary(run_callbacks, run_config, run_dir))
     except ValueError as error:
         _stop(str(error), 2)
 
@@ -129,7 +129,24 @@ def _interrupted_message(run_dir: str) -> str:
     )
 
 
-def _print_summary(result) -> None:
+def _isolation_summary(callbacks, config, run_dir: str) -> str | None:
+    """The per-factor table of the run's last isolation measurement, also written into run_dir."""
+    from abc_tf import run_summary
+    from abc_tf.callbacks import FactorIsolationCallback
+
+    for callback in callbacks:
+        if isinstance(callback, FactorIsolationCallback) and callback.history:
+            summary = run_summary.factor_summary(
+                callback.history[-1], callback.names, callback.inactive,
+                callback.num_classes or [len(set(column)) for column in callback.factors.T],
+                callback.length_scale, len(callback.images),
+            )
+            run_summary.write(run_dir, summary)
+            return run_summary.format_table(summary)
+    return None
+
+
+def _print_summary(result, isolation: str | None = None) -> None:
     history = result.history
     final = {key: values[-1] for key, values in history.items() if values}
     print(f"\nRun finished: {result.run_dir}")
@@ -137,15 +154,24 @@ def _print_summary(result) -> None:
         print("  final " + ", ".join(f"{key} {value:.4g}" for key, value in sorted(final.items())))
     else:
         print(f"  all {result.final_step} steps were trained already; the exports were written again")
-    for label, name in (
+    outputs = [
         ("config", "config.json"),
         ("TensorBoard logs", "logs"),
         ("checkpoints", "checkpoints"),
         ("encoder (Keras)", "encoder.keras"),
         ("SavedModel", "saved_model"),
-    ):
+    ]
+    if isolation:
+        outputs.append(("isolation table", "isolation_summary.json"))
+        outputs.append(("isolation figure", "isolation_summary.png"))
+    for label, name in outputs:
         print(f"  {label:17s} {os.path.join(result.run_dir, name)}")
-    print(f"  view with: tensorboard --logdir {os.path.join(result.run_dir, 'logs')}")
+    if isolation:
+        print("\n" + isolation)
+    print("\nNext:")
+    print(f"  tensorboard --logdir {os.path.join(result.run_dir, 'logs')}")
+    print(f"  python evaluate.py --run_dir={result.run_dir}     # full measures (the paper's MINE), figures")
+    print(f"  {_command({'steps': '<more>'})}     # extend this run")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ class FactorIsolationCallback(keras.callbacks.Callback):
       names: F factor names.
       length_scale: noise sigma of the measures (the loss's length scale).
       log_dir: folder of the summaries and projector files.
-      every_steps: steps between measurements (also measured before the first step).
+      every_steps: steps between measurements (also measured before the first step); 0: one
+        measurement at the end of training only (the run's summary, abc_tf.run_summary).
       inactive: factors the run drops (shaded in the figures).
       num_classes: values per factor (chance levels); default: distinct values seen.
       probe_settings / mine_settings: None skips that measure.
@@ -75,8 +76,8 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         seed: int = 0,
     ):
         super().__init__()
-        if every_steps <= 0:
-            raise ValueError(f"every_steps must be positive, got {every_steps}.")
+        if every_steps < 0:
+            raise ValueError(f"every_steps must be >= 0 (0: only at the end of training), got {every_steps}.")
         factors = np.asarray(factors)
         if len(images) != len(factors) or factors.ndim != 2 or factors.shape[1] != len(names):
             raise ValueError(
@@ -144,13 +145,16 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         return record
 
     def on_train_begin(self, logs=None):
+        if not self.every_steps:
+            return
         step = self._step()
         # A resumed run continues the schedule where it left off.
         self._next_step = step
         self._maybe_measure()
 
     def on_train_batch_end(self, batch, logs=None):
-        self._maybe_measure()
+        if self.every_steps:
+            self._maybe_measure()
 
     def _maybe_measure(self) -> None:
         step = self._step()
@@ -240,13 +244,13 @@ def write_projector_files(
 
 
 def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.callbacks.Callback]:
-    """The factor-isolation callback of ``config`` (empty when ``config.eval_every`` is 0 or the
-    data family has no labelled factors). Logs go to ``run_dir/logs/isolation``."""
+    """The factor-isolation callback of ``config`` (empty when the data family has no labelled
+    factors): every ``config.eval_every`` steps, or only at the end when that is 0, so that
+    every run on such data ends with its summary (abc_tf.run_summary). Logs go to
+    ``run_dir/logs/isolation``."""
     every = int(getattr(config, "eval_every", 0))
     if every < 0:
         raise ValueError(f"eval_every must be >= 0, got {every}.")
-    if every == 0:
-        return []
     try:
         names = isolation.factor_names(config)
     except ValueError:

@@ -61,7 +61,9 @@ def test_callback_logs_scalars_images_and_projector(tmp_path):
 
 
 def test_evaluation_callbacks_follow_the_config(tmp_path):
-    assert callbacks.evaluation_callbacks(ExperimentConfig(eval_every=0), str(tmp_path)) == []
+    # eval_every=0: one measurement at the end only, for the run's summary table.
+    (final_only,) = callbacks.evaluation_callbacks(ExperimentConfig(eval_every=0, eval_images=32), str(tmp_path))
+    assert final_only.every_steps == 0
     with pytest.raises(ValueError, match="eval_every"):
         callbacks.evaluation_callbacks(ExperimentConfig(eval_every=-1), str(tmp_path))
     built = callbacks.evaluation_callbacks(ExperimentConfig(eval_every=50, eval_images=32), str(tmp_path))
@@ -71,6 +73,6 @@ def test_evaluation_callbacks_follow_the_config(tmp_path):
 def test_bad_callback_arguments_raise(tmp_path):
     images, factors = _sample(8)
     with pytest.raises(ValueError, match="every_steps"):
-        callbacks.FactorIsolationCallback(images, factors, NAMES, 1.0, str(tmp_path), every_steps=0)
+        callbacks.FactorIsolationCallback(images, factors, NAMES, 1.0, str(tmp_path), every_steps=-1)
     with pytest.raises(ValueError, match="mismatch"):
         callbacks.FactorIsolationCallback(images, factors[:4], NAMES, 1.0, str(tmp_path), every_steps=1)

@@ -345,3 +345,31 @@ def plot_probe_accuracies(
     figure = plot_factor_bars(accuracy, names, inactive, None, "test accuracy", title, chance)
     figure.axes[0].set_ylim(0, 1.02)
     return _finish(figure, path)
+
+
+def plot_factor_summary(
+    mutual_information: np.ndarray,
+    accuracy: np.ndarray,
+    chance: Sequence[float],
+    names: Sequence[str],
+    inactive: Sequence[str] = (),
+    path: str | os.PathLike | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Two panels per factor, MI [F] (nats) and probe accuracy [F] with chance levels; inactive
+    factors shaded; a NaN (not measured) leaves its bar out. The end-of-run summary figure."""
+    figure = _new_figure(8.4, 3.0)
+    panels = ((mutual_information, "I(U; G) [nats]", None), (accuracy, "probe accuracy", chance))
+    for column, (values, label, levels) in enumerate(panels, start=1):
+        axes = figure.add_subplot(1, 2, column)
+        _shade_inactive(axes, names, inactive)
+        # MINE's bound can dip just below 0 where there is no information; drawn as 0.
+        heights = np.maximum(np.nan_to_num(np.asarray(values, np.float64)), 0.0)
+        axes.bar(np.arange(len(names)), heights, width=0.6, color="#4c72b0", zorder=2)
+        axes.set_ylim(bottom=0.0)
+        _chance_lines(axes, levels)
+        _factor_axes(axes, names, label)
+    if title:
+        figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return _finish(figure, path)

@@ -1,0 +1,110 @@
+"""What a finished run isolated: one row per known factor, printed by ``train.py`` at the end
+of a run and written into the run directory (``isolation_summary.json`` and ``.png``).
+
+The numbers are the last measurement of :class:`abc_tf.callbacks.FactorIsolationCallback`
+(cheap probes and a short MINE on its fixed labelled sample, noise at the loss's length
+scale); ``evaluate.py`` measures the same with the paper's long MINE. A factor counts as kept
+when its mutual information at the length scale is clearly above zero, as dropped when it is
+near zero: the training is meant to drop the inactive factors (SPEC.md section 4).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Sequence
+
+import numpy as np
+
+from abc_tf.evaluation import plots
+
+SUMMARY_JSON = "isolation_summary.json"
+SUMMARY_PNG = "isolation_summary.png"
+# MI in nats at the length scale. The short MINE reads 0.00-0.06 for factors a run dropped and
+# 0.3 and more for the factors it keeps (RESULTS.md, Shapes3D); in between is "weak".
+KEPT_NATS = 0.15
+DROPPED_NATS = 0.07
+# Without MI: the probe's accuracy above chance, as a fraction of the way from chance to 1.
+KEPT_PROBE = 0.15
+DROPPED_PROBE = 0.05
+
+
+def verdict(mutual_information: float | None, accuracy: float | None, chance: float) -> str:
+    """kept, weak or dropped, from the MI when measured, else from the probe accuracy."""
+    if mutual_information is not None:
+        value, kept, dropped = mutual_information, KEPT_NATS, DROPPED_NATS
+    elif accuracy is not None:
+        value, kept, dropped = (accuracy - chance) / max(1.0 - chance, 1e-9), KEPT_PROBE, DROPPED_PROBE
+    else:
+        return "?"
+    return "kept" if value >= kept else "dropped" if value < dropped else "weak"
+
+
+def factor_summary(
+    record: dict,
+    names: Sequence[str],
+    inactive: Sequence[str],
+    num_classes: Sequence[int],
+    sigma: float,
+    num_images: int,
+) -> dict:
+    """The summary of one measurement ``record`` (FactorIsolationCallback.history entry)."""
+    mutual_information = record.get("mine") or record.get("histogram") or {}
+    accuracy = record.get("probe_accuracy", {})
+    rows = []
+    for name, classes in zip(names, num_classes):
+        chance = 1.0 / classes
+        mi = mutual_information.get(name)
+        acc = accuracy.get(name)
+        rows.append({
+            "factor": name,
+            "trained_as": "inactive" if name in inactive else "active",
+            "mutual_information_nats": None if mi is None else float(mi),
+            "probe_accuracy": None if acc is None else float(acc),
+            "chance": chance,
+            "verdict": verdict(mi, acc, chance),
+        })
+    return {
+        "step": int(record["step"]),
+        "sigma": float(sigma),
+        "num_images": int(num_images),
+        "mi_estimator": "mine" if record.get("mine") else "histogram" if record.get("histogram") else None,
+        "factors": rows,
+    }
+
+
+def format_table(summary: dict) -> str:
+    """The summary as an aligned text table with a heading line."""
+    def number(value, digits):
+        # MINE's bound dips just below 0 when there is nothing to find; information is >= 0.
+        return "-" if value is None else f"{max(value, 0.0):.{digits}f}"
+
+    lines = [
+        f"What the run isolated at step {summary['step']} (noise sigma {summary['sigma']:g} = the loss's length "
+        f"scale; {summary['num_images']} labelled images):",
+        f"  {'factor':14s} {'trained as':10s} {'MI (nats)':>9s} {'probe acc':>9s} {'chance':>6s}  result",
+    ]
+    for row in summary["factors"]:
+        lines.append(
+            f"  {row['factor']:14s} {row['trained_as']:10s} {number(row['mutual_information_nats'], 2):>9s} "
+            f"{number(row['probe_accuracy'], 2):>9s} {row['chance']:6.2f}  {row['verdict']}"
+        )
+    return "\n".join(lines)
+
+
+def write(run_dir: str, summary: dict) -> tuple[str, str]:
+    """Writes the JSON and the figure (MI and probe accuracy per factor) into ``run_dir``."""
+    json_path = os.path.join(run_dir, SUMMARY_JSON)
+    with open(json_path + ".tmp", "w") as handle:
+        json.dump(summary, handle, indent=2)
+    os.replace(json_path + ".tmp", json_path)
+    names = [row["factor"] for row in summary["factors"]]
+    inactive = [row["factor"] for row in summary["factors"] if row["trained_as"] == "inactive"]
+    png_path = os.path.join(run_dir, SUMMARY_PNG)
+    plots.plot_factor_summary(
+        np.array([np.nan if row["mutual_information_nats"] is None else row["mutual_information_nats"] for row in summary["factors"]]),
+        np.array([np.nan if row["probe_accuracy"] is None else row["probe_accuracy"] for row in summary["factors"]]),
+        [row["chance"] for row in summary["factors"]], names, inactive, png_path,
+        title=f"step {summary['step']}, noise sigma {summary['sigma']:g} (inactive factors shaded)",
+    )
+    return json_path, png_path

@@ -1,0 +1,65 @@
+"""The end-of-run summary: which factors a run kept and dropped, printed and written to run_dir."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from abc_tf import run_summary
+
+NAMES = ["floor_hue", "wall_hue", "object_hue", "shape"]
+# A measurement as FactorIsolationCallback records it: wall hue dropped, floor and object hue kept.
+RECORD = {
+    "step": 600,
+    "probe_accuracy": {"floor_hue": 0.31, "wall_hue": 0.11, "object_hue": 0.24, "shape": 0.26},
+    "mine": {"floor_hue": 0.74, "wall_hue": -0.004, "object_hue": 0.41, "shape": 0.09},
+}
+
+
+def test_verdicts_table_and_files(tmp_path):
+    summary = run_summary.factor_summary(RECORD, NAMES, ["wall_hue"], [10, 10, 10, 4], sigma=1.0, num_images=512)
+    rows = {row["factor"]: row for row in summary["factors"]}
+    assert [rows[name]["verdict"] for name in NAMES] == ["kept", "dropped", "kept", "weak"]
+    assert rows["wall_hue"]["trained_as"] == "inactive" and rows["floor_hue"]["trained_as"] == "active"
+    assert rows["shape"]["chance"] == 0.25 and summary["mi_estimator"] == "mine"
+
+    table = run_summary.format_table(summary).splitlines()
+    assert table[0].startswith("What the run isolated at step 600 (noise sigma 1")
+    assert table[3].split() == ["wall_hue", "inactive", "0.00", "0.11", "0.10", "dropped"]  # -0.004 shown as 0
+    assert table[2].split() == ["floor_hue", "active", "0.74", "0.31", "0.10", "kept"]
+
+    json_path, png_path = run_summary.write(str(tmp_path), summary)
+    assert json.load(open(json_path)) == summary
+    assert open(png_path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_without_mutual_information_the_probe_decides():
+    record = {"step": 10, "probe_accuracy": {"a": 0.9, "b": 0.52}}
+    summary = run_summary.factor_summary(record, ["a", "b"], [], [2, 2], sigma=1.0, num_images=64)
+    assert [row["verdict"] for row in summary["factors"]] == ["kept", "dropped"]
+    assert summary["mi_estimator"] is None
+    assert "   -  " in run_summary.format_table(summary)
+
+
+def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_path, capsys):
+    import train
+    from abc_tf import callbacks, training
+    from abc_tf.config import get_preset
+
+    images = np.zeros((8, 4, 4, 3), np.uint8)
+    callback = callbacks.FactorIsolationCallback(
+        images, np.zeros((8, len(NAMES)), int), NAMES, 1.0, str(tmp_path / "logs"), 0, inactive=["wall_hue"],
+        num_classes=[10, 10, 10, 4],
+    )
+    callback.history.append(RECORD)
+    table = train._isolation_summary([callback], get_preset("shapes3d_demo"), str(tmp_path))
+    assert "wall_hue       inactive" in table and table.splitlines()[3].endswith("dropped")
+    assert os.path.exists(tmp_path / run_summary.SUMMARY_JSON) and os.path.exists(tmp_path / run_summary.SUMMARY_PNG)
+    result = training.TrainResult(encoder=None, history={"loss": [1.0]}, run_dir=str(tmp_path), final_step=600)
+    train._print_summary(result, table)
+    printed = capsys.readouterr().out
+    assert table in printed
+    assert f"tensorboard --logdir {tmp_path / 'logs'}" in printed and f"python evaluate.py --run_dir={tmp_path}" in printed
