@@ -26,12 +26,20 @@ def _squared_distances(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
     return tf.maximum(x_norms + y_norms - 2.0 * cross, 0.0)
 
 
+# l1 and linf compare coordinates one by one, through a [..., N, M, D] difference tensor. Up to
+# this many elements (128 MB in float32) it is built whole; beyond it, in chunks of coordinates
+# with a hand-written gradient, so memory stays O(N M) instead of O(N M D) (BENCHMARKS.md,
+# "Training cost against set size": sets of 1024 with 16 pairs would otherwise need 4 GB a tensor).
+DIFFERENCE_ELEMENTS = 2**25
+
+
 def pairwise_similarity(x: tf.Tensor, y: tf.Tensor, similarity: str) -> tf.Tensor:
     """Similarity s(x_i, y_j) for all pairs: [..., N, D], [..., M, D] -> [..., N, M].
 
     l2sq: -||x-y||^2; l2: -sqrt(||x-y||^2 + 1e-9); l1: -sum|x-y|; linf: -max|x-y|;
-    cosine: dot product of L2-normalised vectors. l2sq, l2 and cosine use a matmul and never
-    build the [N, M, D] difference tensor; l1 and linf have no such form and do.
+    cosine: dot product of L2-normalised vectors. l2sq, l2 and cosine use a matmul; l1 and
+    linf have no such form and build the [..., N, M, D] differences, in chunks of coordinates
+    when that tensor would exceed ``DIFFERENCE_ELEMENTS``.
     """
     if similarity == "l2sq":
         return -_squared_distances(x, y)
@@ -40,10 +48,83 @@ def pairwise_similarity(x: tf.Tensor, y: tf.Tensor, similarity: str) -> tf.Tenso
     if similarity == "cosine":
         return tf.matmul(tf.math.l2_normalize(x, axis=-1), tf.math.l2_normalize(y, axis=-1), transpose_b=True)
     if similarity in ("l1", "linf"):
-        differences = tf.abs(x[..., :, tf.newaxis, :] - y[..., tf.newaxis, :, :])
-        reduce = tf.reduce_sum if similarity == "l1" else tf.reduce_max
-        return -reduce(differences, axis=-1)
+        chunk = _coordinate_chunk(x, y)
+        if chunk is None:
+            differences = tf.abs(x[..., :, tf.newaxis, :] - y[..., tf.newaxis, :, :])
+            reduce = tf.reduce_sum if similarity == "l1" else tf.reduce_max
+            return -reduce(differences, axis=-1)
+        return (_chunked_l1 if similarity == "l1" else _chunked_linf)(x, y, chunk)
     raise ValueError(f"Unknown similarity {similarity!r}; choose one of {', '.join(SIMILARITIES)}.")
+
+
+def _coordinate_chunk(x: tf.Tensor, y: tf.Tensor) -> int | None:
+    """Coordinates per chunk for l1/linf, or None to build the whole difference tensor (also
+    when the shapes are not known when the graph is traced)."""
+    if not (x.shape.is_fully_defined() and y.shape.is_fully_defined()):
+        return None
+    pairs_and_points = x.shape.num_elements() // x.shape[-1] * y.shape[-2]  # [..., N] x M
+    if pairs_and_points * x.shape[-1] <= DIFFERENCE_ELEMENTS:
+        return None
+    return max(1, DIFFERENCE_ELEMENTS // pairs_and_points)
+
+
+def _chunk_differences(x: tf.Tensor, y: tf.Tensor, start: int, chunk: int) -> tf.Tensor:
+    """x_i - y_j over coordinates [start, start + chunk): [..., N, M, chunk]."""
+    return x[..., :, tf.newaxis, start:start + chunk] - y[..., tf.newaxis, :, start:start + chunk]
+
+
+def _coordinate_gradients(x, y, chunk, upstream, weights):
+    """Gradients of -sum_d w_ijd |x_id - y_jd| for upstream [..., N, M], chunk by chunk;
+    ``weights(start, differences)`` gives w for the chunk (1 for l1, the argmax mask for linf)."""
+    grads_x, grads_y = [], []
+    for start in range(0, x.shape[-1], chunk):
+        differences = _chunk_differences(x, y, start, chunk)
+        signed = tf.sign(differences) * weights(start, differences)
+        grads_x.append(-tf.einsum("...nmc,...nm->...nc", signed, upstream))
+        grads_y.append(tf.einsum("...nmc,...nm->...mc", signed, upstream))
+    return tf.concat(grads_x, axis=-1), tf.concat(grads_y, axis=-1)
+
+
+def _chunked_l1(x: tf.Tensor, y: tf.Tensor, chunk: int) -> tf.Tensor:
+    @tf.custom_gradient
+    def l1(x, y):
+        total = tf.add_n([tf.reduce_sum(tf.abs(_chunk_differences(x, y, start, chunk)), axis=-1)
+                          for start in range(0, x.shape[-1], chunk)])
+
+        def gradient(upstream):
+            return _coordinate_gradients(x, y, chunk, upstream, lambda start, differences: 1.0)
+
+        return -total, gradient
+
+    return l1(x, y)
+
+
+def _chunked_linf(x: tf.Tensor, y: tf.Tensor, chunk: int) -> tf.Tensor:
+    @tf.custom_gradient
+    def linf(x, y):
+        largest, coordinate = None, None  # running max of |x_d - y_d| and its coordinate: [..., N, M]
+        for start in range(0, x.shape[-1], chunk):
+            magnitudes = tf.abs(_chunk_differences(x, y, start, chunk))
+            chunk_largest = tf.reduce_max(magnitudes, axis=-1)
+            chunk_coordinate = tf.argmax(magnitudes, axis=-1, output_type=tf.int32) + start
+            if largest is None:
+                largest, coordinate = chunk_largest, chunk_coordinate
+            else:
+                # Ties keep the earlier coordinate, as argmax does within a chunk.
+                larger = chunk_largest > largest
+                largest = tf.where(larger, chunk_largest, largest)
+                coordinate = tf.where(larger, chunk_coordinate, coordinate)
+
+        def gradient(upstream):
+            # The max passes its gradient to the coordinate that attains it.
+            def weights(start, differences):
+                return tf.one_hot(coordinate - start, differences.shape[-1], dtype=differences.dtype)
+
+            return _coordinate_gradients(x, y, chunk, upstream, weights)
+
+        return -largest, gradient
+
+    return linf(x, y)
 
 
 def cycle_loss(

@@ -70,7 +70,8 @@ def test_pairwise_similarity_matches_definition(kind):
 )
 def test_abc_loss_matches_numpy_reference(kind, tau, shape):
     p, n, m, d = shape
-    rng = np.random.default_rng(hash((kind, tau, shape)) % 2**32)
+    # A seed from the case itself: hash() of strings is salted per process, so it is not used.
+    rng = np.random.default_rng([losses.SIMILARITIES.index(kind), int(tau * 100), *shape])
     a = rng.normal(size=(p, n, d)).astype(np.float32)
     b = rng.normal(size=(p, m, d)).astype(np.float32)
     loss, accuracy = losses.abc_loss(tf.constant(a), tf.constant(b), kind, tau)
@@ -178,3 +179,33 @@ def test_dynamic_shapes_in_a_traced_function():
         a, b = rng.normal(size=shape_a).astype(np.float32), rng.normal(size=shape_b).astype(np.float32)
         got, _ = traced(a, b)
         np.testing.assert_allclose(got.numpy(), np_abc(a, b, "l2sq", 1.0)[0], rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["l1", "linf"])
+def test_chunked_coordinate_similarities_match_the_whole_tensor(kind, monkeypatch):
+    # Large sets build l1/linf in chunks of coordinates with a hand-written gradient; values and
+    # gradients must be those of the [N, M, D] tensor, eagerly and traced.
+    rng = np.random.default_rng(10)
+    x = tf.constant(rng.normal(size=(3, 7, 10)), tf.float32)
+    y = tf.constant(rng.normal(size=(3, 5, 10)), tf.float32)
+
+    def value_and_gradients():
+        with tf.GradientTape() as tape:
+            tape.watch([x, y])
+            similarity = losses.pairwise_similarity(x, y, kind)
+            weighted = tf.reduce_sum(similarity * tf.cos(similarity))
+        return [similarity, *tape.gradient(weighted, [x, y])]
+
+    whole = value_and_gradients()
+    monkeypatch.setattr(losses, "DIFFERENCE_ELEMENTS", 3 * 7 * 5 * 3)  # chunks of 3 of the 10 coordinates
+    assert losses._coordinate_chunk(x, y) == 3
+    for chunked in (value_and_gradients(), tf.function(value_and_gradients)()):
+        for got, want in zip(chunked, whole):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)  # summation order
+
+
+def test_coordinate_chunks_bound_the_difference_tensor():
+    x, y = tf.zeros([16, 1024, 64]), tf.zeros([16, 1024, 64])
+    chunk = losses._coordinate_chunk(x, y)
+    assert 16 * 1024 * 1024 * chunk <= losses.DIFFERENCE_ELEMENTS
+    assert losses._coordinate_chunk(tf.zeros([4, 32, 64]), tf.zeros([4, 32, 64])) is None  # small: whole tensor
