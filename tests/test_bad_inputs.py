@@ -61,7 +61,7 @@ TRAIN_FLAG_CASES = [
     (["--output_dir={file}"], "--output_dir={file} is an existing file, not a directory"),
     (["--allow_config_change=embedding_dim"], "--allow_config_change: embedding_dim cannot change within a run"),
     (["--experiment=folders", "--data_path={folder}", "--image_size=8"], "--model=s6 cannot take images of shape (8, 8, 3) (--image_size=8)"),
-    (["--experiment=mnist", "--data_path={file}"], "Cannot read MNIST .npz file"),
+    (["--experiment=mnist", "--data_path={file}"], "(--data_path) is not an .npz archive (it starts with b'not da')"),
 ]
 
 
@@ -129,7 +129,10 @@ DATA_FILE_CASES = {
         lambda tmp: mnist.load_npz(truncated(npz_file(tmp / "m.npz", **arrays()))),
         "Cannot read MNIST .npz file '{tmp}/m.npz'",
     ),
-    "text file as .npz": (lambda tmp: mnist.load_npz(text_file(tmp / "m.npz")), "Cannot read MNIST .npz file '{tmp}/m.npz'"),
+    "text file as .npz": (
+        lambda tmp: mnist.load_npz(text_file(tmp / "m.npz")),
+        "MNIST .npz file '{tmp}/m.npz' (--data_path) is not an .npz archive (it starts with b'x_trai')",
+    ),
     "object-array .npz": (
         lambda tmp: mnist.load_npz(npz_file(tmp / "m.npz", **{**arrays(), "y_train": np.array([object()] * 20)})),
         "Cannot read MNIST .npz file '{tmp}/m.npz': Object arrays cannot be loaded",

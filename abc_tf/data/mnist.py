@@ -175,6 +175,10 @@ def load_npz(path: str) -> MnistData:
     """Loads MNIST from an .npz holding x_train, y_train, x_test, y_test."""
     if not os.path.isfile(path):
         raise ValueError(f"MNIST .npz file {path!r} (--data_path) does not exist.")
+    with open(path, "rb") as handle:
+        magic = handle.read(6)
+    if not magic.startswith((b"PK\x03\x04", b"\x93NUMPY")):  # NumPy would suggest unpickling it
+        raise ValueError(f"MNIST .npz file {path!r} (--data_path) is not an .npz archive (it starts with {magic!r}).")
     try:
         archive = np.load(path, allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):  # a plain .npy file
@@ -186,7 +190,8 @@ def load_npz(path: str) -> MnistData:
             arrays = {key: archive[key] for key in NPZ_KEYS}
     # Not a zip archive (a text file), truncated, corrupt, object arrays (pickles are refused), ...
     except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as error:
-        raise ValueError(f"Cannot read MNIST .npz file {path!r}: {error or type(error).__name__}.") from None
+        message = str(error).rstrip(".") or type(error).__name__
+        raise ValueError(f"Cannot read MNIST .npz file {path!r}: {message}.") from None
     return MnistData(**_check_arrays(arrays, path), source=f"npz:{os.path.abspath(path)}")
 
 
