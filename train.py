@@ -85,7 +85,7 @@ def main(argv: list[str]) -> None:
                 _stop(f"{error}\n{_nan_advice(error, run_config, run_dir)}", 1)
             except (training.RunStopped, checkpoints.CheckpointError) as error:
                 _stop(str(error), 1)
-            _print_summary(result, _isolation_summary(run_callbacks, run_config, run_dir))
+            _print_summary(result, _isolation_summary(run_callbacks, run_config, result))
     except ValueError as error:
         _stop(str(error), 2)
 
@@ -129,8 +129,9 @@ def _interrupted_message(run_dir: str) -> str:
     )
 
 
-def _isolation_summary(callbacks, config, run_dir: str) -> str | None:
-    """The per-factor table of the run's last isolation measurement, also written into run_dir."""
+def _isolation_summary(callbacks, config, result) -> str | None:
+    """The per-factor table of the run's last isolation measurement (or of its labelled images),
+    also written into the run directory."""
     from abc_tf import run_summary
     from abc_tf.callbacks import FactorIsolationCallback
 
@@ -141,9 +142,13 @@ def _isolation_summary(callbacks, config, run_dir: str) -> str | None:
                 callback.num_classes or [len(set(column)) for column in callback.factors.T],
                 callback.length_scale, len(callback.images),
             )
-            run_summary.write(run_dir, summary)
-            return run_summary.format_table(summary)
-    return None
+            break
+    else:
+        summary = run_summary.label_summary(config, result.encoder, result.final_step, config.eval_images, config.seed)
+    if summary is None:
+        return None
+    run_summary.write(result.run_dir, summary)
+    return run_summary.format_table(summary)
 
 
 def _print_summary(result, isolation: str | None = None) -> None:

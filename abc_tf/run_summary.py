@@ -2,14 +2,16 @@
 of a run and written into the run directory (``isolation_summary.json`` and ``.png``).
 
 The numbers are the last measurement of :class:`abc_tf.callbacks.FactorIsolationCallback`
-(cheap probes and a short MINE on its fixed labelled sample, noise at the loss's length
-scale); ``evaluate.py`` measures the same with the paper's long MINE. A factor counts as kept
+(Shapes3D: cheap probes and a short MINE on its fixed labelled sample, noise at the loss's
+length scale), or the same measures on the labelled images of yaleb, epfl_cars and folders
+with a labels.csv (:func:`label_summary`); ``evaluate.py`` measures them with the paper's long MINE. A factor counts as kept
 when its mutual information at the length scale is clearly above zero, as dropped when it is
 near zero: the training is meant to drop the inactive factors (SPEC.md section 4).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from typing import Sequence
@@ -108,3 +110,42 @@ def write(run_dir: str, summary: dict) -> tuple[str, str]:
         title=f"step {summary['step']}, noise sigma {summary['sigma']:g} (inactive factors shaded)",
     )
     return json_path, png_path
+
+
+def label_summary(config, encoder, step: int, num_images: int = 512, seed: int = 0) -> dict | None:
+    """The summary for families whose images carry labels instead of a factor sample (yaleb,
+    epfl_cars, folders with a labels.csv): cheap probes and MINE per label, as the callback
+    measures, on up to ``num_images`` of the data set's images. None for other families and
+    for folders without label columns."""
+    if config.data not in ("yaleb", "epfl_cars", "folders"):
+        return None
+    # Imported here: the label evaluation imports the training module, which imports this one's callers.
+    from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
+    from abc_tf.evaluation import labels
+
+    grouped = labels.load_labelled(config)
+    if config.data == "folders" and set(grouped.labels) <= {"group"}:
+        return None
+    rows = np.sort(np.random.default_rng(seed).permutation(len(grouped.groups))[:num_images])
+    sample = dataclasses.replace(
+        grouped, images=grouped.images[rows], groups=grouped.groups[rows], files=[grouped.files[i] for i in rows],
+        labels={name: values[rows] for name, values in grouped.labels.items()}, attributes={},
+    )
+    scores = labels.label_information(
+        labels.embed_images(encoder, sample.images), sample, config.length_scale,
+        probe_settings=CHEAP_PROBES, mine_settings=CHEAP_MINE, seed=seed,
+    )
+    names = list(scores)
+    # A set holds one group (folders), one car (epfl_cars), one person (and pose) for yaleb.
+    inactive = {"folders": ["group"], "epfl_cars": ["car"]}.get(
+        config.data, [name.strip() for name in config.inactive_factors.split(",")]
+    )
+    record = {
+        "step": step,
+        "probe_accuracy": {name: score.probe_accuracy for name, score in scores.items()},
+        "mine": {name: score.mutual_information for name, score in scores.items()},
+    }
+    return factor_summary(
+        record, names, [name for name in inactive if name in names], [scores[name].classes for name in names],
+        config.length_scale, len(rows),
+    )

@@ -55,11 +55,33 @@ def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_pa
         num_classes=[10, 10, 10, 4],
     )
     callback.history.append(RECORD)
-    table = train._isolation_summary([callback], get_preset("shapes3d_demo"), str(tmp_path))
+    result = training.TrainResult(encoder=None, history={"loss": [1.0]}, run_dir=str(tmp_path), final_step=600)
+    table = train._isolation_summary([callback], get_preset("shapes3d_demo"), result)
     assert "wall_hue       inactive" in table and table.splitlines()[3].endswith("dropped")
     assert os.path.exists(tmp_path / run_summary.SUMMARY_JSON) and os.path.exists(tmp_path / run_summary.SUMMARY_PNG)
-    result = training.TrainResult(encoder=None, history={"loss": [1.0]}, run_dir=str(tmp_path), final_step=600)
     train._print_summary(result, table)
     printed = capsys.readouterr().out
     assert table in printed
     assert f"tensorboard --logdir {tmp_path / 'logs'}" in printed and f"python evaluate.py --run_dir={tmp_path}" in printed
+
+
+def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
+    import keras
+
+    from abc_tf.config import get_preset
+    from test_folders import make_folder
+
+    make_folder(str(tmp_path / "data"), {"a": 12, "b": 12, "c": 12})
+    rows = ["filename,colour"] + [f"{group}/img_{index:03d}.png,{index % 3}" for group in "abc" for index in range(12)]
+    (tmp_path / "data" / "labels.csv").write_text("\n".join(rows) + "\n")
+    config = get_preset("folders").replace(data_path=str(tmp_path / "data"), image_size=8)
+    encoder = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(4)])
+    summary = run_summary.label_summary(config, encoder, step=50, num_images=30)
+    rows = {row["factor"]: row for row in summary["factors"]}
+    assert set(rows) == {"group", "colour"} and summary["num_images"] == 30
+    assert rows["group"]["trained_as"] == "inactive" and rows["colour"]["trained_as"] == "active"
+    assert rows["colour"]["chance"] == pytest.approx(1 / 3)
+    # Without label columns there is nothing beyond the groups the sets were built from.
+    (tmp_path / "data" / "labels.csv").unlink()
+    assert run_summary.label_summary(config, encoder, step=50) is None
+    assert run_summary.label_summary(get_preset("mnist"), encoder, step=50) is None
