@@ -263,14 +263,18 @@ def get_preset(name: str) -> ExperimentConfig:
 # --image_size on MNIST cannot silently leave the model at 28 x 28.
 FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
     "shapes3d": ("inactive_factors", "curate_both_sets", "augmentation_baseline", "sample_with_replacement",
-                 "data_in_memory"),
+                 "data_in_memory", "augmentations", "double_augmentation", "eval_every", "eval_images"),
     "mnist": ("holdout_digit", "allow_same_digit"),
-    "yaleb": ("image_size", "image_channels", "inactive_factors", "curate_both_sets"),
-    "epfl_cars": ("image_size", "image_channels", "inactive_factors", "curate_both_sets"),
-    "folders": ("image_size", "image_channels", "curate_both_sets"),
+    "yaleb": ("image_size", "image_channels", "inactive_factors", "curate_both_sets", "augmentations",
+              "double_augmentation", "eval_images"),
+    "epfl_cars": ("image_size", "image_channels", "inactive_factors", "curate_both_sets", "augmentations",
+                  "double_augmentation", "eval_images"),
+    "folders": ("image_size", "image_channels", "curate_both_sets", "augmentations", "double_augmentation",
+                "eval_images"),
+    # augmentations: pose refuses it with its own message (abc_tf.data.pose.check_config).
     "pose": ("image_size", "image_channels", "sample_with_replacement", "pose_category", "max_elevation",
              "real_fraction", "titration_interval", "crop_amplitude", "augmentation_amplitude", "real_data_path",
-             "pose_test_list", "pose_test_images"),
+             "pose_test_list", "pose_test_images", "augmentations", "double_augmentation"),
 }
 FAMILY_ONLY_FIELDS = frozenset(name for names in FAMILY_FIELDS.values() for name in names)
 

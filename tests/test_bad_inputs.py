@@ -56,6 +56,8 @@ TRAIN_FLAG_CASES = [
     (["--experiment=mnist", "--image_size=32"], "--image_size does not apply to --experiment=mnist (data family mnist)"),
     (["--experiment=mnist", "--inactive_factors=bogus"], "--inactive_factors does not apply to --experiment=mnist"),
     (["--experiment=folders", "--data_path={folder}", "--inactive_factors=bogus"], "--inactive_factors does not apply to --experiment=folders"),
+    (["--experiment=mnist", "--double_augmentation"], "--double_augmentation does not apply to --experiment=mnist"),
+    (["--experiment=pose_quick", "--eval_every=100"], "--eval_every does not apply to --experiment=pose_quick (data family pose)"),
     (["--experiment=pose_quick", "--real_data_path={tmp}/missing"], "--real_data_path={tmp}/missing does not exist"),
     (["--experiment=mnist", "--data_path={tmp}/missing.npz"], "--data_path={tmp}/missing.npz does not exist"),
     (["--output_dir={file}"], "--output_dir={file} is an existing file, not a directory"),
@@ -223,3 +225,19 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     assert "Traceback" not in stderr
     assert "Interrupted; " in stderr and "Run the same command again to resume from it." in stderr
     assert checkpoints.list_checkpoints(str(run_dir))
+
+
+def test_nan_advice_after_a_checkpoint_continues_with_the_change_allowed(monkeypatch):
+    import train
+    from abc_tf import training
+    from abc_tf.config import get_preset
+
+    monkeypatch.setattr(sys, "argv", ["train.py", "--experiment=shapes3d_demo", "--learning_rate=1e-3", "--output_dir=runs/x"])
+    train.FLAGS(["train.py"])  # parsed flags, as app.run leaves them
+    error = training.NonFiniteLossError("The loss became nan at step 26; ...", step=26, checkpoint_step=20)
+    advice = train._nan_advice(error, get_preset("shapes3d_demo").replace(learning_rate=1e-3), "runs/x")
+    assert advice.splitlines()[0] == "Continue from step 20 with a lower learning rate:"
+    assert advice.splitlines()[1].split() == [
+        "python", "train.py", "--experiment=shapes3d_demo", "--output_dir=runs/x", "--learning_rate=0.0001",
+        "--allow_config_change=learning_rate",
+    ]
