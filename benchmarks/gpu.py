@@ -56,6 +56,12 @@ def run_child(arguments: list[str], env: dict | None = None) -> dict:
     return json.loads(lines[-1][len("RESULT"):])
 
 
+def run_output(path: str) -> dict:
+    """The ``RESULT{json}`` line of a child's saved output."""
+    lines = [line for line in open(path).read().splitlines() if line.startswith("RESULT")]
+    return json.loads(lines[-1][len("RESULT"):])
+
+
 def gpu_backend(requested: str) -> str:
     """The backend that will run on a GPU, or "" when none sees one."""
     probes = {
@@ -185,6 +191,38 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
     return "\n".join(lines)
 
 
+SCALING_RUNS = {"mnist": "float32", "shapes3d": "float32,mixed_bfloat16"}
+
+
+def scaling_body(results: list[dict]) -> str:
+    """The section of ``gpu_keras.py --scaling`` results: whole steps, and the loss alone."""
+    from abc_tf.config import get_preset
+
+    first = results[0]
+    lines = [f"Measured {datetime.date.today().isoformat()} on {first['device']}; JAX {first['jax']}, Keras {first['keras']}.",
+             "", "The same step as in \"GPU benchmark (Keras 3 on JAX)\" over set sizes N (= M) and pairs per step P, on",
+             "random uint8 sets; loss: the step's ABC loss alone (forward and backward, float32 [P, N, d] embeddings),",
+             "and its share of the float32 step. Peak MB: JAX's peak device memory, rows run smallest batch first.", "",
+             "| experiment | precision | P | N | images/step | steps/s | images/s | loss ms | loss share | peak GPU MB |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for result in results:
+        loss = {(row["pairs"], row["set_size"]): row["seconds"] for row in result["scaling"]["loss"]}
+        for row in result["scaling"]["steps"]:
+            if "failed" in row:
+                lines.append(f"| {result['experiment']} | {row['precision']} | {row['pairs']} | {row['set_size']} | "
+                             f"failed: {row['failed'][:80]} | | | | | |")
+                continue
+            loss_s = loss.get((row["pairs"], row["set_size"]))
+            share = f"{loss_s * row['steps_per_s']:.0%}" if loss_s and row["precision"] == "float32" else ""
+            lines.append(f"| {result['experiment']} ({get_preset(result['experiment']).model}) | {row['precision']} | "
+                         f"{row['pairs']} | {row['set_size']} | {row['images_per_step']} | {row['steps_per_s']:.1f} | "
+                         f"{row['images_per_s']:,.0f} | {f'{1e3 * loss_s:.2f}' if loss_s else '-'} | {share} | {row['peak_memory_mb']:,.0f} |")
+    lines += ["", "Command: `python benchmarks/gpu.py --backend=jax --scaling` (children: "
+              + "; ".join(f"`gpu_keras.py --experiment={name} --scaling --precisions={p} --seconds=1 --budget_s=150`" for name, p in SCALING_RUNS.items())
+              + ")"]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", choices=("auto", "tensorflow", "jax"), default="auto")
@@ -194,17 +232,28 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="jax: timed seconds per experiment and precision.")
     parser.add_argument("--experiments", default=",".join(JAX_EXPERIMENTS), help="jax: the presets to time.")
     parser.add_argument("--allow_cpu", action="store_true", help="jax: measure on the CPU too (to check this script).")
+    parser.add_argument("--scaling", action="store_true", help="jax: steps/s over set sizes and pairs instead.")
+    parser.add_argument("--scaling_results", default="", help="Write the scaling section from saved child outputs (comma-separated files).")
     parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
     args = parser.parse_args()
     if args.make_batches:
         make_batches(args.make_batches, args.data_path)
+        return
+    if args.scaling_results:
+        results = [run_output(path) for path in args.scaling_results.split(",")]
+        write_section("GPU training cost against set size and pairs (Keras 3 on JAX)", scaling_body(results))
         return
     backend = "jax" if args.allow_cpu and args.backend == "jax" else gpu_backend(args.backend)
     if not backend:
         print(f"No GPU is visible to {'TensorFlow or JAX' if args.backend == 'auto' else args.backend} on this machine; "
               "the GPU benchmark measured nothing. The CPU figures come from benchmarks/run_all.py.")
         return
-    if backend == "tensorflow":
+    if args.scaling:
+        env = {**ENV, "KERAS_BACKEND": "jax"}
+        results = [run_child([os.path.join(ROOT, "benchmarks", "gpu_keras.py"), f"--experiment={name}", "--scaling",
+                              f"--precisions={precisions}", "--seconds=1", "--budget_s=150"], env) for name, precisions in SCALING_RUNS.items()]
+        sections = {"GPU training cost against set size and pairs (Keras 3 on JAX)": scaling_body(results)}
+    elif backend == "tensorflow":
         sections = tensorflow_sections(args.data_path)
     else:
         sections = {"GPU benchmark (Keras 3 on JAX)": jax_body(args.batches, args.seconds, tuple(args.experiments.split(",")))}

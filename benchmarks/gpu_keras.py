@@ -73,9 +73,11 @@ def abc_loss_ops(set_a, set_b, similarity: str, temperature: float, set_a_view2=
     return cycle(set_a, set_b, target_a) + cycle(set_b, set_a, target_b)
 
 
-def experiment_settings(experiment: str) -> dict:
-    """Model, image shape, batch layout and loss of a preset, without its (TensorFlow) data family."""
+def experiment_settings(experiment: str, pairs: int | None = None, set_size: int | None = None) -> dict:
+    """Model, image shape, batch layout and loss of a preset, without its (TensorFlow) data family;
+    ``pairs`` and ``set_size`` override the preset's."""
     config = get_preset(experiment)
+    config = config.replace(pairs_per_step=pairs or config.pairs_per_step, set_size=set_size or config.set_size)
     shape = IMAGE_SHAPES.get(config.data, (config.image_size, config.image_size, 3))
     views = 2 if config.double_augmentation else 1
     return {
@@ -116,8 +118,8 @@ def make_step(encoder: keras.Model, optimizer: keras.optimizers.Optimizer, setti
     return step
 
 
-def build(experiment: str, precision: str):
-    settings = experiment_settings(experiment)
+def build(experiment: str, precision: str, pairs: int | None = None, set_size: int | None = None):
+    settings = experiment_settings(experiment, pairs, set_size)
     config = settings["config"]
     keras.config.set_dtype_policy(precision)
     keras.utils.set_random_seed(0)
@@ -133,9 +135,10 @@ def build(experiment: str, precision: str):
     return settings, make_step(encoder, optimizer, settings), state
 
 
-def time_steps(experiment: str, precision: str, seconds: float, max_steps: int) -> dict:
+def time_steps(experiment: str, precision: str, seconds: float, max_steps: int,
+               pairs: int | None = None, set_size: int | None = None) -> dict:
     """Compile time, then steps/s over up to ``max_steps`` steps or ``seconds``, on random uint8 sets."""
-    settings, step, state = build(experiment, precision)
+    settings, step, state = build(experiment, precision, pairs, set_size)
     rng = np.random.default_rng(0)
     images = tuple(jax.device_put(rng.integers(0, 256, size=shape, dtype=np.uint8)) for shape in settings["set_shapes"])
     start = time.perf_counter()
@@ -150,11 +153,53 @@ def time_steps(experiment: str, precision: str, seconds: float, max_steps: int) 
         loss.block_until_ready()
     rate = steps / (time.perf_counter() - start)
     images_per_step = sum(int(np.prod(shape[:2])) for shape in settings["set_shapes"])
+    stats = jax.devices()[0].memory_stats() or {}
     return {
         "precision": precision, "compile_s": compile_s, "steps_per_s": rate,
+        "pairs": settings["config"].pairs_per_step, "set_size": settings["config"].set_size,
+        "peak_memory_mb": stats.get("peak_bytes_in_use", 0) / 2**20,
         "images_per_s": rate * images_per_step, "images_per_step": images_per_step,
         "loss_finite": bool(np.isfinite(float(loss))),
     }
+
+
+def time_loss(similarity: str, pairs: int, size: int, dim: int, seconds: float = 2.0) -> dict:
+    """Forward and backward of the loss alone on [P, N, d] float32 embeddings: seconds per call."""
+    rng = np.random.default_rng(0)
+    set_a, set_b = (jax.device_put(rng.normal(size=(pairs, size, dim)).astype(np.float32)) for _ in range(2))
+    gradient = jax.jit(jax.grad(lambda a, b: abc_loss_ops(a, b, similarity, 1.0)))
+    gradient(set_a, set_b).block_until_ready()
+    calls, start = 0, time.perf_counter()
+    while calls < 10 or time.perf_counter() - start < seconds:
+        result = gradient(set_a, set_b)
+        calls += 1
+    result.block_until_ready()
+    return {"similarity": similarity, "pairs": pairs, "set_size": size, "dim": dim,
+            "seconds": (time.perf_counter() - start) / calls}
+
+
+def scaling(experiment: str, precisions: list[str], seconds: float, budget_s: float) -> dict:
+    """The loss alone, then steps/s over set sizes and pairs per step, smallest batch first (JAX's
+    peak memory only grows, so each row's peak is that of the largest batch so far, its own).
+    Rows left when ``budget_s`` has passed are skipped: compiling a step of 32k images takes a
+    minute or more."""
+    grid = sorted([(1, n) for n in (32, 64, 128, 256, 512, 1024)] + [(p, n) for p in (4, 16) for n in (32, 128, 1024)],
+                  key=lambda pn: pn[0] * pn[1])
+    config = get_preset(experiment)
+    start = time.perf_counter()
+    loss_rows = [time_loss(config.similarity, pairs, size, config.embedding_dim, seconds=0.5) for pairs, size in grid]
+    rows = []
+    for precision in precisions:
+        for pairs, size in grid:
+            if time.perf_counter() - start > budget_s:
+                rows.append({"precision": precision, "pairs": pairs, "set_size": size, "failed": "skipped: time budget"})
+                continue
+            try:
+                rows.append(time_steps(experiment, precision, seconds, 1000, pairs, size))
+            except Exception as error:  # out of device memory at the largest sizes: recorded, not fatal
+                rows.append({"precision": precision, "pairs": pairs, "set_size": size, "failed": str(error)[:300]})
+            print(rows[-1], file=sys.stderr, flush=True)
+    return {"steps": rows, "loss": loss_rows}
 
 
 def train_real_batches(path: str, precision: str) -> dict:
@@ -185,12 +230,18 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0, help="Timed seconds per precision, after compiling.")
     parser.add_argument("--max_steps", type=int, default=2000)
     parser.add_argument("--batches", default="", help="npz of real MNIST batches for the 500-step run (mnist only).")
+    parser.add_argument("--scaling", action="store_true", help="Steps/s over set sizes and pairs per step instead.")
+    parser.add_argument("--budget_s", type=float, default=150.0, help="--scaling: seconds after which rows are skipped.")
     args = parser.parse_args()
     if jax is None or keras.backend.backend() != "jax":
         sys.exit("gpu_keras.py needs JAX: run it with KERAS_BACKEND=jax (benchmarks/gpu.py does).")
     device = jax.devices()[0]
     result = {"experiment": args.experiment, "device": device.device_kind, "platform": device.platform,
               "jax": jax.__version__, "keras": keras.__version__, "rates": []}
+    if args.scaling:
+        result["scaling"] = scaling(args.experiment, args.precisions.split(","), args.seconds, args.budget_s)
+        print("RESULT" + json.dumps(result), flush=True)
+        return
     for precision in args.precisions.split(","):
         result["rates"].append(time_steps(args.experiment, precision, args.seconds, args.max_steps))
         print(result["rates"][-1], file=sys.stderr, flush=True)

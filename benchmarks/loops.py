@@ -105,6 +105,39 @@ def fit_runner(build_encoder: Callable[[], keras.Model], batch: dict, jit_compil
     return run
 
 
+def bare_runner(build_encoder: Callable[[], keras.Model], batch: dict, policy: str = "float32",
+                model_kwargs: dict | None = None) -> Runner:
+    """The floor for ``fit``: the same ABCModel, optimizer and batch, trained by a plain compiled
+    ``tf.function`` step (GradientTape, loss, ``optimizer.apply``) called in a Python loop, with
+    no metrics, callbacks or data iterator."""
+    model = compiled_model(build_encoder, policy=policy, model_kwargs=model_kwargs)
+    sets = {key: tf.constant(value) for key, value in batch.items()}
+    kwargs = model_kwargs or {}
+    similarity, temperature = kwargs.get("similarity", "l2sq"), kwargs.get("temperature", 1.0)
+
+    @tf.function
+    def step(sets):
+        with tf.GradientTape() as tape:
+            embedded = model.embed_sets(sets, training=True)
+            if kwargs.get("loss_type") == "contrastive":
+                loss, _ = losses.contrastive_loss(embedded["set_a"], embedded["set_a_view2"], similarity, temperature)
+            else:
+                loss, _ = losses.abc_loss(embedded["set_a"], embedded["set_b"], similarity, temperature,
+                                          embedded.get("set_a_view2"), embedded.get("set_b_view2"))
+        model.optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+        return loss
+
+    def run(steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            loss = step(sets)
+        loss.numpy()  # waits for the last step
+        return steps / (time.perf_counter() - start)
+
+    run(2)  # warm-up: traces the step, creates the optimizer's slots
+    return run
+
+
 def pipeline_fit_rate(model: ABCModel, dataset: tf.data.Dataset, steps: int, rounds: int) -> float:
     """Median steps/s of ``model.fit`` fed by ``dataset``, as training runs it: one ``fit``
     call, one iterator, epochs of ``steps`` steps; the first epoch (tracing, the pipeline

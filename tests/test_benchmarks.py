@@ -70,3 +70,27 @@ def test_gpu_benchmark_on_a_machine_without_a_gpu_says_so_and_exits_0():
     )
     assert completed.returncode == 0, completed.stderr
     assert "No GPU is visible to tensorflow" in completed.stdout
+
+
+def test_bare_runner_trains_the_model_with_a_plain_compiled_step():
+    rng = np.random.default_rng(1)
+    batch = {key: rng.integers(0, 256, size=(1, 8, 28, 28, 1), dtype=np.uint8) for key in ("set_a", "set_b")}
+    run = loops.bare_runner(lambda: models.build("s4"), batch)
+    assert run(3) > 0
+
+
+def test_gpu_scaling_section_reads_saved_child_output(tmp_path):
+    import json
+
+    from benchmarks import gpu
+
+    row = {"precision": "float32", "pairs": 1, "set_size": 32, "images_per_step": 64, "steps_per_s": 100.0,
+           "images_per_s": 6400.0, "peak_memory_mb": 10.0}
+    result = {"experiment": "mnist", "device": "GPU", "jax": "0", "keras": "3", "scaling": {
+        "steps": [row, {"precision": "float32", "pairs": 16, "set_size": 1024, "failed": "skipped: time budget"}],
+        "loss": [{"pairs": 1, "set_size": 32, "seconds": 0.002}]}}
+    path = tmp_path / "child.txt"
+    path.write_text("log line\nRESULT" + json.dumps(result) + "\n")
+    body = gpu.scaling_body([gpu.run_output(str(path))])
+    assert "| mnist (s4) | float32 | 1 | 32 | 64 | 100.0 | 6,400 | 2.00 | 20% | 10 |" in body
+    assert "skipped: time budget" in body
