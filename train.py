@@ -144,7 +144,7 @@ def _isolation_summary(callbacks, config, result) -> str | None:
             )
             break
     else:
-        summary = run_summary.label_summary(config, result.encoder, result.final_step, config.eval_images, config.seed)
+        summary = run_summary.summary_from_data(config, result.encoder, result.final_step, config.eval_images, config.seed)
     if summary is None:
         return None
     run_summary.write(result.run_dir, summary)

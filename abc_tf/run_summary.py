@@ -113,6 +113,72 @@ def write(run_dir: str, summary: dict) -> tuple[str, str]:
     return json_path, png_path
 
 
+def _quantile_bins(values: np.ndarray, bins: int) -> np.ndarray:
+    """int [N]: the quantile bin (0..bins-1) of each value, so every class has about N / bins."""
+    edges = np.quantile(values, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+    return np.searchsorted(edges, values, side="right").astype(np.int32)
+
+
+def _measure(embeddings: np.ndarray, factors: np.ndarray, names: Sequence[str], num_classes: Sequence[int],
+             sigma: float, seed: int) -> dict:
+    """Cheap probes and MINE per factor, as FactorIsolationCallback measures them."""
+    from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
+    from abc_tf.evaluation import mutual_info, probes
+
+    accuracy = probes.probe_accuracies(embeddings, factors, sigma, list(names), list(num_classes), CHEAP_PROBES, seed)
+    information = np.atleast_1d(mutual_info.mine_mutual_information(embeddings, factors, sigma, CHEAP_MINE, seed))
+    return {
+        "probe_accuracy": dict(zip(names, accuracy.accuracy.tolist())),
+        "mine": dict(zip(names, information.tolist())),
+    }
+
+
+def summary_from_data(config, encoder, step: int, num_images: int = 512, seed: int = 0) -> dict | None:
+    """The summary for families without a factor-isolation callback: cheap probes and MINE on
+    up to ``num_images`` labelled images of the run's data. The labels:
+
+    - yaleb, epfl_cars, folders with a labels.csv: the data set's labels (the group, car or
+      person a set is drawn from is the inactive one);
+    - mnist: the digit (inactive: one digit per set) and two style measures of
+      abc_tf.evaluation.retrieval, slant and stroke thickness, in 4 quantile bins each;
+    - pose: azimuth (8 bins of 45 degrees) and elevation (3 quantile bins) of renders of
+      held-out instances (the instance, inactive, is not labelled there).
+
+    None for other families and for folders without label columns.
+    """
+    if config.data in ("yaleb", "epfl_cars", "folders"):
+        return label_summary(config, encoder, step, num_images, seed)
+    # Imported here: the evaluation and data modules import training, whose callers import this one.
+    from abc_tf.evaluation import labels
+
+    if config.data == "mnist":
+        from abc_tf.data import mnist
+        from abc_tf.evaluation import retrieval
+
+        digits = mnist.load_mnist(config)
+        rows = np.sort(np.random.default_rng(seed).permutation(len(digits.y_test))[:num_images])
+        images = digits.x_test[rows]
+        style = retrieval.style_measures(images)
+        factors = np.stack(
+            [digits.y_test[rows].astype(np.int32), _quantile_bins(style["slant"], 4), _quantile_bins(style["thickness"], 4)],
+            axis=1,
+        )
+        names, inactive, num_classes = ["digit", "slant", "thickness"], ["digit"], [10, 4, 4]
+        images = images[..., np.newaxis]
+    elif config.data == "pose":
+        from abc_tf.data import pose
+
+        images, _, euler = pose.labelled_images(config, "test", "synthetic", num_images, seed)
+        azimuth = np.floor(np.mod(euler[:, 0], 2 * np.pi) / (np.pi / 4)).astype(np.int32) % 8
+        factors = np.stack([azimuth, _quantile_bins(euler[:, 1], 3)], axis=1)
+        names, inactive, num_classes = ["azimuth", "elevation"], [], [8, 3]
+    else:
+        return None
+    record = {"step": step, **_measure(labels.embed_images(encoder, images), factors, names, num_classes,
+                                        config.length_scale, seed)}
+    return factor_summary(record, names, inactive, num_classes, config.length_scale, len(images))
+
+
 def label_summary(config, encoder, step: int, num_images: int = 512, seed: int = 0) -> dict | None:
     """The summary for families whose images carry labels instead of a factor sample (yaleb,
     epfl_cars, folders with a labels.csv): cheap probes and MINE per label, as the callback

@@ -85,3 +85,35 @@ def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
     (tmp_path / "data" / "labels.csv").unlink()
     assert run_summary.label_summary(config, encoder, step=50) is None
     assert run_summary.label_summary(get_preset("mnist"), encoder, step=50) is None
+
+
+def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
+    import keras
+
+    from abc_tf.config import ExperimentConfig, get_preset
+    from abc_tf.data import mnist
+
+    rng = np.random.default_rng(0)
+    labels = np.arange(200) % 10
+    np.savez(tmp_path / "m.npz", x_train=rng.integers(0, 256, (200, 28, 28), dtype=np.uint8), y_train=labels,
+             x_test=rng.integers(0, 256, (200, 28, 28), dtype=np.uint8), y_test=labels)
+    config = get_preset("mnist").replace(data_path=str(tmp_path / "m.npz"))
+    encoder = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(4)])
+    summary = run_summary.summary_from_data(config, encoder, step=500, num_images=120)
+    assert [(row["factor"], row["trained_as"]) for row in summary["factors"]] == [
+        ("digit", "inactive"), ("slant", "active"), ("thickness", "active")
+    ]
+    assert summary["num_images"] == 120 and [row["chance"] for row in summary["factors"]] == [0.1, 0.25, 0.25]
+    mnist._load_cached.cache_clear()
+
+    pose_config = ExperimentConfig(data="pose", data_source="procedural", image_size=16, similarity="cosine",
+                                   temperature=0.1, real_fraction=0.0)
+    encoder = keras.Sequential([keras.Input((16, 16, 3)), keras.layers.Flatten(), keras.layers.Dense(4)])
+    summary = run_summary.summary_from_data(pose_config, encoder, step=10, num_images=48)
+    assert [row["factor"] for row in summary["factors"]] == ["azimuth", "elevation"]
+    assert all(row["verdict"] in ("kept", "weak", "dropped") for row in summary["factors"])
+
+
+def test_quantile_bins_split_evenly():
+    bins = run_summary._quantile_bins(np.arange(100.0), 4)
+    assert np.bincount(bins).tolist() == [25, 25, 25, 25]
