@@ -13,6 +13,8 @@ Run directory layout:
   head.keras         the spherical-regression head, when regression_weight > 0
   saved_model/       SavedModel with the ``embed`` signatures (abc_tf.export); pose runs add
                      ``lookup_pose`` (and ``regress_pose`` with a head)
+  isolation_summary.json/.png  what the run isolated, per known factor (written by train.py,
+                     abc_tf.run_summary)
 """
 
 from __future__ import annotations
