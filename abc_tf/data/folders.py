@@ -375,18 +375,18 @@ def load_grouped_folder(
     groups = np.repeat(np.arange(len(group_names), dtype=np.int32), [len(names) for names in group_files])
     if not files:
         raise ValueError(f"--data_path {root}: no images in any group folder (formats: {', '.join(IMAGE_EXTENSIONS)}).")
-    images = load_images([os.path.join(root, file) for file in files], image_size, channels)
     labels = {"group": groups.copy()}
     label_values = {"group": np.array(group_names, dtype=object)}
     if labels_csv is None and os.path.exists(os.path.join(root, LABELS_FILE)):
         labels_csv = os.path.join(root, LABELS_FILE)
-    if labels_csv:
+    if labels_csv:  # read before the images: a bad CSV fails in a moment, not after decoding them all
         if not os.path.exists(labels_csv):
             raise ValueError(f"Label CSV {labels_csv} does not exist.")
         for name, values in read_labels_csv(labels_csv, files).items():
             if name == "group":
                 raise ValueError(f"{labels_csv}: the column name 'group' is reserved for the folder of each image.")
             labels[name], label_values[name] = encode_labels(values)
+    images = load_images([os.path.join(root, file) for file in files], image_size, channels)
     return GroupedImages(images, group_names, groups, files, labels, label_values)
 
 
