@@ -285,6 +285,24 @@ def sigma_grid(
     return np.logspace(math.log10(low), math.log10(high), num)
 
 
+def debiased_log_average(
+    log_average: tf.Tensor, log_value: tf.Tensor, alpha: float, step: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """One step of an exponential moving average kept in log space, and its de-biased value.
+
+    The average m_t = (1 - alpha) m_{t-1} + alpha x_t starts at m_0 = 0 (log_average = -inf);
+    m_t / (1 - (1 - alpha)^t) is then a weighted mean of x_1..x_t (weights summing to 1), as in
+    Adam's moment estimates. log_average, log_value: [F] (log m_{t-1}, log x_t); step: t >= 1.
+    Returns (log m_t, log of the de-biased average), both [F].
+    """
+    log_value = tf.convert_to_tensor(log_value, tf.float32)
+    decay, gain = math.log1p(-alpha) if alpha < 1 else -np.inf, math.log(alpha)
+    # logaddexp(log(1 - alpha) + log m_{t-1}, log(alpha) + log x_t); -inf terms drop out.
+    log_average = tf.reduce_logsumexp(tf.stack([decay + log_average, gain + log_value]), axis=0)
+    step = tf.cast(step, tf.float32)
+    return log_average, log_average - tf.math.log(1.0 - (1.0 - alpha) ** step)
+
+
 class MineEstimator:
     """F statistics networks, one per factor, trained together in one compiled loop.
 
@@ -319,8 +337,9 @@ class MineEstimator:
         self.sigma = tf.Variable(0.0, dtype=tf.float32, trainable=False)
         self.seed = tf.Variable(seed, dtype=tf.int64, trainable=False)
         self.step = tf.Variable(0, dtype=tf.int64, trainable=False)
-        # Moving average of E_marginal[exp T] per network, kept as a log for range safety.
-        self.log_average = tf.Variable(tf.zeros([self.num_factors]), trainable=False)
+        # Moving average of E_marginal[exp T] per network, kept as a log for range safety. It
+        # starts at 0 (log: -inf), the start that the 1 - (1 - alpha)^t de-biasing assumes.
+        self.log_average = tf.Variable(tf.fill([self.num_factors], -np.inf), trainable=False)
         self._train = tf.function(self._train_steps)
         self._evaluate = tf.function(self._evaluate_chunk)
 
@@ -347,7 +366,7 @@ class MineEstimator:
         self.sigma.assign(sigma)
         self.seed.assign(seed)
         self.step.assign(0)
-        self.log_average.assign(tf.zeros([self.num_factors]))
+        self.log_average.assign(tf.fill([self.num_factors], -np.inf))
 
     def _sample(self, batch_size: int, salt: int) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """(noisy u [B, D], joint g [B, F], marginal g [B, F]) for the current step."""
@@ -391,10 +410,10 @@ class MineEstimator:
                     # MINE's bias-corrected gradient: d log E[e^T] ~ E[e^T dT] / moving average.
                     # exp(log_mean - log_average) * log_mean has exactly that gradient.
                     t = tf.cast(self.step + 1, tf.float32)
-                    previous = tf.exp(self.log_average)
-                    average = (1.0 - alpha) * previous + alpha * tf.exp(tf.stop_gradient(log_means))
-                    self.log_average.assign(tf.math.log(average))
-                    debiased = tf.math.log(average) - tf.math.log(1.0 - (1.0 - alpha) ** t)
+                    log_average, debiased = debiased_log_average(
+                        self.log_average, tf.stop_gradient(log_means), alpha, t
+                    )
+                    self.log_average.assign(log_average)
                     weights = tf.stop_gradient(tf.exp(log_means - debiased))
                     loss = tf.reduce_sum(weights * log_means - joint_means)
             gradients = tape.gradient(loss, self.variables)
