@@ -147,10 +147,11 @@ def read_config(path: str) -> ExperimentConfig:
 
 
 def length_scale(similarity: str, temperature: float) -> float:
-    """sqrt(tau) for l2sq, tau for l2, 1 otherwise (cosine: the scale is an angle)."""
+    """sqrt(tau) for l2sq; tau for the unsquared distances l2, l1 and linf (similarity / tau
+    changes by 1 over a distance tau); 1 for cosine (the scale is an angle)."""
     if similarity == "l2sq":
         return math.sqrt(temperature)
-    if similarity == "l2":
+    if similarity in ("l2", "l1", "linf"):
         return temperature
     return 1.0
 

@@ -78,4 +78,8 @@ def test_presets_hold_the_paper_settings():
 def test_length_scale():
     assert config_lib.length_scale("l2sq", 0.25) == 0.5
     assert config_lib.length_scale("l2", 0.25) == 0.25
+    # Unsquared distances, like l2: the evaluation noise sigma is tau, not 1.
+    assert config_lib.length_scale("l1", 0.25) == 0.25
+    assert config_lib.length_scale("linf", 0.25) == 0.25
+    assert config_lib.ExperimentConfig(similarity="l1", temperature=0.3).length_scale == 0.3
     assert config_lib.length_scale("cosine", 0.1) == 1.0
