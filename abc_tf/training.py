@@ -72,13 +72,14 @@ def build_encoder(config: ExperimentConfig, seed: int | None = None) -> keras.Mo
     keras.mixed_precision.set_global_policy(precision_policy(config))
     keras.utils.set_random_seed(config.seed if seed is None else seed)
     image_shape = data.family_module(config.data).image_shape(config)
-    kwargs = {"weights": config.backbone_weights} if config.backbone_weights else {}
+    kwargs = {}
+    if config.backbone_weights:
+        if not models.takes_pretrained_weights(config.model):
+            with_backbone = ", ".join(name for name in models.names() if models.takes_pretrained_weights(name))
+            raise ValueError(f"--backbone_weights: model {config.model!r} has no pretrained backbone ({with_backbone} has).")
+        kwargs["weights"] = config.backbone_weights
     try:
         return models.build(config.model, embedding_dim=config.embedding_dim, input_shape=tuple(image_shape), **kwargs)
-    except TypeError:
-        if kwargs:
-            raise ValueError(f"--backbone_weights: model {config.model!r} has no pretrained backbone (s5 has).") from None
-        raise
     except ValueError as error:
         if "output size would be zero or negative" not in str(error):
             raise

@@ -2,24 +2,27 @@
 
 Table S5: ResNet50 up to ``conv4_block6_out`` (ImageNet-pretrained in the paper), Conv256 3x3
 ReLU ('valid'), global average pooling, Flatten, Dense128 tanh, Dense d linear; input
-128 x 128 x 3 in the paper. The output stride of ``conv4_block6_out`` is 16 and the head's
-convolution is 'valid', so the input side must be at least 48 (3 x 3 features).
+128 x 128 x 3 in the paper. The backbone is ResNet50V2, as supplement S8.5 names it: its
+``conv4_block6_out`` has output stride 32, so at 128 px it is 4 x 4 x 1024 = 16,384 values,
+the size of the "ResNet" baseline the ICLR text quotes (ResNet50 v1's layer of that name has
+stride 16: 8 x 8 x 1024 at 128 px). With the head's 'valid' 3 x 3 convolution the input side
+must be at least 65 (3 x 3 features).
 
 Every pose encoder has an identity layer named ``"backbone"`` on the trunk's output
 (``conv4_block6_out`` for S5), so evaluation can read the backbone features (the paper's
 "ResNet" baseline row) with ``keras.Model(encoder.input, encoder.get_layer("backbone").output)``.
 
-Inputs are float images in [0, 1] like every encoder of the registry; S5 converts them to
-ResNet50's "caffe" input itself (:class:`CaffePreprocess`), so ImageNet weights see what they
-were trained on.
+Inputs are float images in [0, 1] like every encoder of the registry; S5 rescales them to
+ResNet50V2's input range [-1, 1] itself (``keras.applications.resnet_v2.preprocess_input``),
+so ImageNet weights see what they were trained on.
 
 Why ``s5_small`` exists: on 2 CPU cores the S5 trunk at 64 x 64 costs about 8 s per step of
-128 images (train step, measured) and S3 at 64 x 64 about 3.4 s, too slow for a 15-minute
-demonstration. ``s5_small`` keeps the S5 head (Conv256 3x3, GAP, Dense128 tanh, Dense d) on
-a five-layer S3-like trunk and runs at 32 x 32 in a small fraction of that (about 0.5 s per
-step of 512 images). Its convolutions are followed by batch norm, as ResNet's are: without
-it, training from scratch under the S5 double augmentation collapsed to a constant embedding
-(RESULTS.md, Pose isolation).
+128 images (train step, measured with ResNet50 v1) and S3 at 64 x 64 about 3.4 s, too slow for
+a 15-minute demonstration. ``s5_small`` keeps the S5 head (Conv256 3x3, GAP, Dense128 tanh,
+Dense d) on a five-layer S3-like trunk and runs at 32 x 32 in a small fraction of that (about
+0.5 s per step of 512 images). Its convolutions are followed by batch norm, as ResNet's are:
+without it, training from scratch under the S5 double augmentation collapsed to a constant
+embedding (RESULTS.md, Pose isolation).
 """
 
 from __future__ import annotations
@@ -28,22 +31,8 @@ import keras
 
 from models import register
 
-# ImageNet channel means of keras.applications.resnet50.preprocess_input ("caffe"), BGR order.
-_CAFFE_MEAN_BGR = (103.939, 116.779, 123.68)
 RESNET_FEATURES = "conv4_block6_out"
 BACKBONE_LAYER = "backbone"
-
-
-@keras.saving.register_keras_serializable(package="abc_tf")
-class CaffePreprocess(keras.layers.Layer):
-    """RGB in [0, 1] -> ResNet50's input: BGR, 0..255, ImageNet mean subtracted per channel."""
-
-    def call(self, images):
-        bgr = keras.ops.flip(images * 255.0, axis=-1)
-        return bgr - keras.ops.convert_to_tensor(_CAFFE_MEAN_BGR, dtype=bgr.dtype)
-
-    def compute_output_shape(self, input_shape):
-        return input_shape
 
 
 def _check_input_shape(name: str, input_shape, minimum: int) -> tuple[int, int, int]:
@@ -66,14 +55,14 @@ def _s5_head(features, embedding_dim: int):
 
 
 def _load_resnet_weights(model: keras.Model, weights: str, input_shape: tuple[int, int, int]) -> None:
-    """Copies ResNet50 weights ("imagenet" or a weights file) into ``model`` layer by layer (by name)."""
+    """Copies ResNet50V2 weights ("imagenet" or a weights file) into ``model`` layer by layer (by name)."""
     try:
-        reference = keras.applications.ResNet50(include_top=False, weights=weights, input_shape=input_shape)
+        reference = keras.applications.ResNet50V2(include_top=False, weights=weights, input_shape=input_shape)
     except Exception as error:  # noqa: BLE001 - a failed download surfaces as many exception types
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ValueError(
-            f"Cannot load ResNet50 weights {weights!r} ({first_line}). weights='imagenet' downloads "
-            "resnet50_weights_tf_dim_ordering_tf_kernels_notop.h5 on first use (internet needed, then cached "
+            f"Cannot load ResNet50V2 weights {weights!r} ({first_line}). weights='imagenet' downloads "
+            "resnet50v2_weights_tf_dim_ordering_tf_kernels_notop.h5 on first use (internet needed, then cached "
             "in ~/.keras/models); without internet copy that file there, pass its path, or use weights=None."
         ) from None
     for layer in reference.layers:
@@ -81,19 +70,20 @@ def _load_resnet_weights(model: keras.Model, weights: str, input_shape: tuple[in
             model.get_layer(layer.name).set_weights(layer.get_weights())
 
 
-@register("s5")
+@register("s5", pretrained=True)
 def s5(
     embedding_dim: int = 64, input_shape: tuple[int, int, int] = (128, 128, 3), weights: str | None = None
 ) -> keras.Model:
-    """Table S5. ``weights``: None (random, the default: nothing is downloaded), "imagenet"
-    (the paper; needs internet or the cached file, else a ValueError says what to do), or the
-    path of a ResNet50 notop weights file."""
-    input_shape = _check_input_shape("s5", input_shape, 48)
+    """Table S5 on ResNet50V2. ``weights``: None (random, the default: nothing is downloaded),
+    "imagenet" (the paper; needs internet or the cached file, else a ValueError says what to
+    do), or the path of a ResNet50V2 notop weights file."""
+    input_shape = _check_input_shape("s5", input_shape, 65)
     inputs = keras.Input(shape=input_shape, name="images")
-    x = CaffePreprocess(name="resnet_preprocess")(inputs)
+    # [0, 1] -> [-1, 1], ResNet50V2's preprocessing ("tf" mode: x / 127.5 - 1 on 0..255).
+    x = keras.layers.Rescaling(2.0, offset=-1.0, name="resnet_preprocess")(inputs)
     # input_tensor builds the ResNet layers on our graph (flat, not nested): the features are a
     # tensor of this model, and the unused conv5 stage is left out of it.
-    resnet = keras.applications.ResNet50(include_top=False, weights=None, input_tensor=x)
+    resnet = keras.applications.ResNet50V2(include_top=False, weights=None, input_tensor=x)
     features = keras.layers.Identity(name=BACKBONE_LAYER)(resnet.get_layer(RESNET_FEATURES).output)
     model = keras.Model(inputs, _s5_head(features, embedding_dim), name="s5")
     if weights:

@@ -54,6 +54,31 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(tmp_path):
     )
 
 
+def test_build_encoder_passes_weights_only_to_declared_builders_and_keeps_their_errors(monkeypatch):
+    import models
+
+    def broken(embedding_dim, input_shape, weights=None):
+        raise TypeError("a bug inside the builder")
+
+    def pretrained(embedding_dim, input_shape, weights=None):
+        model = models.build("s4", embedding_dim=embedding_dim, input_shape=input_shape)
+        model.weights_given = weights
+        return model
+
+    monkeypatch.setitem(models._BUILDERS, "broken", broken)
+    monkeypatch.setitem(models._BUILDERS, "pretrained", pretrained)
+    monkeypatch.setattr(models, "_PRETRAINED", models._PRETRAINED | {"broken", "pretrained"})
+    # A TypeError raised by a builder is a bug and surfaces as one, with or without weights.
+    for weights in ("", "imagenet"):
+        with pytest.raises(TypeError, match="a bug inside the builder"):
+            training.build_encoder(TOY.replace(model="broken", backbone_weights=weights))
+    assert training.build_encoder(TOY.replace(model="pretrained", backbone_weights="w.h5")).weights_given == "w.h5"
+    # Models without a declared backbone refuse the flag before building anything.
+    with pytest.raises(ValueError, match="--backbone_weights: model 's4' has no pretrained backbone \\(.*s5"):
+        training.build_encoder(TOY.replace(backbone_weights="imagenet"))
+    assert models.takes_pretrained_weights("s5") and not models.takes_pretrained_weights("s5_small")
+
+
 def test_rerunning_with_another_config_is_refused(tmp_path):
     run_dir = str(tmp_path / "run")
     training.train(TOY.replace(steps=10), run_dir, verbose=0)
