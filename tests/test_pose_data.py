@@ -37,10 +37,16 @@ def png(rgba: np.ndarray) -> bytes:
     return tf.io.encode_png(tf.constant(rgba)).numpy()
 
 
+# The authors' object axes x, y, z (z up) as columns in ShapeNet coordinates (y up, front +x):
+# x -> x, y -> -z, z -> y. Written out here, not taken from abc_tf.data.pose, so that the tests
+# check the module's constant instead of repeating it.
+AUTHORS_AXES_IN_SHAPENET = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+
+
 def modelview_for(euler: np.ndarray) -> np.ndarray:
     """16 floats, row-major, whose rotation block gives the authors' rotation of ``euler``."""
     matrix = np.eye(4)
-    matrix[:3, :3] = euler_to_matrix(euler) @ pose.OBJECT_AXES.T
+    matrix[:3, :3] = euler_to_matrix(euler) @ AUTHORS_AXES_IN_SHAPENET.T
     matrix[:3, 3] = (0.1, -0.2, -30.0)  # the camera distance; translation plays no part
     return matrix.reshape(16).astype(np.float32)
 
@@ -88,6 +94,32 @@ def test_keypointnet_record_round_trips_to_crop_and_rotation(tmp_path):
     np.testing.assert_array_equal(images[0, :, 4:, :3], np.broadcast_to([0, 0, 255], (8, 4, 3)))
     np.testing.assert_array_equal(images[1, :, :3, :3], np.broadcast_to([255, 0, 0], (8, 3, 3)))
     np.testing.assert_array_equal(images[1, :, 5:, :3], np.broadcast_to([0, 0, 255], (8, 3, 3)))
+
+
+def test_rotation_from_hand_written_modelviews():
+    # KeypointNet's format: p_camera = M p_object, M = reshape(mv, [4, 4]); the camera looks
+    # along its -z axis with y up, so the rows of M's rotation block are the camera's x (right),
+    # y (up) and z (toward the camera) axes in ShapeNet object coordinates (y up). Expected
+    # angles are those of the authors' convention: azimuth 0 sees the object from its -y side
+    # (ShapeNet +z), azimuth grows counter-clockwise seen from above, elevation > 0 looks down.
+    e = 0.3
+    cases = [
+        # Camera on ShapeNet +z, level: azimuth 0, elevation 0.
+        ([[1, 0, 0], [0, 1, 0], [0, 0, 1]], [0.0, 0.0, 0.0]),
+        # Raised by e: the camera's z axis (0, sin e, cos e), its up axis (0, cos e, -sin e).
+        ([[1, 0, 0], [0, np.cos(e), -np.sin(e)], [0, np.sin(e), np.cos(e)]], [0.0, e, 0.0]),
+        # Camera on ShapeNet +x (the authors' +x: a quarter turn counter-clockwise), level.
+        ([[0, 0, -1], [0, 1, 0], [1, 0, 0]], [np.pi / 2, 0.0, 0.0]),
+        # On the +x side and raised by e: z axis (cos e, sin e, 0), up axis (-sin e, cos e, 0).
+        ([[0, 0, -1], [-np.sin(e), np.cos(e), 0], [np.cos(e), np.sin(e), 0]], [np.pi / 2, e, 0.0]),
+    ]
+    for block, expected in cases:
+        modelview = np.eye(4)
+        modelview[:3, :3] = block
+        modelview[:3, 3] = (0.0, 0.0, -2.5)  # the camera distance plays no part
+        rotation = pose.rotation_from_modelview(modelview.reshape(16))
+        np.testing.assert_allclose(matrix_to_euler(rotation), expected, atol=1e-9)
+        np.testing.assert_allclose(rotation, euler_to_matrix(np.array(expected)), atol=1e-9)
 
 
 def test_rotation_from_modelview_orthonormalises_and_turns_y_up_to_z_up():
