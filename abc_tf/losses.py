@@ -58,38 +58,60 @@ def pairwise_similarity(x: tf.Tensor, y: tf.Tensor, similarity: str) -> tf.Tenso
 
 
 def _coordinate_chunk(x: tf.Tensor, y: tf.Tensor) -> int | None:
-    """Coordinates per chunk for l1/linf, or None to build the whole difference tensor (also
-    when the shapes are not known when the graph is traced)."""
+    """Coordinates per chunk for l1/linf (a divisor of D), or None to build the whole difference
+    tensor (also when the shapes are not known when the graph is traced)."""
     if not (x.shape.is_fully_defined() and y.shape.is_fully_defined()):
         return None
-    pairs_and_points = x.shape.num_elements() // x.shape[-1] * y.shape[-2]  # [..., N] x M
-    if pairs_and_points * x.shape[-1] <= DIFFERENCE_ELEMENTS:
+    dims = x.shape[-1]
+    pairs_and_points = x.shape.num_elements() // dims * y.shape[-2]  # [..., N] x M
+    if pairs_and_points * dims <= DIFFERENCE_ELEMENTS:
         return None
-    return max(1, DIFFERENCE_ELEMENTS // pairs_and_points)
+    most = max(1, DIFFERENCE_ELEMENTS // pairs_and_points)
+    return max(size for size in range(1, min(most, dims) + 1) if dims % size == 0)
 
 
-def _chunk_differences(x: tf.Tensor, y: tf.Tensor, start: int, chunk: int) -> tf.Tensor:
-    """x_i - y_j over coordinates [start, start + chunk): [..., N, M, chunk]."""
-    return x[..., :, tf.newaxis, start:start + chunk] - y[..., tf.newaxis, :, start:start + chunk]
+def _over_chunks(x: tf.Tensor, y: tf.Tensor, chunk: int, body, initial):
+    """Runs ``state = body(state, start, differences)`` over the coordinate chunks one after
+    another (parallel_iterations=1), so that only one [..., N, M, chunk] tensor lives at a time."""
+
+    def step(start, state):
+        differences = x[..., :, tf.newaxis, start:start + chunk] - y[..., tf.newaxis, :, start:start + chunk]
+        return start + chunk, body(state, start, differences)
+
+    _, state = tf.while_loop(lambda start, _: start < x.shape[-1], step, (tf.constant(0), initial),
+                             parallel_iterations=1)
+    return state
 
 
 def _coordinate_gradients(x, y, chunk, upstream, weights):
     """Gradients of -sum_d w_ijd |x_id - y_jd| for upstream [..., N, M], chunk by chunk;
     ``weights(start, differences)`` gives w for the chunk (1 for l1, the argmax mask for linf)."""
-    grads_x, grads_y = [], []
-    for start in range(0, x.shape[-1], chunk):
-        differences = _chunk_differences(x, y, start, chunk)
+    chunks = x.shape[-1] // chunk
+
+    def body(state, start, differences):
+        grads_x, grads_y = state
         signed = tf.sign(differences) * weights(start, differences)
-        grads_x.append(-tf.einsum("...nmc,...nm->...nc", signed, upstream))
-        grads_y.append(tf.einsum("...nmc,...nm->...mc", signed, upstream))
-    return tf.concat(grads_x, axis=-1), tf.concat(grads_y, axis=-1)
+        index = start // chunk
+        return (grads_x.write(index, -tf.einsum("...nmc,...nm->...nc", signed, upstream)),
+                grads_y.write(index, tf.einsum("...nmc,...nm->...mc", signed, upstream)))
+
+    arrays = (tf.TensorArray(x.dtype, size=chunks), tf.TensorArray(y.dtype, size=chunks))
+    grads_x, grads_y = _over_chunks(x, y, chunk, body, arrays)
+
+    def join(array, like):  # [chunks, ..., N, chunk] -> [..., N, chunks * chunk]
+        stacked = array.stack()
+        rank = like.shape.rank
+        return tf.reshape(tf.transpose(stacked, [*range(1, rank), 0, rank]), like.shape)
+
+    return join(grads_x, x), join(grads_y, y)
 
 
 def _chunked_l1(x: tf.Tensor, y: tf.Tensor, chunk: int) -> tf.Tensor:
     @tf.custom_gradient
     def l1(x, y):
-        total = tf.add_n([tf.reduce_sum(tf.abs(_chunk_differences(x, y, start, chunk)), axis=-1)
-                          for start in range(0, x.shape[-1], chunk)])
+        shape = x.shape[:-1] + y.shape[-2:-1]
+        total = _over_chunks(x, y, chunk, lambda total, start, differences: total + tf.reduce_sum(tf.abs(differences), -1),
+                             tf.zeros(shape, x.dtype))
 
         def gradient(upstream):
             return _coordinate_gradients(x, y, chunk, upstream, lambda start, differences: 1.0)
@@ -102,23 +124,25 @@ def _chunked_l1(x: tf.Tensor, y: tf.Tensor, chunk: int) -> tf.Tensor:
 def _chunked_linf(x: tf.Tensor, y: tf.Tensor, chunk: int) -> tf.Tensor:
     @tf.custom_gradient
     def linf(x, y):
-        largest, coordinate = None, None  # running max of |x_d - y_d| and its coordinate: [..., N, M]
-        for start in range(0, x.shape[-1], chunk):
-            magnitudes = tf.abs(_chunk_differences(x, y, start, chunk))
+        shape = x.shape[:-1] + y.shape[-2:-1]
+
+        def body(state, start, differences):
+            # Running max of |x_d - y_d| and the coordinate attaining it; ties keep the earlier
+            # coordinate, as argmax does within a chunk.
+            largest, coordinate = state
+            magnitudes = tf.abs(differences)
             chunk_largest = tf.reduce_max(magnitudes, axis=-1)
+            larger = chunk_largest > largest
             chunk_coordinate = tf.argmax(magnitudes, axis=-1, output_type=tf.int32) + start
-            if largest is None:
-                largest, coordinate = chunk_largest, chunk_coordinate
-            else:
-                # Ties keep the earlier coordinate, as argmax does within a chunk.
-                larger = chunk_largest > largest
-                largest = tf.where(larger, chunk_largest, largest)
-                coordinate = tf.where(larger, chunk_coordinate, coordinate)
+            return tf.where(larger, chunk_largest, largest), tf.where(larger, chunk_coordinate, coordinate)
+
+        initial = (tf.fill(shape, tf.constant(-1.0, x.dtype)), tf.zeros(shape, tf.int32))
+        largest, coordinate = _over_chunks(x, y, chunk, body, initial)
 
         def gradient(upstream):
             # The max passes its gradient to the coordinate that attains it.
             def weights(start, differences):
-                return tf.one_hot(coordinate - start, differences.shape[-1], dtype=differences.dtype)
+                return tf.one_hot(coordinate - start, chunk, dtype=differences.dtype)
 
             return _coordinate_gradients(x, y, chunk, upstream, weights)
 

@@ -186,8 +186,8 @@ def test_chunked_coordinate_similarities_match_the_whole_tensor(kind, monkeypatc
     # Large sets build l1/linf in chunks of coordinates with a hand-written gradient; values and
     # gradients must be those of the [N, M, D] tensor, eagerly and traced.
     rng = np.random.default_rng(10)
-    x = tf.constant(rng.normal(size=(3, 7, 10)), tf.float32)
-    y = tf.constant(rng.normal(size=(3, 5, 10)), tf.float32)
+    x = tf.constant(rng.normal(size=(3, 7, 12)), tf.float32)
+    y = tf.constant(rng.normal(size=(3, 5, 12)), tf.float32)
 
     def value_and_gradients():
         with tf.GradientTape() as tape:
@@ -197,7 +197,7 @@ def test_chunked_coordinate_similarities_match_the_whole_tensor(kind, monkeypatc
         return [similarity, *tape.gradient(weighted, [x, y])]
 
     whole = value_and_gradients()
-    monkeypatch.setattr(losses, "DIFFERENCE_ELEMENTS", 3 * 7 * 5 * 3)  # chunks of 3 of the 10 coordinates
+    monkeypatch.setattr(losses, "DIFFERENCE_ELEMENTS", 3 * 7 * 5 * 3)  # chunks of 3 of the 12 coordinates
     assert losses._coordinate_chunk(x, y) == 3
     for chunked in (value_and_gradients(), tf.function(value_and_gradients)()):
         for got, want in zip(chunked, whole):
