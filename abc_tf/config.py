@@ -15,7 +15,7 @@ from typing import Any
 
 SIMILARITIES = ("l2sq", "l2", "l1", "linf", "cosine")
 # Fields naming files or folders: checked to exist whenever they are set, by every family.
-PATH_FIELDS = ("data_path", "real_data_path", "pose_test_list", "pose_test_images")
+PATH_FIELDS = ("data_path", "real_data_path", "background_data_path", "pose_test_list", "pose_test_images")
 LOSS_TYPES = ("abc", "contrastive")
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 
@@ -75,7 +75,8 @@ class ExperimentConfig:
     titration_interval: int = _field(4000, "Pose: the real fraction steps up every this many steps, from 0 to real_fraction (0: no titration, real_fraction from the start).")
     crop_amplitude: float = _field(0.1, "Pose: random translation of the bounding box, as a fraction of its height and width.")
     augmentation_amplitude: float = _field(1.0, "Pose: scale of the colouring augmentations (brightness, hue, noise, Sobel; 0: none).")
-    real_data_path: str = _field("", "Pose: folder of unlabelled real images (set B titration, background painting); empty with data_source=procedural.")
+    real_data_path: str = _field("", "Pose: folder of unlabelled real images titrated into set B; empty with data_source=procedural.")
+    background_data_path: str = _field("", "Pose: folder of images whose random crops are painted behind the synthetic renders (the paper: ImageNet-A, images without the category's objects); empty: built-in procedural clutter scenes.")
     pose_test_list: str = _field("", "Pose: Pascal3D+-style test list 'image left top right bottom azimuth elevation tilt' (evaluation only).")
     pose_test_images: str = _field("", "Pose: folder the test list's image names are relative to (default: the list's folder).")
     backbone_weights: str = _field("", "Pretrained weights of the encoder's backbone (s5: 'imagenet' as in the paper, needs internet or the cached file, or a weights file path; empty: random).")
@@ -275,7 +276,7 @@ FAMILY_FIELDS: dict[str, tuple[str, ...]] = {
     # augmentations: pose refuses it with its own message (abc_tf.data.pose.check_config).
     "pose": ("image_size", "image_channels", "sample_with_replacement", "pose_category", "max_elevation",
              "real_fraction", "titration_interval", "crop_amplitude", "augmentation_amplitude", "real_data_path",
-             "pose_test_list", "pose_test_images", "augmentations", "double_augmentation"),
+             "background_data_path", "pose_test_list", "pose_test_images", "augmentations", "double_augmentation"),
 }
 FAMILY_ONLY_FIELDS = frozenset(name for names in FAMILY_FIELDS.values() for name in names)
 

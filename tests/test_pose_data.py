@@ -18,7 +18,7 @@ from abc_tf.evaluation.pose import euler_to_matrix, matrix_to_euler
 
 SMALL = pose.ProceduralSizes(
     train_instances=3, views_per_instance=6, real_train_images=4, real_views_per_instance=2, test_instances=2,
-    test_images=4, dictionary_images=4,
+    test_images=4, dictionary_images=4, background_images=3,
 )
 
 
@@ -287,7 +287,8 @@ def test_labelled_images_procedural(monkeypatch):
 
 
 def toy_banks(instances: int = 5, views: int = 6, real: int = 7, size: int = 16) -> pose.PoseBanks:
-    """Renders whose pixels encode (instance, view); euler = (view, instance, 0)."""
+    """Renders whose pixels encode (instance, view); euler = (view, instance, 0); real images
+    a constant 250, backgrounds a constant 40."""
     rows = instances * views
     synthetic = np.zeros((rows, size, size, 4), np.uint8)
     synthetic[..., 0] = np.repeat(np.arange(instances), views)[:, None, None] * 10
@@ -296,7 +297,38 @@ def toy_banks(instances: int = 5, views: int = 6, real: int = 7, size: int = 16)
     return pose.PoseBanks(
         synthetic, euler.astype(np.float32), np.repeat(np.arange(instances), views).astype(np.int32),
         [f"i{k}" for k in range(instances)], np.full((real, size, size, 3), 250, np.uint8),
+        np.full((3, size, size, 3), 40, np.uint8),
     )
+
+
+def test_backgrounds_are_painted_from_their_own_pool_not_from_the_real_images():
+    banks = toy_banks()
+    banks.synthetic[..., :] = 0  # fully transparent renders: every pixel is background
+    cfg = config(set_size=6, real_fraction=0.5, titration_interval=0, crop_amplitude=0.0, augmentation_amplitude=0.0)
+    batch = next(iter(pose.dataset_from_banks(banks, cfg, seed=0, start_step=50)))
+    # Set A holds renders only: painted from the background pool (40), never from the real
+    # images (250) that set B draws.
+    assert np.all(batch["set_a"].numpy() == 40) and np.all(batch["set_a_view2"].numpy() == 40)
+    set_b, real_b = batch["set_b"].numpy(), batch["real_b"].numpy()
+    assert real_b.any() and not real_b.all()
+    assert np.all(set_b[real_b] == 250) and np.all(set_b[~real_b] == 40)
+
+
+def test_background_source_flag_and_builtin_default(tmp_path, monkeypatch):
+    monkeypatch.setattr(pose, "PROCEDURAL", SMALL)
+    builtin = pose.load_backgrounds(config())
+    assert builtin.shape == (SMALL.background_images, 16, 16, 3) and builtin.dtype == np.uint8
+    assert builtin.std() > 10  # cluttered scenes, not a flat colour
+    banks = pose.load_banks(config())
+    np.testing.assert_array_equal(banks.backgrounds, builtin)
+    (tmp_path / "scenes" / "a").mkdir(parents=True)
+    tf.io.write_file(str(tmp_path / "scenes" / "a" / "forest.png"), tf.io.encode_png(np.full((20, 30, 3), 90, np.uint8)))
+    banks = pose.load_banks(config(background_data_path=str(tmp_path / "scenes")))
+    assert banks.backgrounds.shape == (1, 16, 16, 3) and np.all(banks.backgrounds == 90)
+    assert len(banks.real) == SMALL.real_train_images  # the real images of set B are unchanged
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="--background_data_path .*empty holds no images"):
+        pose.load_banks(config(background_data_path=str(tmp_path / "empty")))
 
 
 def test_set_a_holds_one_instance_and_distinct_views():

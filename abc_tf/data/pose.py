@@ -13,8 +13,15 @@ A training batch holds ``pairs_per_step`` pairs of sets:
 
 Every image is augmented twice (``double_augmentation``, views ``*_view2``) by
 :func:`abc_tf.augment.pose_augment`: bounding-box translation (``crop_amplitude``), background
-painting of renders with random crops of the real images, hue (real images only), brightness,
-an added Sobel copy, normal and salt-and-pepper noise (``augmentation_amplitude``).
+painting of renders with random crops of the background images, hue (real images only),
+brightness, an added Sobel copy, normal and salt-and-pepper noise (``augmentation_amplitude``).
+
+Backgrounds have their own source, separate from the real images of set B: the paper paints
+renders with crops of ImageNet-A (supplement S5), images without the category's objects, so a
+render never gets a second car behind it. ``background_data_path`` names a folder of such
+images; by default the built-in procedural clutter scenes
+(:func:`abc_tf.data.render.pose.clutter_backgrounds`, no objects) are used, for every
+data source.
 
 Batch keys: ``set_a``, ``set_b`` (and ``*_view2``) uint8 [P, N or M, S, S, 3];
 ``labels_a`` float32 [P, N, 3]: Euler angles (azimuth, elevation, tilt; radians, the
@@ -38,7 +45,8 @@ Data sources (``data_source``):
   recursively and resized; ``pose_test_list`` a Pascal3D+-style list for evaluation.
 
 Memory: the training renders stay in RAM as uint8 RGBA, N x S x S x 4 bytes (the procedural
-default: 4000 renders, 16 MB at 32 px, 262 MB at 128 px), plus the real images.
+default: 4000 renders, 16 MB at 32 px, 262 MB at 128 px), plus the real images and the
+backgrounds (the built-in 1000: 49 MB at 128 px).
 """
 
 from __future__ import annotations
@@ -81,7 +89,8 @@ class ProceduralSizes:
 
     train_instances: int = 100
     views_per_instance: int = 40
-    real_train_images: int = 1000  # unlabelled "real" images for set B and background painting
+    real_train_images: int = 1000  # unlabelled "real" images for set B
+    background_images: int = 1000  # built-in clutter scenes for background painting (any data source)
     real_views_per_instance: int = 4
     test_instances: int = 50
     test_images: int = 500  # default count of labelled_images(split="test")
@@ -98,7 +107,8 @@ class PoseBanks:
     synthetic: uint8 [Ns, S, S, 4] renders, RGB premultiplied by alpha (black outside the
       object), rows of one instance contiguous; euler: float32 [Ns, 3] radians;
       instances: int32 [Ns] instance of each row (sorted); instance_names: one per instance;
-      real: uint8 [Nr, S, S, 3] unlabelled real images (Nr may be 0).
+      real: uint8 [Nr, S, S, 3] unlabelled real images (Nr may be 0);
+      backgrounds: uint8 [Nk, S, S, 3] images painted behind the renders (Nk = 0: none).
     """
 
     synthetic: np.ndarray
@@ -106,6 +116,7 @@ class PoseBanks:
     instances: np.ndarray
     instance_names: list[str]
     real: np.ndarray
+    backgrounds: np.ndarray
 
     @property
     def counts(self) -> np.ndarray:
@@ -312,18 +323,19 @@ def read_keypointnet(
 # ----------------------------------------------------------------------------- real images
 
 
-def load_real_folder(path: str, image_size: int) -> np.ndarray:
+def load_real_folder(path: str, image_size: int, flag: str = "--real_data_path") -> np.ndarray:
     """All images under ``path`` (recursive; PNG, JPEG, BMP, GIF, PGM/PPM) as uint8
-    [N, S, S, 3], resized (stretched) to S x S. Raises ValueError when there are none."""
+    [N, S, S, 3], resized (stretched) to S x S. Raises ValueError naming ``flag`` when there
+    are none."""
     root = Path(path)
     if not root.is_dir():
-        raise ValueError(f"--real_data_path {path} is not a folder of images.")
+        raise ValueError(f"{flag} {path} is not a folder of images.")
     files = sorted(
         str(p) for p in root.rglob("*")
         if p.is_file() and not p.name.startswith(".") and p.suffix.lower() in folders.IMAGE_EXTENSIONS
     )
     if not files:
-        raise ValueError(f"--real_data_path {path} holds no images ({', '.join(folders.IMAGE_EXTENSIONS)}).")
+        raise ValueError(f"{flag} {path} holds no images ({', '.join(folders.IMAGE_EXTENSIONS)}).")
     return folders.load_images(files, image_size, 3)
 
 
@@ -397,22 +409,40 @@ def _procedural_banks(category: str, size: int, max_elev: float, sizes: Procedur
     real_euler = render.sample_viewpoints(rng, real_count, max_elev, tilt_std=0.05)
     real, _ = render.render_real(category, "real_train", real_ids, real_euler, size, seed=1, supersample=_supersample(size))
     names = [f"{category}_{i:04d}" for i in range(sizes.train_instances)]
-    return PoseBanks(synthetic, euler.astype(np.float32), instances, names, real)
+    return PoseBanks(synthetic, euler.astype(np.float32), instances, names, real, _builtin_backgrounds(size, sizes))
+
+
+@functools.lru_cache(maxsize=4)
+def _builtin_backgrounds(size: int, sizes: ProceduralSizes) -> np.ndarray:
+    """The built-in backgrounds: procedural clutter scenes (no objects), uint8 [K, S, S, 3]."""
+    rng = np.random.default_rng([0xB6, 0xC1])  # its own stream: not the real images' clutter
+    # In chunks: the scenes are drawn in float64 (1000 at 128 px would be 393 MB at once).
+    counts = [min(100, sizes.background_images - start) for start in range(0, sizes.background_images, 100)]
+    return np.concatenate([render.to_uint8(render.clutter_backgrounds(rng, count, size)) for count in counts])
+
+
+def load_backgrounds(config: ExperimentConfig) -> np.ndarray:
+    """The images painted behind the renders: ``background_data_path`` or the built-in ones."""
+    if config.background_data_path:
+        return load_real_folder(config.background_data_path, config.image_size, "--background_data_path")
+    return _builtin_backgrounds(config.image_size, PROCEDURAL)
 
 
 def load_banks(config: ExperimentConfig) -> PoseBanks:
-    """The training renders and unlabelled real images of ``config``."""
+    """The training renders, unlabelled real images and backgrounds of ``config``."""
     check_config(config)
     size, elev = config.image_size, max_elevation(config)
     if config.data_source == "procedural":
-        return _procedural_banks(config.pose_category, size, elev, PROCEDURAL)
+        banks = _procedural_banks(config.pose_category, size, elev, PROCEDURAL)
+        if config.background_data_path:
+            banks = dataclasses.replace(banks, backgrounds=load_backgrounds(config))
+        return banks
     synthetic, euler, instances, names = read_keypointnet(keypointnet_files(config.data_path, "train"), size, elev)
     if config.real_data_path:
         real = load_real_folder(config.real_data_path, size)
     else:
-        logger.warning("No --real_data_path: renders keep a black background (no background painting).")
         real = np.zeros((0, size, size, 3), np.uint8)
-    return PoseBanks(synthetic, euler, instances, names, real)
+    return PoseBanks(synthetic, euler, instances, names, real, load_backgrounds(config))
 
 
 def labelled_images(
@@ -560,7 +590,10 @@ def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, st
     has_real = len(banks.real) > 0
     real = tf.Variable(banks.real if has_real else np.zeros((1,) + banks.synthetic.shape[1:3] + (3,), np.uint8),
                        trainable=False, name="pose_real_images")
-    backgrounds = real if has_real else None
+    # Backgrounds come from their own pool, never from the real images of set B (module docstring).
+    backgrounds = None
+    if len(banks.backgrounds):
+        backgrounds = tf.Variable(banks.backgrounds, trainable=False, name="pose_backgrounds")
     crop, colour = float(config.crop_amplitude), float(config.augmentation_amplitude)
     views = 2 if config.double_augmentation else 1
     aug_seed = tf.constant([seed, 0xA06], tf.int64)
