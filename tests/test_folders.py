@@ -49,6 +49,17 @@ def write_pgm(path: str, image: np.ndarray, maxval: int = 255, ascii_: bool = Fa
             handle.write(image.astype(dtype).tobytes())
 
 
+def write_ppm(path: str, image: np.ndarray, maxval: int = 255, ascii_: bool = False) -> None:
+    """RGB [H, W, 3] as binary P6 (16-bit big-endian when maxval > 255) or ASCII P3."""
+    height, width, _ = image.shape
+    with open(path, "wb") as handle:
+        handle.write(f"P{3 if ascii_ else 6}\n{width} {height}\n# a comment\n{maxval}\n".encode())
+        if ascii_:
+            handle.write("\n".join(" ".join(str(v) for v in row.ravel()) for row in image).encode() + b"\n")
+        else:
+            handle.write(image.astype(">u2" if maxval > 255 else np.uint8).tobytes())
+
+
 def coded_image(group: int, index: int, height: int = 12, width: int = 12) -> np.ndarray:
     """A flat image whose red channel says the group and green channel the index (exact after resizing)."""
     image = np.zeros((height, width, 3), np.uint8)
@@ -86,6 +97,17 @@ def test_read_image_formats_agree(tmp_path):
     np.testing.assert_array_equal(folders.read_image(tmp_path / "a.bmp", 3), rgb)
     for name in ("g.pgm", "g2.pgm", "g16.pgm"):
         np.testing.assert_array_equal(folders.read_image(tmp_path / name, 1)[..., 0], gray)
+    # PPM: binary, ASCII, 16 bit; a maxval of 15 is scaled to 0..255.
+    write_ppm(str(tmp_path / "c.ppm"), rgb)
+    write_ppm(str(tmp_path / "c3.ppm"), rgb, ascii_=True)
+    write_ppm(str(tmp_path / "c16.ppm"), rgb.astype(np.int64) * 257, maxval=65535)
+    for name in ("c.ppm", "c3.ppm", "c16.ppm"):
+        np.testing.assert_array_equal(folders.read_image(tmp_path / name, 3), rgb)
+    write_pgm(str(tmp_path / "g15.pnm"), gray // 17, maxval=15)
+    np.testing.assert_array_equal(folders.read_image(tmp_path / "g15.pnm", 1)[..., 0], gray // 17 * 17)
+    # PBM (1 = black) in a .pnm file.
+    (tmp_path / "b.pnm").write_bytes(b"P1\n3 2\n1 0 1\n0 1 0\n")
+    np.testing.assert_array_equal(folders.read_image(tmp_path / "b.pnm", 1)[..., 0], [[0, 255, 0], [255, 0, 255]])
     # Channel conversion: gray -> RGB repeats, RGB -> gray is luma.
     np.testing.assert_array_equal(folders.read_image(tmp_path / "g.pgm", 3), np.repeat(gray[..., None], 3, axis=-1))
     luma = folders.read_image(tmp_path / "a.png", 1)[..., 0].astype(float)
@@ -96,7 +118,9 @@ def test_read_image_formats_agree(tmp_path):
 def test_unreadable_image_names_the_file(tmp_path):
     (tmp_path / "bad.png").write_bytes(b"this is not a png")
     (tmp_path / "bad.pgm").write_bytes(b"P5\n10 10\n255\n" + b"\0" * 5)  # truncated raster
-    for name in ("bad.png", "bad.pgm"):
+    (tmp_path / "png.ppm").write_bytes(tf.io.encode_png(np.zeros((2, 2, 3), np.uint8)).numpy())  # not a PNM
+    (tmp_path / "header.pgm").write_bytes(b"P5\n10 ten\n255\n")
+    for name in ("bad.png", "bad.pgm", "png.ppm", "header.pgm"):
         with pytest.raises(ValueError, match=name):
             folders.read_image(tmp_path / name, 3)
 

@@ -9,7 +9,7 @@ Layout::
 
 Every image under a group folder (searched recursively) belongs to the group. Formats: PNG,
 JPEG, BMP and GIF (first frame) through ``tf.io.decode_image``, and binary or ASCII PGM/PPM/PNM
-through a small reader here (TensorFlow has no PNM decoder). Hidden files and other
+(8 or 16 bit) through Pillow (TensorFlow has no PNM decoder). Hidden files and other
 extensions are ignored. The optional ``labels.csv`` names each image by its path relative to
 ``data_path`` (column ``filename``, ``file``, ``path`` or ``image``; else the first column) and
 holds any number of label columns (numbers or words); labels never enter training.
@@ -42,6 +42,7 @@ from typing import Sequence
 
 import numpy as np
 import tensorflow as tf
+from PIL import Image
 
 from abc_tf import augment
 from abc_tf.config import ExperimentConfig
@@ -61,57 +62,22 @@ _RESIZE_CHUNK = 64
 
 
 def _read_pnm(path: str) -> np.ndarray:
-    """Netpbm P2/P3 (ASCII) and P5/P6 (binary) gray or RGB -> uint8 [H, W, C].
+    """Netpbm PBM/PGM/PPM, ASCII or binary, 8 or 16 bit, through Pillow -> uint8 [H, W, 1 or 3].
 
-    maxval above 255 (16-bit, big-endian in binary files) is rescaled to 0..255.
+    Pillow scales a maxval other than 255 to the full range of its mode: 0..255 for 8-bit
+    files and for every PPM, 0..65535 (mode "I") for 16-bit PGM, rescaled here to 0..255.
+    Raises ValueError naming the file when it is not a readable PNM file.
     """
-    with open(path, "rb") as handle:
-        content = handle.read()
-    if len(content) < 2 or content[:1] != b"P" or content[1:2] not in b"2356":
-        raise ValueError(f"{path}: not a PGM/PPM file (magic number P2, P3, P5 or P6 expected).")
-    magic = content[:2].decode()
-    # Header: magic, width, height, maxval as whitespace-separated tokens; '#' starts a comment.
-    tokens: list[int] = []
-    position = 2
-    while len(tokens) < 3:
-        while position < len(content) and content[position : position + 1].isspace():
-            position += 1
-        if position >= len(content):
-            raise ValueError(f"{path}: truncated PGM/PPM header.")
-        if content[position : position + 1] == b"#":
-            end = content.find(b"\n", position)
-            position = len(content) if end < 0 else end + 1
-            continue
-        start = position
-        while position < len(content) and not content[position : position + 1].isspace():
-            position += 1
-        try:
-            tokens.append(int(content[start:position]))
-        except ValueError:
-            raise ValueError(f"{path}: malformed PGM/PPM header token {content[start:position]!r}.") from None
-    width, height, maxval = tokens
-    if width <= 0 or height <= 0 or not 0 < maxval < 65536:
-        raise ValueError(f"{path}: bad PGM/PPM header (width {width}, height {height}, maxval {maxval}).")
-    channels = 3 if magic in ("P3", "P6") else 1
-    count = width * height * channels
-    if magic in ("P5", "P6"):
-        # Exactly one whitespace byte separates the header from the raster.
-        raster = content[position + 1 :]
-        dtype = np.dtype(">u2") if maxval > 255 else np.dtype(np.uint8)
-        if len(raster) < count * dtype.itemsize:
-            raise ValueError(f"{path}: truncated PGM/PPM raster ({len(raster)} bytes, {count * dtype.itemsize} expected).")
-        values = np.frombuffer(raster, dtype=dtype, count=count)
-    else:
-        try:
-            values = np.array(content[position:].split()[:count], dtype=np.int64)
-        except ValueError:
-            raise ValueError(f"{path}: malformed ASCII PGM/PPM raster.") from None
-        if values.size < count:
-            raise ValueError(f"{path}: truncated ASCII PGM/PPM raster.")
-    values = values.reshape(height, width, channels).astype(np.float64)
-    if maxval != 255:
-        values = values * (255.0 / maxval)
-    return np.clip(np.rint(values), 0, 255).astype(np.uint8)
+    try:
+        with Image.open(path, formats=["PPM"]) as image:
+            if image.mode.startswith("I"):
+                values = np.asarray(image, np.float64) * (255.0 / 65535.0)
+                return np.clip(np.rint(values), 0, 255).astype(np.uint8)[..., np.newaxis]
+            array = np.asarray(image.convert("L" if image.mode in ("1", "L") else "RGB"), np.uint8)
+    except (OSError, ValueError, SyntaxError) as error:  # Pillow's errors for unreadable or corrupt files
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"Cannot read image {path}: {message}") from None
+    return array[..., np.newaxis] if array.ndim == 2 else array
 
 
 def _convert_channels(image: np.ndarray, channels: int) -> np.ndarray:
@@ -128,8 +94,6 @@ def _convert_channels(image: np.ndarray, channels: int) -> np.ndarray:
 
 def _read_with_pillow(path: str) -> np.ndarray | None:
     """uint8 [H, W, 1 or 3] by Pillow, or None when Pillow cannot read the file either."""
-    from PIL import Image
-
     try:
         with Image.open(path) as image:
             image = image.convert("L" if image.mode in ("1", "L", "I;16", "I", "F") else "RGB")
