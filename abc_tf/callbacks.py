@@ -6,8 +6,8 @@ histogram estimate when d <= 3) and writes them to TensorBoard: one scalar per f
 measure, plus the principal-component figure as an image. At the end of training it writes the
 files of TensorBoard's embedding projector (embeddings TSV, factor metadata TSV with a header
 row, sprite image, ``projector_config.pbtxt``) into the same log folder, so the projector tab
-shows the final embeddings coloured by any factor. No tensorboard import is needed: the
-projector config is a small text protobuf written here.
+shows the final embeddings coloured by any factor. The config is TensorBoard's own
+``ProjectorConfig`` protobuf, written by ``tensorboard.plugins.projector.visualize_embeddings``.
 
 :func:`evaluation_callbacks` builds the callbacks a run's config asks for; ``train.py`` passes
 them to ``abc_tf.training.train(config, run_dir, callbacks=...)``.
@@ -24,6 +24,7 @@ from typing import Sequence
 import keras
 import numpy as np
 import tensorflow as tf
+from tensorboard.plugins import projector
 
 from abc_tf import schedules
 from abc_tf.config import ExperimentConfig
@@ -34,7 +35,7 @@ LOG_SUBDIR = "isolation"  # under run_dir/logs, next to Keras' train/ folder
 PROJECTOR_TENSORS = "projector_embeddings.tsv"
 PROJECTOR_METADATA = "projector_metadata.tsv"
 PROJECTOR_SPRITE = "projector_sprite.png"
-PROJECTOR_CONFIG = "projector_config.pbtxt"
+PROJECTOR_CONFIG = "projector_config.pbtxt"  # the name visualize_embeddings writes
 
 # Cheap defaults: a measurement costs a few seconds on 2 CPU cores.
 CHEAP_PROBES = probes.ProbeSettings(epochs=10, batch_size=128)
@@ -218,29 +219,20 @@ def write_projector_files(
         handle.write("\t".join(names) + "\n")
         for row in factors:
             handle.write("\t".join(str(value) for value in row.tolist()) + "\n")
-    lines = [
-        "embeddings {",
-        f'  tensor_name: "{tensor_name}"',
-        f'  tensor_path: "{PROJECTOR_TENSORS}"',
-        f'  metadata_path: "{PROJECTOR_METADATA}"',
-    ]
+    config = projector.ProjectorConfig()
+    embedding = config.embeddings.add()
+    embedding.tensor_name = tensor_name
+    embedding.tensor_path = PROJECTOR_TENSORS
+    embedding.metadata_path = PROJECTOR_METADATA
     if images is not None:
         if len(images) != len(embeddings):
             raise ValueError(f"Projector: {len(images)} images for {len(embeddings)} embeddings.")
         sprite = _sprite(np.asarray(images), sprite_size)
         tf.io.write_file(os.path.join(log_dir, PROJECTOR_SPRITE), tf.image.encode_png(sprite))
-        lines += [
-            "  sprite {",
-            f'    image_path: "{PROJECTOR_SPRITE}"',
-            f"    single_image_dim: {sprite_size}",
-            f"    single_image_dim: {sprite_size}",
-            "  }",
-        ]
-    lines.append("}")
-    path = os.path.join(log_dir, PROJECTOR_CONFIG)
-    with open(path, "w") as handle:
-        handle.write("\n".join(lines) + "\n")
-    return path
+        embedding.sprite.image_path = PROJECTOR_SPRITE
+        embedding.sprite.single_image_dim.extend([sprite_size, sprite_size])
+    projector.visualize_embeddings(log_dir, config)
+    return os.path.join(log_dir, PROJECTOR_CONFIG)
 
 
 def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.callbacks.Callback]:

@@ -8,6 +8,8 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from google.protobuf import text_format
+from tensorboard.plugins import projector
 
 from abc_tf import callbacks
 from abc_tf.config import ExperimentConfig
@@ -56,8 +58,14 @@ def test_callback_logs_scalars_images_and_projector(tmp_path):
     assert np.loadtxt(os.path.join(log_dir, callbacks.PROJECTOR_TENSORS)).shape == (16, 2)
     sprite = tf.io.decode_png(tf.io.read_file(os.path.join(log_dir, callbacks.PROJECTOR_SPRITE)))
     assert tuple(sprite.shape) == (32, 32, 3)  # 16 thumbnails of 8 px in a 4 x 4 grid
-    config_text = open(os.path.join(log_dir, callbacks.PROJECTOR_CONFIG)).read()
-    assert 'tensor_path: "projector_embeddings.tsv"' in config_text and "single_image_dim: 8" in config_text
+    # The config parses as TensorBoard's ProjectorConfig and names the files written beside it.
+    config = text_format.Parse(open(os.path.join(log_dir, callbacks.PROJECTOR_CONFIG)).read(), projector.ProjectorConfig())
+    (embedding,) = config.embeddings
+    assert (embedding.tensor_path, embedding.metadata_path) == (callbacks.PROJECTOR_TENSORS, callbacks.PROJECTOR_METADATA)
+    assert embedding.sprite.image_path == callbacks.PROJECTOR_SPRITE
+    assert list(embedding.sprite.single_image_dim) == [8, 8]
+    for name in (embedding.tensor_path, embedding.metadata_path, embedding.sprite.image_path):
+        assert os.path.isfile(os.path.join(log_dir, name))
 
 
 def test_evaluation_callbacks_follow_the_config(tmp_path):
