@@ -76,7 +76,7 @@ def _read_pnm(path: str) -> np.ndarray:
             array = np.asarray(image.convert("L" if image.mode in ("1", "L") else "RGB"), np.uint8)
     except (OSError, ValueError, SyntaxError) as error:  # Pillow's errors for unreadable or corrupt files
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ValueError(f"Cannot read image {path}: {message}") from None
+        raise ValueError(f"Cannot read image {path} as PBM/PGM/PPM: {message}") from None
     return array[..., np.newaxis] if array.ndim == 2 else array
 
 
