@@ -296,9 +296,9 @@ def debiased_log_average(
     Returns (log m_t, log of the de-biased average), both [F].
     """
     log_value = tf.convert_to_tensor(log_value, tf.float32)
-    decay, gain = math.log1p(-alpha) if alpha < 1 else -np.inf, math.log(alpha)
+    log_decay = math.log1p(-alpha) if alpha < 1 else -np.inf  # log(1 - alpha)
     # logaddexp(log(1 - alpha) + log m_{t-1}, log(alpha) + log x_t); -inf terms drop out.
-    log_average = tf.reduce_logsumexp(tf.stack([decay + log_average, gain + log_value]), axis=0)
+    log_average = tf.reduce_logsumexp(tf.stack([log_decay + log_average, math.log(alpha) + log_value]), axis=0)
     step = tf.cast(step, tf.float32)
     return log_average, log_average - tf.math.log(1.0 - (1.0 - alpha) ** step)
 
@@ -408,7 +408,7 @@ class MineEstimator:
                     loss = -tf.reduce_sum(bounds)
                 else:
                     # MINE's bias-corrected gradient: d log E[e^T] ~ E[e^T dT] / moving average.
-                    # exp(log_mean - log_average) * log_mean has exactly that gradient.
+                    # exp(log_mean - debiased) * log_mean has exactly that gradient.
                     t = tf.cast(self.step + 1, tf.float32)
                     log_average, debiased = debiased_log_average(
                         self.log_average, tf.stop_gradient(log_means), alpha, t
