@@ -30,6 +30,9 @@ import numpy as np
 
 # Keys drawn per call of the small-population sampler are capped (float64: 128 MiB).
 _MAX_KEYS_PER_CHUNK = 1 << 24
+# Rows wider than this are drawn by Generator.choice (Floyd's algorithm, memory ~count) rather
+# than by ranking one key per value (memory ~17 bytes x population: 170 MB at 10^7).
+_MAX_KEY_WIDTH = 1 << 20
 
 logger = logging.getLogger(__name__)
 
@@ -125,10 +128,14 @@ def sample_distinct(rng: np.random.Generator, population: np.ndarray, count: int
         raise ValueError(f"Cannot draw {count} distinct values from a population of {population.min()}.")
     out = np.empty((rows, count), dtype=np.int64)
     # Birthday regime: with count^2 > population a plain draw repeats a value too often, so
-    # rank random keys instead (cost ~population per row, small there). Otherwise draw
-    # with replacement and redraw the rows that repeat (P(repeat) < 1/2, cost ~count).
+    # rank random keys instead (cost ~population per row, small there), or for populations
+    # above _MAX_KEY_WIDTH use Generator.choice. Otherwise draw with replacement and redraw
+    # the rows that repeat (P(repeat) < 1/2, cost ~count).
     small = population < count * count
-    small_rows = np.flatnonzero(small)
+    wide_rows = np.flatnonzero(small & (population > _MAX_KEY_WIDTH))
+    for row in wide_rows:  # few rows (large count, huge population): one call each
+        out[row] = rng.choice(population[row], size=count, replace=False)
+    small_rows = np.flatnonzero(small & (population <= _MAX_KEY_WIDTH))
     if small_rows.size:
         width = int(population[small_rows].max())
         chunk = max(1, _MAX_KEYS_PER_CHUNK // width)

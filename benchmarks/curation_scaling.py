@@ -1,0 +1,217 @@
+"""Set curation against data-set size: sets/s and memory of the factor-grid curation for
+synthetic grids of 10^4 to 10^7 items (10^9 as well, to show the trend), with no images.
+
+Each grid has the six factors of 3dshapes (floor, wall and object hue, scale, shape,
+orientation), every value count scaled up or down together; 3dshapes' own 480,000 is a row.
+Three ways of curating are measured in one process, on the same grids:
+
+- full grid (``SetCurator`` with ``items=None``, the procedural and h5 backends): index
+  arithmetic, promised O(1) in the grid size;
+- item table (``items`` = one row of factor indices per record, the tfds backend): a CSR
+  grouping built once, O(N log N) time and O(N) memory, then O(1) per set;
+- ``sample_items(4096)``: the distinct labelled sample of the evaluation.
+
+sets/s: ids only (no images), 10^4 sets per call and one set per call (as the pipeline
+draws them); the best of three windows of ``--seconds``. Memory: ``tracemalloc`` peak over a call (numpy reports its buffers to it), so
+it counts what the call allocates, not the process.
+
+  python benchmarks/curation_scaling.py [--seconds 1.0] [--no_write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+import tracemalloc
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+from abc_tf.data import sets  # noqa: E402
+from abc_tf.data import shapes3d as s3d  # noqa: E402
+from benchmarks.report import machine_line, write_section  # noqa: E402
+
+FIGURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "figures", "benchmarks")
+SET_SIZE = 32
+SETS_PER_CALL = 10_000
+# Value counts of (floor_hue, wall_hue, object_hue, scale, shape, orientation), 3dshapes scaled.
+GRIDS = (
+    (5, 5, 5, 4, 2, 10),  # 10^4
+    (10, 10, 10, 5, 4, 5),  # 10^5
+    s3d.FACTOR_SIZES,  # 480,000 (3dshapes)
+    (10, 10, 10, 8, 5, 25),  # 10^6
+    (20, 20, 20, 10, 5, 25),  # 10^7
+    (50, 50, 50, 16, 8, 100),  # 1.6 * 10^9, beyond the range asked: the full grid only
+)
+ITEM_TABLE_MAX = 10**7  # the item table of 10^7 rows is 480 MB; larger tables are left out
+SAMPLE = 4096  # labelled images of the evaluation (evaluate.py --num_images)
+
+
+def grid_of(sizes) -> sets.FactorGrid:
+    return sets.FactorGrid(s3d.FACTOR_NAMES, tuple(int(s) for s in sizes))
+
+
+def rate(function, seconds: float, windows: int = 3) -> float:
+    """Calls/s of ``function``: the best of ``windows`` windows of about ``seconds`` each (after
+    one warm-up call), since other jobs on the shared cores only ever slow a window down."""
+    function()
+    rates = []
+    for _ in range(windows):
+        calls, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            function()
+            calls += 1
+        rates.append(calls / (time.perf_counter() - start))
+    return max(rates)
+
+
+def peak_mb(function) -> tuple[float, object]:
+    """(tracemalloc peak in MB of what ``function`` allocates, its result)."""
+    tracemalloc.start()
+    try:
+        result = function()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak / 1e6, result
+
+
+def measure(sizes, seconds: float) -> dict:
+    grid = grid_of(sizes)
+    inactive = grid.parse_factors("wall_hue")
+    rng = np.random.default_rng(0)
+    row = {"sizes": tuple(sizes), "items": grid.num_points}
+    curator_mb, curator = peak_mb(lambda: sets.SetCurator(grid, inactive, SET_SIZE))
+    row["grid_build_mb"] = curator_mb
+    row["grid_sets_per_s"] = SETS_PER_CALL * rate(lambda: curator.curated(rng, SETS_PER_CALL), seconds)
+    row["grid_single_per_s"] = rate(lambda: curator.curated(rng, 1), seconds)
+    row["grid_call_mb"], _ = peak_mb(lambda: curator.curated(rng, SETS_PER_CALL))
+    start = time.perf_counter()
+    row["sample_mb"], _ = peak_mb(lambda: curator.sample_items(np.random.default_rng(1), SAMPLE))
+    row["sample_s"] = time.perf_counter() - start
+    if grid.num_points <= ITEM_TABLE_MAX:
+        items = grid.unravel(np.arange(grid.num_points))  # what a data source listing every record holds
+        start = time.perf_counter()
+        table_mb, table = peak_mb(lambda: sets.SetCurator(grid, inactive, SET_SIZE, items=items))
+        row["table_build_s"] = time.perf_counter() - start
+        row["table_build_mb"] = table_mb
+        row["table_items_mb"] = items.nbytes / 1e6
+        row["table_sets_per_s"] = SETS_PER_CALL * rate(lambda: table.curated(rng, SETS_PER_CALL), seconds)
+        row["table_call_mb"], _ = peak_mb(lambda: table.curated(rng, SETS_PER_CALL))
+        del items, table
+    return row
+
+
+def plot(rows: list[dict], path_rate: str, path_memory: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    items = [r["items"] for r in rows]
+    tables = [r for r in rows if "table_sets_per_s" in r]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(items, [r["grid_sets_per_s"] for r in rows], "o-", label="full grid, 10^4 sets per call")
+    ax.plot(items, [r["grid_single_per_s"] for r in rows], "s-", label="full grid, 1 set per call")
+    ax.plot([r["items"] for r in tables], [r["table_sets_per_s"] for r in tables], "^-", label="item table, 10^4 sets per call")
+    ax.set(xscale="log", yscale="log", xlabel="items in the data set", ylabel="sets/s (ids only)",
+           title="Set curation against data-set size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path_rate, dpi=100)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(items, [r["grid_call_mb"] for r in rows], "o-", label="full grid: one call of 10^4 sets")
+    ax.plot(items, [max(r["grid_build_mb"], 1e-3) for r in rows], "s-", label="full grid: building the curator")
+    ax.plot([r["items"] for r in tables], [r["table_build_mb"] for r in tables], "^-", label="item table: building the groups")
+    ax.plot(items, [r["sample_mb"] for r in rows], "v-", label=f"sample_items({SAMPLE})")
+    ax.set(xscale="log", yscale="log", xlabel="items in the data set", ylabel="tracemalloc peak (MB)",
+           title="Memory of set curation against data-set size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path_memory, dpi=100)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=1.0, help="Timing window of each rate.")
+    parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md and the figures alone.")
+    args = parser.parse_args()
+
+    load_start = os.getloadavg()[0]
+    rows = []
+    for sizes in GRIDS:
+        row = measure(sizes, args.seconds)
+        rows.append(row)
+        print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+
+    def cell(row: dict, key: str, fmt: str) -> str:
+        return format(row[key], fmt) if key in row else "-"
+
+    lines = [
+        machine_line(),
+        "",
+        f"Synthetic grids with the six factors of 3dshapes, value counts scaled together; no images. Sets of "
+        f"{SET_SIZE} with wall hue inactive; ids only. Full grid: `SetCurator(grid, inactive, {SET_SIZE})`, index "
+        "arithmetic (procedural and h5 backends). Item table: the same curator given one row of factor indices "
+        "per record (tfds backend). Memory: `tracemalloc` peak of the call, in MB.",
+        "",
+        "| items | value counts | full grid: sets/s (10^4 per call) | full grid: sets/s (1 per call) "
+        "| full grid: MB per call of 10^4 sets | full grid: MB to build | item table: build s | item table: build MB "
+        f"(the table itself) | item table: sets/s (10^4 per call) | `sample_items({SAMPLE})`: s | `sample_items({SAMPLE})`: MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        table_mb = f"{r['table_build_mb']:.1f} ({r['table_items_mb']:.1f})" if "table_build_mb" in r else "-"
+        lines.append(
+            f"| {r['items']:,} | {'x'.join(map(str, r['sizes']))} | {r['grid_sets_per_s']:,.0f} | {r['grid_single_per_s']:,.0f} "
+            f"| {r['grid_call_mb']:.1f} | {r['grid_build_mb']:.3f} | {cell(r, 'table_build_s', '.2f')} | {table_mb} "
+            f"| {cell(r, 'table_sets_per_s', ',.0f')} | {r['sample_s']:.3f} | {r['sample_mb']:.1f} |"
+        )
+    first, last = rows[0], rows[-1]
+    span = math.log10(last["items"] / first["items"])
+    lines += [
+        "",
+        f"Over {span:.1f} decades of grid size the full-grid curation never slows down "
+        f"({first['grid_sets_per_s']:,.0f} -> {last['grid_sets_per_s']:,.0f} sets/s; if anything the smallest grid "
+        "is the slowest: 32 items drawn from only 2,000 (10^4 items, 5 wall hues) repeat one in about 23% of "
+        "the sets, which are then drawn again) and keeps its memory "
+        f"({first['grid_call_mb']:.1f} -> {last['grid_call_mb']:.1f} MB per call of 10^4 sets, "
+        f"{last['grid_build_mb']:.3f} MB to build): O(1) in the grid size, as promised. "
+        "The item table's per-set rate is nearly flat as well; building it sorts the records once "
+        "(O(N log N) time; a transient about the table's own size, which a data source of N records holds "
+        "anyway), and its rate eases a little at 10^7 as the sort order (80 MB) no longer fits in cache. "
+        f"`sample_items({SAMPLE})` ranks one random key per item while the grid holds fewer than "
+        f"{SAMPLE}^2 items (the birthday regime, where redrawing repeats fails), so its memory grew with the grid "
+        f"(170 MB at 10^7 items, and {SAMPLE}^2 x 17 bytes = 285 MB at worst before this benchmark; with "
+        "`--num_images=65536` it would have needed 17 bytes per item of any grid up to 4 x 10^9); "
+        "rows wider than 2^20 items now go through `Generator.choice` (Floyd's algorithm, memory ~ the sample), "
+        "so it stays flat beyond 10^6 while every draw from 2^20 items or fewer (3dshapes' 480,000 included) is "
+        "unchanged.",
+        "",
+        "![sets/s against data-set size](docs/figures/benchmarks/curation_scaling_rate.png)",
+        "![memory against data-set size](docs/figures/benchmarks/curation_scaling_memory.png)",
+        "",
+        f"1-minute load average of the machine: {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+        f"({os.cpu_count()} cores shared with other jobs, so absolute rates vary).",
+        "",
+        "Command: `python benchmarks/curation_scaling.py`",
+    ]
+    body = "\n".join(lines)
+    print(body)
+    if not args.no_write:
+        os.makedirs(FIGURES, exist_ok=True)
+        plot(rows, os.path.join(FIGURES, "curation_scaling_rate.png"), os.path.join(FIGURES, "curation_scaling_memory.png"))
+        write_section("Set curation against data-set size", body)
+
+
+if __name__ == "__main__":
+    main()
