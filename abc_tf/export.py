@@ -131,6 +131,55 @@ def export_encoder(encoder: keras.Model, path: str) -> None:
     _encoder_archive(encoder).write_out(path, verbose=False)
 
 
+def nearest_keys(
+    queries: tf.Tensor, keys: tf.Tensor, similarity: str, max_scores: int, max_rows: int
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Exact top-1 in the graph: index [B] int64 of each query's most similar key, and that similarity [B].
+
+    queries [B, D] (B > 0), keys [N, D], L2-normalised already for cosine. Goes by tiles of at
+    most ``max_rows`` queries x k keys, k chosen so that a tile holds about ``max_scores``
+    numbers (l1/linf build [rows, k, D] differences, so D counts there), with a running best:
+    memory stays bounded instead of the whole [B, N] matrix. Ties keep the earlier key, as
+    one argmax over all keys does.
+    """
+    from abc_tf import losses
+
+    width = int(keys.shape[-1]) if similarity in ("l1", "linf") else 1
+    if similarity == "cosine":
+        # The keys are normalised once at export; this is losses.pairwise_similarity's cosine.
+        queries = tf.math.l2_normalize(queries, axis=-1)
+        score = lambda rows, tile: tf.matmul(rows, tile, transpose_b=True)  # noqa: E731
+    else:
+        score = lambda rows, tile: losses.pairwise_similarity(rows, tile, similarity)  # noqa: E731
+    count, size = tf.shape(queries)[0], tf.shape(keys)[0]
+    rows = tf.minimum(count, max(1, min(max_rows, max_scores // width)))
+    columns = tf.maximum(max_scores // (rows * width), 1)
+    chunks = (count + rows - 1) // rows
+    # Padded with zero queries to whole chunks; their answers are dropped below.
+    padded = tf.pad(queries, [[0, chunks * rows - count], [0, 0]])
+
+    def search(chunk: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        def step(start, best, index):
+            scores = score(chunk, keys[start : start + columns])
+            value = tf.reduce_max(scores, axis=-1)
+            better = value > best  # strictly: on a tie the earlier tile's key stays
+            local = tf.argmax(scores, axis=-1) + tf.cast(start, tf.int64)
+            return start + columns, tf.where(better, value, best), tf.where(better, local, index)
+
+        initial = (tf.constant(0), tf.fill([rows], -np.inf), tf.zeros([rows], tf.int64))
+        # One tile at a time (parallel_iterations=1): parallel iterations would hold several.
+        _, best, index = tf.while_loop(lambda start, *_: start < size, step, initial, parallel_iterations=1)
+        return index, best
+
+    index, best = tf.map_fn(
+        search,
+        tf.reshape(padded, [chunks, rows, -1]),
+        fn_output_signature=(tf.int64, tf.float32),
+        parallel_iterations=1,
+    )
+    return tf.reshape(index, [-1])[:count], tf.reshape(best, [-1])[:count]
+
+
 def export_pose(
     encoder: keras.Model,
     path: str,
@@ -138,6 +187,7 @@ def export_pose(
     dictionary_euler: np.ndarray,
     similarity: str,
     head: keras.Model | None = None,
+    max_scores: int | None = None,
 ) -> None:
     """Writes a pose SavedModel at ``path``: ``embed``, ``lookup_pose`` and, with a head, ``regress_pose``.
 
@@ -147,6 +197,8 @@ def export_pose(
       dictionary_euler: [N, 3] their Euler angles (azimuth, elevation, tilt) in radians.
       similarity: the training similarity (abc_tf.losses); the neighbour maximises it.
       head: optional spherical-regression head (models/pose_head.py) on the embeddings.
+      max_scores: similarities a ``lookup_pose`` call holds at once (default
+        abc_tf.evaluation.pose.MAX_SCORES); the outputs do not depend on it.
     """
     # Imported here: the evaluation and head modules are not needed for plain encoders.
     from abc_tf import losses
@@ -166,22 +218,28 @@ def export_pose(
     if dictionary_embeddings.shape[1] != embedding_dim:
         raise ValueError(f"dictionary_embeddings have {dictionary_embeddings.shape[1]} dims; the encoder gives {embedding_dim}.")
 
-    # Baked in as graph constants: the SavedModel then carries its dictionary (N * (D + 12) floats).
-    keys = tf.constant(dictionary_embeddings)
-    euler = tf.constant(dictionary_euler.astype(np.float32))
-    rotations = tf.constant(pose.euler_to_matrix(dictionary_euler).astype(np.float32))
+    # Variables, not graph constants: they are saved beside the graph, which a protobuf caps at
+    # 2 GB (about 7 million keys of d=64). Cosine keys are stored L2-normalised, so that a call
+    # does not normalise every key again.
+    if similarity == "cosine":
+        dictionary_embeddings = tf.math.l2_normalize(dictionary_embeddings, axis=-1).numpy()
+    keys = tf.Variable(dictionary_embeddings, trainable=False, name="dictionary_embeddings")
+    euler = tf.Variable(dictionary_euler.astype(np.float32), trainable=False, name="dictionary_euler")
+    rotations = tf.Variable(
+        pose.euler_to_matrix(dictionary_euler).astype(np.float32), trainable=False, name="dictionary_rotations"
+    )
+    max_scores = pose.MAX_SCORES if max_scores is None else max_scores
 
     def embed(images: tf.Tensor) -> tf.Tensor:
         return tf.cast(encoder(images, training=False), tf.float32)
 
     def lookup(images: tf.Tensor) -> dict[str, tf.Tensor]:
-        scores = losses.pairwise_similarity(embed(images), keys, similarity)  # [B, N]
-        index = tf.argmax(scores, axis=-1)
+        index, best = nearest_keys(embed(images), keys, similarity, max_scores, pose.QUERIES_PER_TILE)
         return {
             "rotation": tf.gather(rotations, index),
             "euler": tf.gather(euler, index),
             "neighbour_index": index,
-            "similarity": tf.reduce_max(scores, axis=-1),
+            "similarity": best,
         }
 
     image_shape = tuple(encoder.input_shape[1:])
