@@ -323,6 +323,17 @@ def test_a_regression_run_saves_its_head_and_evaluates(tmp_path, toy_pose_family
     assert "| trained encoder (lookup) |" in pose.format_table(results, "synthetic")
 
 
+def test_an_empty_head_file_gives_one_line_naming_it(tmp_path):
+    # What a kill while exporting the head leaves: a finished encoder beside a 0-byte head.keras.
+    (tmp_path / training.CONFIG_FILE).write_text(TOY_POSE.to_json())
+    models.build("s4", embedding_dim=8, input_shape=(16, 16, 3)).save(str(tmp_path / training.ENCODER_FILE))
+    head_path = tmp_path / training.HEAD_FILE
+    head_path.write_bytes(b"")
+    with pytest.raises(ValueError) as error:
+        pose.load_pose_run(str(tmp_path))
+    assert str(error.value).startswith(f"{head_path} is empty") and "\n" not in str(error.value)
+
+
 def test_pose_evaluation_refuses_other_runs(tmp_path):
     with pytest.raises(ValueError, match="is not a finished training run"):
         pose.load_pose_run(str(tmp_path))

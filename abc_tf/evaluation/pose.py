@@ -460,7 +460,8 @@ def load_pose_run(run_dir: str) -> tuple["ExperimentConfig", keras.Model, keras.
     if config.data != "pose":
         raise ValueError(f"{run_dir} trained on data {config.data!r}; pose evaluation needs a pose run.")
     head_path = os.path.join(run_dir, training.HEAD_FILE)
-    head = keras.saving.load_model(head_path, compile=False) if os.path.isfile(head_path) else None
+    # Through load_keras_file, so a damaged head gets the encoder's one-line error naming the file.
+    head = training.load_keras_file(head_path) if os.path.isfile(head_path) else None
     return config, encoder, head
 
 
