@@ -184,7 +184,7 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
     if pose:
         best = max(pose["rates"], key=lambda rate: rate["steps_per_s"])
         steps = get_preset("pose_lookup_car").steps
-        lines += ["", f"The paper's pose run (S5, ResNet50 to conv4 + head, 128 px, 512 images a step, {steps:,} steps) "
+        lines += ["", f"The paper's pose run (S5, ResNet50V2 to conv4 + head, 128 px, 512 images a step, {steps:,} steps) "
                   f"would take {steps / best['steps_per_s'] / 60:.0f} min at the {best['precision']} rate."]
     lines += ["", "Command: `python benchmarks/gpu.py --backend=jax --batches=.gpu/mnist_batches.npz` (batches made with "
               "`--make_batches` from the IDX files of ../shared/data/mnist)."]
