@@ -19,7 +19,6 @@ of two sets of 32 (the shapes3d preset), so images/s consumed = 64 x steps/s.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -36,7 +35,7 @@ from abc_tf.data import sets  # noqa: E402
 from abc_tf.data import shapes3d as s3d  # noqa: E402
 from abc_tf.data.render import shapes3d as render  # noqa: E402
 from abc_tf.model import ABCModel  # noqa: E402
-from benchmarks.report import machine_line, write_section  # noqa: E402
+from benchmarks.report import argument_parser, load_line, machine_line, publish  # noqa: E402
 
 SET_SIZE = 32
 CONFIGURATIONS = (
@@ -141,9 +140,8 @@ def training_images_per_second(steps: int = 30) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__, leaves="BENCHMARKS.md")
     parser.add_argument("--scan_sets", type=int, default=4, help="Sets drawn by each filter scan (each takes seconds).")
-    parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
     args = parser.parse_args()
 
     load_start = os.getloadavg()[0]
@@ -191,15 +189,11 @@ def main() -> None:
         f"The pipeline delivers {pipeline / training:,.0f}x the images a training step consumes on this machine, "
         "so training never waits for data.",
         "",
-        f"1-minute load average of the machine: {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
-        f"({os.cpu_count()} cores; other jobs share it, so absolute rates vary; the ratios are within one run).",
+        load_line(load_start, "; other jobs share it, so absolute rates vary; the ratios are within one run"),
         "",
         "Command: `python benchmarks/curation.py`",
     ]
-    body = "\n".join(lines)
-    print(body)
-    if not args.no_write:
-        write_section("Shapes3D curation and rendering", body)
+    publish("Shapes3D curation and rendering", "\n".join(lines), not args.no_write)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ it counts what the call allocates, not the process.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -33,9 +32,8 @@ import numpy as np  # noqa: E402
 
 from abc_tf.data import sets  # noqa: E402
 from abc_tf.data import shapes3d as s3d  # noqa: E402
-from benchmarks.report import machine_line, write_section  # noqa: E402
+from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish  # noqa: E402
 
-FIGURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "figures", "benchmarks")
 SET_SIZE = 32
 SETS_PER_CALL = 10_000
 # Value counts of (floor_hue, wall_hue, object_hue, scale, shape, orientation), 3dshapes scaled.
@@ -107,43 +105,24 @@ def measure(sizes, seconds: float) -> dict:
 
 
 def plot(rows: list[dict], path_rate: str, path_memory: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     items = [r["items"] for r in rows]
     tables = [r for r in rows if "table_sets_per_s" in r]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(items, [r["grid_sets_per_s"] for r in rows], "o-", label="full grid, 10^4 sets per call")
-    ax.plot(items, [r["grid_single_per_s"] for r in rows], "s-", label="full grid, 1 set per call")
-    ax.plot([r["items"] for r in tables], [r["table_sets_per_s"] for r in tables], "^-", label="item table, 10^4 sets per call")
-    ax.set(xscale="log", yscale="log", xlabel="items in the data set", ylabel="sets/s (ids only)",
-           title="Set curation against data-set size")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path_rate, dpi=100)
-    plt.close(fig)
+    with log_log_axes(path_rate, "items in the data set", "sets/s (ids only)", "Set curation against data-set size") as ax:
+        ax.plot(items, [r["grid_sets_per_s"] for r in rows], "o-", label="full grid, 10^4 sets per call")
+        ax.plot(items, [r["grid_single_per_s"] for r in rows], "s-", label="full grid, 1 set per call")
+        ax.plot([r["items"] for r in tables], [r["table_sets_per_s"] for r in tables], "^-", label="item table, 10^4 sets per call")
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(items, [r["grid_call_mb"] for r in rows], "o-", label="full grid: one call of 10^4 sets")
-    ax.plot(items, [max(r["grid_build_mb"], 1e-3) for r in rows], "s-", label="full grid: building the curator")
-    ax.plot([r["items"] for r in tables], [r["table_build_mb"] for r in tables], "^-", label="item table: building the groups")
-    ax.plot(items, [r["sample_mb"] for r in rows], "v-", label=f"sample_items({SAMPLE})")
-    ax.set(xscale="log", yscale="log", xlabel="items in the data set", ylabel="tracemalloc peak (MB)",
-           title="Memory of set curation against data-set size")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path_memory, dpi=100)
-    plt.close(fig)
+    title = "Memory of set curation against data-set size"
+    with log_log_axes(path_memory, "items in the data set", "tracemalloc peak (MB)", title, legend_size=8) as ax:
+        ax.plot(items, [r["grid_call_mb"] for r in rows], "o-", label="full grid: one call of 10^4 sets")
+        ax.plot(items, [max(r["grid_build_mb"], 1e-3) for r in rows], "s-", label="full grid: building the curator")
+        ax.plot([r["items"] for r in tables], [r["table_build_mb"] for r in tables], "^-", label="item table: building the groups")
+        ax.plot(items, [r["sample_mb"] for r in rows], "v-", label=f"sample_items({SAMPLE})")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--seconds", type=float, default=1.0, help="Timing window of each rate.")
-    parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md and the figures alone.")
     args = parser.parse_args()
 
     load_start = os.getloadavg()[0]
@@ -200,17 +179,12 @@ def main() -> None:
         "![sets/s against data-set size](docs/figures/benchmarks/curation_scaling_rate.png)",
         "![memory against data-set size](docs/figures/benchmarks/curation_scaling_memory.png)",
         "",
-        f"1-minute load average of the machine: {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
-        f"({os.cpu_count()} cores shared with other jobs, so absolute rates vary).",
+        load_line(load_start),
         "",
         "Command: `python benchmarks/curation_scaling.py`",
     ]
-    body = "\n".join(lines)
-    print(body)
-    if not args.no_write:
-        os.makedirs(FIGURES, exist_ok=True)
-        plot(rows, os.path.join(FIGURES, "curation_scaling_rate.png"), os.path.join(FIGURES, "curation_scaling_memory.png"))
-        write_section("Set curation against data-set size", body)
+    paths = [os.path.join(FIGURES, f"curation_scaling_{name}.png") for name in ("rate", "memory")]
+    publish("Set curation against data-set size", "\n".join(lines), not args.no_write, lambda: plot(rows, *paths))
 
 
 if __name__ == "__main__":

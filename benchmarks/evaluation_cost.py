@@ -19,7 +19,6 @@ the values:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
@@ -31,9 +30,8 @@ import numpy as np  # noqa: E402
 
 from abc_tf.data.shapes3d import FACTOR_SIZES  # noqa: E402
 from abc_tf.evaluation import mutual_info, probes  # noqa: E402
-from benchmarks.report import machine_line, write_section  # noqa: E402
+from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish  # noqa: E402
 
-FIGURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "figures", "benchmarks")
 SAMPLES = (16_384, 65_536, 262_144)
 DIMS = (8, 64, 256)
 HISTOGRAM_SAMPLES = (16_384, 65_536, 262_144, 1_048_576)
@@ -106,30 +104,18 @@ def histogram_cost(num: int, dim: int) -> dict:
 
 def _plot(rows: list[dict], curves: list[tuple[str, str, str]], ylabel: str, title: str, path: str) -> None:
     """One line per embedding size D for each (row key, line style, label) in ``curves``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
     dims = sorted({r["d"] for r in rows})
-    for key, style, label in curves:
-        for index, dim in enumerate(dims):
-            chosen = [r for r in rows if r["d"] == dim]
-            ax.plot([r["n"] for r in chosen], [max(r[key], 1e-4) for r in chosen], style, color=f"C{index}",
-                    label=f"{label}, D = {dim}")
-    ax.set(xscale="log", yscale="log", xlabel="samples N", ylabel=ylabel, title=title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    with log_log_axes(path, "samples N", ylabel, title, legend_size=7) as ax:
+        for key, style, label in curves:
+            for index, dim in enumerate(dims):
+                chosen = [r for r in rows if r["d"] == dim]
+                ax.plot([r["n"] for r in chosen], [max(r[key], 1e-4) for r in chosen], style, color=f"C{index}",
+                        label=f"{label}, D = {dim}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--mine_steps", type=int, default=300, help="MINE steps timed per setting (after 50).")
-    parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md and the figures alone.")
     args = parser.parse_args()
 
     load_start = os.getloadavg()[0]
@@ -238,16 +224,14 @@ def main() -> None:
             "![probe cost](docs/figures/benchmarks/evaluation_cost_probes.png)",
             "![histogram MI cost](docs/figures/benchmarks/evaluation_cost_histogram.png)",
             "",
-            f"The whole benchmark took {total / 60:.1f} min. 1-minute load average of the machine: {load_start:.1f} at "
-            f"the start, {os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} cores shared with other jobs, so "
-            "absolute times vary).",
+            f"The whole benchmark took {total / 60:.1f} min. "
+            + load_line(load_start, " shared with other jobs, so absolute times vary"),
             "",
             f"Command: `python benchmarks/evaluation_cost.py --mine_steps {args.mine_steps}`",
         ]
     )
-    print(body)
-    if not args.no_write:
-        os.makedirs(FIGURES, exist_ok=True)
+
+    def draw() -> None:
         _plot(mine_rows, [("per_1k_cpu", "o-", "CPU s / 1000 steps"), ("per_1k", "o:", "wall s / 1000 steps"),
                           ("rest", "s--", "rest of an estimate, wall s")],
               "seconds", "MINE cost (6 networks)", os.path.join(FIGURES, "evaluation_cost_mine.png"))
@@ -255,7 +239,8 @@ def main() -> None:
               "seconds per probe epoch", "Probe training cost (6 probes)", os.path.join(FIGURES, "evaluation_cost_probes.png"))
         _plot(histogram_rows, [("seconds", "o-", "wall s")], "seconds per estimate", "Histogram MI cost (6 factors)",
               os.path.join(FIGURES, "evaluation_cost_histogram.png"))
-        write_section("Evaluation cost against sample count and embedding size", body)
+
+    publish("Evaluation cost against sample count and embedding size", body, not args.no_write, draw)
 
 
 if __name__ == "__main__":

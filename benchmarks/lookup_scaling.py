@@ -40,9 +40,8 @@ from scipy.spatial.transform import Rotation  # noqa: E402
 from abc_tf import export  # noqa: E402
 from abc_tf.config import get_preset  # noqa: E402
 from abc_tf.evaluation import pose  # noqa: E402
-from benchmarks.report import machine_line, write_section  # noqa: E402
+from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish  # noqa: E402
 
-FIGURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "figures", "benchmarks")
 BATCH = 256
 EVAL_QUERIES = 500
 REPEATS = 50
@@ -145,47 +144,29 @@ def measure(size: int, dim: int, similarity: str, seconds: float) -> dict:
 
 
 def plot(rows: list[dict], path_rate: str, path_memory: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     sizes = [r["size"] for r in rows]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(sizes, [1 / r["export_1_s"] for r in rows], "o-", label="lookup_pose, 1 image per call")
-    ax.plot(sizes, [BATCH / r["export_256_s"] for r in rows], "s-", label=f"lookup_pose, {BATCH} per call")
-    ax.plot(sizes, [BATCH / r["nn_s"] for r in rows], "^-", label=f"nearest_neighbours, {BATCH} queries")
-    ax.plot(sizes, [EVAL_QUERIES / r["eval_s"] for r in rows], "v-", label=f"evaluation, {REPEATS} dictionaries")
-    ax.set(xscale="log", yscale="log", xlabel="dictionary size (embeddings)", ylabel="queries/s",
-           title="Pose lookup against dictionary size (d=64, cosine)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path_rate, dpi=100)
-    plt.close(fig)
+    xlabel = "dictionary size (embeddings)"
+    with log_log_axes(path_rate, xlabel, "queries/s", "Pose lookup against dictionary size (d=64, cosine)", legend_size=8) as ax:
+        ax.plot(sizes, [1 / r["export_1_s"] for r in rows], "o-", label="lookup_pose, 1 image per call")
+        ax.plot(sizes, [BATCH / r["export_256_s"] for r in rows], "s-", label=f"lookup_pose, {BATCH} per call")
+        ax.plot(sizes, [BATCH / r["nn_s"] for r in rows], "^-", label=f"nearest_neighbours, {BATCH} queries")
+        ax.plot(sizes, [EVAL_QUERIES / r["eval_s"] for r in rows], "v-", label=f"evaluation, {REPEATS} dictionaries")
 
-    fig, ax = plt.subplots(figsize=(6, 4))
     floor = 0.1  # MB: a log axis cannot show 0 (no measurable growth)
-    ax.plot(sizes, [max(r["export_1_mb"], floor) for r in rows], "o-", label="lookup_pose, 1 image per call")
-    ax.plot(sizes, [max(r["export_256_mb"], floor) for r in rows], "s-", label=f"lookup_pose, {BATCH} per call")
-    ax.plot(sizes, [max(r["nn_mb"], floor) for r in rows], "^-", label=f"nearest_neighbours, {BATCH} queries")
-    ax.plot(sizes, [max(r["eval_mb"], floor) for r in rows], "v-", label=f"evaluation, {REPEATS} dictionaries (chunked)")
-    ax.plot(sizes, [r["old_eval_mb"] for r in rows], "k--", label="evaluation before: whole matrices (computed)")
-    ax.plot(sizes, [r["pool_mb"] for r in rows], ":", color="grey", label="the pool's embeddings (input)")
-    ax.set(xscale="log", yscale="log", xlabel="dictionary size (embeddings)", ylabel="peak MB added by a call",
-           title="Memory of pose lookup against dictionary size")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path_memory, dpi=100)
-    plt.close(fig)
+    title = "Memory of pose lookup against dictionary size"
+    with log_log_axes(path_memory, xlabel, "peak MB added by a call", title, legend_size=7) as ax:
+        ax.plot(sizes, [max(r["export_1_mb"], floor) for r in rows], "o-", label="lookup_pose, 1 image per call")
+        ax.plot(sizes, [max(r["export_256_mb"], floor) for r in rows], "s-", label=f"lookup_pose, {BATCH} per call")
+        ax.plot(sizes, [max(r["nn_mb"], floor) for r in rows], "^-", label=f"nearest_neighbours, {BATCH} queries")
+        ax.plot(sizes, [max(r["eval_mb"], floor) for r in rows], "v-", label=f"evaluation, {REPEATS} dictionaries (chunked)")
+        ax.plot(sizes, [r["old_eval_mb"] for r in rows], "k--", label="evaluation before: whole matrices (computed)")
+        ax.plot(sizes, [r["pool_mb"] for r in rows], ":", color="grey", label="the pool's embeddings (input)")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--sizes", default="1000,10000,100000,1000000", help="Dictionary sizes, comma separated.")
     parser.add_argument("--seconds", type=float, default=1.0, help="Timing window of each rate.")
-    parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md and the figures alone.")
     parser.add_argument("--export_memory", default="", help=argparse.SUPPRESS)  # internal: one memory probe
     args = parser.parse_args()
     if args.export_memory:
@@ -237,12 +218,14 @@ def main() -> None:
         "milliseconds would put the dictionary into faiss-cpu (`IndexHNSWFlat` with inner product on "
         "L2-normalised keys for cosine), outside the SavedModel.",
         "",
-        "Memory. `lookup_pose` (abc_tf/export.py) builds the whole [B, N] similarity matrix and re-normalises "
-        f"all N keys on every call: {big['export_1_mb']:,.0f} MB for one image and {big['export_256_mb']:,.0f} MB "
-        f"for {BATCH} at N = {big['size']:,}, growing as (B + d) x N x 4 bytes, and TensorFlow (oneDNN) keeps "
-        "those buffers for the next call of the same shape. `nearest_neighbours` and `lookup_evaluation` now go "
+        "Memory. `lookup_pose` (abc_tf/export.py) searches by tiles too, with a running best, and its "
+        "dictionary holds the keys L2-normalised once at export (cosine), in variables rather than graph "
+        f"constants: {big['export_1_mb']:,.0f} MB for one image and {big['export_256_mb']:,.0f} MB for {BATCH} at "
+        f"N = {big['size']:,}. Before (commit 75024ff) it built the whole [B, N] similarity matrix and "
+        "re-normalised all N keys on every call: 285 MB and 1,295 MB at N = 1,000,000, growing as (B + d) x N x 4 "
+        "bytes. `lookup_pose`, `nearest_neighbours` and `lookup_evaluation` go "
         "by tiles of at most 256 queries x 2^25 / 256 keys (128 MB of similarities), so their memory stays "
-        f"bounded ({big['nn_mb']:,.0f} and {big['eval_mb']:,.0f} MB at N = {big['size']:,}) where the evaluation "
+        f"bounded ({big['nn_mb']:,.0f} and {big['eval_mb']:,.0f} MB at N = {big['size']:,} for the last two) where the evaluation "
         f"used to hold its [{EVAL_QUERIES}, {POOL_FACTOR}N] matrix plus an [{EVAL_QUERIES}, N] copy per dictionary "
         f"({big['old_eval_mb']:,.0f} MB at N = {big['size']:,}).",
         "",
@@ -259,17 +242,13 @@ def main() -> None:
             "![queries/s against dictionary size](docs/figures/benchmarks/lookup_scaling_rate.png)",
             "![memory against dictionary size](docs/figures/benchmarks/lookup_scaling_memory.png)",
             "",
-            f"1-minute load average of the machine: {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
-            f"({os.cpu_count()} cores shared with other jobs, so absolute rates vary).",
+            load_line(load_start),
             "",
             f"Command: `python benchmarks/lookup_scaling.py --sizes {args.sizes}`",
         ]
     )
-    print(body)
-    if not args.no_write:
-        os.makedirs(FIGURES, exist_ok=True)
-        plot(rows, os.path.join(FIGURES, "lookup_scaling_rate.png"), os.path.join(FIGURES, "lookup_scaling_memory.png"))
-        write_section("Pose lookup against dictionary size", body)
+    paths = [os.path.join(FIGURES, f"lookup_scaling_{name}.png") for name in ("rate", "memory")]
+    publish("Pose lookup against dictionary size", body, not args.no_write, lambda: plot(rows, *paths))
 
 
 if __name__ == "__main__":

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import datetime
 import os
 import platform
 import re
 
+FIGURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "figures", "benchmarks")
 BENCHMARKS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "BENCHMARKS.md")
 HEADER = (
     "# Benchmarks\n\n"
@@ -35,3 +38,48 @@ def write_section(title: str, body: str, path: str = BENCHMARKS_FILE) -> None:
     text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
     with open(path, "w") as handle:
         handle.write(text)
+
+
+def load_line(load_start: float, cores: str = " shared with other jobs, so absolute rates vary") -> str:
+    """The 1-minute load average at the start (``load_start``) and now: what else ran on the shared machine."""
+    return (
+        f"1-minute load average of the machine: {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+        f"({os.cpu_count()} cores{cores})."
+    )
+
+
+def publish(title: str, body: str, write: bool, draw=None) -> None:
+    """Prints ``body``; with ``write``, draws the figures (``draw()``, into FIGURES) and writes the ``## title`` section."""
+    print(body)
+    if write:
+        if draw is not None:
+            os.makedirs(FIGURES, exist_ok=True)
+            draw()
+        write_section(title, body)
+
+
+def argument_parser(doc: str, leaves: str = "BENCHMARKS.md and the figures") -> argparse.ArgumentParser:
+    """A script's parser: its docstring ``doc`` as help, and ``--no_write`` (print only, leave ``leaves`` alone)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no_write", action="store_true", help=f"Print only; leave {leaves} alone.")
+    return parser
+
+
+@contextlib.contextmanager
+def log_log_axes(path: str, xlabel: str, ylabel: str, title: str, legend_size: int | None = None):
+    """Axes to draw on; on leaving: log-log scales, labels, grid and legend, saved to ``path`` (100 dpi)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on the build machines
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    try:
+        yield ax
+        ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=legend_size)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
