@@ -112,3 +112,23 @@ def test_training_scaling_reading_is_computed_from_the_rows():
     assert "l2sq, d=64, P=1: the loss at N=100 takes 2000 ms, 50% of a float32 S3 step." in text
     assert "chunked 50 MB against 200 MB whole, at 2.0x the time" in text
     assert "for l1/linf: 43% (l1, P=4, N=100, d=64)" in text
+
+
+def test_gpu_tensorflow_sections_from_child_results(monkeypatch):
+    # The TensorFlow GPU path cannot run here; its sections are checked on stand-in child results.
+    import subprocess
+
+    from benchmarks import gpu
+
+    rates = {name: 10.0 for name in ("eager", "fit", "fit_spe10", "fit_xla", "fit_mixed", "fit_mixed_spe10", "fit_mixed_pipeline")}
+    mnist = {"experiment": "mnist", "model": "s4", "images_per_step": 128, "gflop_per_step": 1.0, "matmul_gflops": 100.0,
+             "matmul_gflops_mixed": 200.0, "pipeline_steps_per_s": 50.0, "rates": rates, "peak_rss_mb": 1.0,
+             "mixed_policy": "mixed_float16"}
+    children = iter([mnist, {"failed": "out of memory"}, {"failed": "out of memory"}])
+    monkeypatch.setattr(gpu, "run_child", lambda arguments, env=None: next(children))
+    monkeypatch.setattr(gpu, "gpu_name", lambda: "Test GPU")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, "", ""))
+    sections = gpu.tensorflow_sections("")
+    assert "| fit | 46.9 | 0.98 |" in sections["GPU benchmark (TensorFlow)"]  # 468.75 steps at 10 steps/s
+    assert "| (preset) |" in sections["GPU benchmark (TensorFlow)"]
+    assert "| shapes3d | skipped: failed: out of memory |" in sections["Benchmark suite (GPU)"]
