@@ -219,10 +219,27 @@ def scaling_body(results: list[dict]) -> str:
             lines.append(f"| {result['experiment']} ({get_preset(result['experiment']).model}) | {row['precision']} | "
                          f"{row['pairs']} | {row['set_size']} | {row['images_per_step']} | {row['steps_per_s']:.1f} | "
                          f"{row['images_per_s']:,.0f} | {f'{1e3 * loss_s:.2f}' if loss_s else '-'} | {share} | {row['peak_memory_mb']:,.0f} |")
-    lines += ["", "Command: `python benchmarks/gpu.py --backend=jax --scaling` (children: "
+    lines += ["", "![images/s against images per step](docs/figures/benchmarks/gpu_training_scaling.png)",
+              "", "Command: `python benchmarks/gpu.py --backend=jax --scaling` (children: "
               + "; ".join(f"`gpu_keras.py --experiment={name} --scaling --precisions={p} --seconds=1 --budget_s=150`" for name, p in SCALING_RUNS.items())
               + ")"]
     return "\n".join(lines)
+
+
+def plot_scaling(results: list[dict]) -> str:
+    """images/s against images per step, one line per experiment and precision; returns the PNG's path."""
+    from benchmarks.report import FIGURES, log_log_axes
+
+    os.makedirs(FIGURES, exist_ok=True)
+    path = os.path.join(FIGURES, "gpu_training_scaling.png")
+    with log_log_axes(path, "images per step (2 P N)", "images/s", f"ABC training step on {results[0]['device']}") as axes:
+        for result in results:
+            for precision in sorted({row["precision"] for row in result["scaling"]["steps"]}):
+                rows = sorted((row["images_per_step"], row["images_per_s"]) for row in result["scaling"]["steps"]
+                              if row["precision"] == precision and "failed" not in row)
+                if rows:
+                    axes.plot(*zip(*rows), "-o", label=f"{result['experiment']}, {precision}")
+    return path
 
 
 def main() -> None:
@@ -243,6 +260,7 @@ def main() -> None:
         return
     if args.scaling_results:
         results = [run_output(path) for path in args.scaling_results.split(",")]
+        plot_scaling(results)
         write_section("GPU training cost against set size and pairs (Keras 3 on JAX)", scaling_body(results))
         return
     backend = "jax" if args.allow_cpu and args.backend == "jax" else gpu_backend(args.backend)
@@ -255,6 +273,8 @@ def main() -> None:
         results = [run_child([os.path.join(ROOT, "benchmarks", "gpu_keras.py"), f"--experiment={name}", "--scaling",
                               f"--precisions={precisions}", "--seconds=1", "--budget_s=150"], env) for name, precisions in SCALING_RUNS.items()]
         sections = {"GPU training cost against set size and pairs (Keras 3 on JAX)": scaling_body(results)}
+        if not args.no_write:
+            plot_scaling(results)
     elif backend == "tensorflow":
         sections = tensorflow_sections(args.data_path)
     else:
