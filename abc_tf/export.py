@@ -14,7 +14,7 @@ named input ``images`` and named outputs:
   ``[B, H, W, C]`` -> ``{"euler": [B, 3] (radians, each in (-pi, pi]), "rotation": [B, 3, 3]}``.
 
 Rotations are camera rotations in the authors' convention ``Rz(-t) Rx(e - pi/2) Rz(-a)``
-(abc_tf.evaluation.pose). Inputs are checked inside the graph, so the checks hold for any
+(abc_tf.geometry). Inputs are checked inside the graph, so the checks hold for any
 client: images of the wrong shape fail with an ``InvalidArgumentError`` naming the expected
 shape; float images outside [0, 1] fail with one naming the uint8 endpoint; integer pixels
 outside 0..255 fail. Each endpoint is also traced for the other common dtypes, so that a NumPy
@@ -32,6 +32,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from abc_tf import geometry
 from abc_tf.model import to_float_images
 
 # suffix -> the input dtypes the endpoint takes; the first is its Serving signature's.
@@ -226,7 +227,7 @@ def export_pose(
     keys = tf.Variable(dictionary_embeddings, trainable=False, name="dictionary_embeddings")
     euler = tf.Variable(dictionary_euler.astype(np.float32), trainable=False, name="dictionary_euler")
     rotations = tf.Variable(
-        pose.euler_to_matrix(dictionary_euler).astype(np.float32), trainable=False, name="dictionary_rotations"
+        geometry.euler_to_matrix(dictionary_euler).astype(np.float32), trainable=False, name="dictionary_rotations"
     )
     max_scores = pose.MAX_SCORES if max_scores is None else max_scores
 
@@ -250,7 +251,7 @@ def export_pose(
 
         def regress(images: tf.Tensor) -> dict[str, tf.Tensor]:
             angles = pose_head.decode_angles(head(embed(images), training=False))
-            return {"euler": angles, "rotation": pose.euler_to_matrix_tf(angles)}
+            return {"euler": angles, "rotation": geometry.euler_to_matrix_tf(angles)}
 
         _add_endpoints(archive, "regress_pose", image_shape, regress)
     archive.write_out(path, verbose=False)

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import models
-from abc_tf import export, losses
+from abc_tf import export, geometry, losses
 from abc_tf.evaluation import pose
 from models import pose_head
 
@@ -82,10 +82,10 @@ def test_saved_model_in_a_fresh_process_matches_keras(exported, tmp_path):
         np.testing.assert_array_equal(served[f"lookup_pose{suffix}/neighbour_index"], np.arange(6))
         np.testing.assert_allclose(served[f"lookup_pose{suffix}/similarity"], 1.0, atol=1e-5)
         np.testing.assert_allclose(served[f"lookup_pose{suffix}/euler"], euler[:6], atol=1e-6)
-        errors = pose.geodesic_error(served[f"lookup_pose{suffix}/rotation"], pose.euler_to_matrix(euler[:6]))
+        errors = geometry.geodesic_error(served[f"lookup_pose{suffix}/rotation"], geometry.euler_to_matrix(euler[:6]))
         assert np.all(errors < 1e-3)
         np.testing.assert_allclose(served[f"regress_pose{suffix}/euler"], angles, atol=1e-5)
-        np.testing.assert_allclose(served[f"regress_pose{suffix}/rotation"], pose.euler_to_matrix(angles), atol=1e-5)
+        np.testing.assert_allclose(served[f"regress_pose{suffix}/rotation"], geometry.euler_to_matrix(angles), atol=1e-5)
 
 
 def test_signatures_have_named_inputs_and_outputs(exported):
@@ -183,4 +183,4 @@ def test_tiled_lookup_equals_one_search_over_all_keys(similarity, tmp_path):
         np.testing.assert_array_equal(got["neighbour_index"], want)
         np.testing.assert_allclose(got["similarity"], scores[np.arange(batch), want], rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(got["euler"], euler[want].astype(np.float32))
-        np.testing.assert_array_equal(got["rotation"], pose.euler_to_matrix(euler[want]).astype(np.float32))
+        np.testing.assert_array_equal(got["rotation"], geometry.euler_to_matrix(euler[want]).astype(np.float32))

@@ -14,7 +14,7 @@ from abc_tf import callbacks, schedules
 from abc_tf.config import ExperimentConfig, get_preset
 from abc_tf.data import pose
 from abc_tf.data.render import pose as render
-from abc_tf.evaluation.pose import euler_to_matrix, matrix_to_euler
+from abc_tf.geometry import euler_to_matrix, matrix_to_euler
 
 SMALL = pose.ProceduralSizes(
     train_instances=3, views_per_instance=6, real_train_images=4, real_views_per_instance=2, test_instances=2,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import losses
+from abc_tf import geometry, losses
 from abc_tf.data import sets
 from abc_tf.evaluation import pose
 
@@ -33,8 +33,8 @@ def test_tiled_nearest_neighbours_agree_with_the_full_matrix(similarity):
 def test_tiled_lookup_evaluation_matches_one_matrix_for_all_queries(monkeypatch):
     monkeypatch.setattr(pose, "QUERIES_PER_TILE", 7)  # 5 query chunks by 4 key blocks of 250 // 7 = 35
     queries, pool = RNG.normal(size=(30, 8)), RNG.normal(size=(120, 8))
-    query_rotations = pose.euler_to_matrix(RNG.uniform(-1, 1, size=(30, 3)))
-    pool_rotations = pose.euler_to_matrix(RNG.uniform(-1, 1, size=(120, 3)))
+    query_rotations = geometry.euler_to_matrix(RNG.uniform(-1, 1, size=(30, 3)))
+    pool_rotations = geometry.euler_to_matrix(RNG.uniform(-1, 1, size=(120, 3)))
     chunked = pose.lookup_evaluation(
         queries, query_rotations, pool, pool_rotations, dictionary_size=50, repeats=4, seed=3, max_elements=250
     )

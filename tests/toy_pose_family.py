@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from abc_tf.evaluation import pose
+from abc_tf import geometry
 
 SIZE = 16
 IMAGE_SHAPE = (SIZE, SIZE, 3)
@@ -23,7 +23,7 @@ def random_euler(rng: np.random.Generator, count: int) -> np.ndarray:
 
 def render(euler: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
     """Euler [n, 3] -> uint8 images [n, 16, 16, 3]; with ``rng``, the noisy "real" domain."""
-    rotations = pose.euler_to_matrix(euler)
+    rotations = geometry.euler_to_matrix(euler)
     grid = np.linspace(-1, 1, SIZE)
     u, v = np.meshgrid(grid, grid)
     pixels = np.stack([u, v, np.full_like(u, 0.5)], axis=-1)  # [H, W, 3]
@@ -39,7 +39,7 @@ def labelled_images(config, split: str, domain: str, num_images: int | None = No
     count = num_images or (60 if domain == "synthetic" else 40)
     euler = random_euler(rng, count)
     images = render(euler, rng if domain == "real" else None)
-    return images, pose.euler_to_matrix(euler), euler
+    return images, geometry.euler_to_matrix(euler), euler
 
 
 def make_dataset(config, seed: int) -> tf.data.Dataset:

@@ -25,7 +25,7 @@ data source.
 
 Batch keys: ``set_a``, ``set_b`` (and ``*_view2``) uint8 [P, N or M, S, S, 3];
 ``labels_a`` float32 [P, N, 3]: Euler angles (azimuth, elevation, tilt; radians, the
-convention of :mod:`abc_tf.evaluation.pose`) of set A's images, for a regression head;
+convention of :mod:`abc_tf.geometry`) of set A's images, for a regression head;
 ``real_b`` bool [P, M]: which images of set B are real. Batch t depends only on
 (seed, step): stateless sampling, reproducible, and a resumed run (``start_step``) continues
 the titration schedule where it stopped.
@@ -66,7 +66,7 @@ from abc_tf import augment, schedules
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import folders
 from abc_tf.data.render import pose as render
-from abc_tf.evaluation.pose import euler_to_matrix, matrix_to_euler, pascal3d_to_euler
+from abc_tf.geometry import euler_to_matrix, matrix_to_euler, pascal3d_to_euler
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ TEST_LIST_FILE = "test.txt"  # KeypointNet: instances of the test split
 DEV_LIST_FILE = "dev.txt"  # KeypointNet: validation instances, kept out of training
 
 # KeypointNet renders ShapeNet models, whose frame has y up; the authors' Euler convention
-# (abc_tf.evaluation.pose) has z up. Columns: the z-up basis vectors in ShapeNet coordinates
+# (abc_tf.geometry) has z up. Columns: the z-up basis vectors in ShapeNet coordinates
 # (x -> x, y -> -z, z -> y), so R = R_modelview @ OBJECT_AXES. Elevation does not depend on
 # this choice; a different horizontal axis would only offset every azimuth by a constant.
 OBJECT_AXES = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
@@ -347,7 +347,7 @@ def read_pose_list(list_path: str, image_dir: str | None, image_size: int) -> tu
     Each box is cut from its image (``image_dir``/image; default: the list's folder), clipped
     to the image, and resized to ``image_size`` (stretched). Returns (uint8 [N, S, S, 3],
     rotations float64 [N, 3, 3], Euler angles float64 [N, 3] in radians, authors'
-    convention via :func:`abc_tf.evaluation.pose.pascal3d_to_euler`).
+    convention via :func:`abc_tf.geometry.pascal3d_to_euler`).
     """
     if not os.path.isfile(list_path):
         raise ValueError(f"--pose_test_list {list_path} does not exist.")

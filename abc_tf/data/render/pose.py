@@ -14,7 +14,7 @@ downloaded on the build machines, so this module draws a stand-in with the same 
   back differ, as in real cars) and sometimes a spoiler. **chairs** (front at +x): seat, four
   legs (boxes or cylinders), a back (a panel or two posts and a rail), sometimes armrests.
 - **camera**: orthographic, exact rotation ``R = Rz(-t) Rx(e - pi/2) Rz(-a)`` (world ->
-  camera, the authors' convention of :mod:`abc_tf.evaluation.pose`); the camera looks along
+  camera, the authors' convention of :mod:`abc_tf.geometry`); the camera looks along
   its -z axis, image x is camera x and image up is camera y.
 - **tight crop**: the image is the object's projected bounding box (computed exactly from the
   primitives, no second pass), stretched to ``size x size`` like a box crop of a photo.
@@ -41,7 +41,7 @@ import numpy as np
 import tensorflow as tf
 from scipy import ndimage
 
-from abc_tf.evaluation.pose import euler_to_matrix
+from abc_tf.geometry import euler_to_matrix
 
 CATEGORIES = ("car", "chair")
 # Supplement S8.3: renders are filtered to these maximum elevations (radians).
