@@ -61,11 +61,12 @@ flags.DEFINE_boolean("untrained", False, "Also evaluate the untrained encoder of
 
 
 def settings_from_flags():
-    from abc_tf.evaluation import isolation, mutual_info, probes
+    from abc_tf.evaluation import isolation, probes
+    from abc_tf.evaluation.mine import MineSettings
 
     mine = None
     if FLAGS.mine_steps > 0:
-        mine = mutual_info.MineSettings(
+        mine = MineSettings(
             learning_rate=FLAGS.mine_learning_rate,
             batch_size=FLAGS.mine_batch_size,
             steps=FLAGS.mine_steps,

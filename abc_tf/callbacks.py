@@ -28,7 +28,7 @@ from tensorboard.plugins import projector
 
 from abc_tf import schedules
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import isolation, mutual_info, plots, probes
+from abc_tf.evaluation import histogram_mi, isolation, mine, noise, plots, probes
 from abc_tf.model import to_float_images
 
 LOG_SUBDIR = "isolation"  # under run_dir/logs, next to Keras' train/ folder
@@ -39,7 +39,7 @@ PROJECTOR_CONFIG = "projector_config.pbtxt"  # the name visualize_embeddings wri
 
 # Cheap defaults: a measurement costs a few seconds on 2 CPU cores.
 CHEAP_PROBES = probes.ProbeSettings(epochs=10, batch_size=128)
-CHEAP_MINE = mutual_info.MineSettings(learning_rate=1e-3, steps=300, eval_samples=16_384)
+CHEAP_MINE = mine.MineSettings(learning_rate=1e-3, steps=300, eval_samples=16_384)
 
 
 class FactorIsolationCallback(keras.callbacks.Callback):
@@ -71,7 +71,7 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         inactive: Sequence[str] = (),
         num_classes: Sequence[int] | None = None,
         probe_settings: probes.ProbeSettings | None = CHEAP_PROBES,
-        mine_settings: mutual_info.MineSettings | None = CHEAP_MINE,
+        mine_settings: mine.MineSettings | None = CHEAP_MINE,
         projector_points: int = 1024,
         sprite_size: int = 32,
         seed: int = 0,
@@ -100,7 +100,7 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         self.sprite_size = int(sprite_size)
         self.seed = seed
         self._writer = None
-        self._mine: mutual_info.MineEstimator | None = None
+        self._mine: mine.MineEstimator | None = None
         self._next_step = 0
         self.history: list[dict] = []  # every measurement, also returned to Python callers
 
@@ -114,7 +114,7 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         """Embeds the sample, computes the measures and writes them at ``step``; returns them."""
         embeddings = isolation.embed_images(self._encoder(), self.images)
         sigma = self.length_scale
-        record: dict = {"step": step, "spread": float(np.sqrt(np.mean(np.var(embeddings, axis=0))))}
+        record: dict = {"step": step, "spread": noise.spread(embeddings)}
         if self.probe_settings is not None:
             result = probes.probe_accuracies(
                 embeddings, self.factors, sigma, self.names, self.num_classes, self.probe_settings, self.seed
@@ -122,14 +122,14 @@ class FactorIsolationCallback(keras.callbacks.Callback):
             record["probe_accuracy"] = dict(zip(self.names, result.accuracy.tolist()))
         if self.mine_settings is not None:
             if self._mine is None:  # built and traced once, reused by every measurement
-                self._mine = mutual_info.MineEstimator(
+                self._mine = mine.MineEstimator(
                     len(embeddings), embeddings.shape[1], len(self.names), self.mine_settings, self.seed
                 )
             self._mine.set_data(embeddings, self.factors)
             record["mine"] = dict(zip(self.names, self._mine.estimate(sigma, self.seed).tolist()))
         if embeddings.shape[1] <= 3:
-            noisy = mutual_info.add_noise(embeddings, sigma, np.random.default_rng(self.seed))
-            record["histogram"] = dict(zip(self.names, mutual_info.histogram_mutual_information(noisy, self.factors)))
+            noisy = noise.add_noise(embeddings, sigma, np.random.default_rng(self.seed))
+            record["histogram"] = dict(zip(self.names, histogram_mi.histogram_mutual_information(noisy, self.factors)))
         figure = plots.plot_embeddings_pca(embeddings, self.factors, self.names, title=f"step {step}", seed=self.seed)
         png = plots.figure_to_png(figure)
         if self._writer is None:

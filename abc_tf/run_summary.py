@@ -123,10 +123,10 @@ def _measure(embeddings: np.ndarray, factors: np.ndarray, names: Sequence[str], 
              sigma: float, seed: int) -> dict:
     """Cheap probes and MINE per factor, as FactorIsolationCallback measures them."""
     from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
-    from abc_tf.evaluation import mutual_info, probes
+    from abc_tf.evaluation import mine, probes
 
     accuracy = probes.probe_accuracies(embeddings, factors, sigma, list(names), list(num_classes), CHEAP_PROBES, seed)
-    information = np.atleast_1d(mutual_info.mine_mutual_information(embeddings, factors, sigma, CHEAP_MINE, seed))
+    information = np.atleast_1d(mine.mine_mutual_information(embeddings, factors, sigma, CHEAP_MINE, seed))
     return {
         "probe_accuracy": dict(zip(names, accuracy.accuracy.tolist())),
         "mine": dict(zip(names, information.tolist())),

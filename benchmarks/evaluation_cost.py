@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from abc_tf.data.shapes3d import FACTOR_SIZES  # noqa: E402
-from abc_tf.evaluation import mutual_info, probes  # noqa: E402
+from abc_tf.evaluation import histogram_mi, mine, noise, probes  # noqa: E402
 from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish  # noqa: E402
 
 SAMPLES = (16_384, 65_536, 262_144)
@@ -56,9 +56,9 @@ def clocks() -> np.ndarray:
 def mine_cost(num: int, dim: int, steps: int) -> dict:
     """Seconds per 1000 steps and seconds of the rest of one estimate (final average, resets)."""
     embeddings, factors = data(num, dim)
-    settings = mutual_info.MineSettings(steps=FIRST_STEPS, eval_samples=num)
+    settings = mine.MineSettings(steps=FIRST_STEPS, eval_samples=num)
     start = time.perf_counter()
-    estimator = mutual_info.MineEstimator(num, dim, factors.shape[1], settings)
+    estimator = mine.MineEstimator(num, dim, factors.shape[1], settings)
     estimator.set_data(embeddings, factors)
     estimator.estimate(SIGMA, seed=0)  # traces the training and evaluation loops
     setup = time.perf_counter() - start
@@ -72,7 +72,7 @@ def mine_cost(num: int, dim: int, steps: int) -> dict:
     short, long = (np.min(values, axis=0) for values in times.values())
     per_step = (long - short) / steps  # [wall, cpu]
     rest = np.maximum(short - FIRST_STEPS * per_step, 0.0)
-    paper = mutual_info.PAPER_STEPS * per_step + rest * mutual_info.PAPER_EVAL_SAMPLES / num
+    paper = mine.PAPER_STEPS * per_step + rest * mine.PAPER_EVAL_SAMPLES / num
     return {"n": num, "d": dim, "per_1k": 1000 * per_step[0], "per_1k_cpu": 1000 * per_step[1], "rest": rest[0],
             "setup": setup, "paper": paper[0], "paper_cpu": paper[1]}
 
@@ -96,9 +96,9 @@ def probe_cost(num: int, dim: int) -> dict:
 
 def histogram_cost(num: int, dim: int) -> dict:
     embeddings, factors = data(num, dim)
-    mutual_info.histogram_mutual_information(embeddings[:1000], factors[:1000])  # warm up
+    histogram_mi.histogram_mutual_information(embeddings[:1000], factors[:1000])  # warm up
     start = time.perf_counter()
-    mutual_info.histogram_mutual_information(embeddings, factors)
+    histogram_mi.histogram_mutual_information(embeddings, factors)
     return {"n": num, "d": dim, "seconds": time.perf_counter() - start}
 
 
@@ -137,19 +137,19 @@ def main() -> None:
             print(histogram_rows[-1], flush=True)
     total = time.perf_counter() - start
 
-    sweep = mutual_info.PAPER_NUM_SIGMAS
+    sweep = noise.PAPER_NUM_SIGMAS
     lines = [
         machine_line(),
         "",
         f"Random embeddings [N, D] with the six factors of Shapes3D (value counts {FACTOR_SIZES}); noise sigma {SIGMA}.",
         "",
-        f"**MINE** (six statistics networks trained together, batch {mutual_info.PAPER_BATCH_SIZE}, "
+        f"**MINE** (six statistics networks trained together, batch {mine.PAPER_BATCH_SIZE}, "
         f"`eval_samples` = N). Seconds per 1000 steps: the difference of estimates of {FIRST_STEPS} and "
         f"{FIRST_STEPS + args.mine_steps} steps on one traced estimator, the fastest of {REPEATS} of each. "
         "'rest': the remainder of an estimate "
         "(the final Donsker-Varadhan average over N samples, the resets). The paper column is **extrapolated**, not "
-        f"run: {mutual_info.PAPER_STEPS:,} steps at the measured rate plus the rest scaled to "
-        f"{mutual_info.PAPER_EVAL_SAMPLES:,} samples, for one sigma; `--num_sigmas={sweep}` (the paper's sweep) "
+        f"run: {mine.PAPER_STEPS:,} steps at the measured rate plus the rest scaled to "
+        f"{mine.PAPER_EVAL_SAMPLES:,} samples, for one sigma; `--num_sigmas={sweep}` (the paper's sweep) "
         f"costs {sweep} times that.",
         "",
         "Wall seconds are what this shared machine took; CPU seconds (all threads of the process) hardly depend "
@@ -198,15 +198,15 @@ def main() -> None:
     hist_us = {n: 1e6 * np.mean([r["seconds"] for r in histogram_rows if r["n"] == n]) / n for n in HISTOGRAM_SAMPLES}
     lines += [
         "",
-        f"What a paper-setting evaluation costs on this machine: one MINE estimate ({mutual_info.PAPER_STEPS:,} steps, "
-        f"{mutual_info.PAPER_EVAL_SAMPLES:,} samples, six factors, `evaluate.py`'s default) takes "
+        f"What a paper-setting evaluation costs on this machine: one MINE estimate ({mine.PAPER_STEPS:,} steps, "
+        f"{mine.PAPER_EVAL_SAMPLES:,} samples, six factors, `evaluate.py`'s default) takes "
         f"{paper[0] / 60:.1f} to {paper[-1] / 60:.1f} min of wall time over these settings, and the {sweep}-sigma "
         f"sweep of the paper's figures {sweep * paper[0] / 3600:.1f} to {sweep * paper[-1] / 3600:.1f} h; the probes "
         f"({probes.ProbeSettings().epochs} epochs) take {min(r['full'] for r in probe_large):.0f} to "
         f"{max(r['full'] for r in probe_large):.0f} s at N = {largest:,}; histogram MI is negligible.",
         "",
         "How each grows. A MINE step draws a batch of "
-        f"{mutual_info.PAPER_BATCH_SIZE} from the N embeddings, so its cost does not depend on N "
+        f"{mine.PAPER_BATCH_SIZE} from the N embeddings, so its cost does not depend on N "
         f"({min(per_1k_cpu):.1f} to {max(per_1k_cpu):.1f} CPU s per 1000 steps over all {len(mine_rows)} settings) "
         f"and mildly on D (D = {DIMS[-1]} costs {by_dim[DIMS[-1]] / by_dim[DIMS[0]]:.1f}x D = {DIMS[0]} in CPU "
         "time: the first layer's (D + 1) x 128 weights sit next to two 128 x 128 layers); only the final "

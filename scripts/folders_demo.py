@@ -90,7 +90,7 @@ def main() -> None:
 
     from abc_tf import training
     from abc_tf.config import get_preset
-    from abc_tf.evaluation import labels, mutual_info, probes
+    from abc_tf.evaluation import labels, mine, probes
 
     folder = os.path.join(args.output_dir, "folder")
     run_dir = os.path.join(args.output_dir, "run")
@@ -121,7 +121,7 @@ def main() -> None:
             grouped,
             names=["group", *FACTORS],
             probe_settings=probes.ProbeSettings(epochs=args.probe_epochs),
-            mine_settings=mutual_info.MineSettings(steps=args.mine_steps, eval_samples=25_600, chunk_steps=500),
+            mine_settings=mine.MineSettings(steps=args.mine_steps, eval_samples=25_600, chunk_steps=500),
             **noise,
         )
     print(f"evaluated in {time.time() - start:.0f} s", flush=True)

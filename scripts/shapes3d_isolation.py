@@ -115,11 +115,11 @@ def train_run(condition: str, config, run_dir: str):
 
 
 def settings():
-    from abc_tf.evaluation import isolation, mutual_info, probes
+    from abc_tf.evaluation import isolation, mine, probes
 
     return isolation.IsolationSettings(
         num_images=FLAGS.num_images,
-        mine=mutual_info.MineSettings(
+        mine=mine.MineSettings(
             learning_rate=FLAGS.mine_learning_rate, steps=FLAGS.mine_steps, eval_samples=FLAGS.mine_eval_samples
         ),
         probe=probes.ProbeSettings(epochs=FLAGS.probe_epochs, noisy_test=FLAGS.probe_noisy_test),
@@ -127,7 +127,7 @@ def settings():
 
 
 def run_condition(condition: str, seed: int, sample) -> dict:
-    from abc_tf.evaluation import isolation, mutual_info
+    from abc_tf.evaluation import isolation, mine, noise
 
     label, overrides = CONDITIONS[condition]
     config = base_config().replace(name=f"shapes3d_{condition}", seed=seed, **overrides)
@@ -144,11 +144,11 @@ def run_condition(condition: str, seed: int, sample) -> dict:
     metrics["condition"] = label
     if seed == 0 and condition in SWEEP_CONDITIONS and FLAGS.num_sigmas:
         embeddings = isolation.embed_images(encoder, sample[0])
-        sigmas = mutual_info.sigma_grid(embeddings, config.length_scale, FLAGS.num_sigmas, below=30.0, above=5.0)
-        sweep_settings = mutual_info.MineSettings(
+        sigmas = noise.sigma_grid(embeddings, config.length_scale, FLAGS.num_sigmas, below=30.0, above=5.0)
+        sweep_settings = mine.MineSettings(
             learning_rate=FLAGS.mine_learning_rate, steps=FLAGS.sweep_mine_steps, eval_samples=FLAGS.mine_eval_samples // 2
         )
-        values = mutual_info.mine_sigma_sweep(embeddings, sample[1], sigmas, sweep_settings, seed)
+        values = mine.mine_sigma_sweep(embeddings, sample[1], sigmas, sweep_settings, seed)
         metrics["sweep"] = {"estimator": "mine", "sigmas": sigmas.tolist(), "values": values.tolist()}
     metrics["train_seconds"] = trained - start
     metrics["eval_seconds"] = time.time() - trained

@@ -70,7 +70,7 @@ def main(argv) -> None:
     from abc_tf import training
     from abc_tf.config import get_preset
     from abc_tf.data.shapes3d import FACTOR_NAMES
-    from abc_tf.evaluation import isolation, mutual_info, plots
+    from abc_tf.evaluation import histogram_mi, isolation, noise, plots
 
     names = list(FACTOR_NAMES)
     temperatures = [float(t) for t in FLAGS.temperatures]
@@ -92,14 +92,14 @@ def main(argv) -> None:
             encoder = training.train(config, run_dir, verbose=0).encoder
         embeddings = isolation.embed_images(encoder, images)
         length_scale = config.length_scale
-        sigmas = mutual_info.sigma_grid(embeddings, length_scale, FLAGS.num_sigmas, below=30.0, above=5.0)
-        values = mutual_info.histogram_sigma_sweep(embeddings, factors, sigmas, seed=FLAGS.seed, repeats=FLAGS.noise_repeats)
+        sigmas = noise.sigma_grid(embeddings, length_scale, FLAGS.num_sigmas, below=30.0, above=5.0)
+        values = histogram_mi.histogram_sigma_sweep(embeddings, factors, sigmas, seed=FLAGS.seed, repeats=FLAGS.noise_repeats)
         decay = {n: half_decay_sigma(sigmas, values[:, i]) for i, n in enumerate(names)}
         inactive = isolation.inactive_names(config)
         record = {
-            "temperature": tau, "length_scale": length_scale, "spread": float(np.sqrt(np.mean(np.var(embeddings, axis=0)))),
+            "temperature": tau, "length_scale": length_scale, "spread": noise.spread(embeddings),
             "sigmas": sigmas.tolist(), "values": values.tolist(), "half_decay_sigma": decay,
-            "mi_at_length_scale": dict(zip(names, mutual_info.histogram_sigma_sweep(
+            "mi_at_length_scale": dict(zip(names, histogram_mi.histogram_sigma_sweep(
                 embeddings, factors, [length_scale], seed=FLAGS.seed, repeats=FLAGS.noise_repeats)[0].tolist())),
             "seconds": time.time() - start,
         }

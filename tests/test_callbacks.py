@@ -13,7 +13,7 @@ from tensorboard.plugins import projector
 
 from abc_tf import callbacks
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import mutual_info, probes
+from abc_tf.evaluation import mine, probes
 
 NAMES = ["colour", "size"]
 
@@ -35,7 +35,7 @@ def test_callback_logs_scalars_images_and_projector(tmp_path):
     callback = callbacks.FactorIsolationCallback(
         images, factors, NAMES, length_scale=0.1, log_dir=log_dir, every_steps=4,
         probe_settings=probes.ProbeSettings(epochs=1, batch_size=32),
-        mine_settings=mutual_info.MineSettings(steps=10, eval_samples=256, batch_size=32),
+        mine_settings=mine.MineSettings(steps=10, eval_samples=256, batch_size=32),
         projector_points=16, sprite_size=8,
     )
     x = images.astype(np.float32) / 255.0

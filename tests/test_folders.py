@@ -335,7 +335,7 @@ def test_family_registration_and_a_short_training_run(tmp_path):
 
 def test_label_information_handles_partial_and_constant_labels(monkeypatch):
     """The glue's batching: complete labels share one call, partial labels get theirs on known rows."""
-    from abc_tf.evaluation import labels, mutual_info, probes
+    from abc_tf.evaluation import labels, mine, probes
 
     calls = []
 
@@ -348,7 +348,7 @@ def test_label_information_handles_partial_and_constant_labels(monkeypatch):
         return np.arange(factors.shape[1], dtype=float) + 0.25
 
     monkeypatch.setattr(probes, "probe_accuracies", fake_probes)
-    monkeypatch.setattr(mutual_info, "mine_mutual_information", fake_mine)
+    monkeypatch.setattr(mine, "mine_mutual_information", fake_mine)
     groups = np.repeat(np.arange(4, dtype=np.int32), 10)
     partial = (np.arange(40) % 3).astype(np.int32)
     partial[:8] = -1  # unknown for 8 images
@@ -358,7 +358,7 @@ def test_label_information_handles_partial_and_constant_labels(monkeypatch):
         labels={"group": groups, "partial": partial, "parity": groups % 2, "constant": np.zeros(40, np.int32)},
     )
     embeddings = np.random.default_rng(0).normal(size=(40, 3))
-    scores = labels.label_information(embeddings, grouped, sigma=0.1, mine_settings=mutual_info.MineSettings())
+    scores = labels.label_information(embeddings, grouped, sigma=0.1, mine_settings=mine.MineSettings())
     assert list(scores) == ["group", "partial", "parity"]  # the one-class label is skipped
     assert calls == [
         ("probe", ["group", "parity"], 40, 0.1), ("mine", 2, 40, 0.1),

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import isolation, mutual_info, probes
+from abc_tf.evaluation import isolation, mine, probes
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = isolation.IsolationSettings(
     num_images=64,
-    mine=mutual_info.MineSettings(steps=20, batch_size=32, eval_samples=512),
+    mine=mine.MineSettings(steps=20, batch_size=32, eval_samples=512),
     probe=probes.ProbeSettings(epochs=1, batch_size=32),
     num_sigmas=3,
 )

@@ -27,7 +27,10 @@ import numpy as np
 
 from abc_tf import data
 from abc_tf.config import ExperimentConfig, read_config
-from abc_tf.evaluation import mutual_info, plots, probes
+from abc_tf.evaluation import plots, probes
+from abc_tf.evaluation.histogram_mi import histogram_mutual_information, histogram_sigma_sweep
+from abc_tf.evaluation.mine import MineSettings, mine_mutual_information, mine_sigma_sweep
+from abc_tf.evaluation.noise import add_noise, sigma_grid, spread
 from abc_tf.model import to_float_images
 
 HUE_FACTORS = ("floor_hue", "wall_hue", "object_hue")
@@ -52,7 +55,7 @@ class IsolationSettings:
 
     num_images: int = 4096
     sample_seed: int = 1234
-    mine: mutual_info.MineSettings | None = mutual_info.MineSettings()
+    mine: MineSettings | None = MineSettings()
     probe: probes.ProbeSettings | None = probes.ProbeSettings()
     num_sigmas: int = 0
     sweep_estimator: str = "auto"
@@ -197,17 +200,17 @@ def evaluate_embeddings(
         "length_scale": float(length_scale),
         "embedding_dim": int(dims),
         "num_images": int(embeddings.shape[0]),
-        "spread": float(np.sqrt(np.mean(np.var(embeddings, axis=0)))),
+        "spread": spread(embeddings),
         "pca_explained_variance": [float(v) for v in explained],
         "inactive": list(inactive),
         "figures": [],
     }
     if settings.mine is not None:
-        values = mutual_info.mine_mutual_information(embeddings, factors, sigma, settings.mine, seed)
+        values = mine_mutual_information(embeddings, factors, sigma, settings.mine, seed)
         metrics["mine"] = _per_factor(names, np.atleast_1d(values))
     if dims <= 3:
-        noisy = mutual_info.add_noise(embeddings, sigma, np.random.default_rng(seed))
-        metrics["histogram"] = _per_factor(names, mutual_info.histogram_mutual_information(noisy, factors))
+        noisy = add_noise(embeddings, sigma, np.random.default_rng(seed))
+        metrics["histogram"] = _per_factor(names, histogram_mutual_information(noisy, factors))
     if settings.probe is not None:
         result = probes.probe_accuracies(embeddings, factors, sigma, names, num_classes, settings.probe, seed)
         metrics["probe"] = result.as_dict()
@@ -215,11 +218,11 @@ def evaluate_embeddings(
         estimator = settings.sweep_estimator
         if estimator == "auto":
             estimator = "histogram" if dims <= 2 or settings.mine is None else "mine"
-        sigmas = mutual_info.sigma_grid(embeddings, length_scale, settings.num_sigmas)
+        sigmas = sigma_grid(embeddings, length_scale, settings.num_sigmas)
         if estimator == "histogram":
-            values = mutual_info.histogram_sigma_sweep(embeddings, factors, sigmas, seed)
+            values = histogram_sigma_sweep(embeddings, factors, sigmas, seed)
         else:
-            values = mutual_info.mine_sigma_sweep(embeddings, factors, sigmas, settings.mine or mutual_info.MineSettings(), seed)
+            values = mine_sigma_sweep(embeddings, factors, sigmas, settings.mine or MineSettings(), seed)
         metrics["sweep"] = {"estimator": estimator, "sigmas": sigmas.tolist(), "values": values.tolist()}
 
     if out_dir is not None:

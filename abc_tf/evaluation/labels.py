@@ -7,7 +7,7 @@ columns of the labels CSV), this module measures per label
 - probe accuracy: ``abc_tf.evaluation.probes.probe_accuracies`` (``models.build("probe")``,
   trained on embeddings plus N(0, sigma^2) noise), against chance 1/K;
 - mutual information I(embedding + noise; label) in nats by MINE
-  (``abc_tf.evaluation.mutual_info.mine_mutual_information``),
+  (``abc_tf.evaluation.mine.mine_mutual_information``),
 
 with sigma = the loss's length scale (SPEC.md section 4) or a fraction of each embedding's
 own spread, for the trained encoder and for the untrained encoder of the same config and
@@ -27,7 +27,7 @@ import numpy as np
 from abc_tf import data, training
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.folders import GroupedImages
-from abc_tf.evaluation import mutual_info, probes
+from abc_tf.evaluation import mine, probes
 from abc_tf.model import to_float_images
 
 
@@ -82,7 +82,7 @@ def label_information(
     sigma: float,
     names: Sequence[str] | None = None,
     probe_settings: probes.ProbeSettings = probes.ProbeSettings(),
-    mine_settings: mutual_info.MineSettings | None = mutual_info.MineSettings(),
+    mine_settings: mine.MineSettings | None = mine.MineSettings(),
     seed: int = 0,
 ) -> dict[str, LabelScore]:
     """Probe accuracy and MINE MI of every label (default: all of ``grouped.labels``).
@@ -110,7 +110,7 @@ def label_information(
         probe = probes.probe_accuracies(embeddings[rows], factors, sigma, names=batch, settings=probe_settings, seed=seed)
         if mine_settings is not None:
             mi = np.atleast_1d(
-                mutual_info.mine_mutual_information(embeddings[rows], factors, sigma, mine_settings, seed)
+                mine.mine_mutual_information(embeddings[rows], factors, sigma, mine_settings, seed)
             )
         else:
             mi = [None] * len(batch)
@@ -132,7 +132,7 @@ def trained_vs_untrained(
     grouped: GroupedImages,
     names: Sequence[str] | None = None,
     probe_settings: probes.ProbeSettings = probes.ProbeSettings(),
-    mine_settings: mutual_info.MineSettings | None = mutual_info.MineSettings(),
+    mine_settings: mine.MineSettings | None = mine.MineSettings(),
     sigma: float | None = None,
     relative_sigma: float | None = None,
 ) -> dict[str, dict[str, LabelScore]]:
@@ -175,7 +175,7 @@ def evaluate_run(
     labels_csv: str | None = None,
     names: Sequence[str] | None = None,
     probe_settings: probes.ProbeSettings = probes.ProbeSettings(),
-    mine_settings: mutual_info.MineSettings | None = mutual_info.MineSettings(),
+    mine_settings: mine.MineSettings | None = mine.MineSettings(),
     sigma: float | None = None,
     relative_sigma: float | None = None,
 ) -> dict[str, dict[str, LabelScore]]:

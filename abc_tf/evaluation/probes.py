@@ -20,7 +20,7 @@ import keras
 import numpy as np
 
 import models
-from abc_tf.evaluation.mutual_info import float32_policy
+from abc_tf.evaluation.noise import float32_policy
 
 
 @dataclasses.dataclass(frozen=True)

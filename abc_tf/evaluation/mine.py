@@ -1,19 +1,12 @@
-"""Mutual information between embeddings and generative factors (SPEC.md section 4, supplement S1).
+"""MINE estimate of the mutual information between embeddings and factors, in nats.
 
-Two estimators, both in nats:
-
-- :func:`histogram_mutual_information`: for low-dimensional (d = 2 in the ICLR text) embeddings,
-  ``I(U; G) = H(U) - sum_g p(g) H(U | G = g)`` from one histogram of about sqrt(N) bins in all,
-  the same bins for every conditional.
-- :func:`mine_mutual_information`: MINE (Belghazi et al. 2018) with the statistics network
-  ``models.build("mine")``: one network per factor, trained on the Donsker-Varadhan bound
-  ``I >= E_joint[T] - log E_marginal[exp T]``; the reported value is that bound averaged over
-  many fresh samples after training.
-
-Embeddings of a deterministic network carry all information about their input, so both take a
-noise scale ``sigma``: Gaussian noise N(0, sigma^2) is added to every embedding coordinate, which
-removes the information held on scales below sigma. :func:`mine_sigma_sweep` and
-:func:`histogram_sigma_sweep` repeat the measurement over a log-spaced grid of sigmas.
+MINE (Belghazi et al. 2018) with the statistics network ``models.build("mine")`` (SPEC.md
+section 4, supplement S1): one network per factor, trained on the Donsker-Varadhan bound
+``I >= E_joint[T] - log E_marginal[exp T]``; the reported value is that bound averaged over
+many fresh samples after training. The embeddings get the noise N(0, sigma^2) of every
+measure (``abc_tf.evaluation.noise``), drawn afresh for every batch; :func:`mine_sigma_sweep`
+repeats the estimate over a grid of sigmas. ``MineSettings.moving_average`` switches to
+MINE's bias-corrected gradient (:func:`debiased_log_average`).
 
 Efficiency: MINE trains the networks of all factors together inside one compiled
 ``tf.function`` whose loop runs many steps (``tf.range``), so Python is entered once per
@@ -23,23 +16,22 @@ network exactly its own gradient, and Adam's updates are per parameter.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 import models
+from abc_tf.evaluation.noise import as_embeddings, as_factors, float32_policy
 
 # The paper's settings (supplement S1).
 PAPER_LEARNING_RATE = 3e-4
 PAPER_BATCH_SIZE = 256
 PAPER_STEPS = 20_000
 PAPER_EVAL_SAMPLES = 256_000
-PAPER_NUM_SIGMAS = 40
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,217 +64,6 @@ class MineSettings:
             raise ValueError(f"MINE learning_rate must be positive, got {self.learning_rate}.")
         if self.moving_average is not None and not 0 < self.moving_average <= 1:
             raise ValueError(f"MINE moving_average must lie in (0, 1] or be None, got {self.moving_average}.")
-
-
-@contextlib.contextmanager
-def float32_policy() -> Iterator[None]:
-    """Builds layers in float32 whatever the global Keras policy: training an encoder under
-    mixed precision sets a process-wide bfloat16/float16 policy, and the estimators must not
-    inherit it (exp and logsumexp of T need float32)."""
-    previous = keras.mixed_precision.global_policy()
-    keras.mixed_precision.set_global_policy("float32")
-    try:
-        yield
-    finally:
-        keras.mixed_precision.set_global_policy(previous)
-
-
-def _as_embeddings(embeddings: np.ndarray) -> np.ndarray:
-    array = np.asarray(embeddings, dtype=np.float64)
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2 or array.shape[0] < 2:
-        raise ValueError(f"Embeddings must have shape [N, D] with N >= 2, got {np.shape(embeddings)}.")
-    if not np.all(np.isfinite(array)):
-        raise ValueError("Embeddings contain NaN or infinite values.")
-    return array
-
-
-def _as_factors(factors: np.ndarray, num_points: int) -> tuple[np.ndarray, bool]:
-    """Returns factors as [N, F] and whether the input was a single factor [N]."""
-    array = np.asarray(factors)
-    single = array.ndim == 1
-    if single:
-        array = array[:, None]
-    if array.ndim != 2 or array.shape[0] != num_points:
-        raise ValueError(
-            f"Factors must have shape [N] or [N, F] with N = {num_points} (the number of embeddings), "
-            f"got {np.shape(factors)}."
-        )
-    if array.shape[1] == 0:
-        raise ValueError("Factors must have at least one column.")
-    return array, single
-
-
-def add_noise(embeddings: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
-    """embeddings [N, D] + N(0, sigma^2) noise per coordinate; sigma = 0 returns a copy."""
-    if sigma < 0:
-        raise ValueError(f"Noise sigma must be >= 0, got {sigma}.")
-    embeddings = np.asarray(embeddings, dtype=np.float64)
-    if sigma == 0:
-        return embeddings.copy()
-    return embeddings + rng.normal(scale=sigma, size=embeddings.shape)
-
-
-# ---------------------------------------------------------------------------------------------
-# Histogram estimator.
-
-
-def entropy_from_counts(counts: np.ndarray, miller_madow: bool = False) -> float:
-    """Plug-in entropy (nats) of a histogram given its counts (any shape).
-
-    miller_madow adds (occupied bins - 1) / (2 n), the first-order correction of the plug-in
-    estimator's downward bias.
-    """
-    counts = np.asarray(counts, dtype=np.float64).ravel()
-    total = counts.sum()
-    if total <= 0:
-        raise ValueError("Cannot take the entropy of an empty histogram.")
-    occupied = counts[counts > 0]
-    p = occupied / total
-    entropy = float(-np.sum(p * np.log(p)))
-    if miller_madow:
-        entropy += (occupied.size - 1) / (2.0 * total)
-    return entropy
-
-
-def histogram_edges(embeddings: np.ndarray, total_bins: int | None = None) -> list[np.ndarray]:
-    """Equal-width bin edges per dimension, about ``total_bins`` (default sqrt(N)) bins in all.
-
-    embeddings: [N, D]. Each dimension gets round(total_bins ** (1/D)) bins (at least 2) spanning
-    its observed range, so the D-dimensional grid holds about total_bins cells.
-    """
-    embeddings = _as_embeddings(embeddings)
-    num_points, dims = embeddings.shape
-    if total_bins is None:
-        total_bins = int(round(math.sqrt(num_points)))
-    if total_bins < 2:
-        raise ValueError(f"total_bins must be >= 2, got {total_bins}.")
-    per_axis = max(2, int(round(total_bins ** (1.0 / dims))))
-    edges = []
-    for column in embeddings.T:
-        low, high = float(column.min()), float(column.max())
-        if high - low < 1e-12:  # a constant coordinate: one wide bin pair around it
-            low, high = low - 0.5, high + 0.5
-        edges.append(np.linspace(low, high, per_axis + 1))
-    return edges
-
-
-def _bin_index(embeddings: np.ndarray, edges: Sequence[np.ndarray]) -> np.ndarray:
-    """Flat cell index [N] of every point in the grid given by ``edges``."""
-    flat = np.zeros(embeddings.shape[0], dtype=np.int64)
-    for column, edge in zip(embeddings.T, edges):
-        bins = len(edge) - 1
-        # Interior edges only: values at or beyond the ends fall in the first/last bin.
-        index = np.clip(np.searchsorted(edge[1:-1], column, side="right"), 0, bins - 1)
-        flat = flat * bins + index
-    return flat
-
-
-def histogram_mutual_information(
-    embeddings: np.ndarray,
-    factors: np.ndarray,
-    total_bins: int | None = None,
-    miller_madow: bool = False,
-) -> np.ndarray | float:
-    """I(U; G) in nats from a histogram of the embeddings (ICLR text, appendix B).
-
-    Args:
-      embeddings: [N, D] (meant for D = 2; D up to 3 is practical).
-      factors: [N] or [N, F] discrete factor values (any hashable numbers; each distinct value
-        is one class). Continuous variables must be discretised first (:func:`quantile_bins`).
-      total_bins: cells of the histogram in all; default sqrt(N).
-      miller_madow: apply the Miller-Madow bias correction to every entropy.
-
-    Returns:
-      a float for a single factor [N], else an array [F]:
-      ``H(U) - sum_g p(g) H(U | G = g)``, every conditional histogrammed on the same bins.
-    """
-    embeddings = _as_embeddings(embeddings)
-    factors, single = _as_factors(factors, embeddings.shape[0])
-    if embeddings.shape[1] > 3:
-        raise ValueError(
-            f"Histogram MI needs low-dimensional embeddings (D <= 3), got D = {embeddings.shape[1]}; use MINE."
-        )
-    edges = histogram_edges(embeddings, total_bins)
-    cells = _bin_index(embeddings, edges)
-    num_cells = int(np.prod([len(edge) - 1 for edge in edges]))
-    marginal_entropy = entropy_from_counts(np.bincount(cells, minlength=num_cells), miller_madow)
-    result = np.empty(factors.shape[1])
-    for column in range(factors.shape[1]):
-        _, classes = np.unique(factors[:, column], return_inverse=True)
-        classes = classes.ravel()
-        # Joint counts [classes, cells] by one bincount over the combined index.
-        joint = np.bincount(classes * num_cells + cells, minlength=(classes.max() + 1) * num_cells)
-        joint = joint.reshape(-1, num_cells)
-        class_counts = joint.sum(axis=1)
-        conditional = sum(
-            (count / len(cells)) * entropy_from_counts(row, miller_madow)
-            for row, count in zip(joint, class_counts)
-            if count > 0
-        )
-        result[column] = marginal_entropy - conditional
-    return float(result[0]) if single else result
-
-
-def quantile_bins(values: np.ndarray, num_bins: int) -> np.ndarray:
-    """Discretises a continuous variable [N] into ``num_bins`` equally populated classes [N]."""
-    values = np.asarray(values, dtype=np.float64).ravel()
-    if num_bins < 2:
-        raise ValueError(f"num_bins must be >= 2, got {num_bins}.")
-    inner = np.quantile(values, np.linspace(0, 1, num_bins + 1)[1:-1])
-    return np.searchsorted(inner, values, side="right")
-
-
-def histogram_sigma_sweep(
-    embeddings: np.ndarray,
-    factors: np.ndarray,
-    sigmas: Sequence[float],
-    seed: int = 0,
-    total_bins: int | None = None,
-    repeats: int = 1,
-) -> np.ndarray:
-    """Histogram MI [S, F] of embeddings plus N(0, sigma^2) noise, for each of S sigmas.
-
-    ``repeats`` noisy copies of the embeddings are stacked before histogramming, which samples
-    the noise more densely (the factors are repeated with them).
-    """
-    embeddings = _as_embeddings(embeddings)
-    factors, _ = _as_factors(factors, embeddings.shape[0])
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}.")
-    rng = np.random.default_rng(seed)
-    stacked_embeddings = np.concatenate([embeddings] * repeats)
-    stacked_factors = np.concatenate([factors] * repeats)
-    return np.stack(
-        [
-            histogram_mutual_information(add_noise(stacked_embeddings, float(s), rng), stacked_factors, total_bins)
-            for s in sigmas
-        ]
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# MINE.
-
-
-def sigma_grid(
-    embeddings: np.ndarray, length_scale: float, num: int = PAPER_NUM_SIGMAS, below: float = 100.0, above: float = 10.0
-) -> np.ndarray:
-    """Log-spaced noise scales [num] for a sweep: from min(length scale, spread) / ``below`` to
-    max(length scale, spread) * ``above``, where spread is the embeddings' RMS distance from
-    their mean per coordinate. Both the length scale and the embeddings' own extent are inside.
-    """
-    embeddings = _as_embeddings(embeddings)
-    if num < 2:
-        raise ValueError(f"A sigma sweep needs num >= 2 values, got {num}.")
-    if not length_scale > 0:
-        raise ValueError(f"length_scale must be positive, got {length_scale}.")
-    spread = float(np.sqrt(np.mean(np.var(embeddings, axis=0))))
-    spread = max(spread, 1e-6)
-    low = min(length_scale, spread) / below
-    high = max(length_scale, spread) * above
-    return np.logspace(math.log10(low), math.log10(high), num)
 
 
 def debiased_log_average(
@@ -345,8 +126,8 @@ class MineEstimator:
 
     def set_data(self, embeddings: np.ndarray, factors: np.ndarray) -> None:
         """Loads embeddings [N, D] and factor values [N] or [N, F] (standardised here)."""
-        embeddings = _as_embeddings(embeddings)
-        factors, _ = _as_factors(factors, embeddings.shape[0])
+        embeddings = as_embeddings(embeddings)
+        factors, _ = as_factors(factors, embeddings.shape[0])
         if (embeddings.shape[0], embeddings.shape[1], factors.shape[1]) != self.shape:
             raise ValueError(
                 f"This MINE estimator was built for N, D, F = {self.shape}; got "
@@ -483,8 +264,8 @@ def mine_sigma_sweep(
     from the noise, not from the initialisation.
     """
     settings.validate()
-    embeddings = _as_embeddings(embeddings)
-    factors, _ = _as_factors(factors, embeddings.shape[0])
+    embeddings = as_embeddings(embeddings)
+    factors, _ = as_factors(factors, embeddings.shape[0])
     sigmas = [float(s) for s in sigmas]
     if any(s < 0 or not math.isfinite(s) for s in sigmas):
         raise ValueError(f"Noise sigmas must be finite and >= 0, got {sigmas}.")
