@@ -305,14 +305,6 @@ def test_retrieval_grid_rows_hold_the_right_classes(tmp_path):
         retrieval.retrieval_grid(embeddings[labels < 9], labels[labels < 9])
 
 
-def test_pca_projection_orders_components():
-    rng = np.random.default_rng(2)
-    points = rng.normal(size=(500, 3)) * np.array([5.0, 1.0, 0.1])
-    projection, ratio = retrieval.pca_project(points, 2)
-    assert projection.shape == (500, 2) and ratio[0] > 0.9 and ratio[0] > ratio[1]
-    np.testing.assert_allclose(np.abs(np.corrcoef(projection[:, 0], points[:, 0])[0, 1]), 1.0, atol=1e-3)
-
-
 def test_evaluate_mnist_run_writes_figures_and_metrics(tmp_path):
     import keras
 

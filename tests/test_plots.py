@@ -21,9 +21,17 @@ def test_principal_components_find_the_dominant_direction():
     points = np.outer(rng.normal(size=200), [3.0, 4.0, 0.0]) + 0.01 * rng.normal(size=(200, 3))
     projected, ratio = plots.principal_components(points, 2)
     assert projected.shape == (200, 2)
-    assert ratio[0] > 0.99
+    assert ratio[0] > 0.99 and ratio[0] > ratio[1]
     # The first component is the line's coordinate: |projection| = 5 |t|.
     assert np.corrcoef(projected[:, 0], points @ np.array([0.6, 0.8, 0.0]))[0, 1] ** 2 > 0.999
+    # Other points in these axes: centred on the basis' mean, projected on its components.
+    others = np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 1.0]]) + points.mean(axis=0)
+    shown, same_ratio = plots.principal_components(others, 2, basis_of=points)
+    np.testing.assert_allclose(same_ratio, ratio)
+    np.testing.assert_allclose(np.abs(shown[:, 0]), [5.0, 0.0], atol=0.01)
+    assert plots.principal_components(points, 5)[0].shape == (200, 3)  # at most D components
+    with pytest.raises(ValueError, match="PCA needs"):
+        plots.principal_components(points, 2, basis_of=points[:, :2])
 
 
 def test_every_figure_writes_a_png(tmp_path):

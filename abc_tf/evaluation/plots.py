@@ -65,21 +65,28 @@ def _finish(figure: Figure, path: str | os.PathLike | None) -> Figure:
     return figure
 
 
-def principal_components(embeddings: np.ndarray, num_components: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Projects embeddings [N, D] on their first principal components.
+def principal_components(
+    embeddings: np.ndarray, num_components: int = 2, basis_of: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Projects embeddings [N, D] on the first principal components of ``basis_of`` [M, D]
+    (default: the embeddings themselves), e.g. a held-out class shown in the axes of the others.
 
-    Returns (projections [N, k], explained variance ratio [k]); k = min(num_components, D).
+    Returns (projections [N, k], explained variance ratio of each component in ``basis_of`` [k]);
+    k = min(num_components, D).
     """
     embeddings = np.asarray(embeddings, dtype=np.float64)
-    if embeddings.ndim != 2 or embeddings.shape[0] < 2:
-        raise ValueError(f"PCA needs embeddings [N, D] with N >= 2, got {embeddings.shape}.")
-    centred = embeddings - embeddings.mean(axis=0)
-    _, singular, components = np.linalg.svd(centred, full_matrices=False)
-    k = min(num_components, embeddings.shape[1])
+    reference = embeddings if basis_of is None else np.asarray(basis_of, dtype=np.float64)
+    if embeddings.ndim != 2 or reference.ndim != 2 or reference.shape[0] < 2 or embeddings.shape[1] != reference.shape[1]:
+        raise ValueError(
+            f"PCA needs embeddings [N, D] and a basis [M, D] with M >= 2, got {embeddings.shape} and {reference.shape}."
+        )
+    mean = reference.mean(axis=0)
+    _, singular, components = np.linalg.svd(reference - mean, full_matrices=False)
+    k = min(num_components, reference.shape[1])
     variance = singular**2
     total = variance.sum()
     ratio = variance[:k] / total if total > 0 else np.zeros(k)
-    return centred @ components[:k].T, ratio
+    return (embeddings - mean) @ components[:k].T, ratio
 
 
 def _factor_colormap(name: str) -> str:

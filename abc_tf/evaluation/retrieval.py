@@ -3,8 +3,9 @@
 - :func:`retrieval_grid`: one query per digit class (the diagonal); in each row, the nearest
   test image of every other class in embedding space. If the embedding holds style and not
   the digit, a row shows one handwriting style written as all ten digits.
-- :func:`pca_project`, :func:`plot_pca_thumbnails`: the test embeddings' top two principal
-  components with image thumbnails, trained against untrained, held-out digit apart.
+- :func:`plot_pca_thumbnails`: the test embeddings' top two principal components
+  (``plots.principal_components``) with image thumbnails, trained against untrained,
+  held-out digit apart.
 - :func:`slant`, :func:`stroke_thickness`: style measured from the pixels themselves;
   :func:`style_predictability` says how well embeddings predict them (R^2 of ridge and kNN
   regression on held-out test images, and within each digit);
@@ -33,6 +34,7 @@ from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 from matplotlib.patches import Rectangle
 
 from abc_tf.config import ExperimentConfig
+from abc_tf.evaluation import plots
 from abc_tf.model import to_float_images
 
 NUM_CLASSES = 10
@@ -189,21 +191,6 @@ def plot_retrieval_grids(
 
 
 # ----------------------------------------------------------------------------- PCA
-
-
-def pca_project(embeddings: np.ndarray, dims: int = 2, basis_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Projects [N, D] embeddings on the top ``dims`` principal components.
-
-    ``basis_of`` (default: the embeddings themselves) are the points whose covariance gives
-    the components, so the held-out digit can be shown in the training digits' axes.
-    Returns (projection [N, dims], explained variance ratio of each component [dims])."""
-    embeddings = np.asarray(embeddings, np.float64)
-    reference = embeddings if basis_of is None else np.asarray(basis_of, np.float64)
-    mean = reference.mean(axis=0)
-    _, singular, vt = np.linalg.svd(reference - mean, full_matrices=False)
-    variance = singular**2
-    ratio = variance[:dims] / max(variance.sum(), 1e-300)
-    return (embeddings - mean) @ vt[:dims].T, ratio
 
 
 def _spread_selection(points: np.ndarray, cells: int, rng: np.random.Generator) -> np.ndarray:
@@ -475,11 +462,11 @@ def evaluate_mnist_run(
         grid = retrieval_grid(embeddings, labels, similarity=config.similarity, seed=seed)
         grids.append((name, grid))
         # The components of the training digits' embeddings; the held-out digit shown in them.
-        projection, _ = pca_project(embeddings, 2, basis_of=embeddings[seen_mask])
+        projection, _ = plots.principal_components(embeddings, 2, basis_of=embeddings[seen_mask])
         pca_panels.append((f"{name}: digits seen in training", projection[seen_mask], images[seen_mask], labels[seen_mask]))
         if holdout is not None:
             pca_panels.append((f"{name}: held-out digit {holdout}", projection[~seen_mask], images[~seen_mask], labels[~seen_mask]))
-        _, all_ratios = pca_project(embeddings[seen_mask], embeddings.shape[1])
+        _, all_ratios = plots.principal_components(embeddings[seen_mask], embeddings.shape[1])
         digit_probe = {}
         # With noise at the length scale the embedding's own units matter (the paper's probe).
         # Without noise only the information matters, so the embeddings are standardised
