@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from abc_tf.evaluation import plots
 
@@ -56,6 +57,10 @@ def test_every_figure_writes_a_png(tmp_path):
     for name in paths:
         assert _is_png(tmp_path / f"{name}.png"), name
     assert plots.figure_to_png(paths["pca"]).startswith(PNG_MAGIC)
+    # Written with an adaptive palette of at most the asked number of colours.
+    plots.save_figure(paths["pca"], tmp_path / "sub" / "few.png", colours=16)
+    with Image.open(tmp_path / "sub" / "few.png") as image:
+        assert image.mode == "P" and len(image.getcolors()) <= 16
 
 
 def test_mismatched_inputs_raise():

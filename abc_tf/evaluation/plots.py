@@ -28,17 +28,18 @@ def _new_figure(width: float, height: float) -> Figure:
     return figure
 
 
-def save_figure(figure: Figure, path: str | os.PathLike) -> None:
-    """Writes ``figure`` as a PNG with an adaptive 128-colour palette, creating the folder.
+def save_figure(figure: Figure, path: str | os.PathLike, colours: int = 128) -> None:
+    """Writes ``figure`` as a PNG with an adaptive palette of ``colours`` colours, creating the
+    folder: the one PNG writer of the evaluation figures.
 
-    Scatter plots of many anti-aliased points compress badly as RGB; the palette makes the
-    files several times smaller (they are committed) with no visible change.
+    Scatter plots of many anti-aliased points and figures of thumbnails compress badly as RGB;
+    the palette makes the files several times smaller (they are committed) with no visible change.
     """
     directory = os.path.dirname(os.fspath(path))
     if directory:
         os.makedirs(directory, exist_ok=True)
     with open(path, "wb") as handle:
-        handle.write(compact_png(figure_to_png(figure)))
+        handle.write(compact_png(figure_to_png(figure), colours))
 
 
 def compact_png(data: bytes, colours: int = 128) -> bytes:
@@ -53,9 +54,10 @@ def compact_png(data: bytes, colours: int = 128) -> bytes:
 
 
 def figure_to_png(figure: Figure) -> bytes:
-    """PNG bytes of ``figure`` (for TensorBoard image summaries)."""
+    """PNG bytes of ``figure`` at its own dpi, cropped to what is drawn (also for TensorBoard
+    image summaries)."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    figure.savefig(buffer, format="png", dpi="figure", bbox_inches="tight")
     return buffer.getvalue()
 
 

@@ -21,14 +21,12 @@ Coordinates: images are [N, 28, 28] (or [N, 28, 28, 1]) with x = column (right) 
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import os
 from typing import Any, Sequence
 
 import keras
 import numpy as np
-import PIL.Image
 from matplotlib.figure import Figure
 from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 from matplotlib.patches import Rectangle
@@ -44,16 +42,6 @@ _TAB10 = np.array([
     [0.12, 0.47, 0.71], [1.00, 0.50, 0.05], [0.17, 0.63, 0.17], [0.84, 0.15, 0.16], [0.58, 0.40, 0.74],
     [0.55, 0.34, 0.29], [0.89, 0.47, 0.76], [0.50, 0.50, 0.50], [0.74, 0.74, 0.13], [0.09, 0.75, 0.81],
 ])
-
-
-def _save_png(figure: Figure, path: str, colours: int = 96) -> None:
-    """Saves ``figure`` as a palette PNG (``colours`` colours): figures of thumbnails shrink
-    several times over against full RGBA, with no visible change."""
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    buffer.seek(0)
-    with PIL.Image.open(buffer) as image:
-        image.convert("RGB").quantize(colors=colours, method=PIL.Image.Quantize.MEDIANCUT).save(path, optimize=True)
 
 
 def _as_gray(images: np.ndarray) -> np.ndarray:
@@ -187,7 +175,7 @@ def plot_retrieval_grids(
         figure.text(0.5, 0.01, "red: queries; columns: nearest test image of each digit; * held out of training",
                     ha="center", fontsize=7)
     figure.tight_layout(rect=(0, 0.03, 1, 1))
-    _save_png(figure, path)
+    plots.save_figure(figure, path, colours=96)
 
 
 # ----------------------------------------------------------------------------- PCA
@@ -241,7 +229,7 @@ def plot_pca_thumbnails(
         axis.set_ylabel("PC 2", fontsize=8)
         axis.tick_params(labelsize=7)
     figure.tight_layout()
-    _save_png(figure, path)
+    plots.save_figure(figure, path, colours=96)
 
 
 # ----------------------------------------------------------------------------- style measures
