@@ -298,6 +298,12 @@ def test_retrieval_grid_rows_hold_the_right_classes(tmp_path):
                 members = np.flatnonzero(labels == col)
                 best = members[np.argmin(np.sum((embeddings[members] - query) ** 2, axis=1))]
                 assert grid.indices[row, col] == best
+    # The loss's similarities: l2 ranks as l2sq does; the scores are s(query, retrieved).
+    l2 = retrieval.retrieval_grid(embeddings, labels, similarity="l2", seed=3)
+    assert np.array_equal(l2.indices, grid.indices)
+    distances = np.linalg.norm(embeddings[grid.indices] - embeddings[np.diag(grid.indices)][:, None], axis=-1)
+    np.testing.assert_allclose(grid.similarity, -distances**2, atol=1e-9)
+    np.testing.assert_allclose(l2.similarity, -np.sqrt(distances**2 + 1e-9), atol=1e-9)
     images = rng.integers(0, 255, size=(len(labels), 28, 28), dtype=np.uint8)
     retrieval.plot_retrieval_grids(images, [("a", grid), ("b", grid)], str(tmp_path / "grid.png"), holdout_digit=9)
     assert (tmp_path / "grid.png").stat().st_size > 1000

@@ -27,10 +27,12 @@ from typing import Any, Sequence
 
 import keras
 import numpy as np
+import tensorflow as tf
 from matplotlib.figure import Figure
 from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 from matplotlib.patches import Rectangle
 
+from abc_tf import losses
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import plots
 from abc_tf.model import to_float_images
@@ -69,23 +71,6 @@ def embed_images(encoder: keras.Model, images: np.ndarray, batch_size: int = 200
     return np.concatenate(out) if out else np.zeros((0, encoder.output_shape[-1]), np.float32)
 
 
-def similarity_to(query: np.ndarray, points: np.ndarray, similarity: str) -> np.ndarray:
-    """s(query, points_j) for one query [D] against points [M, D] -> [M] (larger = closer).
-
-    The same similarities as the loss (SPEC.md section 1); l2sq and l2 rank identically."""
-    difference = points - query[None, :]
-    if similarity in ("l2sq", "l2"):
-        return -np.sum(difference**2, axis=1)
-    if similarity == "l1":
-        return -np.sum(np.abs(difference), axis=1)
-    if similarity == "linf":
-        return -np.max(np.abs(difference), axis=1)
-    if similarity == "cosine":
-        unit = points / np.maximum(np.linalg.norm(points, axis=1, keepdims=True), 1e-12)
-        return unit @ (query / max(np.linalg.norm(query), 1e-12))
-    raise ValueError(f"Unknown similarity {similarity!r}.")
-
-
 # ----------------------------------------------------------------------------- retrieval
 
 
@@ -117,7 +102,8 @@ def retrieval_grid(
       digits: the classes, one row and one column each.
       query_indices: the query of each row (an image of class digits[r]); default: one
         random image per class, drawn with ``seed``.
-      similarity: how "nearest" is measured (the loss's similarity).
+      similarity: how "nearest" is measured: the loss's similarity (SPEC.md section 1),
+        computed by ``abc_tf.losses.pairwise_similarity`` in float64.
     """
     embeddings = np.asarray(embeddings, np.float64)
     labels = np.asarray(labels)
@@ -134,18 +120,18 @@ def retrieval_grid(
     query_indices = np.asarray(query_indices, np.int64)
     if query_indices.shape != digits.shape or np.any(labels[query_indices] != digits):
         raise ValueError("query_indices must hold one image of each digit, in the order of digits.")
-    size = len(digits)
-    indices = np.zeros((size, size), np.int64)
-    scores = np.zeros((size, size))
-    for row, query in enumerate(query_indices):
-        for col, candidates in enumerate(members):
-            if col == row:
-                indices[row, col], scores[row, col] = query, similarity_to(embeddings[query], embeddings[[query]], similarity)[0]
-                continue
-            values = similarity_to(embeddings[query], embeddings[candidates], similarity)
-            best = int(np.argmax(values))
-            indices[row, col], scores[row, col] = candidates[best], values[best]
-    return RetrievalGrid(indices=indices, similarity=scores, digits=digits)
+    # s(query of each row, every image) [C, N].
+    similarities = losses.pairwise_similarity(
+        tf.constant(embeddings[query_indices]), tf.constant(embeddings), similarity
+    ).numpy()
+    indices = np.array(
+        [
+            [query if col == row else candidates[np.argmax(similarities[row, candidates])] for col, candidates in enumerate(members)]
+            for row, query in enumerate(query_indices)
+        ],
+        np.int64,
+    )
+    return RetrievalGrid(indices=indices, similarity=np.take_along_axis(similarities, indices, axis=1), digits=digits)
 
 
 def plot_retrieval_grids(
