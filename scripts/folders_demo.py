@@ -119,10 +119,12 @@ def main() -> None:
             config,
             result.encoder,
             grouped,
-            names=["group", *FACTORS],
-            probe_settings=probes.ProbeSettings(epochs=args.probe_epochs),
-            mine_settings=mine.MineSettings(steps=args.mine_steps, eval_samples=25_600, chunk_steps=500),
-            **noise,
+            labels.LabelSettings(
+                names=("group", *FACTORS),
+                probe_settings=probes.ProbeSettings(epochs=args.probe_epochs),
+                mine_settings=mine.MineSettings(steps=args.mine_steps, eval_samples=25_600, chunk_steps=500),
+                **noise,
+            ),
         )
     print(f"evaluated in {time.time() - start:.0f} s", flush=True)
     history = {key: [float(v) for v in values] for key, values in result.history.items()}

@@ -306,7 +306,7 @@ def test_labels_csv_errors(tmp_path):
 
 def test_family_registration_and_a_short_training_run(tmp_path):
     from abc_tf import training
-    from abc_tf.evaluation import labels, probes
+    from abc_tf.evaluation import labels, noise, probes
 
     make_folder(str(tmp_path / "data"), {"a": 6, "b": 6, "c": 6}, image_size=(20, 16))
     (tmp_path / "data" / "labels.csv").write_text(
@@ -326,7 +326,7 @@ def test_family_registration_and_a_short_training_run(tmp_path):
     )
     assert set(report) == {"trained", "untrained"}
     # Noise of 0.1 x each embedding's own spread, reported in embedding units.
-    spread = labels.embedding_spread(labels.embed_images(result.encoder, labels.load_labelled(config).images))
+    spread = noise.spread(labels.embed_images(result.encoder, labels.load_labelled(config).images))
     assert report["trained"]["group"].sigma == pytest.approx(0.1 * spread, rel=1e-4)
     assert set(report["trained"]) == {"group", "parity"}
     assert report["trained"]["group"].classes == 3 and report["trained"]["parity"].count == 18

@@ -27,7 +27,7 @@ import numpy as np
 from abc_tf import data, training
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.folders import GroupedImages
-from abc_tf.evaluation import mine, probes
+from abc_tf.evaluation import mine, noise, probes
 from abc_tf.model import to_float_images
 
 
@@ -71,9 +71,32 @@ class LabelScore:
     sigma: float
 
 
-def embedding_spread(embeddings: np.ndarray) -> float:
-    """RMS distance of the embeddings from their mean, per coordinate: sqrt(mean_d var_d)."""
-    return float(np.sqrt(np.mean(np.var(np.asarray(embeddings, dtype=np.float64), axis=0))))
+@dataclasses.dataclass(frozen=True)
+class LabelSettings:
+    """What :func:`trained_vs_untrained` measures, and at which noise.
+
+    Attributes:
+      names: the labels to measure (default: all of ``grouped.labels``).
+      probe_settings, mine_settings: as :func:`label_information` takes them (None: no MI).
+      sigma: noise scale in embedding units; default the config's length scale (tau for l2,
+        sqrt(tau) for l2sq), the scale the loss works at (SPEC.md section 4).
+      relative_sigma: instead, noise of this fraction of each embedding's own spread
+        (``abc_tf.evaluation.noise.spread``). An untrained encoder's embeddings are often far
+        smaller than the length scale, so at sigma = tau they hold nothing; a noise scaled to
+        each embedding compares what the two keep regardless of their overall scale. The
+        embeddings are then divided by their spread before measuring (probes and MINE train
+        poorly on inputs of scale 1e-3); the reported ``sigma`` is in the original units.
+    """
+
+    names: Sequence[str] | None = None
+    probe_settings: probes.ProbeSettings = probes.ProbeSettings()
+    mine_settings: mine.MineSettings | None = mine.MineSettings()
+    sigma: float | None = None
+    relative_sigma: float | None = None
+
+    def validate(self) -> None:
+        if self.sigma is not None and self.relative_sigma is not None:
+            raise ValueError("Give sigma or relative_sigma, not both.")
 
 
 def label_information(
@@ -130,43 +153,26 @@ def trained_vs_untrained(
     config: ExperimentConfig,
     trained: keras.Model,
     grouped: GroupedImages,
-    names: Sequence[str] | None = None,
-    probe_settings: probes.ProbeSettings = probes.ProbeSettings(),
-    mine_settings: mine.MineSettings | None = mine.MineSettings(),
-    sigma: float | None = None,
-    relative_sigma: float | None = None,
+    settings: LabelSettings = LabelSettings(),
 ) -> dict[str, dict[str, LabelScore]]:
-    """{"trained": scores, "untrained": scores}: the same measurement on the trained encoder and
-    on the untrained encoder of ``config`` (same architecture and initial seed).
-
-    sigma: noise scale in embedding units; default the config's length scale (tau for l2,
-      sqrt(tau) for l2sq), the scale the loss works at (SPEC.md section 4).
-    relative_sigma: instead, noise of this fraction of each embedding's own spread
-      (:func:`embedding_spread`). An untrained encoder's embeddings are often far smaller
-      than the length scale, so at sigma = tau they hold nothing; a noise scaled to each
-      embedding compares what the two keep regardless of their overall scale. The embeddings
-      are then divided by their spread before measuring (probes and MINE train poorly on
-      inputs of scale 1e-3); the reported ``sigma`` is in the original units.
+    """{"trained": scores, "untrained": scores}: the same measurement (``settings``) on the
+    trained encoder and on the untrained encoder of ``config`` (same architecture and initial seed).
     """
-    if sigma is not None and relative_sigma is not None:
-        raise ValueError("Give sigma or relative_sigma, not both.")
+    settings.validate()
+    measure = (settings.names, settings.probe_settings, settings.mine_settings, config.seed)
     untrained = training.build_encoder(config)
     result = {}
     for key, encoder in (("trained", trained), ("untrained", untrained)):
         embeddings = embed_images(encoder, grouped.images)
-        if relative_sigma is not None:
-            spread = max(embedding_spread(embeddings), 1e-12)
-            scores = label_information(
-                embeddings / spread, grouped, relative_sigma, names, probe_settings, mine_settings, seed=config.seed
-            )
+        if settings.relative_sigma is not None:
+            scale = max(noise.spread(embeddings), 1e-12)
+            scores = label_information(embeddings / scale, grouped, settings.relative_sigma, *measure)
             result[key] = {
-                name: dataclasses.replace(score, sigma=relative_sigma * spread) for name, score in scores.items()
+                name: dataclasses.replace(score, sigma=settings.relative_sigma * scale) for name, score in scores.items()
             }
         else:
-            noise = config.length_scale if sigma is None else float(sigma)
-            result[key] = label_information(
-                embeddings, grouped, noise, names, probe_settings, mine_settings, seed=config.seed
-            )
+            sigma = config.length_scale if settings.sigma is None else float(settings.sigma)
+            result[key] = label_information(embeddings, grouped, sigma, *measure)
     return result
 
 
@@ -183,7 +189,7 @@ def evaluate_run(
     (its ``config.json`` and ``encoder.keras``)."""
     config, encoder = training.load_run(run_dir)
     grouped = load_labelled(config, labels_csv)
-    return trained_vs_untrained(config, encoder, grouped, names, probe_settings, mine_settings, sigma, relative_sigma)
+    return trained_vs_untrained(config, encoder, grouped, LabelSettings(names, probe_settings, mine_settings, sigma, relative_sigma))
 
 
 def to_json(result: dict[str, dict[str, LabelScore]]) -> str:

@@ -61,7 +61,15 @@ def figure_to_png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _finish(figure: Figure, path: str | os.PathLike | None) -> Figure:
+def _finish(figure: Figure, path: str | os.PathLike | None, title: str | None = None, axes=None) -> Figure:
+    """Titles the figure (``axes``' own title when given, else one above all panels), lays it
+    out, writes it to ``path`` unless that is None, and returns it."""
+    if title:
+        if axes is not None:
+            axes.set_title(title, fontsize=10)
+        else:
+            figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
     if path is not None:
         save_figure(figure, path)
     return figure
@@ -132,16 +140,17 @@ def plot_embeddings_pca(
         if index == 0:
             axes.set_xlabel(f"PC1 ({ratio[0]:.0%})", fontsize=8)
             axes.set_ylabel(f"PC2 ({ratio[1]:.0%})", fontsize=8)
-    if title:
-        figure.suptitle(title, fontsize=10)
-    figure.tight_layout()
-    return _finish(figure, path)
+    return _finish(figure, path, title)
 
 
-def _shade_inactive(axes, names: Sequence[str], inactive: Sequence[str]) -> None:
+def _check_inactive(names: Sequence[str], inactive: Sequence[str]) -> None:
     unknown = sorted(set(inactive) - set(names))
     if unknown:
         raise ValueError(f"Inactive factors {unknown} are not among the factor names {list(names)}.")
+
+
+def _shade_inactive(axes, names: Sequence[str], inactive: Sequence[str]) -> None:
+    _check_inactive(names, inactive)
     for index, name in enumerate(names):
         if name in inactive:
             axes.axvspan(index - 0.5, index + 0.5, color=_SHADE, zorder=0)
@@ -170,6 +179,17 @@ def _chance_lines(axes, chance: Sequence[float] | None) -> None:
         axes.hlines(level, index - 0.4, index + 0.4, colors="k", linestyles="dashed", linewidth=1, zorder=3)
 
 
+def _draw_bars(axes, heights: np.ndarray, names: Sequence[str], inactive: Sequence[str],
+               chance: Sequence[float] | None, ylabel: str) -> np.ndarray:
+    """A bar per factor [F] on shaded inactive columns, with chance levels; returns the positions."""
+    _shade_inactive(axes, names, inactive)
+    positions = np.arange(len(names))
+    axes.bar(positions, heights, width=0.6, color="#4c72b0", zorder=2)
+    _chance_lines(axes, chance)
+    _factor_axes(axes, names, ylabel)
+    return positions
+
+
 def plot_factor_bars(
     values: np.ndarray,
     names: Sequence[str],
@@ -184,19 +204,12 @@ def plot_factor_bars(
     values = _as_seed_matrix(values, len(names))
     figure = _new_figure(4.8, 3.0)
     axes = figure.add_subplot(1, 1, 1)
-    _shade_inactive(axes, names, inactive)
-    positions = np.arange(len(names))
-    axes.bar(positions, values.mean(axis=0), width=0.6, color="#4c72b0", zorder=2)
+    positions = _draw_bars(axes, values.mean(axis=0), names, inactive, chance, ylabel)
     if values.shape[0] > 1:
         jitter = np.linspace(-0.15, 0.15, values.shape[0])
         for row, offset in zip(values, jitter):
             axes.scatter(positions + offset, row, s=8, color="k", zorder=4)
-    _chance_lines(axes, chance)
-    _factor_axes(axes, names, ylabel)
-    if title:
-        axes.set_title(title, fontsize=10)
-    figure.tight_layout()
-    return _finish(figure, path)
+    return _finish(figure, path, title, axes)
 
 
 def plot_factor_distribution(
@@ -218,10 +231,7 @@ def plot_factor_distribution(
     _draw_distribution(axes, values, names, inactive, kind)
     _chance_lines(axes, chance)
     _factor_axes(axes, names, ylabel)
-    if title:
-        axes.set_title(title, fontsize=10)
-    figure.tight_layout()
-    return _finish(figure, path)
+    return _finish(figure, path, title, axes)
 
 
 def _draw_distribution(axes, values: np.ndarray, names: Sequence[str], inactive: Sequence[str], kind: str) -> None:
@@ -264,10 +274,7 @@ def plot_conditions(
         axes.set_title(label, fontsize=9)
         if row < rows - 1:
             axes.set_xticklabels([])
-    if title:
-        figure.suptitle(title, fontsize=10)
-    figure.tight_layout()
-    return _finish(figure, path)
+    return _finish(figure, path, title)
 
 
 def _draw_sweep(axes, sigmas, values, names, inactive, length_scale) -> None:
@@ -297,18 +304,13 @@ def plot_mi_sweep(
     values = np.asarray(values, dtype=np.float64)
     if values.shape != (len(sigmas), len(names)):
         raise ValueError(f"Sweep values {values.shape} do not match {len(sigmas)} sigmas x {len(names)} factors.")
-    unknown = sorted(set(inactive) - set(names))
-    if unknown:
-        raise ValueError(f"Inactive factors {unknown} are not among the factor names {list(names)}.")
+    _check_inactive(names, inactive)
     figure = _new_figure(4.8, 3.2)
     axes = figure.add_subplot(1, 1, 1)
     _draw_sweep(axes, sigmas, values, names, inactive, length_scale)
     axes.set_ylabel(ylabel, fontsize=9)
     axes.legend(fontsize=7, frameon=False)
-    if title:
-        axes.set_title(title, fontsize=10)
-    figure.tight_layout()
-    return _finish(figure, path)
+    return _finish(figure, path, title, axes)
 
 
 def plot_sweep_grid(
@@ -336,10 +338,7 @@ def plot_sweep_grid(
         axes.set_title(panel.get("label", ""), fontsize=8)
         axes.set_ylabel(ylabel, fontsize=8)
     figure.axes[0].legend(fontsize=6, frameon=False)
-    if title:
-        figure.suptitle(title, fontsize=10)
-    figure.tight_layout()
-    return _finish(figure, path)
+    return _finish(figure, path, title)
 
 
 def plot_probe_accuracies(
@@ -371,14 +370,7 @@ def plot_factor_summary(
     panels = ((mutual_information, "I(U; G) [nats]", None), (accuracy, "probe accuracy", chance))
     for column, (values, label, levels) in enumerate(panels, start=1):
         axes = figure.add_subplot(1, 2, column)
-        _shade_inactive(axes, names, inactive)
         # MINE's bound can dip just below 0 where there is no information; drawn as 0.
-        heights = np.maximum(np.nan_to_num(np.asarray(values, np.float64)), 0.0)
-        axes.bar(np.arange(len(names)), heights, width=0.6, color="#4c72b0", zorder=2)
+        _draw_bars(axes, np.maximum(np.nan_to_num(np.asarray(values, np.float64)), 0.0), names, inactive, levels, label)
         axes.set_ylim(bottom=0.0)
-        _chance_lines(axes, levels)
-        _factor_axes(axes, names, label)
-    if title:
-        figure.suptitle(title, fontsize=10)
-    figure.tight_layout()
-    return _finish(figure, path)
+    return _finish(figure, path, title)
