@@ -266,20 +266,6 @@ def test_slant_sign_and_thickness_on_hand_made_bars():
     assert retrieval.slant(np.zeros((1, 28, 28), np.uint8))[0] == 0 and retrieval.stroke_thickness(np.zeros((1, 28, 28)))[0] == 0
 
 
-def test_style_predictability_scores_informative_embeddings_high():
-    rng = np.random.default_rng(0)
-    labels = np.repeat(np.arange(10), 60)
-    style = rng.normal(size=len(labels))
-    measures = {"slant": style + 0.5 * labels}
-    informative = np.stack([style, labels, rng.normal(size=len(labels))], axis=1)
-    noise = rng.normal(size=(len(labels), 3))
-    good = retrieval.style_predictability(informative, measures, labels, holdout_digit=9)["slant"]
-    bad = retrieval.style_predictability(noise, measures, labels, holdout_digit=9)["slant"]
-    assert good["ridge_within_digit_seen_digits"] > 0.95 and good["ridge_within_digit_holdout_digit"] > 0.95
-    assert good["knn_raw_seen_digits"] > 0.8
-    assert bad["ridge_within_digit_seen_digits"] < 0.1 and bad["knn_within_digit_holdout_digit"] < 0.2
-
-
 # ----------------------------------------------------------------------------- retrieval
 
 

@@ -7,7 +7,7 @@
   (``plots.principal_components``) with image thumbnails, trained against untrained,
   held-out digit apart.
 - :func:`slant`, :func:`stroke_thickness`: style measured from the pixels themselves;
-  :func:`style_predictability` says how well embeddings predict them (R^2 of ridge and kNN
+  ``regression.style_predictability`` says how well embeddings predict them (R^2 of ridge and kNN
   regression on held-out test images, and within each digit);
   the digit probe (``abc_tf.evaluation.probes``, noise at the length scale while training)
   says how much class information is left.
@@ -34,7 +34,7 @@ from matplotlib.patches import Rectangle
 
 from abc_tf import losses
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import plots
+from abc_tf.evaluation import noise, plots, regression
 from abc_tf.model import to_float_images
 
 NUM_CLASSES = 10
@@ -277,91 +277,14 @@ def style_measures(images: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
-# ----------------------------------------------------------------------------- predictability
-
-
-def r2_score(target: np.ndarray, prediction: np.ndarray) -> float:
-    """Coefficient of determination 1 - SSE / SST (SST around the target's own mean)."""
-    target, prediction = np.asarray(target, np.float64), np.asarray(prediction, np.float64)
-    total = np.sum((target - target.mean()) ** 2)
-    return float(1.0 - np.sum((target - prediction) ** 2) / total) if total > 0 else float("nan")
-
-
-def ridge_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, alpha: float = 1e-3) -> np.ndarray:
-    """Ridge regression on standardised features (alpha relative to the number of points)."""
-    mean, scale = train_x.mean(axis=0), train_x.std(axis=0) + 1e-12
-    a = (train_x - mean) / scale
-    b = (test_x - mean) / scale
-    gram = a.T @ a + alpha * len(a) * np.eye(a.shape[1])
-    weights = np.linalg.solve(gram, a.T @ (train_y - train_y.mean()))
-    return b @ weights + train_y.mean()
-
-
-def knn_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, k: int = 10, chunk: int = 2048) -> np.ndarray:
-    """Mean target of the k nearest training points (Euclidean, the embedding's own metric)."""
-    k = min(k, len(train_x))
-    train_norms = np.sum(train_x**2, axis=1)
-    out = np.empty(len(test_x))
-    for start in range(0, len(test_x), chunk):
-        block = test_x[start:start + chunk]
-        distances = np.sum(block**2, axis=1)[:, None] + train_norms[None, :] - 2.0 * block @ train_x.T
-        nearest = np.argpartition(distances, k - 1, axis=1)[:, :k]
-        out[start:start + chunk] = train_y[nearest].mean(axis=1)
-    return out
-
-
-def _centre_by_digit(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    out = np.asarray(values, np.float64).copy()
-    for digit in np.unique(labels):
-        out[labels == digit] -= out[labels == digit].mean()
-    return out
-
-
-def style_predictability(
-    embeddings: np.ndarray,
-    measures: dict[str, np.ndarray],
-    labels: np.ndarray,
-    holdout_digit: int | None,
-    seed: int = 0,
-    k: int = 10,
-) -> dict[str, dict[str, float]]:
-    """How well embeddings [N, D] predict each style measure [N] (R^2; 1 is perfect, 0 is the mean).
-
-    The images of the training digits are split in half: regressions (ridge, kNN) are fitted
-    on one half and scored on the other ("seen_digits") and on all images of the held-out
-    digit ("holdout_digit"). ``within_digit`` variants first subtract each digit's mean
-    measure, so they score only the style deviation, not what the digit itself implies.
-    Returns {measure: {"<method>_<variant>_<split>": R^2}}.
-    """
-    labels = np.asarray(labels).astype(np.int64)
-    embeddings = np.asarray(embeddings, np.float64)
-    seen = np.flatnonzero(labels != (-1 if holdout_digit is None else holdout_digit))
-    held = np.flatnonzero(labels == holdout_digit) if holdout_digit is not None else np.zeros(0, np.int64)
-    order = np.random.default_rng(seed).permutation(seen)
-    fit, score = order[: len(order) // 2], order[len(order) // 2:]
-    results: dict[str, dict[str, float]] = {}
-    for name, values in measures.items():
-        values = np.asarray(values, np.float64)
-        targets = {"raw": values, "within_digit": _centre_by_digit(values, labels)}
-        entry: dict[str, float] = {}
-        for variant, target in targets.items():
-            for method, predict in (("ridge", ridge_predict), ("knn", lambda a, b, c: knn_predict(a, b, c, k))):
-                evaluation = np.concatenate([score, held])
-                prediction = predict(embeddings[fit], target[fit], embeddings[evaluation])
-                entry[f"{method}_{variant}_seen_digits"] = r2_score(target[score], prediction[: len(score)])
-                if len(held):
-                    entry[f"{method}_{variant}_holdout_digit"] = r2_score(target[held], prediction[len(score):])
-        results[name] = entry
-    return results
-
-
 def embedding_spread(embeddings: np.ndarray) -> dict[str, float]:
     """Scale of the embeddings, to read noise and length-scale numbers against: RMS distance
-    to the mean and the root of the mean per-dimension variance, in embedding units."""
+    to the mean and the root of the mean per-dimension variance (``noise.spread``), in
+    embedding units."""
     centred = np.asarray(embeddings, np.float64) - np.mean(embeddings, axis=0)
     return {
         "rms_radius": float(np.sqrt(np.mean(np.sum(centred**2, axis=1)))),
-        "rms_per_dimension": float(np.sqrt(np.mean(centred**2))),
+        "rms_per_dimension": noise.spread(embeddings),
     }
 
 
@@ -393,7 +316,7 @@ def evaluate_mnist_run(
         weights (``training.build_encoder(config)``, same seed).
       probe_epochs: epochs of each digit probe; seed: query choice, splits, probes.
     Returns the metrics dict that is also written as JSON. For "trained" and "untrained":
-      style_r2: :func:`style_predictability` of slant, thickness, ink, width;
+      style_r2: ``regression.style_predictability`` of slant, thickness, ink, width;
       digit_probe_accuracy: the digit probe's test accuracy, trained with noise at the
         length scale (the paper's setting) and, on standardised embeddings, without noise;
       pca_explained_variance_ratio, pca_top2_variance: of the seen digits' embeddings;
@@ -457,7 +380,7 @@ def evaluate_mnist_run(
             digit_probe[label] = float(result.accuracy[0])
         digit_probe["chance"] = 1.0 / NUM_CLASSES
         metrics[name] = {
-            "style_r2": style_predictability(embeddings, measures, labels, holdout, seed=seed),
+            "style_r2": regression.style_predictability(embeddings, measures, labels, holdout, seed=seed),
             "digit_probe_accuracy": digit_probe,
             "pca_explained_variance_ratio": [float(r) for r in all_ratios],
             "pca_top2_variance": float(np.sum(all_ratios[:2])),
@@ -498,14 +421,14 @@ def _pc_style_correlation(
     for split, mask in (("seen_digits", seen_mask), ("holdout_digit", ~seen_mask)):
         if not np.any(mask):
             continue
-        pcs = np.stack([_centre_by_digit(projection[mask, k], labels[mask]) for k in range(2)], axis=1)
+        pcs = np.stack([regression.centre_by_class(projection[mask, k], labels[mask]) for k in range(2)], axis=1)
         entry = {}
         for name in ("slant", "thickness"):
-            target = _centre_by_digit(measures[name][mask], labels[mask])
+            target = regression.centre_by_class(measures[name][mask], labels[mask])
             for k in range(2):
                 denominator = np.sqrt(np.sum(pcs[:, k] ** 2) * np.sum(target**2))
                 entry[f"abs_corr_pc{k + 1}_{name}"] = float(abs(np.sum(pcs[:, k] * target)) / denominator) if denominator > 0 else float("nan")
             weights, *_ = np.linalg.lstsq(pcs, target, rcond=None)
-            entry[f"pc_plane_r2_{name}"] = r2_score(target, pcs @ weights)
+            entry[f"pc_plane_r2_{name}"] = regression.r2_score(target, pcs @ weights)
         out[split] = entry
     return out
