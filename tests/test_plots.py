@@ -43,7 +43,7 @@ def test_every_figure_writes_a_png(tmp_path):
     inactive = ["wall_hue"]
     paths = {
         "pca": plots.plot_embeddings_pca(embeddings, factors, NAMES, tmp_path / "pca.png", title="t"),
-        "bars": plots.plot_factor_bars(values, NAMES, inactive, tmp_path / "bars.png"),
+        "bars": plots.plot_factor_distribution(values, NAMES, inactive, tmp_path / "bars.png", kind="bars"),
         "violin": plots.plot_factor_distribution(values, NAMES, inactive, tmp_path / "violin.png"),
         "box": plots.plot_factor_distribution(values[:1], NAMES, inactive, tmp_path / "box.png", kind="box"),
         "sweep": plots.plot_mi_sweep(np.logspace(-2, 1, 7), rng.uniform(size=(7, 6)), NAMES, inactive, 1.0, tmp_path / "sweep.png"),
@@ -67,10 +67,12 @@ def test_mismatched_inputs_raise():
     with pytest.raises(ValueError, match="names"):
         plots.plot_embeddings_pca(np.zeros((10, 2)), np.zeros((10, 3)), NAMES)
     with pytest.raises(ValueError, match="F = 6"):
-        plots.plot_factor_bars(np.zeros((2, 5)), NAMES)
+        plots.plot_factor_distribution(np.zeros((2, 5)), NAMES)
     with pytest.raises(ValueError, match="not among"):
-        plots.plot_factor_bars(np.zeros(6), NAMES, inactive=["colour"])
+        plots.plot_factor_distribution(np.zeros(6), NAMES, inactive=["colour"], kind="bars")
     with pytest.raises(ValueError, match="sigmas"):
         plots.plot_mi_sweep(np.ones(3), np.ones((4, 6)), NAMES)
     with pytest.raises(ValueError, match="kind"):
         plots.plot_factor_distribution(np.zeros((3, 6)), NAMES, kind="bar")
+    with pytest.raises(ValueError, match="kind"):
+        plots.plot_conditions({"a": np.zeros((3, 6))}, NAMES, {}, kind="bar")

@@ -237,9 +237,9 @@ def evaluate_embeddings(
             if key in metrics:
                 save(
                     f"mi_{key}.png",
-                    lambda p, key=key: plots.plot_factor_bars(
+                    lambda p, key=key: plots.plot_factor_distribution(
                         [metrics[key][n] for n in names], names, inactive, p,
-                        title=f"{title} ({key}, sigma={sigma:.3g})",
+                        title=f"{title} ({key}, sigma={sigma:.3g})", kind="bars",
                     ),
                 )
         if "probe" in metrics:

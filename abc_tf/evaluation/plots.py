@@ -19,6 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 DPI = 90
+KINDS = ("bars", "violin", "box")  # how plot_factor_distribution and plot_conditions draw values
 _SHADE = "#d9d9d9"
 
 
@@ -190,28 +191,6 @@ def _draw_bars(axes, heights: np.ndarray, names: Sequence[str], inactive: Sequen
     return positions
 
 
-def plot_factor_bars(
-    values: np.ndarray,
-    names: Sequence[str],
-    inactive: Sequence[str] = (),
-    path: str | os.PathLike | None = None,
-    ylabel: str = "I(U; G) [nats]",
-    title: str | None = None,
-    chance: Sequence[float] | None = None,
-) -> Figure:
-    """Bar per factor (mean over seeds for [S, F], with every seed as a dot); inactive factors
-    shaded, optional chance levels [F] as dashed lines."""
-    values = _as_seed_matrix(values, len(names))
-    figure = _new_figure(4.8, 3.0)
-    axes = figure.add_subplot(1, 1, 1)
-    positions = _draw_bars(axes, values.mean(axis=0), names, inactive, chance, ylabel)
-    if values.shape[0] > 1:
-        jitter = np.linspace(-0.15, 0.15, values.shape[0])
-        for row, offset in zip(values, jitter):
-            axes.scatter(positions + offset, row, s=8, color="k", zorder=4)
-    return _finish(figure, path, title, axes)
-
-
 def plot_factor_distribution(
     values: np.ndarray,
     names: Sequence[str],
@@ -222,19 +201,25 @@ def plot_factor_distribution(
     kind: str = "violin",
     chance: Sequence[float] | None = None,
 ) -> Figure:
-    """Distribution over seeds [S, F] per factor as violins (or boxes), inactive factors shaded."""
+    """Values per factor, [F] or over seeds [S, F], inactive factors shaded, optional chance
+    levels [F] as dashed lines; ``kind`` "bars" (the mean, every seed a dot), "violin" or "box"."""
     values = _as_seed_matrix(values, len(names))
-    if kind not in ("violin", "box"):
-        raise ValueError(f"kind must be 'violin' or 'box', got {kind!r}.")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
     figure = _new_figure(4.8, 3.0)
     axes = figure.add_subplot(1, 1, 1)
-    _draw_distribution(axes, values, names, inactive, kind)
-    _chance_lines(axes, chance)
-    _factor_axes(axes, names, ylabel)
+    _draw_distribution(axes, values, names, inactive, kind, chance, ylabel)
     return _finish(figure, path, title, axes)
 
 
-def _draw_distribution(axes, values: np.ndarray, names: Sequence[str], inactive: Sequence[str], kind: str) -> None:
+def _draw_distribution(axes, values: np.ndarray, names: Sequence[str], inactive: Sequence[str], kind: str,
+                       chance: Sequence[float] | None, ylabel: str) -> None:
+    if kind == "bars":
+        positions = _draw_bars(axes, values.mean(axis=0), names, inactive, chance, ylabel)
+        if values.shape[0] > 1:
+            for row, offset in zip(values, np.linspace(-0.15, 0.15, values.shape[0])):
+                axes.scatter(positions + offset, row, s=8, color="k", zorder=4)
+        return
     _shade_inactive(axes, names, inactive)
     positions = np.arange(len(names))
     # A violin needs spread; with one seed (or identical values) draw boxes instead.
@@ -246,6 +231,8 @@ def _draw_distribution(axes, values: np.ndarray, names: Sequence[str], inactive:
     else:
         axes.boxplot(values, positions=positions, widths=0.5)
     axes.scatter(np.tile(positions, values.shape[0]), values.ravel(), s=6, color="k", zorder=4)
+    _chance_lines(axes, chance)
+    _factor_axes(axes, names, ylabel)
 
 
 def plot_conditions(
@@ -258,19 +245,19 @@ def plot_conditions(
     chance: Sequence[float] | None = None,
     kind: str = "violin",
 ) -> Figure:
-    """Fig. 3c layout: one row per condition (label -> values [S, F]), distributions over seeds,
-    each row shading its own inactive factors."""
+    """Fig. 3c layout: one row per condition (label -> values [S, F]), distributions over seeds
+    (``kind`` as in :func:`plot_factor_distribution`), each row shading its own inactive factors."""
     if not results:
         raise ValueError("plot_conditions needs at least one condition.")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
     rows = len(results)
     figure = _new_figure(5.2, 1.9 * rows + 0.6)
     shared = None
     for row, (label, values) in enumerate(results.items()):
         axes = figure.add_subplot(rows, 1, row + 1, sharey=shared)
         shared = shared or axes
-        _draw_distribution(axes, _as_seed_matrix(values, len(names)), names, inactive.get(label, ()), kind)
-        _chance_lines(axes, chance)
-        _factor_axes(axes, names, ylabel)
+        _draw_distribution(axes, _as_seed_matrix(values, len(names)), names, inactive.get(label, ()), kind, chance, ylabel)
         axes.set_title(label, fontsize=9)
         if row < rows - 1:
             axes.set_xticklabels([])
@@ -350,7 +337,7 @@ def plot_probe_accuracies(
     title: str | None = None,
 ) -> Figure:
     """Probe test accuracy per factor ([F] or [S, F]) with dashed chance levels (Fig. S2)."""
-    figure = plot_factor_bars(accuracy, names, inactive, None, "test accuracy", title, chance)
+    figure = plot_factor_distribution(accuracy, names, inactive, None, "test accuracy", title, "bars", chance)
     figure.axes[0].set_ylim(0, 1.02)
     return _finish(figure, path)
 
