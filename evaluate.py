@@ -89,60 +89,90 @@ def _write_json(path: str, value) -> None:
     os.replace(path + ".tmp", path)
 
 
-def _read_config(path: str):
-    from abc_tf.config import read_config
-
-    if not os.path.isfile(path):
-        raise ValueError(f"{path} does not exist: pass --config with the run's config.json.")
-    return read_config(path)
-
-
-def evaluate_factor_run(config, encoder, out_dir: str, settings) -> dict:
-    """Shapes3D-style factor isolation of one encoder (plus the untrained one if asked)."""
-    from abc_tf import training
+def evaluate_factors(run, out_dir: str, settings) -> dict:
+    """Factor isolation of one encoder on a family with known factors (plus the untrained one if asked)."""
     from abc_tf.evaluation import isolation
+    from abc_tf.runs.training import untrained_encoder
 
+    config = run.config
     sample = isolation.labelled_sample(config, settings.num_images, settings.sample_seed)
-    metrics = isolation.evaluate_encoder(encoder, config, settings, out_dir, sample)
+    metrics = isolation.evaluate_encoder(run.encoder, config, settings, out_dir, sample)
     if FLAGS.untrained:
-        untrained = training.build_encoder(config)
         metrics["untrained"] = isolation.evaluate_encoder(
-            untrained, config, settings, os.path.join(out_dir, "untrained"), sample, title="untrained network"
+            untrained_encoder(config), config, settings, os.path.join(out_dir, "untrained"), sample,
+            title="untrained network",
         )
-    _write_json(os.path.join(out_dir, "metrics.json"), metrics)
     return metrics
 
 
+def evaluate_digit_style(run, out_dir: str, settings) -> dict:
+    """MNIST: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.retrieval)."""
+    from abc_tf.evaluation import retrieval
+
+    return retrieval.evaluate_mnist_run(run.run_dir, run.config, out_dir, probe_epochs=max(FLAGS.probe_epochs, 1))
+
+
+def evaluate_labels(run, out_dir: str, settings) -> dict:
+    """Probes and MINE per known label, trained against untrained (abc_tf.evaluation.labels)."""
+    from abc_tf.evaluation import labels, probes
+
+    result = labels.trained_vs_untrained(
+        run.config, run.encoder, labels.load_labelled(run.config),
+        labels.LabelSettings(probe_settings=settings.probe or probes.ProbeSettings(), mine_settings=settings.mine),
+    )
+    return json.loads(labels.to_json(result))
+
+
+def evaluate_pose(run, out_dir: str, settings) -> dict:
+    """Pose lookup and regression metrics of one run (abc_tf.evaluation.pose), optional SavedModel."""
+    from abc_tf.evaluation import pose
+    from abc_tf.runs import export
+
+    metrics = pose.evaluate_pose_run(run.run_dir, pose_settings_from_flags(), out_dir=out_dir)
+    for domain in metrics["domains"]:
+        print(f"Pose, {domain} queries ({metrics['domains'][domain]['num_queries']} images):")
+        print(pose.format_table(metrics, domain))
+    if FLAGS.pose_export_dir:
+        networks = {"encoder": run.encoder, "head": run.network("head")}
+        export.export_run(run.config, networks, FLAGS.pose_export_dir, dictionary_size=FLAGS.pose_dictionary_size)
+        print(f"Wrote the pose SavedModel to {FLAGS.pose_export_dir}")
+    return metrics
+
+
+# The evaluation of each data family; every evaluator takes any method's run (its encoder is
+# the representation), so a new method needs no entry here and a new family one line.
+EVALUATORS = {
+    "shapes3d": evaluate_factors,
+    "mnist": evaluate_digit_style,
+    "yaleb": evaluate_labels,
+    "epfl_cars": evaluate_labels,
+    "folders": evaluate_labels,
+    "pose": evaluate_pose,
+}
+
+
 def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
-    """Evaluates one run directory (or the --saved_model) according to its data family."""
+    """Evaluates one run directory (or the --saved_model) with its data family's evaluator."""
+    from abc_tf import data
+    from abc_tf.config import read_config
     from abc_tf.evaluation import isolation
+    from abc_tf.runs.run_dir import Run, load_run
 
     if FLAGS.saved_model:
-        config_path = FLAGS.config or os.path.join(os.path.dirname(os.path.normpath(FLAGS.saved_model)), "config.json")
-        config = _read_config(config_path)
-        if config.data not in ("shapes3d",):
-            raise ValueError(f"--saved_model is supported for factor data (shapes3d); {config.data} runs need --run_dir.")
-        return evaluate_factor_run(config, isolation.saved_model_encoder(FLAGS.saved_model), out_dir, settings)
-
-    config = _read_config(FLAGS.config or os.path.join(run_dir, "config.json"))
-    if config.data == "shapes3d":
-        return evaluate_factor_run(config, isolation.load_encoder(run_dir), out_dir, settings)
-    if config.data == "mnist":
-        from abc_tf.evaluation import retrieval
-
-        metrics = retrieval.evaluate_mnist_run(run_dir, config, out_dir, probe_epochs=max(FLAGS.probe_epochs, 1))
-        _write_json(os.path.join(out_dir, "metrics.json"), metrics)
-        return metrics
-    if config.data in ("yaleb", "epfl_cars", "folders"):
-        from abc_tf.evaluation import labels, probes
-
-        result = labels.evaluate_run(run_dir, probe_settings=settings.probe or probes.ProbeSettings(), mine_settings=settings.mine)
-        metrics = json.loads(labels.to_json(result))
-        _write_json(os.path.join(out_dir, "metrics.json"), metrics)
-        return metrics
-    if config.data == "pose":
-        return evaluate_pose_run(run_dir, out_dir)
-    raise ValueError(f"evaluate.py has no evaluation for data family {config.data!r} (shapes3d, mnist, yaleb, epfl_cars, folders, pose).")
+        run_dir = os.path.dirname(os.path.normpath(FLAGS.saved_model))
+        config = read_config(FLAGS.config or os.path.join(run_dir, "config.json"))
+        if data.get_family(config.data).known_factors is None:
+            raise ValueError(f"--saved_model is supported for data with known factors (shapes3d); {config.data} runs need --run_dir.")
+        run = Run(run_dir, config, isolation.saved_model_encoder(FLAGS.saved_model))
+        evaluator = evaluate_factors
+    else:
+        run = load_run(run_dir, FLAGS.config)
+        if run.config.data not in EVALUATORS:
+            raise ValueError(f"evaluate.py has no evaluation for data family {run.config.data!r} ({', '.join(EVALUATORS)}).")
+        evaluator = EVALUATORS[run.config.data]
+    metrics = evaluator(run, out_dir, settings)
+    _write_json(os.path.join(out_dir, "metrics.json"), metrics)
+    return metrics
 
 
 def pose_settings_from_flags():
@@ -154,22 +184,6 @@ def pose_settings_from_flags():
     )
     settings.validate()
     return settings
-
-
-def evaluate_pose_run(run_dir: str, out_dir: str) -> dict:
-    """Pose lookup and regression metrics of one run (abc_tf.evaluation.pose), optional SavedModel."""
-    from abc_tf.evaluation import pose
-
-    metrics = pose.evaluate_pose_run(run_dir, pose_settings_from_flags(), out_dir=out_dir)
-    _write_json(os.path.join(out_dir, "metrics.json"), metrics)
-    for domain in metrics["domains"]:
-        print(f"Pose, {domain} queries ({metrics['domains'][domain]['num_queries']} images):")
-        print(pose.format_table(metrics, domain))
-    if FLAGS.pose_export_dir:
-        config, encoder, head = pose.load_pose_run(run_dir)
-        pose.export_pose_run(config, encoder, FLAGS.pose_export_dir, head=head, dictionary_size=FLAGS.pose_dictionary_size)
-        print(f"Wrote the pose SavedModel to {FLAGS.pose_export_dir}")
-    return metrics
 
 
 def aggregate_seeds(seed_dirs: list[str], out_dir: str, settings) -> dict:
@@ -215,10 +229,10 @@ def main(argv: list[str]) -> None:
             raise ValueError(f"--run_dir={FLAGS.run_dir} is not a directory.")
         settings = settings_from_flags()
         pose_settings_from_flags()  # checked here, so a bad pose flag stops before any run is evaluated
-        from abc_tf.evaluation import isolation
+        from abc_tf.runs.run_dir import seed_run_dirs
 
         out_dir = FLAGS.output_dir or FLAGS.run_dir or os.path.dirname(os.path.normpath(FLAGS.saved_model))
-        seed_dirs = isolation.seed_run_dirs(FLAGS.run_dir) if FLAGS.run_dir and not FLAGS.saved_model else []
+        seed_dirs = seed_run_dirs(FLAGS.run_dir) if FLAGS.run_dir and not FLAGS.saved_model else []
         if seed_dirs:
             if FLAGS.seeds:
                 seed_dirs = seed_dirs[: FLAGS.seeds]

@@ -16,6 +16,7 @@ import typing
 from absl import app, flags, logging
 
 from abc_tf import config as config_lib
+from abc_tf import data
 
 FLAGS = flags.FLAGS
 
@@ -45,7 +46,7 @@ def resolve_config() -> config_lib.ExperimentConfig:
     }
     resolved = preset.replace(**overrides)
     resolved.validate()
-    unused = config_lib.unused_fields(resolved.data, overrides)
+    unused = data.unused_fields(resolved.data, overrides)
     if unused:
         raise ValueError(
             f"{', '.join('--' + name for name in unused)} does not apply to --experiment={FLAGS.experiment} "
@@ -69,7 +70,8 @@ def main(argv: list[str]) -> None:
             (base.replace(seed=base.seed + k), os.path.join(output_dir, f"seed_{k}")) for k in range(FLAGS.seeds)
         ]
         # Imported here so that --help and flag errors answer without loading TensorFlow.
-        from abc_tf import checkpoints, training
+        from abc_tf import checkpoints
+        from abc_tf.runs import training
         from abc_tf.callbacks import evaluation_callbacks
 
         for run_config, run_dir in runs:

@@ -29,7 +29,7 @@ _LUMA_WEIGHTS = tuple(w / 0.9999 for w in (0.2989, 0.5870, 0.1140))
 
 
 def _to_float(images: tf.Tensor) -> tf.Tensor:
-    """uint8 (0..255) -> float32 in [0, 1]; float images are only cast (as abc_tf.model does)."""
+    """uint8 (0..255) -> float32 in [0, 1]; float images are only cast (as abc_tf.methods.base.to_float_images does)."""
     images = tf.convert_to_tensor(images)
     if images.dtype == tf.uint8:
         return tf.cast(images, tf.float32) / 255.0
@@ -129,7 +129,7 @@ def random_hue(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tenso
     Needs 3 channels.
     """
     amplitude = _check_amplitude("hue", amplitude, upper=0.5 + 1e-9)
-    images = _to_float(images)  # uint8 input is accepted too (as abc_tf.model does)
+    images = _to_float(images)  # uint8 input is accepted too (as abc_tf.methods.base.to_float_images does)
     if amplitude == 0.0:
         return images
     if images.shape[-1] != 3:

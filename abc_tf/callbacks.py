@@ -10,10 +10,7 @@ shows the final embeddings coloured by any factor. The config is TensorBoard's o
 ``ProjectorConfig`` protobuf, written by ``tensorboard.plugins.projector.visualize_embeddings``.
 
 :func:`evaluation_callbacks` builds the callbacks a run's config asks for; ``train.py`` passes
-them to ``abc_tf.training.train(config, run_dir, callbacks=...)``.
-
-:class:`TitrationLogger` puts the pose data's real-image fraction (the titration schedule)
-into the epoch logs, so TensorBoard plots it; the pose family hands it to training.
+them to ``abc_tf.runs.training.train(config, run_dir, callbacks=...)``.
 """
 
 from __future__ import annotations
@@ -26,10 +23,11 @@ import numpy as np
 import tensorflow as tf
 from tensorboard.plugins import projector
 
-from abc_tf import schedules
+from abc_tf import data
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import histogram_mi, isolation, mine, noise, plots, probes
-from abc_tf.model import to_float_images
+from abc_tf.methods.base import to_float_images
+from abc_tf.runs.run_dir import ENCODER, embed
 
 LOG_SUBDIR = "isolation"  # under run_dir/logs, next to Keras' train/ folder
 PROJECTOR_TENSORS = "projector_embeddings.tsv"
@@ -104,15 +102,15 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         self._next_step = 0
         self.history: list[dict] = []  # every measurement, also returned to Python callers
 
-    def _encoder(self):
-        return getattr(self.model, "encoder", self.model)
+    def _encoder(self) -> keras.Model:
+        return self.model.networks()[ENCODER]
 
     def _step(self) -> int:
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
 
     def measure(self, step: int) -> dict:
         """Embeds the sample, computes the measures and writes them at ``step``; returns them."""
-        embeddings = isolation.embed_images(self._encoder(), self.images)
+        embeddings = embed(self._encoder(), self.images).astype(np.float64)
         sigma = self.length_scale
         record: dict = {"step": step, "spread": noise.spread(embeddings)}
         if self.probe_settings is not None:
@@ -240,14 +238,13 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
     factors): every ``config.eval_every`` steps, or only at the end when that is 0, so that
     every run on such data ends with its summary (abc_tf.run_summary). Logs go to
     ``run_dir/logs/isolation``."""
-    every = int(getattr(config, "eval_every", 0))
+    every = config.eval_every
     if every < 0:
         raise ValueError(f"eval_every must be >= 0, got {every}.")
-    try:
-        names = isolation.factor_names(config)
-    except ValueError:
-        return []  # no known factors in this family (e.g. MNIST has its own evaluation)
-    num_images = int(getattr(config, "eval_images", 512))
+    if data.get_family(config.data).known_factors is None:
+        return []
+    names = isolation.factor_names(config)
+    num_images = config.eval_images
     if num_images < 10:
         raise ValueError(f"eval_images must be at least 10, got {num_images}.")
     images, factors = isolation.labelled_sample(config, num_images, seed=1234)
@@ -259,20 +256,3 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
         )
     ]
 
-
-class TitrationLogger(keras.callbacks.Callback):
-    """Adds ``real_fraction`` to the epoch logs: the titration schedule of the pose data
-    (:func:`abc_tf.schedules.real_fraction`) at the last trained step, so a TensorBoard
-    callback placed AFTER this one plots it next to the loss. The value is computed from the
-    optimizer's step, the same formula the data pipeline uses, so it stays right after resume.
-    """
-
-    def __init__(self, target: float, interval: int, total_steps: int):
-        super().__init__()
-        self.target, self.interval, self.total_steps = float(target), int(interval), int(total_steps)
-
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is None:
-            return
-        step = max(0, int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1)
-        logs["real_fraction"] = schedules.real_fraction(step, self.target, self.interval, self.total_steps)

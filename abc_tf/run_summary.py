@@ -18,7 +18,11 @@ from typing import Sequence
 
 import numpy as np
 
-from abc_tf.evaluation import plots
+from abc_tf import data
+from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
+from abc_tf.data.family import quantile_bins
+from abc_tf.evaluation import labels, mine, plots, probes
+from abc_tf.runs.run_dir import embed
 
 SUMMARY_JSON = "isolation_summary.json"
 SUMMARY_PNG = "isolation_summary.png"
@@ -113,18 +117,9 @@ def write(run_dir: str, summary: dict) -> tuple[str, str]:
     return json_path, png_path
 
 
-def _quantile_bins(values: np.ndarray, bins: int) -> np.ndarray:
-    """int [N]: the quantile bin (0..bins-1) of each value, so every class has about N / bins."""
-    edges = np.quantile(values, np.linspace(0.0, 1.0, bins + 1)[1:-1])
-    return np.searchsorted(edges, values, side="right").astype(np.int32)
-
-
 def _measure(embeddings: np.ndarray, factors: np.ndarray, names: Sequence[str], num_classes: Sequence[int],
              sigma: float, seed: int) -> dict:
     """Cheap probes and MINE per factor, as FactorIsolationCallback measures them."""
-    from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
-    from abc_tf.evaluation import mine, probes
-
     accuracy = probes.probe_accuracies(embeddings, factors, sigma, list(names), list(num_classes), CHEAP_PROBES, seed)
     information = np.atleast_1d(mine.mine_mutual_information(embeddings, factors, sigma, CHEAP_MINE, seed))
     return {
@@ -134,64 +129,52 @@ def _measure(embeddings: np.ndarray, factors: np.ndarray, names: Sequence[str], 
 
 
 def summary_from_data(config, encoder, step: int, num_images: int = 512, seed: int = 0) -> dict | None:
-    """The summary for families without a factor-isolation callback: cheap probes and MINE on
-    up to ``num_images`` labelled images of the run's data. The labels:
+    """The summary for runs without a factor-isolation callback: cheap probes and MINE on up to
+    ``num_images`` labelled images of the run's data family, by what the family declares:
 
-    - yaleb, epfl_cars, folders with a labels.csv: the data set's labels (the group, car or
-      person a set is drawn from is the inactive one);
-    - mnist: the digit (inactive: one digit per set) and two style measures of
-      abc_tf.evaluation.retrieval, slant and stroke thickness, in 4 quantile bins each;
-    - pose: azimuth (8 bins of 45 degrees) and elevation (3 quantile bins) of renders of
-      held-out instances (the instance, inactive, is not labelled there).
+    - grouped images (yaleb, epfl_cars, folders with a labels.csv): :func:`label_summary`;
+    - known factors (shapes3d; mnist: the digit, inactive, and its slant and stroke thickness
+      in quantile bins);
+    - images of known pose (pose): azimuth (8 bins of 45 degrees) and elevation (3 quantile
+      bins) of renders of held-out instances (the instance, inactive, is not labelled there).
 
-    None for other families and for folders without label columns.
+    None for families with none of these and for folders without label columns.
     """
-    if config.data in ("yaleb", "epfl_cars", "folders"):
+    family = data.get_family(config.data)
+    if family.grouped_images is not None:
         return label_summary(config, encoder, step, num_images, seed)
-    # Imported here: the evaluation and data modules import training, whose callers import this one.
-    from abc_tf.evaluation import labels
-
-    if config.data == "mnist":
-        from abc_tf.data import mnist
-        from abc_tf.evaluation import retrieval
-
-        digits = mnist.load_mnist(config)
-        rows = np.sort(np.random.default_rng(seed).permutation(len(digits.y_test))[:num_images])
-        images = digits.x_test[rows]
-        style = retrieval.style_measures(images)
-        factors = np.stack(
-            [digits.y_test[rows].astype(np.int32), _quantile_bins(style["slant"], 4), _quantile_bins(style["thickness"], 4)],
-            axis=1,
-        )
-        names, inactive, num_classes = ["digit", "slant", "thickness"], ["digit"], [10, 4, 4]
-        images = images[..., np.newaxis]
-    elif config.data == "pose":
-        from abc_tf.data import pose
-
-        images, _, euler = pose.labelled_images(config, "test", "synthetic", num_images, seed)
+    if family.known_factors is not None:
+        known = family.known_factors
+        images, factors = known.labelled_sample(config, num_images, seed)
+        names, num_classes = list(known.names), list(known.sizes)
+        inactive = [names[i] for i in known.inactive(config)]
+    elif family.pose_views is not None:
+        images, _, euler = family.pose_views(config, "test", "synthetic", num_images, seed)
         azimuth = np.floor(np.mod(euler[:, 0], 2 * np.pi) / (np.pi / 4)).astype(np.int32) % 8
-        factors = np.stack([azimuth, _quantile_bins(euler[:, 1], 3)], axis=1)
+        factors = np.stack([azimuth, quantile_bins(euler[:, 1], 3)], axis=1)
         names, inactive, num_classes = ["azimuth", "elevation"], [], [8, 3]
     else:
         return None
-    record = {"step": step, **_measure(labels.embed_images(encoder, images), factors, names, num_classes,
-                                        config.length_scale, seed)}
+    record = {"step": step, **_measure(embed(encoder, images), factors, names, num_classes, config.length_scale, seed)}
     return factor_summary(record, names, inactive, num_classes, config.length_scale, len(images))
+
+
+def grouping_labels(grouped) -> list[str]:
+    """The labels constant within every group: a set is drawn within one group, so these are
+    the factors a run fixes within a set (the person and pose of yaleb, the car of epfl_cars)."""
+    groups = len(grouped.group_names)
+    return [name for name, values in grouped.labels.items()
+            if len(np.unique(np.stack([grouped.groups, values], axis=1), axis=0)) == groups]
 
 
 def label_summary(config, encoder, step: int, num_images: int = 512, seed: int = 0) -> dict | None:
     """The summary for families whose images carry labels instead of a factor sample (yaleb,
     epfl_cars, folders with a labels.csv): cheap probes and MINE per label, as the callback
-    measures, on up to ``num_images`` of the data set's images. None for other families and
-    for folders without label columns."""
-    if config.data not in ("yaleb", "epfl_cars", "folders"):
-        return None
-    # Imported here: the label evaluation imports the training module, which imports this one's callers.
-    from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
-    from abc_tf.evaluation import labels
-
+    measures, on up to ``num_images`` of the data set's images. None when no label varies
+    within a group (folders without label columns)."""
     grouped = labels.load_labelled(config)
-    if config.data == "folders" and set(grouped.labels) <= {"group"}:
+    inactive = grouping_labels(grouped)
+    if set(grouped.labels) <= set(inactive):
         return None
     rows = np.sort(np.random.default_rng(seed).permutation(len(grouped.groups))[:num_images])
     sample = dataclasses.replace(
@@ -199,14 +182,10 @@ def label_summary(config, encoder, step: int, num_images: int = 512, seed: int =
         labels={name: values[rows] for name, values in grouped.labels.items()}, attributes={},
     )
     scores = labels.label_information(
-        labels.embed_images(encoder, sample.images), sample, config.length_scale,
+        embed(encoder, sample.images), sample, config.length_scale,
         probe_settings=CHEAP_PROBES, mine_settings=CHEAP_MINE, seed=seed,
     )
     names = list(scores)
-    # A set holds one group (folders), one car (epfl_cars), one person (and pose) for yaleb.
-    inactive = {"folders": ["group"], "epfl_cars": ["car"]}.get(
-        config.data, [name.strip() for name in config.inactive_factors.split(",")]
-    )
     record = {
         "step": step,
         "probe_accuracy": {name: score.probe_accuracy for name, score in scores.items()},

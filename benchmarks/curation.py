@@ -34,7 +34,7 @@ from abc_tf.config import get_preset  # noqa: E402
 from abc_tf.data import sets  # noqa: E402
 from abc_tf.data import shapes3d as s3d  # noqa: E402
 from abc_tf.data.render import shapes3d as render  # noqa: E402
-from abc_tf.model import ABCModel  # noqa: E402
+from abc_tf.methods.abc_model import ABCModel  # noqa: E402
 from benchmarks.report import argument_parser, load_line, machine_line, publish  # noqa: E402
 
 SET_SIZE = 32

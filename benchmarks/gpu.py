@@ -90,11 +90,12 @@ def make_batches(path: str, data_path: str, steps: int = 500) -> None:
     """Writes ``steps`` batches of the mnist preset, as our TensorFlow pipeline draws them, to an npz."""
     import numpy as np
 
-    from abc_tf import data, training
+    from abc_tf import data
+    from abc_tf.runs import training
     from abc_tf.config import get_preset
 
     config = get_preset("mnist").replace(data_path=data_path, data_source="idx" if data_path else "auto")
-    iterator = iter(training.make_family_dataset(data.family_module(config.data), config, start_step=0))
+    iterator = iter(training.make_family_dataset(data.get_family(config.data), config, start_step=0))
     batches = [next(iterator) for _ in range(steps)]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     np.savez_compressed(path, **{key: np.stack([b[key].numpy() for b in batches]) for key in ("set_a", "set_b")})

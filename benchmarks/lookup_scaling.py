@@ -3,7 +3,7 @@ of ``nearest_neighbours`` and of the evaluation's 50-dictionary protocol, for di
 10^3 to 10^6 embeddings. Embeddings only: random, of the pose presets' size (64) and
 similarity (cosine); no images, no trained model.
 
-- ``lookup_pose``: a real SavedModel written by ``abc_tf.export.export_pose`` with an encoder
+- ``lookup_pose``: a real SavedModel written by ``abc_tf.runs.export.export_pose`` with an encoder
   that only flattens its [1, 1, 64] "images", so a call is the dictionary search and nothing
   else; calls of 1 image (serving one at a time) and of 256.
 - ``nearest_neighbours`` (abc_tf.evaluation.pose): exact top-1 by chunks of queries, 256 queries.
@@ -37,8 +37,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 
-from abc_tf import export  # noqa: E402
+from abc_tf.runs import export  # noqa: E402
 from abc_tf.config import get_preset  # noqa: E402
+from abc_tf import lookup  # noqa: E402
 from abc_tf.evaluation import pose  # noqa: E402
 from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish  # noqa: E402
 
@@ -122,7 +123,7 @@ def measure(size: int, dim: int, similarity: str, seconds: float) -> dict:
         shutil.rmtree(folder, ignore_errors=True)
 
     # The library's exact top-1 search, by chunks of queries.
-    call = lambda: pose.nearest_neighbours(queries[:BATCH], keys, similarity)  # noqa: E731
+    call = lambda: lookup.nearest_neighbours(queries[:BATCH], keys, similarity)  # noqa: E731
     row["nn_mb"], _ = added_peak_mb(call)  # the first call: see the note on oneDNN above
     row["nn_s"] = timed(call, seconds)
 

@@ -23,7 +23,8 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf import losses
-from abc_tf.model import SET_KEYS, ABCModel, to_float_images
+from abc_tf.methods.abc_model import SET_KEYS, ABCModel
+from abc_tf.methods.base import to_float_images
 
 Runner = Callable[[int], float]  # trains about n steps, returns steps per second
 

@@ -3,7 +3,7 @@
 An epoch is 60,000 training images seen; a step sees two stacks of 64 (128 images), so an
 epoch is 468.75 steps. Measured on the real training path: the ``mnist`` preset's data
 pipeline (``abc_tf.data.mnist.make_dataset``), encoder and compiled ``ABCModel.fit``
-(``abc_tf.training``), after a warm-up that traces the step; the data pipeline alone is
+(``abc_tf.runs.training``), after a warm-up that traces the step; the data pipeline alone is
 timed too, to show whether it limits training.
 
   python benchmarks/mnist_epoch.py [--data_path=/path/to/mnist] [--steps=150] [--repeats=3] [--no_write]
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras  # noqa: E402
 
-from abc_tf import training  # noqa: E402
+from abc_tf.runs import training  # noqa: E402
 from abc_tf.config import get_preset  # noqa: E402
 from abc_tf.data import mnist  # noqa: E402
 from benchmarks.report import machine_line, write_section  # noqa: E402
@@ -33,7 +33,7 @@ PAPER_SECONDS_PER_EPOCH_K80 = 47.8  # supplement Table S2
 def seconds_per_step(config, steps: int, repeats: int) -> list[float]:
     """Wall seconds per training step, one figure per repeat of ``steps`` steps."""
     dataset = mnist.make_dataset(config, seed=config.seed)
-    model = training.build_model(config, training.build_encoder(config))
+    model = training.build_model(config)
     warmup = 2 * config.steps_per_execution * max(1, 10 // config.steps_per_execution)
     model.fit(dataset, epochs=1, steps_per_epoch=warmup, verbose=0, shuffle=False)  # traces, warms the pipeline
     steps = max(config.steps_per_execution, steps - steps % config.steps_per_execution)  # whole compiled calls

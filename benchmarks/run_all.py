@@ -47,11 +47,12 @@ def measure(experiment: str, steps: int, rounds: int) -> dict:
     import tensorflow as tf
 
     from abc_tf import config as config_lib
-    from abc_tf import data, training
+    from abc_tf import data
+    from abc_tf.runs import training
     from benchmarks import loops
 
     config = config_lib.get_preset(experiment)
-    family = data.family_module(config.data)
+    family = data.get_family(config.data)
     try:
         dataset = training.make_family_dataset(family, config, start_step=0)
     except ValueError as error:
@@ -68,11 +69,11 @@ def measure(experiment: str, steps: int, rounds: int) -> dict:
 
     full = config.replace(mixed_precision=False)
     mixed = config.replace(mixed_precision=True)
-    kwargs = dict(similarity=config.similarity, temperature=config.temperature, loss_type=training.loss_type(config))
+    kwargs = dict(similarity=config.similarity, temperature=config.temperature, loss_type=config.method)
     mixed_policy = training.precision_policy(mixed)
-    # build_encoder sets the global precision policy from its config; the runners reset it.
-    build_full = lambda: training.build_encoder(full)  # noqa: E731
-    build_mixed = lambda: training.build_encoder(mixed)  # noqa: E731
+    # untrained_encoder sets the global precision policy from its config; the runners reset it.
+    build_full = lambda: training.untrained_encoder(full)  # noqa: E731
+    build_mixed = lambda: training.untrained_encoder(mixed)  # noqa: E731
     runners = {"eager": loops.eager_runner(build_full, batch, config.similarity, config.temperature)}
     for name, (jit, spe, use_mixed) in FIT_SETTINGS.items():
         runners[name] = loops.fit_runner(

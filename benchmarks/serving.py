@@ -95,9 +95,9 @@ def export_model(path: str) -> None:
     import numpy as np
 
     import models
-    from abc_tf import export
     from abc_tf.config import get_preset
-    from abc_tf.evaluation import isolation
+    from abc_tf.runs import export
+    from abc_tf.runs.run_dir import embed
 
     config = get_preset("pose_quick")
     keras.utils.set_random_seed(0)
@@ -107,7 +107,7 @@ def export_model(path: str) -> None:
     images = rng.integers(0, 256, (DICTIONARY_SIZE, *shape), dtype=np.uint8)
     euler = np.stack([rng.uniform(0, 2 * np.pi, DICTIONARY_SIZE), rng.uniform(0, 0.5, DICTIONARY_SIZE),
                       rng.uniform(-0.3, 0.3, DICTIONARY_SIZE)], -1)
-    export.export_pose(encoder, path, isolation.embed_images(encoder, images), euler, config.similarity)
+    export.export_pose(encoder, path, embed(encoder, images), euler, config.similarity)
 
 
 def table(results: dict) -> str:

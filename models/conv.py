@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import keras
 
-from models import register
+from models.registry import register
 
 
 def _conv_encoder(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import keras
 
-from models import register
+from models.registry import register
 
 
 @register("mine")

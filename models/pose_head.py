@@ -19,7 +19,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from models import register
+from models.registry import register
 
 NUM_ANGLES = 3
 HIDDEN_UNITS = 128

@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from abc_tf import training
+    from abc_tf.runs import training
     from abc_tf.config import get_preset
     from abc_tf.evaluation import labels, mine, probes
 

@@ -31,13 +31,13 @@ def main(argv: list[str]) -> None:
     try:
         if not FLAGS.run_dir:
             raise ValueError("--run_dir is required.")
-        from abc_tf import training
         from abc_tf.config import ExperimentConfig
+        from abc_tf.runs.run_dir import CONFIG_FILE
         from abc_tf.evaluation import retrieval
 
-        config_path = os.path.join(FLAGS.run_dir, training.CONFIG_FILE)
+        config_path = os.path.join(FLAGS.run_dir, CONFIG_FILE)
         if not os.path.isfile(config_path):
-            raise ValueError(f"--run_dir={FLAGS.run_dir!r} holds no {training.CONFIG_FILE}.")
+            raise ValueError(f"--run_dir={FLAGS.run_dir!r} holds no {CONFIG_FILE}.")
         with open(config_path) as handle:
             config = ExperimentConfig.from_json(handle.read())
         if FLAGS.data_path:

@@ -2,7 +2,7 @@
 
   python scripts/pose_isolation.py --run_dir=runs/pose_quick --figures_dir=docs/figures/pose
 
-Trains the ``pose_quick`` preset (``abc_tf.training.train``, as ``train.py
+Trains the ``pose_quick`` preset (``abc_tf.runs.training.train``, as ``train.py
 --experiment=pose_quick`` does) unless ``run_dir`` already holds a finished run, then
 
 - evaluates it with ``abc_tf.evaluation.pose.evaluate_pose_run``: nearest-neighbour lookup in
@@ -55,13 +55,15 @@ def main(argv):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from abc_tf import training
     from abc_tf.config import get_preset
+    from abc_tf.runs import training
+    from abc_tf.runs.run_dir import embed, load_run, network_file
     from abc_tf.data import pose
     from abc_tf.evaluation import pose as pose_eval
+    from abc_tf.lookup import nearest_neighbours
 
     os.makedirs(FLAGS.figures_dir, exist_ok=True)
-    if not os.path.exists(os.path.join(FLAGS.run_dir, training.ENCODER_FILE)):
+    if not os.path.exists(network_file(FLAGS.run_dir, "encoder")):
         training.train(get_preset(FLAGS.experiment), FLAGS.run_dir)
     settings = pose_eval.PoseEvalSettings(
         dictionary_size=FLAGS.dictionary_size, repeats=FLAGS.repeats, num_queries=FLAGS.queries,
@@ -72,8 +74,9 @@ def main(argv):
         print(f"\n{domain} queries ({results['domains'][domain]['num_queries']}):")
         print(pose_eval.format_table(results, domain))
 
-    config, encoder, _ = pose_eval.load_pose_run(FLAGS.run_dir)
-    untrained = training.build_encoder(config)
+    run = load_run(FLAGS.run_dir)
+    config, encoder = run.config, run.encoder
+    untrained = training.untrained_encoder(config)
 
     # 1. One training batch: set A (one instance) and set B (with real images), both views.
     cfg = config.replace(real_fraction=0.25, titration_interval=0)  # show some real images in set B
@@ -100,9 +103,7 @@ def main(argv):
     errors = {}
     neighbours = {}
     for name, model in (("trained", encoder), ("untrained", untrained)):
-        index, _ = pose_eval.nearest_neighbours(
-            pose_eval.embed(model, query_images), pose_eval.embed(model, pool_images), config.similarity
-        )
+        index, _ = nearest_neighbours(embed(model, query_images), embed(model, pool_images), config.similarity)
         neighbours[name] = index
         errors[name] = pose_eval.geodesic_error(pool_rotations[index], query_rotations)
     shown = 12

@@ -3,7 +3,7 @@
   python scripts/shapes3d_isolation.py --output_dir=runs/shapes3d_isolation --seeds=3
 
 Trains, one process and one run at a time, every condition of Fig. 3c on the procedural
-Shapes3D (train.py's library path, ``abc_tf.training.train``), evaluates each run with
+Shapes3D (train.py's library path, ``abc_tf.runs.training.train``), evaluates each run with
 ``abc_tf.evaluation.isolation`` on one shared labelled sample, and writes
 
 - ``<output_dir>/<condition>/seed_<k>/`` run directories with ``metrics.json``;
@@ -60,7 +60,7 @@ CONDITIONS: dict[str, tuple[str, dict]] = {
         {"inactive_factors": "wall_hue,object_hue", "curate_both_sets": False},
     ),
     "all_hues": ("all three hues inactive", {"inactive_factors": HUES}),
-    "hue_augmentation": ("hue double augmentation (contrastive)", {"augmentation_baseline": True}),
+    "hue_augmentation": ("hue double augmentation (contrastive)", {"augmentation_baseline": True, "method": "contrastive"}),
 }
 SWEEP_CONDITIONS = ("wall", "all_hues")  # Fig. S1c,d
 
@@ -98,14 +98,14 @@ def unconstrained_dataset(config, seed: int):
 
 def train_run(condition: str, config, run_dir: str):
     """Trains one run into run_dir (config.json, encoder.keras); returns the encoder."""
-    from abc_tf import training
+    from abc_tf.runs import training
 
     if condition == "untrained":
-        return training.build_encoder(config)
+        return training.untrained_encoder(config)
     if condition != "none":
         return training.train(config, run_dir, verbose=0).encoder
-    encoder = training.build_encoder(config)
-    model = training.build_model(config, encoder)
+    model = training.build_model(config)
+    encoder = model.networks()["encoder"]
     model.fit(unconstrained_dataset(config, config.seed), epochs=1, steps_per_epoch=config.steps, verbose=0)
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as handle:
@@ -127,7 +127,10 @@ def settings():
 
 
 def run_condition(condition: str, seed: int, sample) -> dict:
+    import numpy as np
+
     from abc_tf.evaluation import isolation, mine, noise
+    from abc_tf.runs.run_dir import embed
 
     label, overrides = CONDITIONS[condition]
     config = base_config().replace(name=f"shapes3d_{condition}", seed=seed, **overrides)
@@ -143,7 +146,7 @@ def run_condition(condition: str, seed: int, sample) -> dict:
     metrics = isolation.evaluate_encoder(encoder, config, settings(), figures, sample, title=label)
     metrics["condition"] = label
     if seed == 0 and condition in SWEEP_CONDITIONS and FLAGS.num_sigmas:
-        embeddings = isolation.embed_images(encoder, sample[0])
+        embeddings = embed(encoder, sample[0]).astype(np.float64)
         sigmas = noise.sigma_grid(embeddings, config.length_scale, FLAGS.num_sigmas, below=30.0, above=5.0)
         sweep_settings = mine.MineSettings(
             learning_rate=FLAGS.mine_learning_rate, steps=FLAGS.sweep_mine_steps, eval_samples=FLAGS.mine_eval_samples // 2

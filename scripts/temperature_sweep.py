@@ -67,8 +67,9 @@ def main(argv) -> None:
     del argv
     import numpy as np
 
-    from abc_tf import training
     from abc_tf.config import get_preset
+    from abc_tf.runs import training
+    from abc_tf.runs.run_dir import embed, load_run
     from abc_tf.data.shapes3d import FACTOR_NAMES
     from abc_tf.evaluation import histogram_mi, isolation, noise, plots
 
@@ -87,10 +88,10 @@ def main(argv) -> None:
         run_dir = os.path.join(FLAGS.output_dir, f"tau_{tau:g}")
         start = time.time()
         if os.path.exists(os.path.join(run_dir, "encoder.keras")):
-            encoder = isolation.load_encoder(run_dir)
+            encoder = load_run(run_dir).encoder
         else:
             encoder = training.train(config, run_dir, verbose=0).encoder
-        embeddings = isolation.embed_images(encoder, images)
+        embeddings = embed(encoder, images).astype(np.float64)
         length_scale = config.length_scale
         sigmas = noise.sigma_grid(embeddings, length_scale, FLAGS.num_sigmas, below=30.0, above=5.0)
         values = histogram_mi.histogram_sigma_sweep(embeddings, factors, sigmas, seed=FLAGS.seed, repeats=FLAGS.noise_repeats)

@@ -55,7 +55,7 @@ TRAIN_FLAG_CASES = [
     # (flags, message); {tmp} is the test's folder, {file} an existing file, {folder} a folder of images.
     (["--experiment=mnist", "--image_size=32"], "--image_size does not apply to --experiment=mnist (data family mnist)"),
     (["--experiment=mnist", "--inactive_factors=bogus"], "--inactive_factors does not apply to --experiment=mnist"),
-    (["--experiment=folders", "--data_path={folder}", "--inactive_factors=bogus"], "--inactive_factors does not apply to --experiment=folders"),
+    (["--experiment=folders", "--data_path={folder}", "--inactive_factors=bogus"], "--inactive_factors='bogus' for data=folders: a set is one group folder; use 'group'."),
     (["--experiment=mnist", "--double_augmentation"], "--double_augmentation does not apply to --experiment=mnist"),
     (["--experiment=pose_quick", "--eval_every=100"], "--eval_every does not apply to --experiment=pose_quick (data family pose)"),
     (["--experiment=pose_quick", "--real_data_path={tmp}/missing"], "--real_data_path={tmp}/missing does not exist"),
@@ -229,7 +229,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
 
 def test_nan_advice_after_a_checkpoint_continues_with_the_change_allowed(monkeypatch):
     import train
-    from abc_tf import training
+    from abc_tf.runs import training
     from abc_tf.config import get_preset
 
     monkeypatch.setattr(sys, "argv", ["train.py", "--experiment=shapes3d_demo", "--learning_rate=1e-3", "--output_dir=runs/x"])

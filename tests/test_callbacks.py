@@ -12,6 +12,7 @@ from google.protobuf import text_format
 from tensorboard.plugins import projector
 
 from abc_tf import callbacks
+from abc_tf.methods.base import MethodModel
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import mine, probes
 
@@ -26,10 +27,24 @@ def _sample(n: int = 64, seed: int = 0):
     return images, factors
 
 
+class Regressor(MethodModel):
+    """The smallest method model: Keras's own train_step on its one network."""
+
+    def __init__(self, encoder: keras.Model):
+        super().__init__()
+        self.encoder = encoder
+
+    def call(self, images):
+        return self.encoder(images)
+
+    def networks(self) -> dict[str, keras.Model]:
+        return {"encoder": self.encoder}
+
+
 def test_callback_logs_scalars_images_and_projector(tmp_path):
     images, factors = _sample()
     keras.utils.set_random_seed(0)
-    encoder = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(2)])
+    encoder = Regressor(keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(2)]))
     encoder.compile(optimizer="sgd", loss="mse")
     log_dir = str(tmp_path / "isolation")
     callback = callbacks.FactorIsolationCallback(

@@ -20,7 +20,8 @@ TWO_REPLICAS = textwrap.dedent(
     import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from abc_tf import data, training
+    from abc_tf import data
+    from abc_tf.runs import training
     from abc_tf.config import ExperimentConfig
     data.DATA_FAMILIES["toy"] = "toy_family"
     config = ExperimentConfig(name="toy", data="toy", model="s4", embedding_dim=8, set_size=12,
@@ -58,7 +59,8 @@ def test_one_and_two_replicas_give_the_same_losses(tmp_path):
 WORKER = textwrap.dedent(
     """
     import json, sys
-    from abc_tf import data, training
+    from abc_tf import data
+    from abc_tf.runs import training
     from abc_tf.config import ExperimentConfig
     data.DATA_FAMILIES["toy"] = "toy_family"
     config = ExperimentConfig(name="toy", data="toy", model="s4", embedding_dim=8, set_size=12, pairs_per_step=2,
@@ -108,6 +110,7 @@ def test_two_workers_train_like_one_process_and_only_the_chief_writes_the_run(tm
         assert result["step"] == 12
         np.testing.assert_allclose(result["loss"], expected["loss"], rtol=1e-4)
     run = tmp_path / "cluster"
-    assert sorted(os.listdir(run / "checkpoints")) == ["step_00000008", "step_00000012"]
+    assert sorted(os.listdir(run / "checkpoints")) == ["checkpoint", "ckpt-12.data-00000-of-00001", "ckpt-12.index",
+                                                       "ckpt-8.data-00000-of-00001", "ckpt-8.index"]
     assert (run / "saved_model").is_dir() and (run / "encoder.keras").is_file()
     assert sorted(os.listdir(run / "workers")) == ["worker_1"]  # the other worker's logs and exports

@@ -12,7 +12,8 @@ import pytest
 import tensorflow as tf
 
 import models
-from abc_tf import export, geometry, losses
+from abc_tf import geometry, losses
+from abc_tf.runs import export
 from abc_tf.evaluation import pose
 from models import pose_head
 

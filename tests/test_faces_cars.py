@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from abc_tf.config import get_preset
-from abc_tf.data import family_module, faces_cars
+from abc_tf.data import faces_cars, get_family
 
 PERSONS = ("yaleB11", "yaleB12", "yaleB13")
 POSES = (0, 1)
@@ -69,7 +69,7 @@ def test_yaleb_names_parse_and_ambient_images_are_skipped(tmp_path):
 
 def test_yaleb_illumination_sets_hold_all_lights_of_one_person_and_pose(tmp_path):
     make_yaleb(str(tmp_path))
-    dataset = family_module("yaleb").make_dataset(yaleb_config(tmp_path, pairs_per_step=2), seed=0)
+    dataset = get_family("yaleb").make_dataset(yaleb_config(tmp_path, pairs_per_step=2), seed=0)
     assert dataset.element_spec["set_a"].shape == (2, 4, 8, 8, 1)
     for batch in dataset.take(8):
         for key in ("set_a", "set_b"):
@@ -95,7 +95,7 @@ def test_yaleb_pose_and_illumination_sets_span_poses_of_one_person(tmp_path):
 
 def test_yaleb_preset_shapes_and_views(tmp_path):
     make_yaleb(str(tmp_path))
-    assert faces_cars.image_shape(get_preset("yaleb_illumination")) == (64, 64, 1)
+    assert get_family("yaleb").image_shape(get_preset("yaleb_illumination")) == (64, 64, 1)
     assert get_preset("yaleb_pose_illumination").set_size == 384
     config = yaleb_config(tmp_path, augmentations="contrast:0.3,crop:0.2", double_augmentation=True)
     batch = next(iter(faces_cars.make_dataset(config, seed=0)))
@@ -208,8 +208,8 @@ def test_epfl_azimuths_follow_capture_times(tmp_path):
 def test_epfl_sets_are_frames_of_one_sequence(tmp_path):
     make_epfl(str(tmp_path))
     config = epfl_config(tmp_path, pairs_per_step=2)
-    assert faces_cars.image_shape(get_preset("epfl_cars")) == (64, 64, 3) and get_preset("epfl_cars").set_size == 81
-    dataset = family_module("epfl_cars").make_dataset(config, seed=0)
+    assert get_family("epfl_cars").image_shape(get_preset("epfl_cars")) == (64, 64, 3) and get_preset("epfl_cars").set_size == 81
+    dataset = get_family("epfl_cars").make_dataset(config, seed=0)
     assert dataset.element_spec["set_a"].shape == (2, 8, 8, 8, 3)
     for batch in dataset.take(5):
         for pair in range(2):

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from abc_tf.config import get_preset
-from abc_tf.data import family_module, folders
+from abc_tf.data import folders, get_family
 
 
 def write_png(path: str, image: np.ndarray) -> None:
@@ -305,14 +305,15 @@ def test_labels_csv_errors(tmp_path):
 
 
 def test_family_registration_and_a_short_training_run(tmp_path):
-    from abc_tf import training
+    from abc_tf.runs import training
     from abc_tf.evaluation import labels, noise, probes
+    from abc_tf.runs.run_dir import embed
 
     make_folder(str(tmp_path / "data"), {"a": 6, "b": 6, "c": 6}, image_size=(20, 16))
     (tmp_path / "data" / "labels.csv").write_text(
         "file,parity\n" + "".join(f"{g}/img_{i:03d}.png,{i % 2}\n" for g in "abc" for i in range(6))
     )
-    assert family_module("folders") is folders
+    assert get_family("folders") is folders.FAMILY
     config = config_for(
         tmp_path / "data", image_size=32, set_size=4, pairs_per_step=1, steps=2, log_every=1,
         augmentations="contrast:0.3,saturation:0.3,crop:0.2", double_augmentation=True,
@@ -326,7 +327,7 @@ def test_family_registration_and_a_short_training_run(tmp_path):
     )
     assert set(report) == {"trained", "untrained"}
     # Noise of 0.1 x each embedding's own spread, reported in embedding units.
-    spread = noise.spread(labels.embed_images(result.encoder, labels.load_labelled(config).images))
+    spread = noise.spread(embed(result.encoder, labels.load_labelled(config).images).astype(np.float64))
     assert report["trained"]["group"].sigma == pytest.approx(0.1 * spread, rel=1e-4)
     assert set(report["trained"]) == {"group", "parity"}
     assert report["trained"]["group"].classes == 3 and report["trained"]["parity"].count == 18

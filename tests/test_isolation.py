@@ -12,6 +12,7 @@ import pytest
 
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import isolation, mine, probes
+from abc_tf.runs.run_dir import seed_run_dirs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = isolation.IsolationSettings(
@@ -29,7 +30,7 @@ def test_inactive_names_and_labels_follow_the_config():
     assert set(isolation.inactive_names(baseline)) == set(isolation.HUE_FACTORS)
     assert isolation.condition_label(ExperimentConfig(curate_both_sets=False)) == "wall_hue inactive, set B unconstrained"
     with pytest.raises(ValueError, match="no labelled factor sample"):
-        isolation.factor_names(ExperimentConfig(data="mnist"))
+        isolation.factor_names(ExperimentConfig(data="folders"))
 
 
 def test_evaluate_embeddings_writes_metrics_and_figures(tmp_path):
@@ -64,17 +65,17 @@ def test_aggregate_and_seed_dirs(tmp_path):
         os.makedirs(tmp_path / f"seed_{k}")
         (tmp_path / f"seed_{k}" / "config.json").write_text("{}")
     os.makedirs(tmp_path / "seed_x")
-    assert [os.path.basename(p) for p in isolation.seed_run_dirs(str(tmp_path))] == ["seed_2", "seed_10"]
+    assert [os.path.basename(p) for p in seed_run_dirs(str(tmp_path))] == ["seed_2", "seed_10"]
 
 
 def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
-    from abc_tf import training
+    from abc_tf.runs import training
 
     config = ExperimentConfig(embedding_dim=4, inactive_factors="wall_hue")
     run_dir = tmp_path / "run"
     os.makedirs(run_dir)
     (run_dir / "config.json").write_text(config.to_json())
-    training.build_encoder(config).save(str(run_dir / "encoder.keras"))
+    training.untrained_encoder(config).save(str(run_dir / "encoder.keras"))
     command = [
         sys.executable, os.path.join(REPO, "evaluate.py"), f"--run_dir={run_dir}", "--num_images=48",
         "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256", "--probe_epochs=0",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from abc_tf.config import get_preset
-from abc_tf.data import family_module, mnist
+from abc_tf.data import digit_style, get_family, mnist
 from abc_tf.data.render import digits as renderer
 from abc_tf.evaluation import retrieval
 
@@ -156,8 +156,8 @@ def test_stacks_are_pure_and_never_show_the_held_out_digit(tmp_path, small_mnist
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
     config = mnist_config(data_path=path, set_size=8, pairs_per_step=3)
-    dataset = family_module("mnist").make_dataset(config, seed=5)
-    assert family_module("mnist").image_shape(config) == (28, 28, 1)
+    dataset = get_family("mnist").make_dataset(config, seed=5)
+    assert get_family("mnist").image_shape(config) == (28, 28, 1)
     seen = set()
     for batch in dataset.take(40):
         assert set(batch) == {"set_a", "set_b"}
@@ -229,10 +229,10 @@ def test_procedural_style_factors_show_in_the_measures():
     labels = np.repeat(np.arange(10), 4)
     left = renderer.render_digits(40, 3, labels, {"slant": -0.4, "rotation": 0.0})
     right = renderer.render_digits(40, 3, labels, {"slant": 0.4, "rotation": 0.0})
-    assert np.all(retrieval.slant(right.images) > retrieval.slant(left.images))
+    assert np.all(digit_style.slant(right.images) > digit_style.slant(left.images))
     thin = renderer.render_digits(40, 3, labels, {"thickness": 1.6})
     thick = renderer.render_digits(40, 3, labels, {"thickness": 4.0})
-    assert np.all(retrieval.stroke_thickness(thick.images) > retrieval.stroke_thickness(thin.images) + 1.0)
+    assert np.all(digit_style.stroke_thickness(thick.images) > digit_style.stroke_thickness(thin.images) + 1.0)
     with pytest.raises(ValueError, match="Unknown style factor 'colour'"):
         renderer.render_digits(2, 0, style_overrides={"colour": 1.0})
 
@@ -254,16 +254,16 @@ def bar(angle_from_vertical: float, width: float) -> np.ndarray:
 
 def test_slant_sign_and_thickness_on_hand_made_bars():
     images = np.stack([bar(0.3, 2), bar(-0.3, 2), bar(0.0, 2)])
-    slants = retrieval.slant(images)
+    slants = digit_style.slant(images)
     assert slants[0] > 0.2 and slants[1] < -0.2 and abs(slants[2]) < 1e-9
     np.testing.assert_allclose(slants[0], np.tan(0.3), atol=0.05)  # shear of a straight bar = tan(angle)
     # (Oblique, a one-pixel line never reaches full ink and reads as its blurred width.)
     for angle, true_widths in ((0.0, np.array([1, 2, 3, 4, 5])), (0.5, np.array([2, 3, 4, 5]))):
-        widths = retrieval.stroke_thickness(np.stack([bar(angle, w) for w in true_widths]))
+        widths = digit_style.stroke_thickness(np.stack([bar(angle, w) for w in true_widths]))
         assert np.all(np.diff(widths) > 0.3)
         # A 16 px bar has area 16 w and perimeter 2 (16 + w): 2 A / P = 16 w / (16 + w).
         np.testing.assert_allclose(widths, 16 * true_widths / (16 + true_widths), rtol=0.1)
-    assert retrieval.slant(np.zeros((1, 28, 28), np.uint8))[0] == 0 and retrieval.stroke_thickness(np.zeros((1, 28, 28)))[0] == 0
+    assert digit_style.slant(np.zeros((1, 28, 28), np.uint8))[0] == 0 and digit_style.stroke_thickness(np.zeros((1, 28, 28)))[0] == 0
 
 
 # ----------------------------------------------------------------------------- retrieval

@@ -7,7 +7,7 @@ import tensorflow as tf
 
 import models
 import toy_family
-from abc_tf.model import ABCModel
+from abc_tf.methods.abc_model import ABCModel
 
 SET_SIZE = 12
 

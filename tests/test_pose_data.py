@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import keras
@@ -407,7 +408,7 @@ def test_resumed_dataset_continues_the_schedule():
 
 
 def test_titration_logger_writes_the_fraction():
-    logger = callbacks.TitrationLogger(0.1, 4000, 40000)
+    logger = pose.TitrationLogger(0.1, 4000, 40000)
     model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
     model.compile(optimizer="adam")
     model.optimizer.iterations.assign(8000)
@@ -516,12 +517,11 @@ def test_s5_small_has_the_s5_head_and_a_backbone_layer():
 
 
 def test_training_passes_the_start_step_and_logs_the_titration(tmp_path, monkeypatch):
-    from abc_tf import training
-    from abc_tf.evaluation import pose as pose_evaluation
+    from abc_tf.runs import export, training
 
     monkeypatch.setattr(pose, "PROCEDURAL", SMALL)
     # The pose SavedModel export renders a 1800-image dictionary; not what this test is about.
-    monkeypatch.setattr(pose_evaluation, "export_pose_run", lambda *args, **kwargs: None)
+    monkeypatch.setattr(export, "export_run", lambda *args, **kwargs: None)
     cfg = config(model="s5_small", image_size=32, set_size=4, pairs_per_step=1, steps=4, log_every=2,
                  titration_interval=2, real_fraction=0.5, embedding_dim=8, double_augmentation=False,
                  crop_amplitude=0.0, augmentation_amplitude=0.0)  # light graphs: a fast test
@@ -532,7 +532,7 @@ def test_training_passes_the_start_step_and_logs_the_titration(tmp_path, monkeyp
         seen_starts.append(start_step)
         return original(config, seed, start_step)
 
-    monkeypatch.setattr(pose, "make_dataset", spy)
+    monkeypatch.setattr(pose, "FAMILY", dataclasses.replace(pose.FAMILY, make_dataset=spy))
     result = training.train(cfg, str(tmp_path / "run"), verbose=0)
     assert result.history["real_fraction"] == [0.0, 0.5]  # last steps 1 and 3: stairs 0 and 1 of 1
     assert seen_starts == [0]

@@ -9,9 +9,12 @@ import pytest
 import tensorflow as tf
 
 import models
-from abc_tf import data, geometry, training
+from abc_tf import data, geometry
+from abc_tf.runs import training
 from abc_tf.config import ExperimentConfig
+from abc_tf import lookup
 from abc_tf.evaluation import pose
+from abc_tf.runs.run_dir import embed, load_run, network_file
 from models import pose_head
 
 RNG = np.random.default_rng(7)
@@ -180,9 +183,9 @@ def test_nearest_neighbour_ranks_by_the_training_similarity():
     keys = np.array([[1.0, 0.0], [10.0, 1.0]])
     query = np.array([[2.0, 0.2]])
     # Cosine prefers the second key's direction; squared distance prefers the first key.
-    assert pose.nearest_neighbours(query, keys, "cosine")[0][0] == 1
-    assert pose.nearest_neighbours(query, keys, "l2sq")[0][0] == 0
-    index, score = pose.nearest_neighbours(query, keys, "l1")
+    assert lookup.nearest_neighbours(query, keys, "cosine")[0][0] == 1
+    assert lookup.nearest_neighbours(query, keys, "l2sq")[0][0] == 0
+    index, score = lookup.nearest_neighbours(query, keys, "l1")
     assert index[0] == 0 and np.isclose(score[0], -1.2)
 
 
@@ -289,8 +292,8 @@ def test_regression_presets_hold_table_2_settings():
 
 
 def test_regression_needs_pose_data_and_something_to_train():
-    with pytest.raises(ValueError, match="regression_weight > 0 needs pose labels"):
-        TOY_POSE.replace(data="mnist").validate()
+    with pytest.raises(ValueError, match="regression_weight=1.0: not read by data family 'mnist'"):
+        data.check_config(ExperimentConfig(data="mnist", data_source="procedural", regression_weight=1.0))
     with pytest.raises(ValueError, match="both 0"):
         TOY_POSE.replace(regression_weight=0.0, abc_weight=0.0).validate()
     with pytest.raises(ValueError, match="abc_weight must be a finite number >= 0"):
@@ -301,11 +304,11 @@ def test_a_regression_run_saves_its_head_and_evaluates(tmp_path, toy_pose_family
     run_dir = str(tmp_path / "run")
     result = training.train(TOY_POSE.replace(abc_weight=0.5), run_dir, verbose=0)
     assert "head_loss" in result.history and np.all(np.isfinite(result.history["head_loss"]))
-    config, encoder, head = pose.load_pose_run(run_dir)
-    images = data.family_module("pose").labelled_images(config, "test", "real", 5)[0]
+    run = load_run(run_dir)
+    images = data.get_family("pose").pose_views(run.config, "test", "real", 5)[0]
     np.testing.assert_allclose(
-        head(pose.embed(encoder, images))["magnitude"].numpy(),
-        result.head(pose.embed(result.encoder, images))["magnitude"].numpy(), rtol=1e-5, atol=1e-6,
+        run.network("head")(embed(run.encoder, images))["magnitude"].numpy(),
+        result.networks["head"](embed(result.encoder, images))["magnitude"].numpy(), rtol=1e-5, atol=1e-6,
     )
     saved = tf.saved_model.load(os.path.join(run_dir, "saved_model"))
     assert {"embed", "lookup_pose", "regress_pose", "regress_pose_uint8"} <= set(saved.signatures)
@@ -325,15 +328,15 @@ def test_a_regression_run_saves_its_head_and_evaluates(tmp_path, toy_pose_family
 
 def test_an_empty_head_file_gives_one_line_naming_it(tmp_path):
     # What a kill while exporting the head leaves: a finished encoder beside a 0-byte head.keras.
-    (tmp_path / training.CONFIG_FILE).write_text(TOY_POSE.to_json())
-    models.build("s4", embedding_dim=8, input_shape=(16, 16, 3)).save(str(tmp_path / training.ENCODER_FILE))
-    head_path = tmp_path / training.HEAD_FILE
+    (tmp_path / "config.json").write_text(TOY_POSE.to_json())
+    models.build("s4", embedding_dim=8, input_shape=(16, 16, 3)).save(network_file(str(tmp_path), "encoder"))
+    head_path = tmp_path / "head.keras"
     head_path.write_bytes(b"")
     with pytest.raises(ValueError) as error:
-        pose.load_pose_run(str(tmp_path))
+        load_run(str(tmp_path)).network("head")
     assert str(error.value).startswith(f"{head_path} is empty") and "\n" not in str(error.value)
 
 
 def test_pose_evaluation_refuses_other_runs(tmp_path):
     with pytest.raises(ValueError, match="is not a finished training run"):
-        pose.load_pose_run(str(tmp_path))
+        pose.evaluate_pose_run(str(tmp_path))

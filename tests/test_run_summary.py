@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from abc_tf import run_summary
+from abc_tf.data.family import quantile_bins
 
 NAMES = ["floor_hue", "wall_hue", "object_hue", "shape"]
 # A measurement as FactorIsolationCallback records it: wall hue dropped, floor and object hue kept.
@@ -46,7 +47,8 @@ def test_without_mutual_information_the_probe_decides():
 
 def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_path, capsys):
     import train
-    from abc_tf import callbacks, training
+    from abc_tf import callbacks
+    from abc_tf.runs import training
     from abc_tf.config import get_preset
 
     images = np.zeros((8, 4, 4, 3), np.uint8)
@@ -55,7 +57,7 @@ def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_pa
         num_classes=[10, 10, 10, 4],
     )
     callback.history.append(RECORD)
-    result = training.TrainResult(encoder=None, history={"loss": [1.0]}, run_dir=str(tmp_path), final_step=600)
+    result = training.TrainResult(networks={"encoder": None}, history={"loss": [1.0]}, run_dir=str(tmp_path), final_step=600)
     table = train._isolation_summary([callback], get_preset("shapes3d_demo"), result)
     assert "wall_hue       inactive" in table and table.splitlines()[3].endswith("dropped")
     assert os.path.exists(tmp_path / run_summary.SUMMARY_JSON) and os.path.exists(tmp_path / run_summary.SUMMARY_PNG)
@@ -84,7 +86,6 @@ def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
     # Without label columns there is nothing beyond the groups the sets were built from.
     (tmp_path / "data" / "labels.csv").unlink()
     assert run_summary.label_summary(config, encoder, step=50) is None
-    assert run_summary.label_summary(get_preset("mnist"), encoder, step=50) is None
 
 
 def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
@@ -115,5 +116,5 @@ def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
 
 
 def test_quantile_bins_split_evenly():
-    bins = run_summary._quantile_bins(np.arange(100.0), 4)
+    bins = quantile_bins(np.arange(100.0), 4)
     assert np.bincount(bins).tolist() == [25, 25, 25, 25]

@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from abc_tf import geometry, losses
 from abc_tf.data import sets
+from abc_tf import lookup
 from abc_tf.evaluation import pose
 
 RNG = np.random.default_rng(0)
@@ -20,14 +21,14 @@ def test_tiled_nearest_neighbours_agree_with_the_full_matrix(similarity):
     queries, keys = RNG.normal(size=(37, 6)), RNG.normal(size=(101, 6))
     full = losses.pairwise_similarity(tf.constant(queries, tf.float32), tf.constant(keys, tf.float32), similarity).numpy()
     # Tiles of 300 numbers: 37 queries by 8 keys (by 1 key for l1, whose differences count D).
-    index, score = pose.nearest_neighbours(queries, keys, similarity, max_elements=300)
+    index, score = lookup.nearest_neighbours(queries, keys, similarity, max_elements=300)
     np.testing.assert_array_equal(index, np.argmax(full, axis=1))
     np.testing.assert_allclose(score, full.max(axis=1), rtol=1e-5, atol=1e-5)  # matmul blocking differs by shape
-    tiles = list(pose.similarity_tiles(queries, keys, similarity, max_elements=300))
+    tiles = list(lookup.similarity_tiles(queries, keys, similarity, max_elements=300))
     columns = 1 if similarity == "l1" else 8
     assert [(q, k) for q, k, _ in tiles] == [(0, k) for k in range(0, 101, columns)]
     assert all(scores.shape == (37, min(columns, 101 - k)) for _, k, scores in tiles)
-    np.testing.assert_allclose(pose.similarity_matrix(queries, keys, similarity), full, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(lookup.similarity_matrix(queries, keys, similarity), full, rtol=1e-5, atol=1e-5)
 
 
 def test_tiled_lookup_evaluation_matches_one_matrix_for_all_queries(monkeypatch):

@@ -174,7 +174,7 @@ def test_random_hue_draws_one_shift_per_image():
         ({"inactive_factors": ""}, "inactive_factors is empty"),
         ({"inactive_factors": "0,1,2,3,5"}, "exceeds the 4 distinct images.*sample_with_replacement"),
         ({"data_source": "zip"}, "data_source='zip'"),
-        ({"loss": "contrastive"}, "augmentation_baseline"),
+        ({"augmentation_baseline": True}, "use it with --method=contrastive"),
         ({"double_augmentation": True}, "needs --augmentations"),
         ({"data_source": "h5"}, "needs --data_path"),
     ],

@@ -33,7 +33,7 @@ def run_train(*args, cwd):
         ("--seeds=0", "--seeds must be a positive integer"),
         ("--keep_checkpoints=0", "keep_checkpoints must be a positive integer, got 0"),
         ("--strategy=gpu", "Unknown strategy 'gpu'; choose one of default, mirrored, multi_worker, tpu"),
-        ("--data=faces", "Unknown data family 'faces'; known families:"),
+        ("--data=faces", "Unknown data family 'faces'; choose one of:"),
         ("--model=s9", "Unknown model 's9'; known models:"),
         ("--backbone_weights=imagenet", "--backbone_weights: model 's3' has no pretrained backbone"),
         ("--strategy=multi_worker", "--strategy=multi_worker needs the TF_CONFIG environment variable"),

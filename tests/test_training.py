@@ -1,4 +1,4 @@
-"""abc_tf.training: what a run writes, the SavedModel by reload, resume after SIGKILL, NaN handling."""
+"""abc_tf.runs.training: what a run writes, the SavedModel by reload, resume after SIGKILL, NaN handling."""
 
 import json
 import os
@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import checkpoints, data, training
+from abc_tf import checkpoints, data
+from abc_tf.runs import training
 from abc_tf.config import ExperimentConfig
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -42,7 +43,7 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(tmp_path):
     # Checkpoints at steps 10, 20, 30, 40; the newest two kept.
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [30, 40]
 
-    images = next(iter(data.family_module("toy").make_dataset(TOY, seed=0)))["set_a"][0]
+    images = next(iter(data.get_family("toy").make_dataset(TOY, seed=0)))["set_a"][0]
     want = result.encoder(images).numpy()
     reloaded = keras.models.load_model(os.path.join(run_dir, "encoder.keras"))
     np.testing.assert_allclose(reloaded(images).numpy(), want, rtol=1e-5, atol=1e-6)
@@ -52,31 +53,6 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(tmp_path):
     np.testing.assert_allclose(
         saved.embed_uint8(as_uint8)["embeddings"].numpy(), result.encoder(as_uint8 / 255).numpy(), rtol=1e-4, atol=1e-4
     )
-
-
-def test_build_encoder_passes_weights_only_to_declared_builders_and_keeps_their_errors(monkeypatch):
-    import models
-
-    def broken(embedding_dim, input_shape, weights=None):
-        raise TypeError("a bug inside the builder")
-
-    def pretrained(embedding_dim, input_shape, weights=None):
-        model = models.build("s4", embedding_dim=embedding_dim, input_shape=input_shape)
-        model.weights_given = weights
-        return model
-
-    monkeypatch.setitem(models._BUILDERS, "broken", broken)
-    monkeypatch.setitem(models._BUILDERS, "pretrained", pretrained)
-    monkeypatch.setattr(models, "_PRETRAINED", models._PRETRAINED | {"broken", "pretrained"})
-    # A TypeError raised by a builder is a bug and surfaces as one, with or without weights.
-    for weights in ("", "imagenet"):
-        with pytest.raises(TypeError, match="a bug inside the builder"):
-            training.build_encoder(TOY.replace(model="broken", backbone_weights=weights))
-    assert training.build_encoder(TOY.replace(model="pretrained", backbone_weights="w.h5")).weights_given == "w.h5"
-    # Models without a declared backbone refuse the flag before building anything.
-    with pytest.raises(ValueError, match="--backbone_weights: model 's4' has no pretrained backbone \\(.*s5"):
-        training.build_encoder(TOY.replace(backbone_weights="imagenet"))
-    assert models.takes_pretrained_weights("s5") and not models.takes_pretrained_weights("s5_small")
 
 
 def test_rerunning_with_another_config_is_refused(tmp_path):
@@ -126,8 +102,7 @@ def test_a_loss_turning_nan_mid_run_keeps_the_checkpoints_before_it(tmp_path):
     with pytest.raises(training.NonFiniteLossError, match="The loss became nan at step 26"):
         training.train(config, run_dir, callbacks=[PoisonWeightsAt(25)], verbose=0)
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20]
-    encoder = training.build_encoder(config)
-    model = training.build_model(config, encoder)
+    model = training.build_model(config)
     assert checkpoints.restore(model, run_dir) == 20
     assert all(np.all(np.isfinite(w)) for w in model.get_weights())
 
@@ -201,19 +176,20 @@ def test_a_full_disk_stops_with_a_clear_message_and_keeps_the_older_checkpoints(
     def no_space(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    encoder = training.build_encoder(TOY)
-    model = training.build_model(TOY, encoder)
-    monkeypatch.setattr(model, "save_weights", no_space)
+    model = training.build_model(TOY)
+    model.optimizer.iterations.assign(30)  # checkpoints are numbered by the optimizer step
+    monkeypatch.setattr(checkpoints, "_flush", no_space)  # the disk fills up as the written files are flushed
     with pytest.raises(checkpoints.CheckpointError, match="failed \\(No space left on device\\)"):
         checkpoints.save(model, run_dir, 30, keep=2)
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20]
-    assert not [name for name in os.listdir(checkpoints.checkpoint_dir(run_dir)) if name.startswith(".partial")]
+    assert not [name for name in os.listdir(checkpoints.checkpoint_dir(run_dir)) if name.startswith("ckpt-30")]
 
 
 RESUMABLE_RUN = textwrap.dedent(
     """
     import sys
-    from abc_tf import checkpoints, data, training
+    from abc_tf import checkpoints, data
+    from abc_tf.runs import training
     from abc_tf.config import ExperimentConfig
     data.DATA_FAMILIES["toy"] = "toy_family"
     config = ExperimentConfig.from_json(open(sys.argv[1]).read())

@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from abc_tf.data.family import DataFamily
+
 IMAGE_SHAPE = (28, 28, 1)
 
 
@@ -45,9 +47,12 @@ def batches(pairs: int, set_size: int, seed: int, views: bool = False, labels: b
     return tf.data.Dataset.from_generator(generate, output_signature=signature)
 
 
-def make_dataset(config, seed: int) -> tf.data.Dataset:
+def make_dataset(config, seed: int, start_step: int = 0) -> tf.data.Dataset:
     return batches(config.pairs_per_step, config.set_size, seed, views=config.double_augmentation)
 
 
 def image_shape(config) -> tuple[int, int, int]:
     return IMAGE_SHAPE
+
+
+FAMILY = DataFamily(name="toy", fields=("double_augmentation",), image_shape=image_shape, make_dataset=make_dataset)

@@ -1,28 +1,60 @@
-"""Data families. Each module named here provides
+"""Data families: the registry of :class:`abc_tf.data.family.DataFamily` declarations.
 
-- ``make_dataset(config, seed) -> tf.data.Dataset``: an endless stream of set-pair batches in
-  the format of ``abc_tf.model`` (uint8 or float32 [0, 1] images), raising ``ValueError``
-  on bad settings or missing files before any training starts;
-- ``image_shape(config) -> (H, W, C)``: the encoder's input shape.
+``DATA_FAMILIES`` maps a ``--data`` name to ``"module"`` (whose ``FAMILY`` is the declaration)
+or ``"module:NAME"`` (a module declaring several). Modules are imported on first use, so
+importing the package costs nothing; tests register their own small families here.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+import dataclasses
+from typing import TYPE_CHECKING, Iterable
 
-# family name -> module under abc_tf.data
+from abc_tf import registry
+from abc_tf.data.family import DataFamily
+
+if TYPE_CHECKING:
+    from abc_tf.config import ExperimentConfig
+
 DATA_FAMILIES: dict[str, str] = {
     "shapes3d": "abc_tf.data.shapes3d",
     "mnist": "abc_tf.data.mnist",
-    "yaleb": "abc_tf.data.faces_cars",
-    "epfl_cars": "abc_tf.data.faces_cars",
+    "yaleb": "abc_tf.data.faces_cars:YALEB",
+    "epfl_cars": "abc_tf.data.faces_cars:EPFL_CARS",
     "folders": "abc_tf.data.folders",
     "pose": "abc_tf.data.pose",
 }
 
 
-def family_module(name: str) -> ModuleType:
-    if name not in DATA_FAMILIES:
-        raise ValueError(f"Unknown data family {name!r}; known families: {', '.join(sorted(DATA_FAMILIES))}.")
-    return importlib.import_module(DATA_FAMILIES[name])
+def get_family(name: str) -> DataFamily:
+    """The declaration of data family ``name``; ValueError naming the known ones."""
+    return registry.resolve(DATA_FAMILIES, name, "data family", DataFamily, "FAMILY")
+
+
+def check_config(config: "ExperimentConfig") -> DataFamily:
+    """The family of ``config``, after its checks that read no data (ValueError naming the flag).
+
+    A field that only other families read must keep its default: set, it would do nothing
+    (e.g. ``regression_weight`` needs pose labels, which only the pose family streams).
+    """
+    family = get_family(config.data)
+    defaults = type(config)()
+    stray = [name for name in unused_fields(config.data, _field_names(config))
+             if getattr(config, name) != getattr(defaults, name)]
+    if stray:
+        listed = ", ".join(f"{name}={getattr(config, name)!r}" for name in stray)
+        raise ValueError(f"{listed}: not read by data family {config.data!r}; leave it at its default.")
+    family.check_config(config)
+    return family
+
+
+def _field_names(config) -> list[str]:
+    return [field.name for field in dataclasses.fields(config)]
+
+
+def unused_fields(name: str, fields: Iterable[str]) -> list[str]:
+    """The names among ``fields`` that only other families read: given for family ``name``,
+    they would do nothing (train.py refuses them on its command line)."""
+    family_only = {field for other in DATA_FAMILIES for field in get_family(other).fields}
+    used = set(get_family(name).fields)
+    return [field for field in fields if field in family_only and field not in used]

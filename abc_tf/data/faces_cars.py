@@ -49,6 +49,7 @@ import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import folders
+from abc_tf.data.family import DataFamily
 from abc_tf.data.folders import GroupedImages
 
 YALEB_FILE = re.compile(r"^(yaleB\d+)_P(\d{2})A([+-]\d{3})E([+-]\d{2})\.pgm$", re.IGNORECASE)
@@ -296,13 +297,11 @@ def load_epfl(root: str | os.PathLike, image_size: int, channels: int = 3, bins:
 # ----------------------------------------------------------------------------- family interface
 
 
-def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
-    """(image_size, image_size, image_channels): 64x64x1 faces, 64x64x3 cars in the presets."""
-    return (config.image_size, config.image_size, config.image_channels)
-
-
-def load(config: ExperimentConfig) -> GroupedImages:
-    """The data set of ``config.data`` (yaleb or epfl_cars) from ``config.data_path``."""
+def load(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImages:
+    """The data set of ``config.data`` (yaleb or epfl_cars) from ``config.data_path``; its labels
+    come from the file names (``labels_csv`` must be None)."""
+    if labels_csv is not None:
+        raise ValueError(f"labels_csv applies to data=folders only; {config.data} labels come from its file names.")
     folders.check_config(config)
     if config.data_source not in ("files", "auto"):
         raise ValueError(f"--data_source={config.data_source!r} for {config.data}: only 'files' (the distributed layout) exists.")
@@ -317,6 +316,24 @@ def load(config: ExperimentConfig) -> GroupedImages:
     raise ValueError(f"abc_tf.data.faces_cars serves data=yaleb or epfl_cars, not {config.data!r}.")
 
 
-def make_dataset(config: ExperimentConfig, seed: int) -> tf.data.Dataset:
-    """Set pairs of one person (and pose) or one car each, per ``config`` (module docstring)."""
+def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
+    """Set pairs of one person (and pose) or one car each, per ``config`` (module docstring).
+    ``start_step`` is unused: the trainer derives ``seed`` from it."""
+    del start_step
     return folders.grouped_set_dataset(load(config), config, seed)
+
+
+def _family(name: str) -> DataFamily:
+    # 64x64x1 faces, 64x64x3 cars in the presets: the image shape of the folders family.
+    return DataFamily(
+        name=name,
+        fields=folders.IMAGE_FOLDER_FIELDS + ("inactive_factors",),
+        image_shape=folders.image_shape,
+        make_dataset=make_dataset,
+        check_config=folders.check_config,
+        grouped_images=load,
+    )
+
+
+YALEB = _family("yaleb")
+EPFL_CARS = _family("epfl_cars")

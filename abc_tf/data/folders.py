@@ -46,6 +46,7 @@ from PIL import Image
 
 from abc_tf import augment
 from abc_tf.config import ExperimentConfig
+from abc_tf.data.family import DataFamily, GroupedImages
 
 logger = logging.getLogger(__name__)
 
@@ -175,42 +176,6 @@ def load_images(paths: Sequence[str | os.PathLike], size: int, channels: int) ->
 
 
 # ----------------------------------------------------------------------------- grouped images
-
-
-@dataclasses.dataclass
-class GroupedImages:
-    """Images sorted by group, with labels for evaluation.
-
-    images: uint8 [N, H, W, C], rows of one group contiguous (group g is rows
-      ``offsets[g] : offsets[g] + counts[g]``), so drawing a set is index arithmetic.
-    group_names: one name per group; ``groups``: int32 [N] group of each row.
-    files: [N] path of each row relative to the data directory.
-    labels: {name: int32 [N]} class index per row, -1 where unknown (the evaluation's input).
-    label_values: {name: [K]} the value of each class index (numbers or strings).
-    attributes: {name: float [N]} continuous values kept for reference (e.g. car azimuth in
-      degrees, whose binned classes are a label).
-    """
-
-    images: np.ndarray
-    group_names: list[str]
-    groups: np.ndarray
-    files: list[str]
-    labels: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
-    label_values: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
-    attributes: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
-
-    @property
-    def counts(self) -> np.ndarray:
-        return np.bincount(self.groups, minlength=len(self.group_names)).astype(np.int64)
-
-    @property
-    def offsets(self) -> np.ndarray:
-        counts = self.counts
-        return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-
-    def check_sorted(self) -> None:
-        if len(self.groups) and np.any(np.diff(self.groups) < 0):
-            raise ValueError("GroupedImages rows must be sorted by group.")
 
 
 def encode_labels(values: Sequence) -> tuple[np.ndarray, np.ndarray]:
@@ -477,6 +442,29 @@ def load(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImag
     return load_grouped_folder(config.data_path, config.image_size, config.image_channels, labels_csv)
 
 
-def make_dataset(config: ExperimentConfig, seed: int) -> tf.data.Dataset:
-    """Set pairs drawn within the group folders of ``--data_path`` (see the module docstring)."""
+def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
+    """Set pairs drawn within the group folders of ``--data_path`` (see the module docstring).
+    ``start_step`` is unused: the trainer derives ``seed`` from it."""
+    del start_step
     return grouped_set_dataset(load(config), config, seed)
+
+
+# Fields of the image-folder families (folders, yaleb, epfl_cars).
+IMAGE_FOLDER_FIELDS = ("image_size", "image_channels", "curate_both_sets", "augmentations", "double_augmentation",
+                       "eval_images")
+
+def check_folders_config(config: ExperimentConfig) -> None:
+    """The image settings, and ``inactive_factors``: a set is drawn within one group folder."""
+    check_config(config)
+    if config.inactive_factors != "group":
+        raise ValueError(f"--inactive_factors={config.inactive_factors!r} for data=folders: a set is one group folder; use 'group'.")
+
+
+FAMILY = DataFamily(
+    name="folders",
+    fields=IMAGE_FOLDER_FIELDS + ("inactive_factors",),
+    image_shape=image_shape,
+    make_dataset=make_dataset,
+    check_config=check_folders_config,
+    grouped_images=load,
+)

@@ -34,6 +34,8 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
+from abc_tf.data import digit_style
+from abc_tf.data.family import DataFamily, KnownFactors, quantile_bins
 from abc_tf.data.render import digits as digit_renderer
 
 IMAGE_SHAPE = (28, 28, 1)
@@ -413,8 +415,10 @@ def make_stack_dataset(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def make_dataset(config: ExperimentConfig, seed: int) -> tf.data.Dataset:
-    """Training batches of the MNIST style experiment (module docstring); checks settings first."""
+def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
+    """Training batches of the MNIST style experiment (module docstring); checks settings first.
+    ``start_step`` is unused: the trainer derives ``seed`` from it."""
+    del start_step
     digits = training_digits(config)  # validates holdout_digit before loading anything
     data = load_mnist(config)
     return make_stack_dataset(
@@ -427,3 +431,41 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
     """MNIST images are 28 x 28 grayscale."""
     del config
     return IMAGE_SHAPE
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """The MNIST checks that read no image: the held-out digit, the source and its files."""
+    training_digits(config)
+    resolve_source(config)
+
+
+# Known factors of the test images: the digit (fixed within a stack, the inactive factor) and
+# two style measures (abc_tf.data.digit_style) in quantile bins.
+FACTOR_NAMES = ("digit", "slant", "thickness")
+STYLE_BINS = 4
+
+
+def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct test images [n, 28, 28, 1] uint8 and their factors [n, 3] (FACTOR_NAMES order):
+    digit 0-9, slant and stroke thickness in STYLE_BINS quantile bins of the sample."""
+    digits = load_mnist(config)
+    if not 0 < num_images <= len(digits.y_test):
+        raise ValueError(f"num_images must lie in 1..{len(digits.y_test)} (the MNIST test images), got {num_images}.")
+    rows = np.sort(np.random.default_rng(int(seed) % (1 << 63)).permutation(len(digits.y_test))[:num_images])
+    images = digits.x_test[rows]
+    style = digit_style.style_measures(images)
+    factors = np.stack(
+        [digits.y_test[rows].astype(np.int32), quantile_bins(style["slant"], STYLE_BINS),
+         quantile_bins(style["thickness"], STYLE_BINS)], axis=1,
+    )
+    return images[..., np.newaxis], factors.astype(np.int64)
+
+
+FAMILY = DataFamily(
+    name="mnist",
+    fields=("holdout_digit", "allow_same_digit"),
+    image_shape=image_shape,
+    make_dataset=make_dataset,
+    check_config=check_config,
+    known_factors=KnownFactors(FACTOR_NAMES, (NUM_CLASSES, STYLE_BINS, STYLE_BINS), labelled_sample, lambda config: (0,)),
+)

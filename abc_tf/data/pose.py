@@ -65,6 +65,7 @@ import tensorflow as tf
 from abc_tf import augment, schedules
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import folders
+from abc_tf.data.family import DataFamily
 from abc_tf.data.render import pose as render
 from abc_tf.geometry import euler_to_matrix, matrix_to_euler, pascal3d_to_euler
 
@@ -627,9 +628,40 @@ def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, st
 # ----------------------------------------------------------------------------- training hooks
 
 
+class TitrationLogger(keras.callbacks.Callback):
+    """Adds ``real_fraction`` to the epoch logs: the titration schedule of the pose data
+    (:func:`abc_tf.schedules.real_fraction`) at the last trained step, so a TensorBoard
+    callback placed AFTER this one plots it next to the loss. The value is computed from the
+    optimizer's step, the same formula the data pipeline uses, so it stays right after resume.
+    """
+
+    def __init__(self, target: float, interval: int, total_steps: int):
+        super().__init__()
+        self.target, self.interval, self.total_steps = float(target), int(interval), int(total_steps)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        step = max(0, int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1)
+        logs["real_fraction"] = schedules.real_fraction(step, self.target, self.interval, self.total_steps)
+
+
 def training_callbacks(config: ExperimentConfig) -> list[keras.callbacks.Callback]:
     """Callbacks training adds before its TensorBoard callback: the titration logger
     (``real_fraction`` in TensorBoard)."""
-    from abc_tf.callbacks import TitrationLogger  # callbacks imports the evaluation code
-
     return [TitrationLogger(config.real_fraction, config.titration_interval, config.steps)]
+
+
+FAMILY = DataFamily(
+    name="pose",
+    # augmentations: pose refuses it with its own message (check_config).
+    fields=("image_size", "image_channels", "sample_with_replacement", "pose_category", "max_elevation",
+            "real_fraction", "titration_interval", "crop_amplitude", "augmentation_amplitude", "real_data_path",
+            "background_data_path", "pose_test_list", "pose_test_images", "augmentations", "double_augmentation",
+            "regression_weight"),
+    image_shape=image_shape,
+    make_dataset=make_dataset,
+    check_config=check_config,
+    training_callbacks=training_callbacks,
+    pose_views=labelled_images,
+)

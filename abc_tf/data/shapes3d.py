@@ -38,6 +38,7 @@ import tensorflow as tf
 from abc_tf import augment
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import sets
+from abc_tf.data.family import DataFamily, KnownFactors
 from abc_tf.data.render import shapes3d as render
 
 FACTOR_NAMES: tuple[str, ...] = ("floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation")
@@ -290,14 +291,14 @@ def _check_config(config: ExperimentConfig) -> tuple[tuple[int, ...], tuple[tupl
     augmentations = augment.parse_augmentations(config.augmentations)
     augment.validate_augmentations(augmentations)
     if config.augmentation_baseline:
+        if config.method != "contrastive":
+            raise ValueError("--augmentation_baseline is the contrastive baseline: use it with --method=contrastive.")
         if augmentations or config.double_augmentation:
             raise ValueError(
                 "--augmentation_baseline makes its own two random_hue(0.5) views; leave --augmentations and "
                 "--double_augmentation unset."
             )
         return (), augmentations
-    if config.loss == "contrastive":
-        raise ValueError("--loss=contrastive needs two views of one batch: use it with --augmentation_baseline.")
     if config.double_augmentation and not augmentations:
         raise ValueError("--double_augmentation needs --augmentations (e.g. 'hue:0.1') to make the two views differ.")
     inactive = inactive_factors(config)
@@ -337,13 +338,14 @@ def step_item_ids(curator: sets.SetCurator, config: ExperimentConfig, seed: int,
     return set_a, set_b
 
 
-def make_dataset(config: ExperimentConfig, seed: int) -> tf.data.Dataset:
+def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
     """Endless, prefetched set-pair batches of ``config`` (format in the module docstring).
 
     Each step's sets depend only on (seed, step), so a run is reproducible and its batches
     can be built in parallel. Every check of flags, files and set sizes runs here, before
-    the dataset is returned.
+    the dataset is returned. ``start_step`` is unused: the trainer derives ``seed`` from it.
     """
+    del start_step
     inactive, augmentations = _check_config(config)
     source = open_source(config)
     # (The baseline has no inactive factor and only draws unconstrained batches.)
@@ -394,3 +396,19 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
     ids = sets.sample_distinct(np.random.default_rng(int(seed) % (1 << 63)), np.array([total]), num_images)[0]
     factors = GRID.unravel(ids) if items is None else items[ids]
     return source.images(ids), factors
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """The Shapes3D checks that read no data (flags, factor names, augmentations)."""
+    _check_config(config)
+
+
+FAMILY = DataFamily(
+    name="shapes3d",
+    fields=("inactive_factors", "curate_both_sets", "augmentation_baseline", "sample_with_replacement",
+            "data_in_memory", "augmentations", "double_augmentation", "eval_every", "eval_images"),
+    image_shape=image_shape,
+    make_dataset=make_dataset,
+    check_config=check_config,
+    known_factors=KnownFactors(FACTOR_NAMES, FACTOR_SIZES, labelled_sample, inactive_factors),
+)

@@ -1,7 +1,7 @@
 """Factor isolation of a trained encoder on a data set with known factors (SPEC.md section 4).
 
 Glue between a run (config + encoder) and the estimators: draws a labelled sample through the
-data family's ``labelled_sample(config, n, seed)`` (Shapes3D: uniform over the grid, factor
+data family's known factors (``KnownFactors.labelled_sample``; Shapes3D: uniform over the grid, factor
 indices in ``FACTOR_NAMES`` order), embeds it, and measures per factor
 
 - MINE mutual information (nats) at sigma = the loss's length scale;
@@ -22,16 +22,16 @@ import json
 import os
 from typing import Any, Callable, Sequence
 
-import keras
 import numpy as np
 
 from abc_tf import data
-from abc_tf.config import ExperimentConfig, read_config
+from abc_tf.config import ExperimentConfig
+from abc_tf.data.family import KnownFactors
 from abc_tf.evaluation import plots, probes
 from abc_tf.evaluation.histogram_mi import histogram_mutual_information, histogram_sigma_sweep
 from abc_tf.evaluation.mine import MineSettings, mine_mutual_information, mine_sigma_sweep
 from abc_tf.evaluation.noise import add_noise, sigma_grid, spread
-from abc_tf.model import to_float_images
+from abc_tf.runs.run_dir import embed
 
 HUE_FACTORS = ("floor_hue", "wall_hue", "object_hue")
 METRICS_FILE = "metrics.json"
@@ -77,14 +77,19 @@ class IsolationSettings:
             self.probe.validate()
 
 
-def factor_names(config: ExperimentConfig) -> tuple[str, ...]:
-    module = data.family_module(config.data)
-    if not hasattr(module, "FACTOR_NAMES") or not hasattr(module, "labelled_sample"):
+def known_factors(config: ExperimentConfig) -> KnownFactors:
+    """The known factors of ``config``'s data family; ValueError for families without them."""
+    factors = data.get_family(config.data).known_factors
+    if factors is None:
         raise ValueError(
-            f"Data family {config.data!r} has no labelled factor sample (FACTOR_NAMES and labelled_sample); "
-            "factor isolation is measured on shapes3d."
+            f"Data family {config.data!r} has no labelled factor sample; factor isolation is measured on "
+            "families with known factors (shapes3d)."
         )
-    return tuple(module.FACTOR_NAMES)
+    return factors
+
+
+def factor_names(config: ExperimentConfig) -> tuple[str, ...]:
+    return tuple(known_factors(config).names)
 
 
 def inactive_names(config: ExperimentConfig) -> tuple[str, ...]:
@@ -97,8 +102,7 @@ def inactive_names(config: ExperimentConfig) -> tuple[str, ...]:
         return tuple(name for name in names if name in HUE_FACTORS)
     if not config.inactive_factors.strip() or config.inactive_factors.strip().lower() == "none":
         return ()
-    module = data.family_module(config.data)
-    return tuple(names[i] for i in module.inactive_factors(config))
+    return tuple(names[i] for i in known_factors(config).inactive(config))
 
 
 def condition_label(config: ExperimentConfig) -> str:
@@ -112,28 +116,9 @@ def condition_label(config: ExperimentConfig) -> str:
     return label
 
 
-def embed_images(encoder: Callable, images: np.ndarray, batch_size: int = 256) -> np.ndarray:
-    """Embeds uint8 (or [0, 1] float) images [N, H, W, C] -> float64 [N, D] in batches.
-
-    ``encoder`` is a Keras model or any callable on float32 [B, H, W, C] images in [0, 1]
-    (e.g. a SavedModel signature wrapped by :func:`saved_model_encoder`).
-    """
-    outputs = []
-    for start in range(0, len(images), batch_size):
-        batch = to_float_images(images[start : start + batch_size])
-        if isinstance(encoder, keras.Model):
-            result = encoder(batch, training=False)
-        else:
-            result = encoder(batch)
-        outputs.append(np.asarray(keras.ops.convert_to_numpy(result), dtype=np.float64))
-    if not outputs:
-        raise ValueError("No images to embed.")
-    return np.concatenate(outputs)
-
-
 def saved_model_encoder(path: str) -> Callable:
     """A callable float [B, H, W, C] in [0, 1] -> embeddings [B, D] from an exported SavedModel
-    (``abc_tf.export``: signature ``embed``; any single-output signature works)."""
+    (``abc_tf.runs.export``: signature ``embed``; any single-output signature works)."""
     import tensorflow as tf
 
     if not os.path.isdir(path):
@@ -158,12 +143,11 @@ def saved_model_encoder(path: str) -> Callable:
 
 def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(images [N, H, W, C] uint8, factor indices [N, F]) from the config's data family."""
-    factor_names(config)  # raises for families without factors
-    return data.family_module(config.data).labelled_sample(config, num_images, seed)
+    return known_factors(config).labelled_sample(config, num_images, seed)
 
 
-def factor_sizes(config: ExperimentConfig) -> tuple[int, ...] | None:
-    return getattr(data.family_module(config.data), "FACTOR_SIZES", None)
+def factor_sizes(config: ExperimentConfig) -> tuple[int, ...]:
+    return tuple(known_factors(config).sizes)
 
 
 def _per_factor(names: Sequence[str], values: np.ndarray) -> dict[str, float]:
@@ -275,7 +259,7 @@ def evaluate_encoder(
     settings.validate()
     names = factor_names(config)
     images, factors = sample if sample is not None else labelled_sample(config, settings.num_images, settings.sample_seed)
-    embeddings = embed_images(encoder, images)
+    embeddings = embed(encoder, images)
     metrics = evaluate_embeddings(
         embeddings, factors, names, config.length_scale, settings, inactive_names(config), factor_sizes(config),
         out_dir, condition_label(config) if title is None else title, seed=config.seed,
@@ -283,30 +267,6 @@ def evaluate_encoder(
     metrics["condition"] = condition_label(config)
     metrics["config"] = json.loads(config.to_json())
     return metrics
-
-
-def load_config(run_dir: str) -> ExperimentConfig:
-    return read_config(os.path.join(run_dir, "config.json"))
-
-
-def load_encoder(run_dir: str) -> keras.Model:
-    from abc_tf import training  # imported here: training imports the data families
-
-    path = os.path.join(run_dir, "encoder.keras")
-    if not os.path.isfile(path):
-        raise ValueError(f"{path} does not exist: the run in {run_dir} has not finished training.")
-    return training.load_keras_file(path)
-
-
-def seed_run_dirs(run_dir: str) -> list[str]:
-    """``run_dir/seed_<k>`` folders holding a config.json, in k order (``train.py --seeds N``)."""
-    if not os.path.isdir(run_dir):
-        return []
-    found = []
-    for name in os.listdir(run_dir):
-        if name.startswith("seed_") and name[5:].isdigit() and os.path.isfile(os.path.join(run_dir, name, "config.json")):
-            found.append((int(name[5:]), os.path.join(run_dir, name)))
-    return [path for _, path in sorted(found)]
 
 
 def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:

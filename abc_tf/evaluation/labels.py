@@ -24,36 +24,22 @@ from typing import Sequence
 import keras
 import numpy as np
 
-from abc_tf import data, training
+from abc_tf import data
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.folders import GroupedImages
 from abc_tf.evaluation import mine, noise, probes
-from abc_tf.model import to_float_images
+from abc_tf.runs.run_dir import embed, load_run
+from abc_tf.runs.training import untrained_encoder
 
 
 def load_labelled(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImages:
-    """All images of ``config``'s data set with their evaluation labels.
-
-    Works for the families with a ``load`` function (yaleb, epfl_cars, folders);
-    ``labels_csv`` overrides the folder family's default ``data_path/labels.csv``.
-    """
-    module = data.family_module(config.data)
-    if config.data == "folders":
-        return module.load(config, labels_csv)
-    if labels_csv is not None:
-        raise ValueError(f"labels_csv applies to data=folders only; {config.data} labels come from its file names.")
-    if not hasattr(module, "load"):
+    """All images of ``config``'s data set with their evaluation labels (the family's grouped
+    images: yaleb, epfl_cars, folders); ``labels_csv`` overrides the folder family's default
+    ``data_path/labels.csv``."""
+    grouped_images = data.get_family(config.data).grouped_images
+    if grouped_images is None:
         raise ValueError(f"Data family {config.data!r} has no labelled image loader (yaleb, epfl_cars, folders do).")
-    return module.load(config)
-
-
-def embed_images(encoder: keras.Model, images: np.ndarray, batch_size: int = 256) -> np.ndarray:
-    """uint8 or [0, 1] float images [N, H, W, C] -> float64 embeddings [N, D], in batches."""
-    outputs = []
-    for start in range(0, len(images), batch_size):
-        batch = to_float_images(images[start : start + batch_size])
-        outputs.append(np.asarray(encoder(batch, training=False), dtype=np.float64))
-    return np.concatenate(outputs)
+    return grouped_images(config, labels_csv)
 
 
 @dataclasses.dataclass
@@ -160,10 +146,10 @@ def trained_vs_untrained(
     """
     settings.validate()
     measure = (settings.names, settings.probe_settings, settings.mine_settings, config.seed)
-    untrained = training.build_encoder(config)
+    untrained = untrained_encoder(config)
     result = {}
     for key, encoder in (("trained", trained), ("untrained", untrained)):
-        embeddings = embed_images(encoder, grouped.images)
+        embeddings = embed(encoder, grouped.images).astype(np.float64)
         if settings.relative_sigma is not None:
             scale = max(noise.spread(embeddings), 1e-12)
             scores = label_information(embeddings / scale, grouped, settings.relative_sigma, *measure)
@@ -185,11 +171,11 @@ def evaluate_run(
     sigma: float | None = None,
     relative_sigma: float | None = None,
 ) -> dict[str, dict[str, LabelScore]]:
-    """:func:`trained_vs_untrained` for a run directory written by ``abc_tf.training.train``
+    """:func:`trained_vs_untrained` for a run directory written by ``abc_tf.runs.training.train``
     (its ``config.json`` and ``encoder.keras``)."""
-    config, encoder = training.load_run(run_dir)
-    grouped = load_labelled(config, labels_csv)
-    return trained_vs_untrained(config, encoder, grouped, LabelSettings(names, probe_settings, mine_settings, sigma, relative_sigma))
+    run = load_run(run_dir)
+    grouped = load_labelled(run.config, labels_csv)
+    return trained_vs_untrained(run.config, run.encoder, grouped, LabelSettings(names, probe_settings, mine_settings, sigma, relative_sigma))
 
 
 def to_json(result: dict[str, dict[str, LabelScore]]) -> str:

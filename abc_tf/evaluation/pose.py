@@ -10,19 +10,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import Sequence
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from abc_tf import losses
+from abc_tf import data
 from abc_tf.geometry import as_matrices, euler_to_matrix, geodesic_error
-from abc_tf.model import to_float_images
+from abc_tf.lookup import MAX_SCORES, keep_best, similarity_tiles
+from abc_tf.runs.run_dir import embed, load_run
+from abc_tf.runs.training import untrained_encoder
 from models import pose_head
-
-if TYPE_CHECKING:
-    from abc_tf.config import ExperimentConfig
 
 DEFAULT_THRESHOLDS_DEG = (30.0, 15.0)
 
@@ -63,23 +61,6 @@ def error_metrics(
 # ----------------------------------------------------------------------------- lookup
 
 
-def embed(model: keras.Model, images: np.ndarray, batch_size: int = 256) -> np.ndarray | dict[str, np.ndarray]:
-    """Runs ``model`` on uint8 (0..255) or float ([0, 1]) images [N, H, W, C] in batches.
-
-    Returns float32 [N, ...], or a dict of them for models with dict outputs (the head).
-    """
-    images = np.asarray(images)
-    if images.ndim != 4 or images.shape[0] == 0:
-        raise ValueError(f"Expected a non-empty batch of images [N, H, W, C], got shape {images.shape}.")
-    outputs = []
-    for start in range(0, len(images), batch_size):
-        batch = to_float_images(tf.convert_to_tensor(images[start : start + batch_size]))
-        outputs.append(keras.tree.map_structure(lambda x: np.asarray(x, np.float32), model(batch, training=False)))
-    if isinstance(outputs[0], dict):
-        return {key: np.concatenate([out[key] for out in outputs]) for key in outputs[0]}
-    return np.concatenate(outputs)
-
-
 def backbone_model(encoder: keras.Model, layer_name: str = "backbone") -> keras.Model:
     """images -> the encoder's backbone features, flattened [B, F] (the paper's "ResNet" row).
 
@@ -99,77 +80,6 @@ def backbone_model(encoder: keras.Model, layer_name: str = "backbone") -> keras.
         features = maps[-1].output
     flat = keras.layers.Flatten(name="backbone_features")(features)
     return keras.Model(encoder.input, flat, name=f"{encoder.name}_backbone")
-
-
-# Similarities held at once by the lookups (float32: 128 MiB), whatever the number of queries
-# and keys; tiles span this many queries, so per-tile work on the keys (normalising them, their
-# norms) stays a small fraction of the matmul and the total stays linear in the keys.
-MAX_SCORES = 2**25
-QUERIES_PER_TILE = 256
-
-
-def similarity_tiles(
-    queries: np.ndarray, keys: np.ndarray, similarity: str, max_elements: int = MAX_SCORES
-) -> Iterator[tuple[int, int, np.ndarray]]:
-    """Training similarity of queries [Q, D] to keys [N, D], one tile at a time.
-
-    Yields ``(query_start, key_start, float32 [q, k])`` over every pair, query chunks outside,
-    with q <= QUERIES_PER_TILE and k chosen so that a tile holds about ``max_elements``
-    numbers (l1/linf build [q, k, D] differences, so D counts there too). Uses
-    abc_tf.losses.pairwise_similarity, so lookup ranks exactly as the loss does.
-    """
-    queries = np.asarray(queries, np.float32)
-    keys = np.asarray(keys, np.float32)
-    if queries.ndim != 2 or keys.ndim != 2 or queries.shape[1] != keys.shape[1]:
-        raise ValueError(f"Expected queries [Q, D] and keys [N, D] of one D, got {queries.shape} and {keys.shape}.")
-    rows = max(1, min(len(queries), QUERIES_PER_TILE))
-    width = keys.shape[1] if similarity in ("l1", "linf") else 1
-    columns = max(1, max_elements // (rows * width))
-    for query_start in range(0, len(queries), rows):
-        query_tensor = tf.constant(queries[query_start : query_start + rows])
-        for key_start in range(0, len(keys), columns):
-            key_tensor = tf.constant(keys[key_start : key_start + columns])
-            scores = losses.pairwise_similarity(query_tensor, key_tensor, similarity).numpy()
-            yield query_start, key_start, scores
-
-
-def similarity_matrix(
-    queries: np.ndarray, keys: np.ndarray, similarity: str, max_elements: int = MAX_SCORES
-) -> np.ndarray:
-    """Training similarity of every query to every key: [Q, D], [N, D] -> float32 [Q, N].
-
-    Holds all Q x N numbers: for a top-1 search use :func:`nearest_neighbours`, which doesn't.
-    """
-    out = np.empty((len(queries), len(keys)), np.float32)
-    for query_start, key_start, scores in similarity_tiles(queries, keys, similarity, max_elements):
-        out[query_start : query_start + len(scores), key_start : key_start + scores.shape[1]] = scores
-    return out
-
-
-def _keep_best(best: np.ndarray, index: np.ndarray, scores: np.ndarray, ids: np.ndarray) -> None:
-    """Running top-1: rows of ``best``/``index`` [q] take the best of ``scores`` [q, k] (key ids
-    ``ids`` [k]) where it beats them; ties keep the earlier key, as one argmax over all would."""
-    local = np.argmax(scores, axis=1)
-    value = scores[np.arange(len(scores)), local]
-    better = value > best
-    best[better] = value[better]
-    index[better] = ids[local[better]]
-
-
-def nearest_neighbours(
-    queries: np.ndarray, keys: np.ndarray, similarity: str, max_elements: int = MAX_SCORES
-) -> tuple[np.ndarray, np.ndarray]:
-    """Index [Q] of each query's most similar key, and that similarity [Q].
-
-    Exact (brute force) top-1 by tiles: memory ~ max_elements, never Q x N.
-    """
-    index = np.zeros(len(queries), np.int64)
-    best = np.full(len(queries), -np.inf, np.float32)
-    for query_start, key_start, scores in similarity_tiles(queries, keys, similarity, max_elements):
-        rows = slice(query_start, query_start + len(scores))
-        ids = np.arange(key_start, key_start + scores.shape[1])
-        _keep_best(best[rows], index[rows], scores, ids)
-    return index, best
 
 
 @dataclasses.dataclass
@@ -242,7 +152,7 @@ def lookup_evaluation(
             low, high = np.searchsorted(dictionary, [key_start, key_start + scores.shape[1]])
             if low < high:  # the dictionary's members inside this tile's keys
                 ids = dictionary[low:high]
-                _keep_best(value[rows], chosen[rows], np.take(scores, ids - key_start, axis=1), ids)
+                keep_best(value[rows], chosen[rows], np.take(scores, ids - key_start, axis=1), ids)
     per_dictionary: dict[str, list[float]] = {}
     for neighbour in neighbours:
         for name, value in error_metrics(pool_rotations[neighbour], query_rotations, thresholds_deg).items():
@@ -309,71 +219,29 @@ class PoseEvalSettings:
         return self.pool_size or 4 * self.dictionary_size
 
 
-def _pose_data(config: "ExperimentConfig"):
-    """The run's data family module (abc_tf.data.pose for data=pose), which renders labelled images."""
-    from abc_tf import data
-
-    module = data.family_module(config.data)
-    if not hasattr(module, "labelled_images"):
-        raise ValueError(f"Data family {config.data!r} has no labelled_images(); pose evaluation needs pose data.")
-    return module
-
-
-def load_pose_run(run_dir: str) -> tuple["ExperimentConfig", keras.Model, keras.Model | None]:
-    """(config, trained encoder, spherical-regression head or None) of a finished pose run directory."""
-    from abc_tf import training
-
-    config, encoder = training.load_run(run_dir)
-    if config.data != "pose":
-        raise ValueError(f"{run_dir} trained on data {config.data!r}; pose evaluation needs a pose run.")
-    head_path = os.path.join(run_dir, training.HEAD_FILE)
-    # Through load_keras_file, so a damaged head gets the encoder's one-line error naming the file.
-    head = training.load_keras_file(head_path) if os.path.isfile(head_path) else None
-    return config, encoder, head
-
-
-def export_pose_run(
-    config: "ExperimentConfig",
-    encoder: keras.Model,
-    path: str,
-    head: keras.Model | None = None,
-    dictionary_size: int = 1800,
-    seed: int | None = None,
-) -> None:
-    """Writes the pose SavedModel (embed, lookup_pose, regress_pose) with a baked-in dictionary.
-
-    The dictionary is ``dictionary_size`` synthetic training renders of known pose.
-    """
-    from abc_tf import export
-
-    images, _, euler = _pose_data(config).labelled_images(
-        config, "train", "synthetic", dictionary_size, seed=config.seed if seed is None else seed
-    )
-    export.export_pose(encoder, path, embed(encoder, images), euler, config.similarity, head=head)
-
-
 def evaluate_pose_run(
     run_dir: str, settings: PoseEvalSettings = PoseEvalSettings(), out_dir: str | None = None, write: bool = True
 ) -> dict:
     """Pose metrics of a pose run directory; written to ``(out_dir or run_dir)/pose_metrics.json``.
 
     Rows (per query domain): the untrained encoder and its backbone features as lookup
-    baselines (same initial weights as the run, ``build_encoder(config)``), the trained encoder
+    baselines (same initial weights as the run, ``untrained_encoder(config)``), the trained encoder
     by lookup, and the spherical-regression head when the run has one. Lookup rows hold
     {"mean", "std", "sem"} over the random dictionaries per metric; the regression row holds
     plain values (it needs no dictionary). Errors in degrees.
     """
-    from abc_tf import training
-
     settings.validate()
-    config, encoder, head = load_pose_run(run_dir)
-    pose_data = _pose_data(config)
-    pool_images, pool_rotations, _ = pose_data.labelled_images(
+    run = load_run(run_dir)
+    config, encoder, head = run.config, run.encoder, run.network("head")
+    pose_views = data.get_family(config.data).pose_views
+    if pose_views is None:
+        raise ValueError(f"{run_dir} trained on data {config.data!r}, which has no images of known pose; pose evaluation needs them.")
+    pool_images, pool_rotations, _ = pose_views(
         config, "train", "synthetic", settings.resolved_pool_size, seed=settings.seed
     )
     models_to_lookup = {ROW_LOOKUP: encoder}
     if settings.baselines:
-        untrained = training.build_encoder(config)
+        untrained = untrained_encoder(config)
         models_to_lookup = {ROW_UNTRAINED: untrained, ROW_BACKBONE: backbone_model(untrained), **models_to_lookup}
     pools = {name: embed(model, pool_images, settings.batch_size) for name, model in models_to_lookup.items()}
     results: dict = {
@@ -384,7 +252,7 @@ def evaluate_pose_run(
         "domains": {},
     }
     for offset, domain in enumerate(settings.query_domains):
-        query_images, query_rotations, _ = pose_data.labelled_images(
+        query_images, query_rotations, _ = pose_views(
             config, "test", domain, settings.num_queries or None, seed=settings.seed + 1 + offset
         )
         rows: dict = {}

@@ -34,8 +34,10 @@ from matplotlib.patches import Rectangle
 
 from abc_tf import losses
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import noise, plots, regression
-from abc_tf.model import to_float_images
+from abc_tf.data import digit_style, mnist
+from abc_tf.evaluation import noise, plots, probes, regression
+from abc_tf.runs.run_dir import embed, load_run
+from abc_tf.runs.training import untrained_encoder
 
 NUM_CLASSES = 10
 METRICS_FILE = "mnist_metrics.json"
@@ -44,31 +46,6 @@ _TAB10 = np.array([
     [0.12, 0.47, 0.71], [1.00, 0.50, 0.05], [0.17, 0.63, 0.17], [0.84, 0.15, 0.16], [0.58, 0.40, 0.74],
     [0.55, 0.34, 0.29], [0.89, 0.47, 0.76], [0.50, 0.50, 0.50], [0.74, 0.74, 0.13], [0.09, 0.75, 0.81],
 ])
-
-
-def _as_gray(images: np.ndarray) -> np.ndarray:
-    """[N, H, W] or [N, H, W, 1] -> float64 [N, H, W] ink in [0, 1] (uint8 is divided by 255)."""
-    images = np.asarray(images)
-    if images.ndim == 4 and images.shape[-1] == 1:
-        images = images[..., 0]
-    if images.ndim != 3:
-        raise ValueError(f"Expected grayscale images [N, H, W] or [N, H, W, 1], got shape {images.shape}.")
-    return images.astype(np.float64) / (255.0 if images.dtype == np.uint8 else 1.0)
-
-
-# ----------------------------------------------------------------------------- embeddings
-
-
-def embed_images(encoder: keras.Model, images: np.ndarray, batch_size: int = 2000) -> np.ndarray:
-    """Embeds uint8 (or [0, 1] float) images [N, 28, 28(, 1)] -> float32 [N, D]."""
-    images = np.asarray(images)
-    if images.ndim == 3:
-        images = images[..., None]
-    out = []
-    for start in range(0, len(images), batch_size):
-        batch = to_float_images(images[start:start + batch_size])
-        out.append(np.asarray(encoder(batch, training=False), dtype=np.float32))
-    return np.concatenate(out) if out else np.zeros((0, encoder.output_shape[-1]), np.float32)
 
 
 # ----------------------------------------------------------------------------- retrieval
@@ -139,7 +116,7 @@ def plot_retrieval_grids(
 ) -> None:
     """Writes the grids side by side as a PNG: queries boxed on the diagonal, the held-out
     digit's column and row labelled with a star."""
-    images = _as_gray(images)
+    images = digit_style.as_gray(images)
     figure = Figure(figsize=(3.3 * len(grids), 3.6), dpi=100)
     for panel, (title, grid) in enumerate(grids):
         axis = figure.add_subplot(1, len(grids), panel + 1)
@@ -202,7 +179,7 @@ def plot_pca_thumbnails(
     figure = Figure(figsize=(5.0 * columns, 4.6 * rows), dpi=72)
     for panel, (title, projection, images, labels) in enumerate(panels):
         axis = figure.add_subplot(rows, columns, panel + 1)
-        gray = _as_gray(images)
+        gray = digit_style.as_gray(images)
         labels = np.asarray(labels).astype(np.int64)
         # At most 3000 dots: enough to show the density, and keeps the PNG small.
         dots = rng.permutation(len(projection))[:3000]
@@ -218,65 +195,6 @@ def plot_pca_thumbnails(
     plots.save_figure(figure, path, colours=96)
 
 
-# ----------------------------------------------------------------------------- style measures
-
-
-def _moments(images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Ink mass [N] and central second moments mu20 (x x), mu11 (x y), mu02 (y y) [N], px^2."""
-    ink = _as_gray(images)
-    height, width = ink.shape[1:]
-    y, x = np.mgrid[0:height, 0:width].astype(np.float64)
-    mass = ink.sum(axis=(1, 2))
-    safe = np.maximum(mass, 1e-12)
-    mean_x = (ink * x).sum(axis=(1, 2)) / safe
-    mean_y = (ink * y).sum(axis=(1, 2)) / safe
-    dx = x[None] - mean_x[:, None, None]
-    dy = y[None] - mean_y[:, None, None]
-    mu20 = (ink * dx * dx).sum(axis=(1, 2)) / safe
-    mu11 = (ink * dx * dy).sum(axis=(1, 2)) / safe
-    mu02 = (ink * dy * dy).sum(axis=(1, 2)) / safe
-    return mass, mu20, mu11, mu02
-
-
-def slant(images: np.ndarray) -> np.ndarray:
-    """Slant of each image [N] from second-order image moments: -mu11 / mu02.
-
-    This is the shear (pixels of x per pixel of height) that deskewing would undo, signed so
-    that a digit whose top leans right is positive (rows grow downwards, hence the minus).
-    A blank image has slant 0."""
-    mass, _, mu11, mu02 = _moments(images)
-    return np.where(mass > 0, -mu11 / np.maximum(mu02, 1e-12), 0.0)
-
-
-def stroke_thickness(images: np.ndarray) -> np.ndarray:
-    """Mean stroke width of each image [N] in pixels: ink area over half the perimeter.
-
-    A stroke of length L and width w has area L w and perimeter about 2 L, so w = 2 A / P.
-    Both come from the gray levels without thresholding: A = sum of ink (in [0, 1]) and, by
-    the coarea formula, P = total variation sum |grad ink| (the perimeter averaged over all
-    thresholds), with forward differences on the zero-padded image so that a one-pixel line
-    counts both of its edges. Short strokes read slightly thinner (their ends add to P); a
-    stroke too thin to reach full ink reads as its blurred width; a blank image reads 0."""
-    ink = np.pad(_as_gray(images), ((0, 0), (1, 1), (1, 1)))
-    grad_y = np.diff(ink, axis=1)[:, :, :-1]
-    grad_x = np.diff(ink, axis=2)[:, :-1, :]
-    perimeter = np.hypot(grad_x, grad_y).sum(axis=(1, 2))
-    area = ink.sum(axis=(1, 2))
-    return np.where(perimeter > 0, 2.0 * area / np.maximum(perimeter, 1e-12), 0.0)
-
-
-def style_measures(images: np.ndarray) -> dict[str, np.ndarray]:
-    """The style measures of every image: name -> [N] (slant: px/px, thickness: px, ink: px^2)."""
-    mass, mu20, _, _ = _moments(images)
-    return {
-        "slant": slant(images),
-        "thickness": stroke_thickness(images),
-        # Total ink and horizontal spread: style too, but partly set by the digit's shape.
-        "ink": mass,
-        "width": np.sqrt(mu20),
-    }
-
-
 def embedding_spread(embeddings: np.ndarray) -> dict[str, float]:
     """Scale of the embeddings, to read noise and length-scale numbers against: RMS distance
     to the mean and the root of the mean per-dimension variance (``noise.spread``), in
@@ -289,13 +207,6 @@ def embedding_spread(embeddings: np.ndarray) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------- the whole evaluation
-
-
-def _load_run(run_dir: str, config: ExperimentConfig | None) -> tuple[keras.Model, ExperimentConfig]:
-    from abc_tf import training  # imported here: training imports every data family
-
-    saved_config, encoder = training.load_run(run_dir)
-    return encoder, config or saved_config
 
 
 def evaluate_mnist_run(
@@ -313,7 +224,7 @@ def evaluate_mnist_run(
       config: the run's config (read from the run directory when None).
       out_dir: where ``retrieval.png``, ``pca.png`` and ``mnist_metrics.json`` go.
       untrained: the baseline encoder; default: the run's architecture with its initial
-        weights (``training.build_encoder(config)``, same seed).
+        weights (``abc_tf.runs.training.untrained_encoder(config)``, same seed).
       probe_epochs: epochs of each digit probe; seed: query choice, splits, probes.
     Returns the metrics dict that is also written as JSON. For "trained" and "untrained":
       style_r2: ``regression.style_predictability`` of slant, thickness, ink, width;
@@ -327,24 +238,21 @@ def evaluate_mnist_run(
         each of its rows is (< 1: rows share a style);
     plus the data source, the held-out digit, the length scale and the figure paths.
     """
-    from abc_tf import training
-    from abc_tf.data import mnist
-    from abc_tf.evaluation import probes
-
     if isinstance(run, str):
-        encoder, config = _load_run(run, config)
+        loaded = load_run(run)
+        encoder, config = loaded.encoder, config or loaded.config
     else:
         if config is None:
             raise ValueError("evaluate_mnist_run needs the config when given an encoder.")
         encoder = run
     if untrained is None:
-        untrained = training.build_encoder(config)
+        untrained = untrained_encoder(config)
     holdout = mnist.parse_holdout_digit(config.holdout_digit)
     data = mnist.load_mnist(config)
     images, labels = np.asarray(data.x_test), np.asarray(data.y_test).astype(np.int64)
     os.makedirs(out_dir, exist_ok=True)
 
-    measures = style_measures(images)
+    measures = digit_style.style_measures(images)
     metrics: dict[str, Any] = {
         "data_source": data.source,
         "holdout_digit": holdout,
@@ -355,7 +263,7 @@ def evaluate_mnist_run(
     grids, pca_panels = [], []
     seen_mask = labels != (-1 if holdout is None else holdout)
     for name, model in (("untrained", untrained), ("trained", encoder)):
-        embeddings = embed_images(model, images)
+        embeddings = embed(model, images[..., np.newaxis], batch_size=2000)
         grid = retrieval_grid(embeddings, labels, similarity=config.similarity, seed=seed)
         grids.append((name, grid))
         # The components of the training digits' embeddings; the held-out digit shown in them.

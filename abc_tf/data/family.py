@@ -1,0 +1,139 @@
+"""The data-family interface: what a family gives the trainer and the evaluators, declared.
+
+Every family module ends with one :class:`DataFamily` value named ``FAMILY`` (or several,
+e.g. ``YALEB`` and ``EPFL_CARS``, named in ``abc_tf.data.DATA_FAMILIES``). The trainer and the
+evaluators read only this declaration: what a family does not offer is ``None`` here, never
+discovered by probing the module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+if TYPE_CHECKING:  # type names only; the data layer needs nothing of Keras at import
+    import keras
+    import tensorflow as tf
+
+    from abc_tf.config import ExperimentConfig
+
+# Batch formats a family can stream. "sets": {"set_a" [P, N, H, W, C], "set_b" [P, M, H, W, C],
+# optional "set_a_view2"/"set_b_view2" and "labels_a"} (abc_tf.methods.abc). A method names the
+# format it trains on; the trainer refuses a family that does not stream it, before any work.
+BATCH_FORMATS = ("sets",)
+
+
+@dataclasses.dataclass
+class GroupedImages:
+    """Images sorted by group, with labels for evaluation.
+
+    images: uint8 [N, H, W, C], rows of one group contiguous (group g is rows
+      ``offsets[g] : offsets[g] + counts[g]``), so drawing a set is index arithmetic.
+    group_names: one name per group; ``groups``: int32 [N] group of each row.
+    files: [N] path of each row relative to the data directory.
+    labels: {name: int32 [N]} class index per row, -1 where unknown (the evaluation's input).
+    label_values: {name: [K]} the value of each class index (numbers or strings).
+    attributes: {name: float [N]} continuous values kept for reference (e.g. car azimuth in
+      degrees, whose binned classes are a label).
+    """
+
+    images: np.ndarray
+    group_names: list[str]
+    groups: np.ndarray
+    files: list[str]
+    labels: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    label_values: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    attributes: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+    @property
+    def counts(self) -> np.ndarray:
+        return np.bincount(self.groups, minlength=len(self.group_names)).astype(np.int64)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        counts = self.counts
+        return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+
+    def check_sorted(self) -> None:
+        if len(self.groups) and np.any(np.diff(self.groups) < 0):
+            raise ValueError("GroupedImages rows must be sorted by group.")
+
+
+def _nothing_to_check(config: "ExperimentConfig") -> None:
+    del config
+
+
+def _no_callbacks(config: "ExperimentConfig") -> list:
+    del config
+    return []
+
+
+def quantile_bins(values: np.ndarray, bins: int) -> np.ndarray:
+    """int32 [N]: the quantile bin (0..bins-1) of each value, so every bin holds about N / bins
+    (a continuous factor, e.g. a digit's slant, made discrete for classifiers and MI)."""
+    edges = np.quantile(values, np.linspace(0.0, 1.0, bins + 1)[1:-1])
+    return np.searchsorted(edges, values, side="right").astype(np.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class KnownFactors:
+    """Discrete factors of variation known for every image (Shapes3D's factor grid; MNIST's
+    digit and its binned slant and thickness).
+
+    ``labelled_sample(config, num_images, seed) -> (uint8 images [n, H, W, C], int64 factor
+    indices [n, len(names)])``: distinct images drawn uniformly, columns in ``names`` order.
+    ``inactive(config) -> positions in names`` of the factors a run fixes within a set.
+    """
+
+    names: tuple[str, ...]
+    sizes: tuple[int, ...]
+    labelled_sample: Callable[["ExperimentConfig", int, int], tuple[np.ndarray, np.ndarray]]
+    inactive: Callable[["ExperimentConfig"], tuple[int, ...]]
+
+
+@dataclasses.dataclass(frozen=True)
+class DataFamily:
+    """One data family.
+
+    Required:
+      name: the value of ``--data``.
+      fields: config fields that only some families read and this one does; train.py refuses
+        the others on its command line (``--image_size`` on MNIST would silently do nothing).
+      image_shape: ``config -> (H, W, C)``, the encoder's input.
+      make_dataset: ``(config, seed, start_step) -> tf.data.Dataset``, an endless stream whose
+        first batch is that of step ``start_step`` (families whose batches follow a schedule,
+        pose's real-image titration, use it; the others draw from ``seed`` alone, which the
+        trainer derives from the start step). Raises ValueError on bad settings or files before
+        returning.
+    Optional:
+      check_config: ``config -> None``, the family's checks that read no data (ValueError
+        naming the flag); run once, before the model is built.
+      batch_formats: the formats of :data:`BATCH_FORMATS` it streams.
+      training_callbacks: ``config -> [keras.callbacks.Callback]`` that add to the training logs.
+    Capabilities, ``None`` when not offered:
+      known_factors: :class:`KnownFactors` (factor isolation, disentanglement scores).
+      grouped_images: ``(config, labels_csv or None) -> GroupedImages``, every image with its
+        known labels (probes and mutual information per label); ``labels_csv`` replaces the
+        labels where the family reads them from a file.
+      pose_views: ``(config, split, domain, num_images, seed) -> (uint8 images, rotations
+        [n, 3, 3], Euler angles [n, 3])``: images of known pose (pose lookup dictionaries,
+        the lookup evaluation, the ``lookup_pose`` export).
+    """
+
+    name: str
+    fields: tuple[str, ...]
+    image_shape: Callable[["ExperimentConfig"], tuple[int, int, int]]
+    make_dataset: Callable[["ExperimentConfig", int, int], "tf.data.Dataset"]
+    check_config: Callable[["ExperimentConfig"], None] = _nothing_to_check
+    batch_formats: tuple[str, ...] = ("sets",)
+    training_callbacks: Callable[["ExperimentConfig"], list["keras.callbacks.Callback"]] = _no_callbacks
+    known_factors: KnownFactors | None = None
+    grouped_images: Callable[["ExperimentConfig", str | None], GroupedImages] | None = None
+    pose_views: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+
+    def __post_init__(self):
+        unknown = sorted(set(self.batch_formats) - set(BATCH_FORMATS))
+        if unknown:
+            raise ValueError(f"Data family {self.name!r} declares unknown batch formats {unknown}; known: {BATCH_FORMATS}.")

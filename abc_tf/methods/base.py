@@ -1,0 +1,127 @@
+"""The method interface: what a training method gives the trainer and the evaluators.
+
+A method is declared once as a :class:`Method` and registered in ``abc_tf.methods.METHODS``.
+Its ``build(config, image_shape)`` returns a compiled :class:`MethodModel`: a Keras model with
+its own ``train_step`` (one or several networks, one or several optimizers), whose
+``networks()`` names the networks a finished run keeps. ``networks()["encoder"]`` is the
+representation: images (float32 in [0, 1], ``[B, H, W, C]``) -> ``[B, D]``. Every evaluator
+embeds images with it, whatever the method, so any run directory can be evaluated by
+``evaluate.py`` with the evaluators of its data family.
+
+The trainer (``abc_tf.runs.training``) needs nothing else: it sets the precision policy and
+the seed, calls ``build`` inside the distribution strategy's scope, streams the family's
+batches of the method's ``batch_format`` into ``fit``, checkpoints the whole model (every
+network and optimizer: ``abc_tf.runs.checkpoints``), and saves ``networks()`` as
+``<name>.keras`` at the end. ``train_step`` must return a ``"loss"`` entry (a NaN there stops
+the run at its last good checkpoint).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import keras
+import tensorflow as tf
+
+import models
+from abc_tf import schedules
+from abc_tf.config import ExperimentConfig
+
+
+def to_float_images(images: tf.Tensor) -> tf.Tensor:
+    """uint8 images become float32 in [0, 1]; float images are only cast to float32."""
+    if images.dtype == tf.uint8:
+        return tf.cast(images, tf.float32) / 255.0
+    return tf.cast(images, tf.float32)
+
+
+def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
+    """Whether ``strategy`` spans several processes (MultiWorkerMirroredStrategy with a TF_CONFIG cluster)."""
+    resolver = strategy.cluster_resolver
+    return resolver is not None and bool(resolver.task_type)
+
+
+def _nothing_to_check(config: ExperimentConfig) -> None:
+    del config
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """One training method.
+
+    name: the value of ``--method``.
+    build: ``(config, image_shape) -> MethodModel``, compiled (optimizers, jit_compile,
+      steps_per_execution from the config). Builds every network in a fixed order, so one
+      seed gives the same initial weights.
+    batch_format: the family batch format it trains on (``abc_tf.data.family.BATCH_FORMATS``).
+    check_config: ``config -> None``, its own checks (ValueError naming the flag), run before
+      any data is read or network built.
+    """
+
+    name: str
+    build: Callable[[ExperimentConfig, tuple[int, int, int]], "MethodModel"]
+    batch_format: str = "sets"
+    check_config: Callable[[ExperimentConfig], None] = _nothing_to_check
+
+
+class MethodModel(keras.Model):
+    """Base of every method's model: ``networks()`` and the distribution details ``fit`` needs."""
+
+    def networks(self) -> dict[str, keras.Model]:
+        """{name: network} kept by a finished run as ``<name>.keras``; "encoder" is required."""
+        raise NotImplementedError
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Pinned by tests/test_methods.py (Keras 3.10 - 3.15): under a tf.distribute strategy
+        # Keras reduces the first batch across replicas only to learn its shapes, and
+        # MultiWorkerMirroredStrategy cannot reduce a dict batch (keras-team/keras#20329).
+        # Keras offers no public hook to skip it. A method model is built when constructed
+        # (its networks are), so only the optimizers' slots remain to be made.
+        if not self.built:
+            return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+        for optimizer in self.optimizers():
+            if not optimizer.built:
+                with self.distribute_strategy.scope():
+                    optimizer.build(self.optimizer_variables(optimizer))
+
+    def optimizers(self) -> list[keras.optimizers.Optimizer]:
+        """Every optimizer of the model; ``compile``'s by default. A method with several
+        overrides this and :meth:`optimizer_variables`."""
+        return [self.optimizer] if self.optimizer is not None else []
+
+    def optimizer_variables(self, optimizer: keras.optimizers.Optimizer) -> list:
+        """The variables ``optimizer`` updates (all trainable ones for a single optimizer)."""
+        del optimizer
+        return self.trainable_variables
+
+    @staticmethod
+    def replica_mean(loss: tf.Tensor) -> tf.Tensor:
+        """``loss`` divided by the replicas in sync: each replica sees a share of the batch and
+        the optimizer sums replica gradients, so the update is the mean over the whole batch."""
+        return loss / tf.distribute.get_strategy().num_replicas_in_sync
+
+    @staticmethod
+    def logs(results: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """``train_step``'s return value. Keras averages the replicas' logs along axis 0, which
+        scalars lack under MultiWorkerMirroredStrategy (tensorflow/tensorflow#72388): give them one."""
+        if is_multi_worker(tf.distribute.get_strategy()):
+            return {name: tf.reshape(value, [1]) for name, value in results.items()}
+        return results
+
+
+def build_encoder(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> keras.Model:
+    """The encoder architecture ``config.model`` (models registry) for images of ``image_shape``,
+    with the pretrained backbone of ``config.backbone_weights`` where the architecture has one."""
+    kwargs = {}
+    if config.backbone_weights:
+        if not models.takes_pretrained_weights(config.model):
+            with_backbone = ", ".join(name for name in models.names() if models.takes_pretrained_weights(name))
+            raise ValueError(f"--backbone_weights: model {config.model!r} has no pretrained backbone ({with_backbone} has).")
+        kwargs["weights"] = config.backbone_weights
+    return models.build(config.model, embedding_dim=config.embedding_dim, input_shape=tuple(image_shape), **kwargs)
+
+
+def adam(config: ExperimentConfig) -> keras.optimizers.Adam:
+    """Adam with the config's learning rate and halving schedule (the paper's optimizer)."""
+    return keras.optimizers.Adam(schedules.learning_rate(config.learning_rate, config.lr_halving_steps), beta_1=0.9, beta_2=0.999)

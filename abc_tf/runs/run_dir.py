@@ -1,0 +1,105 @@
+"""A run directory as evaluators read it: its config, its networks, and embedding images with them.
+
+Layout (written by :mod:`abc_tf.runs.training`):
+  config.json          the resolved config (config_history.json: its accepted changes)
+  checkpoints/         model and optimizer state (abc_tf.runs.checkpoints)
+  logs/train/          TensorBoard scalars
+  <network>.keras      every network the method keeps (``MethodModel.networks()``):
+                       ``encoder.keras`` always, the representation every evaluator uses;
+                       ``head.keras`` for ABC with the pose-regression head
+  saved_model/         the SavedModel (abc_tf.runs.export)
+  seed_<k>/            one run directory per seed, for ``train.py --seeds N``
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from typing import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from abc_tf.config import ExperimentConfig, read_config
+from abc_tf.methods.base import to_float_images
+
+CONFIG_FILE = "config.json"
+ENCODER = "encoder"
+SAVED_MODEL_DIR = "saved_model"
+_SEED_DIR = re.compile(r"^seed_(\d+)$")
+
+
+def network_file(run_dir: str, name: str) -> str:
+    """Where a run keeps its network ``name`` (``<run_dir>/<name>.keras``)."""
+    return os.path.join(run_dir, f"{name}.keras")
+
+
+def load_keras_file(path: str) -> keras.Model:
+    """A model saved with ``model.save``; a ValueError naming the file when it is damaged."""
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} is missing.")
+    if os.path.getsize(path) == 0:
+        raise ValueError(
+            f"{path} is empty (the run was stopped while exporting it); run the same train.py command again to rewrite it."
+        )
+    try:
+        return keras.saving.load_model(path, compile=False)
+    except Exception as error:  # Keras raises ValueError, OSError, zipfile errors, ... for a damaged file
+        raise ValueError(
+            f"{path} cannot be read ({type(error).__name__}); run the same train.py command again to rewrite it."
+        ) from None
+
+
+@dataclasses.dataclass
+class Run:
+    """A finished run: its directory, config and trained encoder; other networks on demand."""
+
+    run_dir: str
+    config: ExperimentConfig
+    encoder: keras.Model
+
+    def network(self, name: str) -> keras.Model | None:
+        """The run's network ``name`` (e.g. "head"), or None when the run has none."""
+        path = network_file(self.run_dir, name)
+        return load_keras_file(path) if os.path.isfile(path) else None
+
+
+def load_run(run_dir: str, config_path: str | None = None) -> Run:
+    """The finished run in ``run_dir``; a clear error when it is not one. ``config_path``
+    overrides ``run_dir/config.json``."""
+    config_path = config_path or os.path.join(run_dir, CONFIG_FILE)
+    encoder_path = network_file(run_dir, ENCODER)
+    for path in (config_path, encoder_path):
+        if not os.path.isfile(path):
+            raise ValueError(f"{run_dir} is not a finished training run: {path} is missing.")
+    return Run(run_dir, read_config(config_path), load_keras_file(encoder_path))
+
+
+def seed_run_dirs(run_dir: str) -> list[str]:
+    """``run_dir/seed_<k>`` folders holding a config.json, in k order (``train.py --seeds N``)."""
+    if not os.path.isdir(run_dir):
+        return []
+    found = [(int(match.group(1)), name) for name in os.listdir(run_dir) if (match := _SEED_DIR.match(name))]
+    return [os.path.join(run_dir, name) for _, name in sorted(found)
+            if os.path.isfile(os.path.join(run_dir, name, CONFIG_FILE))]
+
+
+def embed(model: keras.Model | Callable, images: np.ndarray, batch_size: int = 256) -> np.ndarray | dict[str, np.ndarray]:
+    """Runs ``model`` on uint8 (0..255) or float ([0, 1]) images [N, H, W, C] in batches.
+
+    ``model``: a Keras model, or any callable on float32 images in [0, 1] (a SavedModel
+    signature). Returns float32 [N, ...], or a dict of them for models with dict outputs.
+    """
+    images = np.asarray(images)
+    if images.ndim != 4 or images.shape[0] == 0:
+        raise ValueError(f"Expected a non-empty batch of images [N, H, W, C], got shape {images.shape}.")
+    outputs = []
+    for start in range(0, len(images), batch_size):
+        batch = to_float_images(tf.convert_to_tensor(images[start : start + batch_size]))
+        result = model(batch, training=False) if isinstance(model, keras.Model) else model(batch)
+        outputs.append(keras.tree.map_structure(lambda x: np.asarray(x, np.float32), result))
+    if isinstance(outputs[0], dict):
+        return {key: np.concatenate([out[key] for out in outputs]) for key in outputs[0]}
+    return np.concatenate(outputs)

@@ -1,0 +1,451 @@
+"""One training run: config -> data family and method -> the method's model.fit -> checkpoints,
+logs, the networks and the SavedModel.
+
+The trainer knows no family or method by name: it reads their declarations
+(abc_tf.data.family.DataFamily, abc_tf.methods.base.Method). Run directory layout:
+  config.json        the resolved config (a rerun must match it, except for a raised ``steps``
+                     and the fields named by ``allow_changes``)
+  config_history.json  every accepted change of config.json: step, fields, old and new values
+  logs/train/        TensorBoard scalars (every ``train_step`` log, learning rate) every
+                     ``log_every`` steps, written against the optimizer step
+  checkpoints/       model and optimizer state every ``log_every`` steps, written atomically,
+                     the newest ``keep_checkpoints`` kept (abc_tf.checkpoints): the same command
+                     resumes a killed run from the newest
+  <network>.keras    the method's networks (abc_tf.runs.run_dir): encoder.keras always
+  saved_model/       SavedModel with the ``embed`` signatures (abc_tf.runs.export); families
+                     with images of known pose add ``lookup_pose`` (and ``regress_pose`` with a head)
+  isolation_summary.json/.png  what the run isolated, per known factor (written by train.py,
+                     abc_tf.run_summary)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+import os
+import time
+import warnings
+from typing import Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from abc_tf import checkpoints, data, methods
+from abc_tf.config import ExperimentConfig, read_config
+from abc_tf.data.family import DataFamily
+from abc_tf.methods.base import Method, MethodModel, is_multi_worker
+from abc_tf.runs import export
+from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, SAVED_MODEL_DIR, network_file
+
+
+@dataclasses.dataclass
+class TrainResult:
+    networks: dict[str, keras.Model]  # MethodModel.networks(): "encoder" and the method's others
+    history: dict[str, list[float]]  # per logging interval of the steps trained by this call
+    run_dir: str
+    final_step: int  # optimizer steps in total, including those of resumed runs
+
+    @property
+    def encoder(self) -> keras.Model:
+        return self.networks[ENCODER]
+
+
+def precision_policy(config: ExperimentConfig) -> str:
+    """bfloat16 runs fast on CPUs (and TPUs) with bf16 units; GPUs prefer float16 with loss scaling."""
+    if not config.mixed_precision:
+        return "float32"
+    return "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
+
+
+def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
+    """Every check of ``config`` that reads no data: its values, its family's and its method's
+    settings, and that the family streams the batches the method trains on."""
+    config.validate()
+    family = data.check_config(config)
+    method = methods.get_method(config.method)
+    method.check_config(config)
+    if method.batch_format not in family.batch_formats:
+        raise ValueError(
+            f"--method={method.name} trains on {method.batch_format!r} batches; data family {family.name!r} "
+            f"streams {', '.join(family.batch_formats)}."
+        )
+    return family, method
+
+
+def build_model(config: ExperimentConfig, seed: int | None = None) -> MethodModel:
+    """The untrained, compiled model of ``config``'s method; the same seed gives the same
+    initial weights (the seed is ``config.seed`` unless given)."""
+    # The policy is global Keras state read when layers are created, so it is set here.
+    keras.mixed_precision.set_global_policy(precision_policy(config))
+    keras.utils.set_random_seed(config.seed if seed is None else seed)
+    family = data.get_family(config.data)
+    image_shape = tuple(family.image_shape(config))
+    try:
+        return methods.get_method(config.method).build(config, image_shape)
+    except ValueError as error:
+        if "output size would be zero or negative" not in str(error):
+            raise
+        size = f" (--image_size={config.image_size})" if "image_size" in family.fields else ""
+        raise ValueError(
+            f"--model={config.model} cannot take images of shape {image_shape}{size}: its convolutions "
+            "shrink them to nothing; use larger images."
+        ) from None
+
+
+def untrained_encoder(config: ExperimentConfig) -> keras.Model:
+    """The representation of ``config`` before training: the same initial weights as its run."""
+    return build_model(config).networks()[ENCODER]
+
+
+def make_strategy(name: str) -> tf.distribute.Strategy:
+    """The tf.distribute strategy named by ``config.strategy``.
+
+    Global-batch semantics: ``pairs_per_step`` P is the global number of set pairs per step;
+    each of the R replicas trains on P / R pairs and the update is the mean over all P, so the
+    learning rate means the same thing on any number of devices.
+    """
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multi_worker":
+        if "TF_CONFIG" not in os.environ:
+            raise ValueError("--strategy=multi_worker needs the TF_CONFIG environment variable describing the cluster.")
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (ValueError, tf.errors.OpError) as error:
+            raise ValueError(f"--strategy=tpu found no TPU to connect to: {error}") from error
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"Unknown strategy {name!r}; choose one of default, mirrored, multi_worker, tpu.")
+
+
+def steps_per_log(config: ExperimentConfig, start_step: int = 0) -> int:
+    """Steps per Keras epoch: every log step (multiples of ``log_every``), the last step and the
+    step a run resumes from fall on an epoch end, so a run trains exactly ``steps`` steps."""
+    return math.gcd(config.log_every, config.steps, start_step)
+
+
+def steps_per_execution(config: ExperimentConfig, start_step: int = 0) -> int:
+    """``config.steps_per_execution``, lowered to a divisor of the epoch length: Keras runs
+    whole executions, so one that overlaps an epoch end would train past the log step."""
+    return math.gcd(config.steps_per_execution, steps_per_log(config, start_step))
+
+
+# Settings a run may change between two of its checkpoints (--allow_config_change): they shape
+# the optimisation and the bookkeeping, not the data or the network the checkpoint belongs to.
+CHANGEABLE_FIELDS = (
+    "learning_rate", "lr_halving_steps", "temperature", "log_every", "keep_checkpoints", "steps_per_execution",
+    "jit_compile", "eval_every", "eval_images",
+)
+CONFIG_HISTORY_FILE = "config_history.json"
+
+
+def check_allow_changes(names: Sequence[str]) -> tuple[str, ...]:
+    """The field names of --allow_config_change, checked against :data:`CHANGEABLE_FIELDS`."""
+    names = tuple(name.strip() for name in names if name.strip())
+    unknown = [name for name in names if name not in CHANGEABLE_FIELDS]
+    if unknown:
+        raise ValueError(
+            f"--allow_config_change: {', '.join(unknown)} cannot change within a run; "
+            f"changeable: {', '.join(CHANGEABLE_FIELDS)} (and steps, which may always be raised)."
+        )
+    return names
+
+
+def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
+    """{field: (old, new)} between ``run_dir``'s config.json and ``config``; raises ValueError
+    when the change is not allowed. Reads only small files, so it runs before any heavy work.
+
+    A run directory without a checkpoint holds nothing trained: any config replaces it. With
+    checkpoints, ``steps`` may be set to any value from the newest checkpoint's step up (a
+    finished run is extended), and the fields in ``allow_changes`` may change.
+    """
+    path = os.path.join(run_dir, CONFIG_FILE)
+    if not os.path.exists(path):
+        return {}
+    previous = read_config(path)
+    changed = {
+        f.name: (getattr(previous, f.name), getattr(config, f.name))
+        for f in dataclasses.fields(config)
+        if getattr(previous, f.name) != getattr(config, f.name)
+    }
+    saved = checkpoints.list_checkpoints(run_dir)
+    if not changed or not saved:
+        return changed
+    newest = saved[-1][0]
+    refused = [name for name in changed if name != "steps" and name not in allow_changes]
+    if refused:
+        listed = "; ".join(f"{name}: {changed[name][0]!r} -> {changed[name][1]!r}" for name in refused)
+        hint = ""
+        if all(name in CHANGEABLE_FIELDS for name in refused):
+            hint = f" To continue from its checkpoint at step {newest} with these settings, add --allow_config_change={','.join(refused)}."
+        raise ValueError(
+            f"{run_dir} holds a run with a different config ({listed}); resume with the same settings "
+            f"or choose another --output_dir.{hint}"
+        )
+    if config.steps < newest:
+        raise ValueError(
+            f"--steps={config.steps} is below the step of {run_dir}'s newest checkpoint ({newest}); "
+            "a run can only be extended."
+        )
+    return changed
+
+
+def check_run_dir(config: ExperimentConfig, run_dir: str, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
+    """The checks of ``run_dir`` that need no data or model (a file in its place, a damaged or
+    different config.json); returns the accepted config changes (see :func:`config_changes`)."""
+    allow_changes = check_allow_changes(allow_changes)
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise ValueError(f"--output_dir={run_dir} is an existing file, not a directory.")
+    return config_changes(run_dir, config, allow_changes)
+
+
+def _write_json_atomically(path: str, text: str) -> None:
+    with open(path + ".tmp", "w") as handle:
+        handle.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def _write_config(config: ExperimentConfig, run_dir: str, changes: dict[str, tuple], step: int) -> None:
+    """Writes config.json; an accepted change is appended to config_history.json first."""
+    path = os.path.join(run_dir, CONFIG_FILE)
+    if os.path.exists(path) and not changes:
+        return
+    if changes:
+        history_path = os.path.join(run_dir, CONFIG_HISTORY_FILE)
+        history = []
+        if os.path.exists(history_path):
+            try:
+                with open(history_path) as handle:
+                    history = json.load(handle)
+            except (OSError, ValueError):
+                history = []  # a damaged history must not stop the run; it restarts here
+        history.append({
+            "step": step,
+            "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "changed": {name: {"old": old, "new": new} for name, (old, new) in sorted(changes.items())},
+        })
+        _write_json_atomically(history_path, json.dumps(history, indent=2))
+    _write_json_atomically(path, config.to_json())
+
+
+class RunStopped(RuntimeError):
+    """Training stopped on a problem that is not a bad flag (NaN loss, full disk); the message
+    says what the run directory holds and how to go on."""
+
+
+class NonFiniteLossError(RunStopped):
+    """Training produced a NaN or infinite loss; the checkpoints before it are kept.
+
+    ``step`` is the step of the bad loss; ``checkpoint_step`` the step of the newest checkpoint
+    the run directory holds (None: none was written yet).
+    """
+
+    def __init__(self, message: str, step: int, checkpoint_step: int | None):
+        super().__init__(message)
+        self.step, self.checkpoint_step = step, checkpoint_step
+
+
+class StopOnNonFiniteLoss(keras.callbacks.Callback):
+    """Aborts fit at the first non-finite loss, before an epoch end could checkpoint bad weights."""
+
+    def __init__(self, run_dir: str):
+        super().__init__()
+        self.run_dir = run_dir
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not np.isfinite(float(loss)):
+            step = int(self.model.optimizer.iterations.numpy())
+            saved = checkpoints.list_checkpoints(self.run_dir)
+            if saved:
+                kept = f"its newest good checkpoint, {saved[-1][1]} (step {saved[-1][0]}), is kept"
+            else:
+                kept = "no checkpoint had been written yet, so nothing of this run is kept"
+            raise NonFiniteLossError(
+                f"The loss became {float(loss)} at step {step}; {kept}.", step, saved[-1][0] if saved else None
+            )
+
+
+def _task_name(strategy: tf.distribute.Strategy) -> str:
+    resolver = strategy.cluster_resolver
+    return f"{resolver.task_type}_{resolver.task_id}"
+
+
+def data_seed(config: ExperimentConfig, start_step: int) -> int:
+    """A resumed run draws fresh batches instead of replaying the first ones."""
+    if start_step == 0:
+        return config.seed
+    return int(np.random.SeedSequence([config.seed, start_step]).generate_state(1)[0])
+
+
+class IntervalLogger(keras.callbacks.Callback):
+    """Every ``log_every`` steps (and at the last step): the training logs, averaged over the
+    interval, written to TensorBoard against the optimizer step, kept in ``history`` and
+    printed when ``verbose``.
+
+    Keras resets its metrics every epoch and an epoch may be shorter than the interval, so
+    the metrics are averaged here, weighted by the steps of each epoch. Other entries of the
+    logs (learning rate, the pose titration's real fraction) are values at the step itself.
+    """
+
+    def __init__(self, log_dir: str, log_every: int, total_steps: int, verbose: int = 0):
+        super().__init__()
+        self.log_dir, self.log_every, self.total_steps, self.verbose = log_dir, log_every, total_steps, verbose
+        self.history: dict[str, list[float]] = {}
+        self._writer = None
+
+    def _step(self) -> int:
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_begin(self, logs=None):
+        self._last_step, self._sums, self._count = self._step(), {}, 0
+        self._started = time.monotonic()
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = self._step()
+        steps, self._last_step = step - self._last_step, step
+        metric_names = {metric.name for metric in self.model.metrics}
+        values = {key: float(keras.ops.convert_to_numpy(value)) for key, value in (logs or {}).items()}
+        for key, value in values.items():
+            if key in metric_names:
+                self._sums[key] = self._sums.get(key, 0.0) + value * steps
+        self._count += steps
+        if step % self.log_every and step != self.total_steps:
+            return
+        record = {key: total / max(self._count, 1) for key, total in self._sums.items()}
+        record.update({key: value for key, value in values.items() if key not in metric_names})
+        record["learning_rate"] = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self.log_dir)
+        with self._writer.as_default(step=step):
+            for key, value in record.items():
+                tf.summary.scalar(key, value)
+        self._writer.flush()
+        for key, value in record.items():
+            self.history.setdefault(key, []).append(value)
+        if self.verbose:
+            seconds = (time.monotonic() - self._started) / max(self._count, 1)
+            shown = ", ".join(f"{key} {value:.4g}" for key, value in sorted(record.items()))
+            print(f"step {step}/{self.total_steps}: {shown} ({seconds:.3f} s/step)", flush=True)
+        self._sums, self._count, self._started = {}, 0, time.monotonic()
+
+    def on_train_end(self, logs=None):
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def make_family_dataset(family: DataFamily, config: ExperimentConfig, start_step: int) -> tf.data.Dataset:
+    """The family's batches, as training consumes them, from step ``start_step`` on (a resumed
+    run draws fresh batches and continues step-dependent schedules)."""
+    dataset = family.make_dataset(config, data_seed(config, start_step), start_step)
+    if tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"):
+        return dataset
+    # Training on the CPU: the pipeline and the training step share the cores, and a pipeline
+    # free to use all of them oversubscribes them (pose_quick on 2 cores: 1.9 steps/s with
+    # tf.data's default pool, 2.7 with one thread, 3.8 from memory; BENCHMARKS.md).
+    options = tf.data.Options()
+    options.threading.private_threadpool_size = max(1, (os.cpu_count() or 2) // 2)
+    return dataset.with_options(options)
+
+
+def train(
+    config: ExperimentConfig,
+    run_dir: str,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    verbose: int = 2,
+    strategy: tf.distribute.Strategy | None = None,
+    allow_changes: Sequence[str] = (),
+) -> TrainResult:
+    """Trains ``config`` into ``run_dir``; resumes from its checkpoint when one is there.
+
+    ``strategy`` overrides ``config.strategy`` (e.g. a MirroredStrategy over chosen devices).
+    ``allow_changes`` names the fields (of :data:`CHANGEABLE_FIELDS`) that may differ from the
+    run directory's config; a raised ``steps`` extends a finished run without being named.
+    Everything that can fail on user input (config values, run directory, data files, set
+    sizes) is checked before the first step. ``verbose`` prints a line per log interval.
+    """
+    family, _ = check_config(config)
+    changes = check_run_dir(config, run_dir, allow_changes)
+    strategy = strategy or make_strategy(config.strategy)
+    replicas = strategy.num_replicas_in_sync
+    if config.pairs_per_step % replicas:
+        raise ValueError(
+            f"pairs_per_step ({config.pairs_per_step}) must be a multiple of the {replicas} replicas "
+            "of the distribution strategy: set pairs are what the replicas split."
+        )
+    saved = checkpoints.list_checkpoints(run_dir)
+    start_step = saved[-1][0] if saved else 0
+    # The model first: it fails fast (an image size too small, pretrained weights that cannot
+    # be fetched), while building the data can take a minute.
+    with strategy.scope():
+        model = build_model(config)
+    dataset = make_family_dataset(family, config, start_step)
+    # Only the chief of a multi-worker run writes run_dir; the other workers compute the same
+    # values and keep their logs and exports apart. Written once the data and the model are
+    # known to work, so a bad flag leaves no config.json to contradict its correction.
+    chief = checkpoints.is_chief(strategy)
+    output_dir = run_dir if chief else os.path.join(run_dir, "workers", _task_name(strategy))
+    os.makedirs(output_dir, exist_ok=True)
+    if chief:
+        _write_config(config, run_dir, changes, start_step)
+    with strategy.scope():
+        restored_step = checkpoints.restore(model, run_dir)
+    if restored_step and not config.lr_halving_steps:
+        # A constant learning rate is an optimizer variable, restored with the checkpoint; the
+        # config's value wins (it differs after --allow_config_change=learning_rate).
+        model.optimizer.learning_rate.assign(config.learning_rate)
+    if restored_step != start_step:  # the newest checkpoint was unreadable; an older one was loaded
+        start_step = restored_step
+        dataset = make_family_dataset(family, config, start_step)
+    if start_step:
+        changed = f" with {', '.join(sorted(changes))} changed" if changes else ""
+        print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.steps}{changed}.")
+    if is_multi_worker(strategy):
+        # The pipelines draw their sets from seeds, not files: every worker builds the same
+        # batches and keeps its own share of each.
+        options = tf.data.Options()
+        options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+        dataset = dataset.with_options(options)
+    # A Keras epoch ends on every log step, the last step and the resume step; Keras runs whole
+    # executions, so steps_per_execution must divide the epoch (else it trains past the end).
+    epoch = steps_per_log(config, start_step)
+    model.steps_per_execution = steps_per_execution(config, start_step)  # read when fit traces the step
+    if model.steps_per_execution != config.steps_per_execution:
+        warnings.warn(
+            f"--steps_per_execution={config.steps_per_execution} does not divide the {epoch} steps between "
+            f"log steps (--log_every={config.log_every}, --steps={config.steps}); running "
+            f"{model.steps_per_execution} step(s) per execution instead."
+        )
+    logger = IntervalLogger(os.path.join(output_dir, "logs", "train"), config.log_every, config.steps, verbose)
+    all_callbacks = [
+        StopOnNonFiniteLoss(run_dir),
+        checkpoints.SaveCheckpoint(run_dir, config.keep_checkpoints, config.log_every, config.steps, write=chief),
+        # Family callbacks (pose: the titration logger) add to the logs before they are written.
+        *family.training_callbacks(config),
+        logger,
+        *callbacks,
+    ]
+    model.fit(
+        dataset, epochs=config.steps // epoch, steps_per_epoch=epoch, initial_epoch=start_step // epoch,
+        callbacks=all_callbacks, verbose=0,
+        shuffle=False,  # the pipelines draw random sets themselves
+    )
+    networks = model.networks()
+    for name, network in networks.items():
+        network.save(network_file(output_dir, name))
+    export.export_run(config, networks, os.path.join(output_dir, SAVED_MODEL_DIR))
+    return TrainResult(
+        networks=networks,
+        history=logger.history,
+        run_dir=run_dir,
+        final_step=int(model.optimizer.iterations.numpy()),
+    )
