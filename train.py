@@ -71,11 +71,11 @@ def main(argv: list[str]) -> None:
         ]
         # Imported here so that --help and flag errors answer without loading TensorFlow.
         from abc_tf import checkpoints
-        from abc_tf.runs import training
+        from abc_tf.runs import config_history, training, training_logs
         from abc_tf.callbacks import evaluation_callbacks
 
         for run_config, run_dir in runs:
-            training.check_run_dir(run_config, run_dir, FLAGS.allow_config_change)  # before the callbacks' data
+            config_history.check_run_dir(run_config, run_dir, FLAGS.allow_config_change)  # before the callbacks' data
             run_callbacks = evaluation_callbacks(run_config, run_dir)
             try:
                 result = training.train(
@@ -83,9 +83,9 @@ def main(argv: list[str]) -> None:
                 )
             except KeyboardInterrupt:
                 _stop(_interrupted_message(run_dir), 130)
-            except training.NonFiniteLossError as error:
+            except training_logs.NonFiniteLossError as error:
                 _stop(f"{error}\n{_nan_advice(error, run_config, run_dir)}", 1)
-            except (training.RunStopped, checkpoints.CheckpointError) as error:
+            except (training_logs.RunStopped, checkpoints.CheckpointError) as error:
                 _stop(str(error), 1)
             _print_summary(result, _isolation_summary(run_callbacks, run_config, result))
     except ValueError as error:

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from abc_tf import checkpoints
-from abc_tf.data import folders, mnist
+from abc_tf.data import image_files, labels_csv, mnist_formats
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS_DIR)
@@ -109,7 +109,7 @@ def small_images() -> np.ndarray:
 
 
 def gz_idx(path, truncate: bool = False, corrupt: bool = False) -> str:
-    mnist.write_idx(str(path), small_images())
+    mnist_formats.write_idx(str(path), small_images())
     content = open(path, "rb").read()
     if truncate:
         content = content[: len(content) // 2]
@@ -125,22 +125,22 @@ def npz_file(path, **arrays) -> str:
 
 
 DATA_FILE_CASES = {
-    "truncated MNIST .gz": (lambda tmp: mnist.read_idx(gz_idx(tmp / "x.gz", truncate=True)), "Cannot read IDX file {tmp}/x.gz"),
-    "corrupt MNIST .gz": (lambda tmp: mnist.read_idx(gz_idx(tmp / "x.gz", corrupt=True)), "Cannot read IDX file {tmp}/x.gz"),
+    "truncated MNIST .gz": (lambda tmp: mnist_formats.read_idx(gz_idx(tmp / "x.gz", truncate=True)), "Cannot read IDX file {tmp}/x.gz"),
+    "corrupt MNIST .gz": (lambda tmp: mnist_formats.read_idx(gz_idx(tmp / "x.gz", corrupt=True)), "Cannot read IDX file {tmp}/x.gz"),
     "truncated .npz": (
-        lambda tmp: mnist.load_npz(truncated(npz_file(tmp / "m.npz", **arrays()))),
+        lambda tmp: mnist_formats.load_npz(truncated(npz_file(tmp / "m.npz", **arrays()))),
         "Cannot read MNIST .npz file '{tmp}/m.npz'",
     ),
     "text file as .npz": (
-        lambda tmp: mnist.load_npz(text_file(tmp / "m.npz")),
+        lambda tmp: mnist_formats.load_npz(text_file(tmp / "m.npz")),
         "MNIST .npz file '{tmp}/m.npz' (--data_path) is not an .npz archive (it starts with b'x_trai')",
     ),
     "object-array .npz": (
-        lambda tmp: mnist.load_npz(npz_file(tmp / "m.npz", **{**arrays(), "y_train": np.array([object()] * 20)})),
+        lambda tmp: mnist_formats.load_npz(npz_file(tmp / "m.npz", **{**arrays(), "y_train": np.array([object()] * 20)})),
         "Cannot read MNIST .npz file '{tmp}/m.npz': Object arrays cannot be loaded",
     ),
     "Latin-1 labels.csv": (
-        lambda tmp: folders.read_labels_csv(latin1_csv(tmp / "labels.csv"), ["a.png"]),
+        lambda tmp: labels_csv.read_labels_csv(latin1_csv(tmp / "labels.csv"), ["a.png"]),
         "{tmp}/labels.csv is not UTF-8 text",
     ),
 }
@@ -181,7 +181,7 @@ def test_a_valid_one_bit_bmp_is_read(tmp_path):
 
     pattern = (np.indices((6, 8)).sum(0) % 2 * 255).astype(np.uint8)
     Image.fromarray(pattern).convert("1").save(tmp_path / "one_bit.bmp")
-    image = folders.read_image(tmp_path / "one_bit.bmp", 3)
+    image = image_files.read_image(tmp_path / "one_bit.bmp", 3)
     assert image.shape == (6, 8, 3)
     np.testing.assert_array_equal(image[..., 0], pattern)
 
@@ -191,7 +191,7 @@ def test_a_corrupt_zip_is_a_bad_npz_not_a_traceback(tmp_path):
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("x_train.npy", b"\x93NUMPY garbage")
     with pytest.raises(ValueError, match="Cannot read MNIST .npz file"):
-        mnist.load_npz(str(path))
+        mnist_formats.load_npz(str(path))
 
 
 # ----------------------------------------------------------------------------- faults while training
@@ -229,12 +229,12 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
 
 def test_nan_advice_after_a_checkpoint_continues_with_the_change_allowed(monkeypatch):
     import train
-    from abc_tf.runs import training
+    from abc_tf.runs import training_logs
     from abc_tf.config import get_preset
 
     monkeypatch.setattr(sys, "argv", ["train.py", "--experiment=shapes3d_demo", "--learning_rate=1e-3", "--output_dir=runs/x"])
     train.FLAGS(["train.py"])  # parsed flags, as app.run leaves them
-    error = training.NonFiniteLossError("The loss became nan at step 26; ...", step=26, checkpoint_step=20)
+    error = training_logs.NonFiniteLossError("The loss became nan at step 26; ...", step=26, checkpoint_step=20)
     advice = train._nan_advice(error, get_preset("shapes3d_demo").replace(learning_rate=1e-3), "runs/x")
     assert advice.splitlines()[0] == "Continue from step 20 with a lower learning rate:"
     assert advice.splitlines()[1].split() == [

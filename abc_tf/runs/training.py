@@ -21,11 +21,8 @@ The trainer knows no family or method by name: it reads their declarations
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import json
 import math
 import os
-import time
 import warnings
 from typing import Sequence
 
@@ -34,11 +31,12 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf import checkpoints, data, methods
-from abc_tf.config import ExperimentConfig, read_config
+from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import DataFamily
 from abc_tf.methods.base import Method, MethodModel, is_multi_worker
-from abc_tf.runs import export
-from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, SAVED_MODEL_DIR, network_file
+from abc_tf.runs import config_history, export
+from abc_tf.runs.run_dir import ENCODER, SAVED_MODEL_DIR, network_file
+from abc_tf.runs.training_logs import IntervalLogger, StopOnNonFiniteLoss
 
 
 @dataclasses.dataclass
@@ -138,142 +136,6 @@ def steps_per_execution(config: ExperimentConfig, start_step: int = 0) -> int:
     return math.gcd(config.steps_per_execution, steps_per_log(config, start_step))
 
 
-# Settings a run may change between two of its checkpoints (--allow_config_change): they shape
-# the optimisation and the bookkeeping, not the data or the network the checkpoint belongs to.
-CHANGEABLE_FIELDS = (
-    "learning_rate", "lr_halving_steps", "temperature", "log_every", "keep_checkpoints", "steps_per_execution",
-    "jit_compile", "eval_every", "eval_images",
-)
-CONFIG_HISTORY_FILE = "config_history.json"
-
-
-def check_allow_changes(names: Sequence[str]) -> tuple[str, ...]:
-    """The field names of --allow_config_change, checked against :data:`CHANGEABLE_FIELDS`."""
-    names = tuple(name.strip() for name in names if name.strip())
-    unknown = [name for name in names if name not in CHANGEABLE_FIELDS]
-    if unknown:
-        raise ValueError(
-            f"--allow_config_change: {', '.join(unknown)} cannot change within a run; "
-            f"changeable: {', '.join(CHANGEABLE_FIELDS)} (and steps, which may always be raised)."
-        )
-    return names
-
-
-def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
-    """{field: (old, new)} between ``run_dir``'s config.json and ``config``; raises ValueError
-    when the change is not allowed. Reads only small files, so it runs before any heavy work.
-
-    A run directory without a checkpoint holds nothing trained: any config replaces it. With
-    checkpoints, ``steps`` may be set to any value from the newest checkpoint's step up (a
-    finished run is extended), and the fields in ``allow_changes`` may change.
-    """
-    path = os.path.join(run_dir, CONFIG_FILE)
-    if not os.path.exists(path):
-        return {}
-    previous = read_config(path)
-    changed = {
-        f.name: (getattr(previous, f.name), getattr(config, f.name))
-        for f in dataclasses.fields(config)
-        if getattr(previous, f.name) != getattr(config, f.name)
-    }
-    saved = checkpoints.list_checkpoints(run_dir)
-    if not changed or not saved:
-        return changed
-    newest = saved[-1][0]
-    refused = [name for name in changed if name != "steps" and name not in allow_changes]
-    if refused:
-        listed = "; ".join(f"{name}: {changed[name][0]!r} -> {changed[name][1]!r}" for name in refused)
-        hint = ""
-        if all(name in CHANGEABLE_FIELDS for name in refused):
-            hint = f" To continue from its checkpoint at step {newest} with these settings, add --allow_config_change={','.join(refused)}."
-        raise ValueError(
-            f"{run_dir} holds a run with a different config ({listed}); resume with the same settings "
-            f"or choose another --output_dir.{hint}"
-        )
-    if config.steps < newest:
-        raise ValueError(
-            f"--steps={config.steps} is below the step of {run_dir}'s newest checkpoint ({newest}); "
-            "a run can only be extended."
-        )
-    return changed
-
-
-def check_run_dir(config: ExperimentConfig, run_dir: str, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
-    """The checks of ``run_dir`` that need no data or model (a file in its place, a damaged or
-    different config.json); returns the accepted config changes (see :func:`config_changes`)."""
-    allow_changes = check_allow_changes(allow_changes)
-    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
-        raise ValueError(f"--output_dir={run_dir} is an existing file, not a directory.")
-    return config_changes(run_dir, config, allow_changes)
-
-
-def _write_json_atomically(path: str, text: str) -> None:
-    with open(path + ".tmp", "w") as handle:
-        handle.write(text)
-    os.replace(path + ".tmp", path)
-
-
-def _write_config(config: ExperimentConfig, run_dir: str, changes: dict[str, tuple], step: int) -> None:
-    """Writes config.json; an accepted change is appended to config_history.json first."""
-    path = os.path.join(run_dir, CONFIG_FILE)
-    if os.path.exists(path) and not changes:
-        return
-    if changes:
-        history_path = os.path.join(run_dir, CONFIG_HISTORY_FILE)
-        history = []
-        if os.path.exists(history_path):
-            try:
-                with open(history_path) as handle:
-                    history = json.load(handle)
-            except (OSError, ValueError):
-                history = []  # a damaged history must not stop the run; it restarts here
-        history.append({
-            "step": step,
-            "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "changed": {name: {"old": old, "new": new} for name, (old, new) in sorted(changes.items())},
-        })
-        _write_json_atomically(history_path, json.dumps(history, indent=2))
-    _write_json_atomically(path, config.to_json())
-
-
-class RunStopped(RuntimeError):
-    """Training stopped on a problem that is not a bad flag (NaN loss, full disk); the message
-    says what the run directory holds and how to go on."""
-
-
-class NonFiniteLossError(RunStopped):
-    """Training produced a NaN or infinite loss; the checkpoints before it are kept.
-
-    ``step`` is the step of the bad loss; ``checkpoint_step`` the step of the newest checkpoint
-    the run directory holds (None: none was written yet).
-    """
-
-    def __init__(self, message: str, step: int, checkpoint_step: int | None):
-        super().__init__(message)
-        self.step, self.checkpoint_step = step, checkpoint_step
-
-
-class StopOnNonFiniteLoss(keras.callbacks.Callback):
-    """Aborts fit at the first non-finite loss, before an epoch end could checkpoint bad weights."""
-
-    def __init__(self, run_dir: str):
-        super().__init__()
-        self.run_dir = run_dir
-
-    def on_train_batch_end(self, batch, logs=None):
-        loss = (logs or {}).get("loss")
-        if loss is not None and not np.isfinite(float(loss)):
-            step = int(self.model.optimizer.iterations.numpy())
-            saved = checkpoints.list_checkpoints(self.run_dir)
-            if saved:
-                kept = f"its newest good checkpoint, {saved[-1][1]} (step {saved[-1][0]}), is kept"
-            else:
-                kept = "no checkpoint had been written yet, so nothing of this run is kept"
-            raise NonFiniteLossError(
-                f"The loss became {float(loss)} at step {step}; {kept}.", step, saved[-1][0] if saved else None
-            )
-
-
 def _task_name(strategy: tf.distribute.Strategy) -> str:
     resolver = strategy.cluster_resolver
     return f"{resolver.task_type}_{resolver.task_id}"
@@ -284,63 +146,6 @@ def data_seed(config: ExperimentConfig, start_step: int) -> int:
     if start_step == 0:
         return config.seed
     return int(np.random.SeedSequence([config.seed, start_step]).generate_state(1)[0])
-
-
-class IntervalLogger(keras.callbacks.Callback):
-    """Every ``log_every`` steps (and at the last step): the training logs, averaged over the
-    interval, written to TensorBoard against the optimizer step, kept in ``history`` and
-    printed when ``verbose``.
-
-    Keras resets its metrics every epoch and an epoch may be shorter than the interval, so
-    the metrics are averaged here, weighted by the steps of each epoch. Other entries of the
-    logs (learning rate, the pose titration's real fraction) are values at the step itself.
-    """
-
-    def __init__(self, log_dir: str, log_every: int, total_steps: int, verbose: int = 0):
-        super().__init__()
-        self.log_dir, self.log_every, self.total_steps, self.verbose = log_dir, log_every, total_steps, verbose
-        self.history: dict[str, list[float]] = {}
-        self._writer = None
-
-    def _step(self) -> int:
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-
-    def on_train_begin(self, logs=None):
-        self._last_step, self._sums, self._count = self._step(), {}, 0
-        self._started = time.monotonic()
-
-    def on_epoch_end(self, epoch, logs=None):
-        step = self._step()
-        steps, self._last_step = step - self._last_step, step
-        metric_names = {metric.name for metric in self.model.metrics}
-        values = {key: float(keras.ops.convert_to_numpy(value)) for key, value in (logs or {}).items()}
-        for key, value in values.items():
-            if key in metric_names:
-                self._sums[key] = self._sums.get(key, 0.0) + value * steps
-        self._count += steps
-        if step % self.log_every and step != self.total_steps:
-            return
-        record = {key: total / max(self._count, 1) for key, total in self._sums.items()}
-        record.update({key: value for key, value in values.items() if key not in metric_names})
-        record["learning_rate"] = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(self.log_dir)
-        with self._writer.as_default(step=step):
-            for key, value in record.items():
-                tf.summary.scalar(key, value)
-        self._writer.flush()
-        for key, value in record.items():
-            self.history.setdefault(key, []).append(value)
-        if self.verbose:
-            seconds = (time.monotonic() - self._started) / max(self._count, 1)
-            shown = ", ".join(f"{key} {value:.4g}" for key, value in sorted(record.items()))
-            print(f"step {step}/{self.total_steps}: {shown} ({seconds:.3f} s/step)", flush=True)
-        self._sums, self._count, self._started = {}, 0, time.monotonic()
-
-    def on_train_end(self, logs=None):
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
 
 
 def make_family_dataset(family: DataFamily, config: ExperimentConfig, start_step: int) -> tf.data.Dataset:
@@ -368,13 +173,13 @@ def train(
     """Trains ``config`` into ``run_dir``; resumes from its checkpoint when one is there.
 
     ``strategy`` overrides ``config.strategy`` (e.g. a MirroredStrategy over chosen devices).
-    ``allow_changes`` names the fields (of :data:`CHANGEABLE_FIELDS`) that may differ from the
+    ``allow_changes`` names the fields (of :data:`config_history.CHANGEABLE_FIELDS`) that may differ from the
     run directory's config; a raised ``steps`` extends a finished run without being named.
     Everything that can fail on user input (config values, run directory, data files, set
     sizes) is checked before the first step. ``verbose`` prints a line per log interval.
     """
     family, _ = check_config(config)
-    changes = check_run_dir(config, run_dir, allow_changes)
+    changes = config_history.check_run_dir(config, run_dir, allow_changes)
     strategy = strategy or make_strategy(config.strategy)
     replicas = strategy.num_replicas_in_sync
     if config.pairs_per_step % replicas:
@@ -396,7 +201,7 @@ def train(
     output_dir = run_dir if chief else os.path.join(run_dir, "workers", _task_name(strategy))
     os.makedirs(output_dir, exist_ok=True)
     if chief:
-        _write_config(config, run_dir, changes, start_step)
+        config_history.write_config(config, run_dir, changes, start_step)
     with strategy.scope():
         restored_step = checkpoints.restore(model, run_dir)
     if restored_step and not config.lr_halving_steps:

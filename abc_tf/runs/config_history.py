@@ -1,0 +1,114 @@
+"""A run directory's config across restarts: what may change between two checkpoints, the
+check of a rerun's config against config.json, and config_history.json (every accepted change).
+
+Reads only small files, so train.py checks a run directory before any heavy work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+from typing import Sequence
+
+from abc_tf.config import ExperimentConfig, read_config
+from abc_tf import checkpoints
+from abc_tf.runs.run_dir import CONFIG_FILE
+
+# Settings a run may change between two of its checkpoints (--allow_config_change): they shape
+# the optimisation and the bookkeeping, not the data or the network the checkpoint belongs to.
+CHANGEABLE_FIELDS = (
+    "learning_rate", "lr_halving_steps", "temperature", "log_every", "keep_checkpoints", "steps_per_execution",
+    "jit_compile", "eval_every", "eval_images",
+)
+CONFIG_HISTORY_FILE = "config_history.json"
+
+
+def check_allow_changes(names: Sequence[str]) -> tuple[str, ...]:
+    """The field names of --allow_config_change, checked against :data:`CHANGEABLE_FIELDS`."""
+    names = tuple(name.strip() for name in names if name.strip())
+    unknown = [name for name in names if name not in CHANGEABLE_FIELDS]
+    if unknown:
+        raise ValueError(
+            f"--allow_config_change: {', '.join(unknown)} cannot change within a run; "
+            f"changeable: {', '.join(CHANGEABLE_FIELDS)} (and steps, which may always be raised)."
+        )
+    return names
+
+
+def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
+    """{field: (old, new)} between ``run_dir``'s config.json and ``config``; raises ValueError
+    when the change is not allowed. Reads only small files, so it runs before any heavy work.
+
+    A run directory without a checkpoint holds nothing trained: any config replaces it. With
+    checkpoints, ``steps`` may be set to any value from the newest checkpoint's step up (a
+    finished run is extended), and the fields in ``allow_changes`` may change.
+    """
+    path = os.path.join(run_dir, CONFIG_FILE)
+    if not os.path.exists(path):
+        return {}
+    previous = read_config(path)
+    changed = {
+        f.name: (getattr(previous, f.name), getattr(config, f.name))
+        for f in dataclasses.fields(config)
+        if getattr(previous, f.name) != getattr(config, f.name)
+    }
+    saved = checkpoints.list_checkpoints(run_dir)
+    if not changed or not saved:
+        return changed
+    newest = saved[-1][0]
+    refused = [name for name in changed if name != "steps" and name not in allow_changes]
+    if refused:
+        listed = "; ".join(f"{name}: {changed[name][0]!r} -> {changed[name][1]!r}" for name in refused)
+        hint = ""
+        if all(name in CHANGEABLE_FIELDS for name in refused):
+            hint = f" To continue from its checkpoint at step {newest} with these settings, add --allow_config_change={','.join(refused)}."
+        raise ValueError(
+            f"{run_dir} holds a run with a different config ({listed}); resume with the same settings "
+            f"or choose another --output_dir.{hint}"
+        )
+    if config.steps < newest:
+        raise ValueError(
+            f"--steps={config.steps} is below the step of {run_dir}'s newest checkpoint ({newest}); "
+            "a run can only be extended."
+        )
+    return changed
+
+
+def check_run_dir(config: ExperimentConfig, run_dir: str, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
+    """The checks of ``run_dir`` that need no data or model (a file in its place, a damaged or
+    different config.json); returns the accepted config changes (see :func:`config_changes`)."""
+    allow_changes = check_allow_changes(allow_changes)
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise ValueError(f"--output_dir={run_dir} is an existing file, not a directory.")
+    return config_changes(run_dir, config, allow_changes)
+
+
+def _write_json_atomically(path: str, text: str) -> None:
+    with open(path + ".tmp", "w") as handle:
+        handle.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def write_config(config: ExperimentConfig, run_dir: str, changes: dict[str, tuple], step: int) -> None:
+    """Writes config.json; an accepted change is appended to config_history.json first."""
+    path = os.path.join(run_dir, CONFIG_FILE)
+    if os.path.exists(path) and not changes:
+        return
+    if changes:
+        history_path = os.path.join(run_dir, CONFIG_HISTORY_FILE)
+        history = []
+        if os.path.exists(history_path):
+            try:
+                with open(history_path) as handle:
+                    history = json.load(handle)
+            except (OSError, ValueError):
+                history = []  # a damaged history must not stop the run; it restarts here
+        history.append({
+            "step": step,
+            "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "changed": {name: {"old": old, "new": new} for name, (old, new) in sorted(changes.items())},
+        })
+        _write_json_atomically(history_path, json.dumps(history, indent=2))
+    _write_json_atomically(path, config.to_json())
