@@ -1,51 +1,145 @@
-"""Training checkpoints that a kill at any moment cannot leave half-written.
+"""Training checkpoints on ``tf.train.CheckpointManager`` that a kill at any moment cannot leave half-written.
 
 Layout, inside a run directory::
 
-  checkpoints/step_00000400/weights.weights.h5   model and optimizer state (Keras weights file)
-  checkpoints/step_00000400/state.json           {"step": 400}
-  checkpoints/step_00000500/...
+  checkpoints/checkpoint                       the manager's state: the complete checkpoints, oldest first
+  checkpoints/ckpt-400.index                   one checkpoint (optimizer step 400): the model's
+  checkpoints/ckpt-400.data-00000-of-00001     weights and the state of every optimizer
+  checkpoints/ckpt-500.index ...
 
-A checkpoint is written into ``checkpoints/.partial_step_<n>/``, flushed to disk, and only then
-renamed to ``step_<n>``; a rename within one file system is atomic, so every ``step_*`` folder
-is complete. Only the newest ``keep`` are kept. Keras's BackupAndRestore overwrites one
-weights file in place and writes the epoch counter as a second file afterwards: a kill between
-the two resumes new weights at an old step and trains past the end.
+What a checkpoint holds (``tf.train.Checkpoint``, built by :func:`checkpoint_of`): ``weights``,
+the model's ``model.weights`` in their order, and ``optimizers/<name>``, the variables of every
+Keras optimizer that is an attribute of the model (iterations, learning rate, slots), named by
+the attribute (``optimizer`` for compile's). ``tf.train.Checkpoint(model=model)`` alone is not
+enough with Keras 3: it follows only attributes that are TensorFlow trackables, so networks or
+optimizers held in a list or a dict attribute would be left out without a word.
+
+A model with several optimizers (a GAN's ``self.g_optimizer`` and ``self.d_optimizer``) follows
+three rules:
+
+- every optimizer is an attribute of the model, and ``compile`` is given the one applied once
+  per training step (e.g. ``compile(optimizer=self.g_optimizer)``): checkpoints are numbered by
+  ``model.optimizer.iterations``;
+- the model defines ``optimizer_variables(optimizer)``, the variables that optimizer updates,
+  as ``abc_tf.methods.base.MethodModel`` does;
+- its optimizers are built on those before training (:func:`build_optimizers`; MethodModel's
+  ``fit`` does it), not by Keras's ``fit``, which builds compile's on every trainable variable.
+
+:func:`restore` builds them the same way before loading, so that every slot exists and is
+restored: it refuses (ValueError) a checkpoint that leaves a variable without a value or a value
+without a variable. A model with one optimizer needs none of this: it is built on
+``model.trainable_variables``, as Keras does.
+
+Kill safety: the manager writes a checkpoint's files first (``ckpt-<n>_temp/`` then renamed to
+``ckpt-<n>.*``), they are flushed to disk, and only then is the state file replaced, atomically
+(written aside and renamed). :func:`list_checkpoints` and :func:`restore` read the state file
+and skip a listed checkpoint whose index file is gone (a kill while the oldest ones were being
+pruned), so a kill at any moment leaves the previous checkpoints in charge. The next
+:func:`save` deletes what a killed write left behind (``ckpt-<n>_temp/``, unlisted
+``ckpt-<n>.*`` files, ``checkpoint.tmp*``); saving a step the state file names already takes it
+out of the state file first, as the manager rewrites its files in place. Keras's BackupAndRestore, by contrast, overwrites
+one weights file in place and writes the epoch counter as a second file afterwards: a kill
+between the two resumes new weights at an old step and trains past the end.
+
+Multi-worker runs (MultiWorkerMirroredStrategy) follow TensorFlow's pattern: every worker saves,
+since a save may run collective operations, but only the chief (:func:`is_chief`) into
+``run_dir/checkpoints``; the others save into a temporary folder of their own and delete it
+(``SaveCheckpoint(..., write=is_chief(strategy))``). Every worker restores from ``run_dir``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
+import tempfile
 import warnings
 
 import keras
-import numpy as np
 import tensorflow as tf
-
-from abc_tf.model import is_multi_worker
+from google.protobuf import text_format
 
 CHECKPOINT_DIR = "checkpoints"
-WEIGHTS_FILE = "weights.weights.h5"
-STATE_FILE = "state.json"
-_NAME = re.compile(r"^step_(\d+)$")
-_PARTIAL_PREFIX = ".partial_"
+STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's state file
+PREFIX = "ckpt"  # tf.train.CheckpointManager's default checkpoint_name
+_CHECKPOINT = re.compile(rf"^{PREFIX}-(\d+)$")
+_CHECKPOINT_FILE = re.compile(rf"^({PREFIX}-\d+)(\.index|\.data-\d+-of-\d+|_temp)$")
+_STATE_TEMP = STATE_FILE + ".tmp"  # how TensorFlow's atomic write names the file it renames
 
 
 def checkpoint_dir(run_dir: str) -> str:
     return os.path.join(run_dir, CHECKPOINT_DIR)
 
 
+def _state(directory: str):
+    """The manager's CheckpointState proto; None when there is no state file, False when it
+    cannot be read (it is replaced atomically, so only a hand edit or a damaged disk does that)."""
+    if not os.path.isfile(os.path.join(directory, STATE_FILE)):
+        return None
+    try:
+        return tf.train.get_checkpoint_state(directory) or False
+    except ValueError:  # a state naming no checkpoint
+        return False
+
+
 def list_checkpoints(run_dir: str) -> list[tuple[int, str]]:
-    """(step, folder) of every complete checkpoint of the run, oldest first."""
-    directory = checkpoint_dir(run_dir)
-    if not os.path.isdir(directory):
+    """(step, prefix) of every complete checkpoint of the run, oldest first.
+
+    Reads the manager's state file only (no model, no TensorFlow graph); a listed checkpoint
+    whose index file is missing (pruned when a kill came) is left out.
+    """
+    state = _state(checkpoint_dir(run_dir))
+    if not state:
         return []
-    found = [(int(match.group(1)), os.path.join(directory, name))
-             for name in os.listdir(directory) if (match := _NAME.match(name))]
+    found = []
+    for prefix in state.all_model_checkpoint_paths:
+        match = _CHECKPOINT.match(os.path.basename(prefix))
+        if match and os.path.isfile(prefix + ".index"):
+            found.append((int(match.group(1)), prefix))
     return sorted(found)
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be written (full disk, no permission); older checkpoints are intact."""
+
+
+def optimizers_of(model: keras.Model) -> dict[str, keras.optimizers.Optimizer]:
+    """Every optimizer that is an attribute of ``model`` ("optimizer": compile's), by attribute
+    name in sorted order; an optimizer held under two names gets the first."""
+    found: dict[str, keras.optimizers.Optimizer] = {}
+    attributes = vars(model)
+    for name in sorted(attributes):
+        value = attributes[name]
+        if isinstance(value, keras.optimizers.Optimizer) and all(value is not seen for seen in found.values()):
+            found[name] = value
+    listed = getattr(model, "optimizers", None)
+    if callable(listed):  # abc_tf.methods.base.MethodModel says which optimizers it has
+        hidden = [optimizer for optimizer in listed() if all(optimizer is not seen for seen in found.values())]
+        if hidden:
+            raise ValueError(
+                f"{type(model).__name__}.optimizers() names {len(hidden)} optimizer(s) that are not attributes of "
+                "the model; a checkpoint saves the optimizers found as attributes: assign each to one."
+            )
+    return found
+
+
+def checkpoint_of(model: keras.Model) -> tf.train.Checkpoint:
+    """The model's weights and every optimizer's variables, named in a fixed way (module docstring)."""
+    return tf.train.Checkpoint(
+        weights=list(model.weights),
+        optimizers={name: list(optimizer.variables) for name, optimizer in optimizers_of(model).items()},
+    )
+
+
+def _state_bytes(model: keras.Model) -> int:
+    variables = {id(v): v for v in list(model.weights) + [v for o in optimizers_of(model).values() for v in o.variables]}
+    return sum(int(tf.TensorShape(v.shape).num_elements()) * tf.as_dtype(v.dtype).size for v in variables.values())
+
+
+def _step(model: keras.Model) -> int:
+    if model.optimizer is None:
+        raise ValueError("Checkpoints are numbered by model.optimizer.iterations: compile the model with its optimizer.")
+    return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
 
 
 def _fsync(path: str) -> None:
@@ -56,31 +150,99 @@ def _fsync(path: str) -> None:
         os.close(descriptor)
 
 
-class CheckpointError(RuntimeError):
-    """A checkpoint could not be written (full disk, no permission); older checkpoints are intact."""
+def _flush(prefix: str) -> None:
+    """Runs between the write of a checkpoint's files and the manager's update of its state file
+    (a write callback): the files reach the disk before the state names them."""
+    directory, name = os.path.split(prefix)
+    for file_name in os.listdir(directory):
+        if file_name.startswith(name + ".") and _CHECKPOINT_FILE.match(file_name):
+            _fsync(os.path.join(directory, file_name))
+    _fsync(directory)
 
 
-def _state_bytes(model: keras.Model) -> int:
-    variables = list(model.weights) + list(getattr(model.optimizer, "variables", []))
-    return sum(int(np.prod(v.shape)) * np.dtype(v.dtype).itemsize for v in variables)
+def _listed(directory: str) -> set[str] | None:
+    """The names of the checkpoints the state file lists, complete or not; None when it is unreadable."""
+    state = _state(directory)
+    if state is False:
+        return None
+    return {os.path.basename(path) for path in state.all_model_checkpoint_paths} if state else set()
 
 
-def save(model: keras.Model, run_dir: str, step: int, keep: int) -> str:
-    """Writes the model's and optimizer's state at ``step`` atomically; prunes to the newest ``keep``.
+def _clear_leftovers(directory: str) -> None:
+    """Deletes what a killed or failed write left: temporary folders and state files, and the
+    files of checkpoints that the state file does not name (all of them kept if it is unreadable)."""
+    listed = _listed(directory)
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        match = _CHECKPOINT_FILE.match(name)
+        if name.startswith(_STATE_TEMP) or (match and match.group(2) == "_temp"):
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+        elif match and listed is not None and match.group(1) not in listed:
+            os.remove(path)
 
-    Raises :class:`CheckpointError` when the file system cannot take it, leaving the older
-    checkpoints as they were. Free space is checked first: HDF5 writing into a full disk can
-    crash the process instead of raising.
+
+def _forget(directory: str, name: str) -> None:
+    """Takes checkpoint ``name`` out of the state file (atomically) before the same step is written
+    again: the manager would overwrite its files in place while the state still names them."""
+    state = _state(directory)
+    paths = list(state.all_model_checkpoint_paths)
+    timestamps = list(state.all_model_checkpoint_timestamps)
+    kept = [i for i, path in enumerate(paths) if os.path.basename(path) != name]
+    state_path = os.path.join(directory, STATE_FILE)
+    if not kept:
+        os.remove(state_path)
+    else:
+        del state.all_model_checkpoint_paths[:]
+        state.all_model_checkpoint_paths.extend(os.path.basename(paths[i]) for i in kept)
+        if len(timestamps) == len(paths):
+            del state.all_model_checkpoint_timestamps[:]
+            state.all_model_checkpoint_timestamps.extend(timestamps[i] for i in kept)
+        state.model_checkpoint_path = state.all_model_checkpoint_paths[-1]
+        temporary = os.path.join(directory, _STATE_TEMP + ".abc_tf")
+        with open(temporary, "w") as handle:
+            handle.write(text_format.MessageToString(state))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, state_path)
+    _fsync(directory)
+
+
+def _reason(error: Exception) -> str:
+    """The operating system's words for a failed write: an OSError's, or the end of TensorFlow's
+    message ("...ckpt-30_temp/part-...; No space left on device [Op:SaveV2]")."""
+    if isinstance(error, OSError):
+        return error.strerror or str(error)
+    message = str(getattr(error, "message", error)).strip()
+    match = re.search(r";\s*([^;]+?)\s*\[Op:\w+\]$", message)
+    return match.group(1) if match else message
+
+
+def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = True) -> str:
+    """Writes the model's and its optimizers' state at ``step`` atomically; prunes to the newest ``keep``.
+
+    ``step`` must be ``model.optimizer.iterations`` (the number :func:`restore` checks). Raises
+    :class:`CheckpointError` when the file system cannot take it, leaving the older checkpoints
+    as they were. Free space is checked first.
+
+    ``write=False`` is for the non-chief workers of a multi-worker run (:func:`is_chief`): a save
+    may run collective operations, so every worker takes part, as TensorFlow's multi-worker
+    guide does: into a temporary folder of their own, deleted right after, never ``run_dir``.
+    Returns the checkpoint's prefix ("" when ``write`` is False).
     """
-    directory = checkpoint_dir(run_dir)
-    final = os.path.join(directory, f"step_{step:08d}")
-    partial = os.path.join(directory, f"{_PARTIAL_PREFIX}step_{step:08d}")
+    step, keep = int(step), int(keep)
+    if _step(model) != step:
+        raise ValueError(
+            f"save(step={step}) of a model whose optimizer is at step {_step(model)}: checkpoints are numbered "
+            "by model.optimizer.iterations (compile the model with the optimizer applied once per step)."
+        )
+    directory = checkpoint_dir(run_dir) if write else tempfile.mkdtemp(prefix="abc_tf_worker_checkpoint_")
+    name = f"{PREFIX}-{step}"
     try:
         os.makedirs(directory, exist_ok=True)
-        for name in os.listdir(directory):  # this one's, or left by a kill in the middle of a save
-            if name.startswith(_PARTIAL_PREFIX):
-                shutil.rmtree(os.path.join(directory, name), ignore_errors=True)
-        needed = _state_bytes(model) + (1 << 20)  # plus HDF5 headers and state.json
+        _clear_leftovers(directory)
+        if name in (_listed(directory) or ()):
+            _forget(directory, name)  # the same step saved again (e.g. after falling back past a damaged one)
+        needed = _state_bytes(model) + (1 << 20)  # plus the index and the state file
         free = shutil.disk_usage(directory).free
         if free < needed:
             raise CheckpointError(
@@ -88,50 +250,95 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int) -> str:
                 f"about {needed / 2**20:.1f} MiB needed. The older checkpoints are intact; free some space "
                 "and run the same command again to resume."
             )
-        os.makedirs(partial)
-        model.save_weights(os.path.join(partial, WEIGHTS_FILE))
-        with open(os.path.join(partial, STATE_FILE), "w") as handle:
-            json.dump({"step": step}, handle)
-        for name in (WEIGHTS_FILE, STATE_FILE):
-            _fsync(os.path.join(partial, name))
-    except OSError as error:
-        shutil.rmtree(partial, ignore_errors=True)
+        manager = tf.train.CheckpointManager(checkpoint_of(model), directory, max_to_keep=keep)
+        # The manager calls its own callback, which writes the state file, after this one.
+        flush = tf.train.CheckpointOptions(experimental_write_callbacks=[lambda prefix: _flush(prefix)])
+        manager.save(checkpoint_number=step, options=flush)
+        _fsync(directory)
+    except (OSError, tf.errors.OpError) as error:
+        reason = _reason(error)
+        try:
+            _clear_leftovers(directory)
+        except OSError:
+            pass
         raise CheckpointError(
-            f"Writing the checkpoint of step {step} into {directory} failed ({error.strerror or error}). "
+            f"Writing the checkpoint of step {step} into {directory} failed ({reason}). "
             "The older checkpoints are intact; fix the cause and run the same command again to resume."
         ) from None
-    if os.path.exists(final):  # the same step saved again (e.g. a rerun of a finished run)
-        shutil.rmtree(final)
-    os.replace(partial, final)
-    _fsync(directory)
-    for _, old in list_checkpoints(run_dir)[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
-    return final
+    finally:
+        if not write:
+            shutil.rmtree(directory, ignore_errors=True)
+    return os.path.join(directory, name) if write else ""
+
+
+def build_optimizers(model: keras.Model) -> None:
+    """Builds every optimizer of ``model`` that is not built yet (module docstring: with several,
+    on ``model.optimizer_variables(optimizer)``), so that their slots exist before a restore."""
+    optimizers = optimizers_of(model)
+    owned = getattr(model, "optimizer_variables", None)
+    for name, optimizer in optimizers.items():
+        if optimizer.built:
+            continue
+        if callable(owned):
+            optimizer.build(owned(optimizer))
+        elif len(optimizers) == 1:
+            optimizer.build(model.trainable_variables)
+        else:
+            raise ValueError(
+                f"{type(model).__name__} has {len(optimizers)} optimizers ({', '.join(optimizers)}) and no "
+                "optimizer_variables(optimizer) method saying which variables each updates; define it so that "
+                "a restore can build them before loading their state."
+            )
+
+
+def _first_line(error: Exception) -> str:
+    line = (str(error).strip().splitlines() or [type(error).__name__])[0].removesuffix(": attributes {")
+    return line if len(line) <= 300 else line[:300] + "..."
+
+
+def _misfit(prefix: str, error: Exception) -> ValueError:
+    """A checkpoint that does not fit the model: every checkpoint of the run would fail the same way."""
+    return ValueError(
+        f"Checkpoint {prefix} does not fit the model ({_first_line(error)}). A model with several optimizers "
+        "must keep each as an attribute and define optimizer_variables(optimizer), and build them that way "
+        "before training (abc_tf.checkpoints); otherwise the run directory belongs to another model."
+    )
 
 
 def restore(model: keras.Model, run_dir: str) -> int:
-    """Loads the newest readable checkpoint into ``model`` (weights and optimizer); returns its step.
+    """Loads the newest readable checkpoint into ``model`` (weights and every optimizer); returns its step.
 
-    0 (model untouched) when the run has none. Writes nothing (``.partial_*`` folders are
-    ignored here and cleared by the next save). A checkpoint that cannot be read (a damaged disk,
-    a file edited by hand) is reported and the one before it is tried.
+    0 (model untouched) when the run has none. Writes nothing (what a killed save left is
+    ignored here and cleared by the next save). A checkpoint that cannot be read (a damaged
+    disk, a file edited by hand) is reported and the one before it is tried. A checkpoint that
+    does not fit the model (a value with no variable to go to, a variable left without a value)
+    is a ValueError: every checkpoint of the run would fail the same way.
     """
     directory = checkpoint_dir(run_dir)
-    checkpoints = list_checkpoints(run_dir)
-    if not checkpoints:
+    saved = list_checkpoints(run_dir)
+    if not saved:
         return 0
-    if not model.optimizer.built:
-        # The optimizer's slots must exist before its state can be loaded into them.
-        model.optimizer.build(model.trainable_variables)
-    for step, folder in reversed(checkpoints):
+    build_optimizers(model)  # the optimizers' slots must exist before their state can be loaded into them
+    for step, prefix in reversed(saved):
+        checkpoint = checkpoint_of(model)
+        checkpoint.save_counter  # noqa: B018 - made now so that the checkpoint's counter has a variable to go to
         try:
-            model.load_weights(os.path.join(folder, WEIGHTS_FILE))
-        except (OSError, ValueError, KeyError) as error:
-            warnings.warn(f"Checkpoint {folder} could not be read ({error}); trying the one before it.")
+            status = checkpoint.read(prefix)
+        except ValueError as error:  # a value of another shape than its variable's
+            raise _misfit(prefix, error) from None
+        except Exception as error:  # noqa: BLE001 - a damaged file fails in many ways (DataLossError, IndexError, ...)
+            warnings.warn(f"Checkpoint {prefix} could not be read ({_first_line(error)}); trying the one before it.")
             continue
-        restored = int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+        try:
+            status.assert_consumed()  # every value went to a variable, every variable got a value
+        except AssertionError as error:
+            raise _misfit(prefix, error) from None
+        restored = _step(model)
         if restored != step:
-            raise ValueError(f"Checkpoint {folder} holds optimizer step {restored}, not {step}; remove the folder.")
+            raise ValueError(
+                f"Checkpoint {prefix} holds optimizer step {restored}, not {step}; delete its files ({prefix}.*) "
+                "to resume from the one before it."
+            )
         return step
     raise ValueError(
         f"No checkpoint in {directory} could be read (see the warnings above); "
@@ -142,22 +349,27 @@ def restore(model: keras.Model, run_dir: str) -> int:
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
     """Whether this process writes the run's files: always, except on the non-chief workers of
     a multi-worker run, which compute the same values and would race the chief's writes."""
-    if not is_multi_worker(strategy):
-        return True
     resolver = strategy.cluster_resolver
+    if resolver is None or not resolver.task_type:  # one process (abc_tf.methods.base.is_multi_worker)
+        return True
     return resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
                                               and "chief" not in resolver.cluster_spec().as_dict())
 
 
 class SaveCheckpoint(keras.callbacks.Callback):
     """Saves a checkpoint at the epoch ends that fall on a multiple of ``every`` steps or on
-    ``last_step`` (training's epochs can be shorter than the log interval)."""
+    ``last_step`` (training's epochs can be shorter than the log interval).
+
+    ``write``: whether this process's checkpoints go into ``run_dir`` (:func:`is_chief`). The
+    other workers of a multi-worker run still save, each into a temporary folder deleted right
+    after (:func:`save`), since saving may run collective operations all workers must join.
+    """
 
     def __init__(self, run_dir: str, keep: int, every: int = 1, last_step: int | None = None, write: bool = True):
         super().__init__()
         self.run_dir, self.keep, self.every, self.last_step, self.write = run_dir, int(keep), int(every), last_step, write
 
     def on_epoch_end(self, epoch, logs=None):
-        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-        if self.write and (step % self.every == 0 or step == self.last_step):
-            save(self.model, self.run_dir, step, self.keep)
+        step = _step(self.model)
+        if step % self.every == 0 or step == self.last_step:
+            save(self.model, self.run_dir, step, self.keep, write=self.write)
