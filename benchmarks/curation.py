@@ -76,7 +76,7 @@ def scan_set(inactive: tuple[int, ...], values: np.ndarray, render_all: bool) ->
     """One set by a filter scan over the whole data set in file order (the authors' way)."""
     inactive_t = tf.constant(inactive, tf.int64)
     values_t = tf.constant(values, tf.int64)
-    dataset = tf.data.Dataset.range(s3d.NUM_IMAGES)
+    dataset = tf.data.Dataset.range(s3d.GRID.num_points)
     if render_all:
         # Every scanned element carries its image, as when the records are read from disk.
         dataset = dataset.batch(SCAN_BLOCK).map(

@@ -16,7 +16,7 @@ LAYERS = [
     ("maths", ("abc_tf", "abc_tf.geometry", "abc_tf.losses", "abc_tf.schedules", "abc_tf.config", "abc_tf.registry",
                "abc_tf.lookup")),
     ("models", ("models",)),
-    ("data", ("abc_tf.augment", "abc_tf.data")),
+    ("data", ("abc_tf.augment", "abc_tf.augment_ops", "abc_tf.data")),
     ("methods", ("abc_tf.methods",)),
     ("runs", ("abc_tf.runs",)),
     ("evaluation", ("abc_tf.evaluation", "abc_tf.callbacks", "abc_tf.run_summary")),

@@ -1,4 +1,5 @@
-"""Set curation by index arithmetic (abc_tf.data.sets) on the Shapes3D grid and on item tables."""
+"""Set curation by index arithmetic (abc_tf.data.sets) on the Shapes3D grid and on item tables
+(the sampler underneath is tested in tests/test_groups.py)."""
 
 from __future__ import annotations
 
@@ -40,35 +41,6 @@ def test_parse_factors_by_name_and_by_the_authors_digits():
 def test_unknown_factor_is_a_clear_error(spec):
     with pytest.raises(ValueError, match="inactive_factors.*unknown factor"):
         GRID.parse_factors(spec)
-
-
-@pytest.mark.parametrize("population,count", [(np.array([5, 9, 40]), 5), (np.array([48000] * 50), 32)])
-def test_sample_distinct_gives_distinct_values_in_range(population, count):
-    rng = np.random.default_rng(1)
-    draws = sets.sample_distinct(rng, population, count)
-    assert draws.shape == (population.size, count) and draws.dtype == np.int64
-    assert np.all(draws >= 0) and np.all(draws < population[:, None])
-    for row in draws:
-        assert np.unique(row).size == count
-
-
-def test_sample_distinct_is_uniform():
-    # 20000 draws of 3 distinct values out of 6 (the ranking regime): every value equally often.
-    draws = sets.sample_distinct(np.random.default_rng(2), np.full(20000, 6), 3)
-    counts = np.bincount(draws.ravel(), minlength=6)
-    expected = draws.size / 6
-    assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected))
-    # Positions inside a row are exchangeable (the order is random too).
-    first = np.bincount(draws[:, 0], minlength=6)
-    assert np.all(np.abs(first - 20000 / 6) < 5 * np.sqrt(20000 / 6))
-
-
-def test_sample_distinct_replacement_and_errors():
-    rng = np.random.default_rng(3)
-    with pytest.raises(ValueError, match="distinct"):
-        sets.sample_distinct(rng, np.array([4]), 32)
-    draws = sets.sample_distinct(rng, np.array([4]), 32, replace=True)
-    assert draws.shape == (1, 32) and set(draws[0]) <= {0, 1, 2, 3}
 
 
 @pytest.mark.parametrize("inactive", ["wall_hue", "0,1", "floor_hue,wall_hue,object_hue", "0,1,2,3"])
@@ -135,7 +107,7 @@ def test_item_table_curation_groups_the_items_present():
     np.testing.assert_array_equal(curator.factors(ids), items[ids])
     assert np.unique(curator.unconstrained(rng, 1)).size == 8
     # No group of one wall hue and shape holds 500 items.
-    with pytest.raises(ValueError, match="largest group"):
+    with pytest.raises(ValueError, match=r"--set_size=500: only 0 of .* group\(s\).*sample_with_replacement"):
         sets.SetCurator(GRID, (WALL, SHAPE), set_size=500, items=items)
 
 

@@ -13,28 +13,22 @@ replacement. Two sampling paths share one interface, ``SetCurator``:
   values plus a random offset in the active sub-grid are turned into flat indices by
   ravel/unravel arithmetic;
 - item table (a data source holding any subset of the grid, possibly with repeats): the
-  items are sorted once by their inactive values into groups (a CSR layout); a set picks one
-  group with at least ``set_size`` items and random offsets inside it.
+  items are grouped once by their inactive values (:class:`abc_tf.data.groups.GroupIndex`);
+  a set is drawn within one group that holds at least ``set_size`` items.
 
-Both are vectorised over many sets at once and take a seeded ``numpy.random.Generator``.
+Both are vectorised over many sets at once, take a seeded ``numpy.random.Generator`` and
+draw through :mod:`abc_tf.data.groups`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 from typing import Mapping, Sequence
 
 import numpy as np
 
-# Keys drawn per call of the small-population sampler are capped (float64: 128 MiB).
-_MAX_KEYS_PER_CHUNK = 1 << 24
-# Rows wider than this are drawn by Generator.choice (Floyd's algorithm, memory ~count) rather
-# than by ranking one key per value (memory ~17 bytes x population: 170 MB at 10^7).
-_MAX_KEY_WIDTH = 1 << 20
-
-logger = logging.getLogger(__name__)
+from abc_tf.data.groups import GroupIndex, sample_distinct
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,55 +102,6 @@ class FactorGrid:
         return tuple(sorted(positions))
 
 
-def sample_distinct(rng: np.random.Generator, population: np.ndarray, count: int, replace: bool = False) -> np.ndarray:
-    """Per row, ``count`` uniform random integers in [0, population[row]).
-
-    Args:
-      rng: the random generator.
-      population: int [S], the size of each row's range (all >= count unless ``replace``).
-      count: samples per row.
-      replace: with replacement (independent uniform draws) or distinct values.
-    Returns:
-      int64 [S, count]. Without replacement every ordered tuple of distinct values is equally
-      likely.
-    """
-    population = np.asarray(population, dtype=np.int64)
-    rows = population.shape[0]
-    if replace:
-        return rng.integers(0, population[:, None], size=(rows, count), dtype=np.int64)
-    if np.any(population < count):
-        raise ValueError(f"Cannot draw {count} distinct values from a population of {population.min()}.")
-    out = np.empty((rows, count), dtype=np.int64)
-    # Birthday regime: with count^2 > population a plain draw repeats a value too often, so
-    # rank random keys instead (cost ~population per row, small there), or for populations
-    # above _MAX_KEY_WIDTH use Generator.choice. Otherwise draw with replacement and redraw
-    # the rows that repeat (P(repeat) < 1/2, cost ~count).
-    small = population < count * count
-    wide_rows = np.flatnonzero(small & (population > _MAX_KEY_WIDTH))
-    for row in wide_rows:  # few rows (large count, huge population): one call each
-        out[row] = rng.choice(population[row], size=count, replace=False)
-    small_rows = np.flatnonzero(small & (population <= _MAX_KEY_WIDTH))
-    if small_rows.size:
-        width = int(population[small_rows].max())
-        chunk = max(1, _MAX_KEYS_PER_CHUNK // width)
-        for start in range(0, small_rows.size, chunk):
-            part = small_rows[start : start + chunk]
-            keys = rng.random((part.size, width))
-            keys[np.arange(width)[None, :] >= population[part, None]] = 2.0  # beyond the range: never chosen
-            chosen = np.argpartition(keys, count - 1, axis=1)[:, :count]
-            # argpartition leaves the order arbitrary; sorting by key makes it uniformly random.
-            order = np.argsort(np.take_along_axis(keys, chosen, axis=1), axis=1)
-            out[part] = np.take_along_axis(chosen, order, axis=1)
-    pending = np.flatnonzero(~small)
-    while pending.size:
-        draws = rng.integers(0, population[pending, None], size=(pending.size, count), dtype=np.int64)
-        ordered = np.sort(draws, axis=1)
-        repeats = np.any(ordered[:, 1:] == ordered[:, :-1], axis=1)
-        out[pending[~repeats]] = draws[~repeats]
-        pending = pending[repeats]
-    return out
-
-
 class SetCurator:
     """Draws sets of item ids whose inactive factors take one value per set.
 
@@ -220,24 +165,13 @@ class SetCurator:
                 raise ValueError(f"items hold factor indices outside the grid sizes {grid.sizes}.")
             self.items = items
             self.num_items = items.shape[0]
-            # Group the items by their inactive values once: CSR layout over a sort order.
+            # Group the items by their inactive values once.
             keys = items[:, list(self.inactive)] @ _strides(self._inactive_sizes) if self.inactive else np.zeros(len(items), np.int64)
-            self._order = np.argsort(keys, kind="stable")
-            group_keys, starts, counts = np.unique(keys[self._order], return_index=True, return_counts=True)
-            usable = counts >= (1 if self.replace else self.set_size)
-            if not np.any(usable):
-                raise ValueError(
-                    f"--set_size={self.set_size} exceeds the largest group of distinct images sharing one value of the "
-                    f"inactive factors ({inactive_names}): {int(counts.max())} of {self.num_items} images{hint}."
-                )
-            if not np.all(usable):
-                logger.warning(
-                    "%d of %d values of the inactive factors have fewer than %d images; sets never use them.",
-                    int((~usable).sum()), usable.size, self.set_size,
-                )
-            self._group_starts = starts[usable].astype(np.int64)
-            self._group_counts = counts[usable].astype(np.int64)
-            self.active_points = int(self._group_counts.max())
+            self._groups, _ = GroupIndex.from_keys(keys)
+            self._eligible = self._groups.eligible(self.set_size, replace=self.replace, replace_flag=replace_flag,
+                                                   what=f"images sharing one value of {inactive_names}")
+            self.active_points = int(self._groups.counts[self._eligible].max())
+        self._all = GroupIndex.whole(self.num_items)
         if not self.replace and self.set_size > self.num_items:
             raise ValueError(f"--set_size={self.set_size} exceeds the {self.num_items} images of the data set{hint}.")
 
@@ -257,19 +191,18 @@ class SetCurator:
             factors[..., list(self.inactive)] = values[:, None, :]
             factors[..., list(self.active)] = active_values
             return self.grid.ravel(factors)
-        groups = rng.integers(0, self._group_counts.size, size=num_sets)
-        offsets = sample_distinct(rng, self._group_counts[groups], self.set_size, self.replace)
-        return self._order[self._group_starts[groups, None] + offsets]
+        groups = self._groups.draw_groups(rng, num_sets, among=self._eligible)
+        return self._groups.draw_within(rng, groups, self.set_size, self.replace)
 
     def unconstrained(self, rng: np.random.Generator, num_sets: int) -> np.ndarray:
         """Item ids [num_sets, set_size] drawn uniformly from all items (no inactive factor)."""
-        return sample_distinct(rng, np.full(num_sets, self.num_items), self.set_size, self.replace)
+        return self._all.draw_from_all(rng, num_sets, self.set_size, self.replace)
 
     def sample_items(self, rng: np.random.Generator, count: int) -> np.ndarray:
         """``count`` distinct item ids [count] drawn uniformly from all items (e.g. for evaluation)."""
         if count > self.num_items:
             raise ValueError(f"Asked for {count} distinct images; the data set holds {self.num_items}.")
-        return sample_distinct(rng, np.array([self.num_items]), count)[0]
+        return self._all.draw_from_all(rng, 1, count)[0]
 
 
 def _strides(sizes: np.ndarray) -> np.ndarray:
