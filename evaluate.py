@@ -10,14 +10,14 @@ folder and the seeds are aggregated (mean, std, values per factor; violin plots)
 
 - shapes3d: MINE mutual information and probe accuracies per factor at sigma = the loss's
   length scale (histogram MI as well for d <= 3), optional noise sweep, PCA/bar/sweep figures
-  (abc_tf.evaluation.isolation);
-- mnist: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.retrieval);
+  (abc_tf.evaluation.factor_isolation);
+- mnist: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.mnist_style);
 - yaleb, epfl_cars, folders: probes and MINE per known label, trained against untrained
-  (abc_tf.evaluation.labels);
+  (abc_tf.evaluation.label_information);
 - pose: median geodesic error and Acc@30 (plain and flip-invariant) of nearest-neighbour
   lookup in random dictionaries of synthetic images of known pose, for the trained encoder,
   the untrained one and its raw backbone features, plus the spherical-regression head when
-  the run has one (abc_tf.evaluation.pose); ``--pose_export_dir`` also writes the pose
+  the run has one (abc_tf.evaluation.pose_accuracy); ``--pose_export_dir`` also writes the pose
   SavedModel (embed, lookup_pose, regress_pose).
 
 MINE defaults are the paper's (20,000 steps, 256,000 samples); lower ``--mine_steps`` and
@@ -61,7 +61,7 @@ flags.DEFINE_boolean("untrained", False, "Also evaluate the untrained encoder of
 
 
 def settings_from_flags():
-    from abc_tf.evaluation import isolation, probes
+    from abc_tf.evaluation import factor_isolation, probes
     from abc_tf.evaluation.mine import MineSettings
 
     mine = None
@@ -74,7 +74,7 @@ def settings_from_flags():
             moving_average=FLAGS.mine_moving_average or None,
         )
     probe = probes.ProbeSettings(epochs=FLAGS.probe_epochs, noisy_test=FLAGS.probe_noisy_test) if FLAGS.probe_epochs > 0 else None
-    settings = isolation.IsolationSettings(
+    settings = factor_isolation.IsolationSettings(
         num_images=FLAGS.num_images, sample_seed=FLAGS.sample_seed, mine=mine, probe=probe,
         num_sigmas=FLAGS.num_sigmas, sweep_estimator=FLAGS.sweep_estimator, sigma=FLAGS.sigma,
     )
@@ -91,14 +91,14 @@ def _write_json(path: str, value) -> None:
 
 def evaluate_factors(run, out_dir: str, settings) -> dict:
     """Factor isolation of one encoder on a family with known factors (plus the untrained one if asked)."""
-    from abc_tf.evaluation import isolation
+    from abc_tf.evaluation import factor_isolation
     from abc_tf.runs.training import untrained_encoder
 
     config = run.config
-    sample = isolation.labelled_sample(config, settings.num_images, settings.sample_seed)
-    metrics = isolation.evaluate_encoder(run.encoder, config, settings, out_dir, sample)
+    sample = factor_isolation.labelled_sample(config, settings.num_images, settings.sample_seed)
+    metrics = factor_isolation.evaluate_encoder(run.encoder, config, settings, out_dir, sample)
     if FLAGS.untrained:
-        metrics["untrained"] = isolation.evaluate_encoder(
+        metrics["untrained"] = factor_isolation.evaluate_encoder(
             untrained_encoder(config), config, settings, os.path.join(out_dir, "untrained"), sample,
             title="untrained network",
         )
@@ -106,32 +106,32 @@ def evaluate_factors(run, out_dir: str, settings) -> dict:
 
 
 def evaluate_digit_style(run, out_dir: str, settings) -> dict:
-    """MNIST: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.retrieval)."""
-    from abc_tf.evaluation import retrieval
+    """MNIST: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.mnist_style)."""
+    from abc_tf.evaluation import mnist_style
 
-    return retrieval.evaluate_mnist_run(run.run_dir, run.config, out_dir, probe_epochs=max(FLAGS.probe_epochs, 1))
+    return mnist_style.evaluate_mnist_run(run.run_dir, run.config, out_dir, probe_epochs=max(FLAGS.probe_epochs, 1))
 
 
 def evaluate_labels(run, out_dir: str, settings) -> dict:
-    """Probes and MINE per known label, trained against untrained (abc_tf.evaluation.labels)."""
-    from abc_tf.evaluation import labels, probes
+    """Probes and MINE per known label, trained against untrained (abc_tf.evaluation.label_information)."""
+    from abc_tf.evaluation import label_information, probes
 
-    result = labels.trained_vs_untrained(
-        run.config, run.encoder, labels.load_labelled(run.config),
-        labels.LabelSettings(probe_settings=settings.probe or probes.ProbeSettings(), mine_settings=settings.mine),
+    result = label_information.trained_vs_untrained(
+        run.config, run.encoder, label_information.load_labelled(run.config),
+        label_information.LabelSettings(probe_settings=settings.probe or probes.ProbeSettings(), mine_settings=settings.mine),
     )
-    return json.loads(labels.to_json(result))
+    return json.loads(label_information.to_json(result))
 
 
 def evaluate_pose(run, out_dir: str, settings) -> dict:
-    """Pose lookup and regression metrics of one run (abc_tf.evaluation.pose), optional SavedModel."""
-    from abc_tf.evaluation import pose
+    """Pose lookup and regression metrics of one run (abc_tf.evaluation.pose_accuracy), optional SavedModel."""
+    from abc_tf.evaluation import pose_accuracy
     from abc_tf.runs import export
 
-    metrics = pose.evaluate_pose_run(run.run_dir, pose_settings_from_flags(), out_dir=out_dir)
+    metrics = pose_accuracy.evaluate_pose_run(run.run_dir, pose_settings_from_flags(), out_dir=out_dir)
     for domain in metrics["domains"]:
         print(f"Pose, {domain} queries ({metrics['domains'][domain]['num_queries']} images):")
-        print(pose.format_table(metrics, domain))
+        print(pose_accuracy.format_table(metrics, domain))
     if FLAGS.pose_export_dir:
         networks = {"encoder": run.encoder, "head": run.network("head")}
         export.export_run(run.config, networks, FLAGS.pose_export_dir, dictionary_size=FLAGS.pose_dictionary_size)
@@ -155,7 +155,7 @@ def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
     """Evaluates one run directory (or the --saved_model) with its data family's evaluator."""
     from abc_tf import data
     from abc_tf.config import read_config
-    from abc_tf.evaluation import isolation
+    from abc_tf.evaluation import factor_isolation
     from abc_tf.runs.run_dir import Run, load_run
 
     if FLAGS.saved_model:
@@ -163,7 +163,7 @@ def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
         config = read_config(FLAGS.config or os.path.join(run_dir, "config.json"))
         if data.get_family(config.data).known_factors is None:
             raise ValueError(f"--saved_model is supported for data with known factors (shapes3d); {config.data} runs need --run_dir.")
-        run = Run(run_dir, config, isolation.saved_model_encoder(FLAGS.saved_model))
+        run = Run(run_dir, config, factor_isolation.saved_model_encoder(FLAGS.saved_model))
         evaluator = evaluate_factors
     else:
         run = load_run(run_dir, FLAGS.config)
@@ -176,9 +176,9 @@ def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
 
 
 def pose_settings_from_flags():
-    from abc_tf.evaluation import pose
+    from abc_tf.evaluation import pose_accuracy
 
-    settings = pose.PoseEvalSettings(
+    settings = pose_accuracy.PoseEvalSettings(
         dictionary_size=FLAGS.pose_dictionary_size, repeats=FLAGS.pose_repeats, pool_size=FLAGS.pose_pool_size,
         num_queries=FLAGS.pose_queries, query_domains=tuple(FLAGS.pose_query_domains), seed=FLAGS.sample_seed,
     )
@@ -188,7 +188,7 @@ def pose_settings_from_flags():
 
 def aggregate_seeds(seed_dirs: list[str], out_dir: str, settings) -> dict:
     """Evaluates every seed run and writes the aggregate metrics.json and violin plots."""
-    from abc_tf.evaluation import isolation, plots
+    from abc_tf.evaluation import factor_isolation, plots
 
     runs = []
     for seed_dir in seed_dirs:
@@ -198,19 +198,19 @@ def aggregate_seeds(seed_dirs: list[str], out_dir: str, settings) -> dict:
     if not all("condition" in run for run in runs):
         # Families other than shapes3d have their own per-run outputs; nothing to aggregate here.
         return {"runs": seed_dirs}
-    summary = isolation.aggregate(runs)
+    summary = factor_isolation.aggregate(runs)
     summary.update(condition=runs[0]["condition"], inactive=runs[0]["inactive"], runs=seed_dirs, sigma=runs[0]["sigma"])
     inactive = runs[0]["inactive"]
     for key, label in (("mine", "I(U; G) [nats]"), ("histogram", "I(U; G) [nats]"), ("probe_accuracy", "test accuracy")):
         if key in summary:
-            names, table = isolation.seed_table(summary, key)
+            names, table = factor_isolation.seed_table(summary, key)
             chance = [summary["chance"][n] for n in names] if key == "probe_accuracy" else None
             plots.plot_factor_distribution(
                 table, names, inactive, os.path.join(out_dir, f"seeds_{key}.png"), label,
                 title=f"{summary['condition']} ({len(runs)} seeds)", chance=chance,
             )
     if all("untrained" in run for run in runs):
-        summary["untrained"] = isolation.aggregate([run["untrained"] for run in runs])
+        summary["untrained"] = factor_isolation.aggregate([run["untrained"] for run in runs])
     _write_json(os.path.join(out_dir, "metrics.json"), summary)
     return summary
 

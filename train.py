@@ -70,7 +70,7 @@ def main(argv: list[str]) -> None:
             (base.replace(seed=base.seed + k), os.path.join(output_dir, f"seed_{k}")) for k in range(FLAGS.seeds)
         ]
         # Imported here so that --help and flag errors answer without loading TensorFlow.
-        from abc_tf import checkpoints
+        from abc_tf.runs import checkpoints
         from abc_tf.runs import config_history, training, training_logs
         from abc_tf.callbacks import evaluation_callbacks
 
@@ -120,7 +120,7 @@ def _nan_advice(error, config, run_dir: str) -> str:
 
 
 def _interrupted_message(run_dir: str) -> str:
-    from abc_tf import checkpoints
+    from abc_tf.runs import checkpoints
 
     saved = checkpoints.list_checkpoints(run_dir)
     if not saved:

@@ -25,7 +25,7 @@ from tensorboard.plugins import projector
 
 from abc_tf import data
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import histogram_mi, isolation, mine, noise, plots, probes
+from abc_tf.evaluation import factor_isolation, histogram_mi, mine, noise, plots, probes
 from abc_tf.methods.base import to_float_images
 from abc_tf.runs.run_dir import ENCODER, embed
 
@@ -243,15 +243,15 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
         raise ValueError(f"eval_every must be >= 0, got {every}.")
     if data.get_family(config.data).known_factors is None:
         return []
-    names = isolation.factor_names(config)
+    names = factor_isolation.factor_names(config)
     num_images = config.eval_images
     if num_images < 10:
         raise ValueError(f"eval_images must be at least 10, got {num_images}.")
-    images, factors = isolation.labelled_sample(config, num_images, seed=1234)
+    images, factors = factor_isolation.labelled_sample(config, num_images, seed=1234)
     return [
         FactorIsolationCallback(
             images, factors, names, config.length_scale, os.path.join(run_dir, "logs", LOG_SUBDIR), every,
-            inactive=isolation.inactive_names(config), num_classes=isolation.factor_sizes(config), seed=config.seed,
+            inactive=factor_isolation.inactive_names(config), num_classes=factor_isolation.factor_sizes(config), seed=config.seed,
             projector_points=min(num_images, 1024),
         )
     ]

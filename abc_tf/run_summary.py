@@ -21,7 +21,7 @@ import numpy as np
 from abc_tf import data
 from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
 from abc_tf.data.family import quantile_bins
-from abc_tf.evaluation import labels, mine, plots, probes
+from abc_tf.evaluation import label_information, mine, plots, probes
 from abc_tf.runs.run_dir import embed
 
 SUMMARY_JSON = "isolation_summary.json"
@@ -172,7 +172,7 @@ def label_summary(config, encoder, step: int, num_images: int = 512, seed: int =
     epfl_cars, folders with a labels.csv): cheap probes and MINE per label, as the callback
     measures, on up to ``num_images`` of the data set's images. None when no label varies
     within a group (folders without label columns)."""
-    grouped = labels.load_labelled(config)
+    grouped = label_information.load_labelled(config)
     inactive = grouping_labels(grouped)
     if set(grouped.labels) <= set(inactive):
         return None
@@ -181,7 +181,7 @@ def label_summary(config, encoder, step: int, num_images: int = 512, seed: int =
         grouped, images=grouped.images[rows], groups=grouped.groups[rows], files=[grouped.files[i] for i in rows],
         labels={name: values[rows] for name, values in grouped.labels.items()}, attributes={},
     )
-    scores = labels.label_information(
+    scores = label_information.label_information(
         embed(encoder, sample.images), sample, config.length_scale,
         probe_settings=CHEAP_PROBES, mine_settings=CHEAP_MINE, seed=seed,
     )

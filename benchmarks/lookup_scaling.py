@@ -6,7 +6,7 @@ similarity (cosine); no images, no trained model.
 - ``lookup_pose``: a real SavedModel written by ``abc_tf.runs.export.export_pose`` with an encoder
   that only flattens its [1, 1, 64] "images", so a call is the dictionary search and nothing
   else; calls of 1 image (serving one at a time) and of 256.
-- ``nearest_neighbours`` (abc_tf.evaluation.pose): exact top-1 by chunks of queries, 256 queries.
+- ``nearest_neighbours`` (abc_tf.evaluation.pose_accuracy): exact top-1 by chunks of queries, 256 queries.
 - ``lookup_evaluation``: 500 queries (the procedural test set), 50 random dictionaries of N
   drawn from a pool of 4N (``PoseEvalSettings``' default pool), as ``evaluate.py`` runs it.
 
@@ -40,7 +40,7 @@ from scipy.spatial.transform import Rotation  # noqa: E402
 from abc_tf.runs import export  # noqa: E402
 from abc_tf.config import get_preset  # noqa: E402
 from abc_tf import lookup  # noqa: E402
-from abc_tf.evaluation import pose  # noqa: E402
+from abc_tf.evaluation import pose_accuracy  # noqa: E402
 from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish  # noqa: E402
 
 BATCH = 256
@@ -131,7 +131,7 @@ def measure(size: int, dim: int, similarity: str, seconds: float) -> dict:
     pool = np.concatenate([keys, rng.normal(size=((POOL_FACTOR - 1) * size, dim)).astype(np.float32)])
     pool_rotations = Rotation.random(len(pool), random_state=1).as_matrix()
     query_rotations = Rotation.random(EVAL_QUERIES, random_state=2).as_matrix()
-    call = lambda: pose.lookup_evaluation(  # noqa: E731
+    call = lambda: pose_accuracy.lookup_evaluation(  # noqa: E731
         queries[:EVAL_QUERIES], query_rotations, pool, pool_rotations, similarity, size, REPEATS, seed=0
     )
     start = time.perf_counter()

@@ -9,7 +9,7 @@
 2. Trains the ``folders`` preset (S6 encoder, negative l2, lr 3e-4, double augmentation with
    contrast, saturation and crop) on it, shortened for a CPU.
 3. Measures, per factor, probe accuracy and MINE mutual information of the trained and of the
-   untrained encoder (``abc_tf.evaluation.labels``) at two noise scales: sigma = the length
+   untrained encoder (``abc_tf.evaluation.label_information``) at two noise scales: sigma = the length
    scale (what the loss sees), and sigma = ``--relative_sigma`` times each embedding's own
    spread (the untrained embeddings are ~1000x smaller than the length scale, so only this
    second measurement says what the untrained features hold).
@@ -90,7 +90,7 @@ def main() -> None:
 
     from abc_tf.runs import training
     from abc_tf.config import get_preset
-    from abc_tf.evaluation import labels, mine, probes
+    from abc_tf.evaluation import label_information, mine, probes
 
     folder = os.path.join(args.output_dir, "folder")
     run_dir = os.path.join(args.output_dir, "run")
@@ -112,14 +112,14 @@ def main() -> None:
     print(f"trained {args.steps} steps in {train_seconds:.0f} s", flush=True)
 
     start = time.time()
-    grouped = labels.load_labelled(config)
+    grouped = label_information.load_labelled(config)
     measurements = {}
     for key, noise in (("sigma_length_scale", {}), ("sigma_relative", {"relative_sigma": args.relative_sigma})):
-        measurements[key] = labels.trained_vs_untrained(
+        measurements[key] = label_information.trained_vs_untrained(
             config,
             result.encoder,
             grouped,
-            labels.LabelSettings(
+            label_information.LabelSettings(
                 names=("group", *FACTORS),
                 probe_settings=probes.ProbeSettings(epochs=args.probe_epochs),
                 mine_settings=mine.MineSettings(steps=args.mine_steps, eval_samples=25_600, chunk_steps=500),
@@ -130,12 +130,12 @@ def main() -> None:
     history = {key: [float(v) for v in values] for key, values in result.history.items()}
     with open(os.path.join(args.output_dir, "results.json"), "w") as handle:
         json.dump({"config": json.loads(config.to_json()), "history": history, "train_seconds": train_seconds,
-                   "labels": {k: json.loads(labels.to_json(v)) for k, v in measurements.items()}}, handle, indent=2)
+                   "labels": {k: json.loads(label_information.to_json(v)) for k, v in measurements.items()}}, handle, indent=2)
     text = (
         f"Final training loss {history['loss'][-1]:.3f}, cycle accuracy {history['cycle_accuracy'][-1]:.3f}.\n\n"
-        f"Noise sigma = length scale ({config.length_scale:g}):\n\n{labels.markdown_table(measurements['sigma_length_scale'])}\n\n"
+        f"Noise sigma = length scale ({config.length_scale:g}):\n\n{label_information.markdown_table(measurements['sigma_length_scale'])}\n\n"
         f"Noise sigma = {args.relative_sigma:g} x each embedding's spread:\n\n"
-        f"{labels.markdown_table(measurements['sigma_relative'])}\n"
+        f"{label_information.markdown_table(measurements['sigma_relative'])}\n"
     )
     with open(os.path.join(args.output_dir, "results.md"), "w") as handle:
         handle.write(text)

@@ -4,7 +4,7 @@
 
 Writes ``retrieval.png`` (retrieval grids, untrained | trained), ``pca.png`` (PCA of the test
 embeddings with thumbnails, held-out digit below) and ``mnist_metrics.json`` (style R^2,
-digit probes, PCA variance; see ``abc_tf.evaluation.retrieval.evaluate_mnist_run``).
+digit probes, PCA variance; see ``abc_tf.evaluation.mnist_style.evaluate_mnist_run``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def main(argv: list[str]) -> None:
             raise ValueError("--run_dir is required.")
         from abc_tf.config import ExperimentConfig
         from abc_tf.runs.run_dir import CONFIG_FILE
-        from abc_tf.evaluation import retrieval
+        from abc_tf.evaluation import mnist_style
 
         config_path = os.path.join(FLAGS.run_dir, CONFIG_FILE)
         if not os.path.isfile(config_path):
@@ -43,7 +43,7 @@ def main(argv: list[str]) -> None:
         if FLAGS.data_path:
             config = config.replace(data_source="auto", data_path=FLAGS.data_path)
         out_dir = FLAGS.out_dir or os.path.join(FLAGS.run_dir, "mnist_style")
-        metrics = retrieval.evaluate_mnist_run(
+        metrics = mnist_style.evaluate_mnist_run(
             FLAGS.run_dir, config, out_dir, probe_epochs=FLAGS.probe_epochs, seed=FLAGS.seed
         )
     except ValueError as error:
@@ -58,7 +58,7 @@ def main(argv: list[str]) -> None:
         for name in ("untrained", "trained")
     }
     print(json.dumps(summary, indent=2))
-    print(f"Figures and {retrieval.METRICS_FILE} in {out_dir}")
+    print(f"Figures and {mnist_style.METRICS_FILE} in {out_dir}")
 
 
 if __name__ == "__main__":

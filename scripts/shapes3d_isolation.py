@@ -4,7 +4,7 @@
 
 Trains, one process and one run at a time, every condition of Fig. 3c on the procedural
 Shapes3D (train.py's library path, ``abc_tf.runs.training.train``), evaluates each run with
-``abc_tf.evaluation.isolation`` on one shared labelled sample, and writes
+``abc_tf.evaluation.factor_isolation`` on one shared labelled sample, and writes
 
 - ``<output_dir>/<condition>/seed_<k>/`` run directories with ``metrics.json``;
 - ``<output_dir>/summary.json`` (mean, std and per-seed values per condition and factor) and
@@ -115,9 +115,9 @@ def train_run(condition: str, config, run_dir: str):
 
 
 def settings():
-    from abc_tf.evaluation import isolation, mine, probes
+    from abc_tf.evaluation import factor_isolation, mine, probes
 
-    return isolation.IsolationSettings(
+    return factor_isolation.IsolationSettings(
         num_images=FLAGS.num_images,
         mine=mine.MineSettings(
             learning_rate=FLAGS.mine_learning_rate, steps=FLAGS.mine_steps, eval_samples=FLAGS.mine_eval_samples
@@ -129,7 +129,7 @@ def settings():
 def run_condition(condition: str, seed: int, sample) -> dict:
     import numpy as np
 
-    from abc_tf.evaluation import isolation, mine, noise
+    from abc_tf.evaluation import factor_isolation, mine, noise
     from abc_tf.runs.run_dir import embed
 
     label, overrides = CONDITIONS[condition]
@@ -143,7 +143,7 @@ def run_condition(condition: str, seed: int, sample) -> dict:
     encoder = train_run(condition, config, run_dir)
     trained = time.time()
     figures = os.path.join(FLAGS.figures_dir, "runs", f"{condition}_seed{seed}") if seed == 0 else None
-    metrics = isolation.evaluate_encoder(encoder, config, settings(), figures, sample, title=label)
+    metrics = factor_isolation.evaluate_encoder(encoder, config, settings(), figures, sample, title=label)
     metrics["condition"] = label
     if seed == 0 and condition in SWEEP_CONDITIONS and FLAGS.num_sigmas:
         embeddings = embed(encoder, sample[0]).astype(np.float64)
@@ -170,12 +170,12 @@ def summarise(results: dict[str, list[dict]]) -> dict:
     import numpy as np
 
     from abc_tf.data.shapes3d import FACTOR_NAMES
-    from abc_tf.evaluation import isolation, plots
+    from abc_tf.evaluation import factor_isolation, plots
 
     names = list(FACTOR_NAMES)
     summary = {}
     for condition, runs in results.items():
-        entry = isolation.aggregate(runs)
+        entry = factor_isolation.aggregate(runs)
         entry["label"] = CONDITIONS[condition][0]
         entry["inactive"] = runs[0]["inactive"]
         entry["spread"] = float(np.mean([run["spread"] for run in runs]))
@@ -187,7 +187,7 @@ def summarise(results: dict[str, list[dict]]) -> dict:
         ("mine", "I(U+noise; G) [nats]", "conditions_mine.png"),
         ("probe_accuracy", "probe accuracy", "conditions_probes.png"),
     ):
-        table = {label: isolation.seed_table(summary[c], key)[1] for label, c in labels.items()}
+        table = {label: factor_isolation.seed_table(summary[c], key)[1] for label, c in labels.items()}
         chance = [summary[next(iter(summary))]["chance"][n] for n in names] if key == "probe_accuracy" else None
         plots.plot_conditions(
             table, names, {label: summary[c]["inactive"] for label, c in labels.items()},
@@ -232,13 +232,13 @@ def markdown(summary: dict) -> str:
 
 def main(argv) -> None:
     del argv
-    from abc_tf.evaluation import isolation
+    from abc_tf.evaluation import factor_isolation
 
     conditions = FLAGS.conditions or list(CONDITIONS)
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
         raise app.UsageError(f"Unknown conditions {unknown}; known: {', '.join(CONDITIONS)}.")
-    sample = isolation.labelled_sample(base_config(), FLAGS.num_images, seed=1234)
+    sample = factor_isolation.labelled_sample(base_config(), FLAGS.num_images, seed=1234)
     results = {}
     for condition in conditions:
         results[condition] = [run_condition(condition, seed, sample) for seed in range(FLAGS.seeds)]

@@ -71,7 +71,7 @@ def main(argv) -> None:
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed, load_run
     from abc_tf.data.shapes3d import FACTOR_NAMES
-    from abc_tf.evaluation import histogram_mi, isolation, noise, plots
+    from abc_tf.evaluation import factor_isolation, histogram_mi, noise, plots
 
     names = list(FACTOR_NAMES)
     temperatures = [float(t) for t in FLAGS.temperatures]
@@ -81,7 +81,7 @@ def main(argv) -> None:
         steps=FLAGS.steps, log_every=FLAGS.steps, learning_rate=FLAGS.learning_rate, embedding_dim=FLAGS.embedding_dim,
         inactive_factors=FLAGS.inactive_factors, seed=FLAGS.seed, mixed_precision=True,
     )
-    images, factors = isolation.labelled_sample(base, FLAGS.num_images, seed=1234)
+    images, factors = factor_isolation.labelled_sample(base, FLAGS.num_images, seed=1234)
     panels, records = [], []
     for tau in temperatures:
         config = base.replace(name=f"shapes3d_tau{tau:g}", temperature=tau)
@@ -96,7 +96,7 @@ def main(argv) -> None:
         sigmas = noise.sigma_grid(embeddings, length_scale, FLAGS.num_sigmas, below=30.0, above=5.0)
         values = histogram_mi.histogram_sigma_sweep(embeddings, factors, sigmas, seed=FLAGS.seed, repeats=FLAGS.noise_repeats)
         decay = {n: half_decay_sigma(sigmas, values[:, i]) for i, n in enumerate(names)}
-        inactive = isolation.inactive_names(config)
+        inactive = factor_isolation.inactive_names(config)
         record = {
             "temperature": tau, "length_scale": length_scale, "spread": noise.spread(embeddings),
             "sigmas": sigmas.tolist(), "values": values.tolist(), "half_decay_sigma": decay,

@@ -19,7 +19,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from abc_tf import checkpoints
+from abc_tf.runs import checkpoints
 from abc_tf.data import image_files, labels_csv, mnist_formats
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -1,4 +1,4 @@
-"""abc_tf.checkpoints: atomic writes, pruning, fallback past a damaged checkpoint, several optimizers."""
+"""abc_tf.runs.checkpoints: atomic writes, pruning, fallback past a damaged checkpoint, several optimizers."""
 
 import os
 import shutil
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import checkpoints
+from abc_tf.runs import checkpoints
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -89,7 +89,7 @@ KILLED_SAVE = textwrap.dedent(
     """
     import os, signal, sys
     import keras, numpy as np
-    from abc_tf import checkpoints
+    from abc_tf.runs import checkpoints
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
@@ -200,7 +200,7 @@ FILE_SIZE_LIMIT = textwrap.dedent(
     """
     import resource, signal, sys
     import keras, numpy as np
-    from abc_tf import checkpoints
+    from abc_tf.runs import checkpoints
     model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(512), keras.layers.Dense(1)])
     model.compile(optimizer="adam", loss="mse")
     model.fit(np.ones((8, 64)), np.ones((8, 1)), verbose=0)
@@ -232,7 +232,7 @@ def test_a_write_that_fails_inside_tensorflow_is_a_clear_error_that_keeps_the_ol
 
 class TwoNetworks(keras.Model):
     """A GAN-shaped model: two networks, each updated by its own Adam (the discriminator's on a
-    decaying learning rate, twice per step), following the rules of abc_tf.checkpoints."""
+    decaying learning rate, twice per step), following the rules of abc_tf.runs.checkpoints."""
 
     def __init__(self, seed: int, build: bool = True):
         super().__init__()

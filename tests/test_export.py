@@ -14,7 +14,7 @@ import tensorflow as tf
 import models
 from abc_tf import geometry, losses
 from abc_tf.runs import export
-from abc_tf.evaluation import pose
+from abc_tf.runs.run_dir import embed
 from models import pose_head
 
 IMAGE_SHAPE = (16, 16, 3)
@@ -58,7 +58,7 @@ def exported(tmp_path_factory):
     images = rng.integers(0, 256, (40, *IMAGE_SHAPE), dtype=np.uint8)
     euler = np.stack([rng.uniform(0, 2 * np.pi, 40), rng.uniform(-0.5, 0.5, 40), rng.uniform(-1, 1, 40)], -1)
     path = str(tmp_path_factory.mktemp("export") / "pose_model")
-    export.export_pose(encoder, path, pose.embed(encoder, images), euler, "cosine", head=head)
+    export.export_pose(encoder, path, embed(encoder, images), euler, "cosine", head=head)
     return path, encoder, head, images, euler
 
 
@@ -75,7 +75,7 @@ def test_saved_model_in_a_fresh_process_matches_keras(exported, tmp_path):
     )
     served = dict(np.load(tmp_path / "outputs.npz"))
 
-    embeddings = pose.embed(encoder, queries)
+    embeddings = embed(encoder, queries)
     angles = pose_head.decode_angles(head(embeddings)).numpy()
     for suffix in ("", "_uint8"):
         np.testing.assert_allclose(served[f"embed{suffix}/embeddings"], embeddings, rtol=1e-5, atol=1e-5)

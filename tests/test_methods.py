@@ -16,9 +16,9 @@ import keras
 import numpy as np
 import pytest
 
-import evaluate
 import models
-from abc_tf import checkpoints, data, methods
+from abc_tf import data, methods
+from abc_tf.runs import checkpoints
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import build_encoder
 from abc_tf.runs import training
@@ -138,13 +138,20 @@ def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluato
                          log_every=2, inactive_factors="wall_hue")
     run_dir = str(tmp_path / "run")
     training.train(config, run_dir, verbose=0)
-    argv = ["evaluate.py", f"--run_dir={run_dir}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16",
-            "--mine_eval_samples=256", "--probe_epochs=0"]
-    evaluate.FLAGS(argv)
-    try:
-        evaluate.main(argv[:1])
-    finally:
-        evaluate.FLAGS.unparse_flags()
+    # evaluate.py as a user runs it, in a process where the method is registered as a user would.
+    script = textwrap.dedent("""
+        import sys
+        from absl import app
+        from abc_tf import methods
+        methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"
+        import evaluate
+        app.run(evaluate.main)
+    """)
+    flags = [f"--run_dir={run_dir}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16",
+             "--mine_eval_samples=256", "--probe_epochs=0"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TESTS_DIR, ROOT]), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    completed = subprocess.run([sys.executable, "-c", script, *flags], env=env, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-2000:]
     metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
     assert metrics["inactive"] == ["wall_hue"] and len(metrics["mine"]) == 6
     assert metrics["config"]["method"] == "two_network"

@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 from abc_tf import geometry, losses
-from abc_tf.data import sets
+from abc_tf.data import groups
 from abc_tf import lookup
-from abc_tf.evaluation import pose
+from abc_tf.evaluation import pose_accuracy
 
 RNG = np.random.default_rng(0)
 
@@ -32,11 +32,11 @@ def test_tiled_nearest_neighbours_agree_with_the_full_matrix(similarity):
 
 
 def test_tiled_lookup_evaluation_matches_one_matrix_for_all_queries(monkeypatch):
-    monkeypatch.setattr(pose, "QUERIES_PER_TILE", 7)  # 5 query chunks by 4 key blocks of 250 // 7 = 35
+    monkeypatch.setattr(lookup, "QUERIES_PER_TILE", 7)  # 5 query chunks by 4 key blocks of 250 // 7 = 35
     queries, pool = RNG.normal(size=(30, 8)), RNG.normal(size=(120, 8))
     query_rotations = geometry.euler_to_matrix(RNG.uniform(-1, 1, size=(30, 3)))
     pool_rotations = geometry.euler_to_matrix(RNG.uniform(-1, 1, size=(120, 3)))
-    chunked = pose.lookup_evaluation(
+    chunked = pose_accuracy.lookup_evaluation(
         queries, query_rotations, pool, pool_rotations, dictionary_size=50, repeats=4, seed=3, max_elements=250
     )
     # Reference: the whole [Q, P] matrix at once, dictionaries drawn by the same seeded generator.
@@ -45,16 +45,16 @@ def test_tiled_lookup_evaluation_matches_one_matrix_for_all_queries(monkeypatch)
     for repeat in range(4):
         members = rng.choice(120, size=50, replace=False)  # the unchunked code, as it was
         neighbour = members[np.argmax(scores[:, members], axis=1)]
-        expected = pose.error_metrics(pool_rotations[neighbour], query_rotations)
+        expected = pose_accuracy.error_metrics(pool_rotations[neighbour], query_rotations)
         for name, value in expected.items():
             assert chunked.per_dictionary[name][repeat] == pytest.approx(value)
 
 
 def test_sample_distinct_from_a_huge_population_stays_small():
     # count^2 > population (the birthday regime) with a population far above the key cap.
-    population = np.array([sets._MAX_KEY_WIDTH * 64, 5000])
+    population = np.array([groups._MAX_KEY_WIDTH * 64, 5000])
     tracemalloc.start()
-    draws = sets.sample_distinct(np.random.default_rng(0), population, 3000)
+    draws = groups.sample_distinct(np.random.default_rng(0), population, 3000)
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 10e6  # ranking one key per value would take ~1 GB here

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import checkpoints, data
-from abc_tf.runs import training
+from abc_tf import data
+
+from abc_tf.runs import checkpoints
+from abc_tf.runs import config_history, training, training_logs
 from abc_tf.config import ExperimentConfig
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -74,7 +76,7 @@ def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_good_checkpoin
     good = keras.models.load_model(os.path.join(run_dir, "encoder.keras")).get_weights()
     # Huge learning rate at a tiny temperature diverges.
     diverging = TOY.replace(learning_rate=1e9, temperature=1e-3, seed=4)
-    with pytest.raises(training.NonFiniteLossError, match="The loss became nan at step .*no checkpoint had been written"):
+    with pytest.raises(training_logs.NonFiniteLossError, match="The loss became nan at step .*no checkpoint had been written"):
         training.train(diverging, str(tmp_path / "bad"), verbose=0)
     assert checkpoints.list_checkpoints(str(tmp_path / "bad")) == []
     assert all(np.all(np.isfinite(w)) for w in good)
@@ -99,7 +101,7 @@ class PoisonWeightsAt(keras.callbacks.Callback):
 def test_a_loss_turning_nan_mid_run_keeps_the_checkpoints_before_it(tmp_path):
     run_dir = str(tmp_path / "run")
     config = TOY.replace(keep_checkpoints=3)
-    with pytest.raises(training.NonFiniteLossError, match="The loss became nan at step 26"):
+    with pytest.raises(training_logs.NonFiniteLossError, match="The loss became nan at step 26"):
         training.train(config, run_dir, callbacks=[PoisonWeightsAt(25)], verbose=0)
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20]
     model = training.build_model(config)
@@ -111,7 +113,7 @@ def test_a_loss_turning_nan_mid_run_keeps_the_checkpoints_before_it(tmp_path):
         training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0)
     result = training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0, allow_changes=["learning_rate"])
     assert result.final_step == 40 and result.history["learning_rate"] == pytest.approx([1e-4, 1e-4])
-    history = json.load(open(os.path.join(run_dir, training.CONFIG_HISTORY_FILE)))
+    history = json.load(open(os.path.join(run_dir, config_history.CONFIG_HISTORY_FILE)))
     assert history[-1]["step"] == 20 and history[-1]["changed"] == {"learning_rate": {"old": 1e-3, "new": 1e-4}}
 
 
@@ -157,7 +159,7 @@ def test_raising_steps_extends_a_finished_run(tmp_path):
     assert result.final_step == 30
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [20, 30]
     assert result.history["learning_rate"] == pytest.approx([5e-4])  # the schedule continues: halved at step 20
-    history = json.load(open(os.path.join(run_dir, training.CONFIG_HISTORY_FILE)))
+    history = json.load(open(os.path.join(run_dir, config_history.CONFIG_HISTORY_FILE)))
     assert history[-1]["changed"] == {"steps": {"old": 20, "new": 30}}
     with pytest.raises(ValueError, match="--steps=10 is below the step of .* newest checkpoint \\(30\\)"):
         training.train(config.replace(steps=10), run_dir, verbose=0)
@@ -188,7 +190,8 @@ def test_a_full_disk_stops_with_a_clear_message_and_keeps_the_older_checkpoints(
 RESUMABLE_RUN = textwrap.dedent(
     """
     import sys
-    from abc_tf import checkpoints, data
+    from abc_tf import data
+    from abc_tf.runs import checkpoints
     from abc_tf.runs import training
     from abc_tf.config import ExperimentConfig
     data.DATA_FAMILIES["toy"] = "toy_family"

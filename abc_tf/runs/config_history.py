@@ -13,7 +13,7 @@ import os
 from typing import Sequence
 
 from abc_tf.config import ExperimentConfig, read_config
-from abc_tf import checkpoints
+from abc_tf.runs import checkpoints
 from abc_tf.runs.run_dir import CONFIG_FILE
 
 # Settings a run may change between two of its checkpoints (--allow_config_change): they shape

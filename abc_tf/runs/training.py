@@ -9,7 +9,7 @@ The trainer knows no family or method by name: it reads their declarations
   logs/train/        TensorBoard scalars (every ``train_step`` log, learning rate) every
                      ``log_every`` steps, written against the optimizer step
   checkpoints/       model and optimizer state every ``log_every`` steps, written atomically,
-                     the newest ``keep_checkpoints`` kept (abc_tf.checkpoints): the same command
+                     the newest ``keep_checkpoints`` kept (abc_tf.runs.checkpoints): the same command
                      resumes a killed run from the newest
   <network>.keras    the method's networks (abc_tf.runs.run_dir): encoder.keras always
   saved_model/       SavedModel with the ``embed`` signatures (abc_tf.runs.export); families
@@ -30,11 +30,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from abc_tf import checkpoints, data, methods
+from abc_tf import data, methods
+
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import DataFamily
 from abc_tf.methods.base import Method, MethodModel, is_multi_worker
-from abc_tf.runs import config_history, export
+from abc_tf.runs import checkpoints, config_history, export
 from abc_tf.runs.run_dir import ENCODER, SAVED_MODEL_DIR, network_file
 from abc_tf.runs.training_logs import IntervalLogger, StopOnNonFiniteLoss
 

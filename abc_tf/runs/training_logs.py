@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from abc_tf import checkpoints
+from abc_tf.runs import checkpoints
 
 class RunStopped(RuntimeError):
     """Training stopped on a problem that is not a bad flag (NaN loss, full disk); the message

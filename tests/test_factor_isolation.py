@@ -1,4 +1,4 @@
-"""Factor-isolation glue (abc_tf.evaluation.isolation) and evaluate.py on a tiny run."""
+"""Factor-isolation glue (abc_tf.evaluation.factor_isolation) and evaluate.py on a tiny run."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import isolation, mine, probes
+from abc_tf.evaluation import factor_isolation, mine, probes
 from abc_tf.runs.run_dir import seed_run_dirs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = isolation.IsolationSettings(
+TINY = factor_isolation.IsolationSettings(
     num_images=64,
     mine=mine.MineSettings(steps=20, batch_size=32, eval_samples=512),
     probe=probes.ProbeSettings(epochs=1, batch_size=32),
@@ -24,20 +24,20 @@ TINY = isolation.IsolationSettings(
 
 
 def test_inactive_names_and_labels_follow_the_config():
-    assert isolation.inactive_names(ExperimentConfig(inactive_factors="0,2")) == ("floor_hue", "wall_hue")
-    assert isolation.inactive_names(ExperimentConfig(inactive_factors="none")) == ()
+    assert factor_isolation.inactive_names(ExperimentConfig(inactive_factors="0,2")) == ("floor_hue", "wall_hue")
+    assert factor_isolation.inactive_names(ExperimentConfig(inactive_factors="none")) == ()
     baseline = ExperimentConfig(augmentation_baseline=True)
-    assert set(isolation.inactive_names(baseline)) == set(isolation.HUE_FACTORS)
-    assert isolation.condition_label(ExperimentConfig(curate_both_sets=False)) == "wall_hue inactive, set B unconstrained"
+    assert set(factor_isolation.inactive_names(baseline)) == set(factor_isolation.HUE_FACTORS)
+    assert factor_isolation.condition_label(ExperimentConfig(curate_both_sets=False)) == "wall_hue inactive, set B unconstrained"
     with pytest.raises(ValueError, match="no labelled factor sample"):
-        isolation.factor_names(ExperimentConfig(data="folders"))
+        factor_isolation.factor_names(ExperimentConfig(data="folders"))
 
 
 def test_evaluate_embeddings_writes_metrics_and_figures(tmp_path):
     rng = np.random.default_rng(0)
     factors = np.stack([rng.integers(0, 4, 400), rng.integers(0, 3, 400)], axis=1)
     embeddings = np.stack([factors[:, 0] * 3.0, np.zeros(400)], axis=1) + 0.01 * rng.normal(size=(400, 2))
-    metrics = isolation.evaluate_embeddings(
+    metrics = factor_isolation.evaluate_embeddings(
         embeddings, factors, ["a", "b"], 0.1, TINY, inactive=["b"], num_classes=[4, 3], out_dir=str(tmp_path)
     )
     assert set(metrics["mine"]) == {"a", "b"} and set(metrics["probe"]) == {"a", "b"}
@@ -55,11 +55,11 @@ def test_aggregate_and_seed_dirs(tmp_path):
         {"mine": {"a": 1.0, "b": 0.0}, "probe": {"a": {"accuracy": 0.9, "chance": 0.25}, "b": {"accuracy": 0.3, "chance": 0.5}}},
         {"mine": {"a": 3.0, "b": 0.0}, "probe": {"a": {"accuracy": 0.7, "chance": 0.25}, "b": {"accuracy": 0.5, "chance": 0.5}}},
     ]
-    summary = isolation.aggregate(runs)
+    summary = factor_isolation.aggregate(runs)
     assert summary["num_runs"] == 2
     assert summary["mine"]["a"] == {"mean": 2.0, "std": 1.0, "values": [1.0, 3.0]}
     assert summary["probe_accuracy"]["b"]["mean"] == pytest.approx(0.4)
-    names, table = isolation.seed_table(summary, "mine")
+    names, table = factor_isolation.seed_table(summary, "mine")
     assert names == ["a", "b"] and table.shape == (2, 2)
     for k in (10, 2):
         os.makedirs(tmp_path / f"seed_{k}")

@@ -301,7 +301,7 @@ def _misfit(prefix: str, error: Exception) -> ValueError:
     return ValueError(
         f"Checkpoint {prefix} does not fit the model ({_first_line(error)}). A model with several optimizers "
         "must keep each as an attribute and define optimizer_variables(optimizer), and build them that way "
-        "before training (abc_tf.checkpoints); otherwise the run directory belongs to another model."
+        "before training (abc_tf.runs.checkpoints); otherwise the run directory belongs to another model."
     )
 
 

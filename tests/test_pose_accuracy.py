@@ -13,7 +13,7 @@ from abc_tf import data, geometry
 from abc_tf.runs import training
 from abc_tf.config import ExperimentConfig
 from abc_tf import lookup
-from abc_tf.evaluation import pose
+from abc_tf.evaluation import pose_accuracy
 from abc_tf.runs.run_dir import embed, load_run, network_file
 from models import pose_head
 
@@ -143,13 +143,13 @@ def test_geodesic_error_equals_the_arccos_formula_and_is_symmetric():
 
 def test_flip_invariance_and_metrics():
     errors = np.array([10.0, 20.0, 170.0, 40.0])
-    np.testing.assert_allclose(pose.flip_invariant(errors), [10, 20, 10, 40])
-    metrics = pose.pose_metrics(errors, thresholds_deg=(30, 15))
+    np.testing.assert_allclose(pose_accuracy.flip_invariant(errors), [10, 20, 10, 40])
+    metrics = pose_accuracy.pose_metrics(errors, thresholds_deg=(30, 15))
     assert metrics == {"median_error_deg": 30.0, "acc_at_30": 0.5, "acc_at_15": 0.25}
-    flipped = pose.pose_metrics(pose.flip_invariant(errors))
+    flipped = pose_accuracy.pose_metrics(pose_accuracy.flip_invariant(errors))
     assert flipped["median_error_deg"] == 15.0 and flipped["acc_at_30"] == 0.75
     with pytest.raises(ValueError, match="at least one error"):
-        pose.pose_metrics([])
+        pose_accuracy.pose_metrics([])
 
 
 # ----------------------------------------------------------------------------- lookup
@@ -159,7 +159,7 @@ def test_lookup_on_a_dictionary_that_contains_the_queries_has_zero_error():
     euler = random_euler(200)
     embeddings = RNG.normal(size=(200, 16))
     rotations = geometry.euler_to_matrix(euler)
-    result = pose.lookup_evaluation(embeddings[:50], rotations[:50], embeddings, rotations, dictionary_size=200, repeats=3)
+    result = pose_accuracy.lookup_evaluation(embeddings[:50], rotations[:50], embeddings, rotations, dictionary_size=200, repeats=3)
     summary = result.summary()
     assert summary["median_error_deg"] == {"mean": 0.0, "std": 0.0, "sem": 0.0}
     assert summary["acc_at_30"]["mean"] == 1.0 and summary["flip_acc_at_30"]["mean"] == 1.0
@@ -170,13 +170,13 @@ def test_lookup_draws_seeded_random_dictionaries():
     rotations = geometry.euler_to_matrix(random_euler(300))
     embeddings = RNG.normal(size=(300, 8))
     queries = RNG.normal(size=(40, 8))
-    run = lambda seed: pose.lookup_evaluation(
+    run = lambda seed: pose_accuracy.lookup_evaluation(
         queries, rotations[:40], embeddings, rotations, dictionary_size=100, repeats=6, seed=seed
     ).per_dictionary["median_error_deg"]
     np.testing.assert_array_equal(run(1), run(1))
     assert len(np.unique(run(1))) > 1  # the dictionaries differ
     with pytest.raises(ValueError, match="dictionary_size must lie in 1..300"):
-        pose.lookup_evaluation(queries, rotations[:40], embeddings, rotations, dictionary_size=301)
+        pose_accuracy.lookup_evaluation(queries, rotations[:40], embeddings, rotations, dictionary_size=301)
 
 
 def test_nearest_neighbour_ranks_by_the_training_similarity():
@@ -191,7 +191,7 @@ def test_nearest_neighbour_ranks_by_the_training_similarity():
 
 def test_backbone_features_come_from_the_last_feature_map():
     encoder = models.build("s4", embedding_dim=8, input_shape=(16, 16, 3))
-    backbone = pose.backbone_model(encoder)
+    backbone = pose_accuracy.backbone_model(encoder)
     # 16 -> 14 -> 12 -> 5 -> 3 -> 1: conv5 gives 1 x 1 x 32.
     assert backbone.output_shape == (None, 32)
     images = RNG.uniform(size=(2, 16, 16, 3)).astype(np.float32)
@@ -313,17 +313,17 @@ def test_a_regression_run_saves_its_head_and_evaluates(tmp_path, toy_pose_family
     saved = tf.saved_model.load(os.path.join(run_dir, "saved_model"))
     assert {"embed", "lookup_pose", "regress_pose", "regress_pose_uint8"} <= set(saved.signatures)
 
-    settings = pose.PoseEvalSettings(dictionary_size=30, repeats=4, pool_size=60, query_domains=("real", "synthetic"))
-    results = pose.evaluate_pose_run(run_dir, settings)
-    assert json.load(open(os.path.join(run_dir, pose.POSE_METRICS_FILE)))["settings"]["pool_size"] == 60
+    settings = pose_accuracy.PoseEvalSettings(dictionary_size=30, repeats=4, pool_size=60, query_domains=("real", "synthetic"))
+    results = pose_accuracy.evaluate_pose_run(run_dir, settings)
+    assert json.load(open(os.path.join(run_dir, pose_accuracy.POSE_METRICS_FILE)))["settings"]["pool_size"] == 60
     rows = results["domains"]["real"]["rows"]
-    assert list(rows) == [pose.ROW_UNTRAINED, pose.ROW_BACKBONE, pose.ROW_LOOKUP, pose.ROW_REGRESSION]
-    assert results["embedding_dims"][pose.ROW_BACKBONE] == 32
-    for name in (pose.ROW_UNTRAINED, pose.ROW_BACKBONE, pose.ROW_LOOKUP):
+    assert list(rows) == [pose_accuracy.ROW_UNTRAINED, pose_accuracy.ROW_BACKBONE, pose_accuracy.ROW_LOOKUP, pose_accuracy.ROW_REGRESSION]
+    assert results["embedding_dims"][pose_accuracy.ROW_BACKBONE] == 32
+    for name in (pose_accuracy.ROW_UNTRAINED, pose_accuracy.ROW_BACKBONE, pose_accuracy.ROW_LOOKUP):
         assert 0 <= rows[name]["median_error_deg"]["mean"] <= 180
         assert rows[name]["flip_median_error_deg"]["mean"] <= rows[name]["median_error_deg"]["mean"]
-    assert 0 <= rows[pose.ROW_REGRESSION]["acc_at_30"] <= 1
-    assert "| trained encoder (lookup) |" in pose.format_table(results, "synthetic")
+    assert 0 <= rows[pose_accuracy.ROW_REGRESSION]["acc_at_30"] <= 1
+    assert "| trained encoder (lookup) |" in pose_accuracy.format_table(results, "synthetic")
 
 
 def test_an_empty_head_file_gives_one_line_naming_it(tmp_path):
@@ -339,4 +339,4 @@ def test_an_empty_head_file_gives_one_line_naming_it(tmp_path):
 
 def test_pose_evaluation_refuses_other_runs(tmp_path):
     with pytest.raises(ValueError, match="is not a finished training run"):
-        pose.evaluate_pose_run(str(tmp_path))
+        pose_accuracy.evaluate_pose_run(str(tmp_path))
