@@ -13,16 +13,22 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from abc_tf.data.groups import GroupIndex
+
 if TYPE_CHECKING:  # type names only; the data layer needs nothing of Keras at import
     import keras
     import tensorflow as tf
 
     from abc_tf.config import ExperimentConfig
 
-# Batch formats a family can stream. "sets": {"set_a" [P, N, H, W, C], "set_b" [P, M, H, W, C],
-# optional "set_a_view2"/"set_b_view2" and "labels_a"} (abc_tf.methods.abc). A method names the
-# format it trains on; the trainer refuses a family that does not stream it, before any work.
-BATCH_FORMATS = ("sets",)
+# Batch formats a family can stream; a method names the one it trains on, and the trainer
+# refuses a family that does not stream it, before any work.
+# - "sets": {"set_a" [P, N, H, W, C], "set_b" [P, M, H, W, C], optional "set_a_view2" /
+#   "set_b_view2" and "labels_a"} (ABC, the contrastive baseline);
+# - "pairs": {"x1" [B, H, W, C], "x2" [B, H, W, C]}, two images that share every known factor
+#   but one, which one not given (weak supervision of Locatello et al. 2020; product-manifold
+#   projection).
+BATCH_FORMATS = ("sets", "pairs")
 
 
 @dataclasses.dataclass
@@ -30,7 +36,8 @@ class GroupedImages:
     """Images sorted by group, with labels for evaluation.
 
     images: uint8 [N, H, W, C], rows of one group contiguous (group g is rows
-      ``offsets[g] : offsets[g] + counts[g]``), so drawing a set is index arithmetic.
+      ``offsets[g] : offsets[g] + counts[g]`` of :meth:`group_index`), so drawing a set is
+      index arithmetic.
     group_names: one name per group; ``groups``: int32 [N] group of each row.
     files: [N] path of each row relative to the data directory.
     labels: {name: int32 [N]} class index per row, -1 where unknown (the evaluation's input).
@@ -47,18 +54,10 @@ class GroupedImages:
     label_values: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     attributes: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
-    @property
-    def counts(self) -> np.ndarray:
-        return np.bincount(self.groups, minlength=len(self.group_names)).astype(np.int64)
-
-    @property
-    def offsets(self) -> np.ndarray:
-        counts = self.counts
-        return np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-
-    def check_sorted(self) -> None:
-        if len(self.groups) and np.any(np.diff(self.groups) < 0):
-            raise ValueError("GroupedImages rows must be sorted by group.")
+    def group_index(self) -> GroupIndex:
+        """The groups as a :class:`abc_tf.data.groups.GroupIndex` (ValueError unless the rows are
+        sorted by group), the sampler of sets."""
+        return GroupIndex.from_groups(self.groups, len(self.group_names), self.group_names)
 
 
 def _nothing_to_check(config: "ExperimentConfig") -> None:
@@ -102,15 +101,16 @@ class DataFamily:
       fields: config fields that only some families read and this one does; train.py refuses
         the others on its command line (``--image_size`` on MNIST would silently do nothing).
       image_shape: ``config -> (H, W, C)``, the encoder's input.
-      make_dataset: ``(config, seed, start_step) -> tf.data.Dataset``, an endless stream whose
-        first batch is that of step ``start_step`` (families whose batches follow a schedule,
-        pose's real-image titration, use it; the others draw from ``seed`` alone, which the
-        trainer derives from the start step). Raises ValueError on bad settings or files before
-        returning.
+      make_dataset: ``(config, seed, start_step) -> tf.data.Dataset``, the endless stream of
+        "sets" batches whose first batch is that of step ``start_step`` (families whose batches
+        follow a schedule, pose's real-image titration, use it; the others draw from ``seed``
+        alone, which the trainer derives from the start step). Raises ValueError on bad
+        settings or files before returning.
     Optional:
       check_config: ``config -> None``, the family's checks that read no data (ValueError
         naming the flag); run once, before the model is built.
-      batch_formats: the formats of :data:`BATCH_FORMATS` it streams.
+      other_streams: ``{batch format: make_dataset-like callable}`` for the formats of
+        :data:`BATCH_FORMATS` other than "sets" that it streams.
       training_callbacks: ``config -> [keras.callbacks.Callback]`` that add to the training logs.
     Capabilities, ``None`` when not offered:
       known_factors: :class:`KnownFactors` (factor isolation, disentanglement scores).
@@ -127,13 +127,23 @@ class DataFamily:
     image_shape: Callable[["ExperimentConfig"], tuple[int, int, int]]
     make_dataset: Callable[["ExperimentConfig", int, int], "tf.data.Dataset"]
     check_config: Callable[["ExperimentConfig"], None] = _nothing_to_check
-    batch_formats: tuple[str, ...] = ("sets",)
+    other_streams: dict[str, Callable[["ExperimentConfig", int, int], "tf.data.Dataset"]] = dataclasses.field(
+        default_factory=dict
+    )
     training_callbacks: Callable[["ExperimentConfig"], list["keras.callbacks.Callback"]] = _no_callbacks
     known_factors: KnownFactors | None = None
     grouped_images: Callable[["ExperimentConfig", str | None], GroupedImages] | None = None
     pose_views: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
 
     def __post_init__(self):
-        unknown = sorted(set(self.batch_formats) - set(BATCH_FORMATS))
+        unknown = sorted(set(self.other_streams) - set(BATCH_FORMATS))
         if unknown:
             raise ValueError(f"Data family {self.name!r} declares unknown batch formats {unknown}; known: {BATCH_FORMATS}.")
+
+    @property
+    def batch_formats(self) -> tuple[str, ...]:
+        return ("sets", *self.other_streams)
+
+    def stream(self, batch_format: str) -> Callable[["ExperimentConfig", int, int], "tf.data.Dataset"]:
+        """The ``make_dataset`` of ``batch_format`` (one of :attr:`batch_formats`)."""
+        return self.make_dataset if batch_format == "sets" else self.other_streams[batch_format]

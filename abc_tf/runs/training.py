@@ -150,9 +150,11 @@ def data_seed(config: ExperimentConfig, start_step: int) -> int:
 
 
 def make_family_dataset(family: DataFamily, config: ExperimentConfig, start_step: int) -> tf.data.Dataset:
-    """The family's batches, as training consumes them, from step ``start_step`` on (a resumed
-    run draws fresh batches and continues step-dependent schedules)."""
-    dataset = family.make_dataset(config, data_seed(config, start_step), start_step)
+    """The family's batches in the format the config's method trains on, as training consumes
+    them, from step ``start_step`` on (a resumed run draws fresh batches and continues
+    step-dependent schedules)."""
+    stream = family.stream(methods.get_method(config.method).batch_format)
+    dataset = stream(config, data_seed(config, start_step), start_step)
     if tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"):
         return dataset
     # Training on the CPU: the pipeline and the training step share the cores, and a pipeline
