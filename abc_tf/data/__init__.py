@@ -22,7 +22,7 @@ DATA_FAMILIES: dict[str, str] = {
     "yaleb": "abc_tf.data.faces_cars:YALEB",
     "epfl_cars": "abc_tf.data.faces_cars:EPFL_CARS",
     "folders": "abc_tf.data.folders",
-    "pose": "abc_tf.data.pose",
+    "pose": "abc_tf.data.pose_family",
 }
 
 

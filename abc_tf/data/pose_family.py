@@ -1,0 +1,353 @@
+"""Pose isolation from synthetic to real (family ``pose``; SPEC.md sections 1, 3, 5, 6; S5, S8.3).
+
+A training batch holds ``pairs_per_step`` pairs of sets:
+
+- **set A**: ``set_size`` synthetic renders of ONE object instance (pose is the only active
+  factor; instance, texture and lighting are inactive);
+- **set B**: ``set_size`` synthetic renders drawn from all training instances and views
+  (unconstrained), of which a fraction is replaced by unlabelled real images. The fraction
+  follows the titration schedule :func:`abc_tf.schedules.real_fraction` of the training step:
+  none at first, then up to ``real_fraction`` in stairs every ``titration_interval`` steps.
+  Per pair, ``floor(f M + u)`` images (u ~ U[0, 1)) are real: the expected fraction is f
+  exactly, even when f M < 1.
+
+Every image is augmented twice (``double_augmentation``, views ``*_view2``) by
+:func:`abc_tf.augment.pose_augment`: bounding-box translation (``crop_amplitude``), background
+painting of renders with random crops of the background images, hue (real images only),
+brightness, an added Sobel copy, normal and salt-and-pepper noise (``augmentation_amplitude``).
+
+Backgrounds have their own source, separate from the real images of set B: the paper paints
+renders with crops of ImageNet-A (supplement S5), images without the category's objects, so a
+render never gets a second car behind it. ``background_data_path`` names a folder of such
+images; by default the built-in procedural clutter scenes
+(:func:`abc_tf.data.pose_procedural.backgrounds`, no objects) are used, for every
+data source.
+
+Batch keys: ``set_a``, ``set_b`` (and ``*_view2``) uint8 [P, N or M, S, S, 3];
+``labels_a`` float32 [P, N, 3]: Euler angles (azimuth, elevation, tilt; radians, the
+convention of :mod:`abc_tf.geometry`) of set A's images, for a regression head;
+``real_b`` bool [P, M]: which images of set B are real. Batch t depends only on
+(seed, step) (sets drawn by :mod:`abc_tf.data.groups`): reproducible, and a resumed run
+(``start_step``) continues the titration schedule where it stopped.
+
+Data sources (``data_source``):
+
+- ``procedural`` (default; no files): :mod:`abc_tf.data.pose_procedural` renders car-like or
+  chair-like instances (``pose_category``).
+- ``keypointnet``: ``data_path`` holds KeypointNet tfrecords (:mod:`abc_tf.data.keypointnet`);
+  views above the maximum elevation (0.5 rad cars, 1.3 rad chairs, or ``max_elevation``) are
+  dropped. ``real_data_path`` is a folder of unlabelled real images (e.g. CompCars crops),
+  read recursively and resized; ``pose_test_list`` a Pascal3D+-style list for evaluation
+  (:mod:`abc_tf.data.pascal3d`).
+
+Memory: the training renders stay in RAM as uint8 RGBA, N x S x S x 4 bytes, plus the real
+images and the backgrounds (sizes of the built-in ones in :mod:`abc_tf.data.pose_procedural`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from abc_tf import augment, schedules
+from abc_tf.config import ExperimentConfig
+from abc_tf.data import pose_procedural
+from abc_tf.data.family import DataFamily
+from abc_tf.data.groups import GroupIndex, sample_distinct, step_rng
+from abc_tf.data.image_files import load_image_folder
+from abc_tf.data.keypointnet import SPLITS, keypointnet_files, read_keypointnet
+from abc_tf.data.pascal3d import read_pose_list
+from abc_tf.data.render.pose_objects import CATEGORIES, DEFAULT_MAX_ELEVATION
+from abc_tf.geometry import euler_to_matrix
+
+SOURCES = ("procedural", "keypointnet")
+DOMAINS = ("synthetic", "real")
+
+
+@dataclasses.dataclass
+class PoseBanks:
+    """The images training draws from.
+
+    synthetic: uint8 [Ns, S, S, 4] renders, RGB premultiplied by alpha (black outside the
+      object), rows of one instance contiguous; euler: float32 [Ns, 3] radians;
+      instances: int32 [Ns] instance of each row (sorted); instance_names: one per instance;
+      real: uint8 [Nr, S, S, 3] unlabelled real images (Nr may be 0);
+      backgrounds: uint8 [Nk, S, S, 3] images painted behind the renders (Nk = 0: none).
+    """
+
+    synthetic: np.ndarray
+    euler: np.ndarray
+    instances: np.ndarray
+    instance_names: list[str]
+    real: np.ndarray
+    backgrounds: np.ndarray
+
+    def group_index(self) -> GroupIndex:
+        """The renders grouped by instance (ValueError unless sorted by instance)."""
+        return GroupIndex.from_groups(self.instances, len(self.instance_names), self.instance_names)
+
+
+# ----------------------------------------------------------------------------- config
+
+
+def max_elevation(config: ExperimentConfig) -> float:
+    """The elevation filter in radians: ``max_elevation``, or the category's (0.5 car, 1.3 chair)."""
+    if config.max_elevation > 0:
+        return float(config.max_elevation)
+    return DEFAULT_MAX_ELEVATION[config.pose_category]
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """Raises ValueError naming the flag when a pose setting cannot work."""
+    if config.pose_category not in CATEGORIES:
+        raise ValueError(f"--pose_category must be one of {', '.join(CATEGORIES)}, got {config.pose_category!r}.")
+    if config.data_source not in SOURCES:
+        raise ValueError(f"--data_source for data=pose must be one of {', '.join(SOURCES)}, got {config.data_source!r}.")
+    if not 0.0 <= config.max_elevation <= np.pi / 2:
+        raise ValueError(f"--max_elevation must lie in [0, pi/2] radians (0: category default), got {config.max_elevation}.")
+    if not 0.0 <= config.real_fraction <= 1.0:
+        raise ValueError(f"--real_fraction must lie in [0, 1], got {config.real_fraction}.")
+    if config.titration_interval < 0:
+        raise ValueError(f"--titration_interval must be >= 0 (0: no titration), got {config.titration_interval}.")
+    if config.real_fraction > 0 and config.titration_interval >= config.steps:
+        raise ValueError(
+            f"--titration_interval={config.titration_interval} is not below --steps={config.steps}: real images "
+            "would never enter set B. Lower --titration_interval, or set --real_fraction=0."
+        )
+    if not 0.0 <= config.crop_amplitude < 1.0:
+        raise ValueError(f"--crop_amplitude must lie in [0, 1), got {config.crop_amplitude}.")
+    if not 0.0 <= config.augmentation_amplitude <= 5.0:
+        raise ValueError(f"--augmentation_amplitude must lie in [0, 5], got {config.augmentation_amplitude}.")
+    if config.augmentations:
+        raise ValueError(
+            "--augmentations is not used by data=pose; its augmentations (supplement S5) are set by "
+            "--crop_amplitude and --augmentation_amplitude."
+        )
+    if config.image_channels != 3:
+        raise ValueError(f"data=pose works on RGB images: --image_channels must be 3, got {config.image_channels}.")
+    if config.image_size < 16:
+        raise ValueError(f"--image_size must be at least 16 for pose images, got {config.image_size}.")
+    if config.data_source == "keypointnet" and not config.data_path:
+        raise ValueError("--data_source=keypointnet needs --data_path: a folder of KeypointNet .tfrecord files.")
+    if config.data_source == "keypointnet" and config.real_fraction > 0 and not config.real_data_path:
+        raise ValueError(
+            "--real_fraction > 0 needs unlabelled real images: give --real_data_path (a folder of images), "
+            "or set --real_fraction=0."
+        )
+
+
+def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
+    """(image_size, image_size, 3)."""
+    return (config.image_size, config.image_size, 3)
+
+
+# ----------------------------------------------------------------------------- images
+
+
+def load_backgrounds(config: ExperimentConfig) -> np.ndarray:
+    """The images painted behind the renders: ``background_data_path`` or the built-in ones."""
+    if config.background_data_path:
+        return load_image_folder(config.background_data_path, config.image_size, 3, "--background_data_path")
+    return pose_procedural.backgrounds(config.image_size)
+
+
+def load_banks(config: ExperimentConfig) -> PoseBanks:
+    """The training renders, unlabelled real images and backgrounds of ``config``."""
+    check_config(config)
+    size, elev = config.image_size, max_elevation(config)
+    if config.data_source == "procedural":
+        synthetic, euler, instances, names, real = pose_procedural.training_images(config.pose_category, size, elev)
+    else:
+        synthetic, euler, instances, names = read_keypointnet(keypointnet_files(config.data_path, "train"), size, elev)
+        real = np.zeros((0, size, size, 3), np.uint8)
+        if config.real_data_path:
+            real = load_image_folder(config.real_data_path, size, 3, "--real_data_path")
+    return PoseBanks(synthetic, euler, instances, names, real, load_backgrounds(config))
+
+
+def labelled_images(
+    config: ExperimentConfig, split: str, domain: str, num_images: int | None = None, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Images with known pose, for evaluation (never for ABC training).
+
+    split: "train" = instances used in training (the lookup dictionary: their poses never enter
+      ABC training) or "test" = held-out instances. domain: "synthetic" = clean renders on
+      black, or "real" = the real domain (procedural: other materials, lighting, clutter,
+      noise, blur; files: the Pascal3D+-style ``--pose_test_list``, split "test" only).
+    num_images: how many (None: all the files hold, or 1800 train / 500 test procedural);
+      fewer files than asked gives all of them; a random subset (``seed``) otherwise.
+    Returns (uint8 [n, S, S, 3], rotations float64 [n, 3, 3], Euler angles float64 [n, 3] in
+    radians). Procedural images are rendered deterministically from ``seed``.
+    """
+    check_config(config)
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}.")
+    if domain not in DOMAINS:
+        raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}.")
+    if num_images is not None and num_images <= 0:
+        raise ValueError(f"num_images must be positive, got {num_images}.")
+    size, elev = config.image_size, max_elevation(config)
+    rng = np.random.default_rng([int(seed), SPLITS.index(split), DOMAINS.index(domain), 0x1AB])
+    if config.data_source == "procedural":
+        return pose_procedural.labelled_images(config.pose_category, split, domain, num_images, size, elev, rng)
+    if domain == "real":
+        if split != "test":
+            raise ValueError("The real images of --real_data_path carry no pose; labelled real images come from --pose_test_list (split 'test').")
+        if not config.pose_test_list:
+            raise ValueError("Labelled real images need --pose_test_list (a Pascal3D+-style list).")
+        images, rotations, euler = read_pose_list(config.pose_test_list, config.pose_test_images or None, size)
+    else:
+        rgba, euler, _, _ = read_keypointnet(keypointnet_files(config.data_path, split), size, elev)
+        images = rgba[..., :3]
+        euler = euler.astype(np.float64)
+        rotations = euler_to_matrix(euler)
+    if num_images is not None and num_images < len(images):
+        chosen = np.sort(GroupIndex.whole(len(images)).draw_from_all(rng, 1, num_images)[0])
+        images, rotations, euler = images[chosen], rotations[chosen], euler[chosen]
+    return images, rotations, euler
+
+
+# ----------------------------------------------------------------------------- batches
+
+
+def step_indices(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callable[[int], dict[str, np.ndarray]]:
+    """Returns ``f(step) -> dict`` of the rows a step draws, a pure function of (seed, step):
+    ``index_a`` int64 [P, N] (one instance per row, distinct views unless
+    ``sample_with_replacement``), ``index_b`` int64 [P, M] distinct synthetic rows of all
+    instances, ``index_real`` int64 [P, M] real rows, ``real_b`` bool [P, M] (the first
+    ``floor(f M + u)`` slots of each set B are real), ``fraction`` float32 (the schedule's value
+    at ``step``). Raises ValueError naming the flag when no instance can give a set."""
+    pairs, set_size = config.pairs_per_step, config.set_size
+    replace = config.sample_with_replacement
+    index = banks.group_index()
+    eligible = index.eligible(set_size, replace=replace, what="views", replace_flag="sample_with_replacement")
+    if index.num_items < set_size:
+        raise ValueError(f"--set_size={set_size} exceeds the {index.num_items} renders (unconstrained set B).")
+    num_real = len(banks.real)
+    if config.real_fraction > 0 and num_real == 0:
+        raise ValueError("--real_fraction > 0 but there are no real images (--real_data_path).")
+
+    def indices(step: int) -> dict[str, np.ndarray]:
+        rng = step_rng(seed, step)
+        index_a = index.draw_within(rng, index.draw_groups(rng, pairs, among=eligible), set_size, replace)
+        index_b = index.draw_from_all(rng, pairs, set_size)
+        fraction = schedules.real_fraction(int(step), config.real_fraction, config.titration_interval, config.steps)
+        real_count = np.floor(fraction * set_size + rng.random(pairs))
+        real_b = np.arange(set_size)[np.newaxis, :] < real_count[:, np.newaxis]
+        index_real = sample_distinct(rng, np.full(pairs, max(num_real, 1)), set_size, replace=True)
+        return {"index_a": index_a, "index_b": index_b, "index_real": index_real, "real_b": real_b,
+                "fraction": np.float32(fraction)}
+
+    return indices
+
+
+_INDEX_KEYS = ("index_a", "index_b", "index_real", "real_b", "fraction")
+
+
+def _to_uint8(images: tf.Tensor) -> tf.Tensor:
+    return tf.cast(tf.clip_by_value(tf.round(images * 255.0), 0.0, 255.0), tf.uint8)
+
+
+def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
+    """Endless pose batches (see the module docstring); the first batch is step ``start_step``."""
+    banks = load_banks(config)
+    return dataset_from_banks(banks, config, seed, start_step)
+
+
+def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
+    """The batches of :func:`make_dataset` drawn from given banks (tests pass small ones)."""
+    if start_step < 0:
+        raise ValueError(f"start_step must be >= 0, got {start_step}.")
+    indices_of = step_indices(banks, config, seed)
+    pairs, set_size = config.pairs_per_step, config.set_size
+
+    def draw(step: np.int64) -> list[np.ndarray]:
+        chosen = indices_of(int(step))
+        return [chosen[key] for key in _INDEX_KEYS]
+
+    # Variables, not constants: a captured constant is serialised into the dataset graph (2 GB limit).
+    synthetic = tf.Variable(banks.synthetic, trainable=False, name="pose_renders")
+    euler = tf.constant(banks.euler, tf.float32)
+    has_real = len(banks.real) > 0
+    real = tf.Variable(banks.real if has_real else np.zeros((1,) + banks.synthetic.shape[1:3] + (3,), np.uint8),
+                       trainable=False, name="pose_real_images")
+    # Backgrounds come from their own pool, never from the real images of set B (module docstring).
+    backgrounds = None
+    if len(banks.backgrounds):
+        backgrounds = tf.Variable(banks.backgrounds, trainable=False, name="pose_backgrounds")
+    crop, colour = float(config.crop_amplitude), float(config.augmentation_amplitude)
+    views = 2 if config.double_augmentation else 1
+    aug_seed = tf.constant([seed, 0xA06], tf.int64)
+
+    # Plain graph code (no Python control flow on tensors): skipping AutoGraph's conversion
+    # of the augmentation functions saves seconds of tracing.
+    @tf.autograph.experimental.do_not_convert
+    def make_batch(step: tf.Tensor) -> dict[str, tf.Tensor]:
+        values = tf.numpy_function(draw, [step], [tf.int64, tf.int64, tf.int64, tf.bool, tf.float32], stateful=False)
+        shapes = [(pairs, set_size)] * 4 + [()]
+        chosen = {key: tf.ensure_shape(value, shape) for key, value, shape in zip(_INDEX_KEYS, values, shapes)}
+        rgba_a = tf.gather(synthetic, chosen["index_a"])
+        rgba_b = tf.gather(synthetic, chosen["index_b"])
+        photos = tf.gather(real, chosen["index_real"])
+        photos = tf.concat([photos, tf.fill(tf.concat([tf.shape(photos)[:-1], [1]], 0), tf.constant(255, tf.uint8))], -1)
+        real_b = chosen["real_b"]
+        rgba_b = tf.where(real_b[..., tf.newaxis, tf.newaxis, tf.newaxis], photos, rgba_b)
+        seeds = tf.random.experimental.stateless_split(tf.random.experimental.stateless_fold_in(aug_seed, step), num=4)
+        batch = {"labels_a": tf.gather(euler, chosen["index_a"]), "real_b": real_b}
+        for key, rgba, is_real, offset in (("set_a", rgba_a, tf.zeros_like(real_b), 0), ("set_b", rgba_b, real_b, 2)):
+            images = tf.cast(rgba, tf.float32) / 255.0
+            for view in range(views):
+                out = augment.pose_augment(images, is_real, backgrounds, crop, colour, seeds[offset + view])
+                batch[key if view == 0 else key + "_view2"] = _to_uint8(out)
+        return batch
+
+    dataset = tf.data.Dataset.counter(start=start_step, dtype=tf.int64).map(
+        make_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
+    return dataset.prefetch(2)
+
+
+# ----------------------------------------------------------------------------- training hooks
+
+
+class TitrationLogger(keras.callbacks.Callback):
+    """Adds ``real_fraction`` to the epoch logs: the titration schedule of the pose data
+    (:func:`abc_tf.schedules.real_fraction`) at the last trained step, so a TensorBoard
+    callback placed AFTER this one plots it next to the loss. The value is computed from the
+    optimizer's step, the same formula the data pipeline uses, so it stays right after resume.
+    """
+
+    def __init__(self, target: float, interval: int, total_steps: int):
+        super().__init__()
+        self.target, self.interval, self.total_steps = float(target), int(interval), int(total_steps)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        step = max(0, int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1)
+        logs["real_fraction"] = schedules.real_fraction(step, self.target, self.interval, self.total_steps)
+
+
+def training_callbacks(config: ExperimentConfig) -> list[keras.callbacks.Callback]:
+    """Callbacks training adds before its TensorBoard callback: the titration logger
+    (``real_fraction`` in TensorBoard)."""
+    return [TitrationLogger(config.real_fraction, config.titration_interval, config.steps)]
+
+
+FAMILY = DataFamily(
+    name="pose",
+    # augmentations: pose refuses it with its own message (check_config).
+    fields=("image_size", "image_channels", "sample_with_replacement", "pose_category", "max_elevation",
+            "real_fraction", "titration_interval", "crop_amplitude", "augmentation_amplitude", "real_data_path",
+            "background_data_path", "pose_test_list", "pose_test_images", "augmentations", "double_augmentation",
+            "regression_weight"),
+    image_shape=image_shape,
+    make_dataset=make_dataset,
+    check_config=check_config,
+    training_callbacks=training_callbacks,
+    pose_views=labelled_images,
+)
