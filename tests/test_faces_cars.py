@@ -57,7 +57,7 @@ def test_yaleb_names_parse_and_ambient_images_are_skipped(tmp_path):
     grouped = faces_cars.load(yaleb_config(tmp_path))
     assert grouped.images.shape == (24, 8, 8, 1)
     assert grouped.group_names == [f"{p}/P{q:02d}" for p in PERSONS for q in POSES]
-    np.testing.assert_array_equal(grouped.counts, [4] * 6)
+    np.testing.assert_array_equal(grouped.group_index().counts, [4] * 6)
     assert not any("Ambient" in f for f in grouped.files)
     np.testing.assert_array_equal(grouped.label_values["light_azimuth"], [-5, 0, 25, 130])
     np.testing.assert_array_equal(grouped.label_values["light_elevation"], [-20, 0, 10, 90])
@@ -84,7 +84,7 @@ def test_yaleb_pose_and_illumination_sets_span_poses_of_one_person(tmp_path):
     make_yaleb(str(tmp_path))
     config = yaleb_config(tmp_path, inactive_factors="person", set_size=6)
     grouped = faces_cars.load(config)
-    assert grouped.group_names == list(PERSONS) and list(grouped.counts) == [8, 8, 8]
+    assert grouped.group_names == list(PERSONS) and list(grouped.group_index().counts) == [8, 8, 8]
     two_poses = 0
     for batch in faces_cars.make_dataset(config, seed=0).take(10):
         codes = batch["set_a"].numpy()[0, :, 0, 0, 0].astype(int) - 10
@@ -186,7 +186,7 @@ def test_epfl_metadata_and_azimuths_from_frame_numbers(tmp_path):
     # data_path may be the folder above tripod-seq/.
     grouped = faces_cars.load(epfl_config(tmp_path))
     assert grouped.images.shape == (31, 8, 8, 3) and grouped.group_names == ["seq_01", "seq_02", "seq_03"]
-    np.testing.assert_array_equal(grouped.counts, FRAMES)
+    np.testing.assert_array_equal(grouped.group_index().counts, FRAMES)
     azimuth = grouped.attributes["azimuth"]
     first = azimuth[:10]  # sequence 1: 8 frames per turn, front = frame 3, counter-clockwise = +1
     np.testing.assert_allclose(first[[2, 3, 0, 8, 9]], [0.0, 45.0, 270.0, 270.0, 315.0])

@@ -1,10 +1,10 @@
-"""Grouped folders (abc_tf.data.folders): reading, messy input, set sampling, labels, training."""
+"""Grouped folders (abc_tf.data.folders): messy layouts, set sampling, labels, training. Image
+files: tests/test_image_files.py; label CSVs: tests/test_labels_csv.py."""
 
 from __future__ import annotations
 
 import logging
 import os
-import struct
 
 import numpy as np
 import pytest
@@ -12,52 +12,8 @@ import tensorflow as tf
 
 from abc_tf.config import get_preset
 from abc_tf.data import folders, get_family
-
-
-def write_png(path: str, image: np.ndarray) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tf.io.write_file(path, tf.io.encode_png(image))
-
-
-def write_jpeg(path: str, image: np.ndarray) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tf.io.write_file(path, tf.io.encode_jpeg(image, quality=100))
-
-
-def write_bmp(path: str, image: np.ndarray) -> None:
-    """24-bit uncompressed BMP (rows bottom-up, BGR, padded to 4 bytes)."""
-    height, width, _ = image.shape
-    row = width * 3
-    padding = (4 - row % 4) % 4
-    raster = b"".join(image[y, :, ::-1].tobytes() + b"\0" * padding for y in range(height - 1, -1, -1))
-    header = struct.pack("<2sIHHI", b"BM", 54 + len(raster), 0, 0, 54)
-    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 24, 0, len(raster), 2835, 2835, 0, 0)
-    with open(path, "wb") as handle:
-        handle.write(header + info + raster)
-
-
-def write_pgm(path: str, image: np.ndarray, maxval: int = 255, ascii_: bool = False) -> None:
-    """Gray [H, W] as binary P5 (16-bit big-endian when maxval > 255) or ASCII P2."""
-    height, width = image.shape
-    with open(path, "wb") as handle:
-        if ascii_:
-            handle.write(f"P2\n# a comment\n{width} {height}\n{maxval}\n".encode())
-            handle.write(" ".join(str(v) for v in image.ravel()).encode() + b"\n")
-        else:
-            handle.write(f"P5\n{width} {height}\n{maxval}\n".encode())
-            dtype = ">u2" if maxval > 255 else np.uint8
-            handle.write(image.astype(dtype).tobytes())
-
-
-def write_ppm(path: str, image: np.ndarray, maxval: int = 255, ascii_: bool = False) -> None:
-    """RGB [H, W, 3] as binary P6 (16-bit big-endian when maxval > 255) or ASCII P3."""
-    height, width, _ = image.shape
-    with open(path, "wb") as handle:
-        handle.write(f"P{3 if ascii_ else 6}\n{width} {height}\n# a comment\n{maxval}\n".encode())
-        if ascii_:
-            handle.write("\n".join(" ".join(str(v) for v in row.ravel()) for row in image).encode() + b"\n")
-        else:
-            handle.write(image.astype(">u2" if maxval > 255 else np.uint8).tobytes())
+from abc_tf.data.family import GroupedImages
+from test_image_files import write_bmp, write_jpeg, write_png
 
 
 def coded_image(group: int, index: int, height: int = 12, width: int = 12) -> np.ndarray:
@@ -79,50 +35,6 @@ def config_for(root: str, **overrides):
     settings = dict(data_path=str(root), image_size=8, set_size=3, pairs_per_step=2, augmentations="", double_augmentation=False)
     settings.update(overrides)
     return get_preset("folders").replace(**settings)
-
-
-# ----------------------------------------------------------------------------- reading
-
-
-def test_read_image_formats_agree(tmp_path):
-    rng = np.random.default_rng(0)
-    rgb = rng.integers(0, 256, size=(5, 7, 3), dtype=np.uint8)
-    gray = rng.integers(0, 256, size=(5, 7), dtype=np.uint8)
-    write_png(str(tmp_path / "a.png"), rgb)
-    write_bmp(str(tmp_path / "a.bmp"), rgb)
-    write_pgm(str(tmp_path / "g.pgm"), gray)
-    write_pgm(str(tmp_path / "g2.pgm"), gray, ascii_=True)
-    write_pgm(str(tmp_path / "g16.pgm"), gray.astype(np.int64) * 257, maxval=65535)
-    np.testing.assert_array_equal(folders.read_image(tmp_path / "a.png", 3), rgb)
-    np.testing.assert_array_equal(folders.read_image(tmp_path / "a.bmp", 3), rgb)
-    for name in ("g.pgm", "g2.pgm", "g16.pgm"):
-        np.testing.assert_array_equal(folders.read_image(tmp_path / name, 1)[..., 0], gray)
-    # PPM: binary, ASCII, 16 bit; a maxval of 15 is scaled to 0..255.
-    write_ppm(str(tmp_path / "c.ppm"), rgb)
-    write_ppm(str(tmp_path / "c3.ppm"), rgb, ascii_=True)
-    write_ppm(str(tmp_path / "c16.ppm"), rgb.astype(np.int64) * 257, maxval=65535)
-    for name in ("c.ppm", "c3.ppm", "c16.ppm"):
-        np.testing.assert_array_equal(folders.read_image(tmp_path / name, 3), rgb)
-    write_pgm(str(tmp_path / "g15.pnm"), gray // 17, maxval=15)
-    np.testing.assert_array_equal(folders.read_image(tmp_path / "g15.pnm", 1)[..., 0], gray // 17 * 17)
-    # PBM (1 = black) in a .pnm file.
-    (tmp_path / "b.pnm").write_bytes(b"P1\n3 2\n1 0 1\n0 1 0\n")
-    np.testing.assert_array_equal(folders.read_image(tmp_path / "b.pnm", 1)[..., 0], [[0, 255, 0], [255, 0, 255]])
-    # Channel conversion: gray -> RGB repeats, RGB -> gray is luma.
-    np.testing.assert_array_equal(folders.read_image(tmp_path / "g.pgm", 3), np.repeat(gray[..., None], 3, axis=-1))
-    luma = folders.read_image(tmp_path / "a.png", 1)[..., 0].astype(float)
-    expected = rgb.astype(float) @ np.array([0.2989, 0.5870, 0.1140])
-    assert np.max(np.abs(luma - expected)) <= 0.5 + 1e-6
-
-
-def test_unreadable_image_names_the_file(tmp_path):
-    (tmp_path / "bad.png").write_bytes(b"this is not a png")
-    (tmp_path / "bad.pgm").write_bytes(b"P5\n10 10\n255\n" + b"\0" * 5)  # truncated raster
-    (tmp_path / "png.ppm").write_bytes(tf.io.encode_png(np.zeros((2, 2, 3), np.uint8)).numpy())  # not a PNM
-    (tmp_path / "header.pgm").write_bytes(b"P5\n10 ten\n255\n")
-    for name in ("bad.png", "bad.pgm", "png.ppm", "header.pgm"):
-        with pytest.raises(ValueError, match=name):
-            folders.read_image(tmp_path / name, 3)
 
 
 def test_unreadable_image_in_a_group_stops_loading(tmp_path):
@@ -147,16 +59,6 @@ def test_mixed_sizes_and_channels_are_resized_to_image_size(tmp_path):
     assert np.all(by_file[os.path.join("a", "icon.bmp")] == 10)
 
 
-def test_resize_keeps_content_and_shrinks_without_aliasing():
-    stripes = np.zeros((64, 64, 1), np.uint8)
-    stripes[:, ::2] = 255  # one-pixel stripes alias badly when subsampled
-    out = folders.resize_images([stripes], 16)
-    assert out.shape == (1, 16, 16, 1)
-    # Antialiasing averages the stripes to mid gray (the filter's border columns differ a little).
-    assert np.all(np.abs(out[:, :, 1:-1].astype(int) - 128) <= 2)
-    assert np.all(np.abs(out.astype(int) - 128) <= 12)
-
-
 # ----------------------------------------------------------------------------- layout errors
 
 
@@ -176,7 +78,7 @@ def test_missing_or_empty_directories_raise(tmp_path):
 def test_small_and_empty_groups_are_skipped_with_a_warning(tmp_path, caplog):
     make_folder(str(tmp_path), {"a": 5, "b": 4, "c": 2})
     (tmp_path / "empty").mkdir()
-    with caplog.at_level(logging.WARNING, logger="abc_tf.data.folders"):
+    with caplog.at_level(logging.WARNING, logger="abc_tf.data.groups"):
         dataset = folders.make_dataset(config_for(tmp_path, set_size=4), seed=0)
     assert "c (2)" in caplog.text and "empty (0)" in caplog.text
     seen = set()
@@ -188,7 +90,7 @@ def test_small_and_empty_groups_are_skipped_with_a_warning(tmp_path, caplog):
 
 def test_too_few_large_groups_is_an_error(tmp_path):
     make_folder(str(tmp_path), {"a": 5, "b": 2})
-    with pytest.raises(ValueError, match=r"--set_size=4: only 1 group\(s\)"):
+    with pytest.raises(ValueError, match=r"--set_size=4: only 1 of 2 group\(s\)"):
         folders.make_dataset(config_for(tmp_path, set_size=4), seed=0)
     # An unconstrained set B needs one large group only.
     folders.make_dataset(config_for(tmp_path, set_size=4, curate_both_sets=False), seed=0)
@@ -285,17 +187,15 @@ def test_labels_csv_matches_paths_and_names(tmp_path):
     np.testing.assert_array_equal(grouped.labels["group"], [0, 0, 0, 1, 1])
 
 
-def test_labels_csv_errors(tmp_path):
+def test_labels_csv_errors_stop_loading(tmp_path):
+    """A bad labels.csv stops loading (the CSV's own errors: tests/test_labels_csv.py)."""
     make_folder(str(tmp_path), {"a": 2, "b": 2})
     csv_path = tmp_path / "labels.csv"
     csv_path.write_text("filename,colour\na/missing.png,red\n")
     with pytest.raises(ValueError, match="missing.png.*names no image"):
         folders.load(config_for(tmp_path))
-    csv_path.write_text("filename,colour\nimg_000.png,red\n")  # bare name, in both groups
-    with pytest.raises(ValueError, match="matches several images"):
-        folders.load(config_for(tmp_path))
-    csv_path.write_text("filename,colour\na/img_000.png,red,extra\n")
-    with pytest.raises(ValueError, match="line 2"):
+    csv_path.write_text("filename,group\na/img_000.png,x\n")
+    with pytest.raises(ValueError, match="'group' is reserved"):
         folders.load(config_for(tmp_path))
     with pytest.raises(ValueError, match="does not exist"):
         folders.load(config_for(tmp_path), labels_csv=str(tmp_path / "other.csv"))
@@ -306,7 +206,7 @@ def test_labels_csv_errors(tmp_path):
 
 def test_family_registration_and_a_short_training_run(tmp_path):
     from abc_tf.runs import training
-    from abc_tf.evaluation import labels, noise, probes
+    from abc_tf.evaluation import label_information, noise, probes
     from abc_tf.runs.run_dir import embed
 
     make_folder(str(tmp_path / "data"), {"a": 6, "b": 6, "c": 6}, image_size=(20, 16))
@@ -321,22 +221,22 @@ def test_family_registration_and_a_short_training_run(tmp_path):
     assert folders.image_shape(config) == (32, 32, 3)
     result = training.train(config, str(tmp_path / "run"), verbose=0)
     assert len(result.history["loss"]) == 2 and np.all(np.isfinite(result.history["loss"]))
-    report = labels.evaluate_run(
+    report = label_information.evaluate_run(
         str(tmp_path / "run"), probe_settings=probes.ProbeSettings(epochs=1, batch_size=8), mine_settings=None,
         relative_sigma=0.1,
     )
     assert set(report) == {"trained", "untrained"}
     # Noise of 0.1 x each embedding's own spread, reported in embedding units.
-    spread = noise.spread(embed(result.encoder, labels.load_labelled(config).images).astype(np.float64))
+    spread = noise.spread(embed(result.encoder, label_information.load_labelled(config).images).astype(np.float64))
     assert report["trained"]["group"].sigma == pytest.approx(0.1 * spread, rel=1e-4)
     assert set(report["trained"]) == {"group", "parity"}
     assert report["trained"]["group"].classes == 3 and report["trained"]["parity"].count == 18
-    assert "| group | 3 |" in labels.markdown_table(report)
+    assert "| group | 3 |" in label_information.markdown_table(report)
 
 
 def test_label_information_handles_partial_and_constant_labels(monkeypatch):
     """The glue's batching: complete labels share one call, partial labels get theirs on known rows."""
-    from abc_tf.evaluation import labels, mine, probes
+    from abc_tf.evaluation import label_information, mine, probes
 
     calls = []
 
@@ -353,13 +253,13 @@ def test_label_information_handles_partial_and_constant_labels(monkeypatch):
     groups = np.repeat(np.arange(4, dtype=np.int32), 10)
     partial = (np.arange(40) % 3).astype(np.int32)
     partial[:8] = -1  # unknown for 8 images
-    grouped = folders.GroupedImages(
+    grouped = GroupedImages(
         images=np.zeros((40, 2, 2, 1), np.uint8), group_names=list("abcd"), groups=groups,
         files=[str(i) for i in range(40)],
         labels={"group": groups, "partial": partial, "parity": groups % 2, "constant": np.zeros(40, np.int32)},
     )
     embeddings = np.random.default_rng(0).normal(size=(40, 3))
-    scores = labels.label_information(embeddings, grouped, sigma=0.1, mine_settings=mine.MineSettings())
+    scores = label_information.label_information(embeddings, grouped, sigma=0.1, mine_settings=mine.MineSettings())
     assert list(scores) == ["group", "partial", "parity"]  # the one-class label is skipped
     assert calls == [
         ("probe", ["group", "parity"], 40, 0.1), ("mine", 2, 40, 0.1),
@@ -368,6 +268,6 @@ def test_label_information_handles_partial_and_constant_labels(monkeypatch):
     assert scores["group"].count == 40 and scores["partial"].count == 32 and scores["partial"].classes == 3
     assert scores["group"].chance == pytest.approx(0.25) and scores["parity"].mutual_information == 1.25
     assert scores["partial"].mutual_information == 0.25 and scores["group"].sigma == 0.1
-    assert labels.label_information(embeddings, grouped, 0.1, mine_settings=None)["group"].mutual_information is None
+    assert label_information.label_information(embeddings, grouped, 0.1, mine_settings=None)["group"].mutual_information is None
     with pytest.raises(ValueError, match="Unknown labels"):
-        labels.label_information(embeddings, grouped, 0.1, names=["colour"], mine_settings=None)
+        label_information.label_information(embeddings, grouped, 0.1, names=["colour"], mine_settings=None)

@@ -1,7 +1,7 @@
 """Real images only (supplement S8.4): Extended YaleB faces and EPFL multi-view cars.
 
 Families ``yaleb`` and ``epfl_cars``; ``--data_path`` points at the data set as distributed.
-Both become :class:`abc_tf.data.folders.GroupedImages` (one group = one set's source) and
+Both become :class:`abc_tf.data.family.GroupedImages` (one group = one set's source) and
 share the grouped set sampler of ``abc_tf.data.folders``. Pose, illumination and car
 azimuth are labels for evaluation only; training sees set membership alone.
 
@@ -49,8 +49,9 @@ import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import folders
-from abc_tf.data.family import DataFamily
-from abc_tf.data.folders import GroupedImages
+from abc_tf.data.family import DataFamily, GroupedImages
+from abc_tf.data.image_files import load_images
+from abc_tf.data.labels_csv import encode_labels
 
 YALEB_FILE = re.compile(r"^(yaleB\d+)_P(\d{2})A([+-]\d{3})E([+-]\d{2})\.pgm$", re.IGNORECASE)
 YALEB_AMBIENT = re.compile(r"^yaleB\d+_P\d{2}_Ambient\.pgm$", re.IGNORECASE)
@@ -132,11 +133,11 @@ def load_yaleb(
         group_names = [f"{p}/P{q:02d}" for p in person_names for q in poses]
         group_of = {name: index for index, name in enumerate(group_names)}
         groups = np.array([group_of[f"{p}/P{q:02d}"] for p, q in zip(person, pose)], np.int32)
-    images = folders.load_images([os.path.join(root, f) for f in files], image_size, channels)
+    images = load_images([os.path.join(root, f) for f in files], image_size, channels)
     labels, label_values = {}, {}
     for name, values in (("person", person.tolist()), ("pose", pose.tolist()),
                          ("light_azimuth", azimuth.tolist()), ("light_elevation", elevation.tolist())):
-        labels[name], label_values[name] = folders.encode_labels(values)
+        labels[name], label_values[name] = encode_labels(values)
     return GroupedImages(images, group_names, groups, files, labels, label_values)
 
 
@@ -282,7 +283,7 @@ def load_epfl(root: str | os.PathLike, image_size: int, channels: int = 3, bins:
                 )
             files.append(name)
             groups.append(sequence)
-    images = folders.load_images([base / f for f in files], image_size, channels)
+    images = load_images([base / f for f in files], image_size, channels)
     groups_array = np.array(groups, np.int32)
     azimuth = np.concatenate(azimuths)
     group_names = [f"seq_{s + 1:02d}" for s in range(metadata.num_sequences)]
