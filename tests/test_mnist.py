@@ -1,10 +1,9 @@
-"""MNIST style isolation: loaders on small files written here, digit stacks, the procedural
-digits, the retrieval grid and the style measures. Never needs the real MNIST."""
+"""MNIST style isolation (abc_tf.data.mnist): the source choice, digit stacks, the procedural
+digits, the retrieval grid and the style measures. Never needs the real MNIST; the file formats
+are tested in tests/test_mnist_formats.py."""
 
-import gzip
 import json
 import os
-import struct
 
 import numpy as np
 import pytest
@@ -12,108 +11,32 @@ import pytest
 from abc_tf.config import get_preset
 from abc_tf.data import digit_style, get_family, mnist
 from abc_tf.data.render import digits as renderer
-from abc_tf.evaluation import retrieval
-
-PER_CLASS_TRAIN = 12
-PER_CLASS_TEST = 4
-
-
-def coded_split(per_class: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
-    """Images whose pixels say what they are: [0, 0] = digit * 20 + 5, [0, 1] and [0, 2] =
-    the image's index (low, high byte); labels in shuffled order."""
-    labels = np.random.default_rng(offset).permutation(np.repeat(np.arange(10), per_class)).astype(np.uint8)
-    images = np.zeros((len(labels), 28, 28), np.uint8)
-    images[:, 0, 0] = labels * 20 + 5
-    index = np.arange(len(labels)) + offset
-    images[:, 0, 1], images[:, 0, 2] = index % 256, index // 256
-    images[:, 10:18, 12:16] = 200  # some ink
-    return images, labels
+from abc_tf.evaluation import mnist_style
+from test_mnist_formats import small_arrays, write_idx_dir
 
 
 @pytest.fixture(scope="module")
 def small_mnist():
-    x_train, y_train = coded_split(PER_CLASS_TRAIN, 0)
-    x_test, y_test = coded_split(PER_CLASS_TEST, 1000)
-    return {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test}
-
-
-def raw_idx_bytes(array: np.ndarray) -> bytes:
-    """IDX written by hand from the format description (independent of mnist.write_idx)."""
-    code = {np.dtype(np.uint8): 0x08}[array.dtype]
-    return struct.pack(">BBBB", 0, 0, code, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape) + array.tobytes()
-
-
-def write_idx_dir(directory, arrays, compress: bool, dotted: bool = False) -> None:
-    os.makedirs(directory, exist_ok=True)
-    for key, names in mnist.IDX_FILES.items():
-        name = names[1] if dotted else names[0]
-        payload = raw_idx_bytes(arrays[key])
-        if compress:
-            with gzip.open(os.path.join(directory, name + ".gz"), "wb") as handle:
-                handle.write(payload)
-        else:
-            with open(os.path.join(directory, name), "wb") as handle:
-                handle.write(payload)
+    return small_arrays()
 
 
 def mnist_config(**overrides):
     return get_preset("mnist").replace(**overrides)
 
+# ----------------------------------------------------------------------------- source choice
 
-# ----------------------------------------------------------------------------- loaders
 
-
-@pytest.mark.parametrize("compress,dotted", [(False, False), (True, False), (True, True)])
-def test_idx_directory_plain_and_gz(tmp_path, small_mnist, compress, dotted):
-    write_idx_dir(tmp_path / "idx", small_mnist, compress, dotted)
-    data = mnist.load_idx_dir(str(tmp_path / "idx"))
-    for key in mnist.NPZ_KEYS:
-        np.testing.assert_array_equal(getattr(data, key), small_mnist[key])
-    assert data.x_train.dtype == np.uint8 and data.source.startswith("idx:")
-    # "auto" recognises the directory.
+def test_auto_source_detects_idx_directories_and_npz_files(tmp_path, small_mnist):
+    write_idx_dir(tmp_path / "idx", small_mnist, compress=True, dotted=True)
     assert mnist.resolve_source(mnist_config(data_path=str(tmp_path / "idx")))[0] == "idx"
-
-
-def test_idx_round_trip_and_bad_files(tmp_path):
-    array = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)
-    for name in ("a-idx3-ubyte", "a-idx3-ubyte.gz"):
-        mnist.write_idx(str(tmp_path / name), array)
-        np.testing.assert_array_equal(mnist.read_idx(str(tmp_path / name)), array)
-    (tmp_path / "junk").write_bytes(b"\x01\x02\x03\x04\x05")
-    with pytest.raises(ValueError, match="not an IDX file"):
-        mnist.read_idx(str(tmp_path / "junk"))
-    (tmp_path / "short").write_bytes(raw_idx_bytes(array)[:-3])
-    with pytest.raises(ValueError, match="header says shape"):
-        mnist.read_idx(str(tmp_path / "short"))
-
-
-def test_idx_directory_names_what_is_missing(tmp_path, small_mnist):
-    write_idx_dir(tmp_path / "idx", small_mnist, compress=True)
-    os.remove(tmp_path / "idx" / "t10k-labels-idx1-ubyte.gz")
-    with pytest.raises(ValueError, match=r"lacks: t10k-labels-idx1-ubyte\[\.gz\]"):
-        mnist.load_idx_dir(str(tmp_path / "idx"))
-    with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte\[\.gz\]"):
-        mnist.resolve_source(mnist_config(data_path=str(tmp_path / "idx")))
-
-
-def test_npz_loader_and_its_errors(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    data = mnist.load_npz(path)
-    np.testing.assert_array_equal(data.y_test, small_mnist["y_test"])
     assert mnist.resolve_source(mnist_config(data_path=path)) == ("npz", path)
-    # Float images in [0, 1] and [N, 28, 28, 1] shapes are accepted and become uint8.
-    floats = dict(small_mnist, x_train=small_mnist["x_train"][..., None] / 255.0)
-    np.savez(tmp_path / "float.npz", **floats)
-    np.testing.assert_array_equal(mnist.load_npz(str(tmp_path / "float.npz")).x_train, small_mnist["x_train"])
-    np.savez(tmp_path / "partial.npz", x_train=small_mnist["x_train"], y_train=small_mnist["y_train"])
-    with pytest.raises(ValueError, match=r"lacks arrays \['x_test', 'y_test'\]"):
-        mnist.load_npz(str(tmp_path / "partial.npz"))
-    np.savez(tmp_path / "labels.npz", **dict(small_mnist, y_test=small_mnist["y_test"] + 10))
-    with pytest.raises(ValueError, match="digits 0..9"):
-        mnist.load_npz(str(tmp_path / "labels.npz"))
-    with pytest.raises(ValueError, match="does not exist"):
-        mnist.load_npz(str(tmp_path / "nowhere.npz"))
+    np.testing.assert_array_equal(mnist.load_mnist(mnist_config(data_path=path)).y_test, small_mnist["y_test"])
+    write_idx_dir(tmp_path / "partial", small_mnist, compress=True)
+    os.remove(tmp_path / "partial" / "t10k-labels-idx1-ubyte.gz")
+    with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte\[\.gz\]"):
+        mnist.resolve_source(mnist_config(data_path=str(tmp_path / "partial")))
 
 
 def test_source_choice_errors(tmp_path):
@@ -123,23 +46,16 @@ def test_source_choice_errors(tmp_path):
         mnist.resolve_source(mnist_config(data_source="idx"))
     with pytest.raises(ValueError, match="does not exist"):
         mnist.resolve_source(mnist_config(data_path=str(tmp_path / "missing")))
-    # tfds is only read when prepared; an empty data_dir says so (nothing is downloaded).
-    with pytest.raises(ValueError, match="tfds 'mnist' is not prepared"):
-        mnist.load_tfds(str(tmp_path))
     assert mnist.resolve_source(mnist_config(data_source="procedural")) == ("procedural", "")
 
 
-def test_tfds_loader_reads_a_prepared_mnist(monkeypatch, tmp_path):
-    """tfds' own mock of mnist stands in for prepared data (nothing is downloaded)."""
+def test_auto_source_prefers_a_prepared_tfds(monkeypatch):
+    """With tfds prepared and no data_path, "auto" picks tfds before the procedural digits."""
     import tensorflow_datasets as tfds
 
     with tfds.testing.mock_data(num_examples=30):
         monkeypatch.setattr(type(tfds.builder("mnist")), "is_prepared", lambda self: True)
-        data = mnist.load_tfds(str(tmp_path))
-        # With tfds prepared and no data_path, "auto" picks tfds before the procedural digits.
         assert mnist.resolve_source(mnist_config()) == ("tfds", "")
-    assert data.x_train.shape == (30, 28, 28) and data.x_train.dtype == np.uint8
-    assert data.y_test.shape == (30,) and data.y_test.max() <= 9 and data.source.startswith("tfds:")
 
 
 # ----------------------------------------------------------------------------- stacks
@@ -197,7 +113,7 @@ def test_bad_stack_settings_fail_clearly(tmp_path, small_mnist):
     np.savez(path, **small_mnist)
     with pytest.raises(ValueError, match="holdout_digit must be a digit 0-9 or 'none', got '10'"):
         mnist.make_dataset(mnist_config(data_path=path, holdout_digit="10"), seed=0)
-    with pytest.raises(ValueError, match=r"set_size=64 exceeds the number of training images of digit\(s\) 0 \(12 images\)"):
+    with pytest.raises(ValueError, match=r"--set_size=64: only 0 of 9 group\(s\) hold that many training images.*digit 0 \(12\)"):
         mnist.make_dataset(mnist_config(data_path=path), seed=0)
     with pytest.raises(ValueError, match="at least two training digits"):
         mnist.make_stack_dataset(small_mnist["x_train"], small_mnist["y_train"], [4], 4, 1, False, 0)
@@ -273,7 +189,7 @@ def test_retrieval_grid_rows_hold_the_right_classes(tmp_path):
     rng = np.random.default_rng(1)
     labels = np.repeat(np.arange(10), 7)
     embeddings = rng.normal(size=(len(labels), 4))
-    grid = retrieval.retrieval_grid(embeddings, labels, seed=3)
+    grid = mnist_style.retrieval_grid(embeddings, labels, seed=3)
     assert grid.indices.shape == (10, 10)
     # Column c holds an image of digit c; the diagonal holds the queries.
     assert np.all(labels[grid.indices] == np.arange(10)[None, :])
@@ -285,16 +201,16 @@ def test_retrieval_grid_rows_hold_the_right_classes(tmp_path):
                 best = members[np.argmin(np.sum((embeddings[members] - query) ** 2, axis=1))]
                 assert grid.indices[row, col] == best
     # The loss's similarities: l2 ranks as l2sq does; the scores are s(query, retrieved).
-    l2 = retrieval.retrieval_grid(embeddings, labels, similarity="l2", seed=3)
+    l2 = mnist_style.retrieval_grid(embeddings, labels, similarity="l2", seed=3)
     assert np.array_equal(l2.indices, grid.indices)
     distances = np.linalg.norm(embeddings[grid.indices] - embeddings[np.diag(grid.indices)][:, None], axis=-1)
     np.testing.assert_allclose(grid.similarity, -distances**2, atol=1e-9)
     np.testing.assert_allclose(l2.similarity, -np.sqrt(distances**2 + 1e-9), atol=1e-9)
     images = rng.integers(0, 255, size=(len(labels), 28, 28), dtype=np.uint8)
-    retrieval.plot_retrieval_grids(images, [("a", grid), ("b", grid)], str(tmp_path / "grid.png"), holdout_digit=9)
+    mnist_style.plot_retrieval_grids(images, [("a", grid), ("b", grid)], str(tmp_path / "grid.png"), holdout_digit=9)
     assert (tmp_path / "grid.png").stat().st_size > 1000
     with pytest.raises(ValueError, match="no image of digit"):
-        retrieval.retrieval_grid(embeddings[labels < 9], labels[labels < 9])
+        mnist_style.retrieval_grid(embeddings[labels < 9], labels[labels < 9])
 
 
 def test_evaluate_mnist_run_writes_figures_and_metrics(tmp_path):
@@ -309,10 +225,10 @@ def test_evaluate_mnist_run_writes_figures_and_metrics(tmp_path):
     config = mnist_config(data_path=path, set_size=8)
     keras.utils.set_random_seed(1)
     encoder = models.build("s4", embedding_dim=8)
-    metrics = retrieval.evaluate_mnist_run(encoder, config, str(tmp_path / "eval"), probe_epochs=2)
-    for name in ("retrieval.png", "pca.png", retrieval.METRICS_FILE):
+    metrics = mnist_style.evaluate_mnist_run(encoder, config, str(tmp_path / "eval"), probe_epochs=2)
+    for name in ("retrieval.png", "pca.png", mnist_style.METRICS_FILE):
         assert (tmp_path / "eval" / name).is_file()
-    written = json.loads((tmp_path / "eval" / retrieval.METRICS_FILE).read_text())
+    written = json.loads((tmp_path / "eval" / mnist_style.METRICS_FILE).read_text())
     assert written["holdout_digit"] == 9 and written["data_source"].startswith("npz:")
     for model in ("trained", "untrained"):
         entry = written[model]
