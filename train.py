@@ -16,7 +16,7 @@ import typing
 from absl import app, flags, logging
 
 from abc_tf import config as config_lib
-from abc_tf import data
+from abc_tf import data, methods
 
 FLAGS = flags.FLAGS
 
@@ -46,12 +46,13 @@ def resolve_config() -> config_lib.ExperimentConfig:
     }
     resolved = preset.replace(**overrides)
     resolved.validate()
-    unused = data.unused_fields(resolved.data, overrides)
-    if unused:
-        raise ValueError(
-            f"{', '.join('--' + name for name in unused)} does not apply to --experiment={FLAGS.experiment} "
-            f"(data family {resolved.data}); remove it."
-        )
+    for unused, user in ((data.unused_fields(resolved.data, overrides), f"data family {resolved.data}"),
+                         (methods.unused_fields(resolved.method, overrides), f"method {resolved.method}")):
+        if unused:
+            raise ValueError(
+                f"{', '.join('--' + name for name in unused)} does not apply to --experiment={FLAGS.experiment} "
+                f"({user}); remove it."
+            )
     return resolved
 
 

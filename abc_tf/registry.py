@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from typing import Any
+from typing import Any, Iterable
 
 
 def resolve(registry: dict[str, str], name: str, kind: str, declaration_type: type, default_attribute: str) -> Any:
@@ -16,3 +17,22 @@ def resolve(registry: dict[str, str], name: str, kind: str, declaration_type: ty
     if not isinstance(declared, declaration_type) or declared.name != name:
         raise TypeError(f"{registry[name]} does not declare the {kind} {name!r}.")
     return declared
+
+
+def unused_fields(declarations: Iterable[Any], chosen: Any, fields: Iterable[str]) -> list[str]:
+    """The names among ``fields`` that only declarations other than ``chosen`` read (each
+    declaration has ``fields``, the config fields only some of them read): given for
+    ``chosen``, they would do nothing."""
+    only_some = {field for declared in declarations for field in declared.fields}
+    return [field for field in fields if field in only_some and field not in chosen.fields]
+
+
+def refuse_stray_fields(declarations: Iterable[Any], chosen: Any, config: Any, what: str) -> None:
+    """ValueError naming the :func:`unused_fields` of ``config`` that differ from their defaults:
+    set for ``chosen`` (``what``, e.g. "data family 'mnist'"), they would do nothing."""
+    defaults = type(config)()
+    names = [field.name for field in dataclasses.fields(config)]
+    stray = [name for name in unused_fields(declarations, chosen, names) if getattr(config, name) != getattr(defaults, name)]
+    if stray:
+        listed = ", ".join(f"{name}={getattr(config, name)!r}" for name in stray)
+        raise ValueError(f"{listed}: not read by {what}; leave it at its default.")

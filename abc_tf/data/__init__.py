@@ -7,7 +7,6 @@ importing the package costs nothing; tests register their own small families her
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Iterable
 
 from abc_tf import registry
@@ -38,23 +37,12 @@ def check_config(config: "ExperimentConfig") -> DataFamily:
     (e.g. ``regression_weight`` needs pose labels, which only the pose family streams).
     """
     family = get_family(config.data)
-    defaults = type(config)()
-    stray = [name for name in unused_fields(config.data, _field_names(config))
-             if getattr(config, name) != getattr(defaults, name)]
-    if stray:
-        listed = ", ".join(f"{name}={getattr(config, name)!r}" for name in stray)
-        raise ValueError(f"{listed}: not read by data family {config.data!r}; leave it at its default.")
+    registry.refuse_stray_fields(map(get_family, DATA_FAMILIES), family, config, f"data family {config.data!r}")
     family.check_config(config)
     return family
-
-
-def _field_names(config) -> list[str]:
-    return [field.name for field in dataclasses.fields(config)]
 
 
 def unused_fields(name: str, fields: Iterable[str]) -> list[str]:
     """The names among ``fields`` that only other families read: given for family ``name``,
     they would do nothing (train.py refuses them on its command line)."""
-    family_only = {field for other in DATA_FAMILIES for field in get_family(other).fields}
-    used = set(get_family(name).fields)
-    return [field for field in fields if field in family_only and field not in used]
+    return registry.unused_fields(map(get_family, DATA_FAMILIES), get_family(name), fields)

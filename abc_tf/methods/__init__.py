@@ -7,7 +7,10 @@ interface and docs/ARCHITECTURE.md for how to add one.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from abc_tf import registry
+from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method
 
 METHODS: dict[str, str] = {
@@ -19,3 +22,17 @@ METHODS: dict[str, str] = {
 def get_method(name: str) -> Method:
     """The declaration of method ``name``; ValueError naming the known ones."""
     return registry.resolve(METHODS, name, "method", Method, "METHOD")
+
+
+def check_config(config: ExperimentConfig) -> Method:
+    """The method of ``config``, after its checks; a field only other methods read must keep
+    its default (set, it would do nothing)."""
+    method = get_method(config.method)
+    registry.refuse_stray_fields(map(get_method, METHODS), method, config, f"method {config.method!r}")
+    method.check_config(config)
+    return method
+
+
+def unused_fields(name: str, fields: Iterable[str]) -> list[str]:
+    """The names among ``fields`` that only other methods read (train.py refuses them)."""
+    return registry.unused_fields(map(get_method, METHODS), get_method(name), fields)

@@ -55,6 +55,8 @@ class Method:
       steps_per_execution from the config). Builds every network in a fixed order, so one
       seed gives the same initial weights.
     batch_format: the family batch format it trains on (``abc_tf.data.family.BATCH_FORMATS``).
+    fields: config fields only this method (and other methods naming them) reads; train.py
+      refuses them on the command line of another method.
     check_config: ``config -> None``, its own checks (ValueError naming the flag), run before
       any data is read or network built.
     """
@@ -62,6 +64,7 @@ class Method:
     name: str
     build: Callable[[ExperimentConfig, tuple[int, int, int]], "MethodModel"]
     batch_format: str = "sets"
+    fields: tuple[str, ...] = ()
     check_config: Callable[[ExperimentConfig], None] = _nothing_to_check
 
 

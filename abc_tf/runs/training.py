@@ -64,8 +64,7 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
     settings, and that the family streams the batches the method trains on."""
     config.validate()
     family = data.check_config(config)
-    method = methods.get_method(config.method)
-    method.check_config(config)
+    method = methods.check_config(config)
     if method.batch_format not in family.batch_formats:
         raise ValueError(
             f"--method={method.name} trains on {method.batch_format!r} batches; data family {family.name!r} "
