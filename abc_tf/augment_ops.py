@@ -192,15 +192,21 @@ def random_brightness(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> t
     return tf.reshape(out, shape)
 
 
+def _level_and_pixel_seed(flat: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """A noise level per image, U[0, amplitude] shaped [B, 1, 1, 1], and an independent seed
+    for the per-pixel draws."""
+    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=2)
+    return _per_image_uniform(flat, 0.0, amplitude, seeds[0]), seeds[1]
+
+
 def gaussian_noise(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
     """Additive per-pixel normal noise; its standard deviation is drawn per image from U[0, a]. Clipped to [0, 1]."""
     amplitude = check_amplitude("gaussian_noise", amplitude)
     if amplitude == 0.0:
         return tf.convert_to_tensor(images)
     flat, shape = flatten_stack(images)
-    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=2)
-    sigma = _per_image_uniform(flat, 0.0, amplitude, seeds[0])
-    noise = tf.random.stateless_normal(tf.shape(flat), seed=seeds[1])
+    sigma, pixel_seed = _level_and_pixel_seed(flat, amplitude, seed)
+    noise = tf.random.stateless_normal(tf.shape(flat), seed=pixel_seed)
     return tf.reshape(tf.clip_by_value(flat + sigma * noise, 0.0, 1.0), shape)
 
 
@@ -211,9 +217,8 @@ def salt_and_pepper(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.
     if amplitude == 0.0:
         return tf.convert_to_tensor(images)
     flat, shape = flatten_stack(images)
-    seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=2)
-    rate = _per_image_uniform(flat, 0.0, amplitude, seeds[0])
-    draw = tf.random.stateless_uniform(tf.concat([tf.shape(flat)[:3], [1]], 0), seed=seeds[1])
+    rate, pixel_seed = _level_and_pixel_seed(flat, amplitude, seed)
+    draw = tf.random.stateless_uniform(tf.concat([tf.shape(flat)[:3], [1]], 0), seed=pixel_seed)
     out = tf.where(draw < rate / 2, 0.0, tf.where(draw > 1.0 - rate / 2, 1.0, flat))
     return tf.reshape(out, shape)
 
