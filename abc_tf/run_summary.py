@@ -105,13 +105,9 @@ def write(run_dir: str, summary: dict) -> tuple[str, str]:
     with open(json_path + ".tmp", "w") as handle:
         json.dump(summary, handle, indent=2)
     os.replace(json_path + ".tmp", json_path)
-    names = [row["factor"] for row in summary["factors"]]
-    inactive = [row["factor"] for row in summary["factors"] if row["trained_as"] == "inactive"]
     png_path = os.path.join(run_dir, SUMMARY_PNG)
     plots.plot_factor_summary(
-        np.array([np.nan if row["mutual_information_nats"] is None else row["mutual_information_nats"] for row in summary["factors"]]),
-        np.array([np.nan if row["probe_accuracy"] is None else row["probe_accuracy"] for row in summary["factors"]]),
-        [row["chance"] for row in summary["factors"]], names, inactive, png_path,
+        summary["factors"], png_path,
         title=f"step {summary['step']}, noise sigma {summary['sigma']:g} (inactive factors shaded)",
     )
     return json_path, png_path

@@ -714,14 +714,19 @@ def sap_score_matrix(
     return scores
 
 
-def sap_gap(score_matrix: np.ndarray) -> float:
-    """Mean over factors (columns) of the gap between the two largest entries."""
+def sap_gaps(score_matrix: np.ndarray) -> np.ndarray:
+    """Per factor (column), the gap between the two largest entries [k]."""
     score_matrix = np.asarray(score_matrix, dtype=np.float64)
     if score_matrix.ndim != 2 or score_matrix.shape[0] < 1:
         raise ValueError(f"A score matrix is [d, k], got shape {score_matrix.shape}.")
     top = np.sort(score_matrix, axis=0)[::-1]
     second = top[1] if top.shape[0] > 1 else np.zeros_like(top[0])
-    return float(np.mean(top[0] - second))
+    return top[0] - second
+
+
+def sap_gap(score_matrix: np.ndarray) -> float:
+    """Mean over factors (columns) of the gap between the two largest entries."""
+    return float(np.mean(sap_gaps(score_matrix)))
 
 
 def sap(
@@ -730,23 +735,17 @@ def sap(
     test_codes: np.ndarray | None = None,
     test_factors: np.ndarray | None = None,
     *,
-    continuous_factors: bool = False,
-    standardize: bool = True,
     factor_names: Sequence[str] | None = None,
-    seed: Seed = None,
+    **options,
 ) -> dict:
-    """SAP score: ``{"sap": mean gap, "per_factor": {name: gap}}`` (:func:`sap_score_matrix`)."""
+    """SAP score: ``{"sap": mean gap, "per_factor": {name: gap}}``; ``options`` (continuous_factors,
+    standardize, seed) as :func:`sap_score_matrix` takes them."""
     codes = _check_codes(codes)
     factors = _check_factors(factors, codes.shape[0])
     names = _names(factor_names, factors.shape[1])
     _require_varying(factors, names, "SAP training set")
-    matrix = sap_score_matrix(
-        codes, factors, test_codes, test_factors,
-        continuous_factors=continuous_factors, standardize=standardize, seed=seed,
-    )
-    top = np.sort(matrix, axis=0)[::-1]
-    second = top[1] if top.shape[0] > 1 else np.zeros_like(top[0])
-    return {"sap": sap_gap(matrix), "per_factor": {n: float(g) for n, g in zip(names, top[0] - second)}}
+    gaps = sap_gaps(sap_score_matrix(codes, factors, test_codes, test_factors, **options))
+    return {"sap": float(np.mean(gaps)), "per_factor": {n: float(g) for n, g in zip(names, gaps)}}
 
 
 # ----------------------------------------------------------------------------------------------

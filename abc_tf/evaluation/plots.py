@@ -342,17 +342,20 @@ def plot_probe_accuracies(
     return _finish(figure, path)
 
 
-def plot_factor_summary(
-    mutual_information: np.ndarray,
-    accuracy: np.ndarray,
-    chance: Sequence[float],
-    names: Sequence[str],
-    inactive: Sequence[str] = (),
-    path: str | os.PathLike | None = None,
-    title: str | None = None,
-) -> Figure:
-    """Two panels per factor, MI [F] (nats) and probe accuracy [F] with chance levels; inactive
-    factors shaded; a NaN (not measured) leaves its bar out. The end-of-run summary figure."""
+def plot_factor_summary(rows: Sequence[dict], path: str | os.PathLike | None = None, title: str | None = None) -> Figure:
+    """Two panels per factor, MI (nats) and probe accuracy with chance levels; inactive factors
+    shaded; a missing value (None) leaves its bar out. The end-of-run summary figure.
+
+    rows: one per factor, as abc_tf.run_summary writes them: "factor", "trained_as"
+    ("inactive" or not), "mutual_information_nats", "probe_accuracy", "chance".
+    """
+    names = [row["factor"] for row in rows]
+    inactive = [row["factor"] for row in rows if row["trained_as"] == "inactive"]
+    mutual_information, accuracy = (
+        np.array([np.nan if row[key] is None else row[key] for row in rows], np.float64)
+        for key in ("mutual_information_nats", "probe_accuracy")
+    )
+    chance = [row["chance"] for row in rows]
     figure = _new_figure(8.4, 3.0)
     panels = ((mutual_information, "I(U; G) [nats]", None), (accuracy, "probe accuracy", chance))
     for column, (values, label, levels) in enumerate(panels, start=1):
