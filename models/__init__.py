@@ -11,4 +11,4 @@ from models.registry import build, names, register, takes_pretrained_weights  # 
 # Importing the modules registers their builders.
 from models import conv, heads  # noqa: E402,F401
 from models import pose_head  # noqa: E402,F401  (spherical-regression head, issue 7)
-from models import pose  # noqa: E402,F401  (S5 and s5_small pose encoders, issue 6)
+from models import pose_encoders  # noqa: E402,F401  (S5 and s5_small pose encoders, issue 6)
