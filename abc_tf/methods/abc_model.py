@@ -195,8 +195,17 @@ def _check_contrastive(config: ExperimentConfig) -> None:
         )
 
 
-ABC = Method(name="abc", build=lambda config, image_shape: _build(config, image_shape, "abc"))
+def _length_scale(config: ExperimentConfig) -> float:
+    return config.length_scale
+
+
+ABC = Method(
+    name="abc", build=lambda config, image_shape: _build(config, image_shape, "abc"),
+    supervision="set membership: which images share the inactive factors (the factors themselves unknown to the loss)",
+    length_scale=_length_scale,
+)
 CONTRASTIVE = Method(
     name="contrastive", build=lambda config, image_shape: _build(config, image_shape, "contrastive"),
-    check_config=_check_contrastive,
+    supervision="none beyond the augmentations: two augmented views of each image are one identity",
+    length_scale=_length_scale, check_config=_check_contrastive,
 )

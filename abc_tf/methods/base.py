@@ -57,6 +57,10 @@ class Method:
     batch_format: the family batch format it trains on (``abc_tf.data.family.BATCH_FORMATS``).
     fields: config fields only this method (and other methods naming them) reads; train.py
       refuses them on the command line of another method.
+    supervision: what the method is told about the data, in words (comparison tables state it).
+    length_scale: ``config -> float``, the scale in embedding space below which the method's
+      loss sees no difference (evaluators add noise of that scale); None when the loss has
+      none, and evaluators scale the noise to the embeddings' own spread instead.
     check_config: ``config -> None``, its own checks (ValueError naming the flag), run before
       any data is read or network built.
     """
@@ -65,6 +69,8 @@ class Method:
     build: Callable[[ExperimentConfig, tuple[int, int, int]], "MethodModel"]
     batch_format: str = "sets"
     fields: tuple[str, ...] = ()
+    supervision: str = ""
+    length_scale: Callable[[ExperimentConfig], float] | None = None
     check_config: Callable[[ExperimentConfig], None] = _nothing_to_check
 
 
