@@ -180,3 +180,28 @@ def test_labelled_sample_is_uniform_and_labelled():
     assert np.unique(s3d.GRID.ravel(factors)).size == 600
     for f, size in enumerate(SIZES):
         assert np.unique(factors[:, f]).size == size
+
+
+def test_images_of_given_factor_values():
+    factors = np.array([[0, 1, 2, 3, 0, 14], [9, 9, 9, 7, 3, 0], [0, 1, 2, 3, 0, 14]])
+    images = s3d.FAMILY.known_factors.images_of(config(), factors)
+    np.testing.assert_array_equal(images, render.render(factors))
+    with pytest.raises(ValueError, match="outside the factor sizes"):
+        s3d.images_of(config(), np.array([[10, 0, 0, 0, 0, 0]]))
+    with pytest.raises(ValueError, match=r"shape \[n, 6\]"):
+        s3d.images_of(config(), np.zeros((2, 5), np.int64))
+
+
+def test_images_of_a_partial_copy_takes_the_first_record_or_says_none(monkeypatch):
+    class Partial:
+        description = "partial copy"
+        items = np.array([[0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 0, 1]])
+
+        def images(self, ids):
+            return np.asarray(ids, np.uint8)[:, None, None, None] * np.ones((1, 64, 64, 3), np.uint8)
+
+    monkeypatch.setattr(s3d, "_open_cached", lambda *args: Partial())
+    images = s3d.images_of(config(), np.array([[0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 0]]))
+    assert images[:, 0, 0, 0].tolist() == [0, 1]
+    with pytest.raises(ValueError, match=r"holds no image of the factor values \[0, 0, 0, 0, 1, 0\]"):
+        s3d.images_of(config(), np.array([[0, 0, 0, 0, 1, 0]]))

@@ -84,12 +84,19 @@ class KnownFactors:
     ``labelled_sample(config, num_images, seed) -> (uint8 images [n, H, W, C], int64 factor
     indices [n, len(names)])``: distinct images drawn uniformly, columns in ``names`` order.
     ``inactive(config) -> positions in names`` of the factors a run fixes within a set.
+    ``images_of(config, factor_indices int [n, len(names)]) -> uint8 images [n, H, W, C]``:
+    an image of exactly each given combination of factor values (rendered or looked up), for
+    the scores that draw their own observations (BetaVAE, FactorVAE); ``None`` where the family
+    cannot make one (MNIST's binned style factors), and only the scores on a labelled sample
+    (MIG, DCI, SAP) are computed. ValueError for values outside ``sizes`` or a combination the
+    data lacks.
     """
 
     names: tuple[str, ...]
     sizes: tuple[int, ...]
     labelled_sample: Callable[["ExperimentConfig", int, int], tuple[np.ndarray, np.ndarray]]
     inactive: Callable[["ExperimentConfig"], tuple[int, ...]]
+    images_of: Callable[["ExperimentConfig", np.ndarray], np.ndarray] | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,6 +12,7 @@ With ``--augmentation_baseline``: ``{"set_a", "set_a_view2"}`` float32 in [0, 1]
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -22,6 +23,7 @@ from abc_tf.config import ExperimentConfig
 from abc_tf.data import sets
 from abc_tf.data.family import DataFamily, KnownFactors
 from abc_tf.data.groups import GroupIndex, step_rng
+from abc_tf.data.shapes3d_pairs import make_pairs_dataset
 from abc_tf.data.shapes3d_sources import (
     DATA_SOURCES, FACTOR_NAMES, FACTOR_SIZES, GRID, IMAGE_SHAPE, Source, open_source,
 )
@@ -152,6 +154,34 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
     return source.images(ids), factors
 
 
+@functools.lru_cache(maxsize=1)
+def _open_cached(data_source: str, data_path: str, data_in_memory: bool) -> Source:
+    return open_source(ExperimentConfig(data_source=data_source, data_path=data_path, data_in_memory=data_in_memory))
+
+
+def images_of(config: ExperimentConfig, factor_indices: np.ndarray) -> np.ndarray:
+    """uint8 images [n, 64, 64, 3] of the given factor indices [n, 6] (FACTOR_NAMES order): the
+    grid point rendered or read, or for a partial tfds copy its first record of those values
+    (ValueError when it has none). The backend stays open between calls (the disentanglement
+    scores ask for images many times)."""
+    factors = np.asarray(factor_indices, dtype=np.int64)
+    if factors.ndim != 2 or factors.shape[1] != len(FACTOR_SIZES):
+        raise ValueError(f"Factor indices must have shape [n, {len(FACTOR_SIZES)}], got {factors.shape}.")
+    if np.any(factors < 0) or np.any(factors >= np.asarray(FACTOR_SIZES)):
+        raise ValueError(f"Factor indices lie outside the factor sizes {FACTOR_SIZES}.")
+    source = _open_cached(config.data_source, config.data_path, config.data_in_memory)
+    flat = GRID.ravel(factors)
+    if source.items is None:
+        return source.images(flat)
+    record = np.full(GRID.num_points, -1, np.int64)
+    record[GRID.ravel(source.items)[::-1]] = np.arange(source.items.shape[0])[::-1]  # the first record wins
+    ids = record[flat]
+    if np.any(ids < 0):
+        missing = factors[np.flatnonzero(ids < 0)[0]].tolist()
+        raise ValueError(f"The {source.description} holds no image of the factor values {missing}.")
+    return source.images(ids)
+
+
 def check_config(config: ExperimentConfig) -> None:
     """The Shapes3D checks that read no data (flags, factor names, augmentations)."""
     _check_config(config)
@@ -164,5 +194,6 @@ FAMILY = DataFamily(
     image_shape=image_shape,
     make_dataset=make_dataset,
     check_config=check_config,
-    known_factors=KnownFactors(FACTOR_NAMES, FACTOR_SIZES, labelled_sample, inactive_factors),
+    other_streams={"pairs": make_pairs_dataset},
+    known_factors=KnownFactors(FACTOR_NAMES, FACTOR_SIZES, labelled_sample, inactive_factors, images_of),
 )
