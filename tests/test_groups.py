@@ -1,5 +1,6 @@
 """The one set sampler (abc_tf.data.groups): distinct and uniform draws within groups, group
-draws, draws from the whole collection, replacement, and the errors that name the flag."""
+draws, draws from the whole collection, replacement, the errors that name the flag, and the
+stream of steps the graph pipelines draw from."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import logging
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from abc_tf.data import groups
 from abc_tf.data.groups import GroupIndex
@@ -55,12 +57,15 @@ def test_sample_distinct_replacement_and_errors():
     assert draws.shape == (1, 32) and set(draws[0]) == {0, 1, 2, 3}
 
 
-def test_step_rng_is_a_pure_function_of_seed_and_step():
+def test_step_and_chunk_generators_are_pure_functions_of_their_seeds():
     first = groups.step_rng(7, 3).integers(0, 1 << 30, 8)
     np.testing.assert_array_equal(first, groups.step_rng(7, 3).integers(0, 1 << 30, 8))
     assert not np.array_equal(first, groups.step_rng(7, 4).integers(0, 1 << 30, 8))
     assert not np.array_equal(first, groups.step_rng(8, 3).integers(0, 1 << 30, 8))
     groups.step_rng(-1, 0), groups.step_rng(1 << 70, 0)  # any integer seed
+    chunk = groups.chunk_rng(7, 3).integers(0, 1 << 30, 8)
+    np.testing.assert_array_equal(chunk, groups.chunk_rng(7, 3).integers(0, 1 << 30, 8))
+    assert not np.array_equal(chunk, groups.chunk_rng(7, 4).integers(0, 1 << 30, 8))
 
 
 # ----------------------------------------------------------------------------- the index
@@ -168,3 +173,30 @@ def test_eligible_groups_name_the_flags_and_log_the_skipped(caplog):
         index.eligible(6, what="images")
     # With replacement any non-empty group can give a set.
     np.testing.assert_array_equal(index.eligible(6, replace=True), [0, 1, 2])
+
+
+# ----------------------------------------------------------------------------- the stream of steps
+
+
+def test_draw_stream_gives_each_step_its_chunk_row_and_resumes_anywhere():
+    index, _ = uneven()
+
+    def draw_chunk(chunk: int) -> tuple[np.ndarray, np.ndarray]:
+        rng = groups.chunk_rng(11, chunk)
+        chosen = index.draw_groups(rng, groups.CHUNK_STEPS * 2, among=np.array([1, 3, 4]))
+        items = index.draw_within(rng, chosen, 3).reshape(groups.CHUNK_STEPS, 2, 3)
+        return items, chosen.reshape(groups.CHUNK_STEPS, 2).astype(np.int32)
+
+    first = [(int(step), items.numpy()) for step, (items, _) in
+             groups.draw_stream(draw_chunk, [tf.int64, tf.int32], [(2, 3), (2,)]).take(groups.CHUNK_STEPS + 5)]
+    assert [step for step, _ in first] == list(range(groups.CHUNK_STEPS + 5))
+    for step, items in first:
+        np.testing.assert_array_equal(items, groups.step_draws(draw_chunk, step)[0])
+    assert not np.array_equal(first[0][1], first[1][1])  # steps differ
+    # A stream that starts late (a resumed run) gives the same sets from its first step on.
+    start = groups.CHUNK_STEPS - 2
+    resumed = groups.draw_stream(draw_chunk, [tf.int64, tf.int32], [(2, 3), (2,)], start_step=start).take(4)
+    for offset, (step, (items, chosen)) in enumerate(resumed):
+        assert int(step) == start + offset
+        np.testing.assert_array_equal(items.numpy(), first[start + offset][1])
+        assert chosen.dtype == tf.int32 and chosen.shape == (2,)

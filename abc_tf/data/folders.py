@@ -40,7 +40,7 @@ import tensorflow as tf
 from abc_tf import augment
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import DataFamily, GroupedImages
-from abc_tf.data.groups import step_rng
+from abc_tf.data.groups import CHUNK_STEPS, chunk_rng, draw_stream
 from abc_tf.data.image_files import IMAGE_EXTENSIONS, is_image_file, load_images
 from abc_tf.data.labels_csv import LABELS_FILE, encode_labels, read_labels_csv
 
@@ -117,7 +117,7 @@ def grouped_set_dataset(
     distinct images of the whole collection. Groups smaller than a set are skipped with a
     warning. ``config.augmentations`` (S8.4) are applied per image, twice under
     ``config.double_augmentation``; batches are then float32 in [0, 1], else uint8.
-    Batch t depends only on (seed, t) (:func:`abc_tf.data.groups.step_rng`): reproducible and
+    Batch t depends only on (seed, t) (:func:`abc_tf.data.groups.draw_stream`): reproducible and
     parallel.
     """
     index = grouped.group_index()
@@ -130,27 +130,28 @@ def grouped_set_dataset(
     if unconstrained and index.num_items < set_size:
         raise ValueError(f"--set_size={set_size} exceeds the {index.num_items} images of the collection (unconstrained set B).")
 
-    def draw(step: np.int64) -> tuple[np.ndarray, np.ndarray]:
-        rng = step_rng(seed, step)
-        group_a = index.draw_groups(rng, pairs, among=eligible)
+    def draw_chunk(chunk: int) -> tuple[np.ndarray, np.ndarray]:
+        rng = chunk_rng(seed, chunk)
+        rows = CHUNK_STEPS * pairs
+        group_a = index.draw_groups(rng, rows, among=eligible)
+        set_a = index.draw_within(rng, group_a, set_size)
         if unconstrained:
-            return index.draw_within(rng, group_a, set_size), index.draw_from_all(rng, pairs, set_size)
-        group_b = index.draw_groups(rng, pairs, among=eligible, exclude=group_a)
-        return index.draw_within(rng, group_a, set_size), index.draw_within(rng, group_b, set_size)
+            set_b = index.draw_from_all(rng, rows, set_size)
+        else:
+            set_b = index.draw_within(rng, index.draw_groups(rng, rows, among=eligible, exclude=group_a), set_size)
+        return set_a.reshape(CHUNK_STEPS, pairs, set_size), set_b.reshape(CHUNK_STEPS, pairs, set_size)
 
     images = tf.constant(grouped.images)
     base_seed = tf.constant([seed, 0x5E75], tf.int64)
 
-    def make_batch(step: tf.Tensor) -> dict[str, tf.Tensor]:
-        rows = tf.numpy_function(draw, [step], [tf.int64, tf.int64], stateful=False)
-        batch = {key: tf.gather(images, tf.ensure_shape(ids, (pairs, set_size)))
-                 for key, ids in zip(("set_a", "set_b"), rows)}
+    def make_batch(step: tf.Tensor, rows: tuple[tf.Tensor, tf.Tensor]) -> dict[str, tf.Tensor]:
+        batch = {"set_a": tf.gather(images, rows[0]), "set_b": tf.gather(images, rows[1])}
         if augmentations or config.double_augmentation:
             augment_seed = tf.random.experimental.stateless_fold_in(base_seed, step)
             batch = augment.double_augment(batch, augmentations, augment_seed, double=config.double_augmentation)
         return batch
 
-    dataset = tf.data.Dataset.counter(dtype=tf.int64).map(
+    dataset = draw_stream(draw_chunk, [tf.int64] * 2, [(pairs, set_size)] * 2).map(
         make_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -16,16 +16,18 @@ Under them all lies :func:`sample_distinct`: per row, ``k`` uniform values in
 ``[0, population)``, distinct unless asked otherwise, at a cost of about ``k`` per row
 whatever the population (a Shapes3D set among 480,000 images costs what a set among 40 does).
 
-Form: NumPy, with a ``numpy.random.Generator`` per step from :func:`step_rng`, a pure function
-of (seed, step). Shapes3D and its item tables already sample in NumPy (images are rendered or
-read by id inside the pipeline's ``tf.numpy_function``), and NumPy gives the draws whose cost
-does not grow with the population: rejection of repeated draws, key ranking only for small
-populations. The graph pipelines (MNIST stacks, image folders, pose) call one
-``tf.numpy_function`` per step that returns the step's index arrays, and gather the images in
-TensorFlow as before; a step's draw is a few tens of microseconds, far below what a training
-step consumes (throughput before and after in the commit that made the change). A TensorFlow
-form would have ranked one random key per item of a group (or of the whole collection for an
-unconstrained set) every step, which does not scale to Shapes3D's full grid.
+Form: NumPy. Shapes3D and its item tables already sample in NumPy (images are rendered or
+read by id inside the pipeline's ``tf.numpy_function``, one step per call, generator
+:func:`step_rng`), and NumPy gives draws whose cost does not grow with the population:
+rejection of repeated draws, key ranking only for small populations. A TensorFlow form would
+rank one random key per item of a group (or of the whole collection, for an unconstrained
+set) every step, which does not scale to Shapes3D's full grid. The graph pipelines (MNIST
+stacks, image folders, pose) gather and augment in TensorFlow and take their index arrays from
+:func:`draw_stream`: one ``tf.numpy_function`` per ``CHUNK_STEPS`` steps, drawing the sets of
+all of them at once (generator :func:`chunk_rng`), so the call and the draw cost a few
+microseconds per step; one call per step would cost about 0.3 ms per step and cap the
+lightest pipelines near 2,000 batches/s. Either way the sets of step t are a pure function of
+(seed, t), whatever thread draws them and wherever a run resumes.
 """
 
 from __future__ import annotations
@@ -33,10 +35,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
+import tensorflow as tf
 
+# Steps whose sets one call of draw_stream's NumPy function draws.
+CHUNK_STEPS = 64
 # Keys drawn per call of the small-population sampler are capped (float64: 128 MiB).
 _MAX_KEYS_PER_CHUNK = 1 << 24
 # Rows wider than this are drawn by Generator.choice (Floyd's algorithm, memory ~count) rather
@@ -50,6 +55,39 @@ def step_rng(seed: int, step: int) -> np.random.Generator:
     """The generator of one training step: a pure function of (seed, step), whatever thread or
     process calls it (tf.data runs steps in parallel)."""
     return np.random.default_rng([int(seed) % (1 << 63), int(step)])
+
+
+def chunk_rng(seed: int, chunk: int) -> np.random.Generator:
+    """The generator of steps ``chunk * CHUNK_STEPS`` to ``(chunk + 1) * CHUNK_STEPS - 1``."""
+    return np.random.default_rng([int(seed) % (1 << 63), int(chunk), CHUNK_STEPS])
+
+
+def draw_stream(draw_chunk: Callable[[int], Sequence[np.ndarray]], dtypes: Sequence[tf.DType],
+                shapes: Sequence[tuple[int, ...]], start_step: int = 0) -> tf.data.Dataset:
+    """Endless ``(step, arrays)`` for steps ``start_step, start_step + 1, ...``.
+
+    draw_chunk: ``chunk -> arrays``, each ``[CHUNK_STEPS, *shape]``: the draws of the steps of
+      that chunk (a pure function of the chunk, e.g. through :func:`chunk_rng`), run in one
+      ``tf.numpy_function``. dtypes, shapes: of one step's arrays.
+    """
+    dtypes, shapes = list(dtypes), [tuple(shape) for shape in shapes]
+
+    def call(chunk: np.int64) -> list[np.ndarray]:
+        return [np.asarray(array, dtype.as_numpy_dtype) for array, dtype in zip(draw_chunk(int(chunk)), dtypes)]
+
+    def chunk_arrays(chunk: tf.Tensor) -> tuple[tf.Tensor, ...]:
+        arrays = tf.numpy_function(call, [chunk], dtypes, stateful=False)
+        return tuple(tf.ensure_shape(array, (CHUNK_STEPS,) + shape) for array, shape in zip(arrays, shapes))
+
+    draws = (tf.data.Dataset.counter(start=start_step // CHUNK_STEPS, dtype=tf.int64)
+             .map(chunk_arrays, num_parallel_calls=2, deterministic=True)
+             .unbatch().skip(start_step % CHUNK_STEPS))
+    return tf.data.Dataset.zip((tf.data.Dataset.counter(start=start_step, dtype=tf.int64), draws))
+
+
+def step_draws(draw_chunk: Callable[[int], Sequence[np.ndarray]], step: int) -> list[np.ndarray]:
+    """The arrays of one step, as :func:`draw_stream` gives them (tests and diagnostics)."""
+    return [array[step % CHUNK_STEPS] for array in draw_chunk(step // CHUNK_STEPS)]
 
 
 def sample_distinct(rng: np.random.Generator, population: np.ndarray, count: int, replace: bool = False) -> np.ndarray:

@@ -33,7 +33,7 @@ import tensorflow as tf
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import digit_style
 from abc_tf.data.family import DataFamily, KnownFactors, quantile_bins
-from abc_tf.data.groups import GroupIndex, step_rng
+from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream
 from abc_tf.data.mnist_formats import (
     IDX_FILES, IMAGE_SHAPE, NUM_CLASSES, MnistData, find_idx_files, load_idx_dir, load_npz, load_procedural, load_tfds,
     tfds_prepared,
@@ -141,7 +141,7 @@ def make_stack_dataset(
     ``allow_same_digit``) and for each a stack of ``set_size`` distinct images of that digit,
     uniformly without replacement. Batch: ``set_a``, ``set_b`` [P, S, 28, 28, 1] uint8; with
     ``with_digits`` also ``digit_a``, ``digit_b`` [P] int32 (for tests and diagnostics).
-    A pure function of (seed, step) (:func:`abc_tf.data.groups.step_rng`).
+    A pure function of (seed, step) (:func:`abc_tf.data.groups.draw_stream`).
     """
     if len(digits) == 0:
         raise ValueError("No digits left for training (holdout_digit removes the only one).")
@@ -154,25 +154,26 @@ def make_stack_dataset(
     index.eligible(set_size, needed=len(digits), what="training images")
     pairs = int(pairs_per_step)
 
-    def draw(step: np.int64) -> tuple[np.ndarray, ...]:
-        rng = step_rng(seed, step)
-        first = index.draw_groups(rng, pairs)
-        second = index.draw_groups(rng, pairs, exclude=None if allow_same_digit else first)
-        return index.draw_within(rng, first, set_size), index.draw_within(rng, second, set_size), first, second
+    def draw_chunk(chunk: int) -> tuple[np.ndarray, ...]:
+        rng = chunk_rng(seed, chunk)
+        rows = CHUNK_STEPS * pairs
+        first = index.draw_groups(rng, rows)
+        second = index.draw_groups(rng, rows, exclude=None if allow_same_digit else first)
+        stacks = [index.draw_within(rng, digits, set_size).reshape(CHUNK_STEPS, pairs, set_size) for digits in (first, second)]
+        return (*stacks, first.reshape(CHUNK_STEPS, pairs), second.reshape(CHUNK_STEPS, pairs))
 
     pool = tf.constant(np.asarray(images)[..., None])
     digit_values = tf.constant(np.asarray(digits), tf.int32)
 
-    def batch_for_step(step: tf.Tensor) -> dict[str, tf.Tensor]:
-        rows_a, rows_b, first, second = tf.numpy_function(draw, [step], [tf.int64] * 4, stateful=False)
-        batch = {"set_a": tf.gather(pool, tf.ensure_shape(rows_a, (pairs, set_size))),
-                 "set_b": tf.gather(pool, tf.ensure_shape(rows_b, (pairs, set_size)))}
+    def batch_for_step(step: tf.Tensor, draws: tuple[tf.Tensor, ...]) -> dict[str, tf.Tensor]:
+        rows_a, rows_b, first, second = draws
+        batch = {"set_a": tf.gather(pool, rows_a), "set_b": tf.gather(pool, rows_b)}
         if with_digits:
-            batch["digit_a"] = tf.gather(digit_values, tf.ensure_shape(first, (pairs,)))
-            batch["digit_b"] = tf.gather(digit_values, tf.ensure_shape(second, (pairs,)))
+            batch["digit_a"], batch["digit_b"] = tf.gather(digit_values, first), tf.gather(digit_values, second)
         return batch
 
-    dataset = tf.data.Dataset.counter(dtype=tf.int64).map(
+    shapes = [(pairs, set_size)] * 2 + [(pairs,)] * 2
+    dataset = draw_stream(draw_chunk, [tf.int64] * 4, shapes).map(
         batch_for_step, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -57,7 +57,7 @@ from abc_tf import augment, schedules
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import pose_procedural
 from abc_tf.data.family import DataFamily
-from abc_tf.data.groups import GroupIndex, sample_distinct, step_rng
+from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream, sample_distinct, step_draws
 from abc_tf.data.image_files import load_image_folder
 from abc_tf.data.keypointnet import SPLITS, keypointnet_files, read_keypointnet
 from abc_tf.data.pascal3d import read_pose_list
@@ -214,13 +214,15 @@ def labelled_images(
 # ----------------------------------------------------------------------------- batches
 
 
-def step_indices(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callable[[int], dict[str, np.ndarray]]:
-    """Returns ``f(step) -> dict`` of the rows a step draws, a pure function of (seed, step):
-    ``index_a`` int64 [P, N] (one instance per row, distinct views unless
-    ``sample_with_replacement``), ``index_b`` int64 [P, M] distinct synthetic rows of all
-    instances, ``index_real`` int64 [P, M] real rows, ``real_b`` bool [P, M] (the first
-    ``floor(f M + u)`` slots of each set B are real), ``fraction`` float32 (the schedule's value
-    at ``step``). Raises ValueError naming the flag when no instance can give a set."""
+def index_draws(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callable[[int], list[np.ndarray]]:
+    """Returns ``draw_chunk(chunk)``: the rows the steps of a chunk draw
+    (:func:`abc_tf.data.groups.draw_stream`), arrays in the order of ``INDEX_KEYS``, each with a
+    leading axis of ``CHUNK_STEPS`` steps: ``index_a`` int64 [P, N] (one instance per row,
+    distinct views unless ``sample_with_replacement``), ``index_b`` int64 [P, M] distinct
+    synthetic rows of all instances, ``index_real`` int64 [P, M] real rows, ``real_b`` bool
+    [P, M] (the first ``floor(f M + u)`` slots of each set B are real), ``fraction`` float32
+    (the schedule's value at the step). Raises ValueError naming the flag when no instance can
+    give a set."""
     pairs, set_size = config.pairs_per_step, config.set_size
     replace = config.sample_with_replacement
     index = banks.group_index()
@@ -230,22 +232,32 @@ def step_indices(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Calla
     num_real = len(banks.real)
     if config.real_fraction > 0 and num_real == 0:
         raise ValueError("--real_fraction > 0 but there are no real images (--real_data_path).")
+    shape = (CHUNK_STEPS, pairs, set_size)
 
-    def indices(step: int) -> dict[str, np.ndarray]:
-        rng = step_rng(seed, step)
-        index_a = index.draw_within(rng, index.draw_groups(rng, pairs, among=eligible), set_size, replace)
-        index_b = index.draw_from_all(rng, pairs, set_size)
-        fraction = schedules.real_fraction(int(step), config.real_fraction, config.titration_interval, config.steps)
-        real_count = np.floor(fraction * set_size + rng.random(pairs))
-        real_b = np.arange(set_size)[np.newaxis, :] < real_count[:, np.newaxis]
-        index_real = sample_distinct(rng, np.full(pairs, max(num_real, 1)), set_size, replace=True)
-        return {"index_a": index_a, "index_b": index_b, "index_real": index_real, "real_b": real_b,
-                "fraction": np.float32(fraction)}
+    def draw_chunk(chunk: int) -> list[np.ndarray]:
+        rng = chunk_rng(seed, chunk)
+        rows = CHUNK_STEPS * pairs
+        index_a = index.draw_within(rng, index.draw_groups(rng, rows, among=eligible), set_size, replace)
+        index_b = index.draw_from_all(rng, rows, set_size)
+        steps = range(chunk * CHUNK_STEPS, (chunk + 1) * CHUNK_STEPS)
+        fraction = np.array([schedules.real_fraction(step, config.real_fraction, config.titration_interval, config.steps)
+                             for step in steps], np.float32)
+        real_count = np.floor(fraction[:, np.newaxis] * set_size + rng.random((CHUNK_STEPS, pairs)))
+        real_b = np.arange(set_size) < real_count[..., np.newaxis]
+        index_real = sample_distinct(rng, np.full(rows, max(num_real, 1)), set_size, replace=True)
+        return [index_a.reshape(shape), index_b.reshape(shape), index_real.reshape(shape), real_b, fraction]
 
-    return indices
+    return draw_chunk
 
 
-_INDEX_KEYS = ("index_a", "index_b", "index_real", "real_b", "fraction")
+def step_indices(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callable[[int], dict[str, np.ndarray]]:
+    """``f(step) -> {key of INDEX_KEYS: array}``: the rows step ``step`` of :func:`dataset_from_banks`
+    draws (tests and diagnostics; a pure function of (seed, step))."""
+    draw_chunk = index_draws(banks, config, seed)
+    return lambda step: dict(zip(INDEX_KEYS, step_draws(draw_chunk, step)))
+
+
+INDEX_KEYS = ("index_a", "index_b", "index_real", "real_b", "fraction")
 
 
 def _to_uint8(images: tf.Tensor) -> tf.Tensor:
@@ -262,12 +274,9 @@ def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, st
     """The batches of :func:`make_dataset` drawn from given banks (tests pass small ones)."""
     if start_step < 0:
         raise ValueError(f"start_step must be >= 0, got {start_step}.")
-    indices_of = step_indices(banks, config, seed)
+    draw_chunk = index_draws(banks, config, seed)
     pairs, set_size = config.pairs_per_step, config.set_size
-
-    def draw(step: np.int64) -> list[np.ndarray]:
-        chosen = indices_of(int(step))
-        return [chosen[key] for key in _INDEX_KEYS]
+    draws = draw_stream(draw_chunk, [tf.int64] * 3 + [tf.bool, tf.float32], [(pairs, set_size)] * 4 + [()], start_step)
 
     # Variables, not constants: a captured constant is serialised into the dataset graph (2 GB limit).
     synthetic = tf.Variable(banks.synthetic, trainable=False, name="pose_renders")
@@ -286,10 +295,8 @@ def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, st
     # Plain graph code (no Python control flow on tensors): skipping AutoGraph's conversion
     # of the augmentation functions saves seconds of tracing.
     @tf.autograph.experimental.do_not_convert
-    def make_batch(step: tf.Tensor) -> dict[str, tf.Tensor]:
-        values = tf.numpy_function(draw, [step], [tf.int64, tf.int64, tf.int64, tf.bool, tf.float32], stateful=False)
-        shapes = [(pairs, set_size)] * 4 + [()]
-        chosen = {key: tf.ensure_shape(value, shape) for key, value, shape in zip(_INDEX_KEYS, values, shapes)}
+    def make_batch(step: tf.Tensor, rows: tuple[tf.Tensor, ...]) -> dict[str, tf.Tensor]:
+        chosen = dict(zip(INDEX_KEYS, rows))
         rgba_a = tf.gather(synthetic, chosen["index_a"])
         rgba_b = tf.gather(synthetic, chosen["index_b"])
         photos = tf.gather(real, chosen["index_real"])
@@ -305,10 +312,7 @@ def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, st
                 batch[key if view == 0 else key + "_view2"] = _to_uint8(out)
         return batch
 
-    dataset = tf.data.Dataset.counter(start=start_step, dtype=tf.int64).map(
-        make_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
-    )
-    return dataset.prefetch(2)
+    return draws.map(make_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)
 
 
 # ----------------------------------------------------------------------------- training hooks
