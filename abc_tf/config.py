@@ -35,7 +35,7 @@ class ExperimentConfig:
     model: str = _field("s3", "Encoder architecture: a key of the models registry (s3, s4, s6, ...).")
     embedding_dim: int = _field(64, "Size d of the embedding.")
     set_size: int = _field(32, "Images per set (N = M).")
-    pairs_per_step: int = _field(1, "Pairs of sets (P) per training step.")
+    pairs_per_step: int = _field(1, "Pairs per training step: pairs of sets (P) for the set methods (abc, contrastive), pairs of images (the batch) for --method=pmp.")
     similarity: str = _field("l2sq", "Similarity: l2sq, l2, l1, linf or cosine.")
     temperature: float = _field(1.0, "Temperature tau dividing every similarity.")
     double_augmentation: bool = _field(False, "Augment every image twice and cycle from one view to the other.")
@@ -79,6 +79,14 @@ class ExperimentConfig:
     pose_test_list: str = _field("", "Pose: Pascal3D+-style test list 'image left top right bottom azimuth elevation tilt' (evaluation only).")
     pose_test_images: str = _field("", "Pose: folder the test list's image names are relative to (default: the list's folder).")
     backbone_weights: str = _field("", "Pretrained weights of the encoder's backbone (s5: 'imagenet' as in the paper, needs internet or the cached file, or a weights file path; empty: random).")
+    # Product-manifold projection (PEERS.md section 1): --method=pmp, trained on pairs of images.
+    pair_factors: str = _field("", "Pairs (--method=pmp): factors that may change between the two images of a pair, comma separated names or the authors' digits; one of them, drawn uniformly, changes in each pair (empty: every factor).")
+    num_subspaces: int = _field(10, "PMP: number k of latent subspaces, one projector each.")
+    pmp_warmup: float = _field(0.25, "PMP: fraction of the steps trained on the reconstruction loss alone before the other terms ramp in (the authors' code 0.25, their supplement 0.2).")
+    pmp_distance_weight: float = _field(0.1, "PMP: maximum weight of the distance loss L_dis (0: off).")
+    pmp_sparsity_weight: float = _field(0.1, "PMP: maximum weight of the sparsity loss L_spar (0: off).")
+    pmp_consistency_weight: float = _field(100.0, "PMP: maximum weight of the consistency loss L_cons (0: off).")
+    pmp_usage_weight: float = _field(1e-4, "PMP: initial weight of the subspace-usage loss L_reg, decaying as L_dis ramps in (0: off).")
 
     def replace(self, **overrides: Any) -> "ExperimentConfig":
         return dataclasses.replace(self, **overrides)
