@@ -12,3 +12,4 @@ from models.registry import build, names, register, takes_pretrained_weights  # 
 from models import conv, heads  # noqa: E402,F401
 from models import pose_head  # noqa: E402,F401  (spherical-regression head, issue 7)
 from models import pose_encoders  # noqa: E402,F401  (S5 and s5_small pose encoders, issue 6)
+from models import pmp  # noqa: E402,F401  (product-manifold projection networks, issue 15)
