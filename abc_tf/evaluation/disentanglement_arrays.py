@@ -1,0 +1,346 @@
+"""MIG, DCI and SAP: disentanglement scores read off given codes and factors (PEERS.md section 4).
+
+The scores of :mod:`abc_tf.evaluation.disentanglement` that need no observation drawn to order,
+only arrays (so any family's labelled sample serves, MNIST's binned style factors included):
+
+- ``codes`` float [n, d]: the representation of n observations;
+- ``factors`` int [n, k]: their factor values (any integers; one column per factor);
+- ``factor_names``: optional names of the k factors (per-factor results are keyed by them).
+
+:func:`mig` takes one such set; :func:`dci` and :func:`sap` take a training and a test set.
+Definitions as disentanglement_lib's (``config/unsupervised_study_v1/metric_configs/*.gin``
+and the metric modules), rebuilt on NumPy and scikit-learn:
+
+- MIG (``mig.gin``): every code dimension discretised into 20 equal-width bins between its
+  minimum and maximum (``histogram_discretizer``); discrete mutual information I(z_j; v_k) in
+  nats; per factor the gap between the largest and the second largest over dimensions,
+  divided by the factor's entropy H(v_k); score = the mean over factors.
+- DCI (``dci.gin``): one ``GradientBoostingClassifier`` (scikit-learn defaults: 100 stages of
+  depth-3 trees) per factor; importance matrix R [d, k] = |feature importances|;
+  disentanglement = sum over dimensions of (1 - entropy of R's row, base k) weighted by the
+  row's share of R; completeness = sum over factors of (1 - entropy of R's column, base d)
+  weighted by the column's share; informativeness = mean accuracy of the classifiers on the
+  test set (and on the training set).
+- SAP (``sap_score.gin``, ``continuous_factors=False``): score matrix S [d, k] = test accuracy
+  of a linear SVM (``LinearSVC(C=0.01, class_weight="balanced")``) that predicts factor k from
+  code dimension j alone; with ``continuous_factors=True`` S is instead the squared Pearson
+  correlation on the training set (0 for dimensions of variance <= 1e-12); score = the mean
+  over factors of the gap between the top two entries of S's column. A one-vs-rest linear SVM
+  on one dimension cannot single out the middle values of a factor, so with discrete factors
+  even the identity code scores far below 1 (0.24 for factors of Shapes3D's sizes at the
+  library's counts); the library's own identity test, like ours, uses ``continuous_factors=True``.
+
+Differences from disentanglement_lib, all deliberate:
+
+- ``standardize=True`` (default) standardises the inputs of SAP's 1-D SVMs (L2-regularised
+  with a fixed C, so without it the score changes when a code is merely rescaled).
+- Gradient-boosted trees and SVMs get seeds drawn from the caller's seed, so results repeat.
+- A factor that takes a single value in a training set is an error (MIG divides by its zero
+  entropy, a classifier cannot be fitted); with a single factor or a single code dimension,
+  DCI's entropies have base 1 and the per-dimension / per-factor terms are defined as 1.
+
+The input checks and seed helpers here are shared with
+:mod:`abc_tf.evaluation.disentanglement_sampled`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Sequence, Union
+
+import joblib
+import numpy as np
+import scipy.stats
+from sklearn import metrics as sk_metrics
+from sklearn.ensemble import GradientBoostingClassifier
+from sklearn.feature_selection import r_regression
+from sklearn.preprocessing import KBinsDiscretizer, StandardScaler
+from sklearn.svm import LinearSVC
+
+# Entropies of importance rows/columns get this added, as disentanglement_lib does, so that
+# an all-zero row is the uniform distribution (entropy 1: it contributes nothing).
+_IMPORTANCE_EPS = 1e-11
+# SAP (continuous): dimensions of smaller variance score 0, as in disentanglement_lib.
+_MIN_CODE_VARIANCE = 1e-12
+
+# A seed for np.random.default_rng, or a generator to draw from (and advance).
+Seed = Union[int, np.random.Generator, None]
+
+
+# ----------------------------------------------------------------------------------------------
+# Input checks and seeds
+
+
+def rng_of(seed: Seed) -> np.random.Generator:
+    """``seed`` itself when it is a generator (drawn from and advanced), else a new one from it."""
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def sklearn_seed(rng: np.random.Generator) -> int:
+    """A ``random_state`` for a scikit-learn estimator, drawn from ``rng``."""
+    return int(rng.integers(0, 2**31 - 1))
+
+
+def check_codes(codes, what: str = "codes", n: int | None = None) -> np.ndarray:
+    """float64 [n, d] (d >= 1, finite, ``n`` rows when given); ValueError naming ``what``."""
+    codes = np.asarray(codes, dtype=np.float64)
+    if codes.ndim != 2 or codes.shape[1] < 1:
+        raise ValueError(f"{what} must have shape [n, d] with d >= 1, got {codes.shape}.")
+    if n is not None and codes.shape[0] != n:
+        raise ValueError(f"{what} has {codes.shape[0]} rows where {n} were expected.")
+    if not np.all(np.isfinite(codes)):
+        raise ValueError(f"{what} contains NaN or infinite values.")
+    return codes
+
+
+def check_factors(factors, n: int, what: str = "factors") -> np.ndarray:
+    """int64 [n, k] (k >= 1, integer values); ValueError naming ``what``."""
+    factors = np.asarray(factors)
+    if factors.ndim != 2 or factors.shape[0] != n or factors.shape[1] < 1:
+        raise ValueError(f"{what} must have shape [{n}, k] with k >= 1, got {factors.shape}.")
+    if not np.issubdtype(factors.dtype, np.integer):
+        rounded = np.rint(factors)
+        if not np.array_equal(rounded, factors):
+            raise ValueError(f"{what} must hold integer factor values.")
+        factors = rounded
+    return factors.astype(np.int64)
+
+
+def names_of(factor_names: Sequence[str] | None, k: int) -> list[str]:
+    """The k factors' names (default ``factor_0, ...``); ValueError on a wrong count."""
+    if factor_names is None:
+        return [f"factor_{i}" for i in range(k)]
+    names = [str(n) for n in factor_names]
+    if len(names) != k:
+        raise ValueError(f"{len(names)} factor names for {k} factors.")
+    return names
+
+
+def require_varying(factors: np.ndarray, names: Sequence[str], what: str) -> None:
+    """ValueError when a factor takes a single value in ``factors`` (it cannot be scored)."""
+    for j, name in enumerate(names):
+        if np.unique(factors[:, j]).size < 2:
+            raise ValueError(f"Factor {name!r} takes a single value in the {what}; it cannot be scored.")
+
+
+# ----------------------------------------------------------------------------------------------
+# MIG
+
+
+def discretize(codes: np.ndarray, num_bins: int = 20) -> np.ndarray:
+    """Each dimension into ``num_bins`` equal-width bins between its min and max: int [n, d]
+    in 0 .. num_bins - 1 (disentanglement_lib's histogram_discretizer, less its offset of 1;
+    a constant dimension falls into bin 0)."""
+    codes = check_codes(codes)
+    binning = KBinsDiscretizer(n_bins=num_bins, encode="ordinal", strategy="uniform", subsample=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Feature j is constant"
+        return binning.fit_transform(codes).astype(np.int64)
+
+
+def discrete_mutual_information(discrete_codes: np.ndarray, factors: np.ndarray) -> np.ndarray:
+    """I(z_j; v_k) in nats for discrete codes [n, d] and factors [n, k]: float [d, k]."""
+    d, k = discrete_codes.shape[1], factors.shape[1]
+    return np.array(
+        [[sk_metrics.mutual_info_score(factors[:, i], discrete_codes[:, j]) for i in range(k)] for j in range(d)]
+    ).reshape(d, k)
+
+
+def mig(
+    codes: np.ndarray, factors: np.ndarray, *, num_bins: int = 20, factor_names: Sequence[str] | None = None
+) -> dict:
+    """Mutual information gap: ``{"mig": mean over factors, "per_factor": {name: gap}}``.
+
+    Per factor v_k: (largest - second largest of I(z_j; v_k) over dimensions j) / H(v_k),
+    with the codes discretised as :func:`discretize` does. With one dimension the second
+    largest is 0.
+    """
+    codes = check_codes(codes)
+    factors = check_factors(factors, codes.shape[0])
+    names = names_of(factor_names, factors.shape[1])
+    require_varying(factors, names, "MIG sample")
+    information = discrete_mutual_information(discretize(codes, num_bins), factors)
+    entropy = np.array([sk_metrics.mutual_info_score(f, f) for f in factors.T])
+    top = np.sort(information, axis=0)[::-1]
+    second = top[1] if top.shape[0] > 1 else np.zeros_like(top[0])
+    gaps = (top[0] - second) / entropy
+    return {"mig": float(np.mean(gaps)), "per_factor": {n: float(g) for n, g in zip(names, gaps)}}
+
+
+# ----------------------------------------------------------------------------------------------
+# DCI
+
+
+def _fit_gbt(train_x, train_y, test_x, test_y, seed: int):
+    model = GradientBoostingClassifier(random_state=seed)
+    model.fit(train_x, train_y)
+    return np.abs(model.feature_importances_), model.score(train_x, train_y), model.score(test_x, test_y)
+
+
+def dci_importance(
+    codes: np.ndarray,
+    factors: np.ndarray,
+    test_codes: np.ndarray,
+    test_factors: np.ndarray,
+    *,
+    seed: Seed = None,
+    n_jobs: int = -1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradient-boosted trees per factor: importance [d, k], train and test accuracy [k]."""
+    codes = check_codes(codes)
+    factors = check_factors(factors, codes.shape[0])
+    test_codes = check_codes(test_codes, "test_codes")
+    if test_codes.shape[1] != codes.shape[1]:
+        raise ValueError(f"test_codes have {test_codes.shape[1]} dimensions, codes {codes.shape[1]}.")
+    test_factors = check_factors(test_factors, test_codes.shape[0], "test_factors")
+    if test_factors.shape[1] != factors.shape[1]:
+        raise ValueError(f"test_factors have {test_factors.shape[1]} factors, factors {factors.shape[1]}.")
+    rng = rng_of(seed)
+    seeds = [sklearn_seed(rng) for _ in range(factors.shape[1])]
+    # Tree building releases the GIL, so threads run the factors in parallel without copies.
+    # A factor of c values costs c trees per stage: the largest go first, which balances the
+    # threads (Shapes3D on 2 threads: 29 and 28 of the 57 values).
+    order = sorted(range(factors.shape[1]), key=lambda i: -np.unique(factors[:, i]).size)
+    fits = joblib.Parallel(n_jobs=n_jobs, prefer="threads")(
+        joblib.delayed(_fit_gbt)(codes, factors[:, i], test_codes, test_factors[:, i], seeds[i]) for i in order
+    )
+    fits = dict(zip(order, fits))
+    fits = [fits[i] for i in range(factors.shape[1])]
+    importance = np.stack([f[0] for f in fits], axis=1)
+    return importance, np.array([f[1] for f in fits]), np.array([f[2] for f in fits])
+
+
+def _weighted_one_minus_entropy(importance: np.ndarray) -> float:
+    """sum_j w_j (1 - H_base(P_j)) over rows j of importance [rows, cols], H in base cols."""
+    rows, cols = importance.shape
+    if cols == 1:
+        per_row = np.ones(rows)
+    else:
+        per_row = 1.0 - scipy.stats.entropy(importance.T + _IMPORTANCE_EPS, base=cols)
+    weights = importance if importance.sum() > 0 else np.ones_like(importance)
+    weights = weights.sum(axis=1) / weights.sum()
+    return float(np.sum(per_row * weights))
+
+
+def dci_disentanglement(importance: np.ndarray) -> float:
+    """Disentanglement of an importance matrix R [d codes, k factors]: the importance-weighted
+    mean over codes of 1 - H_k(R_j / sum R_j) (entropy in base k)."""
+    importance = np.asarray(importance, dtype=np.float64)
+    if importance.ndim != 2 or np.any(importance < 0):
+        raise ValueError("An importance matrix is a non-negative [d, k] array.")
+    return _weighted_one_minus_entropy(importance)
+
+
+def dci_completeness(importance: np.ndarray) -> float:
+    """Completeness of R [d codes, k factors]: the importance-weighted mean over factors of
+    1 - H_d(R_:k / sum R_:k) (entropy in base d)."""
+    importance = np.asarray(importance, dtype=np.float64)
+    if importance.ndim != 2 or np.any(importance < 0):
+        raise ValueError("An importance matrix is a non-negative [d, k] array.")
+    return _weighted_one_minus_entropy(importance.T)
+
+
+def dci(
+    codes: np.ndarray,
+    factors: np.ndarray,
+    test_codes: np.ndarray,
+    test_factors: np.ndarray,
+    *,
+    factor_names: Sequence[str] | None = None,
+    seed: Seed = None,
+    n_jobs: int = -1,
+) -> dict[str, float]:
+    """DCI from gradient-boosted trees: ``disentanglement``, ``completeness``,
+    ``informativeness_train`` and ``informativeness_test`` (mean accuracies over factors)."""
+    codes = check_codes(codes)
+    factors = check_factors(factors, codes.shape[0])
+    require_varying(factors, names_of(factor_names, factors.shape[1]), "DCI training set")
+    importance, train_accuracy, test_accuracy = dci_importance(
+        codes, factors, test_codes, test_factors, seed=seed, n_jobs=n_jobs
+    )
+    return {
+        "disentanglement": dci_disentanglement(importance),
+        "completeness": dci_completeness(importance),
+        "informativeness_train": float(np.mean(train_accuracy)),
+        "informativeness_test": float(np.mean(test_accuracy)),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# SAP
+
+
+def sap_score_matrix(
+    codes: np.ndarray,
+    factors: np.ndarray,
+    test_codes: np.ndarray | None = None,
+    test_factors: np.ndarray | None = None,
+    *,
+    continuous_factors: bool = False,
+    standardize: bool = True,
+    seed: Seed = None,
+) -> np.ndarray:
+    """SAP's score matrix [d, k]: how well code dimension j alone predicts factor k.
+
+    ``continuous_factors``: squared Pearson correlation on the training set; otherwise the
+    test accuracy of ``LinearSVC(C=0.01, class_weight="balanced")`` trained on dimension j.
+    """
+    codes = check_codes(codes)
+    factors = check_factors(factors, codes.shape[0])
+    d, k = codes.shape[1], factors.shape[1]
+    if continuous_factors:
+        scores = np.stack([r_regression(codes, factors[:, i].astype(np.float64)) ** 2 for i in range(k)], axis=1)
+        scores[np.var(codes, axis=0, ddof=1) <= _MIN_CODE_VARIANCE] = 0.0
+        return scores
+    if test_codes is None or test_factors is None:
+        raise ValueError("SAP with discrete factors needs test_codes and test_factors.")
+    test_codes = check_codes(test_codes, "test_codes")
+    test_factors = check_factors(test_factors, test_codes.shape[0], "test_factors")
+    if test_codes.shape[1] != d or test_factors.shape[1] != k:
+        raise ValueError(f"Test set [{test_codes.shape[1]} dims, {test_factors.shape[1]} factors] "
+                         f"does not match the training set [{d}, {k}].")
+    if standardize:
+        scaler = StandardScaler().fit(codes)
+        codes, test_codes = scaler.transform(codes), scaler.transform(test_codes)
+    rng = rng_of(seed)
+    scores = np.zeros((d, k))
+    for j in range(d):
+        for i in range(k):
+            classifier = LinearSVC(C=0.01, class_weight="balanced", random_state=sklearn_seed(rng))
+            classifier.fit(codes[:, j:j + 1], factors[:, i])
+            scores[j, i] = classifier.score(test_codes[:, j:j + 1], test_factors[:, i])
+    return scores
+
+
+def sap_gaps(score_matrix: np.ndarray) -> np.ndarray:
+    """Per factor (column), the gap between the two largest entries [k]."""
+    score_matrix = np.asarray(score_matrix, dtype=np.float64)
+    if score_matrix.ndim != 2 or score_matrix.shape[0] < 1:
+        raise ValueError(f"A score matrix is [d, k], got shape {score_matrix.shape}.")
+    top = np.sort(score_matrix, axis=0)[::-1]
+    second = top[1] if top.shape[0] > 1 else np.zeros_like(top[0])
+    return top[0] - second
+
+
+def sap_gap(score_matrix: np.ndarray) -> float:
+    """Mean over factors (columns) of the gap between the two largest entries."""
+    return float(np.mean(sap_gaps(score_matrix)))
+
+
+def sap(
+    codes: np.ndarray,
+    factors: np.ndarray,
+    test_codes: np.ndarray | None = None,
+    test_factors: np.ndarray | None = None,
+    *,
+    factor_names: Sequence[str] | None = None,
+    **options,
+) -> dict:
+    """SAP score: ``{"sap": mean gap, "per_factor": {name: gap}}``; ``options`` (continuous_factors,
+    standardize, seed) as :func:`sap_score_matrix` takes them."""
+    codes = check_codes(codes)
+    factors = check_factors(factors, codes.shape[0])
+    names = names_of(factor_names, factors.shape[1])
+    require_varying(factors, names, "SAP training set")
+    gaps = sap_gaps(sap_score_matrix(codes, factors, test_codes, test_factors, **options))
+    return {"sap": float(np.mean(gaps)), "per_factor": {n: float(g) for n, g in zip(names, gaps)}}
