@@ -16,6 +16,7 @@ from abc_tf.methods.base import Method
 METHODS: dict[str, str] = {
     "abc": "abc_tf.methods.abc_model:ABC",
     "contrastive": "abc_tf.methods.abc_model:CONTRASTIVE",
+    "pmp": "abc_tf.methods.pmp:PMP",
 }
 
 

@@ -46,6 +46,11 @@ def _nothing_to_check(config: ExperimentConfig) -> None:
     del config
 
 
+def _no_callbacks(config: ExperimentConfig, log_dir: str) -> list:
+    del config, log_dir
+    return []
+
+
 @dataclasses.dataclass(frozen=True)
 class Method:
     """One training method.
@@ -63,6 +68,9 @@ class Method:
       none, and evaluators scale the noise to the embeddings' own spread instead.
     check_config: ``config -> None``, its own checks (ValueError naming the flag), run before
       any data is read or network built.
+    training_callbacks: ``(config, log_dir) -> [keras.callbacks.Callback]``, the method's own
+      training logs (histograms, image grids) written under ``log_dir`` (the run's ``logs``
+      folder); the trainer adds them next to its data family's callbacks.
     """
 
     name: str
@@ -72,6 +80,7 @@ class Method:
     supervision: str = ""
     length_scale: Callable[[ExperimentConfig], float] | None = None
     check_config: Callable[[ExperimentConfig], None] = _nothing_to_check
+    training_callbacks: Callable[[ExperimentConfig, str], list["keras.callbacks.Callback"]] = _no_callbacks
 
 
 class MethodModel(keras.Model):

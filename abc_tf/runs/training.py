@@ -180,7 +180,7 @@ def train(
     Everything that can fail on user input (config values, run directory, data files, set
     sizes) is checked before the first step. ``verbose`` prints a line per log interval.
     """
-    family, _ = check_config(config)
+    family, method = check_config(config)
     changes = config_history.check_run_dir(config, run_dir, allow_changes)
     strategy = strategy or make_strategy(config.strategy)
     replicas = strategy.num_replicas_in_sync
@@ -238,6 +238,8 @@ def train(
         checkpoints.SaveCheckpoint(run_dir, config.keep_checkpoints, config.log_every, config.steps, write=chief),
         # Family callbacks (pose: the titration logger) add to the logs before they are written.
         *family.training_callbacks(config),
+        # The method's own logs (PMP: usage histograms, image grids), under output_dir/logs.
+        *method.training_callbacks(config, os.path.join(output_dir, "logs")),
         logger,
         *callbacks,
     ]
