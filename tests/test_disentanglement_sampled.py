@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from abc_tf.evaluation import disentanglement_sampled as sampled
-from disentanglement_cases import NoisyLinear
+from disentanglement_helpers import NoisyLinear
 
 
 def test_majority_vote_classifier_by_hand():

@@ -56,7 +56,7 @@ The encoder, not the metrics, is the expensive part of a real evaluation at the 
 counts: ``ScoreSettings().codes_drawn()`` = 2,895,000 codes (BetaVAE 1,920,000, FactorVAE
 960,000, the shared sets 15,000), about 70 minutes of rendering and encoding with the S3
 encoder on those 2 cores. ``ScoreSettings.fast()`` (the preset "fast", evaluate.py's default)
-draws 31,800 codes instead; its counts and measured time are stated at :meth:`ScoreSettings.fast`.
+draws 23,100 codes instead; its counts and measured time are stated at :meth:`ScoreSettings.fast`.
 """
 
 from __future__ import annotations
@@ -124,19 +124,20 @@ class ScoreSettings:
 
     @classmethod
     def fast(cls) -> "ScoreSettings":
-        """The preset "fast", for a CPU: 31,800 codes (the library's: 2,895,000).
+        """The preset "fast", for a CPU: 23,100 codes (the library's: 2,895,000).
 
-        BetaVAE: batches of 16 pairs (library: 64), 400 training and 200 evaluation points;
-        FactorVAE: batches of 32 (library: 64), 200 training and 100 evaluation votes, the
-        variances from 2,000 codes; MIG, DCI and SAP: 2,000 training and 1,000 test
-        observations (DCI's trees on all 2,000). Smaller batches make BetaVAE's features and
-        FactorVAE's batch variances noisier, which lowers both scores: compare values between
-        runs scored with one preset only. Time per run: module docstring, "Cost".
+        BetaVAE: batches of 16 pairs (library: 64), 300 training and 150 evaluation points;
+        FactorVAE: batches of 32 (library: 64), 150 training and 75 evaluation votes, the
+        variances from 1,000 codes; MIG, DCI and SAP: 1,000 training and 500 test observations
+        (DCI's trees on all 1,000). Smaller batches make BetaVAE's features and FactorVAE's
+        batch variances noisier, which lowers both scores, and fewer points make every score
+        noisier (an accuracy on 150 points has a standard error near 0.04): compare values
+        between runs scored with one preset only. Time per run: module docstring, "Cost".
         """
         return cls(
-            beta_vae_batch_size=16, beta_vae_num_train=400, beta_vae_num_eval=200,
-            factor_vae_batch_size=32, factor_vae_num_train=200, factor_vae_num_eval=100,
-            factor_vae_num_variance_estimate=2_000, num_train=2_000, num_test=1_000, dci_num_train=2_000,
+            beta_vae_batch_size=16, beta_vae_num_train=300, beta_vae_num_eval=150,
+            factor_vae_batch_size=32, factor_vae_num_train=150, factor_vae_num_eval=75,
+            factor_vae_num_variance_estimate=1_000, num_train=1_000, num_test=500, dci_num_train=1_000,
         )
 
     @classmethod

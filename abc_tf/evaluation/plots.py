@@ -364,3 +364,55 @@ def plot_factor_summary(rows: Sequence[dict], path: str | os.PathLike | None = N
         _draw_bars(axes, np.maximum(np.nan_to_num(np.asarray(values, np.float64)), 0.0), names, inactive, levels, label)
         axes.set_ylim(bottom=0.0)
     return _finish(figure, path, title)
+
+
+def _draw_grouped_bars(axes, groups: Sequence[str], series: Mapping[str, np.ndarray], ylabel: str,
+                       chance: Sequence[float] | None = None) -> None:
+    """A bar group per entry of ``groups`` [G], in it a bar per series (label -> values [G], or
+    [S, G] over seeds: the mean, every seed a dot); NaN values leave their bar out."""
+    width = 0.8 / max(len(series), 1)
+    for index, (label, values) in enumerate(series.items()):
+        values = _as_seed_matrix(values, len(groups))
+        present = np.isfinite(values)
+        counts = present.sum(axis=0)
+        means = np.where(counts > 0, np.where(present, values, 0.0).sum(axis=0) / np.maximum(counts, 1), np.nan)
+        positions = np.arange(len(groups)) + (index - (len(series) - 1) / 2) * width
+        axes.bar(positions, means, width=0.9 * width, color=f"C{index}", label=label, zorder=2)
+        if values.shape[0] > 1:
+            rows, columns = np.nonzero(present)
+            axes.scatter(positions[columns], values[rows, columns], s=6, color="k", zorder=4)
+    _chance_lines(axes, chance)
+    _factor_axes(axes, groups, ylabel)
+    axes.legend(fontsize=7, loc="best")
+
+
+def plot_grouped_bars(
+    groups: Sequence[str],
+    series: Mapping[str, np.ndarray],
+    path: str | os.PathLike | None = None,
+    ylabel: str = "score",
+    title: str | None = None,
+) -> Figure:
+    """One bar group per entry of ``groups`` (e.g. a disentanglement score), one bar per series
+    (e.g. trained and untrained; values [G] or [S, G] over seeds)."""
+    figure = _new_figure(max(4.8, 0.35 * len(groups) * max(len(series), 2) + 1.5), 3.0)
+    axes = figure.add_subplot(1, 1, 1)
+    _draw_grouped_bars(axes, groups, series, ylabel)
+    return _finish(figure, path, title, axes)
+
+
+def plot_comparison(
+    panels: Sequence[tuple[str, Sequence[str], Mapping[str, np.ndarray], Sequence[float] | None]],
+    path: str | os.PathLike | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Panels one above the other, each ``(ylabel, groups [G], series {row: values [G] or [S, G]},
+    chance [G] or None)``: e.g. MI per factor, probe accuracy per factor, disentanglement scores,
+    with a bar per compared run in every group."""
+    if not panels:
+        raise ValueError("plot_comparison needs at least one panel.")
+    rows = max(len(series) for _, _, series, _ in panels)
+    figure = _new_figure(max(6.0, 0.3 * rows * max(len(groups) for _, groups, _, _ in panels) + 1.5), 2.6 * len(panels) + 0.4)
+    for index, (ylabel, groups, series, chance) in enumerate(panels, start=1):
+        _draw_grouped_bars(figure.add_subplot(len(panels), 1, index), groups, series, ylabel, chance)
+    return _finish(figure, path, title)
