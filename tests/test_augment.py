@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from abc_tf import augment
-from test_augment_ops import background_case, face_stack, smooth_stack
+from augment_helpers import background_case, face_stack, smooth_stack
 
 SEED = tf.constant([3, 9], tf.int64)
 SETS_SEED = tf.constant([3, 7], tf.int64)

@@ -11,6 +11,7 @@ from matplotlib.colors import rgb_to_hsv
 
 from abc_tf import augment_ops as augment
 from abc_tf.data.render import shapes3d as render
+from augment_helpers import background_case, face_stack, smooth_stack
 
 SETS_SEED = tf.constant([3, 7], tf.int64)
 OTHER_SETS_SEED = tf.constant([4, 7], tf.int64)
@@ -18,17 +19,6 @@ SEED = tf.constant([3, 9], tf.int64)
 OTHER_SEED = tf.constant([4, 9], tf.int64)
 POSE_NAMES = ["translate", "brightness", "gaussian_noise", "salt_pepper", "sobel"]
 AMPLITUDE = {"translate": 0.2, "brightness": 0.3, "gaussian_noise": 0.1, "salt_pepper": 0.2, "sobel": 0.5}
-
-
-def face_stack(channels: int = 3, low: float = 0.0, high: float = 1.0) -> tf.Tensor:
-    """Random images [P=2, S=3, 10, 12, C] in [low, high]."""
-    return tf.random.stateless_uniform([2, 3, 10, 12, channels], seed=[1, 2], minval=low, maxval=high)
-
-
-def smooth_stack(channels: int = 3) -> tf.Tensor:
-    """Smooth random images [P=2, S=3, 12, 12, C] in [0.1, 0.9] (edges for Sobel to find)."""
-    coarse = tf.random.stateless_uniform([6, 4, 4, channels], seed=[1, 2], minval=0.1, maxval=0.9)
-    return tf.reshape(tf.image.resize(coarse, [12, 12], method="bilinear"), [2, 3, 12, 12, channels])
 
 
 # ----------------------------------------------------------------------------- S8.4 (faces, cars)
@@ -208,17 +198,6 @@ def test_gaussian_noise_has_the_drawn_spread():
     sigma = out.reshape(64, -1).std(axis=1)
     assert sigma.max() <= 0.1 * 1.15 and sigma.min() >= 0.0
     assert 0.03 < sigma.mean() < 0.07  # sigma ~ U[0, 0.1]
-
-
-def background_case() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Renders [2, 3, 10, 10, 3] (premultiplied) with a square mask; a pool of 5 backgrounds."""
-    rng = np.random.default_rng(0)
-    alpha = np.zeros((2, 3, 10, 10, 1), np.float32)
-    alpha[:, :, 3:7, 2:8] = 1.0
-    alpha[:, :, 2, 2:8] = 0.5  # a soft edge row
-    rgb = rng.uniform(0.2, 0.8, (2, 3, 10, 10, 3)).astype(np.float32) * alpha
-    pool = rng.integers(0, 256, (5, 24, 20, 3), dtype=np.uint8)
-    return rgb, alpha, pool
 
 
 def test_paint_background_touches_only_pixels_outside_the_mask():

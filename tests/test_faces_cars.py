@@ -16,16 +16,11 @@ import tensorflow as tf
 
 from abc_tf.config import get_preset
 from abc_tf.data import faces_cars, get_family
+from image_helpers import write_pgm
 
 PERSONS = ("yaleB11", "yaleB12", "yaleB13")
 POSES = (0, 1)
 LIGHTS = ((0, 0), (-5, 10), (25, -20), (130, 90))  # (azimuth, elevation) in degrees
-
-
-def write_pgm(path: str, image: np.ndarray) -> None:
-    height, width = image.shape
-    with open(path, "wb") as handle:
-        handle.write(f"P5\n{width} {height}\n255\n".encode() + image.astype(np.uint8).tobytes())
 
 
 def face(person: int, pose: int, light: int) -> np.ndarray:

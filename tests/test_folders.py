@@ -10,31 +10,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf.config import get_preset
 from abc_tf.data import folders, get_family
-from abc_tf.data.family import GroupedImages
-from test_image_files import write_bmp, write_jpeg, write_png
-
-
-def coded_image(group: int, index: int, height: int = 12, width: int = 12) -> np.ndarray:
-    """A flat image whose red channel says the group and green channel the index (exact after resizing)."""
-    image = np.zeros((height, width, 3), np.uint8)
-    image[..., 0] = 20 * group + 10
-    image[..., 1] = 5 * index
-    return image
-
-
-def make_folder(root: str, sizes: dict[str, int], image_size: tuple[int, int] = (12, 12)) -> None:
-    for group_index, (name, count) in enumerate(sorted(sizes.items())):
-        os.makedirs(os.path.join(root, name), exist_ok=True)
-        for index in range(count):
-            write_png(os.path.join(root, name, f"img_{index:03d}.png"), coded_image(group_index, index, *image_size))
-
-
-def config_for(root: str, **overrides):
-    settings = dict(data_path=str(root), image_size=8, set_size=3, pairs_per_step=2, augmentations="", double_augmentation=False)
-    settings.update(overrides)
-    return get_preset("folders").replace(**settings)
+from folder_helpers import config_for, make_folder
+from image_helpers import write_bmp, write_jpeg, write_png
 
 
 def test_unreadable_image_in_a_group_stops_loading(tmp_path):
@@ -206,13 +184,8 @@ def test_labels_csv_errors_stop_loading(tmp_path):
 
 def test_family_registration_and_a_short_training_run(tmp_path):
     from abc_tf.runs import training
-    from abc_tf.evaluation import label_information, noise, probes
-    from abc_tf.runs.run_dir import embed
 
     make_folder(str(tmp_path / "data"), {"a": 6, "b": 6, "c": 6}, image_size=(20, 16))
-    (tmp_path / "data" / "labels.csv").write_text(
-        "file,parity\n" + "".join(f"{g}/img_{i:03d}.png,{i % 2}\n" for g in "abc" for i in range(6))
-    )
     assert get_family("folders") is folders.FAMILY
     config = config_for(
         tmp_path / "data", image_size=32, set_size=4, pairs_per_step=1, steps=2, log_every=1,
@@ -221,53 +194,3 @@ def test_family_registration_and_a_short_training_run(tmp_path):
     assert folders.image_shape(config) == (32, 32, 3)
     result = training.train(config, str(tmp_path / "run"), verbose=0)
     assert len(result.history["loss"]) == 2 and np.all(np.isfinite(result.history["loss"]))
-    report = label_information.evaluate_run(
-        str(tmp_path / "run"), probe_settings=probes.ProbeSettings(epochs=1, batch_size=8), mine_settings=None,
-        relative_sigma=0.1,
-    )
-    assert set(report) == {"trained", "untrained"}
-    # Noise of 0.1 x each embedding's own spread, reported in embedding units.
-    spread = noise.spread(embed(result.encoder, label_information.load_labelled(config).images).astype(np.float64))
-    assert report["trained"]["group"].sigma == pytest.approx(0.1 * spread, rel=1e-4)
-    assert set(report["trained"]) == {"group", "parity"}
-    assert report["trained"]["group"].classes == 3 and report["trained"]["parity"].count == 18
-    assert "| group | 3 |" in label_information.markdown_table(report)
-
-
-def test_label_information_handles_partial_and_constant_labels(monkeypatch):
-    """The glue's batching: complete labels share one call, partial labels get theirs on known rows."""
-    from abc_tf.evaluation import label_information, mine, probes
-
-    calls = []
-
-    def fake_probes(embeddings, factors, sigma, names, settings, seed):
-        calls.append(("probe", list(names), len(embeddings), sigma))
-        return probes.ProbeResult(np.full(len(names), 0.5), 1.0 / (factors.max(axis=0) + 1.0), list(names))
-
-    def fake_mine(embeddings, factors, sigma, settings, seed):
-        calls.append(("mine", factors.shape[1], len(embeddings), sigma))
-        return np.arange(factors.shape[1], dtype=float) + 0.25
-
-    monkeypatch.setattr(probes, "probe_accuracies", fake_probes)
-    monkeypatch.setattr(mine, "mine_mutual_information", fake_mine)
-    groups = np.repeat(np.arange(4, dtype=np.int32), 10)
-    partial = (np.arange(40) % 3).astype(np.int32)
-    partial[:8] = -1  # unknown for 8 images
-    grouped = GroupedImages(
-        images=np.zeros((40, 2, 2, 1), np.uint8), group_names=list("abcd"), groups=groups,
-        files=[str(i) for i in range(40)],
-        labels={"group": groups, "partial": partial, "parity": groups % 2, "constant": np.zeros(40, np.int32)},
-    )
-    embeddings = np.random.default_rng(0).normal(size=(40, 3))
-    scores = label_information.label_information(embeddings, grouped, sigma=0.1, mine_settings=mine.MineSettings())
-    assert list(scores) == ["group", "partial", "parity"]  # the one-class label is skipped
-    assert calls == [
-        ("probe", ["group", "parity"], 40, 0.1), ("mine", 2, 40, 0.1),
-        ("probe", ["partial"], 32, 0.1), ("mine", 1, 32, 0.1),
-    ]
-    assert scores["group"].count == 40 and scores["partial"].count == 32 and scores["partial"].classes == 3
-    assert scores["group"].chance == pytest.approx(0.25) and scores["parity"].mutual_information == 1.25
-    assert scores["partial"].mutual_information == 0.25 and scores["group"].sigma == 0.1
-    assert label_information.label_information(embeddings, grouped, 0.1, mine_settings=None)["group"].mutual_information is None
-    with pytest.raises(ValueError, match="Unknown labels"):
-        label_information.label_information(embeddings, grouped, 0.1, names=["colour"], mine_settings=None)

@@ -5,6 +5,7 @@ stream of steps the graph pipelines draw from."""
 from __future__ import annotations
 
 import logging
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -55,6 +56,21 @@ def test_sample_distinct_replacement_and_errors():
         groups.sample_distinct(rng, np.array([4]), 32)
     draws = groups.sample_distinct(rng, np.array([4]), 32, replace=True)
     assert draws.shape == (1, 32) and set(draws[0]) == {0, 1, 2, 3}
+
+
+def test_sample_distinct_from_a_huge_population_stays_small():
+    # count^2 > population (the birthday regime) with a population far above the key cap.
+    population = np.array([groups._MAX_KEY_WIDTH * 64, 5000])
+    tracemalloc.start()
+    draws = groups.sample_distinct(np.random.default_rng(0), population, 3000)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 10e6  # ranking one key per value would take ~1 GB here
+    assert draws.shape == (2, 3000)
+    for row, size in zip(draws, population):
+        assert np.unique(row).size == 3000 and row.min() >= 0 and row.max() < size
+    # Uniform over the range: the mean of 3000 draws is near the middle.
+    assert abs(draws[0].mean() / population[0] - 0.5) < 0.03
 
 
 def test_step_and_chunk_generators_are_pure_functions_of_their_seeds():

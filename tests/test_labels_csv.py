@@ -57,3 +57,12 @@ def test_errors_name_the_file_and_line(tmp_path):
     path.write_text("")
     with pytest.raises(ValueError, match="empty"):
         labels_csv.read_labels_csv(path, files)
+
+
+def test_a_latin1_file_is_not_utf8_text(tmp_path):
+    path = tmp_path / "labels.csv"
+    path.write_bytes("filename,colour\na.png,rosé\n".encode("latin-1"))
+    with pytest.raises(ValueError) as error:
+        labels_csv.read_labels_csv(str(path), ["a.png"])
+    assert f"{tmp_path}/labels.csv is not UTF-8 text" in str(error.value)
+    assert "\n" not in str(error.value)

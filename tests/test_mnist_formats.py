@@ -3,62 +3,14 @@ gzip, .npz, a mocked prepared tfds, and the errors that name the file."""
 
 from __future__ import annotations
 
-import functools
-import gzip
 import os
-import struct
+import zipfile
 
 import numpy as np
 import pytest
 
 from abc_tf.data import mnist_formats
-
-PER_CLASS_TRAIN = 12
-PER_CLASS_TEST = 4
-
-
-def coded_split(per_class: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
-    """Images whose pixels say what they are: [0, 0] = digit * 20 + 5, [0, 1] and [0, 2] =
-    the image's index (low, high byte); labels in shuffled order."""
-    labels = np.random.default_rng(offset).permutation(np.repeat(np.arange(10), per_class)).astype(np.uint8)
-    images = np.zeros((len(labels), 28, 28), np.uint8)
-    images[:, 0, 0] = labels * 20 + 5
-    index = np.arange(len(labels)) + offset
-    images[:, 0, 1], images[:, 0, 2] = index % 256, index // 256
-    images[:, 10:18, 12:16] = 200  # some ink
-    return images, labels
-
-
-@functools.lru_cache(maxsize=1)
-def small_arrays() -> dict[str, np.ndarray]:
-    """A tiny coded MNIST: 12 training and 4 test images per digit."""
-    x_train, y_train = coded_split(PER_CLASS_TRAIN, 0)
-    x_test, y_test = coded_split(PER_CLASS_TEST, 1000)
-    return {"x_train": x_train, "y_train": y_train, "x_test": x_test, "y_test": y_test}
-
-
-@pytest.fixture(scope="module")
-def small_mnist():
-    return small_arrays()
-
-
-def raw_idx_bytes(array: np.ndarray) -> bytes:
-    """IDX written by hand from the format description (independent of mnist_formats.write_idx)."""
-    code = {np.dtype(np.uint8): 0x08}[array.dtype]
-    return struct.pack(">BBBB", 0, 0, code, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape) + array.tobytes()
-
-
-def write_idx_dir(directory, arrays, compress: bool, dotted: bool = False) -> None:
-    os.makedirs(directory, exist_ok=True)
-    for key, names in mnist_formats.IDX_FILES.items():
-        name = names[1] if dotted else names[0]
-        payload = raw_idx_bytes(arrays[key])
-        if compress:
-            with gzip.open(os.path.join(directory, name + ".gz"), "wb") as handle:
-                handle.write(payload)
-        else:
-            with open(os.path.join(directory, name), "wb") as handle:
-                handle.write(payload)
+from mnist_helpers import raw_idx_bytes, write_idx_dir
 
 
 @pytest.mark.parametrize("compress,dotted", [(False, False), (True, False), (True, True)])
@@ -122,3 +74,77 @@ def test_tfds_loader_needs_a_prepared_mnist(monkeypatch, tmp_path):
         data = mnist_formats.load_tfds(str(tmp_path))
     assert data.x_train.shape == (30, 28, 28) and data.x_train.dtype == np.uint8
     assert data.y_test.shape == (30,) and data.y_test.max() <= 9 and data.source.startswith("tfds:")
+
+
+# ----------------------------------------------------------------------------- damaged files
+
+
+def small_images() -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 256, (20, 28, 28), dtype=np.uint8)
+
+
+def gz_idx(path, truncate: bool = False, corrupt: bool = False) -> str:
+    mnist_formats.write_idx(str(path), small_images())
+    content = open(path, "rb").read()
+    if truncate:
+        content = content[: len(content) // 2]
+    if corrupt:
+        content = content[:20] + bytes(b ^ 0xFF for b in content[20:40]) + content[40:]
+    open(path, "wb").write(content)
+    return str(path)
+
+
+def npz_file(path, **arrays) -> str:
+    np.savez(path, **arrays)
+    return str(path)
+
+
+def arrays() -> dict[str, np.ndarray]:
+    labels = np.arange(20) % 10
+    return {"x_train": small_images(), "y_train": labels, "x_test": small_images(), "y_test": labels}
+
+
+def truncated(path: str) -> str:
+    content = open(path, "rb").read()
+    open(path, "wb").write(content[: len(content) // 2])
+    return path
+
+
+def text_file(path) -> str:
+    path.write_text("x_train,y_train\n1,2\n")
+    return str(path)
+
+
+DAMAGED_FILES = {
+    "truncated MNIST .gz": (lambda tmp: mnist_formats.read_idx(gz_idx(tmp / "x.gz", truncate=True)), "Cannot read IDX file {tmp}/x.gz"),
+    "corrupt MNIST .gz": (lambda tmp: mnist_formats.read_idx(gz_idx(tmp / "x.gz", corrupt=True)), "Cannot read IDX file {tmp}/x.gz"),
+    "truncated .npz": (
+        lambda tmp: mnist_formats.load_npz(truncated(npz_file(tmp / "m.npz", **arrays()))),
+        "Cannot read MNIST .npz file '{tmp}/m.npz'",
+    ),
+    "text file as .npz": (
+        lambda tmp: mnist_formats.load_npz(text_file(tmp / "m.npz")),
+        "MNIST .npz file '{tmp}/m.npz' (--data_path) is not an .npz archive (it starts with b'x_trai')",
+    ),
+    "object-array .npz": (
+        lambda tmp: mnist_formats.load_npz(npz_file(tmp / "m.npz", **{**arrays(), "y_train": np.array([object()] * 20)})),
+        "Cannot read MNIST .npz file '{tmp}/m.npz': Object arrays cannot be loaded",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED_FILES))
+def test_damaged_files_are_one_line_naming_the_file(tmp_path, case):
+    load, message = DAMAGED_FILES[case]
+    with pytest.raises(ValueError) as error:
+        load(tmp_path)
+    assert message.format(tmp=tmp_path) in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_corrupt_zip_is_a_bad_npz_not_a_traceback(tmp_path):
+    path = tmp_path / "m.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("x_train.npy", b"\x93NUMPY garbage")
+    with pytest.raises(ValueError, match="Cannot read MNIST .npz file"):
+        mnist_formats.load_npz(str(path))

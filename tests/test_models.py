@@ -1,75 +1,33 @@
-"""Every architecture against its table (SPEC.md section 2): output shape and parameter count."""
+"""The architecture registry (models/registry.py, the ``models`` package): every table builds by
+name, and unknown or twice-registered names are clear errors. Each table against SPEC.md
+section 2: tests/test_conv.py, test_heads.py, test_pose_head.py, test_pose_encoders.py,
+test_pmp_models.py."""
 
-import numpy as np
+import keras
 import pytest
 
 import models
+from models import registry
 
 
-def conv(in_channels, filters):
-    """Parameters of a 3x3 convolution with bias."""
-    return 3 * 3 * in_channels * filters + filters
+def test_every_table_is_registered_and_pretrained_backbones_are_declared():
+    assert {"s3", "s4", "s5", "s5_small", "s6", "spherical_regression", "mine", "probe"} <= set(models.names())
+    assert models.names() == sorted(models.names())
+    assert [name for name in models.names() if models.takes_pretrained_weights(name)] == ["s5"]
 
 
-def dense(inputs, units):
-    return inputs * units + units
+def test_register_refuses_a_name_twice_and_build_passes_the_arguments(monkeypatch):
+    monkeypatch.setattr(registry, "_BUILDERS", dict(registry._BUILDERS))
+    monkeypatch.setattr(registry, "_PRETRAINED", set(registry._PRETRAINED))
 
+    @registry.register("tiny", pretrained=True)
+    def tiny(units: int = 2, weights=None):
+        return keras.Sequential([keras.Input((3,)), keras.layers.Dense(units)])
 
-def trainable_count(model):
-    return int(sum(np.prod(w.shape) for w in model.trainable_weights))
-
-
-def test_s3_matches_table():
-    # 64 -> 62 -> 60 -> (60-3)//2+1 = 29 -> 27 -> 25 -> (25-3)//2+1 = 12; flatten 12*12*128.
-    want = (
-        conv(3, 32) + conv(32, 32) + conv(32, 64) + conv(64, 64) + conv(64, 128) + conv(128, 128)
-        + dense(12 * 12 * 128, 128) + dense(128, 64)
-    )
-    model = models.build("s3")
-    assert model.output_shape == (None, 64)
-    assert trainable_count(model) == want == 2_654_688
-    assert models.build("s3", embedding_dim=2).output_shape == (None, 2)
-
-
-def test_s4_matches_table():
-    # 28 -> 26 -> 24 -> (24-3)//2+1 = 11 -> 9 -> 7; flatten 7*7*32.
-    want = conv(1, 32) + 4 * conv(32, 32) + dense(7 * 7 * 32, 128) + dense(128, 8)
-    model = models.build("s4")
-    assert model.input_shape == (None, 28, 28, 1)
-    assert model.output_shape == (None, 8)
-    assert trainable_count(model) == want == 239_176
-
-
-@pytest.mark.parametrize("channels", [1, 3])
-def test_s6_matches_table(channels):
-    # 64 -> 62 -> 30 -> 28 -> 13 -> 11 -> 5; flatten 5*5*256.
-    want = (
-        conv(channels, 64) + conv(64, 64) + conv(64, 128) + conv(128, 128) + conv(128, 256) + conv(256, 256)
-        + dense(5 * 5 * 256, 128) + dense(128, 64)
-    )
-    model = models.build("s6", channels=channels)
-    assert model.input_shape == (None, 64, 64, channels)
-    assert model.output_shape == (None, 64)
-    assert trainable_count(model) == want
-
-
-def test_s6_rejects_other_channel_counts():
-    with pytest.raises(ValueError, match="1 \\(faces\\) or 3 \\(cars\\)"):
-        models.build("s6", channels=2)
-
-
-def test_mine_statistics_network_matches_table():
-    model = models.build("mine", embedding_dim=64)
-    assert model.output_shape == (None, 1)
-    assert trainable_count(model) == dense(64 + 1, 128) + 2 * dense(128, 128) + dense(128, 1)
-
-
-def test_probe_matches_table():
-    model = models.build("probe", embedding_dim=64, num_classes=10)
-    assert model.output_shape == (None, 10)
-    assert trainable_count(model) == dense(64, 32) + 2 * dense(32, 32) + dense(32, 10)
-    probabilities = model.predict(np.random.default_rng(0).normal(size=(5, 64)), verbose=0)
-    np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)
+    assert models.build("tiny", units=5).output_shape == (None, 5)
+    assert models.takes_pretrained_weights("tiny") and "tiny" in models.names()
+    with pytest.raises(ValueError, match="Model 'tiny' registered twice"):
+        registry.register("tiny")(tiny)
 
 
 def test_unknown_model_is_a_clear_error():

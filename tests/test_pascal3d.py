@@ -5,24 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from abc_tf.data import pascal3d
 from abc_tf.geometry import euler_to_matrix
-
-
-def write_list_case(tmp_path):
-    """Two JPEGs and a list naming a box in each; returns the list's path."""
-    image = np.zeros((40, 64, 3), np.uint8)
-    image[10:30, 20:50] = (0, 220, 0)  # the object: rows 10..29, columns 20..49 (0-based)
-    tf.io.write_file(str(tmp_path / "2008_000001.jpg"), tf.io.encode_jpeg(tf.constant(image), quality=100))
-    other = np.full((30, 30, 3), 200, np.uint8)
-    tf.io.write_file(str(tmp_path / "2008_000002.jpg"), tf.io.encode_jpeg(tf.constant(other), quality=100))
-    list_path = tmp_path / "car_test.txt"
-    # 1-based inclusive boxes: left 21 top 11 right 50 bottom 30 is exactly the green block.
-    list_path.write_text("# image left top right bottom azimuth elevation tilt\n"
-                         "2008_000001.jpg 21 11 50 30 30 10 5\n\n2008_000002.jpg 1 1 30 30 -90.5 0 0\n")
-    return list_path
+from pose_data_helpers import write_list_case
 
 
 def test_pascal3d_list_gives_crops_and_angles(tmp_path):

@@ -16,9 +16,7 @@ from abc_tf.config import ExperimentConfig, get_preset
 from abc_tf.data import pose_family as pose
 from abc_tf.data import pascal3d, pose_procedural
 from abc_tf.geometry import euler_to_matrix
-from test_keypointnet import write_split_folder
-from test_pascal3d import write_list_case
-from test_pose_procedural import SMALL
+from pose_data_helpers import SMALL, write_list_case, write_split_folder
 
 
 def config(**overrides) -> ExperimentConfig:
@@ -161,19 +159,6 @@ def test_batches_have_the_documented_keys_and_labels():
     np.testing.assert_array_equal(batch["real_b"].numpy(), chosen["real_b"])
     single = next(iter(pose.dataset_from_banks(banks, cfg.replace(double_augmentation=False), seed=3)))
     assert "set_a_view2" not in single
-
-
-def test_titration_schedule_values():
-    # The paper: 40k steps, stairs every 4k up to 10%: 0, 1/9, ..., 9/9 of the target.
-    assert schedules.real_fraction(0, 0.1, 4000, 40000) == 0.0
-    assert schedules.real_fraction(3999, 0.1, 4000, 40000) == 0.0
-    assert schedules.real_fraction(4000, 0.1, 4000, 40000) == pytest.approx(0.1 / 9)
-    assert schedules.real_fraction(20000, 0.1, 4000, 40000) == pytest.approx(0.5 / 9)
-    assert schedules.real_fraction(36000, 0.1, 4000, 40000) == pytest.approx(0.1)
-    assert schedules.real_fraction(39999, 0.1, 4000, 40000) == pytest.approx(0.1)
-    assert schedules.real_fraction(0, 0.1, 0, 40000) == 0.1  # no titration
-    steps = tf.constant([0, 4000, 36000, 50000], tf.int64)
-    np.testing.assert_allclose(schedules.real_fraction(steps, 0.1, 4000, 40000).numpy(), [0, 0.1 / 9, 0.1, 0.1], rtol=1e-6)
 
 
 def test_real_fraction_in_set_b_follows_the_schedule():

@@ -7,11 +7,7 @@ import numpy as np
 
 from abc_tf.data import pose_procedural
 from abc_tf.geometry import euler_to_matrix
-
-SMALL = pose_procedural.ProceduralSizes(
-    train_instances=3, views_per_instance=6, real_train_images=4, real_views_per_instance=2, test_instances=2,
-    test_images=4, dictionary_images=4, background_images=3,
-)
+from pose_data_helpers import SMALL
 
 
 def test_training_images_are_grouped_by_instance(monkeypatch):

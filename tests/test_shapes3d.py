@@ -16,9 +16,6 @@ from abc_tf.data import shapes3d as s3d
 from abc_tf.data.render import shapes3d as render
 
 SIZES = np.array(s3d.FACTOR_SIZES)
-# The real label values of 3dshapes.h5, written here independently of the library.
-REAL_VALUES = [np.arange(10) / 10, np.arange(10) / 10, np.arange(10) / 10, np.linspace(0.75, 1.25, 8),
-               np.arange(4.0), np.linspace(-30, 30, 15)]
 
 
 def config(**overrides):

@@ -9,9 +9,15 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
+from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import DataFamily
 
 IMAGE_SHAPE = (28, 28, 1)
+# A run of the toy family that trains in seconds: checkpoints at steps 10, 20, 30, 40.
+CONFIG = ExperimentConfig(
+    name="toy", data="toy", model="s4", embedding_dim=8, set_size=12, pairs_per_step=2,
+    learning_rate=1e-3, temperature=0.1, steps=40, log_every=10, seed=3,
+)
 
 
 def draw_set(rng: np.random.Generator, set_size: int) -> tuple[np.ndarray, np.ndarray]:

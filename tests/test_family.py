@@ -1,0 +1,69 @@
+"""The data-family interface (abc_tf.data.family) and its registry (abc_tf.data): every
+registered family declares itself completely, ``stream`` picks the batch format, grouped
+images give their sampler, and continuous values are binned evenly."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from abc_tf import data
+from abc_tf.config import ExperimentConfig
+from abc_tf.data.family import BATCH_FORMATS, DataFamily, GroupedImages, KnownFactors, quantile_bins
+
+CONFIG_FIELDS = {field.name for field in dataclasses.fields(ExperimentConfig)}
+
+
+@pytest.mark.parametrize("name", sorted(data.DATA_FAMILIES))
+def test_every_registered_family_is_a_data_family_with_its_fields(name):
+    family = data.get_family(name)
+    assert isinstance(family, DataFamily) and family.name == name
+    assert isinstance(family.fields, tuple) and set(family.fields) <= CONFIG_FIELDS, family.fields
+    assert callable(family.image_shape) and callable(family.make_dataset) and callable(family.check_config)
+    assert family.batch_formats[0] == "sets" and set(family.batch_formats) <= set(BATCH_FORMATS)
+    assert family.stream("sets") is family.make_dataset
+    for batch_format in family.batch_formats[1:]:
+        assert family.stream(batch_format) is family.other_streams[batch_format]
+    assert family.known_factors is None or isinstance(family.known_factors, KnownFactors)
+    # Something for the evaluators: every shipped family offers at least one kind of labels.
+    assert family.known_factors or family.grouped_images or family.pose_views
+
+
+def test_stream_names_the_format_and_unknown_formats_are_refused():
+    sets, pairs = (lambda config, seed, start_step=0: "sets"), (lambda config, seed, start_step=0: "pairs")
+    family = DataFamily(name="two", fields=(), image_shape=lambda config: (4, 4, 1), make_dataset=sets,
+                        other_streams={"pairs": pairs})
+    assert family.batch_formats == ("sets", "pairs")
+    assert family.stream("sets") is sets and family.stream("pairs") is pairs
+    assert DataFamily(name="one", fields=(), image_shape=None, make_dataset=sets).batch_formats == ("sets",)
+    with pytest.raises(ValueError, match="Data family 'bad' declares unknown batch formats \\['triples'\\]"):
+        DataFamily(name="bad", fields=(), image_shape=None, make_dataset=sets, other_streams={"triples": pairs})
+    # The optional parts do nothing by default.
+    assert family.check_config(ExperimentConfig()) is None and family.training_callbacks(ExperimentConfig()) == []
+
+
+def test_the_registry_names_the_known_families_and_refuses_fields_of_others():
+    with pytest.raises(ValueError, match="Unknown data family 'faces'; choose one of: "):
+        data.get_family("faces")
+    assert data.unused_fields("mnist", ["image_size", "steps", "holdout_digit"]) == ["image_size"]
+    assert data.check_config(ExperimentConfig(data="mnist", data_source="procedural")) is data.get_family("mnist")
+
+
+def test_grouped_images_give_their_group_index():
+    grouped = GroupedImages(images=np.zeros((5, 2, 2, 1), np.uint8), group_names=["a", "b", "c"],
+                            groups=np.array([0, 0, 2, 2, 2], np.int32), files=[str(i) for i in range(5)])
+    index = grouped.group_index()
+    assert index.counts.tolist() == [2, 0, 3] and index.offsets.tolist() == [0, 2, 2]
+    assert tuple(index.names) == ("a", "b", "c")
+    with pytest.raises(ValueError, match="sorted by group"):
+        dataclasses.replace(grouped, groups=np.array([0, 2, 0, 2, 2])).group_index()
+
+
+def test_quantile_bins_split_evenly():
+    bins = quantile_bins(np.arange(100.0), 4)
+    assert np.bincount(bins).tolist() == [25, 25, 25, 25]
+    # Ties and unsorted values: each value's bin follows its rank.
+    values = np.array([5.0, 1.0, 3.0, 3.0, 9.0, 7.0])
+    assert quantile_bins(values, 2).tolist() == [1, 0, 0, 0, 1, 1]

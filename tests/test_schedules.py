@@ -1,0 +1,38 @@
+"""Schedules of the training step (abc_tf.schedules): the learning rate halved every
+``lr_halving_steps`` steps, and the titration of real images (supplement S8.3)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from abc_tf import schedules
+
+
+def test_learning_rate_halves_in_stairs_or_stays_constant():
+    assert schedules.learning_rate(1e-3, 0) == 1e-3  # no decay: the plain rate
+    schedule = schedules.learning_rate(1e-3, 20)
+    rates = [float(schedule(step)) for step in (0, 19, 20, 39, 40, 45, 100)]
+    np.testing.assert_allclose(rates, [1e-3, 1e-3, 5e-4, 5e-4, 2.5e-4, 2.5e-4, 1e-3 / 32], rtol=1e-6)
+
+
+def test_titration_schedule_values():
+    # The paper: 40k steps, stairs every 4k up to 10%: 0, 1/9, ..., 9/9 of the target.
+    assert schedules.real_fraction(0, 0.1, 4000, 40000) == 0.0
+    assert schedules.real_fraction(3999, 0.1, 4000, 40000) == 0.0
+    assert schedules.real_fraction(4000, 0.1, 4000, 40000) == pytest.approx(0.1 / 9)
+    assert schedules.real_fraction(20000, 0.1, 4000, 40000) == pytest.approx(0.5 / 9)
+    assert schedules.real_fraction(36000, 0.1, 4000, 40000) == pytest.approx(0.1)
+    assert schedules.real_fraction(39999, 0.1, 4000, 40000) == pytest.approx(0.1)
+    assert schedules.real_fraction(0, 0.1, 0, 40000) == 0.1  # no titration
+    steps = tf.constant([0, 4000, 36000, 50000], tf.int64)
+    np.testing.assert_allclose(schedules.real_fraction(steps, 0.1, 4000, 40000).numpy(), [0, 0.1 / 9, 0.1, 0.1], rtol=1e-6)
+
+
+def test_titration_schedule_tensor_steps_of_other_dtypes_and_without_titration():
+    # int32 steps (a tf.data counter) give float32 fractions; a run shorter than two stairs has one stage.
+    steps = tf.constant([0, 9, 10, 30], tf.int32)
+    values = schedules.real_fraction(steps, 0.5, 10, 15)
+    assert values.dtype == tf.float32
+    np.testing.assert_allclose(values.numpy(), [0.0, 0.0, 0.5, 0.5])
+    assert schedules.real_fraction(np.int64(25), 0.3, 10, 40) == pytest.approx(0.2)
+    np.testing.assert_allclose(schedules.real_fraction(steps, 0.25, 0, 40).numpy(), [0.25] * 4)
