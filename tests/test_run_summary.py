@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
 
 from abc_tf import run_summary
-from abc_tf.data.family import quantile_bins
-
-NAMES = ["floor_hue", "wall_hue", "object_hue", "shape"]
-# A measurement as FactorIsolationCallback records it: wall hue dropped, floor and object hue kept.
-RECORD = {
-    "step": 600,
-    "probe_accuracy": {"floor_hue": 0.31, "wall_hue": 0.11, "object_hue": 0.24, "shape": 0.26},
-    "mine": {"floor_hue": 0.74, "wall_hue": -0.004, "object_hue": 0.41, "shape": 0.09},
-}
+from run_summary_helpers import NAMES, RECORD
 
 
 def test_verdicts_table_and_files(tmp_path):
@@ -45,33 +36,11 @@ def test_without_mutual_information_the_probe_decides():
     assert "   -  " in run_summary.format_table(summary)
 
 
-def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_path, capsys):
-    import train
-    from abc_tf import callbacks
-    from abc_tf.runs import training
-    from abc_tf.config import get_preset
-
-    images = np.zeros((8, 4, 4, 3), np.uint8)
-    callback = callbacks.FactorIsolationCallback(
-        images, np.zeros((8, len(NAMES)), int), NAMES, 1.0, str(tmp_path / "logs"), 0, inactive=["wall_hue"],
-        num_classes=[10, 10, 10, 4],
-    )
-    callback.history.append(RECORD)
-    result = training.TrainResult(networks={"encoder": None}, history={"loss": [1.0]}, run_dir=str(tmp_path), final_step=600)
-    table = train._isolation_summary([callback], get_preset("shapes3d_demo"), result)
-    assert "wall_hue       inactive" in table and table.splitlines()[3].endswith("dropped")
-    assert os.path.exists(tmp_path / run_summary.SUMMARY_JSON) and os.path.exists(tmp_path / run_summary.SUMMARY_PNG)
-    train._print_summary(result, table)
-    printed = capsys.readouterr().out
-    assert table in printed
-    assert f"tensorboard --logdir {tmp_path / 'logs'}" in printed and f"python evaluate.py --run_dir={tmp_path}" in printed
-
-
 def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
     import keras
 
     from abc_tf.config import get_preset
-    from test_folders import make_folder
+    from folder_helpers import make_folder
 
     make_folder(str(tmp_path / "data"), {"a": 12, "b": 12, "c": 12})
     rows = ["filename,colour"] + [f"{group}/img_{index:03d}.png,{index % 3}" for group in "abc" for index in range(12)]
@@ -113,8 +82,3 @@ def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
     summary = run_summary.summary_from_data(pose_config, encoder, step=10, num_images=48)
     assert [row["factor"] for row in summary["factors"]] == ["azimuth", "elevation"]
     assert all(row["verdict"] in ("kept", "weak", "dropped") for row in summary["factors"])
-
-
-def test_quantile_bins_split_evenly():
-    bins = quantile_bins(np.arange(100.0), 4)
-    assert np.bincount(bins).tolist() == [25, 25, 25, 25]

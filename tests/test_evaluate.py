@@ -1,0 +1,108 @@
+"""evaluate.py: a bad flag or a damaged run directory stops with one clear line (exit 2, no
+traceback) before any run is evaluated. docs/errors.md lists the same cases for users.
+
+``evaluate`` and ``train`` define flags of the same names in absl's global FLAGS, and
+tests/test_train.py imports ``train`` into the test process, so evaluate.py runs in child
+processes here: one child parses the flags and calls ``evaluate.main`` for every case in turn,
+and one test runs the real command line. Whole evaluations: tests/test_methods.py and the
+evaluators' own tests.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import NamedTuple
+
+import pytest
+
+from abc_tf.config import get_preset
+from process_helpers import assert_one_clear_error, run_code, run_script
+
+# In a child process: evaluate.py's flags parsed and main run for each case, as app.run would.
+EVALUATE_EACH = textwrap.dedent(
+    """
+    import contextlib, io, json, os, sys, traceback
+    import evaluate
+    results = []
+    for cwd, arguments in json.loads(sys.argv[1]):
+        os.chdir(cwd)
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            try:
+                evaluate.main(evaluate.FLAGS(["evaluate.py", *arguments]))
+                code = 0
+            except SystemExit as stop:
+                code = stop.code
+            except Exception:
+                code = None
+                traceback.print_exc()
+            finally:
+                evaluate.FLAGS.unparse_flags()
+        results.append({"code": code, "stderr": stderr.getvalue()})
+    print("RESULT" + json.dumps(results))
+    """
+)
+
+
+class Case(NamedTuple):
+    flags: list[str]  # {run}: the case's run directory; {missing}: a path that does not exist
+    message: str  # {config} and {encoder}: the run directory's files
+    config: str = "{}"  # config.json of the run directory (by default never read: the flags are refused first)
+    empty_encoder: bool = False  # encoder.keras as a kill during its export leaves it
+
+
+CASES = {
+    "no run": Case([], "Pass --run_dir (a train.py run directory)"),
+    "missing run_dir": Case(["--run_dir={missing}"], "is not a directory"),
+    "missing saved_model": Case(["--saved_model={missing}"], "is not a SavedModel folder (no saved_model.pb)"),
+    "seeds": Case(["--run_dir={run}", "--seeds=-1"], "--seeds must be >= 0, got -1"),
+    "num_images": Case(["--run_dir={run}", "--num_images=5"], "num_images must be at least 10, got 5"),
+    "mine_batch_size": Case(["--run_dir={run}", "--mine_batch_size=0"], "MINE batch_size must be a positive integer, got 0"),
+    "num_sigmas": Case(["--run_dir={run}", "--probe_epochs=5", "--num_sigmas=1"], "num_sigmas must be 0 (no sweep) or at least 2"),
+    "pose_repeats": Case(["--run_dir={run}", "--pose_repeats=0"], "Pose evaluation repeats must be positive, got 0"),
+    "pose_query_domains": Case(["--run_dir={run}", "--pose_query_domains=real,imaginary"], "query_domains must name 'real' and/or 'synthetic'"),
+    "pose_pool_size": Case(["--run_dir={run}", "--pose_dictionary_size=100", "--pose_pool_size=50"], "pool_size (50) must be at least dictionary_size (100)"),
+    # Cut off by a full disk, beside an encoder file (without one the run is simply unfinished).
+    "damaged config.json": Case(["--run_dir={run}"], "{config} is not a readable run config",
+                                config='{"name": "shapes3d", "steps": 6', empty_encoder=True),
+    "empty encoder.keras": Case(["--run_dir={run}", "--mine_steps=0", "--probe_epochs=1", "--num_images=16"],
+                                "{encoder} is empty (the run was stopped while exporting it)",
+                                config=get_preset("shapes3d_demo").to_json(), empty_encoder=True),
+}
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory) -> dict[str, tuple[dict, str, object]]:
+    """Every case run once in one child process: name -> ({"code", "stderr"}, message, run directory)."""
+    root = tmp_path_factory.mktemp("evaluate")
+    runs, messages, arguments = {}, {}, []
+    for index, (name, case) in enumerate(CASES.items()):
+        folder = root / f"case_{index}"
+        run_dir = folder / "run"
+        run_dir.mkdir(parents=True)
+        (run_dir / "config.json").write_text(case.config)
+        if case.empty_encoder:
+            (run_dir / "encoder.keras").write_bytes(b"")
+        values = {"run": run_dir, "missing": folder / "missing", "config": run_dir / "config.json",
+                  "encoder": run_dir / "encoder.keras"}
+        runs[name], messages[name] = run_dir, case.message.format(**values)
+        arguments.append((str(folder), [flag.format(**values) for flag in case.flags]))
+    completed = run_code(EVALUATE_EACH, json.dumps(arguments), cwd=root, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT"))
+    outputs = json.loads(line[len("RESULT"):])
+    return {name: (output, messages[name], runs[name]) for name, output in zip(CASES, outputs)}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_flags_and_run_directories_fail_with_one_line(evaluated, name):
+    output, message, run_dir = evaluated[name]
+    assert_one_clear_error(output["code"], output["stderr"], message)
+    assert not (run_dir / "metrics.json").exists()
+
+
+def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
+    result = run_script("evaluate.py", "--num_images=5", f"--run_dir={tmp_path}", cwd=tmp_path)
+    assert_one_clear_error(result.returncode, result.stderr, "evaluate.py: error: num_images must be at least 10, got 5")
+    assert not (tmp_path / "metrics.json").exists()

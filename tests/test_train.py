@@ -1,0 +1,200 @@
+"""train.py: every config field is a flag, and the README's error-handling promise for it: a bad
+flag, run directory or fault during training ends in one clear line naming the flag or file
+(no traceback), before any work where it can be checked first. docs/errors.md lists the same
+cases for users.
+
+The flags are parsed and ``train.main`` is called in this process (``run_train``); one test runs
+the real command line, and Ctrl-C needs a process to signal. This module imports ``train``:
+``evaluate`` defines flags of the same names in absl's global FLAGS, so no test may import it
+in-process (tests/test_evaluate.py runs it in child processes).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import train
+from abc_tf import callbacks, run_summary
+from abc_tf.config import ExperimentConfig, get_preset
+from abc_tf.runs import checkpoints, training, training_logs
+from process_helpers import assert_one_clear_error, run_script, start_code
+from run_summary_helpers import NAMES, RECORD
+
+
+@pytest.fixture
+def run_train(monkeypatch, capsys, tmp_path):
+    """``run_train(*flags) -> (exit code, stderr)``: train.py's flags parsed and ``main`` run in
+    this process, in ``tmp_path``, as ``python train.py flags...`` would run them."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    capsys.readouterr()
+
+    def run(*flags: str) -> tuple[int, str]:
+        argv = ["train.py", *flags]
+        monkeypatch.setattr(sys, "argv", argv)  # the advice after a NaN stop repeats the command line
+        try:
+            train.main(train.FLAGS(argv))
+            code = 0
+        except SystemExit as stop:
+            code = stop.code
+        finally:
+            train.FLAGS.unparse_flags()
+        return code, capsys.readouterr().err
+
+    yield run
+    train.FLAGS.unparse_flags()
+
+
+# ----------------------------------------------------------------------------- flags
+
+
+def test_every_config_field_is_a_flag():
+    help_text = train.FLAGS.get_help()
+    for field in dataclasses.fields(ExperimentConfig):
+        if field.name != "name":
+            assert field.name in train.FLAGS, field.name
+            assert f"--{field.name}" in help_text or f"--[no]{field.name}" in help_text
+
+
+BAD_FLAGS = [
+    # (flags, message); {tmp} is the test's folder, {file} an existing file, {folder} a folder of images.
+    (["--experiment=shapes4d"], "Unknown experiment 'shapes4d'; known experiments:"),
+    (["--set_size=0"], "set_size must be a positive integer, got 0"),
+    (["--embedding_dim=-3"], "embedding_dim must be a positive integer, got -3"),
+    (["--steps=0"], "steps must be a positive integer"),
+    (["--similarity=dot"], "Unknown similarity 'dot'; choose one of l2sq, l2, l1, linf, cosine"),
+    (["--temperature=0"], "temperature must be a positive finite number"),
+    (["--learning_rate=-1e-3"], "learning_rate must be a positive finite number"),
+    (["--seeds=0"], "--seeds must be a positive integer"),
+    (["--keep_checkpoints=0"], "keep_checkpoints must be a positive integer, got 0"),
+    (["--strategy=gpu"], "Unknown strategy 'gpu'; choose one of default, mirrored, multi_worker, tpu"),
+    (["--data=faces"], "Unknown data family 'faces'; choose one of:"),
+    (["--model=s9"], "Unknown model 's9'; known models:"),
+    (["--backbone_weights=imagenet"], "--backbone_weights: model 's3' has no pretrained backbone"),
+    (["--strategy=multi_worker"], "--strategy=multi_worker needs the TF_CONFIG environment variable"),
+    (["--strategy=tpu"], "--strategy=tpu found no TPU to connect to"),
+    (["--experiment=mnist", "--image_size=32"], "--image_size does not apply to --experiment=mnist (data family mnist)"),
+    (["--experiment=mnist", "--inactive_factors=bogus"], "--inactive_factors does not apply to --experiment=mnist"),
+    (["--experiment=folders", "--data_path={folder}", "--inactive_factors=bogus"], "--inactive_factors='bogus' for data=folders: a set is one group folder; use 'group'."),
+    (["--experiment=mnist", "--double_augmentation"], "--double_augmentation does not apply to --experiment=mnist"),
+    (["--experiment=pose_quick", "--eval_every=100"], "--eval_every does not apply to --experiment=pose_quick (data family pose)"),
+    (["--experiment=pose_quick", "--real_data_path={tmp}/missing"], "--real_data_path={tmp}/missing does not exist"),
+    (["--experiment=mnist", "--data_path={tmp}/missing.npz"], "--data_path={tmp}/missing.npz does not exist"),
+    (["--output_dir={file}"], "--output_dir={file} is an existing file, not a directory"),
+    (["--allow_config_change=embedding_dim"], "--allow_config_change: embedding_dim cannot change within a run"),
+    (["--experiment=folders", "--data_path={folder}", "--image_size=8"], "--model=s6 cannot take images of shape (8, 8, 3) (--image_size=8)"),
+    (["--experiment=mnist", "--data_path={file}"], "(--data_path) is not an .npz archive (it starts with b'not da')"),
+]
+
+
+@pytest.mark.parametrize("flags,message", BAD_FLAGS, ids=[" ".join(flags) for flags, _ in BAD_FLAGS])
+def test_bad_flags_fail_with_one_line_before_any_work(run_train, tmp_path, flags, message):
+    (tmp_path / "a_file.txt").write_text("not data\n")
+    (tmp_path / "images" / "group").mkdir(parents=True)
+    values = {"tmp": tmp_path, "file": tmp_path / "a_file.txt", "folder": tmp_path / "images"}
+    arguments = [flag.format(**values) for flag in flags]
+    if not any(flag.startswith("--output_dir") for flag in arguments):
+        arguments.append(f"--output_dir={tmp_path / 'run'}")
+    assert_one_clear_error(*run_train(*arguments), message.format(**values))
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
+    result = run_script("train.py", "--set_size=0", f"--output_dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert_one_clear_error(result.returncode, result.stderr, "train.py: error: set_size must be a positive integer, got 0")
+    assert not (tmp_path / "run").exists()
+
+
+def test_damaged_config_json_in_the_run_directory(run_train, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text('{"name": "shapes3d", "steps": 6')  # cut off by a full disk
+    assert_one_clear_error(*run_train("--steps=10", f"--output_dir={run_dir}"),
+                           f"{run_dir / 'config.json'} is not a readable run config")
+
+
+# ----------------------------------------------------------------------------- faults while training
+
+TOY_FLAGS = [
+    "--experiment=shapes3d", "--data=toy", "--model=s4", "--embedding_dim=8", "--set_size=12", "--pairs_per_step=2",
+    "--temperature=0.1",
+]
+# train.py with the toy family of tests/toy_family.py registered: tiny and fast, but the real CLI.
+TRAIN_TOY = (
+    "import sys; from absl import app; from abc_tf import data; data.DATA_FAMILIES['toy'] = 'toy_family'; "
+    "import train; sys.argv[0] = 'train.py'; app.run(train.main)"
+)
+
+
+def test_nan_stop_says_what_is_kept_and_the_advised_command_works(run_train, toy_family, tmp_path):
+    run_dir = tmp_path / "run"
+    diverging = [*TOY_FLAGS, "--learning_rate=1e9", "--temperature=0.001", "--steps=20", "--log_every=10", f"--output_dir={run_dir}"]
+    code, stderr = run_train(*diverging)
+    assert code == 1, stderr[-3000:]
+    assert "The loss became nan at step" in stderr and "no checkpoint had been written yet" in stderr
+    advised = stderr.strip().splitlines()[-1].split()
+    assert advised[:2] == ["python", "train.py"] and "--learning_rate=1e+08" in advised
+    # Whether 1e8 still diverges does not matter: the run directory accepts the advised command
+    # (a refused config would exit 2).
+    code, stderr = run_train(*advised[2:])
+    assert code in (0, 1) and "different config" not in stderr, stderr[-3000:]
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
+    run_dir = tmp_path / "run"
+    flags = [*TOY_FLAGS, "--learning_rate=1e-3", "--steps=100000", "--log_every=5", f"--output_dir={run_dir}"]
+    process = start_code(TRAIN_TOY, *flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while process.poll() is None and not checkpoints.list_checkpoints(str(run_dir)):
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()[1][-3000:]
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate()
+    assert process.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr
+    assert "Interrupted; " in stderr and "Run the same command again to resume from it." in stderr
+    assert checkpoints.list_checkpoints(str(run_dir))
+
+
+def test_nan_advice_after_a_checkpoint_continues_with_the_change_allowed(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["train.py", "--experiment=shapes3d_demo", "--learning_rate=1e-3", "--output_dir=runs/x"])
+    train.FLAGS(["train.py"])  # parsed flags, as app.run leaves them
+    try:
+        error = training_logs.NonFiniteLossError("The loss became nan at step 26; ...", step=26, checkpoint_step=20)
+        advice = train._nan_advice(error, get_preset("shapes3d_demo").replace(learning_rate=1e-3), "runs/x")
+    finally:
+        train.FLAGS.unparse_flags()
+    assert advice.splitlines()[0] == "Continue from step 20 with a lower learning rate:"
+    assert advice.splitlines()[1].split() == [
+        "python", "train.py", "--experiment=shapes3d_demo", "--output_dir=runs/x", "--learning_rate=0.0001",
+        "--allow_config_change=learning_rate",
+    ]
+
+
+# ----------------------------------------------------------------------------- the end of a run
+
+
+def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["train.py", f"--output_dir={tmp_path}"])
+    images = np.zeros((8, 4, 4, 3), np.uint8)
+    callback = callbacks.FactorIsolationCallback(
+        images, np.zeros((8, len(NAMES)), int), NAMES, 1.0, str(tmp_path / "logs"), 0, inactive=["wall_hue"],
+        num_classes=[10, 10, 10, 4],
+    )
+    callback.history.append(RECORD)
+    result = training.TrainResult(networks={"encoder": None}, history={"loss": [1.0]}, run_dir=str(tmp_path), final_step=600)
+    table = train._isolation_summary([callback], get_preset("shapes3d_demo"), result)
+    assert "wall_hue       inactive" in table and table.splitlines()[3].endswith("dropped")
+    assert os.path.exists(tmp_path / run_summary.SUMMARY_JSON) and os.path.exists(tmp_path / run_summary.SUMMARY_PNG)
+    train._print_summary(result, table)
+    printed = capsys.readouterr().out
+    assert table in printed
+    assert f"tensorboard --logdir {tmp_path / 'logs'}" in printed and f"python evaluate.py --run_dir={tmp_path}" in printed
+    assert f"python train.py --output_dir={tmp_path} --steps=<more>" in printed
