@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 
@@ -17,23 +16,17 @@ import numpy as np
 import pytest
 
 import models
-from abc_tf import data, methods
-from abc_tf.runs import checkpoints
-from abc_tf.config import ExperimentConfig
+from abc_tf import methods
 from abc_tf.methods.base import build_encoder
-from abc_tf.runs import training
+from abc_tf.runs import checkpoints, training
+from process_helpers import run_code, start_code
+from toy_family import CONFIG
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(TESTS_DIR)
-TOY = ExperimentConfig(
-    name="toy", data="toy", method="two_network", model="s4", embedding_dim=8, set_size=12, pairs_per_step=2,
-    learning_rate=1e-3, temperature=0.1, steps=40, log_every=10, seed=3,
-)
+TOY = CONFIG.replace(method="two_network")
 
 
 @pytest.fixture(autouse=True)
-def registered(monkeypatch):
-    monkeypatch.setitem(data.DATA_FAMILIES, "toy", "toy_family")
+def registered(monkeypatch, toy_family):
     monkeypatch.setitem(methods.METHODS, "two_network", "toy_method:TWO_NETWORK")
 
 
@@ -114,9 +107,7 @@ def test_a_killed_two_network_run_resumes_at_the_same_step(tmp_path):
     config_path = tmp_path / "config.json"
     config_path.write_text(config.to_json())
     run_dir = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TESTS_DIR, ROOT]), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    process = subprocess.Popen([sys.executable, "-c", KILLABLE_RUN, str(config_path), str(run_dir)], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = start_code(KILLABLE_RUN, str(config_path), str(run_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None and len(checkpoints.list_checkpoints(str(run_dir))) < 2:
         time.sleep(0.05)
@@ -149,8 +140,7 @@ def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluato
     """)
     flags = [f"--run_dir={run_dir}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16",
              "--mine_eval_samples=256", "--probe_epochs=0"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TESTS_DIR, ROOT]), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    completed = subprocess.run([sys.executable, "-c", script, *flags], env=env, capture_output=True, text=True)
+    completed = run_code(script, *flags)
     assert completed.returncode == 0, completed.stderr[-2000:]
     metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
     assert metrics["inactive"] == ["wall_hue"] and len(metrics["mine"]) == 6

@@ -1,11 +1,14 @@
-"""abc_tf.runs.training: what a run writes, the SavedModel by reload, resume after SIGKILL, NaN handling."""
+"""One run (abc_tf.runs.training): what it writes, the SavedModel by reload, exact step counts,
+a full disk, resume after SIGKILL, and two replicas or two workers training like one process.
+Runs are short toy runs (tests/toy_family.py). What a rerun may change:
+tests/test_config_history.py; the NaN stop and the logs: tests/test_training_logs.py."""
 
 import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
+import socket
 import textwrap
 import time
 
@@ -15,23 +18,12 @@ import pytest
 import tensorflow as tf
 
 from abc_tf import data
-
-from abc_tf.runs import checkpoints
-from abc_tf.runs import config_history, training, training_logs
 from abc_tf.config import ExperimentConfig
+from abc_tf.runs import checkpoints, training
+from process_helpers import ENV, run_code, start_code
+from toy_family import CONFIG as TOY
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(TESTS_DIR)
-
-TOY = ExperimentConfig(
-    name="toy", data="toy", model="s4", embedding_dim=8, set_size=12, pairs_per_step=2,
-    learning_rate=1e-3, temperature=0.1, steps=40, log_every=10, seed=3,
-)
-
-
-@pytest.fixture(autouse=True)
-def toy_family(monkeypatch):
-    monkeypatch.setitem(data.DATA_FAMILIES, "toy", "toy_family")
+pytestmark = pytest.mark.usefixtures("toy_family")
 
 
 def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(tmp_path):
@@ -55,71 +47,6 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(tmp_path):
     np.testing.assert_allclose(
         saved.embed_uint8(as_uint8)["embeddings"].numpy(), result.encoder(as_uint8 / 255).numpy(), rtol=1e-4, atol=1e-4
     )
-
-
-def test_rerunning_with_another_config_is_refused(tmp_path):
-    run_dir = str(tmp_path / "run")
-    training.train(TOY.replace(steps=10), run_dir, verbose=0)
-    with pytest.raises(ValueError, match="different config \\(temperature: 0.1 -> 0.5"):
-        training.train(TOY.replace(steps=10, temperature=0.5), run_dir, verbose=0)
-
-
-def test_learning_rate_schedule_is_logged(tmp_path):
-    result = training.train(TOY.replace(lr_halving_steps=20), str(tmp_path / "run"), verbose=0)
-    # Logged at the end of steps 10, 20, 30, 40; halved at 20 and 40.
-    np.testing.assert_allclose(result.history["learning_rate"], [1e-3, 5e-4, 5e-4, 2.5e-4], rtol=1e-6)
-
-
-def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_good_checkpoint(tmp_path):
-    run_dir = str(tmp_path / "run")
-    training.train(TOY.replace(steps=10), run_dir, verbose=0)
-    good = keras.models.load_model(os.path.join(run_dir, "encoder.keras")).get_weights()
-    # Huge learning rate at a tiny temperature diverges.
-    diverging = TOY.replace(learning_rate=1e9, temperature=1e-3, seed=4)
-    with pytest.raises(training_logs.NonFiniteLossError, match="The loss became nan at step .*no checkpoint had been written"):
-        training.train(diverging, str(tmp_path / "bad"), verbose=0)
-    assert checkpoints.list_checkpoints(str(tmp_path / "bad")) == []
-    assert all(np.all(np.isfinite(w)) for w in good)
-    # Nothing was trained, so the advised rerun with a lower learning rate is accepted.
-    result = training.train(diverging.replace(learning_rate=1e-3, steps=10), str(tmp_path / "bad"), verbose=0)
-    assert result.final_step == 10
-
-
-class PoisonWeightsAt(keras.callbacks.Callback):
-    """Sets the embedding layer's weights to NaN after optimizer step ``step`` (a diverged update)."""
-
-    def __init__(self, step: int):
-        super().__init__()
-        self.step = step
-
-    def on_train_batch_end(self, batch, logs=None):
-        if int(self.model.optimizer.iterations.numpy()) == self.step:
-            kernel = self.model.encoder.get_layer("embedding").kernel
-            kernel.assign(tf.fill(kernel.shape, float("nan")))
-
-
-def test_a_loss_turning_nan_mid_run_keeps_the_checkpoints_before_it(tmp_path):
-    run_dir = str(tmp_path / "run")
-    config = TOY.replace(keep_checkpoints=3)
-    with pytest.raises(training_logs.NonFiniteLossError, match="The loss became nan at step 26"):
-        training.train(config, run_dir, callbacks=[PoisonWeightsAt(25)], verbose=0)
-    assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20]
-    model = training.build_model(config)
-    assert checkpoints.restore(model, run_dir) == 20
-    assert all(np.all(np.isfinite(w)) for w in model.get_weights())
-
-    # The same settings are refused, naming the flag that lets the run continue from step 20.
-    with pytest.raises(ValueError, match="add --allow_config_change=learning_rate"):
-        training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0)
-    result = training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0, allow_changes=["learning_rate"])
-    assert result.final_step == 40 and result.history["learning_rate"] == pytest.approx([1e-4, 1e-4])
-    history = json.load(open(os.path.join(run_dir, config_history.CONFIG_HISTORY_FILE)))
-    assert history[-1]["step"] == 20 and history[-1]["changed"] == {"learning_rate": {"old": 1e-3, "new": 1e-4}}
-
-
-def test_allow_config_change_refuses_fields_that_shape_the_network(tmp_path):
-    with pytest.raises(ValueError, match="--allow_config_change: embedding_dim cannot change within a run"):
-        training.train(TOY, str(tmp_path / "run"), verbose=0, allow_changes=["embedding_dim"])
 
 
 def scalar_steps(log_dir: str, tag: str) -> list[int]:
@@ -151,20 +78,6 @@ def test_a_run_trains_exactly_its_steps_and_logs_on_the_interval(tmp_path, steps
     assert training.train(config, run_dir, verbose=0).final_step == steps  # a rerun trains nothing more
 
 
-def test_raising_steps_extends_a_finished_run(tmp_path):
-    run_dir = str(tmp_path / "run")
-    config = TOY.replace(steps=20, lr_halving_steps=20)
-    training.train(config, run_dir, verbose=0)
-    result = training.train(config.replace(steps=30), run_dir, verbose=0)
-    assert result.final_step == 30
-    assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [20, 30]
-    assert result.history["learning_rate"] == pytest.approx([5e-4])  # the schedule continues: halved at step 20
-    history = json.load(open(os.path.join(run_dir, config_history.CONFIG_HISTORY_FILE)))
-    assert history[-1]["changed"] == {"steps": {"old": 20, "new": 30}}
-    with pytest.raises(ValueError, match="--steps=10 is below the step of .* newest checkpoint \\(30\\)"):
-        training.train(config.replace(steps=10), run_dir, verbose=0)
-
-
 def test_a_full_disk_stops_with_a_clear_message_and_keeps_the_older_checkpoints(tmp_path, monkeypatch):
     run_dir = str(tmp_path / "run")
     training.train(TOY.replace(steps=20), run_dir, verbose=0)
@@ -191,7 +104,6 @@ RESUMABLE_RUN = textwrap.dedent(
     """
     import sys
     from abc_tf import data
-    from abc_tf.runs import checkpoints
     from abc_tf.runs import training
     from abc_tf.config import ExperimentConfig
     data.DATA_FAMILIES["toy"] = "toy_family"
@@ -206,9 +118,7 @@ def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
     config_path = tmp_path / "config.json"
     config_path.write_text(config.to_json())
     run_dir = tmp_path / "run"
-    command = [sys.executable, "-c", RESUMABLE_RUN, str(config_path), str(run_dir)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([TESTS_DIR, ROOT]), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = start_code(RESUMABLE_RUN, str(config_path), str(run_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and process.poll() is None:
         if len(checkpoints.list_checkpoints(str(run_dir))) >= 2:
@@ -229,3 +139,100 @@ def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
     assert result.history["learning_rate"][-1] == pytest.approx(1e-3 * 0.5**4)
     first_lr = result.history["learning_rate"][0]
     assert first_lr == pytest.approx(1e-3 * 0.5 ** ((killed_at + 20) // 100))
+
+
+# ----------------------------------------------------------------------------- distributed
+
+# Logical devices must be configured before TensorFlow starts, hence a fresh process.
+TWO_REPLICAS = textwrap.dedent(
+    """
+    import json, sys
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    from abc_tf import data
+    from abc_tf.runs import training
+    from toy_family import CONFIG
+    data.DATA_FAMILIES["toy"] = "toy_family"
+    config = CONFIG.replace(temperature=0.05, steps=12, log_every=4, seed=5)
+    single = training.train(config, sys.argv[1] + "/one", verbose=0)
+    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    double = training.train(config, sys.argv[1] + "/two", verbose=0, strategy=mirrored)
+    try:
+        training.train(config.replace(pairs_per_step=3), sys.argv[1] + "/odd", verbose=0, strategy=mirrored)
+        odd = "no error"
+    except ValueError as error:
+        odd = str(error)
+    print("RESULT" + json.dumps({"one": single.history["loss"], "two": double.history["loss"],
+                                 "replicas": mirrored.num_replicas_in_sync, "odd": odd}))
+    """
+)
+
+
+def child_result(output: str) -> dict:
+    line = next(line for line in output.splitlines() if line.startswith("RESULT"))
+    return json.loads(line[len("RESULT"):])
+
+
+def test_one_and_two_replicas_give_the_same_losses(tmp_path):
+    completed = run_code(TWO_REPLICAS, str(tmp_path))
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = child_result(completed.stdout)
+    assert result["replicas"] == 2, result
+    # Three logging intervals of four steps; the losses fall and agree within float tolerance.
+    assert len(result["one"]) == 3
+    assert result["one"][-1] < result["one"][0] - 0.1, result["one"]
+    np.testing.assert_allclose(result["two"], result["one"], rtol=2e-3)
+    assert "must be a multiple of the 2 replicas" in result["odd"]
+
+
+WORKER = textwrap.dedent(
+    """
+    import json, sys
+    from abc_tf import data
+    from abc_tf.runs import training
+    from toy_family import CONFIG
+    data.DATA_FAMILIES["toy"] = "toy_family"
+    config = CONFIG.replace(temperature=0.05, steps=12, log_every=4, seed=5, strategy=sys.argv[2])
+    result = training.train(config, sys.argv[1], verbose=0)
+    print("RESULT" + json.dumps({"loss": result.history["loss"], "step": result.final_step}))
+    """
+)
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("localhost", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def test_two_workers_train_like_one_process_and_only_the_chief_writes_the_run(tmp_path):
+    cluster = {"worker": [f"localhost:{port}" for port in free_ports(2)]}
+    workers = [
+        start_code(
+            WORKER, str(tmp_path / "cluster"), "multi_worker",
+            env={**ENV, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        for index in range(2)
+    ]
+    outputs = [worker.communicate(timeout=600)[0] for worker in workers]
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0, output[-3000:]
+    alone = run_code(WORKER, str(tmp_path / "alone"), "default")
+    assert alone.returncode == 0, alone.stderr[-3000:]
+
+    expected = child_result(alone.stdout)
+    for output in outputs:  # each worker trains one of the two pairs; the update is their mean
+        result = child_result(output)
+        assert result["step"] == 12
+        np.testing.assert_allclose(result["loss"], expected["loss"], rtol=1e-4)
+    run = tmp_path / "cluster"
+    assert sorted(os.listdir(run / "checkpoints")) == ["checkpoint", "ckpt-12.data-00000-of-00001", "ckpt-12.index",
+                                                       "ckpt-8.data-00000-of-00001", "ckpt-8.index"]
+    assert (run / "saved_model").is_dir() and (run / "encoder.keras").is_file()
+    assert sorted(os.listdir(run / "workers")) == ["worker_1"]  # the other worker's logs and exports
