@@ -1,0 +1,31 @@
+"""benchmarks/report.py: each script replaces its own section of BENCHMARKS.md and leaves the
+others as they are; --no_write prints only."""
+
+from __future__ import annotations
+
+from benchmarks import report
+
+
+def test_write_section_replaces_its_section_and_keeps_the_others(tmp_path):
+    path = str(tmp_path / "BENCHMARKS.md")
+    report.write_section("Lookup", "old lookup rows", path)
+    assert open(path).read() == report.HEADER.rstrip("\n") + "\n\n## Lookup\n\nold lookup rows\n\n"
+    report.write_section("Serving (GPU)", "serving rows\n", path)
+    report.write_section("Lookup", "\nnew lookup rows\n\n", path)
+    text = open(path).read()
+    assert text.startswith(report.HEADER.rstrip("\n")) and "old lookup rows" not in text
+    assert text.index("## Lookup\n\nnew lookup rows\n\n") < text.index("## Serving (GPU)\n\nserving rows\n\n")
+    assert text.count("## ") == 2
+
+
+def test_publish_prints_and_writes_only_when_asked(tmp_path, monkeypatch, capsys):
+    written = []
+    monkeypatch.setattr(report, "write_section", lambda title, body: written.append((title, body)))
+    monkeypatch.setattr(report, "FIGURES", str(tmp_path / "figures"))
+    drawn = []
+    report.publish("Curation", "rows", write=False, draw=lambda: drawn.append(1))
+    assert capsys.readouterr().out == "rows\n" and written == [] and drawn == []
+    report.publish("Curation", "rows", write=True, draw=lambda: drawn.append(1))
+    assert written == [("Curation", "rows")] and drawn == [1] and (tmp_path / "figures").is_dir()
+    assert report.argument_parser("doc").parse_args(["--no_write"]).no_write
+    assert "1-minute load average of the machine: 0.5 at the start" in report.load_line(0.5)
