@@ -1,6 +1,7 @@
 """The package's layers (docs/ARCHITECTURE.md): each imports only the ones below it, nothing
 imports inside a function, and there is no import cycle. Read from the source with ``ast``,
-so every import counts, whether or not a test happens to execute it."""
+so every import counts, whether or not a test happens to execute it. And tests/ mirrors the
+code: every module has its test module."""
 
 from __future__ import annotations
 
@@ -138,3 +139,25 @@ def test_no_import_cycle():
 def test_the_cycle_finder_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+# Tests mirror the code (docs/ARCHITECTURE.md, Tests): tests/test_<module>.py, except these.
+TEST_MODULE_OF = {
+    "abc_tf.data": "test_family.py",  # the family registry, tested with the family interface
+    "abc_tf.methods": "test_methods.py",  # the method registry and interface
+    "abc_tf.methods.base": "test_methods.py",
+    "models": "test_models.py",  # the architecture registry
+    "models.registry": "test_models.py",  # (abc_tf/registry.py is test_registry.py)
+    "models.pmp": "test_pmp_models.py",  # (abc_tf/methods/pmp.py is test_pmp.py)
+    "abc_tf.data.render.shapes3d": "test_shapes3d.py",  # the renderer, beside the family
+}
+ENTRY_POINTS = ("train", "evaluate")
+
+
+def test_every_module_has_its_test_module():
+    packages = {name.rpartition(".")[0] for name in MODULES}
+    expected = {name: TEST_MODULE_OF.get(name, f"test_{name.rpartition('.')[2]}.py") for name in MODULES
+                if name in TEST_MODULE_OF or name not in packages}  # a package's __init__ only if it holds code
+    expected.update({name: f"test_{name}.py" for name in ENTRY_POINTS})
+    missing = sorted(f"{name} -> tests/{test}" for name, test in expected.items() if not (ROOT / "tests" / test).is_file())
+    assert not missing, f"modules without their test module: {missing}"

@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 import pytest
+from absl import logging
 
 import train
 from abc_tf import callbacks, run_summary
@@ -35,6 +36,7 @@ def run_train(monkeypatch, capsys, tmp_path):
     this process, in ``tmp_path``, as ``python train.py flags...`` would run them."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("TF_CONFIG", raising=False)
+    verbosity = logging.get_verbosity()  # main quiets TensorFlow's INFO lines
     capsys.readouterr()
 
     def run(*flags: str) -> tuple[int, str]:
@@ -51,6 +53,7 @@ def run_train(monkeypatch, capsys, tmp_path):
 
     yield run
     train.FLAGS.unparse_flags()
+    logging.set_verbosity(verbosity)
 
 
 # ----------------------------------------------------------------------------- flags
