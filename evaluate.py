@@ -9,9 +9,14 @@ folder and the seeds are aggregated (mean, std, values per factor; violin plots)
 ``<output_dir>/metrics.json``. What is measured depends on the run's data family:
 
 - shapes3d: MINE mutual information and probe accuracies per factor at sigma = the loss's
-  length scale (histogram MI as well for d <= 3), optional noise sweep, PCA/bar/sweep figures
-  (abc_tf.evaluation.factor_isolation);
-- mnist: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.mnist_style);
+  length scale (0.1 x the embeddings' spread for a method whose loss has none; histogram MI as
+  well for d <= 3), optional noise sweep, PCA/bar/sweep figures
+  (abc_tf.evaluation.factor_isolation), and the disentanglement scores BetaVAE, FactorVAE, MIG,
+  DCI and SAP (``--disentanglement``: preset of point counts; abc_tf.evaluation.encoder_disentanglement)
+  under "disentanglement" with the figure disentanglement.png;
+- mnist: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.mnist_style), and
+  MIG, DCI and SAP (no image can be drawn of given style values, so BetaVAE and FactorVAE are
+  listed as skipped);
 - yaleb, epfl_cars, folders: probes and MINE per known label, trained against untrained
   (abc_tf.evaluation.label_information);
 - pose: median geodesic error and Acc@30 (plain and flip-invariant) of nearest-neighbour
@@ -22,6 +27,13 @@ folder and the seeds are aggregated (mean, std, values per factor; violin plots)
 
 MINE defaults are the paper's (20,000 steps, 256,000 samples); lower ``--mine_steps`` and
 ``--mine_eval_samples`` for a quick look.
+
+Comparing runs of any methods side by side (abc_tf.evaluation.comparison):
+
+  python evaluate.py --compare=runs/abc,runs/pmp --compare_untrained --output_dir=runs/comparison
+
+evaluates every run directory (a folder of ``seed_<k>`` runs is one row, its seeds aggregated)
+on one labelled sample and writes comparison.md, comparison.json and comparison.png.
 """
 
 from __future__ import annotations
@@ -58,6 +70,15 @@ flags.DEFINE_integer("pose_queries", 0, "Pose: test images per query domain (0: 
 flags.DEFINE_list("pose_query_domains", ["real"], "Pose: query domains, real and/or synthetic (held-out instances).")
 flags.DEFINE_string("pose_export_dir", None, "Pose: also write the SavedModel with lookup_pose (and regress_pose) here.")
 flags.DEFINE_boolean("untrained", False, "Also evaluate the untrained encoder of the config (same seed) into <output_dir>/untrained.")
+flags.DEFINE_enum("disentanglement", "fast", ["none", "fast", "full", "library"],
+                  "Point counts of the disentanglement scores: none (skip), fast (23,100 codes, for a CPU), full "
+                  "(disentanglement_lib's counts, 2,895,000 codes, DCI on 5,000), library (also DCI on 10,000, no "
+                  "standardising); abc_tf.evaluation.disentanglement.ScoreSettings.")
+flags.DEFINE_list("disentanglement_scores", ["beta_vae", "factor_vae", "mig", "dci", "sap"],
+                  "Which disentanglement scores to compute (beta_vae, factor_vae, mig, dci, sap).")
+flags.DEFINE_list("compare", None, "Run directories (any methods; a folder of seed_<k> runs is one row) to compare "
+                  "side by side on one labelled sample: comparison.md/.json/.png in --output_dir.")
+flags.DEFINE_boolean("compare_untrained", False, "--compare: add a row for the untrained encoder of the first run's config.")
 
 
 def settings_from_flags():
@@ -82,6 +103,39 @@ def settings_from_flags():
     return settings
 
 
+def disentanglement_from_flags():
+    """(ScoreSettings or None for --disentanglement=none, the scores to compute); ValueError on bad flags."""
+    from abc_tf.evaluation import disentanglement
+
+    settings = disentanglement.ScoreSettings.preset(FLAGS.disentanglement)
+    scores = tuple(FLAGS.disentanglement_scores)
+    unknown = [name for name in scores if name not in disentanglement.SCORES]
+    if unknown or not scores:
+        raise ValueError(f"--disentanglement_scores: unknown or no scores {unknown or list(scores)}; "
+                         f"choose from {', '.join(disentanglement.SCORES)}.")
+    return settings, scores
+
+
+def add_disentanglement(encoder, config, out_dir: str, metrics: dict, untrained: tuple | None = None) -> None:
+    """Adds the disentanglement scores to ``metrics`` (and, for ``untrained`` = (untrained
+    encoder, its metrics), to those) and draws disentanglement.png, unless --disentanglement=none."""
+    from abc_tf.evaluation import encoder_disentanglement
+
+    settings, scores = disentanglement_from_flags()
+    if settings is None:
+        return
+    series = {}
+    for label, (network, target) in {"trained": (encoder, metrics), "untrained": untrained or (None, None)}.items():
+        if network is not None:
+            target["disentanglement"] = encoder_disentanglement.evaluate_disentanglement(
+                network, config, settings, FLAGS.sample_seed, scores)
+            series[label] = target["disentanglement"]["scores"]
+    if series["trained"]:
+        encoder_disentanglement.plot_scores(series, os.path.join(out_dir, encoder_disentanglement.FIGURE),
+                                            f"disentanglement ({FLAGS.disentanglement} preset)")
+        metrics.setdefault("figures", []).append(encoder_disentanglement.FIGURE)
+
+
 def _write_json(path: str, value) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path + ".tmp", "w") as handle:
@@ -97,11 +151,14 @@ def evaluate_factors(run, out_dir: str, settings) -> dict:
     config = run.config
     sample = factor_isolation.labelled_sample(config, settings.num_images, settings.sample_seed)
     metrics = factor_isolation.evaluate_encoder(run.encoder, config, settings, out_dir, sample)
+    untrained = None
     if FLAGS.untrained:
+        network = untrained_encoder(config)
         metrics["untrained"] = factor_isolation.evaluate_encoder(
-            untrained_encoder(config), config, settings, os.path.join(out_dir, "untrained"), sample,
-            title="untrained network",
+            network, config, settings, os.path.join(out_dir, "untrained"), sample, title="untrained network",
         )
+        untrained = (network, metrics["untrained"])
+    add_disentanglement(run.encoder, config, out_dir, metrics, untrained)
     return metrics
 
 
@@ -109,7 +166,9 @@ def evaluate_digit_style(run, out_dir: str, settings) -> dict:
     """MNIST: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.mnist_style)."""
     from abc_tf.evaluation import mnist_style
 
-    return mnist_style.evaluate_mnist_run(run.run_dir, run.config, out_dir, probe_epochs=max(FLAGS.probe_epochs, 1))
+    metrics = mnist_style.evaluate_mnist_run(run.run_dir, run.config, out_dir, probe_epochs=max(FLAGS.probe_epochs, 1))
+    add_disentanglement(run.encoder, run.config, out_dir, metrics)
+    return metrics
 
 
 def evaluate_labels(run, out_dir: str, settings) -> dict:
@@ -211,6 +270,14 @@ def aggregate_seeds(seed_dirs: list[str], out_dir: str, settings) -> dict:
             )
     if all("untrained" in run for run in runs):
         summary["untrained"] = factor_isolation.aggregate([run["untrained"] for run in runs])
+    if "disentanglement" in summary:
+        from abc_tf.evaluation import encoder_disentanglement
+
+        series = {label: {key: value["values"] for key, value in part["disentanglement"].items()}
+                  for label, part in (("trained", summary), ("untrained", summary.get("untrained", {})))
+                  if "disentanglement" in part}
+        encoder_disentanglement.plot_scores(series, os.path.join(out_dir, "seeds_disentanglement.png"),
+                                            f"{summary['condition']} ({len(runs)} seeds)")
     _write_json(os.path.join(out_dir, "metrics.json"), summary)
     return summary
 
@@ -219,8 +286,13 @@ def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     try:
+        if FLAGS.compare:
+            compare_runs()
+            return
+        if FLAGS.compare_untrained:
+            raise ValueError("--compare_untrained adds a row to --compare; pass --compare=DIR,DIR,...")
         if not FLAGS.run_dir and not FLAGS.saved_model:
-            raise ValueError("Pass --run_dir (a train.py run directory) or --saved_model.")
+            raise ValueError("Pass --run_dir (a train.py run directory), --saved_model, or --compare=DIR,DIR,....")
         if FLAGS.seeds < 0:
             raise ValueError(f"--seeds must be >= 0, got {FLAGS.seeds}.")
         if FLAGS.saved_model and not os.path.isfile(os.path.join(FLAGS.saved_model, "saved_model.pb")):
@@ -229,6 +301,7 @@ def main(argv: list[str]) -> None:
             raise ValueError(f"--run_dir={FLAGS.run_dir} is not a directory.")
         settings = settings_from_flags()
         pose_settings_from_flags()  # checked here, so a bad pose flag stops before any run is evaluated
+        disentanglement_from_flags()
         from abc_tf.runs.run_dir import seed_run_dirs
 
         out_dir = FLAGS.output_dir or FLAGS.run_dir or os.path.dirname(os.path.normpath(FLAGS.saved_model))
@@ -246,6 +319,26 @@ def main(argv: list[str]) -> None:
         sys.exit(2)
 
 
+def compare_runs() -> None:
+    """--compare: the rows side by side (abc_tf.evaluation.comparison) into --output_dir."""
+    if not FLAGS.output_dir:
+        raise ValueError("--compare needs --output_dir (where comparison.md, .json and .png go).")
+    for flag in ("run_dir", "saved_model", "config"):
+        if getattr(FLAGS, flag):
+            raise ValueError(f"--compare takes its run directories itself; leave --{flag} unset.")
+    for run_dir in FLAGS.compare:
+        if not os.path.isdir(run_dir):
+            raise ValueError(f"--compare: {run_dir} is not a directory.")
+    scores, score_names = disentanglement_from_flags()
+    isolation = settings_from_flags()
+    from abc_tf.evaluation import comparison
+
+    settings = comparison.ComparisonSettings(isolation, scores, FLAGS.disentanglement, score_names)
+    result = comparison.compare(FLAGS.compare, FLAGS.output_dir, settings, untrained=FLAGS.compare_untrained)
+    print(comparison.markdown(result))
+    print("Wrote " + ", ".join(os.path.join(FLAGS.output_dir, name) for name in comparison.FILES))
+
+
 def _print_summary(result: dict) -> None:
     for key in ("mine", "histogram"):
         if key in result:
@@ -261,6 +354,11 @@ def _print_summary(result: dict) -> None:
             f"{name} {value.get('accuracy', value.get('mean')):.3f}" for name, value in probe.items()
         )
         print(f"  probe accuracy: {text}")
+    scores = result.get("disentanglement")
+    if scores:
+        scores = scores.get("scores", scores)  # one run's, or the seeds' {key: {mean, std, values}}
+        text = ", ".join(f"{key} {value['mean'] if isinstance(value, dict) else value:.3f}" for key, value in scores.items())
+        print(f"  disentanglement: {text}")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,11 @@ import sys
 import numpy as np
 import pytest
 
+from abc_tf import methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import factor_isolation, mine, probes
+from abc_tf.evaluation.noise import spread
+from abc_tf.methods.base import Method
 from abc_tf.runs.run_dir import seed_run_dirs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,6 +34,28 @@ def test_inactive_names_and_labels_follow_the_config():
     assert factor_isolation.condition_label(ExperimentConfig(curate_both_sets=False)) == "wall_hue inactive, set B unconstrained"
     with pytest.raises(ValueError, match="no labelled factor sample"):
         factor_isolation.factor_names(ExperimentConfig(data="folders"))
+
+
+# Methods only these tests register: no length scale; pairs instead of sets.
+NO_SCALE = Method(name="no_scale", build=None, supervision="none (a test method)")
+PAIRS = Method(name="pairs_only", build=None, batch_format="pairs")
+
+
+def test_noise_follows_the_method_s_length_scale_or_the_embeddings_spread(monkeypatch):
+    embeddings = np.random.default_rng(0).normal(scale=3.0, size=(500, 4))
+    sigma, rule = factor_isolation.noise_sigma(ExperimentConfig(similarity="l2sq", temperature=0.25), embeddings)
+    assert (sigma, rule) == (0.5, "length scale")
+    monkeypatch.setitem(methods.METHODS, "no_scale", "test_factor_isolation:NO_SCALE")
+    sigma, rule = factor_isolation.noise_sigma(ExperimentConfig(method="no_scale"), embeddings)
+    assert rule == "0.1 x spread" and sigma == pytest.approx(0.1 * spread(embeddings)) and 0.25 < sigma < 0.35
+    assert "0.1 x the embedding's own spread" in factor_isolation.NOISE_RULE
+
+
+def test_only_set_methods_have_inactive_factors(monkeypatch):
+    monkeypatch.setitem(methods.METHODS, "pairs_only", "test_factor_isolation:PAIRS")
+    config = ExperimentConfig(method="pairs_only", inactive_factors="wall_hue")
+    assert factor_isolation.inactive_names(config) == ()
+    assert factor_isolation.condition_label(config) == "pairs_only (pairs)"
 
 
 def test_evaluate_embeddings_writes_metrics_and_figures(tmp_path):
@@ -55,8 +80,11 @@ def test_aggregate_and_seed_dirs(tmp_path):
         {"mine": {"a": 1.0, "b": 0.0}, "probe": {"a": {"accuracy": 0.9, "chance": 0.25}, "b": {"accuracy": 0.3, "chance": 0.5}}},
         {"mine": {"a": 3.0, "b": 0.0}, "probe": {"a": {"accuracy": 0.7, "chance": 0.25}, "b": {"accuracy": 0.5, "chance": 0.5}}},
     ]
+    runs[0]["disentanglement"] = {"scores": {"mig": 0.2, "sap": 0.1}}
+    runs[1]["disentanglement"] = {"scores": {"mig": 0.4}}
     summary = factor_isolation.aggregate(runs)
     assert summary["num_runs"] == 2
+    assert summary["disentanglement"] == {"mig": {"mean": pytest.approx(0.3), "std": pytest.approx(0.1), "values": [0.2, 0.4]}}
     assert summary["mine"]["a"] == {"mean": 2.0, "std": 1.0, "values": [1.0, 3.0]}
     assert summary["probe_accuracy"]["b"]["mean"] == pytest.approx(0.4)
     names, table = factor_isolation.seed_table(summary, "mine")
@@ -79,6 +107,7 @@ def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
     command = [
         sys.executable, os.path.join(REPO, "evaluate.py"), f"--run_dir={run_dir}", "--num_images=48",
         "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256", "--probe_epochs=0",
+        "--disentanglement=fast", "--disentanglement_scores=mig,sap",  # the fast preset's 1,500 shared codes
     ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
@@ -87,6 +116,10 @@ def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
     assert metrics["inactive"] == ["wall_hue"] and metrics["sigma"] == 1.0
     assert len(metrics["mine"]) == 6 and (run_dir / "pca.png").exists()
     assert "probe" not in metrics  # --probe_epochs=0 skips the probes
+    scores = metrics["disentanglement"]
+    assert list(scores["scores"]) == ["mig", "sap"] and scores["codes"] == 1500 and scores["skipped"] == {}
+    assert scores["observations"] == "factor grid (images_of)" and (run_dir / "disentanglement.png").exists()
+    assert "disentanglement.png" in metrics["figures"] and metrics["noise_rule"] == "length scale"
     # A missing run directory is a clear error, not a traceback.
     bad = subprocess.run(command[:2] + [f"--run_dir={tmp_path / 'missing'}"], capture_output=True, text=True, env=env, cwd=REPO)
     assert bad.returncode == 2 and "is not a directory" in bad.stderr

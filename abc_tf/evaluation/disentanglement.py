@@ -54,9 +54,14 @@ factors with the Shapes3D sizes 10, 10, 10, 8, 4, 15, the time to compute the co
 
 The encoder, not the metrics, is the expensive part of a real evaluation at the library's point
 counts: ``ScoreSettings().codes_drawn()`` = 2,895,000 codes (BetaVAE 1,920,000, FactorVAE
-960,000, the shared sets 15,000), about 70 minutes of rendering and encoding with the S3
-encoder on those 2 cores. ``ScoreSettings.fast()`` (the preset "fast", evaluate.py's default)
-draws 23,100 codes instead; its counts and measured time are stated at :meth:`ScoreSettings.fast`.
+960,000, the shared sets 15,000), one to two hours of rendering and encoding with the S3
+encoder on those 2 cores. ``ScoreSettings.fast()`` (the preset "fast", evaluate.py's default;
+its counts at :meth:`ScoreSettings.fast`) draws 23,100 codes instead. Measured through
+``abc_tf.evaluation.encoder_disentanglement`` on the S3 encoders (d = 64) of two 200-step
+``shapes3d_demo`` runs, the 2 cores shared with other jobs (load average 4-5): 120-140 s per
+run, of which 65-72 s rendering and encoding the 23,100 images (2.8-3.1 ms each) and the rest
+nearly all DCI's trees on 1,000 points of 64 dimensions; an untrained encoder, whose codes all
+fall below FactorVAE's collapse threshold, draws no FactorVAE batch (15,900 codes, 119 s).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Glue between a run (config + encoder) and the estimators: draws a labelled sampl
 data family's known factors (``KnownFactors.labelled_sample``; Shapes3D: uniform over the grid, factor
 indices in ``FACTOR_NAMES`` order), embeds it, and measures per factor
 
-- MINE mutual information (nats) at sigma = the loss's length scale;
+- MINE mutual information (nats) at sigma = the loss's length scale, or for a method whose loss
+  has none (``Method.length_scale`` is None) 0.1 x the embeddings' own spread (:func:`noise_sigma`);
 - the histogram estimate as well when the embedding has at most 3 dimensions (ICLR, d = 2);
 - probe test accuracy against chance at the same sigma;
 - optionally the noise sweep (MINE, or the histogram for d <= 2, which is far cheaper);
@@ -24,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from abc_tf import data
+from abc_tf import data, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import KnownFactors
 from abc_tf.evaluation import plots, probes
@@ -35,6 +36,13 @@ from abc_tf.runs.run_dir import embed
 
 HUE_FACTORS = ("floor_hue", "wall_hue", "object_hue")
 METRICS_FILE = "metrics.json"
+# Methods without a length scale: the noise sigma is this fraction of the embeddings' spread.
+RELATIVE_NOISE = 0.1
+NOISE_RULE = (
+    "noise sigma = the method's length scale when its loss has one (sqrt(tau) for l2sq, tau for l2/l1/linf, "
+    f"1 for cosine), else {RELATIVE_NOISE:g} x the embedding's own spread (RMS per-coordinate standard deviation "
+    "of the sample's embeddings)"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +106,8 @@ def inactive_names(config: ExperimentConfig) -> tuple[str, ...]:
     The hue-augmentation baseline augments all three hues away, so they are marked too.
     """
     names = factor_names(config)
+    if methods.get_method(config.method).batch_format != "sets":
+        return ()  # only sets fix factors (--inactive_factors); other formats leave it unread
     if config.augmentation_baseline:
         return tuple(name for name in names if name in HUE_FACTORS)
     if not config.inactive_factors.strip() or config.inactive_factors.strip().lower() == "none":
@@ -107,6 +117,9 @@ def inactive_names(config: ExperimentConfig) -> tuple[str, ...]:
 
 def condition_label(config: ExperimentConfig) -> str:
     """Short human label of a run's training condition."""
+    method = methods.get_method(config.method)
+    if method.batch_format != "sets":
+        return f"{method.name} ({method.batch_format})"
     if config.augmentation_baseline:
         return "hue double augmentation (contrastive)"
     inactive = inactive_names(config)
@@ -148,6 +161,16 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
 
 def factor_sizes(config: ExperimentConfig) -> tuple[int, ...]:
     return tuple(known_factors(config).sizes)
+
+
+def noise_sigma(config: ExperimentConfig, embeddings: np.ndarray) -> tuple[float, str]:
+    """(sigma, rule) of the single-sigma measures for a run of ``config``'s method
+    (:data:`NOISE_RULE`): ``(length_scale(config), "length scale")`` when the method declares a
+    length scale, else ``(RELATIVE_NOISE * spread(embeddings), "0.1 x spread")``."""
+    method = methods.get_method(config.method)
+    if method.length_scale is not None:
+        return float(method.length_scale(config)), "length scale"
+    return RELATIVE_NOISE * spread(embeddings), f"{RELATIVE_NOISE:g} x spread"
 
 
 def _per_factor(names: Sequence[str], values: np.ndarray) -> dict[str, float]:
@@ -255,15 +278,21 @@ def evaluate_encoder(
     title: str | None = None,
 ) -> dict[str, Any]:
     """:func:`evaluate_embeddings` for ``encoder`` on ``config``'s labelled sample (or ``sample``),
-    with the config's length scale, factor names and inactive factors."""
+    with the noise of :func:`noise_sigma` (unless ``settings.sigma`` is given), the config's
+    factor names and inactive factors. ``noise_rule`` says which sigma applied; ``length_scale``
+    is None for a method without one."""
     settings.validate()
     names = factor_names(config)
     images, factors = sample if sample is not None else labelled_sample(config, settings.num_images, settings.sample_seed)
     embeddings = embed(encoder, images)
+    sigma, rule = noise_sigma(config, embeddings)
     metrics = evaluate_embeddings(
-        embeddings, factors, names, config.length_scale, settings, inactive_names(config), factor_sizes(config),
+        embeddings, factors, names, sigma, settings, inactive_names(config), factor_sizes(config),
         out_dir, condition_label(config) if title is None else title, seed=config.seed,
     )
+    metrics["noise_rule"] = rule if settings.sigma is None else "given sigma"
+    if rule != "length scale":
+        metrics["length_scale"] = None
     metrics["condition"] = condition_label(config)
     metrics["config"] = json.loads(config.to_json())
     return metrics
@@ -273,7 +302,8 @@ def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Mean, standard deviation and per-run values of every per-factor measure over runs.
 
     Returns {"num_runs", "mine"/"histogram"/"probe_accuracy": {factor: {mean, std, values}},
-    "chance": {factor: value}} for the measures every run has.
+    "chance": {factor: value}, "disentanglement": {score: {mean, std, values}}} for the measures
+    every run has (the disentanglement scores: their ``"scores"`` entry, encoder_disentanglement).
     """
     if not runs:
         raise ValueError("aggregate needs at least one run's metrics.")
@@ -288,6 +318,10 @@ def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         table = np.array([[run["probe"][n]["accuracy"] for n in names] for run in runs])
         result["probe_accuracy"] = _summary(names, table)
         result["chance"] = {n: runs[0]["probe"][n]["chance"] for n in names}
+    if all("disentanglement" in run for run in runs):
+        scores = [run["disentanglement"]["scores"] for run in runs]
+        keys = [key for key in scores[0] if all(key in s for s in scores)]
+        result["disentanglement"] = _summary(keys, np.array([[s[key] for key in keys] for s in scores]).reshape(len(runs), -1))
     return result
 
 

@@ -1,0 +1,293 @@
+"""Runs of any methods side by side on one labelled sample (issue 15, item 4).
+
+``evaluate.py --compare=DIR,DIR,... [--compare_untrained] --output_dir=OUT`` calls
+:func:`compare`. Every row is a run directory of any method (``train.py --seeds N`` folders:
+one row, the ``seed_<k>`` runs inside aggregated to mean and standard deviation), plus an
+optional row for the untrained encoder of the first run's config (same architecture and
+initial weights: ``abc_tf.runs.training.untrained_encoder``). All rows are measured on the
+same images: one labelled sample drawn from the first run's config (``sample_seed``), and the
+disentanglement scores' observations drawn with that seed too. Per row:
+
+- per factor, MINE mutual information (nats) and probe test accuracy, with noise added to the
+  embeddings by the rule of :data:`abc_tf.evaluation.factor_isolation.NOISE_RULE`: sigma = the
+  method's length scale when its loss has one, else 0.1 x the embedding's own spread;
+- the disentanglement scores (BetaVAE, FactorVAE, MIG, DCI, SAP; families that cannot draw
+  images of given factor values get MIG, DCI and SAP only);
+- what the method is told about the data (``Method.supervision``, PEERS.md), the embedding
+  size and the training steps.
+
+Outputs in ``out_dir``: ``comparison.md`` (the tables with their caption), ``comparison.json``
+(every value, per seed as well) and ``comparison.png`` (bar groups per factor and per score,
+a bar per row, seeds as dots). A new method adds rows by being registered
+(``abc_tf.methods.METHODS``) and trained; nothing here names a method.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from abc_tf import methods
+from abc_tf.config import ExperimentConfig, read_config
+from abc_tf.evaluation import disentanglement as dis
+from abc_tf.evaluation import factor_isolation, plots
+from abc_tf.evaluation.encoder_disentanglement import evaluate_disentanglement
+from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, embed, load_run, network_file, seed_run_dirs
+from abc_tf.runs.training import untrained_encoder
+
+UNTRAINED = "untrained"
+FILES = ("comparison.md", "comparison.json", "comparison.png")
+
+
+@dataclasses.dataclass(frozen=True)
+class ComparisonSettings:
+    """What is measured for every row.
+
+    isolation: the labelled sample (``num_images``, ``sample_seed``), MINE and probe settings
+      (``None`` skips that measure); its ``sigma`` and sweep are not used (the noise follows
+      the rule, per row).
+    scores: point counts of the disentanglement scores (None: none); ``preset`` names them.
+    score_names: which disentanglement scores.
+    """
+
+    isolation: factor_isolation.IsolationSettings = factor_isolation.IsolationSettings()
+    scores: dis.ScoreSettings | None = dis.ScoreSettings.fast()
+    preset: str = "fast"
+    score_names: tuple[str, ...] = dis.SCORES
+
+    def validate(self) -> None:
+        self.isolation.validate()
+        if self.scores is not None:
+            self.scores.validate()
+        unknown = [name for name in self.score_names if name not in dis.SCORES]
+        if unknown or not self.score_names:
+            raise ValueError(f"Unknown or no disentanglement scores {unknown or list(self.score_names)}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row: its label and its runs (seeds); no runs for the untrained row."""
+
+    label: str
+    run_dirs: tuple[str, ...]
+    configs: tuple[ExperimentConfig, ...]
+
+
+def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
+    """The rows of ``run_dirs`` (in order) and the untrained row last, after checking that every
+    run is finished and that all share one data family with known factors. Reads configs only."""
+    if not run_dirs:
+        raise ValueError("--compare needs at least one run directory.")
+    rows = []
+    for run_dir in run_dirs:
+        if not os.path.isdir(run_dir):
+            raise ValueError(f"--compare: {run_dir} is not a directory.")
+        seeds = seed_run_dirs(run_dir) or [run_dir]
+        for seed_dir in seeds:
+            for path in (os.path.join(seed_dir, CONFIG_FILE), network_file(seed_dir, ENCODER)):
+                if not os.path.isfile(path):
+                    raise ValueError(f"--compare: {seed_dir} is not a finished training run: {path} is missing.")
+        rows.append(Row(os.path.basename(os.path.normpath(run_dir)), tuple(seeds),
+                        tuple(read_config(os.path.join(d, CONFIG_FILE)) for d in seeds)))
+    labels = [row.label for row in rows]
+    if len(set(labels)) < len(labels) or (untrained and UNTRAINED in labels):
+        rows = [dataclasses.replace(row, label=os.path.normpath(path)) for row, path in zip(rows, run_dirs)]
+    first = rows[0].configs[0]
+    factor_isolation.known_factors(first)  # ValueError for a family without known factors
+    for row in rows:
+        for config in row.configs:
+            if config.data != first.data:
+                raise ValueError(f"--compare: {row.label} is a {config.data!r} run, {rows[0].label} a {first.data!r} run; "
+                                 "rows are compared on one labelled sample of one data family.")
+    if untrained:
+        rows.append(Row(UNTRAINED, (), (first,)))
+    return rows
+
+
+def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig, sample, settings: ComparisonSettings,
+             ) -> dict[str, Any]:
+    """The measures of one encoder (one seed of a row) on the shared sample, JSON-ready."""
+    images, factors = sample
+    start = time.perf_counter()
+    embeddings = embed(encoder, images)
+    sigma, rule = factor_isolation.noise_sigma(config, embeddings)
+    isolation = dataclasses.replace(settings.isolation, sigma=None, num_sigmas=0)
+    metrics = factor_isolation.evaluate_embeddings(
+        embeddings, factors, factor_isolation.factor_names(sample_config), sigma, isolation,
+        num_classes=factor_isolation.factor_sizes(sample_config), seed=config.seed,
+    )
+    metrics.update(noise_rule=rule, isolation_seconds=time.perf_counter() - start)
+    if settings.scores is not None:
+        metrics["disentanglement"] = evaluate_disentanglement(
+            encoder, sample_config, settings.scores, settings.isolation.sample_seed, settings.score_names)
+    del metrics["figures"], metrics["inactive"]
+    return metrics
+
+
+def _describe(row: Row) -> dict[str, Any]:
+    config = row.configs[0]
+    method = methods.get_method(config.method)
+    if not row.run_dirs:
+        return {"method": f"{method.name} (untrained)", "steps": 0, "inactive": [], "condition": "untrained network",
+                "supervision": "none: the untrained encoder of the first run's config (its architecture and initial weights)"}
+    return {"method": method.name, "steps": config.steps, "supervision": method.supervision or "(not declared)",
+            "inactive": list(factor_isolation.inactive_names(config)), "condition": factor_isolation.condition_label(config)}
+
+
+def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings = ComparisonSettings(),
+            untrained: bool = False, log=print) -> dict[str, Any]:
+    """Evaluates the rows of ``run_dirs`` (and the untrained row) and writes :data:`FILES` into
+    ``out_dir``; returns the JSON written. ``log`` gets a line per encoder evaluated."""
+    settings.validate()
+    rows = rows_of(run_dirs, untrained)
+    sample_config = rows[0].configs[0]
+    names = list(factor_isolation.factor_names(sample_config))
+    sample = factor_isolation.labelled_sample(sample_config, settings.isolation.num_images, settings.isolation.sample_seed)
+    results = []
+    for row in rows:
+        seeds = []
+        for run_dir, config in zip(row.run_dirs or (None,), row.configs):
+            log(f"Comparing {row.label}: {run_dir or 'the untrained encoder of ' + rows[0].run_dirs[0]}")
+            encoder = load_run(run_dir).encoder if run_dir else untrained_encoder(config)
+            seeds.append(dict(_measure(encoder, config, sample_config, sample, settings), run_dir=run_dir))
+        summary = factor_isolation.aggregate(seeds)
+        summary.update(_describe(row), label=row.label, run_dirs=list(row.run_dirs),
+                       embedding_dim=seeds[0]["embedding_dim"], noise_rule=seeds[0]["noise_rule"],
+                       sigma=_stats([seed["sigma"] for seed in seeds]), seeds=seeds)
+        if seeds[0].get("disentanglement", {}).get("skipped"):
+            summary["disentanglement_skipped"] = seeds[0]["disentanglement"]["skipped"]
+        results.append(summary)
+    result = {
+        "caption": caption(sample_config, settings, len(sample[0])),
+        "noise_rule": factor_isolation.NOISE_RULE,
+        "sample": {"data": sample_config.data, "data_source": sample_config.data_source, "num_images": len(sample[0]),
+                   "sample_seed": settings.isolation.sample_seed, "from": rows[0].run_dirs[0]},
+        "factors": names,
+        "disentanglement_preset": settings.preset if settings.scores is not None else "none",
+        "rows": results,
+    }
+    write(result, out_dir)
+    return result
+
+
+def _stats(values: Sequence[float]) -> dict[str, Any]:
+    values = np.asarray(values, np.float64)
+    return {"mean": float(values.mean()), "std": float(values.std()), "values": values.tolist()}
+
+
+def caption(sample_config: ExperimentConfig, settings: ComparisonSettings, num_images: int) -> str:
+    """The tables' caption: the shared sample, the noise rule, the scores' settings."""
+    text = (
+        f"Every row is measured on one labelled sample of {num_images} {sample_config.data} images "
+        f"(data source {sample_config.data_source}, sample seed {settings.isolation.sample_seed}). "
+        f"MINE information (nats) and probe test accuracy per factor are measured with Gaussian noise added to "
+        f"the embeddings: {factor_isolation.NOISE_RULE}. Values are mean ± standard deviation over a row's "
+        "seeds where it has several; * marks the factors a run was trained to leave out (inactive)."
+    )
+    if settings.scores is None:
+        return text + " Disentanglement scores were not computed."
+    return text + (
+        f" Disentanglement scores (preset {settings.preset}: {settings.scores.codes_drawn(settings.score_names):,} "
+        f"codes per encoder, observations drawn with seed {settings.isolation.sample_seed} for every row): "
+        "BetaVAE and FactorVAE evaluation accuracy (chance 1 / number of factors), MIG, DCI disentanglement (D), "
+        "completeness (C) and informativeness (I, test accuracy), SAP."
+    )
+
+
+def _cell(summary: dict[str, Any] | None, digits: int = 3) -> str:
+    if summary is None:
+        return "-"
+    if len(summary["values"]) > 1:
+        return f"{summary['mean']:.{digits}f} ± {summary['std']:.{digits}f}"
+    return f"{summary['mean']:.{digits}f}"
+
+
+def _table(header: Sequence[str], lines: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(line) + " |" for line in lines]
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """comparison.md: the caption, then the tables of runs, MINE information, probe accuracy and
+    disentanglement scores (a table only when some row has its values)."""
+    rows, names = result["rows"], result["factors"]
+    out = [f"# Comparison of {len(rows)} rows", "", result["caption"], "", "## Runs", ""]
+    out += _table(
+        ["row", "method", "supervision", "embedding dim", "training steps", "seeds", "noise sigma (rule)"],
+        [[row["label"], row["method"], row["supervision"], str(row["embedding_dim"]), str(row["steps"]),
+          str(max(len(row["run_dirs"]), 1)), f"{_cell(row['sigma'], 4)} ({row['noise_rule']})"] for row in rows],
+    )
+
+    def marked(row, name):
+        return "*" if name in row["inactive"] else ""
+
+    for key, title in (("mine", "MINE information per factor (nats)"), ("probe_accuracy", "Probe test accuracy per factor")):
+        if any(key in row for row in rows):
+            lines = [[row["label"]] + [_cell(row.get(key, {}).get(n)) + marked(row, n) for n in names] for row in rows]
+            if key == "probe_accuracy":
+                chance = next(row["chance"] for row in rows if "chance" in row)
+                lines.append(["chance"] + [f"{chance[n]:.3f}" for n in names])
+            out += ["", f"## {title}", ""] + _table(["row"] + names, lines)
+    keys = [(key, label) for key, _, _, label in dis.HEADLINE if any(key in row.get("disentanglement", {}) for row in rows)]
+    if keys:
+        lines = [[row["label"]] + [_cell(row.get("disentanglement", {}).get(key)) for key, _ in keys] for row in rows]
+        out += ["", f"## Disentanglement scores (preset {result['disentanglement_preset']})", ""]
+        out += _table(["row"] + [label for _, label in keys], lines)
+    for row in rows:
+        for score, reason in row.get("disentanglement_skipped", {}).items():
+            out.append(f"\n{row['label']}: {score} not computed: {reason}.")
+        collapsed = [seed for seed in row["seeds"]
+                     if seed.get("disentanglement", {}).get("results", {}).get("factor_vae", {}).get("num_active_dims") == 0]
+        if collapsed:
+            threshold = collapsed[0]["disentanglement"]["settings"]["factor_vae_prune_threshold"]
+            out.append(f"\n{row['label']}: FactorVAE found no code dimension with standard deviation >= {threshold:g} "
+                       f"(the embedding's spread is {collapsed[0]['spread']:.3g}) in {len(collapsed)} of "
+                       f"{len(row['seeds'])} seeds and scores 0 there, as disentanglement_lib defines it.")
+    return "\n".join(out) + "\n"
+
+
+def _series(rows: list[dict[str, Any]], key: str, columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """{row label: values [S, G]} of one measure (NaN where a row lacks a value)."""
+    series = {}
+    for row in rows:
+        seeds = max(len(row["seeds"]), 1)
+        table = np.full((seeds, len(columns)), np.nan)
+        for index, column in enumerate(columns):
+            if column in row.get(key, {}):
+                table[:, index] = row[key][column]["values"]
+        series[row["label"]] = table
+    return series
+
+
+def plot(result: dict[str, Any], path: str) -> None:
+    """comparison.png: MINE information and probe accuracy per factor, the disentanglement
+    scores; a bar per row in every group, seeds as dots."""
+    rows, names = result["rows"], result["factors"]
+    panels = []
+    if any("mine" in row for row in rows):
+        panels.append(("I(U; G) [nats]", names, _series(rows, "mine", names), None))
+    if any("probe_accuracy" in row for row in rows):
+        chance = next(row["chance"] for row in rows if "chance" in row)
+        panels.append(("probe accuracy", names, _series(rows, "probe_accuracy", names), [chance[n] for n in names]))
+    keys = [(key, label) for key, _, _, label in dis.HEADLINE if any(key in row.get("disentanglement", {}) for row in rows)]
+    if keys:
+        panels.append(("score", [label for _, label in keys], _series(rows, "disentanglement", [k for k, _ in keys]), None))
+    if not panels:
+        raise ValueError("Nothing was measured: enable MINE, probes or the disentanglement scores.")
+    plots.plot_comparison(panels, path, f"{len(rows)} rows on one {result['sample']['data']} sample")
+
+
+def write(result: dict[str, Any], out_dir: str) -> None:
+    """Writes comparison.md, comparison.json and comparison.png into ``out_dir``."""
+    os.makedirs(out_dir, exist_ok=True)
+    markdown_path, json_path, figure_path = (os.path.join(out_dir, name) for name in FILES)
+    with open(json_path + ".tmp", "w") as handle:
+        json.dump(result, handle, indent=2)
+    os.replace(json_path + ".tmp", json_path)
+    with open(markdown_path, "w") as handle:
+        handle.write(markdown(result))
+    plot(result, figure_path)

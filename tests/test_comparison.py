@@ -1,0 +1,185 @@
+"""The side-by-side comparison (abc_tf.evaluation.comparison; evaluate.py --compare) over tiny run
+directories written directly (encoder.keras + config.json): the three files, the rows in order,
+seeds aggregated, the noise rule per method, the untrained row, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from abc_tf import methods
+from abc_tf.config import ExperimentConfig
+from abc_tf.evaluation import comparison, disentanglement, factor_isolation, mine, probes
+from abc_tf.methods.abc_model import ABC
+from abc_tf.methods.base import Method
+from abc_tf.runs import training
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A method whose loss has no length scale: its rows get noise relative to their own spread.
+RELATIVE = Method(name="relative", build=ABC.build, supervision="pairs of a test (no temperature)")
+TINY = comparison.ComparisonSettings(
+    isolation=factor_isolation.IsolationSettings(
+        num_images=64, mine=mine.MineSettings(steps=10, batch_size=32, eval_samples=256),
+        probe=probes.ProbeSettings(epochs=1, batch_size=32),
+    ),
+    scores=disentanglement.ScoreSettings(
+        beta_vae_batch_size=4, beta_vae_num_train=20, beta_vae_num_eval=10, factor_vae_batch_size=4,
+        factor_vae_num_train=20, factor_vae_num_eval=10, factor_vae_num_variance_estimate=100,
+        num_train=100, num_test=50, dci_num_train=100, n_jobs=1,
+    ),
+    preset="tiny",
+    score_names=("beta_vae", "factor_vae", "mig", "sap"),
+)
+BASE = ExperimentConfig(embedding_dim=4, set_size=8, steps=2, log_every=1, inactive_factors="wall_hue",
+                        temperature=0.25)
+
+
+def write_run(run_dir, config: ExperimentConfig) -> None:
+    """A finished run as evaluators read it: config.json and an (untrained) encoder.keras."""
+    os.makedirs(run_dir)
+    (run_dir / "config.json").write_text(config.to_json())
+    training.untrained_encoder(BASE.replace(seed=config.seed)).save(str(run_dir / "encoder.keras"))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """abc_seeds: two seed runs of ABC (tau = 0.25: length scale 0.5); relative: one run of the
+    method without a length scale."""
+    root = tmp_path_factory.mktemp("runs")
+    for seed in (0, 1):
+        write_run(root / "abc_seeds" / f"seed_{seed}", BASE.replace(seed=seed))
+    write_run(root / "relative", BASE.replace(method="relative", seed=5, steps=7))
+    return root
+
+
+@pytest.fixture(scope="module")
+def compared(runs, tmp_path_factory):
+    patch = pytest.MonkeyPatch()
+    patch.setitem(methods.METHODS, "relative", "test_comparison:RELATIVE")
+    out = tmp_path_factory.mktemp("comparison")
+    lines = []
+    try:
+        result = comparison.compare([str(runs / "abc_seeds"), str(runs / "relative")], str(out), TINY,
+                                    untrained=True, log=lines.append)
+    finally:
+        patch.undo()
+    return result, out, lines
+
+
+def test_writes_the_three_files_with_the_rows_in_order(compared):
+    result, out, lines = compared
+    for name in comparison.FILES:
+        assert os.path.getsize(out / name) > 0
+    assert json.loads((out / "comparison.json").read_text()) == json.loads(json.dumps(result))
+    assert [row["label"] for row in result["rows"]] == ["abc_seeds", "relative", "untrained"]
+    assert len(lines) == 4  # two seeds, one run, the untrained encoder
+    text = (out / "comparison.md").read_text()
+    assert text.index("| abc_seeds |") < text.index("| relative |") < text.index("| untrained |")
+    for title in ("## Runs", "## MINE information per factor (nats)", "## Probe test accuracy per factor",
+                  "## Disentanglement scores (preset tiny)"):
+        assert title in text
+    assert result["caption"] in text and "0.1 x the embedding's own spread" in result["caption"]
+    assert result["sample"] == {"data": "shapes3d", "data_source": "procedural", "num_images": 64, "sample_seed": 1234,
+                                "from": os.path.join(os.path.dirname(result["rows"][0]["run_dirs"][0]), "seed_0")}
+
+
+def test_rows_state_method_supervision_size_steps_and_inactive_factors(compared):
+    abc, relative, untrained = compared[0]["rows"]
+    assert abc["method"] == "abc" and abc["supervision"] == ABC.supervision and abc["steps"] == 2
+    assert relative["method"] == "relative" and relative["supervision"] == RELATIVE.supervision and relative["steps"] == 7
+    assert untrained["method"] == "abc (untrained)" and untrained["steps"] == 0 and untrained["run_dirs"] == []
+    assert {row["embedding_dim"] for row in (abc, relative, untrained)} == {4}
+    assert abc["inactive"] == ["wall_hue"] and untrained["inactive"] == []
+    text = (compared[1] / "comparison.md").read_text()
+    abc_line = next(line for line in text.splitlines() if line.startswith("| abc_seeds |") and "±" in line and "*" in line)
+    assert abc_line.count("*") == 1  # wall_hue, in the MINE table
+
+
+def test_seeds_are_aggregated(compared):
+    abc = compared[0]["rows"][0]
+    assert abc["num_runs"] == 2 and len(abc["seeds"]) == 2
+    for name in ("floor_hue", "shape"):
+        values = [seed["mine"][name] for seed in abc["seeds"]]
+        assert abc["mine"][name]["values"] == values
+        assert abc["mine"][name]["mean"] == pytest.approx(np.mean(values))
+        assert abc["mine"][name]["std"] == pytest.approx(np.std(values))
+    beta = [seed["disentanglement"]["scores"]["beta_vae"] for seed in abc["seeds"]]
+    assert abc["disentanglement"]["beta_vae"]["values"] == beta
+    assert set(abc["disentanglement"]) == {"beta_vae", "factor_vae", "mig", "sap"}
+    assert abc["probe_accuracy"]["shape"]["values"] == [seed["probe"]["shape"]["accuracy"] for seed in abc["seeds"]]
+
+
+def test_noise_rule_per_method(compared):
+    abc, relative, untrained = compared[0]["rows"]
+    assert abc["noise_rule"] == "length scale" and abc["sigma"]["values"] == [0.5, 0.5]
+    assert relative["noise_rule"] == "0.1 x spread"
+    assert relative["sigma"]["mean"] == pytest.approx(0.1 * relative["seeds"][0]["spread"])
+    assert untrained["noise_rule"] == "length scale"  # the first run's method, ABC
+    text = (compared[1] / "comparison.md").read_text()
+    assert "(0.1 x spread)" in text and "0.5000 (length scale)" in text
+    # The untrained 4-dimensional encoders' codes lie below FactorVAE's collapse threshold: said so.
+    collapsed = [row["label"] for row in compared[0]["rows"]
+                 if any(seed["disentanglement"]["results"]["factor_vae"]["num_active_dims"] == 0 for seed in row["seeds"])]
+    for label in collapsed:
+        assert f"{label}: FactorVAE found no code dimension with standard deviation >= 0.05" in text
+
+
+def test_the_same_observations_for_every_row(compared):
+    rows = compared[0]["rows"]
+    # One labelled sample and one seed of the scores' observations for every row (the draws
+    # themselves: tests/test_encoder_disentanglement.py). FactorVAE draws no batch for an
+    # encoder with no dimension above its collapse threshold, so codes_drawn is the most.
+    assert all(list(row["mine"]) == compared[0]["factors"] for row in rows)
+    for row in rows:
+        for seed in row["seeds"]:
+            scores = seed["disentanglement"]
+            votes = 0 if scores["results"]["factor_vae"]["num_active_dims"] == 0 else 30 * 4
+            assert scores["codes"] == TINY.scores.codes_drawn(TINY.score_names) - 120 + votes
+
+
+def test_bad_rows_are_refused_before_any_work(runs, tmp_path):
+    with pytest.raises(ValueError, match="at least one run directory"):
+        comparison.rows_of([])
+    with pytest.raises(ValueError, match="is not a directory"):
+        comparison.rows_of([str(tmp_path / "missing")])
+    os.makedirs(tmp_path / "half")
+    (tmp_path / "half" / "config.json").write_text(BASE.to_json())
+    with pytest.raises(ValueError, match="is not a finished training run"):
+        comparison.rows_of([str(runs / "abc_seeds"), str(tmp_path / "half")])
+    write_run(tmp_path / "mnist", ExperimentConfig(data="mnist"))
+    with pytest.raises(ValueError, match="one labelled sample of one data family"):
+        comparison.rows_of([str(runs / "abc_seeds"), str(tmp_path / "mnist")])
+    # Two rows of one name are told apart by their paths.
+    write_run(tmp_path / "x" / "abc_seeds", BASE)
+    rows = comparison.rows_of([str(runs / "abc_seeds"), str(tmp_path / "x" / "abc_seeds")])
+    assert rows[0].label != rows[1].label and rows[1].label.endswith(os.path.join("x", "abc_seeds"))
+
+
+def test_evaluate_py_compare(runs, tmp_path):
+    out = tmp_path / "out"
+    command = [
+        sys.executable, os.path.join(REPO, "evaluate.py"), f"--compare={runs / 'abc_seeds'}", "--compare_untrained",
+        f"--output_dir={out}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16",
+        "--mine_eval_samples=256", "--probe_epochs=1", "--disentanglement=none",
+    ]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    written = json.loads((out / "comparison.json").read_text())
+    assert [row["label"] for row in written["rows"]] == ["abc_seeds", "untrained"]
+    assert written["disentanglement_preset"] == "none" and "disentanglement" not in written["rows"][0]
+    assert "Disentanglement scores were not computed" in (out / "comparison.md").read_text()
+    assert (out / "comparison.png").exists() and "## Probe test accuracy per factor" in result.stdout
+    for flags, message in (
+        ([f"--compare={runs / 'abc_seeds'}"], "--compare needs --output_dir"),
+        ([f"--compare={tmp_path / 'missing'}", f"--output_dir={out}"], "is not a directory"),
+        ([f"--compare={runs / 'abc_seeds'}", f"--output_dir={out}", "--disentanglement_scores=irs"], "unknown or no scores"),
+        (["--compare_untrained"], "--compare_untrained adds a row to --compare"),
+    ):
+        bad = subprocess.run(command[:2] + flags, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr[-2000:]
