@@ -1,0 +1,312 @@
+"""PMP's training step (--method=pmp, preset shapes3d_pmp: 32 pairs, 64 images a step):
+
+- the same ``PMPModel.train_step`` run eagerly op by op in a Python loop (PyTorch's way, the
+  authors' code), against ``PMPModel.fit`` (the compiled train step) in float32 and in mixed
+  precision, fed from memory; every setting timed in turn, round after round, median of the
+  rounds (``benchmarks.loops.interleaved_rates``), so load from other jobs hits all alike;
+- the pairs pipeline alone, and the mixed-precision fit fed by it as in training;
+- peak resident memory of a process that builds and trains each setting alone.
+
+Steps are timed in the phase where every loss term is on (the optimizer step set past half
+of the run: L_cons costs a second decoder and encoder pass); the warm-up's steps, with
+reconstruction alone, are timed as well for the compiled float32 step.
+
+XLA (``jit_compile``) is left out: its CPU convolutions are slower than oneDNN's (the suite's
+shapes3d row reads 0.9x), and an interleaved PMP run with it did not finish three rounds in
+13 minutes of CPU time.
+
+  python benchmarks/pmp_speed.py [--steps 10] [--rounds 3] [--no_write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks import report  # noqa: E402
+
+EXPERIMENT = "shapes3d_pmp"
+# name: (mixed precision, steps_per_execution); the eager runners are float32.
+SETTINGS = {
+    "eager_authors": (False, 1), "eager": (False, 1), "fit": (False, 1), "fit_mixed": (True, 1), "fit_mixed_spe10": (True, 10),
+    "floor_mixed": (True, 1),
+}
+TITLE = "PMP training step (CPU)"
+
+
+def _setup(mixed: bool, steps_per_execution: int = 1):
+    """The preset's model (float32 or mixed) and one batch of pairs, the step in the full phase."""
+    import keras
+
+    from abc_tf import config as config_lib
+    from abc_tf import data
+    from abc_tf.runs import training
+
+    config = config_lib.get_preset(EXPERIMENT).replace(mixed_precision=mixed, steps_per_execution=steps_per_execution)
+    model = training.build_model(config)
+    keras.mixed_precision.set_global_policy("float32")  # build_model set it; the next model sets its own
+    batch = next(iter(data.get_family(config.data).stream("pairs")(config, 0, 0)))
+    model.optimizer.iterations.assign(config.steps * 3 // 4)
+    return config, model, batch
+
+
+def runner(setting: str):
+    mixed, steps_per_execution = SETTINGS[setting]
+    _, model, batch = _setup(mixed, steps_per_execution)
+    if setting == "eager_authors":
+        return authors_eager_runner(model, batch)
+    if setting == "eager":
+        return eager_runner(model, batch)
+    if setting == "floor_mixed":
+        return floor_runner(model, batch)
+    return fit_runner(model, batch)
+
+
+def eager_runner(model, batch):
+    """Our ``train_step``, called outside any tf.function: eager, op by op."""
+
+    def run(steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            logs = model.train_step(batch)
+        float(logs["loss"])
+        return steps / (time.perf_counter() - start)
+
+    run(1)  # creates the optimizer's slots
+    return run
+
+
+def authors_eager_runner(model, batch):
+    """The same losses and networks in the structure of the authors' PyTorch step, eagerly:
+    each projector called on its own (their list of k small networks), the k mixes of L_cons
+    assembled in a Python loop over the subspaces, then 2B of them kept; the vectorised parts
+    of their step (sparsity, distances, usage) are the library's functions."""
+    import tensorflow as tf
+
+    from abc_tf.methods import pmp
+    from abc_tf.methods.base import to_float_images
+
+    kernel1, bias1, kernel2, bias2 = model.projectors.get_layer("projectors").weights
+    k = model.num_subspaces
+
+    def latents(features):
+        return [tf.nn.relu(features @ kernel1[i] + bias1[i]) @ kernel2[i] + bias2[i] for i in range(k)]
+
+    def step(iteration: int):
+        x1, x2 = to_float_images(batch["x1"]), to_float_images(batch["x2"])
+        images = tf.concat([x1, x2], axis=0)
+        pairs = x1.shape[0]
+        with tf.GradientTape() as tape:
+            codes = latents(model.features(images, training=True))
+            rec = pmp.reconstruction_loss(model.decoder(tf.add_n(codes), training=True), images)
+            stacked = tf.stack(codes, axis=1)
+            first, second = stacked[:pairs], stacked[pairs:]
+            squared, changed = pmp.pair_distances(first, second)
+            b1, b2, b3 = pmp.loss_weights(iteration, model.total_steps, model.warmup)
+            mixes, targets = [], []
+            for i in range(k):
+                mixed = [code[pairs:] for code in codes]
+                mixed[i] = codes[i][:pairs]
+                mixes.append(tf.add_n(mixed))
+                targets.append(tf.stack(mixed, axis=1))
+            keep = tf.random.shuffle(tf.range(k * pairs))[: 2 * pairs]
+            z_mix = tf.gather(tf.concat(mixes, axis=0), keep)
+            recoded = tf.stack(latents(model.features(model.decoder(z_mix, training=True), training=True)), axis=1)
+            cons = tf.reduce_mean(tf.square(recoded - tf.gather(tf.concat(targets, axis=0), keep)))
+            w = model.loss_weights
+            loss = (rec + b1 * (w["dis"] * pmp.distance_loss(squared, changed) + w["spar"] * pmp.sparsity_loss(stacked))
+                    + b2 * w["cons"] * cons + b3 * w["reg"] * pmp.usage_loss(squared) + model._weight_decay())
+        variables = model.trainable_variables
+        model.optimizer.apply(tape.gradient(loss, variables), variables)
+        return loss
+
+    def run(steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            loss = step(int(model.optimizer.iterations.numpy()))
+        float(loss)
+        return steps / (time.perf_counter() - start)
+
+    run(1)
+    return run
+
+
+def floor_runner(model, batch):
+    """The floor under any compiled step: the four network passes of a PMP step alone (encoder
+    and decoder on the batch's images, decoder and encoder on as many mixes), forward and
+    backward in one tf.function, no loss terms, no optimizer update."""
+    import tensorflow as tf
+
+    from abc_tf.methods.base import to_float_images
+
+    images = tf.concat([to_float_images(batch["x1"]), to_float_images(batch["x2"])], axis=0)
+    variables = model.trainable_variables
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            z = tf.reduce_sum(model.codes(images, training=True), axis=1)
+            reconstruction = model.decode(z, training=True)
+            recoded = model.codes(model.decode(tf.reverse(z, [0]), training=True), training=True)
+            total = tf.reduce_mean(tf.square(reconstruction - images)) + tf.reduce_mean(tf.square(recoded))
+        return tape.gradient(total, variables)
+
+    def run(steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            gradients = step()
+        float(tf.reduce_sum(tf.cast(gradients[0], tf.float32)))
+        return steps / (time.perf_counter() - start)
+
+    run(2)  # traces
+    return run
+
+
+def fit_runner(model, batch):
+    import tensorflow as tf
+
+    from benchmarks import loops
+
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    timer = loops._EpochTimer()
+    per_call = model.steps_per_execution
+
+    def run(steps: int) -> float:
+        steps = max(per_call, steps - steps % per_call)  # whole compiled calls only
+        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
+        return steps / timer.seconds[-1]
+
+    run(2 * per_call)  # traces the step
+    return run
+
+
+def measure(steps: int, rounds: int) -> dict:
+    import statistics
+
+    import tensorflow as tf
+
+    from abc_tf import data
+    from abc_tf.runs import training
+    from benchmarks import loops
+
+    runners = {setting: runner(setting) for setting in SETTINGS}
+    rates = loops.interleaved_rates(runners, steps, rounds)
+    # The warm-up phase (reconstruction alone), compiled float32.
+    config, warm, batch = _setup(mixed=False)
+    warm.optimizer.iterations.assign(0)
+    warm_run = fit_runner(warm, batch)
+    rates["fit_warmup"] = statistics.median(warm_run(steps) for _ in range(rounds))
+    # The pairs pipeline alone, then the mixed fit fed by it (after the others: see loops.pipeline_fit_rate).
+    dataset = training.make_family_dataset(data.get_family(config.data), config, start_step=0)
+    iterator = iter(dataset)
+    next(iterator)
+    start = time.perf_counter()
+    for _ in range(steps * rounds * 4):
+        next(iterator)
+    pipeline = steps * rounds * 4 / (time.perf_counter() - start)
+    del iterator
+    _, fed, _ = _setup(mixed=True)
+    rates["fit_mixed_pipeline"] = loops.pipeline_fit_rate(fed, dataset, steps, rounds)
+    return {
+        "images_per_step": 2 * config.pairs_per_step,
+        "rates": rates,
+        "pipeline_steps_per_s": pipeline,
+        "mixed_policy": training.precision_policy(config.replace(mixed_precision=True)),
+        "parameters": int(sum(int(tf.size(v)) for v in warm.trainable_variables)),
+    }
+
+
+def peak_memory(setting: str, steps: int) -> float:
+    """Runs in a child process: peak RSS (MB) of building ``setting`` and training ``steps`` steps."""
+    runner(setting)(steps)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(args: list[str]) -> dict:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    completed = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
+    if completed.returncode or not lines:
+        raise RuntimeError(f"{args} failed: {completed.stderr.strip()[-2000:]}")
+    return json.loads(lines[-1][len("RESULT"):])
+
+
+def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float) -> str:
+    rates, images = result["rates"], result["images_per_step"]
+    authors, ours = rates["eager_authors"], rates["eager"]
+    rows = [
+        ("eager, the authors' structure (k projector calls, mixes in a loop), float32", "eager_authors"),
+        ("eager, our `train_step` op by op, float32", "eager"),
+        ("compiled `fit`, float32", "fit"),
+        (f"compiled `fit`, mixed ({result['mixed_policy']})", "fit_mixed"),
+        ("compiled `fit`, mixed, steps_per_execution=10", "fit_mixed_spe10"),
+        ("compiled `fit`, mixed, fed by the pairs pipeline", "fit_mixed_pipeline"),
+        ("compiled `fit`, float32, warm-up phase (L_rec alone)", "fit_warmup"),
+        ("floor: the four network passes alone, forward and backward, mixed (no losses, no update)", "floor_mixed"),
+    ]
+    lines = [
+        report.machine_line(),
+        "",
+        f"Preset `{EXPERIMENT}` (Table 1 networks, d = k = 10, {result['parameters']:,} parameters): a step is",
+        f"{images // 2} pairs, {images} images through encoder and decoder, plus {images} decoded mixes re-encoded",
+        "for L_cons. The optimizer step is set to 3/4 of the run, so every loss term is computed (the",
+        "warm-up row: reconstruction alone). The first five rows and the floor: median of",
+        f"{rounds} interleaved rounds of {steps} steps each after a warm-up; the others measured after",
+        "them. Compiled rows are timed from the start to the end of a Keras epoch. Peak RSS: a",
+        "process that builds that setting alone and trains it for 10 steps.",
+        "",
+        "| setting | steps/s | images/s | over eager (authors' structure) | over eager (our step) | peak RSS MB |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, key in rows:
+        mem = f"{memory[key]:.0f}" if key in memory else "-"
+        lines.append(
+            f"| {label} | {rates[key]:.2f} | {rates[key] * images:.0f} | {rates[key] / authors:.1f}x | "
+            f"{rates[key] / ours:.1f}x | {mem} |"
+        )
+    best = max(rates[key] for key in ("fit", "fit_mixed", "fit_mixed_spe10"))
+    lines += [
+        "",
+        f"Goal (issue 15): compiled >= 3x eager. Best compiled: {best / authors:.1f}x the eager loop in the",
+        f"authors' structure (the suite's yardstick, `benchmarks/loops.eager_runner`: the authors' way, op by",
+        f"op) and {best / ours:.1f}x our own step run eagerly; float32 alone: {rates['fit'] / authors:.1f}x and",
+        f"{rates['fit'] / ours:.1f}x. The floor bounds what any compiled step could reach: "
+        f"{rates['floor_mixed'] / authors:.1f}x and {rates['floor_mixed'] / ours:.1f}x the two eager loops.",
+        f"The pairs pipeline alone delivers {result['pipeline_steps_per_s']:.1f} batches/s, "
+        f"{result['pipeline_steps_per_s'] / best:.1f}x what the fastest step consumes.",
+        "",
+        report.load_line(load_start),
+        "",
+        f"Command: `python benchmarks/pmp_speed.py --steps {steps} --rounds {rounds}`",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = report.argument_parser(__doc__, leaves="BENCHMARKS.md")
+    parser.add_argument("--steps", type=int, default=10, help="Steps per setting and round.")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child == "measure":
+        print("RESULT" + json.dumps(measure(args.steps, args.rounds)))
+        return
+    if args.child:
+        print("RESULT" + json.dumps(peak_memory(args.child, 10)))
+        return
+    load_start = os.getloadavg()[0]
+    result = _child(["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
+    memory = {setting: _child(["--child", setting]) for setting in SETTINGS if setting not in ("fit_mixed_spe10", "floor_mixed")}
+    report.publish(TITLE, table(result, memory, args.steps, args.rounds, load_start), write=not args.no_write)
+
+
+if __name__ == "__main__":
+    main()
