@@ -84,11 +84,11 @@ def eager_runner(model, batch):
     return run
 
 
-def authors_eager_runner(model, batch):
-    """The same losses and networks in the structure of the authors' PyTorch step, eagerly:
-    each projector called on its own (their list of k small networks), the k mixes of L_cons
-    assembled in a Python loop over the subspaces, then 2B of them kept; the vectorised parts
-    of their step (sparsity, distances, usage) are the library's functions."""
+def authors_loss(model, batch, iteration: int):
+    """The loss of one step in the structure of the authors' PyTorch step: each projector called
+    on its own (their list of k small networks), the k mixes of L_cons assembled in a Python loop
+    over the subspaces, then 2B of them kept at random; the vectorised parts of their step
+    (sparsity, distances, usage) are the library's functions. Call it under a GradientTape."""
     import tensorflow as tf
 
     from abc_tf.methods import pmp
@@ -100,30 +100,36 @@ def authors_eager_runner(model, batch):
     def latents(features):
         return [tf.nn.relu(features @ kernel1[i] + bias1[i]) @ kernel2[i] + bias2[i] for i in range(k)]
 
+    x1, x2 = to_float_images(batch["x1"]), to_float_images(batch["x2"])
+    images = tf.concat([x1, x2], axis=0)
+    pairs = x1.shape[0]
+    codes = latents(model.features(images, training=True))
+    rec = pmp.reconstruction_loss(model.decoder(tf.add_n(codes), training=True), images)
+    stacked = tf.stack(codes, axis=1)
+    squared, changed = pmp.pair_distances(stacked[:pairs], stacked[pairs:])
+    b1, b2, b3 = pmp.loss_weights(iteration, model.total_steps, model.warmup)
+    mixes, targets = [], []
+    for i in range(k):
+        mixed = [code[pairs:] for code in codes]
+        mixed[i] = codes[i][:pairs]
+        mixes.append(tf.add_n(mixed))
+        targets.append(tf.stack(mixed, axis=1))
+    keep = tf.random.shuffle(tf.range(k * pairs))[: 2 * pairs]
+    z_mix = tf.gather(tf.concat(mixes, axis=0), keep)
+    recoded = tf.stack(latents(model.features(model.decoder(z_mix, training=True), training=True)), axis=1)
+    cons = tf.reduce_mean(tf.square(recoded - tf.gather(tf.concat(targets, axis=0), keep)))
+    w = model.loss_weights
+    return (rec + b1 * (w["dis"] * pmp.distance_loss(squared, changed) + w["spar"] * pmp.sparsity_loss(stacked))
+            + b2 * w["cons"] * cons + b3 * w["reg"] * pmp.usage_loss(squared) + model._weight_decay())
+
+
+def authors_eager_runner(model, batch):
+    """:func:`authors_loss` and the update, eagerly, op by op (PyTorch's way)."""
+    import tensorflow as tf
+
     def step(iteration: int):
-        x1, x2 = to_float_images(batch["x1"]), to_float_images(batch["x2"])
-        images = tf.concat([x1, x2], axis=0)
-        pairs = x1.shape[0]
         with tf.GradientTape() as tape:
-            codes = latents(model.features(images, training=True))
-            rec = pmp.reconstruction_loss(model.decoder(tf.add_n(codes), training=True), images)
-            stacked = tf.stack(codes, axis=1)
-            first, second = stacked[:pairs], stacked[pairs:]
-            squared, changed = pmp.pair_distances(first, second)
-            b1, b2, b3 = pmp.loss_weights(iteration, model.total_steps, model.warmup)
-            mixes, targets = [], []
-            for i in range(k):
-                mixed = [code[pairs:] for code in codes]
-                mixed[i] = codes[i][:pairs]
-                mixes.append(tf.add_n(mixed))
-                targets.append(tf.stack(mixed, axis=1))
-            keep = tf.random.shuffle(tf.range(k * pairs))[: 2 * pairs]
-            z_mix = tf.gather(tf.concat(mixes, axis=0), keep)
-            recoded = tf.stack(latents(model.features(model.decoder(z_mix, training=True), training=True)), axis=1)
-            cons = tf.reduce_mean(tf.square(recoded - tf.gather(tf.concat(targets, axis=0), keep)))
-            w = model.loss_weights
-            loss = (rec + b1 * (w["dis"] * pmp.distance_loss(squared, changed) + w["spar"] * pmp.sparsity_loss(stacked))
-                    + b2 * w["cons"] * cons + b3 * w["reg"] * pmp.usage_loss(squared) + model._weight_decay())
+            loss = authors_loss(model, batch, iteration)
         variables = model.trainable_variables
         model.optimizer.apply(tape.gradient(loss, variables), variables)
         return loss

@@ -1,0 +1,43 @@
+"""benchmarks/pmp_speed.py: the eager loop in the authors' structure computes the same loss as
+PMPModel's train step, and the section's table reads the measured rates."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import pytest
+
+from abc_tf.config import get_preset
+from abc_tf.data import shapes3d
+from abc_tf.runs import training
+from benchmarks import pmp_speed
+
+
+@pytest.fixture(autouse=True)
+def float32_policy():
+    yield
+    keras.mixed_precision.set_global_policy("float32")
+
+
+def test_the_authors_structure_computes_our_loss():
+    # L_cons draws its mixes at random in both, so it is weighted 0 here; every other term is on
+    # (t = 0.35: b1, b2 and b3 all strictly between 0 and 1).
+    config = get_preset("shapes3d_pmp").replace(pairs_per_step=4, steps=100, pmp_consistency_weight=0.0)
+    model = training.build_model(config)
+    batch = next(iter(shapes3d.FAMILY.stream("pairs")(config, 0, 0)))
+    ours = model._terms(batch, 35, training=True)
+    np.testing.assert_allclose(pmp_speed.authors_loss(model, batch, 35), ours["loss"] + model._weight_decay(), rtol=1e-5)
+    assert all(0 < float(ours[b]) < 1 for b in ("beta1", "beta2", "beta3")) and float(ours["dis_loss"]) > 0
+
+
+def test_the_table_reads_the_rates():
+    rates = {"eager_authors": 2.0, "eager": 2.5, "fit": 5.0, "fit_mixed": 6.0, "fit_mixed_spe10": 6.5,
+             "fit_mixed_pipeline": 6.2, "fit_warmup": 10.0, "floor_mixed": 7.0}
+    result = {"images_per_step": 64, "rates": rates, "pipeline_steps_per_s": 130.0, "mixed_policy": "mixed_bfloat16",
+              "parameters": 831_717}
+    memory = {"eager_authors": 800.0, "eager": 810.0, "fit": 900.0, "fit_mixed": 880.0}
+    text = pmp_speed.table(result, memory, steps=10, rounds=3, load_start=1.0)
+    assert "| compiled `fit`, mixed, steps_per_execution=10 | 6.50 | 416 | 3.2x | 2.6x | - |" in text
+    assert "| compiled `fit`, float32 | 5.00 | 320 | 2.5x | 2.0x | 900 |" in text
+    assert "Best compiled: 3.2x the eager loop in the" in text and "and 2.6x our own step run eagerly" in text
+    assert "3.5x and 2.8x the two eager loops" in text and "20.0x what the fastest step consumes" in text
