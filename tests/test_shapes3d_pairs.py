@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 
-import h5py
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -16,28 +15,14 @@ from abc_tf.data import sets
 from abc_tf.data import shapes3d as s3d
 from abc_tf.data import shapes3d_pairs as pairs
 from abc_tf.data import shapes3d_sources as sources
-from abc_tf.data.groups import step_rng
+from shapes3d_helpers import code_image, decode_image, write_h5
 
 GRID = sources.GRID
 SIZES = np.array(sources.FACTOR_SIZES)
-# The real label values of 3dshapes.h5, written here independently of the library.
-REAL_VALUES = [np.arange(10) / 10, np.arange(10) / 10, np.arange(10) / 10, np.linspace(0.75, 1.25, 8),
-               np.arange(4.0), np.linspace(-30, 30, 15)]
 
 
 def config(**overrides):
     return get_preset("shapes3d").replace(method="pmp", **overrides)
-
-
-def code_image(factors: np.ndarray) -> np.ndarray:
-    """An image that carries its six factor indices in its first row (red channel, +1)."""
-    image = np.zeros((64, 64, 3), dtype=np.uint8)
-    image[0, :6, 0] = np.asarray(factors) + 1
-    return image
-
-
-def decode_image(images: np.ndarray) -> np.ndarray:
-    return images[..., 0, :6, 0].astype(np.int64) - 1
 
 
 def check_pairs(first: np.ndarray, second: np.ndarray, changed: np.ndarray) -> None:
@@ -145,16 +130,7 @@ def test_h5_pipeline_gives_pairs_that_differ_in_one_factor(tmp_path):
     cfg = config(data_source="h5", pairs_per_step=5)
     sampler = pairs.PairSampler(GRID, range(6))
     ids = np.concatenate([pairs.step_pair_ids(sampler, 4, step, 5).ravel() for step in range(2)])
-    rows = np.unique(ids)
-    grids = np.meshgrid(*REAL_VALUES, indexing="ij")  # last factor fastest, like the file
-    labels = np.stack([g.ravel() for g in grids], axis=1)
-    path = tmp_path / "3dshapes.h5"
-    with h5py.File(path, "w") as handle:
-        images = handle.create_dataset("images", shape=(GRID.num_points, 64, 64, 3), dtype=np.uint8,
-                                       chunks=(1, 64, 64, 3), compression="gzip")
-        handle.create_dataset("labels", data=labels)
-        for row in rows:
-            images[row] = code_image(GRID.unravel(row))
+    path = write_h5(tmp_path / "3dshapes.h5", coded_rows=np.unique(ids))
     for batch in pairs.make_pairs_dataset(cfg.replace(data_path=str(path)), seed=4).take(2):
         first, second = decode_image(batch["x1"].numpy()), decode_image(batch["x2"].numpy())
         assert np.all((first != second).sum(axis=1) == 1)
