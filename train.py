@@ -143,7 +143,7 @@ def _isolation_summary(callbacks, config, result) -> str | None:
             summary = run_summary.factor_summary(
                 callback.history[-1], callback.names, callback.inactive,
                 callback.num_classes or [len(set(column)) for column in callback.factors.T],
-                callback.length_scale, len(callback.images),
+                callback.history[-1]["sigma"], len(callback.images),
             )
             break
     else:

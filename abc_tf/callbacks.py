@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 from tensorboard.plugins import projector
 
-from abc_tf import data
+from abc_tf import data, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import factor_isolation, histogram_mi, mine, noise, plots, probes
 from abc_tf.methods.base import to_float_images
@@ -47,7 +47,9 @@ class FactorIsolationCallback(keras.callbacks.Callback):
       images: uint8 (or [0, 1] float) [N, H, W, C], the fixed labelled sample.
       factors: int [N, F] factor indices of those images.
       names: F factor names.
-      length_scale: noise sigma of the measures (the loss's length scale).
+      length_scale: noise sigma of the measures (the loss's length scale); None for methods
+        without one: then 0.1 x the embeddings' own spread at each measurement
+        (abc_tf.evaluation.factor_isolation.noise_sigma's rule). Each record holds its "sigma".
       log_dir: folder of the summaries and projector files.
       every_steps: steps between measurements (also measured before the first step); 0: one
         measurement at the end of training only (the run's summary, abc_tf.run_summary).
@@ -63,7 +65,7 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         images: np.ndarray,
         factors: np.ndarray,
         names: Sequence[str],
-        length_scale: float,
+        length_scale: float | None,
         log_dir: str,
         every_steps: int,
         inactive: Sequence[str] = (),
@@ -87,7 +89,7 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         self.images = images
         self.factors = factors
         self.names = list(names)
-        self.length_scale = float(length_scale)
+        self.length_scale = None if length_scale is None else float(length_scale)
         self.log_dir = log_dir
         self.every_steps = int(every_steps)
         self.inactive = list(inactive)
@@ -111,8 +113,9 @@ class FactorIsolationCallback(keras.callbacks.Callback):
     def measure(self, step: int) -> dict:
         """Embeds the sample, computes the measures and writes them at ``step``; returns them."""
         embeddings = embed(self._encoder(), self.images).astype(np.float64)
-        sigma = self.length_scale
-        record: dict = {"step": step, "spread": noise.spread(embeddings)}
+        spread = noise.spread(embeddings)
+        sigma = self.length_scale if self.length_scale is not None else factor_isolation.RELATIVE_NOISE * spread
+        record: dict = {"step": step, "spread": spread, "sigma": sigma}
         if self.probe_settings is not None:
             result = probes.probe_accuracies(
                 embeddings, self.factors, sigma, self.names, self.num_classes, self.probe_settings, self.seed
@@ -248,9 +251,10 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
     if num_images < 10:
         raise ValueError(f"eval_images must be at least 10, got {num_images}.")
     images, factors = factor_isolation.labelled_sample(config, num_images, seed=1234)
+    length_scale = methods.get_method(config.method).length_scale
     return [
         FactorIsolationCallback(
-            images, factors, names, config.length_scale, os.path.join(run_dir, "logs", LOG_SUBDIR), every,
+            images, factors, names, length_scale and length_scale(config), os.path.join(run_dir, "logs", LOG_SUBDIR), every,
             inactive=factor_isolation.inactive_names(config), num_classes=factor_isolation.factor_sizes(config), seed=config.seed,
             projector_points=min(num_images, 1024),
         )

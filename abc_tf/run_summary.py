@@ -21,7 +21,7 @@ import numpy as np
 from abc_tf import data
 from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
 from abc_tf.data.family import quantile_bins
-from abc_tf.evaluation import label_information, mine, plots, probes
+from abc_tf.evaluation import factor_isolation, label_information, mine, plots, probes
 from abc_tf.runs.run_dir import embed
 
 SUMMARY_JSON = "isolation_summary.json"
@@ -143,7 +143,7 @@ def summary_from_data(config, encoder, step: int, num_images: int = 512, seed: i
         known = family.known_factors
         images, factors = known.labelled_sample(config, num_images, seed)
         names, num_classes = list(known.names), list(known.sizes)
-        inactive = [names[i] for i in known.inactive(config)]
+        inactive = list(factor_isolation.inactive_names(config))
     elif family.pose_views is not None:
         images, _, euler = family.pose_views(config, "test", "synthetic", num_images, seed)
         azimuth = np.floor(np.mod(euler[:, 0], 2 * np.pi) / (np.pi / 4)).astype(np.int32) % 8
@@ -151,8 +151,10 @@ def summary_from_data(config, encoder, step: int, num_images: int = 512, seed: i
         names, inactive, num_classes = ["azimuth", "elevation"], [], [8, 3]
     else:
         return None
-    record = {"step": step, **_measure(embed(encoder, images), factors, names, num_classes, config.length_scale, seed)}
-    return factor_summary(record, names, inactive, num_classes, config.length_scale, len(images))
+    embeddings = embed(encoder, images)
+    sigma, _ = factor_isolation.noise_sigma(config, embeddings)
+    record = {"step": step, **_measure(embeddings, factors, names, num_classes, sigma, seed)}
+    return factor_summary(record, names, inactive, num_classes, sigma, len(images))
 
 
 def grouping_labels(grouped) -> list[str]:
@@ -177,8 +179,10 @@ def label_summary(config, encoder, step: int, num_images: int = 512, seed: int =
         grouped, images=grouped.images[rows], groups=grouped.groups[rows], files=[grouped.files[i] for i in rows],
         labels={name: values[rows] for name, values in grouped.labels.items()}, attributes={},
     )
+    embeddings = embed(encoder, sample.images)
+    sigma, _ = factor_isolation.noise_sigma(config, embeddings)
     scores = label_information.label_information(
-        embed(encoder, sample.images), sample, config.length_scale,
+        embeddings, sample, sigma,
         probe_settings=CHEAP_PROBES, mine_settings=CHEAP_MINE, seed=seed,
     )
     names = list(scores)
@@ -189,5 +193,5 @@ def label_summary(config, encoder, step: int, num_images: int = 512, seed: int =
     }
     return factor_summary(
         record, names, [name for name in inactive if name in names], [scores[name].classes for name in names],
-        config.length_scale, len(rows),
+        sigma, len(rows),
     )
