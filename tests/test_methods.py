@@ -139,7 +139,7 @@ def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluato
         app.run(evaluate.main)
     """)
     flags = [f"--run_dir={run_dir}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16",
-             "--mine_eval_samples=256", "--probe_epochs=0"]
+             "--mine_eval_samples=256", "--probe_epochs=0", "--disentanglement=none"]
     completed = run_code(script, *flags)
     assert completed.returncode == 0, completed.stderr[-2000:]
     metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
