@@ -99,3 +99,17 @@ def test_bad_callback_arguments_raise(tmp_path):
         callbacks.FactorIsolationCallback(images, factors, NAMES, 1.0, str(tmp_path), every_steps=-1)
     with pytest.raises(ValueError, match="mismatch"):
         callbacks.FactorIsolationCallback(images, factors[:4], NAMES, 1.0, str(tmp_path), every_steps=1)
+
+
+def test_a_method_without_a_length_scale_is_measured_at_a_tenth_of_the_spread(tmp_path):
+    images, factors = _sample()
+    encoder = Regressor(keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(2)]))
+    encoder.compile(optimizer="sgd", loss="mse")
+    callback = callbacks.FactorIsolationCallback(
+        images, factors, NAMES, length_scale=None, log_dir=str(tmp_path / "isolation"), every_steps=0,
+        probe_settings=None, mine_settings=None, projector_points=0,
+    )
+    x = images.astype(np.float32) / 255.0
+    encoder.fit(x, np.zeros((len(x), 2)), batch_size=16, epochs=1, verbose=0, callbacks=[callback])
+    record = callback.history[-1]
+    assert record["sigma"] == pytest.approx(0.1 * record["spread"])

@@ -131,7 +131,10 @@ TOY_FLAGS = [
     "--temperature=0.1",
 ]
 # train.py with the toy family of tests/toy_family.py registered: tiny and fast, but the real CLI.
+# Ctrl-C reaches the child even when the test runs in a background job, whose children start
+# with SIGINT ignored (a non-interactive shell's "&"): Python's own handler is put back first.
 TRAIN_TOY = (
+    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
     "import sys; from absl import app; from abc_tf import data; data.DATA_FAMILIES['toy'] = 'toy_family'; "
     "import train; sys.argv[0] = 'train.py'; app.run(train.main)"
 )
