@@ -40,7 +40,7 @@ def test_all_five_scores_on_shapes3d_from_images_of_given_factors():
     assert list(result["scores"]) == [key for key, *_ in dis.HEADLINE]
     assert result["skipped"] == {} and result["observations"] == "factor grid (images_of)"
     assert result["codes"] == TINY.codes_drawn() == sum(len(images) for images in encoder.seen)
-    assert 0 < result["encode_seconds"] <= result["seconds"]
+    assert {"seconds", "encode_seconds"} <= set(result)  # recorded; their values belong to benchmarks
     assert result["settings"]["num_train"] == 100
     json.dumps(result)
     assert all(0.0 <= value <= 1.0 for value in result["scores"].values())
