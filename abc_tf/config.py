@@ -36,6 +36,7 @@ class ExperimentConfig:
     embedding_dim: int = _field(64, "Size d of the embedding.")
     set_size: int = _field(32, "Images per set (N = M).")
     pairs_per_step: int = _field(1, "Pairs per training step: pairs of sets (P) for the set methods (abc, contrastive), pairs of images (the batch) for --method=pmp.")
+    batch_size: int = _field(64, "Images per training step for the methods trained on single images (batch format 'images': vae, u_vitae, c_vitae, elastic_infogan).")
     similarity: str = _field("l2sq", "Similarity: l2sq, l2, l1, linf or cosine.")
     temperature: float = _field(1.0, "Temperature tau dividing every similarity.")
     double_augmentation: bool = _field(False, "Augment every image twice and cycle from one view to the other.")
@@ -107,7 +108,7 @@ class ExperimentConfig:
 
     def validate(self) -> None:
         """Raises ValueError naming the field when a value cannot work. Called before any work."""
-        for name in ("embedding_dim", "set_size", "pairs_per_step", "steps", "log_every", "keep_checkpoints",
+        for name in ("embedding_dim", "set_size", "pairs_per_step", "batch_size", "steps", "log_every", "keep_checkpoints",
                      "steps_per_execution", "image_size"):
             value = getattr(self, name)
             if value <= 0:

@@ -108,3 +108,32 @@ def test_bad_stack_settings_fail_clearly(tmp_path, small_mnist):
         mnist.make_stack_dataset(small_mnist["x_train"], small_mnist["y_train"], [4], 4, 1, False, 0)
     assert mnist.parse_holdout_digit("none") is None and mnist.parse_holdout_digit("3") == 3
     assert mnist.training_digits(mnist_config(holdout_digit="none")) == list(range(10))
+
+
+# ----------------------------------------------------------------------------- single images
+
+
+def test_images_stream_draws_training_digits_uniformly_without_the_held_out_one(tmp_path, small_mnist):
+    path = str(tmp_path / "mnist.npz")
+    np.savez(path, **small_mnist)
+    family = get_family("mnist")
+    assert "images" in family.batch_formats
+    stream = family.stream("images")(mnist_config(data_path=path, batch_size=16), 3, 0)
+    counts = np.zeros(len(small_mnist["y_train"]), np.int64)
+    for batch in stream.take(60):
+        assert set(batch) == {"images"} and batch["images"].shape == (16, 28, 28, 1)
+        digits, indices = decode(batch["images"].numpy()[:, None])
+        assert len(set(indices[:, 0].tolist())) == 16, "an image repeats within a batch"
+        np.testing.assert_array_equal(small_mnist["y_train"][indices[:, 0]], digits[:, 0])
+        counts[indices[:, 0]] += 1
+    assert counts[small_mnist["y_train"] == 9].sum() == 0
+    kept = counts[small_mnist["y_train"] != 9]
+    assert kept.min() > 0, "some training image is never drawn"
+    again = next(iter(family.stream("images")(mnist_config(data_path=path, batch_size=16), 3, 0)))
+    first = next(iter(stream))
+    np.testing.assert_array_equal(first["images"], again["images"])
+
+
+def test_images_stream_refuses_an_empty_pool():
+    with pytest.raises(ValueError, match="No training images"):
+        mnist.make_image_dataset(np.zeros((0, 28, 28), np.uint8), 4, seed=0)

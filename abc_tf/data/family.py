@@ -28,7 +28,9 @@ if TYPE_CHECKING:  # type names only; the data layer needs nothing of Keras at i
 # - "pairs": {"x1" [B, H, W, C], "x2" [B, H, W, C]}, two images that share every known factor
 #   but one, which one not given (weak supervision of Locatello et al. 2020; product-manifold
 #   projection).
-BATCH_FORMATS = ("sets", "pairs")
+# - "images": {"images" [B, H, W, C]}, single training images drawn uniformly with no label or
+#   grouping (the unsupervised peers: VAE, VITAE, InfoGAN), B = ``batch_size``.
+BATCH_FORMATS = ("sets", "pairs", "images")
 
 
 @dataclasses.dataclass

@@ -15,10 +15,12 @@ Sources (``config.data_source``):
 - ``auto`` (the preset's default): ``data_path`` if given (an IDX directory or an ``.npz``,
   detected), else tfds ``mnist`` if prepared, else ``procedural``.
 
-Batches: ``{"set_a": [P, S, 28, 28, 1] uint8, "set_b": [P, S, 28, 28, 1] uint8}`` with
+Batches ("sets"): ``{"set_a": [P, S, 28, 28, 1] uint8, "set_b": [P, S, 28, 28, 1] uint8}`` with
 P = ``pairs_per_step``, S = ``set_size``. Stacks are drawn by :mod:`abc_tf.data.groups`
 (one group per digit), a pure function of (seed, step); the file formats are
-:mod:`abc_tf.data.mnist_formats`.
+:mod:`abc_tf.data.mnist_formats`. The "images" batch format (the unsupervised peer methods):
+``{"images": [batch_size, 28, 28, 1] uint8}``, training images of every digit but the held-out
+one, drawn uniformly.
 """
 
 from __future__ import annotations
@@ -191,6 +193,45 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
     )
 
 
+def make_image_dataset(images: np.ndarray, batch_size: int, seed: int, start_step: int = 0) -> tf.data.Dataset:
+    """Endless batches ``{"images": [batch_size, 28, 28, 1] uint8}`` of ``images`` [N, 28, 28]
+    drawn uniformly with replacement across steps (distinct within a step when N allows), a pure
+    function of (seed, step) like the stacks."""
+    if len(images) == 0:
+        raise ValueError("No training images left for the 'images' stream (check --holdout_digit).")
+    batch = int(batch_size)
+
+    def draw_chunk(chunk: int) -> tuple[np.ndarray]:
+        rng = chunk_rng(seed, chunk)
+        if len(images) >= batch:
+            rows = np.stack([rng.choice(len(images), batch, replace=False) for _ in range(CHUNK_STEPS)])
+        else:
+            rows = rng.integers(0, len(images), size=(CHUNK_STEPS, batch))
+        return (rows,)
+
+    pool = tf.constant(np.asarray(images)[..., None])
+    dataset = draw_stream(draw_chunk, [tf.int64], [(batch,)], start_step).map(
+        lambda step, draws: {"images": tf.gather(pool, draws[0])}, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def training_images(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(images [N, 28, 28] uint8, digits [N]) of the training split that may enter training:
+    every digit but ``holdout_digit``."""
+    digits = training_digits(config)
+    data = load_mnist(config)
+    keep = np.isin(data.y_train, digits)
+    return data.x_train[keep], data.y_train[keep]
+
+
+def make_images_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
+    """The "images" batch format: single training images, no label (module docstring)."""
+    del start_step  # the trainer derives ``seed`` from it, as for the stacks
+    images, _ = training_images(config)
+    return make_image_dataset(images, config.batch_size, seed)
+
+
 def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
     """MNIST images are 28 x 28 grayscale."""
     del config
@@ -231,5 +272,6 @@ FAMILY = DataFamily(
     image_shape=image_shape,
     make_dataset=make_dataset,
     check_config=check_config,
+    other_streams={"images": make_images_dataset},
     known_factors=KnownFactors(FACTOR_NAMES, (NUM_CLASSES, STYLE_BINS, STYLE_BINS), labelled_sample, lambda config: (0,)),
 )
