@@ -209,6 +209,11 @@ EVALUATORS = {
     "pose": evaluate_pose,
 }
 
+# Measures that only a method's own networks allow (a VAE's likelihood, a GAN's samples):
+# ``(run, out_dir, settings) -> dict``, run after the family's evaluator and stored under
+# metrics.json's "method" entry. One line per method that has such measures.
+METHOD_EVALUATORS = {}
+
 
 def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
     """Evaluates one run directory (or the --saved_model) with its data family's evaluator."""
@@ -230,6 +235,8 @@ def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
             raise ValueError(f"evaluate.py has no evaluation for data family {run.config.data!r} ({', '.join(EVALUATORS)}).")
         evaluator = EVALUATORS[run.config.data]
     metrics = evaluator(run, out_dir, settings)
+    if not FLAGS.saved_model and run.config.method in METHOD_EVALUATORS:
+        metrics["method"] = METHOD_EVALUATORS[run.config.method](run, out_dir, settings)
     _write_json(os.path.join(out_dir, "metrics.json"), metrics)
     return metrics
 
