@@ -61,6 +61,7 @@ class ExperimentConfig:
     # MNIST (SPEC.md section 3).
     holdout_digit: str = _field("9", "MNIST digit kept out of training ('none' keeps all ten).")
     allow_same_digit: bool = _field(False, "MNIST: the two stacks of a step may show the same digit.")
+    class_split: int = _field(-1, "MNIST: train on Elastic-InfoGAN's class-imbalanced split number k (0..46: the supplement's listed splits, 47 on: seeded Dirichlet draws), the training images subsampled class by class; -1: no imbalance.")
     # Real images: YaleB, EPFL cars, grouped folders (SPEC.md section 3, supplement S8.4).
     image_size: int = _field(64, "Images are resized to image_size x image_size (yaleb, epfl_cars, folders, pose).")
     image_channels: int = _field(3, "Channels images are converted to: 1 (gray) or 3 (RGB) (yaleb, epfl_cars, folders).")
@@ -88,6 +89,12 @@ class ExperimentConfig:
     pmp_sparsity_weight: float = _field(0.1, "PMP: maximum weight of the sparsity loss L_spar (0: off).")
     pmp_consistency_weight: float = _field(100.0, "PMP: maximum weight of the consistency loss L_cons (0: off).")
     pmp_usage_weight: float = _field(1e-4, "PMP: initial weight of the subspace-usage loss L_reg, decaying as L_dis ramps in (0: off).")
+    # Elastic-InfoGAN (PEERS.md section 3): --method=elastic_infogan on single images. The two
+    # ablations of the paper are flags of the same model: infogan_prior=uniform with
+    # infogan_contrastive_weight=0 is InfoGAN, learned with 0 the Gumbel-softmax baseline.
+    infogan_prior: str = _field("learned", "Elastic-InfoGAN: the categorical code's class prior, 'learned' (softmax of trained logits, initialised uniform) or 'uniform' (fixed: InfoGAN).")
+    infogan_contrastive_weight: float = _field(10.0, "Elastic-InfoGAN: weight of the NT-Xent loss on Q's features of real images and their augmentations (0: off).")
+    infogan_noise_dim: int = _field(62, "Elastic-InfoGAN: dimensions of the generator's Gaussian noise z (besides the 10-way code).")
 
     def replace(self, **overrides: Any) -> "ExperimentConfig":
         return dataclasses.replace(self, **overrides)

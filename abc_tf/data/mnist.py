@@ -21,10 +21,17 @@ P = ``pairs_per_step``, S = ``set_size``. Stacks are drawn by :mod:`abc_tf.data.
 :mod:`abc_tf.data.mnist_formats`. The "images" batch format (the unsupervised peer methods):
 ``{"images": [batch_size, 28, 28, 1] uint8}``, training images of every digit but the held-out
 one, drawn uniformly.
+
+Class imbalance (``class_split`` >= 0; Elastic-InfoGAN's splits, :mod:`abc_tf.data.mnist_imbalance`):
+the training images are subsampled class by class before anything is drawn, so the "images"
+stream follows the split's proportions. The stack sampler still draws each stack's *digit*
+uniformly (the experiment is about style, not digit frequency); only the pool each stack is
+drawn from shrinks, so a rare digit's stacks repeat its few images more often.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -33,7 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
-from abc_tf.data import digit_style
+from abc_tf.data import digit_style, mnist_imbalance
 from abc_tf.data.family import DataFamily, KnownFactors, quantile_bins
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream
 from abc_tf.data.mnist_formats import (
@@ -94,9 +101,14 @@ def _load_cached(source: str, path: str) -> MnistData:
 
 
 def load_mnist(config: ExperimentConfig) -> MnistData:
-    """The MNIST data ``config`` points at (cached per source and path)."""
+    """The MNIST data ``config`` points at (cached per source and path), its training split
+    subsampled class by class when ``config.class_split`` names an imbalanced split
+    (:mod:`abc_tf.data.mnist_imbalance`); the test split is always whole."""
     source, path = resolve_source(config)
     data = _load_cached(source, os.path.abspath(path) if path else "")
+    if config.class_split != mnist_imbalance.NO_SPLIT:
+        kept = mnist_imbalance.subsample(data.y_train, config.class_split)
+        data = dataclasses.replace(data, x_train=data.x_train[kept], y_train=data.y_train[kept])
     if source == "procedural" and config.data_source == "auto":
         _log.warning(
             "No MNIST found (no --data_path, no prepared tfds 'mnist'): using the built-in procedural digits. "
@@ -239,8 +251,9 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """The MNIST checks that read no image: the held-out digit, the source and its files."""
+    """The MNIST checks that read no image: the held-out digit, the class split, the source and its files."""
     training_digits(config)
+    mnist_imbalance.check_split(config.class_split)
     resolve_source(config)
 
 
@@ -268,7 +281,7 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
 
 FAMILY = DataFamily(
     name="mnist",
-    fields=("holdout_digit", "allow_same_digit"),
+    fields=("holdout_digit", "allow_same_digit", "class_split"),
     image_shape=image_shape,
     make_dataset=make_dataset,
     check_config=check_config,
