@@ -116,9 +116,12 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         spread = noise.spread(embeddings)
         sigma = self.length_scale if self.length_scale is not None else factor_isolation.RELATIVE_NOISE * spread
         record: dict = {"step": step, "spread": spread, "sigma": sigma}
+        # Without a length scale, measured in units of the spread (factor_isolation.measuring_unit).
+        unit = 1.0 if self.length_scale is not None else max(spread, 1e-12)
+        measured, measured_sigma = embeddings / unit, sigma / unit
         if self.probe_settings is not None:
             result = probes.probe_accuracies(
-                embeddings, self.factors, sigma, self.names, self.num_classes, self.probe_settings, self.seed
+                measured, self.factors, measured_sigma, self.names, self.num_classes, self.probe_settings, self.seed
             )
             record["probe_accuracy"] = dict(zip(self.names, result.accuracy.tolist()))
         if self.mine_settings is not None:
@@ -126,10 +129,10 @@ class FactorIsolationCallback(keras.callbacks.Callback):
                 self._mine = mine.MineEstimator(
                     len(embeddings), embeddings.shape[1], len(self.names), self.mine_settings, self.seed
                 )
-            self._mine.set_data(embeddings, self.factors)
-            record["mine"] = dict(zip(self.names, self._mine.estimate(sigma, self.seed).tolist()))
+            self._mine.set_data(measured, self.factors)
+            record["mine"] = dict(zip(self.names, self._mine.estimate(measured_sigma, self.seed).tolist()))
         if embeddings.shape[1] <= 3:
-            noisy = noise.add_noise(embeddings, sigma, np.random.default_rng(self.seed))
+            noisy = noise.add_noise(measured, measured_sigma, np.random.default_rng(self.seed))
             record["histogram"] = dict(zip(self.names, histogram_mi.histogram_mutual_information(noisy, self.factors)))
         figure = plots.plot_embeddings_pca(embeddings, self.factors, self.names, title=f"step {step}", seed=self.seed)
         png = plots.figure_to_png(figure)

@@ -152,8 +152,9 @@ def summary_from_data(config, encoder, step: int, num_images: int = 512, seed: i
     else:
         return None
     embeddings = embed(encoder, images)
-    sigma, _ = factor_isolation.noise_sigma(config, embeddings)
-    record = {"step": step, **_measure(embeddings, factors, names, num_classes, sigma, seed)}
+    sigma, rule = factor_isolation.noise_sigma(config, embeddings)
+    unit = factor_isolation.measuring_unit(rule, embeddings)
+    record = {"step": step, **_measure(embeddings / unit, factors, names, num_classes, sigma / unit, seed)}
     return factor_summary(record, names, inactive, num_classes, sigma, len(images))
 
 
@@ -180,9 +181,10 @@ def label_summary(config, encoder, step: int, num_images: int = 512, seed: int =
         labels={name: values[rows] for name, values in grouped.labels.items()}, attributes={},
     )
     embeddings = embed(encoder, sample.images)
-    sigma, _ = factor_isolation.noise_sigma(config, embeddings)
+    sigma, rule = factor_isolation.noise_sigma(config, embeddings)
+    unit = factor_isolation.measuring_unit(rule, embeddings)
     scores = label_information.label_information(
-        embeddings, sample, sigma,
+        embeddings / unit, sample, sigma / unit,
         probe_settings=CHEAP_PROBES, mine_settings=CHEAP_MINE, seed=seed,
     )
     names = list(scores)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -49,6 +50,24 @@ def test_noise_follows_the_method_s_length_scale_or_the_embeddings_spread(monkey
     sigma, rule = factor_isolation.noise_sigma(ExperimentConfig(method="no_scale"), embeddings)
     assert rule == "0.1 x spread" and sigma == pytest.approx(0.1 * spread(embeddings)) and 0.25 < sigma < 0.35
     assert "0.1 x the embedding's own spread" in factor_isolation.NOISE_RULE
+
+
+def test_codes_without_a_length_scale_are_measured_in_units_of_their_spread():
+    """A method without a length scale may shrink its codes (PMP's reach a spread of 0.05): they
+    are measured divided by their spread with noise 0.1, the same numbers as for the unit-spread
+    codes, and sigma and spread are reported in the codes' own units."""
+    rng = np.random.default_rng(1)
+    factors = np.stack([rng.integers(0, 4, 300), rng.integers(0, 3, 300)], axis=1)
+    codes = (np.stack([factors[:, 0], rng.normal(size=300)], axis=1) + 0.1 * rng.normal(size=(300, 2))) * 1e-3
+    unit = factor_isolation.measuring_unit(factor_isolation.RELATIVE_RULE, codes)
+    assert unit == pytest.approx(spread(codes))
+    assert factor_isolation.measuring_unit("length scale", codes) == 1.0
+    settings = dataclasses.replace(TINY, num_sigmas=0, probe=probes.ProbeSettings(epochs=20, batch_size=32, learning_rate=1e-2))
+    tiny = factor_isolation.evaluate_embeddings(codes, factors, ["a", "b"], 0.1 * unit, settings, num_classes=[4, 3], unit=unit)
+    scaled = factor_isolation.evaluate_embeddings(codes / unit, factors, ["a", "b"], 0.1, settings, num_classes=[4, 3])
+    assert tiny["probe"] == scaled["probe"] and tiny["mine"] == pytest.approx(scaled["mine"])
+    assert tiny["sigma"] == pytest.approx(0.1 * unit) and tiny["spread"] == pytest.approx(unit) and tiny["unit"] == unit
+    assert tiny["probe"]["a"]["accuracy"] > 0.9
 
 
 def test_only_set_methods_have_inactive_factors(monkeypatch):

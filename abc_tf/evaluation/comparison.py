@@ -120,6 +120,7 @@ def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig,
     metrics = factor_isolation.evaluate_embeddings(
         embeddings, factors, factor_isolation.factor_names(sample_config), sigma, isolation,
         num_classes=factor_isolation.factor_sizes(sample_config), seed=config.seed,
+        unit=factor_isolation.measuring_unit(rule, embeddings),
     )
     metrics.update(noise_rule=rule, isolation_seconds=time.perf_counter() - start)
     if settings.scores is not None:

@@ -38,6 +38,7 @@ HUE_FACTORS = ("floor_hue", "wall_hue", "object_hue")
 METRICS_FILE = "metrics.json"
 # Methods without a length scale: the noise sigma is this fraction of the embeddings' spread.
 RELATIVE_NOISE = 0.1
+RELATIVE_RULE = f"{RELATIVE_NOISE:g} x spread"
 NOISE_RULE = (
     "noise sigma = the method's length scale when its loss has one (sqrt(tau) for l2sq, tau for l2/l1/linf, "
     f"1 for cosine), else {RELATIVE_NOISE:g} x the embedding's own spread (RMS per-coordinate standard deviation "
@@ -170,7 +171,16 @@ def noise_sigma(config: ExperimentConfig, embeddings: np.ndarray) -> tuple[float
     method = methods.get_method(config.method)
     if method.length_scale is not None:
         return float(method.length_scale(config)), "length scale"
-    return RELATIVE_NOISE * spread(embeddings), f"{RELATIVE_NOISE:g} x spread"
+    return RELATIVE_NOISE * spread(embeddings), RELATIVE_RULE
+
+
+def measuring_unit(rule: str, embeddings: np.ndarray) -> float:
+    """The unit :func:`evaluate_embeddings` measures in: the embeddings' spread under the relative
+    noise rule, else 1. A method without a length scale may leave its codes at any scale (PMP's
+    shrink to a spread of about 0.05); the probes' and MINE's networks, with their fixed
+    initialisation and learning rates, train poorly on inputs that small, so such embeddings are
+    measured divided by their spread (noise 0.1), which changes no information."""
+    return max(spread(embeddings), 1e-12) if rule == RELATIVE_RULE else 1.0
 
 
 def _per_factor(names: Sequence[str], values: np.ndarray) -> dict[str, float]:
@@ -188,8 +198,12 @@ def evaluate_embeddings(
     out_dir: str | None = None,
     title: str = "",
     seed: int = 0,
+    unit: float = 1.0,
 ) -> dict[str, Any]:
     """All measures on given embeddings [N, D] and factor indices [N, F]; figures into out_dir.
+
+    ``unit`` (:func:`measuring_unit`): the measures run on ``embeddings / unit`` with noise
+    ``sigma / unit``; sigma, spread and the sweep's sigmas are reported in the embeddings' units.
 
     Returns a JSON-ready dict with keys: sigma, length_scale, embedding_dim, spread (RMS
     per-coordinate standard deviation), pca_explained_variance, inactive, mine / histogram
@@ -204,6 +218,7 @@ def evaluate_embeddings(
     _, explained = plots.principal_components(embeddings, 2)
     metrics: dict[str, Any] = {
         "sigma": sigma,
+        "unit": float(unit),
         "length_scale": float(length_scale),
         "embedding_dim": int(dims),
         "num_images": int(embeddings.shape[0]),
@@ -212,14 +227,15 @@ def evaluate_embeddings(
         "inactive": list(inactive),
         "figures": [],
     }
+    measured, measured_sigma = embeddings / unit, sigma / unit
     if settings.mine is not None:
-        values = mine_mutual_information(embeddings, factors, sigma, settings.mine, seed)
+        values = mine_mutual_information(measured, factors, measured_sigma, settings.mine, seed)
         metrics["mine"] = _per_factor(names, np.atleast_1d(values))
     if dims <= 3:
-        noisy = add_noise(embeddings, sigma, np.random.default_rng(seed))
+        noisy = add_noise(measured, measured_sigma, np.random.default_rng(seed))
         metrics["histogram"] = _per_factor(names, histogram_mutual_information(noisy, factors))
     if settings.probe is not None:
-        result = probes.probe_accuracies(embeddings, factors, sigma, names, num_classes, settings.probe, seed)
+        result = probes.probe_accuracies(measured, factors, measured_sigma, names, num_classes, settings.probe, seed)
         metrics["probe"] = result.as_dict()
     if settings.num_sigmas:
         estimator = settings.sweep_estimator
@@ -227,9 +243,9 @@ def evaluate_embeddings(
             estimator = "histogram" if dims <= 2 or settings.mine is None else "mine"
         sigmas = sigma_grid(embeddings, length_scale, settings.num_sigmas)
         if estimator == "histogram":
-            values = histogram_sigma_sweep(embeddings, factors, sigmas, seed)
+            values = histogram_sigma_sweep(measured, factors, sigmas / unit, seed)
         else:
-            values = mine_sigma_sweep(embeddings, factors, sigmas, settings.mine or MineSettings(), seed)
+            values = mine_sigma_sweep(measured, factors, sigmas / unit, settings.mine or MineSettings(), seed)
         metrics["sweep"] = {"estimator": estimator, "sigmas": sigmas.tolist(), "values": values.tolist()}
 
     if out_dir is not None:
@@ -289,6 +305,7 @@ def evaluate_encoder(
     metrics = evaluate_embeddings(
         embeddings, factors, names, sigma, settings, inactive_names(config), factor_sizes(config),
         out_dir, condition_label(config) if title is None else title, seed=config.seed,
+        unit=measuring_unit(rule if settings.sigma is None else "given sigma", embeddings),
     )
     metrics["noise_rule"] = rule if settings.sigma is None else "given sigma"
     if rule != "length scale":
