@@ -89,6 +89,10 @@ class ExperimentConfig:
     pmp_sparsity_weight: float = _field(0.1, "PMP: maximum weight of the sparsity loss L_spar (0: off).")
     pmp_consistency_weight: float = _field(100.0, "PMP: maximum weight of the consistency loss L_cons (0: off).")
     pmp_usage_weight: float = _field(1e-4, "PMP: initial weight of the subspace-usage loss L_reg, decaying as L_dis ramps in (0: off).")
+    # VITAE (PEERS.md section 2): --method=vae, u_vitae, c_vitae on single images; embedding_dim
+    # is the whole latent size (the VAE's d; VITAE's d_A + d_P, split in halves).
+    kl_warmup: float = _field(0.5, "VAE/VITAE: fraction of the steps over which the KL weight rises linearly from 0 to 1 (the paper: half of training; 0: weight 1 from the start).")
+    affine_augmentation: bool = _field(True, "VAE/VITAE: warp every training image by a random rotation (up to 20 degrees) and translation (up to 10% of the size), as the authors' code does.")
     # Elastic-InfoGAN (PEERS.md section 3): --method=elastic_infogan on single images. The two
     # ablations of the paper are flags of the same model: infogan_prior=uniform with
     # infogan_contrastive_weight=0 is InfoGAN, learned with 0 the Gumbel-softmax baseline.
@@ -275,11 +279,51 @@ PRESETS["shapes3d_pmp_quick"] = _PMP.replace(
     name="shapes3d_pmp_quick", steps=1500, log_every=100, eval_every=500, mixed_precision=True,
 )
 
+# VAE and VITAE (PEERS.md section 2), paper settings: Table 1's MLPs, d = 4 (VITAE: 2 + 2),
+# Adam 1e-4, batches of 512, 2000 epochs of the 54,051 training images left once digit 9 is held
+# out as in ABC's MNIST preset: 211,200 steps; the KL weight rises over the first half.
+_VAE = ExperimentConfig(
+    name="mnist_vae", data="mnist", data_source="auto", method="vae", embedding_dim=4, batch_size=512,
+    learning_rate=1e-4, steps=211_200, log_every=1000, holdout_digit="9",
+)
+PRESETS["mnist_vae"] = _VAE
+PRESETS["mnist_u_vitae"] = _VAE.replace(name="mnist_u_vitae", method="u_vitae")
+PRESETS["mnist_c_vitae"] = _VAE.replace(name="mnist_c_vitae", method="c_vitae")
+# A few minutes on 2 CPU cores: 3,000 steps of batches of 128 at Adam 1e-3 [ours], the KL weight
+# rising over the first half. See README.md "VITAE (peer method)" for what they reach.
+for _variant in ("vae", "u_vitae", "c_vitae"):
+    PRESETS[f"mnist_{_variant}_quick"] = PRESETS[f"mnist_{_variant}"].replace(
+        name=f"mnist_{_variant}_quick", batch_size=128, learning_rate=1e-3, steps=3000, log_every=250,
+    )
+
 # pose_quick with the regression head and Table 2's tau 0.05 and 2% real images. With
 # --abc_weight=0 --real_fraction=0: the regression-only baseline; with --real_fraction=0:
 # regression + ABC on synthetic images only. Derived from pose_quick so it follows its tuning.
 PRESETS["pose_regression_quick"] = PRESETS["pose_quick"].replace(
     name="pose_regression_quick", temperature=0.05, real_fraction=0.02, regression_weight=1.0
+)
+
+# Elastic-InfoGAN (PEERS.md section 3), paper settings on class-imbalanced MNIST: all ten digits,
+# the supplement's split 0 (--class_split picks another), batches of 64, Adam 2e-4 (0.5, 0.999),
+# 200 epochs; an epoch of the split's ~27,000 images is ~420 steps of 64, so 85,000 steps [ours:
+# the paper counts epochs]. Ablations: --infogan_prior=uniform --infogan_contrastive_weight=0
+# (InfoGAN), --infogan_contrastive_weight=0 (Gumbel-softmax).
+_ELASTIC_INFOGAN = ExperimentConfig(
+    name="mnist_elastic_infogan", data="mnist", data_source="auto", method="elastic_infogan", holdout_digit="none",
+    class_split=0, batch_size=64, learning_rate=2e-4, steps=85_000, log_every=1000, eval_every=5000,
+    embedding_dim=128,  # Q's penultimate features, the representation (the networks fix it)
+)
+PRESETS["mnist_elastic_infogan"] = _ELASTIC_INFOGAN
+# A few minutes on 2 CPU cores: the same model and data over 1,500 steps (about 3.5 epochs of the split).
+PRESETS["mnist_elastic_infogan_quick"] = _ELASTIC_INFOGAN.replace(
+    name="mnist_elastic_infogan_quick", steps=1500, log_every=100, eval_every=500,
+)
+# The paper's two baselines as flags of the same model, at the quick length.
+PRESETS["mnist_infogan_quick"] = PRESETS["mnist_elastic_infogan_quick"].replace(
+    name="mnist_infogan_quick", infogan_prior="uniform", infogan_contrastive_weight=0.0,
+)
+PRESETS["mnist_gumbel_infogan_quick"] = PRESETS["mnist_elastic_infogan_quick"].replace(
+    name="mnist_gumbel_infogan_quick", infogan_contrastive_weight=0.0,
 )
 
 

@@ -17,6 +17,10 @@ METHODS: dict[str, str] = {
     "abc": "abc_tf.methods.abc_model:ABC",
     "contrastive": "abc_tf.methods.abc_model:CONTRASTIVE",
     "pmp": "abc_tf.methods.pmp:PMP",
+    "vae": "abc_tf.methods.vitae:VAE",
+    "u_vitae": "abc_tf.methods.vitae:U_VITAE",
+    "c_vitae": "abc_tf.methods.vitae:C_VITAE",
+    "elastic_infogan": "abc_tf.methods.elastic_infogan:ELASTIC_INFOGAN",
 }
 
 

@@ -1,0 +1,433 @@
+"""Elastic-InfoGAN (``--method=elastic_infogan``; Ojha et al., NeurIPS 2020; PEERS.md section 3).
+
+An InfoGAN on single unlabelled images (the "images" batch format) whose 10-way categorical
+code c follows a *learned* class prior p = softmax(pi), so that the code can find the digits
+of class-imbalanced data. Networks (``models/infogan.py``): a generator G, a trunk shared by the
+discriminator D and the code predictor Q, D's real/fake head and Q's head (FC 128 penultimate
+layer, FC 10).
+
+Each training step, for a batch of B real images x (float in [0, 1]) and B draws of
+z ~ N(0, I_62) and Gumbel noise g:
+
+- the code c = softmax((log p + g) / 0.1): a Gumbel-softmax sample, almost one-hot, through
+  which the generator's losses reach pi;
+- the D step (Adam 2e-4, betas 0.5/0.999, the trunk and D's head): d_loss = BCE(D(x), 1) +
+  BCE(D(G(z, c)), 0);
+- the G step (the same Adam settings; G, Q's head and pi together): g_loss = BCE(D(G(z, c)), 1)
+  + info_loss + w ntxent_loss, with info_loss = CE(Q(G(z, c)), argmax c) and ntxent_loss the
+  NT-Xent (temperature 0.5) between normalize(Q_pen(x)) and normalize(Q_pen(T(x))), the batch's
+  other images as negatives; T: rotation +-20 degrees, zoom 0.9-1.1 and a mild elastic
+  distortion (:func:`augment`), w = ``infogan_contrastive_weight`` (10).
+
+The shared trunk is updated by the D step only, as in InfoGAN where the shared layers belong
+to D and Q owns only its head [ours: the supplement does not say]. The G step runs G again
+after the D step, so it sees the updated D. Every random draw (z, g, the augmentation) is
+stateless, from (seed, step): a resumed run draws what an unbroken one would.
+
+Ablations of the same model (the paper's baselines): ``infogan_prior=uniform`` fixes p at
+1/10 (pi is not trained) and ``infogan_contrastive_weight=0`` drops NT-Xent; both together are
+InfoGAN, the learned prior alone the Gumbel-softmax baseline.
+
+``networks()``: "encoder" = images -> Q's 128-d penultimate features (the representation every
+evaluator embeds), "generator" ([z, c] -> images in [0, 1]), "discriminator" (images -> logit)
+and "q" (images -> code logits). The prior logits pi are a weight of the model, so checkpoints
+hold them with both optimizers' state.
+
+Logs (``train_step``): ``d_loss``, ``g_loss``, ``info_loss``, ``ntxent_loss``, ``loss`` =
+d_loss + g_loss (a NaN stops the run). :class:`InfoGANMonitor` adds, every ``log_every``
+steps, the learned prior (``prior/<k>``), its largest entry (``prior_max``), both the prior and
+the split's true proportions sorted (``prior_sorted/learned_<i>``, ``prior_sorted/true_<i>``;
+codes and digits correspond in no known order) and ``generated_diversity``; a sample grid per
+categorical code every ``eval_every`` steps and at the end (``logs/elastic_infogan``). It
+writes ``prior.json`` and, on class-imbalanced MNIST, ``class_split.json`` into the run
+directory, and records failures (a collapsed prior, mode collapse) in ``training_warnings.json``
+with a logged warning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+import models
+from abc_tf.config import ExperimentConfig
+from abc_tf.data import mnist, mnist_imbalance
+from abc_tf.methods.base import Method, MethodModel, to_float_images
+from models import infogan as infogan_networks
+
+_log = logging.getLogger(__name__)
+
+NUM_CATEGORIES = infogan_networks.NUM_CATEGORIES
+GUMBEL_TEMPERATURE = 0.1  # supplement 4.4: samples very close to one-hot
+NTXENT_TEMPERATURE = 0.5  # [code]
+ADAM_BETAS = (0.5, 0.999)  # [code]; the learning rate is --learning_rate (2e-4 in the presets, supplement 4.4)
+# The augmentation T [code]: rotation, zoom, and a mild elastic distortion. The distortion is a
+# random displacement of a coarse 4x4 grid of control points, smoothly interpolated [ours: its
+# size is not given]: about one pixel, so a digit stays itself.
+MAX_ROTATION_DEGREES, ZOOM_RANGE = 20.0, (0.9, 1.1)
+ELASTIC_GRID, ELASTIC_PIXELS = 4, 1.0
+PRIORS = ("learned", "uniform")
+# Failure detection (issue 17, item 5) [ours]: a prior whose largest class exceeds 0.9 has
+# collapsed onto one code; generated images whose pixel spread over z is below a fifth of the
+# real images' are a collapsed mode.
+PRIOR_COLLAPSE, DIVERSITY_COLLAPSE = 0.9, 0.2
+LOG_SUBDIR = "elastic_infogan"
+PRIOR_FILE, CLASS_SPLIT_FILE, WARNINGS_FILE = "prior.json", "class_split.json", "training_warnings.json"
+GRID_COLUMNS = 10  # noise draws per code in the sample grid
+LOSS_NAMES = ("d_loss", "g_loss", "info_loss", "ntxent_loss")
+
+
+# ---------------------------------------------------------------- the losses and the sampling
+
+
+def sample_gumbel(shape, seed: tf.Tensor) -> tf.Tensor:
+    """Standard Gumbel noise -log(-log U), U uniform in (0, 1), from a stateless seed."""
+    uniform = tf.random.stateless_uniform(shape, seed=seed, minval=1e-20, maxval=1.0)
+    return -tf.math.log(-tf.math.log(uniform))
+
+
+def gumbel_softmax(prior_logits: tf.Tensor, gumbel: tf.Tensor, temperature: float = GUMBEL_TEMPERATURE) -> tf.Tensor:
+    """The code c [B, K] = softmax((log p + g) / temperature), p = softmax(prior_logits [K])."""
+    log_prior = tf.nn.log_softmax(tf.cast(prior_logits, tf.float32))
+    return tf.nn.softmax((log_prior[None, :] + gumbel) / temperature, axis=-1)
+
+
+def nt_xent(features: tf.Tensor, augmented: tf.Tensor, temperature: float = NTXENT_TEMPERATURE) -> tf.Tensor:
+    """NT-Xent of B positive pairs (features [B, D], augmented [B, D]): the mean over the 2B
+    views of -log(exp(s_ii' / t) / sum_{k != i} exp(s_ik / t)), s the cosine similarity and k
+    running over the other 2B - 1 views."""
+    views = tf.math.l2_normalize(tf.concat([features, augmented], axis=0), axis=1)
+    n = tf.shape(views)[0]
+    batch = n // 2
+    logits = tf.matmul(views, views, transpose_b=True) / temperature
+    logits = logits - 1e9 * tf.eye(n)  # a view is not its own negative
+    partners = tf.concat([tf.range(batch, n), tf.range(0, batch)], axis=0)
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=partners, logits=logits))
+
+
+def bce(logits: tf.Tensor, target: float) -> tf.Tensor:
+    """Mean binary cross-entropy of real/fake logits against ``target`` (1 real, 0 fake)."""
+    logits = tf.cast(logits, tf.float32)
+    return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.fill(tf.shape(logits), target), logits=logits))
+
+
+def info_loss(code_logits: tf.Tensor, code: tf.Tensor) -> tf.Tensor:
+    """Cross-entropy of Q's code logits [B, K] against the drawn code's argmax."""
+    labels = tf.stop_gradient(tf.argmax(code, axis=-1))
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=tf.cast(code_logits, tf.float32)))
+
+
+def _bilinear(images: tf.Tensor, rows: tf.Tensor, cols: tf.Tensor) -> tf.Tensor:
+    """images [B, H, W, C] sampled at fractional pixel coordinates rows, cols [B, H, W];
+    outside the image is black (0)."""
+    shape = tf.shape(images)
+    height, width = shape[1], shape[2]
+    row0, col0 = tf.floor(rows), tf.floor(cols)
+    batch = tf.broadcast_to(tf.range(shape[0])[:, None, None], tf.shape(rows))
+    out = 0.0
+    for dr in (0.0, 1.0):
+        for dc in (0.0, 1.0):
+            r, c = row0 + dr, col0 + dc
+            weight = (1.0 - tf.abs(rows - r)) * (1.0 - tf.abs(cols - c))
+            inside = (r >= 0) & (r <= tf.cast(height - 1, tf.float32)) & (c >= 0) & (c <= tf.cast(width - 1, tf.float32))
+            ri = tf.clip_by_value(tf.cast(r, tf.int32), 0, height - 1)
+            ci = tf.clip_by_value(tf.cast(c, tf.int32), 0, width - 1)
+            values = tf.gather_nd(images, tf.stack([batch, ri, ci], axis=-1))
+            out += values * (weight * tf.cast(inside, tf.float32))[..., None]
+    return out
+
+
+def augment(images: tf.Tensor, seed: tf.Tensor, max_degrees: float = MAX_ROTATION_DEGREES,
+            zoom: tuple[float, float] = ZOOM_RANGE, elastic_pixels: float = ELASTIC_PIXELS) -> tf.Tensor:
+    """T(x): each float image [B, H, W, C] rotated about its centre by an angle uniform in
+    +-max_degrees, zoomed by a factor uniform in ``zoom`` and distorted by a smooth random
+    displacement of about ``elastic_pixels``, in one bilinear resampling (module docstring)."""
+    images = tf.cast(images, tf.float32)
+    shape = tf.shape(images)
+    batch, height, width = shape[0], shape[1], shape[2]
+    seeds = tf.random.experimental.stateless_split(seed, 3)
+    angle = tf.random.stateless_uniform([batch], seeds[0], -1.0, 1.0) * (max_degrees * math.pi / 180.0)
+    scale = tf.random.stateless_uniform([batch], seeds[1], zoom[0], zoom[1])
+    coarse = tf.random.stateless_normal([batch, ELASTIC_GRID, ELASTIC_GRID, 2], seeds[2]) * elastic_pixels
+    displacement = tf.image.resize(coarse, [height, width], method="bicubic")  # smooth over the image
+    centre_r, centre_c = (tf.cast(height, tf.float32) - 1.0) / 2.0, (tf.cast(width, tf.float32) - 1.0) / 2.0
+    grid_r, grid_c = tf.meshgrid(tf.range(height, dtype=tf.float32) - centre_r,
+                                 tf.range(width, dtype=tf.float32) - centre_c, indexing="ij")
+    # An output pixel takes the input at the inverse transform of its position: zooming in by s
+    # reads from positions 1/s as far from the centre.
+    cos, sin, inverse = tf.cos(angle)[:, None, None], tf.sin(angle)[:, None, None], (1.0 / scale)[:, None, None]
+    rows = inverse * (cos * grid_r - sin * grid_c) + centre_r + displacement[..., 0]
+    cols = inverse * (sin * grid_r + cos * grid_c) + centre_c + displacement[..., 1]
+    return _bilinear(images, rows, cols)
+
+
+# ---------------------------------------------------------------- the model
+
+
+class ElasticInfoGANModel(MethodModel):
+    """G, the D/Q trunk, D's head, Q's head and the prior logits pi; two Adam optimizers."""
+
+    def __init__(self, generator: keras.Model, trunk: keras.Model, d_head: keras.Model, q_features: keras.Model,
+                 q_logits: keras.Model, learned_prior: bool, contrastive_weight: float, noise_dim: int,
+                 learning_rate: float = 2e-4, seed: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.generator, self.trunk, self.d_head = generator, trunk, d_head
+        self.q_features, self.q_logits = q_features, q_logits
+        self.encoder = infogan_networks.chain(trunk, q_features, name="encoder")
+        self.discriminator = infogan_networks.chain(trunk, d_head, name="discriminator")
+        self.q = infogan_networks.chain(self.encoder, q_logits, name="q")
+        self.learned_prior, self.contrastive_weight = bool(learned_prior), float(contrastive_weight)
+        self.noise_dim, self.seed = int(noise_dim), int(seed) % (1 << 31)
+        # pi: zeros are the uniform prior the paper starts from; fixed for InfoGAN.
+        self.prior_logits = self.add_weight(shape=(NUM_CATEGORIES,), initializer="zeros", name="prior_logits",
+                                            trainable=self.learned_prior, dtype="float32")
+        self.d_optimizer = keras.optimizers.Adam(learning_rate, beta_1=ADAM_BETAS[0], beta_2=ADAM_BETAS[1])
+        self.trackers = {name: keras.metrics.Mean(name=name) for name in ("loss", *LOSS_NAMES)}
+        self.built = True
+
+    @property
+    def metrics(self) -> list[keras.metrics.Metric]:
+        return list(self.trackers.values())
+
+    def networks(self) -> dict[str, keras.Model]:
+        return {"encoder": self.encoder, "generator": self.generator, "discriminator": self.discriminator, "q": self.q}
+
+    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
+        return self.encoder(to_float_images(images), training=training)
+
+    def prior(self) -> np.ndarray:
+        """The class prior p = softmax(pi) [K] as NumPy."""
+        return tf.nn.softmax(self.prior_logits).numpy()
+
+    # The D step's optimizer is d_optimizer; compile's (self.optimizer) is the G step's.
+    def optimizers(self) -> list[keras.optimizers.Optimizer]:
+        return [self.optimizer, self.d_optimizer]
+
+    def _d_variables(self) -> list:
+        return self.trunk.trainable_variables + self.d_head.trainable_variables
+
+    def _g_variables(self) -> list:
+        prior = [self.prior_logits] if self.learned_prior else []
+        return (self.generator.trainable_variables + self.q_features.trainable_variables
+                + self.q_logits.trainable_variables + prior)
+
+    def optimizer_variables(self, optimizer) -> list:
+        return self._d_variables() if optimizer is self.d_optimizer else self._g_variables()
+
+    def generate(self, z: tf.Tensor, code: tf.Tensor, training: bool = False) -> tf.Tensor:
+        """Images [B, 28, 28, 1] in [0, 1] of noise z [B, noise_dim] and codes [B, K]."""
+        return tf.cast(self.generator(tf.concat([z, tf.cast(code, z.dtype)], axis=1), training=training), tf.float32)
+
+    def train_step(self, batch):
+        real = to_float_images(batch["images"])
+        size = tf.shape(real)[0]
+        step = self.optimizer.iterations
+        seeds = tf.random.experimental.stateless_split(tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)]), 3)
+        z = tf.random.stateless_normal([size, self.noise_dim], seeds[0])
+        gumbel = sample_gumbel([size, NUM_CATEGORIES], seeds[1])
+
+        # The D step: real images against G's, on the trunk and D's head.
+        with tf.GradientTape() as tape:
+            fake = self.generate(z, gumbel_softmax(self.prior_logits, gumbel), training=True)
+            d_loss = (bce(self.d_head(self.trunk(real, training=True), training=True), 1.0)
+                      + bce(self.d_head(self.trunk(fake, training=True), training=True), 0.0))
+            scaled = self.replica_mean(d_loss)  # each replica holds a share of the batch
+        variables = self._d_variables()
+        self.d_optimizer.apply(tape.gradient(scaled, variables), variables)
+
+        # The G step: G, Q's head and pi, against the updated D.
+        with tf.GradientTape() as tape:
+            code = gumbel_softmax(self.prior_logits, gumbel)
+            features = self.trunk(self.generate(z, code, training=True), training=True)
+            adversarial = bce(self.d_head(features, training=True), 1.0)
+            info = info_loss(self.q_logits(self.q_features(features, training=True), training=True), code)
+            g_loss = adversarial + info
+            if self.contrastive_weight > 0:
+                pair = tf.concat([real, augment(real, seeds[2])], axis=0)
+                pen = tf.cast(self.q_features(self.trunk(pair, training=True), training=True), tf.float32)
+                contrastive = nt_xent(pen[:size], pen[size:])
+                g_loss += self.contrastive_weight * contrastive
+            else:
+                contrastive = tf.constant(0.0)
+            scaled = self.replica_mean(g_loss)
+        variables = self._g_variables()
+        self.optimizer.apply(tape.gradient(scaled, variables), variables)
+
+        values = {"loss": d_loss + g_loss, "d_loss": d_loss, "g_loss": g_loss, "info_loss": info, "ntxent_loss": contrastive}
+        for name, value in values.items():
+            self.trackers[name].update_state(value)
+        return self.logs({name: tracker.result() for name, tracker in self.trackers.items()})
+
+    def code_grid(self, z: np.ndarray) -> np.ndarray:
+        """uint8 [K H, n W, 1]: row k shows code k (one-hot) with each of the n noise vectors z [n, noise_dim]."""
+        z = tf.convert_to_tensor(z, tf.float32)
+        n = tf.shape(z)[0]
+        codes = tf.repeat(tf.eye(NUM_CATEGORIES), n, axis=0)  # row-major: code k, then noise j
+        images = self.generate(tf.tile(z, [NUM_CATEGORIES, 1]), codes)
+        rows = tf.reshape(images, [NUM_CATEGORIES, n, 28, 28, 1])
+        grid = tf.reshape(tf.transpose(rows, [0, 2, 1, 3, 4]), [NUM_CATEGORIES * 28, n * 28, 1])
+        return np.asarray(tf.cast(tf.round(tf.clip_by_value(grid, 0.0, 1.0) * 255.0), tf.uint8))
+
+
+def diversity(generated: np.ndarray, real: np.ndarray) -> float:
+    """Mean per-pixel standard deviation of the generated images over the batch, relative to the
+    real images': near 0 when G makes one image whatever z and c (mode collapse)."""
+    real_spread = float(np.mean(np.std(np.asarray(real, np.float64), axis=0)))
+    return float(np.mean(np.std(np.asarray(generated, np.float64), axis=0))) / max(real_spread, 1e-12)
+
+
+def failures(prior: np.ndarray, generated_diversity: float) -> list[str]:
+    """What looks broken (module docstring): a collapsed prior, mode collapse; [] when nothing."""
+    found = []
+    if float(np.max(prior)) > PRIOR_COLLAPSE:
+        found.append(f"collapsed prior: code {int(np.argmax(prior))} has probability {float(np.max(prior)):.3f} > {PRIOR_COLLAPSE}")
+    if generated_diversity < DIVERSITY_COLLAPSE:
+        found.append(f"mode collapse: generated images vary {generated_diversity:.3f} times as much as real ones "
+                     f"(< {DIVERSITY_COLLAPSE})")
+    return found
+
+
+def true_proportions(config: ExperimentConfig) -> np.ndarray | None:
+    """The digit proportions of the training images the run sees ([10]), or None off MNIST."""
+    if config.data != "mnist":
+        return None
+    labels = mnist.load_mnist(config).y_train
+    labels = labels[np.isin(labels, mnist.training_digits(config))]
+    counts = np.bincount(labels, minlength=NUM_CATEGORIES).astype(np.float64)
+    return counts / counts.sum()
+
+
+def _write_json(path: str, value) -> None:
+    with open(path + ".tmp", "w") as handle:
+        json.dump(value, handle, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+class InfoGANMonitor(keras.callbacks.Callback):
+    """The prior, diversity and failure checks every ``log_every`` steps (added to the logs the
+    trainer writes, and to TensorBoard under ``log_dir``), the per-code sample grid every
+    ``eval_every`` steps and at the end; prior.json, class_split.json and
+    training_warnings.json in the run directory (module docstring)."""
+
+    def __init__(self, config: ExperimentConfig, log_dir: str):
+        super().__init__()
+        self.config, self.log_dir = config, log_dir
+        self.run_dir = os.path.dirname(os.path.dirname(log_dir))  # log_dir = run_dir/logs/elastic_infogan
+        self._writer, self._true, self._real = None, None, None
+        rng = np.random.default_rng(config.seed + 1)
+        self._z = rng.standard_normal((GRID_COLUMNS, config.infogan_noise_dim)).astype(np.float32)
+        self._diversity_z = rng.standard_normal((NUM_CATEGORIES * GRID_COLUMNS, config.infogan_noise_dim)).astype(np.float32)
+        self.warnings: list[dict] = []
+
+    def _step(self) -> int:
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_begin(self, logs=None):
+        if self._writer is None:
+            self._writer = tf.summary.create_file_writer(self.log_dir)
+        self._true = true_proportions(self.config)
+        if self.config.data == "mnist" and self.config.class_split != mnist_imbalance.NO_SPLIT:
+            labels = mnist.load_mnist(self.config.replace(class_split=mnist_imbalance.NO_SPLIT)).y_train
+            _write_json(os.path.join(self.run_dir, CLASS_SPLIT_FILE), mnist_imbalance.describe(self.config.class_split, labels))
+        if self.config.data == "mnist":
+            images = mnist.load_mnist(self.config).x_train
+            rows = np.random.default_rng(self.config.seed + 2).choice(len(images), min(len(images), 500), replace=False)
+            self._real = images[rows].astype(np.float32) / 255.0
+        path = os.path.join(self.run_dir, WARNINGS_FILE)
+        if os.path.isfile(path):  # a resumed run keeps what was found before
+            with open(path) as handle:
+                self.warnings = json.load(handle)
+
+    def _generated(self) -> np.ndarray:
+        codes = np.repeat(np.eye(NUM_CATEGORIES, dtype=np.float32), GRID_COLUMNS, axis=0)
+        return self.model.generate(tf.constant(self._diversity_z), tf.constant(codes)).numpy()[..., 0]
+
+    def on_epoch_end(self, epoch, logs=None):
+        step, config = self._step(), self.config
+        last = step >= config.steps
+        logs = logs if logs is not None else {}
+        with self._writer.as_default(step=step):
+            if step % config.log_every == 0 or last:
+                prior = self.model.prior()
+                spread = diversity(self._generated(), self._real) if self._real is not None else 1.0
+                logs.update({"prior_max": float(prior.max()), "generated_diversity": spread})
+                for k, value in enumerate(prior):
+                    tf.summary.scalar(f"prior/{k}", value)
+                if self._true is not None:
+                    learned, true = np.sort(prior)[::-1], np.sort(self._true)[::-1]
+                    for i in range(NUM_CATEGORIES):
+                        tf.summary.scalar(f"prior_sorted/learned_{i}", learned[i])
+                        tf.summary.scalar(f"prior_sorted/true_{i}", true[i])
+                    logs["prior_sorted_l1"] = float(np.abs(learned - true).sum())
+                _write_json(os.path.join(self.run_dir, PRIOR_FILE), {
+                    "step": step, "prior": [float(p) for p in prior],
+                    "true_proportions": None if self._true is None else [float(p) for p in self._true],
+                })
+                for problem in failures(prior, spread):
+                    _log.warning("Elastic-InfoGAN at step %d: %s", step, problem)
+                    print(f"WARNING: Elastic-InfoGAN at step {step}: {problem}")
+                    self.warnings.append({"step": step, "problem": problem})
+                    _write_json(os.path.join(self.run_dir, WARNINGS_FILE), self.warnings)
+            if last or (config.eval_every and step % config.eval_every == 0):
+                tf.summary.image("samples_per_code", self.model.code_grid(self._z)[None], max_outputs=1,
+                                 description="row k: categorical code k, one column per noise vector")
+        self._writer.flush()
+
+    def on_train_end(self, logs=None):
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+# ---------------------------------------------------------------- the declaration
+
+FIELDS = ("infogan_prior", "infogan_contrastive_weight", "infogan_noise_dim")
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """Elastic-InfoGAN's settings (ValueError naming the flag), before any data or network."""
+    if config.infogan_prior not in PRIORS:
+        raise ValueError(f"--infogan_prior must be one of {', '.join(PRIORS)}, got {config.infogan_prior!r}.")
+    weight = config.infogan_contrastive_weight
+    if not (math.isfinite(weight) and weight >= 0):
+        raise ValueError(f"--infogan_contrastive_weight must be a finite number >= 0, got {weight}.")
+    if config.infogan_noise_dim <= 0:
+        raise ValueError(f"--infogan_noise_dim must be positive, got {config.infogan_noise_dim}.")
+
+
+def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> ElasticInfoGANModel:
+    """G, the trunk, D's head and Q's two layers, in that order (one seed, one set of initial
+    weights), compiled with the G step's Adam."""
+    if tuple(image_shape) != infogan_networks.IMAGE_SHAPE:
+        raise ValueError(f"--method=elastic_infogan has InfoGAN's MNIST networks (28x28x1 images); data "
+                         f"{config.data!r} gives {tuple(image_shape)}.")
+    generator = models.build("infogan_generator", noise_dim=config.infogan_noise_dim)
+    trunk = models.build("infogan_trunk")
+    d_head = models.build("infogan_d_head")
+    q_features = models.build("infogan_q_features")
+    q_logits = models.build("infogan_q_logits")
+    model = ElasticInfoGANModel(
+        generator, trunk, d_head, q_features, q_logits, learned_prior=config.infogan_prior == "learned",
+        contrastive_weight=config.infogan_contrastive_weight, noise_dim=config.infogan_noise_dim,
+        learning_rate=config.learning_rate, seed=config.seed,
+    )
+    optimizer = keras.optimizers.Adam(config.learning_rate, beta_1=ADAM_BETAS[0], beta_2=ADAM_BETAS[1])
+    model.compile(optimizer=optimizer, jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+    return model
+
+
+def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.callbacks.Callback]:
+    return [InfoGANMonitor(config, os.path.join(log_dir, LOG_SUBDIR))]
+
+
+ELASTIC_INFOGAN = Method(
+    name="elastic_infogan", build=build, batch_format="images", fields=FIELDS, check_config=check_config,
+    supervision="none: identity-preserving augmentations of real images; class imbalance unknown",
+    length_scale=None, training_callbacks=training_callbacks,
+)

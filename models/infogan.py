@@ -1,0 +1,92 @@
+"""InfoGAN's MNIST networks, as Elastic-InfoGAN uses them (PEERS.md section 3; InfoGAN's
+architecture, the supplement's L176-181 and the authors' code).
+
+- ``infogan_generator`` G: [z (62), c (10)] -> FC 1024 BN ReLU -> FC 128*7*7 BN ReLU -> 4x4
+  stride-2 transposed convolution 64 BN ReLU -> 4x4 stride-2 transposed convolution 1, tanh.
+  The tanh output in [-1, 1] is mapped to [0, 1] as the last layer, so a generated image is
+  in the same range as every real image of the code base (``abc_tf.methods.base.to_float_images``).
+- ``infogan_trunk``: the part D and Q share. Images in [0, 1] are mapped to [-1, 1] first (the
+  range InfoGAN's discriminator sees real and generated images in), then 4x4 stride-2 conv 64
+  LReLU 0.2 -> 4x4 stride-2 conv 128 BN LReLU -> FC 1024 BN LReLU.
+- ``infogan_d_head``: FC 1, the real/fake logit (the sigmoid is in the loss, from logits).
+- ``infogan_q_features``: Q's penultimate layer, FC 128 BN LReLU (the features NT-Xent compares,
+  after the leaky ReLU as the supplement's section 4.4 says), and ``infogan_q_logits``: FC 10,
+  the logits of the categorical code.
+
+Outputs are float32 under mixed precision.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from models.registry import register
+
+NOISE_DIM, NUM_CATEGORIES = 62, 10
+IMAGE_SHAPE = (28, 28, 1)
+LEAK = 0.2
+TRUNK_UNITS, Q_UNITS = 1024, 128
+KERNEL, STRIDE = 4, 2
+
+
+@register("infogan_generator")
+def infogan_generator(noise_dim: int = NOISE_DIM, num_categories: int = NUM_CATEGORIES) -> keras.Model:
+    """G: the concatenation [z, c] [B, noise_dim + num_categories] -> images [B, 28, 28, 1] in [0, 1]."""
+    inputs = keras.Input(shape=(noise_dim + num_categories,), name="z_and_code")
+    x = keras.layers.Dense(1024, use_bias=False, name="fc1")(inputs)
+    x = keras.layers.ReLU()(keras.layers.BatchNormalization(name="bn1")(x))
+    x = keras.layers.Dense(128 * 7 * 7, use_bias=False, name="fc2")(x)
+    x = keras.layers.ReLU()(keras.layers.BatchNormalization(name="bn2")(x))
+    x = keras.layers.Reshape((7, 7, 128))(x)
+    x = keras.layers.Conv2DTranspose(64, KERNEL, strides=STRIDE, padding="same", use_bias=False, name="upconv1")(x)
+    x = keras.layers.ReLU()(keras.layers.BatchNormalization(name="bn3")(x))
+    x = keras.layers.Conv2DTranspose(1, KERNEL, strides=STRIDE, padding="same", activation="tanh", name="upconv2",
+                                     dtype="float32")(x)
+    outputs = keras.layers.Rescaling(0.5, offset=0.5, name="to_unit_range", dtype="float32")(x)  # [-1, 1] -> [0, 1]
+    return keras.Model(inputs, outputs, name="generator")
+
+
+@register("infogan_trunk")
+def infogan_trunk(input_shape: tuple[int, int, int] = IMAGE_SHAPE) -> keras.Model:
+    """The shared D/Q trunk: images [B, 28, 28, 1] in [0, 1] -> [B, 1024]."""
+    inputs = keras.Input(shape=tuple(input_shape), name="images")
+    x = keras.layers.Rescaling(2.0, offset=-1.0, name="to_tanh_range")(inputs)  # as the generator's tanh
+    x = keras.layers.Conv2D(64, KERNEL, strides=STRIDE, padding="same", name="conv1")(x)
+    x = keras.layers.LeakyReLU(LEAK)(x)
+    x = keras.layers.Conv2D(128, KERNEL, strides=STRIDE, padding="same", use_bias=False, name="conv2")(x)
+    x = keras.layers.LeakyReLU(LEAK)(keras.layers.BatchNormalization(name="bn1")(x))
+    x = keras.layers.Flatten()(x)
+    x = keras.layers.Dense(TRUNK_UNITS, use_bias=False, name="fc")(x)
+    outputs = keras.layers.LeakyReLU(LEAK)(keras.layers.BatchNormalization(name="bn2")(x))
+    return keras.Model(inputs, outputs, name="trunk")
+
+
+@register("infogan_d_head")
+def infogan_d_head() -> keras.Model:
+    """D's own layer: trunk features [B, 1024] -> the real/fake logit [B, 1] (float32)."""
+    inputs = keras.Input(shape=(TRUNK_UNITS,), name="features")
+    return keras.Model(inputs, keras.layers.Dense(1, name="logit", dtype="float32")(inputs), name="d_head")
+
+
+@register("infogan_q_features")
+def infogan_q_features() -> keras.Model:
+    """Q's penultimate layer: trunk features [B, 1024] -> [B, 128] (float32, after the leaky ReLU)."""
+    inputs = keras.Input(shape=(TRUNK_UNITS,), name="features")
+    x = keras.layers.Dense(Q_UNITS, use_bias=False, name="fc")(inputs)
+    x = keras.layers.BatchNormalization(name="bn")(x)
+    outputs = keras.layers.LeakyReLU(LEAK, dtype="float32")(x)
+    return keras.Model(inputs, outputs, name="q_features")
+
+
+@register("infogan_q_logits")
+def infogan_q_logits(num_categories: int = NUM_CATEGORIES) -> keras.Model:
+    """Q's last layer: its features [B, 128] -> code logits [B, num_categories] (float32)."""
+    inputs = keras.Input(shape=(Q_UNITS,), name="q_features")
+    return keras.Model(inputs, keras.layers.Dense(num_categories, name="logits", dtype="float32")(inputs), name="q_logits")
+
+
+def chain(first: keras.Model, second: keras.Model, name: str) -> keras.Model:
+    """``second(first(x))`` as one model sharing both networks' weights (e.g. the encoder:
+    images -> trunk -> Q's features)."""
+    inputs = keras.Input(shape=first.input_shape[1:], name="images")
+    return keras.Model(inputs, second(first(inputs)), name=name)
