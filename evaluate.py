@@ -38,6 +38,7 @@ on one labelled sample and writes comparison.md, comparison.json and comparison.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -78,6 +79,8 @@ flags.DEFINE_list("disentanglement_scores", ["beta_vae", "factor_vae", "mig", "d
                   "Which disentanglement scores to compute (beta_vae, factor_vae, mig, dci, sap).")
 flags.DEFINE_list("compare", None, "Run directories (any methods; a folder of seed_<k> runs is one row) to compare "
                   "side by side on one labelled sample: comparison.md/.json/.png in --output_dir.")
+flags.DEFINE_string("network", "encoder", "The run's saved network to embed with: encoder (every method's representation) "
+                    "or another the method keeps (e.g. a VITAE's appearance or perspective). --compare rows: DIR@NETWORK.")
 flags.DEFINE_boolean("compare_untrained", False, "--compare: add a row for the untrained encoder of the first run's config.")
 
 
@@ -220,7 +223,7 @@ def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
     from abc_tf import data
     from abc_tf.config import read_config
     from abc_tf.evaluation import factor_isolation
-    from abc_tf.runs.run_dir import Run, load_run
+    from abc_tf.runs.run_dir import Run, load_run, network_file
 
     if FLAGS.saved_model:
         run_dir = os.path.dirname(os.path.normpath(FLAGS.saved_model))
@@ -230,7 +233,11 @@ def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
         run = Run(run_dir, config, factor_isolation.saved_model_encoder(FLAGS.saved_model))
         evaluator = evaluate_factors
     else:
+        if FLAGS.network != "encoder" and not os.path.isfile(network_file(run_dir, FLAGS.network)):
+            raise ValueError(f"--network={FLAGS.network}: {run_dir} has no {FLAGS.network}.keras.")
         run = load_run(run_dir, FLAGS.config)
+        if FLAGS.network != "encoder":
+            run = dataclasses.replace(run, encoder=run.network(FLAGS.network))
         if run.config.data not in EVALUATORS:
             raise ValueError(f"evaluate.py has no evaluation for data family {run.config.data!r} ({', '.join(EVALUATORS)}).")
         evaluator = EVALUATORS[run.config.data]
@@ -333,9 +340,8 @@ def compare_runs() -> None:
     for flag in ("run_dir", "saved_model", "config"):
         if getattr(FLAGS, flag):
             raise ValueError(f"--compare takes its run directories itself; leave --{flag} unset.")
-    for run_dir in FLAGS.compare:
-        if not os.path.isdir(run_dir):
-            raise ValueError(f"--compare: {run_dir} is not a directory.")
+    if FLAGS.network != "encoder":
+        raise ValueError("--network chooses the network of --run_dir; a --compare row names its own as DIR@NETWORK.")
     scores, score_names = disentanglement_from_flags()
     isolation = settings_from_flags()
     from abc_tf.evaluation import comparison

@@ -160,6 +160,20 @@ def test_bad_rows_are_refused_before_any_work(runs, tmp_path):
     assert rows[0].label != rows[1].label and rows[1].label.endswith(os.path.join("x", "abc_seeds"))
 
 
+def test_a_row_may_embed_with_another_network_of_its_run(runs, tmp_path):
+    """DIR@NETWORK: the row embeds with NETWORK.keras (a VITAE's appearance space, say)."""
+    run_dir = tmp_path / "two_spaces"
+    write_run(run_dir, BASE)
+    training.untrained_encoder(BASE.replace(embedding_dim=3)).save(str(run_dir / "appearance.keras"))
+    rows = comparison.rows_of([f"{run_dir}@appearance", str(run_dir)])
+    assert [(row.label, row.network) for row in rows] == [("two_spaces@appearance", "appearance"), ("two_spaces", "encoder")]
+    settings = comparison.ComparisonSettings(TINY.isolation, scores=None, preset="none")
+    result = comparison.compare([f"{run_dir}@appearance"], str(tmp_path / "out"), settings, log=lambda line: None)
+    assert result["rows"][0]["embedding_dim"] == 3 and result["rows"][0]["method"] == "abc (appearance)"
+    with pytest.raises(ValueError, match="has no network 'perspective'"):
+        comparison.rows_of([f"{run_dir}@perspective"])
+
+
 def test_evaluate_py_compare(runs, tmp_path):
     out = tmp_path / "out"
     command = [
@@ -180,6 +194,7 @@ def test_evaluate_py_compare(runs, tmp_path):
         ([f"--compare={tmp_path / 'missing'}", f"--output_dir={out}"], "is not a directory"),
         ([f"--compare={runs / 'abc_seeds'}", f"--output_dir={out}", "--disentanglement_scores=irs"], "unknown or no scores"),
         (["--compare_untrained"], "--compare_untrained adds a row to --compare"),
+        ([f"--compare={runs / 'abc_seeds'}", f"--output_dir={out}", "--network=appearance"], "DIR@NETWORK"),
     ):
         bad = subprocess.run(command[:2] + flags, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
         assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr[-2000:]

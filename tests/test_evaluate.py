@@ -69,6 +69,8 @@ CASES = {
     "empty encoder.keras": Case(["--run_dir={run}", "--mine_steps=0", "--probe_epochs=1", "--num_images=16"],
                                 "{encoder} is empty (the run was stopped while exporting it)",
                                 config=get_preset("shapes3d_demo").to_json(), empty_encoder=True),
+    "missing network": Case(["--run_dir={run}", "--network=appearance"], "--network=appearance: {run} has no appearance.keras",
+                            config=get_preset("shapes3d_demo").to_json(), empty_encoder=True),
 }
 
 

@@ -2,7 +2,9 @@
 
 ``evaluate.py --compare=DIR,DIR,... [--compare_untrained] --output_dir=OUT`` calls
 :func:`compare`. Every row is a run directory of any method (``train.py --seeds N`` folders:
-one row, the ``seed_<k>`` runs inside aggregated to mean and standard deviation), plus an
+one row, the ``seed_<k>`` runs inside aggregated to mean and standard deviation; ``DIR@NETWORK``
+embeds with the run's saved network NETWORK instead of its "encoder", e.g. one of a VITAE's two
+latent spaces), plus an
 optional row for the untrained encoder of the first run's config (same architecture and
 initial weights: ``abc_tf.runs.training.untrained_encoder``). All rows are measured on the
 same images: one labelled sample drawn from the first run's config (``sample_seed``), and the
@@ -71,11 +73,22 @@ class ComparisonSettings:
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One row: its label and its runs (seeds); no runs for the untrained row."""
+    """One row: its label and its runs (seeds); no runs for the untrained row. ``network``: the
+    saved network the row embeds with ("encoder", or another representation of the method,
+    e.g. a VITAE's "appearance"; ``DIR@NETWORK`` on the command line)."""
 
     label: str
     run_dirs: tuple[str, ...]
     configs: tuple[ExperimentConfig, ...]
+    network: str = ENCODER
+
+
+def split_network(spec: str) -> tuple[str, str]:
+    """``DIR@NETWORK`` -> (DIR, NETWORK); a plain ``DIR`` -> (DIR, "encoder")."""
+    path, at, network = spec.rpartition("@")
+    if at and network and not os.path.isdir(spec):
+        return path, network
+    return spec, ENCODER
 
 
 def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
@@ -84,7 +97,8 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
     if not run_dirs:
         raise ValueError("--compare needs at least one run directory.")
     rows = []
-    for run_dir in run_dirs:
+    for spec in run_dirs:
+        run_dir, network = split_network(spec)
         if not os.path.isdir(run_dir):
             raise ValueError(f"--compare: {run_dir} is not a directory.")
         seeds = seed_run_dirs(run_dir) or [run_dir]
@@ -92,8 +106,11 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
             for path in (os.path.join(seed_dir, CONFIG_FILE), network_file(seed_dir, ENCODER)):
                 if not os.path.isfile(path):
                     raise ValueError(f"--compare: {seed_dir} is not a finished training run: {path} is missing.")
-        rows.append(Row(os.path.basename(os.path.normpath(run_dir)), tuple(seeds),
-                        tuple(read_config(os.path.join(d, CONFIG_FILE)) for d in seeds)))
+            if not os.path.isfile(network_file(seed_dir, network)):
+                raise ValueError(f"--compare: {spec}: the run {seed_dir} has no network {network!r} "
+                                 f"({network_file(seed_dir, network)} is missing).")
+        label = os.path.basename(os.path.normpath(run_dir)) + ("" if network == ENCODER else f"@{network}")
+        rows.append(Row(label, tuple(seeds), tuple(read_config(os.path.join(d, CONFIG_FILE)) for d in seeds), network))
     labels = [row.label for row in rows]
     if len(set(labels)) < len(labels) or (untrained and UNTRAINED in labels):
         rows = [dataclasses.replace(row, label=os.path.normpath(path)) for row, path in zip(rows, run_dirs)]
@@ -136,7 +153,7 @@ def _describe(row: Row) -> dict[str, Any]:
     if not row.run_dirs:
         return {"method": f"{method.name} (untrained)", "steps": 0, "inactive": [], "condition": "untrained network",
                 "supervision": "none: the untrained encoder of the first run's config (its architecture and initial weights)"}
-    return {"method": method.name, "steps": config.steps, "supervision": method.supervision or "(not declared)",
+    return {"method": method.name + ("" if row.network == ENCODER else f" ({row.network})"), "steps": config.steps, "supervision": method.supervision or "(not declared)",
             "inactive": list(factor_isolation.inactive_names(config)), "condition": factor_isolation.condition_label(config)}
 
 
@@ -154,7 +171,7 @@ def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings 
         seeds = []
         for run_dir, config in zip(row.run_dirs or (None,), row.configs):
             log(f"Comparing {row.label}: {run_dir or 'the untrained encoder of ' + rows[0].run_dirs[0]}")
-            encoder = load_run(run_dir).encoder if run_dir else untrained_encoder(config)
+            encoder = load_run(run_dir).network(row.network) if run_dir else untrained_encoder(config)
             seeds.append(dict(_measure(encoder, config, sample_config, sample, settings), run_dir=run_dir))
         summary = factor_isolation.aggregate(seeds)
         summary.update(_describe(row), label=row.label, run_dirs=list(row.run_dirs),
