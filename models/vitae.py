@@ -1,0 +1,121 @@
+"""The networks of the VAE and VITAE peers on MNIST (PEERS.md section 2; supplement Table 1).
+
+- ``gaussian_encoder``: images [B, H, W, C] -> [mean [B, d], variance [B, d]], two MLPs on the
+  flattened image, one for the mean (hidden units, then d linear) and one for the variance
+  (the same, then d softplus), LeakyReLU(0.1) between. The variance gets 1e-6 added [ours] so
+  that the KL term and log-densities stay finite.
+- ``bernoulli_decoder``: z [B, d] -> pixel probabilities [B, H, W, C] (MLP, sigmoid output).
+- ``affine_decoder``: z_P [B, d] -> theta [B, 6] of the spatial transformer
+  (``models/spatial_transformer.py``), an MLP with a linear output whose weights start at zero
+  [ours], so that every transformation starts as the identity.
+
+Table 1's VAE: encoders 128-64-d, decoder 64-64-784, d = 4. VITAE: d = 2 per space and about
+half the units per network (:data:`VITAE_ENCODER_UNITS`, :data:`VITAE_DECODER_UNITS`).
+
+The compositions below join the trained networks into the models a run keeps: the posterior
+means (``mean_of``), C-VITAE's appearance path from an image (``c_vitae_appearance``), the
+concatenated representation (``concatenated``) and the generative map (``vitae_generator``).
+Inputs are float32 images in [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+
+from models.registry import register
+from models.spatial_transformer import THETA_DIM, SpatialTransformer
+
+VAE_ENCODER_UNITS, VAE_DECODER_UNITS = (128, 64), (64, 64)
+VITAE_ENCODER_UNITS, VITAE_DECODER_UNITS = (64, 32), (32, 32)
+LEAKY_SLOPE = 0.1
+VARIANCE_FLOOR = 1e-6
+
+
+def _mlp(x, units: tuple[int, ...], prefix: str):
+    for index, width in enumerate(units):
+        x = keras.layers.Dense(width, name=f"{prefix}_dense{index + 1}")(x)
+        x = keras.layers.LeakyReLU(negative_slope=LEAKY_SLOPE, name=f"{prefix}_leaky{index + 1}")(x)
+    return x
+
+
+@keras.saving.register_keras_serializable(package="abc_tf")
+class AddFloor(keras.layers.Layer):
+    """x + floor (keeps a softplus variance away from zero)."""
+
+    def __init__(self, floor: float = VARIANCE_FLOOR, **kwargs):
+        super().__init__(**kwargs)
+        self.floor = float(floor)
+
+    def call(self, inputs):
+        return inputs + self.floor
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "floor": self.floor}
+
+
+@register("gaussian_encoder")
+def gaussian_encoder(latent_dim: int = 4, units: tuple[int, ...] = VAE_ENCODER_UNITS,
+                     input_shape: tuple[int, int, int] = (28, 28, 1), model_name: str = "gaussian_encoder") -> keras.Model:
+    """q(z | x): images -> [mean [B, d], variance [B, d]] (float32)."""
+    inputs = keras.Input(shape=tuple(input_shape), name="images")
+    flat = keras.layers.Flatten(name="flatten")(inputs)
+    mean = keras.layers.Dense(latent_dim, name="mean", dtype="float32")(_mlp(flat, tuple(units), "mean"))
+    variance = keras.layers.Dense(latent_dim, activation="softplus", name="variance_softplus", dtype="float32")(
+        _mlp(flat, tuple(units), "variance"))
+    variance = AddFloor(name="variance", dtype="float32")(variance)
+    return keras.Model(inputs, [mean, variance], name=model_name)
+
+
+@register("bernoulli_decoder")
+def bernoulli_decoder(latent_dim: int = 4, units: tuple[int, ...] = VAE_DECODER_UNITS,
+                      output_shape: tuple[int, int, int] = (28, 28, 1), model_name: str = "bernoulli_decoder") -> keras.Model:
+    """p(x | z): z [B, d] -> pixel probabilities [B, H, W, C] (float32, sigmoid)."""
+    inputs = keras.Input(shape=(latent_dim,), name="z")
+    x = keras.layers.Dense(math.prod(output_shape), activation="sigmoid", name="pixels", dtype="float32")(
+        _mlp(inputs, tuple(units), "decoder"))
+    outputs = keras.layers.Reshape(tuple(output_shape), name="image", dtype="float32")(x)
+    return keras.Model(inputs, outputs, name=model_name)
+
+
+@register("affine_decoder")
+def affine_decoder(latent_dim: int = 2, units: tuple[int, ...] = VITAE_DECODER_UNITS,
+                   model_name: str = "affine_decoder") -> keras.Model:
+    """dec_P: z_P [B, d] -> theta [B, 6], starting at theta = 0 (the identity)."""
+    inputs = keras.Input(shape=(latent_dim,), name="z_perspective")
+    outputs = keras.layers.Dense(THETA_DIM, kernel_initializer="zeros", name="theta", dtype="float32")(
+        _mlp(inputs, tuple(units), "decoder"))
+    return keras.Model(inputs, outputs, name=model_name)
+
+
+def mean_of(posterior: keras.Model, name: str) -> keras.Model:
+    """Images -> the posterior mean [B, d], sharing ``posterior``'s weights."""
+    inputs = keras.Input(shape=posterior.input_shape[1:], name="images")
+    return keras.Model(inputs, posterior(inputs)[0], name=name)
+
+
+def c_vitae_appearance(perspective: keras.Model, affine: keras.Model, appearance: keras.Model,
+                       name: str = "appearance") -> keras.Model:
+    """C-VITAE's z_A mean from an image: theta = dec_P(mean of q_P(x)), x' = T_{-theta}(x),
+    the mean of q_A(x')."""
+    inputs = keras.Input(shape=perspective.input_shape[1:], name="images")
+    theta = affine(perspective(inputs)[0])
+    aligned = SpatialTransformer(inverse=True, name="align")([inputs, theta])
+    return keras.Model(inputs, appearance(aligned)[0], name=name)
+
+
+def concatenated(parts: list[keras.Model], name: str = "encoder") -> keras.Model:
+    """Images -> the outputs of ``parts`` (each images -> [B, d_i]) side by side."""
+    inputs = keras.Input(shape=parts[0].input_shape[1:], name="images")
+    outputs = keras.layers.Concatenate(name="codes", dtype="float32")([part(inputs) for part in parts])
+    return keras.Model(inputs, outputs, name=name)
+
+
+def vitae_generator(appearance_decoder: keras.Model, affine: keras.Model, name: str = "decoder") -> keras.Model:
+    """[z_A [B, d_A], z_P [B, d_P]] -> x^ = T_theta(dec_A(z_A)) with theta = dec_P(z_P): pixel
+    probabilities [B, H, W, C]."""
+    z_a = keras.Input(shape=appearance_decoder.input_shape[1:], name="z_appearance")
+    z_p = keras.Input(shape=affine.input_shape[1:], name="z_perspective")
+    outputs = SpatialTransformer(name="perspective")([appearance_decoder(z_a), affine(z_p)])
+    return keras.Model([z_a, z_p], outputs, name=name)
