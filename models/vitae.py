@@ -13,8 +13,8 @@ Table 1's VAE: encoders 128-64-d, decoder 64-64-784, d = 4. VITAE: d = 2 per spa
 half the units per network (:data:`VITAE_ENCODER_UNITS`, :data:`VITAE_DECODER_UNITS`).
 
 The compositions below join the trained networks into the models a run keeps: the posterior
-means (``mean_of``), C-VITAE's appearance path from an image (``c_vitae_appearance``), the
-concatenated representation (``concatenated``) and the generative map (``vitae_generator``).
+means (``mean_of``), the appearance and concatenated representations from an image
+(``vitae_codes``) and the generative map (``vitae_generator``).
 Inputs are float32 images in [0, 1].
 """
 
@@ -95,21 +95,22 @@ def mean_of(posterior: keras.Model, name: str) -> keras.Model:
     return keras.Model(inputs, posterior(inputs)[0], name=name)
 
 
-def c_vitae_appearance(perspective: keras.Model, affine: keras.Model, appearance: keras.Model,
-                       name: str = "appearance") -> keras.Model:
-    """C-VITAE's z_A mean from an image: theta = dec_P(mean of q_P(x)), x' = T_{-theta}(x),
-    the mean of q_A(x')."""
+def vitae_codes(perspective: keras.Model, affine: keras.Model, appearance: keras.Model, conditional: bool,
+                output: str, name: str) -> keras.Model:
+    """Images -> VITAE posterior means, sharing the networks' weights: ``output`` "appearance"
+    (z_A [B, d_A]) or "encoder" ([z_A, z_P] [B, d_A + d_P]). ``conditional`` (C-VITAE): z_A is
+    read from x' = T_{-theta}(x), theta = dec_P(the mean of z_P); else from x.
+
+    One flat graph in which each network is called once: Keras cannot load a file in which two
+    nested models share a third.
+    """
     inputs = keras.Input(shape=perspective.input_shape[1:], name="images")
-    theta = affine(perspective(inputs)[0])
-    aligned = SpatialTransformer(inverse=True, name="align")([inputs, theta])
-    return keras.Model(inputs, appearance(aligned)[0], name=name)
-
-
-def concatenated(parts: list[keras.Model], name: str = "encoder") -> keras.Model:
-    """Images -> the outputs of ``parts`` (each images -> [B, d_i]) side by side."""
-    inputs = keras.Input(shape=parts[0].input_shape[1:], name="images")
-    outputs = keras.layers.Concatenate(name="codes", dtype="float32")([part(inputs) for part in parts])
-    return keras.Model(inputs, outputs, name=name)
+    z_p = perspective(inputs)[0]
+    source = SpatialTransformer(inverse=True, name="align")([inputs, affine(z_p)]) if conditional else inputs
+    z_a = appearance(source)[0]
+    if output == "appearance":
+        return keras.Model(inputs, z_a, name=name)
+    return keras.Model(inputs, keras.layers.Concatenate(name="codes", dtype="float32")([z_a, z_p]), name=name)
 
 
 def vitae_generator(appearance_decoder: keras.Model, affine: keras.Model, name: str = "decoder") -> keras.Model:

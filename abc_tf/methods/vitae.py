@@ -201,12 +201,9 @@ class VITAEModel(MethodModel):
             self.perspective_posterior = networks["perspective_posterior"]
             self.affine_decoder = networks["affine_decoder"]
             self.perspective = vitae_networks.mean_of(self.perspective_posterior, name="perspective")
-            if variant == "c_vitae":
-                self.appearance = vitae_networks.c_vitae_appearance(
-                    self.perspective_posterior, self.affine_decoder, self.appearance_posterior)
-            else:
-                self.appearance = vitae_networks.mean_of(self.appearance_posterior, name="appearance")
-            self.representation = vitae_networks.concatenated([self.appearance, self.perspective], name="encoder")
+            parts = (self.perspective_posterior, self.affine_decoder, self.appearance_posterior, variant == "c_vitae")
+            self.appearance = vitae_networks.vitae_codes(*parts, output="appearance", name="appearance")
+            self.representation = vitae_networks.vitae_codes(*parts, output="encoder", name="encoder")
             self.generator = vitae_networks.vitae_generator(self.appearance_decoder, self.affine_decoder)
             self.dims = (dim_a, int(self.perspective_posterior.output_shape[0][-1]))
         self.warmup_steps = float(warmup_steps)

@@ -1,0 +1,233 @@
+"""The VAE and VITAE methods (abc_tf/methods/vitae.py): the ELBO terms against NumPy, the KL
+warm-up, C-VITAE's inference order, the declarations and networks, train steps, a short run on
+the small coded MNIST through the trainer (networks kept, loaded and embedding, TensorBoard
+images), a NaN loss stopping the run at its last good checkpoint, and bad settings refused
+before training."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorboard.backend.event_processing import event_accumulator
+
+from abc_tf import methods
+from abc_tf.config import get_preset
+from abc_tf.methods import vitae
+from abc_tf.runs import checkpoints, training, training_logs
+from abc_tf.runs.run_dir import embed, load_run
+from models import spatial_transformer
+
+VARIANTS = ("vae", "u_vitae", "c_vitae")
+
+
+@pytest.fixture
+def mnist_npz(tmp_path, small_mnist) -> str:
+    path = str(tmp_path / "mnist.npz")
+    np.savez(path, **small_mnist)
+    return path
+
+
+def tiny(variant: str, path: str, **overrides):
+    """The quick preset of ``variant`` on the small coded MNIST, a few steps of 16 images."""
+    settings = dict(data_path=path, batch_size=16, steps=4, log_every=2)
+    settings.update(overrides)
+    return get_preset(f"mnist_{variant}_quick").replace(**settings)
+
+
+def random_images(seed: int, batch: int = 6) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(size=(batch, 28, 28, 1)).astype(np.float32)
+
+
+# ---------------------------------------------------------------- the terms, against NumPy loops
+
+
+def test_bernoulli_log_likelihood_kl_and_log_density_match_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=(3, 2, 2, 1)).astype(np.float32)
+    p = rng.uniform(0.05, 0.95, size=(3, 2, 2, 1)).astype(np.float32)
+    expected = [sum(x[b].flat[i] * math.log(p[b].flat[i]) + (1 - x[b].flat[i]) * math.log(1 - p[b].flat[i])
+                    for i in range(4)) for b in range(3)]
+    np.testing.assert_allclose(vitae.bernoulli_log_likelihood(x, p), expected, rtol=1e-5)
+    # Probabilities of exactly 0 or 1 are clipped: finite values.
+    assert np.all(np.isfinite(vitae.bernoulli_log_likelihood(np.ones((1, 2, 2, 1)), np.zeros((1, 2, 2, 1)))))
+
+    mean = rng.normal(size=(3, 2)).astype(np.float32)
+    variance = rng.uniform(0.1, 2.0, size=(3, 2)).astype(np.float32)
+    kl = [sum(0.5 * (variance[b, i] + mean[b, i] ** 2 - 1 - math.log(variance[b, i])) for i in range(2)) for b in range(3)]
+    np.testing.assert_allclose(vitae.gaussian_kl(mean, variance), kl, rtol=1e-5)
+    z = rng.normal(size=(3, 2)).astype(np.float32)
+    density = [sum(-0.5 * math.log(2 * math.pi * variance[b, i]) - (z[b, i] - mean[b, i]) ** 2 / (2 * variance[b, i])
+                   for i in range(2)) for b in range(3)]
+    np.testing.assert_allclose(vitae.gaussian_log_density(z, mean, variance), density, rtol=1e-5)
+    # KL(q || N(0, I)) = E_q[log q - log p]: a Monte Carlo check of the two together.
+    draws = mean[0] + np.sqrt(variance[0]) * rng.normal(size=(200_000, 2)).astype(np.float32)
+    tiled_mean, tiled_var = np.tile(mean[:1], (len(draws), 1)), np.tile(variance[:1], (len(draws), 1))
+    monte_carlo = np.mean(vitae.gaussian_log_density(draws, tiled_mean, tiled_var)
+                          - vitae.gaussian_log_density(draws, np.zeros_like(draws), np.ones_like(draws)))
+    assert monte_carlo == pytest.approx(kl[0], abs=0.02)
+
+
+def test_kl_weight_rises_over_the_warm_up():
+    assert [float(vitae.kl_weight(step, 100)) for step in (0, 25, 100, 400)] == [0.0, 0.25, 1.0, 1.0]
+    assert float(vitae.kl_weight(0, 0)) == 1.0
+
+
+# ---------------------------------------------------------------- inference order
+
+
+def test_c_vitae_infers_the_appearance_from_the_aligned_image_and_warps_the_template_back():
+    networks = vitae.build_networks("c_vitae", 4, (28, 28, 1))
+    # A known perspective: dec_P's output bias is theta (its kernel starts at zero).
+    theta = np.array([0.1, -0.2, 0.15, 0.05, 0.0, -0.1], np.float32)
+    networks["affine_decoder"].get_layer("theta").bias.assign(theta)
+    x = random_images(1, 4)
+    noise = vitae.draw_noise(4, (2, 2), tf.constant([1, 2], tf.int64))
+    out = vitae.infer(networks, "c_vitae", x, noise)
+    np.testing.assert_allclose(out["theta"], np.tile(theta, (4, 1)), atol=1e-6)
+    aligned = spatial_transformer.warp(x, spatial_transformer.affine_matrices(np.tile(theta, (4, 1)), inverse=True))
+    np.testing.assert_allclose(out["aligned"], aligned, atol=1e-6)
+    mean, variance = networks["appearance_posterior"](aligned)
+    np.testing.assert_allclose(out["appearance_mean"], mean, atol=1e-6)
+    np.testing.assert_allclose(out["appearance_z"], mean + np.sqrt(variance) * noise["appearance"], atol=1e-6)
+    template = networks["appearance_decoder"](out["appearance_z"])
+    warped = spatial_transformer.warp(template, spatial_transformer.affine_matrices(np.tile(theta, (4, 1))))
+    np.testing.assert_allclose(out["probabilities"], warped, atol=1e-6)
+    # U-VITAE reads the appearance from the image itself.
+    u_out = vitae.infer(networks, "u_vitae", x, noise)
+    np.testing.assert_allclose(u_out["appearance_mean"], networks["appearance_posterior"](x)[0], atol=1e-6)
+    assert "aligned" not in u_out
+
+
+def test_importance_weights_are_the_elbo_terms_at_the_sample():
+    networks = vitae.build_networks("u_vitae", 4, (28, 28, 1))
+    x = random_images(2)
+    out = vitae.infer(networks, "u_vitae", x, vitae.draw_noise(6, (2, 2), tf.constant([3, 4], tf.int64)))
+    terms = vitae.elbo_terms(x, out)
+    # E_q[log w] = ELBO; with single samples, log w and -rec - KLs differ by a zero-mean term only.
+    log_w = vitae.log_weights(x, out)
+    assert log_w.shape == (6,) and np.all(np.isfinite(log_w))
+    elbo = -(terms["reconstruction"] + terms["kl_appearance"] + terms["kl_perspective"])
+    assert abs(float(np.mean(log_w - elbo))) < 10.0
+
+
+# ---------------------------------------------------------------- the declarations and the model
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_method_declarations_and_networks(variant, mnist_npz):
+    method = methods.get_method(variant)
+    assert method.batch_format == "images" and method.supervision.startswith("none:") and method.length_scale is None
+    assert {"batch_size", "kl_warmup", "affine_augmentation"} <= set(method.fields)
+    config = tiny(variant, mnist_npz)
+    model = training.build_model(config)
+    networks = model.networks()
+    shared = {"encoder", "appearance_posterior", "appearance_decoder"}
+    vitae_only = {"appearance", "perspective", "perspective_posterior", "affine_decoder", "decoder"}
+    assert set(networks) == (shared if variant == "vae" else shared | vitae_only)
+    x = random_images(5, 3)
+    z = np.asarray(networks["encoder"](x))
+    assert z.shape == (3, 4)
+    if variant != "vae":
+        np.testing.assert_allclose(z, np.concatenate([networks["appearance"](x), networks["perspective"](x)], axis=1), atol=1e-6)
+        assert networks["decoder"]([z[:, :2], z[:, 2:]]).shape == (3, 28, 28, 1)
+    # The same seed builds the same initial weights.
+    for one, two in zip(model.get_weights(), training.build_model(config).get_weights()):
+        np.testing.assert_array_equal(one, two)
+
+
+def test_train_steps_lower_the_negative_elbo(mnist_npz):
+    config = tiny("c_vitae", mnist_npz, kl_warmup=0.0, affine_augmentation=False)
+    model = training.build_model(config)
+    batch = {"images": tf.constant((random_images(7, 32) > 0.7).astype(np.uint8) * 255)}
+    step = tf.function(model.train_step)
+    first = float(step(batch)["loss"])
+    for _ in range(30):
+        logs = step(batch)
+    assert float(logs["loss"]) < first and float(logs["kl_weight"]) == 1.0
+    assert float(logs["loss"]) == pytest.approx(float(logs["reconstruction"] + logs["kl_appearance"] + logs["kl_perspective"]), rel=0.05)
+
+
+# ---------------------------------------------------------------- through the trainer
+
+
+def test_a_short_c_vitae_run_trains_logs_and_its_networks_load_and_embed(tmp_path, mnist_npz, small_mnist):
+    run_dir = str(tmp_path / "run")
+    config = tiny("c_vitae", mnist_npz)
+    result = training.train(config, run_dir, verbose=0)
+    assert result.final_step == 4
+    assert {"loss", "reconstruction", "kl_appearance", "kl_perspective", "kl_weight"} <= set(result.history)
+    assert result.history["kl_weight"] == pytest.approx([1 / 2, 1.0])  # warm-up over half of 4 steps
+    run = load_run(run_dir)
+    codes = embed(run.encoder, small_mnist["x_test"][:10, ..., None])
+    assert codes.shape == (10, 4) and np.all(np.isfinite(codes))
+    np.testing.assert_allclose(codes[:, :2], embed(run.network("appearance"), small_mnist["x_test"][:10, ..., None]), atol=1e-5)
+    assert run.network("decoder") is not None and run.network("affine_decoder") is not None
+    events = event_accumulator.EventAccumulator(os.path.join(run_dir, "logs", vitae.LOG_SUBDIR), size_guidance={"tensors": 0})
+    events.Reload()
+    assert [event.step for event in events.Tensors("traversals")] == [2, 4]
+    grid = tf.io.decode_png(tf.make_ndarray(events.Tensors("traversals")[-1].tensor_proto)[2])
+    assert grid.shape == (4 * 28, vitae.TRAVERSAL_STEPS * 28, 1)  # one row per latent dimension
+    grid = tf.io.decode_png(tf.make_ndarray(events.Tensors("reconstructions")[-1].tensor_proto)[2])
+    assert grid.shape == (4 * 28, vitae.GRID_IMAGES * 28, 1)  # images, aligned, reconstructions, templates
+    # A killed run resumes from its checkpoint.
+    resumed = training.train(config.replace(steps=6), run_dir, verbose=0)
+    assert resumed.final_step == 6
+
+
+class PoisonAt(keras.callbacks.Callback):
+    """Sets the appearance decoder's output weights to NaN after optimizer step ``step``."""
+
+    def __init__(self, step: int):
+        super().__init__()
+        self.step = step
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(self.model.optimizer.iterations.numpy()) == self.step:
+            kernel = self.model.appearance_decoder.get_layer("pixels").kernel
+            kernel.assign(tf.fill(kernel.shape, float("nan")))
+
+
+def test_a_nan_loss_stops_the_run_at_its_last_good_checkpoint(tmp_path, mnist_npz):
+    run_dir = str(tmp_path / "run")
+    config = tiny("u_vitae", mnist_npz, steps=8, keep_checkpoints=3)
+    with pytest.raises(training_logs.NonFiniteLossError, match="The loss became nan at step 6"):
+        training.train(config, run_dir, callbacks=[PoisonAt(5)], verbose=0)
+    assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [2, 4]
+    model = training.build_model(config)
+    assert checkpoints.restore(model, run_dir) == 4
+    assert all(np.all(np.isfinite(w)) for w in model.get_weights())
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"kl_warmup": 1.5}, r"--kl_warmup must lie in \[0, 1\]"),
+    ({"embedding_dim": 3}, r"--embedding_dim must be even for --method=c_vitae"),
+    ({"eval_every": 2}, r"eval_every=2: not read by data family 'mnist'"),
+    ({"data": "shapes3d", "data_source": "procedural", "holdout_digit": "9", "data_path": ""},
+     r"--method=c_vitae trains on 'images' batches; data family 'shapes3d' streams sets, pairs"),
+    ({"kl_warmup": float("nan")}, r"--kl_warmup must lie in \[0, 1\]"),
+])
+def test_bad_settings_fail_before_training(tmp_path, mnist_npz, overrides, message):
+    run_dir = tmp_path / "run"
+    with pytest.raises(ValueError, match=message):
+        training.train(tiny("c_vitae", mnist_npz).replace(**overrides), str(run_dir), verbose=0)
+    assert not (run_dir / "config.json").exists() and not checkpoints.list_checkpoints(str(run_dir))
+
+
+def test_vitae_fields_are_refused_for_other_methods():
+    assert methods.unused_fields("abc", ["kl_warmup", "affine_augmentation", "set_size"]) == ["kl_warmup", "affine_augmentation"]
+    with pytest.raises(ValueError, match=r"kl_warmup=0.2: not read by method 'abc'"):
+        methods.check_config(get_preset("mnist").replace(kl_warmup=0.2))
+
+
+def test_the_presets():
+    for variant in VARIANTS:
+        paper, quick = get_preset(f"mnist_{variant}"), get_preset(f"mnist_{variant}_quick")
+        assert (paper.method, paper.batch_size, paper.learning_rate, paper.embedding_dim, paper.holdout_digit) == (variant, 512, 1e-4, 4, "9")
+        assert paper.steps * paper.batch_size / 54_051 == pytest.approx(2000, rel=0.001)  # 2000 epochs
+        assert quick.method == variant and quick.steps < 10_000
+        training.check_config(quick.replace(data_source="procedural"))
