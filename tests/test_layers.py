@@ -149,6 +149,7 @@ TEST_MODULE_OF = {
     "models": "test_models.py",  # the architecture registry
     "models.registry": "test_models.py",  # (abc_tf/registry.py is test_registry.py)
     "models.pmp": "test_pmp_models.py",  # (abc_tf/methods/pmp.py is test_pmp.py)
+    "models.vitae": "test_vitae_models.py",  # (abc_tf/methods/vitae.py is test_vitae.py)
     "abc_tf.data.render.shapes3d": "test_shapes3d.py",  # the renderer, beside the family
 }
 ENTRY_POINTS = ("train", "evaluate")
