@@ -310,13 +310,13 @@ PRESETS["pose_regression_quick"] = PRESETS["pose_quick"].replace(
 # (InfoGAN), --infogan_contrastive_weight=0 (Gumbel-softmax).
 _ELASTIC_INFOGAN = ExperimentConfig(
     name="mnist_elastic_infogan", data="mnist", data_source="auto", method="elastic_infogan", holdout_digit="none",
-    class_split=0, batch_size=64, learning_rate=2e-4, steps=85_000, log_every=1000, eval_every=5000,
+    class_split=0, batch_size=64, learning_rate=2e-4, steps=85_000, log_every=1000,
     embedding_dim=128,  # Q's penultimate features, the representation (the networks fix it)
 )
 PRESETS["mnist_elastic_infogan"] = _ELASTIC_INFOGAN
 # A few minutes on 2 CPU cores: the same model and data over 1,500 steps (about 3.5 epochs of the split).
 PRESETS["mnist_elastic_infogan_quick"] = _ELASTIC_INFOGAN.replace(
-    name="mnist_elastic_infogan_quick", steps=1500, log_every=100, eval_every=500,
+    name="mnist_elastic_infogan_quick", steps=1500, log_every=100,
 )
 # The paper's two baselines as flags of the same model, at the quick length.
 PRESETS["mnist_infogan_quick"] = PRESETS["mnist_elastic_infogan_quick"].replace(

@@ -1,0 +1,182 @@
+"""Elastic-InfoGAN (abc_tf/methods/elastic_infogan.py): the Gumbel-softmax code and NT-Xent
+against NumPy, the augmentation, the failure checks, bad settings refused, and a tiny run on the
+coded MNIST through the trainer: its logs and files, its networks loaded and embedding, its
+checkpoint restored (both optimizers and the learned prior) into a fresh model."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorboard.backend.event_processing import event_accumulator
+
+from abc_tf.config import get_preset
+from abc_tf.methods import elastic_infogan as einfogan
+from abc_tf.runs import checkpoints, training
+from abc_tf.runs.run_dir import embed, load_run
+
+QUICK = get_preset("mnist_elastic_infogan_quick")
+
+
+# ---------------------------------------------------------------- the code and the losses
+
+
+def test_gumbel_softmax_codes_follow_the_prior_and_are_nearly_one_hot():
+    prior = np.array([0.3, 0.2, 0.15, 0.1, 0.08, 0.07, 0.05, 0.03, 0.015, 0.005])
+    logits = tf.constant(np.log(prior) + 1.7, tf.float32)  # any shift: p = softmax(pi)
+    gumbel = einfogan.sample_gumbel([40_000, 10], tf.constant([3, 4], tf.int64))
+    codes = einfogan.gumbel_softmax(logits, gumbel).numpy()
+    np.testing.assert_allclose(codes.sum(axis=1), 1.0, atol=1e-5)
+    shares = np.bincount(codes.argmax(axis=1), minlength=10) / len(codes)
+    np.testing.assert_allclose(shares, prior, atol=0.008)  # ~3.5 standard errors at p = 0.3
+    assert np.mean(codes.max(axis=1)) > 0.9  # temperature 0.1: close to one-hot
+    # The argmax of softmax((log p + g) / t) is the Gumbel-max sample whatever t.
+    np.testing.assert_array_equal(codes.argmax(axis=1), (np.log(prior) + gumbel.numpy()).argmax(axis=1))
+
+
+def np_nt_xent(h1: np.ndarray, h2: np.ndarray, temperature: float) -> float:
+    views = np.concatenate([h1, h2])
+    views = views / np.linalg.norm(views, axis=1, keepdims=True)
+    n, b = len(views), len(h1)
+    total = 0.0
+    for i in range(n):
+        partner = (i + b) % n
+        denominator = sum(np.exp(views[i] @ views[k] / temperature) for k in range(n) if k != i)
+        total += -np.log(np.exp(views[i] @ views[partner] / temperature) / denominator)
+    return total / n
+
+
+def test_nt_xent_matches_a_numpy_restatement():
+    rng = np.random.default_rng(0)
+    h1, h2 = rng.normal(size=(6, 5)).astype(np.float32), rng.normal(size=(6, 5)).astype(np.float32)
+    for temperature in (0.5, 1.0):
+        np.testing.assert_allclose(einfogan.nt_xent(h1, h2, temperature).numpy(), np_nt_xent(h1, h2, temperature), rtol=1e-5)
+    # Identical views of orthogonal features: the loss is at its floor, -log(e^2 / (e^2 + 2(n-1)... )).
+    assert einfogan.nt_xent(np.eye(4, dtype=np.float32), np.eye(4, dtype=np.float32)).numpy() < np_nt_xent(h1, h2, 0.5)
+
+
+def test_info_loss_and_bce_are_the_cross_entropies():
+    logits = np.array([[2.0, 0.0, -1.0], [0.0, 0.0, 0.0]], np.float32)
+    code = np.array([[0.9, 0.05, 0.05], [0.0, 0.2, 0.8]], np.float32)
+    expected = np.mean([-np.log(np.exp(2) / (np.exp(2) + 1 + np.exp(-1))), np.log(3.0)])
+    np.testing.assert_allclose(einfogan.info_loss(logits, code).numpy(), expected, rtol=1e-5)
+    np.testing.assert_allclose(einfogan.bce(np.array([[0.0], [2.0]], np.float32), 1.0).numpy(),
+                               np.mean([np.log(2.0), np.log(1 + np.exp(-2.0))]), rtol=1e-5)
+
+
+def test_augmentation_keeps_the_digit_and_is_seeded():
+    rng = np.random.default_rng(1)
+    images = np.zeros((8, 28, 28, 1), np.float32)
+    images[:, 8:20, 12:16] = rng.uniform(0.5, 1.0, size=(8, 12, 4, 1))
+    seed = tf.constant([1, 2], tf.int64)
+    same = einfogan.augment(images, seed, max_degrees=0.0, zoom=(1.0, 1.0), elastic_pixels=0.0).numpy()
+    np.testing.assert_allclose(same, images, atol=1e-5)
+    out = einfogan.augment(images, seed).numpy()
+    np.testing.assert_array_equal(out, einfogan.augment(images, seed).numpy())
+    assert not np.allclose(out, images)
+    assert out.min() >= 0 and out.max() <= 1
+    # The image stays recognisably itself: well correlated with the original.
+    for before, after in zip(images.reshape(8, -1), out.reshape(8, -1)):
+        assert np.corrcoef(before, after)[0, 1] > 0.4
+    # Rotation and zoom alone: a zoom in 0.9-1.1 changes the ink by its square at most.
+    rigid = einfogan.augment(images, seed, elastic_pixels=0.0).numpy()
+    ink = rigid.sum(axis=(1, 2, 3)) / images.sum(axis=(1, 2, 3))
+    assert np.all((ink > 0.8 ** 1.05) & (ink < 1.1 ** 2 * 1.05)), ink
+    # A 90-degree turn without zoom or distortion turns a vertical bar horizontal.
+    bar = np.zeros((1, 28, 28, 1), np.float32)
+    bar[0, 4:24, 13:15] = 1.0
+    turned = einfogan.augment(bar, seed, zoom=(1.0, 1.0), elastic_pixels=0.0, max_degrees=90.0).numpy()[0, ..., 0]
+    angle = tf.random.stateless_uniform([1], tf.random.experimental.stateless_split(seed, 3)[0], -1.0, 1.0).numpy()[0] * 90
+    if abs(angle) > 80:
+        assert turned[13:15, 6:22].mean() > 0.8 and turned[4:10, 13:15].mean() < 0.2
+
+
+def test_failures_are_detected():
+    uniform = np.full(10, 0.1)
+    assert einfogan.failures(uniform, 1.0) == []
+    collapsed = np.array([0.95] + [0.05 / 9] * 9)
+    assert "collapsed prior" in einfogan.failures(collapsed, 1.0)[0]
+    assert "mode collapse" in einfogan.failures(uniform, 0.01)[0]
+    real = np.random.default_rng(0).uniform(size=(20, 28, 28))
+    assert einfogan.diversity(np.repeat(real[:1], 20, axis=0), real) < 1e-12
+    assert abs(einfogan.diversity(real, real) - 1.0) < 1e-9
+
+
+@pytest.mark.parametrize("overrides, flag", [
+    ({"infogan_prior": "skewed"}, "--infogan_prior"),
+    ({"infogan_contrastive_weight": -1.0}, "--infogan_contrastive_weight"),
+    ({"infogan_noise_dim": 0}, "--infogan_noise_dim"),
+])
+def test_bad_settings_are_refused_before_training(overrides, flag):
+    with pytest.raises(ValueError, match=flag):
+        training.check_config(QUICK.replace(data_source="procedural", **overrides))
+
+
+def test_other_families_images_are_refused():
+    with pytest.raises(ValueError, match="28x28x1"):
+        einfogan.build(QUICK, (64, 64, 3))
+
+
+# ---------------------------------------------------------------- a tiny run
+
+
+def scalars(log_dir: str) -> tuple[set[str], set[str]]:
+    tags, images = set(), set()
+    for path in glob.glob(os.path.join(log_dir, "events.out.tfevents.*")):
+        accumulator = event_accumulator.EventAccumulator(path, size_guidance={"tensors": 0, "images": 0})
+        accumulator.Reload()
+        tags |= set(accumulator.Tags()["tensors"])
+        images |= set(accumulator.Tags()["images"])
+    return tags, images
+
+
+def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
+    path = str(tmp_path / "mnist.npz")
+    np.savez(path, **small_mnist)
+    config = QUICK.replace(data_path=path, steps=6, log_every=3, batch_size=16, class_split=3)
+    run_dir = str(tmp_path / "run")
+    result = training.train(config, run_dir, verbose=0)
+    assert result.final_step == 6
+    assert {"loss", "d_loss", "g_loss", "info_loss", "ntxent_loss", "prior_max", "generated_diversity",
+            "prior_sorted_l1"} <= set(result.history)
+    assert all(np.isfinite(result.history["loss"]))
+    for name in ("encoder", "generator", "discriminator", "q"):
+        assert os.path.isfile(os.path.join(run_dir, f"{name}.keras"))
+    split = json.load(open(os.path.join(run_dir, einfogan.CLASS_SPLIT_FILE)))
+    assert split["class_split"] == 3 and len(split["proportions"]) == 10
+    prior = json.load(open(os.path.join(run_dir, einfogan.PRIOR_FILE)))
+    assert prior["step"] == 6 and abs(sum(prior["prior"]) - 1) < 1e-5
+    np.testing.assert_allclose(prior["true_proportions"], np.array(split["counts"]) / sum(split["counts"]))
+    tags, images = scalars(os.path.join(run_dir, "logs", einfogan.LOG_SUBDIR))
+    assert {"prior/0", "prior_sorted/learned_0", "prior_sorted/true_9", "samples_per_code"} <= tags | images
+
+    # The run directory is what evaluators read: the encoder embeds into Q's 128 features.
+    run = load_run(run_dir)
+    assert embed(run.encoder, small_mnist["x_test"][:7, ..., None]).shape == (7, 128)
+    assert run.network("generator").input_shape == (None, 72)
+
+    # The checkpoint holds both optimizers and the learned prior.
+    trained = result.networks  # noqa: F841 - the trained networks stay alive beside the fresh model
+    model = training.build_model(config)
+    np.testing.assert_array_equal(model.prior_logits.numpy(), 0.0)
+    assert checkpoints.restore(model, run_dir) == 6
+    assert int(model.d_optimizer.iterations.numpy()) == 6 and int(model.optimizer.iterations.numpy()) == 6
+    np.testing.assert_allclose(model.prior(), prior["prior"], rtol=1e-6)
+    assert not np.allclose(model.prior_logits.numpy(), 0.0), "the learned prior did not move"
+    # Resuming with more steps continues from the checkpoint.
+    more = training.train(config.replace(steps=9), run_dir, verbose=0)
+    assert more.final_step == 9 and len(more.history["loss"]) == 1
+
+
+def test_the_infogan_ablation_keeps_its_prior_uniform(tmp_path, small_mnist):
+    path = str(tmp_path / "mnist.npz")
+    np.savez(path, **small_mnist)
+    config = get_preset("mnist_infogan_quick").replace(data_path=path, steps=3, log_every=3, batch_size=16)
+    result = training.train(config, str(tmp_path / "run"), verbose=0)
+    assert result.history["ntxent_loss"] == [0.0]
+    prior = json.load(open(tmp_path / "run" / einfogan.PRIOR_FILE))["prior"]
+    np.testing.assert_allclose(prior, 0.1, atol=1e-7)
