@@ -1,0 +1,135 @@
+"""The measures of the VAE family (``--method=vae``, ``u_vitae``, ``c_vitae``; PEERS.md section 2)
+on the MNIST test images: the test ELBO and its terms, the importance-weighted log-likelihood,
+and kNN digit accuracy from the appearance, the perspective and the whole code.
+
+- ELBO (nats per image): log p(x | z) - KL(q_A || p) - KL(q_P || p) with the KL terms in closed
+  form, the likelihood averaged over K reparameterised samples (for C-VITAE the appearance KL
+  is averaged too: q_A depends on the sampled z_P).
+- Importance-weighted log p(x) (Burda et al. 2016): log (1/K) sum_k p(x, z_k) / q(z_k | x) over
+  the same K samples; a tighter bound, >= the ELBO on average and rising with K. The paper
+  does not give its K; 100 here [ours], :data:`SAMPLES`.
+- kNN accuracy: each test image's digit voted by its k = 5 nearest neighbours (Euclidean) among
+  10,000 training images [ours: the paper gives neither], from z_A, z_P and [z_A, z_P] (the
+  posterior means); on all test images and on the held-out digit's alone (the run never saw it,
+  its labelled neighbours are only looked up here).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from abc_tf.data import mnist
+from abc_tf.methods import vitae
+from abc_tf.runs.run_dir import Run, embed
+
+SAMPLES = 100
+NEIGHBOURS = 5
+REFERENCE_IMAGES = 10_000
+ROWS_PER_PASS = 8192  # images x samples per forward pass
+
+
+def networks_of(run: Run) -> dict:
+    """The networks :func:`abc_tf.methods.vitae.infer` needs, loaded from the run directory."""
+    names = ["appearance_posterior", "appearance_decoder"]
+    if run.config.method != "vae":
+        names += ["perspective_posterior", "affine_decoder"]
+    networks = {name: run.network(name) for name in names}
+    missing = [name for name, network in networks.items() if network is None]
+    if missing:
+        raise ValueError(f"{run.run_dir} lacks {', '.join(f'{name}.keras' for name in missing)}: not a finished {run.config.method} run.")
+    return networks
+
+
+def log_mean_exp(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """log mean exp along ``axis``, without overflow."""
+    top = np.max(values, axis=axis, keepdims=True)
+    return np.squeeze(top, axis) + np.log(np.mean(np.exp(values - top), axis=axis))
+
+
+def bounds(networks: dict, variant: str, images: np.ndarray, samples: int = SAMPLES, seed: int = 0,
+           dims: tuple[int, int] | None = None) -> dict[str, np.ndarray]:
+    """Per image of ``images`` [N, H, W, C] (uint8 or float in [0, 1]): "elbo", "reconstruction",
+    "kl_appearance", "kl_perspective" and "iw_log_likelihood" (nats, float64 [N]) from ``samples``
+    draws each. ``dims``: (d_A, d_P), by default read from the posteriors' output shapes."""
+    if dims is None:
+        dims = tuple(int(networks[name].output_shape[0][-1]) if name in networks else 0
+                     for name in ("appearance_posterior", "perspective_posterior"))
+    per_pass = max(1, ROWS_PER_PASS // samples)
+    results: dict[str, list[np.ndarray]] = {name: [] for name in ("reconstruction", "kl_appearance", "kl_perspective", "log_weights")}
+    for start in range(0, len(images), per_pass):
+        x = tf.convert_to_tensor(np.asarray(images[start : start + per_pass]))
+        x = tf.cast(x, tf.float32) / 255.0 if x.dtype == tf.uint8 else tf.cast(x, tf.float32)
+        count = int(x.shape[0])
+        tiled = tf.repeat(x, samples, axis=0)  # image-major: rows i * K .. i * K + K - 1
+        noise = vitae.draw_noise(count * samples, dims, tf.constant([seed, start], tf.int64))
+        inferred = vitae.infer(networks, variant, tiled, noise)
+        terms = vitae.elbo_terms(tiled, inferred)
+        for name in ("reconstruction", "kl_appearance", "kl_perspective"):
+            results[name].append(np.asarray(terms[name], np.float64).reshape(count, samples))
+        results["log_weights"].append(np.asarray(vitae.log_weights(tiled, inferred), np.float64).reshape(count, samples))
+    stacked = {name: np.concatenate(parts) for name, parts in results.items()}
+    out = {name: stacked[name].mean(axis=1) for name in ("reconstruction", "kl_appearance", "kl_perspective")}
+    out["elbo"] = -(out["reconstruction"] + out["kl_appearance"] + out["kl_perspective"])
+    out["iw_log_likelihood"] = log_mean_exp(stacked["log_weights"], axis=1)
+    return out
+
+
+def knn_accuracy(reference: np.ndarray, reference_labels: np.ndarray, queries: np.ndarray, query_labels: np.ndarray,
+                 k: int = NEIGHBOURS) -> float:
+    """Fraction of ``queries`` [Q, d] whose majority label among their k nearest ``reference``
+    [R, d] rows (Euclidean; ties to the smaller label) is their own."""
+    reference, queries = np.asarray(reference, np.float64), np.asarray(queries, np.float64)
+    norms = np.sum(reference ** 2, axis=1)
+    correct = 0
+    for start in range(0, len(queries), 1024):
+        block = queries[start : start + 1024]
+        distances = norms[None, :] - 2.0 * block @ reference.T  # + |q|^2, the same for every row
+        nearest = np.argpartition(distances, k - 1, axis=1)[:, :k]
+        votes = np.apply_along_axis(np.bincount, 1, reference_labels[nearest], minlength=int(reference_labels.max()) + 1)
+        correct += int(np.sum(np.argmax(votes, axis=1) == query_labels[start : start + 1024]))
+    return correct / len(queries)
+
+
+def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0) -> dict[str, Any]:
+    """The measures of the module docstring for a finished VAE or VITAE run on MNIST."""
+    variant = run.config.method
+    if variant not in vitae.VARIANTS or run.config.data != "mnist":
+        raise ValueError(f"The likelihood measures take vae, u_vitae or c_vitae runs on mnist, not {variant} on {run.config.data}.")
+    digits = mnist.load_mnist(run.config)
+    test_images = np.asarray(digits.x_test)[..., None]
+    test_labels = np.asarray(digits.y_test, np.int64)
+    per_image = bounds(networks_of(run), variant, test_images, samples, seed)
+    metrics: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_image.items()}
+    metrics.update(importance_samples=int(samples), num_test_images=int(len(test_labels)), units="nats per image")
+
+    rows = np.sort(np.random.default_rng(seed).permutation(len(digits.y_train))[:REFERENCE_IMAGES])
+    reference_images = np.asarray(digits.x_train)[rows][..., None]
+    reference_labels = np.asarray(digits.y_train, np.int64)[rows]
+    spaces = {"code": run.encoder}
+    if variant != "vae":
+        spaces.update(appearance=run.network("appearance"), perspective=run.network("perspective"))
+    holdout = mnist.parse_holdout_digit(run.config.holdout_digit)
+    knn: dict[str, Any] = {"k": NEIGHBOURS, "reference_images": int(len(rows)), "chance": 0.1}
+    for name, network in spaces.items():
+        reference, queries = embed(network, reference_images), embed(network, test_images)
+        knn[name] = {"all": knn_accuracy(reference, reference_labels, queries, test_labels)}
+        if holdout is not None:
+            unseen = test_labels == holdout
+            knn[name]["held_out_digit"] = knn_accuracy(reference, reference_labels, queries[unseen], test_labels[unseen])
+    metrics["knn_accuracy"] = knn
+    return metrics
+
+
+def summary(metrics: dict[str, Any]) -> str:
+    """A few lines for the terminal."""
+    lines = [f"Test ELBO {metrics['elbo']:.2f} nats (reconstruction {metrics['reconstruction']:.2f}, "
+             f"KL appearance {metrics['kl_appearance']:.2f}, KL perspective {metrics['kl_perspective']:.2f}); "
+             f"importance-weighted log p(x) {metrics['iw_log_likelihood']:.2f} (K = {metrics['importance_samples']})"]
+    for name, values in metrics["knn_accuracy"].items():
+        if isinstance(values, dict):
+            held = f", held-out digit {values['held_out_digit']:.3f}" if "held_out_digit" in values else ""
+            lines.append(f"kNN digit accuracy (k = {metrics['knn_accuracy']['k']}) from {name}: {values['all']:.3f}{held}")
+    return "\n".join(lines)
