@@ -212,10 +212,24 @@ EVALUATORS = {
     "pose": evaluate_pose,
 }
 
+
+def evaluate_likelihood(run, out_dir: str, settings) -> dict:
+    """VAE and VITAE: test ELBO, importance-weighted log p(x), kNN digit accuracy (abc_tf.evaluation.likelihood)."""
+    from abc_tf.evaluation import likelihood
+
+    metrics = likelihood.evaluate_run(run, seed=settings.sample_seed)
+    print(likelihood.summary(metrics))
+    return metrics
+
+
 # Measures that only a method's own networks allow (a VAE's likelihood, a GAN's samples):
 # ``(run, out_dir, settings) -> dict``, run after the family's evaluator and stored under
 # metrics.json's "method" entry. One line per method that has such measures.
-METHOD_EVALUATORS = {}
+METHOD_EVALUATORS = {
+    "vae": evaluate_likelihood,
+    "u_vitae": evaluate_likelihood,
+    "c_vitae": evaluate_likelihood,
+}
 
 
 def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
