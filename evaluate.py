@@ -222,6 +222,16 @@ def evaluate_likelihood(run, out_dir: str, settings) -> dict:
     return metrics
 
 
+def evaluate_digit_clusters(run, out_dir: str, settings) -> dict:
+    """Elastic-InfoGAN: NMI and ENT of the code of generated digits, 1-NN and k-means NMI of the
+    encoder (abc_tf.evaluation.digit_clusters)."""
+    from abc_tf.evaluation import digit_clusters
+
+    metrics = digit_clusters.evaluate_run(run, out_dir, seed=settings.sample_seed)
+    print(digit_clusters.summary(metrics))
+    return metrics
+
+
 # Measures that only a method's own networks allow (a VAE's likelihood, a GAN's samples):
 # ``(run, out_dir, settings) -> dict``, run after the family's evaluator and stored under
 # metrics.json's "method" entry. One line per method that has such measures.
@@ -229,6 +239,7 @@ METHOD_EVALUATORS = {
     "vae": evaluate_likelihood,
     "u_vitae": evaluate_likelihood,
     "c_vitae": evaluate_likelihood,
+    "elastic_infogan": evaluate_digit_clusters,
 }
 
 

@@ -1,0 +1,246 @@
+"""How well a representation or a generator's categorical code finds the digits (Elastic-InfoGAN's
+measures, PEERS.md section 3; supplement L137-184).
+
+- A digit classifier for the evaluation: the authors' small CNN (conv 20 5x5, max pool, conv 50
+  5x5, max pool, FC 500, FC 10, ReLU after each convolution and the hidden layer), trained once
+  on all 60,000 real MNIST training images (Adam 1e-3, batches of 128, ``CLASSIFIER_EPOCHS``
+  epochs [ours: the paper gives the architecture only]) and cached by the data's fingerprint
+  (``~/.cache/abc_tf`` unless told otherwise), with its test accuracy.
+- NMI and ENT of the categorical code of generated images against the digit the classifier
+  sees in them: ``per_code`` images of each one-hot code, z ~ N(0, I) [ours: the paper does not
+  say how many images per code]. NMI is sklearn's normalized_mutual_info_score (arithmetic
+  mean of the entropies); ENT the mean of the entropies (nats) of the rows (codes) of the
+  code x digit count matrix, each normalised, averaged with the mean entropy of its columns
+  (digits): 0 when each code makes one digit and each digit comes from one code.
+- 1-NN digit accuracy of real images from any representation: the MNIST test images split
+  80/20 at random, each of the 20% classified by its Euclidean nearest neighbour among the 80%
+  (the supplement's protocol on "real images"; we use the test set [ours]); and the NMI of a
+  10-means clustering of the representation against the digits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import keras
+import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.metrics import normalized_mutual_info_score
+
+from abc_tf.config import ExperimentConfig
+from abc_tf.data import mnist, mnist_imbalance
+from abc_tf.evaluation import plots
+from abc_tf.runs.run_dir import Run, embed
+
+NUM_DIGITS = 10
+CLASSIFIER_EPOCHS = 3
+CLASSIFIER_BATCH = 128
+DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "abc_tf")
+FIGURE = "code_digit_matrix.png"
+
+
+# ---------------------------------------------------------------- the measures
+
+
+def entropy(counts: np.ndarray) -> float:
+    """Entropy in nats of the distribution ``counts`` (non-negative, not all zero) describes."""
+    p = np.asarray(counts, np.float64)
+    p = p[p > 0] / p.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def ent(matrix: np.ndarray) -> float:
+    """ENT of a code x digit count matrix: (mean row entropy + mean column entropy) / 2, over
+    the rows and columns that hold any count."""
+    matrix = np.asarray(matrix, np.float64)
+    rows = [entropy(row) for row in matrix if row.sum() > 0]
+    cols = [entropy(col) for col in matrix.T if col.sum() > 0]
+    return (float(np.mean(rows)) + float(np.mean(cols))) / 2.0
+
+
+def matrix_nmi(matrix: np.ndarray) -> float:
+    """NMI of the (code, digit) pairs a count matrix holds (sklearn's, arithmetic normalisation)."""
+    matrix = np.asarray(matrix, np.int64)
+    codes, digits = np.nonzero(matrix)
+    counts = matrix[codes, digits]
+    return float(normalized_mutual_info_score(np.repeat(codes, counts), np.repeat(digits, counts)))
+
+
+def count_matrix(codes: np.ndarray, digits: np.ndarray, size: int = NUM_DIGITS) -> np.ndarray:
+    """int64 [size, size]: entry (k, d) counts the items of code k classified as digit d."""
+    matrix = np.zeros((size, size), np.int64)
+    np.add.at(matrix, (np.asarray(codes, np.int64), np.asarray(digits, np.int64)), 1)
+    return matrix
+
+
+def nearest_neighbour_accuracy(features: np.ndarray, labels: np.ndarray, seed: int = 0, query_fraction: float = 0.2) -> float:
+    """Accuracy of Euclidean 1-NN classification of a random ``query_fraction`` of the items
+    against the rest."""
+    features, labels = np.asarray(features, np.float64), np.asarray(labels)
+    order = np.random.default_rng(seed).permutation(len(labels))
+    split = int(round(len(labels) * query_fraction))
+    queries, references = order[:split], order[split:]
+    reference_norms = (features[references] ** 2).sum(axis=1)
+    correct = 0
+    for start in range(0, len(queries), 512):  # tiles keep the distance matrix small
+        chunk = queries[start:start + 512]
+        distances = reference_norms[None, :] - 2.0 * features[chunk] @ features[references].T
+        correct += int((labels[references][np.argmin(distances, axis=1)] == labels[chunk]).sum())
+    return correct / len(queries)
+
+
+def kmeans_nmi(features: np.ndarray, labels: np.ndarray, seed: int = 0, clusters: int = NUM_DIGITS) -> float:
+    """NMI between a k-means clustering (k = ``clusters``) of ``features`` and ``labels``."""
+    assignment = KMeans(n_clusters=clusters, n_init=4, random_state=seed).fit_predict(np.asarray(features, np.float64))
+    return float(normalized_mutual_info_score(labels, assignment))
+
+
+# ---------------------------------------------------------------- the digit classifier
+
+
+def build_classifier() -> keras.Model:
+    """The authors' evaluation CNN: images [B, 28, 28, 1] in [0, 1] -> digit logits [B, 10]."""
+    return keras.Sequential([
+        keras.Input((28, 28, 1)),
+        keras.layers.Conv2D(20, 5, activation="relu"), keras.layers.MaxPooling2D(2),
+        keras.layers.Conv2D(50, 5, activation="relu"), keras.layers.MaxPooling2D(2),
+        keras.layers.Flatten(), keras.layers.Dense(500, activation="relu"), keras.layers.Dense(NUM_DIGITS),
+    ], name="digit_classifier")
+
+
+def fingerprint(data: mnist.MnistData) -> str:
+    """A short hash of the data (both splits' labels, a sample of the images): the cache key."""
+    digest = hashlib.sha1()
+    for array in (data.y_train, data.y_test, data.x_train[::997], data.x_test[::991]):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()[:12]
+
+
+def train_classifier(data: mnist.MnistData, epochs: int = CLASSIFIER_EPOCHS, seed: int = 0) -> tuple[keras.Model, float]:
+    """The classifier trained on ``data``'s training images; (model, its test accuracy)."""
+    keras.utils.set_random_seed(seed)
+    model = build_classifier()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    to_float = lambda images: np.asarray(images, np.float32)[..., None] / 255.0  # noqa: E731
+    model.fit(to_float(data.x_train), np.asarray(data.y_train, np.int64), batch_size=CLASSIFIER_BATCH, epochs=epochs,
+              verbose=0, shuffle=True)
+    predictions = np.argmax(model.predict(to_float(data.x_test), batch_size=1024, verbose=0), axis=1)
+    return model, float(np.mean(predictions == data.y_test))
+
+
+def digit_classifier(config: ExperimentConfig, cache_dir: str = DEFAULT_CACHE) -> tuple[keras.Model, float, str]:
+    """(classifier, test accuracy, its file) for the MNIST ``config`` reads: loaded from
+    ``cache_dir`` when trained before on the same data, else trained on the whole training set
+    (no class split, no held-out digit) and saved there."""
+    data = mnist.load_mnist(config.replace(class_split=mnist_imbalance.NO_SPLIT))
+    path = os.path.join(cache_dir, f"mnist_classifier_{fingerprint(data)}.keras")
+    info = path[: -len(".keras")] + ".json"
+    if os.path.isfile(path) and os.path.isfile(info):
+        with open(info) as handle:
+            return keras.saving.load_model(path, compile=False), float(json.load(handle)["test_accuracy"]), path
+    model, accuracy = train_classifier(data)
+    os.makedirs(cache_dir, exist_ok=True)
+    model.save(path + ".tmp.keras")
+    os.replace(path + ".tmp.keras", path)
+    with open(info, "w") as handle:
+        json.dump({"test_accuracy": accuracy, "epochs": CLASSIFIER_EPOCHS, "source": data.source}, handle)
+    return model, accuracy, path
+
+
+def classify(classifier: keras.Model, images: np.ndarray) -> np.ndarray:
+    """Digits int64 [N] of float images [N, 28, 28, 1] in [0, 1]."""
+    return np.argmax(embed(classifier, images, batch_size=1024), axis=1).astype(np.int64)
+
+
+def generated_codes_and_digits(generator: keras.Model, classifier: keras.Model, per_code: int, seed: int = 0,
+                               num_codes: int = NUM_DIGITS) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, digits) int64 [num_codes * per_code]: ``per_code`` images of each one-hot code,
+    z ~ N(0, I), and the digit the classifier sees in each."""
+    noise_dim = int(generator.input_shape[-1]) - num_codes
+    rng = np.random.default_rng(seed)
+    codes = np.repeat(np.arange(num_codes), per_code)
+    inputs = np.concatenate([rng.standard_normal((len(codes), noise_dim)), np.eye(num_codes)[codes]], axis=1).astype(np.float32)
+    images = np.concatenate([np.asarray(generator(inputs[i:i + 1024], training=False)) for i in range(0, len(inputs), 1024)])
+    return codes, classify(classifier, images)
+
+
+def plot_matrix(matrix: np.ndarray, path: str, title: str) -> None:
+    """The code x digit matrix as a heat map, each row normalised, with its counts written in."""
+    matrix = np.asarray(matrix)
+    figure = plots._new_figure(5.5, 5.0)
+    axes = figure.add_subplot(1, 1, 1)
+    shares = matrix / np.maximum(matrix.sum(axis=1, keepdims=True), 1)
+    image = axes.imshow(shares, cmap="viridis", vmin=0.0, vmax=1.0)
+    for (row, col), count in np.ndenumerate(matrix):
+        if count:
+            axes.text(col, row, str(count), ha="center", va="center", fontsize=6,
+                      color="black" if shares[row, col] > 0.5 else "white")
+    axes.set_xlabel("digit (classifier)")
+    axes.set_ylabel("categorical code")
+    axes.set_xticks(range(matrix.shape[1]))
+    axes.set_yticks(range(matrix.shape[0]))
+    figure.colorbar(image, ax=axes, label="share of the code's images")
+    plots._finish(figure, path, title)
+
+
+# ---------------------------------------------------------------- one run
+
+
+def representation_scores(encoder, config: ExperimentConfig, seed: int = 0) -> dict:
+    """1-NN accuracy and k-means NMI of ``encoder``'s embeddings of the real MNIST test images."""
+    data = mnist.load_mnist(config)
+    features = embed(encoder, data.x_test[..., None])
+    return {"nearest_neighbour_accuracy": nearest_neighbour_accuracy(features, data.y_test, seed),
+            "kmeans_nmi": kmeans_nmi(features, data.y_test, seed), "num_images": int(len(data.y_test))}
+
+
+def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, cache_dir: str = DEFAULT_CACHE) -> dict:
+    """Every measure of a run whose method has a generator with a categorical code (networks
+    "generator", optionally "q") on MNIST: metrics.json's "method" entry, and the figure."""
+    config = run.config
+    classifier, accuracy, path = digit_classifier(config, cache_dir)
+    result = {"classifier": {"test_accuracy": accuracy, "file": path, "epochs": CLASSIFIER_EPOCHS}}
+    generator = run.network("generator")
+    if generator is not None:
+        codes, digits = generated_codes_and_digits(generator, classifier, per_code, seed)
+        matrix = count_matrix(codes, digits)
+        result["generated"] = {"nmi": matrix_nmi(matrix), "ent": ent(matrix), "per_code": per_code,
+                               "code_digit_matrix": matrix.tolist()}
+        plot_matrix(matrix, os.path.join(out_dir, FIGURE),
+                    f"code x digit: NMI {result['generated']['nmi']:.3f}, ENT {result['generated']['ent']:.3f}")
+        result["figures"] = [FIGURE]
+    result["representation"] = representation_scores(run.encoder, config, seed)
+    q = run.network("q")
+    if q is not None:  # Q's own code of real test images, against their digits
+        data = mnist.load_mnist(config)
+        result["q_code_nmi"] = float(normalized_mutual_info_score(data.y_test, classify(q, data.x_test[..., None])))
+    for name in ("prior.json", "class_split.json", "training_warnings.json"):
+        file = os.path.join(run.run_dir, name)
+        if os.path.isfile(file):
+            with open(file) as handle:
+                result[name[: -len(".json")]] = json.load(handle)
+    return result
+
+
+def summary(result: dict) -> str:
+    """The measures of :func:`evaluate_run` in a few lines, for the console."""
+    lines = [f"  digit classifier: test accuracy {result['classifier']['test_accuracy']:.4f}"]
+    if "generated" in result:
+        generated = result["generated"]
+        lines.append(f"  generated images ({generated['per_code']} per code): NMI {generated['nmi']:.4f}, ENT {generated['ent']:.4f}")
+    representation = result["representation"]
+    lines.append(f"  encoder on {representation['num_images']} real test images: 1-NN accuracy "
+                 f"{representation['nearest_neighbour_accuracy']:.4f}, k-means NMI {representation['kmeans_nmi']:.4f}")
+    if "q_code_nmi" in result:
+        lines.append(f"  Q's code of real test images: NMI {result['q_code_nmi']:.4f}")
+    if "prior" in result:
+        prior = result["prior"]
+        lines.append("  learned prior: " + ", ".join(f"{p:.3f}" for p in prior["prior"]))
+        if prior.get("true_proportions"):
+            lines.append("  true proportions: " + ", ".join(f"{p:.3f}" for p in prior["true_proportions"]))
+    for warning in result.get("training_warnings", []):
+        lines.append(f"  training warning at step {warning['step']}: {warning['problem']}")
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""Elastic-InfoGAN's measures (abc_tf/evaluation/digit_clusters.py): NMI and ENT on hand-made
+code x digit matrices, 1-NN and k-means on separable features, the classifier's architecture
+and cache, and a tiny Elastic-InfoGAN run evaluated."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from abc_tf.config import get_preset
+from abc_tf.evaluation import digit_clusters
+from abc_tf.runs import training
+from abc_tf.runs.run_dir import load_run
+
+
+def test_a_perfect_code_has_nmi_one_and_ent_zero():
+    matrix = np.zeros((10, 10), np.int64)
+    matrix[np.arange(10), np.random.default_rng(0).permutation(10)] = 7  # codes in any order
+    assert digit_clusters.matrix_nmi(matrix) == pytest.approx(1.0)
+    assert digit_clusters.ent(matrix) == 0.0
+
+
+def test_a_useless_code_has_nmi_zero_and_the_largest_ent():
+    matrix = np.full((10, 10), 3)
+    assert digit_clusters.matrix_nmi(matrix) == pytest.approx(0.0, abs=1e-12)
+    assert digit_clusters.ent(matrix) == pytest.approx(math.log(10))
+
+
+def test_nmi_and_ent_of_a_small_matrix_worked_by_hand():
+    matrix = np.array([[2, 0], [1, 1]])
+    # p(c) = (1/2, 1/2), p(d) = (3/4, 1/4); I = sum p(c, d) log p(c, d) / (p(c) p(d)).
+    mutual = 0.5 * math.log(0.5 / 0.375) + 0.25 * math.log(0.25 / 0.375) + 0.25 * math.log(0.25 / 0.125)
+    h_codes, h_digits = math.log(2), -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    assert digit_clusters.matrix_nmi(matrix) == pytest.approx(mutual / ((h_codes + h_digits) / 2))
+    rows = (0.0 + math.log(2)) / 2  # row (2, 0): 0; row (1, 1): log 2
+    cols = (-(2 / 3 * math.log(2 / 3) + 1 / 3 * math.log(1 / 3)) + 0.0) / 2
+    assert digit_clusters.ent(matrix) == pytest.approx((rows + cols) / 2)
+    # Empty rows and columns (a digit never generated) are left out of the means.
+    padded = np.zeros((3, 3), np.int64)
+    padded[:2, :2] = matrix
+    assert digit_clusters.ent(padded) == pytest.approx(digit_clusters.ent(matrix))
+
+
+def test_count_matrix_counts_pairs():
+    matrix = digit_clusters.count_matrix([0, 0, 1, 2, 2, 2], [3, 3, 1, 0, 0, 5], size=6)
+    assert matrix[0, 3] == 2 and matrix[1, 1] == 1 and matrix[2, 0] == 2 and matrix[2, 5] == 1 and matrix.sum() == 6
+
+
+def test_nearest_neighbour_and_kmeans_on_separable_and_random_features():
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(10), 50)
+    separable = np.eye(10)[labels] * 10 + rng.normal(size=(500, 10))
+    assert digit_clusters.nearest_neighbour_accuracy(separable, labels) == 1.0
+    assert digit_clusters.kmeans_nmi(separable, labels) > 0.95
+    noise = rng.normal(size=(500, 10))
+    assert digit_clusters.nearest_neighbour_accuracy(noise, labels) < 0.25
+    assert digit_clusters.kmeans_nmi(noise, labels) < 0.15
+
+
+def test_the_classifier_is_the_authors_small_cnn():
+    model = digit_classifier_model = digit_clusters.build_classifier()
+    # conv 20 5x5 (520), conv 50 5x5 (25,050), FC 500 on 4x4x50 (400,500), FC 10 (5,010).
+    assert digit_classifier_model.count_params() == 520 + 25_050 + 400_500 + 5_010
+    assert model.output_shape == (None, 10)
+
+
+def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist, monkeypatch):
+    monkeypatch.setattr(digit_clusters, "CLASSIFIER_EPOCHS", 1)
+    path = str(tmp_path / "mnist.npz")
+    np.savez(path, **small_mnist)
+    config = get_preset("mnist_elastic_infogan_quick").replace(data_path=path, steps=2, log_every=2, batch_size=16,
+                                                                class_split=1)
+    training.train(config, str(tmp_path / "run"), verbose=0)
+    run = load_run(str(tmp_path / "run"))
+    cache = str(tmp_path / "cache")
+    result = digit_clusters.evaluate_run(run, str(tmp_path / "eval"), per_code=6, cache_dir=cache)
+    assert 0.0 <= result["classifier"]["test_accuracy"] <= 1.0 and os.path.isfile(result["classifier"]["file"])
+    generated = result["generated"]
+    assert np.asarray(generated["code_digit_matrix"]).sum() == 60 and 0 <= generated["nmi"] <= 1
+    assert 0 <= generated["ent"] <= math.log(10) + 1e-9
+    assert set(result["representation"]) == {"nearest_neighbour_accuracy", "kmeans_nmi", "num_images"}
+    assert result["class_split"]["class_split"] == 1 and len(result["prior"]["prior"]) == 10
+    assert os.path.isfile(tmp_path / "eval" / digit_clusters.FIGURE)
+    json.dumps(result)  # goes into metrics.json
+    # The second evaluation loads the cached classifier instead of training one.
+    monkeypatch.setattr(digit_clusters, "train_classifier", lambda *args, **kwargs: pytest.fail("retrained"))
+    again = digit_clusters.evaluate_run(run, str(tmp_path / "eval2"), per_code=6, cache_dir=cache)
+    assert again["classifier"]["test_accuracy"] == result["classifier"]["test_accuracy"]
