@@ -12,8 +12,8 @@ are reproducible.
 
 Subsampling [ours: the paper gives proportions, not counts]: the largest subset whose class
 sizes follow the proportions, N_c = floor(p_c * N) with N = min_c(available_c / p_c) (on MNIST
-about 27,000 images), at least one image per class; which images are kept is drawn with the
-split number as seed, so every seed of an experiment sees the same images.
+25,600 to 45,800 images over the 50 splits), at least one image per class; which images are
+kept is drawn with the split number as seed, so every seed of an experiment sees the same images.
 """
 
 from __future__ import annotations
