@@ -136,7 +136,11 @@ def add_disentanglement(encoder, config, out_dir: str, metrics: dict, untrained:
     if series["trained"]:
         encoder_disentanglement.plot_scores(series, os.path.join(out_dir, encoder_disentanglement.FIGURE),
                                             f"disentanglement ({FLAGS.disentanglement} preset)")
-        metrics.setdefault("figures", []).append(encoder_disentanglement.FIGURE)
+        figures = metrics.setdefault("figures", [])
+        if isinstance(figures, dict):  # mnist_style names its figures by what they show
+            figures["disentanglement"] = os.path.join(out_dir, encoder_disentanglement.FIGURE)
+        else:
+            figures.append(encoder_disentanglement.FIGURE)
 
 
 def _write_json(path: str, value) -> None:
