@@ -189,6 +189,8 @@ class ElasticInfoGANModel(MethodModel):
         self.prior_logits = self.add_weight(shape=(NUM_CATEGORIES,), initializer="zeros", name="prior_logits",
                                             trainable=self.learned_prior, dtype="float32")
         self.d_optimizer = keras.optimizers.Adam(learning_rate, beta_1=ADAM_BETAS[0], beta_2=ADAM_BETAS[1])
+        if keras.mixed_precision.global_policy().name == "mixed_float16":  # compile wraps only its own optimizer
+            self.d_optimizer = keras.optimizers.LossScaleOptimizer(self.d_optimizer)
         self.trackers = {name: keras.metrics.Mean(name=name) for name in ("loss", *LOSS_NAMES)}
         self.built = True
 
@@ -238,7 +240,8 @@ class ElasticInfoGANModel(MethodModel):
             fake = self.generate(z, gumbel_softmax(self.prior_logits, gumbel), training=True)
             d_loss = (bce(self.d_head(self.trunk(real, training=True), training=True), 1.0)
                       + bce(self.d_head(self.trunk(fake, training=True), training=True), 0.0))
-            scaled = self.replica_mean(d_loss)  # each replica holds a share of the batch
+            # Each replica holds a share of the batch; loss scaling under mixed float16.
+            scaled = self.d_optimizer.scale_loss(self.replica_mean(d_loss))
         variables = self._d_variables()
         self.d_optimizer.apply(tape.gradient(scaled, variables), variables)
 
@@ -256,7 +259,7 @@ class ElasticInfoGANModel(MethodModel):
                 g_loss += self.contrastive_weight * contrastive
             else:
                 contrastive = tf.constant(0.0)
-            scaled = self.replica_mean(g_loss)
+            scaled = self.optimizer.scale_loss(self.replica_mean(g_loss))
         variables = self._g_variables()
         self.optimizer.apply(tape.gradient(scaled, variables), variables)
 
