@@ -35,7 +35,7 @@ from matplotlib.patches import Rectangle
 from abc_tf import losses
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import digit_style, mnist
-from abc_tf.evaluation import noise, plots, probes, regression
+from abc_tf.evaluation import factor_isolation, noise, plots, probes, regression
 from abc_tf.runs.run_dir import embed, load_run
 from abc_tf.runs.training import untrained_encoder
 
@@ -276,9 +276,13 @@ def evaluate_mnist_run(
         # With noise at the length scale the embedding's own units matter (the paper's probe).
         # Without noise only the information matters, so the embeddings are standardised
         # first: the untrained embeddings are ~100x smaller and a probe would barely learn.
+        # A method without a length scale gets 0.1 x the spread, in units of the spread
+        # (factor_isolation.noise_sigma and measuring_unit, as every other evaluator).
         standardised = (embeddings - embeddings.mean(axis=0)) / (embeddings.std(axis=0) + 1e-12)
+        noise_sigma, rule = factor_isolation.noise_sigma(config, embeddings)
+        unit = factor_isolation.measuring_unit(rule, embeddings)
         for label, inputs, sigma in (
-            ("noise_at_length_scale", embeddings, config.length_scale),
+            ("noise_at_length_scale", embeddings / unit, noise_sigma / unit),
             ("no_noise_standardised", standardised, 0.0),
         ):
             result = probes.probe_accuracies(
@@ -290,6 +294,7 @@ def evaluate_mnist_run(
         metrics[name] = {
             "style_r2": regression.style_predictability(embeddings, measures, labels, holdout, seed=seed),
             "digit_probe_accuracy": digit_probe,
+            "digit_probe_noise": {"sigma": float(noise_sigma), "rule": rule},
             "pca_explained_variance_ratio": [float(r) for r in all_ratios],
             "pca_top2_variance": float(np.sum(all_ratios[:2])),
             "pc_style_correlation": _pc_style_correlation(projection, measures, labels, seen_mask),
