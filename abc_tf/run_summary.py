@@ -54,8 +54,10 @@ def factor_summary(
     num_classes: Sequence[int],
     sigma: float,
     num_images: int,
+    noise_rule: str = "length scale",
 ) -> dict:
-    """The summary of one measurement ``record`` (FactorIsolationCallback.history entry)."""
+    """The summary of one measurement ``record`` (FactorIsolationCallback.history entry);
+    ``noise_rule``: which sigma applied (``factor_isolation.noise_sigma``)."""
     mutual_information = record.get("mine") or record.get("histogram") or {}
     accuracy = record.get("probe_accuracy", {})
     rows = []
@@ -74,6 +76,7 @@ def factor_summary(
     return {
         "step": int(record["step"]),
         "sigma": float(sigma),
+        "noise_rule": noise_rule,
         "num_images": int(num_images),
         "mi_estimator": "mine" if record.get("mine") else "histogram" if record.get("histogram") else None,
         "factors": rows,
@@ -86,9 +89,11 @@ def format_table(summary: dict) -> str:
         # MINE's bound dips just below 0 when there is nothing to find; information is >= 0.
         return "-" if value is None else f"{max(value, 0.0):.{digits}f}"
 
+    rule = summary.get("noise_rule", "length scale")
+    meaning = "the loss's length scale" if rule == "length scale" else f"{rule} of the embeddings"
     lines = [
-        f"What the run isolated at step {summary['step']} (noise sigma {summary['sigma']:g} = the loss's length "
-        f"scale; {summary['num_images']} labelled images):",
+        f"What the run isolated at step {summary['step']} (noise sigma {summary['sigma']:g} = {meaning}; "
+        f"{summary['num_images']} labelled images):",
         f"  {'factor':14s} {'trained as':10s} {'MI (nats)':>9s} {'probe acc':>9s} {'chance':>6s}  result",
     ]
     for row in summary["factors"]:
@@ -155,7 +160,7 @@ def summary_from_data(config, encoder, step: int, num_images: int = 512, seed: i
     sigma, rule = factor_isolation.noise_sigma(config, embeddings)
     unit = factor_isolation.measuring_unit(rule, embeddings)
     record = {"step": step, **_measure(embeddings / unit, factors, names, num_classes, sigma / unit, seed)}
-    return factor_summary(record, names, inactive, num_classes, sigma, len(images))
+    return factor_summary(record, names, inactive, num_classes, sigma, len(images), rule)
 
 
 def grouping_labels(grouped) -> list[str]:
@@ -195,5 +200,5 @@ def label_summary(config, encoder, step: int, num_images: int = 512, seed: int =
     }
     return factor_summary(
         record, names, [name for name in inactive if name in names], [scores[name].classes for name in names],
-        sigma, len(rows),
+        sigma, len(rows), rule,
     )

@@ -115,7 +115,7 @@ def test_log_mean_exp_and_knn_accuracy():
 def test_a_short_run_s_measures(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    config = get_preset("mnist_c_vitae_quick").replace(data_path=path, batch_size=16, steps=2, log_every=2)
+    config = get_preset("mnist_c_vitae_quick").replace(data_path=path, batch_size=16, steps=2, log_every=2, jit_compile=False)
     training.train(config, str(tmp_path / "run"), verbose=0)
     metrics = likelihood.evaluate_run(load_run(str(tmp_path / "run")), samples=4, seed=0)
     assert metrics["num_test_images"] == 40 and metrics["importance_samples"] == 4
