@@ -108,3 +108,26 @@ def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
     result = run_script("evaluate.py", "--num_images=5", f"--run_dir={tmp_path}", cwd=tmp_path)
     assert_one_clear_error(result.returncode, result.stderr, "evaluate.py: error: num_images must be at least 10, got 5")
     assert not (tmp_path / "metrics.json").exists()
+
+
+def test_an_mnist_run_is_evaluated_with_the_network_asked_for(tmp_path, small_mnist):
+    """evaluate.py on a tiny MNIST run: the style measures, the digit-cluster measures every
+    method gets, and --network choosing another saved representation (a VITAE's appearance)."""
+    import numpy as np
+
+    from abc_tf.runs import training
+
+    np.savez(tmp_path / "mnist.npz", **small_mnist)
+    config = get_preset("mnist").replace(data_path=str(tmp_path / "mnist.npz"), embedding_dim=4)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(config.to_json())
+    training.untrained_encoder(config).save(str(run_dir / "encoder.keras"))
+    training.untrained_encoder(config.replace(embedding_dim=3, seed=1)).save(str(run_dir / "appearance.keras"))
+    result = run_script("evaluate.py", f"--run_dir={run_dir}", "--network=appearance", f"--output_dir={tmp_path / 'out'}",
+                        "--probe_epochs=1", "--mine_steps=0", "--disentanglement=none", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert set(metrics["digit_clusters"]) == {"nearest_neighbour_accuracy", "kmeans_nmi", "num_images"}
+    assert metrics["digit_clusters"]["num_images"] == len(small_mnist["y_test"])
+    assert len(metrics["trained"]["pca_explained_variance_ratio"]) == 3  # the appearance network's 3 dimensions
