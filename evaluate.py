@@ -173,11 +173,14 @@ def evaluate_digit_style(run, out_dir: str, settings) -> dict:
     """MNIST: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.mnist_style),
     1-NN digit accuracy and k-means NMI (abc_tf.evaluation.digit_clusters)."""
     from abc_tf.evaluation import digit_clusters, mnist_style
+    from abc_tf.runs.training import untrained_encoder
 
     metrics = mnist_style.evaluate_mnist_run(run.encoder, run.config, out_dir, probe_epochs=max(FLAGS.probe_epochs, 1))
     # Every method's representation gets the digit-cluster measures of Elastic-InfoGAN's paper
     # (1-NN accuracy, k-means NMI), so ABC, VAE and GAN rows read alike.
     metrics["digit_clusters"] = digit_clusters.representation_scores(run.encoder, run.config, settings.sample_seed)
+    metrics["untrained"]["digit_clusters"] = digit_clusters.representation_scores(
+        untrained_encoder(run.config), run.config, settings.sample_seed)
     add_disentanglement(run.encoder, run.config, out_dir, metrics)
     return metrics
 

@@ -130,4 +130,5 @@ def test_an_mnist_run_is_evaluated_with_the_network_asked_for(tmp_path, small_mn
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert set(metrics["digit_clusters"]) == {"nearest_neighbour_accuracy", "kmeans_nmi", "num_images"}
     assert metrics["digit_clusters"]["num_images"] == len(small_mnist["y_test"])
+    assert set(metrics["untrained"]["digit_clusters"]) == set(metrics["digit_clusters"])
     assert len(metrics["trained"]["pca_explained_variance_ratio"]) == 3  # the appearance network's 3 dimensions
