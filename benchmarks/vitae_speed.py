@@ -1,0 +1,336 @@
+"""VITAE's training step (--method=c_vitae, presets mnist_c_vitae: batches of 512, graph;
+mnist_c_vitae_quick: batches of 128, XLA):
+
+- the spatial transformer alone (theta -> expm -> bilinear sampling, forward and the gradient
+  to theta and to the image) at batch 128 and 512: eager, ``tf.function`` and
+  ``tf.function(jit_compile=True)``, in microseconds per image;
+- the C-VITAE train step: the same ``VITAEModel.train_step`` run eagerly op by op in a Python
+  loop (PyTorch's way, the authors' code) against ``fit`` (the compiled step, graph) and
+  ``fit`` with ``jit_compile=True`` (XLA), at both batch sizes, fed from memory; the VAE and
+  U-VITAE compiled with XLA beside them. Every setting is timed in turn, round after round,
+  median of the rounds (``benchmarks.loops.interleaved_rates``), so load from other jobs hits
+  all alike;
+- an MNIST epoch (54,051 training images, digit 9 held out) at each batch size, from the
+  measured rates, and from ``fit`` fed by the real "images" stream
+  (``abc_tf.data.mnist.make_images_dataset``) in the preset's own setting; the stream reads
+  the procedural MNIST (``data_source="procedural"``), so the benchmark needs no files;
+- peak resident memory of a process that builds and trains one setting alone.
+
+  python benchmarks/vitae_speed.py [--steps 20] [--rounds 3] [--no_write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks import report  # noqa: E402
+
+TITLE = "VITAE training step (CPU)"
+PAPER, QUICK = "mnist_c_vitae", "mnist_c_vitae_quick"
+BATCHES = (512, 128)  # the paper's, the quick preset's
+EPOCH_IMAGES = 54_051  # MNIST's 60,000 training images less the 5,949 nines
+WARP_MODES = ("eager", "function", "xla")
+# name: (variant, batch, runner); runner "eager" (train_step op by op), "fit" (graph), "fit_xla".
+SETTINGS = {
+    f"{variant}_{runner}_{batch}": (variant, batch, runner)
+    for batch in BATCHES
+    for variant, runners in (("c_vitae", ("eager", "fit", "fit_xla")), ("u_vitae", ("fit_xla",)), ("vae", ("fit_xla",)))
+    for runner in runners
+}
+MEMORY_SETTINGS = ("c_vitae_eager_512", "c_vitae_fit_512", "c_vitae_fit_xla_512", "c_vitae_fit_xla_128")
+
+
+def config_for(variant: str, batch: int, jit_compile: bool):
+    """The paper's preset of ``variant`` at ``batch``, on the procedural MNIST, with or without XLA."""
+    from abc_tf import config as config_lib
+
+    return config_lib.get_preset(f"mnist_{variant}").replace(batch_size=batch, jit_compile=jit_compile, data_source="procedural")
+
+
+def _batch(config) -> dict:
+    """One batch of the "images" stream."""
+    from abc_tf import data
+    from abc_tf.runs import training
+
+    dataset = training.make_family_dataset(data.get_family(config.data), config, start_step=0)
+    return {key: value.numpy() for key, value in next(iter(dataset)).items()}
+
+
+def _setup(variant: str, batch: int, jit_compile: bool):
+    """The model (compiled as its preset would be) and one batch; the step set past the KL warm-up."""
+    from abc_tf.runs import training
+
+    config = config_for(variant, batch, jit_compile)
+    model = training.build_model(config)
+    model.optimizer.iterations.assign(config.steps * 3 // 4)
+    return config, model, _batch(config)
+
+
+def runner(setting: str):
+    variant, batch, kind = SETTINGS[setting]
+    _, model, images = _setup(variant, batch, jit_compile=kind == "fit_xla")
+    return eager_runner(model, images) if kind == "eager" else fit_runner(model, images)
+
+
+def eager_step(model, batch: dict) -> dict:
+    """One ``train_step`` outside any tf.function: eager, op by op."""
+    import tensorflow as tf
+
+    return model.train_step({key: tf.constant(value) for key, value in batch.items()})
+
+
+def eager_runner(model, batch: dict):
+    import tensorflow as tf
+
+    batch = {key: tf.constant(value) for key, value in batch.items()}
+
+    def run(steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            logs = model.train_step(batch)
+        float(logs["loss"])
+        return steps / (time.perf_counter() - start)
+
+    run(1)  # creates the optimizer's slots
+    return run
+
+
+def fit_runner(model, batch: dict):
+    import tensorflow as tf
+
+    from benchmarks import loops
+
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    timer = loops._EpochTimer()
+
+    def run(steps: int) -> float:
+        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
+        return steps / timer.seconds[-1]
+
+    run(2)  # traces (and with XLA compiles) the step
+    return run
+
+
+# ---------------------------------------------------------------- the warp alone
+
+
+def warp_step(mode: str):
+    """(images, theta) -> (loss, d loss / d images, d loss / d theta) of the warp alone: theta
+    -> T_theta = expm(...) -> bilinear sampling, the loss a fixed weighting of the output's
+    pixels. ``mode``: "eager", "function" (tf.function) or "xla" (tf.function(jit_compile=True))."""
+    import tensorflow as tf
+
+    from models import spatial_transformer
+
+    def step(images, theta, weights):
+        with tf.GradientTape() as tape:
+            tape.watch([images, theta])
+            warped = spatial_transformer.warp(images, spatial_transformer.affine_matrices(theta))
+            loss = tf.reduce_sum(warped * weights)
+        image_gradient, theta_gradient = tape.gradient(loss, [images, theta])
+        return loss, image_gradient, theta_gradient
+
+    if mode == "eager":
+        return step
+    return tf.function(step, jit_compile=mode == "xla")
+
+
+def warp_inputs(batch: int):
+    """Images [batch, 28, 28, 1] in [0, 1], theta [batch, 6] of small maps, pixel weights [28, 28, 1]."""
+    import tensorflow as tf
+
+    images = tf.random.stateless_uniform([batch, 28, 28, 1], seed=[0, 1])
+    theta = 0.2 * tf.random.stateless_normal([batch, 6], seed=[0, 2])
+    weights = tf.random.stateless_normal([28, 28, 1], seed=[0, 3])
+    return images, theta, weights
+
+
+def warp_runner(mode: str, batch: int):
+    step, inputs = warp_step(mode), warp_inputs(batch)
+
+    def run(calls: int) -> float:
+        start = time.perf_counter()
+        for _ in range(calls):
+            loss, _, _ = step(*inputs)
+        float(loss)
+        return calls / (time.perf_counter() - start)
+
+    run(2)  # traces
+    return run
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def measure(steps: int, rounds: int) -> dict:
+    import tensorflow as tf
+
+    from abc_tf import config as config_lib
+    from abc_tf import data
+    from abc_tf.data import mnist
+    from abc_tf.runs import training
+    from benchmarks import loops
+
+    warp = loops.interleaved_rates(
+        {f"{mode}_{batch}": warp_runner(mode, batch) for batch in BATCHES for mode in WARP_MODES}, steps, rounds)
+    runners = {setting: runner(setting) for setting in SETTINGS}
+    rates = loops.interleaved_rates(runners, steps, rounds)
+    # fit fed by the "images" stream in each preset's own setting (after the others: see
+    # loops.pipeline_fit_rate), and the stream alone.
+    pipeline, stream = {}, {}
+    for preset in (PAPER, QUICK):
+        config = config_lib.get_preset(preset).replace(data_source="procedural")
+        dataset = training.make_family_dataset(data.get_family(config.data), config, start_step=0)
+        iterator = iter(dataset)
+        next(iterator)
+        batches = max(1000, steps * rounds)  # well past what the prefetch buffer holds
+        start = time.perf_counter()
+        for _ in range(batches):
+            next(iterator)
+        stream[str(config.batch_size)] = batches / (time.perf_counter() - start)
+        del iterator
+        model = training.build_model(config)
+        model.optimizer.iterations.assign(config.steps * 3 // 4)
+        pipeline[str(config.batch_size)] = loops.pipeline_fit_rate(model, dataset, steps, rounds)
+    procedural = len(mnist.training_images(config_for("c_vitae", 128, False))[0])
+    _, model, _ = _setup("c_vitae", 128, False)
+    return {
+        "warp": warp, "rates": rates, "pipeline": pipeline, "stream": stream, "procedural_images": procedural,
+        "parameters": int(sum(int(tf.size(v)) for v in model.trainable_variables)),
+    }
+
+
+def peak_memory(setting: str, steps: int) -> float:
+    """Runs in a child process: peak RSS (MB) of building ``setting`` and training ``steps`` steps."""
+    runner(setting)(steps)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(args: list[str]) -> dict:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    completed = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
+    if completed.returncode or not lines:
+        raise RuntimeError(f"{args} failed: {completed.stderr.strip()[-2000:]}")
+    return json.loads(lines[-1][len("RESULT"):])
+
+
+# ---------------------------------------------------------------- the section
+
+
+def epoch_seconds(steps_per_s: float, batch: int) -> float:
+    """Seconds for one epoch of EPOCH_IMAGES images at ``batch`` (the last step a full batch too)."""
+    return math.ceil(EPOCH_IMAGES / batch) / steps_per_s
+
+
+def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float) -> str:
+    rates, warp = result["rates"], result["warp"]
+    lines = [
+        report.machine_line(),
+        "",
+        f"Presets `{PAPER}` (batches of 512, the compiled graph) and `{QUICK}` (batches of 128, XLA): Table 1's",
+        f"MLPs, d_A = d_P = 2, {result['parameters']:,} trainable parameters in C-VITAE. Figures are the median of",
+        f"{rounds} interleaved rounds of {steps} calls of the warp, or {steps} train steps, each after a warm-up.",
+        "",
+        "The spatial transformer alone: theta [B, 6] -> T_theta = expm -> bilinear sampling of [B, 28, 28, 1]",
+        "images, forward and the gradient to theta and to the images, microseconds per image:",
+        "",
+        "| batch | eager | tf.function | tf.function(jit_compile=True) | function over eager | XLA over eager |",
+        "|---|---|---|---|---|---|",
+    ]
+    for batch in BATCHES:
+        micro = {mode: 1e6 / (warp[f"{mode}_{batch}"] * batch) for mode in WARP_MODES}
+        lines.append(
+            f"| {batch} | {micro['eager']:.1f} | {micro['function']:.1f} | {micro['xla']:.1f} | "
+            f"{micro['eager'] / micro['function']:.1f}x | {micro['eager'] / micro['xla']:.1f}x |"
+        )
+    lines += [
+        "",
+        "The train step (every loss term on: the step is set past the KL warm-up; the random affine",
+        "augmentation on), fed from memory. Eager: `VITAEModel.train_step` called op by op in a Python",
+        "loop, as the authors' PyTorch code runs. Compiled rows are timed from the start to the end of a",
+        "Keras epoch. An epoch: the 54,051 training images of MNIST without its nines, in whole batches",
+        "(106 of 512, 423 of 128). Peak RSS: a process that builds that setting alone and trains it for 10 steps.",
+        "",
+        "| method | batch | loop | steps/s | images/s | over eager | MNIST epoch s | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    loops_named = {"eager": "eager, `train_step` op by op", "fit": "compiled `fit` (graph)", "fit_xla": "compiled `fit`, XLA"}
+    names = {"c_vitae": "C-VITAE", "u_vitae": "U-VITAE", "vae": "VAE"}
+    for setting, (variant, batch, kind) in SETTINGS.items():
+        rate = rates[setting]
+        over = rate / rates[f"c_vitae_eager_{batch}"]
+        mem = f"{memory[setting]:.0f}" if setting in memory else "-"
+        lines.append(
+            f"| {names[variant]} | {batch} | {loops_named[kind]} | {rate:.2f} | {rate * batch:.0f} | {over:.1f}x | "
+            f"{epoch_seconds(rate, batch):.1f} | {mem} |"
+        )
+    lines += [
+        "",
+        "\"over eager\": over C-VITAE's eager loop at the same batch size.",
+        "",
+    ]
+    verdicts = []
+    for batch in BATCHES:
+        eager = rates[f"c_vitae_eager_{batch}"]
+        graph, xla = rates[f"c_vitae_fit_{batch}"] / eager, rates[f"c_vitae_fit_xla_{batch}"] / eager
+        best = max(graph, xla)
+        verdicts.append(f"at batch {batch} the graph is {graph:.1f}x and XLA {xla:.1f}x the eager loop "
+                        f"({'met' if best >= 3 else 'not met'})")
+    lines += [
+        f"Goal (issue 16): compiled >= 3x the eager loop: {'; '.join(verdicts)}.",
+        "",
+        "MNIST epoch fed by the real \"images\" stream (`make_images_dataset`, one thread for the pipeline",
+        f"as in CPU training) in each preset's own setting. The stream read the procedural MNIST",
+        f"(`data_source=\"procedural\"`, {result['procedural_images']:,} training images without the nines), so",
+        "this runs without files; its batches have the real MNIST's shape and type, and the epoch is counted",
+        "in the real MNIST's 54,051 images:",
+        "",
+        "| preset | batch | loop | steps/s fed by the stream | from memory | MNIST epoch s | stream alone, batches/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for preset, batch, kind in ((PAPER, 512, "fit"), (QUICK, 128, "fit_xla")):
+        fed, alone = result["pipeline"][str(batch)], result["stream"][str(batch)]
+        lines.append(
+            f"| `{preset}` | {batch} | {loops_named[kind]} | {fed:.2f} | {rates[f'c_vitae_{kind}_{batch}']:.2f} | "
+            f"{epoch_seconds(fed, batch):.1f} | {alone:.1f} |"
+        )
+    lines += [
+        "",
+        report.load_line(load_start),
+        "",
+        f"Command: `python benchmarks/vitae_speed.py --steps {steps} --rounds {rounds}`",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = report.argument_parser(__doc__, leaves="BENCHMARKS.md")
+    parser.add_argument("--steps", type=int, default=20, help="Train steps (warp calls) per setting and round.")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child == "measure":
+        print("RESULT" + json.dumps(measure(args.steps, args.rounds)))
+        return
+    if args.child:
+        print("RESULT" + json.dumps(peak_memory(args.child, 10)))
+        return
+    load_start = os.getloadavg()[0]
+    result = _child(["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
+    memory = {setting: _child(["--child", setting]) for setting in MEMORY_SETTINGS}
+    report.publish(TITLE, table(result, memory, args.steps, args.rounds, load_start), write=not args.no_write)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""benchmarks/vitae_speed.py: the eager loop runs the step the compiled ``fit`` runs (same loss,
+same update, with and without XLA), the warp's three modes agree, and the section's table reads
+the measured rates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from abc_tf.methods import vitae
+from abc_tf.runs import training
+from models import spatial_transformer
+from benchmarks import vitae_speed
+
+
+@pytest.fixture
+def fixed_noise(monkeypatch):
+    """The samples' noise and the augmentation's maps fixed: the stateless random ops draw other
+    numbers under XLA than in the graph or eagerly, so the steps would otherwise differ."""
+    rng = np.random.default_rng(0)
+    draws = {space: rng.standard_normal([8, 2]).astype(np.float32) for space in ("appearance", "perspective")}
+    maps = np.tile(np.array([[[0.9, -0.2, 0.1], [0.2, 0.9, -0.05]]], np.float32), [8, 1, 1])
+    monkeypatch.setattr(vitae, "draw_noise", lambda batch, dims, seed: {k: tf.constant(v) for k, v in draws.items()})
+    monkeypatch.setattr(vitae, "random_affine", lambda images, seed: spatial_transformer.warp(images, tf.constant(maps)))
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_the_eager_loop_computes_the_compiled_step(jit_compile, fixed_noise):
+    # Two models of one seed: the same weights, the same noise, the same batch.
+    config = vitae_speed.config_for("c_vitae", 8, jit_compile).replace(steps=100)
+    batch = vitae_speed._batch(config)
+    eager, compiled = training.build_model(config), training.build_model(config)
+    for model in (eager, compiled):
+        model.optimizer.iterations.assign(30)  # inside the KL warm-up: 0 < w < 1
+    logs = vitae_speed.eager_step(eager, batch)
+    history = compiled.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0, shuffle=False).history
+    assert 0 < float(logs["kl_weight"]) < 1 and float(logs["kl_perspective"]) > 0
+    np.testing.assert_allclose(float(logs["loss"]), history["loss"][0], rtol=1e-4)
+    for ours, theirs in zip(eager.trainable_variables, compiled.trainable_variables):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-3, atol=1e-5)
+
+
+def test_the_warp_modes_agree():
+    inputs = vitae_speed.warp_inputs(4)
+    eager = vitae_speed.warp_step("eager")(*inputs)
+    for mode in ("function", "xla"):
+        for ours, theirs in zip(eager, vitae_speed.warp_step(mode)(*inputs)):
+            np.testing.assert_allclose(theirs.numpy(), ours.numpy(), rtol=1e-4, atol=1e-5)
+    assert float(tf.reduce_sum(tf.abs(eager[2]))) > 0  # a gradient reaches theta
+
+
+def test_the_table_reads_the_rates():
+    warp = {f"{mode}_{batch}": rate for batch in (128, 512)
+            for mode, rate in zip(vitae_speed.WARP_MODES, (100.0 * 512 / batch, 400.0 * 512 / batch, 800.0 * 512 / batch))}
+    rates = {setting: 10.0 for setting in vitae_speed.SETTINGS}
+    rates.update(c_vitae_eager_512=2.0, c_vitae_fit_512=5.0, c_vitae_fit_xla_512=8.0,
+                 c_vitae_eager_128=10.0, c_vitae_fit_128=20.0, c_vitae_fit_xla_128=40.0)
+    result = {"warp": warp, "rates": rates, "pipeline": {"512": 4.0, "128": 30.0}, "stream": {"512": 50.0, "128": 90.0},
+              "procedural_images": 54_000, "parameters": 12_345}
+    memory = {"c_vitae_fit_512": 700.0}
+    text = vitae_speed.table(result, memory, steps=20, rounds=3, load_start=1.0)
+    # 1e6 / (100 calls/s * 512 images) = 19.5 us per image
+    assert "| 512 | 19.5 | 4.9 | 2.4 | 4.0x | 8.0x |" in text
+    assert "| 128 | 19.5 | 4.9 | 2.4 | 4.0x | 8.0x |" in text
+    # 106 steps of 512 at 5 steps/s: 21.2 s
+    assert "| C-VITAE | 512 | compiled `fit` (graph) | 5.00 | 2560 | 2.5x | 21.2 | 700 |" in text
+    assert "| C-VITAE | 128 | compiled `fit`, XLA | 40.00 | 5120 | 4.0x | 10.6 | - |" in text
+    assert "at batch 512 the graph is 2.5x and XLA 4.0x the eager loop (met)" in text
+    assert "at batch 128 the graph is 2.0x and XLA 4.0x the eager loop (met)" in text
+    assert "| `mnist_c_vitae` | 512 | compiled `fit` (graph) | 4.00 | 5.00 | 26.5 | 50.0 |" in text
+    assert "54,000 training images" in text
+
+
+def test_the_goal_can_fail():
+    rates = {setting: 10.0 for setting in vitae_speed.SETTINGS}
+    result = {"warp": {f"{m}_{b}": 1.0 for m in vitae_speed.WARP_MODES for b in (128, 512)}, "rates": rates,
+              "pipeline": {"512": 1.0, "128": 1.0}, "stream": {"512": 1.0, "128": 1.0}, "procedural_images": 1, "parameters": 1}
+    assert "(not met)" in vitae_speed.table(result, {}, steps=1, rounds=1, load_start=0.0)
