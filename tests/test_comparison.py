@@ -198,3 +198,13 @@ def test_evaluate_py_compare(runs, tmp_path):
     ):
         bad = subprocess.run(command[:2] + flags, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
         assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr[-2000:]
+
+
+def test_a_score_skipped_for_every_row_is_said_once(compared):
+    result = json.loads(json.dumps(compared[0]))
+    for row in result["rows"]:
+        row["disentanglement_skipped"] = {"beta_vae": "no images of given factor values"}
+    result["rows"][0]["disentanglement_skipped"]["sap"] = "a test reason"
+    text = comparison.markdown(result)
+    assert text.count("beta_vae not computed for every row: no images of given factor values.") == 1
+    assert "sap not computed for abc_seeds: a test reason." in text

@@ -255,9 +255,14 @@ def markdown(result: dict[str, Any]) -> str:
         lines = [[row["label"]] + [_cell(row.get("disentanglement", {}).get(key)) for key, _ in keys] for row in rows]
         out += ["", f"## Disentanglement scores (preset {result['disentanglement_preset']})", ""]
         out += _table(["row"] + [label for _, label in keys], lines)
+    skipped: dict[tuple[str, str], list[str]] = {}
     for row in rows:
         for score, reason in row.get("disentanglement_skipped", {}).items():
-            out.append(f"\n{row['label']}: {score} not computed: {reason}.")
+            skipped.setdefault((score, reason), []).append(row["label"])
+    for (score, reason), labels in skipped.items():
+        which = "every row" if len(labels) == len(rows) else ", ".join(labels)
+        out.append(f"\n{score} not computed for {which}: {reason}.")
+    for row in rows:
         collapsed = [seed for seed in row["seeds"]
                      if seed.get("disentanglement", {}).get("results", {}).get("factor_vae", {}).get("num_active_dims") == 0]
         if collapsed:
