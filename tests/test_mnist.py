@@ -3,12 +3,14 @@ the real MNIST. The file formats: tests/test_mnist_formats.py; the procedural di
 tests/test_digits.py; the style measures: tests/test_digit_style.py; the evaluation:
 tests/test_mnist_style.py."""
 
+import functools
 import os
 
 import numpy as np
 import pytest
 
-from abc_tf.data import get_family, mnist
+from abc_tf.data import get_family, mnist, mnist_formats
+from abc_tf.data.render import digits as digit_renderer
 from mnist_helpers import mnist_config, write_idx_dir
 
 
@@ -45,6 +47,22 @@ def test_auto_source_prefers_a_prepared_tfds(monkeypatch):
     with tfds.testing.mock_data(num_examples=30):
         monkeypatch.setattr(type(tfds.builder("mnist")), "is_prepared", lambda self: True)
         assert mnist.resolve_source(mnist_config()) == ("tfds", "")
+
+
+def test_the_true_style_survives_the_cache_and_an_imbalanced_split(monkeypatch):
+    """The procedural digits' test_style stays with the whole, read-only test split when the
+    training split is subsampled (a small render stands in for 60k + 10k digits)."""
+    small = functools.partial(digit_renderer.procedural_mnist, train_size=300, test_size=30)
+    monkeypatch.setattr(digit_renderer, "procedural_mnist", small)
+    mnist._load_cached.cache_clear()
+    try:
+        data = mnist.load_mnist(mnist_config(data_source="procedural", class_split=0))
+    finally:
+        mnist._load_cached.cache_clear()  # no small render left for later tests
+    assert len(data.y_train) < 300 and len(data.y_test) == 30
+    assert set(data.test_style) == set(digit_renderer.STYLE_FACTORS)
+    np.testing.assert_array_equal(data.test_style["slant"], small(mnist_formats.PROCEDURAL_DATA_SEED)[1].style["slant"])
+    assert not data.test_style["slant"].flags.writeable
 
 
 # ----------------------------------------------------------------------------- stacks

@@ -3,6 +3,7 @@ gzip, .npz, a mocked prepared tfds, and the errors that name the file."""
 
 from __future__ import annotations
 
+import functools
 import os
 import zipfile
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from abc_tf.data import mnist_formats
+from abc_tf.data.render import digits as digit_renderer
 from mnist_helpers import raw_idx_bytes, write_idx_dir
 
 
@@ -148,3 +150,23 @@ def test_a_corrupt_zip_is_a_bad_npz_not_a_traceback(tmp_path):
         archive.writestr("x_train.npy", b"\x93NUMPY garbage")
     with pytest.raises(ValueError, match="Cannot read MNIST .npz file"):
         mnist_formats.load_npz(str(path))
+
+
+# ----------------------------------------------------------------------------- true style
+
+
+def test_procedural_digits_keep_the_true_style_of_the_test_images(monkeypatch, tmp_path, small_mnist):
+    """load_procedural's test_style: every renderer style factor, one value per test image
+    (a small render stands in for 60k + 10k digits); every other source has none."""
+    small = functools.partial(digit_renderer.procedural_mnist, train_size=40, test_size=30)
+    monkeypatch.setattr(digit_renderer, "procedural_mnist", small)
+    data = mnist_formats.load_procedural(seed=3)
+    assert set(data.test_style) == set(digit_renderer.STYLE_FACTORS)
+    _, test = small(3)
+    for name in digit_renderer.STYLE_FACTORS:
+        assert data.test_style[name].shape == (len(data.y_test),) == (30,)
+        np.testing.assert_array_equal(data.test_style[name], test.style[name])
+    np.savez(tmp_path / "m.npz", **small_mnist)
+    write_idx_dir(tmp_path / "idx", small_mnist, compress=False)
+    assert mnist_formats.load_npz(str(tmp_path / "m.npz")).test_style is None
+    assert mnist_formats.load_idx_dir(str(tmp_path / "idx")).test_style is None

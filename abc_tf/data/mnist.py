@@ -95,7 +95,7 @@ def _load_cached(source: str, path: str) -> MnistData:
         data = load_tfds(path or None)
     else:
         data = load_procedural()
-    for array in (data.x_train, data.y_train, data.x_test, data.y_test):
+    for array in (data.x_train, data.y_train, data.x_test, data.y_test, *(data.test_style or {}).values()):
         array.flags.writeable = False  # shared by every caller of the cache
     return data
 

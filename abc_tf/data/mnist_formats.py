@@ -39,13 +39,17 @@ _IDX_DTYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 
 class MnistData:
     """Images [N, 28, 28] uint8 (ink bright on black) and labels [N] uint8 digits, both splits.
 
-    ``source`` says where the data came from (for logs and results)."""
+    ``source`` says where the data came from (for logs and results). ``test_style``: the
+    renderer's true style factors of the test images (factor name -> [N_test] values, the
+    names of ``abc_tf.data.render.digits.STYLE_FACTORS``) for the procedural digits; None for
+    every other source, whose style is unknown."""
 
     x_train: np.ndarray
     y_train: np.ndarray
     x_test: np.ndarray
     y_test: np.ndarray
     source: str
+    test_style: dict[str, np.ndarray] | None = None
 
 
 def _open(path: str):
@@ -205,6 +209,8 @@ def load_tfds(data_dir: str | None = None) -> MnistData:
 
 
 def load_procedural(seed: int = PROCEDURAL_DATA_SEED) -> MnistData:
-    """The built-in stand-in: 60,000 + 10,000 rendered digits (abc_tf.data.render.digits)."""
+    """The built-in stand-in: 60,000 + 10,000 rendered digits (abc_tf.data.render.digits),
+    with the style factors each test image was rendered with (``test_style``)."""
     train, test = digit_renderer.procedural_mnist(seed)
-    return MnistData(train.images, train.labels, test.images, test.labels, source=f"procedural:seed={seed}")
+    return MnistData(train.images, train.labels, test.images, test.labels, source=f"procedural:seed={seed}",
+                     test_style={name: test.style[name] for name in digit_renderer.STYLE_FACTORS})
