@@ -408,6 +408,10 @@ def _print_summary(result: dict) -> None:
         scores = scores.get("scores", scores)  # one run's, or the seeds' {key: {mean, std, values}}
         text = ", ".join(f"{key} {value['mean'] if isinstance(value, dict) else value:.3f}" for key, value in scores.items())
         print(f"  disentanglement: {text}")
+    if isinstance(result.get("trained"), dict) and "true_style_r2" in result["trained"]:  # MNIST, procedural digits
+        from abc_tf.evaluation import mnist_style
+
+        print(mnist_style.true_style_summary(result))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@
   regression on held-out test images, and within each digit);
   the digit probe (``abc_tf.evaluation.probes``, noise at the length scale while training)
   says how much class information is left.
+- On the built-in procedural digits (``data.test_style``), ``regression.style_predictability``
+  also scores every style factor the renderer drew (``abc_tf.data.render.digits.STYLE_FACTORS``:
+  slant, thickness, scale, aspect, rotation, shift_x, shift_y) as ``true_style_r2``: the true
+  factors, not pixel measures of them.
 - :func:`evaluate_mnist_run`: all of it for a run directory or encoder; writes PNGs and
   ``mnist_metrics.json``.
 
@@ -228,6 +232,8 @@ def evaluate_mnist_run(
       probe_epochs: epochs of each digit probe; seed: query choice, splits, probes.
     Returns the metrics dict that is also written as JSON. For "trained" and "untrained":
       style_r2: ``regression.style_predictability`` of slant, thickness, ink, width;
+      true_style_r2 (procedural digits only): the same for every true style factor of the
+        renderer (``data.test_style``);
       digit_probe_accuracy: the digit probe's test accuracy, trained with noise at the
         length scale (the paper's setting) and, on standardised embeddings, without noise;
       pca_explained_variance_ratio, pca_top2_variance: of the seen digits' embeddings;
@@ -302,6 +308,9 @@ def evaluate_mnist_run(
             "retrieval_grid": grid.as_dict(),
             "retrieval_row_style_spread": _row_style_spread(grid, measures),
         }
+        if data.test_style is not None:  # the procedural digits: the renderer's true style factors
+            metrics[name]["true_style_r2"] = regression.style_predictability(
+                embeddings, data.test_style, labels, holdout, seed=seed)
     plot_retrieval_grids(images, grids, os.path.join(out_dir, "retrieval.png"), holdout_digit=holdout)
     # Panels as in the paper: untrained | trained, seen digits above the held-out digit.
     ordered = [pca_panels[i] for i in ((0, 2, 1, 3) if holdout is not None else (0, 1))]
@@ -310,6 +319,20 @@ def evaluate_mnist_run(
     with open(os.path.join(out_dir, METRICS_FILE), "w") as handle:
         json.dump(metrics, handle, indent=2, sort_keys=True)
     return metrics
+
+
+def true_style_summary(metrics: dict[str, Any]) -> str | None:
+    """One line of ``true_style_r2`` for the console: ridge R^2 within digit on held-out images of
+    the seen digits, trained / untrained, per factor; None without true style factors."""
+    trained = metrics.get("trained")
+    if not isinstance(trained, dict) or "true_style_r2" not in trained:
+        return None
+    key = "ridge_within_digit_seen_digits"
+    text = ", ".join(
+        f"{factor} {entry[key]:.2f}/{metrics['untrained']['true_style_r2'][factor][key]:.2f}"
+        for factor, entry in metrics["trained"]["true_style_r2"].items()
+    )
+    return f"  true style R^2 (ridge, within digit, trained/untrained): {text}"
 
 
 def _row_style_spread(grid: RetrievalGrid, measures: dict[str, np.ndarray]) -> dict[str, float]:
