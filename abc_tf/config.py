@@ -55,7 +55,7 @@ class ExperimentConfig:
     # Shapes3D (SPEC.md sections 3 and 6).
     inactive_factors: str = _field("wall_hue", "Factors fixed within a set, comma separated. Shapes3D: names or the authors' digits; yaleb: 'person,pose' (illumination active) or 'person' (pose and illumination active).")
     curate_both_sets: bool = _field(True, "Curate set B like set A (False: set B unconstrained, drawn from the whole data set).")
-    augmentation_baseline: bool = _field(False, "Shapes3D: hue double-augmentation contrastive baseline instead of curated sets.")
+    augmentation_baseline: bool = _field(False, "Double-augmentation baseline instead of curated sets: unconstrained sets and their second views. Shapes3D: random_hue(0.5), --method=contrastive; MNIST: Elastic-InfoGAN's rotation/zoom/elastic augmentation, --method=abc or contrastive.")
     sample_with_replacement: bool = _field(False, "Allow repeated images inside a set (needed when set_size exceeds the distinct images that share the inactive values).")
     data_in_memory: bool = _field(False, "Shapes3D h5: read all images into RAM first (5.9 GB for the real file) instead of reading each set from disk.")
     # MNIST (SPEC.md section 3).
@@ -326,6 +326,12 @@ PRESETS["mnist_infogan_quick"] = PRESETS["mnist_elastic_infogan_quick"].replace(
 )
 PRESETS["mnist_gumbel_infogan_quick"] = PRESETS["mnist_elastic_infogan_quick"].replace(
     name="mnist_gumbel_infogan_quick", infogan_contrastive_weight=0.0,
+)
+# ABC given Elastic-InfoGAN's signal (issue 17, item 4): no labels, unconstrained sets of 64 from
+# split 0 with all ten digits, both sets two views under its augmentation; otherwise the paper's
+# MNIST ABC settings ("mnist"). --method=contrastive trains the two-view loss on the same batches.
+PRESETS["mnist_abc_augmentation"] = PRESETS["mnist"].replace(
+    name="mnist_abc_augmentation", augmentation_baseline=True, holdout_digit="none", class_split=0,
 )
 
 

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 import models
 import toy_family
+from abc_tf import losses
 from abc_tf.methods.abc_model import ABCModel
 
 SET_SIZE = 12
@@ -112,3 +113,12 @@ def test_bad_arguments_are_clear_errors():
         ABCModel(models.build("s4"), loss_type="triplet")
     with pytest.raises(ValueError, match="head but no head_loss"):
         ABCModel(models.build("s4"), head=keras.layers.Dense(2))
+
+
+def test_abc_on_an_augmentation_baseline_batch_takes_the_second_view_as_set_b():
+    model = ABCModel(models.build("s4"))
+    batch = next(iter(grouped_batches(pairs=2, seed=5, views=True)))
+    baseline = {"set_a": batch["set_a"], "set_a_view2": batch["set_a_view2"]}
+    embedded = model.embed_sets(baseline)
+    expected, _ = losses.abc_loss(embedded["set_a"], embedded["set_a_view2"])
+    np.testing.assert_allclose(model._forward(baseline, training=False)["abc_loss"].numpy(), expected.numpy(), rtol=1e-5)

@@ -27,6 +27,12 @@ the training images are subsampled class by class before anything is drawn, so t
 stream follows the split's proportions. The stack sampler still draws each stack's *digit*
 uniformly (the experiment is about style, not digit frequency); only the pool each stack is
 drawn from shrinks, so a rare digit's stacks repeat its few images more often.
+
+Augmentation baseline (``augmentation_baseline``; issue 17, Elastic-InfoGAN's signal for ABC and
+the contrastive loss): ``{"set_a", "set_a_view2"}`` [P, S, 28, 28, 1] float32 in [0, 1], P sets
+of S images drawn uniformly from the training images (split and held-out digit respected, no
+digit constraint) in two independent identity-preserving augmentations
+(:mod:`abc_tf.data.digit_augment`).
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
-from abc_tf.data import digit_style, mnist_imbalance
+from abc_tf.data import digit_augment, digit_style, mnist_imbalance
 from abc_tf.data.family import DataFamily, KnownFactors, quantile_bins
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream
 from abc_tf.data.mnist_formats import (
@@ -198,6 +204,9 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
     ``start_step`` is unused: the trainer derives ``seed`` from it."""
     del start_step
     digits = training_digits(config)  # validates holdout_digit before loading anything
+    if config.augmentation_baseline:  # unconstrained sets, two augmented views (no digit used)
+        images, _ = training_images(config)
+        return digit_augment.make_view_pair_dataset(images, config.set_size, config.pairs_per_step, seed)
     data = load_mnist(config)
     return make_stack_dataset(
         data.x_train, data.y_train, digits, config.set_size, config.pairs_per_step,
@@ -254,6 +263,8 @@ def check_config(config: ExperimentConfig) -> None:
     """The MNIST checks that read no image: the held-out digit, the class split, the source and its files."""
     training_digits(config)
     mnist_imbalance.check_split(config.class_split)
+    if config.augmentation_baseline and config.method not in ("abc", "contrastive"):
+        raise ValueError("--augmentation_baseline makes two-view sets for --method=abc or --method=contrastive.")
     resolve_source(config)
 
 
@@ -281,7 +292,7 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
 
 FAMILY = DataFamily(
     name="mnist",
-    fields=("holdout_digit", "allow_same_digit", "class_split"),
+    fields=("holdout_digit", "allow_same_digit", "class_split", "augmentation_baseline"),
     image_shape=image_shape,
     make_dataset=make_dataset,
     check_config=check_config,

@@ -6,8 +6,10 @@ head on set A's labels (SPEC.md section 3, Table 2).
 
 Batch format (DESIGN.md): a dict with ``set_a`` ``[P, N, H, W, C]`` and ``set_b``
 ``[P, M, H, W, C]``; under double augmentation also ``set_a_view2`` and ``set_b_view2``; with
-a head, ``labels_a`` ``[P, N, ...]`` for the head's loss on set A. Images are uint8 (0..255)
-or float in [0, 1]. Every image of the batch goes through the encoder in one call.
+a head, ``labels_a`` ``[P, N, ...]`` for the head's loss on set A. An augmentation-baseline
+batch (``set_a`` and ``set_a_view2`` only) trains ABC with ``set_a_view2`` as set B. Images
+are uint8 (0..255) or float in [0, 1]. Every image of the batch goes through the encoder in one
+call.
 """
 
 from __future__ import annotations
@@ -103,6 +105,9 @@ class ABCModel(MethodModel):
             abc, accuracy = losses.contrastive_loss(
                 embedded["set_a"], embedded["set_a_view2"], self.similarity, self.temperature
             )
+        elif "set_b" not in embedded:
+            # Augmentation baseline: set B is set A's second view, the correspondence the augmentation.
+            abc, accuracy = losses.abc_loss(embedded["set_a"], embedded["set_a_view2"], self.similarity, self.temperature)
         else:
             abc, accuracy = losses.abc_loss(
                 embedded["set_a"],
@@ -191,7 +196,7 @@ def _check_contrastive(config: ExperimentConfig) -> None:
     if not (config.double_augmentation or config.augmentation_baseline):
         raise ValueError(
             "--method=contrastive trains on two views of every image: set --double_augmentation (with "
-            "--augmentations), or --augmentation_baseline on shapes3d."
+            "--augmentations), or --augmentation_baseline on shapes3d or mnist."
         )
 
 

@@ -17,7 +17,7 @@ z ~ N(0, I_62) and Gumbel noise g:
   + info_loss + w ntxent_loss, with info_loss = CE(Q(G(z, c)), argmax c) and ntxent_loss the
   NT-Xent (temperature 0.5) between normalize(Q_pen(x)) and normalize(Q_pen(T(x))), the batch's
   other images as negatives; T: rotation +-20 degrees, zoom 0.9-1.1 and a mild elastic
-  distortion (:func:`augment`), w = ``infogan_contrastive_weight`` (10).
+  distortion (:func:`abc_tf.data.digit_augment.augment`), w = ``infogan_contrastive_weight`` (10).
 
 The shared trunk is updated by the D step only, as in InfoGAN where the shared layers belong
 to D and Q owns only its head [ours: the supplement does not say]. The G step runs G again
@@ -59,6 +59,7 @@ import tensorflow as tf
 import models
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import mnist, mnist_imbalance
+from abc_tf.data.digit_augment import augment  # T, the identity-preserving augmentation
 from abc_tf.methods.base import Method, MethodModel, to_float_images
 from models import infogan as infogan_networks
 
@@ -68,11 +69,6 @@ NUM_CATEGORIES = infogan_networks.NUM_CATEGORIES
 GUMBEL_TEMPERATURE = 0.1  # supplement 4.4: samples very close to one-hot
 NTXENT_TEMPERATURE = 0.5  # [code]
 ADAM_BETAS = (0.5, 0.999)  # [code]; the learning rate is --learning_rate (2e-4 in the presets, supplement 4.4)
-# The augmentation T [code]: rotation, zoom, and a mild elastic distortion. The distortion is a
-# random displacement of a coarse 4x4 grid of control points, smoothly interpolated [ours: its
-# size is not given]: about one pixel, so a digit stays itself.
-MAX_ROTATION_DEGREES, ZOOM_RANGE = 20.0, (0.9, 1.1)
-ELASTIC_GRID, ELASTIC_PIXELS = 4, 1.0
 PRIORS = ("learned", "uniform")
 # Failure detection (issue 17, item 5) [ours]: a prior whose largest class exceeds 0.9 has
 # collapsed onto one code; generated images whose pixel spread over z is below a fifth of the
@@ -122,50 +118,6 @@ def info_loss(code_logits: tf.Tensor, code: tf.Tensor) -> tf.Tensor:
     """Cross-entropy of Q's code logits [B, K] against the drawn code's argmax."""
     labels = tf.stop_gradient(tf.argmax(code, axis=-1))
     return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=tf.cast(code_logits, tf.float32)))
-
-
-def _bilinear(images: tf.Tensor, rows: tf.Tensor, cols: tf.Tensor) -> tf.Tensor:
-    """images [B, H, W, C] sampled at fractional pixel coordinates rows, cols [B, H, W];
-    outside the image is black (0)."""
-    shape = tf.shape(images)
-    height, width = shape[1], shape[2]
-    row0, col0 = tf.floor(rows), tf.floor(cols)
-    batch = tf.broadcast_to(tf.range(shape[0])[:, None, None], tf.shape(rows))
-    out = 0.0
-    for dr in (0.0, 1.0):
-        for dc in (0.0, 1.0):
-            r, c = row0 + dr, col0 + dc
-            weight = (1.0 - tf.abs(rows - r)) * (1.0 - tf.abs(cols - c))
-            inside = (r >= 0) & (r <= tf.cast(height - 1, tf.float32)) & (c >= 0) & (c <= tf.cast(width - 1, tf.float32))
-            ri = tf.clip_by_value(tf.cast(r, tf.int32), 0, height - 1)
-            ci = tf.clip_by_value(tf.cast(c, tf.int32), 0, width - 1)
-            values = tf.gather_nd(images, tf.stack([batch, ri, ci], axis=-1))
-            out += values * (weight * tf.cast(inside, tf.float32))[..., None]
-    return out
-
-
-def augment(images: tf.Tensor, seed: tf.Tensor, max_degrees: float = MAX_ROTATION_DEGREES,
-            zoom: tuple[float, float] = ZOOM_RANGE, elastic_pixels: float = ELASTIC_PIXELS) -> tf.Tensor:
-    """T(x): each float image [B, H, W, C] rotated about its centre by an angle uniform in
-    +-max_degrees, zoomed by a factor uniform in ``zoom`` and distorted by a smooth random
-    displacement of about ``elastic_pixels``, in one bilinear resampling (module docstring)."""
-    images = tf.cast(images, tf.float32)
-    shape = tf.shape(images)
-    batch, height, width = shape[0], shape[1], shape[2]
-    seeds = tf.random.experimental.stateless_split(seed, 3)
-    angle = tf.random.stateless_uniform([batch], seeds[0], -1.0, 1.0) * (max_degrees * math.pi / 180.0)
-    scale = tf.random.stateless_uniform([batch], seeds[1], zoom[0], zoom[1])
-    coarse = tf.random.stateless_normal([batch, ELASTIC_GRID, ELASTIC_GRID, 2], seeds[2]) * elastic_pixels
-    displacement = tf.image.resize(coarse, [height, width], method="bicubic")  # smooth over the image
-    centre_r, centre_c = (tf.cast(height, tf.float32) - 1.0) / 2.0, (tf.cast(width, tf.float32) - 1.0) / 2.0
-    grid_r, grid_c = tf.meshgrid(tf.range(height, dtype=tf.float32) - centre_r,
-                                 tf.range(width, dtype=tf.float32) - centre_c, indexing="ij")
-    # An output pixel takes the input at the inverse transform of its position: zooming in by s
-    # reads from positions 1/s as far from the centre.
-    cos, sin, inverse = tf.cos(angle)[:, None, None], tf.sin(angle)[:, None, None], (1.0 / scale)[:, None, None]
-    rows = inverse * (cos * grid_r - sin * grid_c) + centre_r + displacement[..., 0]
-    cols = inverse * (sin * grid_r + cos * grid_c) + centre_c + displacement[..., 1]
-    return _bilinear(images, rows, cols)
 
 
 # ---------------------------------------------------------------- the model
