@@ -33,6 +33,10 @@ def test_inactive_names_and_labels_follow_the_config():
     baseline = ExperimentConfig(augmentation_baseline=True)
     assert set(factor_isolation.inactive_names(baseline)) == set(factor_isolation.HUE_FACTORS)
     assert factor_isolation.condition_label(ExperimentConfig(curate_both_sets=False)) == "wall_hue inactive, set B unconstrained"
+    # The augmentation baselines: Shapes3D's augments the hues away; MNIST's fixes no factor.
+    baseline = ExperimentConfig(augmentation_baseline=True, method="contrastive")
+    assert factor_isolation.condition_label(baseline) == "floor_hue/wall_hue/object_hue augmented away (contrastive)"
+    assert factor_isolation.condition_label(baseline.replace(data="mnist", method="abc")) == "double augmentation (abc)"
     with pytest.raises(ValueError, match="no labelled factor sample"):
         factor_isolation.factor_names(ExperimentConfig(data="folders"))
 

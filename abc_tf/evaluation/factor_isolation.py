@@ -122,7 +122,9 @@ def condition_label(config: ExperimentConfig) -> str:
     if method.batch_format != "sets":
         return f"{method.name} ({method.batch_format})"
     if config.augmentation_baseline:
-        return "hue double augmentation (contrastive)"
+        # The family's augmentation (Shapes3D: hue; MNIST: rotation, zoom, elastic) is the only signal.
+        dropped = inactive_names(config)
+        return f"double augmentation ({method.name})" if not dropped else f"{'/'.join(dropped)} augmented away ({method.name})"
     inactive = inactive_names(config)
     label = "no inactive factor" if not inactive else ", ".join(inactive) + " inactive"
     if inactive and not config.curate_both_sets:
