@@ -1,0 +1,332 @@
+"""Elastic-InfoGAN's training step (--method=elastic_infogan, presets mnist_elastic_infogan and
+mnist_elastic_infogan_quick: both batches of 64 real images, the graph; they differ only in
+length) and the cost of its evaluation:
+
+- the train step (a D step and a G/Q/prior step, two Adam optimizers, NT-Xent on augmented
+  real images): the same ``ElasticInfoGANModel.train_step`` run eagerly op by op in a Python
+  loop (PyTorch's way, the authors' code) against ``fit`` (the compiled step, graph) and ``fit``
+  with ``jit_compile=True`` (XLA) where it compiles; beside them the uniform-InfoGAN ablation
+  (``infogan_prior=uniform``, ``infogan_contrastive_weight=0``) compiled, which shows what the
+  NT-Xent term (augmentation, a second trunk pass over 2B images) costs. Every setting is timed
+  in turn, round after round, median of the rounds (``benchmarks.loops.interleaved_rates``),
+  so load from other jobs hits all alike; fed from memory;
+- peak resident memory of a process that builds and trains one setting alone;
+- the evaluation (``abc_tf.evaluation.digit_clusters``) on a model of the trained shape
+  (untrained weights: the cost does not depend on them): the digit classifier's training (once,
+  into a temporary cache directory) and its load from the cache, generating and classifying
+  1,000 images per code, and the 1-NN and k-means measures on the 10,000 test images.
+
+The data are the procedural MNIST (``data_source="procedural"``), so the benchmark needs no
+files; its images have the real MNIST's shape and type and its splits the real sizes.
+
+  python benchmarks/infogan_speed.py [--steps 10] [--rounds 3] [--no_write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks import report  # noqa: E402
+
+TITLE = "Elastic-InfoGAN training step (CPU)"
+PAPER, QUICK = "mnist_elastic_infogan", "mnist_elastic_infogan_quick"
+PER_CODE = 1000  # generated images per categorical code in the evaluation
+# name: (variant, runner); variant "elastic" (the preset) or "infogan" (uniform prior, no NT-Xent);
+# runner "eager" (train_step op by op), "fit" (graph), "fit_xla".
+SETTINGS = {
+    "elastic_eager": ("elastic", "eager"), "elastic_fit": ("elastic", "fit"), "elastic_fit_xla": ("elastic", "fit_xla"),
+    "infogan_fit": ("infogan", "fit"), "infogan_fit_xla": ("infogan", "fit_xla"),
+}
+MEMORY_SETTINGS = ("elastic_eager", "elastic_fit", "elastic_fit_xla", "infogan_fit")
+LABELS = {
+    "elastic_eager": "Elastic-InfoGAN, eager: `train_step` op by op",
+    "elastic_fit": "Elastic-InfoGAN, compiled `fit` (graph)",
+    "elastic_fit_xla": "Elastic-InfoGAN, compiled `fit`, XLA",
+    "infogan_fit": "InfoGAN ablation (uniform prior, no NT-Xent), compiled `fit` (graph)",
+    "infogan_fit_xla": "InfoGAN ablation (uniform prior, no NT-Xent), compiled `fit`, XLA",
+}
+EVALUATION_PARTS = (
+    ("classifier_training", "the digit classifier's training (once: 3 epochs of the 60,000 training images, then cached)"),
+    ("classifier_cached", "the digit classifier loaded from the cache (every later evaluation)"),
+    ("generated", f"generating and classifying {PER_CODE:,} images per code (10 codes), NMI and ENT"),
+    ("embedding", "the encoder's features of the test images"),
+    ("nearest_neighbour", "1-NN digit accuracy of the features (80/20 split)"),
+    ("kmeans", "k-means (k = 10, 4 initialisations) NMI of the features"),
+    ("q_code", "Q's code of the test images and its NMI"),
+)
+
+
+def config_for(variant: str, jit_compile: bool):
+    """The paper's preset, or its uniform-InfoGAN ablation, on the procedural MNIST, with or without XLA."""
+    from abc_tf import config as config_lib
+
+    config = config_lib.get_preset(PAPER).replace(jit_compile=jit_compile, data_source="procedural")
+    if variant == "infogan":
+        config = config.replace(infogan_prior="uniform", infogan_contrastive_weight=0.0)
+    return config
+
+
+def _batch(config) -> dict:
+    """One batch of the "images" stream."""
+    from abc_tf import data
+    from abc_tf.runs import training
+
+    dataset = training.make_family_dataset(data.get_family(config.data), config, start_step=0)
+    return {key: value.numpy() for key, value in next(iter(dataset)).items()}
+
+
+def _setup(variant: str, jit_compile: bool):
+    """The model (compiled as its preset would be) and one batch."""
+    from abc_tf.runs import training
+
+    config = config_for(variant, jit_compile)
+    return config, training.build_model(config), _batch(config)
+
+
+def runner(setting: str):
+    variant, kind = SETTINGS[setting]
+    _, model, images = _setup(variant, jit_compile=kind == "fit_xla")
+    return eager_runner(model, images) if kind == "eager" else fit_runner(model, images)
+
+
+def eager_step(model, batch: dict) -> dict:
+    """One ``train_step`` outside any tf.function: eager, op by op."""
+    import tensorflow as tf
+
+    return model.train_step({key: tf.constant(value) for key, value in batch.items()})
+
+
+def eager_runner(model, batch: dict):
+    import tensorflow as tf
+
+    batch = {key: tf.constant(value) for key, value in batch.items()}
+
+    def run(steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            logs = model.train_step(batch)
+        float(logs["loss"])
+        return steps / (time.perf_counter() - start)
+
+    run(1)  # creates both optimizers' slots
+    return run
+
+
+def fit_runner(model, batch: dict):
+    import tensorflow as tf
+
+    from benchmarks import loops
+
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    timer = loops._EpochTimer()
+
+    def run(steps: int) -> float:
+        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
+        return steps / timer.seconds[-1]
+
+    run(2)  # traces (and with XLA compiles) the step
+    return run
+
+
+def _failure(error: Exception) -> str:
+    """The first line of an error that says why, e.g. XLA's "Detected unsupported operations"."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    for line in lines:
+        if "unsupported operations" in line:
+            return line[:300]
+    return (lines[0] if lines else type(error).__name__)[:300]
+
+
+# ---------------------------------------------------------------- measuring
+
+
+def measure(steps: int, rounds: int) -> dict:
+    import tensorflow as tf
+
+    from benchmarks import loops
+
+    runners, failed = {}, {}
+    for setting in SETTINGS:
+        try:
+            runners[setting] = runner(setting)
+        except Exception as error:  # noqa: BLE001  XLA may refuse an op of the step
+            failed[setting] = _failure(error)
+    rates = loops.interleaved_rates(runners, steps, rounds)
+    _, model, batch = _setup("elastic", False)
+    return {
+        "rates": rates, "failed": failed, "images_per_step": int(len(batch["images"])),
+        "parameters": int(sum(int(tf.size(v)) for v in model.trainable_variables)),
+    }
+
+
+def evaluation_seconds(per_code: int = PER_CODE) -> dict:
+    """Seconds of each part of ``digit_clusters.evaluate_run``'s work on an untrained model of the
+    preset's shape, the classifier cached in a temporary directory."""
+    import numpy as np
+    from sklearn.metrics import normalized_mutual_info_score
+
+    from abc_tf.data import mnist
+    from abc_tf.evaluation import digit_clusters
+    from abc_tf.runs import training
+    from abc_tf.runs.run_dir import embed
+
+    config = config_for("elastic", False)
+    model = training.build_model(config)
+    data = mnist.load_mnist(config)
+    seconds = {}
+
+    def timed(name, work):
+        start = time.perf_counter()
+        value = work()
+        seconds[name] = time.perf_counter() - start
+        return value
+
+    with tempfile.TemporaryDirectory() as cache:
+        classifier, accuracy, _ = timed("classifier_training", lambda: digit_clusters.digit_classifier(config, cache))
+        classifier, _, _ = timed("classifier_cached", lambda: digit_clusters.digit_classifier(config, cache))
+
+    def generated():
+        codes, digits = digit_clusters.generated_codes_and_digits(model.generator, classifier, per_code)
+        matrix = digit_clusters.count_matrix(codes, digits)
+        return digit_clusters.matrix_nmi(matrix), digit_clusters.ent(matrix)
+
+    timed("generated", generated)
+    features = timed("embedding", lambda: embed(model.encoder, data.x_test[..., None]))
+    timed("nearest_neighbour", lambda: digit_clusters.nearest_neighbour_accuracy(features, data.y_test))
+    timed("kmeans", lambda: digit_clusters.kmeans_nmi(features, data.y_test))
+    timed("q_code", lambda: normalized_mutual_info_score(data.y_test, digit_clusters.classify(model.q, data.x_test[..., None])))
+    return {"seconds": seconds, "classifier_accuracy": accuracy, "test_images": int(len(data.y_test)),
+            "train_images": int(len(data.y_train)), "feature_dim": int(np.shape(features)[1]), "per_code": per_code}
+
+
+def peak_memory(setting: str, steps: int) -> float | None:
+    """Runs in a child process: peak RSS (MB) of building ``setting`` and training ``steps`` steps;
+    None where the setting does not compile."""
+    try:
+        run = runner(setting)
+    except Exception:  # noqa: BLE001
+        return None
+    run(steps)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(args: list[str]):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    completed = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
+    if completed.returncode or not lines:
+        raise RuntimeError(f"{args} failed: {completed.stderr.strip()[-2000:]}")
+    return json.loads(lines[-1][len("RESULT"):])
+
+
+# ---------------------------------------------------------------- the section
+
+
+def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int, load_start: float) -> str:
+    rates, failed, images = result["rates"], result.get("failed", {}), result["images_per_step"]
+    eager = rates["elastic_eager"]
+    lines = [
+        report.machine_line(),
+        "",
+        f"Presets `{PAPER}` and `{QUICK}` (the same step: batches of {images} real images, the compiled",
+        f"graph; they differ only in length), {result['parameters']:,} trainable parameters (G, the D/Q trunk,",
+        "D's and Q's heads, the prior logits). A step is a D step (G's images and the real ones through",
+        "the trunk) and a G/Q/prior step (G again, its images through the trunk, and for NT-Xent the real",
+        "images and an augmented view of each through the trunk and Q's penultimate layer), each with",
+        "its own Adam. Fed from memory. Eager: `ElasticInfoGANModel.train_step` called op by op in a",
+        "Python loop, as the authors' PyTorch code runs. Compiled rows are timed from the start to the",
+        f"end of a Keras epoch. Figures are the median of {rounds} interleaved rounds of {steps} train steps,",
+        "each after a warm-up. images/s: real images per second. Peak RSS: a process that builds that",
+        "setting alone and trains it for 10 steps.",
+        "",
+        "| setting | steps/s | images/s | over eager | peak RSS MB |",
+        "|---|---|---|---|---|",
+    ]
+    for setting in SETTINGS:
+        if setting in failed:
+            lines.append(f"| {LABELS[setting]} | does not compile | - | - | - |")
+            continue
+        rate = rates[setting]
+        mem = f"{memory[setting]:.0f}" if memory.get(setting) is not None else "-"
+        lines.append(f"| {LABELS[setting]} | {rate:.2f} | {rate * images:.0f} | {rate / eager:.1f}x | {mem} |")
+    lines.append("")
+    for setting, reason in failed.items():
+        lines.append(f"{LABELS[setting]}: {reason}")
+        lines.append("")
+    compiled = {setting: rates[setting] / eager for setting in ("elastic_fit", "elastic_fit_xla") if setting in rates}
+    best = max(compiled.values())
+    parts = [f"the graph is {compiled['elastic_fit']:.1f}x"] if "elastic_fit" in compiled else []
+    parts.append(f"XLA {compiled['elastic_fit_xla']:.1f}x" if "elastic_fit_xla" in compiled else "XLA does not compile")
+    lines += [
+        f"Goal (issue 17): compiled >= 3x the eager loop: {' and '.join(parts)} the eager loop "
+        f"({'met' if best >= 3 else 'not met'}).",
+    ]
+    if "infogan_fit" in rates and "elastic_fit" in rates:
+        share = 1 - rates["elastic_fit"] / rates["infogan_fit"]
+        lines.append(
+            f"The NT-Xent term (augmentation, the trunk and Q's layer on {2 * images} more images) and the learned prior: "
+            f"the compiled ablation runs {rates['infogan_fit'] / rates['elastic_fit']:.2f}x as fast as the full step, "
+            f"so they take {100 * share:.0f}% of its time."
+        )
+    seconds = evaluation["seconds"]
+    lines += [
+        "",
+        f"The evaluation (`abc_tf/evaluation/digit_clusters.py`) of a model of this shape (untrained weights: the",
+        f"cost does not depend on them), on the procedural MNIST (`data_source=\"procedural\"`: "
+        f"{evaluation['train_images']:,} training and",
+        f"{evaluation['test_images']:,} test images, the real MNIST's sizes), so it runs without files; the classifier",
+        f"reached {evaluation['classifier_accuracy']:.4f} test accuracy on it. Seconds, one run of each part:",
+        "",
+        "| part | seconds |",
+        "|---|---|",
+    ]
+    for key, label in EVALUATION_PARTS:
+        lines.append(f"| {label} | {seconds[key]:.1f} |")
+    later = sum(value for key, value in seconds.items() if key != "classifier_training")
+    lines += [
+        "",
+        f"An evaluation with the classifier cached: {later:.1f} s; the first on a machine: "
+        f"{later - seconds['classifier_cached'] + seconds['classifier_training']:.1f} s. The encoder's features are "
+        f"{evaluation['feature_dim']}-dimensional (Q's penultimate layer).",
+        "",
+        report.load_line(load_start),
+        "",
+        f"Command: `python benchmarks/infogan_speed.py --steps {steps} --rounds {rounds}`",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = report.argument_parser(__doc__, leaves="BENCHMARKS.md")
+    parser.add_argument("--steps", type=int, default=10, help="Train steps per setting and round.")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child == "measure":
+        print("RESULT" + json.dumps(measure(args.steps, args.rounds)))
+        return
+    if args.child == "evaluation":
+        print("RESULT" + json.dumps(evaluation_seconds()))
+        return
+    if args.child:
+        print("RESULT" + json.dumps(peak_memory(args.child, 10)))
+        return
+    load_start = os.getloadavg()[0]
+    result = _child(["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
+    memory = {setting: _child(["--child", setting]) for setting in MEMORY_SETTINGS if setting not in result["failed"]}
+    evaluation = _child(["--child", "evaluation"])
+    report.publish(TITLE, table(result, memory, evaluation, args.steps, args.rounds, load_start), write=not args.no_write)
+
+
+if __name__ == "__main__":
+    main()
