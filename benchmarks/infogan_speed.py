@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks import report  # noqa: E402
+from benchmarks.loops import train_step_eager_runner, train_step_fit_runner  # noqa: E402
 
 TITLE = "Elastic-InfoGAN training step (CPU)"
 PAPER, QUICK = "mnist_elastic_infogan", "mnist_elastic_infogan_quick"
@@ -96,46 +96,10 @@ def _setup(variant: str, jit_compile: bool):
 def runner(setting: str):
     variant, kind = SETTINGS[setting]
     _, model, images = _setup(variant, jit_compile=kind == "fit_xla")
-    return eager_runner(model, images) if kind == "eager" else fit_runner(model, images)
+    return train_step_eager_runner(model, images) if kind == "eager" else train_step_fit_runner(model, images)
 
 
-def eager_step(model, batch: dict) -> dict:
-    """One ``train_step`` outside any tf.function: eager, op by op."""
-    import tensorflow as tf
 
-    return model.train_step({key: tf.constant(value) for key, value in batch.items()})
-
-
-def eager_runner(model, batch: dict):
-    import tensorflow as tf
-
-    batch = {key: tf.constant(value) for key, value in batch.items()}
-
-    def run(steps: int) -> float:
-        start = time.perf_counter()
-        for _ in range(steps):
-            logs = model.train_step(batch)
-        float(logs["loss"])
-        return steps / (time.perf_counter() - start)
-
-    run(1)  # creates both optimizers' slots
-    return run
-
-
-def fit_runner(model, batch: dict):
-    import tensorflow as tf
-
-    from benchmarks import loops
-
-    dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    timer = loops._EpochTimer()
-
-    def run(steps: int) -> float:
-        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
-        return steps / timer.seconds[-1]
-
-    run(2)  # traces (and with XLA compiles) the step
-    return run
 
 
 def _failure(error: Exception) -> str:
@@ -220,14 +184,6 @@ def peak_memory(setting: str, steps: int) -> float | None:
     run(steps)
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-
-def _child(args: list[str]):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    completed = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True, env=env, cwd=ROOT)
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
-    if completed.returncode or not lines:
-        raise RuntimeError(f"{args} failed: {completed.stderr.strip()[-2000:]}")
-    return json.loads(lines[-1][len("RESULT"):])
 
 
 # ---------------------------------------------------------------- the section
@@ -324,9 +280,9 @@ def main() -> None:
         print("RESULT" + json.dumps(peak_memory(args.child, 10)))
         return
     load_start = os.getloadavg()[0]
-    result = _child(["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
-    memory = {setting: _child(["--child", setting]) for setting in MEMORY_SETTINGS if setting not in result["failed"]}
-    evaluation = _child(["--child", "evaluation"])
+    result = report.run_child(__file__, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
+    memory = {setting: report.run_child(__file__, ["--child", setting]) for setting in MEMORY_SETTINGS if setting not in result["failed"]}
+    evaluation = report.run_child(__file__, ["--child", "evaluation"])
     report.publish(TITLE, table(result, memory, evaluation, args.steps, args.rounds, load_start), write=not args.no_write)
 
 

@@ -188,3 +188,42 @@ def matmul_gflops_per_s(dtype: tf.DType = tf.float32, size: int = 2048, repeats:
     for _ in range(repeats):
         product().numpy()
     return 2 * size**3 * repeats / (time.perf_counter() - start) / 1e9
+
+
+# ---------------------------------------------------------------- any method's own train_step
+
+
+def eager_step(model: keras.Model, batch: dict) -> dict:
+    """One ``model.train_step`` outside any tf.function: eager, op by op (PyTorch's way)."""
+    return model.train_step({key: tf.constant(value) for key, value in batch.items()})
+
+
+def train_step_eager_runner(model: keras.Model, batch: dict) -> Runner:
+    """``model.train_step`` (any method: PMP, VITAE, Elastic-InfoGAN) run eagerly in a Python loop."""
+    batch = {key: tf.constant(value) for key, value in batch.items()}
+
+    def run(steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(steps):
+            logs = model.train_step(batch)
+        float(logs["loss"])
+        return steps / (time.perf_counter() - start)
+
+    run(1)  # creates the optimizers' slots
+    return run
+
+
+def train_step_fit_runner(model: keras.Model, batch: dict) -> Runner:
+    """``model.fit`` (its compiled train_step, XLA if compiled so) on ``batch`` repeated from memory;
+    timed from the start to the end of a Keras epoch, in whole compiled calls."""
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    timer = _EpochTimer()
+    per_call = model.steps_per_execution
+
+    def run(steps: int) -> float:
+        steps = max(per_call, steps - steps % per_call)
+        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
+        return steps / timer.seconds[-1]
+
+    run(2 * per_call)  # traces (and with XLA compiles) the step
+    return run

@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
@@ -32,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks import report  # noqa: E402
+from benchmarks.loops import train_step_eager_runner, train_step_fit_runner  # noqa: E402
 
 EXPERIMENT = "shapes3d_pmp"
 # name: (mixed precision, steps_per_execution); the eager runners are float32.
@@ -64,24 +64,11 @@ def runner(setting: str):
     if setting == "eager_authors":
         return authors_eager_runner(model, batch)
     if setting == "eager":
-        return eager_runner(model, batch)
+        return train_step_eager_runner(model, batch)
     if setting == "floor_mixed":
         return floor_runner(model, batch)
-    return fit_runner(model, batch)
+    return train_step_fit_runner(model, batch)
 
-
-def eager_runner(model, batch):
-    """Our ``train_step``, called outside any tf.function: eager, op by op."""
-
-    def run(steps: int) -> float:
-        start = time.perf_counter()
-        for _ in range(steps):
-            logs = model.train_step(batch)
-        float(logs["loss"])
-        return steps / (time.perf_counter() - start)
-
-    run(1)  # creates the optimizer's slots
-    return run
 
 
 def authors_loss(model, batch, iteration: int):
@@ -176,23 +163,6 @@ def floor_runner(model, batch):
     return run
 
 
-def fit_runner(model, batch):
-    import tensorflow as tf
-
-    from benchmarks import loops
-
-    dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    timer = loops._EpochTimer()
-    per_call = model.steps_per_execution
-
-    def run(steps: int) -> float:
-        steps = max(per_call, steps - steps % per_call)  # whole compiled calls only
-        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
-        return steps / timer.seconds[-1]
-
-    run(2 * per_call)  # traces the step
-    return run
-
 
 def measure(steps: int, rounds: int) -> dict:
     import statistics
@@ -208,7 +178,7 @@ def measure(steps: int, rounds: int) -> dict:
     # The warm-up phase (reconstruction alone), compiled float32.
     config, warm, batch = _setup(mixed=False)
     warm.optimizer.iterations.assign(0)
-    warm_run = fit_runner(warm, batch)
+    warm_run = train_step_fit_runner(warm, batch)
     rates["fit_warmup"] = statistics.median(warm_run(steps) for _ in range(rounds))
     # The pairs pipeline alone, then the mixed fit fed by it (after the others: see loops.pipeline_fit_rate).
     dataset = training.make_family_dataset(data.get_family(config.data), config, start_step=0)
@@ -235,14 +205,6 @@ def peak_memory(setting: str, steps: int) -> float:
     runner(setting)(steps)
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-
-def _child(args: list[str]) -> dict:
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    completed = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True, env=env, cwd=ROOT)
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
-    if completed.returncode or not lines:
-        raise RuntimeError(f"{args} failed: {completed.stderr.strip()[-2000:]}")
-    return json.loads(lines[-1][len("RESULT"):])
 
 
 def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float) -> str:
@@ -309,8 +271,8 @@ def main() -> None:
         print("RESULT" + json.dumps(peak_memory(args.child, 10)))
         return
     load_start = os.getloadavg()[0]
-    result = _child(["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
-    memory = {setting: _child(["--child", setting]) for setting in SETTINGS if setting not in ("fit_mixed_spe10", "floor_mixed")}
+    result = report.run_child(__file__, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
+    memory = {setting: report.run_child(__file__, ["--child", setting]) for setting in SETTINGS if setting not in ("fit_mixed_spe10", "floor_mixed")}
     report.publish(TITLE, table(result, memory, args.steps, args.rounds, load_start), write=not args.no_write)
 
 

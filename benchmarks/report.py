@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import json
 import os
 import platform
 import re
+import subprocess
+import sys
 
 FIGURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "figures", "benchmarks")
 BENCHMARKS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "BENCHMARKS.md")
@@ -83,3 +86,16 @@ def log_log_axes(path: str, xlabel: str, ylabel: str, title: str, legend_size: i
         fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)
+
+
+def run_child(script: str, args: list[str]) -> dict:
+    """Runs ``python script args`` (a benchmark measuring alone in a fresh process, e.g. its peak
+    memory) and returns the JSON it prints after ``RESULT``; RuntimeError with its stderr if it fails."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    completed = subprocess.run([sys.executable, os.path.abspath(script), *args], capture_output=True, text=True,
+                               env=env, cwd=root)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
+    if completed.returncode or not lines:
+        raise RuntimeError(f"{args} failed: {completed.stderr.strip()[-2000:]}")
+    return json.loads(lines[-1][len("RESULT"):])

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import resource
-import subprocess
 import sys
 import time
 
@@ -34,6 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks import report  # noqa: E402
+from benchmarks.loops import train_step_eager_runner, train_step_fit_runner  # noqa: E402
 
 TITLE = "VITAE training step (CPU)"
 PAPER, QUICK = "mnist_c_vitae", "mnist_c_vitae_quick"
@@ -79,46 +79,10 @@ def _setup(variant: str, batch: int, jit_compile: bool):
 def runner(setting: str):
     variant, batch, kind = SETTINGS[setting]
     _, model, images = _setup(variant, batch, jit_compile=kind == "fit_xla")
-    return eager_runner(model, images) if kind == "eager" else fit_runner(model, images)
+    return train_step_eager_runner(model, images) if kind == "eager" else train_step_fit_runner(model, images)
 
 
-def eager_step(model, batch: dict) -> dict:
-    """One ``train_step`` outside any tf.function: eager, op by op."""
-    import tensorflow as tf
 
-    return model.train_step({key: tf.constant(value) for key, value in batch.items()})
-
-
-def eager_runner(model, batch: dict):
-    import tensorflow as tf
-
-    batch = {key: tf.constant(value) for key, value in batch.items()}
-
-    def run(steps: int) -> float:
-        start = time.perf_counter()
-        for _ in range(steps):
-            logs = model.train_step(batch)
-        float(logs["loss"])
-        return steps / (time.perf_counter() - start)
-
-    run(1)  # creates the optimizer's slots
-    return run
-
-
-def fit_runner(model, batch: dict):
-    import tensorflow as tf
-
-    from benchmarks import loops
-
-    dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    timer = loops._EpochTimer()
-
-    def run(steps: int) -> float:
-        model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
-        return steps / timer.seconds[-1]
-
-    run(2)  # traces (and with XLA compiles) the step
-    return run
 
 
 # ---------------------------------------------------------------- the warp alone
@@ -215,14 +179,6 @@ def peak_memory(setting: str, steps: int) -> float:
     runner(setting)(steps)
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-
-def _child(args: list[str]) -> dict:
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    completed = subprocess.run([sys.executable, os.path.abspath(__file__), *args], capture_output=True, text=True, env=env, cwd=ROOT)
-    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
-    if completed.returncode or not lines:
-        raise RuntimeError(f"{args} failed: {completed.stderr.strip()[-2000:]}")
-    return json.loads(lines[-1][len("RESULT"):])
 
 
 # ---------------------------------------------------------------- the section
@@ -327,8 +283,8 @@ def main() -> None:
         print("RESULT" + json.dumps(peak_memory(args.child, 10)))
         return
     load_start = os.getloadavg()[0]
-    result = _child(["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
-    memory = {setting: _child(["--child", setting]) for setting in MEMORY_SETTINGS}
+    result = report.run_child(__file__, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
+    memory = {setting: report.run_child(__file__, ["--child", setting]) for setting in MEMORY_SETTINGS}
     report.publish(TITLE, table(result, memory, args.steps, args.rounds, load_start), write=not args.no_write)
 
 

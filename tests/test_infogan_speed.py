@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from abc_tf.runs import training
-from benchmarks import infogan_speed
+from benchmarks import infogan_speed, loops
 
 
 @pytest.mark.parametrize("variant", ["elastic", "infogan"])
@@ -18,7 +18,7 @@ def test_the_eager_loop_computes_the_compiled_step(variant):
     config = infogan_speed.config_for(variant, jit_compile=False).replace(batch_size=8)
     batch = infogan_speed._batch(config)
     eager, compiled = training.build_model(config), training.build_model(config)
-    logs = infogan_speed.eager_step(eager, batch)
+    logs = loops.eager_step(eager, batch)
     history = compiled.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0, shuffle=False).history
     for name in ("loss", "d_loss", "g_loss", "info_loss", "ntxent_loss"):
         np.testing.assert_allclose(float(logs[name]), history[name][0], rtol=1e-4, atol=1e-6)

@@ -11,7 +11,7 @@ import tensorflow as tf
 from abc_tf.methods import vitae
 from abc_tf.runs import training
 from models import spatial_transformer
-from benchmarks import vitae_speed
+from benchmarks import loops, vitae_speed
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_the_eager_loop_computes_the_compiled_step(jit_compile, fixed_noise):
     eager, compiled = training.build_model(config), training.build_model(config)
     for model in (eager, compiled):
         model.optimizer.iterations.assign(30)  # inside the KL warm-up: 0 < w < 1
-    logs = vitae_speed.eager_step(eager, batch)
+    logs = loops.eager_step(eager, batch)
     history = compiled.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0, shuffle=False).history
     assert 0 < float(logs["kl_weight"]) < 1 and float(logs["kl_perspective"]) > 0
     np.testing.assert_allclose(float(logs["loss"]), history["loss"][0], rtol=1e-4)
