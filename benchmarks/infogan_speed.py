@@ -1,6 +1,6 @@
 """Elastic-InfoGAN's training step (--method=elastic_infogan, presets mnist_elastic_infogan and
-mnist_elastic_infogan_quick: both batches of 64 real images, the graph; they differ only in
-length) and the cost of its evaluation:
+mnist_elastic_infogan_quick: both batches of 64 real images, compiled with XLA; they differ
+only in length) and the cost of its evaluation:
 
 - the train step (a D step and a G/Q/prior step, two Adam optimizers, NT-Xent on augmented
   real images): the same ``ElasticInfoGANModel.train_step`` run eagerly op by op in a Python
@@ -195,8 +195,8 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
     lines = [
         report.machine_line(),
         "",
-        f"Presets `{PAPER}` and `{QUICK}` (the same step: batches of {images} real images, the compiled",
-        f"graph; they differ only in length), {result['parameters']:,} trainable parameters (G, the D/Q trunk,",
+        f"Presets `{PAPER}` and `{QUICK}` (the same step: batches of {images} real images, compiled with",
+        f"XLA; they differ only in length), {result['parameters']:,} trainable parameters (G, the D/Q trunk,",
         "D's and Q's heads, the prior logits). A step is a D step (G's images and the real ones through",
         "the trunk) and a G/Q/prior step (G again, its images through the trunk, and for NT-Xent the real",
         "images and an augmented view of each through the trunk and Q's penultimate layer), each with",

@@ -216,3 +216,23 @@ def test_draw_stream_gives_each_step_its_chunk_row_and_resumes_anywhere():
         assert int(step) == start + offset
         np.testing.assert_array_equal(items.numpy(), first[start + offset][1])
         assert chosen.dtype == tf.int32 and chosen.shape == (2,)
+
+
+def test_draw_groups_in_proportion_to_weights_and_avoiding_a_given_group():
+    index, _ = uneven()
+    rng = np.random.default_rng(8)
+    among, weights = np.array([0, 1, 3, 4]), np.array([0.1, 0.2, 0.3, 0.4])
+    drawn = index.draw_groups(rng, 40000, among=among, weights=weights)
+    assert chi_square_ok(np.bincount(drawn, minlength=5)[among], 40000 * weights)
+    other = index.draw_groups(rng, 40000, among=among, exclude=drawn, weights=weights)
+    assert np.all(other != drawn) and set(np.unique(other)) <= set(among.tolist())
+    for position, group in enumerate(among):  # given group g, in proportion among the three others
+        rest = np.setdiff1d(np.arange(4), [position])
+        counts = np.bincount(other[drawn == group], minlength=5)[among[rest]]
+        assert chi_square_ok(counts, counts.sum() * weights[rest] / weights[rest].sum()), group
+    zero = index.draw_groups(rng, 5000, among=among, weights=np.array([0.0, 1.0, 0.0, 1.0]))
+    assert set(np.unique(zero)) == {1, 4}  # a weight of 0 is never drawn
+    with pytest.raises(ValueError, match="weights must be 4 finite values"):
+        index.draw_groups(rng, 3, among=among, weights=np.array([1.0, -1.0, 1.0, 1.0]))
+    with pytest.raises(ValueError, match="leave no group"):
+        index.draw_groups(rng, 3, among=among, exclude=np.array([1, 1, 1]), weights=np.array([0.0, 1.0, 0.0, 0.0]))

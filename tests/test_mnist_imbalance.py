@@ -86,3 +86,32 @@ def test_the_images_stream_draws_from_the_split(tmp_path, small_mnist):
         images = batch["images"].numpy()
         seen |= set((images[:, 0, 1, 0].astype(int) + 256 * images[:, 0, 2, 0].astype(int)).tolist())  # the coded index
     assert seen <= kept and len(seen) > len(kept) // 2
+
+
+def test_stacks_of_a_split_come_in_proportion_to_its_digits(tmp_path):
+    """Under --class_split a digit makes stacks in proportion to its training images (set B's
+    digit among the others); without a split the stack digits are uniform, as in the paper."""
+    from mnist_helpers import coded_split
+
+    x_train, y_train = coded_split(300, 0)
+    x_test, y_test = coded_split(4, 5000)
+    path = str(tmp_path / "mnist.npz")
+    np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
+    split = 25  # digits 0 and 1 are rare (4%, 2%), 2 and 3 common (20%, 19%)
+    config = mnist_config(data_path=path, class_split=split, holdout_digit="none", set_size=4, pairs_per_step=4)
+    counts = np.bincount(mnist.load_mnist(config).y_train, minlength=10)
+
+    def stack_digits(config):
+        digits = []
+        for batch in get_family("mnist").make_dataset(config, 3).take(150):
+            digits += [(batch[key].numpy()[:, 0, 0, 0, 0] - 5) // 20 for key in ("set_a", "set_b")]
+        return np.bincount(np.concatenate(digits).astype(int), minlength=10)
+
+    drawn = stack_digits(config)
+    first_moment = drawn / drawn.sum()
+    # Set A follows the counts exactly; set B, drawn among the other digits, flattens them a
+    # little; together they stay near the split's proportions and far from uniform.
+    np.testing.assert_allclose(first_moment, counts / counts.sum(), atol=0.03)
+    assert first_moment[2] > 4 * first_moment[1]
+    uniform = stack_digits(config.replace(class_split=mnist_imbalance.NO_SPLIT))
+    np.testing.assert_allclose(uniform / uniform.sum(), 0.1, atol=0.03)

@@ -4,8 +4,9 @@ Every family draws its sets here. A :class:`GroupIndex` lays the items out in gr
 (a CSR layout: group g is the positions ``offsets[g] : offsets[g] + counts[g]`` of a sort
 order, ``order`` maps a position to an item id) and offers the three draws a family needs:
 
-- :meth:`GroupIndex.draw_groups`: groups uniformly among the eligible ones, optionally each
-  different from a given group (set B from another group than set A);
+- :meth:`GroupIndex.draw_groups`: groups uniformly (or in proportion to given weights) among
+  the eligible ones, optionally each different from a given group (set B from another group
+  than set A);
 - :meth:`GroupIndex.draw_within`: ``k`` items inside each chosen group, distinct or with
   replacement;
 - :meth:`GroupIndex.draw_from_all`: ``k`` items of the whole collection (an unconstrained set).
@@ -232,20 +233,26 @@ class GroupIndex:
         return eligible
 
     def draw_groups(self, rng: np.random.Generator, num: int, among: np.ndarray | None = None,
-                    exclude: np.ndarray | None = None) -> np.ndarray:
+                    exclude: np.ndarray | None = None, weights: np.ndarray | None = None) -> np.ndarray:
         """``num`` group ids drawn uniformly from ``among`` (ascending ids; default: every group).
 
         exclude: int [num] group ids of ``among``: draw i is uniform over the others (at least
         two groups needed), e.g. set B's group given set A's.
+        weights: float [len(among)] >= 0, one per group of ``among``: draw in proportion to them
+        instead of uniformly (with ``exclude``, in proportion among the others).
         """
         among = np.arange(self.num_groups, dtype=np.int64) if among is None else np.asarray(among, np.int64)
+        position = None
+        if exclude is not None:
+            if among.size < 2:
+                raise ValueError("Drawing a group other than a given one needs at least two groups.")
+            position = np.searchsorted(among, exclude)
+            if np.any(position >= among.size) or np.any(among[np.minimum(position, among.size - 1)] != exclude):
+                raise ValueError("draw_groups: every excluded group must be one of the groups drawn from.")
+        if weights is not None:
+            return among[_weighted_draws(rng, num, np.asarray(weights, np.float64), among.size, position)]
         if exclude is None:
             return among[rng.integers(0, among.size, size=num)]
-        if among.size < 2:
-            raise ValueError("Drawing a group other than a given one needs at least two groups.")
-        position = np.searchsorted(among, exclude)
-        if np.any(position >= among.size) or np.any(among[np.minimum(position, among.size - 1)] != exclude):
-            raise ValueError("draw_groups: every excluded group must be one of the groups drawn from.")
         # A shift in 1..n-1 modulo n: uniform over the other n - 1 groups.
         return among[(position + rng.integers(1, among.size, size=num)) % among.size]
 
@@ -264,6 +271,23 @@ class GroupIndex:
             raise ValueError(f"--set_size={count} exceeds the {total} images of the collection (unconstrained set).")
         positions = sample_distinct(rng, np.full(num, total), count, replace)
         return positions if self.order is None else self.order[positions]
+
+
+def _weighted_draws(rng: np.random.Generator, num: int, weights: np.ndarray, size: int,
+                    excluded: np.ndarray | None) -> np.ndarray:
+    """Positions 0..size-1, ``num`` draws in proportion to ``weights`` [size]; draw i never
+    takes ``excluded[i]`` (its weight set to 0 for that draw). Inverse CDF, one row per draw."""
+    if weights.shape != (size,) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+        raise ValueError(f"draw_groups: weights must be {size} finite values >= 0, got {weights!r}.")
+    table = np.broadcast_to(weights, (num, size)).copy()
+    if excluded is not None:
+        table[np.arange(num), excluded] = 0.0
+    cumulative = np.cumsum(table, axis=1)
+    if np.any(cumulative[:, -1] <= 0):
+        raise ValueError("draw_groups: the weights leave no group to draw.")
+    targets = rng.random(num) * cumulative[:, -1]
+    # The first position whose cumulative weight exceeds the target (never a zero-weight one).
+    return np.minimum((cumulative <= targets[:, None]).sum(axis=1), size - 1)
 
 
 def _names(names: Sequence[str] | None, count: int) -> tuple[str, ...] | None:

@@ -24,9 +24,11 @@ one, drawn uniformly.
 
 Class imbalance (``class_split`` >= 0; Elastic-InfoGAN's splits, :mod:`abc_tf.data.mnist_imbalance`):
 the training images are subsampled class by class before anything is drawn, so the "images"
-stream follows the split's proportions. The stack sampler still draws each stack's *digit*
-uniformly (the experiment is about style, not digit frequency); only the pool each stack is
-drawn from shrinks, so a rare digit's stacks repeat its few images more often.
+stream follows the split's proportions, and the stack sampler draws each stack's digit in
+proportion to its training images (set B's among the digits other than set A's), as stacks
+made from the imbalanced data would come: a rare digit makes few stacks, not the same number
+of stacks from fewer images. Without a split the digits are drawn uniformly (the paper's
+setting; MNIST's classes are within 10% of equal).
 
 Augmentation baseline (``augmentation_baseline``; issue 17, Elastic-InfoGAN's signal for ABC and
 the contrastive loss): ``{"set_a", "set_a_view2"}`` [P, S, 28, 28, 1] float32 in [0, 1], P sets
@@ -154,12 +156,14 @@ def make_stack_dataset(
     allow_same_digit: bool,
     seed: int,
     with_digits: bool = False,
+    proportional: bool = False,
 ) -> tf.data.Dataset:
     """Endless batches of digit stacks from ``images`` [N, 28, 28] uint8 with ``labels`` [N].
 
     Each step draws, for each of the P pairs, two digits of ``digits`` (different unless
-    ``allow_same_digit``) and for each a stack of ``set_size`` distinct images of that digit,
-    uniformly without replacement. Batch: ``set_a``, ``set_b`` [P, S, 28, 28, 1] uint8; with
+    ``allow_same_digit``; uniformly, or with ``proportional`` in proportion to each digit's
+    images) and for each a stack of ``set_size`` distinct images of that digit, uniformly
+    without replacement. Batch: ``set_a``, ``set_b`` [P, S, 28, 28, 1] uint8; with
     ``with_digits`` also ``digit_a``, ``digit_b`` [P] int32 (for tests and diagnostics).
     A pure function of (seed, step) (:func:`abc_tf.data.groups.draw_stream`).
     """
@@ -173,12 +177,13 @@ def make_stack_dataset(
     index, _ = GroupIndex.from_keys(labels, groups=digits, names=[f"digit {d}" for d in digits])
     index.eligible(set_size, needed=len(digits), what="training images")
     pairs = int(pairs_per_step)
+    weights = index.counts if proportional else None
 
     def draw_chunk(chunk: int) -> tuple[np.ndarray, ...]:
         rng = chunk_rng(seed, chunk)
         rows = CHUNK_STEPS * pairs
-        first = index.draw_groups(rng, rows)
-        second = index.draw_groups(rng, rows, exclude=None if allow_same_digit else first)
+        first = index.draw_groups(rng, rows, weights=weights)
+        second = index.draw_groups(rng, rows, exclude=None if allow_same_digit else first, weights=weights)
         stacks = [index.draw_within(rng, digits, set_size).reshape(CHUNK_STEPS, pairs, set_size) for digits in (first, second)]
         return (*stacks, first.reshape(CHUNK_STEPS, pairs), second.reshape(CHUNK_STEPS, pairs))
 
@@ -210,7 +215,7 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
     data = load_mnist(config)
     return make_stack_dataset(
         data.x_train, data.y_train, digits, config.set_size, config.pairs_per_step,
-        config.allow_same_digit, seed,
+        config.allow_same_digit, seed, proportional=config.class_split != mnist_imbalance.NO_SPLIT,
     )
 
 
