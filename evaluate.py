@@ -32,8 +32,9 @@ Comparing runs of any methods side by side (abc_tf.evaluation.comparison):
 
   python evaluate.py --compare=runs/abc,runs/pmp --compare_untrained --output_dir=runs/comparison
 
-evaluates every run directory (a folder of ``seed_<k>`` runs is one row, its seeds aggregated)
-on one labelled sample and writes comparison.md, comparison.json and comparison.png.
+evaluates every run directory (a folder of ``seed_<k>`` runs is one row, its seeds aggregated;
+``DIR+DIR+...`` one row of several runs, e.g. one per class split) on one labelled sample and
+writes comparison.md, comparison.json and comparison.png.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ flags.DEFINE_enum("disentanglement", "fast", ["none", "fast", "full", "library"]
                   "standardising); abc_tf.evaluation.disentanglement.ScoreSettings.")
 flags.DEFINE_list("disentanglement_scores", ["beta_vae", "factor_vae", "mig", "dci", "sap"],
                   "Which disentanglement scores to compute (beta_vae, factor_vae, mig, dci, sap).")
-flags.DEFINE_list("compare", None, "Run directories (any methods; a folder of seed_<k> runs is one row) to compare "
+flags.DEFINE_list("compare", None, "Run directories (any methods; a folder of seed_<k> runs is one row, and so is DIR+DIR+...) to compare "
                   "side by side on one labelled sample: comparison.md/.json/.png in --output_dir.")
 flags.DEFINE_string("network", "encoder", "The run's saved network to embed with: encoder (every method's representation) "
                     "or another the method keeps (e.g. a VITAE's appearance or perspective). --compare rows: DIR@NETWORK.")

@@ -112,6 +112,13 @@ def test_seeds_are_aggregated(compared):
     assert abc["disentanglement"]["beta_vae"]["values"] == beta
     assert set(abc["disentanglement"]) == {"beta_vae", "factor_vae", "mig", "sap"}
     assert abc["probe_accuracy"]["shape"]["values"] == [seed["probe"]["shape"]["accuracy"] for seed in abc["seeds"]]
+    for key, _ in comparison.CLUSTER_MEASURES:  # 1-NN and k-means NMI per factor, every row
+        assert abc[key]["shape"]["values"] == [seed[key]["shape"] for seed in abc["seeds"]]
+        for row in compared[0]["rows"]:
+            assert list(row[key]) == compared[0]["factors"]
+            assert all(0.0 <= value["mean"] <= 1.0 for value in row[key].values())
+    text = (compared[1] / "comparison.md").read_text()
+    assert "## 1-NN accuracy per factor" in text and "## k-means NMI per factor" in text
 
 
 def test_noise_rule_per_method(compared):
@@ -172,6 +179,32 @@ def test_a_row_may_embed_with_another_network_of_its_run(runs, tmp_path):
     assert result["rows"][0]["embedding_dim"] == 3 and result["rows"][0]["method"] == "abc (appearance)"
     with pytest.raises(ValueError, match="has no network 'perspective'"):
         comparison.rows_of([f"{run_dir}@perspective"])
+
+
+def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp_path):
+    """DIR+DIR: one row of several runs (e.g. one per class split), aggregated like seeds; the
+    method measures come from each run's metrics.json ("method" -> "headline")."""
+    for split in (0, 1, 2):
+        write_run(tmp_path / f"split_{split}" / "gan", BASE.replace(seed=split))
+    for split, nmi in ((0, 0.25), (1, 0.75)):
+        (tmp_path / f"split_{split}" / "gan" / "metrics.json").write_text(
+            json.dumps({"method": {"headline": {"NMI (code vs digit)": nmi, "ENT": 1.0}}}))
+    spec = "+".join(str(tmp_path / f"split_{split}" / "gan") for split in (0, 1))
+    rows = comparison.rows_of([spec])
+    assert rows[0].label == "gan" and len(rows[0].run_dirs) == 2
+    settings = comparison.ComparisonSettings(TINY.isolation, scores=None, preset="none")
+    result = comparison.compare([spec, spec + "+" + str(tmp_path / "split_2" / "gan")], str(tmp_path / "out"),
+                                settings, log=lambda line: None)
+    two, three = result["rows"]
+    assert two["num_runs"] == 2 and two["method_measures"]["NMI (code vs digit)"]["mean"] == pytest.approx(0.5)
+    assert two["method_measures_missing"] == 0
+    # A measure shows only where every run of the row has it: split 2 was never evaluated.
+    assert "method_measures" not in three and three["method_measures_missing"] == 1
+    text = (tmp_path / "out" / "comparison.md").read_text()
+    assert "## The methods' own measures" in text and "| NMI (code vs digit) | ENT |" in text.replace("row | ", "")
+    assert "1 of 3 runs have no method measures" in text
+    with pytest.raises(ValueError, match="is not a directory"):
+        comparison.rows_of([spec + "+" + str(tmp_path / "missing")])
 
 
 def test_evaluate_py_compare(runs, tmp_path):

@@ -2,19 +2,26 @@
 
 ``evaluate.py --compare=DIR,DIR,... [--compare_untrained] --output_dir=OUT`` calls
 :func:`compare`. Every row is a run directory of any method (``train.py --seeds N`` folders:
-one row, the ``seed_<k>`` runs inside aggregated to mean and standard deviation; ``DIR@NETWORK``
-embeds with the run's saved network NETWORK instead of its "encoder", e.g. one of a VITAE's two
-latent spaces), plus an
-optional row for the untrained encoder of the first run's config (same architecture and
-initial weights: ``abc_tf.runs.training.untrained_encoder``). All rows are measured on the
-same images: one labelled sample drawn from the first run's config (``sample_seed``), and the
-disentanglement scores' observations drawn with that seed too. Per row:
+one row, the ``seed_<k>`` runs inside aggregated to mean and standard deviation; ``DIR+DIR+...``:
+one row of several runs, e.g. one per class split, aggregated alike; ``DIR@NETWORK`` embeds with
+the run's saved network NETWORK instead of its "encoder", e.g. one of a VITAE's two latent
+spaces), plus an optional row for the untrained encoder of the first run's config (same
+architecture and initial weights: ``abc_tf.runs.training.untrained_encoder``). All rows are
+measured on the same images: one labelled sample drawn from the first run's config
+(``sample_seed``), and the disentanglement scores' observations drawn with that seed too. Per row:
 
 - per factor, MINE mutual information (nats) and probe test accuracy, with noise added to the
   embeddings by the rule of :data:`abc_tf.evaluation.factor_isolation.NOISE_RULE`: sigma = the
   method's length scale when its loss has one, else 0.1 x the embedding's own spread;
+- per factor, how the embeddings cluster by it, without noise or training: 1-NN accuracy
+  (Euclidean; a random 20% of the sample against the rest) and the NMI of a k-means
+  clustering with k = the factor's number of values (``abc_tf.evaluation.digit_clusters``);
 - the disentanglement scores (BetaVAE, FactorVAE, MIG, DCI, SAP; families that cannot draw
   images of given factor values get MIG, DCI and SAP only);
+- the method's own measures where its evaluator declares some (a VAE's test ELBO, a GAN's NMI
+  of generated codes): the ``"headline"`` entry of ``metrics.json["method"]`` that
+  ``evaluate.py --run_dir`` wrote into each run directory; read, not recomputed, so a run not
+  yet evaluated shows none;
 - what the method is told about the data (``Method.supervision``, PEERS.md), the embedding
   size and the training steps.
 
@@ -37,13 +44,17 @@ import numpy as np
 from abc_tf import methods
 from abc_tf.config import ExperimentConfig, read_config
 from abc_tf.evaluation import disentanglement as dis
-from abc_tf.evaluation import factor_isolation, plots
+from abc_tf.evaluation import digit_clusters, factor_isolation, plots
 from abc_tf.evaluation.encoder_disentanglement import evaluate_disentanglement
 from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, embed, load_run, network_file, seed_run_dirs
+
+METRICS_FILE = "metrics.json"  # what evaluate.py --run_dir writes into a run directory
 from abc_tf.runs.training import untrained_encoder
 
 UNTRAINED = "untrained"
 FILES = ("comparison.md", "comparison.json", "comparison.png")
+RUN_JOIN = "+"  # DIR+DIR: one row of several runs
+CLUSTER_MEASURES = (("nearest_neighbour", "1-NN accuracy per factor"), ("kmeans_nmi", "k-means NMI per factor"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,10 +109,13 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
         raise ValueError("--compare needs at least one run directory.")
     rows = []
     for spec in run_dirs:
-        run_dir, network = split_network(spec)
-        if not os.path.isdir(run_dir):
-            raise ValueError(f"--compare: {run_dir} is not a directory.")
-        seeds = seed_run_dirs(run_dir) or [run_dir]
+        joined, network = split_network(spec)
+        parts = [joined] if os.path.isdir(joined) else joined.split(RUN_JOIN)
+        seeds = []
+        for run_dir in parts:
+            if not os.path.isdir(run_dir):
+                raise ValueError(f"--compare: {run_dir} is not a directory.")
+            seeds += seed_run_dirs(run_dir) or [run_dir]
         for seed_dir in seeds:
             for path in (os.path.join(seed_dir, CONFIG_FILE), network_file(seed_dir, ENCODER)):
                 if not os.path.isfile(path):
@@ -109,7 +123,8 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
             if not os.path.isfile(network_file(seed_dir, network)):
                 raise ValueError(f"--compare: {spec}: the run {seed_dir} has no network {network!r} "
                                  f"({network_file(seed_dir, network)} is missing).")
-        label = os.path.basename(os.path.normpath(run_dir)) + ("" if network == ENCODER else f"@{network}")
+        names = list(dict.fromkeys(os.path.basename(os.path.normpath(part)) for part in parts))
+        label = RUN_JOIN.join(names) + ("" if network == ENCODER else f"@{network}")
         rows.append(Row(label, tuple(seeds), tuple(read_config(os.path.join(d, CONFIG_FILE)) for d in seeds), network))
     labels = [row.label for row in rows]
     if len(set(labels)) < len(labels) or (untrained and UNTRAINED in labels):
@@ -140,11 +155,41 @@ def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig,
         unit=factor_isolation.measuring_unit(rule, embeddings),
     )
     metrics.update(noise_rule=rule, isolation_seconds=time.perf_counter() - start)
+    names = factor_isolation.factor_names(sample_config)
+    metrics["nearest_neighbour"] = {
+        name: digit_clusters.nearest_neighbour_accuracy(embeddings, factors[:, i], seed=0) for i, name in enumerate(names)}
+    metrics["kmeans_nmi"] = {
+        name: digit_clusters.kmeans_nmi(embeddings, factors[:, i], seed=0, clusters=len(np.unique(factors[:, i])))
+        for i, name in enumerate(names)}
     if settings.scores is not None:
         metrics["disentanglement"] = evaluate_disentanglement(
             encoder, sample_config, settings.scores, settings.isolation.sample_seed, settings.score_names)
     del metrics["figures"], metrics["inactive"]
     return metrics
+
+
+def method_measures(run_dir: str) -> dict[str, float] | None:
+    """The method's headline measures that ``evaluate.py --run_dir`` wrote into ``run_dir``'s
+    metrics.json (``"method"`` -> ``"headline"``), or None where there are none."""
+    path = os.path.join(run_dir, METRICS_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as handle:
+        return json.load(handle).get("method", {}).get("headline")
+
+
+def _aggregate_measures(seeds: list[dict[str, Any]], row: dict[str, Any]) -> None:
+    """Adds the cluster measures and the method's own measures of a row's runs to ``row``:
+    mean, std and values of what every run has."""
+    for key, _ in CLUSTER_MEASURES:
+        names = list(seeds[0][key])
+        row[key] = {name: _stats([seed[key][name] for seed in seeds]) for name in names}
+    found = [seed.get("method_measures") for seed in seeds]
+    if any(found):
+        labels = [label for label in next(f for f in found if f) if all(f and label in f for f in found)]
+        if labels:
+            row["method_measures"] = {label: _stats([f[label] for f in found]) for label in labels}
+    row["method_measures_missing"] = sum(f is None for f in found) if row["run_dirs"] else 0
 
 
 def _describe(row: Row) -> dict[str, Any]:
@@ -172,11 +217,13 @@ def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings 
         for run_dir, config in zip(row.run_dirs or (None,), row.configs):
             log(f"Comparing {row.label}: {run_dir or 'the untrained encoder of ' + rows[0].run_dirs[0]}")
             encoder = load_run(run_dir).network(row.network) if run_dir else untrained_encoder(config)
-            seeds.append(dict(_measure(encoder, config, sample_config, sample, settings), run_dir=run_dir))
+            measured = _measure(encoder, config, sample_config, sample, settings)
+            seeds.append(dict(measured, run_dir=run_dir, method_measures=method_measures(run_dir) if run_dir else None))
         summary = factor_isolation.aggregate(seeds)
         summary.update(_describe(row), label=row.label, run_dirs=list(row.run_dirs),
                        embedding_dim=seeds[0]["embedding_dim"], noise_rule=seeds[0]["noise_rule"],
                        sigma=_stats([seed["sigma"] for seed in seeds]), seeds=seeds)
+        _aggregate_measures(seeds, summary)
         if seeds[0].get("disentanglement", {}).get("skipped"):
             summary["disentanglement_skipped"] = seeds[0]["disentanglement"]["skipped"]
         results.append(summary)
@@ -204,8 +251,10 @@ def caption(sample_config: ExperimentConfig, settings: ComparisonSettings, num_i
         f"Every row is measured on one labelled sample of {num_images} {sample_config.data} images "
         f"(data source {sample_config.data_source}, sample seed {settings.isolation.sample_seed}). "
         f"MINE information (nats) and probe test accuracy per factor are measured with Gaussian noise added to "
-        f"the embeddings: {factor_isolation.NOISE_RULE}. Values are mean ± standard deviation over a row's "
-        "seeds where it has several; * marks the factors a run was trained to leave out (inactive)."
+        f"the embeddings: {factor_isolation.NOISE_RULE}. 1-NN accuracy and k-means NMI per factor are measured "
+        "on the embeddings as they are. Values are mean ± standard deviation over a row's "
+        "runs (seeds, or the runs joined with +) where it has several; * marks the factors a run was trained "
+        "to leave out (inactive)."
     )
     if settings.scores is None:
         return text + " Disentanglement scores were not computed."
@@ -250,6 +299,19 @@ def markdown(result: dict[str, Any]) -> str:
                 chance = next(row["chance"] for row in rows if "chance" in row)
                 lines.append(["chance"] + [f"{chance[n]:.3f}" for n in names])
             out += ["", f"## {title}", ""] + _table(["row"] + names, lines)
+    for key, title in CLUSTER_MEASURES:
+        if any(key in row for row in rows):
+            lines = [[row["label"]] + [_cell(row.get(key, {}).get(n)) + marked(row, n) for n in names] for row in rows]
+            out += ["", f"## {title}", ""] + _table(["row"] + names, lines)
+    labels = list(dict.fromkeys(label for row in rows for label in row.get("method_measures", {})))
+    if labels:
+        lines = [[row["label"]] + [_cell(row.get("method_measures", {}).get(label)) for label in labels] for row in rows]
+        out += ["", "## The methods' own measures (each run's `evaluate.py --run_dir`)", ""] + _table(["row"] + labels, lines)
+        for row in rows:
+            if row.get("method_measures_missing"):
+                out.append(f"\n{row['label']}: {row['method_measures_missing']} of {len(row['run_dirs'])} runs have no "
+                           "method measures in their metrics.json (not evaluated with evaluate.py --run_dir, or the "
+                           "method declares none).")
     keys = [(key, label) for key, _, _, label in dis.HEADLINE if any(key in row.get("disentanglement", {}) for row in rows)]
     if keys:
         lines = [[row["label"]] + [_cell(row.get("disentanglement", {}).get(key)) for key, _ in keys] for row in rows]
@@ -287,8 +349,8 @@ def _series(rows: list[dict[str, Any]], key: str, columns: Sequence[str]) -> dic
 
 
 def plot(result: dict[str, Any], path: str) -> None:
-    """comparison.png: MINE information and probe accuracy per factor, the disentanglement
-    scores; a bar per row in every group, seeds as dots."""
+    """comparison.png: MINE information, probe accuracy and 1-NN accuracy per factor, the
+    disentanglement scores; a bar per row in every group, seeds as dots."""
     rows, names = result["rows"], result["factors"]
     panels = []
     if any("mine" in row for row in rows):
@@ -296,6 +358,8 @@ def plot(result: dict[str, Any], path: str) -> None:
     if any("probe_accuracy" in row for row in rows):
         chance = next(row["chance"] for row in rows if "chance" in row)
         panels.append(("probe accuracy", names, _series(rows, "probe_accuracy", names), [chance[n] for n in names]))
+    if any("nearest_neighbour" in row for row in rows):
+        panels.append(("1-NN accuracy", names, _series(rows, "nearest_neighbour", names), None))
     keys = [(key, label) for key, _, _, label in dis.HEADLINE if any(key in row.get("disentanglement", {}) for row in rows)]
     if keys:
         panels.append(("score", [label for _, label in keys], _series(rows, "disentanglement", [k for k, _ in keys]), None))

@@ -222,7 +222,28 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
         if os.path.isfile(file):
             with open(file) as handle:
                 result[name[: -len(".json")]] = json.load(handle)
+    result["headline"] = headline(result)
     return result
+
+
+def headline(result: dict) -> dict[str, float]:
+    """The few measures of :func:`evaluate_run` that a side-by-side comparison shows
+    (``abc_tf.evaluation.comparison`` reads them from the run's metrics.json): NMI and ENT of
+    the generated codes, Q's code NMI on real digits, the largest learned class probability and
+    the L1 distance between the sorted learned prior and the sorted true proportions (codes and
+    digits correspond in no known order)."""
+    measures = {}
+    if "generated" in result:
+        measures.update({"NMI (code vs digit)": result["generated"]["nmi"], "ENT": result["generated"]["ent"]})
+    if "q_code_nmi" in result:
+        measures["Q's code NMI"] = result["q_code_nmi"]
+    prior = result.get("prior")
+    if prior:
+        measures["largest prior"] = float(max(prior["prior"]))
+        if prior.get("true_proportions"):
+            learned, true = np.sort(prior["prior"]), np.sort(prior["true_proportions"])
+            measures["prior L1 to truth"] = float(np.abs(learned - true).sum())
+    return measures
 
 
 def summary(result: dict) -> str:

@@ -120,6 +120,8 @@ def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0) -> dict[str, A
             unseen = test_labels == holdout
             knn[name]["held_out_digit"] = knn_accuracy(reference, reference_labels, queries[unseen], test_labels[unseen])
     metrics["knn_accuracy"] = knn
+    # What a side-by-side comparison shows (abc_tf.evaluation.comparison reads it from metrics.json).
+    metrics["headline"] = {"test ELBO": metrics["elbo"], "IWAE log p(x)": metrics["iw_log_likelihood"]}
     return metrics
 
 
