@@ -203,6 +203,10 @@ def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert "## The methods' own measures" in text and "| NMI (code vs digit) | ENT |" in text.replace("row | ", "")
     assert "1 of 3 runs have no method measures" in text
+    # Evaluated, but the method keeps no measures of its own (ABC): nothing missing, nothing said.
+    (tmp_path / "split_2" / "gan" / "metrics.json").write_text(json.dumps({"digit_clusters": {}}))
+    assert comparison.method_measures(str(tmp_path / "split_2" / "gan")) == {}
+    assert comparison.method_measures(str(tmp_path / "missing")) is None
     with pytest.raises(ValueError, match="is not a directory"):
         comparison.rows_of([spec + "+" + str(tmp_path / "missing")])
 

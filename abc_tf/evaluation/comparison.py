@@ -47,11 +47,10 @@ from abc_tf.evaluation import disentanglement as dis
 from abc_tf.evaluation import digit_clusters, factor_isolation, plots
 from abc_tf.evaluation.encoder_disentanglement import evaluate_disentanglement
 from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, embed, load_run, network_file, seed_run_dirs
-
-METRICS_FILE = "metrics.json"  # what evaluate.py --run_dir writes into a run directory
 from abc_tf.runs.training import untrained_encoder
 
 UNTRAINED = "untrained"
+METRICS_FILE = "metrics.json"  # what evaluate.py --run_dir writes into a run directory
 FILES = ("comparison.md", "comparison.json", "comparison.png")
 RUN_JOIN = "+"  # DIR+DIR: one row of several runs
 CLUSTER_MEASURES = (("nearest_neighbour", "1-NN accuracy per factor"), ("kmeans_nmi", "k-means NMI per factor"))
@@ -170,12 +169,16 @@ def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig,
 
 def method_measures(run_dir: str) -> dict[str, float] | None:
     """The method's headline measures that ``evaluate.py --run_dir`` wrote into ``run_dir``'s
-    metrics.json (``"method"`` -> ``"headline"``), or None where there are none."""
+    metrics.json (``"method"`` -> ``"headline"``); {} for a method without such measures; None
+    where they are missing: the run was not evaluated, or was before its evaluator had them."""
     path = os.path.join(run_dir, METRICS_FILE)
     if not os.path.isfile(path):
         return None
     with open(path) as handle:
-        return json.load(handle).get("method", {}).get("headline")
+        measured = json.load(handle)
+    if "method" not in measured:
+        return {}
+    return measured["method"].get("headline")
 
 
 def _aggregate_measures(seeds: list[dict[str, Any]], row: dict[str, Any]) -> None:
@@ -310,8 +313,7 @@ def markdown(result: dict[str, Any]) -> str:
         for row in rows:
             if row.get("method_measures_missing"):
                 out.append(f"\n{row['label']}: {row['method_measures_missing']} of {len(row['run_dirs'])} runs have no "
-                           "method measures in their metrics.json (not evaluated with evaluate.py --run_dir, or the "
-                           "method declares none).")
+                           "method measures in their metrics.json: run evaluate.py --run_dir on them first.")
     keys = [(key, label) for key, _, _, label in dis.HEADLINE if any(key in row.get("disentanglement", {}) for row in rows)]
     if keys:
         lines = [[row["label"]] + [_cell(row.get("disentanglement", {}).get(key)) for key, _ in keys] for row in rows]
