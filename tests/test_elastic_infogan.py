@@ -129,6 +129,7 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     assert split["class_split"] == 3 and len(split["proportions"]) == 10
     prior = json.load(open(os.path.join(run_dir, einfogan.PRIOR_FILE)))
     assert prior["step"] == 6 and abs(sum(prior["prior"]) - 1) < 1e-5
+    assert [entry["step"] for entry in prior["history"]] == [3, 6] and prior["history"][-1]["prior"] == prior["prior"]
     np.testing.assert_allclose(prior["true_proportions"], np.array(split["counts"]) / sum(split["counts"]))
     tags, images = scalars(os.path.join(run_dir, "logs", einfogan.LOG_SUBDIR))
     assert {"prior/0", "prior_sorted/learned_0", "prior_sorted/true_9", "samples_per_code"} <= tags | images
@@ -149,6 +150,8 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     # Resuming with more steps continues from the checkpoint.
     more = training.train(config.replace(steps=9), run_dir, verbose=0)
     assert more.final_step == 9 and len(more.history["loss"]) == 1
+    history = json.load(open(os.path.join(run_dir, einfogan.PRIOR_FILE)))["history"]
+    assert [entry["step"] for entry in history] == [3, 6, 9]  # the resumed run keeps the history
 
 
 def test_the_infogan_ablation_keeps_its_prior_uniform(tmp_path, small_mnist):

@@ -40,7 +40,8 @@ the split's true proportions sorted (``prior_sorted/learned_<i>``, ``prior_sorte
 codes and digits correspond in no known order), ``generated_diversity`` and a sample grid per
 categorical code (``logs/elastic_infogan``; every log step, as ``eval_every`` belongs to the
 families with factor-isolation measures and MNIST refuses it). It
-writes ``prior.json`` and, on class-imbalanced MNIST, ``class_split.json`` into the run
+writes ``prior.json`` (the prior now, at every log step so far, and the true proportions)
+and, on class-imbalanced MNIST, ``class_split.json`` into the run
 directory, and records failures (a collapsed prior, mode collapse) in ``training_warnings.json``
 with a logged warning.
 """
@@ -280,6 +281,7 @@ class InfoGANMonitor(keras.callbacks.Callback):
         self._z = rng.standard_normal((GRID_COLUMNS, config.infogan_noise_dim)).astype(np.float32)
         self._diversity_z = rng.standard_normal((NUM_CATEGORIES * GRID_COLUMNS, config.infogan_noise_dim)).astype(np.float32)
         self.warnings: list[dict] = []
+        self._history: list[dict] = []  # the prior at every log step, for prior.json
 
     def _step(self) -> int:
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
@@ -299,6 +301,10 @@ class InfoGANMonitor(keras.callbacks.Callback):
         if os.path.isfile(path):  # a resumed run keeps what was found before
             with open(path) as handle:
                 self.warnings = json.load(handle)
+        path, start = os.path.join(self.run_dir, PRIOR_FILE), self._step()
+        if os.path.isfile(path):  # a resumed run keeps the prior's history up to its checkpoint
+            with open(path) as handle:
+                self._history = [entry for entry in json.load(handle).get("history", []) if entry["step"] <= start]
 
     def _generated(self) -> np.ndarray:
         codes = np.repeat(np.eye(NUM_CATEGORIES, dtype=np.float32), GRID_COLUMNS, axis=0)
@@ -321,9 +327,12 @@ class InfoGANMonitor(keras.callbacks.Callback):
                         tf.summary.scalar(f"prior_sorted/learned_{i}", learned[i])
                         tf.summary.scalar(f"prior_sorted/true_{i}", true[i])
                     logs["prior_sorted_l1"] = float(np.abs(learned - true).sum())
+                if not self._history or self._history[-1]["step"] < step:
+                    self._history.append({"step": step, "prior": [float(p) for p in prior]})
                 _write_json(os.path.join(self.run_dir, PRIOR_FILE), {
                     "step": step, "prior": [float(p) for p in prior],
                     "true_proportions": None if self._true is None else [float(p) for p in self._true],
+                    "history": self._history,
                 })
                 for problem in failures(prior, spread):
                     _log.warning("Elastic-InfoGAN at step %d: %s", step, problem)
