@@ -8,6 +8,7 @@ import json
 import math
 import os
 
+import keras
 import numpy as np
 import pytest
 
@@ -68,6 +69,21 @@ def test_the_classifier_is_the_authors_small_cnn():
     assert model.output_shape == (None, 10)
 
 
+def test_the_code_grid_shows_each_code_with_the_same_noise():
+    def echo(inputs):  # "generates" an image whose pixels say its code and its first noise value
+        code = keras.ops.cast(keras.ops.argmax(inputs[:, -10:], axis=1), "float32")[:, None, None, None]
+        noise = keras.ops.abs(inputs[:, :1])[:, :, None, None]
+        return keras.ops.ones_like(keras.ops.zeros((keras.ops.shape(inputs)[0], 28, 28, 1))) * (0.05 * code + 0.001 * noise)
+
+    generator = keras.Sequential([keras.Input((72,)), keras.layers.Lambda(echo)])
+    grid = digit_clusters.code_grid(generator, columns=3, seed=0, num_codes=10)
+    assert grid.shape == (280, 84)
+    cells = grid[::28, ::28]  # one pixel per (code, column)
+    np.testing.assert_allclose(cells[:, 0] - cells[0, 0], 0.05 * np.arange(10), atol=1e-5)
+    # The same noise in every row: each row differs from row 0 by its code alone.
+    np.testing.assert_allclose(cells - cells[0], np.broadcast_to((0.05 * np.arange(10))[:, None], cells.shape), atol=1e-5)
+
+
 def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist, monkeypatch):
     monkeypatch.setattr(digit_clusters, "CLASSIFIER_EPOCHS", 1)
     path = str(tmp_path / "mnist.npz")
@@ -84,7 +100,14 @@ def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist
     assert 0 <= generated["ent"] <= math.log(10) + 1e-9
     assert set(result["representation"]) == {"nearest_neighbour_accuracy", "kmeans_nmi", "num_images"}
     assert result["class_split"]["class_split"] == 1 and len(result["prior"]["prior"]) == 10
-    assert os.path.isfile(tmp_path / "eval" / digit_clusters.FIGURE)
+    assert result["figures"] == [digit_clusters.FIGURE, digit_clusters.SAMPLES_FIGURE, digit_clusters.PRIOR_FIGURE]
+    for figure in result["figures"]:
+        assert os.path.getsize(tmp_path / "eval" / figure) > 0
+    headline = result["headline"]
+    assert headline["NMI (code vs digit)"] == generated["nmi"] and headline["ENT"] == generated["ent"]
+    assert headline["largest prior"] == max(result["prior"]["prior"])
+    assert headline["prior L1 to truth"] == pytest.approx(
+        np.abs(np.sort(result["prior"]["prior"]) - np.sort(result["prior"]["true_proportions"])).sum())
     json.dumps(result)  # goes into metrics.json
     # The second evaluation loads the cached classifier instead of training one.
     monkeypatch.setattr(digit_clusters, "train_classifier", lambda *args, **kwargs: pytest.fail("retrained"))

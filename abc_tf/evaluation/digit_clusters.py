@@ -25,6 +25,7 @@ import json
 import os
 
 import keras
+import matplotlib
 import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
@@ -39,6 +40,8 @@ CLASSIFIER_EPOCHS = 3
 CLASSIFIER_BATCH = 128
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "abc_tf")
 FIGURE = "code_digit_matrix.png"
+SAMPLES_FIGURE, PRIOR_FIGURE = "samples_per_code.png", "prior.png"
+GRID_COLUMNS = 10  # noise vectors per code in the sample grid
 
 
 # ---------------------------------------------------------------- the measures
@@ -186,6 +189,58 @@ def plot_matrix(matrix: np.ndarray, path: str, title: str) -> None:
     plots._finish(figure, path, title)
 
 
+def code_grid(generator: keras.Model, columns: int = GRID_COLUMNS, seed: int = 0, num_codes: int = NUM_DIGITS) -> np.ndarray:
+    """float [num_codes * 28, columns * 28] in [0, 1]: row k is code k (one-hot) with each of
+    ``columns`` noise vectors z ~ N(0, I), the same z in every row."""
+    noise_dim = int(generator.input_shape[-1]) - num_codes
+    z = np.random.default_rng(seed).standard_normal((columns, noise_dim))
+    inputs = np.concatenate([np.tile(z, (num_codes, 1)), np.repeat(np.eye(num_codes), columns, axis=0)], axis=1)
+    images = np.clip(np.asarray(generator(inputs.astype(np.float32), training=False))[..., 0], 0.0, 1.0)
+    return images.reshape(num_codes, columns, 28, 28).transpose(0, 2, 1, 3).reshape(num_codes * 28, columns * 28)
+
+
+def plot_code_grid(grid: np.ndarray, path: str, title: str, num_codes: int = NUM_DIGITS) -> None:
+    """The sample grid with each row labelled by its code."""
+    figure = plots._new_figure(6.0, 6.4)
+    axes = figure.add_subplot(1, 1, 1)
+    axes.imshow(grid, cmap="gray", vmin=0.0, vmax=1.0)
+    rows = grid.shape[0] // num_codes
+    axes.set_yticks([rows * k + rows / 2 for k in range(num_codes)], [f"code {k}" for k in range(num_codes)])
+    axes.set_xticks([])
+    plots._finish(figure, path, title)
+
+
+def plot_prior(prior: dict, path: str, title: str) -> None:
+    """prior.json as a figure: the learned class probabilities sorted beside the training
+    split's sorted digit proportions (codes and digits correspond in no known order), and, where
+    the run logged it, each sorted probability over the training steps."""
+    learned = np.sort(prior["prior"])[::-1]
+    true = None if prior.get("true_proportions") is None else np.sort(prior["true_proportions"])[::-1]
+    history = prior.get("history", [])
+    figure = plots._new_figure(10.0 if history else 5.5, 3.8)
+    axes = figure.add_subplot(1, 2 if history else 1, 1)
+    ranks = np.arange(len(learned))
+    axes.bar(ranks - 0.2, learned, width=0.4, label=f"learned (step {prior['step']})")
+    if true is not None:
+        axes.bar(ranks + 0.2, true, width=0.4, label="true (training split)")
+    axes.set_xlabel("rank")
+    axes.set_ylabel("class probability")
+    axes.set_xticks(ranks)
+    axes.legend(fontsize=8)
+    if history:
+        trend = figure.add_subplot(1, 2, 2)
+        steps = [entry["step"] for entry in history]
+        sorted_history = np.sort(np.array([entry["prior"] for entry in history]), axis=1)[:, ::-1]
+        colours = matplotlib.colormaps["viridis"](np.linspace(0.0, 0.9, len(learned)))
+        for rank in range(len(learned)):
+            trend.plot(steps, sorted_history[:, rank], color=colours[rank], linewidth=1.2)
+            if true is not None:
+                trend.axhline(true[rank], color=colours[rank], linestyle=":", linewidth=0.8)
+        trend.set_xlabel("training step")
+        trend.set_ylabel("learned probability, by rank (dotted: true)")
+    plots._finish(figure, path, title)
+
+
 # ---------------------------------------------------------------- one run
 
 
@@ -211,7 +266,9 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
                                "code_digit_matrix": matrix.tolist()}
         plot_matrix(matrix, os.path.join(out_dir, FIGURE),
                     f"code x digit: NMI {result['generated']['nmi']:.3f}, ENT {result['generated']['ent']:.3f}")
-        result["figures"] = [FIGURE]
+        plot_code_grid(code_grid(generator, seed=seed), os.path.join(out_dir, SAMPLES_FIGURE),
+                       f"{config.method}: samples per categorical code (columns: noise vectors)")
+        result["figures"] = [FIGURE, SAMPLES_FIGURE]
     result["representation"] = representation_scores(run.encoder, config, seed)
     q = run.network("q")
     if q is not None:  # Q's own code of real test images, against their digits
@@ -222,6 +279,9 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
         if os.path.isfile(file):
             with open(file) as handle:
                 result[name[: -len(".json")]] = json.load(handle)
+    if result.get("prior"):
+        plot_prior(result["prior"], os.path.join(out_dir, PRIOR_FIGURE), f"{config.method}: the class prior")
+        result.setdefault("figures", []).append(PRIOR_FIGURE)
     result["headline"] = headline(result)
     return result
 
