@@ -124,6 +124,7 @@ def test_a_short_run_s_measures(tmp_path, small_mnist):
     for space in ("code", "appearance", "perspective"):
         assert 0.0 <= metrics["knn_accuracy"][space]["all"] <= 1.0 and "held_out_digit" in metrics["knn_accuracy"][space]
     assert "Test ELBO" in likelihood.summary(metrics)
+    assert metrics["headline"] == {"test ELBO": metrics["elbo"], "IWAE log p(x)": metrics["iw_log_likelihood"]}
     (tmp_path / "run" / "appearance_decoder.keras").unlink()
     with pytest.raises(ValueError, match="lacks appearance_decoder.keras"):
         likelihood.evaluate_run(load_run(str(tmp_path / "run")))
