@@ -99,6 +99,7 @@ class ExperimentConfig:
     infogan_prior: str = _field("learned", "Elastic-InfoGAN: the categorical code's class prior, 'learned' (softmax of trained logits, initialised uniform) or 'uniform' (fixed: InfoGAN).")
     infogan_contrastive_weight: float = _field(10.0, "Elastic-InfoGAN: weight of the NT-Xent loss on Q's features of real images and their augmentations (0: off).")
     infogan_noise_dim: int = _field(62, "Elastic-InfoGAN: dimensions of the generator's Gaussian noise z (besides the 10-way code).")
+    infogan_ntxent_temperature: float = _field(0.5, "Elastic-InfoGAN: temperature of the NT-Xent loss (0.5, the authors' default; their run script passes 1).")
 
     def replace(self, **overrides: Any) -> "ExperimentConfig":
         return dataclasses.replace(self, **overrides)

@@ -88,6 +88,7 @@ def test_failures_are_detected():
 @pytest.mark.parametrize("overrides, flag", [
     ({"infogan_prior": "skewed"}, "--infogan_prior"),
     ({"infogan_contrastive_weight": -1.0}, "--infogan_contrastive_weight"),
+    ({"infogan_ntxent_temperature": 0.0}, "--infogan_ntxent_temperature"),
     ({"infogan_noise_dim": 0}, "--infogan_noise_dim"),
 ])
 def test_bad_settings_are_refused_before_training(overrides, flag):
@@ -116,7 +117,7 @@ def scalars(log_dir: str) -> tuple[set[str], set[str]]:
 def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    config = QUICK.replace(data_path=path, steps=6, log_every=3, batch_size=16, class_split=3)
+    config = QUICK.replace(data_path=path, steps=6, log_every=3, batch_size=16, class_split=3, infogan_ntxent_temperature=1.0)
     run_dir = str(tmp_path / "run")
     result = training.train(config, run_dir, verbose=0)
     assert result.final_step == 6
@@ -143,6 +144,7 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     trained = result.networks  # noqa: F841 - the trained networks stay alive beside the fresh model
     model = training.build_model(config)
     np.testing.assert_array_equal(model.prior_logits.numpy(), 0.0)
+    assert model.ntxent_temperature == 1.0  # the authors' run script's setting, from the config
     assert checkpoints.restore(model, run_dir) == 6
     assert int(model.d_optimizer.iterations.numpy()) == 6 and int(model.optimizer.iterations.numpy()) == 6
     np.testing.assert_allclose(model.prior(), prior["prior"], rtol=1e-6)

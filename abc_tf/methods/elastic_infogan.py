@@ -15,8 +15,9 @@ z ~ N(0, I_62) and Gumbel noise g:
   BCE(D(G(z, c)), 0);
 - the G step (the same Adam settings; G, Q's head and pi together): g_loss = BCE(D(G(z, c)), 1)
   + info_loss + w ntxent_loss, with info_loss = CE(Q(G(z, c)), argmax c) and ntxent_loss the
-  NT-Xent (temperature 0.5) between normalize(Q_pen(x)) and normalize(Q_pen(T(x))), the batch's
-  other images as negatives; T: rotation +-20 degrees, zoom 0.9-1.1 and a mild elastic
+  NT-Xent (temperature ``infogan_ntxent_temperature``, 0.5) between normalize(Q_pen(x)) and
+  normalize(Q_pen(T(x))), the batch's other images as negatives; T: rotation +-20 degrees,
+  zoom 0.9-1.1 and a mild elastic
   distortion (:func:`abc_tf.data.digit_augment.augment`), w = ``infogan_contrastive_weight`` (10).
 
 The shared trunk is updated by the D step only, as in InfoGAN where the shared layers belong
@@ -68,7 +69,7 @@ _log = logging.getLogger(__name__)
 
 NUM_CATEGORIES = infogan_networks.NUM_CATEGORIES
 GUMBEL_TEMPERATURE = 0.1  # supplement 4.4: samples very close to one-hot
-NTXENT_TEMPERATURE = 0.5  # [code]
+NTXENT_TEMPERATURE = 0.5  # [code]: the default of the authors' main.py; their run.sh passes 1 (--infogan_ntxent_temperature)
 ADAM_BETAS = (0.5, 0.999)  # [code]; the learning rate is --learning_rate (2e-4 in the presets, supplement 4.4)
 PRIORS = ("learned", "uniform")
 # Failure detection (issue 17, item 5) [ours]: a prior whose largest class exceeds 0.9 has
@@ -129,7 +130,7 @@ class ElasticInfoGANModel(MethodModel):
 
     def __init__(self, generator: keras.Model, trunk: keras.Model, d_head: keras.Model, q_features: keras.Model,
                  q_logits: keras.Model, learned_prior: bool, contrastive_weight: float, noise_dim: int,
-                 learning_rate: float = 2e-4, seed: int = 0, **kwargs):
+                 learning_rate: float = 2e-4, seed: int = 0, ntxent_temperature: float = NTXENT_TEMPERATURE, **kwargs):
         super().__init__(**kwargs)
         self.generator, self.trunk, self.d_head = generator, trunk, d_head
         self.q_features, self.q_logits = q_features, q_logits
@@ -138,6 +139,7 @@ class ElasticInfoGANModel(MethodModel):
         self.q = infogan_networks.chain(self.encoder, q_logits, name="q")
         self.learned_prior, self.contrastive_weight = bool(learned_prior), float(contrastive_weight)
         self.noise_dim, self.seed = int(noise_dim), int(seed) % (1 << 31)
+        self.ntxent_temperature = float(ntxent_temperature)
         # pi: zeros are the uniform prior the paper starts from; fixed for InfoGAN.
         self.prior_logits = self.add_weight(shape=(NUM_CATEGORIES,), initializer="zeros", name="prior_logits",
                                             trainable=self.learned_prior, dtype="float32")
@@ -208,7 +210,7 @@ class ElasticInfoGANModel(MethodModel):
             if self.contrastive_weight > 0:
                 pair = tf.concat([real, augment(real, seeds[2])], axis=0)
                 pen = tf.cast(self.q_features(self.trunk(pair, training=True), training=True), tf.float32)
-                contrastive = nt_xent(pen[:size], pen[size:])
+                contrastive = nt_xent(pen[:size], pen[size:], self.ntxent_temperature)
                 g_loss += self.contrastive_weight * contrastive
             else:
                 contrastive = tf.constant(0.0)
@@ -351,7 +353,7 @@ class InfoGANMonitor(keras.callbacks.Callback):
 
 # ---------------------------------------------------------------- the declaration
 
-FIELDS = ("batch_size", "infogan_prior", "infogan_contrastive_weight", "infogan_noise_dim")
+FIELDS = ("batch_size", "infogan_prior", "infogan_contrastive_weight", "infogan_noise_dim", "infogan_ntxent_temperature")
 
 
 def check_config(config: ExperimentConfig) -> None:
@@ -361,6 +363,9 @@ def check_config(config: ExperimentConfig) -> None:
     weight = config.infogan_contrastive_weight
     if not (math.isfinite(weight) and weight >= 0):
         raise ValueError(f"--infogan_contrastive_weight must be a finite number >= 0, got {weight}.")
+    temperature = config.infogan_ntxent_temperature
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"--infogan_ntxent_temperature must be a finite number > 0, got {temperature}.")
     if config.infogan_noise_dim <= 0:
         raise ValueError(f"--infogan_noise_dim must be positive, got {config.infogan_noise_dim}.")
 
@@ -379,6 +384,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> Elasti
     model = ElasticInfoGANModel(
         generator, trunk, d_head, q_features, q_logits, learned_prior=config.infogan_prior == "learned",
         contrastive_weight=config.infogan_contrastive_weight, noise_dim=config.infogan_noise_dim,
+        ntxent_temperature=config.infogan_ntxent_temperature,
         learning_rate=config.learning_rate, seed=config.seed,
     )
     optimizer = keras.optimizers.Adam(config.learning_rate, beta_1=ADAM_BETAS[0], beta_2=ADAM_BETAS[1])
