@@ -90,7 +90,7 @@ def test_writes_the_three_files_with_the_rows_in_order(compared):
 
 def test_rows_state_method_supervision_size_steps_and_inactive_factors(compared):
     abc, relative, untrained = compared[0]["rows"]
-    assert abc["method"] == "abc" and abc["supervision"] == ABC.supervision and abc["steps"] == 2
+    assert abc["method"] == "abc" and abc["supervision"] == ABC.supervision_for(BASE) and abc["steps"] == 2
     assert relative["method"] == "relative" and relative["supervision"] == RELATIVE.supervision and relative["steps"] == 7
     assert untrained["method"] == "abc (untrained)" and untrained["steps"] == 0 and untrained["run_dirs"] == []
     assert {row["embedding_dim"] for row in (abc, relative, untrained)} == {4}

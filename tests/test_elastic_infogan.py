@@ -96,6 +96,16 @@ def test_bad_settings_are_refused_before_training(overrides, flag):
         training.check_config(QUICK.replace(data_source="procedural", **overrides))
 
 
+def test_the_ablations_are_named_with_what_they_are_told():
+    """Comparison tables name the paper's baselines and state what each variant is told."""
+    method = einfogan.ELASTIC_INFOGAN
+    assert method.label_for(QUICK) == "elastic_infogan"
+    assert method.label_for(get_preset("mnist_gumbel_infogan_quick")) == "elastic_infogan (Gumbel-softmax: learned prior, no NT-Xent)"
+    assert method.label_for(get_preset("mnist_infogan_quick")) == "elastic_infogan (InfoGAN: uniform prior, no NT-Xent)"
+    assert "augmentations" in method.supervision_for(QUICK)
+    assert method.supervision_for(get_preset("mnist_infogan_quick")) == "none: unlabelled images; class imbalance unknown"
+
+
 def test_other_families_images_are_refused():
     with pytest.raises(ValueError, match="28x28x1"):
         einfogan.build(QUICK, (64, 64, 3))

@@ -36,6 +36,16 @@ def test_unknown_methods_are_refused_naming_the_known_ones():
     assert methods.get_method("abc").batch_format == "sets"
 
 
+def test_abc_with_the_augmentation_baseline_says_so():
+    from abc_tf.config import get_preset
+
+    abc = methods.get_method("abc")
+    assert abc.label_for(get_preset("mnist")) == "abc" and abc.supervision_for(get_preset("mnist")).startswith("set membership")
+    baseline = get_preset("mnist_abc_augmentation")
+    assert abc.label_for(baseline) == "abc (augmentation baseline)"
+    assert abc.supervision_for(baseline).startswith("none beyond the augmentations")
+
+
 def test_contrastive_needs_two_views():
     with pytest.raises(ValueError, match="--method=contrastive trains on two views"):
         training.check_config(TOY.replace(method="contrastive"))

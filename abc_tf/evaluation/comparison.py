@@ -22,8 +22,8 @@ measured on the same images: one labelled sample drawn from the first run's conf
   of generated codes): the ``"headline"`` entry of ``metrics.json["method"]`` that
   ``evaluate.py --run_dir`` wrote into each run directory; read, not recomputed, so a run not
   yet evaluated shows none;
-- what the method is told about the data (``Method.supervision``, PEERS.md), the embedding
-  size and the training steps.
+- the method and its variant, what it is told about the data (``Method.supervision_for``,
+  PEERS.md), the embedding size and the training steps.
 
 Outputs in ``out_dir``: ``comparison.md`` (the tables with their caption), ``comparison.json``
 (every value, per seed as well) and ``comparison.png`` (bar groups per factor and per score,
@@ -201,7 +201,8 @@ def _describe(row: Row) -> dict[str, Any]:
     if not row.run_dirs:
         return {"method": f"{method.name} (untrained)", "steps": 0, "inactive": [], "condition": "untrained network",
                 "supervision": "none: the untrained encoder of the first run's config (its architecture and initial weights)"}
-    return {"method": method.name + ("" if row.network == ENCODER else f" ({row.network})"), "steps": config.steps, "supervision": method.supervision or "(not declared)",
+    return {"method": method.label_for(config) + ("" if row.network == ENCODER else f" ({row.network})"), "steps": config.steps,
+            "supervision": method.supervision_for(config) or "(not declared)",
             "inactive": list(factor_isolation.inactive_names(config)), "condition": factor_isolation.condition_label(config)}
 
 
@@ -287,7 +288,7 @@ def markdown(result: dict[str, Any]) -> str:
     rows, names = result["rows"], result["factors"]
     out = [f"# Comparison of {len(rows)} rows", "", result["caption"], "", "## Runs", ""]
     out += _table(
-        ["row", "method", "supervision", "embedding dim", "training steps", "seeds", "noise sigma (rule)"],
+        ["row", "method", "supervision", "embedding dim", "training steps", "runs", "noise sigma (rule)"],
         [[row["label"], row["method"], row["supervision"], str(row["embedding_dim"]), str(row["steps"]),
           str(max(len(row["run_dirs"]), 1)), f"{_cell(row['sigma'], 4)} ({row['noise_rule']})"] for row in rows],
     )

@@ -204,10 +204,16 @@ def _length_scale(config: ExperimentConfig) -> float:
     return config.length_scale
 
 
+def _abc_supervision(config: ExperimentConfig) -> str:
+    if config.augmentation_baseline:
+        return "none beyond the augmentations: each set and its second set are two augmented views of the same images"
+    return "set membership: which images share the inactive factors (the factors themselves unknown to the loss)"
+
+
 ABC = Method(
     name="abc", build=lambda config, image_shape: _build(config, image_shape, "abc"),
-    supervision="set membership: which images share the inactive factors (the factors themselves unknown to the loss)",
-    length_scale=_length_scale,
+    supervision=_abc_supervision, length_scale=_length_scale,
+    variant=lambda config: "augmentation baseline" if config.augmentation_baseline else "",
 )
 CONTRASTIVE = Method(
     name="contrastive", build=lambda config, image_shape: _build(config, image_shape, "contrastive"),

@@ -51,6 +51,11 @@ def _no_callbacks(config: ExperimentConfig, log_dir: str) -> list:
     return []
 
 
+def _no_variant(config: ExperimentConfig) -> str:
+    del config
+    return ""
+
+
 @dataclasses.dataclass(frozen=True)
 class Method:
     """One training method.
@@ -62,7 +67,10 @@ class Method:
     batch_format: the family batch format it trains on (``abc_tf.data.family.BATCH_FORMATS``).
     fields: config fields only this method (and other methods naming them) reads; train.py
       refuses them on the command line of another method.
-    supervision: what the method is told about the data, in words (comparison tables state it).
+    supervision: what the method is told about the data, in words (comparison tables state it);
+      a ``config -> str`` where that depends on the settings (read it with :meth:`supervision_for`).
+    variant: ``config -> str``, the name of the configured variant where settings make the
+      method another one (an ablation: "InfoGAN: uniform prior, no NT-Xent"), else "".
     length_scale: ``config -> float``, the scale in embedding space below which the method's
       loss sees no difference (evaluators add noise of that scale); None when the loss has
       none, and evaluators scale the noise to the embeddings' own spread instead.
@@ -77,10 +85,20 @@ class Method:
     build: Callable[[ExperimentConfig, tuple[int, int, int]], "MethodModel"]
     batch_format: str = "sets"
     fields: tuple[str, ...] = ()
-    supervision: str = ""
+    supervision: str | Callable[[ExperimentConfig], str] = ""
     length_scale: Callable[[ExperimentConfig], float] | None = None
     check_config: Callable[[ExperimentConfig], None] = _nothing_to_check
     training_callbacks: Callable[[ExperimentConfig, str], list["keras.callbacks.Callback"]] = _no_callbacks
+    variant: Callable[[ExperimentConfig], str] = _no_variant
+
+    def supervision_for(self, config: ExperimentConfig) -> str:
+        """What a run of ``config`` was told about the data."""
+        return self.supervision(config) if callable(self.supervision) else self.supervision
+
+    def label_for(self, config: ExperimentConfig) -> str:
+        """The method's name, with its variant under ``config`` where it has one."""
+        variant = self.variant(config)
+        return f"{self.name} ({variant})" if variant else self.name
 
 
 class MethodModel(keras.Model):

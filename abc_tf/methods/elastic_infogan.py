@@ -396,8 +396,23 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
     return [InfoGANMonitor(config, os.path.join(log_dir, LOG_SUBDIR))]
 
 
+def supervision(config: ExperimentConfig) -> str:
+    """What the GAN is told: with NT-Xent, which augmented images are one image; nothing else."""
+    told = "identity-preserving augmentations of real images" if config.infogan_contrastive_weight > 0 else "unlabelled images"
+    return f"none: {told}; class imbalance unknown"
+
+
+def variant(config: ExperimentConfig) -> str:
+    """The paper's baselines by name (module docstring); "" for Elastic-InfoGAN itself."""
+    learned, contrastive = config.infogan_prior == "learned", config.infogan_contrastive_weight > 0
+    if learned and contrastive:
+        return ""
+    if learned:
+        return "Gumbel-softmax: learned prior, no NT-Xent"
+    return "uniform prior with NT-Xent" if contrastive else "InfoGAN: uniform prior, no NT-Xent"
+
+
 ELASTIC_INFOGAN = Method(
     name="elastic_infogan", build=build, batch_format="images", fields=FIELDS, check_config=check_config,
-    supervision="none: identity-preserving augmentations of real images; class imbalance unknown",
-    length_scale=None, training_callbacks=training_callbacks,
+    supervision=supervision, length_scale=None, training_callbacks=training_callbacks, variant=variant,
 )
