@@ -17,8 +17,8 @@ z ~ N(0, I_62) and Gumbel noise g:
   + info_loss + w ntxent_loss, with info_loss = CE(Q(G(z, c)), argmax c) and ntxent_loss the
   NT-Xent (temperature ``infogan_ntxent_temperature``, 0.5) between normalize(Q_pen(x)) and
   normalize(Q_pen(T(x))), the batch's other images as negatives; T: rotation +-20 degrees,
-  zoom 0.9-1.1 and a mild elastic
-  distortion (:func:`abc_tf.data.digit_augment.augment`), w = ``infogan_contrastive_weight`` (10).
+  zoom 0.9-1.1 and a mild elastic distortion (:func:`abc_tf.data.digit_augment.augment`),
+  w = ``infogan_contrastive_weight`` (10).
 
 The shared trunk is updated by the D step only, as in InfoGAN where the shared layers belong
 to D and Q owns only its head [ours: the supplement does not say]. The G step runs G again
