@@ -24,8 +24,6 @@ files; its images have the real MNIST's shape and type and its splits the real s
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
 import sys
@@ -265,19 +263,9 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
 
 
 def main() -> None:
-    parser = report.argument_parser(__doc__, leaves="BENCHMARKS.md")
-    parser.add_argument("--steps", type=int, default=10, help="Train steps per setting and round.")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child == "measure":
-        print("RESULT" + json.dumps(measure(args.steps, args.rounds)))
-        return
-    if args.child == "evaluation":
-        print("RESULT" + json.dumps(evaluation_seconds()))
-        return
-    if args.child:
-        print("RESULT" + json.dumps(peak_memory(args.child, 10)))
+    args = report.rounds_arguments(__doc__, 10, "Train steps per setting and round.")
+    if report.answer_child(args.child, {"measure": lambda: measure(args.steps, args.rounds), "evaluation": evaluation_seconds},
+                           lambda setting: peak_memory(setting, 10)):
         return
     load_start = os.getloadavg()[0]
     result = report.run_child(__file__, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])

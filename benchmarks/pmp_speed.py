@@ -20,8 +20,6 @@ shapes3d row reads 0.9x), and an interleaved PMP run with it did not finish thre
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
 import sys
@@ -259,16 +257,9 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
 
 
 def main() -> None:
-    parser = report.argument_parser(__doc__, leaves="BENCHMARKS.md")
-    parser.add_argument("--steps", type=int, default=10, help="Steps per setting and round.")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child == "measure":
-        print("RESULT" + json.dumps(measure(args.steps, args.rounds)))
-        return
-    if args.child:
-        print("RESULT" + json.dumps(peak_memory(args.child, 10)))
+    args = report.rounds_arguments(__doc__, 10, "Steps per setting and round.")
+    if report.answer_child(args.child, {"measure": lambda: measure(args.steps, args.rounds)},
+                           lambda setting: peak_memory(setting, 10)):
         return
     load_start = os.getloadavg()[0]
     result = report.run_child(__file__, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])

@@ -11,6 +11,7 @@ import platform
 import re
 import subprocess
 import sys
+from typing import Any, Callable
 
 FIGURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "figures", "benchmarks")
 BENCHMARKS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "BENCHMARKS.md")
@@ -86,6 +87,27 @@ def log_log_axes(path: str, xlabel: str, ylabel: str, title: str, legend_size: i
         fig.savefig(path, dpi=100)
     finally:
         plt.close(fig)
+
+
+def rounds_arguments(doc: str, steps: int, steps_help: str) -> argparse.Namespace:
+    """The command line of a benchmark that times settings in interleaved rounds, measuring in
+    child processes (:func:`run_child`): ``--steps``, ``--rounds``, ``--no_write`` and the hidden
+    ``--child`` naming what a child measures."""
+    parser = argument_parser(doc, leaves="BENCHMARKS.md")
+    parser.add_argument("--steps", type=int, default=steps, help=steps_help)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def answer_child(name: str | None, named: dict[str, Callable[[], Any]], setting: Callable[[str], Any]) -> bool:
+    """In a child process (``name``: its ``--child``), prints ``RESULT`` and the JSON of
+    ``named[name]()``, or of ``setting(name)`` for any other name (one setting measured alone,
+    e.g. its peak memory), and returns True; returns False in the parent (``name`` None)."""
+    if not name:
+        return False
+    print("RESULT" + json.dumps(named[name]() if name in named else setting(name)))
+    return True
 
 
 def run_child(script: str, args: list[str]) -> dict:

@@ -21,8 +21,6 @@ mnist_c_vitae_quick: batches of 128, XLA):
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import resource
@@ -271,16 +269,9 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
 
 
 def main() -> None:
-    parser = report.argument_parser(__doc__, leaves="BENCHMARKS.md")
-    parser.add_argument("--steps", type=int, default=20, help="Train steps (warp calls) per setting and round.")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.child == "measure":
-        print("RESULT" + json.dumps(measure(args.steps, args.rounds)))
-        return
-    if args.child:
-        print("RESULT" + json.dumps(peak_memory(args.child, 10)))
+    args = report.rounds_arguments(__doc__, 20, "Train steps (warp calls) per setting and round.")
+    if report.answer_child(args.child, {"measure": lambda: measure(args.steps, args.rounds)},
+                           lambda setting: peak_memory(setting, 10)):
         return
     load_start = os.getloadavg()[0]
     result = report.run_child(__file__, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])

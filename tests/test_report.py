@@ -29,3 +29,12 @@ def test_publish_prints_and_writes_only_when_asked(tmp_path, monkeypatch, capsys
     assert written == [("Curation", "rows")] and drawn == [1] and (tmp_path / "figures").is_dir()
     assert report.argument_parser("doc").parse_args(["--no_write"]).no_write
     assert "1-minute load average of the machine: 0.5 at the start" in report.load_line(0.5)
+
+
+def test_a_child_answers_what_its_name_asks_and_the_parent_nothing(capsys):
+    named = {"measure": lambda: {"rate": 2.0}}
+    assert not report.answer_child(None, named, lambda setting: 1.0)
+    assert capsys.readouterr().out == ""
+    assert report.answer_child("measure", named, lambda setting: 1.0)
+    assert report.answer_child("fit_xla", named, lambda setting: {"setting": setting})
+    assert capsys.readouterr().out.splitlines() == ['RESULT{"rate": 2.0}', 'RESULT{"setting": "fit_xla"}']
