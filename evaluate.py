@@ -3,7 +3,8 @@
   python evaluate.py --run_dir=runs/shapes3d            # one run, or the seed_<k> runs inside
   python evaluate.py --saved_model=DIR/saved_model --config=DIR/config.json --output_dir=OUT
 
-A run directory is what train.py writes (config.json, encoder.keras). If it holds
+A run directory is what train.py writes (config.json, encoder.keras); one that a train.py is
+still training into is refused, naming its process (abc_tf.runs.run_lock). If it holds
 ``seed_<k>`` run directories (``train.py --seeds N``), each seed is evaluated into its own
 folder and the seeds are aggregated (mean, std, values per factor; violin plots) into
 ``<output_dir>/metrics.json``. What is measured depends on the run's data family:
@@ -83,6 +84,11 @@ flags.DEFINE_list("compare", None, "Run directories (any methods; a folder of se
 flags.DEFINE_string("network", "encoder", "The run's saved network to embed with: encoder (every method's representation) "
                     "or another the method keeps (e.g. a VITAE's appearance or perspective). --compare rows: DIR@NETWORK.")
 flags.DEFINE_boolean("compare_untrained", False, "--compare: add a row for the untrained encoder of the first run's config.")
+flags.DEFINE_string("checkpoints", None, "Learning curve: evaluate --run_dir's checkpoints (all, last, or steps separated by "
+                    "commas) into <output_dir>/checkpoints/step_<S>/, and their measures against the step into curve.json "
+                    "and curve.png. Works on a run still training (its listed checkpoints are complete).")
+flags.DEFINE_list("curve_reference", [], "--checkpoints: a paper's value drawn as a dashed line, MEASURE=VALUE (e.g. "
+                  "'NMI (code vs digit)=0.889'); MEASURE is a name of curve.json's measures.")
 
 
 def settings_from_flags():
@@ -202,7 +208,7 @@ def evaluate_pose(run, out_dir: str, settings) -> dict:
     from abc_tf.evaluation import pose_accuracy
     from abc_tf.runs import export
 
-    metrics = pose_accuracy.evaluate_pose_run(run.run_dir, pose_settings_from_flags(), out_dir=out_dir)
+    metrics = pose_accuracy.evaluate_pose_run(run.run_dir, pose_settings_from_flags(), out_dir=out_dir, run=run)
     for domain in metrics["domains"]:
         print(f"Pose, {domain} queries ({metrics['domains'][domain]['num_queries']} images):")
         print(pose_accuracy.format_table(metrics, domain))
@@ -255,14 +261,23 @@ METHOD_EVALUATORS = {
 }
 
 
-def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
-    """Evaluates one run directory (or the --saved_model) with its data family's evaluator."""
+def evaluate_one(run_dir: str | None, out_dir: str, settings, run=None) -> dict:
+    """Evaluates one run directory (or the --saved_model, or ``run``: a run read from one of its
+    checkpoints) with its data family's evaluator."""
     from abc_tf import data
     from abc_tf.config import read_config
     from abc_tf.evaluation import factor_isolation
     from abc_tf.runs.run_dir import Run, load_run, network_file
 
-    if FLAGS.saved_model:
+    if run is not None:
+        if FLAGS.network != "encoder":
+            if run.network(FLAGS.network) is None:
+                raise ValueError(f"--network={FLAGS.network}: the method of {run_dir} has no network {FLAGS.network}.")
+            run = dataclasses.replace(run, encoder=run.network(FLAGS.network))
+        if run.config.data not in EVALUATORS:
+            raise ValueError(f"evaluate.py has no evaluation for data family {run.config.data!r} ({', '.join(EVALUATORS)}).")
+        evaluator = EVALUATORS[run.config.data]
+    elif FLAGS.saved_model:
         run_dir = os.path.dirname(os.path.normpath(FLAGS.saved_model))
         config = read_config(FLAGS.config or os.path.join(run_dir, "config.json"))
         if data.get_family(config.data).known_factors is None:
@@ -283,6 +298,31 @@ def evaluate_one(run_dir: str | None, out_dir: str, settings) -> dict:
         metrics["method"] = METHOD_EVALUATORS[run.config.method](run, out_dir, settings)
     _write_json(os.path.join(out_dir, "metrics.json"), metrics)
     return metrics
+
+
+def evaluate_checkpoints(run_dir: str, out_dir: str, settings) -> dict:
+    """--checkpoints: each chosen checkpoint of ``run_dir`` evaluated like a finished run into
+    ``out_dir/checkpoints/step_<S>``, and the learning curve of their measures (curve.json, curve.png)."""
+    import time
+
+    from abc_tf.evaluation import learning_curves
+    from abc_tf.runs import checkpoint_run
+
+    references = learning_curves.parse_references(FLAGS.curve_reference)
+    steps = checkpoint_run.select_steps(run_dir, FLAGS.checkpoints)
+    points = []
+    for index, step in enumerate(steps, 1):
+        started = time.monotonic()
+        print(f"Checkpoint {index}/{len(steps)}: step {step}")
+        run = checkpoint_run.load_checkpoint_run(run_dir, step, FLAGS.config)
+        metrics = evaluate_one(run_dir, os.path.join(out_dir, "checkpoints", f"step_{step}"), settings, run=run)
+        points.append((step, learning_curves.curve_measures(metrics)))
+        print(f"  step {step} evaluated in {time.monotonic() - started:.0f} s: "
+              + ", ".join(f"{name} {value:.4g}" for name, value in sorted(points[-1][1].items())))
+    title = f"{os.path.basename(os.path.normpath(run_dir))}: {run.config.method} on {run.config.data}"
+    curve = learning_curves.write_curve(points, out_dir, title, references)
+    print(f"Wrote {os.path.join(out_dir, learning_curves.CURVE_JSON)} and {os.path.join(out_dir, learning_curves.CURVE_FIGURE)}")
+    return curve
 
 
 def pose_settings_from_flags():
@@ -356,6 +396,12 @@ def main(argv: list[str]) -> None:
         from abc_tf.runs.run_dir import seed_run_dirs
 
         out_dir = FLAGS.output_dir or FLAGS.run_dir or os.path.dirname(os.path.normpath(FLAGS.saved_model))
+        if FLAGS.checkpoints:
+            if not FLAGS.run_dir or FLAGS.saved_model or seed_run_dirs(FLAGS.run_dir):
+                raise ValueError("--checkpoints evaluates the checkpoints of one run: pass --run_dir=DIR of a single "
+                                 "run (for seeds, one seed_<k> folder), without --saved_model.")
+            evaluate_checkpoints(FLAGS.run_dir, out_dir, settings)
+            return
         seed_dirs = seed_run_dirs(FLAGS.run_dir) if FLAGS.run_dir and not FLAGS.saved_model else []
         if seed_dirs:
             if FLAGS.seeds:

@@ -72,7 +72,7 @@ def main(argv: list[str]) -> None:
         ]
         # Imported here so that --help and flag errors answer without loading TensorFlow.
         from abc_tf.runs import checkpoints
-        from abc_tf.runs import config_history, training, training_logs
+        from abc_tf.runs import config_history, preemption, training, training_logs
         from abc_tf.callbacks import evaluation_callbacks
 
         for run_config, run_dir in runs:
@@ -82,7 +82,9 @@ def main(argv: list[str]) -> None:
                 result = training.train(
                     run_config, run_dir, callbacks=run_callbacks, allow_changes=FLAGS.allow_config_change
                 )
-            except KeyboardInterrupt:
+            except preemption.RunPreempted as stop:  # SIGTERM or Ctrl-C, at the end of a step
+                _stop(str(stop), preemption.SIGNALS[stop.signal_number])
+            except KeyboardInterrupt:  # a second Ctrl-C, or one outside the training steps
                 _stop(_interrupted_message(run_dir), 130)
             except training_logs.NonFiniteLossError as error:
                 _stop(f"{error}\n{_nan_advice(error, run_config, run_dir)}", 1)

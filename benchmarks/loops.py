@@ -76,7 +76,7 @@ def compiled_model(
     return model
 
 
-class _EpochTimer(keras.callbacks.Callback):
+class EpochTimer(keras.callbacks.Callback):
     def __init__(self):
         super().__init__()
         self.seconds: list[float] = []
@@ -93,7 +93,7 @@ def fit_runner(build_encoder: Callable[[], keras.Model], batch: dict, jit_compil
     """``ABCModel.fit`` on one batch repeated from memory: the training step alone."""
     model = compiled_model(build_encoder, jit_compile, steps_per_execution, policy, model_kwargs)
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    timer = _EpochTimer()
+    timer = EpochTimer()
 
     def run(steps: int) -> float:
         steps = max(steps_per_execution, steps - steps % steps_per_execution)  # whole compiled calls only
@@ -145,7 +145,7 @@ def pipeline_fit_rate(model: ABCModel, dataset: tf.data.Dataset, steps: int, rou
     filling up) is not counted. Run it after the other measurements of the process: tearing
     down an iterator of a Python-fed pipeline slowed the ``fit`` calls that followed it for
     seconds, so runners fed by pipelines are not interleaved with the others."""
-    timer = _EpochTimer()
+    timer = EpochTimer()
     model.fit(dataset, epochs=rounds + 1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
     return statistics.median(steps / seconds for seconds in timer.seconds[1:])
 
@@ -217,7 +217,7 @@ def train_step_fit_runner(model: keras.Model, batch: dict) -> Runner:
     """``model.fit`` (its compiled train_step, XLA if compiled so) on ``batch`` repeated from memory;
     timed from the start to the end of a Keras epoch, in whole compiled calls."""
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    timer = _EpochTimer()
+    timer = EpochTimer()
     per_call = model.steps_per_execution
 
     def run(steps: int) -> float:

@@ -10,6 +10,9 @@
   by the real pipeline against training fed from memory;
 - peak resident memory of the process.
 
+'mixed' is what ``--mixed_precision`` gets on the host (abc_tf.runs.precision; the section says
+which): float32 on a CPU without native bfloat16.
+
 Each experiment runs in its own process. On a machine with a GPU the section title says so,
 so CPU and GPU figures sit side by side in BENCHMARKS.md.
 
@@ -84,7 +87,7 @@ def measure(experiment: str, steps: int, rounds: int) -> dict:
     rates["fit_mixed_pipeline"] = loops.pipeline_fit_rate(
         fed, training.make_family_dataset(family, config, start_step=0), steps, rounds
     )
-    mixed_dtype = tf.float16 if mixed_policy == "mixed_float16" else tf.bfloat16
+    mixed_dtype = {"mixed_float16": tf.float16, "mixed_bfloat16": tf.bfloat16}.get(mixed_policy, tf.float32)
     return {
         "experiment": experiment,
         "model": config.model,
@@ -100,12 +103,13 @@ def measure(experiment: str, steps: int, rounds: int) -> dict:
 
 
 def tables(results: list[dict], steps: int, rounds: int) -> str:
-    from benchmarks.report import machine_line
+    from benchmarks.report import machine_line, precision_line
 
     measured = [result for result in results if "skipped" not in result]
     policy = measured[0]["mixed_policy"] if measured else ""
     lines = [
         machine_line(),
+        precision_line(),
         "",
         f"Median of {rounds} interleaved rounds of {steps} steps per setting, after a warm-up; steps/s, and in",
         "brackets the speed-up over the eager loop measured in the same process. fit: `ABCModel.fit`",

@@ -6,6 +6,7 @@ family and method in ``toy_*.py``); none is copied into a test module.
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 
@@ -28,6 +29,26 @@ def seeded_global_random_state():
     elif "tensorflow" in sys.modules:
         sys.modules["tensorflow"].random.set_seed(SEED)
     yield
+
+
+def pytest_collection_finish(session):
+    """Once every test module is imported (TensorFlow and Keras with them), their objects are
+    moved out of the garbage collector's sight (``gc.freeze``): they live as long as the process,
+    and every collection would otherwise walk those hundreds of thousands of objects again, the
+    one after each test (below) as well as Python's own."""
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.fixture(autouse=True)
+def fresh_keras_state():
+    """After each test that loaded Keras: ``keras.backend.clear_session()``, which resets Keras's
+    global state (layer-name counters, the dtype policy, TensorFlow's default graph and kernel
+    cache) and collects the garbage, so the models, datasets and traced functions of one test are
+    freed before the next and the test process does not grow over the suite."""
+    yield
+    if "keras" in sys.modules:
+        sys.modules["keras"].backend.clear_session()
 
 
 @pytest.fixture

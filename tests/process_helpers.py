@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS_DIR)
@@ -31,6 +32,44 @@ def start_code(code: str, *args: str, cwd=ROOT, **kwargs) -> subprocess.Popen:
     """``python -c code args...`` started in the background."""
     kwargs.setdefault("env", ENV)
     return subprocess.Popen([sys.executable, "-c", code, *args], cwd=cwd, **kwargs)
+
+
+# How long a child may take to get ready, and how long a ready child waits to be stopped: a
+# deadline against hangs only (a toy run is ready within seconds on an idle machine).
+MARKER_SECONDS = 600
+
+
+def hold(marker, until=lambda: False, seconds: float = MARKER_SECONDS) -> None:
+    """In a child process: creates the file ``marker`` to tell the parent (:func:`wait_for_marker`)
+    that it is ready, then waits until it is stopped: killed, interrupted by a signal whose
+    handler raises, or ``until()`` true (e.g. a signal handler has recorded a stop request). It
+    naps in short intervals, so that Python runs signal handlers, and raises after ``seconds``,
+    so that a child whose parent is gone does not wait forever. Called from a Keras callback
+    (``keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(path))``:
+    after the second checkpoint), the run cannot finish before the parent stops it, so the
+    parent needs no race against the child's progress."""
+    open(marker, "w").close()
+    deadline = time.monotonic() + seconds
+    while not until():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"not stopped within {seconds} s of writing {marker}")
+        time.sleep(0.01)
+
+
+def wait_for_marker(process: subprocess.Popen, marker, seconds: float = MARKER_SECONDS) -> None:
+    """Waits until the child ``process`` has created the file ``marker`` (see :func:`hold`). If the
+    child ends first, or ``seconds`` pass, it kills the child and fails with its exit code and the
+    end of its output (when ``process`` was started with ``stdout``/``stderr=subprocess.PIPE``)."""
+    deadline = time.monotonic() + seconds
+    while not os.path.exists(marker):
+        ended = process.poll() is not None
+        if ended or time.monotonic() > deadline:
+            process.kill()
+            output = "".join(part if isinstance(part, str) else part.decode(errors="replace")
+                             for part in process.communicate() if part)
+            what = f"ended with exit code {process.returncode}" if ended else f"did not get there within {seconds} s"
+            raise AssertionError(f"the child process {what} before writing {marker}:\n{output[-3000:]}")
+        time.sleep(0.01)
 
 
 def assert_one_clear_error(code: int, stderr: str, message: str, expected_code: int = 2) -> None:

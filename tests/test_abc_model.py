@@ -74,6 +74,8 @@ def test_one_encoder_call_embeds_every_set():
 def test_uint8_and_float_images_embed_the_same():
     model = ABCModel(models.build("s4"))
     images = np.random.default_rng(4).integers(0, 256, size=(5, 28, 28, 1)).astype(np.uint8)
+    # k / 255 divided in float32, or in float64 and rounded to float32, is one float32 (a byte's
+    # repeating binary expansion never sits on a rounding tie): the same inputs, so equal outputs.
     np.testing.assert_allclose(
         model(tf.constant(images)).numpy(), model(tf.constant(images / 255.0, tf.float32)).numpy(), rtol=1e-5, atol=1e-6
     )
@@ -101,6 +103,8 @@ def test_head_is_trained_jointly_and_logged():
     history = model.fit(grouped_batches(pairs=2, seed=7, labels=True), epochs=2, steps_per_epoch=8, verbose=0).history
     assert set(history) == {"loss", "abc_loss", "cycle_accuracy", "head_loss"}
     assert history["head_loss"][-1] < history["head_loss"][0]
+    # Running means over 8 steps of losses of one sign, kept apart and summed after: about 30
+    # float32 roundings, rounding_rtol(30) = 7e-6.
     np.testing.assert_allclose(
         history["loss"][0], history["abc_loss"][0] + 0.5 * history["head_loss"][0], rtol=1e-4
     )
@@ -121,4 +125,5 @@ def test_abc_on_an_augmentation_baseline_batch_takes_the_second_view_as_set_b():
     baseline = {"set_a": batch["set_a"], "set_a_view2": batch["set_a_view2"]}
     embedded = model.embed_sets(baseline)
     expected, _ = losses.abc_loss(embedded["set_a"], embedded["set_a_view2"])
+    # The same embeddings through the same loss: equal.
     np.testing.assert_allclose(model._forward(baseline, training=False)["abc_loss"].numpy(), expected.numpy(), rtol=1e-5)

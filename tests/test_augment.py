@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from abc_tf import augment
 from augment_helpers import background_case, face_stack, smooth_stack
+from tolerance_helpers import rounding_rtol
 
 SEED = tf.constant([3, 9], tf.int64)
 SETS_SEED = tf.constant([3, 7], tf.int64)
@@ -41,7 +42,9 @@ def test_double_augment_gives_independent_views():
     assert "set_a_view2" not in single
     # Inside a graph (as in tf.data) it gives the same result.
     graph = tf.function(lambda b: augment.double_augment(b, spec, SETS_SEED))(batch)
-    np.testing.assert_allclose(graph["set_b_view2"].numpy(), out["set_b_view2"].numpy(), atol=1e-6)
+    # The graph may regroup the ops' float32 sums (contrast's mean of 10 x 12 pixels, the HSV
+    # conversions, the crop's bilinear taps): about 130 roundings of values in [0, 1].
+    np.testing.assert_allclose(graph["set_b_view2"].numpy(), out["set_b_view2"].numpy(), atol=rounding_rtol(130))
 
 
 def test_pose_augment_identity_and_real_images_unpainted():

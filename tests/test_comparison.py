@@ -4,6 +4,7 @@ seeds aggregated, the noise rule per method, the untrained row, clear errors."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -129,11 +130,19 @@ def test_noise_rule_per_method(compared):
     assert untrained["noise_rule"] == "length scale"  # the first run's method, ABC
     text = (compared[1] / "comparison.md").read_text()
     assert "(0.1 x spread)" in text and "0.5000 (length scale)" in text
-    # The untrained 4-dimensional encoders' codes lie below FactorVAE's collapse threshold: said so.
-    collapsed = [row["label"] for row in compared[0]["rows"]
-                 if any(seed["disentanglement"]["results"]["factor_vae"]["num_active_dims"] == 0 for seed in row["seeds"])]
-    for label in collapsed:
-        assert f"{label}: FactorVAE found no code dimension with standard deviation >= 0.05" in text
+    # FactorVAE's collapse threshold is in units of the codes' spread (the caption says so): the
+    # untrained encoders' small codes (the raw threshold pruned them all) keep their dimensions.
+    assert "0.05 x the codes' spread" in compared[0]["caption"]
+    assert all(seed["disentanglement"]["results"]["factor_vae"]["num_active_dims"] > 0
+               for row in compared[0]["rows"] for seed in row["seeds"])
+    # A seed with no active dimension is named, with the threshold's unit.
+    result = copy.deepcopy(compared[0])
+    seed = result["rows"][2]["seeds"][0]
+    seed["disentanglement"]["results"]["factor_vae"]["num_active_dims"] = 0
+    assert ("untrained: FactorVAE found no code dimension with standard deviation >= 0.05 x the codes' spread"
+            in comparison.markdown(result))
+    seed["disentanglement"]["settings"]["factor_vae_prune_relative"] = False
+    assert "standard deviation >= 0.05 (the embedding's spread" in comparison.markdown(result)
 
 
 def test_the_same_observations_for_every_row(compared):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from abc_tf.config import get_preset
+from abc_tf.data import mnist
 from abc_tf.evaluation import digit_clusters
 from abc_tf.runs import training
 from abc_tf.runs.run_dir import load_run
@@ -36,14 +37,16 @@ def test_nmi_and_ent_of_a_small_matrix_worked_by_hand():
     # p(c) = (1/2, 1/2), p(d) = (3/4, 1/4); I = sum p(c, d) log p(c, d) / (p(c) p(d)).
     mutual = 0.5 * math.log(0.5 / 0.375) + 0.25 * math.log(0.25 / 0.375) + 0.25 * math.log(0.25 / 0.125)
     h_codes, h_digits = math.log(2), -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
-    assert digit_clusters.matrix_nmi(matrix) == pytest.approx(mutual / ((h_codes + h_digits) / 2))
-    rows = (0.0 + math.log(2)) / 2  # row (2, 0): 0; row (1, 1): log 2
-    cols = (-(2 / 3 * math.log(2 / 3) + 1 / 3 * math.log(1 / 3)) + 0.0) / 2
-    assert digit_clusters.ent(matrix) == pytest.approx((rows + cols) / 2)
-    # Empty rows and columns (a digit never generated) are left out of the means.
+    # The authors' sklearn (0.20, Python 2.7) normalises by the geometric mean of the entropies.
+    assert digit_clusters.matrix_nmi(matrix) == pytest.approx(mutual / math.sqrt(h_codes * h_digits))
+    # ENT: the mean over both rows and both columns, as the authors' compute_entropy.
+    rows = [0.0, math.log(2)]  # (2, 0), (1, 1)
+    cols = [-(2 / 3 * math.log(2 / 3) + 1 / 3 * math.log(1 / 3)), 0.0]  # (2, 1), (0, 1)
+    assert digit_clusters.ent(matrix) == pytest.approx(np.mean(rows + cols))
+    # An empty row or column (a digit never generated) has no entropy: their scipy gives NaN.
     padded = np.zeros((3, 3), np.int64)
     padded[:2, :2] = matrix
-    assert digit_clusters.ent(padded) == pytest.approx(digit_clusters.ent(matrix))
+    assert math.isnan(digit_clusters.ent(padded))
 
 
 def test_count_matrix_counts_pairs():
@@ -79,6 +82,7 @@ def test_the_code_grid_shows_each_code_with_the_same_noise():
     grid = digit_clusters.code_grid(generator, columns=3, seed=0, num_codes=10)
     assert grid.shape == (280, 84)
     cells = grid[::28, ::28]  # one pixel per (code, column)
+    # float32 0.05 k + 0.001 |noise|: 3 roundings of values < 0.5 per cell, 2e-7 between two.
     np.testing.assert_allclose(cells[:, 0] - cells[0, 0], 0.05 * np.arange(10), atol=1e-5)
     # The same noise in every row: each row differs from row 0 by its code alone.
     np.testing.assert_allclose(cells - cells[0], np.broadcast_to((0.05 * np.arange(10))[:, None], cells.shape), atol=1e-5)
@@ -97,15 +101,21 @@ def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist
     assert 0.0 <= result["classifier"]["test_accuracy"] <= 1.0 and os.path.isfile(result["classifier"]["file"])
     generated = result["generated"]
     assert np.asarray(generated["code_digit_matrix"]).sum() == 60 and 0 <= generated["nmi"] <= 1
-    assert 0 <= generated["ent"] <= math.log(10) + 1e-9
+    # ENT is NaN exactly when some digit was never made (a tiny run's classifier may miss some).
+    assert math.isnan(generated["ent"]) == bool(generated["digits_never_made"])
+    assert math.isnan(generated["ent"]) or 0 <= generated["ent"] <= math.log(10) + 1e-9
+    found = result["nearest_neighbour"]  # the supplement's 1-NN of Q on the split's images
+    assert found["images"] == len(mnist.load_mnist(config).y_train)  # split 1 scaled to the small pool
+    assert 0 <= found["accuracy"] <= 1 and 0 <= found["untrained"] <= 1 and found["paper_random_init"] == 0.4865
     assert set(result["representation"]) == {"nearest_neighbour_accuracy", "kmeans_nmi", "num_images"}
     assert result["class_split"]["class_split"] == 1 and len(result["prior"]["prior"]) == 10
     assert result["figures"] == [digit_clusters.FIGURE, digit_clusters.SAMPLES_FIGURE, digit_clusters.PRIOR_FIGURE]
     for figure in result["figures"]:
         assert os.path.getsize(tmp_path / "eval" / figure) > 0
     headline = result["headline"]
-    assert headline["NMI (code vs digit)"] == generated["nmi"] and headline["ENT"] == generated["ent"]
+    np.testing.assert_equal([headline["NMI (code vs digit)"], headline["ENT"]], [generated["nmi"], generated["ent"]])  # NaN too
     assert headline["largest prior"] == max(result["prior"]["prior"])
+    assert headline["1-NN (Q, split's images)"] == found["accuracy"]
     assert headline["prior L1 to truth"] == pytest.approx(
         np.abs(np.sort(result["prior"]["prior"]) - np.sort(result["prior"]["true_proportions"])).sum())
     json.dumps(result)  # goes into metrics.json

@@ -100,6 +100,8 @@ def test_library_settings_and_codes_drawn():
     assert settings.dci_num_train == 5_000  # ours, for time (module docstring)
     library = dis.ScoreSettings.disentanglement_lib()
     assert library.standardize is False and library.dci_num_train == 10_000
+    # FactorVAE's collapse threshold: in units of the codes' spread (ours), raw in the library's.
+    assert settings.factor_vae_prune_relative is True and library.factor_vae_prune_relative is False
 
     source = identity()
     dis.all_scores(source, dataclasses.replace(SMALL, chunk_size=256), seed=0)

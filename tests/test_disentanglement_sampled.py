@@ -35,6 +35,26 @@ def test_beta_vae_points_zero_the_fixed_factor():
     assert np.all(features.sum(axis=1) > 0)
 
 
+def test_factor_vae_threshold_in_units_of_the_codes_spread():
+    # Three dimensions that follow the factors and a fourth that barely varies (its std is 0.02
+    # of the first's). Relative to the codes' spread the fourth is collapsed at every overall
+    # scale and the score does not change with the scale; the library's absolute threshold
+    # prunes all four codes at scale 0.01, the fourth alone at scale 1 and none at scale 10.
+    mixing = np.hstack([np.eye(3), np.array([[0.02], [0.0], [0.0]])])
+    scales = (0.01, 1.0, 10.0)
+    scores = {
+        (scale, relative): sampled.factor_vae_score(
+            NoisyLinear(mixing, scale=scale), batch_size=16, num_train=100, num_eval=50,
+            num_variance_estimate=500, prune_relative=relative, seed=0)
+        for scale in scales for relative in (True, False)
+    }
+    assert all(scores[scale, True] == scores[1.0, True] for scale in scales)
+    assert scores[1.0, True]["num_active_dims"] == 3 and scores[1.0, True]["eval_accuracy"] > 0.9
+    assert [scores[scale, False]["num_active_dims"] for scale in scales] == [0, 3, 4]
+    assert scores[0.01, False]["eval_accuracy"] == 0.0
+    assert sampled.code_spread(np.array([1.0, 4.0, 4.0, 7.0])) == pytest.approx(2.0)
+
+
 # ----------------------------------------------------------------------------------------------
 # Interface
 

@@ -19,6 +19,7 @@ from abc_tf.data import digit_augment
 from abc_tf.methods import elastic_infogan as einfogan
 from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import embed, load_run
+from tolerance_helpers import rounding_rtol
 
 QUICK = get_preset("mnist_elastic_infogan_quick")
 
@@ -31,7 +32,7 @@ def test_gumbel_softmax_codes_follow_the_prior_and_are_nearly_one_hot():
     logits = tf.constant(np.log(prior) + 1.7, tf.float32)  # any shift: p = softmax(pi)
     gumbel = einfogan.sample_gumbel([40_000, 10], tf.constant([3, 4], tf.int64))
     codes = einfogan.gumbel_softmax(logits, gumbel).numpy()
-    np.testing.assert_allclose(codes.sum(axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(codes.sum(axis=1), 1.0, atol=1e-5)  # a softmax over 10, summed: rounding_rtol(12) = 3e-6
     shares = np.bincount(codes.argmax(axis=1), minlength=10) / len(codes)
     np.testing.assert_allclose(shares, prior, atol=0.008)  # ~3.5 standard errors at p = 0.3
     assert np.mean(codes.max(axis=1)) > 0.9  # temperature 0.1: close to one-hot
@@ -55,7 +56,11 @@ def test_nt_xent_matches_a_numpy_restatement():
     rng = np.random.default_rng(0)
     h1, h2 = rng.normal(size=(6, 5)).astype(np.float32), rng.normal(size=(6, 5)).astype(np.float32)
     for temperature in (0.5, 1.0):
-        np.testing.assert_allclose(einfogan.nt_xent(h1, h2, temperature).numpy(), np_nt_xent(h1, h2, temperature), rtol=1e-5)
+        # Two float32 evaluations: the norms and dot products of 5-d unit vectors round about 20
+        # times, which dividing by tau multiplies into the logits; the softmax's 11-term sums and
+        # the mean over 12 add about 30, against a loss of about 2.5.
+        np.testing.assert_allclose(einfogan.nt_xent(h1, h2, temperature).numpy(), np_nt_xent(h1, h2, temperature),
+                                   rtol=rounding_rtol(50, condition=1 / temperature))
     # Identical views of orthogonal features: the loss is at its floor, -log(e^2 / (e^2 + 2(n-1)... )).
     assert einfogan.nt_xent(np.eye(4, dtype=np.float32), np.eye(4, dtype=np.float32)).numpy() < np_nt_xent(h1, h2, 0.5)
 
@@ -64,6 +69,8 @@ def test_info_loss_and_bce_are_the_cross_entropies():
     logits = np.array([[2.0, 0.0, -1.0], [0.0, 0.0, 0.0]], np.float32)
     code = np.array([[0.9, 0.05, 0.05], [0.0, 0.2, 0.8]], np.float32)
     expected = np.mean([-np.log(np.exp(2) / (np.exp(2) + 1 + np.exp(-1))), np.log(3.0)])
+    # float32 against float64 on exact inputs: log-sum-exps of 3 terms and BCE's log(1 + e^-x) (exp
+    # multiplies by |x| <= 2) and a mean, about 5 roundings: rounding_rtol(5, condition=2) = 2.4e-6.
     np.testing.assert_allclose(einfogan.info_loss(logits, code).numpy(), expected, rtol=1e-5)
     np.testing.assert_allclose(einfogan.bce(np.array([[0.0], [2.0]], np.float32), 1.0).numpy(),
                                np.mean([np.log(2.0), np.log(1 + np.exp(-2.0))]), rtol=1e-5)
@@ -72,6 +79,36 @@ def test_info_loss_and_bce_are_the_cross_entropies():
 def test_the_augmentation_is_the_data_layers():
     # T lives in abc_tf/data/digit_augment.py (tested there), shared with MNIST's augmentation baseline.
     assert einfogan.augment is digit_augment.augment
+
+
+def test_the_defaults_are_the_authors_and_the_elastic_field_opt_in():
+    assert QUICK.infogan_ntxent_temperature == einfogan.NTXENT_TEMPERATURE == 1.0  # their run.sh's --mytemp 1
+    assert QUICK.class_split == 1 and QUICK.class_split_pool == "all"
+    model = einfogan.build(QUICK, (28, 28, 1))
+    assert model.ntxent_temperature == 1.0 and model.elastic_pixels == 0.0
+    elastic = einfogan.build(QUICK.replace(infogan_elastic_field=True), (28, 28, 1))
+    assert elastic.elastic_pixels == digit_augment.ELASTIC_PIXELS
+
+
+def test_nt_xent_is_q_s_head_on_the_d_step_s_own_trunk_passes():
+    """As the authors' training loop: the trunk takes x and T(x) in a pass each (each with its
+    own batch statistics) before the D update, and NT-Xent compares Q's head on those features;
+    one pass of both together would normalise them over 2B images and give another loss."""
+    model = einfogan.build(QUICK.replace(batch_size=8), (28, 28, 1))
+    real = np.random.default_rng(0).integers(0, 256, size=(8, 28, 28, 1)).astype(np.uint8)
+    images = real.astype(np.float32) / 255.0
+    seeds = tf.random.experimental.stateless_split(tf.constant([model.seed, 0], tf.int64), 3)  # step 0's
+    augmented = digit_augment.augment(images, seeds[2])
+
+    def head(features):
+        return model.q_features(features, training=True)
+
+    expected = einfogan.nt_xent(head(model.trunk(images, training=True)), head(model.trunk(augmented, training=True)))
+    joint = head(model.trunk(tf.concat([images, augmented], axis=0), training=True))
+    one_pass = einfogan.nt_xent(joint[:8], joint[8:])
+    logs = model.train_step({"images": tf.constant(real)})
+    np.testing.assert_allclose(float(logs["ntxent_loss"]), float(expected), rtol=1e-4)
+    assert abs(float(one_pass) - float(expected)) > 1e-3
 
 
 def test_failures_are_detected():
@@ -157,7 +194,7 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     assert model.ntxent_temperature == 1.0  # the authors' run script's setting, from the config
     assert checkpoints.restore(model, run_dir) == 6
     assert int(model.d_optimizer.iterations.numpy()) == 6 and int(model.optimizer.iterations.numpy()) == 6
-    np.testing.assert_allclose(model.prior(), prior["prior"], rtol=1e-6)
+    np.testing.assert_allclose(model.prior(), prior["prior"], rtol=1e-6)  # the same logits, the same softmax: equal
     assert not np.allclose(model.prior_logits.numpy(), 0.0), "the learned prior did not move"
     # Resuming with more steps continues from the checkpoint.
     more = training.train(config.replace(steps=9), run_dir, verbose=0)
@@ -173,4 +210,4 @@ def test_the_infogan_ablation_keeps_its_prior_uniform(tmp_path, small_mnist):
     result = training.train(config, str(tmp_path / "run"), verbose=0)
     assert result.history["ntxent_loss"] == [0.0]
     prior = json.load(open(tmp_path / "run" / einfogan.PRIOR_FILE))["prior"]
-    np.testing.assert_allclose(prior, 0.1, atol=1e-7)
+    np.testing.assert_allclose(prior, 0.1, atol=1e-7)  # softmax(0): float32's 0.1, 1.5e-9 from it

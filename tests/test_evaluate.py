@@ -10,13 +10,17 @@ evaluators' own tests.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import socket
 import textwrap
 from typing import NamedTuple
 
 import pytest
 
 from abc_tf.config import get_preset
+from abc_tf.runs import run_lock
 from process_helpers import assert_one_clear_error, run_code, run_script
 
 # In a child process: evaluate.py's flags parsed and main run for each case, as app.run would.
@@ -50,6 +54,7 @@ class Case(NamedTuple):
     message: str  # {config} and {encoder}: the run directory's files
     config: str = "{}"  # config.json of the run directory (by default never read: the flags are refused first)
     empty_encoder: bool = False  # encoder.keras as a kill during its export leaves it
+    locked: bool = False  # a train.py (this test process) holds the run directory while the child evaluates
 
 
 CASES = {
@@ -69,6 +74,13 @@ CASES = {
     "empty encoder.keras": Case(["--run_dir={run}", "--mine_steps=0", "--probe_epochs=1", "--num_images=16"],
                                 "{encoder} is empty (the run was stopped while exporting it)",
                                 config=get_preset("shapes3d_demo").to_json(), empty_encoder=True),
+    # A finished run being extended: its networks are those of the run before, soon rewritten.
+    "no checkpoints": Case(["--run_dir={run}", "--checkpoints=all"], "{run} keeps no checkpoint (train.py writes them every --log_every steps)"),
+    "curve reference": Case(["--run_dir={run}", "--checkpoints=all", "--curve_reference=ENT"],
+                            "--curve_reference='ENT': write MEASURE=VALUE"),
+    "run in training": Case(["--run_dir={run}", "--mine_steps=0", "--probe_epochs=1", "--num_images=16"],
+                            "run directory {run} is in use by train.py (pid {pid} on host {host}, since ",
+                            config=get_preset("shapes3d_demo").to_json(), empty_encoder=True, locked=True),
     "missing network": Case(["--run_dir={run}", "--network=appearance"], "--network=appearance: {run} has no appearance.keras",
                             config=get_preset("shapes3d_demo").to_json(), empty_encoder=True),
 }
@@ -87,10 +99,14 @@ def evaluated(tmp_path_factory) -> dict[str, tuple[dict, str, object]]:
         if case.empty_encoder:
             (run_dir / "encoder.keras").write_bytes(b"")
         values = {"run": run_dir, "missing": folder / "missing", "config": run_dir / "config.json",
-                  "encoder": run_dir / "encoder.keras"}
+                  "encoder": run_dir / "encoder.keras", "pid": os.getpid(), "host": socket.gethostname()}
         runs[name], messages[name] = run_dir, case.message.format(**values)
         arguments.append((str(folder), [flag.format(**values) for flag in case.flags]))
-    completed = run_code(EVALUATE_EACH, json.dumps(arguments), cwd=root, timeout=600)
+    with contextlib.ExitStack() as locks:
+        for name, case in CASES.items():
+            if case.locked:
+                locks.enter_context(run_lock.RunLock(str(runs[name]), command="train.py"))
+        completed = run_code(EVALUATE_EACH, json.dumps(arguments), cwd=root, timeout=600)
     assert completed.returncode == 0, completed.stderr[-3000:]
     line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT"))
     outputs = json.loads(line[len("RESULT"):])

@@ -105,6 +105,8 @@ def test_geodesic_error_equals_the_arccos_formula_and_is_symmetric():
     first, second = geometry.euler_to_matrix(random_euler(rng, 300)), geometry.euler_to_matrix(random_euler(rng, 300))
     trace = np.trace(np.swapaxes(first, 1, 2) @ second, axis1=1, axis2=2)
     want = np.rad2deg(np.arccos(np.clip((trace - 1) / 2, -1, 1)))
+    # float64: a few roundings of eps64 through arccos, whose condition 1 / sin(angle) stays far
+    # below 1e6 for 300 random pairs, so far below 1e-6 degrees.
     np.testing.assert_allclose(geometry.geodesic_error(first, second), want, atol=1e-6)
     np.testing.assert_allclose(geometry.geodesic_error(second, first), want, atol=1e-6)
     assert np.all(geometry.geodesic_error(first, first) == 0)

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from abc_tf.runs import training
 from benchmarks import infogan_speed, loops
+from tolerance_helpers import assert_same_adam_step, rounding_rtol
 
 
 @pytest.mark.parametrize("variant", ["elastic", "infogan"])
@@ -18,14 +19,18 @@ def test_the_eager_loop_computes_the_compiled_step(variant):
     config = infogan_speed.config_for(variant, jit_compile=False).replace(batch_size=8)
     batch = infogan_speed._batch(config)
     eager, compiled = training.build_model(config), training.build_model(config)
+    before = [variable.numpy() for variable in eager.trainable_variables]
     logs = loops.eager_step(eager, batch)
     history = compiled.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0, shuffle=False).history
+    # One forward pass along two paths (eager kernels and the graph's), in float32: a loss passes
+    # about 10,000 roundings (the fan-ins of G's and D's layers on its chain, 6,272 of them in
+    # D's dense layer, and the batch statistics) with conditions near 1 (cross entropies of logits
+    # near 0). The InfoGAN variant's NT-Xent is 0 in both: atol.
     for name in ("loss", "d_loss", "g_loss", "info_loss", "ntxent_loss"):
-        np.testing.assert_allclose(float(logs[name]), history[name][0], rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(float(logs[name]), history[name][0], rtol=rounding_rtol(10_000), atol=1e-6)
     assert (float(logs["ntxent_loss"]) > 0) == (variant == "elastic")
     assert len(eager.trainable_variables) == len(compiled.trainable_variables)
-    for ours, theirs in zip(eager.trainable_variables, compiled.trainable_variables):
-        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-3, atol=1e-5)
+    assert_same_adam_step(before, eager.trainable_variables, compiled.trainable_variables)
     # Both optimizers stepped once in each.
     for model in (eager, compiled):
         assert int(model.optimizer.iterations.numpy()) == 1 and int(model.d_optimizer.iterations.numpy()) == 1

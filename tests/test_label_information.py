@@ -33,6 +33,7 @@ def test_evaluate_run_reports_trained_and_untrained_per_label(tmp_path):
     assert set(report) == {"trained", "untrained"}
     # Noise of 0.1 x each embedding's own spread, reported in embedding units.
     spread = noise.spread(embed(encoder, label_information.load_labelled(config).images).astype(np.float64))
+    # The same embed() of the same images, the same float64 spread: equal but for 0.1's rounding.
     assert report["trained"]["group"].sigma == pytest.approx(0.1 * spread, rel=1e-4)
     assert set(report["trained"]) == {"group", "parity"}
     assert report["trained"]["group"].classes == 3 and report["trained"]["parity"].count == 18

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from abc_tf import losses
+from tolerance_helpers import rounding_rtol
 
 SIMILARITIES = ("l2sq", "l2", "l1", "linf", "cosine")
 
@@ -62,7 +63,11 @@ def test_pairwise_similarity_matches_definition(kind):
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=(7, 5)), rng.normal(size=(4, 5))
     got = losses.pairwise_similarity(tf.constant(x[None], tf.float32), tf.constant(y[None], tf.float32), kind)
-    np.testing.assert_allclose(got.numpy()[0], np_similarity(x, y, kind), rtol=1e-4, atol=1e-4)
+    # float32 against float64: the inputs' rounding, then D = 5 products summed and two norms (l2sq
+    # as |x|^2 + |y|^2 - 2 x.y) of terms up to (|x| + |y|)^2.
+    scale = (np.linalg.norm(x, axis=1).max() + np.linalg.norm(y, axis=1).max()) ** 2
+    tolerance = rounding_rtol(5 + 3)
+    np.testing.assert_allclose(got.numpy()[0], np_similarity(x, y, kind), rtol=tolerance, atol=tolerance * scale)
 
 
 @pytest.mark.parametrize(
@@ -77,6 +82,7 @@ def test_abc_loss_matches_numpy_reference(kind, tau, shape):
     loss, accuracy = losses.abc_loss(tf.constant(a), tf.constant(b), kind, tau)
     want_loss, want_accuracy = np_abc(a.astype(np.float64), b.astype(np.float64), kind, tau)
     np.testing.assert_allclose(loss.numpy(), want_loss, rtol=2e-3, atol=2e-3)
+    # A mean of 0s and 1s: the sums are exact, the divisions round a value <= 1 a few times.
     np.testing.assert_allclose(accuracy.numpy(), want_accuracy, atol=1e-6)
 
 
@@ -97,7 +103,7 @@ def test_double_augmentation_with_equal_views_is_the_plain_loss(kind):
     b = tf.constant(rng.normal(size=(3, 7, 4)), tf.float32)
     plain, plain_accuracy = losses.abc_loss(a, b, kind, 0.3)
     double, double_accuracy = losses.abc_loss(a, b, kind, 0.3, a, b)
-    np.testing.assert_allclose(double.numpy(), plain.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(double.numpy(), plain.numpy(), rtol=1e-6)  # the same ops on the same tensors: equal
     assert double_accuracy.numpy() == plain_accuracy.numpy()
 
 
@@ -118,7 +124,10 @@ def test_loss_is_invariant_to_permuting_set_b(kind):
     permuted = b[:, rng.permutation(9)]
     loss, accuracy = losses.abc_loss(tf.constant(a), tf.constant(b), kind, 0.2)
     loss_p, accuracy_p = losses.abc_loss(tf.constant(a), tf.constant(permuted), kind, 0.2)
-    np.testing.assert_allclose(loss.numpy(), loss_p.numpy(), rtol=1e-5)
+    # Permuting B reorders the 9-term sums over B (the softmax's denominator, the soft neighbour),
+    # whose rounding reaches the logits through a squared distance of points |x| + |y| < 5, over
+    # tau = 0.2; the loss (about 2 log 6) moves by at most as much as a logit.
+    np.testing.assert_allclose(loss.numpy(), loss_p.numpy(), rtol=rounding_rtol(2 * 9, condition=5**2 / 0.2))
     np.testing.assert_allclose(accuracy.numpy(), accuracy_p.numpy())
 
 
@@ -145,8 +154,12 @@ def test_contrastive_loss_matches_numpy_reference():
         logits = np_similarity(v1[p], v2[p], "l2sq") / 0.5
         want.append(-np.mean(np.diag(np_log_softmax(logits))))
         want_accuracy.append(np.mean(np.argmax(logits, -1) == np.arange(10)))
-    np.testing.assert_allclose(got.numpy(), np.mean(want), rtol=1e-4)
-    np.testing.assert_allclose(accuracy.numpy(), np.mean(want_accuracy))
+    # float32 against float64: l2sq of D = 4 (three roundings more for the inputs and the norms)
+    # over terms up to (|v1| + |v2|)^2, divided by tau = 0.5; log-softmax moves by at most twice a
+    # logit's error.
+    scale = (np.linalg.norm(v1, axis=-1).max() + np.linalg.norm(v2, axis=-1).max()) ** 2
+    np.testing.assert_allclose(got.numpy(), np.mean(want), rtol=0, atol=2 * rounding_rtol(4 + 3) * scale / 0.5)
+    np.testing.assert_allclose(accuracy.numpy(), np.mean(want_accuracy), atol=1e-6)  # a mean of 0s and 1s, as above
 
 
 def test_unknown_similarity_is_a_clear_error():
@@ -164,7 +177,7 @@ def test_keras_loss_wrapper_round_trips_its_config_and_matches():
     assert isinstance(rebuilt, losses.ABCLoss)
     assert (rebuilt.similarity, rebuilt.temperature) == ("cosine", 0.1)
     want, _ = losses.abc_loss(a, b, "cosine", 0.1)
-    np.testing.assert_allclose(rebuilt(None, (a, b)).numpy(), want.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(rebuilt(None, (a, b)).numpy(), want.numpy(), rtol=1e-6)  # the same function: equal
 
 
 def test_dynamic_shapes_in_a_traced_function():
@@ -178,7 +191,10 @@ def test_dynamic_shapes_in_a_traced_function():
     for shape_a, shape_b in (((1, 4, 3), (1, 6, 3)), ((3, 5, 8), (3, 2, 8))):
         a, b = rng.normal(size=shape_a).astype(np.float32), rng.normal(size=shape_b).astype(np.float32)
         got, _ = traced(a, b)
-        np.testing.assert_allclose(got.numpy(), np_abc(a, b, "l2sq", 1.0)[0], rtol=1e-4)
+        # Two float32 evaluations (NumPy's and the graph's): two squared distances of D <= 8 with
+        # their norms, a softmax and a soft neighbour over M <= 6, a log-softmax over N <= 5, means:
+        # about 40 roundings of terms up to (|a| + |b|)^2 < 64 against a loss of about 2.
+        np.testing.assert_allclose(got.numpy(), np_abc(a, b, "l2sq", 1.0)[0], rtol=rounding_rtol(40, condition=64))
 
 
 @pytest.mark.parametrize("kind", ["l1", "linf"])
@@ -199,9 +215,16 @@ def test_chunked_coordinate_similarities_match_the_whole_tensor(kind, monkeypatc
     whole = value_and_gradients()
     monkeypatch.setattr(losses, "DIFFERENCE_ELEMENTS", 3 * 7 * 5 * 3)  # chunks of 3 of the 12 coordinates
     assert losses._coordinate_chunk(x, y) == 3
+    # Chunks regroup the sum of 12 terms of one sign: s within rounding_rtol(12) |s|. The weight's
+    # gradient cos s - s sin s moves by (2 + |s|) times that, and each point's gradient sums <= 7
+    # of them (and rounds 7 times more).
+    size = np.abs(whole[0].numpy()).max()
+    value_rtol = rounding_rtol(12)
+    gradient_atol = 7 * (2 + size) * value_rtol * size + rounding_rtol(7) * 7 * (1 + size)
     for chunked in (value_and_gradients(), tf.function(value_and_gradients)()):
-        for got, want in zip(chunked, whole):
-            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-4)  # summation order
+        np.testing.assert_allclose(chunked[0].numpy(), whole[0].numpy(), rtol=value_rtol)
+        for got, want in zip(chunked[1:], whole[1:]):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=0, atol=gradient_atol)
 
 
 def test_coordinate_chunks_bound_the_difference_tensor():

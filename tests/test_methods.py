@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import textwrap
-import time
 
 import keras
 import numpy as np
@@ -18,11 +17,21 @@ import pytest
 import models
 from abc_tf import methods
 from abc_tf.methods.base import build_encoder
-from abc_tf.runs import checkpoints, training
-from process_helpers import run_code, start_code
+from abc_tf.runs import checkpoints, precision, training
+from method_helpers import fit_losses, tiny_configs, write_small_mnist
+from process_helpers import run_code, start_code, wait_for_marker
 from toy_family import CONFIG
 
 TOY = CONFIG.replace(method="two_network")
+READY_METHODS = ("abc", "contrastive", "two_network", "pmp", "vae", "u_vitae", "c_vitae", "elastic_infogan")
+# Two replicas change only the order of float32 sums: the batch means of the loss terms, the
+# batch-norm moments all-reduced over the replicas, the replicas' gradients summed before the
+# update, and kernels that block a product differently for half the batch. The rounding errors
+# of a reordered sum of n terms grow like sqrt(n) * 2^-24; for the longest here, the GAN trunk's
+# products of 6,272 terms, 79 * 6e-8 = 4.7e-6, and rtol is 4x that. (Measured on this project's
+# CPU: at most 4.8e-7. Replicas repeating each other's random draws, the bug this guards
+# against, moved the first loss by 3.4e-5 (c_vitae) to 2.5e-3 (elastic_infogan).)
+MIRRORED_RTOL = 2e-5
 
 
 @pytest.fixture(autouse=True)
@@ -99,39 +108,42 @@ def test_a_two_network_method_trains_and_keeps_both_networks(tmp_path):
         np.testing.assert_allclose(restored, trained)
 
 
+# After its second checkpoint (training.train's own callbacks run before those it is given), the
+# run writes the marker file sys.argv[3] and waits to be killed (process_helpers.hold).
 KILLABLE_RUN = textwrap.dedent(
     """
     import sys
+    import keras
     from abc_tf import data, methods
     from abc_tf.config import ExperimentConfig
     from abc_tf.runs import training
+    from process_helpers import hold
     data.DATA_FAMILIES["toy"] = "toy_family"
     methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"
-    training.train(ExperimentConfig.from_json(open(sys.argv[1]).read()), sys.argv[2], verbose=0)
+    ready = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(sys.argv[3]))
+    training.train(ExperimentConfig.from_json(open(sys.argv[1]).read()), sys.argv[2], verbose=0, callbacks=[ready])
     """
 )
 
 
 def test_a_killed_two_network_run_resumes_at_the_same_step(tmp_path):
-    config = TOY.replace(steps=400, log_every=20)
+    config = TOY.replace(steps=80, log_every=20)
     config_path = tmp_path / "config.json"
     config_path.write_text(config.to_json())
-    run_dir = tmp_path / "run"
-    process = start_code(KILLABLE_RUN, str(config_path), str(run_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and process.poll() is None and len(checkpoints.list_checkpoints(str(run_dir))) < 2:
-        time.sleep(0.05)
-    assert process.poll() is None, process.stdout.read().decode()[-2000:]
+    run_dir, marker = tmp_path / "run", tmp_path / "second_checkpoint"
+    process = start_code(KILLABLE_RUN, str(config_path), str(run_dir), str(marker), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT)
+    wait_for_marker(process, marker)
     process.send_signal(signal.SIGKILL)
-    process.wait()
-    killed_at = checkpoints.list_checkpoints(str(run_dir))[-1][0]
-    assert 0 < killed_at < 400
+    process.wait(timeout=60)
+    assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [20, 40]
+    killed_at = 40
 
     model = training.build_model(config)
     assert checkpoints.restore(model, str(run_dir)) == killed_at
     assert int(model.decoder_optimizer.iterations.numpy()) == killed_at
     result = training.train(config, str(run_dir), verbose=0)
-    assert result.final_step == 400 and len(result.history["loss"]) * 20 == 400 - killed_at
+    assert result.final_step == 80 and len(result.history["loss"]) * 20 == 80 - killed_at
 
 
 def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluator(tmp_path):
@@ -155,3 +167,98 @@ def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluato
     metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
     assert metrics["inactive"] == ["wall_hue"] and len(metrics["mine"]) == 6
     assert metrics["config"]["method"] == "two_network"
+    # Its learning curve: each checkpoint (steps 2 and 4) rebuilt from the method's model and evaluated alike.
+    curve_dir = str(tmp_path / "curve")
+    completed = run_code(script, *flags, "--checkpoints=all", f"--output_dir={curve_dir}", "--probe_epochs=1")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    curve = json.load(open(os.path.join(curve_dir, "curve.json")))
+    assert curve["steps"] == [2, 4] and len(curve["measures"]["probe shape"]) == 2
+    for step in (2, 4):
+        step_metrics = json.load(open(os.path.join(curve_dir, "checkpoints", f"step_{step}", "metrics.json")))
+        assert step_metrics["config"]["method"] == "two_network" and len(step_metrics["mine"]) == 6
+    assert os.path.isfile(os.path.join(curve_dir, "curve.png"))
+
+
+# ----------------------------------------------------------------------------- GPU readiness, on the CPU
+# No GPU with TensorFlow is at hand to run the suite: these show that every method's step runs
+# as GPUs and TPUs run it (compiled by XLA; in float16 with loss scaling; over replicas).
+
+
+@pytest.fixture(scope="module")
+def configs(tmp_path_factory) -> dict:
+    return tiny_configs(write_small_mnist(str(tmp_path_factory.mktemp("mnist") / "mnist.npz")))
+
+
+def test_the_readiness_tests_cover_every_method(configs):
+    assert set(configs) == set(methods.METHODS) | {"two_network"}
+
+
+@pytest.mark.parametrize("name", READY_METHODS)
+def test_each_method_s_step_compiles_with_xla_and_trains(configs, name):
+    # Inside the step: no op without an XLA kernel (the data pipeline's NumPy draws stay outside it).
+    model, losses = fit_losses(configs[name].replace(jit_compile=True), steps=2)
+    assert model.jit_compile is True
+    assert len(losses) == 2 and np.all(np.isfinite(losses)), losses
+
+
+@pytest.mark.parametrize("name", READY_METHODS)
+def test_each_method_trains_under_mixed_float16_with_every_loss_scaled(configs, name, monkeypatch):
+    monkeypatch.setattr(precision, "this_host", lambda: precision.Host(gpu=True))  # what a GPU gets
+    scaled_by = []
+    scale_loss = keras.optimizers.LossScaleOptimizer.scale_loss
+
+    def recorded(optimizer, loss):
+        scaled_by.append(optimizer)
+        return scale_loss(optimizer, loss)
+
+    monkeypatch.setattr(keras.optimizers.LossScaleOptimizer, "scale_loss", recorded)
+    model, losses = fit_losses(configs[name].replace(mixed_precision=True), steps=2)
+    assert model.networks()["encoder"].dtype_policy.name == "mixed_float16"
+    # Every optimizer scales its loss (float16 gradients would underflow unscaled).
+    for optimizer in model.optimizers():
+        assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        assert any(optimizer is seen for seen in scaled_by), optimizer.name
+    assert len(losses) == 2 and np.all(np.isfinite(losses)), losses
+
+
+# Logical devices are configured before TensorFlow starts, hence one fresh process for all methods.
+MIRRORED = textwrap.dedent(
+    """
+    import json, sys
+    import tensorflow as tf
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    from abc_tf import data, methods
+    from abc_tf.runs import training
+    from method_helpers import fit_losses, tiny_configs, write_small_mnist
+    data.DATA_FAMILIES["toy"] = "toy_family"
+    methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"
+    configs = tiny_configs(write_small_mnist(sys.argv[1] + "/mnist.npz"))
+    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    losses = {name: [fit_losses(config, 1)[1][0], fit_losses(config, 1, mirrored)[1][0]] for name, config in configs.items()}
+    refused = {}
+    for name in ("abc", "pmp", "vae", "elastic_infogan"):
+        field = methods.get_method(name).batch_field
+        try:
+            training.train(configs[name].replace(**{field: 3}), sys.argv[1] + "/" + name, verbose=0, strategy=mirrored)
+            refused[name] = "no error"
+        except ValueError as error:
+            refused[name] = str(error)
+    print("RESULT" + json.dumps({"losses": losses, "replicas": mirrored.num_replicas_in_sync, "refused": refused}))
+    """
+)
+
+
+def test_every_method_trains_on_two_replicas_as_on_one_device(tmp_path):
+    completed = run_code(MIRRORED, str(tmp_path))
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT"))
+    result = json.loads(line[len("RESULT"):])
+    assert result["replicas"] == 2
+    assert set(result["losses"]) == set(READY_METHODS)
+    for name, (one, two) in result["losses"].items():
+        assert two == pytest.approx(one, rel=MIRRORED_RTOL), name
+    # The replicas split the batch each method reads, and a batch they cannot split is refused naming its flag.
+    for name, message in result["refused"].items():
+        field = methods.get_method(name).batch_field
+        assert message.startswith(f"--{field}=3 must be a multiple of the 2 replicas"), (name, message)

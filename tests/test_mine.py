@@ -45,6 +45,9 @@ def test_moving_average_is_debiased_from_a_zero_start():
     # Closed form: the de-biased average of a constant series is that constant at every step;
     # after x_1, x_2 it is ((1 - a) a x_1 + a x_2) / (1 - (1 - a)^2).
     alpha = 0.01
+    # float32 against float64: 1 - 0.99^t cancels 100-fold at t = 1, so 0.99's float32 rounding
+    # (1e-8) becomes 1e-6 of the result; the logs, the log-sum-exp of 2 and exp round about 4 times
+    # on magnitudes < 5: rounding_rtol(4, condition=5) = 4.8e-6. 1e-5 holds both.
     log_average = tf.fill([2], -np.inf)
     for step in range(1, 4):
         log_average, debiased = mine.debiased_log_average(log_average, tf.math.log([1.0, 5.0]), alpha, step)

@@ -56,7 +56,7 @@ def test_the_true_style_survives_the_cache_and_an_imbalanced_split(monkeypatch):
     monkeypatch.setattr(digit_renderer, "procedural_mnist", small)
     mnist._load_cached.cache_clear()
     try:
-        data = mnist.load_mnist(mnist_config(data_source="procedural", class_split=0))
+        data = mnist.load_mnist(mnist_config(data_source="procedural", class_split=1))
     finally:
         mnist._load_cached.cache_clear()  # no small render left for later tests
     assert len(data.y_train) < 300 and len(data.y_test) == 30

@@ -10,6 +10,7 @@ import pytest
 
 import models
 from models import pmp
+from tolerance_helpers import rounding_rtol
 
 D, K = 10, 10
 
@@ -71,7 +72,10 @@ def test_same_padding_is_the_table_s_padding_1():
     explicit.build(images.shape[:-3] + (18, 18, 3))
     explicit.set_weights(same.get_weights())
     padded = np.pad(images, ((0, 0), (1, 1), (1, 1), (0, 0)))
-    np.testing.assert_allclose(out, explicit(padded), atol=1e-5)
+    # Two convolutions (another padding, another kernel path): 4 x 4 x 3 = 48 products of pixels
+    # in [0, 1] summed, so within rounding_rtol(48) of the sum of the kernel's |weights|.
+    kernel = same.get_weights()[0]
+    np.testing.assert_allclose(out, explicit(padded), atol=rounding_rtol(48) * np.abs(kernel).sum(axis=(0, 1, 2)).max())
     # Transposed: padding 1 crops one row and column on each side of the full ('valid') output.
     codes = rng.random((2, 4, 4, 5)).astype(np.float32)
     same_t = keras.layers.Conv2DTranspose(3, 4, strides=2, padding="same")
@@ -81,7 +85,10 @@ def test_same_padding_is_the_table_s_padding_1():
     full_t.set_weights(same_t.get_weights())
     full = np.asarray(full_t(codes))
     assert full.shape[1:3] == (10, 10) and out.shape[1:3] == (8, 8)
-    np.testing.assert_allclose(out, full[:, 1:-1, 1:-1], atol=1e-5)
+    # Stride 2: each output sums (4 / 2)^2 x 5 = 20 products of codes in [0, 1], and at most all
+    # of the kernel's |weights|.
+    kernel = same_t.get_weights()[0]
+    np.testing.assert_allclose(out, full[:, 1:-1, 1:-1], atol=rounding_rtol(20) * np.abs(kernel).sum(axis=(0, 1, 3)).max())
 
 
 def test_projectors_are_k_separate_two_layer_networks_and_z_is_their_sum():
@@ -96,7 +103,10 @@ def test_projectors_are_k_separate_two_layer_networks_and_z_is_their_sum():
     w1, b1, w2, b2 = layer.get_weights()
     for i in range(K):
         expected = np.maximum(features @ w1[i] + b1[i], 0.0) @ w2[i] + b2[i]
-        np.testing.assert_allclose(codes[:, i], expected, rtol=1e-4, atol=1e-4)
+        # Two float32 evaluations of two layers of D + 1 terms: within rounding_rtol(2 D + 2) of
+        # the same layers on the terms' magnitudes.
+        size = (np.abs(features) @ np.abs(w1[i]) + np.abs(b1[i])) @ np.abs(w2[i]) + np.abs(b2[i])
+        np.testing.assert_allclose(codes[:, i], expected, rtol=0, atol=rounding_rtol(2 * D + 2) * size.max())
     # Each projector starts like a Dense layer: Glorot-uniform over its own d x d kernel.
     fresh = models.build("pmp_projectors", embedding_dim=D, num_subspaces=K).get_layer("projectors").get_weights()
     assert np.abs(fresh[0]).max() <= np.sqrt(6 / (2 * D)) and np.all(fresh[1] == 0)
@@ -104,7 +114,9 @@ def test_projectors_are_k_separate_two_layer_networks_and_z_is_their_sum():
     encoder = models.build("pmp_encoder", embedding_dim=D)
     z_model = pmp.representation(encoder, projectors)
     images = rng.random((3, 64, 64, 3)).astype(np.float32)
-    np.testing.assert_allclose(z_model(images), np.asarray(projectors(encoder(images))).sum(axis=1), rtol=1e-5, atol=1e-5)
+    # The same codes (the same layers and shapes), summed over K by the model and by NumPy.
+    codes = np.asarray(projectors(encoder(images)))
+    np.testing.assert_allclose(z_model(images), codes.sum(axis=1), rtol=0, atol=rounding_rtol(K) * np.abs(codes).sum(axis=1).max())
     # The representation shares the weights: it holds no variables of its own.
     assert len(z_model.weights) == len(encoder.weights) + len(projectors.weights)
 
@@ -116,7 +128,7 @@ def test_the_representation_saves_and_loads(tmp_path):
     z_model.save(path)
     loaded = keras.saving.load_model(path, compile=False)
     images = np.random.default_rng(2).random((2, 64, 64, 3)).astype(np.float32)
-    np.testing.assert_allclose(loaded(images), z_model(images), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(loaded(images), z_model(images), rtol=1e-5, atol=1e-6)  # the same layers and weights: equal
 
 
 def test_outputs_stay_float32_under_mixed_precision():

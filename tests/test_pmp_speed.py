@@ -11,6 +11,7 @@ from abc_tf.config import get_preset
 from abc_tf.data import shapes3d
 from abc_tf.runs import training
 from benchmarks import pmp_speed
+from tolerance_helpers import rounding_rtol
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +27,10 @@ def test_the_authors_structure_computes_our_loss():
     model = training.build_model(config)
     batch = next(iter(shapes3d.FAMILY.stream("pairs")(config, 0, 0)))
     ours = model._terms(batch, 35, training=True)
-    np.testing.assert_allclose(pmp_speed.authors_loss(model, batch, 35), ours["loss"] + model._weight_decay(), rtol=1e-5)
+    # The codes differ by float32 reordering (k projectors one by one against one batched einsum,
+    # add_n against a sum over k), which the decoder and the recoding encoder carry to the loss:
+    # about 3,500 roundings on the chain (their fan-ins), of terms of one sign at the end.
+    np.testing.assert_allclose(pmp_speed.authors_loss(model, batch, 35), ours["loss"] + model._weight_decay(), rtol=rounding_rtol(3500))
     assert all(0 < float(ours[b]) < 1 for b in ("beta1", "beta2", "beta3")) and float(ours["dis_loss"]) > 0
 
 

@@ -89,7 +89,7 @@ def test_backbone_features_come_from_the_last_feature_map():
     assert backbone.output_shape == (None, 32)
     images = np.random.default_rng(2).uniform(size=(2, 16, 16, 3)).astype(np.float32)
     trunk = keras.Model(encoder.input, encoder.get_layer("conv5").output)
-    np.testing.assert_allclose(backbone(images).numpy(), trunk(images).numpy().reshape(2, -1), rtol=1e-6)
+    np.testing.assert_allclose(backbone(images).numpy(), trunk(images).numpy().reshape(2, -1), rtol=1e-6)  # the same layers: equal
 
 
 # ----------------------------------------------------------------------------- runs
@@ -112,6 +112,7 @@ def test_a_regression_run_saves_its_head_and_evaluates(tmp_path, toy_pose_family
     assert "head_loss" in result.history and np.all(np.isfinite(result.history["head_loss"]))
     run = load_run(run_dir)
     images = data.get_family("pose").pose_views(run.config, "test", "real", 5)[0]
+    # The reloaded networks run the same eager kernels on the same weights: equal.
     np.testing.assert_allclose(
         run.network("head")(embed(run.encoder, images))["magnitude"].numpy(),
         result.networks["head"](embed(result.encoder, images))["magnitude"].numpy(), rtol=1e-5, atol=1e-6,

@@ -38,6 +38,8 @@ def test_labelled_images_from_keypointnet_and_a_pascal3d_list(tmp_path):
     cfg = config(data_source="keypointnet", data_path=str(tmp_path), real_fraction=0.0)
     images, rotations, euler = pose.labelled_images(cfg, "test", "synthetic")
     assert images.shape == (2, 16, 16, 3) and rotations.shape == (2, 3, 3)
+    # Angles from the record's float32 modelview (6e-8 an entry, through atan2 and asin); the
+    # rotations are euler_to_matrix of those very angles (float64).
     np.testing.assert_allclose(euler[:, 0], [0.0, 1.0], atol=1e-5)
     np.testing.assert_allclose(rotations, euler_to_matrix(euler), atol=1e-9)
     # Labelled real images are the crops of the Pascal3D+-style list.

@@ -3,6 +3,7 @@ others as they are; --no_write prints only."""
 
 from __future__ import annotations
 
+from abc_tf.runs import precision
 from benchmarks import report
 
 
@@ -38,3 +39,12 @@ def test_a_child_answers_what_its_name_asks_and_the_parent_nothing(capsys):
     assert report.answer_child("measure", named, lambda setting: 1.0)
     assert report.answer_child("fit_xla", named, lambda setting: {"setting": setting})
     assert capsys.readouterr().out.splitlines() == ['RESULT{"rate": 2.0}', 'RESULT{"setting": "fit_xla"}']
+
+
+def test_the_precision_line_says_what_mixed_precision_gets_on_the_host(monkeypatch):
+    monkeypatch.setattr(precision, "this_host", lambda: precision.Host(cpu_flags=frozenset({"avx2"})))
+    assert report.precision_line().startswith("`--mixed_precision` on this host: float32 (the CPU has no native bfloat16")
+    assert report.precision_line().endswith(": float32 instead of emulated bfloat16).")
+    monkeypatch.setattr(precision, "this_host", lambda: precision.Host(cpu_flags=frozenset({"amx_bf16"})))
+    assert report.precision_line() == ("`--mixed_precision` on this host: mixed_bfloat16 "
+                                       "(the CPU computes bfloat16 natively (amx_bf16)).")

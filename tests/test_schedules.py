@@ -12,11 +12,13 @@ def test_learning_rate_halves_in_stairs_or_stays_constant():
     assert schedules.learning_rate(1e-3, 0) == 1e-3  # no decay: the plain rate
     schedule = schedules.learning_rate(1e-3, 20)
     rates = [float(schedule(step)) for step in (0, 19, 20, 39, 40, 45, 100)]
+    # float32's 1e-3 (6e-8 from it) times powers of 2, which are exact.
     np.testing.assert_allclose(rates, [1e-3, 1e-3, 5e-4, 5e-4, 2.5e-4, 2.5e-4, 1e-3 / 32], rtol=1e-6)
 
 
 def test_titration_schedule_values():
-    # The paper: 40k steps, stairs every 4k up to 10%: 0, 1/9, ..., 9/9 of the target.
+    # The paper: 40k steps, stairs every 4k up to 10%: 0, 1/9, ..., 9/9 of the target. float32
+    # products and quotients of 3 numbers: 3 roundings, 2e-7, under approx's 1e-6.
     assert schedules.real_fraction(0, 0.1, 4000, 40000) == 0.0
     assert schedules.real_fraction(3999, 0.1, 4000, 40000) == 0.0
     assert schedules.real_fraction(4000, 0.1, 4000, 40000) == pytest.approx(0.1 / 9)

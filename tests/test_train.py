@@ -4,7 +4,7 @@ flag, run directory or fault during training ends in one clear line naming the f
 cases for users.
 
 The flags are parsed and ``train.main`` is called in this process (``run_train``); one test runs
-the real command line, and Ctrl-C needs a process to signal. This module imports ``train``:
+the real command line, and Ctrl-C and SIGTERM need a process to signal. This module imports ``train``:
 ``evaluate`` defines flags of the same names in absl's global FLAGS, so no test may import it
 in-process (tests/test_evaluate.py runs it in child processes).
 """
@@ -12,21 +12,23 @@ in-process (tests/test_evaluate.py runs it in child processes).
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from absl import logging
 
 import train
 from abc_tf import callbacks, run_summary
 from abc_tf.config import ExperimentConfig, get_preset
-from abc_tf.runs import checkpoints, training, training_logs
-from process_helpers import assert_one_clear_error, run_script, start_code
+from abc_tf.runs import checkpoints, run_lock, training, training_logs
+from process_helpers import assert_one_clear_error, run_script, start_code, wait_for_marker
 from run_summary_helpers import NAMES, RECORD
 
 
@@ -130,14 +132,9 @@ TOY_FLAGS = [
     "--experiment=shapes3d", "--data=toy", "--model=s4", "--embedding_dim=8", "--set_size=12", "--pairs_per_step=2",
     "--temperature=0.1",
 ]
-# train.py with the toy family of tests/toy_family.py registered: tiny and fast, but the real CLI.
-# Ctrl-C reaches the child even when the test runs in a background job, whose children start
+# Ctrl-C reaches a child even when the test runs in a background job, whose children start
 # with SIGINT ignored (a non-interactive shell's "&"): Python's own handler is put back first.
-TRAIN_TOY = (
-    "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "import sys; from absl import app; from abc_tf import data; data.DATA_FAMILIES['toy'] = 'toy_family'; "
-    "import train; sys.argv[0] = 'train.py'; app.run(train.main)"
-)
+RESTORE_CTRL_C = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
 
 
 def test_nan_stop_says_what_is_kept_and_the_advised_command_works(run_train, toy_family, tmp_path):
@@ -155,18 +152,95 @@ def test_nan_stop_says_what_is_kept_and_the_advised_command_works(run_train, toy
 
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
-    run_dir = tmp_path / "run"
+    run_dir, marker = tmp_path / "run", tmp_path / "at_step_6"
     flags = [*TOY_FLAGS, "--learning_rate=1e-3", "--steps=100000", "--log_every=5", f"--output_dir={run_dir}"]
-    process = start_code(TRAIN_TOY, *flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while process.poll() is None and not checkpoints.list_checkpoints(str(run_dir)):
-        time.sleep(0.05)
-    assert process.poll() is None, process.communicate()[1][-3000:]
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate()
+    # Held at step 6, after its first checkpoint, until the interrupt lands: no race with the run.
+    process = start_code(RESTORE_CTRL_C + TRAIN_TOY_HELD_AT_STEP, "6", str(marker), *flags, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_marker(process, marker)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
     assert process.returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr
     assert "Interrupted; " in stderr and "Run the same command again to resume from it." in stderr
     assert checkpoints.list_checkpoints(str(run_dir))
+
+
+# train.py with the toy family of tests/toy_family.py registered (tiny and fast, but the real CLI)
+# and tests/preemption_helpers.HoldAtStep(ARGV[1], ARGV[2]) as the run's callback: the run waits
+# at that step for the stop request, so SIGTERM (or Ctrl-C) lands on it.
+TRAIN_TOY_HELD_AT_STEP = (
+    "import sys; from absl import app; from abc_tf import callbacks, data; data.DATA_FAMILIES['toy'] = 'toy_family'; "
+    "from preemption_helpers import HoldAtStep; step, marker = sys.argv.pop(1), sys.argv.pop(1); "
+    "callbacks.evaluation_callbacks = lambda config, run_dir: [HoldAtStep(step, marker)]; "
+    "import train; sys.argv[0] = 'train.py'; app.run(train.main)"
+)
+
+
+def scalars(log_dir, tag: str) -> dict[int, float]:
+    """{step: value} of a TensorBoard scalar over every event file of ``log_dir``."""
+    found = {}
+    for name in sorted(os.listdir(log_dir)):
+        for event in tf.compat.v1.train.summary_iterator(os.path.join(log_dir, name)):
+            for value in event.summary.value:
+                if value.tag == tag:
+                    found[int(event.step)] = float(tf.make_ndarray(value.tensor))
+    return found
+
+
+def test_sigterm_stops_at_the_step_end_with_its_checkpoint_and_the_same_command_resumes_exactly(run_train, toy_family, tmp_path):
+    run_dir, marker = tmp_path / "run", tmp_path / "at_step_7"
+    flags = [*TOY_FLAGS, "--learning_rate=1e-3", "--lr_halving_steps=8", "--steps=20", "--log_every=5",
+             "--keep_checkpoints=5", f"--output_dir={run_dir}"]
+    process = start_code(TRAIN_TOY_HELD_AT_STEP, "7", str(marker), *flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        wait_for_marker(process, marker)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert_one_clear_error(process.returncode, stderr, f"train.py: error: Stopped by SIGTERM; {run_dir} keeps its checkpoint at "
+                           "step 7, the step it reached. Run the same command again to resume from it.", expected_code=143)
+    assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [5, 7]
+
+    code, stderr = run_train(*flags)  # the same command
+    assert code == 0, stderr[-3000:]
+    # Steps 8 to 20 and no more: the checkpoints and the logs fall on the log steps again, and
+    # the optimizer's step counter drives the learning-rate schedule on from step 7.
+    assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [5, 7, 10, 15, 20]
+    assert sorted(scalars(run_dir / "logs" / "train", "loss")) == [5, 10, 15, 20]
+    learning_rates = scalars(run_dir / "logs" / "train", "learning_rate")
+    assert learning_rates == pytest.approx({step: 1e-3 * 0.5 ** (step // 8) for step in (5, 10, 15, 20)})
+
+
+def test_a_second_train_py_on_a_run_directory_in_use_exits_2_naming_the_holder(run_train, toy_family, tmp_path):
+    run_dir = tmp_path / "run"
+    with run_lock.RunLock(str(run_dir), command="train.py"):  # a train.py of this process: one flock per open file
+        code, stderr = run_train(*TOY_FLAGS, "--steps=10", f"--output_dir={run_dir}")
+    assert_one_clear_error(code, stderr, f"run directory {run_dir} is in use by train.py (pid {os.getpid()} on host "
+                                         f"{socket.gethostname()}, since ")
+    assert stderr.strip().endswith("; wait for it to finish or use another --output_dir."), stderr[-3000:]
+    assert os.listdir(run_dir) == [".lock"]
+
+
+def test_a_lock_left_by_a_killed_train_py_is_taken_over_with_a_warning(run_train, toy_family, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    # What a SIGKILLed train.py leaves: its name in the lock file, and no flock (the kernel dropped it).
+    (run_dir / ".lock").write_text(json.dumps({"command": "train.py", "pid": 4321, "host": "node7",
+                                               "since": "2026-01-02T03:04:05+00:00"}))
+    with pytest.warns(UserWarning, match=r"\.lock was left by train.py \(pid 4321 on host node7, since "
+                                         r"2026-01-02T03:04:05\+00:00\), which no longer runs; taking the run directory over"):
+        code, stderr = run_train(*TOY_FLAGS, "--steps=10", "--log_every=5", f"--output_dir={run_dir}")
+    assert code == 0, stderr[-3000:]
+    assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [5, 10]
+    assert (run_dir / ".lock").read_text() == ""  # released at the end
 
 
 def test_nan_advice_after_a_checkpoint_continues_with_the_change_allowed(monkeypatch):

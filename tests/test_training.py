@@ -1,5 +1,6 @@
 """One run (abc_tf.runs.training): what it writes, the SavedModel by reload, exact step counts,
-a full disk, resume after SIGKILL, and two replicas or two workers training like one process.
+a full disk, resume after SIGKILL, two replicas or two workers training like one process, and
+a SIGTERM to one of two workers stopping both after the same step.
 Runs are short toy runs (tests/toy_family.py). What a rerun may change:
 tests/test_config_history.py; the NaN stop and the logs: tests/test_training_logs.py."""
 
@@ -10,17 +11,17 @@ import signal
 import subprocess
 import socket
 import textwrap
-import time
 
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import data
+from abc_tf import data, methods
 from abc_tf.config import ExperimentConfig
-from abc_tf.runs import checkpoints, training
-from process_helpers import ENV, run_code, start_code
+from abc_tf.runs import checkpoints, precision, training
+from process_helpers import ENV, run_code, start_code, wait_for_marker
+from tolerance_helpers import rounding_rtol
 from toy_family import CONFIG as TOY
 
 pytestmark = pytest.mark.usefixtures("toy_family")
@@ -40,12 +41,16 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(tmp_path):
     images = next(iter(data.get_family("toy").make_dataset(TOY, seed=0)))["set_a"][0]
     want = result.encoder(images).numpy()
     reloaded = keras.models.load_model(os.path.join(run_dir, "encoder.keras"))
+    # The same weights through the same eager kernels: equal (the tolerance only for the record).
     np.testing.assert_allclose(reloaded(images).numpy(), want, rtol=1e-5, atol=1e-6)
     saved = tf.saved_model.load(os.path.join(run_dir, "saved_model"))
-    np.testing.assert_allclose(saved.embed(images)["embeddings"].numpy(), want, rtol=1e-5, atol=1e-5)
+    # The SavedModel's graph may fuse and reorder S4's sums: about 3,000 float32 roundings on an
+    # embedding's chain (the conv fan-ins 9 + 4 x 288, the dense 1,568 and 128), of terms of size ~1.
+    tolerance = rounding_rtol(3000)
+    np.testing.assert_allclose(saved.embed(images)["embeddings"].numpy(), want, rtol=tolerance, atol=tolerance)
     as_uint8 = tf.cast(tf.round(images * 255.0), tf.uint8)
-    np.testing.assert_allclose(
-        saved.embed_uint8(as_uint8)["embeddings"].numpy(), result.encoder(as_uint8 / 255).numpy(), rtol=1e-4, atol=1e-4
+    np.testing.assert_allclose(  # x / 255 in float32 or in float64: the same float32 (tests/test_abc_model.py)
+        saved.embed_uint8(as_uint8)["embeddings"].numpy(), result.encoder(as_uint8 / 255).numpy(), rtol=tolerance, atol=tolerance
     )
 
 
@@ -100,45 +105,45 @@ def test_a_full_disk_stops_with_a_clear_message_and_keeps_the_older_checkpoints(
     assert not [name for name in os.listdir(checkpoints.checkpoint_dir(run_dir)) if name.startswith("ckpt-30")]
 
 
+# After its second checkpoint (training.train's own callbacks run before those it is given), the
+# run writes the marker file sys.argv[3] and waits to be killed (process_helpers.hold).
 RESUMABLE_RUN = textwrap.dedent(
     """
     import sys
+    import keras
     from abc_tf import data
     from abc_tf.runs import training
     from abc_tf.config import ExperimentConfig
+    from process_helpers import hold
     data.DATA_FAMILIES["toy"] = "toy_family"
     config = ExperimentConfig.from_json(open(sys.argv[1]).read())
-    training.train(config, sys.argv[2], verbose=0)
+    ready = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(sys.argv[3]))
+    training.train(config, sys.argv[2], verbose=0, callbacks=[ready])
     """
 )
 
 
 def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
-    config = TOY.replace(steps=400, log_every=20, lr_halving_steps=100)
+    config = TOY.replace(steps=100, log_every=20, lr_halving_steps=25)
     config_path = tmp_path / "config.json"
     config_path.write_text(config.to_json())
-    run_dir = tmp_path / "run"
-    process = start_code(RESUMABLE_RUN, str(config_path), str(run_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and process.poll() is None:
-        if len(checkpoints.list_checkpoints(str(run_dir))) >= 2:
-            break
-        time.sleep(0.05)
-    assert process.poll() is None, "the run ended before it could be killed"
+    run_dir, marker = tmp_path / "run", tmp_path / "second_checkpoint"
+    process = start_code(RESUMABLE_RUN, str(config_path), str(run_dir), str(marker), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT)
+    wait_for_marker(process, marker)
     process.send_signal(signal.SIGKILL)
-    process.wait()
+    process.wait(timeout=60)
     saved = checkpoints.list_checkpoints(str(run_dir))
-    assert len(saved) <= TOY.keep_checkpoints
+    assert [step for step, _ in saved] == [20, 40]  # killed while it waited after its second checkpoint
     killed_at = saved[-1][0]
-    assert 0 < killed_at < 400 and killed_at % 20 == 0
 
     result = training.train(config, str(run_dir), verbose=0)
-    assert len(result.history["loss"]) * 20 == 400 - killed_at
+    assert len(result.history["loss"]) * 20 == 100 - killed_at
     # The optimizer state (its step counter drives the schedule) continues from the checkpoint.
-    assert result.final_step == 400
+    assert result.final_step == 100
     assert result.history["learning_rate"][-1] == pytest.approx(1e-3 * 0.5**4)
     first_lr = result.history["learning_rate"][0]
-    assert first_lr == pytest.approx(1e-3 * 0.5 ** ((killed_at + 20) // 100))
+    assert first_lr == pytest.approx(1e-3 * 0.5 ** ((killed_at + 20) // 25))
 
 
 # ----------------------------------------------------------------------------- distributed
@@ -179,11 +184,40 @@ def test_one_and_two_replicas_give_the_same_losses(tmp_path):
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = child_result(completed.stdout)
     assert result["replicas"] == 2, result
-    # Three logging intervals of four steps; the losses fall and agree within float tolerance.
+    # Three logging intervals of four steps; the losses fall and agree as two trajectories of
+    # Adam along two paths can (the rule at the two workers' test below): 2e-3.
     assert len(result["one"]) == 3
     assert result["one"][-1] < result["one"][0] - 0.1, result["one"]
     np.testing.assert_allclose(result["two"], result["one"], rtol=2e-3)
     assert "must be a multiple of the 2 replicas" in result["odd"]
+
+
+def test_the_replicas_split_the_batch_the_method_reads():
+    # Every method on two replicas: tests/test_methods.py. Here the check alone, without devices.
+    vae, abc = methods.get_method("vae"), methods.get_method("abc")
+    images = ExperimentConfig(data="mnist", method="vae", batch_size=8, pairs_per_step=1)
+    training.check_replicas(images, vae, 2)  # pairs_per_step is not what a VAE's replicas split
+    with pytest.raises(ValueError, match=r"^--batch_size=9 must be a multiple of the 2 replicas .*--method=vae trains on images"):
+        training.check_replicas(images.replace(batch_size=9), vae, 2)
+    with pytest.raises(ValueError, match=r"^--pairs_per_step=3 must be a multiple of the 4 replicas .*on set pairs"):
+        training.check_replicas(TOY.replace(pairs_per_step=3), abc, 4)
+
+
+@pytest.mark.parametrize("host, policy, warned", [
+    (precision.Host(cpu_flags=frozenset({"avx2"})), "float32", True),
+    (precision.Host(cpu_flags=frozenset({"avx2", "avx512_bf16"})), "mixed_bfloat16", False),
+])
+def test_mixed_precision_falls_back_to_float32_with_one_warning_line_on_a_cpu_without_bfloat16(
+        tmp_path, capsys, monkeypatch, host, policy, warned):
+    monkeypatch.setattr(precision, "this_host", lambda: host)  # a simulated host
+    try:
+        result = training.train(TOY.replace(mixed_precision=True, steps=2, log_every=2), str(tmp_path / "run"), verbose=0)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")  # build_model set the run's
+    assert result.precision == policy
+    assert result.encoder.dtype_policy.name == policy
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "mixed_precision" in line]
+    assert warnings == ([precision.choose(True, host).warning] if warned else [])
 
 
 WORKER = textwrap.dedent(
@@ -230,9 +264,59 @@ def test_two_workers_train_like_one_process_and_only_the_chief_writes_the_run(tm
     for output in outputs:  # each worker trains one of the two pairs; the update is their mean
         result = child_result(output)
         assert result["step"] == 12
-        np.testing.assert_allclose(result["loss"], expected["loss"], rtol=1e-4)
+        # A trajectory along two paths: the first interval's four steps start from equal weights
+        # and differ by float32 reordering of the batch's sums (0 here, under 1e-4 on an AVX2 CPU).
+        # Then Adam divides each gradient by its own size, so a component that rounding moves
+        # across zero steps the other way by 2 lr, and the gap grows with every step (3.6e-4 by
+        # step 12 on that CPU): later intervals within the replicas test's 2e-3 above.
+        np.testing.assert_allclose(result["loss"][0], expected["loss"][0], rtol=1e-4)
+        np.testing.assert_allclose(result["loss"], expected["loss"], rtol=2e-3)
     run = tmp_path / "cluster"
     assert sorted(os.listdir(run / "checkpoints")) == ["checkpoint", "ckpt-12.data-00000-of-00001", "ckpt-12.index",
                                                        "ckpt-8.data-00000-of-00001", "ckpt-8.index"]
     assert (run / "saved_model").is_dir() and (run / "encoder.keras").is_file()
     assert sorted(os.listdir(run / "workers")) == ["worker_1"]  # the other worker's logs and exports
+
+
+PREEMPTED_WORKER = textwrap.dedent(
+    """
+    import json, sys
+    from abc_tf import data
+    from abc_tf.runs import preemption, training
+    from preemption_helpers import HoldAtStep
+    from toy_family import CONFIG
+    data.DATA_FAMILIES["toy"] = "toy_family"
+    config = CONFIG.replace(temperature=0.05, steps=20, log_every=5, seed=5, strategy="multi_worker")
+    held = [HoldAtStep(7, sys.argv[2])] if len(sys.argv) > 2 else []
+    try:
+        training.train(config, sys.argv[1], verbose=0, callbacks=held)
+        print("RESULT" + json.dumps({"stopped_at": None}))
+    except preemption.RunPreempted as stop:
+        print("RESULT" + json.dumps({"stopped_at": stop.step, "signal": stop.signal_number}))
+    """
+)
+
+
+def test_a_sigterm_to_one_worker_stops_all_after_the_same_step_and_the_chief_checkpoints_it(tmp_path):
+    cluster = {"worker": [f"localhost:{port}" for port in free_ports(2)]}
+    marker = tmp_path / "worker_1_at_step_7"
+    workers = [
+        start_code(
+            PREEMPTED_WORKER, str(tmp_path / "run"), *([str(marker)] if index == 1 else []),
+            env={**ENV, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        for index in range(2)
+    ]
+    try:
+        wait_for_marker(workers[1], marker)  # worker 1 waits at step 7; the chief waits for it in the next collective
+        workers[1].send_signal(signal.SIGTERM)
+        outputs = [worker.communicate(timeout=600)[0] for worker in workers]
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    for worker, output in zip(workers, outputs):
+        assert worker.returncode == 0, output[-3000:]
+        assert child_result(output) == {"stopped_at": 7, "signal": signal.SIGTERM}, output[-3000:]
+    assert [step for step, _ in checkpoints.list_checkpoints(str(tmp_path / "run"))] == [5, 7]

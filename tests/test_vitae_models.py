@@ -63,6 +63,7 @@ def test_the_compositions_save_and_load_with_their_weights(tmp_path):
         "perspective": vitae.mean_of(perspective, name="perspective"),
     }
     codes = np.asarray(built["encoder"](x))
+    # The compositions call these very networks and the same warp on the same images: equal.
     np.testing.assert_allclose(codes[:, 2:], perspective(x)[0], atol=1e-6)
     aligned = spatial_transformer.warp(x, spatial_transformer.affine_matrices(affine(perspective(x)[0]), inverse=True))
     np.testing.assert_allclose(codes[:, :2], appearance(aligned)[0], atol=1e-5)
@@ -72,4 +73,4 @@ def test_the_compositions_save_and_load_with_their_weights(tmp_path):
         path = str(tmp_path / f"{name}.keras")
         model.save(path)
         loaded = keras.saving.load_model(path, compile=False)
-        np.testing.assert_allclose(loaded(inputs), model(inputs), atol=1e-6)
+        np.testing.assert_allclose(loaded(inputs), model(inputs), atol=1e-6)  # the same layers and weights: equal

@@ -12,6 +12,7 @@ from abc_tf.methods import vitae
 from abc_tf.runs import training
 from models import spatial_transformer
 from benchmarks import loops, vitae_speed
+from tolerance_helpers import EPS64, assert_same_adam_step, rounding_rtol
 
 
 @pytest.fixture
@@ -33,20 +34,31 @@ def test_the_eager_loop_computes_the_compiled_step(jit_compile, fixed_noise):
     eager, compiled = training.build_model(config), training.build_model(config)
     for model in (eager, compiled):
         model.optimizer.iterations.assign(30)  # inside the KL warm-up: 0 < w < 1
+    before = [variable.numpy() for variable in eager.trainable_variables]
     logs = loops.eager_step(eager, batch)
     history = compiled.fit(tf.data.Dataset.from_tensors(batch), epochs=1, verbose=0, shuffle=False).history
     assert 0 < float(logs["kl_weight"]) < 1 and float(logs["kl_perspective"]) > 0
-    np.testing.assert_allclose(float(logs["loss"]), history["loss"][0], rtol=1e-4)
-    for ours, theirs in zip(eager.trainable_variables, compiled.trainable_variables):
-        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-3, atol=1e-5)
+    # One forward pass along two paths (eager kernels, the graph's, XLA's), in float32: the loss
+    # passes about 3,000 roundings (the fan-ins of the encoders, decoders and warps on its chain,
+    # the 784 pixels' sum, the batch of 8) of terms of one sign.
+    np.testing.assert_allclose(float(logs["loss"]), history["loss"][0], rtol=rounding_rtol(3000))
+    assert_same_adam_step(before, eager.trainable_variables, compiled.trainable_variables)
 
 
 def test_the_warp_modes_agree():
-    inputs = vitae_speed.warp_inputs(4)
+    # In float64. In float32 XLA's fused, reordered products move a bilinear weight (the fraction
+    # of a coordinate of up to 28 pixels, from an expm whose 4 squarings multiply its rounding by
+    # 16) by ~28 x 16 x 60 eps32 = 3e-3 at worst, and an image gradient that cancels to 0.015 was
+    # 8e-4 off on an AVX2 CPU. In float64 the same chain (expm's 60 Horner roundings x 16 x 28
+    # pixels, then theta's gradient: a sum of 4 x 784 terms) stays within rounding_rtol(~30,000,
+    # eps64) = 1.3e-11 of the terms' sizes (|weights x pixel differences x 13.5 pixels| < 100).
+    tolerance = rounding_rtol(60 * 16 * 28 + 4 * 784, eps=EPS64)
+    inputs = [tf.cast(value, tf.float64) for value in vitae_speed.warp_inputs(4)]
     eager = vitae_speed.warp_step("eager")(*inputs)
     for mode in ("function", "xla"):
         for ours, theirs in zip(eager, vitae_speed.warp_step(mode)(*inputs)):
-            np.testing.assert_allclose(theirs.numpy(), ours.numpy(), rtol=1e-4, atol=1e-5)
+            assert theirs.dtype == tf.float64
+            np.testing.assert_allclose(theirs.numpy(), ours.numpy(), rtol=tolerance, atol=100 * tolerance)
     assert float(tf.reduce_sum(tf.abs(eager[2]))) > 0  # a gradient reaches theta
 
 

@@ -12,7 +12,7 @@ import keras
 import tensorflow as tf
 
 from abc_tf import losses
-from abc_tf.methods.base import Method, MethodModel, adam, build_encoder, to_float_images
+from abc_tf.methods.base import Method, MethodModel, adam, build_encoder, loss_scaled, to_float_images
 
 POOL = 4
 
@@ -22,7 +22,7 @@ class TwoNetworkModel(MethodModel):
         super().__init__(**kwargs)
         self.encoder, self.decoder = encoder, decoder
         self.similarity, self.temperature = similarity, temperature
-        self.decoder_optimizer = keras.optimizers.Adam(1e-3)
+        self.decoder_optimizer = loss_scaled(keras.optimizers.Adam(1e-3))  # as compile's under mixed_float16
         self.trackers = {name: keras.metrics.Mean(name=name) for name in ("loss", "abc_loss", "reconstruction_loss")}
         self.built = True
 
@@ -45,7 +45,7 @@ class TwoNetworkModel(MethodModel):
         pairs, size = tf.shape(set_a)[0], tf.shape(set_a)[1]
         flat_a = tf.reshape(set_a, tf.concat([[-1], tf.shape(set_a)[2:]], 0))
         flat_b = tf.reshape(set_b, tf.concat([[-1], tf.shape(set_b)[2:]], 0))
-        target = keras.layers.Flatten()(tf.nn.avg_pool2d(flat_a, POOL, POOL, "VALID"))
+        target = tf.reshape(tf.nn.avg_pool2d(flat_a, POOL, POOL, "VALID"), [tf.shape(flat_a)[0], -1])  # float32
         with tf.GradientTape(persistent=True) as tape:
             embedded_a = tf.cast(self.encoder(flat_a, training=True), tf.float32)
             embedded_b = tf.cast(self.encoder(flat_b, training=True), tf.float32)
@@ -55,10 +55,11 @@ class TwoNetworkModel(MethodModel):
             )
             reconstruction = tf.cast(self.decoder(tf.stop_gradient(embedded_a), training=True), tf.float32)
             rec = tf.reduce_mean(tf.square(reconstruction - target))
-            per_replica = {self.optimizer.name: self.replica_mean(abc), self.decoder_optimizer.name: self.replica_mean(rec)}
-        for optimizer in self.optimizers():
+            # Each optimizer's loss, the mean over the replicas, loss-scaled under mixed_float16.
+            scaled = [optimizer.scale_loss(self.replica_mean(loss)) for optimizer, loss in zip(self.optimizers(), (abc, rec))]
+        for optimizer, loss in zip(self.optimizers(), scaled):
             variables = self.optimizer_variables(optimizer)
-            optimizer.apply(tape.gradient(per_replica[optimizer.name], variables), variables)
+            optimizer.apply(tape.gradient(loss, variables), variables)
         values = {"loss": abc + rec, "abc_loss": abc, "reconstruction_loss": rec}
         for name, value in values.items():
             self.trackers[name].update_state(value)

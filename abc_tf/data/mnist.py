@@ -22,13 +22,15 @@ P = ``pairs_per_step``, S = ``set_size``. Stacks are drawn by :mod:`abc_tf.data.
 ``{"images": [batch_size, 28, 28, 1] uint8}``, training images of every digit but the held-out
 one, drawn uniformly.
 
-Class imbalance (``class_split`` >= 0; Elastic-InfoGAN's splits, :mod:`abc_tf.data.mnist_imbalance`):
-the training images are subsampled class by class before anything is drawn, so the "images"
-stream follows the split's proportions, and the stack sampler draws each stack's digit in
+Class imbalance (``class_split`` 1..50; Elastic-InfoGAN's splits, :mod:`abc_tf.data.mnist_imbalance`):
+the split's images, drawn class by class from the pool (``class_split_pool``: all 70,000 images,
+training and test, as the authors; or the training images), are the training images before
+anything is drawn, so the "images" stream follows the split's proportions, and the stack sampler draws each stack's digit in
 proportion to its training images (set B's among the digits other than set A's), as stacks
 made from the imbalanced data would come: a rare digit makes few stacks, not the same number
 of stacks from fewer images. Without a split the digits are drawn uniformly (the paper's
-setting; MNIST's classes are within 10% of equal).
+setting; MNIST's classes are within 10% of equal). The test images stay whole; from the pool of
+all 70,000 a split also trains on some of them (split 1 on 6,137 of the 10,000).
 
 Augmentation baseline (``augmentation_baseline``; issue 17, Elastic-InfoGAN's signal for ABC and
 the contrastive loss): ``{"set_a", "set_a_view2"}`` [P, S, 28, 28, 1] float32 in [0, 1], P sets
@@ -108,15 +110,25 @@ def _load_cached(source: str, path: str) -> MnistData:
     return data
 
 
+def class_split_pool(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(images [N, 28, 28] uint8, digits [N]) that ``config``'s class split draws from
+    (``class_split_pool``, :func:`abc_tf.data.mnist_imbalance.pool`)."""
+    source, path = resolve_source(config)
+    data = _load_cached(source, os.path.abspath(path) if path else "")
+    return mnist_imbalance.pool(data.x_train, data.y_train, data.x_test, data.y_test, config.class_split_pool)
+
+
 def load_mnist(config: ExperimentConfig) -> MnistData:
-    """The MNIST data ``config`` points at (cached per source and path), its training split
-    subsampled class by class when ``config.class_split`` names an imbalanced split
-    (:mod:`abc_tf.data.mnist_imbalance`); the test split is always whole."""
+    """The MNIST data ``config`` points at (cached per source and path); when
+    ``config.class_split`` names an imbalanced split, its training images are the split's,
+    drawn class by class from the pool (:mod:`abc_tf.data.mnist_imbalance`). The test split is
+    always whole."""
     source, path = resolve_source(config)
     data = _load_cached(source, os.path.abspath(path) if path else "")
     if config.class_split != mnist_imbalance.NO_SPLIT:
-        kept = mnist_imbalance.subsample(data.y_train, config.class_split)
-        data = dataclasses.replace(data, x_train=data.x_train[kept], y_train=data.y_train[kept])
+        images, labels = class_split_pool(config)
+        kept = mnist_imbalance.subsample(labels, config.class_split)
+        data = dataclasses.replace(data, x_train=images[kept], y_train=labels[kept])
     if source == "procedural" and config.data_source == "auto":
         _log.warning(
             "No MNIST found (no --data_path, no prepared tfds 'mnist'): using the built-in procedural digits. "
@@ -268,6 +280,7 @@ def check_config(config: ExperimentConfig) -> None:
     """The MNIST checks that read no image: the held-out digit, the class split, the source and its files."""
     training_digits(config)
     mnist_imbalance.check_split(config.class_split)
+    mnist_imbalance.check_pool(config.class_split_pool)
     if config.augmentation_baseline and config.method not in ("abc", "contrastive"):
         raise ValueError("--augmentation_baseline makes two-view sets for --method=abc or --method=contrastive.")
     resolve_source(config)
@@ -297,7 +310,7 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
 
 FAMILY = DataFamily(
     name="mnist",
-    fields=("holdout_digit", "allow_same_digit", "class_split", "augmentation_baseline"),
+    fields=("holdout_digit", "allow_same_digit", "class_split", "class_split_pool", "augmentation_baseline"),
     image_shape=image_shape,
     make_dataset=make_dataset,
     check_config=check_config,

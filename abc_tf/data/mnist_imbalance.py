@@ -1,19 +1,27 @@
 """Class-imbalanced MNIST (Elastic-InfoGAN, PEERS.md section 3; supplement section 5.0.1).
 
-The paper trains on 50 random class-proportion splits of MNIST's 60,000 training images, each
-subsampling the training set class by class; the test set stays whole. The supplement lists the
-proportions of the splits (L274-323), of which its text keeps 47: ``class_split`` 0..46 are
-those rows, in the supplement's order. It does not say how they were drawn ("random
-imbalances"); the rows fit a symmetric Dirichlet: their mean sum of squared proportions is
-0.120 +- 0.008 (the supplement's E(F.N.) for all 50: 0.119 +- 0.008), and the method of moments
-gives alpha = 4.32 per class. ``class_split`` >= 47 draws from Dirichlet(4.32) with the split
-number as seed [ours], so splits 47..49 complete the paper's 50 and any number of further ones
-are reproducible.
+The authors train on 50 class-imbalanced splits, each drawn from all 70,000 MNIST images (the
+training and the test images together) [code: their create_mnist.py]. ``--class_split=k`` is
+their split k: their ``--ind k`` (1..50), row k - 1 of their ``splits/50_data_imbalance.npy``
+(-1: no imbalance). It keeps ``AUTHORS_COUNTS[k - 1][d]`` images of digit d, drawn uniformly
+without replacement among the pool's images of that digit; the counts are the file's values
+truncated to whole images, as create_mnist.py reads them (``int()``). Split 1 keeps 6300, 1585,
+1407, 6134, 5812, 4882, 2424, 4785, 6125 and 3340 images of digits 0..9, 42,794 in all; every
+split's largest class has 6,300 images (MNIST's rarest digit, 5, has 6,313); the splits hold
+29,640 to 48,122 images. The supplement prints the same splits as proportions to 3 decimals
+(L274-323) without the rows of splits 33-35.
 
-Subsampling [ours: the paper gives proportions, not counts]: the largest subset whose class
-sizes follow the proportions, N_c = floor(p_c * N) with N = min_c(available_c / p_c) (on MNIST
-25,600 to 45,800 images over the 50 splits), at least one image per class; which images are
-kept is drawn with the split number as seed, so every seed of an experiment sees the same images.
+Which images [ours where their code leaves it open]: create_mnist.py draws with Python's
+unseeded ``random.sample``, so no seed gives their images; we draw with the split number as the
+seed, so every seed of an experiment sees the same images. The pool is the training images
+followed by the test images (the order only decides which seed picks which image); the built-in
+procedural digits (60,000 + 10,000, 7,000 of each digit) make a pool of the same size.
+
+``--class_split_pool=train`` [ours: our earlier protocol] draws from the 60,000 training images
+alone, so that the test images, on which the family's evaluators measure, stay out of training.
+A pool with fewer images of a digit than the split asks for (the training images have 5,421
+fives; a small test file) keeps the largest subset in the split's proportions: N_d =
+floor(s * count_d) with s = min_d(available_d / count_d), at least one image of each digit.
 """
 
 from __future__ import annotations
@@ -21,107 +29,130 @@ from __future__ import annotations
 import numpy as np
 
 NUM_CLASSES = 10
-NO_SPLIT = -1  # config.class_split: the whole training set
+NO_SPLIT = -1  # config.class_split: the whole pool, no imbalance
+POOLS = ("all", "train")  # config.class_split_pool
 
-# Supplement section 5.0.1: the class frequencies of digits 0..9, one split per row.
-PAPER_SPLITS = np.array([
-    (0.147, 0.037, 0.033, 0.143, 0.136, 0.114, 0.057, 0.112, 0.143, 0.078),
-    (0.061, 0.152, 0.025, 0.19, 0.12, 0.036, 0.092, 0.185, 0.075, 0.064),
-    (0.173, 0.09, 0.109, 0.145, 0.056, 0.114, 0.075, 0.03, 0.093, 0.116),
-    (0.079, 0.061, 0.033, 0.139, 0.145, 0.135, 0.057, 0.062, 0.169, 0.121),
-    (0.053, 0.028, 0.111, 0.142, 0.13, 0.121, 0.107, 0.066, 0.125, 0.118),
-    (0.072, 0.148, 0.092, 0.081, 0.119, 0.172, 0.05, 0.109, 0.085, 0.073),
-    (0.084, 0.143, 0.07, 0.082, 0.059, 0.163, 0.156, 0.063, 0.074, 0.105),
-    (0.062, 0.073, 0.065, 0.183, 0.099, 0.08, 0.05, 0.16, 0.052, 0.177),
-    (0.139, 0.113, 0.074, 0.06, 0.068, 0.133, 0.142, 0.13, 0.112, 0.03),
-    (0.046, 0.128, 0.059, 0.112, 0.135, 0.164, 0.142, 0.125, 0.051, 0.037),
-    (0.107, 0.057, 0.154, 0.122, 0.05, 0.111, 0.032, 0.044, 0.136, 0.187),
-    (0.129, 0.1, 0.039, 0.112, 0.119, 0.095, 0.047, 0.14, 0.156, 0.064),
-    (0.146, 0.08, 0.06, 0.072, 0.051, 0.119, 0.176, 0.11, 0.158, 0.028),
-    (0.035, 0.051, 0.112, 0.143, 0.033, 0.165, 0.082, 0.165, 0.054, 0.161),
-    (0.041, 0.1, 0.073, 0.054, 0.155, 0.117, 0.091, 0.124, 0.142, 0.104),
-    (0.052, 0.139, 0.128, 0.133, 0.104, 0.107, 0.058, 0.137, 0.036, 0.107),
-    (0.055, 0.138, 0.059, 0.074, 0.08, 0.135, 0.085, 0.064, 0.172, 0.139),
-    (0.141, 0.156, 0.119, 0.062, 0.08, 0.022, 0.043, 0.159, 0.101, 0.118),
-    (0.11, 0.088, 0.033, 0.062, 0.089, 0.176, 0.161, 0.105, 0.144, 0.032),
-    (0.157, 0.111, 0.125, 0.099, 0.036, 0.119, 0.036, 0.05, 0.147, 0.121),
-    (0.119, 0.121, 0.117, 0.152, 0.026, 0.174, 0.027, 0.065, 0.151, 0.049),
-    (0.057, 0.07, 0.134, 0.118, 0.058, 0.185, 0.07, 0.13, 0.116, 0.063),
-    (0.102, 0.082, 0.135, 0.046, 0.128, 0.106, 0.116, 0.085, 0.133, 0.066),
-    (0.057, 0.193, 0.2, 0.123, 0.022, 0.154, 0.115, 0.025, 0.065, 0.047),
-    (0.056, 0.196, 0.168, 0.052, 0.116, 0.062, 0.099, 0.133, 0.065, 0.053),
-    (0.04, 0.022, 0.2, 0.194, 0.038, 0.033, 0.161, 0.097, 0.159, 0.056),
-    (0.04, 0.036, 0.119, 0.204, 0.16, 0.103, 0.089, 0.061, 0.136, 0.052),
-    (0.112, 0.189, 0.145, 0.163, 0.113, 0.031, 0.028, 0.062, 0.045, 0.112),
-    (0.071, 0.099, 0.113, 0.175, 0.082, 0.068, 0.03, 0.066, 0.133, 0.164),
-    (0.134, 0.074, 0.111, 0.091, 0.051, 0.119, 0.044, 0.085, 0.144, 0.148),
-    (0.103, 0.126, 0.084, 0.117, 0.084, 0.127, 0.131, 0.092, 0.117, 0.019),
-    (0.096, 0.121, 0.026, 0.046, 0.043, 0.124, 0.165, 0.04, 0.127, 0.213),
-    (0.117, 0.115, 0.125, 0.128, 0.081, 0.103, 0.073, 0.044, 0.137, 0.077),
-    (0.037, 0.021, 0.143, 0.165, 0.075, 0.111, 0.028, 0.132, 0.134, 0.154),
-    (0.154, 0.049, 0.128, 0.089, 0.082, 0.072, 0.034, 0.138, 0.108, 0.146),
-    (0.078, 0.141, 0.084, 0.139, 0.085, 0.062, 0.035, 0.174, 0.15, 0.053),
-    (0.112, 0.112, 0.128, 0.112, 0.107, 0.142, 0.032, 0.142, 0.063, 0.049),
-    (0.084, 0.091, 0.128, 0.129, 0.045, 0.105, 0.05, 0.091, 0.089, 0.188),
-    (0.062, 0.136, 0.112, 0.153, 0.091, 0.046, 0.089, 0.03, 0.161, 0.12),
-    (0.143, 0.1, 0.046, 0.166, 0.107, 0.191, 0.026, 0.078, 0.097, 0.047),
-    (0.077, 0.174, 0.05, 0.098, 0.028, 0.173, 0.067, 0.106, 0.096, 0.13),
-    (0.105, 0.022, 0.183, 0.056, 0.045, 0.103, 0.081, 0.135, 0.119, 0.149),
-    (0.083, 0.127, 0.126, 0.028, 0.209, 0.03, 0.066, 0.125, 0.1, 0.107),
-    (0.138, 0.142, 0.074, 0.091, 0.103, 0.067, 0.12, 0.04, 0.1, 0.124),
-    (0.058, 0.039, 0.088, 0.113, 0.093, 0.055, 0.162, 0.069, 0.168, 0.155),
-    (0.02, 0.162, 0.133, 0.138, 0.137, 0.051, 0.069, 0.032, 0.118, 0.14),
-    (0.071, 0.046, 0.134, 0.119, 0.159, 0.057, 0.039, 0.135, 0.057, 0.184),
-])
-DIRICHLET_ALPHA = 4.32  # per class, fitted to PAPER_SPLITS by the method of moments (module docstring)
+# The authors' class counts: splits/50_data_imbalance.npy of github.com/WisconsinAIVision/
+# elastic-infogan (commit caaccbbe29526920c79cef6c182a36bc130da5e8; float64 [50, 10]) truncated
+# to integers as their create_mnist.py reads it. Row k - 1 is split k, columns digits 0..9.
+AUTHORS_COUNTS = np.array([
+    (6300, 1585, 1407, 6134, 5812, 4882, 2424, 4785, 6125, 3340),
+    (2034, 5017,  828, 6300, 3957, 1182, 3053, 6136, 2478, 2117),
+    (6300, 3288, 3977, 5279, 2025, 4142, 2714, 1088, 3388, 4205),
+    (2945, 2263, 1234, 5194, 5415, 5035, 2139, 2296, 6300, 4515),
+    (2352, 1228, 4922, 6300, 5728, 5329, 4716, 2914, 5529, 5205),
+    (2624, 5439, 3374, 2961, 4355, 6300, 1838, 3980, 3110, 2661),
+    (3237, 5526, 2696, 3184, 2295, 6300, 6029, 2448, 2862, 4076),
+    (2135, 2502, 2249, 6300, 3397, 2746, 1731, 5497, 1781, 6111),
+    (6177, 5008, 3292, 2671, 3011, 5904, 6300, 5802, 4970, 1342),
+    (1762, 4901, 2260, 4303, 5166, 6300, 5453, 4810, 1946, 1434),
+    (3610, 1929, 5197, 4098, 1678, 3748, 1077, 1476, 4592, 6300),
+    (5193, 4052, 1560, 4513, 4790, 3821, 1908, 5648, 6300, 2567),
+    (5240, 2884, 2142, 2590, 1822, 4260, 6300, 3947, 5678,  990),
+    (1345, 1936, 4266, 5469, 1259, 6300, 3128, 6285, 2047, 6148),
+    (1651, 4061, 2962, 2174, 6300, 4739, 3699, 5028, 5755, 4235),
+    (2339, 6300, 5794, 6031, 4715, 4845, 2638, 6224, 1649, 4858),
+    (2024, 5052, 2169, 2702, 2925, 4948, 3097, 2333, 6300, 5085),
+    (5576, 6173, 4703, 2466, 3179,  858, 1685, 6300, 4015, 4677),
+    (3926, 3156, 1174, 2237, 3191, 6300, 5756, 3774, 5160, 1146),
+    (6300, 4461, 5004, 3963, 1436, 4800, 1457, 2007, 5898, 4842),
+    (4328, 4373, 4253, 5501,  929, 6300,  961, 2341, 5458, 1783),
+    (1935, 2391, 4573, 4025, 1988, 6300, 2374, 4440, 3948, 2147),
+    (4746, 3812, 6300, 2160, 5978, 4925, 5390, 3976, 6179, 3086),
+    (1785, 6088, 6300, 3886,  684, 4852, 3622,  782, 2059, 1469),
+    (1783, 6300, 5386, 1681, 3736, 2003, 3175, 4256, 2085, 1703),
+    (1274,  692, 6300, 6115, 1200, 1026, 5070, 3046, 5027, 1765),
+    (1223, 1123, 3679, 6300, 4943, 3190, 2735, 1890, 4214, 1614),
+    (3744, 6300, 4839, 5433, 3753, 1040,  921, 2064, 1484, 3748),
+    (2546, 3574, 4070, 6300, 2942, 2465, 1080, 2379, 4812, 5915),
+    (5719, 3127, 4706, 3851, 2167, 5048, 1868, 3620, 6120, 6300),
+    (4971, 6078, 4039, 5639, 4023, 6117, 6300, 4405, 5653,  897),
+    (2835, 3590,  769, 1352, 1275, 3681, 4885, 1177, 3776, 6300),
+    (6000, 2521, 1318, 6227, 5781, 3870, 4854, 6300, 3730, 4535),
+    (3311, 1797, 2716, 3967, 6300, 2040, 5171, 6128, 2358, 2739),
+    (3508, 6300, 4919, 3999, 2715, 4104, 5604, 4030, 2755, 5777),
+    (5348, 5292, 5719, 5865, 3722, 4708, 3362, 2022, 6300, 3556),
+    (1396,  818, 5453, 6300, 2874, 4227, 1079, 5028, 5098, 5868),
+    (6300, 2008, 5248, 3638, 3381, 2949, 1402, 5669, 4430, 6003),
+    (2830, 5103, 3019, 5036, 3060, 2231, 1248, 6300, 5410, 1916),
+    (4957, 4931, 5667, 4972, 4713, 6283, 1414, 6300, 2795, 2183),
+    (2818, 3061, 4290, 4313, 1510, 3506, 1661, 3042, 2978, 6300),
+    (2424, 5300, 4393, 5999, 3547, 1804, 3461, 1190, 6300, 4685),
+    (4727, 3289, 1502, 5465, 3535, 6300,  874, 2583, 3193, 1541),
+    (2794, 6300, 1818, 3544, 1017, 6273, 2437, 3859, 3485, 4719),
+    (3621,  759, 6300, 1931, 1561, 3539, 2789, 4629, 4106, 5135),
+    (2488, 3837, 3812,  833, 6300,  895, 1993, 3761, 3026, 3217),
+    (6149, 6300, 3282, 4029, 4591, 2980, 5308, 1792, 4451, 5516),
+    (2194, 1480, 3297, 4237, 3489, 2053, 6102, 2594, 6300, 5808),
+    ( 775, 6300, 5143, 5340, 5313, 1983, 2658, 1251, 4593, 5421),
+    (2422, 1588, 4590, 4061, 5445, 1940, 1324, 4621, 1947, 6300),
+], np.int64)
+NUM_SPLITS = len(AUTHORS_COUNTS)
 
 
 def check_split(split: int) -> None:
-    """ValueError naming the flag unless ``split`` is -1 (no imbalance) or a split number >= 0."""
-    if int(split) < NO_SPLIT:
-        raise ValueError(f"--class_split must be -1 (no imbalance) or a split number >= 0 (0..{len(PAPER_SPLITS) - 1}: "
-                         f"the supplement's), got {split}.")
+    """ValueError naming the flag unless ``split`` is -1 (no imbalance) or one of the authors' 1..50."""
+    if int(split) != NO_SPLIT and not 1 <= int(split) <= NUM_SPLITS:
+        raise ValueError(f"--class_split must be -1 (no imbalance) or one of the authors' splits 1..{NUM_SPLITS} "
+                         f"(numbered as their --ind), got {split}.")
 
 
-def class_proportions(split: int) -> np.ndarray:
-    """float64 [10] proportions of digits 0..9 (summing to 1) of split ``split`` >= 0."""
+def check_pool(pool: str) -> None:
+    """ValueError naming the flag unless ``pool`` is one of :data:`POOLS`."""
+    if pool not in POOLS:
+        raise ValueError(f"--class_split_pool must be one of {', '.join(POOLS)}, got {pool!r}.")
+
+
+def split_counts(split: int) -> np.ndarray:
+    """int64 [10]: the images of digits 0..9 that the authors' split ``split`` (1..50) keeps."""
     check_split(split)
     if split == NO_SPLIT:
-        raise ValueError("class_proportions: split -1 means no imbalance; it has no proportions.")
-    if split < len(PAPER_SPLITS):
-        row = PAPER_SPLITS[split]
-    else:
-        row = np.random.default_rng(int(split)).dirichlet(np.full(NUM_CLASSES, DIRICHLET_ALPHA))
-    return row / row.sum()  # the printed rows sum to 1 +- 0.002 (3 decimals)
+        raise ValueError("split_counts: split -1 means no imbalance; it has no counts.")
+    return AUTHORS_COUNTS[int(split) - 1].copy()
 
 
-def class_counts(proportions: np.ndarray, available: np.ndarray) -> np.ndarray:
-    """int64 [10]: the largest counts N_c = floor(p_c N) with N_c <= available_c (module
-    docstring), at least one per class that has an image."""
-    proportions, available = np.asarray(proportions, np.float64), np.asarray(available, np.int64)
-    present = available > 0
-    total = np.min(available[present] / proportions[present])
-    # The small epsilon keeps floor(p_c * available_c / p_c) at available_c despite rounding.
-    counts = np.floor(proportions * total + 1e-9).astype(np.int64)
+def class_counts(wanted: np.ndarray, available: np.ndarray) -> np.ndarray:
+    """int64 [10]: ``wanted`` where the pool has that many images of every digit, else the
+    largest counts in the same proportions (module docstring), at least one per digit present."""
+    wanted, available = np.asarray(wanted, np.int64), np.asarray(available, np.int64)
+    present = (available > 0) & (wanted > 0)
+    scale = min(1.0, float(np.min(available[present] / wanted[present])))
+    # The small epsilon keeps floor(wanted_d * available_d / wanted_d) at available_d despite rounding.
+    counts = np.floor(wanted * scale + 1e-9).astype(np.int64)
     return np.clip(counts, np.minimum(available, 1), available)
 
 
+def pool(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray,
+         which: str) -> tuple[np.ndarray, np.ndarray]:
+    """(images, digits) that a split draws from: "all", the training images then the test
+    images (the authors' 70,000); "train", the training images."""
+    check_pool(which)
+    if which == "train":
+        return x_train, y_train
+    return np.concatenate([x_train, x_test]), np.concatenate([y_train, y_test])
+
+
 def subsample(labels: np.ndarray, split: int) -> np.ndarray:
-    """Sorted int64 indices of the training images split ``split`` keeps (labels: digits [N])."""
+    """Sorted int64 indices of the pool's images (its digits ``labels`` [N]) that split ``split`` keeps."""
     labels = np.asarray(labels)
     available = np.bincount(labels, minlength=NUM_CLASSES)[:NUM_CLASSES]
-    counts = class_counts(class_proportions(split), available)
+    counts = class_counts(split_counts(split), available)
     rng = np.random.default_rng([int(split), 1])  # the split alone decides which images stay
     kept = [rng.choice(np.flatnonzero(labels == digit), counts[digit], replace=False) for digit in range(NUM_CLASSES)]
     return np.sort(np.concatenate(kept)).astype(np.int64)
 
 
-def describe(split: int, labels: np.ndarray) -> dict:
-    """What a run's class_split.json records: the split, its proportions and the kept counts."""
+def describe(split: int, labels: np.ndarray, which: str) -> dict:
+    """What a run's class_split.json records: the split, where its counts come from, the pool
+    (``which``, its digits ``labels``), the authors' counts and the counts kept."""
+    wanted = split_counts(split)
     kept = np.bincount(np.asarray(labels)[subsample(labels, split)], minlength=NUM_CLASSES)
     return {
         "class_split": int(split),
-        "source": "supplement 5.0.1" if split < len(PAPER_SPLITS) else f"Dirichlet({DIRICHLET_ALPHA}) seeded {split}",
-        "proportions": [round(float(p), 6) for p in class_proportions(split)],
+        "source": f"the authors' splits/50_data_imbalance.npy, row {int(split) - 1} (their --ind {int(split)})",
+        "pool": which,
+        "pool_images": int(len(labels)),
+        "authors_counts": [int(c) for c in wanted],
         "counts": [int(c) for c in kept],
+        "proportions": [round(float(p), 6) for p in wanted / wanted.sum()],
     }

@@ -262,12 +262,18 @@ def caption(sample_config: ExperimentConfig, settings: ComparisonSettings, num_i
     )
     if settings.scores is None:
         return text + " Disentanglement scores were not computed."
-    return text + (
+    text += (
         f" Disentanglement scores (preset {settings.preset}: {settings.scores.codes_drawn(settings.score_names):,} "
         f"codes per encoder, observations drawn with seed {settings.isolation.sample_seed} for every row): "
         "BetaVAE and FactorVAE evaluation accuracy (chance 1 / number of factors), MIG, DCI disentanglement (D), "
         "completeness (C) and informativeness (I, test accuracy), SAP."
     )
+    if "factor_vae" not in settings.score_names:
+        return text
+    unit = (" x the codes' spread (RMS per-dimension standard deviation), so that codes of any overall scale are "
+            "pruned alike" if settings.scores.factor_vae_prune_relative else " (the raw value, as disentanglement_lib)")
+    return text + (f" FactorVAE leaves out the code dimensions whose standard deviation is below "
+                   f"{settings.scores.factor_vae_prune_threshold:g}{unit}.")
 
 
 def _cell(summary: dict[str, Any] | None, digits: int = 3) -> str:
@@ -331,8 +337,11 @@ def markdown(result: dict[str, Any]) -> str:
         collapsed = [seed for seed in row["seeds"]
                      if seed.get("disentanglement", {}).get("results", {}).get("factor_vae", {}).get("num_active_dims") == 0]
         if collapsed:
-            threshold = collapsed[0]["disentanglement"]["settings"]["factor_vae_prune_threshold"]
-            out.append(f"\n{row['label']}: FactorVAE found no code dimension with standard deviation >= {threshold:g} "
+            settings = collapsed[0]["disentanglement"]["settings"]
+            threshold = f"{settings['factor_vae_prune_threshold']:g}"
+            if settings.get("factor_vae_prune_relative"):  # absent from results written before it
+                threshold += " x the codes' spread"
+            out.append(f"\n{row['label']}: FactorVAE found no code dimension with standard deviation >= {threshold} "
                        f"(the embedding's spread is {collapsed[0]['spread']:.3g}) in {len(collapsed)} of "
                        f"{len(row['seeds'])} seeds and scores 0 there, as disentanglement_lib defines it.")
     return "\n".join(out) + "\n"

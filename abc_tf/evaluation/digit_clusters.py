@@ -7,15 +7,24 @@ measures, PEERS.md section 3; supplement L137-184).
   epochs [ours: the paper gives the architecture only]) and cached by the data's fingerprint
   (``~/.cache/abc_tf`` unless told otherwise), with its test accuracy.
 - NMI and ENT of the categorical code of generated images against the digit the classifier
-  sees in them: ``per_code`` images of each one-hot code, z ~ N(0, I) [ours: the paper does not
-  say how many images per code]. NMI is sklearn's normalized_mutual_info_score (arithmetic
-  mean of the entropies); ENT the mean of the entropies (nats) of the rows (codes) of the
-  code x digit count matrix, each normalised, averaged with the mean entropy of its columns
-  (digits): 0 when each code makes one digit and each digit comes from one code.
-- 1-NN digit accuracy of real images from any representation: the MNIST test images split
-  80/20 at random, each of the 20% classified by its Euclidean nearest neighbour among the 80%
-  (the supplement's protocol on "real images"; we use the test set [ours]); and the NMI of a
-  10-means clustering of the representation against the digits.
+  sees in them, as the authors' eval_metrics.py computes them [code]: ``per_code`` (1,000)
+  images of each one-hot code, z ~ N(0, I), counted in a code x digit matrix. NMI is sklearn's
+  normalized_mutual_info_score with the geometric mean of the two entropies (the default of the
+  sklearn of their Python 2.7, 0.20; later versions default to the arithmetic mean); ENT the
+  mean of the entropies (nats) of the matrix's 10 rows (codes) and 10 columns (digits), each
+  normalised: 0 when each code makes one digit and each digit comes from one code, undefined
+  (NaN, as their scipy entropy gives) when some digit is never made.
+- The supplement's 1-NN accuracy (L149-157, Table 3): the real images the run trained on (its
+  class split's) split 80/20 at random, each of the 20% classified by its Euclidean nearest
+  neighbour among the 80% in Q's output, the logits of the categorical code (the "features
+  pertaining to object identity" Q extracts [ours: the text names no layer; with the authors'
+  N(0, 0.02) initialisation an untrained network gives 0.47 +- 0.06 from the logits and
+  0.93 +- 0.01 from Q's 128-d penultimate features (splits 1-5, two initialisations each),
+  against the paper's 0.4865 +- 0.009 for random weights]); beside it the run's network before
+  training (its initial weights) and the paper's random-initialisation figure.
+- 1-NN digit accuracy of real images from any representation [ours]: the MNIST test images split
+  80/20 at random, each of the 20% classified by its Euclidean nearest neighbour among the 80%;
+  and the NMI of a 10-means clustering of the representation against the digits.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from abc_tf.config import ExperimentConfig
 from abc_tf.data import mnist, mnist_imbalance
 from abc_tf.evaluation import plots
 from abc_tf.runs.run_dir import Run, embed
+from abc_tf.runs.training import build_model
 
 NUM_DIGITS = 10
 CLASSIFIER_EPOCHS = 3
@@ -42,6 +52,8 @@ DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "abc_tf")
 FIGURE = "code_digit_matrix.png"
 SAMPLES_FIGURE, PRIOR_FIGURE = "samples_per_code.png", "prior.png"
 GRID_COLUMNS = 10  # noise vectors per code in the sample grid
+QUERY_FRACTION = 0.2  # supplement L153-154: an 80/20 (train/test) split, the test images as queries
+PAPER_RANDOM_INIT_NN = 0.4865  # supplement Table 3, MNIST, "Randomly initialized" (+- 0.009 over 50 splits)
 
 
 # ---------------------------------------------------------------- the measures
@@ -55,20 +67,21 @@ def entropy(counts: np.ndarray) -> float:
 
 
 def ent(matrix: np.ndarray) -> float:
-    """ENT of a code x digit count matrix: (mean row entropy + mean column entropy) / 2, over
-    the rows and columns that hold any count."""
+    """ENT of a code x digit count matrix: the mean entropy of all its rows and columns, each
+    normalised; NaN when a row or column is empty, as in the authors' code (module docstring)."""
     matrix = np.asarray(matrix, np.float64)
-    rows = [entropy(row) for row in matrix if row.sum() > 0]
-    cols = [entropy(col) for col in matrix.T if col.sum() > 0]
-    return (float(np.mean(rows)) + float(np.mean(cols))) / 2.0
+    lines = list(matrix) + list(matrix.T)
+    return float(np.mean([entropy(line) if line.sum() > 0 else np.nan for line in lines]))
 
 
 def matrix_nmi(matrix: np.ndarray) -> float:
-    """NMI of the (code, digit) pairs a count matrix holds (sklearn's, arithmetic normalisation)."""
+    """NMI of the (code, digit) pairs a count matrix holds (sklearn's, geometric normalisation:
+    the mutual information over the square root of the two entropies)."""
     matrix = np.asarray(matrix, np.int64)
     codes, digits = np.nonzero(matrix)
     counts = matrix[codes, digits]
-    return float(normalized_mutual_info_score(np.repeat(codes, counts), np.repeat(digits, counts)))
+    return float(normalized_mutual_info_score(np.repeat(digits, counts), np.repeat(codes, counts),
+                                              average_method="geometric"))
 
 
 def count_matrix(codes: np.ndarray, digits: np.ndarray, size: int = NUM_DIGITS) -> np.ndarray:
@@ -92,6 +105,14 @@ def nearest_neighbour_accuracy(features: np.ndarray, labels: np.ndarray, seed: i
         distances = reference_norms[None, :] - 2.0 * features[chunk] @ features[references].T
         correct += int((labels[references][np.argmin(distances, axis=1)] == labels[chunk]).sum())
     return correct / len(queries)
+
+
+def split_nearest_neighbour(network, config: ExperimentConfig, seed: int = 0) -> float:
+    """The supplement's 1-NN accuracy (module docstring) of ``network`` (images -> features,
+    e.g. the run's "q") on the training images of ``config`` (its class split's)."""
+    data = mnist.load_mnist(config)
+    features = embed(network, data.x_train[..., None])
+    return nearest_neighbour_accuracy(features, data.y_train, seed, QUERY_FRACTION)
 
 
 def kmeans_nmi(features: np.ndarray, labels: np.ndarray, seed: int = 0, clusters: int = NUM_DIGITS) -> float:
@@ -263,7 +284,8 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
         codes, digits = generated_codes_and_digits(generator, classifier, per_code, seed)
         matrix = count_matrix(codes, digits)
         result["generated"] = {"nmi": matrix_nmi(matrix), "ent": ent(matrix), "per_code": per_code,
-                               "code_digit_matrix": matrix.tolist()}
+                               "code_digit_matrix": matrix.tolist(),
+                               "digits_never_made": np.flatnonzero(matrix.sum(axis=0) == 0).tolist()}
         plot_matrix(matrix, os.path.join(out_dir, FIGURE),
                     f"code x digit: NMI {result['generated']['nmi']:.3f}, ENT {result['generated']['ent']:.3f}")
         plot_code_grid(code_grid(generator, seed=seed), os.path.join(out_dir, SAMPLES_FIGURE),
@@ -274,6 +296,11 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
     if q is not None:  # Q's own code of real test images, against their digits
         data = mnist.load_mnist(config)
         result["q_code_nmi"] = float(normalized_mutual_info_score(data.y_test, classify(q, data.x_test[..., None])))
+        result["nearest_neighbour"] = {
+            "accuracy": split_nearest_neighbour(q, config, seed),
+            "untrained": split_nearest_neighbour(build_model(config).networks()["q"], config, seed),
+            "paper_random_init": PAPER_RANDOM_INIT_NN, "images": int(len(data.y_train)),
+        }
     for name in ("prior.json", "class_split.json", "training_warnings.json"):
         file = os.path.join(run.run_dir, name)
         if os.path.isfile(file):
@@ -289,14 +316,16 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
 def headline(result: dict) -> dict[str, float]:
     """The few measures of :func:`evaluate_run` that a side-by-side comparison shows
     (``abc_tf.evaluation.comparison`` reads them from the run's metrics.json): NMI and ENT of
-    the generated codes, Q's code NMI on real digits, the largest learned class probability and
-    the L1 distance between the sorted learned prior and the sorted true proportions (codes and
-    digits correspond in no known order)."""
+    the generated codes, Q's code NMI on real digits, the supplement's 1-NN accuracy of Q, the
+    largest learned class probability and the L1 distance between the sorted learned prior and
+    the sorted true proportions (codes and digits correspond in no known order)."""
     measures = {}
     if "generated" in result:
         measures.update({"NMI (code vs digit)": result["generated"]["nmi"], "ENT": result["generated"]["ent"]})
     if "q_code_nmi" in result:
         measures["Q's code NMI"] = result["q_code_nmi"]
+    if "nearest_neighbour" in result:
+        measures["1-NN (Q, split's images)"] = result["nearest_neighbour"]["accuracy"]
     prior = result.get("prior")
     if prior:
         measures["largest prior"] = float(max(prior["prior"]))
@@ -317,6 +346,10 @@ def summary(result: dict) -> str:
                  f"{representation['nearest_neighbour_accuracy']:.4f}, k-means NMI {representation['kmeans_nmi']:.4f}")
     if "q_code_nmi" in result:
         lines.append(f"  Q's code of real test images: NMI {result['q_code_nmi']:.4f}")
+    if "nearest_neighbour" in result:
+        found = result["nearest_neighbour"]
+        lines.append(f"  1-NN of Q's code on the split's {found['images']} images (80/20): {found['accuracy']:.4f} "
+                     f"(untrained {found['untrained']:.4f}; the paper's random init {found['paper_random_init']})")
     if "prior" in result:
         prior = result["prior"]
         lines.append("  learned prior: " + ", ".join(f"{p:.3f}" for p in prior["prior"]))

@@ -32,8 +32,14 @@ deliberate differences. Those of this module:
 - ``standardize=True`` (default; BetaVAE's logistic regression and SAP's 1-D SVMs): every
   score is then invariant to permuting, shifting, rescaling and flipping code dimensions (DCI
   up to small changes: scikit-learn's trees split float32 copies of the codes) except through
-  FactorVAE's absolute collapse threshold. ``ScoreSettings.disentanglement_lib()`` turns
-  standardisation off and trains DCI's trees on 10,000 points.
+  FactorVAE's collapse threshold.
+- ``factor_vae_prune_relative=True`` (default): FactorVAE's collapse threshold (0.05) applies
+  to each dimension's std in units of the codes' spread, not to the raw std, so that methods
+  whose codes differ in overall scale (PMP's spread 0.05, ABC's 0.44-1.8) are pruned alike
+  (:mod:`abc_tf.evaluation.disentanglement_sampled`); FactorVAE is then invariant to rescaling
+  the whole code, and changes under rescaling single dimensions only where one crosses the
+  threshold. ``ScoreSettings.disentanglement_lib()`` turns standardisation and the relative
+  threshold off and trains DCI's trees on 10,000 points.
 - In :func:`all_scores` MIG, DCI and SAP share one training set (and DCI and SAP one test
   set), and FactorVAE's variance estimate uses the same training codes, instead of drawing a
   fresh set for each score: the same statistics from 15,000 codes instead of 50,000.
@@ -61,7 +67,8 @@ its counts at :meth:`ScoreSettings.fast`) draws 23,100 codes instead. Measured t
 ``shapes3d_demo`` runs, the 2 cores shared with other jobs (load average 4-5): 120-140 s per
 run, of which 65-72 s rendering and encoding the 23,100 images (2.8-3.1 ms each) and the rest
 nearly all DCI's trees on 1,000 points of 64 dimensions; an untrained encoder, whose codes all
-fall below FactorVAE's collapse threshold, draws no FactorVAE batch (15,900 codes, 119 s).
+fell below FactorVAE's collapse threshold when it was absolute (before
+``factor_vae_prune_relative``), drew no FactorVAE batch then (15,900 codes, 119 s).
 """
 
 from __future__ import annotations
@@ -95,7 +102,8 @@ class ScoreSettings:
     """Point counts and options of :func:`all_scores` and :func:`array_scores`.
 
     The defaults are disentanglement_lib's (module docstring: each setting's origin), except
-    ``dci_num_train`` and ``standardize`` (``disentanglement_lib()`` restores both).
+    ``dci_num_train``, ``standardize`` and ``factor_vae_prune_relative``
+    (``disentanglement_lib()`` restores all three).
     """
 
     # BetaVAE (beta_vae_sklearn.gin).
@@ -108,6 +116,8 @@ class ScoreSettings:
     factor_vae_num_eval: int = 5_000
     factor_vae_num_variance_estimate: int = 10_000
     factor_vae_prune_threshold: float = 0.05
+    # The threshold in units of the codes' spread (ours; the library compares it with the raw std).
+    factor_vae_prune_relative: bool = True
     # MIG, DCI and SAP share these sets (mig.gin, dci.gin, sap_score.gin: 10,000 / 5,000).
     num_train: int = 10_000
     num_test: int = 5_000
@@ -123,9 +133,9 @@ class ScoreSettings:
 
     @classmethod
     def disentanglement_lib(cls) -> "ScoreSettings":
-        """disentanglement_lib's settings where ours differ: no standardisation, DCI's trees
-        on 10,000 points."""
-        return cls(standardize=False, dci_num_train=10_000)
+        """disentanglement_lib's settings where ours differ: no standardisation, FactorVAE's
+        collapse threshold on the raw std, DCI's trees on 10,000 points."""
+        return cls(standardize=False, factor_vae_prune_relative=False, dci_num_train=10_000)
 
     @classmethod
     def fast(cls) -> "ScoreSettings":
@@ -250,6 +260,7 @@ def all_scores(
             results[name] = factor_vae_score(
                 source, batch_size=settings.factor_vae_batch_size, num_train=settings.factor_vae_num_train,
                 num_eval=settings.factor_vae_num_eval, prune_threshold=settings.factor_vae_prune_threshold,
+                prune_relative=settings.factor_vae_prune_relative,
                 variance_codes=train[0][: settings.factor_vae_num_variance_estimate],
                 seed=stream[name], chunk_size=chunk,
             )

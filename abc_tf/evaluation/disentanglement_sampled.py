@@ -27,8 +27,9 @@ Settings (disentanglement_lib, ``beta_vae_sklearn.gin`` and ``factor_vae_metric.
   factor (a new value per pair), labelled with that factor; scikit-learn's
   ``LogisticRegression`` is trained on the training points; score = evaluation accuracy.
 - FactorVAE: the global variance of every code dimension from 10,000 observations
-  (``ddof=1``); dimensions with std below 0.05 (``prune_dims.threshold``) count as collapsed and
-  are left out; each of 10,000 training and 5,000 evaluation points is a batch of 64
+  (``ddof=1``); dimensions with std below 0.05 (``prune_dims.threshold``, which the library's
+  ``_prune_dims`` compares with the raw std) count as collapsed and are left out; each of
+  10,000 training and 5,000 evaluation points is a batch of 64
   observations with one random factor fixed at one random value, and votes for (that factor,
   the active dimension of least variance relative to its global variance); the majority-vote
   classifier maps each dimension to the factor that voted for it most in training; score = its
@@ -38,8 +39,17 @@ Differences from disentanglement_lib, all deliberate:
 
 - ``standardize=True`` (default) standardises the inputs of BetaVAE's logistic regression
   (L2-regularised with a fixed C, so without it the score changes when a code is merely
-  rescaled). FactorVAE's collapse threshold stays absolute (0.05 assumes codes of unit scale,
-  as a VAE's prior has; pass codes of that scale or change ``prune_threshold``).
+  rescaled).
+- ``prune_relative=True`` (default) compares FactorVAE's collapse threshold with each
+  dimension's std in units of the codes' spread (the RMS of the per-dimension stds): the
+  library's 0.05 assumes codes of unit scale, as a VAE's prior gives them, and on raw codes it
+  prunes every dimension of an encoder whose codes are small (an untrained S3's spread is
+  0.02), part of those of one near the threshold (PMP's spread is about 0.05) and few of one
+  whose codes are large (ABC's 0.44-1.8), so the score would partly compare scales. With it the
+  score is invariant to rescaling the whole code. Dividing each dimension by its own std
+  instead would make every dimension active and drop the pruning altogether; the votes
+  themselves (local / global variance) are already scale-free per dimension.
+  ``prune_relative=False`` is the library's absolute threshold.
 - BetaVAE's logistic regression runs up to 1,000 lbfgs iterations (scikit-learn's default
   100 stops short on well-separated points).
 - FactorVAE: a dimension of exactly zero variance is never active (the library divides by it
@@ -254,6 +264,13 @@ def majority_vote_accuracy(train_votes: np.ndarray, eval_votes: np.ndarray | Non
     return float(votes[predicted, np.arange(votes.shape[1])].sum() / total)
 
 
+def code_spread(variances: np.ndarray) -> float:
+    """The spread of codes whose dimensions have these variances [d]: the RMS of the
+    per-dimension standard deviations (the unit :mod:`abc_tf.evaluation.factor_isolation`
+    measures embeddings in)."""
+    return float(np.sqrt(np.mean(variances)))
+
+
 def factor_vae_score(
     source: FactorSource,
     *,
@@ -262,6 +279,7 @@ def factor_vae_score(
     num_eval: int = 5_000,
     num_variance_estimate: int = 10_000,
     prune_threshold: float = 0.05,
+    prune_relative: bool = True,
     variance_codes: np.ndarray | None = None,
     seed: Seed = None,
     chunk_size: int = 4096,
@@ -269,7 +287,9 @@ def factor_vae_score(
     """FactorVAE score: accuracy of the majority-vote classifier on fixed-factor batches.
 
     ``variance_codes`` [m, d]: codes of random observations for the global variances (default:
-    ``num_variance_estimate`` drawn from the source). Returns ``train_accuracy``,
+    ``num_variance_estimate`` drawn from the source). A dimension is active when its std is at
+    least ``prune_threshold``: in units of the codes' spread (:func:`code_spread`) with
+    ``prune_relative``, else raw (disentanglement_lib). Returns ``train_accuracy``,
     ``eval_accuracy`` (the score; chance 1 / k) and ``num_active_dims``; with no active
     dimension both accuracies are 0, as in disentanglement_lib.
     """
@@ -283,6 +303,9 @@ def factor_vae_score(
         raise ValueError("The global variances need at least 2 codes.")
     global_variances = np.var(variance_codes, axis=0, ddof=1)
     std = np.sqrt(global_variances)
+    spread = code_spread(global_variances)
+    if prune_relative and spread > 0:
+        std = std / spread
     active = (std >= prune_threshold) & (global_variances > 0)
     if not active.any():
         return {"train_accuracy": 0.0, "eval_accuracy": 0.0, "num_active_dims": 0}

@@ -18,7 +18,7 @@ import numpy as np
 from abc_tf import data
 from abc_tf.geometry import as_matrices, euler_to_matrix, geodesic_error
 from abc_tf.lookup import MAX_SCORES, keep_best, similarity_tiles
-from abc_tf.runs.run_dir import embed, load_run
+from abc_tf.runs.run_dir import Run, embed, load_run
 from abc_tf.runs.training import untrained_encoder
 from models import pose_head
 
@@ -220,7 +220,8 @@ class PoseEvalSettings:
 
 
 def evaluate_pose_run(
-    run_dir: str, settings: PoseEvalSettings = PoseEvalSettings(), out_dir: str | None = None, write: bool = True
+    run_dir: str, settings: PoseEvalSettings = PoseEvalSettings(), out_dir: str | None = None, write: bool = True,
+    run: Run | None = None,
 ) -> dict:
     """Pose metrics of a pose run directory; written to ``(out_dir or run_dir)/pose_metrics.json``.
 
@@ -228,10 +229,11 @@ def evaluate_pose_run(
     baselines (same initial weights as the run, ``untrained_encoder(config)``), the trained encoder
     by lookup, and the spherical-regression head when the run has one. Lookup rows hold
     {"mean", "std", "sem"} over the random dictionaries per metric; the regression row holds
-    plain values (it needs no dictionary). Errors in degrees.
+    plain values (it needs no dictionary). Errors in degrees. ``run``: the run already loaded
+    (one of its checkpoints, or its encoder replaced by another network) instead of ``run_dir``'s.
     """
     settings.validate()
-    run = load_run(run_dir)
+    run = run or load_run(run_dir)
     config, encoder, head = run.config, run.encoder, run.network("head")
     pose_views = data.get_family(config.data).pose_views
     if pose_views is None:

@@ -42,6 +42,47 @@ def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
     return resolver is not None and bool(resolver.task_type)
 
 
+def replica_rows(rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """(this replica's first row in the global batch, the global batch's rows), for a replica
+    holding ``rows`` rows: tf.distribute cuts a global batch into equal shares in replica order
+    (the trainer checks that they are equal). (0, rows) on one device."""
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    if replicas == 1:
+        return tf.constant(0, tf.int32), rows
+    replica = tf.cast(tf.distribute.get_replica_context().replica_id_in_sync_group, tf.int32)
+    return replica * rows, rows * replicas
+
+
+def draw_rows(draw: Callable[[tf.Tensor], tf.Tensor], rows: tf.Tensor) -> tf.Tensor:
+    """Per-image random draws for this replica's ``rows`` images: ``draw(n)`` makes [n, ...]
+    draws from a stateless seed; it is called for the global batch and this replica's rows are
+    kept, so each image gets the draw one device would give it. (Drawn for the local rows
+    alone, every replica would repeat the first replica's draws.)"""
+    if tf.distribute.get_strategy().num_replicas_in_sync == 1:
+        return draw(rows)
+    first, total = replica_rows(rows)
+    return draw(total)[first : first + rows]
+
+
+def gather_replicas(values: tf.Tensor) -> tf.Tensor:
+    """``values`` [rows, ...] of every replica, concatenated in replica order: the global
+    batch's rows, for a loss that compares each image with the whole batch (NT-Xent's
+    negatives). The gradient reaches every replica's own rows (``all_gather`` sums the
+    replicas' gradients before cutting them), so the update is one device's."""
+    if tf.distribute.get_strategy().num_replicas_in_sync == 1:
+        return values
+    return tf.distribute.get_replica_context().all_gather(values, axis=0)
+
+
+def loss_scaled(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
+    """``optimizer`` in a ``LossScaleOptimizer`` under the ``mixed_float16`` policy (GPUs), as
+    ``compile`` does with its own optimizer: a method's second optimizer needs this too, and
+    its ``train_step`` scales that loss with ``optimizer.scale_loss`` (a no-op otherwise)."""
+    if keras.mixed_precision.global_policy().name == "mixed_float16":
+        return keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
 def _nothing_to_check(config: ExperimentConfig) -> None:
     del config
 
@@ -79,6 +120,9 @@ class Method:
     training_callbacks: ``(config, log_dir) -> [keras.callbacks.Callback]``, the method's own
       training logs (histograms, image grids) written under ``log_dir`` (the run's ``logs``
       folder); the trainer adds them next to its data family's callbacks.
+    batch_field: the config field holding the global batch the replicas of a distribution
+      strategy split: ``pairs_per_step`` (pairs of sets, or pairs of images for "pairs"
+      batches), ``batch_size`` for methods on single images.
     """
 
     name: str
@@ -90,10 +134,15 @@ class Method:
     check_config: Callable[[ExperimentConfig], None] = _nothing_to_check
     training_callbacks: Callable[[ExperimentConfig, str], list["keras.callbacks.Callback"]] = _no_callbacks
     variant: Callable[[ExperimentConfig], str] = _no_variant
+    batch_field: str = "pairs_per_step"
 
     def supervision_for(self, config: ExperimentConfig) -> str:
         """What a run of ``config`` was told about the data."""
         return self.supervision(config) if callable(self.supervision) else self.supervision
+
+    def global_batch(self, config: ExperimentConfig) -> int:
+        """The global batch of ``config`` (``batch_field``'s value): what replicas split."""
+        return int(getattr(config, self.batch_field))
 
     def label_for(self, config: ExperimentConfig) -> str:
         """The method's name, with its variant under ``config`` where it has one."""

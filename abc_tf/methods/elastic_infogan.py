@@ -15,15 +15,27 @@ z ~ N(0, I_62) and Gumbel noise g:
   BCE(D(G(z, c)), 0);
 - the G step (the same Adam settings; G, Q's head and pi together): g_loss = BCE(D(G(z, c)), 1)
   + info_loss + w ntxent_loss, with info_loss = CE(Q(G(z, c)), argmax c) and ntxent_loss the
-  NT-Xent (temperature ``infogan_ntxent_temperature``, 0.5) between normalize(Q_pen(x)) and
-  normalize(Q_pen(T(x))), the batch's other images as negatives; T: rotation +-20 degrees,
-  zoom 0.9-1.1 and a mild elastic distortion (:func:`abc_tf.data.digit_augment.augment`),
-  w = ``infogan_contrastive_weight`` (10).
+  NT-Xent (temperature ``infogan_ntxent_temperature``, 1 as the authors' run script passes)
+  between normalize(Q_pen(h)) and normalize(Q_pen(h')), the batch's other images as negatives,
+  w = ``infogan_contrastive_weight`` (10). h = trunk(x) and h' = trunk(T(x)) are the D step's:
+  the trunk takes x and T(x) in two passes of their own (each with its own batch statistics)
+  before the D update, and the G step runs Q's head on each, so NT-Xent trains Q's head alone
+  [code: infoGAN.py's train loop]. T is the authors' Augmentor pipeline: rotation by whole
+  degrees up to +-20, which crops and rescales, and zoom 0.9-1.1
+  (:func:`abc_tf.data.digit_augment.augment`); ``infogan_elastic_field`` adds our mild elastic
+  displacement.
 
-The shared trunk is updated by the D step only, as in InfoGAN where the shared layers belong
-to D and Q owns only its head [ours: the supplement does not say]. The G step runs G again
-after the D step, so it sees the updated D. Every random draw (z, g, the augmentation) is
-stateless, from (seed, step): a resumed run draws what an unbroken one would.
+The shared trunk is updated by the D step only: the authors' D optimizer holds the trunk and
+D's head, their G optimizer G, Q's head and pi [code]. The G step runs G again after the D step,
+so it sees the updated D (the authors reuse the D step's G(z, c); the same images, but G's batch
+normalisation updates its moving statistics twice per step here). Every random draw (z, g,
+the augmentation) is stateless, from (seed, step): a resumed run draws what an unbroken one
+would.
+
+Distributed (``--strategy=mirrored`` ...; the replicas split ``batch_size``), a step is one
+device's step: every replica draws its rows of the global batch's z, g and augmentation, the
+batch normalisation of G and the trunk averages over the global batch (``synchronized``
+layers, ``models/infogan.py``) and NT-Xent takes its negatives from the whole global batch.
 
 Ablations of the same model (the paper's baselines): ``infogan_prior=uniform`` fixes p at
 1/10 (pi is not trained) and ``infogan_contrastive_weight=0`` drops NT-Xent; both together are
@@ -60,16 +72,17 @@ import tensorflow as tf
 
 import models
 from abc_tf.config import ExperimentConfig
-from abc_tf.data import mnist, mnist_imbalance
+from abc_tf.data import digit_augment, mnist, mnist_imbalance
 from abc_tf.data.digit_augment import augment  # T, the identity-preserving augmentation
-from abc_tf.methods.base import Method, MethodModel, to_float_images
+from abc_tf.methods.base import (Method, MethodModel, draw_rows, gather_replicas, loss_scaled, replica_rows,
+                                 to_float_images)
 from models import infogan as infogan_networks
 
 _log = logging.getLogger(__name__)
 
 NUM_CATEGORIES = infogan_networks.NUM_CATEGORIES
 GUMBEL_TEMPERATURE = 0.1  # supplement 4.4: samples very close to one-hot
-NTXENT_TEMPERATURE = 0.5  # [code]: the default of the authors' main.py; their run.sh passes 1 (--infogan_ntxent_temperature)
+NTXENT_TEMPERATURE = 1.0  # [code]: the authors' run.sh passes --mytemp 1 (their main.py's default is 0.5)
 ADAM_BETAS = (0.5, 0.999)  # [code]; the learning rate is --learning_rate (2e-4 in the presets, supplement 4.4)
 PRIORS = ("learned", "uniform")
 # Failure detection (issue 17, item 5) [ours]: a prior whose largest class exceeds 0.9 has
@@ -130,7 +143,8 @@ class ElasticInfoGANModel(MethodModel):
 
     def __init__(self, generator: keras.Model, trunk: keras.Model, d_head: keras.Model, q_features: keras.Model,
                  q_logits: keras.Model, learned_prior: bool, contrastive_weight: float, noise_dim: int,
-                 learning_rate: float = 2e-4, seed: int = 0, ntxent_temperature: float = NTXENT_TEMPERATURE, **kwargs):
+                 learning_rate: float = 2e-4, seed: int = 0, ntxent_temperature: float = NTXENT_TEMPERATURE,
+                 elastic_pixels: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         self.generator, self.trunk, self.d_head = generator, trunk, d_head
         self.q_features, self.q_logits = q_features, q_logits
@@ -140,12 +154,12 @@ class ElasticInfoGANModel(MethodModel):
         self.learned_prior, self.contrastive_weight = bool(learned_prior), float(contrastive_weight)
         self.noise_dim, self.seed = int(noise_dim), int(seed) % (1 << 31)
         self.ntxent_temperature = float(ntxent_temperature)
+        self.elastic_pixels = float(elastic_pixels)  # T's elastic displacement (0: the authors' T)
         # pi: zeros are the uniform prior the paper starts from; fixed for InfoGAN.
         self.prior_logits = self.add_weight(shape=(NUM_CATEGORIES,), initializer="zeros", name="prior_logits",
                                             trainable=self.learned_prior, dtype="float32")
-        self.d_optimizer = keras.optimizers.Adam(learning_rate, beta_1=ADAM_BETAS[0], beta_2=ADAM_BETAS[1])
-        if keras.mixed_precision.global_policy().name == "mixed_float16":  # compile wraps only its own optimizer
-            self.d_optimizer = keras.optimizers.LossScaleOptimizer(self.d_optimizer)
+        # Loss-scaled under mixed_float16 (compile wraps only its own optimizer).
+        self.d_optimizer = loss_scaled(keras.optimizers.Adam(learning_rate, beta_1=ADAM_BETAS[0], beta_2=ADAM_BETAS[1]))
         self.trackers = {name: keras.metrics.Mean(name=name) for name in ("loss", *LOSS_NAMES)}
         self.built = True
 
@@ -187,13 +201,19 @@ class ElasticInfoGANModel(MethodModel):
         size = tf.shape(real)[0]
         step = self.optimizer.iterations
         seeds = tf.random.experimental.stateless_split(tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)]), 3)
-        z = tf.random.stateless_normal([size, self.noise_dim], seeds[0])
-        gumbel = sample_gumbel([size, NUM_CATEGORIES], seeds[1])
+        # Under a distribution strategy each replica takes its rows of the global batch's draws.
+        z = draw_rows(lambda rows: tf.random.stateless_normal(tf.stack([rows, self.noise_dim]), seeds[0]), size)
+        gumbel = draw_rows(lambda rows: sample_gumbel(tf.stack([rows, NUM_CATEGORIES]), seeds[1]), size)
 
-        # The D step: real images against G's, on the trunk and D's head.
+        # The D step: real images against G's, on the trunk and D's head. The trunk also takes
+        # T(x) in a pass of its own here, before the update, for NT-Xent (module docstring).
         with tf.GradientTape() as tape:
             fake = self.generate(z, gumbel_softmax(self.prior_logits, gumbel), training=True)
-            d_loss = (bce(self.d_head(self.trunk(real, training=True), training=True), 1.0)
+            real_features = self.trunk(real, training=True)
+            if self.contrastive_weight > 0:
+                augmented = augment(real, seeds[2], elastic_pixels=self.elastic_pixels, rows=replica_rows(size))
+                augmented_features = tf.stop_gradient(self.trunk(augmented, training=True))
+            d_loss = (bce(self.d_head(real_features, training=True), 1.0)
                       + bce(self.d_head(self.trunk(fake, training=True), training=True), 0.0))
             # Each replica holds a share of the batch; loss scaling under mixed float16.
             scaled = self.d_optimizer.scale_loss(self.replica_mean(d_loss))
@@ -208,9 +228,11 @@ class ElasticInfoGANModel(MethodModel):
             info = info_loss(self.q_logits(self.q_features(features, training=True), training=True), code)
             g_loss = adversarial + info
             if self.contrastive_weight > 0:
-                pair = tf.concat([real, augment(real, seeds[2])], axis=0)
-                pen = tf.cast(self.q_features(self.trunk(pair, training=True), training=True), tf.float32)
-                contrastive = nt_xent(pen[:size], pen[size:], self.ntxent_temperature)
+                # Q's head on the D step's trunk features of x and of T(x), one pass each.
+                pen = tf.cast(self.q_features(tf.stop_gradient(real_features), training=True), tf.float32)
+                pen_augmented = tf.cast(self.q_features(augmented_features, training=True), tf.float32)
+                # The negatives are the whole global batch's, as on one device.
+                contrastive = nt_xent(gather_replicas(pen), gather_replicas(pen_augmented), self.ntxent_temperature)
                 g_loss += self.contrastive_weight * contrastive
             else:
                 contrastive = tf.constant(0.0)
@@ -293,8 +315,9 @@ class InfoGANMonitor(keras.callbacks.Callback):
             self._writer = tf.summary.create_file_writer(self.log_dir)
         self._true = true_proportions(self.config)
         if self.config.data == "mnist" and self.config.class_split != mnist_imbalance.NO_SPLIT:
-            labels = mnist.load_mnist(self.config.replace(class_split=mnist_imbalance.NO_SPLIT)).y_train
-            _write_json(os.path.join(self.run_dir, CLASS_SPLIT_FILE), mnist_imbalance.describe(self.config.class_split, labels))
+            _, labels = mnist.class_split_pool(self.config)
+            _write_json(os.path.join(self.run_dir, CLASS_SPLIT_FILE),
+                        mnist_imbalance.describe(self.config.class_split, labels, self.config.class_split_pool))
         if self.config.data == "mnist":
             images = mnist.load_mnist(self.config).x_train
             rows = np.random.default_rng(self.config.seed + 2).choice(len(images), min(len(images), 500), replace=False)
@@ -353,7 +376,8 @@ class InfoGANMonitor(keras.callbacks.Callback):
 
 # ---------------------------------------------------------------- the declaration
 
-FIELDS = ("batch_size", "infogan_prior", "infogan_contrastive_weight", "infogan_noise_dim", "infogan_ntxent_temperature")
+FIELDS = ("batch_size", "infogan_prior", "infogan_contrastive_weight", "infogan_noise_dim", "infogan_ntxent_temperature",
+          "infogan_elastic_field")
 
 
 def check_config(config: ExperimentConfig) -> None:
@@ -385,6 +409,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> Elasti
         generator, trunk, d_head, q_features, q_logits, learned_prior=config.infogan_prior == "learned",
         contrastive_weight=config.infogan_contrastive_weight, noise_dim=config.infogan_noise_dim,
         ntxent_temperature=config.infogan_ntxent_temperature,
+        elastic_pixels=digit_augment.ELASTIC_PIXELS if config.infogan_elastic_field else 0.0,
         learning_rate=config.learning_rate, seed=config.seed,
     )
     optimizer = keras.optimizers.Adam(config.learning_rate, beta_1=ADAM_BETAS[0], beta_2=ADAM_BETAS[1])
@@ -415,4 +440,5 @@ def variant(config: ExperimentConfig) -> str:
 ELASTIC_INFOGAN = Method(
     name="elastic_infogan", build=build, batch_format="images", fields=FIELDS, check_config=check_config,
     supervision=supervision, length_scale=None, training_callbacks=training_callbacks, variant=variant,
+    batch_field="batch_size",
 )

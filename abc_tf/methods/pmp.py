@@ -2,7 +2,10 @@
 
 An autoencoder whose latent code is a sum of k subspace codes: a Siamese encoder f, k
 projectors P_i, s_i = P_i(f(x)), z = sum_i s_i, a decoder g (``models/pmp.py``). It trains on
-pairs (x1, x2) that differ in one unknown factor (the "pairs" batch format) with
+pairs (x1, x2) that differ in one unknown factor (the "pairs" batch format: exactly one factor,
+always to another value [ours]; the authors' dataset.py with their notebook's k = -1 changes
+one factor in about half the pairs and 1 to (number of factors - 1) in the others, 1 to 5 on
+Shapes3D, each redrawn uniformly and so possibly to its old value) with
 
   L = L_rec + b1(t) (w_dis L_dis + w_spar L_spar) + b2(t) w_cons L_cons + b3(t) w_reg L_reg
 
@@ -18,6 +21,8 @@ B pairs, codes s [2B, k, d] of its 2B images, and D[b, i] = ||s_i(x1_b) - s_i(x2
   pairs included [code]); a one-hot M, without gradient. L_dis = mean over the B x k entries
   of (1 - M) D + 10 M relu(0.05 - D): the other subspaces pulled together, the changed one kept
   at least 0.05 apart [code]. The raw D enters the loss; the normalised one only picks i* [code].
+  The authors' expression, mean 10 relu(0.05 - M D), also counts 10 x 0.05 for each of the
+  other entries: a constant 0.45 at k = 10, without gradient, left out of ``dis_loss`` here.
 - L_cons: 2B of the k x B mixes (subspace i from x1_b, the others from x2_b), drawn anew each
   step without replacement [code]; each mix z_mix = s_i(x1_b) + sum_{j != i} s_j(x2_b) is
   decoded, re-encoded, and its k codes must equal the mixed ones: mean squared error over all
@@ -29,9 +34,13 @@ Schedule over the run's steps T, t = step / T, read from the optimizer's step in
 compiled train_step: reconstruction alone while t <= ``pmp_warmup`` (0.25 [code]; the
 supplement says 20%), then b1 = min(exp(25 (t - 0.4)), 1), b2 = min(exp(25 (t - 0.5)), 1),
 b3 = 1 - b1 [code] (the supplement says 1 - b2). L_cons is computed only once b2 > 0.01, as the
-authors' code does (it costs a decoder and an encoder pass).
+authors' code does (it costs a decoder and an encoder pass). t moves every step [ours]: the
+authors' code evaluates the same functions at the epoch number (t = epoch / epochs), so its
+weights rise in stairs, one per epoch (30 in their notebook), and its warm-up lasts until the
+first epoch above 0.25 x the epochs (epochs 0-7 of 30: 27% of the run).
 
-Optimizer: Adam, betas (0.9, 0.99), epsilon 1e-8, the config's learning rate (5e-4 in the
+Optimizer: Adam, betas (0.9, 0.99), epsilon 1e-8 (the supplement's Table 4; the authors' code
+leaves PyTorch's default betas (0.9, 0.999)), the config's learning rate (5e-4 in the
 presets), weight decay 1e-6 as the authors' PyTorch Adam applies it: 1e-6 * w added to every
 gradient, i.e. 0.5e-6 * ||w||^2 added to the loss [code]. The loss terms are computed in
 float32 under mixed precision (the networks' outputs are float32).
@@ -221,11 +230,14 @@ class PMPModel(MethodModel):
             seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
             mixes = draw_mixes(pairs, self.num_subspaces, seed)
             recode = lambda z: self.codes(self.decode(z, training=training), training=training)  # noqa: E731
-            terms["cons_loss"] = tf.cond(
-                b2 > CONSISTENCY_FROM,
-                lambda: consistency_loss(mix_codes(codes1, codes2, mixes), recode),
-                lambda: tf.constant(0.0, tf.float32),
-            )
+            consistency = lambda: consistency_loss(mix_codes(codes1, codes2, mixes), recode)  # noqa: E731
+            if self.jit_compile:
+                # Under XLA a tf.cond on this step-dependent predicate recompiled the whole step
+                # at every step (XLA's compile log: one compilation per step, 15-30 s each on 2
+                # CPU cores). Computed at every step instead, and zeroed while b2 <= 0.01.
+                terms["cons_loss"] = tf.cast(b2 > CONSISTENCY_FROM, tf.float32) * consistency()
+            else:
+                terms["cons_loss"] = tf.cond(b2 > CONSISTENCY_FROM, consistency, lambda: tf.constant(0.0, tf.float32))
         else:
             terms["cons_loss"] = tf.constant(0.0, tf.float32)
         w = self.loss_weights

@@ -22,10 +22,18 @@ per image. Pixel probabilities are clipped to [1e-6, 1 - 1e-6] [ours]: the warp 
 outside the template, and a pixel of ink there would otherwise cost an infinite log-likelihood.
 
 Training images are first warped by a random rotation (up to 20 degrees) and translation (up
-to 10% of the image) when ``affine_augmentation`` is on, as the authors' code does
-(RandomAffine(20, translate 0.1)), with the bilinear sampler [ours: theirs is nearest-pixel].
+to 10% of the image) when ``affine_augmentation`` is on, as the authors' ``disentagelment.py``
+does (RandomAffine(20, translate 0.1)), with the bilinear sampler [ours: theirs is
+nearest-pixel]. Their ``main.py`` had the same line until their commit "final experimentation"
+(2019-01-18) and has it commented out since; their poster (``poster.pdf`` in the same
+repository) describes the MNIST of its results table as randomly translated and rotated.
 The noise of the samples and of the augmentation is drawn from (seed, step): a resumed run
 draws what an unbroken one would.
+
+Networks (``models/vitae.py``): the supplement's Table 1 MLPs, VITAE's with about half the units
+for both spaces alike [ours: the supplement (L49) says the appearance networks benefit from a
+little more capacity than the perspective ones, without numbers; the authors' released code
+builds both spaces from the same 512-256 MLPs with batch norm].
 
 Logs: ``loss``, ``reconstruction`` (-log p(x | z), nats per image), ``kl_appearance``,
 ``kl_perspective`` and ``kl_weight``; :class:`VITAEMonitor` writes every ``eval_every`` steps
@@ -46,7 +54,7 @@ import tensorflow as tf
 import models
 from abc_tf import data
 from abc_tf.config import ExperimentConfig
-from abc_tf.methods.base import Method, MethodModel, adam, to_float_images
+from abc_tf.methods.base import Method, MethodModel, adam, draw_rows, to_float_images
 from models import spatial_transformer
 from models import vitae as vitae_networks
 
@@ -154,17 +162,22 @@ def log_weights(images: tf.Tensor, inferred: dict[str, tf.Tensor]) -> tf.Tensor:
 
 
 def draw_noise(batch, dims: tuple[int, int], seed: tf.Tensor) -> dict[str, tf.Tensor]:
-    """Standard normal draws [batch, d_A] and [batch, d_P] from a stateless seed [2]."""
+    """Standard normal draws [batch, d_A] and [batch, d_P] from a stateless seed [2]; under a
+    distribution strategy, this replica's rows of the global batch's draws (``draw_rows``)."""
     seeds = tf.random.experimental.stateless_split(seed, 2)
-    return {space: tf.random.stateless_normal(tf.stack([batch, dim]), seed=seeds[index])
+    def normal(dim: int, seed: tf.Tensor):
+        return lambda rows: tf.random.stateless_normal(tf.stack([rows, dim]), seed=seed)
+
+    return {space: draw_rows(normal(dim, seeds[index]), batch)
             for index, (space, dim) in enumerate(zip(("appearance", "perspective"), dims))}
 
 
 def random_affine(images: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
     """images [B, H, W, C] warped by a uniform rotation in +-20 degrees about the centre and a
-    uniform translation in +-10% of the width and height (the normalised grid spans 2)."""
+    uniform translation in +-10% of the width and height (the normalised grid spans 2); the
+    draws per image as for :func:`draw_noise`."""
     batch = tf.shape(images)[0]
-    draws = tf.random.stateless_uniform(tf.stack([batch, 3]), seed=seed, minval=-1.0, maxval=1.0)
+    draws = draw_rows(lambda rows: tf.random.stateless_uniform(tf.stack([rows, 3]), seed=seed, minval=-1.0, maxval=1.0), batch)
     angle = draws[:, 0] * math.radians(ROTATION_DEGREES)
     shift = draws[:, 1:] * (2.0 * TRANSLATION)
     cos, sin = tf.cos(angle), tf.sin(angle)
@@ -393,7 +406,8 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 
 def _declare(variant: str, told: str) -> Method:
     return Method(name=variant, build=_builder(variant), batch_format="images", fields=FIELDS, check_config=check_config,
-                  supervision=f"none: {told}", length_scale=None, training_callbacks=training_callbacks)
+                  supervision=f"none: {told}", length_scale=None, training_callbacks=training_callbacks,
+                  batch_field="batch_size")
 
 
 VAE = _declare("vae", "single unlabelled images (a VAE with a Bernoulli likelihood)")

@@ -305,8 +305,11 @@ def _misfit(prefix: str, error: Exception) -> ValueError:
     )
 
 
-def restore(model: keras.Model, run_dir: str) -> int:
+def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
     """Loads the newest readable checkpoint into ``model`` (weights and every optimizer); returns its step.
+
+    ``step``: load the checkpoint of that step instead (a ValueError naming the steps kept when
+    the run has none of it, or when it cannot be read).
 
     0 (model untouched) when the run has none. Writes nothing (what a killed save left is
     ignored here and cleared by the next save). A checkpoint that cannot be read (a damaged
@@ -316,6 +319,12 @@ def restore(model: keras.Model, run_dir: str) -> int:
     """
     directory = checkpoint_dir(run_dir)
     saved = list_checkpoints(run_dir)
+    if step is not None:
+        chosen = [(kept, prefix) for kept, prefix in saved if kept == step]
+        if not chosen:
+            kept = ", ".join(str(kept) for kept, _ in saved) or "none"
+            raise ValueError(f"{directory} has no checkpoint of step {step} (steps kept: {kept}).")
+        saved = chosen
     if not saved:
         return 0
     build_optimizers(model)  # the optimizers' slots must exist before their state can be loaded into them
@@ -340,6 +349,8 @@ def restore(model: keras.Model, run_dir: str) -> int:
                 "to resume from the one before it."
             )
         return step
+    if step is not None:
+        raise ValueError(f"The checkpoint of step {step} in {directory} could not be read (see the warning above).")
     raise ValueError(
         f"No checkpoint in {directory} could be read (see the warnings above); "
         "remove the folder to train from the start."

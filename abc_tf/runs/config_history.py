@@ -13,7 +13,7 @@ import os
 from typing import Sequence
 
 from abc_tf.config import ExperimentConfig, read_config
-from abc_tf.runs import checkpoints
+from abc_tf.runs import checkpoints, run_lock
 from abc_tf.runs.run_dir import CONFIG_FILE
 
 # Settings a run may change between two of its checkpoints (--allow_config_change): they shape
@@ -77,11 +77,13 @@ def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequen
 
 
 def check_run_dir(config: ExperimentConfig, run_dir: str, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
-    """The checks of ``run_dir`` that need no data or model (a file in its place, a damaged or
-    different config.json); returns the accepted config changes (see :func:`config_changes`)."""
+    """The checks of ``run_dir`` that need no data or model (a file in its place, another
+    train.py training into it, a damaged or different config.json); returns the accepted config
+    changes (see :func:`config_changes`)."""
     allow_changes = check_allow_changes(allow_changes)
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise ValueError(f"--output_dir={run_dir} is an existing file, not a directory.")
+    run_lock.check_free(run_dir)  # read-only: the lock is taken at the run's first write
     return config_changes(run_dir, config, allow_changes)
 
 

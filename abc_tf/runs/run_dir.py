@@ -2,6 +2,7 @@
 
 Layout (written by :mod:`abc_tf.runs.training`):
   config.json          the resolved config (config_history.json: its accepted changes)
+  .lock                held by the train.py training into it (abc_tf.runs.run_lock)
   checkpoints/         model and optimizer state (abc_tf.runs.checkpoints)
   logs/train/          TensorBoard scalars
   <network>.keras      every network the method keeps (``MethodModel.networks()``):
@@ -24,6 +25,7 @@ import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig, read_config
 from abc_tf.methods.base import to_float_images
+from abc_tf.runs import run_lock
 
 CONFIG_FILE = "config.json"
 ENCODER = "encoder"
@@ -54,21 +56,35 @@ def load_keras_file(path: str) -> keras.Model:
 
 @dataclasses.dataclass
 class Run:
-    """A finished run: its directory, config and trained encoder; other networks on demand."""
+    """A finished run: its directory, config and trained encoder; other networks on demand.
+
+    A run read from one of its checkpoints (``abc_tf.runs.checkpoint_run``) carries the networks
+    of that step in ``networks`` and the step in ``step``; a finished run reads its
+    ``<name>.keras`` files.
+    """
 
     run_dir: str
     config: ExperimentConfig
     encoder: keras.Model
+    networks: dict[str, keras.Model] | None = None
+    step: int | None = None
 
     def network(self, name: str) -> keras.Model | None:
         """The run's network ``name`` (e.g. "head"), or None when the run has none."""
+        if self.networks is not None:
+            return self.networks.get(name)
         path = network_file(self.run_dir, name)
         return load_keras_file(path) if os.path.isfile(path) else None
 
 
 def load_run(run_dir: str, config_path: str | None = None) -> Run:
     """The finished run in ``run_dir``; a clear error when it is not one. ``config_path``
-    overrides ``run_dir/config.json``."""
+    overrides ``run_dir/config.json``.
+
+    A run that a train.py is training (abc_tf.runs.run_lock) is refused: its networks are
+    exported at the end, so until then they are missing or those of the run before an extension.
+    """
+    run_lock.check_free(run_dir, advice="evaluate it once that run has finished (its networks are exported at its end)")
     config_path = config_path or os.path.join(run_dir, CONFIG_FILE)
     encoder_path = network_file(run_dir, ENCODER)
     for path in (config_path, encoder_path):

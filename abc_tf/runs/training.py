@@ -6,11 +6,14 @@ The trainer knows no family or method by name: it reads their declarations
   config.json        the resolved config (a rerun must match it, except for a raised ``steps``
                      and the fields named by ``allow_changes``)
   config_history.json  every accepted change of config.json: step, fields, old and new values
+  .lock              held (fcntl.flock) by the one process training into the directory; names
+                     it (abc_tf.runs.run_lock)
   logs/train/        TensorBoard scalars (every ``train_step`` log, learning rate) every
                      ``log_every`` steps, written against the optimizer step
   checkpoints/       model and optimizer state every ``log_every`` steps, written atomically,
                      the newest ``keep_checkpoints`` kept (abc_tf.runs.checkpoints): the same command
-                     resumes a killed run from the newest
+                     resumes a killed run from the newest; SIGTERM or Ctrl-C stops at the end of
+                     a step and checkpoints it first (abc_tf.runs.preemption)
   <network>.keras    the method's networks (abc_tf.runs.run_dir): encoder.keras always
   saved_model/       SavedModel with the ``embed`` signatures (abc_tf.runs.export); families
                      with images of known pose add ``lookup_pose`` (and ``regress_pose`` with a head)
@@ -20,9 +23,11 @@ The trainer knows no family or method by name: it reads their declarations
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
+import sys
 import warnings
 from typing import Sequence
 
@@ -35,7 +40,7 @@ from abc_tf import data, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import DataFamily
 from abc_tf.methods.base import Method, MethodModel, is_multi_worker
-from abc_tf.runs import checkpoints, config_history, export
+from abc_tf.runs import checkpoints, config_history, export, precision, preemption, run_lock
 from abc_tf.runs.run_dir import ENCODER, SAVED_MODEL_DIR, network_file
 from abc_tf.runs.training_logs import IntervalLogger, StopOnNonFiniteLoss
 
@@ -46,6 +51,7 @@ class TrainResult:
     history: dict[str, list[float]]  # per logging interval of the steps trained by this call
     run_dir: str
     final_step: int  # optimizer steps in total, including those of resumed runs
+    precision: str = "float32"  # the Keras policy the run computed in (abc_tf.runs.precision)
 
     @property
     def encoder(self) -> keras.Model:
@@ -53,10 +59,9 @@ class TrainResult:
 
 
 def precision_policy(config: ExperimentConfig) -> str:
-    """bfloat16 runs fast on CPUs (and TPUs) with bf16 units; GPUs prefer float16 with loss scaling."""
-    if not config.mixed_precision:
-        return "float32"
-    return "mixed_float16" if tf.config.list_physical_devices("GPU") else "mixed_bfloat16"
+    """The Keras policy of ``config`` on this host: float16 on GPUs, bfloat16 on TPUs and CPUs
+    that compute it natively, else float32 (abc_tf.runs.precision)."""
+    return precision.choose(config.mixed_precision).policy
 
 
 def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
@@ -73,11 +78,12 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
     return family, method
 
 
-def build_model(config: ExperimentConfig, seed: int | None = None) -> MethodModel:
+def build_model(config: ExperimentConfig, seed: int | None = None, policy: str | None = None) -> MethodModel:
     """The untrained, compiled model of ``config``'s method; the same seed gives the same
-    initial weights (the seed is ``config.seed`` unless given)."""
+    initial weights (the seed is ``config.seed`` unless given). ``policy`` overrides the
+    precision this host gets (benchmarks/gpu_readiness.py: a GPU's mixed_float16 on a CPU)."""
     # The policy is global Keras state read when layers are created, so it is set here.
-    keras.mixed_precision.set_global_policy(precision_policy(config))
+    keras.mixed_precision.set_global_policy(policy or precision_policy(config))
     keras.utils.set_random_seed(config.seed if seed is None else seed)
     family = data.get_family(config.data)
     image_shape = tuple(family.image_shape(config))
@@ -98,12 +104,28 @@ def untrained_encoder(config: ExperimentConfig) -> keras.Model:
     return build_model(config).networks()[ENCODER]
 
 
+BATCH_UNITS = {"sets": "set pairs", "pairs": "image pairs", "images": "images"}
+
+
+def check_replicas(config: ExperimentConfig, method: Method, replicas: int) -> None:
+    """The method's global batch (``method.batch_field``) must split evenly over the replicas:
+    each trains on an equal share and the update is the mean over the whole batch."""
+    batch = method.global_batch(config)
+    if batch % replicas:
+        raise ValueError(
+            f"--{method.batch_field}={batch} must be a multiple of the {replicas} replicas of the distribution "
+            f"strategy: --method={method.name} trains on {BATCH_UNITS.get(method.batch_format, 'batches')}, "
+            "which the replicas split."
+        )
+
+
 def make_strategy(name: str) -> tf.distribute.Strategy:
     """The tf.distribute strategy named by ``config.strategy``.
 
-    Global-batch semantics: ``pairs_per_step`` P is the global number of set pairs per step;
-    each of the R replicas trains on P / R pairs and the update is the mean over all P, so the
-    learning rate means the same thing on any number of devices.
+    Global-batch semantics: the method's batch P (``pairs_per_step``, or ``batch_size`` for
+    methods on single images: ``Method.batch_field``) is global; each of the R replicas trains
+    on P / R of it and the update is the mean over all P, so the learning rate means the same
+    thing on any number of devices.
     """
     if name == "default":
         return tf.distribute.get_strategy()
@@ -183,12 +205,12 @@ def train(
     family, method = check_config(config)
     changes = config_history.check_run_dir(config, run_dir, allow_changes)
     strategy = strategy or make_strategy(config.strategy)
-    replicas = strategy.num_replicas_in_sync
-    if config.pairs_per_step % replicas:
-        raise ValueError(
-            f"pairs_per_step ({config.pairs_per_step}) must be a multiple of the {replicas} replicas "
-            "of the distribution strategy: set pairs are what the replicas split."
-        )
+    check_replicas(config, method, strategy.num_replicas_in_sync)
+    chosen = precision.choose(config.mixed_precision)
+    if chosen.warning:
+        print(chosen.warning, file=sys.stderr, flush=True)
+    elif config.mixed_precision and verbose:
+        print(f"--mixed_precision: {chosen.policy} ({chosen.reason}).")
     saved = checkpoints.list_checkpoints(run_dir)
     start_step = saved[-1][0] if saved else 0
     # The model first: it fails fast (an image size too small, pretrained weights that cannot
@@ -196,10 +218,21 @@ def train(
     with strategy.scope():
         model = build_model(config)
     dataset = make_family_dataset(family, config, start_step)
-    # Only the chief of a multi-worker run writes run_dir; the other workers compute the same
-    # values and keep their logs and exports apart. Written once the data and the model are
-    # known to work, so a bad flag leaves no config.json to contradict its correction.
+    # Only the chief of a multi-worker run writes run_dir (and locks it: one writer per run
+    # directory); the other workers compute the same values and keep their logs and exports
+    # apart. Written once the data and the model are known to work, so a bad flag leaves no
+    # config.json to contradict its correction.
     chief = checkpoints.is_chief(strategy)
+    with run_lock.RunLock(run_dir) if chief else contextlib.nullcontext():
+        return _train_into(config, run_dir, family, method, model, dataset, strategy, chief, changes, start_step,
+                           callbacks, verbose)
+
+
+def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, method: Method, model: MethodModel,
+                dataset: tf.data.Dataset, strategy: tf.distribute.Strategy, chief: bool, changes: dict,
+                start_step: int, callbacks: Sequence[keras.callbacks.Callback], verbose: int) -> TrainResult:
+    """What :func:`train` does once ``run_dir`` is checked (and locked): write the config,
+    restore, fit, export."""
     output_dir = run_dir if chief else os.path.join(run_dir, "workers", _task_name(strategy))
     os.makedirs(output_dir, exist_ok=True)
     if chief:
@@ -227,9 +260,10 @@ def train(
     epoch = steps_per_log(config, start_step)
     model.steps_per_execution = steps_per_execution(config, start_step)  # read when fit traces the step
     if model.steps_per_execution != config.steps_per_execution:
+        resumed = f", resuming from step {start_step}" if epoch != steps_per_log(config) else ""
         warnings.warn(
             f"--steps_per_execution={config.steps_per_execution} does not divide the {epoch} steps between "
-            f"log steps (--log_every={config.log_every}, --steps={config.steps}); running "
+            f"log steps (--log_every={config.log_every}, --steps={config.steps}{resumed}); running "
             f"{model.steps_per_execution} step(s) per execution instead."
         )
     logger = IntervalLogger(os.path.join(output_dir, "logs", "train"), config.log_every, config.steps, verbose)
@@ -243,11 +277,16 @@ def train(
         logger,
         *callbacks,
     ]
-    model.fit(
-        dataset, epochs=config.steps // epoch, steps_per_epoch=epoch, initial_epoch=start_step // epoch,
-        callbacks=all_callbacks, verbose=0,
-        shuffle=False,  # the pipelines draw random sets themselves
-    )
+    # SIGTERM and Ctrl-C stop the run at the end of a step, with a checkpoint of it
+    # (preemption.RunPreempted); last, so that every other callback has seen that step.
+    stopper = preemption.StopOnSignal(run_dir, config.keep_checkpoints, config.log_every, config.steps, write=chief,
+                                      strategy=strategy if is_multi_worker(strategy) else None)
+    with stopper:
+        model.fit(
+            dataset, epochs=config.steps // epoch, steps_per_epoch=epoch, initial_epoch=start_step // epoch,
+            callbacks=[*all_callbacks, stopper], verbose=0,
+            shuffle=False,  # the pipelines draw random sets themselves
+        )
     networks = model.networks()
     for name, network in networks.items():
         network.save(network_file(output_dir, name))
@@ -257,4 +296,5 @@ def train(
         history=logger.history,
         run_dir=run_dir,
         final_step=int(model.optimizer.iterations.numpy()),
+        precision=precision_policy(config),
     )

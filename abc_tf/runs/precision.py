@@ -1,0 +1,105 @@
+"""What ``--mixed_precision`` computes in on this host.
+
+- A GPU: ``mixed_float16``. GPUs run float16 fast; Keras's ``compile`` wraps the optimizer in a
+  ``LossScaleOptimizer``, and every method's ``train_step`` scales its loss with it (float16's
+  small range would flush small gradients to zero).
+- A TPU, or a CPU that computes bfloat16 natively (Linux lists ``avx512_bf16`` or ``amx_bf16``
+  among its flags in /proc/cpuinfo): ``mixed_bfloat16`` (on this project's CPU with AVX-512
+  BF16, about 3x float32 for the Shapes3D step; README.md).
+- Any other CPU: ``float32``, with one warning line. There bfloat16 is emulated: 0.36x the
+  float32 speed for the same S4 step (issue 25: 0.96 against 7.59 steps/s on an AVX2 CPU), so
+  asking for the faster precision must not make a run slower. Not an error: presets turn it on
+  (``shapes3d_pmp_quick``) and should run anywhere. Other systems than Linux have no
+  /proc/cpuinfo to read and count as CPUs without native bfloat16.
+
+Embeddings and losses stay float32 under either mixed policy (each method casts them).
+:func:`choose` takes the host as an argument, so tests and benchmarks can ask what another host
+would get.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import tensorflow as tf
+
+NATIVE_BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16")
+CPUINFO = "/proc/cpuinfo"
+
+
+@dataclasses.dataclass(frozen=True)
+class Host:
+    """What the choice depends on: accelerators present, and the CPU's feature flags."""
+
+    gpu: bool = False
+    tpu: bool = False
+    cpu_flags: frozenset[str] = frozenset()
+
+    @property
+    def native_bfloat16(self) -> tuple[str, ...]:
+        """The flags among :data:`NATIVE_BFLOAT16_FLAGS` that the CPU has."""
+        return tuple(flag for flag in NATIVE_BFLOAT16_FLAGS if flag in self.cpu_flags)
+
+
+@dataclasses.dataclass(frozen=True)
+class Precision:
+    """policy: the Keras global policy name; reason: why, in words; warning: one line when
+    ``--mixed_precision`` was asked for and falls back to float32, else ""."""
+
+    policy: str
+    reason: str
+    warning: str = ""
+
+
+def cpu_flags(path: str = CPUINFO) -> frozenset[str]:
+    """The CPU's feature flags as Linux lists them (the ``flags`` lines of /proc/cpuinfo); none
+    on other systems or when the file cannot be read."""
+    if not sys.platform.startswith("linux"):
+        return frozenset()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return frozenset()
+    flags = set()
+    for line in lines:
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            flags.update(value.split())
+    return frozenset(flags)
+
+
+def this_host() -> Host:
+    """The host this process runs on (physical devices only: TensorFlow stays uninitialised, so
+    logical devices can still be configured afterwards)."""
+    return Host(
+        gpu=bool(tf.config.list_physical_devices("GPU")),
+        tpu=bool(tf.config.list_physical_devices("TPU")),
+        cpu_flags=cpu_flags(),
+    )
+
+
+def reduced_policy(host: Host) -> str:
+    """The mixed policy of the host's kind of device, whether or not it is fast there."""
+    return "mixed_float16" if host.gpu else "mixed_bfloat16"
+
+
+def choose(mixed_precision: bool, host: Host | None = None) -> Precision:
+    """The precision a run with ``--mixed_precision=mixed_precision`` gets on ``host`` (this one
+    unless given)."""
+    if not mixed_precision:
+        return Precision("float32", "--mixed_precision is off")
+    host = this_host() if host is None else host
+    if host.gpu:
+        return Precision("mixed_float16", "a GPU: float16 with loss scaling")
+    if host.tpu:
+        return Precision("mixed_bfloat16", "a TPU computes bfloat16 natively")
+    if host.native_bfloat16:
+        return Precision("mixed_bfloat16", f"the CPU computes bfloat16 natively ({', '.join(host.native_bfloat16)})")
+    reason = f"the CPU has no native bfloat16 (neither {' nor '.join(NATIVE_BFLOAT16_FLAGS)} among its flags)"
+    warning = (
+        f"warning: --mixed_precision: {reason}, where bfloat16 is emulated and slower than float32; "
+        "this run computes in float32."
+    )
+    return Precision("float32", reason, warning)

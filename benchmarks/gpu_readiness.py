@@ -1,0 +1,160 @@
+"""GPU readiness, checked on this CPU: for every method (on its quick preset), whether its
+training step compiles with XLA (``jit_compile=True``, what GPUs and TPUs run) and trains with
+finite losses, and whether it trains under ``mixed_float16`` with loss scaling (what
+``--mixed_precision`` gets on a GPU; every optimizer a ``LossScaleOptimizer``) with finite
+losses; with the steps/s of both on this CPU (a warm-up of 2 steps, then ``--steps`` steps
+timed, fed one batch from memory, schedules in their full phase). The steps/s show that the
+steps run, not what a GPU gains: CPUs emulate float16. No GPU with TensorFlow was at hand to run
+the test suite; these checks (and tests/test_methods.py, which makes them on tiny runs) are the
+evidence a GPU user gets.
+
+It also says what ``--mixed_precision`` gets on this host and what every preset that turns it
+on gets here, on a GPU and on a CPU without native bfloat16 (abc_tf.runs.precision).
+
+The MNIST methods train on the procedural digits (``data_source="procedural"``), so the script
+needs no files: the step's cost does not depend on which digits it sees.
+
+  python benchmarks/gpu_readiness.py [--steps 5] [--no_write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks import report  # noqa: E402
+
+TITLE = "GPU readiness, checked on the CPU"
+# The preset each method is measured on: its quick preset, or the README's for ABC.
+PRESETS = {
+    "abc": "shapes3d_demo", "contrastive": "shapes3d_hue_baseline", "pmp": "shapes3d_pmp_quick",
+    "vae": "mnist_vae_quick", "u_vitae": "mnist_u_vitae_quick", "c_vitae": "mnist_c_vitae_quick",
+    "elastic_infogan": "mnist_elastic_infogan_quick",
+}
+SETTINGS = {"xla_float32": "float32", "xla_mixed_float16": "mixed_float16"}
+
+
+def measure(method: str, policy: str, steps: int) -> dict:
+    """One method's preset compiled with XLA under ``policy``: whether it trains, its losses'
+    finiteness, its optimizers' loss scaling and its steps/s."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from abc_tf import config as config_lib
+    from abc_tf import data
+    from abc_tf.runs import training
+    from benchmarks.loops import EpochTimer
+
+    config = config_lib.get_preset(PRESETS[method]).replace(jit_compile=True, mixed_precision=False)
+    if config.data == "mnist":
+        config = config.replace(data_source="procedural")
+    keras.backend.clear_session()
+    try:
+        model = training.build_model(config, policy=policy)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    family = data.get_family(config.data)
+    batch = next(iter(training.make_family_dataset(family, config, start_step=0)))
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    model.optimizer.iterations.assign(config.steps * 3 // 4)  # every schedule in its full phase (PMP: L_cons on)
+    scaled = all(isinstance(optimizer, keras.optimizers.LossScaleOptimizer) for optimizer in model.optimizers())
+    timer = EpochTimer()
+    try:
+        warm = model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0, shuffle=False)  # compiles
+        timed = model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
+    except Exception as error:  # noqa: BLE001 (an op XLA cannot compile, for one: reported, not raised)
+        return {"trains": False, "error": str(error).strip().splitlines()[0][:200], "loss_scaled": scaled}
+    losses = warm.history["loss"] + timed.history["loss"]
+    return {
+        "trains": True, "finite": bool(np.all(np.isfinite(losses))), "loss_scaled": scaled,
+        "steps_per_s": steps / timer.seconds[-1], "last_loss": float(losses[-1]),
+    }
+
+
+def presets_precision() -> list[str]:
+    """Table rows: every preset that turns --mixed_precision on, and what it gets where."""
+    from abc_tf import config as config_lib
+    from abc_tf.runs import precision
+
+    hosts = {"GPU": precision.Host(gpu=True), "CPU without native bfloat16": precision.Host(cpu_flags=frozenset({"avx2"}))}
+    rows = []
+    for name, preset in sorted(config_lib.PRESETS.items()):
+        if preset.mixed_precision:
+            here = precision.choose(True).policy
+            rows.append(f"| `{name}` | {here} | " + " | ".join(precision.choose(True, host).policy for host in hosts.values()) + " |")
+    return rows
+
+
+def verdict(result: dict) -> str:
+    if not result["trains"]:
+        return f"no: {result['error']}"
+    return "yes" if result["finite"] else "trains, loss not finite"
+
+
+def rate(result: dict) -> str:
+    return f"{result['steps_per_s']:.2f}" if result["trains"] and math.isfinite(result["steps_per_s"]) else "-"
+
+
+def table(results: dict, steps: int, load_start: float) -> str:
+    from abc_tf.runs import precision
+
+    lines = [
+        report.machine_line(),
+        report.precision_line(),
+        "",
+        "What each preset that turns `--mixed_precision` on computes in, here and on two simulated hosts",
+        "(`abc_tf.runs.precision.choose` with the host given). On a CPU without native bfloat16 the run",
+        f"prints one line: `{precision.choose(True, precision.Host()).warning}`",
+        "",
+        "| preset | this host | a GPU | a CPU without native bfloat16 |",
+        "|---|---|---|---|",
+        *presets_precision(),
+        "",
+        "Every method's training step on its preset, compiled with XLA: float32, then mixed_float16 with loss scaling",
+        f"(the GPU precision, forced on this CPU). steps/s: {steps} steps after a 2-step warm-up (compile), one batch",
+        "fed from memory, schedules in their full phase; on this CPU float16 is emulated, so the mixed_float16",
+        "column shows that the step runs, not what a GPU gains.",
+        "",
+        "| method | preset | compiles with XLA, finite loss | XLA float32 steps/s | mixed_float16: trains, finite loss | every optimizer loss-scaled | XLA mixed_float16 steps/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for method, preset in PRESETS.items():
+        full, mixed = results[method]["xla_float32"], results[method]["xla_mixed_float16"]
+        lines.append(
+            f"| {method} | `{preset}` | {verdict(full)} | {rate(full)} | {verdict(mixed)} | "
+            f"{'yes' if mixed['loss_scaled'] else 'no'} | {rate(mixed)} |"
+        )
+    lines += ["", report.load_line(load_start), "", f"Command: `python benchmarks/gpu_readiness.py --steps {steps}`"]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = report.argument_parser(__doc__, leaves="BENCHMARKS.md")
+    parser.add_argument("--steps", type=int, default=5, help="Timed steps per method and precision.")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:  # one method, both settings, in a fresh process
+        print("RESULT" + json.dumps({name: measure(args.child, policy, args.steps) for name, policy in SETTINGS.items()}))
+        return
+    from abc_tf import methods
+
+    unmeasured = sorted(set(methods.METHODS) - set(PRESETS))
+    if unmeasured:
+        raise SystemExit(f"gpu_readiness.py: error: no preset to measure {', '.join(unmeasured)} on; add it to PRESETS.")
+    load_start = os.getloadavg()[0]
+    results = {}
+    for method in PRESETS:
+        results[method] = report.run_child(__file__, ["--child", method, "--steps", str(args.steps)])
+        print(method, results[method], flush=True)
+    report.publish(TITLE, table(results, args.steps, load_start), write=not args.no_write)
+
+
+if __name__ == "__main__":
+    main()

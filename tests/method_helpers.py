@@ -1,0 +1,58 @@
+"""Every method on the smallest run its data allows, for the tests that train each one the same
+way (tests/test_methods.py: XLA, mixed_float16 with loss scaling, two replicas): the toy family
+for the methods on sets, built-in Shapes3D pairs for PMP, the small coded MNIST (an .npz the
+caller writes) for the methods on single images."""
+
+from __future__ import annotations
+
+import contextlib
+
+import keras
+import numpy as np
+
+from abc_tf import data
+from abc_tf.config import ExperimentConfig, get_preset
+from abc_tf.runs import training
+from mnist_helpers import small_arrays
+from toy_family import CONFIG as TOY
+
+# Two of everything a replica splits: the global batch of each is a multiple of 2.
+SMALL = dict(steps=4, log_every=2)
+
+
+def write_small_mnist(path: str) -> str:
+    """The small coded MNIST (tests/mnist_helpers.py) as an .npz at ``path``."""
+    np.savez(path, **small_arrays())
+    return path
+
+
+def tiny_configs(mnist_npz: str) -> dict[str, ExperimentConfig]:
+    """{method: its config}: every registered method of the library and the toy two-network
+    method (register ``two_network`` and the toy family first)."""
+    images = dict(data_path=mnist_npz, batch_size=8, **SMALL)
+    return {
+        "abc": TOY.replace(**SMALL),
+        "contrastive": TOY.replace(method="contrastive", double_augmentation=True, **SMALL),
+        "two_network": TOY.replace(method="two_network", **SMALL),
+        "pmp": get_preset("shapes3d_pmp_quick").replace(pairs_per_step=2, mixed_precision=False, eval_every=0, **SMALL),
+        "vae": get_preset("mnist_vae_quick").replace(jit_compile=False, **images),
+        "u_vitae": get_preset("mnist_u_vitae_quick").replace(jit_compile=False, **images),
+        "c_vitae": get_preset("mnist_c_vitae_quick").replace(jit_compile=False, **images),
+        "elastic_infogan": get_preset("mnist_elastic_infogan_quick").replace(
+            jit_compile=False, class_split=3, infogan_ntxent_temperature=1.0, **images),
+    }
+
+
+def fit_losses(config: ExperimentConfig, steps: int, strategy=None) -> tuple[keras.Model, list[float]]:
+    """(the model, the loss of each of ``steps`` steps) of ``config``'s method, built as the
+    trainer builds it (its precision policy, its seed; under ``strategy`` if given) and trained
+    by ``fit`` on its family's stream, one Keras epoch a step."""
+    family = data.get_family(config.data)
+    try:
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            model = training.build_model(config)
+        dataset = training.make_family_dataset(family, config, start_step=0)
+        history = model.fit(dataset, epochs=steps, steps_per_epoch=1, verbose=0, shuffle=False)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")  # build_model set the config's
+    return model, history.history["loss"]
