@@ -7,8 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,6 +17,7 @@ from abc_tf.evaluation import comparison, disentanglement, factor_isolation, min
 from abc_tf.methods.abc_model import ABC
 from abc_tf.methods.base import Method
 from abc_tf.runs import training
+from process_helpers import evaluate_each
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A method whose loss has no length scale: its rows get noise relative to their own spread.
@@ -222,28 +221,27 @@ def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp
 
 def test_evaluate_py_compare(runs, tmp_path):
     out = tmp_path / "out"
-    command = [
-        sys.executable, os.path.join(REPO, "evaluate.py"), f"--compare={runs / 'abc_seeds'}", "--compare_untrained",
-        f"--output_dir={out}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16",
-        "--mine_eval_samples=256", "--probe_epochs=1", "--disentanglement=none",
-    ]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
-    written = json.loads((out / "comparison.json").read_text())
-    assert [row["label"] for row in written["rows"]] == ["abc_seeds", "untrained"]
-    assert written["disentanglement_preset"] == "none" and "disentanglement" not in written["rows"][0]
-    assert "Disentanglement scores were not computed" in (out / "comparison.md").read_text()
-    assert (out / "comparison.png").exists() and "## Probe test accuracy per factor" in result.stdout
-    for flags, message in (
+    compare = [f"--compare={runs / 'abc_seeds'}", "--compare_untrained", f"--output_dir={out}", "--num_images=48",
+               "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256", "--probe_epochs=1",
+               "--disentanglement=none"]
+    bad = (
         ([f"--compare={runs / 'abc_seeds'}"], "--compare needs --output_dir"),
         ([f"--compare={tmp_path / 'missing'}", f"--output_dir={out}"], "is not a directory"),
         ([f"--compare={runs / 'abc_seeds'}", f"--output_dir={out}", "--disentanglement_scores=irs"], "unknown or no scores"),
         (["--compare_untrained"], "--compare_untrained adds a row to --compare"),
         ([f"--compare={runs / 'abc_seeds'}", f"--output_dir={out}", "--network=appearance"], "DIR@NETWORK"),
-    ):
-        bad = subprocess.run(command[:2] + flags, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-        assert bad.returncode == 2 and message in bad.stderr and "Traceback" not in bad.stderr, bad.stderr[-2000:]
+    )
+    # evaluate.py's main on its parsed flags, every case in one child process (its command line:
+    # tests/test_evaluate.py).
+    result, *refused = evaluate_each([(REPO, compare)] + [(REPO, flags) for flags, _ in bad])
+    assert result["code"] == 0, result["stderr"][-2000:]
+    written = json.loads((out / "comparison.json").read_text())
+    assert [row["label"] for row in written["rows"]] == ["abc_seeds", "untrained"]
+    assert written["disentanglement_preset"] == "none" and "disentanglement" not in written["rows"][0]
+    assert "Disentanglement scores were not computed" in (out / "comparison.md").read_text()
+    assert (out / "comparison.png").exists() and "## Probe test accuracy per factor" in result["stdout"]
+    for output, (flags, message) in zip(refused, bad):
+        assert output["code"] == 2 and message in output["stderr"] and "Traceback" not in output["stderr"], output["stderr"][-2000:]
 
 
 def test_a_score_skipped_for_every_row_is_said_once(compared):

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import pytest
 
 from abc_tf.runs import checkpoints, config_history, training
-from toy_family import CONFIG as TOY
+from toy_family import CONFIG as TOY, TRAINED
 
 pytestmark = pytest.mark.usefixtures("toy_family")
 
@@ -78,11 +79,11 @@ def test_config_history_appends_each_accepted_change_and_survives_damage(tmp_pat
     assert [entry["step"] for entry in json.load(open(history_path))] == [60]  # restarted, not stopped
 
 
-def test_rerunning_with_another_config_is_refused(tmp_path):
+def test_rerunning_with_another_config_is_refused(tmp_path, toy_run):
     run_dir = str(tmp_path / "run")
-    training.train(TOY.replace(steps=10), run_dir, verbose=0)
+    shutil.copytree(toy_run.run_dir, run_dir)  # a finished run of toy_family.TRAINED, trained once per session
     with pytest.raises(ValueError, match="different config \\(temperature: 0.1 -> 0.5"):
-        training.train(TOY.replace(steps=10, temperature=0.5), run_dir, verbose=0)
+        training.train(TRAINED.replace(temperature=0.5), run_dir, verbose=0)
 
 
 def test_allow_config_change_refuses_fields_that_shape_the_network(tmp_path):

@@ -107,8 +107,8 @@ def test_nt_xent_is_q_s_head_on_the_d_step_s_own_trunk_passes():
     joint = head(model.trunk(tf.concat([images, augmented], axis=0), training=True))
     one_pass = einfogan.nt_xent(joint[:8], joint[8:])
     logs = model.train_step({"images": tf.constant(real)})
-    np.testing.assert_allclose(float(logs["ntxent_loss"]), float(expected), rtol=1e-4)
-    assert abs(float(one_pass) - float(expected)) > 1e-3
+    assert float(logs["ntxent_loss"]) == float(expected)  # the same ops on the same tensors, eagerly
+    assert abs(float(one_pass) - float(expected)) > 0.01 * float(expected)  # measured: 2.8% apart
 
 
 def test_failures_are_detected():
@@ -164,7 +164,10 @@ def scalars(log_dir: str) -> tuple[set[str], set[str]]:
 def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    config = QUICK.replace(data_path=path, steps=6, log_every=3, batch_size=16, class_split=3, infogan_ntxent_temperature=1.0)
+    # A plain graph: the preset's XLA compile takes seconds per model on a CPU, and every
+    # method's step is compiled with XLA once in tests/test_methods.py.
+    config = QUICK.replace(data_path=path, steps=6, log_every=3, batch_size=16, class_split=3, infogan_ntxent_temperature=1.0,
+                           jit_compile=False)
     run_dir = str(tmp_path / "run")
     result = training.train(config, run_dir, verbose=0)
     assert result.final_step == 6
@@ -206,7 +209,7 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
 def test_the_infogan_ablation_keeps_its_prior_uniform(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    config = get_preset("mnist_infogan_quick").replace(data_path=path, steps=3, log_every=3, batch_size=16)
+    config = get_preset("mnist_infogan_quick").replace(data_path=path, steps=3, log_every=3, batch_size=16, jit_compile=False)
     result = training.train(config, str(tmp_path / "run"), verbose=0)
     assert result.history["ntxent_loss"] == [0.0]
     prior = json.load(open(tmp_path / "run" / einfogan.PRIOR_FILE))["prior"]

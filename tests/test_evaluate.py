@@ -14,39 +14,13 @@ import contextlib
 import json
 import os
 import socket
-import textwrap
 from typing import NamedTuple
 
 import pytest
 
 from abc_tf.config import get_preset
 from abc_tf.runs import run_lock
-from process_helpers import assert_one_clear_error, run_code, run_script
-
-# In a child process: evaluate.py's flags parsed and main run for each case, as app.run would.
-EVALUATE_EACH = textwrap.dedent(
-    """
-    import contextlib, io, json, os, sys, traceback
-    import evaluate
-    results = []
-    for cwd, arguments in json.loads(sys.argv[1]):
-        os.chdir(cwd)
-        stderr = io.StringIO()
-        with contextlib.redirect_stderr(stderr):
-            try:
-                evaluate.main(evaluate.FLAGS(["evaluate.py", *arguments]))
-                code = 0
-            except SystemExit as stop:
-                code = stop.code
-            except Exception:
-                code = None
-                traceback.print_exc()
-            finally:
-                evaluate.FLAGS.unparse_flags()
-        results.append({"code": code, "stderr": stderr.getvalue()})
-    print("RESULT" + json.dumps(results))
-    """
-)
+from process_helpers import assert_one_clear_error, evaluate_each, run_script
 
 
 class Case(NamedTuple):
@@ -106,10 +80,7 @@ def evaluated(tmp_path_factory) -> dict[str, tuple[dict, str, object]]:
         for name, case in CASES.items():
             if case.locked:
                 locks.enter_context(run_lock.RunLock(str(runs[name]), command="train.py"))
-        completed = run_code(EVALUATE_EACH, json.dumps(arguments), cwd=root, timeout=600)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT"))
-    outputs = json.loads(line[len("RESULT"):])
+        outputs = evaluate_each(arguments, cwd=root)
     return {name: (output, messages[name], runs[name]) for name, output in zip(CASES, outputs)}
 
 

@@ -65,7 +65,7 @@ def test_the_table_reads_the_rates():
     assert "| the digit classifier's training (once: 3 epochs of all the training images, then cached) | 60.0 |" in text
     # cached: 0.5 + 2 + 1.5 + 3 + 4 + 1 = 12.0; the first: 12.0 - 0.5 + 60 = 71.5
     assert "with the classifier cached: 12.0 s; the first on a machine: 71.5 s" in text
-    assert "60,000 training images, of which" in text and "keeps 40,000 for the GAN" in text
+    assert "60,000 training and 10,000 test images, of which" in text and "keeps 40,000 for the GAN" in text
     assert "0.9876 test accuracy" in text and "12,345 trainable parameters" in text
     assert "--steps 10 --rounds 3" in text
 

@@ -1,6 +1,8 @@
 """abc_tf.methods: the registry, the shared encoder builder, and a method the trainer does not
 know (tests/toy_method.py: two networks, two optimizers) trained, killed, resumed and
-evaluated through the same code as ABC."""
+evaluated through the same code as ABC; and every method ready for GPUs, checked on the CPU
+(tests/method_helpers.py: the smallest run of each): its step compiled with XLA, trained under
+mixed_float16 with every loss scaled, and trained on two replicas as on one device."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from abc_tf import methods
 from abc_tf.methods.base import build_encoder
 from abc_tf.runs import checkpoints, precision, training
 from method_helpers import fit_losses, tiny_configs, write_small_mnist
-from process_helpers import run_code, start_code, wait_for_marker
+from process_helpers import evaluate_each, run_code, start_code, wait_for_marker
 from toy_family import CONFIG
 
 TOY = CONFIG.replace(method="two_network")
@@ -151,26 +153,21 @@ def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluato
                          log_every=2, inactive_factors="wall_hue")
     run_dir = str(tmp_path / "run")
     training.train(config, run_dir, verbose=0)
-    # evaluate.py as a user runs it, in a process where the method is registered as a user would.
-    script = textwrap.dedent("""
-        import sys
-        from absl import app
-        from abc_tf import methods
-        methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"
-        import evaluate
-        app.run(evaluate.main)
-    """)
+    # evaluate.py's main on its parsed flags, in a process where the method is registered as a user
+    # would (its command line: tests/test_evaluate.py): the run, then its learning curve (each
+    # checkpoint, steps 2 and 4, rebuilt from the method's model and evaluated alike), in one process.
     flags = [f"--run_dir={run_dir}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16",
              "--mine_eval_samples=256", "--probe_epochs=0", "--disentanglement=none"]
-    completed = run_code(script, *flags)
-    assert completed.returncode == 0, completed.stderr[-2000:]
+    curve_dir = str(tmp_path / "curve")
+    evaluated, curve_evaluated = evaluate_each(
+        [(tmp_path, flags), (tmp_path, [*flags, "--checkpoints=all", f"--output_dir={curve_dir}", "--probe_epochs=1"])],
+        before='from abc_tf import methods; methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"',
+    )
+    assert evaluated["code"] == 0, evaluated["stderr"][-2000:]
     metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
     assert metrics["inactive"] == ["wall_hue"] and len(metrics["mine"]) == 6
     assert metrics["config"]["method"] == "two_network"
-    # Its learning curve: each checkpoint (steps 2 and 4) rebuilt from the method's model and evaluated alike.
-    curve_dir = str(tmp_path / "curve")
-    completed = run_code(script, *flags, "--checkpoints=all", f"--output_dir={curve_dir}", "--probe_epochs=1")
-    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert curve_evaluated["code"] == 0, curve_evaluated["stderr"][-2000:]
     curve = json.load(open(os.path.join(curve_dir, "curve.json")))
     assert curve["steps"] == [2, 4] and len(curve["measures"]["probe shape"]) == 2
     for step in (2, 4):

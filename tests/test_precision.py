@@ -35,7 +35,7 @@ def test_the_fallback_warns_in_one_line_naming_the_missing_flags_and_float32():
     assert "\n" not in chosen.warning and chosen.warning.startswith("warning: --mixed_precision: ")
     assert "avx512_bf16" in chosen.warning and "amx_bf16" in chosen.warning
     assert chosen.warning.endswith("this run computes in float32.")
-    assert precision.choose(True, AMX).reason == "the CPU computes bfloat16 natively (amx_bf16)"
+    assert precision.choose(True, AMX).reason == "the CPU computes bfloat16 natively: amx_bf16"
 
 
 def test_cpu_flags_are_read_from_every_flags_line(tmp_path):

@@ -47,4 +47,4 @@ def test_the_precision_line_says_what_mixed_precision_gets_on_the_host(monkeypat
     assert report.precision_line().endswith(": float32 instead of emulated bfloat16).")
     monkeypatch.setattr(precision, "this_host", lambda: precision.Host(cpu_flags=frozenset({"amx_bf16"})))
     assert report.precision_line() == ("`--mixed_precision` on this host: mixed_bfloat16 "
-                                       "(the CPU computes bfloat16 natively (amx_bf16)).")
+                                       "(the CPU computes bfloat16 natively: amx_bf16).")

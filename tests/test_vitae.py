@@ -34,8 +34,10 @@ def mnist_npz(tmp_path, small_mnist) -> str:
 
 
 def tiny(variant: str, path: str, **overrides):
-    """The quick preset of ``variant`` on the small coded MNIST, a few steps of 16 images."""
-    settings = dict(data_path=path, batch_size=16, steps=4, log_every=2)
+    """The quick preset of ``variant`` on the small coded MNIST, a few steps of 16 images, in a
+    plain graph: the preset's XLA compile takes seconds per model on a CPU, and every method's
+    step is compiled with XLA once in tests/test_methods.py."""
+    settings = dict(data_path=path, batch_size=16, steps=4, log_every=2, jit_compile=False)
     settings.update(overrides)
     return get_preset(f"mnist_{variant}_quick").replace(**settings)
 

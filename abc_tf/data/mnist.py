@@ -25,12 +25,12 @@ one, drawn uniformly.
 Class imbalance (``class_split`` 1..50; Elastic-InfoGAN's splits, :mod:`abc_tf.data.mnist_imbalance`):
 the split's images, drawn class by class from the pool (``class_split_pool``: all 70,000 images,
 training and test, as the authors; or the training images), are the training images before
-anything is drawn, so the "images" stream follows the split's proportions, and the stack sampler draws each stack's digit in
-proportion to its training images (set B's among the digits other than set A's), as stacks
-made from the imbalanced data would come: a rare digit makes few stacks, not the same number
-of stacks from fewer images. Without a split the digits are drawn uniformly (the paper's
+anything is drawn, so the "images" stream follows the split's proportions, and the stack
+sampler draws each stack's digit in proportion to its training images (set B's among the
+digits other than set A's), as stacks made from the imbalanced data would come: a rare digit
+makes few stacks, not the same number of stacks from fewer images. Without a split the digits are drawn uniformly (the paper's
 setting; MNIST's classes are within 10% of equal). The test images stay whole; from the pool of
-all 70,000 a split also trains on some of them (split 1 on 6,137 of the 10,000).
+all 70,000 a split also trains on some of them (split 1 on 6,022 of the 10,000).
 
 Augmentation baseline (``augmentation_baseline``; issue 17, Elastic-InfoGAN's signal for ABC and
 the contrastive loss): ``{"set_a", "set_a_view2"}`` [P, S, 28, 28, 1] float32 in [0, 1], P sets

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 NUM_CLASSES = 10
-NO_SPLIT = -1  # config.class_split: the whole pool, no imbalance
+NO_SPLIT = -1  # config.class_split: no imbalance, the training images as they are
 POOLS = ("all", "train")  # config.class_split_pool
 
 # The authors' class counts: splits/50_data_imbalance.npy of github.com/WisconsinAIVision/
