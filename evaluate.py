@@ -87,8 +87,9 @@ flags.DEFINE_boolean("compare_untrained", False, "--compare: add a row for the u
 flags.DEFINE_string("checkpoints", None, "Learning curve: evaluate --run_dir's checkpoints (all, last, or steps separated by "
                     "commas) into <output_dir>/checkpoints/step_<S>/, and their measures against the step into curve.json "
                     "and curve.png. Works on a run still training (its listed checkpoints are complete).")
-flags.DEFINE_list("curve_reference", [], "--checkpoints: a paper's value drawn as a dashed line, MEASURE=VALUE (e.g. "
-                  "'NMI (code vs digit)=0.889'); MEASURE is a name of curve.json's measures.")
+flags.DEFINE_multi_string("curve_reference", [], "--checkpoints: a paper's value drawn as a dashed line, MEASURE=VALUE "
+                          "(e.g. 'NMI (code vs digit)=0.889'; repeat the flag for several); MEASURE is a name of "
+                          "curve.json's measures.")
 
 
 def settings_from_flags():

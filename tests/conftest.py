@@ -78,10 +78,10 @@ def toy_family(monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def toy_run(tmp_path_factory):
+def trained_toy_run(tmp_path_factory):
     """The ``TrainResult`` of one run of ``toy_family.TRAINED`` (checkpoints at steps 10 to 40,
     the newest two kept), trained once for the tests that read a finished run. Its directory,
-    ``toy_run.run_dir``, is shared: a test that trains on in a run copies it first."""
+    ``trained_toy_run.run_dir``, is shared: a test that trains on in a run copies it first."""
     from abc_tf import data
     from abc_tf.runs import training
     from toy_family import TRAINED

@@ -1,6 +1,8 @@
 """Running the project's commands in a fresh Python process, as a user would: the command line,
 its exit code and its one-line errors. Tests run in-process where they can; these are for what
-only a real process shows (exit codes, signals, a fresh interpreter, absl's global flags)."""
+only a real process shows (exit codes, signals, a fresh interpreter, absl's global flags).
+A child that a test will signal says when it is ready by writing a marker file (``hold``), which
+the test awaits with a deadline (``wait_for_marker``): no polling of the child's progress."""
 
 from __future__ import annotations
 
@@ -107,7 +109,7 @@ def wait_for_marker(process: subprocess.Popen, marker, seconds: float = MARKER_S
         if ended or time.monotonic() > deadline:
             process.kill()
             output = "".join(part if isinstance(part, str) else part.decode(errors="replace")
-                             for part in process.communicate() if part)
+                             for part in process.communicate(timeout=60) if part)
             what = f"ended with exit code {process.returncode}" if ended else f"did not get there within {seconds} s"
             raise AssertionError(f"the child process {what} before writing {marker}:\n{output[-3000:]}")
         time.sleep(0.01)

@@ -241,7 +241,8 @@ def test_evaluate_py_compare(runs, tmp_path):
     assert "Disentanglement scores were not computed" in (out / "comparison.md").read_text()
     assert (out / "comparison.png").exists() and "## Probe test accuracy per factor" in result["stdout"]
     for output, (flags, message) in zip(refused, bad):
-        assert output["code"] == 2 and message in output["stderr"] and "Traceback" not in output["stderr"], output["stderr"][-2000:]
+        stderr = output["stderr"]
+        assert output["code"] == 2 and message in stderr and "Traceback" not in stderr, stderr[-2000:]
 
 
 def test_a_score_skipped_for_every_row_is_said_once(compared):

@@ -79,9 +79,9 @@ def test_config_history_appends_each_accepted_change_and_survives_damage(tmp_pat
     assert [entry["step"] for entry in json.load(open(history_path))] == [60]  # restarted, not stopped
 
 
-def test_rerunning_with_another_config_is_refused(tmp_path, toy_run):
+def test_rerunning_with_another_config_is_refused(tmp_path, trained_toy_run):
     run_dir = str(tmp_path / "run")
-    shutil.copytree(toy_run.run_dir, run_dir)  # a finished run of toy_family.TRAINED, trained once per session
+    shutil.copytree(trained_toy_run.run_dir, run_dir)  # a finished run of toy_family.TRAINED, trained once per session
     with pytest.raises(ValueError, match="different config \\(temperature: 0.1 -> 0.5"):
         training.train(TRAINED.replace(temperature=0.5), run_dir, verbose=0)
 

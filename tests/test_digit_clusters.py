@@ -15,7 +15,7 @@ import pytest
 from abc_tf.config import get_preset
 from abc_tf.data import mnist
 from abc_tf.evaluation import digit_clusters
-from abc_tf.runs import training
+from abc_tf.runs import checkpoint_run, training
 from abc_tf.runs.run_dir import load_run
 
 
@@ -93,8 +93,8 @@ def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
     # A plain graph: the preset's XLA compile takes seconds on a CPU (tests/test_methods.py compiles it).
-    config = get_preset("mnist_elastic_infogan_quick").replace(data_path=path, steps=2, log_every=2, batch_size=16,
-                                                                class_split=1, jit_compile=False)
+    config = get_preset("mnist_elastic_infogan_quick").replace(data_path=path, log_every=2, batch_size=16,
+                                                                class_split=1, jit_compile=False, steps=4)
     training.train(config, str(tmp_path / "run"), verbose=0)
     run = load_run(str(tmp_path / "run"))
     cache = str(tmp_path / "cache")
@@ -124,3 +124,9 @@ def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist
     monkeypatch.setattr(digit_clusters, "train_classifier", lambda *args, **kwargs: pytest.fail("retrained"))
     again = digit_clusters.evaluate_run(run, str(tmp_path / "eval2"), per_code=6, cache_dir=cache)
     assert again["classifier"]["test_accuracy"] == result["classifier"]["test_accuracy"]
+    # A checkpoint's evaluation (learning curves) reports the prior of its own step, not the run's last.
+    early = checkpoint_run.load_checkpoint_run(str(tmp_path / "run"), 2)
+    at_two = digit_clusters.evaluate_run(early, str(tmp_path / "eval3"), per_code=6, cache_dir=cache)["prior"]
+    assert result["prior"]["step"] == 4 and [entry["step"] for entry in result["prior"]["history"]] == [2, 4]
+    assert at_two["step"] == 2 and at_two["history"] == result["prior"]["history"][:1]
+    assert at_two["prior"] == at_two["history"][0]["prior"]

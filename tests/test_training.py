@@ -27,8 +27,8 @@ from toy_family import CONFIG as TOY, TRAINED
 pytestmark = pytest.mark.usefixtures("toy_family")
 
 
-def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(toy_run):
-    result, run_dir = toy_run, toy_run.run_dir  # toy_family.TRAINED, trained once per session
+def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy_run):
+    result, run_dir = trained_toy_run, trained_toy_run.run_dir  # toy_family.TRAINED, trained once per session
     assert len(result.history["loss"]) == 4
     assert result.final_step == 40
     assert result.history["loss"][-1] < result.history["loss"][0]

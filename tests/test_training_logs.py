@@ -39,15 +39,15 @@ def test_the_stop_names_the_step_and_what_the_run_directory_keeps(tmp_path, monk
     assert error.value.checkpoint_step == 5
 
 
-def test_learning_rate_schedule_is_logged(toy_run):
-    result = toy_run  # toy_family.TRAINED (TOY halving the learning rate every 20 steps), trained once per session
+def test_learning_rate_schedule_is_logged(trained_toy_run):
+    result = trained_toy_run  # toy_family.TRAINED: TOY halving the learning rate every 20 steps
     # Logged at the end of steps 10, 20, 30, 40; halved at 20 and 40 (float32's 1e-3 times powers
     # of 2: 6e-8 from these).
     np.testing.assert_allclose(result.history["learning_rate"], [1e-3, 5e-4, 5e-4, 2.5e-4], rtol=1e-6)
 
 
-def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_good_checkpoint(tmp_path, toy_run):
-    good = keras.models.load_model(os.path.join(toy_run.run_dir, "encoder.keras")).get_weights()
+def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_good_checkpoint(tmp_path, trained_toy_run):
+    good = keras.models.load_model(os.path.join(trained_toy_run.run_dir, "encoder.keras")).get_weights()
     # Huge learning rate at a tiny temperature diverges.
     diverging = TOY.replace(learning_rate=1e9, temperature=1e-3, seed=4)
     with pytest.raises(training_logs.NonFiniteLossError, match="The loss became nan at step .*no checkpoint had been written"):

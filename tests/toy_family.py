@@ -18,8 +18,8 @@ CONFIG = ExperimentConfig(
     name="toy", data="toy", model="s4", embedding_dim=8, set_size=12, pairs_per_step=2,
     learning_rate=1e-3, temperature=0.1, steps=40, log_every=10, seed=3,
 )
-# The finished run that tests only read, trained once per session (the ``toy_run`` fixture of
-# tests/conftest.py): CONFIG with the learning rate halved at steps 20 and 40.
+# The finished run that tests only read, trained once per session (the ``trained_toy_run``
+# fixture of tests/conftest.py): CONFIG with the learning rate halved at steps 20 and 40.
 TRAINED = CONFIG.replace(lr_halving_steps=20)
 
 

@@ -306,6 +306,11 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
         if os.path.isfile(file):
             with open(file) as handle:
                 result[name[: -len(".json")]] = json.load(handle)
+    if result.get("prior") and run.step is not None:  # a checkpoint (learning curves): the prior of its step
+        history = [entry for entry in result["prior"]["history"] if entry["step"] <= run.step]
+        at_step = [entry["prior"] for entry in history if entry["step"] == run.step]
+        # A step the callback did not log (none: checkpoints fall on log steps) leaves no prior to report.
+        result["prior"] = {**result["prior"], "step": run.step, "history": history, "prior": at_step[0]} if at_step else None
     if result.get("prior"):
         plot_prior(result["prior"], os.path.join(out_dir, PRIOR_FIGURE), f"{config.method}: the class prior")
         result.setdefault("figures", []).append(PRIOR_FIGURE)
