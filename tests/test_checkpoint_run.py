@@ -48,3 +48,12 @@ def test_the_last_checkpoint_holds_the_finished_run_s_networks_and_an_earlier_on
     first = checkpoint_run.load_checkpoint_run(toy_run, 10)
     assert any(not np.array_equal(a, b) for a, b in zip(first.encoder.get_weights(), last.encoder.get_weights()))
     assert first.network("no_such_network") is None
+
+
+def test_restoring_a_step_the_run_does_not_keep_names_the_steps_kept(toy_run, toy_family):
+    from abc_tf.runs import checkpoints
+
+    model = training.build_model(TOY)
+    with pytest.raises(ValueError, match=r"has no checkpoint of step 15 \(steps kept: 10, 20, 30, 40\)"):
+        checkpoints.restore(model, toy_run, step=15)
+    assert checkpoints.restore(model, toy_run, step=20) == 20

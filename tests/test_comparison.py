@@ -5,6 +5,7 @@ seeds aggregated, the noise rule per method, the untrained row, clear errors."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import os
 
@@ -35,6 +36,10 @@ TINY = comparison.ComparisonSettings(
     preset="tiny",
     score_names=("beta_vae", "factor_vae", "mig", "sap"),
 )
+# For tests of which rows a comparison makes (the measures themselves: TINY above): the rows'
+# embeddings, their 1-NN and k-means scores and the methods' own measures, no MINE, probes or scores.
+EMBEDDINGS_ONLY = comparison.ComparisonSettings(dataclasses.replace(TINY.isolation, mine=None, probe=None), scores=None,
+                                                preset="none")
 BASE = ExperimentConfig(embedding_dim=4, set_size=8, steps=2, log_every=1, inactive_factors="wall_hue",
                         temperature=0.25)
 
@@ -182,8 +187,7 @@ def test_a_row_may_embed_with_another_network_of_its_run(runs, tmp_path):
     training.untrained_encoder(BASE.replace(embedding_dim=3)).save(str(run_dir / "appearance.keras"))
     rows = comparison.rows_of([f"{run_dir}@appearance", str(run_dir)])
     assert [(row.label, row.network) for row in rows] == [("two_spaces@appearance", "appearance"), ("two_spaces", "encoder")]
-    settings = comparison.ComparisonSettings(TINY.isolation, scores=None, preset="none")
-    result = comparison.compare([f"{run_dir}@appearance"], str(tmp_path / "out"), settings, log=lambda line: None)
+    result = comparison.compare([f"{run_dir}@appearance"], str(tmp_path / "out"), EMBEDDINGS_ONLY, log=lambda line: None)
     assert result["rows"][0]["embedding_dim"] == 3 and result["rows"][0]["method"] == "abc (appearance)"
     with pytest.raises(ValueError, match="has no network 'perspective'"):
         comparison.rows_of([f"{run_dir}@perspective"])
@@ -200,9 +204,8 @@ def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp
     spec = "+".join(str(tmp_path / f"split_{split}" / "gan") for split in (0, 1))
     rows = comparison.rows_of([spec])
     assert rows[0].label == "gan" and len(rows[0].run_dirs) == 2
-    settings = comparison.ComparisonSettings(TINY.isolation, scores=None, preset="none")
     result = comparison.compare([spec, spec + "+" + str(tmp_path / "split_2" / "gan")], str(tmp_path / "out"),
-                                settings, log=lambda line: None)
+                                EMBEDDINGS_ONLY, log=lambda line: None)
     two, three = result["rows"]
     assert two["num_runs"] == 2 and two["method_measures"]["NMI (code vs digit)"]["mean"] == pytest.approx(0.5)
     assert two["method_measures_missing"] == 0
@@ -221,9 +224,9 @@ def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp
 
 def test_evaluate_py_compare(runs, tmp_path):
     out = tmp_path / "out"
+    # The probes only (MINE in a comparison: the tests above).
     compare = [f"--compare={runs / 'abc_seeds'}", "--compare_untrained", f"--output_dir={out}", "--num_images=48",
-               "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256", "--probe_epochs=1",
-               "--disentanglement=none"]
+               "--mine_steps=0", "--probe_epochs=1", "--disentanglement=none"]
     bad = (
         ([f"--compare={runs / 'abc_seeds'}"], "--compare needs --output_dir"),
         ([f"--compare={tmp_path / 'missing'}", f"--output_dir={out}"], "is not a directory"),

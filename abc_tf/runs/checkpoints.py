@@ -319,12 +319,12 @@ def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
     """
     directory = checkpoint_dir(run_dir)
     saved = list_checkpoints(run_dir)
-    if step is not None:
-        chosen = [(kept, prefix) for kept, prefix in saved if kept == step]
-        if not chosen:
-            kept = ", ".join(str(kept) for kept, _ in saved) or "none"
-            raise ValueError(f"{directory} has no checkpoint of step {step} (steps kept: {kept}).")
-        saved = chosen
+    asked = step  # the loop below reuses the name for each checkpoint's step
+    if asked is not None:
+        saved = [(kept, prefix) for kept, prefix in saved if kept == asked]
+        if not saved:
+            kept = ", ".join(str(kept) for kept, _ in list_checkpoints(run_dir)) or "none"
+            raise ValueError(f"{directory} has no checkpoint of step {asked} (steps kept: {kept}).")
     if not saved:
         return 0
     build_optimizers(model)  # the optimizers' slots must exist before their state can be loaded into them
@@ -349,8 +349,8 @@ def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
                 "to resume from the one before it."
             )
         return step
-    if step is not None:
-        raise ValueError(f"The checkpoint of step {step} in {directory} could not be read (see the warning above).")
+    if asked is not None:
+        raise ValueError(f"The checkpoint of step {asked} in {directory} could not be read (see the warning above).")
     raise ValueError(
         f"No checkpoint in {directory} could be read (see the warnings above); "
         "remove the folder to train from the start."
