@@ -13,6 +13,18 @@ import tensorflow as tf
 from abc_tf.runs import checkpoints, preemption
 
 
+@pytest.fixture(autouse=True)
+def signals_as_in_a_terminal():
+    """Python's own SIGINT and SIGTERM handlers for each test, whatever the process started
+    with: a shell starts a background job (CI, nohup) with SIGINT ignored, and a run leaves an
+    ignored signal ignored (tested below)."""
+    previous = {number: signal.signal(number, handler) for number, handler in
+                ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL))}
+    yield
+    for number, handler in previous.items():
+        signal.signal(number, handler)
+
+
 class SignalAt(keras.callbacks.Callback):
     """Raises ``signals`` in this process at the end of optimizer step ``step`` (or at the end of
     that epoch with ``at_epoch_end``)."""
