@@ -155,16 +155,8 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     run_dir, marker = tmp_path / "run", tmp_path / "at_step_6"
     flags = [*TOY_FLAGS, "--learning_rate=1e-3", "--steps=100000", "--log_every=5", f"--output_dir={run_dir}"]
     # Held at step 6, after its first checkpoint, until the interrupt lands: no race with the run.
-    process = start_code(RESTORE_CTRL_C + TRAIN_TOY_HELD_AT_STEP, "6", str(marker), *flags, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_marker(process, marker)
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 130, stderr[-3000:]
+    returncode, stderr = signal_held_run(RESTORE_CTRL_C + TRAIN_TOY_HELD_AT_STEP, 6, marker, flags, signal.SIGINT)
+    assert returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr
     assert "Interrupted; " in stderr and "Run the same command again to resume from it." in stderr
     assert checkpoints.list_checkpoints(str(run_dir))
@@ -179,6 +171,20 @@ TRAIN_TOY_HELD_AT_STEP = (
     "callbacks.evaluation_callbacks = lambda config, run_dir: [HoldAtStep(step, marker)]; "
     "import train; sys.argv[0] = 'train.py'; app.run(train.main)"
 )
+
+
+def signal_held_run(code: str, step: int, marker, flags: list[str], signal_number: int) -> tuple[int, str]:
+    """Runs ``code`` (a train.py held at ``step``, see TRAIN_TOY_HELD_AT_STEP) in a child, sends it
+    ``signal_number`` once it holds there, and returns its exit code and stderr."""
+    process = start_code(code, str(step), str(marker), *flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_marker(process, marker)
+        process.send_signal(signal_number)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, stderr
 
 
 def scalars(log_dir, tag: str) -> dict[int, float]:
@@ -196,16 +202,8 @@ def test_sigterm_stops_at_the_step_end_with_its_checkpoint_and_the_same_command_
     run_dir, marker = tmp_path / "run", tmp_path / "at_step_7"
     flags = [*TOY_FLAGS, "--learning_rate=1e-3", "--lr_halving_steps=8", "--steps=20", "--log_every=5",
              "--keep_checkpoints=5", f"--output_dir={run_dir}"]
-    process = start_code(TRAIN_TOY_HELD_AT_STEP, "7", str(marker), *flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
-    try:
-        wait_for_marker(process, marker)
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert_one_clear_error(process.returncode, stderr, f"train.py: error: Stopped by SIGTERM; {run_dir} keeps its checkpoint at "
+    returncode, stderr = signal_held_run(TRAIN_TOY_HELD_AT_STEP, 7, marker, flags, signal.SIGTERM)
+    assert_one_clear_error(returncode, stderr, f"train.py: error: Stopped by SIGTERM; {run_dir} keeps its checkpoint at "
                            "step 7, the step it reached. Run the same command again to resume from it.", expected_code=143)
     assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [5, 7]
 
