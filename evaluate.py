@@ -47,6 +47,8 @@ import sys
 
 from absl import app, flags
 
+from abc_tf import json_files  # no TensorFlow: --help stays fast
+
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string("run_dir", None, "Run directory written by train.py (config.json, encoder.keras), or a folder of seed_<k> runs.")
@@ -153,9 +155,7 @@ def add_disentanglement(encoder, config, out_dir: str, metrics: dict, untrained:
 
 def _write_json(path: str, value) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".tmp", "w") as handle:
-        json.dump(value, handle, indent=2, sort_keys=True)
-    os.replace(path + ".tmp", path)
+    json_files.write_json(path, value, sort_keys=True)
 
 
 def evaluate_factors(run, out_dir: str, settings) -> dict:

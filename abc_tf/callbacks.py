@@ -27,6 +27,7 @@ from abc_tf import data, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import factor_isolation, histogram_mi, mine, noise, plots, probes
 from abc_tf.methods.base import to_float_images
+from abc_tf.methods.monitor import TrainingMonitor
 from abc_tf.runs.run_dir import ENCODER, embed
 
 LOG_SUBDIR = "isolation"  # under run_dir/logs, next to Keras' train/ folder
@@ -40,7 +41,7 @@ CHEAP_PROBES = probes.ProbeSettings(epochs=10, batch_size=128)
 CHEAP_MINE = mine.MineSettings(learning_rate=1e-3, steps=300, eval_samples=16_384)
 
 
-class FactorIsolationCallback(keras.callbacks.Callback):
+class FactorIsolationCallback(TrainingMonitor):
     """Every ``every_steps`` optimizer steps: per-factor probes (and MINE) to TensorBoard.
 
     Args:
@@ -76,7 +77,7 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         sprite_size: int = 32,
         seed: int = 0,
     ):
-        super().__init__()
+        super().__init__(log_dir)  # it measures on its own schedule (_maybe_measure)
         if every_steps < 0:
             raise ValueError(f"every_steps must be >= 0 (0: only at the end of training), got {every_steps}.")
         factors = np.asarray(factors)
@@ -90,7 +91,6 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         self.factors = factors
         self.names = list(names)
         self.length_scale = None if length_scale is None else float(length_scale)
-        self.log_dir = log_dir
         self.every_steps = int(every_steps)
         self.inactive = list(inactive)
         self.num_classes = num_classes
@@ -99,16 +99,12 @@ class FactorIsolationCallback(keras.callbacks.Callback):
         self.projector_points = int(projector_points)
         self.sprite_size = int(sprite_size)
         self.seed = seed
-        self._writer = None
         self._mine: mine.MineEstimator | None = None
         self._next_step = 0
         self.history: list[dict] = []  # every measurement, also returned to Python callers
 
     def _encoder(self) -> keras.Model:
         return self.model.networks()[ENCODER]
-
-    def _step(self) -> int:
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
 
     def measure(self, step: int) -> dict:
         """Embeds the sample, computes the measures and writes them at ``step``; returns them."""
@@ -136,15 +132,13 @@ class FactorIsolationCallback(keras.callbacks.Callback):
             record["histogram"] = dict(zip(self.names, histogram_mi.histogram_mutual_information(noisy, self.factors)))
         figure = plots.plot_embeddings_pca(embeddings, self.factors, self.names, title=f"step {step}", seed=self.seed)
         png = plots.figure_to_png(figure)
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(self.log_dir)
-        with self._writer.as_default(step=step):
+        with self.writer.as_default(step=step):
             tf.summary.scalar("isolation/embedding_spread", record["spread"])
             for measure in ("probe_accuracy", "mine", "histogram"):
                 for name, value in record.get(measure, {}).items():
                     tf.summary.scalar(f"isolation/{measure}/{name}", float(value))
             tf.summary.image("isolation/embeddings_pca", tf.image.decode_png(png)[tf.newaxis])
-        self._writer.flush()
+        self.writer.flush()
         self.history.append(record)
         self._last_embeddings = embeddings
         return record
@@ -152,7 +146,7 @@ class FactorIsolationCallback(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         if not self.every_steps:
             return
-        step = self._step()
+        step = self.step()
         # A resumed run continues the schedule where it left off.
         self._next_step = step
         self._maybe_measure()
@@ -162,13 +156,13 @@ class FactorIsolationCallback(keras.callbacks.Callback):
             self._maybe_measure()
 
     def _maybe_measure(self) -> None:
-        step = self._step()
+        step = self.step()
         if step >= self._next_step:
             self.measure(step)
             self._next_step = (step // self.every_steps + 1) * self.every_steps
 
-    def on_train_end(self, logs=None):
-        step = self._step()
+    def finish(self) -> None:
+        step = self.step()
         if not self.history or self.history[-1]["step"] != step:
             self.measure(step)
         if self.projector_points:
@@ -176,9 +170,6 @@ class FactorIsolationCallback(keras.callbacks.Callback):
                 self.log_dir, self._last_embeddings[: self.projector_points], self.factors[: self.projector_points],
                 self.names, self.images[: self.projector_points], self.sprite_size,
             )
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
 
 
 def _sprite(images: np.ndarray, size: int) -> np.ndarray:

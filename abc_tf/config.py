@@ -55,7 +55,7 @@ class ExperimentConfig:
     # Shapes3D (SPEC.md sections 3 and 6).
     inactive_factors: str = _field("wall_hue", "Factors fixed within a set, comma separated. Shapes3D: names or the authors' digits; yaleb: 'person,pose' (illumination active) or 'person' (pose and illumination active).")
     curate_both_sets: bool = _field(True, "Curate set B like set A (False: set B unconstrained, drawn from the whole data set).")
-    augmentation_baseline: bool = _field(False, "Double-augmentation baseline instead of curated sets: unconstrained sets and their second views. Shapes3D: random_hue(0.5), --method=contrastive; MNIST: Elastic-InfoGAN's augmentation T (the authors' rotation and zoom), --method=abc or contrastive.")
+    augmentation_baseline: bool = _field(False, "Double-augmentation baseline instead of curated sets: unconstrained sets and their second views, no set B, for --method=abc or contrastive. Shapes3D: random_hue(0.5) (the paper's Fig. 3c baseline is contrastive); MNIST: Elastic-InfoGAN's augmentation T (the authors' rotation and zoom).")
     sample_with_replacement: bool = _field(False, "Allow repeated images inside a set (needed when set_size exceeds the distinct images that share the inactive values).")
     data_in_memory: bool = _field(False, "Shapes3D h5: read all images into RAM first (5.9 GB for the real file) instead of reading each set from disk.")
     # MNIST (SPEC.md section 3).

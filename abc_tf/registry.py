@@ -7,14 +7,25 @@ import importlib
 from typing import Any, Iterable
 
 
-def resolve(registry: dict[str, str], name: str, kind: str, declaration_type: type, default_attribute: str) -> Any:
+def load(reference: str, default_attribute: str = "") -> Any:
+    """What ``reference`` names, its module imported now: ``"module:ATTRIBUTE"``, or ``"module"``
+    for its ``default_attribute``."""
+    module_name, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module_name), attribute or default_attribute)
+
+
+def resolve(registry: dict[str, str], name: str, kind: str, declaration_type: str, default_attribute: str) -> Any:
     """The declaration registered as ``name``: ``registry[name]`` is ``"module"`` (its
-    ``default_attribute``) or ``"module:ATTRIBUTE"``. ValueError naming the known names."""
+    ``default_attribute``) or ``"module:ATTRIBUTE"``. ValueError naming the known names.
+
+    ``declaration_type`` ("module:CLASS", the type every declaration must be) is named the same
+    way and loaded with the first declaration, so importing a registry imports none of the
+    modules it names: ``train.py --help`` answers without TensorFlow.
+    """
     if name not in registry:
         raise ValueError(f"Unknown {kind} {name!r}; choose one of: {', '.join(sorted(registry))}.")
-    module_name, _, attribute = registry[name].partition(":")
-    declared = getattr(importlib.import_module(module_name), attribute or default_attribute)
-    if not isinstance(declared, declaration_type) or declared.name != name:
+    declared = load(registry[name], default_attribute)
+    if not isinstance(declared, load(declaration_type)) or declared.name != name:
         raise TypeError(f"{registry[name]} does not declare the {kind} {name!r}.")
     return declared
 

@@ -12,13 +12,12 @@ near zero: the training is meant to drop the inactive factors (SPEC.md section 4
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Sequence
 
 import numpy as np
 
-from abc_tf import data
+from abc_tf import data, json_files
 from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
 from abc_tf.data.family import quantile_bins
 from abc_tf.evaluation import factor_isolation, label_information, mine, plots, probes
@@ -107,9 +106,7 @@ def format_table(summary: dict) -> str:
 def write(run_dir: str, summary: dict) -> tuple[str, str]:
     """Writes the JSON and the figure (MI and probe accuracy per factor) into ``run_dir``."""
     json_path = os.path.join(run_dir, SUMMARY_JSON)
-    with open(json_path + ".tmp", "w") as handle:
-        json.dump(summary, handle, indent=2)
-    os.replace(json_path + ".tmp", json_path)
+    json_files.write_json(json_path, summary)
     png_path = os.path.join(run_dir, SUMMARY_PNG)
     plots.plot_factor_summary(
         summary["factors"], png_path,

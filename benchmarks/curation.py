@@ -14,28 +14,25 @@ value:
 The training-step side times ``ABCModel.fit`` with the S3 encoder on a fixed in-memory batch
 of two sets of 32 (the shapes3d preset), so images/s consumed = 64 x steps/s.
 
-  python benchmarks/curation.py [--scan_sets 4] [--no_write]
+  python -m benchmarks.curation [--scan_sets 4] [--no_write]
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import keras
+import numpy as np
+import tensorflow as tf
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-import models  # noqa: E402
-from abc_tf.config import get_preset  # noqa: E402
-from abc_tf.data import sets  # noqa: E402
-from abc_tf.data import shapes3d as s3d  # noqa: E402
-from abc_tf.data.render import shapes3d as render  # noqa: E402
-from abc_tf.methods.abc_model import ABCModel  # noqa: E402
-from benchmarks.report import argument_parser, load_line, machine_line, publish  # noqa: E402
+import models
+from abc_tf.config import get_preset
+from abc_tf.data import sets
+from abc_tf.data import shapes3d as s3d
+from abc_tf.data.render import shapes3d as render
+from abc_tf.methods.abc_model import ABCModel
+from benchmarks.report import argument_parser, load_line, machine_line, publish
 
 SET_SIZE = 32
 CONFIGURATIONS = (
@@ -191,7 +188,7 @@ def main() -> None:
         "",
         load_line(load_start, "; other jobs share it, so absolute rates vary; the ratios are within one run"),
         "",
-        "Command: `python benchmarks/curation.py`",
+        "Command: `python -m benchmarks.curation`",
     ]
     publish("Shapes3D curation and rendering", "\n".join(lines), not args.no_write)
 

@@ -15,24 +15,21 @@ sets/s: ids only (no images), 10^4 sets per call and one set per call (as the pi
 draws them); the best of three windows of ``--seconds``. Memory: ``tracemalloc`` peak over a call (numpy reports its buffers to it), so
 it counts what the call allocates, not the process.
 
-  python benchmarks/curation_scaling.py [--seconds 1.0] [--no_write]
+  python -m benchmarks.curation_scaling [--seconds 1.0] [--no_write]
 """
 
 from __future__ import annotations
 
 import math
 import os
-import sys
 import time
 import tracemalloc
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from abc_tf.data import sets  # noqa: E402
-from abc_tf.data import shapes3d as s3d  # noqa: E402
-from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish  # noqa: E402
+from abc_tf.data import sets
+from abc_tf.data import shapes3d as s3d
+from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish
 
 SET_SIZE = 32
 SETS_PER_CALL = 10_000
@@ -181,7 +178,7 @@ def main() -> None:
         "",
         load_line(load_start),
         "",
-        "Command: `python benchmarks/curation_scaling.py`",
+        "Command: `python -m benchmarks.curation_scaling`",
     ]
     paths = [os.path.join(FIGURES, f"curation_scaling_{name}.png") for name in ("rate", "memory")]
     publish("Set curation against data-set size", "\n".join(lines), not args.no_write, lambda: plot(rows, *paths))

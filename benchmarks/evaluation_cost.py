@@ -14,23 +14,20 @@ the values:
   of E epochs (E x N about 1.3 million samples), extrapolated to the default 30.
 - histogram MI (``histogram_mutual_information``, D <= 3 only): one estimate.
 
-  python benchmarks/evaluation_cost.py [--mine_steps 300] [--no_write]
+  python -m benchmarks.evaluation_cost [--mine_steps 300] [--no_write]
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from abc_tf.data.shapes3d import FACTOR_SIZES  # noqa: E402
-from abc_tf.evaluation import histogram_mi, mine, noise, probes  # noqa: E402
-from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish  # noqa: E402
+from abc_tf.data.shapes3d import FACTOR_SIZES
+from abc_tf.evaluation import histogram_mi, mine, noise, probes
+from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish
 
 SAMPLES = (16_384, 65_536, 262_144)
 DIMS = (8, 64, 256)
@@ -227,7 +224,7 @@ def main() -> None:
             f"The whole benchmark took {total / 60:.1f} min. "
             + load_line(load_start, " shared with other jobs, so absolute times vary"),
             "",
-            f"Command: `python benchmarks/evaluation_cost.py --mine_steps {args.mine_steps}`",
+            f"Command: `python -m benchmarks.evaluation_cost --mine_steps {args.mine_steps}`",
         ]
     )
 

@@ -1,6 +1,6 @@
 """The one-command GPU benchmark: ABC training speed on an NVIDIA GPU, written to BENCHMARKS.md.
 
-  python benchmarks/gpu.py [--backend=auto|tensorflow|jax] [--data_path=MNIST] [--no_write]
+  python -m benchmarks.gpu [--backend=auto|tensorflow|jax] [--data_path=MNIST] [--no_write]
 
 Two ways to reach the GPU, chosen by ``--backend`` (``auto``: TensorFlow if it sees a GPU,
 else JAX if it does):
@@ -19,7 +19,7 @@ else JAX if it does):
 
 On a machine with no GPU it says so and exits 0. It runs in about 5 minutes on an H100.
 
-  python benchmarks/gpu.py --make_batches=.gpu/mnist_batches.npz --data_path=../shared/data/mnist
+  python -m benchmarks.gpu --make_batches=.gpu/mnist_batches.npz --data_path=../shared/data/mnist
 """
 
 from __future__ import annotations
@@ -33,10 +33,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from benchmarks.report import write_section  # noqa: E402
+from benchmarks.report import ROOT, write_section
 
 PAPER_K80_SECONDS_PER_EPOCH = 47.8  # supplement Table S2
 PAPER_V100_500_STEPS_SECONDS = 30.0  # supplement S8.2: "under 30 seconds on a Tesla V100"
@@ -47,7 +44,8 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
 def run_child(arguments: list[str], env: dict | None = None) -> dict:
-    """Runs a benchmark child process and returns its ``RESULT{json}`` line, or the failure."""
+    """Runs ``python ARGUMENTS`` from the repository root (a benchmark child: ``-m benchmarks.NAME ...``)
+    and returns its ``RESULT{json}`` line, or the failure."""
     completed = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, env=env or ENV, cwd=ROOT)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
     if completed.returncode or not lines:
@@ -109,7 +107,7 @@ def tensorflow_sections(data_path: str) -> dict[str, str]:
 
     results = []
     for name in TF_EXPERIMENTS:
-        result = run_child([os.path.join(ROOT, "benchmarks", "run_all.py"), "--child", name, "--steps", "30", "--rounds", "2"])
+        result = run_child(["-m", "benchmarks.run_all", "--child", name, "--steps", "30", "--rounds", "2"])
         results.append({"experiment": name, "skipped": f"failed: {result['failed']}"} if "failed" in result else result)
     lines = [machine_line(), f"GPU: {gpu_name()}.", "", "| MNIST (S4, two stacks of 64) | s/epoch | vs paper's 47.8 s (K80) |",
              "|---|---|---|"]
@@ -130,16 +128,15 @@ def tensorflow_sections(data_path: str) -> dict[str, str]:
         shown = " ".join(flags) or "(preset)"
         lines.append(f"| {shown} | {wall:.1f} | {wall / PAPER_V100_500_STEPS_SECONDS:.2f} |" if completed.returncode == 0
                      else f"| {shown} | failed: {completed.stderr.strip().splitlines()[-1:]} | |")
-    lines += ["", "Command: `python benchmarks/gpu.py --backend=tensorflow" + (f" --data_path={data_path}`" if data_path else "`")]
+    lines += ["", "Command: `python -m benchmarks.gpu --backend=tensorflow" + (f" --data_path={data_path}`" if data_path else "`")]
     return {"Benchmark suite (GPU)": run_all.tables(results, 30, 2), "GPU benchmark (TensorFlow)": "\n".join(lines)}
 
 
 def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EXPERIMENTS) -> str:
     env = {**ENV, "KERAS_BACKEND": "jax"}
-    script = os.path.join(ROOT, "benchmarks", "gpu_keras.py")
     results = []
     for name in experiments:
-        arguments = [script, f"--experiment={name}", f"--seconds={seconds}"]
+        arguments = ["-m", "benchmarks.gpu_keras", f"--experiment={name}", f"--seconds={seconds}"]
         if name == "mnist" and batches:
             arguments.append(f"--batches={batches}")
         results.append(run_child(arguments, env) | {"experiment": name})
@@ -189,7 +186,7 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
         steps = get_preset("pose_lookup_car").steps
         lines += ["", f"The paper's pose run (S5, ResNet50V2 to conv4 + head, 128 px, 512 images a step, {steps:,} steps) "
                   f"would take {steps / best['steps_per_s'] / 60:.0f} min at the {best['precision']} rate."]
-    lines += ["", "Command: `python benchmarks/gpu.py --backend=jax --batches=.gpu/mnist_batches.npz` (batches made with "
+    lines += ["", "Command: `python -m benchmarks.gpu --backend=jax --batches=.gpu/mnist_batches.npz` (batches made with "
               "`--make_batches` from the IDX files of ../shared/data/mnist)."]
     return "\n".join(lines)
 
@@ -221,8 +218,8 @@ def scaling_body(results: list[dict]) -> str:
                          f"{row['pairs']} | {row['set_size']} | {row['images_per_step']} | {row['steps_per_s']:.1f} | "
                          f"{row['images_per_s']:,.0f} | {f'{1e3 * loss_s:.2f}' if loss_s else '-'} | {share} | {row['peak_memory_mb']:,.0f} |")
     lines += ["", "![images/s against images per step](docs/figures/benchmarks/gpu_training_scaling.png)",
-              "", "Command: `python benchmarks/gpu.py --backend=jax --scaling` (children: "
-              + "; ".join(f"`gpu_keras.py --experiment={name} --scaling --precisions={p} --seconds=1 --budget_s=150`" for name, p in SCALING_RUNS.items())
+              "", "Command: `python -m benchmarks.gpu --backend=jax --scaling` (children: "
+              + "; ".join(f"`python -m benchmarks.gpu_keras --experiment={name} --scaling --precisions={p} --seconds=1 --budget_s=150`" for name, p in SCALING_RUNS.items())
               + ")"]
     return "\n".join(lines)
 
@@ -271,7 +268,7 @@ def main() -> None:
         return
     if args.scaling:
         env = {**ENV, "KERAS_BACKEND": "jax"}
-        results = [run_child([os.path.join(ROOT, "benchmarks", "gpu_keras.py"), f"--experiment={name}", "--scaling",
+        results = [run_child(["-m", "benchmarks.gpu_keras", f"--experiment={name}", "--scaling",
                               f"--precisions={precisions}", "--seconds=1", "--budget_s=150"], env) for name, precisions in SCALING_RUNS.items()]
         sections = {"GPU training cost against set size and pairs (Keras 3 on JAX)": scaling_body(results)}
         if not args.no_write:

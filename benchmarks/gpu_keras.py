@@ -6,35 +6,32 @@ hardware gives the same architectures and loss: the encoders of ``models`` (pure
 layers of the paper's tables) and the ABC loss restated in ``keras.ops`` below (the tests check
 it against ``abc_tf.losses``), trained with Adam by one jitted stateless step, so every figure
 is XLA-compiled. What it leaves out is TensorFlow's own path (``ABCModel.fit``, tf.data), which
-``benchmarks/gpu.py --backend=tensorflow`` measures on a GPU machine with TensorFlow.
+``python -m benchmarks.gpu --backend=tensorflow`` measures on a GPU machine with TensorFlow.
 
 It runs one experiment per process (so the peak device memory belongs to that experiment) and
 prints one ``RESULT{json}`` line; ``benchmarks/gpu.py`` starts it and writes the section.
 
-  KERAS_BACKEND=jax python benchmarks/gpu_keras.py --experiment=mnist [--batches=FILE.npz]
+  KERAS_BACKEND=jax python -m benchmarks.gpu_keras --experiment=mnist [--batches=FILE.npz]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
 try:  # the step is JAX's; the loss restatement alone is also imported (and tested) under TensorFlow
     import jax
 except ImportError:
     jax = None
-from keras import ops  # noqa: E402
+from keras import ops
 
-import models  # noqa: E402
-from abc_tf.config import get_preset  # noqa: E402
+import models
+from abc_tf.config import get_preset
 
 # Image shape of each experiment's data family (the families themselves need TensorFlow).
 IMAGE_SHAPES = {"mnist": (28, 28, 1), "shapes3d": (64, 64, 3)}

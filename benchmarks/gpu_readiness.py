@@ -14,7 +14,7 @@ on gets here, on a GPU and on a CPU without native bfloat16 (abc_tf.runs.precisi
 The MNIST methods train on the procedural digits (``data_source="procedural"``), so the script
 needs no files: the step's cost does not depend on which digits it sees.
 
-  python benchmarks/gpu_readiness.py [--steps 5] [--no_write]
+  python -m benchmarks.gpu_readiness [--steps 5] [--no_write]
 """
 
 from __future__ import annotations
@@ -23,12 +23,8 @@ import argparse
 import json
 import math
 import os
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from benchmarks import report  # noqa: E402
+from benchmarks import report
 
 TITLE = "GPU readiness, checked on the CPU"
 # The preset each method is measured on: its quick preset, or the README's for ABC.
@@ -131,7 +127,7 @@ def table(results: dict, steps: int, load_start: float) -> str:
             f"| {method} | `{preset}` | {verdict(full)} | {rate(full)} | {verdict(mixed)} | "
             f"{'yes' if mixed['loss_scaled'] else 'no'} | {rate(mixed)} |"
         )
-    lines += ["", report.load_line(load_start), "", f"Command: `python benchmarks/gpu_readiness.py --steps {steps}`"]
+    lines += ["", report.load_line(load_start), "", f"Command: `python -m benchmarks.gpu_readiness --steps {steps}`"]
     return "\n".join(lines)
 
 
@@ -151,7 +147,7 @@ def main() -> None:
     load_start = os.getloadavg()[0]
     results = {}
     for method in PRESETS:
-        results[method] = report.run_child(__file__, ["--child", method, "--steps", str(args.steps)])
+        results[method] = report.run_child("benchmarks.gpu_readiness", ["--child", method, "--steps", str(args.steps)])
         print(method, results[method], flush=True)
     report.publish(TITLE, table(results, args.steps, load_start), write=not args.no_write)
 

@@ -19,22 +19,18 @@ only in length) and the cost of its evaluation:
 The data are the procedural MNIST (``data_source="procedural"``), so the benchmark needs no
 files; its images have the real MNIST's shape and type and its splits the real sizes.
 
-  python benchmarks/infogan_speed.py [--steps 10] [--rounds 3] [--no_write]
+  python -m benchmarks.infogan_speed [--steps 10] [--rounds 3] [--no_write]
 """
 
 from __future__ import annotations
 
 import os
 import resource
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from benchmarks import report  # noqa: E402
-from benchmarks.loops import train_step_eager_runner, train_step_fit_runner  # noqa: E402
+from benchmarks import report
+from benchmarks.loops import train_step_eager_runner, train_step_fit_runner
 
 TITLE = "Elastic-InfoGAN training step (CPU)"
 PAPER, QUICK = "mnist_elastic_infogan", "mnist_elastic_infogan_quick"
@@ -257,7 +253,7 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
         "",
         report.load_line(load_start),
         "",
-        f"Command: `python benchmarks/infogan_speed.py --steps {steps} --rounds {rounds}`",
+        f"Command: `python -m benchmarks.infogan_speed --steps {steps} --rounds {rounds}`",
     ]
     return "\n".join(lines)
 
@@ -268,9 +264,10 @@ def main() -> None:
                            lambda setting: peak_memory(setting, 10)):
         return
     load_start = os.getloadavg()[0]
-    result = report.run_child(__file__, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
-    memory = {setting: report.run_child(__file__, ["--child", setting]) for setting in MEMORY_SETTINGS if setting not in result["failed"]}
-    evaluation = report.run_child(__file__, ["--child", "evaluation"])
+    this = "benchmarks.infogan_speed"  # run again in children, each measuring alone
+    result = report.run_child(this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
+    memory = {setting: report.run_child(this, ["--child", setting]) for setting in MEMORY_SETTINGS if setting not in result["failed"]}
+    evaluation = report.run_child(this, ["--child", "evaluation"])
     report.publish(TITLE, table(result, memory, evaluation, args.steps, args.rounds, load_start), write=not args.no_write)
 
 

@@ -16,7 +16,7 @@ with ``malloc_trim`` first), on the first call of its shape (``lookup_pose``: in
 process), since TensorFlow with oneDNN keeps a call's buffers for the next call of the same
 shape; inputs already held are not counted.
 
-  python benchmarks/lookup_scaling.py [--sizes 1000,10000,100000,1000000] [--no_write]
+  python -m benchmarks.lookup_scaling [--sizes 1000,10000,100000,1000000] [--no_write]
 """
 
 from __future__ import annotations
@@ -30,18 +30,16 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import keras
+import numpy as np
+import tensorflow as tf
+from scipy.spatial.transform import Rotation
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-from scipy.spatial.transform import Rotation  # noqa: E402
-
-from abc_tf.runs import export  # noqa: E402
-from abc_tf.config import get_preset  # noqa: E402
-from abc_tf import lookup  # noqa: E402
-from abc_tf.evaluation import pose_accuracy  # noqa: E402
-from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish  # noqa: E402
+from abc_tf.runs import export
+from abc_tf.config import get_preset
+from abc_tf import lookup
+from abc_tf.evaluation import pose_accuracy
+from benchmarks.report import FIGURES, ROOT, argument_parser, load_line, log_log_axes, machine_line, publish
 
 BATCH = 256
 EVAL_QUERIES = 500
@@ -115,8 +113,8 @@ def measure(size: int, dim: int, similarity: str, seconds: float) -> dict:
             row[f"export_{batch}_s"] = timed(call, seconds)
             # TensorFlow (oneDNN) keeps a call's buffers for later calls of the same shape, so
             # the memory of a call is measured on its first call, in a fresh process.
-            command = [sys.executable, os.path.abspath(__file__), "--export_memory", f"{path},{batch},{dim}"]
-            output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            command = [sys.executable, "-m", "benchmarks.lookup_scaling", "--export_memory", f"{path},{batch},{dim}"]
+            output = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT).stdout
             row[f"export_{batch}_mb"] = float(output.split()[-1])
         del model
     finally:
@@ -245,7 +243,7 @@ def main() -> None:
             "",
             load_line(load_start),
             "",
-            f"Command: `python benchmarks/lookup_scaling.py --sizes {args.sizes}`",
+            f"Command: `python -m benchmarks.lookup_scaling --sizes {args.sizes}`",
         ]
     )
     paths = [os.path.join(FIGURES, f"lookup_scaling_{name}.png") for name in ("rate", "memory")]

@@ -6,7 +6,7 @@ pipeline (``abc_tf.data.mnist.make_dataset``), encoder and compiled ``ABCModel.f
 (``abc_tf.runs.training``), after a warm-up that traces the step; the data pipeline alone is
 timed too, to show whether it limits training.
 
-  python benchmarks/mnist_epoch.py [--data_path=/path/to/mnist] [--steps=150] [--repeats=3] [--no_write]
+  python -m benchmarks.mnist_epoch [--data_path=/path/to/mnist] [--steps=150] [--repeats=3] [--no_write]
 """
 
 from __future__ import annotations
@@ -14,17 +14,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import keras
 
-import keras  # noqa: E402
-
-from abc_tf.runs import training  # noqa: E402
-from abc_tf.config import get_preset  # noqa: E402
-from abc_tf.data import mnist  # noqa: E402
-from benchmarks.report import machine_line, write_section  # noqa: E402
+from abc_tf.runs import training
+from abc_tf.config import get_preset
+from abc_tf.data import mnist
+from benchmarks.report import machine_line, write_section
 
 IMAGES_PER_EPOCH = 60_000
 PAPER_SECONDS_PER_EPOCH_K80 = 47.8  # supplement Table S2
@@ -82,7 +79,7 @@ def main() -> None:
     pipeline = pipeline_seconds_per_batch(base, 200)
     print(f"data pipeline alone: {pipeline * 1000:.2f} ms/batch", flush=True)
 
-    command = "python benchmarks/mnist_epoch.py" + (f" --data_path={args.data_path}" if args.data_path else "")
+    command = "python -m benchmarks.mnist_epoch" + (f" --data_path={args.data_path}" if args.data_path else "")
     command += f" --steps={args.steps} --repeats={args.repeats}"
     table = "\n".join(
         f"| {label} | {ms:.1f} | {epoch:.1f} | {best:.1f} | {epoch / PAPER_SECONDS_PER_EPOCH_K80:.2f} |"

@@ -15,21 +15,17 @@ XLA (``jit_compile``) is left out: its CPU convolutions are slower than oneDNN's
 shapes3d row reads 0.9x), and an interleaved PMP run with it did not finish three rounds in
 13 minutes of CPU time.
 
-  python benchmarks/pmp_speed.py [--steps 10] [--rounds 3] [--no_write]
+  python -m benchmarks.pmp_speed [--steps 10] [--rounds 3] [--no_write]
 """
 
 from __future__ import annotations
 
 import os
 import resource
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from benchmarks import report  # noqa: E402
-from benchmarks.loops import train_step_eager_runner, train_step_fit_runner  # noqa: E402
+from benchmarks import report
+from benchmarks.loops import train_step_eager_runner, train_step_fit_runner
 
 EXPERIMENT = "shapes3d_pmp"
 # name: (mixed precision, steps_per_execution); the eager runners are float32.
@@ -251,7 +247,7 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         "",
         report.load_line(load_start),
         "",
-        f"Command: `python benchmarks/pmp_speed.py --steps {steps} --rounds {rounds}`",
+        f"Command: `python -m benchmarks.pmp_speed --steps {steps} --rounds {rounds}`",
     ]
     return "\n".join(lines)
 
@@ -262,8 +258,9 @@ def main() -> None:
                            lambda setting: peak_memory(setting, 10)):
         return
     load_start = os.getloadavg()[0]
-    result = report.run_child(__file__, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
-    memory = {setting: report.run_child(__file__, ["--child", setting]) for setting in SETTINGS if setting not in ("fit_mixed_spe10", "floor_mixed")}
+    this = "benchmarks.pmp_speed"  # run again in children, each measuring alone
+    result = report.run_child(this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
+    memory = {setting: report.run_child(this, ["--child", setting]) for setting in SETTINGS if setting not in ("fit_mixed_spe10", "floor_mixed")}
     report.publish(TITLE, table(result, memory, args.steps, args.rounds, load_start), write=not args.no_write)
 
 

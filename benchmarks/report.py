@@ -13,8 +13,9 @@ import subprocess
 import sys
 from typing import Any, Callable
 
-FIGURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "figures", "benchmarks")
-BENCHMARKS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "BENCHMARKS.md")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository: children run from here
+FIGURES = os.path.join(ROOT, "docs", "figures", "benchmarks")
+BENCHMARKS_FILE = os.path.join(ROOT, "BENCHMARKS.md")
 HEADER = (
     "# Benchmarks\n\n"
     "Each section is written by the script it names, from one run on the machine it names.\n"
@@ -119,13 +120,12 @@ def answer_child(name: str | None, named: dict[str, Callable[[], Any]], setting:
     return True
 
 
-def run_child(script: str, args: list[str]) -> dict:
-    """Runs ``python script args`` (a benchmark measuring alone in a fresh process, e.g. its peak
-    memory) and returns the JSON it prints after ``RESULT``; RuntimeError with its stderr if it fails."""
+def run_child(module: str, args: list[str]) -> dict:
+    """Runs ``python -m module args`` from the repository root (a benchmark measuring alone in a
+    fresh process, e.g. its peak memory) and returns the JSON it prints after ``RESULT``;
+    RuntimeError with its stderr if it fails."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    completed = subprocess.run([sys.executable, os.path.abspath(script), *args], capture_output=True, text=True,
-                               env=env, cwd=root)
+    completed = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, env=env, cwd=ROOT)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
     if completed.returncode or not lines:
         raise RuntimeError(f"{args} failed: {completed.stderr.strip()[-2000:]}")

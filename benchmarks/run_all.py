@@ -16,7 +16,7 @@ which): float32 on a CPU without native bfloat16.
 Each experiment runs in its own process. On a machine with a GPU the section title says so,
 so CPU and GPU figures sit side by side in BENCHMARKS.md.
 
-  python benchmarks/run_all.py [--experiments shapes3d,mnist] [--steps 30] [--rounds 3] [--no_write]
+  python -m benchmarks.run_all [--experiments shapes3d,mnist] [--steps 30] [--rounds 3] [--no_write]
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 DEFAULT_EXPERIMENTS = "shapes3d,shapes3d_hue_baseline,mnist,pose_quick"
 # name: (jit_compile, steps_per_execution, mixed precision), fed from memory
@@ -162,7 +161,7 @@ def tables(results: list[dict], steps: int, rounds: int) -> str:
         "run with the others, read some float32 rounds at exactly 2.93 steps/s: tearing down the",
         "iterator of a pipeline slowed the fit calls that followed it for seconds.",
         "",
-        f"Command: `python benchmarks/run_all.py --steps {steps} --rounds {rounds}`",
+        f"Command: `python -m benchmarks.run_all --steps {steps} --rounds {rounds}`",
     ]
     return "\n".join(lines)
 
@@ -182,7 +181,7 @@ def main() -> None:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     for experiment in args.experiments.split(","):
         completed = subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--child", experiment, "--steps", str(args.steps),
+            [sys.executable, "-m", "benchmarks.run_all", "--child", experiment, "--steps", str(args.steps),
              "--rounds", str(args.rounds)],
             capture_output=True, text=True, env=env, cwd=ROOT,
         )

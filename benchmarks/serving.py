@@ -1,6 +1,6 @@
 """Serving speed of the exported pose SavedModel, loaded in a fresh process without project code.
 
-  python benchmarks/serving.py [--calls=N] [--no_write]
+  python -m benchmarks.serving [--calls=N] [--no_write]
 
 Exports the ``pose_quick`` encoder (S5-small, 32 x 32 RGB, d = 64; untrained: the cost does
 not depend on the weights) with a lookup dictionary of 1800 poses (the paper's size), then
@@ -21,9 +21,6 @@ import tempfile
 import textwrap
 
 from absl import app, flags
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("calls", 0, "Timed calls per case and round (0: 100 at batch 1, 30 at 32, 6 at 256).")
@@ -139,7 +136,7 @@ def main(argv):
     rows = {(row["endpoint"], row["batch"], row["threads"]): row for row in results["rows"]}
     single, shared = rows[("lookup_pose_uint8", 32, 1)], rows[("lookup_pose_uint8", 32, 4)]
     body = "\n\n".join([
-        "`python benchmarks/serving.py`: the `pose_quick` SavedModel (S5-small encoder, 32 x 32 RGB, d = 64, "
+        "`python -m benchmarks.serving`: the `pose_quick` SavedModel (S5-small encoder, 32 x 32 RGB, d = 64, "
         f"a lookup dictionary of {DICTIONARY_SIZE} poses baked in), loaded with `tf.saved_model.load` in a fresh "
         "process that cannot import the project, called as in the README (`m.embed_uint8(images)`, "
         "`m.lookup_pose_uint8(images)`) with uint8 tensors. Latency is per call, from the call to the result "

@@ -14,7 +14,7 @@ unless named:
 - ``ABCModel.fit`` against a plain ``tf.function`` loop on the same model and batch
   (interleaved rounds, median), float32: fit / bare time per step.
 
-  python benchmarks/training_scaling.py [--quick] [--no_write]
+  python -m benchmarks.training_scaling [--quick] [--no_write]
 """
 
 from __future__ import annotations
@@ -23,20 +23,17 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import keras
+import numpy as np
+import tensorflow as tf
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-import models  # noqa: E402
-from abc_tf import losses  # noqa: E402
-from abc_tf.config import SIMILARITIES  # noqa: E402
-from benchmarks import loops  # noqa: E402
-from benchmarks.report import machine_line, write_section  # noqa: E402
+import models
+from abc_tf import losses
+from abc_tf.config import SIMILARITIES
+from benchmarks import loops
+from benchmarks.report import machine_line, write_section
 
 FIGURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "figures", "benchmarks")
 # label: (model, image shape, embedding size, most images a timed whole step may have). The caps
@@ -328,7 +325,7 @@ def main() -> None:
     if args.only_fit:
         results = {"fit_vs_bare": {label: fit_against_bare(model, shape, dim, 64 if model == "s4" else 32, 30, 9)
                                    for label, (model, shape, dim, _) in MODELS.items()}}
-        body = fit_table(results, "python benchmarks/training_scaling.py --only_fit")
+        body = fit_table(results, "python -m benchmarks.training_scaling --only_fit")
         print(body)
         if not args.no_write:
             write_section("Fit against a bare compiled step (CPU)", body)
@@ -341,7 +338,7 @@ def main() -> None:
         start_load = os.getloadavg()[0]
         results = measure(args.quick)
         results["load"] = load = (start_load, os.getloadavg()[0])
-    command = "python benchmarks/training_scaling.py" + (" --quick" if args.quick else "")
+    command = "python -m benchmarks.training_scaling" + (" --quick" if args.quick else "")
     body, fit_body = tables(results, command, load), fit_table(results, command)
     print(body, "\n\n", fit_body)
     if not args.no_write:

@@ -16,7 +16,7 @@ mnist_c_vitae_quick: batches of 128, XLA):
   the procedural MNIST (``data_source="procedural"``), so the benchmark needs no files;
 - peak resident memory of a process that builds and trains one setting alone.
 
-  python benchmarks/vitae_speed.py [--steps 20] [--rounds 3] [--no_write]
+  python -m benchmarks.vitae_speed [--steps 20] [--rounds 3] [--no_write]
 """
 
 from __future__ import annotations
@@ -24,14 +24,10 @@ from __future__ import annotations
 import math
 import os
 import resource
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from benchmarks import report  # noqa: E402
-from benchmarks.loops import train_step_eager_runner, train_step_fit_runner  # noqa: E402
+from benchmarks import report
+from benchmarks.loops import train_step_eager_runner, train_step_fit_runner
 
 TITLE = "VITAE training step (CPU)"
 PAPER, QUICK = "mnist_c_vitae", "mnist_c_vitae_quick"
@@ -263,7 +259,7 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         "",
         report.load_line(load_start),
         "",
-        f"Command: `python benchmarks/vitae_speed.py --steps {steps} --rounds {rounds}`",
+        f"Command: `python -m benchmarks.vitae_speed --steps {steps} --rounds {rounds}`",
     ]
     return "\n".join(lines)
 
@@ -274,8 +270,9 @@ def main() -> None:
                            lambda setting: peak_memory(setting, 10)):
         return
     load_start = os.getloadavg()[0]
-    result = report.run_child(__file__, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
-    memory = {setting: report.run_child(__file__, ["--child", setting]) for setting in MEMORY_SETTINGS}
+    this = "benchmarks.vitae_speed"  # run again in children, each measuring alone
+    result = report.run_child(this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
+    memory = {setting: report.run_child(this, ["--child", setting]) for setting in MEMORY_SETTINGS}
     report.publish(TITLE, table(result, memory, args.steps, args.rounds, load_start), write=not args.no_write)
 
 

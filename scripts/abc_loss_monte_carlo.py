@@ -1,6 +1,6 @@
 """Monte Carlo study of the ICLR text's appendix D: why ABC keeps more than one factor.
 
-  python scripts/abc_loss_monte_carlo.py [--draws=10000] [--set_sizes=2,4,8,16,32,64,128]
+  python -m scripts.abc_loss_monte_carlo [--draws=10000] [--set_sizes=2,4,8,16,32,64,128]
 
 Two sets of n points each are drawn uniformly from the unit cube [0, 1]^d, standing for ideal
 embeddings whose d factors are random and shared by both sets, and the ABC loss of the pair is
@@ -20,12 +20,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import time
 
 from absl import app, flags
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("draws", 10_000, "Random set pairs per (set size, dimension), as in the paper.")

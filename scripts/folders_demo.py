@@ -1,6 +1,6 @@
 """ABC on a grouped image folder, end to end: make the folder, train, measure what the embedding keeps.
 
-  python scripts/folders_demo.py --output_dir=runs/folders_demo [--steps=300 --image_size=32 ...]
+  python -m scripts.folders_demo --output_dir=runs/folders_demo [--steps=300 --image_size=32 ...]
 
 1. Renders a grouped folder with the procedural Shapes3D renderer
    (``abc_tf.data.render.shapes3d``): one group = one object instance (shape, object hue,
@@ -26,12 +26,9 @@ import csv
 import json
 import os
 import shutil
-import sys
 import time
 
 import numpy as np
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FACTORS = ("floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation")
 

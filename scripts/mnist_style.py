@@ -1,6 +1,6 @@
 """Evaluates digit-style isolation of an MNIST run (paper Fig. 4): figures and a metrics JSON.
 
-  python scripts/mnist_style.py --run_dir=runs/mnist [--out_dir=runs/mnist/style] [--data_path=...]
+  python -m scripts.mnist_style --run_dir=runs/mnist [--out_dir=runs/mnist/style] [--data_path=...]
 
 Writes ``retrieval.png`` (retrieval grids, untrained | trained), ``pca.png`` (PCA of the test
 embeddings with thumbnails, held-out digit below) and ``mnist_metrics.json`` (style R^2,
@@ -14,8 +14,6 @@ import os
 import sys
 
 from absl import app, flags
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", None, "Run directory written by train.py (encoder.keras, config.json).")

@@ -1,6 +1,6 @@
 """Pose isolation from synthetic to real on the procedural cars (paper section 4.3, Table 1).
 
-  python scripts/pose_isolation.py --run_dir=runs/pose_quick --figures_dir=docs/figures/pose
+  python -m scripts.pose_isolation --run_dir=runs/pose_quick --figures_dir=docs/figures/pose
 
 Trains the ``pose_quick`` preset (``abc_tf.runs.training.train``, as ``train.py
 --experiment=pose_quick`` does) unless ``run_dir`` already holds a finished run, then
@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 from absl import app, flags
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", "runs/pose_quick", "Run directory (trained here unless it holds encoder.keras).")

@@ -1,6 +1,6 @@
 """Shapes3D factor isolation across training conditions and seeds (paper Fig. 3c, S1, S2).
 
-  python scripts/shapes3d_isolation.py --output_dir=runs/shapes3d_isolation --seeds=3
+  python -m scripts.shapes3d_isolation --output_dir=runs/shapes3d_isolation --seeds=3
 
 Trains, one process and one run at a time, every condition of Fig. 3c on the procedural
 Shapes3D (train.py's library path, ``abc_tf.runs.training.train``), evaluates each run with
@@ -22,12 +22,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 
 from absl import app, flags
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", "runs/shapes3d_isolation", "Folder of the runs and summaries.")

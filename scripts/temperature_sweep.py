@@ -1,6 +1,6 @@
 """Temperature sets the length scale of factor isolation (supplement S2, Fig. S3).
 
-  python scripts/temperature_sweep.py [--temperatures=0.1,0.3,1,3] [--steps=300]
+  python -m scripts.temperature_sweep [--temperatures=0.1,0.3,1,3] [--steps=300]
 
 Trains the Shapes3D encoder with wall hue inactive at several temperatures tau (squared
 Euclidean similarity, so the loss's length scale is sqrt(tau)), then measures the mutual
@@ -20,12 +20,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import time
 
 from absl import app, flags
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("temperatures", ["0.1", "0.3", "1", "3"], "Training temperatures tau.")

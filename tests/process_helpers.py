@@ -38,6 +38,33 @@ def start_code(code: str, *args: str, cwd=ROOT, **kwargs) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code, *args], cwd=cwd, **kwargs)
 
 
+# A script run as ``python script args`` runs it (as ``__main__``) until it exits; then the child
+# prints its exit code and the modules it had loaded, one JSON line after the script's output.
+_MODULES_LOADED = textwrap.dedent(
+    """
+    import json, runpy, sys
+    script = sys.argv.pop(1)
+    sys.argv[0] = script
+    try:
+        runpy.run_path(script, run_name="__main__")
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    print("MODULES" + json.dumps({"code": code, "modules": sorted(sys.modules)}))
+    """
+)
+
+
+def modules_loaded_by(script: str, *args: str) -> tuple[int, str, set[str]]:
+    """``python <ROOT>/<script> args...`` run in a child process until it exits: its exit code,
+    its output (stdout, then stderr) and the modules it had loaded by then."""
+    completed = run_code(_MODULES_LOADED, os.path.join(ROOT, script), *args)
+    *output, line = completed.stdout.splitlines()
+    assert line.startswith("MODULES"), completed.stdout[-3000:] + completed.stderr[-3000:]
+    result = json.loads(line[len("MODULES"):])
+    return result["code"], "\n".join(output) + "\n" + completed.stderr, set(result["modules"])
+
+
 # evaluate.py's flags parsed and main run for each case in turn, as app.run would, in one child
 # process (evaluate.py defines flags of the same names as train.py, so never in the test process).
 _EVALUATE_EACH = textwrap.dedent(

@@ -20,7 +20,7 @@ import pytest
 
 from abc_tf.config import get_preset
 from abc_tf.runs import run_lock
-from process_helpers import assert_one_clear_error, evaluate_each, run_script
+from process_helpers import assert_one_clear_error, evaluate_each, modules_loaded_by, run_script
 
 
 class Case(NamedTuple):
@@ -95,6 +95,15 @@ def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
     result = run_script("evaluate.py", "--num_images=5", f"--run_dir={tmp_path}", cwd=tmp_path)
     assert_one_clear_error(result.returncode, result.stderr, "evaluate.py: error: num_images must be at least 10, got 5")
     assert not (tmp_path / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("flags,answer", [(["--help"], "--run_dir: Run directory written by train.py"),
+                                          (["--num_images=many"], "flag --num_images=many: invalid literal")],
+                         ids=["--help", "--num_images=many"])
+def test_help_and_flag_errors_answer_without_loading_tensorflow(flags, answer):
+    code, output, modules = modules_loaded_by("evaluate.py", *flags)
+    assert code == 1 and answer in output, output[-3000:]  # absl exits 1 after help and flag errors
+    assert not {"tensorflow", "keras"} & modules
 
 
 def test_an_mnist_run_is_evaluated_with_the_network_asked_for(tmp_path, small_mnist):

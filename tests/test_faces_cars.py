@@ -49,7 +49,7 @@ def yaleb_config(root, **overrides):
 
 def test_yaleb_names_parse_and_ambient_images_are_skipped(tmp_path):
     make_yaleb(str(tmp_path))
-    grouped = faces_cars.load(yaleb_config(tmp_path))
+    grouped = faces_cars.YALEB.grouped_images(yaleb_config(tmp_path))
     assert grouped.images.shape == (24, 8, 8, 1)
     assert grouped.group_names == [f"{p}/P{q:02d}" for p in PERSONS for q in POSES]
     np.testing.assert_array_equal(grouped.group_index().counts, [4] * 6)
@@ -78,10 +78,10 @@ def test_yaleb_illumination_sets_hold_all_lights_of_one_person_and_pose(tmp_path
 def test_yaleb_pose_and_illumination_sets_span_poses_of_one_person(tmp_path):
     make_yaleb(str(tmp_path))
     config = yaleb_config(tmp_path, inactive_factors="person", set_size=6)
-    grouped = faces_cars.load(config)
+    grouped = faces_cars.YALEB.grouped_images(config)
     assert grouped.group_names == list(PERSONS) and list(grouped.group_index().counts) == [8, 8, 8]
     two_poses = 0
-    for batch in faces_cars.make_dataset(config, seed=0).take(10):
+    for batch in faces_cars.YALEB.make_dataset(config, seed=0).take(10):
         codes = batch["set_a"].numpy()[0, :, 0, 0, 0].astype(int) - 10
         assert len(set(codes // 60)) == 1 and len(set(codes)) == 6  # one person, distinct images
         two_poses += len(set((codes % 60) // 20)) == 2
@@ -93,41 +93,41 @@ def test_yaleb_preset_shapes_and_views(tmp_path):
     assert get_family("yaleb").image_shape(get_preset("yaleb_illumination")) == (64, 64, 1)
     assert get_preset("yaleb_pose_illumination").set_size == 384
     config = yaleb_config(tmp_path, augmentations="contrast:0.3,crop:0.2", double_augmentation=True)
-    batch = next(iter(faces_cars.make_dataset(config, seed=0)))
+    batch = next(iter(faces_cars.YALEB.make_dataset(config, seed=0)))
     assert sorted(batch) == ["set_a", "set_a_view2", "set_b", "set_b_view2"]
     assert batch["set_b_view2"].shape == (1, 4, 8, 8, 1) and batch["set_b_view2"].dtype == tf.float32
 
 
 def test_yaleb_bad_input(tmp_path, caplog):
     with pytest.raises(ValueError, match="--data_path is empty"):
-        faces_cars.make_dataset(yaleb_config(""), seed=0)
+        faces_cars.YALEB.make_dataset(yaleb_config(""), seed=0)
     with pytest.raises(ValueError, match="no person folders"):
-        faces_cars.make_dataset(yaleb_config(tmp_path), seed=0)
+        faces_cars.YALEB.make_dataset(yaleb_config(tmp_path), seed=0)
     make_yaleb(str(tmp_path))
     with pytest.raises(ValueError, match="--inactive_factors='wall_hue' for yaleb"):
-        faces_cars.make_dataset(yaleb_config(tmp_path, inactive_factors="wall_hue"), seed=0)
+        faces_cars.YALEB.make_dataset(yaleb_config(tmp_path, inactive_factors="wall_hue"), seed=0)
     # The paper's 64 illuminations do not fit groups of 4: a clear error naming --set_size.
     with pytest.raises(ValueError, match="--set_size=64"):
-        faces_cars.make_dataset(yaleb_config(tmp_path, set_size=64), seed=0)
+        faces_cars.YALEB.make_dataset(yaleb_config(tmp_path, set_size=64), seed=0)
     # An empty person folder is skipped with a warning.
     os.makedirs(tmp_path / "yaleB15")
     with caplog.at_level(logging.WARNING):
-        faces_cars.make_dataset(yaleb_config(tmp_path, inactive_factors="person"), seed=0)
+        faces_cars.YALEB.make_dataset(yaleb_config(tmp_path, inactive_factors="person"), seed=0)
     assert "yaleB15 (0)" in caplog.text
     # A PGM that does not follow the naming, or sits in another person's folder, is an error.
     write_pgm(str(tmp_path / "yaleB12" / "yaleB11_P00A+000E+00.pgm"), np.zeros((4, 4)))
     with pytest.raises(ValueError, match="in the folder of yaleB12"):
-        faces_cars.load(yaleb_config(tmp_path))
+        faces_cars.YALEB.grouped_images(yaleb_config(tmp_path))
     os.remove(tmp_path / "yaleB12" / "yaleB11_P00A+000E+00.pgm")
     write_pgm(str(tmp_path / "yaleB12" / "face.pgm"), np.zeros((4, 4)))
     with pytest.raises(ValueError, match="face.pgm: not an Extended YaleB file name"):
-        faces_cars.load(yaleb_config(tmp_path))
+        faces_cars.YALEB.grouped_images(yaleb_config(tmp_path))
     os.remove(tmp_path / "yaleB12" / "face.pgm")
     # A corrupt image names its file.
     with open(tmp_path / "yaleB13" / "yaleB13_P01A+025E-20.pgm", "wb") as handle:
         handle.write(b"P5\n32 24\n255\n\0\0")
     with pytest.raises(ValueError, match=r"yaleB13_P01A\+025E-20.pgm"):
-        faces_cars.load(yaleb_config(tmp_path))
+        faces_cars.YALEB.grouped_images(yaleb_config(tmp_path))
 
 
 # ----------------------------------------------------------------------------- EPFL cars
@@ -179,7 +179,7 @@ def epfl_config(root, **overrides):
 def test_epfl_metadata_and_azimuths_from_frame_numbers(tmp_path):
     make_epfl(str(tmp_path / "tripod-seq"))
     # data_path may be the folder above tripod-seq/.
-    grouped = faces_cars.load(epfl_config(tmp_path))
+    grouped = faces_cars.EPFL_CARS.grouped_images(epfl_config(tmp_path))
     assert grouped.images.shape == (31, 8, 8, 3) and grouped.group_names == ["seq_01", "seq_02", "seq_03"]
     np.testing.assert_array_equal(grouped.group_index().counts, FRAMES)
     azimuth = grouped.attributes["azimuth"]
@@ -194,7 +194,7 @@ def test_epfl_metadata_and_azimuths_from_frame_numbers(tmp_path):
 
 def test_epfl_azimuths_follow_capture_times(tmp_path):
     make_epfl(str(tmp_path), times=True)
-    azimuth = faces_cars.load(epfl_config(tmp_path)).attributes["azimuth"][:10]
+    azimuth = faces_cars.EPFL_CARS.grouped_images(epfl_config(tmp_path)).attributes["azimuth"][:10]
     # Times 0 4 8 12 16 22 26 30 34 38: a full turn at frame 9 (t = 34), front at t = 8.
     t = np.array([0, 4, 8, 12, 16, 22, 26, 30, 34, 38], float)
     np.testing.assert_allclose(azimuth, np.mod((t - 8) * 360 / 34, 360))
@@ -215,33 +215,33 @@ def test_epfl_sets_are_frames_of_one_sequence(tmp_path):
 
 def test_epfl_bad_input(tmp_path, caplog):
     with pytest.raises(ValueError, match="no tripod-seq.txt"):
-        faces_cars.load(epfl_config(tmp_path))
+        faces_cars.EPFL_CARS.grouped_images(epfl_config(tmp_path))
     make_epfl(str(tmp_path))
     with pytest.raises(ValueError, match="use 'car'"):
-        faces_cars.load(epfl_config(tmp_path, inactive_factors="person"))
+        faces_cars.EPFL_CARS.grouped_images(epfl_config(tmp_path, inactive_factors="person"))
     # Sequence 3 (9 frames) is shorter than the set: skipped with a warning; 2 remain.
     with caplog.at_level(logging.WARNING):
-        faces_cars.make_dataset(epfl_config(tmp_path, set_size=10), seed=0)
+        faces_cars.EPFL_CARS.make_dataset(epfl_config(tmp_path, set_size=10), seed=0)
     assert "seq_03 (9)" in caplog.text
     with pytest.raises(ValueError, match="--set_size=11"):
-        faces_cars.make_dataset(epfl_config(tmp_path, set_size=11), seed=0)
+        faces_cars.EPFL_CARS.make_dataset(epfl_config(tmp_path, set_size=11), seed=0)
     # A missing frame names its file.
     os.remove(tmp_path / "tripod_seq_02_004.jpg")
     with pytest.raises(ValueError, match="tripod_seq_02_004.jpg is missing"):
-        faces_cars.load(epfl_config(tmp_path))
+        faces_cars.EPFL_CARS.grouped_images(epfl_config(tmp_path))
     # Malformed metadata names the line.
     metadata = tmp_path / "tripod-seq.txt"
     lines = metadata.read_text().splitlines()
     metadata.write_text("\n".join(lines[:5] + ["3 1"] + lines[6:]) + "\n")
     with pytest.raises(ValueError, match="line 6: 2 values for frontal frame"):
-        faces_cars.load(epfl_config(tmp_path))
+        faces_cars.EPFL_CARS.grouped_images(epfl_config(tmp_path))
     metadata.write_text("\n".join(lines[:6] + ["1 0 1"]) + "\n")
     with pytest.raises(ValueError, match="line 7: rotation direction of sequence 2"):
-        faces_cars.load(epfl_config(tmp_path))
+        faces_cars.EPFL_CARS.grouped_images(epfl_config(tmp_path))
     metadata.write_text("\n".join(lines[:3]) + "\n")
     with pytest.raises(ValueError, match="7 expected"):
-        faces_cars.load(epfl_config(tmp_path))
+        faces_cars.EPFL_CARS.grouped_images(epfl_config(tmp_path))
     metadata.write_text("\n".join(lines))
     (tmp_path / "times.txt").write_text("0 1 2\n")
     with pytest.raises(ValueError, match="times.txt: 1 lines"):
-        faces_cars.load(epfl_config(tmp_path))
+        faces_cars.EPFL_CARS.grouped_images(epfl_config(tmp_path))

@@ -51,6 +51,16 @@ def test_the_registry_names_the_known_families_and_refuses_fields_of_others():
     assert data.check_config(ExperimentConfig(data="mnist", data_source="procedural")) is data.get_family("mnist")
 
 
+def test_factors_augmented_by_the_baseline_are_known_factors():
+    def declare(augmented):
+        return KnownFactors(("digit", "slant"), (10, 4), labelled_sample=None, inactive=None, augmented_by_baseline=augmented)
+
+    assert declare(()).augmented_by_baseline == () and declare(("slant",)).augmented_by_baseline == ("slant",)
+    with pytest.raises(ValueError, match=r"augmented_by_baseline names \['hue'\], not among the factors"):
+        declare(("slant", "hue"))
+    assert data.get_family("shapes3d").known_factors.augmented_by_baseline == ("floor_hue", "wall_hue", "object_hue")
+
+
 def test_grouped_images_give_their_group_index():
     grouped = GroupedImages(images=np.zeros((5, 2, 2, 1), np.uint8), group_names=["a", "b", "c"],
                             groups=np.array([0, 0, 2, 2, 2], np.int32), files=[str(i) for i in range(5)])

@@ -1,7 +1,10 @@
 """The package's layers (docs/ARCHITECTURE.md): each imports only the ones below it, nothing
 imports inside a function, and there is no import cycle. Read from the source with ``ast``,
-so every import counts, whether or not a test happens to execute it. And tests/ mirrors the
-code: every module has its test module."""
+so every import counts, whether or not a test happens to execute it. The entry points sit on
+top: nothing of the package imports them, and they run from the repository root (``python -m
+benchmarks.NAME``) with no file editing ``sys.path``. And tests/ mirrors the code: every module
+has its test module. And no code outside the registries compares a family's
+or method's name with a string: it reads what they declare instead."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Lowest first. A module may import modules of its own layer and of the layers below.
 LAYERS = [
     ("maths", ("abc_tf", "abc_tf.geometry", "abc_tf.losses", "abc_tf.schedules", "abc_tf.config", "abc_tf.registry",
-               "abc_tf.lookup")),
+               "abc_tf.lookup", "abc_tf.json_files", "abc_tf.optimizers")),
     ("models", ("models",)),
     ("data", ("abc_tf.augment", "abc_tf.augment_ops", "abc_tf.data")),
     ("methods", ("abc_tf.methods",)),
@@ -162,3 +165,136 @@ def test_every_module_has_its_test_module():
     expected.update({name: f"test_{name}.py" for name in ENTRY_POINTS})
     missing = sorted(f"{name} -> tests/{test}" for name, test in expected.items() if not (ROOT / "tests" / test).is_file())
     assert not missing, f"modules without their test module: {missing}"
+
+
+# Capabilities, not names (issue 24): a method declares the batches it accepts and a family what
+# it offers; only the registries, which map names to declarations, compare a name with a string.
+NAME_REGISTRIES = {"abc_tf.registry", "abc_tf.data", "abc_tf.methods"}
+CHOICE_SUFFIXES = ("data", "method")  # config.data, run.config.method, self.config.data, ...
+DECLARATION_SUFFIXES = ("family", "method")  # family.name, get_method(...).name, ...
+EQUALITY_OPS = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+
+
+def identifier(node: ast.AST) -> str:
+    """The last name of ``a.b.c`` or ``a.b.c(...)``; "" for anything else."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def names_a_choice(node: ast.AST) -> bool:
+    """Whether ``node`` is the name of a chosen family or method: ``config.data``,
+    ``run.config.method``, or ``family.name`` / ``method.name``."""
+    if isinstance(node, ast.Attribute) and node.attr == "name":
+        return identifier(node.value).endswith(DECLARATION_SUFFIXES)
+    return isinstance(node, (ast.Attribute, ast.Name)) and identifier(node).endswith(CHOICE_SUFFIXES)
+
+
+def is_string_constant(node: ast.AST) -> bool:
+    """A string, or a tuple, list or set of strings."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return bool(node.elts) and all(is_string_constant(element) for element in node.elts)
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def name_comparisons(tree: ast.AST) -> list[str]:
+    """Every ``==``, ``!=``, ``in``, ``not in`` between a family's or method's name and string
+    constants in ``tree``: "line: source"."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            for op, left, right in zip(node.ops, sides, sides[1:]):
+                if isinstance(op, EQUALITY_OPS) and (
+                    (names_a_choice(left) and is_string_constant(right)) or (names_a_choice(right) and is_string_constant(left))
+                ):
+                    found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_code_compares_a_family_or_method_name_with_a_string():
+    sources = {name: tree for name, tree in MODULES.items() if name not in NAME_REGISTRIES}
+    sources.update({name: ast.parse((ROOT / f"{name}.py").read_text()) for name in ENTRY_POINTS})
+    found = [f"{name}:{where}" for name, tree in sources.items() for where in name_comparisons(tree)]
+    assert not found, f"declare a capability (DataFamily, Method) instead of comparing names: {found}"
+
+
+def test_the_name_check_finds_a_comparison():
+    source = """
+if config.method == "vae": pass
+if run.config.data not in ("mnist", "shapes3d"): pass
+if family.name != "yaleb": pass
+if "abc" == get_method(config.method).name: pass
+if config.data == other.data or config.method in METHODS or policy.name == "mixed_float16": pass
+"""
+    assert [where.split(":")[0] for where in name_comparisons(ast.parse(source))] == ["2", "3", "4", "5"]
+
+
+# The entry points sit above every layer: train.py and evaluate.py (ENTRY_POINTS), and the
+# modules of these folders, each run as ``python -m benchmarks.NAME`` from the repository root.
+ENTRY_POINT_PACKAGES = ("scripts", "benchmarks")
+
+
+def top_level_imports(tree: ast.Module) -> set[str]:
+    """The top-level names of the modules a file imports absolutely (``from a.b import c``: ``a``)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_nothing_of_the_package_imports_an_entry_point():
+    entry_points = set(ENTRY_POINTS + ENTRY_POINT_PACKAGES)
+    offenders = sorted(f"{name} imports {sorted(top_level_imports(tree) & entry_points)}"
+                       for name, tree in MODULES.items() if top_level_imports(tree) & entry_points)
+    assert not offenders
+
+
+@pytest.mark.parametrize("package", ENTRY_POINT_PACKAGES)
+def test_entry_point_folders_are_packages(package):
+    # So ``python -m benchmarks.serving`` finds the module, and ``from benchmarks import loops``
+    # its neighbour, from the repository root without a path edit.
+    assert (ROOT / package / "__init__.py").is_file()
+
+
+def python_files() -> list[pathlib.Path]:
+    """The repository's own Python files: the entry points, the package, the tests."""
+    folders = ("abc_tf", "models", "tests") + ENTRY_POINT_PACKAGES
+    return sorted(ROOT.glob("*.py")) + sorted(path for folder in folders for path in (ROOT / folder).rglob("*.py"))
+
+
+def edits_sys_path(tree: ast.Module) -> bool:
+    """Whether the code calls a method of ``sys.path`` (insert, append, ...) or assigns to it."""
+    def is_sys_path(node: ast.AST) -> bool:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        return (isinstance(node, ast.Attribute) and node.attr == "path"
+                and isinstance(node.value, ast.Name) and node.value.id == "sys")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_sys_path(node.func.value):
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+        if any(is_sys_path(target) for target in targets):
+            return True
+    return False
+
+
+def test_edits_sys_path_finds_the_edits():
+    for code in ("sys.path.insert(0, ROOT)", "sys.path.append(ROOT)", "sys.path += [ROOT]", "sys.path[:0] = [ROOT]"):
+        assert edits_sys_path(ast.parse(code)), code
+    assert not edits_sys_path(ast.parse("import sys\nprint(sys.path, os.path.join('a', 'b'))"))
+
+
+def test_no_file_edits_sys_path():
+    # The package is installed (pip install -e .), the entry points run from the root as
+    # modules, and pytest puts the root and tests/ on the path (pyproject.toml).
+    files = python_files()
+    assert len(files) > len(MODULES)  # the walk found the checkout, not an empty folder
+    offenders = [str(path.relative_to(ROOT)) for path in files if edits_sys_path(ast.parse(path.read_text(), str(path)))]
+    assert not offenders, f"sys.path edited in {offenders}; run the file as a module from the repository root"

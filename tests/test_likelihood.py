@@ -15,7 +15,7 @@ from abc_tf.config import get_preset
 from abc_tf.evaluation import likelihood
 from abc_tf.methods import vitae
 from abc_tf.runs import training
-from abc_tf.runs.run_dir import load_run
+from abc_tf.runs.run_dir import Run, load_run
 from tolerance_helpers import rounding_rtol
 
 
@@ -121,6 +121,15 @@ def test_log_mean_exp_and_knn_accuracy():
     assert likelihood.knn_accuracy(reference, labels, queries, truth, k=3) == pytest.approx(2 / 3)
     # k = 1: 0 (right), 1 (right), 0 or 1 at equal distance 0.05 -> either.
     assert likelihood.knn_accuracy(reference, labels, queries[:2], truth[:2], k=1) == 1.0
+
+
+def test_only_vae_family_runs_on_class_labelled_images_are_measured():
+    # Refused from the run's declarations alone, before any network or image is read.
+    for data, method in (("shapes3d", "vae"), ("mnist", "abc")):  # no class labels; not a VAE variant
+        run = Run(run_dir="unused", config=get_preset("mnist").replace(data=data, method=method), encoder=None)
+        with pytest.raises(ValueError, match=f"take vae, u_vitae, c_vitae runs on a family of class-labelled images "
+                                             f"\\(mnist\\), not {method} on {data}"):
+            likelihood.evaluate_run(run)
 
 
 def test_a_short_run_s_measures(tmp_path, small_mnist):

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from abc_tf.data import get_family, mnist, mnist_formats
+from abc_tf.data import get_family, mnist, mnist_formats, mnist_imbalance
 from abc_tf.data.render import digits as digit_renderer
 from mnist_helpers import mnist_config, write_idx_dir
 
@@ -155,3 +155,26 @@ def test_images_stream_draws_training_digits_uniformly_without_the_held_out_one(
 def test_images_stream_refuses_an_empty_pool():
     with pytest.raises(ValueError, match="No training images"):
         mnist.make_image_dataset(np.zeros((0, 28, 28), np.uint8), 4, seed=0)
+
+
+def test_the_family_declares_its_labelled_digits_their_proportions_and_the_split(tmp_path, small_mnist):
+    path = str(tmp_path / "mnist.npz")
+    np.savez(path, **small_mnist)
+    family = get_family("mnist")
+    config = mnist_config(data_path=path, holdout_digit="9", class_split=-1)
+    labelled = family.class_labelled_images(config)
+    np.testing.assert_array_equal(labelled.test_images[..., 0], small_mnist["x_test"])
+    np.testing.assert_array_equal(labelled.test_labels, small_mnist["y_test"])
+    np.testing.assert_array_equal(labelled.train_images[..., 0], small_mnist["x_train"])  # the held-out 9s too
+    np.testing.assert_array_equal(labelled.train_labels, small_mnist["y_train"])
+    assert labelled.train_labels.dtype == np.int64 and labelled.held_out == 9
+    # 12 training images of each digit but the 9: 12 / 108 and 1 / 9 are the same correctly
+    # rounded quotient, so equal.
+    np.testing.assert_array_equal(family.class_proportions(config), [1 / 9] * 9 + [0.0])
+    assert family.class_split_description(config) is None
+    # Split 5 from the pool of all 16 images per digit (tests/test_mnist_imbalance.py).
+    split = config.replace(class_split=5, holdout_digit="none")
+    counts = mnist_imbalance.class_counts(mnist_imbalance.split_counts(5), np.full(10, 16))
+    np.testing.assert_array_equal(family.class_proportions(split), counts / counts.sum())  # the same division
+    described = family.class_split_description(split)
+    assert described["class_split"] == 5 and described["pool"] == "all" and described["counts"] == counts.tolist()

@@ -26,7 +26,7 @@ def test_the_authors_structure_computes_our_loss():
     config = get_preset("shapes3d_pmp").replace(pairs_per_step=4, steps=100, pmp_consistency_weight=0.0)
     model = training.build_model(config)
     batch = next(iter(shapes3d.FAMILY.stream("pairs")(config, 0, 0)))
-    ours = model._terms(batch, 35, training=True)
+    ours = model.compute_terms(batch, 35, training=True)
     # The codes differ by float32 reordering (k projectors one by one against one batched einsum,
     # add_n against a sum over k), which the decoder and the recoding encoder carry to the loss:
     # about 3,500 roundings on the chain (their fan-ins), of terms of one sign at the end.

@@ -4,6 +4,7 @@ misnamed declaration is refused, and fields only other declarations read are fou
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 
 import pytest
@@ -39,13 +40,19 @@ REGISTRY = {
 
 
 def resolve(name: str):
-    return registry.resolve(REGISTRY, name, "thing", Declared, "PLAIN")
+    return registry.resolve(REGISTRY, name, "thing", f"{__name__}:Declared", "PLAIN")
 
 
 def test_resolve_imports_the_named_module_and_takes_its_declaration():
     assert resolve("plain") is PLAIN  # "module": its default attribute
     assert resolve("fast") is FAST  # "module:ATTRIBUTE"
     assert sys.modules[__name__].FAST is FAST
+
+
+def test_load_takes_the_named_attribute_or_the_default_one():
+    assert registry.load(f"{__name__}:Declared") is Declared
+    assert registry.load(__name__, "FAST") is FAST
+    assert registry.load("json:dumps") is json.dumps
 
 
 def test_resolve_refuses_unknown_names_and_wrong_declarations():

@@ -154,7 +154,7 @@ def test_double_augmentation_with_named_augmentations():
         ({"inactive_factors": ""}, "inactive_factors is empty"),
         ({"inactive_factors": "0,1,2,3,5"}, "exceeds the 4 distinct images.*sample_with_replacement"),
         ({"data_source": "zip"}, "data_source='zip'"),
-        ({"augmentation_baseline": True}, "use it with --method=contrastive"),
+        ({"augmentation_baseline": True, "augmentations": "hue:0.1"}, "makes its own two random_hue"),
         ({"double_augmentation": True}, "needs --augmentations"),
         ({"data_source": "h5"}, "needs --data_path"),
     ],

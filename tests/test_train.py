@@ -28,7 +28,7 @@ import train
 from abc_tf import callbacks, run_summary
 from abc_tf.config import ExperimentConfig, get_preset
 from abc_tf.runs import checkpoints, run_lock, training, training_logs
-from process_helpers import assert_one_clear_error, run_script, start_code, wait_for_marker
+from process_helpers import assert_one_clear_error, modules_loaded_by, run_script, start_code, wait_for_marker
 from run_summary_helpers import NAMES, RECORD
 
 
@@ -116,6 +116,22 @@ def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
     result = run_script("train.py", "--set_size=0", f"--output_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert_one_clear_error(result.returncode, result.stderr, "train.py: error: set_size must be a positive integer, got 0")
     assert not (tmp_path / "run").exists()
+
+
+ANSWERED_BEFORE_MAIN = [  # (flags, what absl answers) before train.main, the run's modules unneeded
+    (["--help"], "--experiment: Preset: one of"),
+    (["--steps=many"], "flag --steps=many: invalid literal"),
+    (["--no_such_flag"], "Unknown command line flag 'no_such_flag'"),
+]
+
+
+@pytest.mark.parametrize("flags,answer", ANSWERED_BEFORE_MAIN, ids=[flags[0] for flags, _ in ANSWERED_BEFORE_MAIN])
+def test_help_and_flag_errors_answer_without_loading_tensorflow(flags, answer):
+    # Loading TensorFlow takes seconds; the flags need only abc_tf.config, and the registries
+    # (abc_tf.data, abc_tf.methods) load their modules on first use.
+    code, output, modules = modules_loaded_by("train.py", *flags)
+    assert code == 1 and answer in output, output[-3000:]  # absl exits 1 after help and flag errors
+    assert not {"tensorflow", "keras"} & modules
 
 
 def test_damaged_config_json_in_the_run_directory(run_train, tmp_path):

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 from abc_tf import data, methods
-from abc_tf.config import ExperimentConfig
+from abc_tf.config import ExperimentConfig, get_preset
 from abc_tf.runs import checkpoints, precision, training
 from process_helpers import ENV, run_code, start_code, wait_for_marker
 from tolerance_helpers import rounding_rtol
@@ -207,6 +207,18 @@ def test_the_replicas_split_the_batch_the_method_reads():
         training.check_replicas(images.replace(batch_size=9), vae, 2)
     with pytest.raises(ValueError, match=r"^--pairs_per_step=3 must be a multiple of the 4 replicas .*on set pairs"):
         training.check_replicas(TOY.replace(pairs_per_step=3), abc, 4)
+
+
+def test_the_augmentation_baseline_is_for_methods_that_train_on_two_view_sets():
+    # Both families' baselines (unconstrained sets, second views, no set B) reach any method
+    # declaring accepts_two_view_sets, and no other; checked before any data is read.
+    for config in (get_preset("shapes3d_hue_baseline"), get_preset("mnist_abc_augmentation").replace(data_source="procedural")):
+        for accepting in ("abc", "contrastive"):
+            assert training.check_config(config.replace(method=accepting))[1].accepts_two_view_sets
+    refused = ExperimentConfig(data="mnist", data_source="procedural", method="vae", augmentation_baseline=True)
+    with pytest.raises(ValueError, match=r"^--augmentation_baseline .* --method=vae does not train on them\. "
+                                         r"Methods that do: abc, contrastive\.$"):
+        training.check_config(refused)
 
 
 @pytest.mark.parametrize("host, policy, warned", [

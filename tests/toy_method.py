@@ -11,8 +11,8 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from abc_tf import losses
-from abc_tf.methods.base import Method, MethodModel, adam, build_encoder, loss_scaled, to_float_images
+from abc_tf import losses, optimizers
+from abc_tf.methods.base import Method, MethodModel, Update, build_encoder, loss_scaled, to_float_images
 
 POOL = 4
 
@@ -22,13 +22,9 @@ class TwoNetworkModel(MethodModel):
         super().__init__(**kwargs)
         self.encoder, self.decoder = encoder, decoder
         self.similarity, self.temperature = similarity, temperature
-        self.decoder_optimizer = loss_scaled(keras.optimizers.Adam(1e-3))  # as compile's under mixed_float16
-        self.trackers = {name: keras.metrics.Mean(name=name) for name in ("loss", "abc_loss", "reconstruction_loss")}
+        self.decoder_optimizer = loss_scaled(optimizers.adam(1e-3))  # as compile's under mixed_float16
+        self.track(("loss", "abc_loss", "reconstruction_loss"))
         self.built = True
-
-    @property
-    def metrics(self):
-        return list(self.trackers.values())
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.encoder, "decoder": self.decoder}
@@ -40,30 +36,31 @@ class TwoNetworkModel(MethodModel):
         network = self.encoder if optimizer is self.optimizer else self.decoder
         return network.trainable_variables
 
-    def train_step(self, batch):
+    def updates(self) -> list[Update]:
+        return [Update(self._encoder_terms, self.optimizer, lambda: self.encoder.trainable_variables, loss="abc_loss"),
+                Update(self._decoder_terms, self.decoder_optimizer, lambda: self.decoder.trainable_variables,
+                       loss="reconstruction_loss")]
+
+    def _encoder_terms(self, batch, step, training, earlier):
         set_a, set_b = to_float_images(batch["set_a"]), to_float_images(batch["set_b"])
         pairs, size = tf.shape(set_a)[0], tf.shape(set_a)[1]
         flat_a = tf.reshape(set_a, tf.concat([[-1], tf.shape(set_a)[2:]], 0))
         flat_b = tf.reshape(set_b, tf.concat([[-1], tf.shape(set_b)[2:]], 0))
+        embedded_a = tf.cast(self.encoder(flat_a, training=training), tf.float32)
+        embedded_b = tf.cast(self.encoder(flat_b, training=training), tf.float32)
+        abc, _ = losses.abc_loss(
+            tf.reshape(embedded_a, [pairs, size, -1]), tf.reshape(embedded_b, [pairs, size, -1]),
+            self.similarity, self.temperature,
+        )
+        # The decoder's update reads the embeddings from before the encoder's update.
+        return {"abc_loss": abc, "embedded_a": tf.stop_gradient(embedded_a), "flat_a": flat_a}
+
+    def _decoder_terms(self, batch, step, training, earlier):
+        flat_a = earlier["flat_a"]
         target = tf.reshape(tf.nn.avg_pool2d(flat_a, POOL, POOL, "VALID"), [tf.shape(flat_a)[0], -1])  # float32
-        with tf.GradientTape(persistent=True) as tape:
-            embedded_a = tf.cast(self.encoder(flat_a, training=True), tf.float32)
-            embedded_b = tf.cast(self.encoder(flat_b, training=True), tf.float32)
-            abc, _ = losses.abc_loss(
-                tf.reshape(embedded_a, [pairs, size, -1]), tf.reshape(embedded_b, [pairs, size, -1]),
-                self.similarity, self.temperature,
-            )
-            reconstruction = tf.cast(self.decoder(tf.stop_gradient(embedded_a), training=True), tf.float32)
-            rec = tf.reduce_mean(tf.square(reconstruction - target))
-            # Each optimizer's loss, the mean over the replicas, loss-scaled under mixed_float16.
-            scaled = [optimizer.scale_loss(self.replica_mean(loss)) for optimizer, loss in zip(self.optimizers(), (abc, rec))]
-        for optimizer, loss in zip(self.optimizers(), scaled):
-            variables = self.optimizer_variables(optimizer)
-            optimizer.apply(tape.gradient(loss, variables), variables)
-        values = {"loss": abc + rec, "abc_loss": abc, "reconstruction_loss": rec}
-        for name, value in values.items():
-            self.trackers[name].update_state(value)
-        return self.logs({name: tracker.result() for name, tracker in self.trackers.items()})
+        reconstruction = tf.cast(self.decoder(earlier["embedded_a"], training=training), tf.float32)
+        rec = tf.reduce_mean(tf.square(reconstruction - target))
+        return {"reconstruction_loss": rec, "loss": earlier["abc_loss"] + rec}
 
 
 def build(config, image_shape) -> TwoNetworkModel:
@@ -75,7 +72,7 @@ def build(config, image_shape) -> TwoNetworkModel:
         name="decoder",
     )
     model = TwoNetworkModel(encoder, decoder, config.similarity, config.temperature)
-    model.compile(optimizer=adam(config), jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+    model.compile(optimizer=optimizers.adam(config.learning_rate, config.lr_halving_steps), jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
     return model
 
 

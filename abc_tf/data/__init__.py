@@ -1,8 +1,10 @@
 """Data families: the registry of :class:`abc_tf.data.family.DataFamily` declarations.
 
 ``DATA_FAMILIES`` maps a ``--data`` name to ``"module"`` (whose ``FAMILY`` is the declaration)
-or ``"module:NAME"`` (a module declaring several). Modules are imported on first use, so
-importing the package costs nothing; tests register their own small families here.
+or ``"module:NAME"`` (a module declaring several). Modules are imported on first use, the
+interface ``family.py`` included (its ``groups`` builds ``tf.data`` pipelines), so importing the
+package costs nothing and loads no TensorFlow (``train.py --help``); tests register their own
+small families here.
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from abc_tf import registry
-from abc_tf.data.family import DataFamily
 
 if TYPE_CHECKING:
     from abc_tf.config import ExperimentConfig
+    from abc_tf.data.family import DataFamily
 
 DATA_FAMILIES: dict[str, str] = {
     "shapes3d": "abc_tf.data.shapes3d",
@@ -27,7 +29,7 @@ DATA_FAMILIES: dict[str, str] = {
 
 def get_family(name: str) -> DataFamily:
     """The declaration of data family ``name``; ValueError naming the known ones."""
-    return registry.resolve(DATA_FAMILIES, name, "data family", DataFamily, "FAMILY")
+    return registry.resolve(DATA_FAMILIES, name, "data family", "abc_tf.data.family:DataFamily", "FAMILY")
 
 
 def check_config(config: "ExperimentConfig") -> DataFamily:

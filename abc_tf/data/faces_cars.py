@@ -43,6 +43,7 @@ import dataclasses
 import os
 import re
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import tensorflow as tf
@@ -298,33 +299,38 @@ def load_epfl(root: str | os.PathLike, image_size: int, channels: int = 3, bins:
 # ----------------------------------------------------------------------------- family interface
 
 
-def load(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImages:
-    """The data set of ``config.data`` (yaleb or epfl_cars) from ``config.data_path``; its labels
-    come from the file names (``labels_csv`` must be None)."""
-    if labels_csv is not None:
-        raise ValueError(f"labels_csv applies to data=folders only; {config.data} labels come from its file names.")
-    folders.check_config(config)
-    if config.data_source not in ("files", "auto"):
-        raise ValueError(f"--data_source={config.data_source!r} for {config.data}: only 'files' (the distributed layout) exists.")
-    if not config.data_path:
-        raise ValueError(f"--data_path is empty: {config.data} reads the data set as distributed (see abc_tf/data/faces_cars.py).")
-    if config.data == "yaleb":
-        return load_yaleb(config.data_path, config.image_size, config.image_channels, config.inactive_factors)
-    if config.data == "epfl_cars":
-        if _parse_inactive(config.inactive_factors) != "car":
-            raise ValueError(f"--inactive_factors={config.inactive_factors!r} for epfl_cars: a set is one car's sequence; use 'car'.")
-        return load_epfl(config.data_path, config.image_size, config.image_channels)
-    raise ValueError(f"abc_tf.data.faces_cars serves data=yaleb or epfl_cars, not {config.data!r}.")
+def _read_yaleb(config: ExperimentConfig) -> GroupedImages:
+    return load_yaleb(config.data_path, config.image_size, config.image_channels, config.inactive_factors)
 
 
-def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
-    """Set pairs of one person (and pose) or one car each, per ``config`` (module docstring).
-    ``start_step`` is unused: the trainer derives ``seed`` from it."""
-    del start_step
-    return folders.grouped_set_dataset(load(config), config, seed)
+def _read_epfl(config: ExperimentConfig) -> GroupedImages:
+    if _parse_inactive(config.inactive_factors) != "car":
+        raise ValueError(f"--inactive_factors={config.inactive_factors!r} for epfl_cars: a set is one car's sequence; use 'car'.")
+    return load_epfl(config.data_path, config.image_size, config.image_channels)
 
 
-def _family(name: str) -> DataFamily:
+def _family(name: str, read: Callable[[ExperimentConfig], GroupedImages]) -> DataFamily:
+    """The declaration of family ``name``, whose data set ``read(config)`` loads (each
+    declaration binds its own reader, so neither asks ``config.data`` which one it is)."""
+
+    def load(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImages:
+        """The data set from ``config.data_path``; its labels come from the file names
+        (``labels_csv`` must be None)."""
+        if labels_csv is not None:
+            raise ValueError(f"labels_csv applies to data=folders only; {name} labels come from its file names.")
+        folders.check_config(config)
+        if config.data_source not in ("files", "auto"):
+            raise ValueError(f"--data_source={config.data_source!r} for {name}: only 'files' (the distributed layout) exists.")
+        if not config.data_path:
+            raise ValueError(f"--data_path is empty: {name} reads the data set as distributed (see abc_tf/data/faces_cars.py).")
+        return read(config)
+
+    def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
+        """Set pairs of one person (and pose) or one car each, per ``config`` (module docstring).
+        ``start_step`` is unused: the trainer derives ``seed`` from it."""
+        del start_step
+        return folders.grouped_set_dataset(load(config), config, seed)
+
     # 64x64x1 faces, 64x64x3 cars in the presets: the image shape of the folders family.
     return DataFamily(
         name=name,
@@ -336,5 +342,5 @@ def _family(name: str) -> DataFamily:
     )
 
 
-YALEB = _family("yaleb")
-EPFL_CARS = _family("epfl_cars")
+YALEB = _family("yaleb", _read_yaleb)
+EPFL_CARS = _family("epfl_cars", _read_epfl)

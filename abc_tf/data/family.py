@@ -92,6 +92,10 @@ class KnownFactors:
     cannot make one (MNIST's binned style factors), and only the scores on a labelled sample
     (MIG, DCI, SAP) are computed. ValueError for values outside ``sizes`` or a combination the
     data lacks.
+    ``augmented_by_baseline``: the factors (among ``names``) that the family's
+    ``--augmentation_baseline`` augmentation varies between the two views, so a run of the
+    baseline is trained to drop them (Shapes3D's random hue: the three hues); () where it
+    varies none of them.
     """
 
     names: tuple[str, ...]
@@ -99,6 +103,29 @@ class KnownFactors:
     labelled_sample: Callable[["ExperimentConfig", int, int], tuple[np.ndarray, np.ndarray]]
     inactive: Callable[["ExperimentConfig"], tuple[int, ...]]
     images_of: Callable[["ExperimentConfig", np.ndarray], np.ndarray] | None = None
+    augmented_by_baseline: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        unknown = sorted(set(self.augmented_by_baseline) - set(self.names))
+        if unknown:
+            raise ValueError(f"augmented_by_baseline names {unknown}, not among the factors {self.names}.")
+
+
+@dataclasses.dataclass
+class ClassLabelledImages:
+    """A family's images labelled by class (MNIST's digit), as a run of the config sees them.
+
+    train_images: uint8 [N, H, W, C], the training split (every class, the held-out one too,
+      whose images no training batch draws); train_labels: int64 [N] their class.
+    test_images: uint8 [M, H, W, C], the test split, whole; test_labels: int64 [M].
+    held_out: the class no training batch draws, or None.
+    """
+
+    train_images: np.ndarray
+    train_labels: np.ndarray
+    test_images: np.ndarray
+    test_labels: np.ndarray
+    held_out: int | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +156,13 @@ class DataFamily:
       pose_views: ``(config, split, domain, num_images, seed) -> (uint8 images, rotations
         [n, 3, 3], Euler angles [n, 3])``: images of known pose (pose lookup dictionaries,
         the lookup evaluation, the ``lookup_pose`` export).
+      class_labelled_images: ``config -> ClassLabelledImages``, training and test images with
+        their class (a VAE's test likelihood and kNN accuracy).
+      class_proportions: ``config -> float64 [K]``, the proportion of each of the K classes
+        among the training images a run's batches draw from (the held-out class 0): what a
+        learned class prior should find.
+      class_split_description: ``config -> dict or None``, the class-imbalanced split a run
+        trains on, JSON-ready (None when the config sets none).
     """
 
     name: str
@@ -143,6 +177,9 @@ class DataFamily:
     known_factors: KnownFactors | None = None
     grouped_images: Callable[["ExperimentConfig", str | None], GroupedImages] | None = None
     pose_views: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
+    class_labelled_images: Callable[["ExperimentConfig"], ClassLabelledImages] | None = None
+    class_proportions: Callable[["ExperimentConfig"], np.ndarray] | None = None
+    class_split_description: Callable[["ExperimentConfig"], dict | None] | None = None
 
     def __post_init__(self):
         unknown = sorted(set(self.other_streams) - set(BATCH_FORMATS))

@@ -51,7 +51,7 @@ import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import digit_augment, digit_style, mnist_imbalance
-from abc_tf.data.family import DataFamily, KnownFactors, quantile_bins
+from abc_tf.data.family import ClassLabelledImages, DataFamily, KnownFactors, quantile_bins
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream
 from abc_tf.data.mnist_formats import (
     IDX_FILES, IMAGE_SHAPE, NUM_CLASSES, MnistData, find_idx_files, load_idx_dir, load_npz, load_procedural, load_tfds,
@@ -281,8 +281,6 @@ def check_config(config: ExperimentConfig) -> None:
     training_digits(config)
     mnist_imbalance.check_split(config.class_split)
     mnist_imbalance.check_pool(config.class_split_pool)
-    if config.augmentation_baseline and config.method not in ("abc", "contrastive"):
-        raise ValueError("--augmentation_baseline makes two-view sets for --method=abc or --method=contrastive.")
     resolve_source(config)
 
 
@@ -308,6 +306,34 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
     return images[..., np.newaxis], factors.astype(np.int64)
 
 
+def class_labelled_images(config: ExperimentConfig) -> ClassLabelledImages:
+    """The training images (the split's under ``class_split``) and the whole test split with
+    their digits, and the held-out digit."""
+    digits = load_mnist(config)
+    return ClassLabelledImages(
+        train_images=np.asarray(digits.x_train)[..., np.newaxis], train_labels=np.asarray(digits.y_train, np.int64),
+        test_images=np.asarray(digits.x_test)[..., np.newaxis], test_labels=np.asarray(digits.y_test, np.int64),
+        held_out=parse_holdout_digit(config.holdout_digit),
+    )
+
+
+def class_proportions(config: ExperimentConfig) -> np.ndarray:
+    """float64 [10]: each digit's share of the training images batches draw from (the held-out
+    digit's 0; under ``class_split`` the split's proportions)."""
+    _, labels = training_images(config)
+    counts = np.bincount(labels, minlength=NUM_CLASSES).astype(np.float64)
+    return counts / counts.sum()
+
+
+def class_split_description(config: ExperimentConfig) -> dict | None:
+    """The class split of ``config`` (:func:`abc_tf.data.mnist_imbalance.describe`: its per-digit
+    counts drawn from the pool), or None without one."""
+    if config.class_split == mnist_imbalance.NO_SPLIT:
+        return None
+    _, labels = class_split_pool(config)
+    return mnist_imbalance.describe(config.class_split, labels, config.class_split_pool)
+
+
 FAMILY = DataFamily(
     name="mnist",
     fields=("holdout_digit", "allow_same_digit", "class_split", "class_split_pool", "augmentation_baseline"),
@@ -316,4 +342,7 @@ FAMILY = DataFamily(
     check_config=check_config,
     other_streams={"images": make_images_dataset},
     known_factors=KnownFactors(FACTOR_NAMES, (NUM_CLASSES, STYLE_BINS, STYLE_BINS), labelled_sample, lambda config: (0,)),
+    class_labelled_images=class_labelled_images,
+    class_proportions=class_proportions,
+    class_split_description=class_split_description,
 )

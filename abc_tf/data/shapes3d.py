@@ -6,8 +6,10 @@ records present for a partial tfds copy) and streams them.
 
 Batches (DESIGN.md): ``{"set_a": [P, N, 64, 64, 3], "set_b": [P, N, 64, 64, 3]}`` uint8.
 With ``--augmentation_baseline``: ``{"set_a", "set_a_view2"}`` float32 in [0, 1], two
-``random_hue(0.5)`` views of one unconstrained batch, for the contrastive loss. With
-``--augmentations`` the sets are augmented (twice under ``--double_augmentation``).
+``random_hue(0.5)`` views of one unconstrained batch, for any method that trains on such
+two-view sets (``Method.accepts_two_view_sets``: the contrastive loss, the paper's Fig. 3c
+baseline and the ``shapes3d_hue_baseline`` preset, or ABC, the second view standing in for set
+B). With ``--augmentations`` the sets are augmented (twice under ``--double_augmentation``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from abc_tf.data.shapes3d_sources import (
 )
 
 HUE_BASELINE_MAX_DELTA = 0.5  # tf.image.random_hue(image, 0.5), as the paper's baseline
+HUE_FACTORS = ("floor_hue", "wall_hue", "object_hue")  # what the baseline's random hue varies
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +55,6 @@ def _check_config(config: ExperimentConfig) -> tuple[tuple[int, ...], tuple[tupl
     augmentations = augment.parse_augmentations(config.augmentations)
     augment.validate_augmentations(augmentations)
     if config.augmentation_baseline:
-        if config.method != "contrastive":
-            raise ValueError("--augmentation_baseline is the contrastive baseline: use it with --method=contrastive.")
         if augmentations or config.double_augmentation:
             raise ValueError(
                 "--augmentation_baseline makes its own two random_hue(0.5) views; leave --augmentations and "
@@ -195,5 +196,6 @@ FAMILY = DataFamily(
     make_dataset=make_dataset,
     check_config=check_config,
     other_streams={"pairs": make_pairs_dataset},
-    known_factors=KnownFactors(FACTOR_NAMES, FACTOR_SIZES, labelled_sample, inactive_factors, images_of),
+    known_factors=KnownFactors(FACTOR_NAMES, FACTOR_SIZES, labelled_sample, inactive_factors, images_of,
+                               augmented_by_baseline=HUE_FACTORS),
 )

@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from abc_tf import methods
+from abc_tf import json_files, methods
 from abc_tf.config import ExperimentConfig, read_config
 from abc_tf.evaluation import disentanglement as dis
 from abc_tf.evaluation import digit_clusters, factor_isolation, plots
@@ -384,9 +384,7 @@ def write(result: dict[str, Any], out_dir: str) -> None:
     """Writes comparison.md, comparison.json and comparison.png into ``out_dir``."""
     os.makedirs(out_dir, exist_ok=True)
     markdown_path, json_path, figure_path = (os.path.join(out_dir, name) for name in FILES)
-    with open(json_path + ".tmp", "w") as handle:
-        json.dump(result, handle, indent=2)
-    os.replace(json_path + ".tmp", json_path)
+    json_files.write_json(json_path, result)
     with open(markdown_path, "w") as handle:
         handle.write(markdown(result))
     plot(result, figure_path)

@@ -39,6 +39,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
+from abc_tf import json_files, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import mnist, mnist_imbalance
 from abc_tf.evaluation import plots
@@ -146,7 +147,7 @@ def train_classifier(data: mnist.MnistData, epochs: int = CLASSIFIER_EPOCHS, see
     """The classifier trained on ``data``'s training images; (model, its test accuracy)."""
     keras.utils.set_random_seed(seed)
     model = build_classifier()
-    model.compile(optimizer=keras.optimizers.Adam(1e-3),
+    model.compile(optimizer=optimizers.adam(1e-3),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     to_float = lambda images: np.asarray(images, np.float32)[..., None] / 255.0  # noqa: E731
     model.fit(to_float(data.x_train), np.asarray(data.y_train, np.int64), batch_size=CLASSIFIER_BATCH, epochs=epochs,
@@ -169,8 +170,7 @@ def digit_classifier(config: ExperimentConfig, cache_dir: str = DEFAULT_CACHE) -
     os.makedirs(cache_dir, exist_ok=True)
     model.save(path + ".tmp.keras")
     os.replace(path + ".tmp.keras", path)
-    with open(info, "w") as handle:
-        json.dump({"test_accuracy": accuracy, "epochs": CLASSIFIER_EPOCHS, "source": data.source}, handle)
+    json_files.write_json(info, {"test_accuracy": accuracy, "epochs": CLASSIFIER_EPOCHS, "source": data.source})
     return model, accuracy, path
 
 

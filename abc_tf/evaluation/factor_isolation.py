@@ -34,7 +34,6 @@ from abc_tf.evaluation.mine import MineSettings, mine_mutual_information, mine_s
 from abc_tf.evaluation.noise import add_noise, sigma_grid, spread
 from abc_tf.runs.run_dir import embed
 
-HUE_FACTORS = ("floor_hue", "wall_hue", "object_hue")
 METRICS_FILE = "metrics.json"
 # Methods without a length scale: the noise sigma is this fraction of the embeddings' spread.
 RELATIVE_NOISE = 0.1
@@ -104,13 +103,14 @@ def factor_names(config: ExperimentConfig) -> tuple[str, ...]:
 def inactive_names(config: ExperimentConfig) -> tuple[str, ...]:
     """Factors the run was trained to drop, for marking in figures.
 
-    The hue-augmentation baseline augments all three hues away, so they are marked too.
+    An augmentation baseline drops the factors its family's augmentation varies
+    (``KnownFactors.augmented_by_baseline``: Shapes3D's three hues), so they are marked too.
     """
     names = factor_names(config)
     if methods.get_method(config.method).batch_format != "sets":
         return ()  # only sets fix factors (--inactive_factors); other formats leave it unread
     if config.augmentation_baseline:
-        return tuple(name for name in names if name in HUE_FACTORS)
+        return tuple(name for name in names if name in known_factors(config).augmented_by_baseline)
     if not config.inactive_factors.strip() or config.inactive_factors.strip().lower() == "none":
         return ()
     return tuple(names[i] for i in known_factors(config).inactive(config))

@@ -9,13 +9,13 @@ a curve shows, and :func:`write_curve` writes them for every step into ``curve.j
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Mapping, Sequence
 
 import numpy as np
 
+from abc_tf import json_files
 from abc_tf.evaluation import plots
 
 CURVE_JSON = "curve.json"
@@ -60,9 +60,7 @@ def write_curve(points: Sequence[tuple[int, dict[str, float]]], out_dir: str, ti
     curve = {"steps": steps, "measures": {name: [None if math.isnan(v) else v for v in values]
                                           for name, values in table.items()}, "references": references}
     os.makedirs(out_dir, exist_ok=True)
-    with open(os.path.join(out_dir, CURVE_JSON) + ".tmp", "w") as handle:
-        json.dump(curve, handle, indent=2, sort_keys=True)
-    os.replace(os.path.join(out_dir, CURVE_JSON) + ".tmp", os.path.join(out_dir, CURVE_JSON))
+    json_files.write_json(os.path.join(out_dir, CURVE_JSON), curve, sort_keys=True)
     plot_curve(steps, table, os.path.join(out_dir, CURVE_FIGURE), title, references)
     return curve
 

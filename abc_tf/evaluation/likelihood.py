@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from abc_tf.data import mnist
+from abc_tf import data
 from abc_tf.methods import vitae
 from abc_tf.runs.run_dir import Run, embed
 
@@ -31,10 +31,15 @@ REFERENCE_IMAGES = 10_000
 ROWS_PER_PASS = 8192  # images x samples per forward pass
 
 
+def has_perspective(variant: str, embedding_dim: int) -> bool:
+    """Whether ``variant``'s code has a perspective part z_P (VITAE's; the VAE's is all appearance)."""
+    return vitae.latent_dims(variant, embedding_dim)[1] > 0
+
+
 def networks_of(run: Run) -> dict:
     """The networks :func:`abc_tf.methods.vitae.infer` needs, loaded from the run directory."""
     names = ["appearance_posterior", "appearance_decoder"]
-    if run.config.method != "vae":
+    if has_perspective(run.config.method, run.config.embedding_dim):
         names += ["perspective_posterior", "affine_decoder"]
     networks = {name: run.network(name) for name in names}
     missing = [name for name, network in networks.items() if network is None]
@@ -94,24 +99,26 @@ def knn_accuracy(reference: np.ndarray, reference_labels: np.ndarray, queries: n
 
 
 def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0) -> dict[str, Any]:
-    """The measures of the module docstring for a finished VAE or VITAE run on MNIST."""
-    variant = run.config.method
-    if variant not in vitae.VARIANTS or run.config.data != "mnist":
-        raise ValueError(f"The likelihood measures take vae, u_vitae or c_vitae runs on mnist, not {variant} on {run.config.data}.")
-    digits = mnist.load_mnist(run.config)
-    test_images = np.asarray(digits.x_test)[..., None]
-    test_labels = np.asarray(digits.y_test, np.int64)
+    """The measures of the module docstring for a finished VAE or VITAE run on a family of
+    class-labelled images (MNIST)."""
+    variant = run.config.method  # the VAE family's variants are its methods (vitae.VARIANTS)
+    class_labelled_images = data.get_family(run.config.data).class_labelled_images
+    if variant not in vitae.VARIANTS or class_labelled_images is None:
+        raise ValueError(f"The likelihood measures take {', '.join(vitae.VARIANTS)} runs on a family of class-labelled "
+                         f"images (mnist), not {variant} on {run.config.data}.")
+    digits = class_labelled_images(run.config)
+    test_images, test_labels = digits.test_images, digits.test_labels
     per_image = bounds(networks_of(run), variant, test_images, samples, seed)
     metrics: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_image.items()}
     metrics.update(importance_samples=int(samples), num_test_images=int(len(test_labels)), units="nats per image")
 
-    rows = np.sort(np.random.default_rng(seed).permutation(len(digits.y_train))[:REFERENCE_IMAGES])
-    reference_images = np.asarray(digits.x_train)[rows][..., None]
-    reference_labels = np.asarray(digits.y_train, np.int64)[rows]
+    rows = np.sort(np.random.default_rng(seed).permutation(len(digits.train_labels))[:REFERENCE_IMAGES])
+    reference_images = digits.train_images[rows]
+    reference_labels = digits.train_labels[rows]
     spaces = {"code": run.encoder}
-    if variant != "vae":
+    if has_perspective(variant, run.config.embedding_dim):
         spaces.update(appearance=run.network("appearance"), perspective=run.network("perspective"))
-    holdout = mnist.parse_holdout_digit(run.config.holdout_digit)
+    holdout = digits.held_out
     knn: dict[str, Any] = {"k": NEIGHBOURS, "reference_images": int(len(rows)), "chance": 0.1}
     for name, network in spaces.items():
         reference, queries = embed(network, reference_images), embed(network, test_images)

@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 import models
+from abc_tf import optimizers
 from abc_tf.evaluation.noise import as_embeddings, as_factors, float32_policy
 
 # The paper's settings (supplement S1).
@@ -113,7 +114,7 @@ class MineEstimator:
             self.networks = [models.build("mine", embedding_dim=embedding_dim, factor_dim=1) for _ in range(num_factors)]
             self.variables = [v for network in self.networks for v in network.trainable_variables]
             self.initial_values = [v.numpy() for v in self.variables]
-            self.optimizer = keras.optimizers.Adam(learning_rate=settings.learning_rate)
+            self.optimizer = optimizers.adam(settings.learning_rate)
             self.optimizer.build(self.variables)
         self.sigma = tf.Variable(0.0, dtype=tf.float32, trainable=False)
         self.seed = tf.Variable(seed, dtype=tf.int64, trainable=False)

@@ -25,7 +25,6 @@ Coordinates: images are [N, 28, 28] (or [N, 28, 28, 1]) with x = column (right) 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Any, Sequence
 
@@ -36,7 +35,7 @@ from matplotlib.figure import Figure
 from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 from matplotlib.patches import Rectangle
 
-from abc_tf import losses
+from abc_tf import json_files, losses
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import digit_style, mnist
 from abc_tf.evaluation import factor_isolation, noise, plots, probes, regression
@@ -316,8 +315,7 @@ def evaluate_mnist_run(
     ordered = [pca_panels[i] for i in ((0, 2, 1, 3) if holdout is not None else (0, 1))]
     plot_pca_thumbnails(ordered, os.path.join(out_dir, "pca.png"), columns=2, seed=seed)
     metrics["figures"] = {"retrieval": os.path.join(out_dir, "retrieval.png"), "pca": os.path.join(out_dir, "pca.png")}
-    with open(os.path.join(out_dir, METRICS_FILE), "w") as handle:
-        json.dump(metrics, handle, indent=2, sort_keys=True)
+    json_files.write_json(os.path.join(out_dir, METRICS_FILE), metrics, sort_keys=True)
     return metrics
 
 

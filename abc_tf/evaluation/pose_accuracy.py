@@ -8,14 +8,13 @@ The rotation conventions (authors' Euler angles, Pascal3D+) and the geodesic err
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Sequence
 
 import keras
 import numpy as np
 
-from abc_tf import data
+from abc_tf import data, json_files
 from abc_tf.geometry import as_matrices, euler_to_matrix, geodesic_error
 from abc_tf.lookup import MAX_SCORES, keep_best, similarity_tiles
 from abc_tf.runs.run_dir import Run, embed, load_run
@@ -275,8 +274,7 @@ def evaluate_pose_run(
     if write:
         out_dir = out_dir or run_dir
         os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, POSE_METRICS_FILE), "w") as handle:
-            json.dump(results, handle, indent=2)
+        json_files.write_json(os.path.join(out_dir, POSE_METRICS_FILE), results)
     return results
 
 

@@ -20,6 +20,7 @@ import keras
 import numpy as np
 
 import models
+from abc_tf import optimizers
 from abc_tf.evaluation.noise import float32_policy
 
 
@@ -145,7 +146,7 @@ def probe_accuracies(
             outputs[key] = probe(noisy)
         model = keras.Model(inputs, outputs, name="factor_probes")
         model.compile(
-            optimizer=keras.optimizers.Adam(settings.learning_rate),
+            optimizer=optimizers.adam(settings.learning_rate),
             loss={key: "sparse_categorical_crossentropy" for key in keys},
             metrics={key: ["sparse_categorical_accuracy"] for key in keys},
         )

@@ -7,11 +7,13 @@ interface and docs/ARCHITECTURE.md for how to add one.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from abc_tf import registry
 from abc_tf.config import ExperimentConfig
-from abc_tf.methods.base import Method
+
+if TYPE_CHECKING:  # base.py loads with the first method (Keras, TensorFlow): train.py --help needs none
+    from abc_tf.methods.base import Method
 
 METHODS: dict[str, str] = {
     "abc": "abc_tf.methods.abc_model:ABC",
@@ -26,7 +28,7 @@ METHODS: dict[str, str] = {
 
 def get_method(name: str) -> Method:
     """The declaration of method ``name``; ValueError naming the known ones."""
-    return registry.resolve(METHODS, name, "method", Method, "METHOD")
+    return registry.resolve(METHODS, name, "method", "abc_tf.methods.base:Method", "METHOD")
 
 
 def check_config(config: ExperimentConfig) -> Method:

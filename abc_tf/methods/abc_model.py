@@ -20,9 +20,9 @@ import keras
 import tensorflow as tf
 
 import models
-from abc_tf import losses
+from abc_tf import losses, optimizers
 from abc_tf.config import SIMILARITIES, ExperimentConfig
-from abc_tf.methods.base import Method, MethodModel, adam, build_encoder, to_float_images
+from abc_tf.methods.base import Method, MethodModel, build_encoder, to_float_images
 from models import pose_head
 
 SET_KEYS = ("set_a", "set_b", "set_a_view2", "set_b_view2")
@@ -70,17 +70,9 @@ class ABCModel(MethodModel):
         self.head = head
         self.head_loss = head_loss
         self.head_weight = float(head_weight)
-        self.loss_tracker = keras.metrics.Mean(name="loss")
-        self.abc_loss_tracker = keras.metrics.Mean(name="abc_loss")
-        self.cycle_accuracy_tracker = keras.metrics.Mean(name="cycle_accuracy")
-        self.head_loss_tracker = keras.metrics.Mean(name="head_loss") if head is not None else None
+        self.track(("loss", "abc_loss", "cycle_accuracy") + (("head_loss",) if head is not None else ()))
         # The encoder is built already; saying so lets save/load restore the optimizer state.
         self.built = encoder.built and (head is None or head.built)
-
-    @property
-    def metrics(self) -> list[keras.metrics.Metric]:
-        trackers = [self.loss_tracker, self.abc_loss_tracker, self.cycle_accuracy_tracker]
-        return trackers + ([self.head_loss_tracker] if self.head_loss_tracker is not None else [])
 
     def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
         """Embeds images [B, H, W, C] -> [B, D]."""
@@ -98,8 +90,9 @@ class ABCModel(MethodModel):
         pieces = tf.split(embeddings, [pairs * size for size in sizes], axis=0)
         return {key: tf.reshape(piece, [pairs, size, -1]) for key, piece, size in zip(keys, pieces, sizes)}
 
-    def _forward(self, batch: dict[str, tf.Tensor], training: bool) -> dict[str, tf.Tensor]:
-        """Loss terms of one batch; shared by train_step and test_step."""
+    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+        """The ABC (or contrastive) loss of one batch, its cycle accuracy and the head's loss."""
+        del step  # the loss has no schedule
         embedded = self.embed_sets(batch, training=training)
         if self.loss_type == "contrastive":
             abc, accuracy = losses.contrastive_loss(
@@ -131,29 +124,8 @@ class ABCModel(MethodModel):
             terms["loss"] = terms["loss"] + tf.add_n([tf.cast(l, tf.float32) for l in self.losses])
         return terms
 
-    def _update_metrics(self, terms: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        self.loss_tracker.update_state(terms["loss"])
-        self.abc_loss_tracker.update_state(terms["abc_loss"])
-        self.cycle_accuracy_tracker.update_state(terms["cycle_accuracy"])
-        if self.head_loss_tracker is not None:
-            self.head_loss_tracker.update_state(terms["head_loss"])
-        return {metric.name: metric.result() for metric in self.metrics}
-
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.encoder, **({"head": self.head} if self.head is not None else {})}
-
-    def train_step(self, batch):
-        with tf.GradientTape() as tape:
-            terms = self._forward(batch, training=True)
-            # Each replica sees P / replicas pairs: the update is the mean over all P pairs.
-            # Loss scaling under mixed float16 (a no-op for other optimizers).
-            scaled = self.optimizer.scale_loss(self.replica_mean(terms["loss"]))
-        gradients = tape.gradient(scaled, self.trainable_variables)
-        self.optimizer.apply(gradients, self.trainable_variables)
-        return self.logs(self._update_metrics(terms))
-
-    def test_step(self, batch):
-        return self.logs(self._update_metrics(self._forward(batch, training=False)))
 
     def get_config(self) -> dict:
         if self.head is not None:
@@ -188,7 +160,7 @@ def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_typ
         encoder, similarity=config.similarity, temperature=config.temperature, loss_type=loss_type,
         abc_weight=config.abc_weight, head=head, head_loss=head_loss, head_weight=config.regression_weight,
     )
-    model.compile(optimizer=adam(config), jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+    model.compile(optimizer=optimizers.adam(config.learning_rate, config.lr_halving_steps), jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
     return model
 
 
@@ -214,9 +186,10 @@ ABC = Method(
     name="abc", build=lambda config, image_shape: _build(config, image_shape, "abc"),
     supervision=_abc_supervision, length_scale=_length_scale,
     variant=lambda config: "augmentation baseline" if config.augmentation_baseline else "",
+    accepts_two_view_sets=True,  # the second view stands in for set B (compute_terms)
 )
 CONTRASTIVE = Method(
     name="contrastive", build=lambda config, image_shape: _build(config, image_shape, "contrastive"),
     supervision="none beyond the augmentations: two augmented views of each image are one identity",
-    length_scale=_length_scale, check_config=_check_contrastive,
+    length_scale=_length_scale, check_config=_check_contrastive, accepts_two_view_sets=True,
 )

@@ -25,7 +25,6 @@ import keras
 import tensorflow as tf
 
 import models
-from abc_tf import schedules
 from abc_tf.config import ExperimentConfig
 
 
@@ -123,6 +122,9 @@ class Method:
     batch_field: the config field holding the global batch the replicas of a distribution
       strategy split: ``pairs_per_step`` (pairs of sets, or pairs of images for "pairs"
       batches), ``batch_size`` for methods on single images.
+    accepts_two_view_sets: whether it trains on "sets" batches of two augmented views of
+      unconstrained sets and no set B (``set_a``, ``set_a_view2``: a family's
+      ``--augmentation_baseline``); the trainer refuses the baseline for a method without it.
     """
 
     name: str
@@ -135,6 +137,7 @@ class Method:
     training_callbacks: Callable[[ExperimentConfig, str], list["keras.callbacks.Callback"]] = _no_callbacks
     variant: Callable[[ExperimentConfig], str] = _no_variant
     batch_field: str = "pairs_per_step"
+    accepts_two_view_sets: bool = False
 
     def supervision_for(self, config: ExperimentConfig) -> str:
         """What a run of ``config`` was told about the data."""
@@ -150,12 +153,100 @@ class Method:
         return f"{self.name} ({variant})" if variant else self.name
 
 
+@dataclasses.dataclass(frozen=True)
+class Update:
+    """One optimizer's update within a training step (:meth:`MethodModel.updates`).
+
+    terms: ``(batch, step, training, earlier) -> {name: tensor}``, the update's loss terms,
+      computed under the gradient tape; ``earlier`` holds the terms of the updates before it in
+      the step (a GAN's generator update reads the discriminator update's draws).
+    optimizer: the optimizer that applies the gradients.
+    variables: ``() -> [variables]`` the update trains (called after ``terms``, so networks
+      built lazily by the first call are complete).
+    loss: the entry of ``terms`` that is minimised ("loss" unless the objective adds something
+      that is not logged, e.g. PMP's weight decay).
+    """
+
+    terms: Callable[[dict, tf.Tensor, bool, dict], dict]
+    optimizer: keras.optimizers.Optimizer
+    variables: Callable[[], list]
+    loss: str = "loss"
+
+
 class MethodModel(keras.Model):
-    """Base of every method's model: ``networks()`` and the distribution details ``fit`` needs."""
+    """Base of every method's model: one training step for every method, ``networks()`` and the
+    distribution details ``fit`` needs.
+
+    A method supplies :meth:`compute_terms` (its loss terms from a batch, with a ``"loss"``
+    entry) and calls :meth:`track` in its ``__init__`` with the terms to log. A method with
+    several optimizers overrides :meth:`updates` (which terms update which networks with which
+    optimizer, in order) and :meth:`optimizers`. :meth:`train_step` then handles, once for
+    every method, the gradient tape, the replicas' share of the batch, mixed-precision loss
+    scaling and the logged metrics.
+    """
+
+    trackers: dict[str, keras.metrics.Metric] = {}
+    values_at_step: tuple[str, ...] = ()
+
+    def track(self, names: tuple[str, ...], values_at_step: tuple[str, ...] = ()) -> None:
+        """Log ``names`` (terms averaged over each logging interval, "loss" first) and
+        ``values_at_step`` (terms logged at their value at the step: schedule weights)."""
+        self.trackers = {name: keras.metrics.Mean(name=name) for name in names}
+        self.values_at_step = tuple(values_at_step)
+
+    @property
+    def metrics(self) -> list[keras.metrics.Metric]:
+        return list(self.trackers.values())
 
     def networks(self) -> dict[str, keras.Model]:
         """{name: network} kept by a finished run as ``<name>.keras``; "encoder" is required."""
         raise NotImplementedError
+
+    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+        """The loss terms of ``batch`` at optimizer step ``step``, "loss" the one minimised
+        (float32 scalars; entries not tracked are ignored by the logs)."""
+        raise NotImplementedError
+
+    def updates(self) -> list[Update]:
+        """The updates of one training step, in order: by default one, ``compile``'s optimizer
+        minimising :meth:`compute_terms`' "loss" over every trainable variable. Plain Python,
+        called while ``train_step`` is traced."""
+        return [Update(lambda batch, step, training, earlier: self.compute_terms(batch, step, training),
+                       self.optimizer, lambda: self.trainable_variables)]
+
+    def train_step(self, batch):
+        step, terms = self.optimizer.iterations, {}
+        for update in self._updates():
+            with tf.GradientTape() as tape:
+                computed = update.terms(batch, step, True, terms)
+                # Each replica holds a share of the batch (replica_mean); loss scaling under
+                # mixed float16 (a no-op for other optimizers).
+                scaled = update.optimizer.scale_loss(self.replica_mean(computed[update.loss]))
+            variables = update.variables()
+            update.optimizer.apply(tape.gradient(scaled, variables), variables)
+            terms.update(computed)
+        return self.log_terms(terms)
+
+    def test_step(self, batch):
+        step, terms = self.optimizer.iterations, {}
+        for update in self._updates():
+            terms.update(update.terms(batch, step, False, terms))
+        return self.log_terms(terms)
+
+    @tf.autograph.experimental.do_not_convert
+    def _updates(self) -> list[Update]:
+        # Plain Python, so AutoGraph need not convert it. Converted, VITAEModel.updates failed
+        # once other method classes had been traced in the process ("tf__updates() takes 1
+        # positional argument but 2 were given").
+        return self.updates()
+
+    def log_terms(self, terms: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """The step's logs: the tracked terms' running means and the values at the step."""
+        for name, tracker in self.trackers.items():
+            tracker.update_state(terms[name])
+        results = {name: tracker.result() for name, tracker in self.trackers.items()}
+        results.update({name: terms[name] for name in self.values_at_step})
+        return self.logs(results)
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
         # Pinned by tests/test_methods.py (Keras 3.10 - 3.15): under a tf.distribute strategy
@@ -205,8 +296,3 @@ def build_encoder(config: ExperimentConfig, image_shape: tuple[int, int, int]) -
             raise ValueError(f"--backbone_weights: model {config.model!r} has no pretrained backbone ({with_backbone} has).")
         kwargs["weights"] = config.backbone_weights
     return models.build(config.model, embedding_dim=config.embedding_dim, input_shape=tuple(image_shape), **kwargs)
-
-
-def adam(config: ExperimentConfig) -> keras.optimizers.Adam:
-    """Adam with the config's learning rate and halving schedule (the paper's optimizer)."""
-    return keras.optimizers.Adam(schedules.learning_rate(config.learning_rate, config.lr_halving_steps), beta_1=0.9, beta_2=0.999)

@@ -71,11 +71,13 @@ import numpy as np
 import tensorflow as tf
 
 import models
+from abc_tf import data, json_files, optimizers
 from abc_tf.config import ExperimentConfig
-from abc_tf.data import digit_augment, mnist, mnist_imbalance
+from abc_tf.data import digit_augment
 from abc_tf.data.digit_augment import augment  # T, the identity-preserving augmentation
-from abc_tf.methods.base import (Method, MethodModel, draw_rows, gather_replicas, loss_scaled, replica_rows,
+from abc_tf.methods.base import (Method, MethodModel, Update, draw_rows, gather_replicas, loss_scaled, replica_rows,
                                  to_float_images)
+from abc_tf.methods.monitor import TrainingMonitor
 from models import infogan as infogan_networks
 
 _log = logging.getLogger(__name__)
@@ -159,13 +161,9 @@ class ElasticInfoGANModel(MethodModel):
         self.prior_logits = self.add_weight(shape=(NUM_CATEGORIES,), initializer="zeros", name="prior_logits",
                                             trainable=self.learned_prior, dtype="float32")
         # Loss-scaled under mixed_float16 (compile wraps only its own optimizer).
-        self.d_optimizer = loss_scaled(keras.optimizers.Adam(learning_rate, beta_1=ADAM_BETAS[0], beta_2=ADAM_BETAS[1]))
-        self.trackers = {name: keras.metrics.Mean(name=name) for name in ("loss", *LOSS_NAMES)}
+        self.d_optimizer = loss_scaled(optimizers.adam(learning_rate, betas=ADAM_BETAS))
+        self.track(("loss", *LOSS_NAMES))
         self.built = True
-
-    @property
-    def metrics(self) -> list[keras.metrics.Metric]:
-        return list(self.trackers.values())
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.encoder, "generator": self.generator, "discriminator": self.discriminator, "q": self.q}
@@ -196,54 +194,51 @@ class ElasticInfoGANModel(MethodModel):
         """Images [B, 28, 28, 1] in [0, 1] of noise z [B, noise_dim] and codes [B, K]."""
         return tf.cast(self.generator(tf.concat([z, tf.cast(code, z.dtype)], axis=1), training=training), tf.float32)
 
-    def train_step(self, batch):
+    def updates(self) -> list[Update]:
+        # The D step, then the G step against the updated D.
+        return [Update(self._discriminator_terms, self.d_optimizer, self._d_variables, loss="d_loss"),
+                Update(self._generator_terms, self.optimizer, self._g_variables, loss="g_loss")]
+
+    def _discriminator_terms(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
+        """Real images against G's, on the trunk and D's head; the step's draws, and the trunk's
+        features of x and (a pass of its own, before the update) T(x) for NT-Xent (module docstring)."""
+        del earlier
         real = to_float_images(batch["images"])
         size = tf.shape(real)[0]
-        step = self.optimizer.iterations
         seeds = tf.random.experimental.stateless_split(tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)]), 3)
         # Under a distribution strategy each replica takes its rows of the global batch's draws.
-        z = draw_rows(lambda rows: tf.random.stateless_normal(tf.stack([rows, self.noise_dim]), seeds[0]), size)
-        gumbel = draw_rows(lambda rows: sample_gumbel(tf.stack([rows, NUM_CATEGORIES]), seeds[1]), size)
+        drawn = {
+            "z": draw_rows(lambda rows: tf.random.stateless_normal(tf.stack([rows, self.noise_dim]), seeds[0]), size),
+            "gumbel": draw_rows(lambda rows: sample_gumbel(tf.stack([rows, NUM_CATEGORIES]), seeds[1]), size),
+        }
+        fake = self.generate(drawn["z"], gumbel_softmax(self.prior_logits, drawn["gumbel"]), training=training)
+        drawn["real_features"] = self.trunk(real, training=training)
+        if self.contrastive_weight > 0:
+            augmented = augment(real, seeds[2], elastic_pixels=self.elastic_pixels, rows=replica_rows(size))
+            drawn["augmented_features"] = tf.stop_gradient(self.trunk(augmented, training=training))
+        d_loss = (bce(self.d_head(drawn["real_features"], training=training), 1.0)
+                  + bce(self.d_head(self.trunk(fake, training=training), training=training), 0.0))
+        return {"d_loss": d_loss, **drawn}
 
-        # The D step: real images against G's, on the trunk and D's head. The trunk also takes
-        # T(x) in a pass of its own here, before the update, for NT-Xent (module docstring).
-        with tf.GradientTape() as tape:
-            fake = self.generate(z, gumbel_softmax(self.prior_logits, gumbel), training=True)
-            real_features = self.trunk(real, training=True)
-            if self.contrastive_weight > 0:
-                augmented = augment(real, seeds[2], elastic_pixels=self.elastic_pixels, rows=replica_rows(size))
-                augmented_features = tf.stop_gradient(self.trunk(augmented, training=True))
-            d_loss = (bce(self.d_head(real_features, training=True), 1.0)
-                      + bce(self.d_head(self.trunk(fake, training=True), training=True), 0.0))
-            # Each replica holds a share of the batch; loss scaling under mixed float16.
-            scaled = self.d_optimizer.scale_loss(self.replica_mean(d_loss))
-        variables = self._d_variables()
-        self.d_optimizer.apply(tape.gradient(scaled, variables), variables)
-
-        # The G step: G, Q's head and pi, against the updated D.
-        with tf.GradientTape() as tape:
-            code = gumbel_softmax(self.prior_logits, gumbel)
-            features = self.trunk(self.generate(z, code, training=True), training=True)
-            adversarial = bce(self.d_head(features, training=True), 1.0)
-            info = info_loss(self.q_logits(self.q_features(features, training=True), training=True), code)
-            g_loss = adversarial + info
-            if self.contrastive_weight > 0:
-                # Q's head on the D step's trunk features of x and of T(x), one pass each.
-                pen = tf.cast(self.q_features(tf.stop_gradient(real_features), training=True), tf.float32)
-                pen_augmented = tf.cast(self.q_features(augmented_features, training=True), tf.float32)
-                # The negatives are the whole global batch's, as on one device.
-                contrastive = nt_xent(gather_replicas(pen), gather_replicas(pen_augmented), self.ntxent_temperature)
-                g_loss += self.contrastive_weight * contrastive
-            else:
-                contrastive = tf.constant(0.0)
-            scaled = self.optimizer.scale_loss(self.replica_mean(g_loss))
-        variables = self._g_variables()
-        self.optimizer.apply(tape.gradient(scaled, variables), variables)
-
-        values = {"loss": d_loss + g_loss, "d_loss": d_loss, "g_loss": g_loss, "info_loss": info, "ntxent_loss": contrastive}
-        for name, value in values.items():
-            self.trackers[name].update_state(value)
-        return self.logs({name: tracker.result() for name, tracker in self.trackers.items()})
+    def _generator_terms(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
+        """G, Q's head and pi: fool D, make the code recoverable, and (NT-Xent) match Q's
+        features of x and T(x)."""
+        del batch, step
+        code = gumbel_softmax(self.prior_logits, earlier["gumbel"])
+        features = self.trunk(self.generate(earlier["z"], code, training=training), training=training)
+        adversarial = bce(self.d_head(features, training=training), 1.0)
+        info = info_loss(self.q_logits(self.q_features(features, training=training), training=training), code)
+        g_loss = adversarial + info
+        if self.contrastive_weight > 0:
+            # Q's head on the D step's trunk features of x and of T(x), one pass each.
+            pen = tf.cast(self.q_features(tf.stop_gradient(earlier["real_features"]), training=training), tf.float32)
+            pen_augmented = tf.cast(self.q_features(earlier["augmented_features"], training=training), tf.float32)
+            # The negatives are the whole global batch's, as on one device.
+            contrastive = nt_xent(gather_replicas(pen), gather_replicas(pen_augmented), self.ntxent_temperature)
+            g_loss += self.contrastive_weight * contrastive
+        else:
+            contrastive = tf.constant(0.0)
+        return {"loss": earlier["d_loss"] + g_loss, "g_loss": g_loss, "info_loss": info, "ntxent_loss": contrastive}
 
     def code_grid(self, z: np.ndarray) -> np.ndarray:
         """uint8 [K H, n W, 1]: row k shows code k (one-hot) with each of the n noise vectors z [n, noise_dim]."""
@@ -274,59 +269,40 @@ def failures(prior: np.ndarray, generated_diversity: float) -> list[str]:
     return found
 
 
-def true_proportions(config: ExperimentConfig) -> np.ndarray | None:
-    """The digit proportions of the training images the run sees ([10]), or None off MNIST."""
-    if config.data != "mnist":
-        return None
-    labels = mnist.load_mnist(config).y_train
-    labels = labels[np.isin(labels, mnist.training_digits(config))]
-    counts = np.bincount(labels, minlength=NUM_CATEGORIES).astype(np.float64)
-    return counts / counts.sum()
-
-
-def _write_json(path: str, value) -> None:
-    with open(path + ".tmp", "w") as handle:
-        json.dump(value, handle, indent=2)
-    os.replace(path + ".tmp", path)
-
-
-class InfoGANMonitor(keras.callbacks.Callback):
+class InfoGANMonitor(TrainingMonitor):
     """The prior, diversity and failure checks and the per-code sample grid every ``log_every``
     steps and at the end (added to the logs the trainer writes, and to TensorBoard under
-    ``log_dir``); prior.json, class_split.json and
-    training_warnings.json in the run directory (module docstring)."""
+    ``log_dir``); prior.json, class_split.json and training_warnings.json in the run directory
+    (module docstring). The true proportions and the class split are the data family's, where
+    it declares them."""
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
-        super().__init__()
-        self.config, self.log_dir = config, log_dir
+        super().__init__(log_dir, config.steps)
+        self.config = config
         self.run_dir = os.path.dirname(os.path.dirname(log_dir))  # log_dir = run_dir/logs/elastic_infogan
-        self._writer, self._true, self._real = None, None, None
+        self._true, self._real = None, None
         rng = np.random.default_rng(config.seed + 1)
         self._z = rng.standard_normal((GRID_COLUMNS, config.infogan_noise_dim)).astype(np.float32)
         self._diversity_z = rng.standard_normal((NUM_CATEGORIES * GRID_COLUMNS, config.infogan_noise_dim)).astype(np.float32)
         self.warnings: list[dict] = []
         self._history: list[dict] = []  # the prior at every log step, for prior.json
 
-    def _step(self) -> int:
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-
     def on_train_begin(self, logs=None):
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(self.log_dir)
-        self._true = true_proportions(self.config)
-        if self.config.data == "mnist" and self.config.class_split != mnist_imbalance.NO_SPLIT:
-            _, labels = mnist.class_split_pool(self.config)
-            _write_json(os.path.join(self.run_dir, CLASS_SPLIT_FILE),
-                        mnist_imbalance.describe(self.config.class_split, labels, self.config.class_split_pool))
-        if self.config.data == "mnist":
-            images = mnist.load_mnist(self.config).x_train
+        family = data.get_family(self.config.data)
+        if family.class_proportions is not None:
+            self._true = family.class_proportions(self.config)
+        split = family.class_split_description(self.config) if family.class_split_description is not None else None
+        if split is not None:
+            json_files.write_json(os.path.join(self.run_dir, CLASS_SPLIT_FILE), split)
+        if family.class_labelled_images is not None:  # the reference of the diversity check
+            images = family.class_labelled_images(self.config).train_images[..., 0]
             rows = np.random.default_rng(self.config.seed + 2).choice(len(images), min(len(images), 500), replace=False)
             self._real = images[rows].astype(np.float32) / 255.0
         path = os.path.join(self.run_dir, WARNINGS_FILE)
         if os.path.isfile(path):  # a resumed run keeps what was found before
             with open(path) as handle:
                 self.warnings = json.load(handle)
-        path, start = os.path.join(self.run_dir, PRIOR_FILE), self._step()
+        path, start = os.path.join(self.run_dir, PRIOR_FILE), self.step()
         if os.path.isfile(path):  # a resumed run keeps the prior's history up to its checkpoint
             with open(path) as handle:
                 self._history = [entry for entry in json.load(handle).get("history", []) if entry["step"] <= start]
@@ -335,43 +311,34 @@ class InfoGANMonitor(keras.callbacks.Callback):
         codes = np.repeat(np.eye(NUM_CATEGORIES, dtype=np.float32), GRID_COLUMNS, axis=0)
         return self.model.generate(tf.constant(self._diversity_z), tf.constant(codes)).numpy()[..., 0]
 
-    def on_epoch_end(self, epoch, logs=None):
-        step, config = self._step(), self.config
-        last = step >= config.steps
-        logs = logs if logs is not None else {}
-        with self._writer.as_default(step=step):
-            if step % config.log_every == 0 or last:
-                prior = self.model.prior()
-                spread = diversity(self._generated(), self._real) if self._real is not None else 1.0
-                logs.update({"prior_max": float(prior.max()), "generated_diversity": spread})
-                for k, value in enumerate(prior):
-                    tf.summary.scalar(f"prior/{k}", value)
-                if self._true is not None:
-                    learned, true = np.sort(prior)[::-1], np.sort(self._true)[::-1]
-                    for i in range(NUM_CATEGORIES):
-                        tf.summary.scalar(f"prior_sorted/learned_{i}", learned[i])
-                        tf.summary.scalar(f"prior_sorted/true_{i}", true[i])
-                    logs["prior_sorted_l1"] = float(np.abs(learned - true).sum())
-                if not self._history or self._history[-1]["step"] < step:
-                    self._history.append({"step": step, "prior": [float(p) for p in prior]})
-                _write_json(os.path.join(self.run_dir, PRIOR_FILE), {
-                    "step": step, "prior": [float(p) for p in prior],
-                    "true_proportions": None if self._true is None else [float(p) for p in self._true],
-                    "history": self._history,
-                })
-                for problem in failures(prior, spread):
-                    _log.warning("Elastic-InfoGAN at step %d: %s", step, problem)
-                    print(f"WARNING: Elastic-InfoGAN at step {step}: {problem}")
-                    self.warnings.append({"step": step, "problem": problem})
-                    _write_json(os.path.join(self.run_dir, WARNINGS_FILE), self.warnings)
-                tf.summary.image("samples_per_code", self.model.code_grid(self._z)[None], max_outputs=1,
-                                 description="row k: categorical code k, one column per noise vector")
-        self._writer.flush()
-
-    def on_train_end(self, logs=None):
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+    def write(self, step: int, logs: dict) -> None:
+        if not self.due(step, self.config.log_every):
+            return
+        prior = self.model.prior()
+        spread = diversity(self._generated(), self._real) if self._real is not None else 1.0
+        logs.update({"prior_max": float(prior.max()), "generated_diversity": spread})
+        for k, value in enumerate(prior):
+            tf.summary.scalar(f"prior/{k}", value)
+        if self._true is not None:
+            learned, true = np.sort(prior)[::-1], np.sort(self._true)[::-1]
+            for i in range(NUM_CATEGORIES):
+                tf.summary.scalar(f"prior_sorted/learned_{i}", learned[i])
+                tf.summary.scalar(f"prior_sorted/true_{i}", true[i])
+            logs["prior_sorted_l1"] = float(np.abs(learned - true).sum())
+        if not self._history or self._history[-1]["step"] < step:
+            self._history.append({"step": step, "prior": [float(p) for p in prior]})
+        json_files.write_json(os.path.join(self.run_dir, PRIOR_FILE), {
+            "step": step, "prior": [float(p) for p in prior],
+            "true_proportions": None if self._true is None else [float(p) for p in self._true],
+            "history": self._history,
+        })
+        for problem in failures(prior, spread):
+            _log.warning("Elastic-InfoGAN at step %d: %s", step, problem)
+            print(f"WARNING: Elastic-InfoGAN at step {step}: {problem}")
+            self.warnings.append({"step": step, "problem": problem})
+            json_files.write_json(os.path.join(self.run_dir, WARNINGS_FILE), self.warnings)
+        tf.summary.image("samples_per_code", self.model.code_grid(self._z)[None], max_outputs=1,
+                         description="row k: categorical code k, one column per noise vector")
 
 
 # ---------------------------------------------------------------- the declaration
@@ -412,7 +379,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> Elasti
         elastic_pixels=digit_augment.ELASTIC_PIXELS if config.infogan_elastic_field else 0.0,
         learning_rate=config.learning_rate, seed=config.seed,
     )
-    optimizer = keras.optimizers.Adam(config.learning_rate, beta_1=ADAM_BETAS[0], beta_2=ADAM_BETAS[1])
+    optimizer = optimizers.adam(config.learning_rate, betas=ADAM_BETAS)
     model.compile(optimizer=optimizer, jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
     return model
 

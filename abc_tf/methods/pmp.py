@@ -61,9 +61,10 @@ import numpy as np
 import tensorflow as tf
 
 import models
-from abc_tf import data, schedules
+from abc_tf import optimizers
 from abc_tf.config import ExperimentConfig
-from abc_tf.methods.base import Method, MethodModel, build_encoder, to_float_images
+from abc_tf.methods.base import Method, MethodModel, Update, build_encoder, to_float_images
+from abc_tf.methods.monitor import TrainingMonitor
 from models import pmp as pmp_networks
 
 # The authors' constants [code].
@@ -190,13 +191,9 @@ class PMPModel(MethodModel):
         self.total_steps, self.warmup = int(total_steps), float(warmup)
         self.loss_weights = {name: float(weights[name]) for name in ("dis", "spar", "cons", "reg")}
         self.seed = int(seed) % (1 << 31)
-        self.trackers = {name: keras.metrics.Mean(name=name) for name in ("loss", *LOSS_NAMES)}
+        self.track(("loss", *LOSS_NAMES), values_at_step=("beta1", "beta2", "beta3"))
         self.usage = SubspaceUsage(self.num_subspaces)
         self.built = True
-
-    @property
-    def metrics(self) -> list[keras.metrics.Metric]:
-        return list(self.trackers.values())
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.representation, "features": self.features, "projectors": self.projectors,
@@ -213,7 +210,8 @@ class PMPModel(MethodModel):
     def decode(self, z: tf.Tensor, training: bool = False) -> tf.Tensor:
         return tf.cast(self.decoder(z, training=training), tf.float32)
 
-    def _terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+        """The terms of the module docstring; "objective" adds the weight decay to "loss"."""
         x1, x2 = to_float_images(batch["x1"]), to_float_images(batch["x2"])
         images = tf.concat([x1, x2], axis=0)
         pairs = tf.shape(x1)[0]
@@ -245,33 +243,19 @@ class PMPModel(MethodModel):
             rec + b1 * (w["dis"] * terms["dis_loss"] + w["spar"] * terms["spar_loss"])
             + b2 * w["cons"] * terms["cons_loss"] + b3 * w["reg"] * terms["reg_loss"]
         )
+        terms["objective"] = terms["loss"] + self._weight_decay()
+        if training:
+            self.usage.update_state(changed)  # read and reset by PMPMonitor at each log step
         return terms
 
     def _weight_decay(self) -> tf.Tensor:
         """0.5 * 1e-6 * ||w||^2 over every trainable variable: PyTorch Adam's weight_decay."""
         return 0.5 * WEIGHT_DECAY * tf.add_n([tf.reduce_sum(tf.square(tf.cast(v, tf.float32))) for v in self.trainable_variables])
 
-    def _results(self, terms: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        for name, tracker in self.trackers.items():
-            tracker.update_state(terms[name])
-        results = {name: tracker.result() for name, tracker in self.trackers.items()}
-        results.update({name: terms[name] for name in ("beta1", "beta2", "beta3")})  # values at the step
-        return self.logs(results)
-
-    def train_step(self, batch):
-        step = self.optimizer.iterations
-        with tf.GradientTape() as tape:
-            terms = self._terms(batch, step, training=True)
-            objective = terms["loss"] + self._weight_decay()
-            # Each replica holds B / replicas pairs; loss scaling under mixed float16.
-            scaled = self.optimizer.scale_loss(self.replica_mean(objective))
-        gradients = tape.gradient(scaled, self.trainable_variables)
-        self.optimizer.apply(gradients, self.trainable_variables)
-        self.usage.update_state(terms["changed"])
-        return self._results(terms)
-
-    def test_step(self, batch):
-        return self._results(self._terms(batch, self.optimizer.iterations, training=False))
+    def updates(self) -> list[Update]:
+        # The weight decay is minimised with the loss but not logged (PyTorch's Adam weight_decay).
+        return [Update(lambda batch, step, training, earlier: self.compute_terms(batch, step, training),
+                       self.optimizer, lambda: self.trainable_variables, loss="objective")]
 
     def swap_grid(self, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
         """uint8 image [n H, (k + 4) W, C]: per pair a row x1 | g(z1) | k swaps | g(z2) | x2, swap i
@@ -291,57 +275,35 @@ class PMPModel(MethodModel):
         return np.asarray(tf.cast(tf.round(tf.clip_by_value(grid, 0.0, 1.0) * 255.0), tf.uint8))
 
 
-class PMPMonitor(keras.callbacks.Callback):
+class PMPMonitor(TrainingMonitor):
     """Writes under ``log_dir``: the subspace-usage histogram of the training pairs every
     ``log_every`` steps (and the fraction per subspace as scalars ``subspace_usage/<i>``), and
     the reconstruction / swap grid (:meth:`PMPModel.swap_grid`) every ``eval_every`` steps
     (0: only at the end) and at the last step, on pairs of the family's own stream."""
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
-        super().__init__()
-        self.config, self.log_dir = config, log_dir
-        self._writer, self._pairs = None, None
-
-    def _step(self) -> int:
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-
-    def _fixed_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._pairs is None:
-            stream = data.get_family(self.config.data).stream("pairs")
-            batch = next(iter(stream(self.config, self.config.seed + 1, 0).take(1)))
-            self._pairs = tuple(batch[key].numpy()[:GRID_PAIRS] for key in ("x1", "x2"))
-        return self._pairs
+        super().__init__(log_dir, config.steps)
+        self.config = config
 
     def on_train_begin(self, logs=None):
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(self.log_dir)
         self.model.usage.reset_state()
 
-    def on_epoch_end(self, epoch, logs=None):
-        step, config = self._step(), self.config
-        last = step >= config.steps
-        with self._writer.as_default(step=step):
-            if step % config.log_every == 0 or last:
-                counts = np.asarray(self.model.usage.counts.numpy(), np.float64)
-                if counts.sum() > 0:
-                    fractions = counts / counts.sum()
-                    indices = np.repeat(np.arange(counts.size), np.rint(counts).astype(np.int64))
-                    tf.summary.histogram("subspace_usage", indices, buckets=counts.size)
-                    for i, value in enumerate(fractions):
-                        tf.summary.scalar(f"subspace_usage/{i}", value)
-                self.model.usage.reset_state()
-            if last or (config.eval_every and step % config.eval_every == 0):
-                x1, x2 = self._fixed_pairs()
-                grid = self.model.swap_grid(x1, x2)
-                tf.summary.image("reconstruction_and_swaps", grid[None], max_outputs=1,
-                                 description="per pair: x1, its reconstruction, x1 with subspace i of x2 (i = 1..k), "
-                                             "the reconstruction of x2, x2")
-        self._writer.flush()
-
-    def on_train_end(self, logs=None):
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+    def write(self, step: int, logs: dict) -> None:
+        if self.due(step, self.config.log_every):
+            counts = np.asarray(self.model.usage.counts.numpy(), np.float64)
+            if counts.sum() > 0:
+                fractions = counts / counts.sum()
+                indices = np.repeat(np.arange(counts.size), np.rint(counts).astype(np.int64))
+                tf.summary.histogram("subspace_usage", indices, buckets=counts.size)
+                for i, value in enumerate(fractions):
+                    tf.summary.scalar(f"subspace_usage/{i}", value)
+            self.model.usage.reset_state()
+        if self.due(step, self.config.eval_every):
+            pairs = self.fixed_batch(self.config, "pairs", GRID_PAIRS)
+            grid = self.model.swap_grid(pairs["x1"], pairs["x2"])
+            tf.summary.image("reconstruction_and_swaps", grid[None], max_outputs=1,
+                             description="per pair: x1, its reconstruction, x1 with subspace i of x2 (i = 1..k), "
+                                         "the reconstruction of x2, x2")
 
 
 # ---------------------------------------------------------------- the declaration
@@ -374,10 +336,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> PMPMod
         features, projectors, decoder, total_steps=config.steps, warmup=config.pmp_warmup,
         weights={name: getattr(config, field) for name, field in WEIGHT_FIELDS.items()}, seed=config.seed,
     )
-    optimizer = keras.optimizers.Adam(
-        schedules.learning_rate(config.learning_rate, config.lr_halving_steps),
-        beta_1=ADAM_BETAS[0], beta_2=ADAM_BETAS[1], epsilon=ADAM_EPSILON,
-    )
+    optimizer = optimizers.adam(config.learning_rate, config.lr_halving_steps, betas=ADAM_BETAS, epsilon=ADAM_EPSILON)
     model.compile(optimizer=optimizer, jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
     return model
 

@@ -52,9 +52,10 @@ import numpy as np
 import tensorflow as tf
 
 import models
-from abc_tf import data
+from abc_tf import optimizers
 from abc_tf.config import ExperimentConfig
-from abc_tf.methods.base import Method, MethodModel, adam, draw_rows, to_float_images
+from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
+from abc_tf.methods.monitor import TrainingMonitor
 from models import spatial_transformer
 from models import vitae as vitae_networks
 
@@ -222,12 +223,8 @@ class VITAEModel(MethodModel):
         self.warmup_steps = float(warmup_steps)
         self.augment = bool(augment)
         self.seed = int(seed) % (1 << 31)
-        self.trackers = {name: keras.metrics.Mean(name=name) for name in LOG_NAMES}
+        self.track(LOG_NAMES, values_at_step=("kl_weight",))
         self.built = True
-
-    @property
-    def metrics(self) -> list[keras.metrics.Metric]:
-        return list(self.trackers.values())
 
     def networks(self) -> dict[str, keras.Model]:
         kept = {"encoder": self.representation, **self.parts}
@@ -245,7 +242,10 @@ class VITAEModel(MethodModel):
             return self.appearance_decoder(z_appearance)
         return self.generator([z_appearance, z_perspective])
 
-    def _terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor) -> dict[str, tf.Tensor]:
+    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+        """The negative ELBO's terms at ``step`` (its KL weight); images warped when augmenting.
+        The networks have no layer that acts differently in training."""
+        del training
         images = to_float_images(batch["images"])
         seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
         augment_seed, noise_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
@@ -256,25 +256,6 @@ class VITAEModel(MethodModel):
         terms["kl_weight"] = kl_weight(step, self.warmup_steps)
         terms["loss"] = terms["reconstruction"] + terms["kl_weight"] * (terms["kl_appearance"] + terms["kl_perspective"])
         return terms
-
-    def _results(self, terms: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        for name, tracker in self.trackers.items():
-            tracker.update_state(terms[name])
-        results = {name: tracker.result() for name, tracker in self.trackers.items()}
-        results["kl_weight"] = terms["kl_weight"]  # its value at the step
-        return self.logs(results)
-
-    def train_step(self, batch):
-        step = self.optimizer.iterations
-        with tf.GradientTape() as tape:
-            terms = self._terms(batch, step)
-            scaled = self.optimizer.scale_loss(self.replica_mean(terms["loss"]))
-        gradients = tape.gradient(scaled, self.trainable_variables)
-        self.optimizer.apply(gradients, self.trainable_variables)
-        return self._results(terms)
-
-    def test_step(self, batch):
-        return self._results(self._terms(batch, self.optimizer.iterations))
 
     # ------------------------------------------------------------ figures
 
@@ -311,46 +292,26 @@ def tile(rows: list[np.ndarray]) -> np.ndarray:
     return np.round(np.clip(grid, 0.0, 1.0) * 255.0).astype(np.uint8)
 
 
-class VITAEMonitor(keras.callbacks.Callback):
+class VITAEMonitor(TrainingMonitor):
     """Writes under ``log_dir`` every ``eval_every`` steps (0, as MNIST requires: every
     ``log_every`` steps; MNIST's family reserves ``eval_every`` for data with known factors) and at the last
     step the reconstruction grid and the traversal grid (:class:`VITAEModel`) of fixed images
     of the family's own "images" stream."""
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
-        super().__init__()
-        self.config, self.log_dir = config, log_dir
-        self._writer, self._images = None, None
+        super().__init__(log_dir, config.steps)
+        self.config = config
 
-    def _fixed_images(self) -> np.ndarray:
-        if self._images is None:
-            stream = data.get_family(self.config.data).stream("images")
-            batch = next(iter(stream(self.config, self.config.seed + 1, 0).take(1)))
-            self._images = batch["images"].numpy()[:GRID_IMAGES]
-        return self._images
-
-    def on_train_begin(self, logs=None):
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(self.log_dir)
-
-    def on_epoch_end(self, epoch, logs=None):
-        step, config = int(self.model.optimizer.iterations.numpy()), self.config
-        if not (step >= config.steps or step % (config.eval_every or config.log_every) == 0):
+    def write(self, step: int, logs: dict) -> None:
+        if not self.due(step, self.config.eval_every or self.config.log_every):
             return
-        images = self._fixed_images()
-        with self._writer.as_default(step=step):
-            tf.summary.image("reconstructions", self.model.reconstruction_grid(images)[None], max_outputs=1,
-                             description="rows: the images, (c_vitae) the aligned images x', the reconstructions "
-                                         "from the posterior means, (VITAE) the appearance templates before the warp")
-            tf.summary.image("traversals", self.model.traversal_grid(images[0])[None], max_outputs=1,
-                             description="one row per latent dimension, appearance first, then perspective, "
-                                         f"swept over -{TRAVERSAL_RANGE}..{TRAVERSAL_RANGE}")
-        self._writer.flush()
-
-    def on_train_end(self, logs=None):
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+        images = self.fixed_batch(self.config, "images", GRID_IMAGES)["images"]
+        tf.summary.image("reconstructions", self.model.reconstruction_grid(images)[None], max_outputs=1,
+                         description="rows: the images, (c_vitae) the aligned images x', the reconstructions "
+                                     "from the posterior means, (VITAE) the appearance templates before the warp")
+        tf.summary.image("traversals", self.model.traversal_grid(images[0])[None], max_outputs=1,
+                         description="one row per latent dimension, appearance first, then perspective, "
+                                     f"swept over -{TRAVERSAL_RANGE}..{TRAVERSAL_RANGE}")
 
 
 # ---------------------------------------------------------------- the declarations
@@ -358,13 +319,16 @@ class VITAEMonitor(keras.callbacks.Callback):
 FIELDS = ("batch_size", "kl_warmup", "affine_augmentation")
 
 
-def check_config(config: ExperimentConfig) -> None:
-    """The VAE's and VITAE's settings (ValueError naming the flag), before any data or network."""
-    if not 0.0 <= config.kl_warmup <= 1.0:
-        raise ValueError(f"--kl_warmup must lie in [0, 1], a fraction of the steps, got {config.kl_warmup}.")
-    if config.method != "vae" and (config.embedding_dim < 2 or config.embedding_dim % 2):
-        raise ValueError(f"--embedding_dim must be even for --method={config.method} (half appearance z_A, half "
-                         f"perspective z_P; the paper: 4), got {config.embedding_dim}.")
+def _checker(variant: str):
+    def check_config(config: ExperimentConfig) -> None:
+        """The settings of ``variant`` (ValueError naming the flag), before any data or network."""
+        if not 0.0 <= config.kl_warmup <= 1.0:
+            raise ValueError(f"--kl_warmup must lie in [0, 1], a fraction of the steps, got {config.kl_warmup}.")
+        if variant != "vae" and (config.embedding_dim < 2 or config.embedding_dim % 2):
+            raise ValueError(f"--embedding_dim must be even for --method={variant} (half appearance z_A, half "
+                             f"perspective z_P; the paper: 4), got {config.embedding_dim}.")
+
+    return check_config
 
 
 def build_networks(variant: str, embedding_dim: int, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
@@ -394,7 +358,7 @@ def _builder(variant: str):
         model = VITAEModel(variant, build_networks(variant, config.embedding_dim, image_shape),
                            warmup_steps=config.kl_warmup * config.steps, augment=config.affine_augmentation,
                            seed=config.seed)
-        model.compile(optimizer=adam(config), jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+        model.compile(optimizer=optimizers.adam(config.learning_rate, config.lr_halving_steps), jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
         return model
 
     return build
@@ -405,7 +369,7 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 
 
 def _declare(variant: str, told: str) -> Method:
-    return Method(name=variant, build=_builder(variant), batch_format="images", fields=FIELDS, check_config=check_config,
+    return Method(name=variant, build=_builder(variant), batch_format="images", fields=FIELDS, check_config=_checker(variant),
                   supervision=f"none: {told}", length_scale=None, training_callbacks=training_callbacks,
                   batch_field="batch_size")
 

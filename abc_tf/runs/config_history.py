@@ -12,6 +12,7 @@ import json
 import os
 from typing import Sequence
 
+from abc_tf import json_files
 from abc_tf.config import ExperimentConfig, read_config
 from abc_tf.runs import checkpoints, run_lock
 from abc_tf.runs.run_dir import CONFIG_FILE
@@ -87,12 +88,6 @@ def check_run_dir(config: ExperimentConfig, run_dir: str, allow_changes: Sequenc
     return config_changes(run_dir, config, allow_changes)
 
 
-def _write_json_atomically(path: str, text: str) -> None:
-    with open(path + ".tmp", "w") as handle:
-        handle.write(text)
-    os.replace(path + ".tmp", path)
-
-
 def write_config(config: ExperimentConfig, run_dir: str, changes: dict[str, tuple], step: int) -> None:
     """Writes config.json; an accepted change is appended to config_history.json first."""
     path = os.path.join(run_dir, CONFIG_FILE)
@@ -112,5 +107,5 @@ def write_config(config: ExperimentConfig, run_dir: str, changes: dict[str, tupl
             "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "changed": {name: {"old": old, "new": new} for name, (old, new) in sorted(changes.items())},
         })
-        _write_json_atomically(history_path, json.dumps(history, indent=2))
-    _write_json_atomically(path, config.to_json())
+        json_files.write_json(history_path, history)
+    json_files.write_json(path, json.loads(config.to_json()), sort_keys=True)

@@ -66,7 +66,8 @@ def precision_policy(config: ExperimentConfig) -> str:
 
 def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
     """Every check of ``config`` that reads no data: its values, its family's and its method's
-    settings, and that the family streams the batches the method trains on."""
+    settings, and that the family streams the batches the method trains on (the augmentation
+    baseline's two-view sets only to a method declaring ``accepts_two_view_sets``)."""
     config.validate()
     family = data.check_config(config)
     method = methods.check_config(config)
@@ -74,6 +75,12 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
         raise ValueError(
             f"--method={method.name} trains on {method.batch_format!r} batches; data family {family.name!r} "
             f"streams {', '.join(family.batch_formats)}."
+        )
+    if config.augmentation_baseline and not method.accepts_two_view_sets:
+        accepting = [name for name in methods.METHODS if methods.get_method(name).accepts_two_view_sets]
+        raise ValueError(
+            f"--augmentation_baseline streams two augmented views of unconstrained sets and no set B; "
+            f"--method={method.name} does not train on them. Methods that do: {', '.join(accepting)}."
         )
     return family, method
 

@@ -9,6 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from abc_tf.methods.monitor import TrainingMonitor
 from abc_tf.runs import checkpoints
 
 class RunStopped(RuntimeError):
@@ -49,7 +50,7 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
             )
 
 
-class IntervalLogger(keras.callbacks.Callback):
+class IntervalLogger(TrainingMonitor):
     """Every ``log_every`` steps (and at the last step): the training logs, averaged over the
     interval, written to TensorBoard against the optimizer step, kept in ``history`` and
     printed when ``verbose``.
@@ -60,20 +61,16 @@ class IntervalLogger(keras.callbacks.Callback):
     """
 
     def __init__(self, log_dir: str, log_every: int, total_steps: int, verbose: int = 0):
-        super().__init__()
-        self.log_dir, self.log_every, self.total_steps, self.verbose = log_dir, log_every, total_steps, verbose
+        super().__init__(log_dir, total_steps)
+        self.log_every, self.verbose = log_every, verbose
         self.history: dict[str, list[float]] = {}
-        self._writer = None
-
-    def _step(self) -> int:
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
 
     def on_train_begin(self, logs=None):
-        self._last_step, self._sums, self._count = self._step(), {}, 0
+        self._last_step, self._sums, self._count = self.step(), {}, 0
         self._started = time.monotonic()
 
     def on_epoch_end(self, epoch, logs=None):
-        step = self._step()
+        step = self.step()
         steps, self._last_step = step - self._last_step, step
         metric_names = {metric.name for metric in self.model.metrics}
         values = {key: float(keras.ops.convert_to_numpy(value)) for key, value in (logs or {}).items()}
@@ -81,17 +78,15 @@ class IntervalLogger(keras.callbacks.Callback):
             if key in metric_names:
                 self._sums[key] = self._sums.get(key, 0.0) + value * steps
         self._count += steps
-        if step % self.log_every and step != self.total_steps:
+        if not self.due(step, self.log_every):
             return
         record = {key: total / max(self._count, 1) for key, total in self._sums.items()}
         record.update({key: value for key, value in values.items() if key not in metric_names})
         record["learning_rate"] = float(keras.ops.convert_to_numpy(self.model.optimizer.learning_rate))
-        if self._writer is None:
-            self._writer = tf.summary.create_file_writer(self.log_dir)
-        with self._writer.as_default(step=step):
+        with self.writer.as_default(step=step):
             for key, value in record.items():
                 tf.summary.scalar(key, value)
-        self._writer.flush()
+        self.writer.flush()
         for key, value in record.items():
             self.history.setdefault(key, []).append(value)
         if self.verbose:
@@ -99,8 +94,3 @@ class IntervalLogger(keras.callbacks.Callback):
             shown = ", ".join(f"{key} {value:.4g}" for key, value in sorted(record.items()))
             print(f"step {step}/{self.total_steps}: {shown} ({seconds:.3f} s/step)", flush=True)
         self._sums, self._count, self._started = {}, 0, time.monotonic()
-
-    def on_train_end(self, logs=None):
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
