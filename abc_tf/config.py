@@ -66,7 +66,7 @@ class ExperimentConfig:
     # Real images: YaleB, EPFL cars, grouped folders (SPEC.md section 3, supplement S8.4).
     image_size: int = _field(64, "Images are resized to image_size x image_size (yaleb, epfl_cars, folders, pose).")
     image_channels: int = _field(3, "Channels images are converted to: 1 (gray) or 3 (RGB) (yaleb, epfl_cars, folders).")
-    augmentations: str = _field("", "Per-image augmentations 'name:amplitude,...' applied in order (contrast, saturation, crop; see abc_tf.augment); twice under double_augmentation.")
+    augmentations: str = _field("", "Per-image augmentations 'name:amplitude,...' applied in order (contrast, saturation, crop; see abc_tf.data.augment); twice under double_augmentation.")
     # Pose regression (SPEC.md section 3, Table 2): spherical-regression head on set A's embeddings.
     regression_weight: float = _field(0.0, "Weight of the spherical-regression head loss on set A's pose labels (0: no head). Pose data only.")
     abc_weight: float = _field(1.0, "Weight of the ABC loss (0 with regression_weight > 0: the regression-only baseline).")

@@ -30,7 +30,7 @@ import models
 from abc_tf.config import get_preset
 from abc_tf.data import sets
 from abc_tf.data import shapes3d as s3d
-from abc_tf.data.render import shapes3d as render
+from abc_tf.data.render import shapes3d_scenes as render
 from abc_tf.methods.abc_model import ABCModel
 from benchmarks.report import argument_parser, load_line, machine_line, publish
 

@@ -101,7 +101,7 @@ def authors_loss(model, batch, iteration: int):
     cons = tf.reduce_mean(tf.square(recoded - tf.gather(tf.concat(targets, axis=0), keep)))
     w = model.loss_weights
     return (rec + b1 * (w["dis"] * pmp.distance_loss(squared, changed) + w["spar"] * pmp.sparsity_loss(stacked))
-            + b2 * w["cons"] * cons + b3 * w["reg"] * pmp.usage_loss(squared) + model._weight_decay())
+            + b2 * w["cons"] * cons + b3 * w["reg"] * pmp.usage_loss(squared) + model.weight_decay_term())
 
 
 def authors_eager_runner(model, batch):

@@ -6,12 +6,12 @@ float32 images in [0, 1]; ``ABCModel`` and the exported SavedModels convert uint
 
 from __future__ import annotations
 
-from models.registry import build, names, register, takes_pretrained_weights  # noqa: F401
+from models.architectures import build, names, register, takes_pretrained_weights  # noqa: F401
 
 # Importing the modules registers their builders.
 from models import conv, heads  # noqa: E402,F401
 from models import pose_head  # noqa: E402,F401  (spherical-regression head, issue 7)
 from models import pose_encoders  # noqa: E402,F401  (S5 and s5_small pose encoders, issue 6)
-from models import pmp  # noqa: E402,F401  (product-manifold projection networks, issue 15)
+from models import pmp_networks  # noqa: E402,F401  (product-manifold projection networks, issue 15)
 from models import infogan  # noqa: E402,F401  (Elastic-InfoGAN networks, issue 17)
-from models import vitae  # noqa: E402,F401  (VAE / VITAE networks and the spatial transformer, issue 16)
+from models import vitae_networks  # noqa: E402,F401  (VAE / VITAE networks and the spatial transformer, issue 16)

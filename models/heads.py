@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import keras
 
-from models.registry import register
+from models.architectures import register
 
 
 @register("mine")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import keras
 
-from models.registry import register
+from models.architectures import register
 
 NOISE_DIM, NUM_CATEGORIES = 62, 10
 IMAGE_SHAPE = (28, 28, 1)

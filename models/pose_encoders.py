@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import keras
 
-from models.registry import register
+from models.architectures import register
 
 RESNET_FEATURES = "conv4_block6_out"
 BACKBONE_LAYER = "backbone"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from models.registry import register
+from models.architectures import register
 
 NUM_ANGLES = 3
 HIDDEN_UNITS = 128

@@ -83,7 +83,7 @@ def plot(results: list[dict], path: str) -> None:
 
     from abc_tf.evaluation import plots
 
-    figure = plots._new_figure(9.0, 3.3)
+    figure = plots.new_figure(9.0, 3.3)
     loss_axes = figure.add_subplot(1, 3, 1)
     ratio_axes = figure.add_subplot(1, 3, 2)
     tau_axes = figure.add_subplot(1, 3, 3)

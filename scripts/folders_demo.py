@@ -3,7 +3,7 @@
   python -m scripts.folders_demo --output_dir=runs/folders_demo [--steps=300 --image_size=32 ...]
 
 1. Renders a grouped folder with the procedural Shapes3D renderer
-   (``abc_tf.data.render.shapes3d``): one group = one object instance (shape, object hue,
+   (``abc_tf.data.render.shapes3d_scenes``): one group = one object instance (shape, object hue,
    scale); inside a group the orientation, wall hue and floor hue vary at random. PNG files
    ``<folder>/<group>/img_XXX.png`` plus ``labels.csv`` with all six factors.
 2. Trains the ``folders`` preset (S6 encoder, negative l2, lr 3e-4, double augmentation with
@@ -43,23 +43,23 @@ def make_grouped_folder(
     """
     import tensorflow as tf
 
-    from abc_tf.data.render import shapes3d
+    from abc_tf.data.render import shapes3d_scenes
 
     rng = np.random.default_rng(seed)
     rows = []
     for shape in range(shapes):
         for hue in object_hues:
             for scale in scales:
-                group = f"{shapes3d.SHAPES[shape]}_hue{hue}_scale{scale}"
+                group = f"{shapes3d_scenes.SHAPES[shape]}_hue{hue}_scale{scale}"
                 os.makedirs(os.path.join(root, group), exist_ok=True)
                 factors = np.zeros((per_group, 6), np.int64)
-                factors[:, 0] = rng.integers(0, shapes3d.NUM_HUES, per_group)  # floor hue
-                factors[:, 1] = rng.integers(0, shapes3d.NUM_HUES, per_group)  # wall hue
+                factors[:, 0] = rng.integers(0, shapes3d_scenes.NUM_HUES, per_group)  # floor hue
+                factors[:, 1] = rng.integers(0, shapes3d_scenes.NUM_HUES, per_group)  # wall hue
                 factors[:, 2] = hue
                 factors[:, 3] = scale
                 factors[:, 4] = shape
-                factors[:, 5] = rng.integers(0, len(shapes3d.ORIENTATIONS_DEG), per_group)
-                images = shapes3d.render(factors)
+                factors[:, 5] = rng.integers(0, len(shapes3d_scenes.ORIENTATIONS_DEG), per_group)
+                images = shapes3d_scenes.render(factors)
                 for index, (image, row) in enumerate(zip(images, factors)):
                     name = f"{group}/img_{index:03d}.png"
                     tf.io.write_file(os.path.join(root, name), tf.io.encode_png(image))
@@ -127,7 +127,7 @@ def main() -> None:
     history = {key: [float(v) for v in values] for key, values in result.history.items()}
     with open(os.path.join(args.output_dir, "results.json"), "w") as handle:
         json.dump({"config": json.loads(config.to_json()), "history": history, "train_seconds": train_seconds,
-                   "labels": {k: json.loads(label_information.to_json(v)) for k, v in measurements.items()}}, handle, indent=2)
+                   "labels": {k: label_information.to_dict(v) for k, v in measurements.items()}}, handle, indent=2)
     text = (
         f"Final training loss {history['loss'][-1]:.3f}, cycle accuracy {history['cycle_accuracy'][-1]:.3f}.\n\n"
         f"Noise sigma = length scale ({config.length_scale:g}):\n\n{label_information.markdown_table(measurements['sigma_length_scale'])}\n\n"

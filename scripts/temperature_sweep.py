@@ -111,7 +111,7 @@ def main(argv) -> None:
     os.makedirs(FLAGS.figures_dir, exist_ok=True)
     plots.plot_sweep_grid(panels, names, os.path.join(FLAGS.figures_dir, "temperature_sweep.png"), columns=2,
                           title=f"Histogram MI against noise, d = {FLAGS.embedding_dim}", ylabel="I(U+noise; G) [nats]")
-    figure = plots._new_figure(4.6, 3.4)
+    figure = plots.new_figure(4.6, 3.4)
     axes = figure.add_subplot(1, 1, 1)
     scales = np.array([r["length_scale"] for r in records])
     for i, name in enumerate(names):

@@ -65,45 +65,6 @@ def modules_loaded_by(script: str, *args: str) -> tuple[int, str, set[str]]:
     return result["code"], "\n".join(output) + "\n" + completed.stderr, set(result["modules"])
 
 
-# evaluate.py's flags parsed and main run for each case in turn, as app.run would, in one child
-# process (evaluate.py defines flags of the same names as train.py, so never in the test process).
-_EVALUATE_EACH = textwrap.dedent(
-    """
-    import contextlib, io, json, os, sys, traceback
-    import evaluate
-    results = []
-    for cwd, arguments in json.loads(sys.argv[1]):
-        os.chdir(cwd)
-        stdout, stderr = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            try:
-                evaluate.main(evaluate.FLAGS(["evaluate.py", *arguments]))
-                code = 0
-            except SystemExit as stop:
-                code = stop.code
-            except Exception:
-                code = None
-                traceback.print_exc()
-            finally:
-                evaluate.FLAGS.unparse_flags()
-        results.append({"code": code, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()})
-    print("RESULT" + json.dumps(results))
-    """
-)
-
-
-def evaluate_each(cases, cwd=ROOT, before: str = "") -> list[dict]:
-    """``evaluate.py arguments...`` for each ``(folder, arguments)`` of ``cases``, run in that
-    folder, all in one child process (TensorFlow starts once), after the code ``before`` (e.g. a
-    method registered as a user would): ``{"code", "stdout", "stderr"}`` per case, the exit code
-    being ``None`` for an uncaught exception (its traceback in stderr)."""
-    completed = run_code(before + "\n" + _EVALUATE_EACH,
-                         json.dumps([(str(folder), list(arguments)) for folder, arguments in cases]), cwd=cwd, timeout=600)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT"))
-    return json.loads(line[len("RESULT"):])
-
-
 # How long a child may take to get ready, and how long a ready child waits to be stopped: a
 # deadline against hangs only (a toy run is ready within seconds on an idle machine).
 MARKER_SECONDS = 600

@@ -1,4 +1,4 @@
-"""How the pipelines apply augmentations (abc_tf.augment): ``--augmentations`` specs, double
+"""How the pipelines apply augmentations (abc_tf.data.augment): ``--augmentations`` specs, double
 augmentation, and the S5 pose recipe pose_augment."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import augment
+from abc_tf.data import augment
 from augment_helpers import background_case, face_stack, smooth_stack
 from tolerance_helpers import rounding_rtol
 

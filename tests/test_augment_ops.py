@@ -1,4 +1,4 @@
-"""The random ops of abc_tf.augment_ops: S8.4 contrast, saturation and crop, the Shapes3D
+"""The random ops of abc_tf.data.augment_ops: S8.4 contrast, saturation and crop, the Shapes3D
 baseline's hue, and the S5 pose ops (translation, brightness, noise, Sobel, background
 painting): identity at amplitude 0, seeded, one draw per image, their ranges."""
 
@@ -9,8 +9,8 @@ import pytest
 import tensorflow as tf
 from matplotlib.colors import rgb_to_hsv
 
-from abc_tf import augment_ops as augment
-from abc_tf.data.render import shapes3d as render
+from abc_tf.data import augment_ops as augment
+from abc_tf.data.render import shapes3d_scenes as render
 from augment_helpers import background_case, face_stack, smooth_stack
 from tolerance_helpers import rounding_rtol
 

@@ -18,7 +18,7 @@ from abc_tf.evaluation import comparison, disentanglement, factor_isolation, min
 from abc_tf.methods.abc_model import ABC
 from abc_tf.methods.base import Method
 from abc_tf.runs import training
-from process_helpers import evaluate_each
+from evaluate_helpers import evaluate_each
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A method whose loss has no length scale: its rows get noise relative to their own spread.
@@ -234,8 +234,7 @@ def test_evaluate_py_compare(runs, tmp_path):
         (["--compare_untrained"], "--compare_untrained adds a row to --compare"),
         ([f"--compare={runs / 'abc_seeds'}", f"--output_dir={out}", "--network=appearance"], "DIR@NETWORK"),
     )
-    # evaluate.py's main on its parsed flags, every case in one child process (its command line:
-    # tests/test_evaluate.py).
+    # evaluate.py's command line, every case in the test process.
     result, *refused = evaluate_each([(REPO, compare)] + [(REPO, flags) for flags, _ in bad])
     assert result["code"] == 0, result["stderr"][-2000:]
     written = json.loads((out / "comparison.json").read_text())

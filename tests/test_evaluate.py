@@ -1,11 +1,9 @@
 """evaluate.py: a bad flag or a damaged run directory stops with one clear line (exit 2, no
 traceback) before any run is evaluated. docs/errors.md lists the same cases for users.
 
-``evaluate`` and ``train`` define flags of the same names in absl's global FLAGS, and
-tests/test_train.py imports ``train`` into the test process, so evaluate.py runs in child
-processes here: one child parses the flags and calls ``evaluate.main`` for every case in turn,
-and one test runs the real command line. Whole evaluations: tests/test_methods.py and the
-evaluators' own tests.
+evaluate.py keeps its flags apart from absl's global ones (train.py's), so its command line
+runs in the test process (``evaluate.run``, tests/evaluate_helpers.py); one test runs it as a
+real process. Whole evaluations: tests/test_methods.py and the tasks' own tests.
 """
 
 from __future__ import annotations
@@ -20,7 +18,8 @@ import pytest
 
 from abc_tf.config import get_preset
 from abc_tf.runs import run_lock
-from process_helpers import assert_one_clear_error, evaluate_each, modules_loaded_by, run_script
+from evaluate_helpers import evaluate_each
+from process_helpers import assert_one_clear_error, modules_loaded_by, run_script
 
 
 class Case(NamedTuple):
@@ -62,7 +61,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory) -> dict[str, tuple[dict, str, object]]:
-    """Every case run once in one child process: name -> ({"code", "stderr"}, message, run directory)."""
+    """Every case run once: name -> ({"code", "stderr"}, message, run directory)."""
     root = tmp_path_factory.mktemp("evaluate")
     runs, messages, arguments = {}, {}, []
     for index, (name, case) in enumerate(CASES.items()):
@@ -80,7 +79,7 @@ def evaluated(tmp_path_factory) -> dict[str, tuple[dict, str, object]]:
         for name, case in CASES.items():
             if case.locked:
                 locks.enter_context(run_lock.RunLock(str(runs[name]), command="train.py"))
-        outputs = evaluate_each(arguments, cwd=root)
+        outputs = evaluate_each(arguments)
     return {name: (output, messages[name], runs[name]) for name, output in zip(CASES, outputs)}
 
 
@@ -97,12 +96,13 @@ def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
     assert not (tmp_path / "metrics.json").exists()
 
 
-@pytest.mark.parametrize("flags,answer", [(["--help"], "--run_dir: Run directory written by train.py"),
-                                          (["--num_images=many"], "flag --num_images=many: invalid literal")],
-                         ids=["--help", "--num_images=many"])
-def test_help_and_flag_errors_answer_without_loading_tensorflow(flags, answer):
+@pytest.mark.parametrize("flags,expected_code,answer", [
+    (["--help"], 0, "--run_dir: Run directory written by train.py"),
+    (["--num_images=many"], 2, "evaluate.py: error: flag --num_images=many: invalid literal"),
+], ids=["--help", "--num_images=many"])
+def test_help_and_flag_errors_answer_without_loading_tensorflow(flags, expected_code, answer):
     code, output, modules = modules_loaded_by("evaluate.py", *flags)
-    assert code == 1 and answer in output, output[-3000:]  # absl exits 1 after help and flag errors
+    assert code == expected_code and answer in output, output[-3000:]
     assert not {"tensorflow", "keras"} & modules
 
 
@@ -120,9 +120,9 @@ def test_an_mnist_run_is_evaluated_with_the_network_asked_for(tmp_path, small_mn
     (run_dir / "config.json").write_text(config.to_json())
     training.untrained_encoder(config).save(str(run_dir / "encoder.keras"))
     training.untrained_encoder(config.replace(embedding_dim=3, seed=1)).save(str(run_dir / "appearance.keras"))
-    result = run_script("evaluate.py", f"--run_dir={run_dir}", "--network=appearance", f"--output_dir={tmp_path / 'out'}",
-                        "--probe_epochs=1", "--mine_steps=0", "--disentanglement=none", cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
+    [result] = evaluate_each([(tmp_path, [f"--run_dir={run_dir}", "--network=appearance", f"--output_dir={tmp_path / 'out'}",
+                                          "--probe_epochs=1", "--mine_steps=0", "--disentanglement=none"])])
+    assert result["code"] == 0, result["stderr"][-3000:]
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert set(metrics["digit_clusters"]) == {"nearest_neighbour_accuracy", "kmeans_nmi", "num_images"}
     assert metrics["digit_clusters"]["num_images"] == len(small_mnist["y_test"])

@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,6 +15,7 @@ from abc_tf.evaluation import factor_isolation, mine, probes
 from abc_tf.evaluation.noise import spread
 from abc_tf.methods.base import Method
 from abc_tf.runs.run_dir import seed_run_dirs
+from evaluate_helpers import evaluate_each
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = factor_isolation.IsolationSettings(
@@ -128,14 +127,14 @@ def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
     os.makedirs(run_dir)
     (run_dir / "config.json").write_text(config.to_json())
     training.untrained_encoder(config).save(str(run_dir / "encoder.keras"))
-    command = [
-        sys.executable, os.path.join(REPO, "evaluate.py"), f"--run_dir={run_dir}", "--num_images=48",
+    flags = [
+        f"--run_dir={run_dir}", "--num_images=48",
         "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256", "--probe_epochs=0",
         "--disentanglement=fast", "--disentanglement_scores=mig,sap",  # the fast preset's 1,500 shared codes
     ]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
+    result, bad = evaluate_each([(REPO, flags), (REPO, [f"--run_dir={tmp_path / 'missing'}"])])
+    assert result["code"] == 0, result["stderr"][-2000:]
+    assert "[evaluate] factor isolation of the trained encoder on 48 images" in result["stdout"]
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert metrics["inactive"] == ["wall_hue"] and metrics["sigma"] == 1.0
     assert len(metrics["mine"]) == 6 and (run_dir / "pca.png").exists()
@@ -145,5 +144,4 @@ def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
     assert scores["observations"] == "factor grid (images_of)" and (run_dir / "disentanglement.png").exists()
     assert "disentanglement.png" in metrics["figures"] and metrics["noise_rule"] == "length scale"
     # A missing run directory is a clear error, not a traceback.
-    bad = subprocess.run(command[:2] + [f"--run_dir={tmp_path / 'missing'}"], capture_output=True, text=True, env=env, cwd=REPO)
-    assert bad.returncode == 2 and "is not a directory" in bad.stderr
+    assert bad["code"] == 2 and "is not a directory" in bad["stderr"] and "Traceback" not in bad["stderr"]

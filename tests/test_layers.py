@@ -20,7 +20,7 @@ LAYERS = [
     ("maths", ("abc_tf", "abc_tf.geometry", "abc_tf.losses", "abc_tf.schedules", "abc_tf.config", "abc_tf.registry",
                "abc_tf.lookup", "abc_tf.json_files", "abc_tf.optimizers")),
     ("models", ("models",)),
-    ("data", ("abc_tf.augment", "abc_tf.augment_ops", "abc_tf.data")),
+    ("data", ("abc_tf.data",)),
     ("methods", ("abc_tf.methods",)),
     ("runs", ("abc_tf.runs",)),
     ("evaluation", ("abc_tf.evaluation", "abc_tf.callbacks", "abc_tf.run_summary")),
@@ -150,10 +150,7 @@ TEST_MODULE_OF = {
     "abc_tf.methods": "test_methods.py",  # the method registry and interface
     "abc_tf.methods.base": "test_methods.py",
     "models": "test_models.py",  # the architecture registry
-    "models.registry": "test_models.py",  # (abc_tf/registry.py is test_registry.py)
-    "models.pmp": "test_pmp_models.py",  # (abc_tf/methods/pmp.py is test_pmp.py)
-    "models.vitae": "test_vitae_models.py",  # (abc_tf/methods/vitae.py is test_vitae.py)
-    "abc_tf.data.render.shapes3d": "test_shapes3d.py",  # the renderer, beside the family
+    "models.architectures": "test_models.py",
 }
 ENTRY_POINTS = ("train", "evaluate")
 
@@ -298,3 +295,69 @@ def test_no_file_edits_sys_path():
     assert len(files) > len(MODULES)  # the walk found the checkout, not an empty folder
     offenders = [str(path.relative_to(ROOT)) for path in files if edits_sys_path(ast.parse(path.read_text(), str(path)))]
     assert not offenders, f"sys.path edited in {offenders}; run the file as a module from the repository root"
+
+
+# No two modules share a name (issue 24): a reader finds a module by its name, and the mirror
+# above maps each to its own tests/test_<name>.py.
+def test_no_two_modules_share_a_file_name():
+    files = [path for folder in ("abc_tf", "models") for path in sorted((ROOT / folder).rglob("*.py"))
+             if path.name != "__init__.py"]
+    assert files
+    paths_of: dict[str, list[str]] = {}
+    for path in files:
+        paths_of.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    shared = {name: paths for name, paths in paths_of.items() if len(paths) > 1}
+    assert not shared, f"modules sharing a file name (rename the lower one, as models/pmp_networks.py): {shared}"
+
+
+# Helpers used across modules are public (issue 24): a leading underscore means "this module
+# only". The tests may reach into a module's private names; the code may not.
+CODE_ROOTS = ("abc_tf", "models") + ENTRY_POINT_PACKAGES + ENTRY_POINTS
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_reaches(tree: ast.Module) -> list[tuple[int, str]]:
+    """Every ``from <package code> import _name`` and every ``name._private`` (``a.b._private``
+    too) where ``name`` was imported from the package, in ``tree``: (line, source). An object's
+    private attribute read outside its class is not seen: ``ast`` does not know its type."""
+    imported: set[str] = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.asname or alias.name.split(".")[0] for alias in node.names
+                         if alias.name.split(".")[0] in CODE_ROOTS}
+        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in CODE_ROOTS):
+            imported |= {alias.asname or alias.name for alias in node.names}
+            found += [(node.lineno, ast.unparse(node)) for alias in node.names if is_private(alias.name)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in imported:
+                found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_no_code_uses_another_module_s_private_names():
+    files = [ROOT / f"{name}.py" for name in ENTRY_POINTS] + [
+        path for folder in ("abc_tf", "models") + ENTRY_POINT_PACKAGES for path in sorted((ROOT / folder).rglob("*.py"))]
+    assert len(files) > len(MODULES)  # the walk found the checkout, not an empty folder
+    found = [f"{path.relative_to(ROOT)}:{line}: {source}" for path in files
+             for line, source in private_reaches(ast.parse(path.read_text(), str(path)))]
+    assert not found, f"private names used from another module (make them public): {found}"
+
+
+def test_the_private_name_check_finds_a_reach():
+    source = """
+from abc_tf.evaluation import plots
+from abc_tf.evaluation.plots import _finish, save_figure
+import models
+figure = plots._new_figure(1.0, 1.0)
+models.architectures._BUILDERS.clear()
+print(self._cache, plots.__name__, other._private, save_figure)
+"""
+    assert [line for line, _ in private_reaches(ast.parse(source))] == [3, 5, 6]

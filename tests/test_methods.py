@@ -21,7 +21,8 @@ from abc_tf import methods
 from abc_tf.methods.base import build_encoder
 from abc_tf.runs import checkpoints, precision, training
 from method_helpers import fit_losses, tiny_configs, write_small_mnist
-from process_helpers import evaluate_each, run_code, start_code, wait_for_marker
+from evaluate_helpers import evaluate_each
+from process_helpers import run_code, start_code, wait_for_marker
 from toy_family import CONFIG
 
 TOY = CONFIG.replace(method="two_network")
@@ -72,9 +73,9 @@ def test_build_encoder_passes_weights_only_to_declared_builders_and_keeps_their_
         model.weights_given = weights
         return model
 
-    monkeypatch.setitem(models.registry._BUILDERS, "broken", broken)
-    monkeypatch.setitem(models.registry._BUILDERS, "pretrained", pretrained)
-    monkeypatch.setattr(models.registry, "_PRETRAINED", models.registry._PRETRAINED | {"broken", "pretrained"})
+    monkeypatch.setitem(models.architectures._BUILDERS, "broken", broken)
+    monkeypatch.setitem(models.architectures._BUILDERS, "pretrained", pretrained)
+    monkeypatch.setattr(models.architectures, "_PRETRAINED", models.architectures._PRETRAINED | {"broken", "pretrained"})
     shape = (28, 28, 1)
     # A TypeError raised by a builder is a bug and surfaces as one, with or without weights.
     for weights in ("", "imagenet"):
@@ -153,16 +154,14 @@ def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluato
                          log_every=2, inactive_factors="wall_hue")
     run_dir = str(tmp_path / "run")
     training.train(config, run_dir, verbose=0)
-    # evaluate.py's main on its parsed flags, in a process where the method is registered as a user
-    # would (its command line: tests/test_evaluate.py): the run, then its learning curve (each
-    # checkpoint, steps 2 and 4, rebuilt from the method's model and evaluated alike), in one process.
+    # evaluate.py's command line, with the method registered as a user would (the fixture
+    # ``registered``): the run, then its learning curve (each checkpoint, steps 2 and 4, rebuilt
+    # from the method's model and evaluated alike).
     flags = [f"--run_dir={run_dir}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16",
              "--mine_eval_samples=256", "--probe_epochs=0", "--disentanglement=none"]
     curve_dir = str(tmp_path / "curve")
     evaluated, curve_evaluated = evaluate_each(
-        [(tmp_path, flags), (tmp_path, [*flags, "--checkpoints=all", f"--output_dir={curve_dir}", "--probe_epochs=1"])],
-        before='from abc_tf import methods; methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"',
-    )
+        [(tmp_path, flags), (tmp_path, [*flags, "--checkpoints=all", f"--output_dir={curve_dir}", "--probe_epochs=1"])])
     assert evaluated["code"] == 0, evaluated["stderr"][-2000:]
     metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
     assert metrics["inactive"] == ["wall_hue"] and len(metrics["mine"]) == 6

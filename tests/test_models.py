@@ -1,13 +1,13 @@
-"""The architecture registry (models/registry.py, the ``models`` package): every table builds by
+"""The architecture registry (models/architectures.py, the ``models`` package): every table builds by
 name, and unknown or twice-registered names are clear errors. Each table against SPEC.md
 section 2: tests/test_conv.py, test_heads.py, test_pose_head.py, test_pose_encoders.py,
-test_pmp_models.py."""
+test_pmp_networks.py."""
 
 import keras
 import pytest
 
 import models
-from models import registry
+from models import architectures
 
 
 def test_every_table_is_registered_and_pretrained_backbones_are_declared():
@@ -17,17 +17,17 @@ def test_every_table_is_registered_and_pretrained_backbones_are_declared():
 
 
 def test_register_refuses_a_name_twice_and_build_passes_the_arguments(monkeypatch):
-    monkeypatch.setattr(registry, "_BUILDERS", dict(registry._BUILDERS))
-    monkeypatch.setattr(registry, "_PRETRAINED", set(registry._PRETRAINED))
+    monkeypatch.setattr(architectures, "_BUILDERS", dict(architectures._BUILDERS))
+    monkeypatch.setattr(architectures, "_PRETRAINED", set(architectures._PRETRAINED))
 
-    @registry.register("tiny", pretrained=True)
+    @architectures.register("tiny", pretrained=True)
     def tiny(units: int = 2, weights=None):
         return keras.Sequential([keras.Input((3,)), keras.layers.Dense(units)])
 
     assert models.build("tiny", units=5).output_shape == (None, 5)
     assert models.takes_pretrained_weights("tiny") and "tiny" in models.names()
     with pytest.raises(ValueError, match="Model 'tiny' registered twice"):
-        registry.register("tiny")(tiny)
+        architectures.register("tiny")(tiny)
 
 
 def test_unknown_model_is_a_clear_error():

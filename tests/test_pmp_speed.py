@@ -30,7 +30,7 @@ def test_the_authors_structure_computes_our_loss():
     # The codes differ by float32 reordering (k projectors one by one against one batched einsum,
     # add_n against a sum over k), which the decoder and the recoding encoder carry to the loss:
     # about 3,500 roundings on the chain (their fan-ins), of terms of one sign at the end.
-    np.testing.assert_allclose(pmp_speed.authors_loss(model, batch, 35), ours["loss"] + model._weight_decay(), rtol=rounding_rtol(3500))
+    np.testing.assert_allclose(pmp_speed.authors_loss(model, batch, 35), ours["loss"] + model.weight_decay_term(), rtol=rounding_rtol(3500))
     assert all(0 < float(ours[b]) < 1 for b in ("beta1", "beta2", "beta3")) and float(ours["dis_loss"]) > 0
 
 

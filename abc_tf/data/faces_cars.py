@@ -339,6 +339,7 @@ def _family(name: str, read: Callable[[ExperimentConfig], GroupedImages]) -> Dat
         make_dataset=make_dataset,
         check_config=folders.check_config,
         grouped_images=load,
+        evaluation_task="labels",
     )
 
 

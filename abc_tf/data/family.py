@@ -148,6 +148,9 @@ class DataFamily:
       other_streams: ``{batch format: make_dataset-like callable}`` for the formats of
         :data:`BATCH_FORMATS` other than "sets" that it streams.
       training_callbacks: ``config -> [keras.callbacks.Callback]`` that add to the training logs.
+      evaluation_task: the task that evaluates a representation on the family's labels, a key
+        of ``abc_tf.evaluation.tasks.TASKS`` ("factors", "digit_style", "labels", "pose"; a
+        new family may register its own there); "" when it has none.
     Capabilities, ``None`` when not offered:
       known_factors: :class:`KnownFactors` (factor isolation, disentanglement scores).
       grouped_images: ``(config, labels_csv or None) -> GroupedImages``, every image with its
@@ -174,6 +177,7 @@ class DataFamily:
         default_factory=dict
     )
     training_callbacks: Callable[["ExperimentConfig"], list["keras.callbacks.Callback"]] = _no_callbacks
+    evaluation_task: str = ""
     known_factors: KnownFactors | None = None
     grouped_images: Callable[["ExperimentConfig", str | None], GroupedImages] | None = None
     pose_views: Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None

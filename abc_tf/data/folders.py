@@ -37,8 +37,8 @@ from pathlib import Path
 import numpy as np
 import tensorflow as tf
 
-from abc_tf import augment
 from abc_tf.config import ExperimentConfig
+from abc_tf.data import augment
 from abc_tf.data.family import DataFamily, GroupedImages
 from abc_tf.data.groups import CHUNK_STEPS, chunk_rng, draw_stream
 from abc_tf.data.image_files import IMAGE_EXTENSIONS, is_image_file, load_images
@@ -199,6 +199,7 @@ def check_folders_config(config: ExperimentConfig) -> None:
 
 FAMILY = DataFamily(
     name="folders",
+    evaluation_task="labels",
     fields=IMAGE_FOLDER_FIELDS + ("inactive_factors",),
     image_shape=image_shape,
     make_dataset=make_dataset,

@@ -336,6 +336,7 @@ def class_split_description(config: ExperimentConfig) -> dict | None:
 
 FAMILY = DataFamily(
     name="mnist",
+    evaluation_task="digit_style",
     fields=("holdout_digit", "allow_same_digit", "class_split", "class_split_pool", "augmentation_baseline"),
     image_shape=image_shape,
     make_dataset=make_dataset,

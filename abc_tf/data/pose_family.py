@@ -12,7 +12,7 @@ A training batch holds ``pairs_per_step`` pairs of sets:
   exactly, even when f M < 1.
 
 Every image is augmented twice (``double_augmentation``, views ``*_view2``) by
-:func:`abc_tf.augment.pose_augment`: bounding-box translation (``crop_amplitude``), background
+:func:`abc_tf.data.augment.pose_augment`: bounding-box translation (``crop_amplitude``), background
 painting of renders with random crops of the background images, hue (real images only),
 brightness, an added Sobel copy, normal and salt-and-pepper noise (``augmentation_amplitude``).
 
@@ -53,9 +53,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from abc_tf import augment, schedules
+from abc_tf import schedules
 from abc_tf.config import ExperimentConfig
-from abc_tf.data import pose_procedural
+from abc_tf.data import augment, pose_procedural
 from abc_tf.data.family import DataFamily
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream, sample_distinct, step_draws
 from abc_tf.data.image_files import load_image_folder
@@ -344,6 +344,7 @@ def training_callbacks(config: ExperimentConfig) -> list[keras.callbacks.Callbac
 
 FAMILY = DataFamily(
     name="pose",
+    evaluation_task="pose",
     # augmentations: pose refuses it with its own message (check_config).
     fields=("image_size", "image_channels", "sample_with_replacement", "pose_category", "max_elevation",
             "real_fraction", "titration_interval", "crop_amplitude", "augmentation_amplitude", "real_data_path",

@@ -20,9 +20,8 @@ import logging
 import numpy as np
 import tensorflow as tf
 
-from abc_tf import augment, augment_ops
 from abc_tf.config import ExperimentConfig
-from abc_tf.data import sets
+from abc_tf.data import augment, augment_ops, sets
 from abc_tf.data.family import DataFamily, KnownFactors
 from abc_tf.data.groups import GroupIndex, step_rng
 from abc_tf.data.shapes3d_pairs import make_pairs_dataset
@@ -190,6 +189,7 @@ def check_config(config: ExperimentConfig) -> None:
 
 FAMILY = DataFamily(
     name="shapes3d",
+    evaluation_task="factors",
     fields=("inactive_factors", "curate_both_sets", "augmentation_baseline", "sample_with_replacement",
             "data_in_memory", "augmentations", "double_augmentation", "eval_every", "eval_images"),
     image_shape=image_shape,

@@ -7,7 +7,7 @@ The authors' command line numbered them 0 wall hue, 1 object hue, 2 floor hue, 3
 
 Three backends (``--data_source``), each giving images by item id:
 
-- ``procedural`` (default): :mod:`abc_tf.data.render.shapes3d` draws the scenes; nothing to
+- ``procedural`` (default): :mod:`abc_tf.data.render.shapes3d_scenes` draws the scenes; nothing to
   download.
 - ``h5``: the real ``3dshapes.h5`` (``--data_path``), read with h5py at random (or all read
   into memory with ``--data_in_memory``). Its labels are checked against the grid order
@@ -32,7 +32,7 @@ import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import sets
-from abc_tf.data.render import shapes3d as render
+from abc_tf.data.render import shapes3d_scenes as render
 
 FACTOR_NAMES: tuple[str, ...] = ("floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation")
 FACTOR_SIZES: tuple[int, ...] = (10, 10, 10, 8, 4, 15)
@@ -74,7 +74,7 @@ class Source(Protocol):
 class ProceduralSource:
     """The built-in renderer: the full grid, rendered on demand."""
 
-    description = "procedural renderer (abc_tf.data.render.shapes3d)"
+    description = "procedural renderer (abc_tf.data.render.shapes3d_scenes)"
     items = None
 
     def __init__(self) -> None:

@@ -194,7 +194,7 @@ def generated_codes_and_digits(generator: keras.Model, classifier: keras.Model, 
 def plot_matrix(matrix: np.ndarray, path: str, title: str) -> None:
     """The code x digit matrix as a heat map, each row normalised, with its counts written in."""
     matrix = np.asarray(matrix)
-    figure = plots._new_figure(5.5, 5.0)
+    figure = plots.new_figure(5.5, 5.0)
     axes = figure.add_subplot(1, 1, 1)
     shares = matrix / np.maximum(matrix.sum(axis=1, keepdims=True), 1)
     image = axes.imshow(shares, cmap="viridis", vmin=0.0, vmax=1.0)
@@ -207,7 +207,7 @@ def plot_matrix(matrix: np.ndarray, path: str, title: str) -> None:
     axes.set_xticks(range(matrix.shape[1]))
     axes.set_yticks(range(matrix.shape[0]))
     figure.colorbar(image, ax=axes, label="share of the code's images")
-    plots._finish(figure, path, title)
+    plots.finish_figure(figure, path, title)
 
 
 def code_grid(generator: keras.Model, columns: int = GRID_COLUMNS, seed: int = 0, num_codes: int = NUM_DIGITS) -> np.ndarray:
@@ -222,13 +222,13 @@ def code_grid(generator: keras.Model, columns: int = GRID_COLUMNS, seed: int = 0
 
 def plot_code_grid(grid: np.ndarray, path: str, title: str, num_codes: int = NUM_DIGITS) -> None:
     """The sample grid with each row labelled by its code."""
-    figure = plots._new_figure(6.0, 6.4)
+    figure = plots.new_figure(6.0, 6.4)
     axes = figure.add_subplot(1, 1, 1)
     axes.imshow(grid, cmap="gray", vmin=0.0, vmax=1.0)
     rows = grid.shape[0] // num_codes
     axes.set_yticks([rows * k + rows / 2 for k in range(num_codes)], [f"code {k}" for k in range(num_codes)])
     axes.set_xticks([])
-    plots._finish(figure, path, title)
+    plots.finish_figure(figure, path, title)
 
 
 def plot_prior(prior: dict, path: str, title: str) -> None:
@@ -238,7 +238,7 @@ def plot_prior(prior: dict, path: str, title: str) -> None:
     learned = np.sort(prior["prior"])[::-1]
     true = None if prior.get("true_proportions") is None else np.sort(prior["true_proportions"])[::-1]
     history = prior.get("history", [])
-    figure = plots._new_figure(10.0 if history else 5.5, 3.8)
+    figure = plots.new_figure(10.0 if history else 5.5, 3.8)
     axes = figure.add_subplot(1, 2 if history else 1, 1)
     ranks = np.arange(len(learned))
     axes.bar(ranks - 0.2, learned, width=0.4, label=f"learned (step {prior['step']})")
@@ -259,7 +259,7 @@ def plot_prior(prior: dict, path: str, title: str) -> None:
                 trend.axhline(true[rank], color=colours[rank], linestyle=":", linewidth=0.8)
         trend.set_xlabel("training step")
         trend.set_ylabel("learned probability, by rank (dotted: true)")
-    plots._finish(figure, path, title)
+    plots.finish_figure(figure, path, title)
 
 
 # ---------------------------------------------------------------- one run

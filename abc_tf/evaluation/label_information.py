@@ -18,7 +18,6 @@ measurement modules.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Sequence
 
 import keras
@@ -178,11 +177,9 @@ def evaluate_run(
     return trained_vs_untrained(run.config, run.encoder, grouped, LabelSettings(names, probe_settings, mine_settings, sigma, relative_sigma))
 
 
-def to_json(result: dict[str, dict[str, LabelScore]]) -> str:
-    return json.dumps(
-        {key: {name: dataclasses.asdict(score) for name, score in scores.items()} for key, scores in result.items()},
-        indent=2,
-    )
+def to_dict(result: dict[str, dict[str, LabelScore]]) -> dict:
+    """``result`` as plain dicts, ready for JSON."""
+    return {key: {name: dataclasses.asdict(score) for name, score in scores.items()} for key, scores in result.items()}
 
 
 def markdown_table(result: dict[str, dict[str, LabelScore]]) -> str:

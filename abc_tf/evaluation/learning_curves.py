@@ -74,7 +74,7 @@ def plot_curve(steps: Sequence[int], table: Mapping[str, Sequence[float]], path:
         raise ValueError("No measure to plot: the evaluation of the checkpoints returned no scalar measure.")
     columns = min(4, len(names))
     rows = math.ceil(len(names) / columns)
-    figure = plots._new_figure(3.2 * columns, 2.4 * rows + 0.4)
+    figure = plots.new_figure(3.2 * columns, 2.4 * rows + 0.4)
     for index, name in enumerate(names):
         axis = figure.add_subplot(rows, columns, index + 1)
         axis.plot(steps, np.asarray(table[name], dtype=float), marker="o", color="#1f77b4", label="ours")

@@ -1,8 +1,9 @@
 """MNIST digit-style isolation: retrieval grid, PCA thumbnails, style measures (paper Fig. 4, S7).
 
-- :func:`retrieval_grid`: one query per digit class (the diagonal); in each row, the nearest
-  test image of every other class in embedding space. If the embedding holds style and not
-  the digit, a row shows one handwriting style written as all ten digits.
+- the retrieval grid (``abc_tf.evaluation.retrieval``): one query per digit class (the
+  diagonal); in each row, the nearest test image of every other class in embedding space. If
+  the embedding holds style and not the digit, a row shows one handwriting style written as
+  all ten digits.
 - :func:`plot_pca_thumbnails`: the test embeddings' top two principal components
   (``plots.principal_components``) with image thumbnails, trained against untrained,
   held-out digit apart.
@@ -24,21 +25,18 @@ Coordinates: images are [N, 28, 28] (or [N, 28, 28, 1]) with x = column (right) 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any, Sequence
 
 import keras
 import numpy as np
-import tensorflow as tf
 from matplotlib.figure import Figure
 from matplotlib.offsetbox import AnnotationBbox, OffsetImage
-from matplotlib.patches import Rectangle
 
-from abc_tf import json_files, losses
+from abc_tf import json_files
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import digit_style, mnist
-from abc_tf.evaluation import factor_isolation, noise, plots, probes, regression
+from abc_tf.evaluation import factor_isolation, noise, plots, probes, regression, retrieval
 from abc_tf.runs.run_dir import embed, load_run
 from abc_tf.runs.training import untrained_encoder
 
@@ -52,96 +50,6 @@ _TAB10 = np.array([
 
 
 # ----------------------------------------------------------------------------- retrieval
-
-
-@dataclasses.dataclass(frozen=True)
-class RetrievalGrid:
-    """indices [C, C]: row r holds the query (class digits[r]) at column r and, at column c,
-    the nearest image of class digits[c] to that query; similarity [C, C] to the query."""
-
-    indices: np.ndarray
-    similarity: np.ndarray
-    digits: np.ndarray
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"indices": self.indices.tolist(), "similarity": self.similarity.tolist(), "digits": self.digits.tolist()}
-
-
-def retrieval_grid(
-    embeddings: np.ndarray,
-    labels: np.ndarray,
-    digits: Sequence[int] = tuple(range(NUM_CLASSES)),
-    query_indices: Sequence[int] | None = None,
-    similarity: str = "l2sq",
-    seed: int = 0,
-) -> RetrievalGrid:
-    """The retrieval grid of paper Fig. 4 over a labelled pool (the test set).
-
-    Args:
-      embeddings: [N, D]; labels: [N] digit of each image.
-      digits: the classes, one row and one column each.
-      query_indices: the query of each row (an image of class digits[r]); default: one
-        random image per class, drawn with ``seed``.
-      similarity: how "nearest" is measured: the loss's similarity (SPEC.md section 1),
-        computed by ``abc_tf.losses.pairwise_similarity`` in float64.
-    """
-    embeddings = np.asarray(embeddings, np.float64)
-    labels = np.asarray(labels)
-    digits = np.asarray(list(digits))
-    if embeddings.ndim != 2 or labels.shape != (len(embeddings),):
-        raise ValueError(f"Need embeddings [N, D] and labels [N], got {embeddings.shape} and {labels.shape}.")
-    members = [np.flatnonzero(labels == digit) for digit in digits]
-    empty = [int(d) for d, m in zip(digits, members) if len(m) == 0]
-    if empty:
-        raise ValueError(f"The retrieval pool has no image of digit(s) {empty}.")
-    if query_indices is None:
-        rng = np.random.default_rng(seed)
-        query_indices = [int(rng.choice(m)) for m in members]
-    query_indices = np.asarray(query_indices, np.int64)
-    if query_indices.shape != digits.shape or np.any(labels[query_indices] != digits):
-        raise ValueError("query_indices must hold one image of each digit, in the order of digits.")
-    # s(query of each row, every image) [C, N].
-    similarities = losses.pairwise_similarity(
-        tf.constant(embeddings[query_indices]), tf.constant(embeddings), similarity
-    ).numpy()
-    indices = np.array(
-        [
-            [query if col == row else candidates[np.argmax(similarities[row, candidates])] for col, candidates in enumerate(members)]
-            for row, query in enumerate(query_indices)
-        ],
-        np.int64,
-    )
-    return RetrievalGrid(indices=indices, similarity=np.take_along_axis(similarities, indices, axis=1), digits=digits)
-
-
-def plot_retrieval_grids(
-    images: np.ndarray, grids: Sequence[tuple[str, RetrievalGrid]], path: str, holdout_digit: int | None = None
-) -> None:
-    """Writes the grids side by side as a PNG: queries boxed on the diagonal, the held-out
-    digit's column and row labelled with a star."""
-    images = digit_style.as_gray(images)
-    figure = Figure(figsize=(3.3 * len(grids), 3.6), dpi=100)
-    for panel, (title, grid) in enumerate(grids):
-        axis = figure.add_subplot(1, len(grids), panel + 1)
-        size = len(grid.digits)
-        mosaic = np.ones((size * 29 + 1, size * 29 + 1))
-        for row in range(size):
-            for col in range(size):
-                mosaic[row * 29 + 1: row * 29 + 29, col * 29 + 1: col * 29 + 29] = 1.0 - images[grid.indices[row, col]]
-        axis.imshow(mosaic, cmap="gray", vmin=0, vmax=1, interpolation="nearest")
-        for k in range(size):
-            axis.add_patch(Rectangle((k * 29 + 0.5, k * 29 + 0.5), 28, 28, fill=False, edgecolor="red", linewidth=1.5))
-        ticks = [k * 29 + 14.5 for k in range(size)]
-        names = [f"{d}*" if holdout_digit is not None and d == holdout_digit else str(d) for d in grid.digits]
-        axis.set_xticks(ticks, names, fontsize=7)
-        axis.set_yticks(ticks, names, fontsize=7)
-        axis.tick_params(length=0)
-        axis.set_title(title, fontsize=9)
-    if holdout_digit is not None:
-        figure.text(0.5, 0.01, "red: queries; columns: nearest test image of each digit; * held out of training",
-                    ha="center", fontsize=7)
-    figure.tight_layout(rect=(0, 0.03, 1, 1))
-    plots.save_figure(figure, path, colours=96)
 
 
 # ----------------------------------------------------------------------------- PCA
@@ -269,7 +177,7 @@ def evaluate_mnist_run(
     seen_mask = labels != (-1 if holdout is None else holdout)
     for name, model in (("untrained", untrained), ("trained", encoder)):
         embeddings = embed(model, images[..., np.newaxis], batch_size=2000)
-        grid = retrieval_grid(embeddings, labels, similarity=config.similarity, seed=seed)
+        grid = retrieval.retrieval_grid(embeddings, labels, range(NUM_CLASSES), similarity=config.similarity, seed=seed)
         grids.append((name, grid))
         # The components of the training digits' embeddings; the held-out digit shown in them.
         projection, _ = plots.principal_components(embeddings, 2, basis_of=embeddings[seen_mask])
@@ -310,7 +218,11 @@ def evaluate_mnist_run(
         if data.test_style is not None:  # the procedural digits: the renderer's true style factors
             metrics[name]["true_style_r2"] = regression.style_predictability(
                 embeddings, data.test_style, labels, holdout, seed=seed)
-    plot_retrieval_grids(images, grids, os.path.join(out_dir, "retrieval.png"), holdout_digit=holdout)
+    names = [f"{digit}*" if digit == holdout else str(digit) for digit in range(NUM_CLASSES)]
+    retrieval.plot_retrieval_grids(
+        images, grids, os.path.join(out_dir, "retrieval.png"), class_names=names, ink=True,
+        caption="red: queries; columns: nearest test image of each digit" + ("; * held out of training" if holdout is not None else ""),
+    )
     # Panels as in the paper: untrained | trained, seen digits above the held-out digit.
     ordered = [pca_panels[i] for i in ((0, 2, 1, 3) if holdout is not None else (0, 1))]
     plot_pca_thumbnails(ordered, os.path.join(out_dir, "pca.png"), columns=2, seed=seed)
@@ -333,7 +245,7 @@ def true_style_summary(metrics: dict[str, Any]) -> str | None:
     return f"  true style R^2 (ridge, within digit, trained/untrained): {text}"
 
 
-def _row_style_spread(grid: RetrievalGrid, measures: dict[str, np.ndarray]) -> dict[str, float]:
+def _row_style_spread(grid: retrieval.RetrievalGrid, measures: dict[str, np.ndarray]) -> dict[str, float]:
     """Mean over rows of the standard deviation of slant and thickness along the row, divided
     by their standard deviation over the whole pool: below 1 means each row shares a style
     (retrieval found same-style digits), about 1 means a row is as varied as random images."""

@@ -8,7 +8,7 @@ distribution plots, dashed curves in noise sweeps.
 Shapes: F factors, S seeds (or repeats), K noise scales, N points.
 
 One module (about 420 lines) on purpose: every figure of the evaluation layer shares its
-figure set-up, PNG writing (``_finish``, ``save_figure``) and bar, shading and chance-line
+figure set-up, PNG writing (``finish_figure``, ``save_figure``) and bar, shading and chance-line
 helpers; split, the helpers would become a second module's private API.
 """
 
@@ -27,7 +27,7 @@ KINDS = ("bars", "violin", "box")  # how plot_factor_distribution and plot_condi
 _SHADE = "#d9d9d9"
 
 
-def _new_figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
     figure = Figure(figsize=(width, height), dpi=DPI)
     FigureCanvasAgg(figure)  # attaches the Agg canvas that savefig and print_png use
     return figure
@@ -66,7 +66,7 @@ def figure_to_png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def _finish(figure: Figure, path: str | os.PathLike | None, title: str | None = None, axes=None) -> Figure:
+def finish_figure(figure: Figure, path: str | os.PathLike | None, title: str | None = None, axes=None) -> Figure:
     """Titles the figure (``axes``' own title when given, else one above all panels), lays it
     out, writes it to ``path`` unless that is None, and returns it."""
     if title:
@@ -135,7 +135,7 @@ def plot_embeddings_pca(
         projected = np.concatenate([projected, np.zeros_like(projected)], axis=1)
         ratio = np.append(ratio, 0.0)
     columns = len(names)
-    figure = _new_figure(2.3 * columns, 2.6)
+    figure = new_figure(2.3 * columns, 2.6)
     for index, name in enumerate(names):
         axes = figure.add_subplot(1, columns, index + 1)
         axes.scatter(projected[:, 0], projected[:, 1], c=factors[:, index], cmap=_factor_colormap(name), s=7)
@@ -145,7 +145,7 @@ def plot_embeddings_pca(
         if index == 0:
             axes.set_xlabel(f"PC1 ({ratio[0]:.0%})", fontsize=8)
             axes.set_ylabel(f"PC2 ({ratio[1]:.0%})", fontsize=8)
-    return _finish(figure, path, title)
+    return finish_figure(figure, path, title)
 
 
 def _check_inactive(names: Sequence[str], inactive: Sequence[str]) -> None:
@@ -210,10 +210,10 @@ def plot_factor_distribution(
     values = _as_seed_matrix(values, len(names))
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
-    figure = _new_figure(4.8, 3.0)
+    figure = new_figure(4.8, 3.0)
     axes = figure.add_subplot(1, 1, 1)
     _draw_distribution(axes, values, names, inactive, kind, chance, ylabel)
-    return _finish(figure, path, title, axes)
+    return finish_figure(figure, path, title, axes)
 
 
 def _draw_distribution(axes, values: np.ndarray, names: Sequence[str], inactive: Sequence[str], kind: str,
@@ -256,7 +256,7 @@ def plot_conditions(
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
     rows = len(results)
-    figure = _new_figure(5.2, 1.9 * rows + 0.6)
+    figure = new_figure(5.2, 1.9 * rows + 0.6)
     shared = None
     for row, (label, values) in enumerate(results.items()):
         axes = figure.add_subplot(rows, 1, row + 1, sharey=shared)
@@ -265,7 +265,7 @@ def plot_conditions(
         axes.set_title(label, fontsize=9)
         if row < rows - 1:
             axes.set_xticklabels([])
-    return _finish(figure, path, title)
+    return finish_figure(figure, path, title)
 
 
 def _draw_sweep(axes, sigmas, values, names, inactive, length_scale) -> None:
@@ -296,12 +296,12 @@ def plot_mi_sweep(
     if values.shape != (len(sigmas), len(names)):
         raise ValueError(f"Sweep values {values.shape} do not match {len(sigmas)} sigmas x {len(names)} factors.")
     _check_inactive(names, inactive)
-    figure = _new_figure(4.8, 3.2)
+    figure = new_figure(4.8, 3.2)
     axes = figure.add_subplot(1, 1, 1)
     _draw_sweep(axes, sigmas, values, names, inactive, length_scale)
     axes.set_ylabel(ylabel, fontsize=9)
     axes.legend(fontsize=7, frameon=False)
-    return _finish(figure, path, title, axes)
+    return finish_figure(figure, path, title, axes)
 
 
 def plot_sweep_grid(
@@ -317,7 +317,7 @@ def plot_sweep_grid(
     if not panels:
         raise ValueError("plot_sweep_grid needs at least one panel.")
     rows = int(np.ceil(len(panels) / columns))
-    figure = _new_figure(3.6 * columns, 2.6 * rows)
+    figure = new_figure(3.6 * columns, 2.6 * rows)
     shared = None
     for index, panel in enumerate(panels):
         axes = figure.add_subplot(rows, columns, index + 1, sharex=shared, sharey=shared)
@@ -329,7 +329,7 @@ def plot_sweep_grid(
         axes.set_title(panel.get("label", ""), fontsize=8)
         axes.set_ylabel(ylabel, fontsize=8)
     figure.axes[0].legend(fontsize=6, frameon=False)
-    return _finish(figure, path, title)
+    return finish_figure(figure, path, title)
 
 
 def plot_probe_accuracies(
@@ -343,7 +343,7 @@ def plot_probe_accuracies(
     """Probe test accuracy per factor ([F] or [S, F]) with dashed chance levels (Fig. S2)."""
     figure = plot_factor_distribution(accuracy, names, inactive, None, "test accuracy", title, "bars", chance)
     figure.axes[0].set_ylim(0, 1.02)
-    return _finish(figure, path)
+    return finish_figure(figure, path)
 
 
 def plot_factor_summary(rows: Sequence[dict], path: str | os.PathLike | None = None, title: str | None = None) -> Figure:
@@ -360,14 +360,14 @@ def plot_factor_summary(rows: Sequence[dict], path: str | os.PathLike | None = N
         for key in ("mutual_information_nats", "probe_accuracy")
     )
     chance = [row["chance"] for row in rows]
-    figure = _new_figure(8.4, 3.0)
+    figure = new_figure(8.4, 3.0)
     panels = ((mutual_information, "I(U; G) [nats]", None), (accuracy, "probe accuracy", chance))
     for column, (values, label, levels) in enumerate(panels, start=1):
         axes = figure.add_subplot(1, 2, column)
         # MINE's bound can dip just below 0 where there is no information; drawn as 0.
         _draw_bars(axes, np.maximum(np.nan_to_num(np.asarray(values, np.float64)), 0.0), names, inactive, levels, label)
         axes.set_ylim(bottom=0.0)
-    return _finish(figure, path, title)
+    return finish_figure(figure, path, title)
 
 
 def _draw_grouped_bars(axes, groups: Sequence[str], series: Mapping[str, np.ndarray], ylabel: str,
@@ -399,10 +399,10 @@ def plot_grouped_bars(
 ) -> Figure:
     """One bar group per entry of ``groups`` (e.g. a disentanglement score), one bar per series
     (e.g. trained and untrained; values [G] or [S, G] over seeds)."""
-    figure = _new_figure(max(4.8, 0.35 * len(groups) * max(len(series), 2) + 1.5), 3.0)
+    figure = new_figure(max(4.8, 0.35 * len(groups) * max(len(series), 2) + 1.5), 3.0)
     axes = figure.add_subplot(1, 1, 1)
     _draw_grouped_bars(axes, groups, series, ylabel)
-    return _finish(figure, path, title, axes)
+    return finish_figure(figure, path, title, axes)
 
 
 def plot_comparison(
@@ -416,7 +416,7 @@ def plot_comparison(
     if not panels:
         raise ValueError("plot_comparison needs at least one panel.")
     rows = max(len(series) for _, _, series, _ in panels)
-    figure = _new_figure(max(6.0, 0.3 * rows * max(len(groups) for _, groups, _, _ in panels) + 1.5), 2.6 * len(panels) + 0.4)
+    figure = new_figure(max(6.0, 0.3 * rows * max(len(groups) for _, groups, _, _ in panels) + 1.5), 2.6 * len(panels) + 0.4)
     for index, (ylabel, groups, series, chance) in enumerate(panels, start=1):
         _draw_grouped_bars(figure.add_subplot(len(panels), 1, index), groups, series, ylabel, chance)
-    return _finish(figure, path, title)
+    return finish_figure(figure, path, title)

@@ -122,6 +122,9 @@ class Method:
     batch_field: the config field holding the global batch the replicas of a distribution
       strategy split: ``pairs_per_step`` (pairs of sets, or pairs of images for "pairs"
       batches), ``batch_size`` for methods on single images.
+    measures: the measures that only the method's own networks allow (a VAE's likelihood), a key
+      of ``abc_tf.evaluation.tasks.MEASURES`` (a new method may register its own there); "" when
+      its data family's task says all.
     accepts_two_view_sets: whether it trains on "sets" batches of two augmented views of
       unconstrained sets and no set B (``set_a``, ``set_a_view2``: a family's
       ``--augmentation_baseline``); the trainer refuses the baseline for a method without it.
@@ -137,6 +140,7 @@ class Method:
     training_callbacks: Callable[[ExperimentConfig, str], list["keras.callbacks.Callback"]] = _no_callbacks
     variant: Callable[[ExperimentConfig], str] = _no_variant
     batch_field: str = "pairs_per_step"
+    measures: str = ""
     accepts_two_view_sets: bool = False
 
     def supervision_for(self, config: ExperimentConfig) -> str:

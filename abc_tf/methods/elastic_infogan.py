@@ -407,5 +407,5 @@ def variant(config: ExperimentConfig) -> str:
 ELASTIC_INFOGAN = Method(
     name="elastic_infogan", build=build, batch_format="images", fields=FIELDS, check_config=check_config,
     supervision=supervision, length_scale=None, training_callbacks=training_callbacks, variant=variant,
-    batch_field="batch_size",
+    batch_field="batch_size", measures="digit_clusters",
 )

@@ -1,7 +1,7 @@
 """Product-manifold projection (``--method=pmp``; Fumero et al., ICML 2021; PEERS.md section 1).
 
 An autoencoder whose latent code is a sum of k subspace codes: a Siamese encoder f, k
-projectors P_i, s_i = P_i(f(x)), z = sum_i s_i, a decoder g (``models/pmp.py``). It trains on
+projectors P_i, s_i = P_i(f(x)), z = sum_i s_i, a decoder g (``models/pmp_networks.py``). It trains on
 pairs (x1, x2) that differ in one unknown factor (the "pairs" batch format: exactly one factor,
 always to another value [ours]; the authors' dataset.py with their notebook's k = -1 changes
 one factor in about half the pairs and 1 to (number of factors - 1) in the others, 1 to 5 on
@@ -65,7 +65,7 @@ from abc_tf import optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, Update, build_encoder, to_float_images
 from abc_tf.methods.monitor import TrainingMonitor
-from models import pmp as pmp_networks
+from models import pmp_networks
 
 # The authors' constants [code].
 MARGIN, MARGIN_WEIGHT = 0.05, 10.0  # L_dis: the changed subspace keeps D >= 0.05
@@ -243,12 +243,12 @@ class PMPModel(MethodModel):
             rec + b1 * (w["dis"] * terms["dis_loss"] + w["spar"] * terms["spar_loss"])
             + b2 * w["cons"] * terms["cons_loss"] + b3 * w["reg"] * terms["reg_loss"]
         )
-        terms["objective"] = terms["loss"] + self._weight_decay()
+        terms["objective"] = terms["loss"] + self.weight_decay_term()
         if training:
             self.usage.update_state(changed)  # read and reset by PMPMonitor at each log step
         return terms
 
-    def _weight_decay(self) -> tf.Tensor:
+    def weight_decay_term(self) -> tf.Tensor:
         """0.5 * 1e-6 * ||w||^2 over every trainable variable: PyTorch Adam's weight_decay."""
         return 0.5 * WEIGHT_DECAY * tf.add_n([tf.reduce_sum(tf.square(tf.cast(v, tf.float32))) for v in self.trainable_variables])
 

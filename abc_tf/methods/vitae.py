@@ -30,7 +30,7 @@ repository) describes the MNIST of its results table as randomly translated and 
 The noise of the samples and of the augmentation is drawn from (seed, step): a resumed run
 draws what an unbroken one would.
 
-Networks (``models/vitae.py``): the supplement's Table 1 MLPs, VITAE's with about half the units
+Networks (``models/vitae_networks.py``): the supplement's Table 1 MLPs, VITAE's with about half the units
 for both spaces alike [ours: the supplement (L49) says the appearance networks benefit from a
 little more capacity than the perspective ones, without numbers; the authors' released code
 builds both spaces from the same 512-256 MLPs with batch norm].
@@ -57,7 +57,7 @@ from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.monitor import TrainingMonitor
 from models import spatial_transformer
-from models import vitae as vitae_networks
+from models import vitae_networks
 
 VARIANTS = ("vae", "u_vitae", "c_vitae")
 PROBABILITY_FLOOR = 1e-6
@@ -371,7 +371,7 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 def _declare(variant: str, told: str) -> Method:
     return Method(name=variant, build=_builder(variant), batch_format="images", fields=FIELDS, check_config=_checker(variant),
                   supervision=f"none: {told}", length_scale=None, training_callbacks=training_callbacks,
-                  batch_field="batch_size")
+                  batch_field="batch_size", measures="likelihood")
 
 
 VAE = _declare("vae", "single unlabelled images (a VAE with a Bernoulli likelihood)")

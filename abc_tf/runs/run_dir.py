@@ -76,6 +76,16 @@ class Run:
         path = network_file(self.run_dir, name)
         return load_keras_file(path) if os.path.isfile(path) else None
 
+    def embedding_with(self, name: str) -> "Run":
+        """This run with its network ``name`` as the representation evaluators embed with
+        (``evaluate.py --network``; "encoder": the run itself); ValueError when it has none."""
+        if name == ENCODER:
+            return self
+        network = self.network(name)
+        if network is None:
+            raise ValueError(f"--network={name}: {self.run_dir} has no network {name!r} ({name}.keras).")
+        return dataclasses.replace(self, encoder=network)
+
 
 def load_run(run_dir: str, config_path: str | None = None) -> Run:
     """The finished run in ``run_dir``; a clear error when it is not one. ``config_path``

@@ -1,6 +1,6 @@
 """Augmentations as the pipelines apply them (SPEC.md section 1; supplement S5, S8.4).
 
-The random ops themselves are :mod:`abc_tf.augment_ops`. Here: ``--augmentations`` specs
+The random ops themselves are :mod:`abc_tf.data.augment_ops`. Here: ``--augmentations`` specs
 (``"contrast:0.3,saturation:0.3,crop:0.2"``) parsed and checked before training,
 :func:`augment_stack` applying a spec, :func:`double_augment` making the two views of double
 augmentation, and :func:`pose_augment`, the S5 recipe for stacks that mix renders (RGBA) and
@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Sequence
 
 import tensorflow as tf
 
-from abc_tf.augment_ops import (
+from abc_tf.data.augment_ops import (
     AUGMENTATIONS, add_sobel, check_amplitude, flatten_stack, gaussian_noise, paint_background, random_brightness,
     random_hue, random_translate, salt_and_pepper, to_float,
 )

@@ -24,7 +24,7 @@ import math
 
 import keras
 
-from models.registry import register
+from models.architectures import register
 from models.spatial_transformer import THETA_DIM, SpatialTransformer
 
 VAE_ENCODER_UNITS, VAE_DECODER_UNITS = (128, 64), (64, 64)

@@ -20,7 +20,7 @@ import math
 import keras
 from keras import ops
 
-from models.registry import register
+from models.architectures import register
 
 ENCODER_FILTERS = (32, 32, 64, 64)
 DECODER_FILTERS = (64, 32, 32)

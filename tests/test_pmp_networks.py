@@ -1,4 +1,4 @@
-"""Product-manifold projection networks (models/pmp.py) against the supplement's Table 1:
+"""Product-manifold projection networks (models/pmp_networks.py) against the supplement's Table 1:
 layer shapes and parameter counts, the padding of the 4x4 stride-2 (transposed) convolutions,
 the k projectors, the representation z = sum_i s_i, saving and mixed precision."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import models
-from models import pmp
+from models import pmp_networks
 from tolerance_helpers import rounding_rtol
 
 D, K = 10, 10
@@ -112,7 +112,7 @@ def test_projectors_are_k_separate_two_layer_networks_and_z_is_their_sum():
     assert np.abs(fresh[0]).max() <= np.sqrt(6 / (2 * D)) and np.all(fresh[1] == 0)
 
     encoder = models.build("pmp_encoder", embedding_dim=D)
-    z_model = pmp.representation(encoder, projectors)
+    z_model = pmp_networks.representation(encoder, projectors)
     images = rng.random((3, 64, 64, 3)).astype(np.float32)
     # The same codes (the same layers and shapes), summed over K by the model and by NumPy.
     codes = np.asarray(projectors(encoder(images)))
@@ -123,7 +123,7 @@ def test_projectors_are_k_separate_two_layer_networks_and_z_is_their_sum():
 
 def test_the_representation_saves_and_loads(tmp_path):
     encoder = models.build("pmp_encoder", embedding_dim=4)
-    z_model = pmp.representation(encoder, models.build("pmp_projectors", embedding_dim=4, num_subspaces=3))
+    z_model = pmp_networks.representation(encoder, models.build("pmp_projectors", embedding_dim=4, num_subspaces=3))
     path = str(tmp_path / "encoder.keras")
     z_model.save(path)
     loaded = keras.saving.load_model(path, compile=False)

@@ -1,0 +1,267 @@
+"""Evaluation as declared tasks: what ``evaluate.py`` runs on a run directory.
+
+A data family names the task that evaluates a representation on its labels
+(``DataFamily.evaluation_task``, a key of :data:`TASKS`); a method with measures that only its
+own networks allow names them (``Method.measures``, a key of :data:`MEASURES`: a VAE's test
+likelihood, a GAN's code clusters). Both are ``(run, out_dir, settings) -> dict``: they read an
+:class:`EvaluationSettings`, never flags, write their figures under ``out_dir`` and return what
+``metrics.json`` holds (the method's measures under its "method" entry). A new family or
+method uses a task here or registers its own in these dicts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Callable
+
+from abc_tf import data, json_files, methods
+from abc_tf.evaluation import (digit_clusters, encoder_disentanglement, factor_isolation,
+                               label_information, learning_curves, likelihood, mnist_style, plots, pose_accuracy,
+                               probes, retrieval)
+from abc_tf.evaluation.disentanglement import SCORES, ScoreSettings
+from abc_tf.evaluation.progress import stage
+from abc_tf.runs import checkpoint_run, export
+from abc_tf.runs.run_dir import Run
+from abc_tf.runs.training import untrained_encoder
+
+METRICS_FILE = "metrics.json"
+RETRIEVAL_FIGURE = "retrieval.png"
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationSettings:
+    """Everything a task may read.
+
+    isolation: the labelled sample (size, seed), MINE, probes, noise scale and sweep.
+    pose: the pose lookup's dictionaries and queries.
+    disentanglement: the point-count preset of the disentanglement scores ("none" skips them).
+    disentanglement_scores: which of them.
+    untrained: the factor task also measures the untrained encoder (the other tasks always do).
+    pose_export_dir: the pose task also writes the SavedModel with ``lookup_pose`` here.
+    """
+
+    isolation: factor_isolation.IsolationSettings = factor_isolation.IsolationSettings()
+    pose: pose_accuracy.PoseEvalSettings = pose_accuracy.PoseEvalSettings()
+    disentanglement: str = "fast"
+    disentanglement_scores: tuple[str, ...] = SCORES
+    untrained: bool = False
+    pose_export_dir: str | None = None
+
+    @property
+    def sample_seed(self) -> int:
+        return self.isolation.sample_seed
+
+    @property
+    def scores(self) -> ScoreSettings | None:
+        """The point counts of :attr:`disentanglement` (None: no scores)."""
+        return ScoreSettings.preset(self.disentanglement)
+
+    def validate(self) -> None:
+        """ValueError naming the setting that cannot work, before any run is evaluated."""
+        self.isolation.validate()
+        self.pose.validate()
+        self.scores  # noqa: B018 - an unknown preset raises
+        unknown = [name for name in self.disentanglement_scores if name not in SCORES]
+        if unknown or not self.disentanglement_scores:
+            raise ValueError(f"disentanglement_scores: unknown or no scores {unknown or list(self.disentanglement_scores)}; "
+                             f"choose from {', '.join(SCORES)}.")
+
+
+def add_disentanglement(encoder, config, out_dir: str, metrics: dict, settings: EvaluationSettings,
+                        untrained: tuple | None = None) -> None:
+    """Adds the disentanglement scores to ``metrics`` (and, for ``untrained`` = (untrained
+    encoder, its metrics), to those) and draws disentanglement.png, unless the preset is "none"."""
+    scores = settings.scores
+    if scores is None:
+        return
+    series = {}
+    for label, (network, target) in {"trained": (encoder, metrics), "untrained": untrained or (None, None)}.items():
+        if network is not None:
+            with stage(f"disentanglement scores of the {label} encoder ({settings.disentanglement} preset)"):
+                target["disentanglement"] = encoder_disentanglement.evaluate_disentanglement(
+                    network, config, scores, settings.sample_seed, settings.disentanglement_scores)
+            series[label] = target["disentanglement"]["scores"]
+    if series["trained"]:
+        encoder_disentanglement.plot_scores(series, os.path.join(out_dir, encoder_disentanglement.FIGURE),
+                                            f"disentanglement ({settings.disentanglement} preset)")
+        figures = metrics.setdefault("figures", [])
+        if isinstance(figures, dict):  # mnist_style names its figures by what they show
+            figures["disentanglement"] = os.path.join(out_dir, encoder_disentanglement.FIGURE)
+        else:
+            figures.append(encoder_disentanglement.FIGURE)
+
+
+def evaluate_factors(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+    """Factor isolation of one encoder on a family with known factors (plus the untrained one if asked)."""
+    config, isolation = run.config, settings.isolation
+    sample = factor_isolation.labelled_sample(config, isolation.num_images, isolation.sample_seed)
+    with stage(f"factor isolation of the trained encoder on {isolation.num_images} images (probes, MINE)"):
+        metrics = factor_isolation.evaluate_encoder(run.encoder, config, isolation, out_dir, sample)
+    untrained = None
+    if settings.untrained:
+        network = untrained_encoder(config)
+        with stage("factor isolation of the untrained encoder"):
+            metrics["untrained"] = factor_isolation.evaluate_encoder(
+                network, config, isolation, os.path.join(out_dir, "untrained"), sample, title="untrained network",
+            )
+        untrained = (network, metrics["untrained"])
+    add_disentanglement(run.encoder, config, out_dir, metrics, settings, untrained)
+    return metrics
+
+
+def evaluate_digit_style(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+    """Digits: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.mnist_style),
+    1-NN digit accuracy and k-means NMI (abc_tf.evaluation.digit_clusters)."""
+    probe_epochs = settings.isolation.probe.epochs if settings.isolation.probe is not None else 1
+    with stage("digit style: retrieval grid, PCA, style probes (trained and untrained)"):
+        metrics = mnist_style.evaluate_mnist_run(run.encoder, run.config, out_dir, probe_epochs=probe_epochs)
+    # Every method's representation gets the digit-cluster measures of Elastic-InfoGAN's paper
+    # (1-NN accuracy, k-means NMI), so ABC, VAE and GAN rows read alike.
+    with stage("digit clusters (1-NN, k-means NMI)"):
+        metrics["digit_clusters"] = digit_clusters.representation_scores(run.encoder, run.config, settings.sample_seed)
+        metrics["untrained"]["digit_clusters"] = digit_clusters.representation_scores(
+            untrained_encoder(run.config), run.config, settings.sample_seed)
+    add_disentanglement(run.encoder, run.config, out_dir, metrics, settings)
+    return metrics
+
+
+def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+    """Probes and MINE per known label, trained against untrained (abc_tf.evaluation.label_information),
+    and the retrieval grid across groups (retrieval.png), which needs no label."""
+    isolation, config = settings.isolation, run.config
+    grouped = label_information.load_labelled(config)
+    with stage("probes and MINE per label, trained and untrained"):
+        metrics = label_information.to_dict(label_information.trained_vs_untrained(
+            config, run.encoder, grouped,
+            label_information.LabelSettings(probe_settings=isolation.probe or probes.ProbeSettings(),
+                                            mine_settings=isolation.mine),
+        ))
+    path = os.path.join(out_dir, RETRIEVAL_FIGURE)
+    with stage("retrieval grid across groups"):
+        metrics["retrieval"] = retrieval.group_retrieval(
+            [("trained", run.encoder), ("untrained", untrained_encoder(config))], grouped, config.similarity, path,
+            seed=settings.sample_seed)
+    metrics["figures"] = {"retrieval": path}
+    return metrics
+
+
+def evaluate_pose(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+    """Pose lookup and regression metrics of one run (abc_tf.evaluation.pose_accuracy), optional SavedModel."""
+    with stage("pose lookup in random dictionaries (trained, untrained, backbone)"):
+        metrics = pose_accuracy.evaluate_pose_run(run.run_dir, settings.pose, out_dir=out_dir, run=run)
+    for domain in metrics["domains"]:
+        print(f"Pose, {domain} queries ({metrics['domains'][domain]['num_queries']} images):")
+        print(pose_accuracy.format_table(metrics, domain))
+    if settings.pose_export_dir:
+        networks = {"encoder": run.encoder, "head": run.network("head")}
+        export.export_run(run.config, networks, settings.pose_export_dir, dictionary_size=settings.pose.dictionary_size)
+        print(f"Wrote the pose SavedModel to {settings.pose_export_dir}")
+    return metrics
+
+
+def likelihood_measures(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+    """VAE and VITAE: test ELBO, importance-weighted log p(x), kNN digit accuracy (abc_tf.evaluation.likelihood)."""
+    del out_dir
+    with stage("test ELBO and importance-weighted log p(x)"):
+        metrics = likelihood.evaluate_run(run, seed=settings.sample_seed)
+    print(likelihood.summary(metrics))
+    return metrics
+
+
+def digit_cluster_measures(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+    """Elastic-InfoGAN: NMI and ENT of the code of generated digits, 1-NN and k-means NMI of the
+    encoder (abc_tf.evaluation.digit_clusters)."""
+    with stage("the code's digit clusters (NMI, ENT, 1-NN)"):
+        metrics = digit_clusters.evaluate_run(run, out_dir, seed=settings.sample_seed)
+    print(digit_clusters.summary(metrics))
+    return metrics
+
+
+Task = Callable[[Run, str, EvaluationSettings], dict]
+# The task of each kind of labels a family offers (DataFamily.evaluation_task).
+TASKS: dict[str, Task] = {
+    "factors": evaluate_factors,
+    "digit_style": evaluate_digit_style,
+    "labels": evaluate_labels,
+    "pose": evaluate_pose,
+}
+# Measures that only a method's own networks allow (Method.measures).
+MEASURES: dict[str, Task] = {
+    "likelihood": likelihood_measures,
+    "digit_clusters": digit_cluster_measures,
+}
+
+
+def task_of(config) -> Task:
+    """The task of ``config``'s data family; ValueError when the family declares none."""
+    name = data.get_family(config.data).evaluation_task
+    if name not in TASKS:
+        raise ValueError(f"Data family {config.data!r} declares no evaluation task ({name!r}); "
+                         f"tasks: {', '.join(sorted(TASKS))}.")
+    return TASKS[name]
+
+
+def evaluate_run(run: Run, out_dir: str, settings: EvaluationSettings, method_measures: bool = True) -> dict:
+    """The family's task on ``run`` and (``method_measures``: the run has the method's own
+    networks) the method's measures; written to ``out_dir/metrics.json`` and returned."""
+    os.makedirs(out_dir, exist_ok=True)
+    metrics = task_of(run.config)(run, out_dir, settings)
+    measures = methods.get_method(run.config.method).measures
+    if method_measures and measures:
+        metrics["method"] = MEASURES[measures](run, out_dir, settings)
+    json_files.write_json(os.path.join(out_dir, METRICS_FILE), metrics, sort_keys=True)
+    return metrics
+
+
+def evaluate_seeds(runs: list[Run], out_dirs: list[str], out_dir: str, settings: EvaluationSettings) -> dict:
+    """Evaluates each seed's run into its folder of ``out_dirs`` and, where the task measures
+    factor isolation, aggregates the seeds (mean, std, values; violin plots) into
+    ``out_dir/metrics.json``."""
+    results = []
+    for index, (run, seed_out) in enumerate(zip(runs, out_dirs), 1):
+        print(f"Seed {index}/{len(runs)}: {run.run_dir} -> {seed_out}")
+        results.append(evaluate_run(run, seed_out, settings))
+    run_dirs = [run.run_dir for run in runs]
+    if not all("condition" in result for result in results):
+        return {"runs": run_dirs}  # tasks other than factor isolation keep their per-run outputs
+    summary = factor_isolation.aggregate(results)
+    first = results[0]
+    summary.update(condition=first["condition"], inactive=first["inactive"], runs=run_dirs, sigma=first["sigma"])
+    for key, label in (("mine", "I(U; G) [nats]"), ("histogram", "I(U; G) [nats]"), ("probe_accuracy", "test accuracy")):
+        if key in summary:
+            names, table = factor_isolation.seed_table(summary, key)
+            chance = [summary["chance"][n] for n in names] if key == "probe_accuracy" else None
+            plots.plot_factor_distribution(
+                table, names, first["inactive"], os.path.join(out_dir, f"seeds_{key}.png"), label,
+                title=f"{summary['condition']} ({len(runs)} seeds)", chance=chance,
+            )
+    if all("untrained" in result for result in results):
+        summary["untrained"] = factor_isolation.aggregate([result["untrained"] for result in results])
+    if "disentanglement" in summary:
+        series = {label: {key: value["values"] for key, value in part["disentanglement"].items()}
+                  for label, part in (("trained", summary), ("untrained", summary.get("untrained", {})))
+                  if "disentanglement" in part}
+        encoder_disentanglement.plot_scores(series, os.path.join(out_dir, "seeds_disentanglement.png"),
+                                            f"{summary['condition']} ({len(runs)} seeds)")
+    json_files.write_json(os.path.join(out_dir, METRICS_FILE), summary, sort_keys=True)
+    return summary
+
+
+def evaluate_checkpoints(run_dir: str, out_dir: str, settings: EvaluationSettings, steps: str,
+                         references: dict[str, float], network: str = "encoder", config_path: str | None = None) -> dict:
+    """Each checkpoint of ``run_dir`` that ``steps`` chooses ("all", "last" or "S,S,...")
+    evaluated like a finished run into ``out_dir/checkpoints/step_<S>``, and the learning curve
+    of their measures (curve.json, curve.png, ``references`` as dashed lines)."""
+    chosen = checkpoint_run.select_steps(run_dir, steps)
+    points = []
+    for index, step in enumerate(chosen, 1):
+        with stage(f"checkpoint {index}/{len(chosen)}: step {step}"):
+            run = checkpoint_run.load_checkpoint_run(run_dir, step, config_path).embedding_with(network)
+            metrics = evaluate_run(run, os.path.join(out_dir, "checkpoints", f"step_{step}"), settings)
+            points.append((step, learning_curves.curve_measures(metrics)))
+        print(f"  step {step}: " + ", ".join(f"{name} {value:.4g}" for name, value in sorted(points[-1][1].items())))
+    title = f"{os.path.basename(os.path.normpath(run_dir))}: {run.config.method} on {run.config.data}"
+    curve = learning_curves.write_curve(points, out_dir, title, references)
+    print(f"Wrote {os.path.join(out_dir, learning_curves.CURVE_JSON)} and {os.path.join(out_dir, learning_curves.CURVE_FIGURE)}")
+    return curve
