@@ -132,7 +132,7 @@ def run_of_flags(run_dir: str | None):
     from abc_tf import data
     from abc_tf.config import read_config
     from abc_tf.evaluation import factor_isolation
-    from abc_tf.runs.run_dir import Run, load_run
+    from abc_tf.runs.run_dir import Run, load_run, network_file
 
     if FLAGS.saved_model:
         run_dir = os.path.dirname(os.path.normpath(FLAGS.saved_model))
@@ -140,6 +140,8 @@ def run_of_flags(run_dir: str | None):
         if data.get_family(config.data).known_factors is None:
             raise ValueError(f"--saved_model is supported for data with known factors (shapes3d); {config.data} runs need --run_dir.")
         return Run(run_dir, config, factor_isolation.saved_model_encoder(FLAGS.saved_model)), False
+    if FLAGS.network != "encoder" and not os.path.isfile(network_file(run_dir, FLAGS.network)):
+        raise ValueError(f"--network={FLAGS.network}: {run_dir} has no {FLAGS.network}.keras.")  # before reading the run
     return load_run(run_dir, FLAGS.config).embedding_with(FLAGS.network), True
 
 

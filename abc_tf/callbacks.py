@@ -23,9 +23,9 @@ import numpy as np
 import tensorflow as tf
 from tensorboard.plugins import projector
 
-from abc_tf import data, methods
+from abc_tf import methods
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import factor_isolation, histogram_mi, mine, noise, plots, probes
+from abc_tf.evaluation import factor_isolation, histogram_mi, mine, noise, plots, probes, tasks
 from abc_tf.methods.base import to_float_images
 from abc_tf.methods.monitor import TrainingMonitor
 from abc_tf.runs.run_dir import ENCODER, embed
@@ -231,26 +231,24 @@ def write_projector_files(
 
 
 def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.callbacks.Callback]:
-    """The factor-isolation callback of ``config`` (empty when the data family has no labelled
-    factors): every ``config.eval_every`` steps, or only at the end when that is 0, so that
-    every run on such data ends with its summary (abc_tf.run_summary). Logs go to
-    ``run_dir/logs/isolation``."""
+    """The factor-isolation callback of ``config`` on the run's labelled sample
+    (abc_tf.evaluation.labelled_samples; none where the family's task has no sample): every
+    ``config.eval_every`` steps, or only at the end when that is 0, so that every such run ends
+    with its summary (abc_tf.run_summary). Logs go to ``run_dir/logs/isolation``."""
     every = config.eval_every
     if every < 0:
         raise ValueError(f"eval_every must be >= 0, got {every}.")
-    if data.get_family(config.data).known_factors is None:
-        return []
-    names = factor_isolation.factor_names(config)
     num_images = config.eval_images
     if num_images < 10:
         raise ValueError(f"eval_images must be at least 10, got {num_images}.")
-    images, factors = factor_isolation.labelled_sample(config, num_images, seed=1234)
+    sample = tasks.labelled_sample(config, num_images, seed=1234)
+    if sample is None:
+        return []
     length_scale = methods.get_method(config.method).length_scale
     return [
         FactorIsolationCallback(
-            images, factors, names, length_scale and length_scale(config), os.path.join(run_dir, "logs", LOG_SUBDIR), every,
-            inactive=factor_isolation.inactive_names(config), num_classes=factor_isolation.factor_sizes(config), seed=config.seed,
-            projector_points=min(num_images, 1024),
+            sample.images, sample.factors, sample.names, length_scale and length_scale(config),
+            os.path.join(run_dir, "logs", LOG_SUBDIR), every, inactive=sample.inactive, num_classes=sample.sizes,
+            seed=config.seed, projector_points=min(len(sample.images), 1024),
         )
     ]
-

@@ -2,25 +2,24 @@
 of a run and written into the run directory (``isolation_summary.json`` and ``.png``).
 
 The numbers are the last measurement of :class:`abc_tf.callbacks.FactorIsolationCallback`
-(Shapes3D: cheap probes and a short MINE on its fixed labelled sample, noise at the loss's
-length scale), or the same measures on the labelled images of yaleb, epfl_cars and folders
-with a labels.csv (:func:`label_summary`); ``evaluate.py`` measures them with the paper's long MINE. A factor counts as kept
+(cheap probes and a short MINE on the run's labelled sample, abc_tf.evaluation.labelled_samples:
+known factors, the labels of grouped images or pose bins; noise at the loss's length scale),
+or the same measures made at the end (:func:`summary_from_data`); ``evaluate.py`` measures
+them with the paper's long MINE. A factor counts as kept
 when its mutual information at the length scale is clearly above zero, as dropped when it is
 near zero: the training is meant to drop the inactive factors (SPEC.md section 4).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Sequence
 
 import numpy as np
 
-from abc_tf import data, json_files
+from abc_tf import json_files
 from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
-from abc_tf.data.family import quantile_bins
-from abc_tf.evaluation import factor_isolation, label_information, mine, plots, probes
+from abc_tf.evaluation import factor_isolation, mine, plots, probes, tasks
 from abc_tf.runs.run_dir import embed
 
 SUMMARY_JSON = "isolation_summary.json"
@@ -127,75 +126,14 @@ def _measure(embeddings: np.ndarray, factors: np.ndarray, names: Sequence[str], 
 
 
 def summary_from_data(config, encoder, step: int, num_images: int = 512, seed: int = 0) -> dict | None:
-    """The summary for runs without a factor-isolation callback: cheap probes and MINE on up to
-    ``num_images`` labelled images of the run's data family, by what the family declares:
-
-    - grouped images (yaleb, epfl_cars, folders with a labels.csv): :func:`label_summary`;
-    - known factors (shapes3d; mnist: the digit, inactive, and its slant and stroke thickness
-      in quantile bins);
-    - images of known pose (pose): azimuth (8 bins of 45 degrees) and elevation (3 quantile
-      bins) of renders of held-out instances (the instance, inactive, is not labelled there).
-
-    None for families with none of these and for folders without label columns.
-    """
-    family = data.get_family(config.data)
-    if family.grouped_images is not None:
-        return label_summary(config, encoder, step, num_images, seed)
-    if family.known_factors is not None:
-        known = family.known_factors
-        images, factors = known.labelled_sample(config, num_images, seed)
-        names, num_classes = list(known.names), list(known.sizes)
-        inactive = list(factor_isolation.inactive_names(config))
-    elif family.pose_views is not None:
-        images, _, euler = family.pose_views(config, "test", "synthetic", num_images, seed)
-        azimuth = np.floor(np.mod(euler[:, 0], 2 * np.pi) / (np.pi / 4)).astype(np.int32) % 8
-        factors = np.stack([azimuth, quantile_bins(euler[:, 1], 3)], axis=1)
-        names, inactive, num_classes = ["azimuth", "elevation"], [], [8, 3]
-    else:
+    """The summary for a run without a factor-isolation measurement: cheap probes and MINE on
+    the run's labelled sample (abc_tf.evaluation.labelled_samples, as the family's task draws
+    it: known factors, the labels of grouped images, pose bins); None where there is none."""
+    sample = tasks.labelled_sample(config, num_images, seed)
+    if sample is None:
         return None
-    embeddings = embed(encoder, images)
-    sigma, rule = factor_isolation.noise_sigma(config, embeddings)
-    unit = factor_isolation.measuring_unit(rule, embeddings)
-    record = {"step": step, **_measure(embeddings / unit, factors, names, num_classes, sigma / unit, seed)}
-    return factor_summary(record, names, inactive, num_classes, sigma, len(images), rule)
-
-
-def grouping_labels(grouped) -> list[str]:
-    """The labels constant within every group: a set is drawn within one group, so these are
-    the factors a run fixes within a set (the person and pose of yaleb, the car of epfl_cars)."""
-    groups = len(grouped.group_names)
-    return [name for name, values in grouped.labels.items()
-            if len(np.unique(np.stack([grouped.groups, values], axis=1), axis=0)) == groups]
-
-
-def label_summary(config, encoder, step: int, num_images: int = 512, seed: int = 0) -> dict | None:
-    """The summary for families whose images carry labels instead of a factor sample (yaleb,
-    epfl_cars, folders with a labels.csv): cheap probes and MINE per label, as the callback
-    measures, on up to ``num_images`` of the data set's images. None when no label varies
-    within a group (folders without label columns)."""
-    grouped = label_information.load_labelled(config)
-    inactive = grouping_labels(grouped)
-    if set(grouped.labels) <= set(inactive):
-        return None
-    rows = np.sort(np.random.default_rng(seed).permutation(len(grouped.groups))[:num_images])
-    sample = dataclasses.replace(
-        grouped, images=grouped.images[rows], groups=grouped.groups[rows], files=[grouped.files[i] for i in rows],
-        labels={name: values[rows] for name, values in grouped.labels.items()}, attributes={},
-    )
     embeddings = embed(encoder, sample.images)
     sigma, rule = factor_isolation.noise_sigma(config, embeddings)
     unit = factor_isolation.measuring_unit(rule, embeddings)
-    scores = label_information.label_information(
-        embeddings / unit, sample, sigma / unit,
-        probe_settings=CHEAP_PROBES, mine_settings=CHEAP_MINE, seed=seed,
-    )
-    names = list(scores)
-    record = {
-        "step": step,
-        "probe_accuracy": {name: score.probe_accuracy for name, score in scores.items()},
-        "mine": {name: score.mutual_information for name, score in scores.items()},
-    }
-    return factor_summary(
-        record, names, [name for name in inactive if name in names], [scores[name].classes for name in names],
-        sigma, len(rows), rule,
-    )
+    record = {"step": step, **_measure(embeddings / unit, sample.factors, sample.names, sample.sizes, sigma / unit, seed)}
+    return factor_summary(record, sample.names, sample.inactive, sample.sizes, sigma, len(sample.images), rule)

@@ -168,7 +168,7 @@ def summarise(results: dict[str, list[dict]]) -> dict:
     import numpy as np
 
     from abc_tf.data.shapes3d import FACTOR_NAMES
-    from abc_tf.evaluation import factor_isolation, plots
+    from abc_tf.evaluation import factor_isolation, plots, sweep_plots
 
     names = list(FACTOR_NAMES)
     summary = {}
@@ -201,7 +201,7 @@ def summarise(results: dict[str, list[dict]]) -> dict:
                 "length_scale": run["length_scale"], "label": CONDITIONS[condition][0] + " (seed 0)",
             })
     if panels:
-        plots.plot_sweep_grid(panels, names, os.path.join(FLAGS.figures_dir, "mine_sweeps.png"), columns=len(panels))
+        sweep_plots.plot_sweep_grid(panels, names, os.path.join(FLAGS.figures_dir, "mine_sweeps.png"), columns=len(panels))
     return summary
 
 

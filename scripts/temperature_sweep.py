@@ -68,7 +68,7 @@ def main(argv) -> None:
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed, load_run
     from abc_tf.data.shapes3d import FACTOR_NAMES
-    from abc_tf.evaluation import factor_isolation, histogram_mi, noise, plots
+    from abc_tf.evaluation import factor_isolation, histogram_mi, noise, plots, sweep_plots
 
     names = list(FACTOR_NAMES)
     temperatures = [float(t) for t in FLAGS.temperatures]
@@ -109,7 +109,7 @@ def main(argv) -> None:
               + "; half-decay sigma: " + ", ".join(f"{n} {v:.3g}" if v else f"{n} -" for n, v in decay.items()), flush=True)
 
     os.makedirs(FLAGS.figures_dir, exist_ok=True)
-    plots.plot_sweep_grid(panels, names, os.path.join(FLAGS.figures_dir, "temperature_sweep.png"), columns=2,
+    sweep_plots.plot_sweep_grid(panels, names, os.path.join(FLAGS.figures_dir, "temperature_sweep.png"), columns=2,
                           title=f"Histogram MI against noise, d = {FLAGS.embedding_dim}", ylabel="I(U+noise; G) [nats]")
     figure = plots.new_figure(4.6, 3.4)
     axes = figure.add_subplot(1, 1, 1)

@@ -14,11 +14,12 @@ import pytest
 
 from abc_tf import methods
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import comparison, disentanglement, factor_isolation, mine, probes
+from abc_tf.evaluation import comparison, disentanglement, factor_isolation, mine, probes, tasks
 from abc_tf.methods.abc_model import ABC
 from abc_tf.methods.base import Method
 from abc_tf.runs import training
 from evaluate_helpers import evaluate_each
+from folder_helpers import config_for, make_folder
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A method whose loss has no length scale: its rows get noise relative to their own spread.
@@ -193,9 +194,18 @@ def test_a_row_may_embed_with_another_network_of_its_run(runs, tmp_path):
         comparison.rows_of([f"{run_dir}@perspective"])
 
 
-def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp_path):
+def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp_path, monkeypatch):
     """DIR+DIR: one row of several runs (e.g. one per class split), aggregated like seeds; the
-    method measures come from each run's metrics.json ("method" -> "headline")."""
+    method's own measures come from each run's metrics.json ("method" -> "headline") and are
+    measured here for a run that has none."""
+    measured = []
+
+    def own_measures(run, out_dir, settings):
+        measured.append(run.run_dir)
+        return {"headline": {"NMI (code vs digit)": 1.0, "ENT": 0.5}}
+
+    monkeypatch.setitem(tasks.MEASURES, "own", own_measures)
+    monkeypatch.setattr("abc_tf.methods.abc_model.ABC", dataclasses.replace(methods.get_method("abc"), measures="own"))
     for split in (0, 1, 2):
         write_run(tmp_path / f"split_{split}" / "gan", BASE.replace(seed=split))
     for split, nmi in ((0, 0.25), (1, 0.75)):
@@ -208,16 +218,14 @@ def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp
                                 EMBEDDINGS_ONLY, log=lambda line: None)
     two, three = result["rows"]
     assert two["num_runs"] == 2 and two["method_measures"]["NMI (code vs digit)"]["mean"] == pytest.approx(0.5)
-    assert two["method_measures_missing"] == 0
-    # A measure shows only where every run of the row has it: split 2 was never evaluated.
-    assert "method_measures" not in three and three["method_measures_missing"] == 1
+    # Split 2 was never evaluated: its measures are measured by the comparison, once.
+    assert three["method_measures"]["NMI (code vs digit)"]["values"] == [0.25, 0.75, 1.0]
+    assert measured == [str(tmp_path / "split_2" / "gan")]
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert "## The methods' own measures" in text and "| NMI (code vs digit) | ENT |" in text.replace("row | ", "")
-    assert "1 of 3 runs have no method measures" in text
-    # Evaluated, but the method keeps no measures of its own (ABC): nothing missing, nothing said.
-    (tmp_path / "split_2" / "gan" / "metrics.json").write_text(json.dumps({"digit_clusters": {}}))
-    assert comparison.method_measures(str(tmp_path / "split_2" / "gan")) == {}
-    assert comparison.method_measures(str(tmp_path / "missing")) is None
+    # A method without measures of its own: nothing to read or measure.
+    monkeypatch.setattr("abc_tf.methods.abc_model.ABC", dataclasses.replace(methods.get_method("abc"), measures=""))
+    assert comparison.method_measures(str(tmp_path / "split_2" / "gan"), BASE, str(tmp_path / "x"), EMBEDDINGS_ONLY) == {}
     with pytest.raises(ValueError, match="is not a directory"):
         comparison.rows_of([spec + "+" + str(tmp_path / "missing")])
 
@@ -255,3 +263,28 @@ def test_a_score_skipped_for_every_row_is_said_once(compared):
     text = comparison.markdown(result)
     assert text.count("beta_vae not computed for every row: no images of given factor values.") == 1
     assert "sap not computed for abc_seeds: a test reason." in text
+
+
+def test_a_family_with_labels_only_is_compared_on_its_labels(tmp_path):
+    """The user's own folders with a labels.csv: rows compared per label (the group inactive),
+    the disentanglement scores said to need known factors."""
+    make_folder(str(tmp_path / "data"), {"a": 8, "b": 8, "c": 8}, image_size=(16, 16))
+    rows = ["filename,colour"] + [f"{group}/img_{index:03d}.png,{index % 2}" for group in "abc" for index in range(8)]
+    (tmp_path / "data" / "labels.csv").write_text("\n".join(rows) + "\n")
+    config = config_for(tmp_path / "data", image_size=64)  # the folders preset's S6 encoder
+    run_dir = tmp_path / "folders_run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(config.to_json())
+    training.untrained_encoder(config.replace(seed=1)).save(str(run_dir / "encoder.keras"))
+    settings = dataclasses.replace(EMBEDDINGS_ONLY, scores=TINY.scores, preset="tiny")
+    result = comparison.compare([str(run_dir)], str(tmp_path / "out"), settings, untrained=True, log=lambda line: None)
+    assert result["factors"] == ["group", "colour"] and result["sample"]["num_images"] == 24
+    trained, untrained = result["rows"]
+    assert trained["inactive"] == ["group"] and trained["condition"] == "group inactive"
+    assert set(trained["nearest_neighbour"]) == {"group", "colour"}
+    assert "has no known factors" in trained["disentanglement_skipped"]["mig"]
+    assert "mig not computed for every row: data family 'folders' has no known factors" in (
+        tmp_path / "out" / "comparison.md").read_text()
+    (tmp_path / "data" / "labels.csv").unlink()
+    with pytest.raises(ValueError, match="has no label to compare rows on"):
+        comparison.compare([str(run_dir)], str(tmp_path / "out2"), settings, log=lambda line: None)

@@ -17,6 +17,7 @@ from tensorboard.backend.event_processing import event_accumulator
 from abc_tf.config import get_preset
 from abc_tf.data import digit_augment
 from abc_tf.methods import elastic_infogan as einfogan
+from abc_tf.methods import infogan_monitor
 from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import embed, load_run
 from tolerance_helpers import rounding_rtol
@@ -111,17 +112,6 @@ def test_nt_xent_is_q_s_head_on_the_d_step_s_own_trunk_passes():
     assert abs(float(one_pass) - float(expected)) > 0.01 * float(expected)  # measured: 2.8% apart
 
 
-def test_failures_are_detected():
-    uniform = np.full(10, 0.1)
-    assert einfogan.failures(uniform, 1.0) == []
-    collapsed = np.array([0.95] + [0.05 / 9] * 9)
-    assert "collapsed prior" in einfogan.failures(collapsed, 1.0)[0]
-    assert "mode collapse" in einfogan.failures(uniform, 0.01)[0]
-    real = np.random.default_rng(0).uniform(size=(20, 28, 28))
-    assert einfogan.diversity(np.repeat(real[:1], 20, axis=0), real) < 1e-12
-    assert abs(einfogan.diversity(real, real) - 1.0) < 1e-9
-
-
 @pytest.mark.parametrize("overrides, flag", [
     ({"infogan_prior": "skewed"}, "--infogan_prior"),
     ({"infogan_contrastive_weight": -1.0}, "--infogan_contrastive_weight"),
@@ -176,9 +166,9 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     assert all(np.isfinite(result.history["loss"]))
     for name in ("encoder", "generator", "discriminator", "q"):
         assert os.path.isfile(os.path.join(run_dir, f"{name}.keras"))
-    split = json.load(open(os.path.join(run_dir, einfogan.CLASS_SPLIT_FILE)))
+    split = json.load(open(os.path.join(run_dir, infogan_monitor.CLASS_SPLIT_FILE)))
     assert split["class_split"] == 3 and len(split["proportions"]) == 10
-    prior = json.load(open(os.path.join(run_dir, einfogan.PRIOR_FILE)))
+    prior = json.load(open(os.path.join(run_dir, infogan_monitor.PRIOR_FILE)))
     assert prior["step"] == 6 and abs(sum(prior["prior"]) - 1) < 1e-5
     assert [entry["step"] for entry in prior["history"]] == [3, 6] and prior["history"][-1]["prior"] == prior["prior"]
     np.testing.assert_allclose(prior["true_proportions"], np.array(split["counts"]) / sum(split["counts"]))
@@ -202,7 +192,7 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     # Resuming with more steps continues from the checkpoint.
     more = training.train(config.replace(steps=9), run_dir, verbose=0)
     assert more.final_step == 9 and len(more.history["loss"]) == 1
-    history = json.load(open(os.path.join(run_dir, einfogan.PRIOR_FILE)))["history"]
+    history = json.load(open(os.path.join(run_dir, infogan_monitor.PRIOR_FILE)))["history"]
     assert [entry["step"] for entry in history] == [3, 6, 9]  # the resumed run keeps the history
 
 
@@ -212,5 +202,5 @@ def test_the_infogan_ablation_keeps_its_prior_uniform(tmp_path, small_mnist):
     config = get_preset("mnist_infogan_quick").replace(data_path=path, steps=3, log_every=3, batch_size=16, jit_compile=False)
     result = training.train(config, str(tmp_path / "run"), verbose=0)
     assert result.history["ntxent_loss"] == [0.0]
-    prior = json.load(open(tmp_path / "run" / einfogan.PRIOR_FILE))["prior"]
+    prior = json.load(open(tmp_path / "run" / infogan_monitor.PRIOR_FILE))["prior"]
     np.testing.assert_allclose(prior, 0.1, atol=1e-7)  # softmax(0): float32's 0.1, 1.5e-9 from it

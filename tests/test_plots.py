@@ -46,13 +46,8 @@ def test_every_figure_writes_a_png(tmp_path):
         "bars": plots.plot_factor_distribution(values, NAMES, inactive, tmp_path / "bars.png", kind="bars"),
         "violin": plots.plot_factor_distribution(values, NAMES, inactive, tmp_path / "violin.png"),
         "box": plots.plot_factor_distribution(values[:1], NAMES, inactive, tmp_path / "box.png", kind="box"),
-        "sweep": plots.plot_mi_sweep(np.logspace(-2, 1, 7), rng.uniform(size=(7, 6)), NAMES, inactive, 1.0, tmp_path / "sweep.png"),
         "probes": plots.plot_probe_accuracies(values, [0.1, 0.1, 0.1, 0.125, 0.25, 1 / 15], NAMES, inactive, tmp_path / "probes.png"),
         "conditions": plots.plot_conditions({"a": values, "b": values * 2}, NAMES, {"b": inactive}, tmp_path / "conditions.png"),
-        "grid": plots.plot_sweep_grid(
-            [{"sigmas": [0.1, 1.0], "values": np.ones((2, 6)), "inactive": inactive, "length_scale": 0.5, "label": "x"}] * 3,
-            NAMES, tmp_path / "grid.png",
-        ),
     }
     for name in paths:
         assert _is_png(tmp_path / f"{name}.png"), name
@@ -70,8 +65,6 @@ def test_mismatched_inputs_raise():
         plots.plot_factor_distribution(np.zeros((2, 5)), NAMES)
     with pytest.raises(ValueError, match="not among"):
         plots.plot_factor_distribution(np.zeros(6), NAMES, inactive=["colour"], kind="bars")
-    with pytest.raises(ValueError, match="sigmas"):
-        plots.plot_mi_sweep(np.ones(3), np.ones((4, 6)), NAMES)
     with pytest.raises(ValueError, match="kind"):
         plots.plot_factor_distribution(np.zeros((3, 6)), NAMES, kind="bar")
     with pytest.raises(ValueError, match="kind"):

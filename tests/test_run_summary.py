@@ -47,14 +47,14 @@ def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
     (tmp_path / "data" / "labels.csv").write_text("\n".join(rows) + "\n")
     config = get_preset("folders").replace(data_path=str(tmp_path / "data"), image_size=8)
     encoder = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(4)])
-    summary = run_summary.label_summary(config, encoder, step=50, num_images=30)
+    summary = run_summary.summary_from_data(config, encoder, step=50, num_images=30)
     rows = {row["factor"]: row for row in summary["factors"]}
     assert set(rows) == {"group", "colour"} and summary["num_images"] == 30
     assert rows["group"]["trained_as"] == "inactive" and rows["colour"]["trained_as"] == "active"
     assert rows["colour"]["chance"] == pytest.approx(1 / 3)
     # Without label columns there is nothing beyond the groups the sets were built from.
     (tmp_path / "data" / "labels.csv").unlink()
-    assert run_summary.label_summary(config, encoder, step=50) is None
+    assert run_summary.summary_from_data(config, encoder, step=50) is None
 
 
 def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):

@@ -57,7 +57,7 @@ def test_a_task_and_measures_registered_at_test_time_run_and_write_metrics(train
         return {"headline": {"own": 1.0}}
 
     monkeypatch.setattr("toy_family.FAMILY", dataclasses.replace(FAMILY, evaluation_task="dimensions"))
-    monkeypatch.setitem(tasks.TASKS, "dimensions", count_dimensions)
+    monkeypatch.setitem(tasks.TASKS, "dimensions", tasks.Task(count_dimensions))
     monkeypatch.setitem(tasks.MEASURES, "own", own_measure)
     abc = methods.get_method("abc")
     monkeypatch.setattr("abc_tf.methods.abc_model.ABC", dataclasses.replace(abc, measures="own"))

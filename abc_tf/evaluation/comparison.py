@@ -7,8 +7,10 @@ one row of several runs, e.g. one per class split, aggregated alike; ``DIR@NETWO
 the run's saved network NETWORK instead of its "encoder", e.g. one of a VITAE's two latent
 spaces), plus an optional row for the untrained encoder of the first run's config (same
 architecture and initial weights: ``abc_tf.runs.training.untrained_encoder``). All rows are
-measured on the same images: one labelled sample drawn from the first run's config
-(``sample_seed``), and the disentanglement scores' observations drawn with that seed too. Per row:
+measured on the same images: the labelled sample of the first run's config
+(abc_tf.evaluation.labelled_samples: known factors, the labels of grouped images or pose bins;
+``sample_seed``), and the disentanglement scores' observations (families with known factors)
+drawn with that seed too. Per row:
 
 - per factor, MINE mutual information (nats) and probe test accuracy, with noise added to the
   embeddings by the rule of :data:`abc_tf.evaluation.factor_isolation.NOISE_RULE`: sigma = the
@@ -18,10 +20,9 @@ measured on the same images: one labelled sample drawn from the first run's conf
   clustering with k = the factor's number of values (``abc_tf.evaluation.digit_clusters``);
 - the disentanglement scores (BetaVAE, FactorVAE, MIG, DCI, SAP; families that cannot draw
   images of given factor values get MIG, DCI and SAP only);
-- the method's own measures where its evaluator declares some (a VAE's test ELBO, a GAN's NMI
-  of generated codes): the ``"headline"`` entry of ``metrics.json["method"]`` that
-  ``evaluate.py --run_dir`` wrote into each run directory; read, not recomputed, so a run not
-  yet evaluated shows none;
+- the method's own measures where it declares some (a VAE's test ELBO, a GAN's NMI of
+  generated codes): the ``"headline"`` entry of what ``evaluate.py --run_dir`` wrote into the
+  run's metrics.json, measured here when it is missing;
 - the method and its variant, what it is told about the data (``Method.supervision_for``,
   PEERS.md), the embedding size and the training steps.
 
@@ -41,10 +42,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from abc_tf import json_files, methods
+from abc_tf import data, json_files, methods
 from abc_tf.config import ExperimentConfig, read_config
+from abc_tf.evaluation import digit_clusters, factor_isolation, labelled_samples, plots, tasks
 from abc_tf.evaluation import disentanglement as dis
-from abc_tf.evaluation import digit_clusters, factor_isolation, plots
 from abc_tf.evaluation.encoder_disentanglement import evaluate_disentanglement
 from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, embed, load_run, network_file, seed_run_dirs
 from abc_tf.runs.training import untrained_encoder
@@ -52,6 +53,7 @@ from abc_tf.runs.training import untrained_encoder
 UNTRAINED = "untrained"
 METRICS_FILE = "metrics.json"  # what evaluate.py --run_dir writes into a run directory
 FILES = ("comparison.md", "comparison.json", "comparison.png")
+MEASURES_DIR = "method_measures"  # figures of the method measures measured by the comparison
 RUN_JOIN = "+"  # DIR+DIR: one row of several runs
 CLUSTER_MEASURES = (("nearest_neighbour", "1-NN accuracy per factor"), ("kmeans_nmi", "k-means NMI per factor"))
 
@@ -83,9 +85,8 @@ class ComparisonSettings:
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One row: its label and its runs (seeds); no runs for the untrained row. ``network``: the
-    saved network the row embeds with ("encoder", or another representation of the method,
-    e.g. a VITAE's "appearance"; ``DIR@NETWORK`` on the command line)."""
+    """One row: its label, its runs (seeds; none for the untrained row) and the saved network it
+    embeds with (``DIR@NETWORK``: "encoder", or e.g. a VITAE's "appearance")."""
 
     label: str
     run_dirs: tuple[str, ...]
@@ -129,7 +130,9 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
     if len(set(labels)) < len(labels) or (untrained and UNTRAINED in labels):
         rows = [dataclasses.replace(row, label=os.path.normpath(path)) for row, path in zip(rows, run_dirs)]
     first = rows[0].configs[0]
-    factor_isolation.known_factors(first)  # ValueError for a family without known factors
+    if not tasks.offers_labelled_sample(first):
+        raise ValueError(f"--compare: data family {first.data!r} has no labelled sample to compare rows on "
+                         "(abc_tf.evaluation.labelled_samples).")
     for row in rows:
         for config in row.configs:
             if config.data != first.data:
@@ -140,45 +143,49 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
     return rows
 
 
-def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig, sample, settings: ComparisonSettings,
-             ) -> dict[str, Any]:
+def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig, sample: labelled_samples.LabelledSample,
+             settings: ComparisonSettings) -> dict[str, Any]:
     """The measures of one encoder (one seed of a row) on the shared sample, JSON-ready."""
-    images, factors = sample
+    factors, names = sample.factors, list(sample.names)
     start = time.perf_counter()
-    embeddings = embed(encoder, images)
+    embeddings = embed(encoder, sample.images)
     sigma, rule = factor_isolation.noise_sigma(config, embeddings)
     isolation = dataclasses.replace(settings.isolation, sigma=None, num_sigmas=0)
     metrics = factor_isolation.evaluate_embeddings(
-        embeddings, factors, factor_isolation.factor_names(sample_config), sigma, isolation,
-        num_classes=factor_isolation.factor_sizes(sample_config), seed=config.seed,
+        embeddings, factors, names, sigma, isolation, num_classes=sample.sizes, seed=config.seed,
         unit=factor_isolation.measuring_unit(rule, embeddings),
     )
     metrics.update(noise_rule=rule, isolation_seconds=time.perf_counter() - start)
-    names = factor_isolation.factor_names(sample_config)
     metrics["nearest_neighbour"] = {
         name: digit_clusters.nearest_neighbour_accuracy(embeddings, factors[:, i], seed=0) for i, name in enumerate(names)}
     metrics["kmeans_nmi"] = {
         name: digit_clusters.kmeans_nmi(embeddings, factors[:, i], seed=0, clusters=len(np.unique(factors[:, i])))
         for i, name in enumerate(names)}
-    if settings.scores is not None:
+    if settings.scores is not None and data.get_family(sample_config.data).known_factors is not None:
         metrics["disentanglement"] = evaluate_disentanglement(
             encoder, sample_config, settings.scores, settings.isolation.sample_seed, settings.score_names)
     del metrics["figures"], metrics["inactive"]
     return metrics
 
 
-def method_measures(run_dir: str) -> dict[str, float] | None:
-    """The method's headline measures that ``evaluate.py --run_dir`` wrote into ``run_dir``'s
-    metrics.json (``"method"`` -> ``"headline"``); {} for a method without such measures; None
-    where they are missing: the run was not evaluated, or was before its evaluator had them."""
-    path = os.path.join(run_dir, METRICS_FILE)
-    if not os.path.isfile(path):
-        return None
-    with open(path) as handle:
-        measured = json.load(handle)
-    if "method" not in measured:
+def method_measures(run_dir: str, config: ExperimentConfig, out_dir: str, settings: ComparisonSettings,
+                    log=print) -> dict[str, float]:
+    """The headline measures of the run's method (its declared ``measures``): read from the
+    run's metrics.json where ``evaluate.py --run_dir`` wrote them (``"method"`` -> ``"headline"``),
+    else measured now into ``out_dir`` (abc_tf.evaluation.tasks.MEASURES); {} for a method
+    without measures of its own."""
+    name = methods.get_method(config.method).measures
+    if not name:
         return {}
-    return measured["method"].get("headline")
+    path = os.path.join(run_dir, METRICS_FILE)
+    if os.path.isfile(path):
+        with open(path) as handle:
+            headline = json.load(handle).get("method", {}).get("headline")
+        if headline is not None:
+            return headline
+    log(f"  {run_dir}: its {name} measures are not in its metrics.json; measuring them now")
+    measured = tasks.MEASURES[name](load_run(run_dir), out_dir, tasks.EvaluationSettings(isolation=settings.isolation))
+    return measured.get("headline", {})
 
 
 def _aggregate_measures(seeds: list[dict[str, Any]], row: dict[str, Any]) -> None:
@@ -187,23 +194,22 @@ def _aggregate_measures(seeds: list[dict[str, Any]], row: dict[str, Any]) -> Non
     for key, _ in CLUSTER_MEASURES:
         names = list(seeds[0][key])
         row[key] = {name: _stats([seed[key][name] for seed in seeds]) for name in names}
-    found = [seed.get("method_measures") for seed in seeds]
-    if any(found):
-        labels = [label for label in next(f for f in found if f) if all(f and label in f for f in found)]
-        if labels:
-            row["method_measures"] = {label: _stats([f[label] for f in found]) for label in labels}
-    row["method_measures_missing"] = sum(f is None for f in found) if row["run_dirs"] else 0
+    found = [seed.get("method_measures") or {} for seed in seeds]
+    labels = [label for label in found[0] if all(label in f for f in found)]
+    if labels:
+        row["method_measures"] = {label: _stats([f[label] for f in found]) for label in labels}
 
 
-def _describe(row: Row) -> dict[str, Any]:
-    config = row.configs[0]
-    method = methods.get_method(config.method)
+def _describe(row: Row, sample: labelled_samples.LabelledSample) -> dict[str, Any]:
+    config, method = row.configs[0], methods.get_method(row.configs[0].method)
     if not row.run_dirs:
         return {"method": f"{method.name} (untrained)", "steps": 0, "inactive": [], "condition": "untrained network",
                 "supervision": "none: the untrained encoder of the first run's config (its architecture and initial weights)"}
     return {"method": method.label_for(config) + ("" if row.network == ENCODER else f" ({row.network})"), "steps": config.steps,
             "supervision": method.supervision_for(config) or "(not declared)",
-            "inactive": list(factor_isolation.inactive_names(config)), "condition": factor_isolation.condition_label(config)}
+            "inactive": list(labelled_samples.inactive_of(config, sample)),
+            "condition": labelled_samples.condition_of(config, sample)}
+
 
 
 def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings = ComparisonSettings(),
@@ -213,28 +219,36 @@ def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings 
     settings.validate()
     rows = rows_of(run_dirs, untrained)
     sample_config = rows[0].configs[0]
-    names = list(factor_isolation.factor_names(sample_config))
-    sample = factor_isolation.labelled_sample(sample_config, settings.isolation.num_images, settings.isolation.sample_seed)
+    sample = tasks.labelled_sample(sample_config, settings.isolation.num_images, settings.isolation.sample_seed)
+    if sample is None:
+        raise ValueError(f"--compare: the {sample_config.data!r} data of {rows[0].run_dirs[0]} has no label to compare "
+                         "rows on (abc_tf.evaluation.labelled_samples; folders: a labels.csv column besides the groups).")
+    names = list(sample.names)
     results = []
     for row in rows:
         seeds = []
-        for run_dir, config in zip(row.run_dirs or (None,), row.configs):
+        for index, (run_dir, config) in enumerate(zip(row.run_dirs or (None,), row.configs)):
             log(f"Comparing {row.label}: {run_dir or 'the untrained encoder of ' + rows[0].run_dirs[0]}")
             encoder = load_run(run_dir).network(row.network) if run_dir else untrained_encoder(config)
             measured = _measure(encoder, config, sample_config, sample, settings)
-            seeds.append(dict(measured, run_dir=run_dir, method_measures=method_measures(run_dir) if run_dir else None))
+            own = method_measures(run_dir, config, os.path.join(out_dir, MEASURES_DIR, f"{row.label}_{index}"), settings,
+                                  log) if run_dir else None
+            seeds.append(dict(measured, run_dir=run_dir, method_measures=own))
         summary = factor_isolation.aggregate(seeds)
-        summary.update(_describe(row), label=row.label, run_dirs=list(row.run_dirs),
+        summary.update(_describe(row, sample), label=row.label, run_dirs=list(row.run_dirs),
                        embedding_dim=seeds[0]["embedding_dim"], noise_rule=seeds[0]["noise_rule"],
                        sigma=_stats([seed["sigma"] for seed in seeds]), seeds=seeds)
         _aggregate_measures(seeds, summary)
         if seeds[0].get("disentanglement", {}).get("skipped"):
             summary["disentanglement_skipped"] = seeds[0]["disentanglement"]["skipped"]
+        elif settings.scores is not None and "disentanglement" not in seeds[0]:
+            summary["disentanglement_skipped"] = {
+                name: f"data family {sample_config.data!r} has no known factors, only labels" for name in settings.score_names}
         results.append(summary)
     result = {
-        "caption": caption(sample_config, settings, len(sample[0])),
+        "caption": caption(sample_config, settings, len(sample.images)),
         "noise_rule": factor_isolation.NOISE_RULE,
-        "sample": {"data": sample_config.data, "data_source": sample_config.data_source, "num_images": len(sample[0]),
+        "sample": {"data": sample_config.data, "data_source": sample_config.data_source, "num_images": len(sample.images),
                    "sample_seed": settings.isolation.sample_seed, "from": rows[0].run_dirs[0]},
         "factors": names,
         "disentanglement_preset": settings.preset if settings.scores is not None else "none",
@@ -316,11 +330,7 @@ def markdown(result: dict[str, Any]) -> str:
     labels = list(dict.fromkeys(label for row in rows for label in row.get("method_measures", {})))
     if labels:
         lines = [[row["label"]] + [_cell(row.get("method_measures", {}).get(label)) for label in labels] for row in rows]
-        out += ["", "## The methods' own measures (each run's `evaluate.py --run_dir`)", ""] + _table(["row"] + labels, lines)
-        for row in rows:
-            if row.get("method_measures_missing"):
-                out.append(f"\n{row['label']}: {row['method_measures_missing']} of {len(row['run_dirs'])} runs have no "
-                           "method measures in their metrics.json: run evaluate.py --run_dir on them first.")
+        out += ["", "## The methods' own measures", ""] + _table(["row"] + labels, lines)
     keys = [(key, label) for key, _, _, label in dis.HEADLINE if any(key in row.get("disentanglement", {}) for row in rows)]
     if keys:
         lines = [[row["label"]] + [_cell(row.get("disentanglement", {}).get(key)) for key, _ in keys] for row in rows]

@@ -28,7 +28,7 @@ import numpy as np
 from abc_tf import data, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import KnownFactors
-from abc_tf.evaluation import plots, probes
+from abc_tf.evaluation import plots, probes, sweep_plots
 from abc_tf.evaluation.histogram_mi import histogram_mutual_information, histogram_sigma_sweep
 from abc_tf.evaluation.mine import MineSettings, mine_mutual_information, mine_sigma_sweep
 from abc_tf.evaluation.noise import add_noise, sigma_grid, spread
@@ -279,7 +279,7 @@ def evaluate_embeddings(
             sweep = metrics["sweep"]
             save(
                 "mi_sweep.png",
-                lambda p: plots.plot_mi_sweep(
+                lambda p: sweep_plots.plot_mi_sweep(
                     np.array(sweep["sigmas"]), np.array(sweep["values"]), names, inactive, length_scale, p,
                     title=f"{title} ({sweep['estimator']})",
                 ),

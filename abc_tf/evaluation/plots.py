@@ -148,14 +148,14 @@ def plot_embeddings_pca(
     return finish_figure(figure, path, title)
 
 
-def _check_inactive(names: Sequence[str], inactive: Sequence[str]) -> None:
+def check_inactive(names: Sequence[str], inactive: Sequence[str]) -> None:
     unknown = sorted(set(inactive) - set(names))
     if unknown:
         raise ValueError(f"Inactive factors {unknown} are not among the factor names {list(names)}.")
 
 
 def _shade_inactive(axes, names: Sequence[str], inactive: Sequence[str]) -> None:
-    _check_inactive(names, inactive)
+    check_inactive(names, inactive)
     for index, name in enumerate(names):
         if name in inactive:
             axes.axvspan(index - 0.5, index + 0.5, color=_SHADE, zorder=0)
@@ -265,70 +265,6 @@ def plot_conditions(
         axes.set_title(label, fontsize=9)
         if row < rows - 1:
             axes.set_xticklabels([])
-    return finish_figure(figure, path, title)
-
-
-def _draw_sweep(axes, sigmas, values, names, inactive, length_scale) -> None:
-    colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
-    for index, name in enumerate(names):
-        style = "--" if name in inactive else "-"
-        axes.plot(sigmas, values[:, index], style, color=colours[index % len(colours)], label=name, linewidth=1.4)
-    if length_scale is not None:
-        axes.axvline(length_scale, color="k", linestyle=":", linewidth=1.2)
-    axes.set_xscale("log")
-    axes.set_xlabel("noise sigma", fontsize=8)
-
-
-def plot_mi_sweep(
-    sigmas: np.ndarray,
-    values: np.ndarray,
-    names: Sequence[str],
-    inactive: Sequence[str] = (),
-    length_scale: float | None = None,
-    path: str | os.PathLike | None = None,
-    title: str | None = None,
-    ylabel: str = "I(U + noise; G) [nats]",
-) -> Figure:
-    """MI against noise scale (Fig. S1c,d): values [K, F] over sigmas [K], log axis; inactive
-    factors dashed, the loss's length scale as a dotted vertical line."""
-    sigmas = np.asarray(sigmas, dtype=np.float64)
-    values = np.asarray(values, dtype=np.float64)
-    if values.shape != (len(sigmas), len(names)):
-        raise ValueError(f"Sweep values {values.shape} do not match {len(sigmas)} sigmas x {len(names)} factors.")
-    _check_inactive(names, inactive)
-    figure = new_figure(4.8, 3.2)
-    axes = figure.add_subplot(1, 1, 1)
-    _draw_sweep(axes, sigmas, values, names, inactive, length_scale)
-    axes.set_ylabel(ylabel, fontsize=9)
-    axes.legend(fontsize=7, frameon=False)
-    return finish_figure(figure, path, title, axes)
-
-
-def plot_sweep_grid(
-    panels: Sequence[Mapping],
-    names: Sequence[str],
-    path: str | os.PathLike | None = None,
-    columns: int = 2,
-    title: str | None = None,
-    ylabel: str = "I [nats]",
-) -> Figure:
-    """Several noise sweeps side by side (Fig. S3). Each panel is a mapping with keys
-    ``sigmas`` [K], ``values`` [K, F], ``inactive`` (names), ``length_scale`` and ``label``."""
-    if not panels:
-        raise ValueError("plot_sweep_grid needs at least one panel.")
-    rows = int(np.ceil(len(panels) / columns))
-    figure = new_figure(3.6 * columns, 2.6 * rows)
-    shared = None
-    for index, panel in enumerate(panels):
-        axes = figure.add_subplot(rows, columns, index + 1, sharex=shared, sharey=shared)
-        shared = shared or axes
-        _draw_sweep(
-            axes, np.asarray(panel["sigmas"]), np.asarray(panel["values"]), names, panel.get("inactive", ()),
-            panel.get("length_scale"),
-        )
-        axes.set_title(panel.get("label", ""), fontsize=8)
-        axes.set_ylabel(ylabel, fontsize=8)
-    figure.axes[0].legend(fontsize=6, frameon=False)
     return finish_figure(figure, path, title)
 
 

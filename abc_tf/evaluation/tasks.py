@@ -17,8 +17,8 @@ from typing import Callable
 
 from abc_tf import data, json_files, methods
 from abc_tf.evaluation import (digit_clusters, encoder_disentanglement, factor_isolation,
-                               label_information, learning_curves, likelihood, mnist_style, plots, pose_accuracy,
-                               probes, retrieval)
+                               label_information, labelled_samples, learning_curves, likelihood, mnist_style, plots,
+                               pose_accuracy, probes, retrieval)
 from abc_tf.evaluation.disentanglement import SCORES, ScoreSettings
 from abc_tf.evaluation.progress import stage
 from abc_tf.runs import checkpoint_run, export
@@ -178,16 +178,29 @@ def digit_cluster_measures(run: Run, out_dir: str, settings: EvaluationSettings)
     return metrics
 
 
-Task = Callable[[Run, str, EvaluationSettings], dict]
+Evaluate = Callable[[Run, str, EvaluationSettings], dict]
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """evaluate: ``(run, out_dir, settings) -> metrics``, the whole evaluation. labelled_sample:
+    ``(config, num_images, seed) -> LabelledSample or None``, the labelled sample that the
+    factor-isolation callback, the end-of-run summary and ``--compare`` measure on (None: the
+    task has none, and those skip the family)."""
+
+    evaluate: Evaluate
+    labelled_sample: Callable[..., labelled_samples.LabelledSample | None] | None = None
+
+
 # The task of each kind of labels a family offers (DataFamily.evaluation_task).
 TASKS: dict[str, Task] = {
-    "factors": evaluate_factors,
-    "digit_style": evaluate_digit_style,
-    "labels": evaluate_labels,
-    "pose": evaluate_pose,
+    "factors": Task(evaluate_factors, labelled_samples.known_factor_sample),
+    "digit_style": Task(evaluate_digit_style, labelled_samples.known_factor_sample),
+    "labels": Task(evaluate_labels, labelled_samples.grouped_label_sample),
+    "pose": Task(evaluate_pose, labelled_samples.pose_sample),
 }
 # Measures that only a method's own networks allow (Method.measures).
-MEASURES: dict[str, Task] = {
+MEASURES: dict[str, Evaluate] = {
     "likelihood": likelihood_measures,
     "digit_clusters": digit_cluster_measures,
 }
@@ -202,11 +215,23 @@ def task_of(config) -> Task:
     return TASKS[name]
 
 
+def offers_labelled_sample(config) -> bool:
+    """Whether ``config``'s family's task draws a labelled sample (without drawing it)."""
+    task = TASKS.get(data.get_family(config.data).evaluation_task)
+    return task is not None and task.labelled_sample is not None
+
+
+def labelled_sample(config, num_images: int, seed: int) -> labelled_samples.LabelledSample | None:
+    """The labelled sample of ``config``'s family (its task's), or None where it has none."""
+    task = TASKS.get(data.get_family(config.data).evaluation_task)
+    return None if task is None or task.labelled_sample is None else task.labelled_sample(config, num_images, seed)
+
+
 def evaluate_run(run: Run, out_dir: str, settings: EvaluationSettings, method_measures: bool = True) -> dict:
     """The family's task on ``run`` and (``method_measures``: the run has the method's own
     networks) the method's measures; written to ``out_dir/metrics.json`` and returned."""
     os.makedirs(out_dir, exist_ok=True)
-    metrics = task_of(run.config)(run, out_dir, settings)
+    metrics = task_of(run.config).evaluate(run, out_dir, settings)
     measures = methods.get_method(run.config.method).measures
     if method_measures and measures:
         metrics["method"] = MEASURES[measures](run, out_dir, settings)

@@ -52,7 +52,7 @@ steps, the learned prior (``prior/<k>``), its largest entry (``prior_max``), bot
 the split's true proportions sorted (``prior_sorted/learned_<i>``, ``prior_sorted/true_<i>``;
 codes and digits correspond in no known order), ``generated_diversity`` and a sample grid per
 categorical code (``logs/elastic_infogan``; every log step, as ``eval_every`` belongs to the
-families with factor-isolation measures and MNIST refuses it). It
+families with factor-isolation measures and MNIST refuses it; ``abc_tf.methods.infogan_monitor``). It
 writes ``prior.json`` (the prior now, at every log step so far, and the true proportions)
 and, on class-imbalanced MNIST, ``class_split.json`` into the run
 directory, and records failures (a collapsed prior, mode collapse) in ``training_warnings.json``
@@ -61,8 +61,6 @@ with a logged warning.
 
 from __future__ import annotations
 
-import json
-import logging
 import math
 import os
 
@@ -71,29 +69,22 @@ import numpy as np
 import tensorflow as tf
 
 import models
-from abc_tf import data, json_files, optimizers
+from abc_tf import optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import digit_augment
 from abc_tf.data.digit_augment import augment  # T, the identity-preserving augmentation
 from abc_tf.methods.base import (Method, MethodModel, Update, draw_rows, gather_replicas, loss_scaled, replica_rows,
                                  to_float_images)
-from abc_tf.methods.monitor import TrainingMonitor
+from abc_tf.methods.infogan_monitor import InfoGANMonitor
 from models import infogan as infogan_networks
 
-_log = logging.getLogger(__name__)
 
 NUM_CATEGORIES = infogan_networks.NUM_CATEGORIES
 GUMBEL_TEMPERATURE = 0.1  # supplement 4.4: samples very close to one-hot
 NTXENT_TEMPERATURE = 1.0  # [code]: the authors' run.sh passes --mytemp 1 (their main.py's default is 0.5)
 ADAM_BETAS = (0.5, 0.999)  # [code]; the learning rate is --learning_rate (2e-4 in the presets, supplement 4.4)
 PRIORS = ("learned", "uniform")
-# Failure detection (issue 17, item 5) [ours]: a prior whose largest class exceeds 0.9 has
-# collapsed onto one code; generated images whose pixel spread over z is below a fifth of the
-# real images' are a collapsed mode.
-PRIOR_COLLAPSE, DIVERSITY_COLLAPSE = 0.9, 0.2
 LOG_SUBDIR = "elastic_infogan"
-PRIOR_FILE, CLASS_SPLIT_FILE, WARNINGS_FILE = "prior.json", "class_split.json", "training_warnings.json"
-GRID_COLUMNS = 10  # noise draws per code in the sample grid
 LOSS_NAMES = ("d_loss", "g_loss", "info_loss", "ntxent_loss")
 
 
@@ -249,96 +240,6 @@ class ElasticInfoGANModel(MethodModel):
         rows = tf.reshape(images, [NUM_CATEGORIES, n, 28, 28, 1])
         grid = tf.reshape(tf.transpose(rows, [0, 2, 1, 3, 4]), [NUM_CATEGORIES * 28, n * 28, 1])
         return np.asarray(tf.cast(tf.round(tf.clip_by_value(grid, 0.0, 1.0) * 255.0), tf.uint8))
-
-
-def diversity(generated: np.ndarray, real: np.ndarray) -> float:
-    """Mean per-pixel standard deviation of the generated images over the batch, relative to the
-    real images': near 0 when G makes one image whatever z and c (mode collapse)."""
-    real_spread = float(np.mean(np.std(np.asarray(real, np.float64), axis=0)))
-    return float(np.mean(np.std(np.asarray(generated, np.float64), axis=0))) / max(real_spread, 1e-12)
-
-
-def failures(prior: np.ndarray, generated_diversity: float) -> list[str]:
-    """What looks broken (module docstring): a collapsed prior, mode collapse; [] when nothing."""
-    found = []
-    if float(np.max(prior)) > PRIOR_COLLAPSE:
-        found.append(f"collapsed prior: code {int(np.argmax(prior))} has probability {float(np.max(prior)):.3f} > {PRIOR_COLLAPSE}")
-    if generated_diversity < DIVERSITY_COLLAPSE:
-        found.append(f"mode collapse: generated images vary {generated_diversity:.3f} times as much as real ones "
-                     f"(< {DIVERSITY_COLLAPSE})")
-    return found
-
-
-class InfoGANMonitor(TrainingMonitor):
-    """The prior, diversity and failure checks and the per-code sample grid every ``log_every``
-    steps and at the end (added to the logs the trainer writes, and to TensorBoard under
-    ``log_dir``); prior.json, class_split.json and training_warnings.json in the run directory
-    (module docstring). The true proportions and the class split are the data family's, where
-    it declares them."""
-
-    def __init__(self, config: ExperimentConfig, log_dir: str):
-        super().__init__(log_dir, config.steps)
-        self.config = config
-        self.run_dir = os.path.dirname(os.path.dirname(log_dir))  # log_dir = run_dir/logs/elastic_infogan
-        self._true, self._real = None, None
-        rng = np.random.default_rng(config.seed + 1)
-        self._z = rng.standard_normal((GRID_COLUMNS, config.infogan_noise_dim)).astype(np.float32)
-        self._diversity_z = rng.standard_normal((NUM_CATEGORIES * GRID_COLUMNS, config.infogan_noise_dim)).astype(np.float32)
-        self.warnings: list[dict] = []
-        self._history: list[dict] = []  # the prior at every log step, for prior.json
-
-    def on_train_begin(self, logs=None):
-        family = data.get_family(self.config.data)
-        if family.class_proportions is not None:
-            self._true = family.class_proportions(self.config)
-        split = family.class_split_description(self.config) if family.class_split_description is not None else None
-        if split is not None:
-            json_files.write_json(os.path.join(self.run_dir, CLASS_SPLIT_FILE), split)
-        if family.class_labelled_images is not None:  # the reference of the diversity check
-            images = family.class_labelled_images(self.config).train_images[..., 0]
-            rows = np.random.default_rng(self.config.seed + 2).choice(len(images), min(len(images), 500), replace=False)
-            self._real = images[rows].astype(np.float32) / 255.0
-        path = os.path.join(self.run_dir, WARNINGS_FILE)
-        if os.path.isfile(path):  # a resumed run keeps what was found before
-            with open(path) as handle:
-                self.warnings = json.load(handle)
-        path, start = os.path.join(self.run_dir, PRIOR_FILE), self.step()
-        if os.path.isfile(path):  # a resumed run keeps the prior's history up to its checkpoint
-            with open(path) as handle:
-                self._history = [entry for entry in json.load(handle).get("history", []) if entry["step"] <= start]
-
-    def _generated(self) -> np.ndarray:
-        codes = np.repeat(np.eye(NUM_CATEGORIES, dtype=np.float32), GRID_COLUMNS, axis=0)
-        return self.model.generate(tf.constant(self._diversity_z), tf.constant(codes)).numpy()[..., 0]
-
-    def write(self, step: int, logs: dict) -> None:
-        if not self.due(step, self.config.log_every):
-            return
-        prior = self.model.prior()
-        spread = diversity(self._generated(), self._real) if self._real is not None else 1.0
-        logs.update({"prior_max": float(prior.max()), "generated_diversity": spread})
-        for k, value in enumerate(prior):
-            tf.summary.scalar(f"prior/{k}", value)
-        if self._true is not None:
-            learned, true = np.sort(prior)[::-1], np.sort(self._true)[::-1]
-            for i in range(NUM_CATEGORIES):
-                tf.summary.scalar(f"prior_sorted/learned_{i}", learned[i])
-                tf.summary.scalar(f"prior_sorted/true_{i}", true[i])
-            logs["prior_sorted_l1"] = float(np.abs(learned - true).sum())
-        if not self._history or self._history[-1]["step"] < step:
-            self._history.append({"step": step, "prior": [float(p) for p in prior]})
-        json_files.write_json(os.path.join(self.run_dir, PRIOR_FILE), {
-            "step": step, "prior": [float(p) for p in prior],
-            "true_proportions": None if self._true is None else [float(p) for p in self._true],
-            "history": self._history,
-        })
-        for problem in failures(prior, spread):
-            _log.warning("Elastic-InfoGAN at step %d: %s", step, problem)
-            print(f"WARNING: Elastic-InfoGAN at step {step}: {problem}")
-            self.warnings.append({"step": step, "problem": problem})
-            json_files.write_json(os.path.join(self.run_dir, WARNINGS_FILE), self.warnings)
-        tf.summary.image("samples_per_code", self.model.code_grid(self._z)[None], max_outputs=1,
-                         description="row k: categorical code k, one column per noise vector")
 
 
 # ---------------------------------------------------------------- the declaration

@@ -8,6 +8,7 @@ The trainer knows no family or method by name: it reads their declarations
   config_history.json  every accepted change of config.json: step, fields, old and new values
   .lock              held (fcntl.flock) by the one process training into the directory; names
                      it (abc_tf.runs.run_lock)
+  logs/              the config as TensorBoard hparams (abc_tf.runs.hparams), beside:
   logs/train/        TensorBoard scalars (every ``train_step`` log, learning rate) every
                      ``log_every`` steps, written against the optimizer step
   checkpoints/       model and optimizer state every ``log_every`` steps, written atomically,
@@ -42,6 +43,7 @@ from abc_tf.data.family import DataFamily
 from abc_tf.methods.base import Method, MethodModel, is_multi_worker
 from abc_tf.runs import checkpoints, config_history, export, precision, preemption, run_lock
 from abc_tf.runs.run_dir import ENCODER, SAVED_MODEL_DIR, network_file
+from abc_tf.runs.hparams import HParamsLogger
 from abc_tf.runs.training_logs import IntervalLogger, StopOnNonFiniteLoss
 
 
@@ -282,6 +284,7 @@ def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, meth
         # The method's own logs (PMP: usage histograms, image grids), under output_dir/logs.
         *method.training_callbacks(config, os.path.join(output_dir, "logs")),
         logger,
+        HParamsLogger(config, os.path.join(output_dir, "logs")),  # the config on TensorBoard's HParams dashboard
         *callbacks,
     ]
     # SIGTERM and Ctrl-C stop the run at the end of a step, with a checkpoint of it
