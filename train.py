@@ -76,7 +76,11 @@ def main(argv: list[str]) -> None:
         from abc_tf.callbacks import evaluation_callbacks
 
         for run_config, run_dir in runs:
-            config_history.check_run_dir(run_config, run_dir, FLAGS.allow_config_change)  # before the callbacks' data
+            # The settings, the model and the run directory first: the callbacks read the family's
+            # labelled data, which can take a while.
+            training.check_config(run_config)
+            training.check_model(run_config)
+            config_history.check_run_dir(run_config, run_dir, FLAGS.allow_config_change)
             run_callbacks = evaluation_callbacks(run_config, run_dir)
             try:
                 result = training.train(

@@ -243,6 +243,9 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
         raise ValueError(f"eval_images must be at least 10, got {num_images}.")
     sample = tasks.labelled_sample(config, num_images, seed=1234)
     if sample is None:
+        if every:
+            raise ValueError(f"--eval_every={every}: the {config.data} data has no labelled sample to measure on "
+                             "(abc_tf.evaluation.labelled_samples; folders: a labels.csv column besides the groups).")
         return []
     length_scale = methods.get_method(config.method).length_scale
     return [

@@ -50,7 +50,7 @@ class ExperimentConfig:
     steps_per_execution: int = _field(1, "Train steps per compiled call.")
     strategy: str = _field("default", "tf.distribute strategy: default (one device), mirrored (all local GPUs), multi_worker (TF_CONFIG), tpu.")
     mixed_precision: bool = _field(False, "Compute in the host's fast reduced precision, keeping embeddings and the loss in float32: float16 with loss scaling on GPUs, bfloat16 on TPUs and CPUs that compute it natively (AVX-512 BF16, AMX), float32 with a warning on other CPUs.")
-    eval_every: int = _field(0, "Steps between factor-isolation measurements (probes, short MINE) written to TensorBoard, on data with known factors (0: off).")
+    eval_every: int = _field(0, "Steps between factor-isolation measurements (probes, short MINE) written to TensorBoard, on the run's labelled sample: known factors, the labels of grouped images, pose bins (0: once, at the end).")
     eval_images: int = _field(512, "Labelled images in the fixed sample of the factor-isolation callback and the embedding projector.")
     # Shapes3D (SPEC.md sections 3 and 6).
     inactive_factors: str = _field("wall_hue", "Factors fixed within a set, comma separated. Shapes3D: names or the authors' digits; yaleb: 'person,pose' (illumination active) or 'person' (pose and illumination active).")

@@ -88,6 +88,14 @@ def test_callback_logs_scalars_images_and_projector(tmp_path):
         assert os.path.isfile(os.path.join(log_dir, name))
 
 
+def test_a_family_without_a_labelled_sample_gets_no_callback_and_refuses_eval_every(tmp_path, toy_family):
+    # The toy family's task is not registered here: no labelled sample to measure on.
+    config = ExperimentConfig(data="toy", eval_every=0, eval_images=32)
+    assert callbacks.evaluation_callbacks(config, str(tmp_path)) == []
+    with pytest.raises(ValueError, match="--eval_every=5: the toy data has no labelled sample to measure on"):
+        callbacks.evaluation_callbacks(config.replace(eval_every=5), str(tmp_path))
+
+
 def test_evaluation_callbacks_follow_the_config(tmp_path):
     # eval_every=0: one measurement at the end only, for the run's summary table.
     (final_only,) = callbacks.evaluation_callbacks(ExperimentConfig(eval_every=0, eval_images=32), str(tmp_path))

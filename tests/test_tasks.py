@@ -36,9 +36,10 @@ def test_settings_refuse_an_unknown_preset_or_score():
         tasks.EvaluationSettings(isolation=IsolationSettings(num_images=3)).validate()
 
 
-def test_a_family_without_a_task_is_refused_naming_the_tasks(trained_toy_run, toy_family):
+def test_a_family_whose_task_is_not_registered_is_refused_naming_the_tasks(trained_toy_run, toy_family):
     run = load_run(trained_toy_run.run_dir)
-    with pytest.raises(ValueError, match=r"Data family 'toy' declares no evaluation task \(''\); tasks: digit_style, "):
+    with pytest.raises(ValueError, match=r"Data family 'toy' names the evaluation task 'toy_positions', which is not "
+                                         r"registered \(abc_tf.evaluation.tasks.TASKS: digit_style, factors, labels, pose\)"):
         tasks.evaluate_run(run, "unused", tasks.EvaluationSettings())
 
 

@@ -90,7 +90,6 @@ BAD_FLAGS = [
     (["--experiment=mnist", "--inactive_factors=bogus"], "--inactive_factors does not apply to --experiment=mnist"),
     (["--experiment=folders", "--data_path={folder}", "--inactive_factors=bogus"], "--inactive_factors='bogus' for data=folders: a set is one group folder; use 'group'."),
     (["--experiment=mnist", "--double_augmentation"], "--double_augmentation does not apply to --experiment=mnist"),
-    (["--experiment=pose_quick", "--eval_every=100"], "--eval_every does not apply to --experiment=pose_quick (data family pose)"),
     (["--experiment=pose_quick", "--real_data_path={tmp}/missing"], "--real_data_path={tmp}/missing does not exist"),
     (["--experiment=mnist", "--data_path={tmp}/missing.npz"], "--data_path={tmp}/missing.npz does not exist"),
     (["--output_dir={file}"], "--output_dir={file} is an existing file, not a directory"),

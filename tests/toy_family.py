@@ -6,11 +6,16 @@ background whose level is fixed within a set (the inactive factor).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import DataFamily
+from abc_tf.evaluation import digit_clusters, plots, tasks
+from abc_tf.evaluation.labelled_samples import LabelledSample
+from abc_tf.runs.run_dir import embed
 
 IMAGE_SHAPE = (28, 28, 1)
 # A run of the toy family that trains in seconds: checkpoints at steps 10, 20, 30, 40.
@@ -64,4 +69,32 @@ def image_shape(config) -> tuple[int, int, int]:
     return IMAGE_SHAPE
 
 
-FAMILY = DataFamily(name="toy", fields=("double_augmentation",), image_shape=image_shape, make_dataset=make_dataset)
+BACKGROUND_BINS = 4
+
+
+def labelled_sample(config, num_images: int, seed: int) -> LabelledSample:
+    """Single images with their square's position (16) and background level (4 bins of [0, 0.5),
+    fixed within a set: inactive)."""
+    rng = np.random.default_rng(seed)
+    drawn = [draw_set(rng, 1) for _ in range(num_images)]
+    images = np.concatenate([images for images, _ in drawn])
+    levels = np.minimum((images[:, 0, 0, 0] / 0.5 * BACKGROUND_BINS).astype(np.int64), BACKGROUND_BINS - 1)
+    factors = np.stack([np.concatenate([positions for _, positions in drawn]), levels], axis=1).astype(np.int64)
+    return LabelledSample(images, factors, ("position", "background"), (16, BACKGROUND_BINS), ("background",))
+
+
+def evaluate_positions(run, out_dir: str, settings) -> dict:
+    """The toy family's task: 1-NN accuracy of the square's position, and the PCA figure."""
+    sample = labelled_sample(run.config, settings.isolation.num_images, settings.sample_seed)
+    embeddings = embed(run.encoder, sample.images)
+    plots.plot_embeddings_pca(embeddings, sample.factors, sample.names, os.path.join(out_dir, "pca.png"))
+    return {"position_1nn": digit_clusters.nearest_neighbour_accuracy(embeddings, sample.factors[:, 0], seed=0),
+            "figures": ["pca.png"]}
+
+
+# The family's task, registered by the tests that evaluate it (tests/test_shape.py) as a user
+# registers theirs: ``tasks.TASKS[TASK_NAME] = TASK``.
+TASK_NAME = "toy_positions"
+TASK = tasks.Task(evaluate_positions, labelled_sample)
+FAMILY = DataFamily(name="toy", fields=("double_augmentation",), image_shape=image_shape, make_dataset=make_dataset,
+                    evaluation_task=TASK_NAME)

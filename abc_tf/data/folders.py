@@ -187,8 +187,7 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
 
 
 # Fields of the image-folder families (folders, yaleb, epfl_cars).
-IMAGE_FOLDER_FIELDS = ("image_size", "image_channels", "curate_both_sets", "augmentations", "double_augmentation",
-                       "eval_images")
+IMAGE_FOLDER_FIELDS = ("image_size", "image_channels", "curate_both_sets", "augmentations", "double_augmentation")
 
 def check_folders_config(config: ExperimentConfig) -> None:
     """The image settings, and ``inactive_factors``: a set is drawn within one group folder."""

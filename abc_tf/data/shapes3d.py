@@ -191,7 +191,7 @@ FAMILY = DataFamily(
     name="shapes3d",
     evaluation_task="factors",
     fields=("inactive_factors", "curate_both_sets", "augmentation_baseline", "sample_with_replacement",
-            "data_in_memory", "augmentations", "double_augmentation", "eval_every", "eval_images"),
+            "data_in_memory", "augmentations", "double_augmentation"),
     image_shape=image_shape,
     make_dataset=make_dataset,
     check_config=check_config,

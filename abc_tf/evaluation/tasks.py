@@ -210,8 +210,9 @@ def task_of(config) -> Task:
     """The task of ``config``'s data family; ValueError when the family declares none."""
     name = data.get_family(config.data).evaluation_task
     if name not in TASKS:
-        raise ValueError(f"Data family {config.data!r} declares no evaluation task ({name!r}); "
-                         f"tasks: {', '.join(sorted(TASKS))}.")
+        declared = f"names the evaluation task {name!r}, which is not registered" if name else "declares no evaluation task"
+        raise ValueError(f"Data family {config.data!r} {declared} (abc_tf.evaluation.tasks.TASKS: "
+                         f"{', '.join(sorted(TASKS))}).")
     return TASKS[name]
 
 

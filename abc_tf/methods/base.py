@@ -213,14 +213,13 @@ class MethodModel(keras.Model):
 
     def updates(self) -> list[Update]:
         """The updates of one training step, in order: by default one, ``compile``'s optimizer
-        minimising :meth:`compute_terms`' "loss" over every trainable variable. Plain Python,
-        called while ``train_step`` is traced."""
+        minimising :meth:`compute_terms`' "loss" over every trainable variable."""
         return [Update(lambda batch, step, training, earlier: self.compute_terms(batch, step, training),
                        self.optimizer, lambda: self.trainable_variables)]
 
     def train_step(self, batch):
         step, terms = self.optimizer.iterations, {}
-        for update in self._updates():
+        for update in self.updates():
             with tf.GradientTape() as tape:
                 computed = update.terms(batch, step, True, terms)
                 # Each replica holds a share of the batch (replica_mean); loss scaling under
@@ -233,16 +232,9 @@ class MethodModel(keras.Model):
 
     def test_step(self, batch):
         step, terms = self.optimizer.iterations, {}
-        for update in self._updates():
+        for update in self.updates():
             terms.update(update.terms(batch, step, False, terms))
         return self.log_terms(terms)
-
-    @tf.autograph.experimental.do_not_convert
-    def _updates(self) -> list[Update]:
-        # Plain Python, so AutoGraph need not convert it. Converted, VITAEModel.updates failed
-        # once other method classes had been traced in the process ("tf__updates() takes 1
-        # positional argument but 2 were given").
-        return self.updates()
 
     def log_terms(self, terms: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         """The step's logs: the tracked terms' running means and the values at the step."""

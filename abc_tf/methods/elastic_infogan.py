@@ -51,8 +51,7 @@ d_loss + g_loss (a NaN stops the run). :class:`InfoGANMonitor` adds, every ``log
 steps, the learned prior (``prior/<k>``), its largest entry (``prior_max``), both the prior and
 the split's true proportions sorted (``prior_sorted/learned_<i>``, ``prior_sorted/true_<i>``;
 codes and digits correspond in no known order), ``generated_diversity`` and a sample grid per
-categorical code (``logs/elastic_infogan``; every log step, as ``eval_every`` belongs to the
-families with factor-isolation measures and MNIST refuses it; ``abc_tf.methods.infogan_monitor``). It
+categorical code (``logs/elastic_infogan``, every log step; ``abc_tf.methods.infogan_monitor``). It
 writes ``prior.json`` (the prior now, at every log step so far, and the true proportions)
 and, on class-imbalanced MNIST, ``class_split.json`` into the run
 directory, and records failures (a collapsed prior, mode collapse) in ``training_warnings.json``

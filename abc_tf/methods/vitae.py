@@ -293,8 +293,7 @@ def tile(rows: list[np.ndarray]) -> np.ndarray:
 
 
 class VITAEMonitor(TrainingMonitor):
-    """Writes under ``log_dir`` every ``eval_every`` steps (0, as MNIST requires: every
-    ``log_every`` steps; MNIST's family reserves ``eval_every`` for data with known factors) and at the last
+    """Writes under ``log_dir`` every ``eval_every`` steps (0: every ``log_every`` steps) and at the last
     step the reconstruction grid and the traversal grid (:class:`VITAEModel`) of fixed images
     of the family's own "images" stream."""
 

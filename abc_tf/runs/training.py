@@ -108,6 +108,12 @@ def build_model(config: ExperimentConfig, seed: int | None = None, policy: str |
         ) from None
 
 
+def check_model(config: ExperimentConfig) -> None:
+    """The checks only building the model makes (an image too small for its convolutions,
+    pretrained weights that cannot be read): built once and dropped, before any data is read."""
+    build_model(config)
+
+
 def untrained_encoder(config: ExperimentConfig) -> keras.Model:
     """The representation of ``config`` before training: the same initial weights as its run."""
     return build_model(config).networks()[ENCODER]
