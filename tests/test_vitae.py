@@ -219,7 +219,6 @@ def test_a_nan_loss_stops_the_run_at_its_last_good_checkpoint(tmp_path, mnist_np
 @pytest.mark.parametrize("overrides, message", [
     ({"kl_warmup": 1.5}, r"--kl_warmup must lie in \[0, 1\]"),
     ({"embedding_dim": 3}, r"--embedding_dim must be even for --method=c_vitae"),
-    ({"eval_every": 2}, r"eval_every=2: not read by data family 'mnist'"),
     ({"data": "shapes3d", "data_source": "procedural", "holdout_digit": "9", "data_path": ""},
      r"--method=c_vitae trains on 'images' batches; data family 'shapes3d' streams sets, pairs"),
     ({"kl_warmup": float("nan")}, r"--kl_warmup must lie in \[0, 1\]"),
