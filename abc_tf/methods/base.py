@@ -1,9 +1,10 @@
 """The method interface: what a training method gives the trainer and the evaluators.
 
 A method is declared once as a :class:`Method` and registered in ``abc_tf.methods.METHODS``.
-Its ``build(config, image_shape)`` returns a compiled :class:`MethodModel`: a Keras model with
-its own ``train_step`` (one or several networks, one or several optimizers), whose
-``networks()`` names the networks a finished run keeps. ``networks()["encoder"]`` is the
+Its ``build(config, image_shape)`` returns a compiled :class:`MethodModel`: a Keras model of
+one or several networks and optimizers that supplies its loss terms (``compute_terms``, or
+``updates()`` with several optimizers) to the one ``train_step`` of this base class, and
+whose ``networks()`` names the networks a finished run keeps. ``networks()["encoder"]`` is the
 representation: images (float32 in [0, 1], ``[B, H, W, C]``) -> ``[B, D]``. Every evaluator
 embeds images with it, whatever the method, so any run directory can be evaluated by
 ``evaluate.py`` with the evaluators of its data family.
@@ -12,8 +13,8 @@ The trainer (``abc_tf.runs.training``) needs nothing else: it sets the precision
 the seed, calls ``build`` inside the distribution strategy's scope, streams the family's
 batches of the method's ``batch_format`` into ``fit``, checkpoints the whole model (every
 network and optimizer: ``abc_tf.runs.checkpoints``), and saves ``networks()`` as
-``<name>.keras`` at the end. ``train_step`` must return a ``"loss"`` entry (a NaN there stops
-the run at its last good checkpoint).
+``<name>.keras`` at the end. The tracked terms must include ``"loss"`` (a NaN there stops the
+run at its last good checkpoint).
 """
 
 from __future__ import annotations
