@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 
+import keras
 import numpy as np
 
 from abc_tf.config import get_preset
+from abc_tf.runs.run_dir import network_file
 from image_helpers import write_png
 
 
@@ -32,3 +34,14 @@ def config_for(root: str, **overrides):
     settings = dict(data_path=str(root), image_size=8, set_size=3, pairs_per_step=2, augmentations="", double_augmentation=False)
     settings.update(overrides)
     return get_preset("folders").replace(**settings)
+
+
+def write_stand_in_run(run_dir, config) -> None:
+    """A run directory of ``config`` as training leaves it, for evaluators: its config.json and
+    a small stand-in encoder (flatten, dense 4) of the config's image shape."""
+    os.makedirs(run_dir, exist_ok=True)
+    with open(os.path.join(run_dir, "config.json"), "w") as handle:
+        handle.write(config.to_json())
+    shape = (config.image_size, config.image_size, config.image_channels)
+    encoder = keras.Sequential([keras.Input(shape), keras.layers.Flatten(), keras.layers.Dense(4)])
+    encoder.save(network_file(str(run_dir), "encoder"))

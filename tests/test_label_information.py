@@ -4,14 +4,13 @@ directory of grouped folders with a labels.csv."""
 
 from __future__ import annotations
 
-import keras
 import numpy as np
 import pytest
 
 from abc_tf.data.family import GroupedImages
 from abc_tf.evaluation import label_information, mine, noise, probes
-from abc_tf.runs.run_dir import embed, network_file
-from folder_helpers import config_for, make_folder
+from abc_tf.runs.run_dir import embed, load_run
+from folder_helpers import config_for, make_folder, write_stand_in_run
 
 
 def test_evaluate_run_reports_trained_and_untrained_per_label(tmp_path):
@@ -20,12 +19,9 @@ def test_evaluate_run_reports_trained_and_untrained_per_label(tmp_path):
         "file,parity\n" + "".join(f"{g}/img_{i:03d}.png,{i % 2}\n" for g in "abc" for i in range(6))
     )
     config = config_for(tmp_path / "data", image_size=32)
-    # A run directory as training leaves it: its config and an encoder (here a small stand-in).
     run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    (run_dir / "config.json").write_text(config.to_json())
-    encoder = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Flatten(), keras.layers.Dense(4)])
-    encoder.save(network_file(str(run_dir), "encoder"))
+    write_stand_in_run(run_dir, config)
+    encoder = load_run(str(run_dir)).encoder
     report = label_information.evaluate_run(
         str(run_dir), probe_settings=probes.ProbeSettings(epochs=1, batch_size=8), mine_settings=None,
         relative_sigma=0.1,

@@ -7,16 +7,15 @@ import dataclasses
 import json
 import os
 
-import keras
 import numpy as np
 import pytest
 
 from abc_tf import data, methods
 from abc_tf.evaluation import tasks
 from abc_tf.evaluation.factor_isolation import IsolationSettings
-from abc_tf.runs.run_dir import load_run, network_file
+from abc_tf.runs.run_dir import load_run
 from evaluate_helpers import evaluate_each
-from folder_helpers import config_for, make_folder
+from folder_helpers import config_for, make_folder, write_stand_in_run
 from toy_family import FAMILY
 
 
@@ -78,10 +77,7 @@ def test_evaluate_py_on_the_user_s_own_folders_without_labels_draws_the_group_re
     make_folder(str(tmp_path / "data"), {"alice": 5, "bob": 5, "carol": 5}, image_size=(20, 16))
     config = config_for(tmp_path / "data", image_size=32)
     run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    (run_dir / "config.json").write_text(config.to_json())
-    encoder = keras.Sequential([keras.Input((32, 32, 3)), keras.layers.Flatten(), keras.layers.Dense(4)])
-    encoder.save(network_file(str(run_dir), "encoder"))
+    write_stand_in_run(run_dir, config)
     [result] = evaluate_each([(tmp_path, [f"--run_dir={run_dir}", "--probe_epochs=1", "--mine_steps=0"])])
     assert result["code"] == 0, result["stderr"][-3000:]
     assert "[evaluate] retrieval grid across groups ..." in result["stdout"]
