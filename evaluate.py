@@ -130,15 +130,15 @@ def run_of_flags(run_dir: str | None):
     """The run --run_dir (or ``run_dir``, one of its seeds) or --saved_model names, embedding
     with --network; (run, whether it has the method's own networks)."""
     from abc_tf import data
-    from abc_tf.config import read_config
+    from abc_tf.experiments import read_config
     from abc_tf.evaluation import factor_isolation
     from abc_tf.runs.run_dir import Run, load_run, network_file
 
     if FLAGS.saved_model:
         run_dir = os.path.dirname(os.path.normpath(FLAGS.saved_model))
         config = read_config(FLAGS.config or os.path.join(run_dir, "config.json"))
-        if data.get_family(config.data).known_factors is None:
-            raise ValueError(f"--saved_model is supported for data with known factors (shapes3d); {config.data} runs need --run_dir.")
+        if data.get_family(config.data.family).known_factors is None:
+            raise ValueError(f"--saved_model is supported for data with known factors (shapes3d); {config.data.family} runs need --run_dir.")
         return Run(run_dir, config, factor_isolation.saved_model_encoder(FLAGS.saved_model)), False
     if FLAGS.network != "encoder" and not os.path.isfile(network_file(run_dir, FLAGS.network)):
         raise ValueError(f"--network={FLAGS.network}: {run_dir} has no {FLAGS.network}.keras.")  # before reading the run

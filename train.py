@@ -1,58 +1,103 @@
 """Trains an ABC experiment.
 
-  python train.py --experiment=shapes3d --output_dir=runs/shapes3d [--<config field>=VALUE ...]
+  python train.py --experiment=shapes3d --output_dir=runs/shapes3d [--<part>.<field>=VALUE ...]
 
-Every field of ``abc_tf.config.ExperimentConfig`` is a flag; a flag left out keeps the
-preset's value. ``--seeds N`` trains N seeds (seed, seed+1, ...) into ``output_dir/seed_<k>``.
+A run's config has parts (``abc_tf.config``): trainer, data, batch, method and, for methods
+that train a chosen encoder, model. ``--data``, ``--method`` and ``--model`` choose the family,
+method and encoder architecture (the preset's by default); every field of the chosen parts is
+a flag ``--<part>.<field>`` (``--trainer.steps=100``, ``--method.temperature=0.5``), and a flag
+left out keeps the preset's value. A field the chosen family or method does not have is an
+error (exit 2) that lists the part's fields. ``--seeds N`` trains N seeds (seed, seed+1, ...)
+into ``output_dir/seed_<k>``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
+import re
 import sys
 import typing
 
 from absl import app, flags, logging
 
 from abc_tf import config as config_lib
-from abc_tf import data, methods
+from abc_tf import experiments
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("experiment", "shapes3d_demo", f"Preset: one of {', '.join(sorted(config_lib.PRESETS))}.")
+flags.DEFINE_string("experiment", "shapes3d_demo", f"Preset: one of {', '.join(sorted(experiments.presets()))}.")
+flags.DEFINE_string("data", None, "Data family (a key of abc_tf.data.DATA_FAMILIES; default: the preset's).")
+flags.DEFINE_string("method", None, "Training method (a key of abc_tf.methods.METHODS; default: the preset's).")
+flags.DEFINE_string("model", None, "Encoder architecture (a key of the models registry; default: the preset's), "
+                    "for methods that train one.")
 flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<experiment>).")
 flags.DEFINE_integer("seeds", 1, "Number of seeds to train, one run directory each.")
 flags.DEFINE_list(
     "allow_config_change", [],
-    "Fields that may differ from the run directory's config.json when resuming from its newest checkpoint, "
-    "e.g. learning_rate after a NaN stop (recorded in config_history.json). A raised --steps needs no mention.",
+    "Fields (<part>.<field>) that may differ from the run directory's config.json when resuming from its newest "
+    "checkpoint, e.g. trainer.learning_rate after a NaN stop (recorded in config_history.json). A raised "
+    "--trainer.steps needs no mention.",
 )
 
 _FLAG_DEFINERS = {str: flags.DEFINE_string, int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean}
-_FIELD_TYPES = typing.get_type_hints(config_lib.ExperimentConfig)
-for _field in dataclasses.fields(config_lib.ExperimentConfig):
-    if _field.name != "name":
-        _FLAG_DEFINERS[_FIELD_TYPES[_field.name]](_field.name, None, _field.metadata["help"] + " (default: the preset's)")
+_CHOOSERS = ("experiment", *config_lib.SELECTORS)
+_DOTTED = re.compile(r"^--(?:no)?(" + "|".join(config_lib.PART_NAMES) + r")\.([^=]*)")
+
+
+def _given(argv: list[str], name: str) -> str | None:
+    """The value of ``--name`` on ``argv`` (``--name=V`` or ``--name V``; the last one wins)."""
+    value = None
+    for index, arg in enumerate(argv):
+        if arg.startswith(f"--{name}="):
+            value = arg.split("=", 1)[1]
+        elif arg == f"--{name}" and index + 1 < len(argv):
+            value = argv[index + 1]
+    return value
+
+
+def chosen_config(argv: list[str]) -> config_lib.ExperimentConfig:
+    """The preset of ``--experiment`` with the family, method and encoder of ``--data``,
+    ``--method`` and ``--model`` on ``argv``: the config whose parts' fields are the flags."""
+    chosen = {name: _given(argv, name) for name in _CHOOSERS}
+    base = experiments.get_preset(chosen.pop("experiment") or FLAGS["experiment"].default)
+    return experiments.choose(base, **chosen)
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+    """Defines ``--<part>.<field>`` for the fields of the parts ``argv`` chooses, then parses
+    ``argv`` (absl's ``flags_parser``). A dotted flag the chosen parts do not have exits 2
+    naming the part's fields, before absl would call it unknown."""
+    for name in [name for name in FLAGS if "." in name]:
+        delattr(FLAGS, name)
+    try:
+        config = chosen_config(argv)
+        for arg in argv[1:]:
+            match = _DOTTED.match(arg)
+            if not match:
+                continue
+            part_name, name = match.groups()
+            if part_name not in config.parts():
+                raise ValueError(f"--{part_name}.{name}: method {config.method.name!r} has no {part_name} part "
+                                 f"(its networks are its own); this run's parts: {', '.join(config.parts())}.")
+            if name not in experiments.settable_fields(type(config.parts()[part_name]), part_name):
+                raise ValueError(experiments.unknown_field_message(config, part_name, name))
+    except ValueError as error:
+        _stop(str(error), 2)
+    for part_name, part in config.parts().items():
+        types = typing.get_type_hints(type(part))
+        for field in experiments.settable_fields(type(part), part_name):
+            help_text = type(part).__dataclass_fields__[field].metadata["help"]
+            _FLAG_DEFINERS[types[field]](f"{part_name}.{field}", None, f"{help_text} (default: the preset's)")
+    return FLAGS(argv)
 
 
 def resolve_config() -> config_lib.ExperimentConfig:
-    """The preset with every flag given on the command line applied, validated."""
-    preset = config_lib.get_preset(FLAGS.experiment)
-    overrides = {
-        f.name: FLAGS[f.name].value
-        for f in dataclasses.fields(config_lib.ExperimentConfig)
-        if f.name != "name" and FLAGS[f.name].present
-    }
-    resolved = preset.replace(**overrides)
+    """The preset with the choices and every flag given on the command line applied, validated."""
+    config = experiments.choose(experiments.get_preset(FLAGS.experiment), data=FLAGS.data, method=FLAGS.method,
+                                model=FLAGS.model)
+    overrides = {name: FLAGS[name].value for name in FLAGS if "." in name and FLAGS[name].present}
+    resolved = experiments.override(config, overrides)
     resolved.validate()
-    for unused, user in ((data.unused_fields(resolved.data, overrides), f"data family {resolved.data}"),
-                         (methods.unused_fields(resolved.method, overrides), f"method {resolved.method}")):
-        if unused:
-            raise ValueError(
-                f"{', '.join('--' + name for name in unused)} does not apply to --experiment={FLAGS.experiment} "
-                f"({user}); remove it."
-            )
     return resolved
 
 
@@ -68,7 +113,7 @@ def main(argv: list[str]) -> None:
         base = resolve_config()
         output_dir = FLAGS.output_dir or os.path.join("runs", FLAGS.experiment)
         runs = [(base, output_dir)] if FLAGS.seeds == 1 else [
-            (base.replace(seed=base.seed + k), os.path.join(output_dir, f"seed_{k}")) for k in range(FLAGS.seeds)
+            (base.replace(seed=base.trainer.seed + k), os.path.join(output_dir, f"seed_{k}")) for k in range(FLAGS.seeds)
         ]
         # Imported here so that --help and flag errors answer without loading TensorFlow.
         from abc_tf.runs import checkpoints
@@ -112,16 +157,16 @@ def _command(replace: dict[str, str]) -> str:
 
 def _nan_advice(error, config, run_dir: str) -> str:
     """A command that works after a NaN stop: the run directory holds a checkpoint or none."""
-    learning_rate = f"{config.learning_rate / 10:g}"
+    learning_rate = f"{config.trainer.learning_rate / 10:g}"
     if error.checkpoint_step is None:
         return (
             "Start over with a lower learning rate (a run directory without a checkpoint takes new settings):\n"
-            f"  {_command({'learning_rate': learning_rate})}"
+            f"  {_command({'trainer.learning_rate': learning_rate})}"
         )
-    allowed = sorted(set(FLAGS.allow_config_change) | {"learning_rate"})
+    allowed = sorted(set(FLAGS.allow_config_change) | {"trainer.learning_rate"})
     return (
         f"Continue from step {error.checkpoint_step} with a lower learning rate:\n"
-        f"  {_command({'learning_rate': learning_rate, 'allow_config_change': ','.join(allowed)})}\n"
+        f"  {_command({'trainer.learning_rate': learning_rate, 'allow_config_change': ','.join(allowed)})}\n"
         f"or start over in a new --output_dir (or after removing {run_dir})."
     )
 
@@ -153,7 +198,7 @@ def _isolation_summary(callbacks, config, result) -> str | None:
             )
             break
     else:
-        summary = run_summary.summary_from_data(config, result.encoder, result.final_step, config.eval_images, config.seed)
+        summary = run_summary.summary_from_data(config, result.encoder, result.final_step, config.trainer.eval_images, config.trainer.seed)
     if summary is None:
         return None
     run_summary.write(result.run_dir, summary)
@@ -185,8 +230,8 @@ def _print_summary(result, isolation: str | None = None) -> None:
     print("\nNext:")
     print(f"  tensorboard --logdir {os.path.join(result.run_dir, 'logs')}")
     print(f"  python evaluate.py --run_dir={result.run_dir}     # full measures (the paper's MINE), figures")
-    print(f"  {_command({'steps': '<more>'})}     # extend this run")
+    print(f"  {_command({'trainer.steps': '<more>'})}     # extend this run")
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

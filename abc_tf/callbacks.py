@@ -233,25 +233,25 @@ def write_projector_files(
 def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.callbacks.Callback]:
     """The factor-isolation callback of ``config`` on the run's labelled sample
     (abc_tf.evaluation.labelled_samples; none where the family's task has no sample): every
-    ``config.eval_every`` steps, or only at the end when that is 0, so that every such run ends
+    ``config.trainer.eval_every`` steps, or only at the end when that is 0, so that every such run ends
     with its summary (abc_tf.run_summary). Logs go to ``run_dir/logs/isolation``."""
-    every = config.eval_every
+    every = config.trainer.eval_every
     if every < 0:
         raise ValueError(f"eval_every must be >= 0, got {every}.")
-    num_images = config.eval_images
+    num_images = config.trainer.eval_images
     if num_images < 10:
         raise ValueError(f"eval_images must be at least 10, got {num_images}.")
     sample = tasks.labelled_sample(config, num_images, seed=1234)
     if sample is None:
         if every:
-            raise ValueError(f"--eval_every={every}: the {config.data} data has no labelled sample to measure on "
+            raise ValueError(f"--trainer.eval_every={every}: the {config.data.family} data has no labelled sample to measure on "
                              "(abc_tf.evaluation.labelled_samples; folders: a labels.csv column besides the groups).")
         return []
-    length_scale = methods.get_method(config.method).length_scale
+    length_scale = methods.get_method(config.method.name).length_scale
     return [
         FactorIsolationCallback(
             sample.images, sample.factors, sample.names, length_scale and length_scale(config),
             os.path.join(run_dir, "logs", LOG_SUBDIR), every, inactive=sample.inactive, num_classes=sample.sizes,
-            seed=config.seed, projector_points=min(len(sample.images), 1024),
+            seed=config.trainer.seed, projector_points=min(len(sample.images), 1024),
         )
     ]

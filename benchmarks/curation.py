@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 import models
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.data import sets
 from abc_tf.data import shapes3d as s3d
 from abc_tf.data.render import shapes3d_scenes as render
@@ -120,20 +120,20 @@ def pipeline_images_per_second(batches: int = 300) -> float:
     start = time.perf_counter()
     for _ in range(batches):
         next(iterator)
-    return batches * 2 * config.set_size / (time.perf_counter() - start)
+    return batches * 2 * config.batch.set_size / (time.perf_counter() - start)
 
 
 def training_images_per_second(steps: int = 30) -> float:
     config = get_preset("shapes3d")
     keras.utils.set_random_seed(0)
-    model = ABCModel(models.build("s3", embedding_dim=config.embedding_dim, input_shape=(64, 64, 3)))
-    model.compile(optimizer=keras.optimizers.Adam(config.learning_rate))
+    model = ABCModel(models.build("s3", embedding_dim=config.model.embedding_dim, input_shape=(64, 64, 3)))
+    model.compile(optimizer=keras.optimizers.Adam(config.trainer.learning_rate))
     batch = next(iter(s3d.make_dataset(config, seed=0)))
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
     model.fit(dataset, epochs=1, steps_per_epoch=3, verbose=0)  # trace and warm up
     start = time.perf_counter()
     model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0)
-    return steps * 2 * config.set_size / (time.perf_counter() - start)
+    return steps * 2 * config.batch.set_size / (time.perf_counter() - start)
 
 
 def main() -> None:

@@ -90,14 +90,14 @@ def make_batches(path: str, data_path: str, steps: int = 500) -> None:
 
     from abc_tf import data
     from abc_tf.runs import training
-    from abc_tf.config import get_preset
+    from abc_tf.experiments import get_preset
 
     config = get_preset("mnist").replace(data_path=data_path, data_source="idx" if data_path else "auto")
-    iterator = iter(training.make_family_dataset(data.get_family(config.data), config, start_step=0))
+    iterator = iter(training.make_family_dataset(data.get_family(config.data.family), config, start_step=0))
     batches = [next(iterator) for _ in range(steps)]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     np.savez_compressed(path, **{key: np.stack([b[key].numpy() for b in batches]) for key in ("set_a", "set_b")})
-    print(f"Wrote {steps} mnist batches of {config.data_source} data to {path}")
+    print(f"Wrote {steps} mnist batches of {config.data.source} data to {path}")
 
 
 def tensorflow_sections(data_path: str) -> dict[str, str]:
@@ -156,7 +156,7 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
         "| experiment | model | images/step | precision | compile s | steps/s | images/s | peak GPU MB |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    from abc_tf.config import get_preset
+    from abc_tf.experiments import get_preset
 
     for result in results:
         if "rates" not in result:
@@ -196,7 +196,7 @@ SCALING_RUNS = {"mnist": "float32", "shapes3d": "float32,mixed_bfloat16"}
 
 def scaling_body(results: list[dict]) -> str:
     """The section of ``gpu_keras.py --scaling`` results: whole steps, and the loss alone."""
-    from abc_tf.config import get_preset
+    from abc_tf.experiments import get_preset
 
     first = results[0]
     lines = [f"Measured {datetime.date.today().isoformat()} on {first['device']}; JAX {first['jax']}, Keras {first['keras']}.",

@@ -31,7 +31,7 @@ except ImportError:
 from keras import ops
 
 import models
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 
 # Image shape of each experiment's data family (the families themselves need TensorFlow).
 IMAGE_SHAPES = {"mnist": (28, 28, 1), "shapes3d": (64, 64, 3)}
@@ -74,14 +74,14 @@ def experiment_settings(experiment: str, pairs: int | None = None, set_size: int
     """Model, image shape, batch layout and loss of a preset, without its (TensorFlow) data family;
     ``pairs`` and ``set_size`` override the preset's."""
     config = get_preset(experiment)
-    config = config.replace(pairs_per_step=pairs or config.pairs_per_step, set_size=set_size or config.set_size)
-    shape = IMAGE_SHAPES.get(config.data, (config.image_size, config.image_size, 3))
-    views = 2 if config.double_augmentation else 1
+    config = config.replace(pairs_per_step=pairs or config.batch.pairs_per_step, set_size=set_size or config.batch.set_size)
+    shape = IMAGE_SHAPES.get(config.data.family, (config.data.image_size, config.data.image_size, 3))
+    views = 2 if config.batch.double_augmentation else 1
     return {
         "config": config,
         "image_shape": shape,
         # set_a, set_b, then their second views: [P, N, H, W, C] each.
-        "set_shapes": [(config.pairs_per_step, config.set_size) + shape] * (2 * views),
+        "set_shapes": [(config.batch.pairs_per_step, config.batch.set_size) + shape] * (2 * views),
     }
 
 
@@ -100,7 +100,7 @@ def make_step(encoder: keras.Model, optimizer: keras.optimizers.Optimizer, setti
         for shape, size in zip(settings["set_shapes"], sizes):
             pieces.append(ops.reshape(embeddings[start:start + size], (shape[0], shape[1], -1)))
             start += size
-        loss = abc_loss_ops(*pieces[:2], config.similarity, config.temperature, *pieces[2:])
+        loss = abc_loss_ops(*pieces[:2], config.method.similarity, config.method.temperature, *pieces[2:])
         return loss, non_trainable
 
     gradient_fn = jax.value_and_grad(loss_fn, has_aux=True)
@@ -120,9 +120,9 @@ def build(experiment: str, precision: str, pairs: int | None = None, set_size: i
     config = settings["config"]
     keras.config.set_dtype_policy(precision)
     keras.utils.set_random_seed(0)
-    encoder = models.build(config.model, embedding_dim=config.embedding_dim, input_shape=settings["image_shape"])
+    encoder = models.build(config.model.architecture, embedding_dim=config.model.embedding_dim, input_shape=settings["image_shape"])
     keras.config.set_dtype_policy("float32")
-    optimizer = keras.optimizers.Adam(config.learning_rate)
+    optimizer = keras.optimizers.Adam(config.trainer.learning_rate)
     optimizer.build(encoder.trainable_variables)
     state = (
         [v.value for v in encoder.trainable_variables],
@@ -184,7 +184,7 @@ def scaling(experiment: str, precisions: list[str], seconds: float, budget_s: fl
                   key=lambda pn: pn[0] * pn[1])
     config = get_preset(experiment)
     start = time.perf_counter()
-    loss_rows = [time_loss(config.similarity, pairs, size, config.embedding_dim, seconds=0.5) for pairs, size in grid]
+    loss_rows = [time_loss(config.method.similarity, pairs, size, config.model.embedding_dim, seconds=0.5) for pairs, size in grid]
     rows = []
     for precision in precisions:
         for pairs, size in grid:

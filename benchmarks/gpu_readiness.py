@@ -18,6 +18,7 @@ needs no files: the step's cost does not depend on which digits it sees.
 """
 
 from __future__ import annotations
+from abc_tf import experiments
 
 import argparse
 import json
@@ -43,23 +44,22 @@ def measure(method: str, policy: str, steps: int) -> dict:
     import numpy as np
     import tensorflow as tf
 
-    from abc_tf import config as config_lib
     from abc_tf import data
     from abc_tf.runs import training
     from benchmarks.loops import EpochTimer
 
-    config = config_lib.get_preset(PRESETS[method]).replace(jit_compile=True, mixed_precision=False)
-    if config.data == "mnist":
+    config = experiments.get_preset(PRESETS[method]).replace(jit_compile=True, mixed_precision=False)
+    if config.data.family == "mnist":
         config = config.replace(data_source="procedural")
     keras.backend.clear_session()
     try:
         model = training.build_model(config, policy=policy)
     finally:
         keras.mixed_precision.set_global_policy("float32")
-    family = data.get_family(config.data)
+    family = data.get_family(config.data.family)
     batch = next(iter(training.make_family_dataset(family, config, start_step=0)))
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    model.optimizer.iterations.assign(config.steps * 3 // 4)  # every schedule in its full phase (PMP: L_cons on)
+    model.optimizer.iterations.assign(config.trainer.steps * 3 // 4)  # every schedule in its full phase (PMP: L_cons on)
     scaled = all(isinstance(optimizer, keras.optimizers.LossScaleOptimizer) for optimizer in model.optimizers())
     timer = EpochTimer()
     try:
@@ -76,13 +76,12 @@ def measure(method: str, policy: str, steps: int) -> dict:
 
 def presets_precision() -> list[str]:
     """Table rows: every preset that turns --mixed_precision on, and what it gets where."""
-    from abc_tf import config as config_lib
     from abc_tf.runs import precision
 
     hosts = {"GPU": precision.Host(gpu=True), "CPU without native bfloat16": precision.Host(cpu_flags=frozenset({"avx2"}))}
     rows = []
-    for name, preset in sorted(config_lib.PRESETS.items()):
-        if preset.mixed_precision:
+    for name, preset in sorted(experiments.presets().items()):
+        if preset.trainer.mixed_precision:
             here = precision.choose(True).policy
             rows.append(f"| `{name}` | {here} | " + " | ".join(precision.choose(True, host).policy for host in hosts.values()) + " |")
     return rows

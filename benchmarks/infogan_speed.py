@@ -23,6 +23,7 @@ files; its images have the real MNIST's shape and type and its splits the real s
 """
 
 from __future__ import annotations
+from abc_tf import experiments
 
 import os
 import resource
@@ -62,9 +63,8 @@ EVALUATION_PARTS = (
 
 def config_for(variant: str, jit_compile: bool):
     """The paper's preset, or its uniform-InfoGAN ablation, on the procedural MNIST, with or without XLA."""
-    from abc_tf import config as config_lib
 
-    config = config_lib.get_preset(PAPER).replace(jit_compile=jit_compile, data_source="procedural")
+    config = experiments.get_preset(PAPER).replace(jit_compile=jit_compile, data_source="procedural")
     if variant == "infogan":
         config = config.replace(infogan_prior="uniform", infogan_contrastive_weight=0.0)
     return config
@@ -75,7 +75,7 @@ def _batch(config) -> dict:
     from abc_tf import data
     from abc_tf.runs import training
 
-    dataset = training.make_family_dataset(data.get_family(config.data), config, start_step=0)
+    dataset = training.make_family_dataset(data.get_family(config.data.family), config, start_step=0)
     return {key: value.numpy() for key, value in next(iter(dataset)).items()}
 
 

@@ -36,7 +36,7 @@ import tensorflow as tf
 from scipy.spatial.transform import Rotation
 
 from abc_tf.runs import export
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf import lookup
 from abc_tf.evaluation import pose_accuracy
 from benchmarks.report import FIGURES, ROOT, argument_parser, load_line, log_log_axes, machine_line, publish
@@ -173,7 +173,7 @@ def main() -> None:
         return
 
     preset = get_preset("pose_lookup_car")
-    dim, similarity = preset.embedding_dim, preset.similarity
+    dim, similarity = preset.model.embedding_dim, preset.method.similarity
     load_start = os.getloadavg()[0]
     rows = [measure(int(size), dim, similarity, args.seconds) for size in args.sizes.split(",")]
     lines = [

@@ -19,7 +19,7 @@ import time
 import keras
 
 from abc_tf.runs import training
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.data import mnist
 from benchmarks.report import machine_line, write_section
 
@@ -29,11 +29,11 @@ PAPER_SECONDS_PER_EPOCH_K80 = 47.8  # supplement Table S2
 
 def seconds_per_step(config, steps: int, repeats: int) -> list[float]:
     """Wall seconds per training step, one figure per repeat of ``steps`` steps."""
-    dataset = mnist.make_dataset(config, seed=config.seed)
+    dataset = mnist.make_dataset(config, seed=config.trainer.seed)
     model = training.build_model(config)
-    warmup = 2 * config.steps_per_execution * max(1, 10 // config.steps_per_execution)
+    warmup = 2 * config.trainer.steps_per_execution * max(1, 10 // config.trainer.steps_per_execution)
     model.fit(dataset, epochs=1, steps_per_epoch=warmup, verbose=0, shuffle=False)  # traces, warms the pipeline
-    steps = max(config.steps_per_execution, steps - steps % config.steps_per_execution)  # whole compiled calls
+    steps = max(config.trainer.steps_per_execution, steps - steps % config.trainer.steps_per_execution)  # whole compiled calls
     out = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -44,7 +44,7 @@ def seconds_per_step(config, steps: int, repeats: int) -> list[float]:
 
 
 def pipeline_seconds_per_batch(config, batches: int) -> float:
-    iterator = iter(mnist.make_dataset(config, seed=config.seed))
+    iterator = iter(mnist.make_dataset(config, seed=config.trainer.seed))
     for _ in range(10):
         next(iterator)
     start = time.perf_counter()
@@ -65,7 +65,7 @@ def main() -> None:
 
     base = get_preset("mnist").replace(data_path=args.data_path)
     source = mnist.load_mnist(base).source
-    steps_per_epoch = IMAGES_PER_EPOCH / (2 * base.set_size * base.pairs_per_step)
+    steps_per_epoch = IMAGES_PER_EPOCH / (2 * base.batch.set_size * base.batch.pairs_per_step)
     rows = []
     for label, config in (
         ("preset (float32, no XLA)", base),
@@ -90,8 +90,8 @@ def main() -> None:
 (the 2 cores are shared with other jobs, so figures vary by tens of percent between runs).
 
 Command: `{command}` (data: {source}).
-One epoch = {IMAGES_PER_EPOCH:,} training images = {steps_per_epoch:g} steps of two stacks of {base.set_size}
-(S4 encoder, d={base.embedding_dim}, l2sq ABC loss, Adam), timed through `ABCModel.fit` on the real
+One epoch = {IMAGES_PER_EPOCH:,} training images = {steps_per_epoch:g} steps of two stacks of {base.batch.set_size}
+(S4 encoder, d={base.model.embedding_dim}, l2sq ABC loss, Adam), timed through `ABCModel.fit` on the real
 `mnist` data pipeline after a warm-up; median of {args.repeats} repeats of {args.steps} steps.
 Paper (supplement Table S2): {PAPER_SECONDS_PER_EPOCH_K80} s/epoch on an NVIDIA Tesla K80.
 

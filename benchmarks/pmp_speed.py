@@ -19,6 +19,7 @@ shapes3d row reads 0.9x), and an interleaved PMP run with it did not finish thre
 """
 
 from __future__ import annotations
+from abc_tf import experiments
 
 import os
 import resource
@@ -40,15 +41,14 @@ def _setup(mixed: bool, steps_per_execution: int = 1):
     """The preset's model (float32 or mixed) and one batch of pairs, the step in the full phase."""
     import keras
 
-    from abc_tf import config as config_lib
     from abc_tf import data
     from abc_tf.runs import training
 
-    config = config_lib.get_preset(EXPERIMENT).replace(mixed_precision=mixed, steps_per_execution=steps_per_execution)
+    config = experiments.get_preset(EXPERIMENT).replace(mixed_precision=mixed, steps_per_execution=steps_per_execution)
     model = training.build_model(config)
     keras.mixed_precision.set_global_policy("float32")  # build_model set it; the next model sets its own
-    batch = next(iter(data.get_family(config.data).stream("pairs")(config, 0, 0)))
-    model.optimizer.iterations.assign(config.steps * 3 // 4)
+    batch = next(iter(data.get_family(config.data.family).stream("pairs")(config, 0, 0)))
+    model.optimizer.iterations.assign(config.trainer.steps * 3 // 4)
     return config, model, batch
 
 
@@ -175,7 +175,7 @@ def measure(steps: int, rounds: int) -> dict:
     warm_run = train_step_fit_runner(warm, batch)
     rates["fit_warmup"] = statistics.median(warm_run(steps) for _ in range(rounds))
     # The pairs pipeline alone, then the mixed fit fed by it (after the others: see loops.pipeline_fit_rate).
-    dataset = training.make_family_dataset(data.get_family(config.data), config, start_step=0)
+    dataset = training.make_family_dataset(data.get_family(config.data.family), config, start_step=0)
     iterator = iter(dataset)
     next(iterator)
     start = time.perf_counter()
@@ -186,7 +186,7 @@ def measure(steps: int, rounds: int) -> dict:
     _, fed, _ = _setup(mixed=True)
     rates["fit_mixed_pipeline"] = loops.pipeline_fit_rate(fed, dataset, steps, rounds)
     return {
-        "images_per_step": 2 * config.pairs_per_step,
+        "images_per_step": 2 * config.batch.pairs_per_step,
         "rates": rates,
         "pipeline_steps_per_s": pipeline,
         "mixed_policy": training.precision_policy(config.replace(mixed_precision=True)),

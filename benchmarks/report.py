@@ -36,12 +36,12 @@ def machine_line() -> str:
 
 
 def precision_line() -> str:
-    """What ``--mixed_precision`` computes in on this host, and why (abc_tf.runs.precision)."""
+    """What ``--trainer.mixed_precision`` computes in on this host, and why (abc_tf.runs.precision)."""
     from abc_tf.runs import precision  # with TensorFlow, as in machine_line
 
     chosen = precision.choose(True)
     fallback = ": float32 instead of emulated bfloat16" if chosen.warning else ""
-    return f"`--mixed_precision` on this host: {chosen.policy} ({chosen.reason}{fallback})."
+    return f"`--trainer.mixed_precision` on this host: {chosen.policy} ({chosen.reason}{fallback})."
 
 
 def write_section(title: str, body: str, path: str = BENCHMARKS_FILE) -> None:

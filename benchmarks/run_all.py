@@ -20,6 +20,7 @@ so CPU and GPU figures sit side by side in BENCHMARKS.md.
 """
 
 from __future__ import annotations
+from abc_tf import experiments
 
 import argparse
 import json
@@ -48,13 +49,12 @@ def measure(experiment: str, steps: int, rounds: int) -> dict:
     import numpy as np
     import tensorflow as tf
 
-    from abc_tf import config as config_lib
     from abc_tf import data
     from abc_tf.runs import training
     from benchmarks import loops
 
-    config = config_lib.get_preset(experiment)
-    family = data.get_family(config.data)
+    config = experiments.get_preset(experiment)
+    family = data.get_family(config.data.family)
     try:
         dataset = training.make_family_dataset(family, config, start_step=0)
     except ValueError as error:
@@ -71,12 +71,12 @@ def measure(experiment: str, steps: int, rounds: int) -> dict:
 
     full = config.replace(mixed_precision=False)
     mixed = config.replace(mixed_precision=True)
-    kwargs = dict(similarity=config.similarity, temperature=config.temperature, loss_type=config.method)
+    kwargs = dict(similarity=config.method.similarity, temperature=config.method.temperature, loss_type=config.method.name)
     mixed_policy = training.precision_policy(mixed)
     # untrained_encoder sets the global precision policy from its config; the runners reset it.
     build_full = lambda: training.untrained_encoder(full)  # noqa: E731
     build_mixed = lambda: training.untrained_encoder(mixed)  # noqa: E731
-    runners = {"eager": loops.eager_runner(build_full, batch, config.similarity, config.temperature)}
+    runners = {"eager": loops.eager_runner(build_full, batch, config.method.similarity, config.method.temperature)}
     for name, (jit, spe, use_mixed) in FIT_SETTINGS.items():
         runners[name] = loops.fit_runner(
             build_mixed if use_mixed else build_full, batch, jit, spe, mixed_policy if use_mixed else "float32", kwargs
@@ -89,7 +89,7 @@ def measure(experiment: str, steps: int, rounds: int) -> dict:
     mixed_dtype = {"mixed_float16": tf.float16, "mixed_bfloat16": tf.bfloat16}.get(mixed_policy, tf.float32)
     return {
         "experiment": experiment,
-        "model": config.model,
+        "model": config.model.architecture,
         "images_per_step": images,
         "gflop_per_step": loops.training_gflop(build_full(), images),
         "matmul_gflops": loops.matmul_gflops_per_s(tf.float32),

@@ -92,19 +92,19 @@ def export_model(path: str) -> None:
     import numpy as np
 
     import models
-    from abc_tf.config import get_preset
+    from abc_tf.experiments import get_preset
     from abc_tf.runs import export
     from abc_tf.runs.run_dir import embed
 
     config = get_preset("pose_quick")
     keras.utils.set_random_seed(0)
-    shape = (config.image_size, config.image_size, 3)
-    encoder = models.build(config.model, embedding_dim=config.embedding_dim, input_shape=shape)
+    shape = (config.data.image_size, config.data.image_size, 3)
+    encoder = models.build(config.model.architecture, embedding_dim=config.model.embedding_dim, input_shape=shape)
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (DICTIONARY_SIZE, *shape), dtype=np.uint8)
     euler = np.stack([rng.uniform(0, 2 * np.pi, DICTIONARY_SIZE), rng.uniform(0, 0.5, DICTIONARY_SIZE),
                       rng.uniform(-0.3, 0.3, DICTIONARY_SIZE)], -1)
-    export.export_pose(encoder, path, embed(encoder, images), euler, config.similarity)
+    export.export_pose(encoder, path, embed(encoder, images), euler, config.method.similarity)
 
 
 def table(results: dict) -> str:

@@ -20,6 +20,7 @@ mnist_c_vitae_quick: batches of 128, XLA):
 """
 
 from __future__ import annotations
+from abc_tf import experiments
 
 import math
 import os
@@ -46,9 +47,8 @@ MEMORY_SETTINGS = ("c_vitae_eager_512", "c_vitae_fit_512", "c_vitae_fit_xla_512"
 
 def config_for(variant: str, batch: int, jit_compile: bool):
     """The paper's preset of ``variant`` at ``batch``, on the procedural MNIST, with or without XLA."""
-    from abc_tf import config as config_lib
 
-    return config_lib.get_preset(f"mnist_{variant}").replace(batch_size=batch, jit_compile=jit_compile, data_source="procedural")
+    return experiments.get_preset(f"mnist_{variant}").replace(batch_size=batch, jit_compile=jit_compile, data_source="procedural")
 
 
 def _batch(config) -> dict:
@@ -56,7 +56,7 @@ def _batch(config) -> dict:
     from abc_tf import data
     from abc_tf.runs import training
 
-    dataset = training.make_family_dataset(data.get_family(config.data), config, start_step=0)
+    dataset = training.make_family_dataset(data.get_family(config.data.family), config, start_step=0)
     return {key: value.numpy() for key, value in next(iter(dataset)).items()}
 
 
@@ -66,7 +66,7 @@ def _setup(variant: str, batch: int, jit_compile: bool):
 
     config = config_for(variant, batch, jit_compile)
     model = training.build_model(config)
-    model.optimizer.iterations.assign(config.steps * 3 // 4)
+    model.optimizer.iterations.assign(config.trainer.steps * 3 // 4)
     return config, model, _batch(config)
 
 
@@ -133,7 +133,6 @@ def warp_runner(mode: str, batch: int):
 def measure(steps: int, rounds: int) -> dict:
     import tensorflow as tf
 
-    from abc_tf import config as config_lib
     from abc_tf import data
     from abc_tf.data import mnist
     from abc_tf.runs import training
@@ -147,19 +146,19 @@ def measure(steps: int, rounds: int) -> dict:
     # loops.pipeline_fit_rate), and the stream alone.
     pipeline, stream = {}, {}
     for preset in (PAPER, QUICK):
-        config = config_lib.get_preset(preset).replace(data_source="procedural")
-        dataset = training.make_family_dataset(data.get_family(config.data), config, start_step=0)
+        config = experiments.get_preset(preset).replace(data_source="procedural")
+        dataset = training.make_family_dataset(data.get_family(config.data.family), config, start_step=0)
         iterator = iter(dataset)
         next(iterator)
         batches = max(1000, steps * rounds)  # well past what the prefetch buffer holds
         start = time.perf_counter()
         for _ in range(batches):
             next(iterator)
-        stream[str(config.batch_size)] = batches / (time.perf_counter() - start)
+        stream[str(config.batch.batch_size)] = batches / (time.perf_counter() - start)
         del iterator
         model = training.build_model(config)
-        model.optimizer.iterations.assign(config.steps * 3 // 4)
-        pipeline[str(config.batch_size)] = loops.pipeline_fit_rate(model, dataset, steps, rounds)
+        model.optimizer.iterations.assign(config.trainer.steps * 3 // 4)
+        pipeline[str(config.batch.batch_size)] = loops.pipeline_fit_rate(model, dataset, steps, rounds)
     procedural = len(mnist.training_images(config_for("c_vitae", 128, False))[0])
     _, model, _ = _setup("c_vitae", 128, False)
     return {

@@ -40,7 +40,7 @@ def _check_input_shape(name: str, input_shape, minimum: int) -> tuple[int, int, 
     if len(input_shape) != 3 or input_shape[-1] != 3:
         raise ValueError(f"{name} takes RGB images (H, W, 3), got input_shape {input_shape}.")
     if min(input_shape[:2]) < minimum:
-        raise ValueError(f"{name} needs images of at least {minimum} x {minimum} pixels, got {input_shape[:2]} (--image_size).")
+        raise ValueError(f"{name} needs images of at least {minimum} x {minimum} pixels, got {input_shape[:2]} (--data.image_size).")
     return input_shape
 
 
@@ -63,8 +63,8 @@ def _load_resnet_weights(model: keras.Model, weights: str, input_shape: tuple[in
         raise ValueError(
             f"Cannot load ResNet50V2 weights {weights!r} ({first_line}). weights='imagenet' downloads "
             "resnet50v2_weights_tf_dim_ordering_tf_kernels_notop.h5 on first use (internet needed, then cached "
-            "in ~/.keras/models); without internet copy that file there or pass its path (--backbone_weights=PATH); "
-            "an empty --backbone_weights (weights=None) starts from random weights."
+            "in ~/.keras/models); without internet copy that file there or pass its path (--model.backbone_weights=PATH); "
+            "an empty --model.backbone_weights (weights=None) starts from random weights."
         ) from None
     for layer in reference.layers:
         if layer.weights and layer.name in {l.name for l in model.layers}:

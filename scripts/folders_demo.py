@@ -86,7 +86,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from abc_tf.runs import training
-    from abc_tf.config import get_preset
+    from abc_tf.experiments import get_preset
     from abc_tf.evaluation import label_information, mine, probes
 
     folder = os.path.join(args.output_dir, "folder")

@@ -8,6 +8,7 @@ digit probes, PCA variance; see ``abc_tf.evaluation.mnist_style.evaluate_mnist_r
 """
 
 from __future__ import annotations
+from abc_tf import experiments
 
 import json
 import os
@@ -29,7 +30,6 @@ def main(argv: list[str]) -> None:
     try:
         if not FLAGS.run_dir:
             raise ValueError("--run_dir is required.")
-        from abc_tf.config import ExperimentConfig
         from abc_tf.runs.run_dir import CONFIG_FILE
         from abc_tf.evaluation import mnist_style
 
@@ -37,7 +37,7 @@ def main(argv: list[str]) -> None:
         if not os.path.isfile(config_path):
             raise ValueError(f"--run_dir={FLAGS.run_dir!r} holds no {CONFIG_FILE}.")
         with open(config_path) as handle:
-            config = ExperimentConfig.from_json(handle.read())
+            config = experiments.from_json(handle.read())
         if FLAGS.data_path:
             config = config.replace(data_source="auto", data_path=FLAGS.data_path)
         out_dir = FLAGS.out_dir or os.path.join(FLAGS.run_dir, "mnist_style")

@@ -52,7 +52,7 @@ def main(argv):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from abc_tf.config import get_preset
+    from abc_tf.experiments import get_preset
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed, load_run, network_file
     from abc_tf.data import pose_family as pose
@@ -100,7 +100,7 @@ def main(argv):
     errors = {}
     neighbours = {}
     for name, model in (("trained", encoder), ("untrained", untrained)):
-        index, _ = nearest_neighbours(embed(model, query_images), embed(model, pool_images), config.similarity)
+        index, _ = nearest_neighbours(embed(model, query_images), embed(model, pool_images), config.method.similarity)
         neighbours[name] = index
         errors[name] = pose_eval.geodesic_error(pool_rotations[index], query_rotations)
     shown = 12
@@ -136,7 +136,7 @@ def main(argv):
         for tag in ("abc_loss",):
             steps, values = zip(*sorted(curves.get(tag, [])))
             axes[0].plot(steps, values, marker="o", label=tag)
-        axes[0].axhline(2 * np.log(config.set_size), color="0.6", linestyle="--", label="chance, 2 ln N")
+        axes[0].axhline(2 * np.log(config.batch.set_size), color="0.6", linestyle="--", label="chance, 2 ln N")
         axes[0].set_xlabel("step")
         axes[0].legend(fontsize=8)
         for tag, style in (("cycle_accuracy", "o-"), ("real_fraction", "s--")):

@@ -64,7 +64,7 @@ SWEEP_CONDITIONS = ("wall", "all_hues")  # Fig. S1c,d
 
 
 def base_config():
-    from abc_tf.config import get_preset
+    from abc_tf.experiments import get_preset
 
     return get_preset("shapes3d").replace(
         steps=FLAGS.steps, log_every=FLAGS.steps, learning_rate=FLAGS.learning_rate,
@@ -79,13 +79,13 @@ def unconstrained_dataset(config, seed: int):
 
     from abc_tf.data import sets, shapes3d
 
-    source = shapes3d.open_source(config)
-    curator = sets.SetCurator(shapes3d.GRID, (), config.set_size, items=source.items)
-    shape = (config.pairs_per_step, config.set_size) + shapes3d.IMAGE_SHAPE
+    source = shapes3d.open_source(config.data)
+    curator = sets.SetCurator(shapes3d.GRID, (), config.batch.set_size, items=source.items)
+    shape = (config.batch.pairs_per_step, config.batch.set_size) + shapes3d.IMAGE_SHAPE
 
     def build(step):
         rng = np.random.default_rng([seed, int(step)])
-        return tuple(source.images(curator.unconstrained(rng, config.pairs_per_step)) for _ in range(2))
+        return tuple(source.images(curator.unconstrained(rng, config.batch.pairs_per_step)) for _ in range(2))
 
     def to_batch(step):
         a, b = tf.numpy_function(build, [step], [tf.uint8, tf.uint8], stateful=False)
@@ -104,7 +104,7 @@ def train_run(condition: str, config, run_dir: str):
         return training.train(config, run_dir, verbose=0).encoder
     model = training.build_model(config)
     encoder = model.networks()["encoder"]
-    model.fit(unconstrained_dataset(config, config.seed), epochs=1, steps_per_epoch=config.steps, verbose=0)
+    model.fit(unconstrained_dataset(config, config.trainer.seed), epochs=1, steps_per_epoch=config.trainer.steps, verbose=0)
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as handle:
         handle.write(config.to_json())

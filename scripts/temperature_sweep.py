@@ -64,7 +64,7 @@ def main(argv) -> None:
     del argv
     import numpy as np
 
-    from abc_tf.config import get_preset
+    from abc_tf.experiments import get_preset
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed, load_run
     from abc_tf.data.shapes3d import FACTOR_NAMES

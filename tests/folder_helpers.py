@@ -8,7 +8,7 @@ import os
 import keras
 import numpy as np
 
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.runs.run_dir import network_file
 from image_helpers import write_png
 
@@ -42,6 +42,6 @@ def write_stand_in_run(run_dir, config) -> None:
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as handle:
         handle.write(config.to_json())
-    shape = (config.image_size, config.image_size, config.image_channels)
+    shape = (config.data.image_size, config.data.image_size, config.data.image_channels)
     encoder = keras.Sequential([keras.Input(shape), keras.layers.Flatten(), keras.layers.Dense(4)])
     encoder.save(network_file(str(run_dir), "encoder"))

@@ -11,7 +11,8 @@ import keras
 import numpy as np
 
 from abc_tf import data
-from abc_tf.config import ExperimentConfig, get_preset
+from abc_tf.config import ExperimentConfig
+from abc_tf.experiments import get_preset
 from abc_tf.runs import training
 from mnist_helpers import small_arrays
 from toy_family import CONFIG as TOY
@@ -47,7 +48,7 @@ def fit_losses(config: ExperimentConfig, steps: int, strategy=None) -> tuple[ker
     """(the model, the loss of each of ``steps`` steps) of ``config``'s method, built as the
     trainer builds it (its precision policy, its seed; under ``strategy`` if given) and trained
     by ``fit`` on its family's stream, one Keras epoch a step."""
-    family = data.get_family(config.data)
+    family = data.get_family(config.data.family)
     try:
         with strategy.scope() if strategy is not None else contextlib.nullcontext():
             model = training.build_model(config)

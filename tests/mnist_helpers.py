@@ -10,7 +10,7 @@ import struct
 
 import numpy as np
 
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.data import mnist_formats
 
 PER_CLASS_TRAIN = 12

@@ -1,4 +1,4 @@
-"""How the pipelines apply augmentations (abc_tf.data.augment): ``--augmentations`` specs, double
+"""How the pipelines apply augmentations (abc_tf.data.augment): ``--data.augmentations`` specs, double
 augmentation, and the S5 pose recipe pose_augment."""
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorboard.plugins import projector
 
+from abc_tf import experiments
 from abc_tf import callbacks
 from abc_tf.methods.base import MethodModel
-from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import mine, probes
 
 NAMES = ["colour", "size"]
@@ -90,19 +90,19 @@ def test_callback_logs_scalars_images_and_projector(tmp_path):
 
 def test_a_family_without_a_labelled_sample_gets_no_callback_and_refuses_eval_every(tmp_path, toy_family):
     # The toy family's task is not registered here: no labelled sample to measure on.
-    config = ExperimentConfig(data="toy", eval_every=0, eval_images=32)
+    config = experiments.config_for(data="toy", eval_every=0, eval_images=32)
     assert callbacks.evaluation_callbacks(config, str(tmp_path)) == []
-    with pytest.raises(ValueError, match="--eval_every=5: the toy data has no labelled sample to measure on"):
+    with pytest.raises(ValueError, match="--trainer.eval_every=5: the toy data has no labelled sample to measure on"):
         callbacks.evaluation_callbacks(config.replace(eval_every=5), str(tmp_path))
 
 
 def test_evaluation_callbacks_follow_the_config(tmp_path):
     # eval_every=0: one measurement at the end only, for the run's summary table.
-    (final_only,) = callbacks.evaluation_callbacks(ExperimentConfig(eval_every=0, eval_images=32), str(tmp_path))
+    (final_only,) = callbacks.evaluation_callbacks(experiments.config_for(eval_every=0, eval_images=32), str(tmp_path))
     assert final_only.every_steps == 0
     with pytest.raises(ValueError, match="eval_every"):
-        callbacks.evaluation_callbacks(ExperimentConfig(eval_every=-1), str(tmp_path))
-    built = callbacks.evaluation_callbacks(ExperimentConfig(eval_every=50, eval_images=32), str(tmp_path))
+        callbacks.evaluation_callbacks(experiments.config_for(eval_every=-1), str(tmp_path))
+    built = callbacks.evaluation_callbacks(experiments.config_for(eval_every=50, eval_images=32), str(tmp_path))
     assert len(built) == 1 and built[0].every_steps == 50 and built[0].images.shape == (32, 64, 64, 3)
 
 

@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 
+from abc_tf import experiments
 from abc_tf import methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import comparison, disentanglement, factor_isolation, mine, probes, tasks
@@ -41,7 +42,7 @@ TINY = comparison.ComparisonSettings(
 # embeddings, their 1-NN and k-means scores and the methods' own measures, no MINE, probes or scores.
 EMBEDDINGS_ONLY = comparison.ComparisonSettings(dataclasses.replace(TINY.isolation, mine=None, probe=None), scores=None,
                                                 preset="none")
-BASE = ExperimentConfig(embedding_dim=4, set_size=8, steps=2, log_every=1, inactive_factors="wall_hue",
+BASE = experiments.config_for(embedding_dim=4, set_size=8, steps=2, log_every=1, inactive_factors="wall_hue",
                         temperature=0.25)
 
 
@@ -49,7 +50,7 @@ def write_run(run_dir, config: ExperimentConfig) -> None:
     """A finished run as evaluators read it: config.json and an (untrained) encoder.keras."""
     os.makedirs(run_dir)
     (run_dir / "config.json").write_text(config.to_json())
-    training.untrained_encoder(BASE.replace(seed=config.seed)).save(str(run_dir / "encoder.keras"))
+    training.untrained_encoder(BASE.replace(seed=config.trainer.seed)).save(str(run_dir / "encoder.keras"))
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +173,7 @@ def test_bad_rows_are_refused_before_any_work(runs, tmp_path):
     (tmp_path / "half" / "config.json").write_text(BASE.to_json())
     with pytest.raises(ValueError, match="is not a finished training run"):
         comparison.rows_of([str(runs / "abc_seeds"), str(tmp_path / "half")])
-    write_run(tmp_path / "mnist", ExperimentConfig(data="mnist"))
+    write_run(tmp_path / "mnist", experiments.config_for(data="mnist"))
     with pytest.raises(ValueError, match="one labelled sample of one data family"):
         comparison.rows_of([str(runs / "abc_seeds"), str(tmp_path / "mnist")])
     # Two rows of one name are told apart by their paths.

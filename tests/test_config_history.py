@@ -49,7 +49,7 @@ def test_with_a_checkpoint_only_allowed_fields_change_and_steps_only_rise(tmp_pa
         "learning_rate": (1e-3, 1e-4),
     }
     assert config_history.config_changes(run_dir, TOY.replace(steps=20)) == {"steps": (40, 20)}  # down to the checkpoint
-    with pytest.raises(ValueError, match="--steps=19 is below the step of .* newest checkpoint \\(20\\)"):
+    with pytest.raises(ValueError, match="--trainer.steps=19 is below the step of .* newest checkpoint \\(20\\)"):
         config_history.config_changes(run_dir, TOY.replace(steps=19))
 
 
@@ -101,5 +101,5 @@ def test_raising_steps_extends_a_finished_run(tmp_path):
     assert result.history["learning_rate"] == pytest.approx([5e-4])  # the schedule continues: halved at step 20
     history = json.load(open(os.path.join(run_dir, config_history.CONFIG_HISTORY_FILE)))
     assert history[-1]["changed"] == {"steps": {"old": 20, "new": 30}}
-    with pytest.raises(ValueError, match="--steps=10 is below the step of .* newest checkpoint \\(30\\)"):
+    with pytest.raises(ValueError, match="--trainer.steps=10 is below the step of .* newest checkpoint \\(30\\)"):
         training.train(config.replace(steps=10), run_dir, verbose=0)

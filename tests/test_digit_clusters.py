@@ -12,7 +12,7 @@ import keras
 import numpy as np
 import pytest
 
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.data import mnist
 from abc_tf.evaluation import digit_clusters
 from abc_tf.runs import checkpoint_run, training

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.data import digit_augment
 from abc_tf.methods import elastic_infogan as einfogan
 from abc_tf.methods import infogan_monitor
@@ -83,8 +83,8 @@ def test_the_augmentation_is_the_data_layers():
 
 
 def test_the_defaults_are_the_authors_and_the_elastic_field_opt_in():
-    assert QUICK.infogan_ntxent_temperature == einfogan.NTXENT_TEMPERATURE == 1.0  # their run.sh's --mytemp 1
-    assert QUICK.class_split == 1 and QUICK.class_split_pool == "all"
+    assert QUICK.method.ntxent_temperature == einfogan.NTXENT_TEMPERATURE == 1.0  # their run.sh's --mytemp 1
+    assert QUICK.data.class_split == 1 and QUICK.data.class_split_pool == "all"
     model = einfogan.build(QUICK, (28, 28, 1))
     assert model.ntxent_temperature == 1.0 and model.elastic_pixels == 0.0
     elastic = einfogan.build(QUICK.replace(infogan_elastic_field=True), (28, 28, 1))
@@ -113,10 +113,10 @@ def test_nt_xent_is_q_s_head_on_the_d_step_s_own_trunk_passes():
 
 
 @pytest.mark.parametrize("overrides, flag", [
-    ({"infogan_prior": "skewed"}, "--infogan_prior"),
-    ({"infogan_contrastive_weight": -1.0}, "--infogan_contrastive_weight"),
-    ({"infogan_ntxent_temperature": 0.0}, "--infogan_ntxent_temperature"),
-    ({"infogan_noise_dim": 0}, "--infogan_noise_dim"),
+    ({"infogan_prior": "skewed"}, "--method.prior"),
+    ({"infogan_contrastive_weight": -1.0}, "--method.contrastive_weight"),
+    ({"infogan_ntxent_temperature": 0.0}, "--method.ntxent_temperature"),
+    ({"infogan_noise_dim": 0}, "--method.noise_dim"),
 ])
 def test_bad_settings_are_refused_before_training(overrides, flag):
     with pytest.raises(ValueError, match=flag):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from abc_tf import experiments
 from abc_tf import data
-from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import DataFamily, KnownFactors
 from abc_tf.evaluation import disentanglement as dis
 from abc_tf.evaluation import encoder_disentanglement as ed
@@ -36,7 +36,7 @@ class MeanColour:
 
 def test_all_five_scores_on_shapes3d_from_images_of_given_factors():
     encoder = MeanColour()
-    result = ed.evaluate_disentanglement(encoder, ExperimentConfig(), TINY, seed=7)
+    result = ed.evaluate_disentanglement(encoder, experiments.config_for(), TINY, seed=7)
     assert list(result["scores"]) == [key for key, *_ in dis.HEADLINE]
     assert result["skipped"] == {} and result["observations"] == "factor grid (images_of)"
     assert result["codes"] == TINY.codes_drawn() == sum(len(images) for images in encoder.seen)
@@ -46,7 +46,7 @@ def test_all_five_scores_on_shapes3d_from_images_of_given_factors():
     assert all(0.0 <= value <= 1.0 for value in result["scores"].values())
     # One seed, one set of observations, whatever the encoder.
     again = MeanColour()
-    ed.evaluate_disentanglement(again, ExperimentConfig(), TINY, seed=7, scores=["mig"])
+    ed.evaluate_disentanglement(again, experiments.config_for(), TINY, seed=7, scores=["mig"])
     np.testing.assert_array_equal(again.seen[0], encoder.seen[0])
 
 
@@ -67,7 +67,7 @@ LABELLED_ONLY = DataFamily(
 
 def test_a_family_without_images_of_gets_the_array_scores_and_says_why_not_the_others(monkeypatch):
     monkeypatch.setitem(data.DATA_FAMILIES, "labelled_only", "test_encoder_disentanglement:LABELLED_ONLY")
-    config = ExperimentConfig(data="labelled_only")
+    config = experiments.config_for(data="labelled_only")
     result = ed.evaluate_disentanglement(MeanColour(), config, TINY, seed=0)
     assert list(result["results"]) == ["mig", "dci", "sap"] and result["observations"] == "labelled sample"
     assert set(result["skipped"]) == {"beta_vae", "factor_vae"} and "images_of" in result["skipped"]["beta_vae"]
@@ -80,9 +80,9 @@ def test_a_family_without_images_of_gets_the_array_scores_and_says_why_not_the_o
 
 def test_bad_requests_raise(tmp_path):
     with pytest.raises(ValueError, match="Unknown or no disentanglement scores"):
-        ed.evaluate_disentanglement(MeanColour(), ExperimentConfig(), TINY, seed=0, scores=["irs"])
+        ed.evaluate_disentanglement(MeanColour(), experiments.config_for(), TINY, seed=0, scores=["irs"])
     with pytest.raises(ValueError, match="declares no known factors"):
-        ed.evaluate_disentanglement(MeanColour(), ExperimentConfig(data="folders"), TINY, seed=0)
+        ed.evaluate_disentanglement(MeanColour(), experiments.config_for(data="folders"), TINY, seed=0)
     with pytest.raises(ValueError, match="No disentanglement score"):
         ed.plot_scores({"trained": {}}, str(tmp_path / "none.png"))
     ed.plot_scores({"trained": {"mig": [0.1, 0.3], "sap": [0.2, 0.2]}, "untrained": {"mig": 0.05}}, str(tmp_path / "s.png"))

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import pytest
 
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.runs import run_lock
 from evaluate_helpers import evaluate_each
 from process_helpers import assert_one_clear_error, modules_loaded_by, run_script
@@ -48,7 +48,7 @@ CASES = {
                                 "{encoder} is empty (the run was stopped while exporting it)",
                                 config=get_preset("shapes3d_demo").to_json(), empty_encoder=True),
     # A finished run being extended: its networks are those of the run before, soon rewritten.
-    "no checkpoints": Case(["--run_dir={run}", "--checkpoints=all"], "{run} keeps no checkpoint (train.py writes them every --log_every steps)"),
+    "no checkpoints": Case(["--run_dir={run}", "--checkpoints=all"], "{run} keeps no checkpoint (train.py writes them every --trainer.log_every steps)"),
     "curve reference": Case(["--run_dir={run}", "--checkpoints=all", "--curve_reference=ENT"],
                             "--curve_reference='ENT': write MEASURE=VALUE"),
     "run in training": Case(["--run_dir={run}", "--mine_steps=0", "--probe_epochs=1", "--num_images=16"],

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.data import faces_cars, get_family
 from image_helpers import write_pgm
 
@@ -99,15 +99,15 @@ def test_yaleb_preset_shapes_and_views(tmp_path):
 
 
 def test_yaleb_bad_input(tmp_path, caplog):
-    with pytest.raises(ValueError, match="--data_path is empty"):
+    with pytest.raises(ValueError, match="--data.path is empty"):
         faces_cars.YALEB.make_dataset(yaleb_config(""), seed=0)
     with pytest.raises(ValueError, match="no person folders"):
         faces_cars.YALEB.make_dataset(yaleb_config(tmp_path), seed=0)
     make_yaleb(str(tmp_path))
-    with pytest.raises(ValueError, match="--inactive_factors='wall_hue' for yaleb"):
+    with pytest.raises(ValueError, match="--data.inactive_factors='wall_hue' for yaleb"):
         faces_cars.YALEB.make_dataset(yaleb_config(tmp_path, inactive_factors="wall_hue"), seed=0)
     # The paper's 64 illuminations do not fit groups of 4: a clear error naming --set_size.
-    with pytest.raises(ValueError, match="--set_size=64"):
+    with pytest.raises(ValueError, match="--batch.set_size=64"):
         faces_cars.YALEB.make_dataset(yaleb_config(tmp_path, set_size=64), seed=0)
     # An empty person folder is skipped with a warning.
     os.makedirs(tmp_path / "yaleB15")
@@ -223,7 +223,7 @@ def test_epfl_bad_input(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         faces_cars.EPFL_CARS.make_dataset(epfl_config(tmp_path, set_size=10), seed=0)
     assert "seq_03 (9)" in caplog.text
-    with pytest.raises(ValueError, match="--set_size=11"):
+    with pytest.raises(ValueError, match="--batch.set_size=11"):
         faces_cars.EPFL_CARS.make_dataset(epfl_config(tmp_path, set_size=11), seed=0)
     # A missing frame names its file.
     os.remove(tmp_path / "tripod_seq_02_004.jpg")

@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
+from abc_tf import experiments
 from abc_tf import methods
-from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import factor_isolation, mine, probes
 from abc_tf.evaluation.noise import spread
 from abc_tf.methods.base import Method
@@ -27,18 +27,18 @@ TINY = factor_isolation.IsolationSettings(
 
 
 def test_inactive_names_and_labels_follow_the_config():
-    assert factor_isolation.inactive_names(ExperimentConfig(inactive_factors="0,2")) == ("floor_hue", "wall_hue")
-    assert factor_isolation.inactive_names(ExperimentConfig(inactive_factors="none")) == ()
-    baseline = ExperimentConfig(augmentation_baseline=True)
+    assert factor_isolation.inactive_names(experiments.config_for(inactive_factors="0,2")) == ("floor_hue", "wall_hue")
+    assert factor_isolation.inactive_names(experiments.config_for(inactive_factors="none")) == ()
+    baseline = experiments.config_for(augmentation_baseline=True)
     # Shapes3D declares the factors its baseline's random hue varies (KnownFactors.augmented_by_baseline).
     assert set(factor_isolation.inactive_names(baseline)) == {"floor_hue", "wall_hue", "object_hue"}
-    assert factor_isolation.condition_label(ExperimentConfig(curate_both_sets=False)) == "wall_hue inactive, set B unconstrained"
+    assert factor_isolation.condition_label(experiments.config_for(curate_both_sets=False)) == "wall_hue inactive, set B unconstrained"
     # The augmentation baselines: Shapes3D's augments the hues away; MNIST's fixes no factor.
-    baseline = ExperimentConfig(augmentation_baseline=True, method="contrastive")
+    baseline = experiments.config_for(augmentation_baseline=True, method="contrastive")
     assert factor_isolation.condition_label(baseline) == "floor_hue/wall_hue/object_hue augmented away (contrastive)"
     assert factor_isolation.condition_label(baseline.replace(data="mnist", method="abc")) == "double augmentation (abc)"
     with pytest.raises(ValueError, match="no labelled factor sample"):
-        factor_isolation.factor_names(ExperimentConfig(data="folders"))
+        factor_isolation.factor_names(experiments.config_for(data="folders"))
 
 
 # Methods only these tests register: no length scale; pairs instead of sets.
@@ -48,10 +48,10 @@ PAIRS = Method(name="pairs_only", build=None, batch_format="pairs")
 
 def test_noise_follows_the_method_s_length_scale_or_the_embeddings_spread(monkeypatch):
     embeddings = np.random.default_rng(0).normal(scale=3.0, size=(500, 4))
-    sigma, rule = factor_isolation.noise_sigma(ExperimentConfig(similarity="l2sq", temperature=0.25), embeddings)
+    sigma, rule = factor_isolation.noise_sigma(experiments.config_for(similarity="l2sq", temperature=0.25), embeddings)
     assert (sigma, rule) == (0.5, "length scale")
     monkeypatch.setitem(methods.METHODS, "no_scale", "test_factor_isolation:NO_SCALE")
-    sigma, rule = factor_isolation.noise_sigma(ExperimentConfig(method="no_scale"), embeddings)
+    sigma, rule = factor_isolation.noise_sigma(experiments.config_for(method="no_scale"), embeddings)
     assert rule == "0.1 x spread" and sigma == pytest.approx(0.1 * spread(embeddings)) and 0.25 < sigma < 0.35
     assert "0.1 x the embedding's own spread" in factor_isolation.NOISE_RULE
 
@@ -76,7 +76,7 @@ def test_codes_without_a_length_scale_are_measured_in_units_of_their_spread():
 
 def test_only_set_methods_have_inactive_factors(monkeypatch):
     monkeypatch.setitem(methods.METHODS, "pairs_only", "test_factor_isolation:PAIRS")
-    config = ExperimentConfig(method="pairs_only", inactive_factors="wall_hue")
+    config = experiments.config_for(method="pairs_only", inactive_factors="wall_hue")
     assert factor_isolation.inactive_names(config) == ()
     assert factor_isolation.condition_label(config) == "pairs_only (pairs)"
 
@@ -122,7 +122,7 @@ def test_aggregate_and_seed_dirs(tmp_path):
 def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
     from abc_tf.runs import training
 
-    config = ExperimentConfig(embedding_dim=4, inactive_factors="wall_hue")
+    config = experiments.config_for(embedding_dim=4, inactive_factors="wall_hue")
     run_dir = tmp_path / "run"
     os.makedirs(run_dir)
     (run_dir / "config.json").write_text(config.to_json())

@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from abc_tf import experiments
 from abc_tf import data
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import BATCH_FORMATS, DataFamily, GroupedImages, KnownFactors, quantile_bins
@@ -41,14 +42,14 @@ def test_stream_names_the_format_and_unknown_formats_are_refused():
     with pytest.raises(ValueError, match="Data family 'bad' declares unknown batch formats \\['triples'\\]"):
         DataFamily(name="bad", fields=(), image_shape=None, make_dataset=sets, other_streams={"triples": pairs})
     # The optional parts do nothing by default.
-    assert family.check_config(ExperimentConfig()) is None and family.training_callbacks(ExperimentConfig()) == []
+    assert family.check_config(experiments.config_for()) is None and family.training_callbacks(experiments.config_for()) == []
 
 
 def test_the_registry_names_the_known_families_and_refuses_fields_of_others():
     with pytest.raises(ValueError, match="Unknown data family 'faces'; choose one of: "):
         data.get_family("faces")
     assert data.unused_fields("mnist", ["image_size", "steps", "holdout_digit"]) == ["image_size"]
-    assert data.check_config(ExperimentConfig(data="mnist", data_source="procedural")) is data.get_family("mnist")
+    assert data.check_config(experiments.config_for(data="mnist", data_source="procedural")) is data.get_family("mnist")
 
 
 def test_factors_augmented_by_the_baseline_are_known_factors():

@@ -41,7 +41,7 @@ def test_mixed_sizes_and_channels_are_resized_to_image_size(tmp_path):
 
 
 def test_missing_or_empty_directories_raise(tmp_path):
-    with pytest.raises(ValueError, match="--data_path is empty"):
+    with pytest.raises(ValueError, match="--data.path is empty"):
         folders.make_dataset(config_for(""), seed=0)
     with pytest.raises(ValueError, match="not a directory"):
         folders.make_dataset(config_for(tmp_path / "nope"), seed=0)
@@ -68,19 +68,19 @@ def test_small_and_empty_groups_are_skipped_with_a_warning(tmp_path, caplog):
 
 def test_too_few_large_groups_is_an_error(tmp_path):
     make_folder(str(tmp_path), {"a": 5, "b": 2})
-    with pytest.raises(ValueError, match=r"--set_size=4: only 1 of 2 group\(s\)"):
+    with pytest.raises(ValueError, match=r"--batch.set_size=4: only 1 of 2 group\(s\)"):
         folders.make_dataset(config_for(tmp_path, set_size=4), seed=0)
     # An unconstrained set B needs one large group only.
     folders.make_dataset(config_for(tmp_path, set_size=4, curate_both_sets=False), seed=0)
-    with pytest.raises(ValueError, match="--set_size=6"):
+    with pytest.raises(ValueError, match="--batch.set_size=6"):
         folders.make_dataset(config_for(tmp_path, set_size=6, curate_both_sets=False), seed=0)
 
 
 def test_bad_image_settings_name_the_flag(tmp_path):
     make_folder(str(tmp_path), {"a": 3, "b": 3})
-    with pytest.raises(ValueError, match="--image_channels"):
+    with pytest.raises(ValueError, match="--data.image_channels"):
         folders.make_dataset(config_for(tmp_path, image_channels=2), seed=0)
-    with pytest.raises(ValueError, match="--augmentations"):
+    with pytest.raises(ValueError, match="--data.augmentations"):
         folders.make_dataset(config_for(tmp_path, augmentations="blur:0.1"), seed=0)
 
 

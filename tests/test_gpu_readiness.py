@@ -4,7 +4,7 @@ reports each check as measured (the checks themselves, on tiny runs: tests/test_
 from __future__ import annotations
 
 from abc_tf import methods
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.runs import precision
 from benchmarks import gpu_readiness
 
@@ -24,7 +24,7 @@ def test_the_table_reports_each_check_and_the_precision_of_each_host(monkeypatch
     results["vae"]["xla_mixed_float16"] = {**good, "finite": False, "loss_scaled": True}
     text = gpu_readiness.table(results, steps=5, load_start=0.0)
     assert "| `shapes3d_pmp_quick` | mixed_bfloat16 | mixed_float16 | float32 |" in text
-    assert "warning: --mixed_precision: the CPU has no native bfloat16" in text
+    assert "warning: --trainer.mixed_precision: the CPU has no native bfloat16" in text
     assert "| abc | `shapes3d_demo` | yes | 4.00 | yes | yes | 0.50 |" in text
     assert "| pmp | `shapes3d_pmp_quick` | no: No registered 'Foo' OpKernel for XLA_CPU_JIT | - | yes | yes | 0.50 |" in text
     assert "| vae | `mnist_vae_quick` | yes | 4.00 | trains, loss not finite | yes | 4.00 |" in text

@@ -169,7 +169,7 @@ def test_draw_from_all_covers_every_item_uniformly():
     # Through a subset's order: only the items of the chosen keys.
     subset, _ = GroupIndex.from_keys(keys, groups=[0, 2])
     assert set(np.unique(subset.draw_from_all(rng, 200, 4))) == set(np.flatnonzero((keys == 0) | (keys == 2)))
-    with pytest.raises(ValueError, match="--set_size=5 exceeds the 4 images"):
+    with pytest.raises(ValueError, match="--batch.set_size=5 exceeds the 4 images"):
         subset.draw_from_all(rng, 1, 5)
     assert subset.draw_from_all(rng, 1, 9, replace=True).shape == (1, 9)
     whole = GroupIndex.whole(480000)
@@ -181,11 +181,11 @@ def test_eligible_groups_name_the_flags_and_log_the_skipped(caplog):
     with caplog.at_level(logging.WARNING, logger="abc_tf.data.groups"):
         np.testing.assert_array_equal(index.eligible(4, needed=2), [0, 1])
     assert "c (2)" in caplog.text and "empty (0)" in caplog.text
-    with pytest.raises(ValueError, match=r"--set_size=5: only 1 of 4 group\(s\) hold that many images, 2 needed"):
+    with pytest.raises(ValueError, match=r"--batch.set_size=5: only 1 of 4 group\(s\) hold that many images, 2 needed"):
         index.eligible(5, needed=2)
-    with pytest.raises(ValueError, match=r"--set_size=6: .*largest: 5.*Lower --set_size or pass --sample_with_replacement"):
+    with pytest.raises(ValueError, match=r"--batch.set_size=6: .*largest: 5.*Lower --batch.set_size or pass --data.sample_with_replacement"):
         index.eligible(6, replace_flag="sample_with_replacement")
-    with pytest.raises(ValueError, match=r"too small: a \(5\), b \(4\), c \(2\), empty \(0\)\)\. Lower --set_size\.$"):
+    with pytest.raises(ValueError, match=r"too small: a \(5\), b \(4\), c \(2\), empty \(0\)\)\. Lower --batch.set_size\.$"):
         index.eligible(6, what="images")
     # With replacement any non-empty group can give a set.
     np.testing.assert_array_equal(index.eligible(6, replace=True), [0, 1, 2])

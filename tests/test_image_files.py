@@ -68,13 +68,13 @@ def test_image_folder_is_read_recursively_and_sorted(tmp_path):
         tf.io.write_file(str(tmp_path / path), tf.io.encode_png(tf.fill([10 + index, 12, 3], tf.constant(50, tf.uint8))))
     (tmp_path / ".hidden.png").write_bytes(b"not read")
     (tmp_path / "notes.txt").write_text("not an image")
-    images = image_files.load_image_folder(str(tmp_path), 8, 3, "--real_data_path")
+    images = image_files.load_image_folder(str(tmp_path), 8, 3, "--data.real_data_path")
     assert images.shape == (3, 8, 8, 3) and np.all(images == 50)
-    with pytest.raises(ValueError, match="--real_data_path .*nowhere is not a folder"):
-        image_files.load_image_folder(str(tmp_path / "nowhere"), 8, 3, "--real_data_path")
+    with pytest.raises(ValueError, match="--data.real_data_path .*nowhere is not a folder"):
+        image_files.load_image_folder(str(tmp_path / "nowhere"), 8, 3, "--data.real_data_path")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="--background_data_path .*empty holds no images"):
-        image_files.load_image_folder(str(tmp_path / "empty"), 8, 3, "--background_data_path")
+    with pytest.raises(ValueError, match="--data.background_data_path .*empty holds no images"):
+        image_files.load_image_folder(str(tmp_path / "empty"), 8, 3, "--data.background_data_path")
 
 
 def test_a_valid_one_bit_bmp_is_read(tmp_path):

@@ -38,8 +38,8 @@ def test_the_eager_loop_computes_the_compiled_step(variant):
 
 def test_the_ablation_is_uniform_infogan():
     config = infogan_speed.config_for("infogan", jit_compile=True)
-    assert config.infogan_prior == "uniform" and config.infogan_contrastive_weight == 0 and config.jit_compile
-    assert config.data_source == "procedural" and config.batch_size == 64
+    assert config.method.prior == "uniform" and config.method.contrastive_weight == 0 and config.trainer.jit_compile
+    assert config.data.source == "procedural" and config.batch.batch_size == 64
 
 
 def _evaluation() -> dict:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abc_tf.config import ExperimentConfig, get_preset
+from abc_tf import experiments
+from abc_tf.experiments import get_preset
 from abc_tf.evaluation import labelled_samples, tasks
 from folder_helpers import make_folder
 
 
 def test_known_factors_come_with_their_sizes_and_the_inactive_ones():
-    sample = tasks.labelled_sample(ExperimentConfig(inactive_factors="wall_hue,shape"), 40, seed=3)
+    sample = tasks.labelled_sample(experiments.config_for(inactive_factors="wall_hue,shape"), 40, seed=3)
     assert sample.images.shape == (40, 64, 64, 3) and sample.factors.shape == (40, 6)
     assert sample.names[:3] == ("floor_hue", "wall_hue", "object_hue") and sample.sizes == (10, 10, 10, 8, 4, 15)
     assert sample.inactive == ("wall_hue", "shape")
@@ -33,7 +34,7 @@ def test_grouped_images_give_their_complete_labels_the_group_s_constant_ones_ina
 
 
 def test_pose_renders_are_binned_by_azimuth_and_elevation():
-    config = ExperimentConfig(data="pose", data_source="procedural", image_size=16, similarity="cosine",
+    config = experiments.config_for(data="pose", data_source="procedural", image_size=16, similarity="cosine",
                               temperature=0.1, real_fraction=0.0)
     sample = tasks.labelled_sample(config, 48, seed=1)
     assert sample.names == ("azimuth", "elevation") and sample.sizes == (8, 3) and sample.inactive == ()

@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.evaluation import likelihood
 from abc_tf.methods import vitae
 from abc_tf.runs import training

@@ -49,7 +49,7 @@ def test_unknown_methods_are_refused_naming_the_known_ones():
 
 
 def test_abc_with_the_augmentation_baseline_says_so():
-    from abc_tf.config import get_preset
+    from abc_tf.experiments import get_preset
 
     abc = methods.get_method("abc")
     assert abc.label_for(get_preset("mnist")) == "abc" and abc.supervision_for(get_preset("mnist")).startswith("set membership")
@@ -83,7 +83,7 @@ def test_build_encoder_passes_weights_only_to_declared_builders_and_keeps_their_
             build_encoder(TOY.replace(model="broken", backbone_weights=weights), shape)
     assert build_encoder(TOY.replace(model="pretrained", backbone_weights="w.h5"), shape).weights_given == "w.h5"
     # Models without a declared backbone refuse the flag before building anything.
-    with pytest.raises(ValueError, match="--backbone_weights: model 's4' has no pretrained backbone \\(.*s5"):
+    with pytest.raises(ValueError, match="--model.backbone_weights: model 's4' has no pretrained backbone \\(.*s5"):
         build_encoder(TOY.replace(backbone_weights="imagenet"), shape)
     assert models.takes_pretrained_weights("s5") and not models.takes_pretrained_weights("s5_small")
 
@@ -124,7 +124,7 @@ KILLABLE_RUN = textwrap.dedent(
     data.DATA_FAMILIES["toy"] = "toy_family"
     methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"
     ready = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(sys.argv[3]))
-    training.train(ExperimentConfig.from_json(open(sys.argv[1]).read()), sys.argv[2], verbose=0, callbacks=[ready])
+    training.train(experiments.from_json(open(sys.argv[1]).read()), sys.argv[2], verbose=0, callbacks=[ready])
     """
 )
 

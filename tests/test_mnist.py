@@ -33,7 +33,7 @@ def test_auto_source_detects_idx_directories_and_npz_files(tmp_path, small_mnist
 def test_source_choice_errors(tmp_path):
     with pytest.raises(ValueError, match="Unknown MNIST data_source 'h5'"):
         mnist.resolve_source(mnist_config(data_source="h5"))
-    with pytest.raises(ValueError, match="--data_source=idx needs --data_path"):
+    with pytest.raises(ValueError, match="--data.source=idx needs --data.path"):
         mnist.resolve_source(mnist_config(data_source="idx"))
     with pytest.raises(ValueError, match="does not exist"):
         mnist.resolve_source(mnist_config(data_path=str(tmp_path / "missing")))
@@ -120,7 +120,7 @@ def test_bad_stack_settings_fail_clearly(tmp_path, small_mnist):
     np.savez(path, **small_mnist)
     with pytest.raises(ValueError, match="holdout_digit must be a digit 0-9 or 'none', got '10'"):
         mnist.make_dataset(mnist_config(data_path=path, holdout_digit="10"), seed=0)
-    with pytest.raises(ValueError, match=r"--set_size=64: only 0 of 9 group\(s\) hold that many training images.*digit 0 \(12\)"):
+    with pytest.raises(ValueError, match=r"--batch.set_size=64: only 0 of 9 group\(s\) hold that many training images.*digit 0 \(12\)"):
         mnist.make_dataset(mnist_config(data_path=path), seed=0)
     with pytest.raises(ValueError, match="at least two training digits"):
         mnist.make_stack_dataset(small_mnist["x_train"], small_mnist["y_train"], [4], 4, 1, False, 0)

@@ -126,7 +126,7 @@ DAMAGED_FILES = {
     ),
     "text file as .npz": (
         lambda tmp: mnist_formats.load_npz(text_file(tmp / "m.npz")),
-        "MNIST .npz file '{tmp}/m.npz' (--data_path) is not an .npz archive (it starts with b'x_trai')",
+        "MNIST .npz file '{tmp}/m.npz' (--data.path) is not an .npz archive (it starts with b'x_trai')",
     ),
     "object-array .npz": (
         lambda tmp: mnist_formats.load_npz(npz_file(tmp / "m.npz", **{**arrays(), "y_train": np.array([object()] * 20)})),

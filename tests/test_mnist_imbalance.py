@@ -56,11 +56,11 @@ def test_the_supplement_prints_the_same_splits_without_33_to_35():
 
 def test_bad_splits_and_pools_are_refused():
     for split in (-2, 0, 51):
-        with pytest.raises(ValueError, match="--class_split must be -1"):
+        with pytest.raises(ValueError, match="--data.class_split must be -1"):
             mnist_imbalance.check_split(split)
-    with pytest.raises(ValueError, match="--class_split must be -1"):
+    with pytest.raises(ValueError, match="--data.class_split must be -1"):
         get_family("mnist").check_config(mnist_config(class_split=0))
-    with pytest.raises(ValueError, match="--class_split_pool must be one of all, train"):
+    with pytest.raises(ValueError, match="--data.class_split_pool must be one of all, train"):
         get_family("mnist").check_config(mnist_config(class_split=1, class_split_pool="test"))
 
 
@@ -72,7 +72,7 @@ def test_counts_are_the_authors_where_the_pool_allows_else_scaled_down():
     # A smaller pool keeps the proportions at the largest size it allows: s = min(60/100, 90/50) = 0.6.
     wanted, available = np.array([100, 50, 50] + [10] * 7), np.array([60, 90, 90] + [10] * 7)
     np.testing.assert_array_equal(mnist_imbalance.class_counts(wanted, available), [60, 30, 30] + [6] * 7)
-    # The training images alone (--class_split_pool=train): one digit at its limit, the proportions kept.
+    # The training images alone (--data.class_split_pool=train): one digit at its limit, the proportions kept.
     for split in (1, 17, 50):
         wanted = mnist_imbalance.split_counts(split)
         counts = mnist_imbalance.class_counts(wanted, MNIST_TRAIN)
@@ -123,7 +123,7 @@ def test_a_split_draws_from_training_and_test_images_and_leaves_the_test_set_alo
     # The pool of 16 images per digit scales split 5 down: s = 16 / 6300.
     np.testing.assert_array_equal(np.bincount(split.y_train, minlength=10),
                                   mnist_imbalance.class_counts(mnist_imbalance.split_counts(5), np.full(10, 16)))
-    # --class_split_pool=train: training images only.
+    # --data.class_split_pool=train: training images only.
     train_only = mnist.load_mnist(mnist_config(data_path=path, class_split=5, class_split_pool="train"))
     assert np.all(coded_index(train_only.x_train) < 1000)
     np.testing.assert_array_equal(train_only.x_train, whole.x_train[mnist_imbalance.subsample(whole.y_train, 5)])
@@ -142,7 +142,7 @@ def test_the_images_stream_draws_from_the_split(tmp_path, small_mnist):
 
 
 def test_stacks_of_a_split_come_in_proportion_to_its_digits(tmp_path):
-    """Under --class_split a digit makes stacks in proportion to its training images (set B's
+    """Under --data.class_split a digit makes stacks in proportion to its training images (set B's
     digit among the others); without a split the stack digits are uniform, as in the paper."""
     from mnist_helpers import coded_split
 

@@ -15,7 +15,8 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 from abc_tf import methods
-from abc_tf.config import ExperimentConfig, get_preset
+from abc_tf.config import ExperimentConfig
+from abc_tf.experiments import get_preset
 from abc_tf.data import shapes3d
 from abc_tf.methods import pmp
 from abc_tf.runs import checkpoints, training
@@ -289,11 +290,11 @@ def test_a_run_s_checkpoint_restores_into_a_fresh_model_and_the_run_resumes(tmp_
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"pair_factors": "colour"}, r"--pair_factors: unknown factor 'colour'"),
-    ({"num_subspaces": 1}, r"--num_subspaces must be at least 2"),
-    ({"pmp_warmup": 1.0}, r"--pmp_warmup must lie in \[0, 1\)"),
-    ({"pmp_consistency_weight": -1.0}, r"--pmp_consistency_weight must be a finite number >= 0"),
-    ({"augmentations": "hue:0.1"}, r"--augmentations does not apply to pairs"),
+    ({"pair_factors": "colour"}, r"--batch.pair_factors: unknown factor 'colour'"),
+    ({"num_subspaces": 1}, r"--method.num_subspaces must be at least 2"),
+    ({"pmp_warmup": 1.0}, r"--method.warmup must lie in \[0, 1\)"),
+    ({"pmp_consistency_weight": -1.0}, r"--method.consistency_weight must be a finite number >= 0"),
+    ({"augmentations": "hue:0.1"}, r"--data.augmentations does not apply to pairs"),
     ({"data": "mnist", "data_source": "procedural", "eval_every": 0}, r"--method=pmp trains on 'pairs' batches; data family 'mnist' streams sets"),
 ])
 def test_bad_settings_fail_before_training(tmp_path, overrides, message):

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.data import shapes3d
 from abc_tf.runs import training
 from benchmarks import pmp_speed

@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 import models
+from abc_tf import experiments
 from abc_tf import data, geometry, losses, lookup
-from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import pose_accuracy
 from abc_tf.runs import training
 from abc_tf.runs.run_dir import embed, load_run
@@ -95,7 +95,7 @@ def test_backbone_features_come_from_the_last_feature_map():
 # ----------------------------------------------------------------------------- runs
 
 
-TOY_POSE = ExperimentConfig(
+TOY_POSE = experiments.config_for(
     name="toy_pose", data="pose", model="s4", embedding_dim=8, set_size=8, pairs_per_step=2, similarity="cosine",
     temperature=0.1, learning_rate=1e-3, steps=10, log_every=10, seed=1, regression_weight=1.0,
 )

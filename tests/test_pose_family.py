@@ -11,8 +11,10 @@ import pytest
 import tensorflow as tf
 
 import models
+from abc_tf import experiments
 from abc_tf import schedules
-from abc_tf.config import ExperimentConfig, get_preset
+from abc_tf.config import ExperimentConfig
+from abc_tf.experiments import get_preset
 from abc_tf.data import pose_family as pose
 from abc_tf.data import pascal3d, pose_procedural
 from abc_tf.geometry import euler_to_matrix
@@ -20,7 +22,7 @@ from pose_data_helpers import SMALL, write_list_case, write_split_folder
 
 
 def config(**overrides) -> ExperimentConfig:
-    base = ExperimentConfig(
+    base = experiments.config_for(
         data="pose", data_source="procedural", image_size=16, set_size=4, pairs_per_step=2, steps=100,
         double_augmentation=True, real_fraction=0.5, titration_interval=10, similarity="cosine", temperature=0.1,
     )
@@ -116,7 +118,7 @@ def test_background_source_flag_and_builtin_default(tmp_path, monkeypatch):
     assert banks.backgrounds.shape == (1, 16, 16, 3) and np.all(banks.backgrounds == 90)
     assert len(banks.real) == SMALL.real_train_images  # the real images of set B are unchanged
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="--background_data_path .*empty holds no images"):
+    with pytest.raises(ValueError, match="--data.background_data_path .*empty holds no images"):
         pose.load_banks(config(background_data_path=str(tmp_path / "empty")))
 
 
@@ -141,7 +143,7 @@ def test_set_a_holds_one_instance_and_distinct_views():
         np.testing.assert_array_equal(value, again[key])
     assert not np.array_equal(indices_of(3)["index_a"], pose.step_indices(banks, cfg, seed=1)(3)["index_a"])
     # No instance has 7 views: an error naming both flags, unless repeats are allowed.
-    with pytest.raises(ValueError, match=r"--set_size=7: .*views.*--sample_with_replacement"):
+    with pytest.raises(ValueError, match=r"--batch.set_size=7: .*views.*--data.sample_with_replacement"):
         pose.step_indices(banks, config(set_size=7), seed=0)
     repeated = pose.step_indices(banks, config(set_size=7, sample_with_replacement=True), seed=0)(0)["index_a"]
     assert np.all(banks.instances[repeated] == banks.instances[repeated[:, :1]])
@@ -221,14 +223,14 @@ def test_presets():
     for preset in (car, chair):
         preset.validate()
         pose.check_config(preset)
-        assert (preset.similarity, preset.temperature, preset.learning_rate) == ("cosine", 0.1, 1e-4)
-        assert (preset.lr_halving_steps, preset.steps, preset.pairs_per_step, preset.set_size) == (10000, 40000, 4, 32)
-        assert preset.double_augmentation and preset.model == "s5" and preset.image_size == 128
-        assert (preset.real_fraction, preset.titration_interval, preset.crop_amplitude) == (0.1, 4000, 0.1)
+        assert (preset.method.similarity, preset.method.temperature, preset.trainer.learning_rate) == ("cosine", 0.1, 1e-4)
+        assert (preset.trainer.lr_halving_steps, preset.trainer.steps, preset.batch.pairs_per_step, preset.batch.set_size) == (10000, 40000, 4, 32)
+        assert preset.batch.double_augmentation and preset.model.architecture == "s5" and preset.data.image_size == 128
+        assert (preset.data.real_fraction, preset.data.titration_interval, preset.data.crop_amplitude) == (0.1, 4000, 0.1)
     assert pose.max_elevation(car) == 0.5 and pose.max_elevation(chair) == 1.3
     quick = get_preset("pose_quick")
     pose.check_config(quick)
-    assert quick.model in models.names()
+    assert quick.model.architecture in models.names()
 
 
 def test_training_passes_the_start_step_and_logs_the_titration(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""abc_tf.runs.precision: what --mixed_precision computes in on each kind of host (simulated
+"""abc_tf.runs.precision: what --trainer.mixed_precision computes in on each kind of host (simulated
 hosts: a GPU, a TPU, CPUs with and without native bfloat16), the CPU flags read from
 /proc/cpuinfo, and every preset that turns mixed precision on getting float32, never emulated
 bfloat16, on a CPU without it. The trainer's warning line: tests/test_training.py."""
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from abc_tf import config as config_lib
+from abc_tf import experiments
 from abc_tf.runs import precision, training
 
 GPU = precision.Host(gpu=True)
@@ -27,12 +27,12 @@ def test_each_host_gets_the_precision_it_computes_fast(host, policy):
     chosen = precision.choose(True, host)
     assert chosen.policy == policy
     assert bool(chosen.warning) == (policy == "float32")
-    assert precision.choose(False, host) == precision.Precision("float32", "--mixed_precision is off")
+    assert precision.choose(False, host) == precision.Precision("float32", "--trainer.mixed_precision is off")
 
 
 def test_the_fallback_warns_in_one_line_naming_the_missing_flags_and_float32():
     chosen = precision.choose(True, AVX2_ONLY)
-    assert "\n" not in chosen.warning and chosen.warning.startswith("warning: --mixed_precision: ")
+    assert "\n" not in chosen.warning and chosen.warning.startswith("warning: --trainer.mixed_precision: ")
     assert "avx512_bf16" in chosen.warning and "amx_bf16" in chosen.warning
     assert chosen.warning.endswith("this run computes in float32.")
     assert precision.choose(True, AMX).reason == "the CPU computes bfloat16 natively: amx_bf16"
@@ -52,12 +52,12 @@ def test_cpu_flags_are_read_from_every_flags_line(tmp_path):
 
 def test_this_host_is_what_the_trainer_uses(monkeypatch):
     monkeypatch.setattr(precision, "this_host", lambda: AVX2_ONLY)
-    assert training.precision_policy(config_lib.ExperimentConfig(mixed_precision=True)) == "float32"
+    assert training.precision_policy(experiments.config_for(mixed_precision=True)) == "float32"
     monkeypatch.setattr(precision, "this_host", lambda: AVX512_BF16)
-    assert training.precision_policy(config_lib.ExperimentConfig(mixed_precision=True)) == "mixed_bfloat16"
+    assert training.precision_policy(experiments.config_for(mixed_precision=True)) == "mixed_bfloat16"
 
 
-@pytest.mark.parametrize("name", sorted(name for name, preset in config_lib.PRESETS.items() if preset.mixed_precision))
+@pytest.mark.parametrize("name", sorted(name for name, preset in experiments.presets().items() if preset.trainer.mixed_precision))
 def test_presets_with_mixed_precision_never_get_emulated_bfloat16(name):
-    assert precision.choose(config_lib.PRESETS[name].mixed_precision, AVX2_ONLY).policy == "float32"
-    assert precision.choose(config_lib.PRESETS[name].mixed_precision, AVX512_BF16).policy == "mixed_bfloat16"
+    assert precision.choose(experiments.presets()[name].mixed_precision, AVX2_ONLY).policy == "float32"
+    assert precision.choose(experiments.presets()[name].mixed_precision, AVX512_BF16).policy == "mixed_bfloat16"

@@ -43,8 +43,8 @@ def test_a_child_answers_what_its_name_asks_and_the_parent_nothing(capsys):
 
 def test_the_precision_line_says_what_mixed_precision_gets_on_the_host(monkeypatch):
     monkeypatch.setattr(precision, "this_host", lambda: precision.Host(cpu_flags=frozenset({"avx2"})))
-    assert report.precision_line().startswith("`--mixed_precision` on this host: float32 (the CPU has no native bfloat16")
+    assert report.precision_line().startswith("`--trainer.mixed_precision` on this host: float32 (the CPU has no native bfloat16")
     assert report.precision_line().endswith(": float32 instead of emulated bfloat16).")
     monkeypatch.setattr(precision, "this_host", lambda: precision.Host(cpu_flags=frozenset({"amx_bf16"})))
-    assert report.precision_line() == ("`--mixed_precision` on this host: mixed_bfloat16 "
+    assert report.precision_line() == ("`--trainer.mixed_precision` on this host: mixed_bfloat16 "
                                        "(the CPU computes bfloat16 natively: amx_bf16).")

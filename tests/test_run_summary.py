@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from abc_tf import experiments
 from abc_tf import run_summary
 from run_summary_helpers import NAMES, RECORD
 
@@ -39,7 +40,7 @@ def test_without_mutual_information_the_probe_decides():
 def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
     import keras
 
-    from abc_tf.config import get_preset
+    from abc_tf.experiments import get_preset
     from folder_helpers import make_folder
 
     make_folder(str(tmp_path / "data"), {"a": 12, "b": 12, "c": 12})
@@ -60,7 +61,7 @@ def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
 def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
     import keras
 
-    from abc_tf.config import ExperimentConfig, get_preset
+    from abc_tf.experiments import get_preset
     from abc_tf.data import mnist
 
     rng = np.random.default_rng(0)
@@ -76,7 +77,7 @@ def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
     assert summary["num_images"] == 120 and [row["chance"] for row in summary["factors"]] == [0.1, 0.25, 0.25]
     mnist._load_cached.cache_clear()
 
-    pose_config = ExperimentConfig(data="pose", data_source="procedural", image_size=16, similarity="cosine",
+    pose_config = experiments.config_for(data="pose", data_source="procedural", image_size=16, similarity="cosine",
                                    temperature=0.1, real_fraction=0.0)
     encoder = keras.Sequential([keras.Input((16, 16, 3)), keras.layers.Flatten(), keras.layers.Dense(4)])
     summary = run_summary.summary_from_data(pose_config, encoder, step=10, num_images=48)

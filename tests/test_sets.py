@@ -107,7 +107,7 @@ def test_item_table_curation_groups_the_items_present():
     np.testing.assert_array_equal(curator.factors(ids), items[ids])
     assert np.unique(curator.unconstrained(rng, 1)).size == 8
     # No group of one wall hue and shape holds 500 items.
-    with pytest.raises(ValueError, match=r"--set_size=500: only 0 of .* group\(s\).*sample_with_replacement"):
+    with pytest.raises(ValueError, match=r"--batch.set_size=500: only 0 of .* group\(s\).*sample_with_replacement"):
         sets.SetCurator(GRID, (WALL, SHAPE), set_size=500, items=items)
 
 

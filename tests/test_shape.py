@@ -35,9 +35,9 @@ TRAIN_HELD_AFTER_SECOND_CHECKPOINT = REGISTER + (
     "[keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(marker))]; "
     "import train; sys.argv[0] = 'train.py'; app.run(train.main)"
 )
-FLAGS = ["--experiment=shapes3d", "--data=toy", "--model=s4", "--embedding_dim=8", "--set_size=12",
-         "--pairs_per_step=2", "--temperature=0.1", "--learning_rate=1e-3", "--steps=40", "--log_every=10",
-         "--eval_images=64"]
+FLAGS = ["--experiment=shapes3d", "--data=toy", "--model=s4", "--model.embedding_dim=8", "--batch.set_size=12",
+         "--batch.pairs_per_step=2", "--method.temperature=0.1", "--trainer.learning_rate=1e-3", "--trainer.steps=40", "--trainer.log_every=10",
+         "--trainer.eval_images=64"]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.data import sets
 from abc_tf.data import shapes3d as s3d
 from abc_tf.data import shapes3d_pairs as pairs
@@ -160,7 +160,7 @@ def test_tfds_pipeline_on_a_partial_grid():
             assert np.all((first != second).sum(axis=1) == 1)
             assert np.all(first[:, [1, 2, 5]] == 0) and np.all(second[:, [1, 2, 5]] == 0)
         # Every factor by default: the wall hue never varies among these records.
-        with pytest.raises(ValueError, match=r"--pair_factors: among the 64 images .* no two differ in wall_hue alone"):
+        with pytest.raises(ValueError, match=r"--batch.pair_factors: among the 64 images .* no two differ in wall_hue alone"):
             pairs.make_pairs_dataset(config(data_source="tfds", pairs_per_step=8), seed=1)
 
 
@@ -168,10 +168,10 @@ def test_tfds_pipeline_on_a_partial_grid():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"pair_factors": "colour"}, r"--pair_factors: unknown factor 'colour'\. Use factor names \(floor_hue"),
-    ({"pair_factors": " , "}, r"--pair_factors names no factor"),
-    ({"augmentations": "hue:0.1"}, r"--augmentations does not apply to pairs"),
-    ({"data_source": "mnist"}, r"--data_source='mnist' is not a Shapes3D backend"),
+    ({"pair_factors": "colour"}, r"--batch.pair_factors: unknown factor 'colour'\. Use factor names \(floor_hue"),
+    ({"pair_factors": " , "}, r"--batch.pair_factors names no factor"),
+    ({"augmentations": "hue:0.1"}, r"--data.augmentations does not apply to pairs"),
+    ({"data_source": "mnist"}, r"--data.source='mnist' is not a Shapes3D backend"),
 ])
 def test_bad_settings_are_clear_errors_before_any_data(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -182,7 +182,7 @@ def test_bad_settings_are_clear_errors_before_any_data(overrides, message):
 
 def test_a_factor_with_one_value_is_refused():
     grid = sets.FactorGrid(("hue", "size", "shape"), (5, 1, 3))
-    with pytest.raises(ValueError, match=r"--pair_factors: factor\(s\) size take a single value"):
+    with pytest.raises(ValueError, match=r"--batch.pair_factors: factor\(s\) size take a single value"):
         pairs.PairSampler(grid, [0, 1])
     sampler = pairs.PairSampler(grid, [0, 2])  # leaving it out works
     first, second, changed = sampler.draw(np.random.default_rng(0), 500)

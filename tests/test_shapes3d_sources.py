@@ -7,7 +7,7 @@ import h5py
 import numpy as np
 import pytest
 
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.data import sets
 from abc_tf.data import shapes3d as s3d
 from abc_tf.data import shapes3d_sources as sources
@@ -59,7 +59,7 @@ def test_h5_in_memory_reads_the_same_images(tmp_path, monkeypatch):
 
 def test_h5_pipeline_returns_the_curated_images(tmp_path):
     cfg = config(data_source="h5", inactive_factors="0,shape", set_size=8, pairs_per_step=2)
-    curator = sets.SetCurator(sources.GRID, s3d.inactive_factors(cfg), cfg.set_size)
+    curator = sets.SetCurator(sources.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size)
     steps = [s3d.step_item_ids(curator, cfg, seed=9, step=step) for step in range(2)]
     rows = np.unique(np.concatenate([ids.ravel() for step in steps for ids in step]))
     path = write_h5(tmp_path / "3dshapes.h5", coded_rows=rows)
@@ -120,7 +120,7 @@ def test_tfds_backend_on_mock_data():
         ids = np.array([[7, 3], [299, 7]])
         np.testing.assert_array_equal(source.images(ids), np.stack([records[i]["image"] for i in ids.ravel()]).reshape(2, 2, 64, 64, 3))
         cfg = config(data_source="tfds", set_size=4, pairs_per_step=3)
-        curator = sets.SetCurator(sources.GRID, s3d.inactive_factors(cfg), cfg.set_size, items=source.items)
+        curator = sets.SetCurator(sources.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size, items=source.items)
         ids_a, ids_b = s3d.step_item_ids(curator, cfg, seed=1, step=0)
         batch = next(iter(s3d.make_dataset(cfg, seed=1)))
         for key, ids in (("set_a", ids_a), ("set_b", ids_b)):

@@ -53,7 +53,7 @@ def test_a_task_and_measures_registered_at_test_time_run_and_write_metrics(train
         return {"dimensions": int(run.encoder.output_shape[-1])}
 
     def own_measure(run, out_dir, settings):
-        seen.append(("measures", run.config.method))
+        seen.append(("measures", run.config.method.name))
         return {"headline": {"own": 1.0}}
 
     monkeypatch.setattr("toy_family.FAMILY", dataclasses.replace(FAMILY, evaluation_task="dimensions"))

@@ -26,7 +26,8 @@ from absl import logging
 
 import train
 from abc_tf import callbacks, run_summary
-from abc_tf.config import ExperimentConfig, get_preset
+from abc_tf.config import ExperimentConfig
+from abc_tf.experiments import get_preset
 from abc_tf.runs import checkpoints, run_lock, training, training_logs
 from process_helpers import assert_one_clear_error, modules_loaded_by, run_script, start_code, wait_for_marker
 from run_summary_helpers import NAMES, RECORD
@@ -72,30 +73,30 @@ def test_every_config_field_is_a_flag():
 BAD_FLAGS = [
     # (flags, message); {tmp} is the test's folder, {file} an existing file, {folder} a folder of images.
     (["--experiment=shapes4d"], "Unknown experiment 'shapes4d'; known experiments:"),
-    (["--set_size=0"], "set_size must be a positive integer, got 0"),
-    (["--embedding_dim=-3"], "embedding_dim must be a positive integer, got -3"),
-    (["--steps=0"], "steps must be a positive integer"),
-    (["--similarity=dot"], "Unknown similarity 'dot'; choose one of l2sq, l2, l1, linf, cosine"),
-    (["--temperature=0"], "temperature must be a positive finite number"),
-    (["--learning_rate=-1e-3"], "learning_rate must be a positive finite number"),
+    (["--batch.set_size=0"], "set_size must be a positive integer, got 0"),
+    (["--model.embedding_dim=-3"], "embedding_dim must be a positive integer, got -3"),
+    (["--trainer.steps=0"], "steps must be a positive integer"),
+    (["--method.similarity=dot"], "Unknown similarity 'dot'; choose one of l2sq, l2, l1, linf, cosine"),
+    (["--method.temperature=0"], "temperature must be a positive finite number"),
+    (["--trainer.learning_rate=-1e-3"], "learning_rate must be a positive finite number"),
     (["--seeds=0"], "--seeds must be a positive integer"),
-    (["--keep_checkpoints=0"], "keep_checkpoints must be a positive integer, got 0"),
-    (["--strategy=gpu"], "Unknown strategy 'gpu'; choose one of default, mirrored, multi_worker, tpu"),
+    (["--trainer.keep_checkpoints=0"], "keep_checkpoints must be a positive integer, got 0"),
+    (["--trainer.strategy=gpu"], "Unknown strategy 'gpu'; choose one of default, mirrored, multi_worker, tpu"),
     (["--data=faces"], "Unknown data family 'faces'; choose one of:"),
     (["--model=s9"], "Unknown model 's9'; known models:"),
-    (["--backbone_weights=imagenet"], "--backbone_weights: model 's3' has no pretrained backbone"),
-    (["--strategy=multi_worker"], "--strategy=multi_worker needs the TF_CONFIG environment variable"),
-    (["--strategy=tpu"], "--strategy=tpu found no TPU to connect to"),
-    (["--experiment=mnist", "--image_size=32"], "--image_size does not apply to --experiment=mnist (data family mnist)"),
-    (["--experiment=mnist", "--inactive_factors=bogus"], "--inactive_factors does not apply to --experiment=mnist"),
-    (["--experiment=folders", "--data_path={folder}", "--inactive_factors=bogus"], "--inactive_factors='bogus' for data=folders: a set is one group folder; use 'group'."),
-    (["--experiment=mnist", "--double_augmentation"], "--double_augmentation does not apply to --experiment=mnist"),
-    (["--experiment=pose_quick", "--real_data_path={tmp}/missing"], "--real_data_path={tmp}/missing does not exist"),
-    (["--experiment=mnist", "--data_path={tmp}/missing.npz"], "--data_path={tmp}/missing.npz does not exist"),
+    (["--model.backbone_weights=imagenet"], "--model.backbone_weights: model 's3' has no pretrained backbone"),
+    (["--trainer.strategy=multi_worker"], "--trainer.strategy=multi_worker needs the TF_CONFIG environment variable"),
+    (["--trainer.strategy=tpu"], "--trainer.strategy=tpu found no TPU to connect to"),
+    (["--experiment=mnist", "--data.image_size=32"], "--data.image_size does not apply to --experiment=mnist (data family mnist)"),
+    (["--experiment=mnist", "--data.inactive_factors=bogus"], "--data.inactive_factors does not apply to --experiment=mnist"),
+    (["--experiment=folders", "--data.path={folder}", "--data.inactive_factors=bogus"], "--data.inactive_factors='bogus' for data=folders: a set is one group folder; use 'group'."),
+    (["--experiment=mnist", "--batch.double_augmentation"], "--batch.double_augmentation does not apply to --experiment=mnist"),
+    (["--experiment=pose_quick", "--data.real_data_path={tmp}/missing"], "--data.real_data_path={tmp}/missing does not exist"),
+    (["--experiment=mnist", "--data.path={tmp}/missing.npz"], "--data.path={tmp}/missing.npz does not exist"),
     (["--output_dir={file}"], "--output_dir={file} is an existing file, not a directory"),
     (["--allow_config_change=embedding_dim"], "--allow_config_change: embedding_dim cannot change within a run"),
-    (["--experiment=folders", "--data_path={folder}", "--image_size=8"], "--model=s6 cannot take images of shape (8, 8, 3) (--image_size=8)"),
-    (["--experiment=mnist", "--data_path={file}"], "(--data_path) is not an .npz archive (it starts with b'not da')"),
+    (["--experiment=folders", "--data.path={folder}", "--data.image_size=8"], "--model=s6 cannot take images of shape (8, 8, 3) (--data.image_size=8)"),
+    (["--experiment=mnist", "--data.path={file}"], "(--data.path) is not an .npz archive (it starts with b'not da')"),
 ]
 
 
@@ -112,14 +113,14 @@ def test_bad_flags_fail_with_one_line_before_any_work(run_train, tmp_path, flags
 
 
 def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
-    result = run_script("train.py", "--set_size=0", f"--output_dir={tmp_path / 'run'}", cwd=tmp_path)
+    result = run_script("train.py", "--batch.set_size=0", f"--output_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert_one_clear_error(result.returncode, result.stderr, "train.py: error: set_size must be a positive integer, got 0")
     assert not (tmp_path / "run").exists()
 
 
 ANSWERED_BEFORE_MAIN = [  # (flags, what absl answers) before train.main, the run's modules unneeded
     (["--help"], "--experiment: Preset: one of"),
-    (["--steps=many"], "flag --steps=many: invalid literal"),
+    (["--trainer.steps=many"], "flag --trainer.steps=many: invalid literal"),
     (["--no_such_flag"], "Unknown command line flag 'no_such_flag'"),
 ]
 
@@ -137,15 +138,15 @@ def test_damaged_config_json_in_the_run_directory(run_train, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "config.json").write_text('{"name": "shapes3d", "steps": 6')  # cut off by a full disk
-    assert_one_clear_error(*run_train("--steps=10", f"--output_dir={run_dir}"),
+    assert_one_clear_error(*run_train("--trainer.steps=10", f"--output_dir={run_dir}"),
                            f"{run_dir / 'config.json'} is not a readable run config")
 
 
 # ----------------------------------------------------------------------------- faults while training
 
 TOY_FLAGS = [
-    "--experiment=shapes3d", "--data=toy", "--model=s4", "--embedding_dim=8", "--set_size=12", "--pairs_per_step=2",
-    "--temperature=0.1",
+    "--experiment=shapes3d", "--data=toy", "--model=s4", "--model.embedding_dim=8", "--batch.set_size=12", "--batch.pairs_per_step=2",
+    "--method.temperature=0.1",
 ]
 # Ctrl-C reaches a child even when the test runs in a background job, whose children start
 # with SIGINT ignored (a non-interactive shell's "&"): Python's own handler is put back first.
@@ -154,12 +155,12 @@ RESTORE_CTRL_C = "import signal; signal.signal(signal.SIGINT, signal.default_int
 
 def test_nan_stop_says_what_is_kept_and_the_advised_command_works(run_train, toy_family, tmp_path):
     run_dir = tmp_path / "run"
-    diverging = [*TOY_FLAGS, "--learning_rate=1e9", "--temperature=0.001", "--steps=20", "--log_every=10", f"--output_dir={run_dir}"]
+    diverging = [*TOY_FLAGS, "--trainer.learning_rate=1e9", "--method.temperature=0.001", "--trainer.steps=20", "--trainer.log_every=10", f"--output_dir={run_dir}"]
     code, stderr = run_train(*diverging)
     assert code == 1, stderr[-3000:]
     assert "The loss became nan at step" in stderr and "no checkpoint had been written yet" in stderr
     advised = stderr.strip().splitlines()[-1].split()
-    assert advised[:2] == ["python", "train.py"] and "--learning_rate=1e+08" in advised
+    assert advised[:2] == ["python", "train.py"] and "--trainer.learning_rate=1e+08" in advised
     # Whether 1e8 still diverges does not matter: the run directory accepts the advised command
     # (a refused config would exit 2).
     code, stderr = run_train(*advised[2:])
@@ -168,7 +169,7 @@ def test_nan_stop_says_what_is_kept_and_the_advised_command_works(run_train, toy
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     run_dir, marker = tmp_path / "run", tmp_path / "at_step_6"
-    flags = [*TOY_FLAGS, "--learning_rate=1e-3", "--steps=100000", "--log_every=5", f"--output_dir={run_dir}"]
+    flags = [*TOY_FLAGS, "--trainer.learning_rate=1e-3", "--trainer.steps=100000", "--trainer.log_every=5", f"--output_dir={run_dir}"]
     # Held at step 6, after its first checkpoint, until the interrupt lands: no race with the run.
     returncode, stderr = signal_held_run(RESTORE_CTRL_C + TRAIN_TOY_HELD_AT_STEP, 6, marker, flags, signal.SIGINT)
     assert returncode == 130, stderr[-3000:]
@@ -215,8 +216,8 @@ def scalars(log_dir, tag: str) -> dict[int, float]:
 
 def test_sigterm_stops_at_the_step_end_with_its_checkpoint_and_the_same_command_resumes_exactly(run_train, toy_family, tmp_path):
     run_dir, marker = tmp_path / "run", tmp_path / "at_step_7"
-    flags = [*TOY_FLAGS, "--learning_rate=1e-3", "--lr_halving_steps=8", "--steps=20", "--log_every=5",
-             "--keep_checkpoints=5", f"--output_dir={run_dir}"]
+    flags = [*TOY_FLAGS, "--trainer.learning_rate=1e-3", "--trainer.lr_halving_steps=8", "--trainer.steps=20", "--trainer.log_every=5",
+             "--trainer.keep_checkpoints=5", f"--output_dir={run_dir}"]
     returncode, stderr = signal_held_run(TRAIN_TOY_HELD_AT_STEP, 7, marker, flags, signal.SIGTERM)
     assert_one_clear_error(returncode, stderr, f"train.py: error: Stopped by SIGTERM; {run_dir} keeps its checkpoint at "
                            "step 7, the step it reached. Run the same command again to resume from it.", expected_code=143)
@@ -235,7 +236,7 @@ def test_sigterm_stops_at_the_step_end_with_its_checkpoint_and_the_same_command_
 def test_a_second_train_py_on_a_run_directory_in_use_exits_2_naming_the_holder(run_train, toy_family, tmp_path):
     run_dir = tmp_path / "run"
     with run_lock.RunLock(str(run_dir), command="train.py"):  # a train.py of this process: one flock per open file
-        code, stderr = run_train(*TOY_FLAGS, "--steps=10", f"--output_dir={run_dir}")
+        code, stderr = run_train(*TOY_FLAGS, "--trainer.steps=10", f"--output_dir={run_dir}")
     assert_one_clear_error(code, stderr, f"run directory {run_dir} is in use by train.py (pid {os.getpid()} on host "
                                          f"{socket.gethostname()}, since ")
     assert stderr.strip().endswith("; wait for it to finish or use another --output_dir."), stderr[-3000:]
@@ -250,14 +251,14 @@ def test_a_lock_left_by_a_killed_train_py_is_taken_over_with_a_warning(run_train
                                                "since": "2026-01-02T03:04:05+00:00"}))
     with pytest.warns(UserWarning, match=r"\.lock was left by train.py \(pid 4321 on host node7, since "
                                          r"2026-01-02T03:04:05\+00:00\), which no longer runs; taking the run directory over"):
-        code, stderr = run_train(*TOY_FLAGS, "--steps=10", "--log_every=5", f"--output_dir={run_dir}")
+        code, stderr = run_train(*TOY_FLAGS, "--trainer.steps=10", "--trainer.log_every=5", f"--output_dir={run_dir}")
     assert code == 0, stderr[-3000:]
     assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [5, 10]
     assert (run_dir / ".lock").read_text() == ""  # released at the end
 
 
 def test_nan_advice_after_a_checkpoint_continues_with_the_change_allowed(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["train.py", "--experiment=shapes3d_demo", "--learning_rate=1e-3", "--output_dir=runs/x"])
+    monkeypatch.setattr(sys, "argv", ["train.py", "--experiment=shapes3d_demo", "--trainer.learning_rate=1e-3", "--output_dir=runs/x"])
     train.FLAGS(["train.py"])  # parsed flags, as app.run leaves them
     try:
         error = training_logs.NonFiniteLossError("The loss became nan at step 26; ...", step=26, checkpoint_step=20)
@@ -266,7 +267,7 @@ def test_nan_advice_after_a_checkpoint_continues_with_the_change_allowed(monkeyp
         train.FLAGS.unparse_flags()
     assert advice.splitlines()[0] == "Continue from step 20 with a lower learning rate:"
     assert advice.splitlines()[1].split() == [
-        "python", "train.py", "--experiment=shapes3d_demo", "--output_dir=runs/x", "--learning_rate=0.0001",
+        "python", "train.py", "--experiment=shapes3d_demo", "--output_dir=runs/x", "--trainer.learning_rate=0.0001",
         "--allow_config_change=learning_rate",
     ]
 
@@ -290,4 +291,4 @@ def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_pa
     printed = capsys.readouterr().out
     assert table in printed
     assert f"tensorboard --logdir {tmp_path / 'logs'}" in printed and f"python evaluate.py --run_dir={tmp_path}" in printed
-    assert f"python train.py --output_dir={tmp_path} --steps=<more>" in printed
+    assert f"python train.py --output_dir={tmp_path} --trainer.steps=<more>" in printed

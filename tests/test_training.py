@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from abc_tf import experiments
 from abc_tf import data, methods
-from abc_tf.config import ExperimentConfig, get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.runs import checkpoints, precision, training
 from process_helpers import ENV, run_code, start_code, wait_for_marker
 from tolerance_helpers import rounding_rtol
@@ -32,7 +33,7 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy
     assert len(result.history["loss"]) == 4
     assert result.final_step == 40
     assert result.history["loss"][-1] < result.history["loss"][0]
-    assert ExperimentConfig.from_json(open(os.path.join(run_dir, "config.json")).read()) == TRAINED
+    assert experiments.from_json(open(os.path.join(run_dir, "config.json")).read()) == TRAINED
     assert os.listdir(os.path.join(run_dir, "logs", "train"))
     # Checkpoints at steps 10, 20, 30, 40; the newest two kept.
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [30, 40]
@@ -115,7 +116,7 @@ RESUMABLE_RUN = textwrap.dedent(
     from abc_tf.config import ExperimentConfig
     from process_helpers import hold
     data.DATA_FAMILIES["toy"] = "toy_family"
-    config = ExperimentConfig.from_json(open(sys.argv[1]).read())
+    config = experiments.from_json(open(sys.argv[1]).read())
     ready = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(sys.argv[3]))
     training.train(config, sys.argv[2], verbose=0, callbacks=[ready])
     """
@@ -201,11 +202,11 @@ def test_one_and_two_replicas_give_the_same_losses(replicas):
 def test_the_replicas_split_the_batch_the_method_reads():
     # Every method on two replicas: tests/test_methods.py. Here the check alone, without devices.
     vae, abc = methods.get_method("vae"), methods.get_method("abc")
-    images = ExperimentConfig(data="mnist", method="vae", batch_size=8, pairs_per_step=1)
+    images = experiments.config_for(data="mnist", method="vae", batch_size=8, pairs_per_step=1)
     training.check_replicas(images, vae, 2)  # pairs_per_step is not what a VAE's replicas split
-    with pytest.raises(ValueError, match=r"^--batch_size=9 must be a multiple of the 2 replicas .*--method=vae trains on images"):
+    with pytest.raises(ValueError, match=r"^--batch.batch_size=9 must be a multiple of the 2 replicas .*--method=vae trains on images"):
         training.check_replicas(images.replace(batch_size=9), vae, 2)
-    with pytest.raises(ValueError, match=r"^--pairs_per_step=3 must be a multiple of the 4 replicas .*on set pairs"):
+    with pytest.raises(ValueError, match=r"^--batch.pairs_per_step=3 must be a multiple of the 4 replicas .*on set pairs"):
         training.check_replicas(TOY.replace(pairs_per_step=3), abc, 4)
 
 
@@ -215,8 +216,8 @@ def test_the_augmentation_baseline_is_for_methods_that_train_on_two_view_sets():
     for config in (get_preset("shapes3d_hue_baseline"), get_preset("mnist_abc_augmentation").replace(data_source="procedural")):
         for accepting in ("abc", "contrastive"):
             assert training.check_config(config.replace(method=accepting))[1].accepts_two_view_sets
-    refused = ExperimentConfig(data="mnist", data_source="procedural", method="vae", augmentation_baseline=True)
-    with pytest.raises(ValueError, match=r"^--augmentation_baseline .* --method=vae does not train on them\. "
+    refused = experiments.config_for(data="mnist", data_source="procedural", method="vae", augmentation_baseline=True)
+    with pytest.raises(ValueError, match=r"^--batch.augmentation_baseline .* --method=vae does not train on them\. "
                                          r"Methods that do: abc, contrastive\.$"):
         training.check_config(refused)
 

@@ -16,7 +16,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 from abc_tf import methods
-from abc_tf.config import get_preset
+from abc_tf.experiments import get_preset
 from abc_tf.methods import vitae
 from abc_tf.runs import checkpoints, training, training_logs
 from abc_tf.runs.run_dir import embed, load_run
@@ -217,11 +217,11 @@ def test_a_nan_loss_stops_the_run_at_its_last_good_checkpoint(tmp_path, mnist_np
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"kl_warmup": 1.5}, r"--kl_warmup must lie in \[0, 1\]"),
-    ({"embedding_dim": 3}, r"--embedding_dim must be even for --method=c_vitae"),
+    ({"kl_warmup": 1.5}, r"--method.kl_warmup must lie in \[0, 1\]"),
+    ({"embedding_dim": 3}, r"--model.embedding_dim must be even for --method=c_vitae"),
     ({"data": "shapes3d", "data_source": "procedural", "holdout_digit": "9", "data_path": ""},
      r"--method=c_vitae trains on 'images' batches; data family 'shapes3d' streams sets, pairs"),
-    ({"kl_warmup": float("nan")}, r"--kl_warmup must lie in \[0, 1\]"),
+    ({"kl_warmup": float("nan")}, r"--method.kl_warmup must lie in \[0, 1\]"),
 ])
 def test_bad_settings_fail_before_training(tmp_path, mnist_npz, overrides, message):
     run_dir = tmp_path / "run"
@@ -239,7 +239,7 @@ def test_vitae_fields_are_refused_for_other_methods():
 def test_the_presets():
     for variant in VARIANTS:
         paper, quick = get_preset(f"mnist_{variant}"), get_preset(f"mnist_{variant}_quick")
-        assert (paper.method, paper.batch_size, paper.learning_rate, paper.embedding_dim, paper.holdout_digit) == (variant, 512, 1e-4, 4, "9")
-        assert paper.steps * paper.batch_size / 54_051 == pytest.approx(2000, rel=0.001)  # 2000 epochs
-        assert quick.method == variant and quick.steps < 10_000
+        assert (paper.method.name, paper.batch.batch_size, paper.trainer.learning_rate, paper.model.embedding_dim, paper.data.holdout_digit) == (variant, 512, 1e-4, 4, "9")
+        assert paper.trainer.steps * paper.batch.batch_size / 54_051 == pytest.approx(2000, rel=0.001)  # 2000 epochs
+        assert quick.method.name == variant and quick.trainer.steps < 10_000
         training.check_config(quick.replace(data_source="procedural"))

@@ -11,7 +11,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from abc_tf.config import ExperimentConfig
+from abc_tf import experiments
 from abc_tf.data.family import DataFamily
 from abc_tf.evaluation import digit_clusters, plots, tasks
 from abc_tf.evaluation.labelled_samples import LabelledSample
@@ -19,7 +19,7 @@ from abc_tf.runs.run_dir import embed
 
 IMAGE_SHAPE = (28, 28, 1)
 # A run of the toy family that trains in seconds: checkpoints at steps 10, 20, 30, 40.
-CONFIG = ExperimentConfig(
+CONFIG = experiments.config_for(
     name="toy", data="toy", model="s4", embedding_dim=8, set_size=12, pairs_per_step=2,
     learning_rate=1e-3, temperature=0.1, steps=40, log_every=10, seed=3,
 )
@@ -62,7 +62,7 @@ def batches(pairs: int, set_size: int, seed: int, views: bool = False, labels: b
 
 
 def make_dataset(config, seed: int, start_step: int = 0) -> tf.data.Dataset:
-    return batches(config.pairs_per_step, config.set_size, seed, views=config.double_augmentation)
+    return batches(config.batch.pairs_per_step, config.batch.set_size, seed, views=config.batch.double_augmentation)
 
 
 def image_shape(config) -> tuple[int, int, int]:

@@ -68,11 +68,11 @@ def build(config, image_shape) -> TwoNetworkModel:
     height, width, channels = image_shape
     outputs = (height // POOL) * (width // POOL) * channels
     decoder = keras.Sequential(
-        [keras.Input((config.embedding_dim,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(outputs)],
+        [keras.Input((config.model.embedding_dim,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(outputs)],
         name="decoder",
     )
-    model = TwoNetworkModel(encoder, decoder, config.similarity, config.temperature)
-    model.compile(optimizer=optimizers.adam(config.learning_rate, config.lr_halving_steps), jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+    model = TwoNetworkModel(encoder, decoder, config.method.similarity, config.method.temperature)
+    model.compile(optimizer=optimizers.adam(config.trainer.learning_rate, config.trainer.lr_halving_steps), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
     return model
 
 

@@ -49,7 +49,7 @@ def make_dataset(config, seed: int, start_step: int = 0) -> tf.data.Dataset:
 
     def generate():
         rng = np.random.default_rng(seed)
-        pairs, size = config.pairs_per_step, config.set_size
+        pairs, size = config.batch.pairs_per_step, config.batch.set_size
         while True:
             euler_a = random_euler(rng, pairs * size)
             batch = {

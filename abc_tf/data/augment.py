@@ -1,6 +1,6 @@
 """Augmentations as the pipelines apply them (SPEC.md section 1; supplement S5, S8.4).
 
-The random ops themselves are :mod:`abc_tf.data.augment_ops`. Here: ``--augmentations`` specs
+The random ops themselves are :mod:`abc_tf.data.augment_ops`. Here: ``--data.augmentations`` specs
 (``"contrast:0.3,saturation:0.3,crop:0.2"``) parsed and checked before training,
 :func:`augment_stack` applying a spec, :func:`double_augment` making the two views of double
 augmentation, and :func:`pose_augment`, the S5 recipe for stacks that mix renders (RGBA) and
@@ -82,7 +82,7 @@ def pose_augment(
 
 
 def parse_augmentations(spec: str) -> tuple[tuple[str, float], ...]:
-    """Parses ``"name:amplitude,name:amplitude"`` (flag ``--augmentations``) into pairs.
+    """Parses ``"name:amplitude,name:amplitude"`` (flag ``--data.augmentations``) into pairs.
 
     An empty string means no augmentation. Raises ValueError naming the flag on unknown
     names, missing or negative amplitudes, or repeated names.
@@ -95,16 +95,16 @@ def parse_augmentations(spec: str) -> tuple[tuple[str, float], ...]:
         name = name.strip()
         if name not in AUGMENTATIONS:
             raise ValueError(
-                f"--augmentations: unknown augmentation {name!r}; known: {', '.join(sorted(AUGMENTATIONS))}."
+                f"--data.augmentations: unknown augmentation {name!r}; known: {', '.join(sorted(AUGMENTATIONS))}."
             )
         if not sep:
-            raise ValueError(f"--augmentations: {name!r} needs an amplitude, e.g. '{name}:0.2'.")
+            raise ValueError(f"--data.augmentations: {name!r} needs an amplitude, e.g. '{name}:0.2'.")
         try:
             amplitude = float(value)
         except ValueError:
-            raise ValueError(f"--augmentations: amplitude of {name!r} is not a number: {value!r}.") from None
+            raise ValueError(f"--data.augmentations: amplitude of {name!r} is not a number: {value!r}.") from None
         if any(name == seen for seen, _ in pairs):
-            raise ValueError(f"--augmentations names {name!r} twice.")
+            raise ValueError(f"--data.augmentations names {name!r} twice.")
         pairs.append((name, amplitude))
     return tuple(pairs)
 
@@ -115,7 +115,7 @@ def validate_augmentations(pairs: Sequence[tuple[str, float]]) -> None:
         try:
             check_amplitude(name, amplitude)
         except ValueError as error:
-            raise ValueError(f"--augmentations: {error}") from None
+            raise ValueError(f"--data.augmentations: {error}") from None
 
 
 def augment_stack(

@@ -5,7 +5,7 @@ typically ``[P, S, H, W, C]``), float32 in [0, 1], a non-negative ``amplitude`` 
 ``seed`` (int32/int64 tensor of shape [2]); it draws one independent random parameter per image,
 returns the same shape and dtype, and is the identity at amplitude 0. The same seed gives the
 same result, so a pipeline seeded from the config is reproducible. ``AUGMENTATIONS`` names
-them for ``--augmentations``; :mod:`abc_tf.data.augment` composes them.
+them for ``--data.augmentations``; :mod:`abc_tf.data.augment` composes them.
 
 Faces and cars (S8.4): contrast, saturation, crop; the Shapes3D baseline: hue. Pose (S5):
 bounding-box translation, brightness, normal and salt-and-pepper noise, an added Sobel copy,

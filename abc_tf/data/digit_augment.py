@@ -5,7 +5,7 @@
 whole number of degrees up to +-20 (which crops and rescales, :func:`rotation_crop`) and its
 zoom by 0.9-1.1, in one bilinear resampling, so a digit stays itself; a mild elastic
 displacement on top is ours, opt in (``elastic_pixels``). :func:`make_view_pair_dataset`
-streams MNIST's ``--augmentation_baseline`` (issue 17): each step P sets of ``set_size`` images
+streams MNIST's ``--batch.augmentation_baseline`` (issue 17): each step P sets of ``set_size`` images
 drawn uniformly from the training images (no digit constraint, so no label is used), as two
 independently augmented views ``set_a`` and ``set_a_view2`` (double augmentation), float32 in
 [0, 1], the layout of Shapes3D's baseline.
@@ -32,7 +32,7 @@ from abc_tf.data.groups import CHUNK_STEPS, chunk_rng, draw_stream
 # bicubically at each of these steps; we compose them into one bilinear resampling [ours: XLA
 # has no CPU kernel for a bicubic resize, and the training step compiles whole].
 MAX_ROTATION_DEGREES, ZOOM_RANGE = 20, (0.9, 1.1)
-# The elastic field [ours, opt in: --infogan_elastic_field]: a random displacement of a coarse
+# The elastic field [ours, opt in: --method.elastic_field]: a random displacement of a coarse
 # 4 x 4 grid of control points, interpolated bilinearly over the image, of about one pixel.
 ELASTIC_GRID, ELASTIC_PIXELS = 4, 1.0
 
@@ -160,7 +160,7 @@ def make_view_pair_dataset(images: np.ndarray, set_size: int, pairs_per_step: in
     of (seed, step)."""
     count, size, pairs = len(images), int(set_size), int(pairs_per_step)
     if count < size:
-        raise ValueError(f"--set_size={size} exceeds the {count} training images of the augmentation baseline.")
+        raise ValueError(f"--batch.set_size={size} exceeds the {count} training images of the augmentation baseline.")
 
     def draw_chunk(chunk: int) -> tuple[np.ndarray]:
         rng = chunk_rng(seed, chunk)

@@ -1,6 +1,6 @@
 """Real images only (supplement S8.4): Extended YaleB faces and EPFL multi-view cars.
 
-Families ``yaleb`` and ``epfl_cars``; ``--data_path`` points at the data set as distributed.
+Families ``yaleb`` and ``epfl_cars``; ``--data.path`` points at the data set as distributed.
 Both become :class:`abc_tf.data.family.GroupedImages` (one group = one set's source) and
 share the grouped set sampler of ``abc_tf.data.folders``. Pose, illumination and car
 azimuth are labels for evaluation only; training sees set membership alone.
@@ -12,9 +12,9 @@ gray PGM)::
     data_path/yaleB11/yaleB11_P00A-005E+10.pgm     light azimuth -5 deg, elevation +10 deg
     data_path/yaleB11/yaleB11_P00_Ambient.pgm      ambient image (no light): skipped
 
-Sets (``--inactive_factors``): ``person,pose`` gives groups of one person in one pose, whose
-64 illuminations form a set (illumination active, ``--set_size=64``); ``person`` gives groups of
-one person's 576 images, of which ``--set_size=384`` are drawn per set (pose and illumination
+Sets (``--data.inactive_factors``): ``person,pose`` gives groups of one person in one pose, whose
+64 illuminations form a set (illumination active, ``--batch.set_size=64``); ``person`` gives groups of
+one person's 576 images, of which ``--batch.set_size=384`` are drawn per set (pose and illumination
 active). Labels: person, pose, light_azimuth, light_elevation (classes = distinct values).
 
 **EPFL multi-view cars** (Ozuysal et al. 2009; 20 turntable sequences of 376x250 JPEGs,
@@ -33,7 +33,7 @@ about 3-4 degrees between frames)::
 ``times.txt`` (the turntable turns at constant speed); without ``times.txt`` frame numbers
 stand in for the times. Labels: car (the sequence), azimuth_bin (``AZIMUTH_BINS`` bins centred
 on the front view); the azimuth in degrees is kept in ``attributes``. A set is
-``--set_size=81`` frames of one sequence; bounding boxes are not used (the paper did not
+``--batch.set_size=81`` frames of one sequence; bounding boxes are not used (the paper did not
 tight-crop).
 """
 
@@ -79,11 +79,11 @@ def scan_yaleb(root: str | os.PathLike) -> tuple[list[str], list[tuple[str, str,
     """
     root_path = Path(root)
     if not str(root) or not root_path.is_dir():
-        raise ValueError(f"--data_path {str(root)!r} is not a directory (Extended YaleB person folders expected).")
+        raise ValueError(f"--data.path {str(root)!r} is not a directory (Extended YaleB person folders expected).")
     person_dirs = sorted(p for p in root_path.iterdir() if p.is_dir() and p.name.lower().startswith("yaleb"))
     if not person_dirs:
         raise ValueError(
-            f"--data_path {root} holds no person folders named like 'yaleB11' (Extended YaleB layout "
+            f"--data.path {root} holds no person folders named like 'yaleB11' (Extended YaleB layout "
             "yaleB11/yaleB11_P00A+000E+00.pgm)."
         )
     entries = []
@@ -117,12 +117,12 @@ def load_yaleb(
     inactive = _parse_inactive(inactive)
     if inactive not in YALEB_GROUPINGS:
         raise ValueError(
-            f"--inactive_factors={inactive!r} for yaleb: use 'person,pose' (illumination active) "
+            f"--data.inactive_factors={inactive!r} for yaleb: use 'person,pose' (illumination active) "
             "or 'person' (pose and illumination active)."
         )
     person_names, entries = scan_yaleb(root)
     if not entries:
-        raise ValueError(f"--data_path {root}: no lit YaleB images (yaleBXX_PxxA...E....pgm) in any person folder.")
+        raise ValueError(f"--data.path {root}: no lit YaleB images (yaleBXX_PxxA...E....pgm) in any person folder.")
     files = [e[0] for e in entries]
     person, pose, azimuth, elevation = (np.array([e[k] for e in entries]) for k in (1, 2, 3, 4))
     if YALEB_GROUPINGS[inactive] == ("person",):
@@ -259,7 +259,7 @@ def _epfl_root(root: str | os.PathLike) -> Path:
         if (candidate / EPFL_METADATA).is_file():
             return candidate
     raise ValueError(
-        f"--data_path {str(root)!r}: no {EPFL_METADATA} there or in its tripod-seq/ folder "
+        f"--data.path {str(root)!r}: no {EPFL_METADATA} there or in its tripod-seq/ folder "
         "(EPFL multi-view car data set layout expected)."
     )
 
@@ -300,29 +300,29 @@ def load_epfl(root: str | os.PathLike, image_size: int, channels: int = 3, bins:
 
 
 def _read_yaleb(config: ExperimentConfig) -> GroupedImages:
-    return load_yaleb(config.data_path, config.image_size, config.image_channels, config.inactive_factors)
+    return load_yaleb(config.data.path, config.data.image_size, config.data.image_channels, config.data.inactive_factors)
 
 
 def _read_epfl(config: ExperimentConfig) -> GroupedImages:
-    if _parse_inactive(config.inactive_factors) != "car":
-        raise ValueError(f"--inactive_factors={config.inactive_factors!r} for epfl_cars: a set is one car's sequence; use 'car'.")
-    return load_epfl(config.data_path, config.image_size, config.image_channels)
+    if _parse_inactive(config.data.inactive_factors) != "car":
+        raise ValueError(f"--data.inactive_factors={config.data.inactive_factors!r} for epfl_cars: a set is one car's sequence; use 'car'.")
+    return load_epfl(config.data.path, config.data.image_size, config.data.image_channels)
 
 
 def _family(name: str, read: Callable[[ExperimentConfig], GroupedImages]) -> DataFamily:
     """The declaration of family ``name``, whose data set ``read(config)`` loads (each
-    declaration binds its own reader, so neither asks ``config.data`` which one it is)."""
+    declaration binds its own reader, so neither asks ``config.data.family`` which one it is)."""
 
     def load(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImages:
-        """The data set from ``config.data_path``; its labels come from the file names
+        """The data set from ``config.data.path``; its labels come from the file names
         (``labels_csv`` must be None)."""
         if labels_csv is not None:
             raise ValueError(f"labels_csv applies to data=folders only; {name} labels come from its file names.")
         folders.check_config(config)
-        if config.data_source not in ("files", "auto"):
-            raise ValueError(f"--data_source={config.data_source!r} for {name}: only 'files' (the distributed layout) exists.")
-        if not config.data_path:
-            raise ValueError(f"--data_path is empty: {name} reads the data set as distributed (see abc_tf/data/faces_cars.py).")
+        if config.data.source not in ("files", "auto"):
+            raise ValueError(f"--data.source={config.data.source!r} for {name}: only 'files' (the distributed layout) exists.")
+        if not config.data.path:
+            raise ValueError(f"--data.path is empty: {name} reads the data set as distributed (see abc_tf/data/faces_cars.py).")
         return read(config)
 
     def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
@@ -334,7 +334,6 @@ def _family(name: str, read: Callable[[ExperimentConfig], GroupedImages]) -> Dat
     # 64x64x1 faces, 64x64x3 cars in the presets: the image shape of the folders family.
     return DataFamily(
         name=name,
-        fields=folders.IMAGE_FOLDER_FIELDS + ("inactive_factors",),
         image_shape=folders.image_shape,
         make_dataset=make_dataset,
         check_config=folders.check_config,

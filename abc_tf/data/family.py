@@ -93,7 +93,7 @@ class KnownFactors:
     (MIG, DCI, SAP) are computed. ValueError for values outside ``sizes`` or a combination the
     data lacks.
     ``augmented_by_baseline``: the factors (among ``names``) that the family's
-    ``--augmentation_baseline`` augmentation varies between the two views, so a run of the
+    ``--batch.augmentation_baseline`` augmentation varies between the two views, so a run of the
     baseline is trained to drop them (Shapes3D's random hue: the three hues); () where it
     varies none of them.
     """
@@ -133,9 +133,8 @@ class DataFamily:
     """One data family.
 
     Required:
-      name: the value of ``--data``.
-      fields: config fields that only some families read and this one does; train.py refuses
-        the others on its command line (``--image_size`` on MNIST would silently do nothing).
+      name: the value of ``--data``; its config class is that of its
+        ``abc_tf.data.DATA_FAMILIES`` entry.
       image_shape: ``config -> (H, W, C)``, the encoder's input.
       make_dataset: ``(config, seed, start_step) -> tf.data.Dataset``, the endless stream of
         "sets" batches whose first batch is that of step ``start_step`` (families whose batches
@@ -169,7 +168,6 @@ class DataFamily:
     """
 
     name: str
-    fields: tuple[str, ...]
     image_shape: Callable[["ExperimentConfig"], tuple[int, int, int]]
     make_dataset: Callable[["ExperimentConfig", int, int], "tf.data.Dataset"]
     check_config: Callable[["ExperimentConfig"], None] = _nothing_to_check

@@ -21,7 +21,7 @@ Documented choices on messy input (tested in tests/test_folders.py):
 - groups with fewer images than ``set_size`` (empty groups included) are skipped with a
   logged warning; if fewer groups remain than sets need (2 with a curated set B, else 1), a
   ValueError says which groups are too small;
-- set A and set B come from two different groups; with ``--curate_both_sets=false`` set B is
+- set A and set B come from two different groups; with ``--data.curate_both_sets=false`` set B is
   drawn from all images of all groups (unconstrained).
 
 The same machinery serves Extended YaleB and EPFL cars (``abc_tf.data.faces_cars``): their
@@ -57,12 +57,12 @@ def scan_groups(root: str | os.PathLike) -> tuple[list[str], list[list[str]]]:
     """
     root_path = Path(root)
     if not str(root):
-        raise ValueError("--data_path is empty: give the directory that holds one sub-folder per group.")
+        raise ValueError("--data.path is empty: give the directory that holds one sub-folder per group.")
     if not root_path.is_dir():
-        raise ValueError(f"--data_path {root} is not a directory (one sub-folder per group expected).")
+        raise ValueError(f"--data.path {root} is not a directory (one sub-folder per group expected).")
     group_dirs = sorted(p for p in root_path.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not group_dirs:
-        raise ValueError(f"--data_path {root} holds no sub-folders; put each group's images in a folder of its own.")
+        raise ValueError(f"--data.path {root} holds no sub-folders; put each group's images in a folder of its own.")
     loose = [p.name for p in root_path.iterdir() if is_image_file(p)]
     if loose:
         logger.warning("%s: %d image(s) directly in the data directory belong to no group and are ignored (e.g. %s).", root, len(loose), loose[0])
@@ -85,7 +85,7 @@ def load_grouped_folder(
     files = [file for names in group_files for file in names]
     groups = np.repeat(np.arange(len(group_names), dtype=np.int32), [len(names) for names in group_files])
     if not files:
-        raise ValueError(f"--data_path {root}: no images in any group folder (formats: {', '.join(IMAGE_EXTENSIONS)}).")
+        raise ValueError(f"--data.path {root}: no images in any group folder (formats: {', '.join(IMAGE_EXTENSIONS)}).")
     labels = {"group": groups.copy()}
     label_values = {"group": np.array(group_names, dtype=object)}
     if labels_csv is None and os.path.exists(os.path.join(root, LABELS_FILE)):
@@ -115,20 +115,20 @@ def grouped_set_dataset(
     Per pair: set A is ``set_size`` distinct images of one group (eligible groups uniformly),
     set B the same from another group, or with ``config.curate_both_sets=False`` ``set_size``
     distinct images of the whole collection. Groups smaller than a set are skipped with a
-    warning. ``config.augmentations`` (S8.4) are applied per image, twice under
-    ``config.double_augmentation``; batches are then float32 in [0, 1], else uint8.
+    warning. ``config.data.augmentations`` (S8.4) are applied per image, twice under
+    ``config.batch.double_augmentation``; batches are then float32 in [0, 1], else uint8.
     Batch t depends only on (seed, t) (:func:`abc_tf.data.groups.draw_stream`): reproducible and
     parallel.
     """
     index = grouped.group_index()
-    set_size = config.set_size if set_size is None else set_size
-    pairs = config.pairs_per_step
-    augmentations = augment.parse_augmentations(config.augmentations)
+    set_size = config.batch.set_size if set_size is None else set_size
+    pairs = config.batch.pairs_per_step
+    augmentations = augment.parse_augmentations(config.data.augmentations)
     augment.validate_augmentations(augmentations)
-    unconstrained = not config.curate_both_sets
+    unconstrained = not config.data.curate_both_sets
     eligible = index.eligible(set_size, needed=1 if unconstrained else 2)
     if unconstrained and index.num_items < set_size:
-        raise ValueError(f"--set_size={set_size} exceeds the {index.num_items} images of the collection (unconstrained set B).")
+        raise ValueError(f"--batch.set_size={set_size} exceeds the {index.num_items} images of the collection (unconstrained set B).")
 
     def draw_chunk(chunk: int) -> tuple[np.ndarray, np.ndarray]:
         rng = chunk_rng(seed, chunk)
@@ -146,9 +146,9 @@ def grouped_set_dataset(
 
     def make_batch(step: tf.Tensor, rows: tuple[tf.Tensor, tf.Tensor]) -> dict[str, tf.Tensor]:
         batch = {"set_a": tf.gather(images, rows[0]), "set_b": tf.gather(images, rows[1])}
-        if augmentations or config.double_augmentation:
+        if augmentations or config.batch.double_augmentation:
             augment_seed = tf.random.experimental.stateless_fold_in(base_seed, step)
-            batch = augment.double_augment(batch, augmentations, augment_seed, double=config.double_augmentation)
+            batch = augment.double_augment(batch, augmentations, augment_seed, double=config.batch.double_augmentation)
         return batch
 
     dataset = draw_stream(draw_chunk, [tf.int64] * 2, [(pairs, set_size)] * 2).map(
@@ -162,44 +162,41 @@ def grouped_set_dataset(
 
 def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
     """(image_size, image_size, image_channels)."""
-    return (config.image_size, config.image_size, config.image_channels)
+    return (config.data.image_size, config.data.image_size, config.data.image_channels)
 
 
 def check_config(config: ExperimentConfig) -> None:
     """Checks the image settings; raises ValueError naming the flag."""
-    if config.image_size <= 0:
-        raise ValueError(f"--image_size must be positive, got {config.image_size}.")
-    if config.image_channels not in (1, 3):
-        raise ValueError(f"--image_channels must be 1 or 3, got {config.image_channels}.")
+    if config.data.image_size <= 0:
+        raise ValueError(f"--data.image_size must be positive, got {config.data.image_size}.")
+    if config.data.image_channels not in (1, 3):
+        raise ValueError(f"--data.image_channels must be 1 or 3, got {config.data.image_channels}.")
 
 
 def load(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImages:
-    """The grouped folder of ``config.data_path`` at the config's image size and channels."""
+    """The grouped folder of ``config.data.path`` at the config's image size and channels."""
     check_config(config)
-    return load_grouped_folder(config.data_path, config.image_size, config.image_channels, labels_csv)
+    return load_grouped_folder(config.data.path, config.data.image_size, config.data.image_channels, labels_csv)
 
 
 def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
-    """Set pairs drawn within the group folders of ``--data_path`` (see the module docstring).
+    """Set pairs drawn within the group folders of ``--data.path`` (see the module docstring).
     ``start_step`` is unused: the trainer derives ``seed`` from it."""
     del start_step
     return grouped_set_dataset(load(config), config, seed)
 
 
 # Fields of the image-folder families (folders, yaleb, epfl_cars).
-IMAGE_FOLDER_FIELDS = ("image_size", "image_channels", "curate_both_sets", "augmentations", "double_augmentation")
-
 def check_folders_config(config: ExperimentConfig) -> None:
     """The image settings, and ``inactive_factors``: a set is drawn within one group folder."""
     check_config(config)
-    if config.inactive_factors != "group":
-        raise ValueError(f"--inactive_factors={config.inactive_factors!r} for data=folders: a set is one group folder; use 'group'.")
+    if config.data.inactive_factors != "group":
+        raise ValueError(f"--data.inactive_factors={config.data.inactive_factors!r} for data=folders: a set is one group folder; use 'group'.")
 
 
 FAMILY = DataFamily(
     name="folders",
     evaluation_task="labels",
-    fields=IMAGE_FOLDER_FIELDS + ("inactive_factors",),
     image_shape=image_shape,
     make_dataset=make_dataset,
     check_config=check_folders_config,

@@ -12,7 +12,7 @@ order, ``order`` maps a position to an item id) and offers the three draws a fam
 - :meth:`GroupIndex.draw_from_all`: ``k`` items of the whole collection (an unconstrained set).
 
 :meth:`GroupIndex.eligible` picks the groups that can give a set and raises ValueError naming
-``--set_size`` (and ``--sample_with_replacement`` where a family offers it) when too few can.
+``--batch.set_size`` (and ``--data.sample_with_replacement`` where a family offers it) when too few can.
 Under them all lies :func:`sample_distinct`: per row, ``k`` uniform values in
 ``[0, population)``, distinct unless asked otherwise, at a cost of about ``k`` per row
 whatever the population (a Shapes3D set among 480,000 images costs what a set among 40 does).
@@ -214,7 +214,7 @@ class GroupIndex:
         """Group ids (ascending) that hold ``set_size`` items (one, with replacement); the others
         are logged as skipped.
 
-        Raises ValueError naming ``--set_size`` (and ``--{replace_flag}``, the family's way to
+        Raises ValueError naming ``--batch.set_size`` (and ``--{replace_flag}``, the family's way to
         allow repeats, where it has one) when fewer than ``needed`` groups qualify.
         """
         fits = self.counts >= (1 if replace else set_size)
@@ -223,12 +223,12 @@ class GroupIndex:
         if eligible.size < needed:
             hint = f" or pass --{replace_flag}" if replace_flag and not replace else ""
             raise ValueError(
-                f"--set_size={set_size}: only {eligible.size} of {self.num_groups} group(s) hold that many {what}, "
+                f"--batch.set_size={set_size}: only {eligible.size} of {self.num_groups} group(s) hold that many {what}, "
                 f"{needed} needed (largest: {int(self.counts.max(initial=0))}; too small: {listed}). "
-                f"Lower --set_size{hint}."
+                f"Lower --batch.set_size{hint}."
             )
         if short.size:
-            logger.warning("%d group(s) hold fewer than --set_size=%d %s and are skipped: %s",
+            logger.warning("%d group(s) hold fewer than --batch.set_size=%d %s and are skipped: %s",
                            short.size, set_size, what, listed)
         return eligible
 
@@ -268,7 +268,7 @@ class GroupIndex:
         distinct unless ``replace``."""
         total = self.num_items
         if not replace and count > total:
-            raise ValueError(f"--set_size={count} exceeds the {total} images of the collection (unconstrained set).")
+            raise ValueError(f"--batch.set_size={count} exceeds the {total} images of the collection (unconstrained set).")
         positions = sample_distinct(rng, np.full(num, total), count, replace)
         return positions if self.order is None else self.order[positions]
 

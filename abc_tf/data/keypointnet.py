@@ -1,4 +1,4 @@
-"""KeypointNet tfrecords (the synthetic renders of the pose family, ``--data_source=keypointnet``).
+"""KeypointNet tfrecords (the synthetic renders of the pose family, ``--data.source=keypointnet``).
 
 ``data_path`` is a folder of KeypointNet tfrecords (or one file): one file per object
 instance, each example two views ``img0``/``img1`` (PNG, RGBA) with modelview matrices
@@ -85,13 +85,13 @@ def keypointnet_files(data_path: str, split: str) -> list[str]:
     path = Path(data_path)
     if path.is_file():
         if split == "test":
-            raise ValueError(f"--data_path {data_path} is one file; a test split needs a folder with {TEST_LIST_FILE}.")
+            raise ValueError(f"--data.path {data_path} is one file; a test split needs a folder with {TEST_LIST_FILE}.")
         return [str(path)]
     if not path.is_dir():
-        raise ValueError(f"--data_path {data_path} is neither a .tfrecord file nor a folder of them.")
+        raise ValueError(f"--data.path {data_path} is neither a .tfrecord file nor a folder of them.")
     files = sorted(str(p) for p in path.iterdir() if p.suffix == ".tfrecord")
     if not files:
-        raise ValueError(f"--data_path {data_path} holds no .tfrecord files.")
+        raise ValueError(f"--data.path {data_path} holds no .tfrecord files.")
 
     def names(list_file: str) -> set[str]:
         list_path = path / list_file
@@ -103,12 +103,12 @@ def keypointnet_files(data_path: str, split: str) -> list[str]:
     stem = lambda f: Path(f).stem  # noqa: E731
     if split == "test":
         if not test:
-            raise ValueError(f"--data_path {data_path}: no {TEST_LIST_FILE} naming the test instances.")
+            raise ValueError(f"--data.path {data_path}: no {TEST_LIST_FILE} naming the test instances.")
         chosen = [f for f in files if stem(f) in test]
     else:
         chosen = [f for f in files if stem(f) not in test and stem(f) not in dev]
     if not chosen:
-        raise ValueError(f"--data_path {data_path}: no .tfrecord files in the {split} split.")
+        raise ValueError(f"--data.path {data_path}: no .tfrecord files in the {split} split.")
     return chosen
 
 

@@ -5,10 +5,10 @@ two randomly chosen different digits (``allow_same_digit`` permits equal ones), 
 is the inactive factor and style (slant, thickness, ...) the active one. The digit
 ``holdout_digit`` (9 by default, ``none`` allowed) never enters a training batch.
 
-Sources (``config.data_source``):
+Sources (``config.data.source``):
 - ``idx``: a directory with the four MNIST IDX files, plain or ``.gz``;
 - ``npz``: one ``.npz`` with ``x_train``, ``y_train``, ``x_test``, ``y_test``;
-- ``tfds``: the tfds ``mnist`` data set, only if already prepared (``config.data_path`` is
+- ``tfds``: the tfds ``mnist`` data set, only if already prepared (``config.data.path`` is
   then the tfds data_dir, default ``~/tensorflow_datasets``); nothing is downloaded;
 - ``procedural``: built-in handwritten-digit-like renders (``abc_tf.data.render.digits``),
   60,000 train / 10,000 test, used when no MNIST is available;
@@ -68,11 +68,11 @@ _log = logging.getLogger(__name__)
 
 def resolve_source(config: ExperimentConfig) -> tuple[str, str]:
     """(source, path) that ``config`` selects; ``auto`` is resolved here. Raises ValueError."""
-    source, path = config.data_source, config.data_path
+    source, path = config.data.source, config.data.path
     if source not in DATA_SOURCES:
         raise ValueError(f"Unknown MNIST data_source {source!r}; choose one of {', '.join(DATA_SOURCES)}.")
     if source in ("idx", "npz") and not path:
-        raise ValueError(f"--data_source={source} needs --data_path (an IDX directory or an .npz file).")
+        raise ValueError(f"--data.source={source} needs --data.path (an IDX directory or an .npz file).")
     if source != "auto":
         return source, path
     if path:
@@ -84,12 +84,12 @@ def resolve_source(config: ExperimentConfig) -> tuple[str, str]:
                 return "tfds", path
             missing = "; ".join(f"{IDX_FILES[key][0]}[.gz]" for key, value in found.items() if value is None)
             raise ValueError(
-                f"--data_path={path!r} is a directory without the MNIST IDX files (missing: {missing}) "
+                f"--data.path={path!r} is a directory without the MNIST IDX files (missing: {missing}) "
                 "and without a prepared tfds 'mnist'."
             )
         if path.endswith(".npz") or os.path.isfile(path):
             return "npz", path
-        raise ValueError(f"--data_path={path!r} does not exist (expected an IDX directory or an .npz file).")
+        raise ValueError(f"--data.path={path!r} does not exist (expected an IDX directory or an .npz file).")
     if tfds_prepared(None):
         return "tfds", ""
     return "procedural", ""
@@ -115,24 +115,24 @@ def class_split_pool(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
     (``class_split_pool``, :func:`abc_tf.data.mnist_imbalance.pool`)."""
     source, path = resolve_source(config)
     data = _load_cached(source, os.path.abspath(path) if path else "")
-    return mnist_imbalance.pool(data.x_train, data.y_train, data.x_test, data.y_test, config.class_split_pool)
+    return mnist_imbalance.pool(data.x_train, data.y_train, data.x_test, data.y_test, config.data.class_split_pool)
 
 
 def load_mnist(config: ExperimentConfig) -> MnistData:
     """The MNIST data ``config`` points at (cached per source and path); when
-    ``config.class_split`` names an imbalanced split, its training images are the split's,
+    ``config.data.class_split`` names an imbalanced split, its training images are the split's,
     drawn class by class from the pool (:mod:`abc_tf.data.mnist_imbalance`). The test split is
     always whole."""
     source, path = resolve_source(config)
     data = _load_cached(source, os.path.abspath(path) if path else "")
-    if config.class_split != mnist_imbalance.NO_SPLIT:
+    if config.data.class_split != mnist_imbalance.NO_SPLIT:
         images, labels = class_split_pool(config)
-        kept = mnist_imbalance.subsample(labels, config.class_split)
+        kept = mnist_imbalance.subsample(labels, config.data.class_split)
         data = dataclasses.replace(data, x_train=images[kept], y_train=labels[kept])
-    if source == "procedural" and config.data_source == "auto":
+    if source == "procedural" and config.data.source == "auto":
         _log.warning(
-            "No MNIST found (no --data_path, no prepared tfds 'mnist'): using the built-in procedural digits. "
-            "Point --data_path at a directory of MNIST IDX files or an .npz to use real MNIST."
+            "No MNIST found (no --data.path, no prepared tfds 'mnist'): using the built-in procedural digits. "
+            "Point --data.path at a directory of MNIST IDX files or an .npz to use real MNIST."
         )
     _log.info("MNIST data: %s (%d train, %d test images)", data.source, len(data.y_train), len(data.y_test))
     return data
@@ -155,7 +155,7 @@ def parse_holdout_digit(value: str | int | None) -> int | None:
 
 def training_digits(config: ExperimentConfig) -> list[int]:
     """The digits that may appear in training batches: all but the held-out one."""
-    holdout = parse_holdout_digit(config.holdout_digit)
+    holdout = parse_holdout_digit(config.data.holdout_digit)
     return [digit for digit in range(NUM_CLASSES) if digit != holdout]
 
 
@@ -183,7 +183,7 @@ def make_stack_dataset(
         raise ValueError("No digits left for training (holdout_digit removes the only one).")
     if not allow_same_digit and len(digits) < 2:
         raise ValueError(f"Two different digits per step need at least two training digits, got {list(digits)}; "
-                         "set --allow_same_digit or change --holdout_digit.")
+                         "set --data.allow_same_digit or change --holdout_digit.")
     # One group per training digit; every digit must give a stack (a skipped digit would
     # change the experiment), so all of them are needed.
     index, _ = GroupIndex.from_keys(labels, groups=digits, names=[f"digit {d}" for d in digits])
@@ -221,13 +221,13 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
     ``start_step`` is unused: the trainer derives ``seed`` from it."""
     del start_step
     digits = training_digits(config)  # validates holdout_digit before loading anything
-    if config.augmentation_baseline:  # unconstrained sets, two augmented views (no digit used)
+    if config.batch.augmentation_baseline:  # unconstrained sets, two augmented views (no digit used)
         images, _ = training_images(config)
-        return digit_augment.make_view_pair_dataset(images, config.set_size, config.pairs_per_step, seed)
+        return digit_augment.make_view_pair_dataset(images, config.batch.set_size, config.batch.pairs_per_step, seed)
     data = load_mnist(config)
     return make_stack_dataset(
-        data.x_train, data.y_train, digits, config.set_size, config.pairs_per_step,
-        config.allow_same_digit, seed, proportional=config.class_split != mnist_imbalance.NO_SPLIT,
+        data.x_train, data.y_train, digits, config.batch.set_size, config.batch.pairs_per_step,
+        config.data.allow_same_digit, seed, proportional=config.data.class_split != mnist_imbalance.NO_SPLIT,
     )
 
 
@@ -236,7 +236,7 @@ def make_image_dataset(images: np.ndarray, batch_size: int, seed: int, start_ste
     drawn uniformly with replacement across steps (distinct within a step when N allows), a pure
     function of (seed, step) like the stacks."""
     if len(images) == 0:
-        raise ValueError("No training images left for the 'images' stream (check --holdout_digit).")
+        raise ValueError("No training images left for the 'images' stream (check --data.holdout_digit).")
     batch = int(batch_size)
 
     def draw_chunk(chunk: int) -> tuple[np.ndarray]:
@@ -267,7 +267,7 @@ def make_images_dataset(config: ExperimentConfig, seed: int, start_step: int = 0
     """The "images" batch format: single training images, no label (module docstring)."""
     del start_step  # the trainer derives ``seed`` from it, as for the stacks
     images, _ = training_images(config)
-    return make_image_dataset(images, config.batch_size, seed)
+    return make_image_dataset(images, config.batch.batch_size, seed)
 
 
 def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
@@ -279,8 +279,8 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
 def check_config(config: ExperimentConfig) -> None:
     """The MNIST checks that read no image: the held-out digit, the class split, the source and its files."""
     training_digits(config)
-    mnist_imbalance.check_split(config.class_split)
-    mnist_imbalance.check_pool(config.class_split_pool)
+    mnist_imbalance.check_split(config.data.class_split)
+    mnist_imbalance.check_pool(config.data.class_split_pool)
     resolve_source(config)
 
 
@@ -313,7 +313,7 @@ def class_labelled_images(config: ExperimentConfig) -> ClassLabelledImages:
     return ClassLabelledImages(
         train_images=np.asarray(digits.x_train)[..., np.newaxis], train_labels=np.asarray(digits.y_train, np.int64),
         test_images=np.asarray(digits.x_test)[..., np.newaxis], test_labels=np.asarray(digits.y_test, np.int64),
-        held_out=parse_holdout_digit(config.holdout_digit),
+        held_out=parse_holdout_digit(config.data.holdout_digit),
     )
 
 
@@ -328,16 +328,15 @@ def class_proportions(config: ExperimentConfig) -> np.ndarray:
 def class_split_description(config: ExperimentConfig) -> dict | None:
     """The class split of ``config`` (:func:`abc_tf.data.mnist_imbalance.describe`: its per-digit
     counts drawn from the pool), or None without one."""
-    if config.class_split == mnist_imbalance.NO_SPLIT:
+    if config.data.class_split == mnist_imbalance.NO_SPLIT:
         return None
     _, labels = class_split_pool(config)
-    return mnist_imbalance.describe(config.class_split, labels, config.class_split_pool)
+    return mnist_imbalance.describe(config.data.class_split, labels, config.data.class_split_pool)
 
 
 FAMILY = DataFamily(
     name="mnist",
     evaluation_task="digit_style",
-    fields=("holdout_digit", "allow_same_digit", "class_split", "class_split_pool", "augmentation_baseline"),
     image_shape=image_shape,
     make_dataset=make_dataset,
     check_config=check_config,

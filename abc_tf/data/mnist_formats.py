@@ -139,12 +139,12 @@ def find_idx_files(directory: str) -> dict[str, str | None]:
 def load_idx_dir(directory: str) -> MnistData:
     """Loads MNIST from a directory of the four IDX files (plain or .gz)."""
     if not os.path.isdir(directory):
-        raise ValueError(f"MNIST IDX directory {directory!r} (--data_path) does not exist.")
+        raise ValueError(f"MNIST IDX directory {directory!r} (--data.path) does not exist.")
     found = find_idx_files(directory)
     missing = [key for key, path in found.items() if path is None]
     if missing:
         wanted = "; ".join(f"{IDX_FILES[key][0]}[.gz]" for key in missing)
-        raise ValueError(f"MNIST IDX directory {directory!r} (--data_path) lacks: {wanted}.")
+        raise ValueError(f"MNIST IDX directory {directory!r} (--data.path) lacks: {wanted}.")
     arrays = {key: read_idx(path) for key, path in found.items()}
     return MnistData(**_check_arrays(arrays, directory), source=f"idx:{os.path.abspath(directory)}")
 
@@ -152,11 +152,11 @@ def load_idx_dir(directory: str) -> MnistData:
 def load_npz(path: str) -> MnistData:
     """Loads MNIST from an .npz holding x_train, y_train, x_test, y_test."""
     if not os.path.isfile(path):
-        raise ValueError(f"MNIST .npz file {path!r} (--data_path) does not exist.")
+        raise ValueError(f"MNIST .npz file {path!r} (--data.path) does not exist.")
     with open(path, "rb") as handle:
         magic = handle.read(6)
     if not magic.startswith((b"PK\x03\x04", b"\x93NUMPY")):  # NumPy would suggest unpickling it
-        raise ValueError(f"MNIST .npz file {path!r} (--data_path) is not an .npz archive (it starts with {magic!r}).")
+        raise ValueError(f"MNIST .npz file {path!r} (--data.path) is not an .npz archive (it starts with {magic!r}).")
     try:
         archive = np.load(path, allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):  # a plain .npy file
@@ -195,8 +195,8 @@ def load_tfds(data_dir: str | None = None) -> MnistData:
     if not builder.is_prepared():
         raise ValueError(
             f"tfds 'mnist' is not prepared: no dataset_info.json under {builder.data_dir} "
-            "(--data_path sets the tfds data_dir). Prepare it where there is internet "
-            "(`tfds build mnist`) and copy the folder, or use --data_source=idx/npz with --data_path."
+            "(--data.path sets the tfds data_dir). Prepare it where there is internet "
+            "(`tfds build mnist`) and copy the folder, or use --data.source=idx/npz with --data_path."
         )
     arrays = {}
     for split in ("train", "test"):

@@ -1,7 +1,7 @@
 """Class-imbalanced MNIST (Elastic-InfoGAN, PEERS.md section 3; supplement section 5.0.1).
 
 The authors train on 50 class-imbalanced splits, each drawn from all 70,000 MNIST images (the
-training and the test images together) [code: their create_mnist.py]. ``--class_split=k`` is
+training and the test images together) [code: their create_mnist.py]. ``--data.class_split=k`` is
 their split k: their ``--ind k`` (1..50), row k - 1 of their ``splits/50_data_imbalance.npy``
 (-1: no imbalance). It keeps ``AUTHORS_COUNTS[k - 1][d]`` images of digit d, drawn uniformly
 without replacement among the pool's images of that digit; the counts are the file's values
@@ -17,7 +17,7 @@ seed, so every seed of an experiment sees the same images. The pool is the train
 followed by the test images (the order only decides which seed picks which image); the built-in
 procedural digits (60,000 + 10,000, 7,000 of each digit) make a pool of the same size.
 
-``--class_split_pool=train`` [ours: our earlier protocol] draws from the 60,000 training images
+``--data.class_split_pool=train`` [ours: our earlier protocol] draws from the 60,000 training images
 alone, so that the test images, on which the family's evaluators measure, stay out of training.
 A pool with fewer images of a digit than the split asks for (the training images have 5,421
 fives; a small test file) keeps the largest subset in the split's proportions: N_d =
@@ -29,8 +29,8 @@ from __future__ import annotations
 import numpy as np
 
 NUM_CLASSES = 10
-NO_SPLIT = -1  # config.class_split: no imbalance, the training images as they are
-POOLS = ("all", "train")  # config.class_split_pool
+NO_SPLIT = -1  # config.data.class_split: no imbalance, the training images as they are
+POOLS = ("all", "train")  # config.data.class_split_pool
 
 # The authors' class counts: splits/50_data_imbalance.npy of github.com/WisconsinAIVision/
 # elastic-infogan (commit caaccbbe29526920c79cef6c182a36bc130da5e8; float64 [50, 10]) truncated
@@ -93,14 +93,14 @@ NUM_SPLITS = len(AUTHORS_COUNTS)
 def check_split(split: int) -> None:
     """ValueError naming the flag unless ``split`` is -1 (no imbalance) or one of the authors' 1..50."""
     if int(split) != NO_SPLIT and not 1 <= int(split) <= NUM_SPLITS:
-        raise ValueError(f"--class_split must be -1 (no imbalance) or one of the authors' splits 1..{NUM_SPLITS} "
+        raise ValueError(f"--data.class_split must be -1 (no imbalance) or one of the authors' splits 1..{NUM_SPLITS} "
                          f"(numbered as their --ind), got {split}.")
 
 
 def check_pool(pool: str) -> None:
     """ValueError naming the flag unless ``pool`` is one of :data:`POOLS`."""
     if pool not in POOLS:
-        raise ValueError(f"--class_split_pool must be one of {', '.join(POOLS)}, got {pool!r}.")
+        raise ValueError(f"--data.class_split_pool must be one of {', '.join(POOLS)}, got {pool!r}.")
 
 
 def split_counts(split: int) -> np.ndarray:

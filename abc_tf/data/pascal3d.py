@@ -1,4 +1,4 @@
-"""Pascal3D+-style test lists: real images of known pose (the pose family's ``--pose_test_list``).
+"""Pascal3D+-style test lists: real images of known pose (the pose family's ``--data.pose_test_list``).
 
 One object per line, ``image left top right bottom azimuth elevation tilt``: a box in 1-based
 inclusive pixels and angles in degrees in the Pascal3D+ convention, turned into the authors'
@@ -26,7 +26,7 @@ def read_pose_list(list_path: str, image_dir: str | None, image_size: int) -> tu
     convention via :func:`abc_tf.geometry.pascal3d_to_euler`).
     """
     if not os.path.isfile(list_path):
-        raise ValueError(f"--pose_test_list {list_path} does not exist.")
+        raise ValueError(f"--data.pose_test_list {list_path} does not exist.")
     image_dir = image_dir or os.path.dirname(os.path.abspath(list_path))
     crops, angles = [], []
     decoded: dict[str, np.ndarray] = {}
@@ -47,7 +47,7 @@ def read_pose_list(list_path: str, image_dir: str | None, image_size: int) -> tu
         path = os.path.join(image_dir, fields[0])
         if path not in decoded:
             if not os.path.isfile(path):
-                raise ValueError(f"{where}: image {path} does not exist (--pose_test_images).")
+                raise ValueError(f"{where}: image {path} does not exist (--data.pose_test_images).")
             decoded[path] = read_image(path, 3)
         image = decoded[path]
         height, width = image.shape[:2]
@@ -59,7 +59,7 @@ def read_pose_list(list_path: str, image_dir: str | None, image_size: int) -> tu
         crops.append(image[y0:y1, x0:x1])
         angles.append((azimuth, elevation, tilt))
     if not crops:
-        raise ValueError(f"--pose_test_list {list_path} names no objects.")
+        raise ValueError(f"--data.pose_test_list {list_path} names no objects.")
     angles_arr = np.array(angles)
     euler = pascal3d_to_euler(angles_arr[:, 0], angles_arr[:, 1], angles_arr[:, 2])
     return resize_images(crops, image_size), euler_to_matrix(euler), euler

@@ -96,53 +96,53 @@ class PoseBanks:
 
 def max_elevation(config: ExperimentConfig) -> float:
     """The elevation filter in radians: ``max_elevation``, or the category's (0.5 car, 1.3 chair)."""
-    if config.max_elevation > 0:
-        return float(config.max_elevation)
-    return DEFAULT_MAX_ELEVATION[config.pose_category]
+    if config.data.max_elevation > 0:
+        return float(config.data.max_elevation)
+    return DEFAULT_MAX_ELEVATION[config.data.pose_category]
 
 
 def check_config(config: ExperimentConfig) -> None:
     """Raises ValueError naming the flag when a pose setting cannot work."""
-    if config.pose_category not in CATEGORIES:
-        raise ValueError(f"--pose_category must be one of {', '.join(CATEGORIES)}, got {config.pose_category!r}.")
-    if config.data_source not in SOURCES:
-        raise ValueError(f"--data_source for data=pose must be one of {', '.join(SOURCES)}, got {config.data_source!r}.")
-    if not 0.0 <= config.max_elevation <= np.pi / 2:
-        raise ValueError(f"--max_elevation must lie in [0, pi/2] radians (0: category default), got {config.max_elevation}.")
-    if not 0.0 <= config.real_fraction <= 1.0:
-        raise ValueError(f"--real_fraction must lie in [0, 1], got {config.real_fraction}.")
-    if config.titration_interval < 0:
-        raise ValueError(f"--titration_interval must be >= 0 (0: no titration), got {config.titration_interval}.")
-    if config.real_fraction > 0 and config.titration_interval >= config.steps:
+    if config.data.pose_category not in CATEGORIES:
+        raise ValueError(f"--data.pose_category must be one of {', '.join(CATEGORIES)}, got {config.data.pose_category!r}.")
+    if config.data.source not in SOURCES:
+        raise ValueError(f"--data.source for data=pose must be one of {', '.join(SOURCES)}, got {config.data.source!r}.")
+    if not 0.0 <= config.data.max_elevation <= np.pi / 2:
+        raise ValueError(f"--data.max_elevation must lie in [0, pi/2] radians (0: category default), got {config.data.max_elevation}.")
+    if not 0.0 <= config.data.real_fraction <= 1.0:
+        raise ValueError(f"--data.real_fraction must lie in [0, 1], got {config.data.real_fraction}.")
+    if config.data.titration_interval < 0:
+        raise ValueError(f"--data.titration_interval must be >= 0 (0: no titration), got {config.data.titration_interval}.")
+    if config.data.real_fraction > 0 and config.data.titration_interval >= config.trainer.steps:
         raise ValueError(
-            f"--titration_interval={config.titration_interval} is not below --steps={config.steps}: real images "
-            "would never enter set B. Lower --titration_interval, or set --real_fraction=0."
+            f"--data.titration_interval={config.data.titration_interval} is not below --trainer.steps={config.trainer.steps}: real images "
+            "would never enter set B. Lower --data.titration_interval, or set --data.real_fraction=0."
         )
-    if not 0.0 <= config.crop_amplitude < 1.0:
-        raise ValueError(f"--crop_amplitude must lie in [0, 1), got {config.crop_amplitude}.")
-    if not 0.0 <= config.augmentation_amplitude <= 5.0:
-        raise ValueError(f"--augmentation_amplitude must lie in [0, 5], got {config.augmentation_amplitude}.")
-    if config.augmentations:
+    if not 0.0 <= config.data.crop_amplitude < 1.0:
+        raise ValueError(f"--data.crop_amplitude must lie in [0, 1), got {config.data.crop_amplitude}.")
+    if not 0.0 <= config.data.augmentation_amplitude <= 5.0:
+        raise ValueError(f"--data.augmentation_amplitude must lie in [0, 5], got {config.data.augmentation_amplitude}.")
+    if config.data.augmentations:
         raise ValueError(
-            "--augmentations is not used by data=pose; its augmentations (supplement S5) are set by "
-            "--crop_amplitude and --augmentation_amplitude."
+            "--data.augmentations is not used by data=pose; its augmentations (supplement S5) are set by "
+            "--data.crop_amplitude and --augmentation_amplitude."
         )
-    if config.image_channels != 3:
-        raise ValueError(f"data=pose works on RGB images: --image_channels must be 3, got {config.image_channels}.")
-    if config.image_size < 16:
-        raise ValueError(f"--image_size must be at least 16 for pose images, got {config.image_size}.")
-    if config.data_source == "keypointnet" and not config.data_path:
-        raise ValueError("--data_source=keypointnet needs --data_path: a folder of KeypointNet .tfrecord files.")
-    if config.data_source == "keypointnet" and config.real_fraction > 0 and not config.real_data_path:
+    if config.data.image_channels != 3:
+        raise ValueError(f"data=pose works on RGB images: --data.image_channels must be 3, got {config.data.image_channels}.")
+    if config.data.image_size < 16:
+        raise ValueError(f"--data.image_size must be at least 16 for pose images, got {config.data.image_size}.")
+    if config.data.source == "keypointnet" and not config.data.path:
+        raise ValueError("--data.source=keypointnet needs --data.path: a folder of KeypointNet .tfrecord files.")
+    if config.data.source == "keypointnet" and config.data.real_fraction > 0 and not config.data.real_data_path:
         raise ValueError(
-            "--real_fraction > 0 needs unlabelled real images: give --real_data_path (a folder of images), "
-            "or set --real_fraction=0."
+            "--data.real_fraction > 0 needs unlabelled real images: give --data.real_data_path (a folder of images), "
+            "or set --data.real_fraction=0."
         )
 
 
 def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
     """(image_size, image_size, 3)."""
-    return (config.image_size, config.image_size, 3)
+    return (config.data.image_size, config.data.image_size, 3)
 
 
 # ----------------------------------------------------------------------------- images
@@ -150,22 +150,22 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
 
 def load_backgrounds(config: ExperimentConfig) -> np.ndarray:
     """The images painted behind the renders: ``background_data_path`` or the built-in ones."""
-    if config.background_data_path:
-        return load_image_folder(config.background_data_path, config.image_size, 3, "--background_data_path")
-    return pose_procedural.backgrounds(config.image_size)
+    if config.data.background_data_path:
+        return load_image_folder(config.data.background_data_path, config.data.image_size, 3, "--data.background_data_path")
+    return pose_procedural.backgrounds(config.data.image_size)
 
 
 def load_banks(config: ExperimentConfig) -> PoseBanks:
     """The training renders, unlabelled real images and backgrounds of ``config``."""
     check_config(config)
-    size, elev = config.image_size, max_elevation(config)
-    if config.data_source == "procedural":
-        synthetic, euler, instances, names, real = pose_procedural.training_images(config.pose_category, size, elev)
+    size, elev = config.data.image_size, max_elevation(config)
+    if config.data.source == "procedural":
+        synthetic, euler, instances, names, real = pose_procedural.training_images(config.data.pose_category, size, elev)
     else:
-        synthetic, euler, instances, names = read_keypointnet(keypointnet_files(config.data_path, "train"), size, elev)
+        synthetic, euler, instances, names = read_keypointnet(keypointnet_files(config.data.path, "train"), size, elev)
         real = np.zeros((0, size, size, 3), np.uint8)
-        if config.real_data_path:
-            real = load_image_folder(config.real_data_path, size, 3, "--real_data_path")
+        if config.data.real_data_path:
+            real = load_image_folder(config.data.real_data_path, size, 3, "--data.real_data_path")
     return PoseBanks(synthetic, euler, instances, names, real, load_backgrounds(config))
 
 
@@ -177,7 +177,7 @@ def labelled_images(
     split: "train" = instances used in training (the lookup dictionary: their poses never enter
       ABC training) or "test" = held-out instances. domain: "synthetic" = clean renders on
       black, or "real" = the real domain (procedural: other materials, lighting, clutter,
-      noise, blur; files: the Pascal3D+-style ``--pose_test_list``, split "test" only).
+      noise, blur; files: the Pascal3D+-style ``--data.pose_test_list``, split "test" only).
     num_images: how many (None: all the files hold, or 1800 train / 500 test procedural);
       fewer files than asked gives all of them; a random subset (``seed``) otherwise.
     Returns (uint8 [n, S, S, 3], rotations float64 [n, 3, 3], Euler angles float64 [n, 3] in
@@ -190,18 +190,18 @@ def labelled_images(
         raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}.")
     if num_images is not None and num_images <= 0:
         raise ValueError(f"num_images must be positive, got {num_images}.")
-    size, elev = config.image_size, max_elevation(config)
+    size, elev = config.data.image_size, max_elevation(config)
     rng = np.random.default_rng([int(seed), SPLITS.index(split), DOMAINS.index(domain), 0x1AB])
-    if config.data_source == "procedural":
-        return pose_procedural.labelled_images(config.pose_category, split, domain, num_images, size, elev, rng)
+    if config.data.source == "procedural":
+        return pose_procedural.labelled_images(config.data.pose_category, split, domain, num_images, size, elev, rng)
     if domain == "real":
         if split != "test":
-            raise ValueError("The real images of --real_data_path carry no pose; labelled real images come from --pose_test_list (split 'test').")
-        if not config.pose_test_list:
-            raise ValueError("Labelled real images need --pose_test_list (a Pascal3D+-style list).")
-        images, rotations, euler = read_pose_list(config.pose_test_list, config.pose_test_images or None, size)
+            raise ValueError("The real images of --data.real_data_path carry no pose; labelled real images come from --data.pose_test_list (split 'test').")
+        if not config.data.pose_test_list:
+            raise ValueError("Labelled real images need --data.pose_test_list (a Pascal3D+-style list).")
+        images, rotations, euler = read_pose_list(config.data.pose_test_list, config.data.pose_test_images or None, size)
     else:
-        rgba, euler, _, _ = read_keypointnet(keypointnet_files(config.data_path, split), size, elev)
+        rgba, euler, _, _ = read_keypointnet(keypointnet_files(config.data.path, split), size, elev)
         images = rgba[..., :3]
         euler = euler.astype(np.float64)
         rotations = euler_to_matrix(euler)
@@ -223,15 +223,15 @@ def index_draws(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callab
     [P, M] (the first ``floor(f M + u)`` slots of each set B are real), ``fraction`` float32
     (the schedule's value at the step). Raises ValueError naming the flag when no instance can
     give a set."""
-    pairs, set_size = config.pairs_per_step, config.set_size
-    replace = config.sample_with_replacement
+    pairs, set_size = config.batch.pairs_per_step, config.batch.set_size
+    replace = config.data.sample_with_replacement
     index = banks.group_index()
     eligible = index.eligible(set_size, replace=replace, what="views", replace_flag="sample_with_replacement")
     if index.num_items < set_size:
-        raise ValueError(f"--set_size={set_size} exceeds the {index.num_items} renders (unconstrained set B).")
+        raise ValueError(f"--batch.set_size={set_size} exceeds the {index.num_items} renders (unconstrained set B).")
     num_real = len(banks.real)
-    if config.real_fraction > 0 and num_real == 0:
-        raise ValueError("--real_fraction > 0 but there are no real images (--real_data_path).")
+    if config.data.real_fraction > 0 and num_real == 0:
+        raise ValueError("--data.real_fraction > 0 but there are no real images (--data.real_data_path).")
     shape = (CHUNK_STEPS, pairs, set_size)
 
     def draw_chunk(chunk: int) -> list[np.ndarray]:
@@ -240,7 +240,7 @@ def index_draws(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callab
         index_a = index.draw_within(rng, index.draw_groups(rng, rows, among=eligible), set_size, replace)
         index_b = index.draw_from_all(rng, rows, set_size)
         steps = range(chunk * CHUNK_STEPS, (chunk + 1) * CHUNK_STEPS)
-        fraction = np.array([schedules.real_fraction(step, config.real_fraction, config.titration_interval, config.steps)
+        fraction = np.array([schedules.real_fraction(step, config.data.real_fraction, config.data.titration_interval, config.trainer.steps)
                              for step in steps], np.float32)
         real_count = np.floor(fraction[:, np.newaxis] * set_size + rng.random((CHUNK_STEPS, pairs)))
         real_b = np.arange(set_size) < real_count[..., np.newaxis]
@@ -275,7 +275,7 @@ def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, st
     if start_step < 0:
         raise ValueError(f"start_step must be >= 0, got {start_step}.")
     draw_chunk = index_draws(banks, config, seed)
-    pairs, set_size = config.pairs_per_step, config.set_size
+    pairs, set_size = config.batch.pairs_per_step, config.batch.set_size
     draws = draw_stream(draw_chunk, [tf.int64] * 3 + [tf.bool, tf.float32], [(pairs, set_size)] * 4 + [()], start_step)
 
     # Variables, not constants: a captured constant is serialised into the dataset graph (2 GB limit).
@@ -288,8 +288,8 @@ def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, st
     backgrounds = None
     if len(banks.backgrounds):
         backgrounds = tf.Variable(banks.backgrounds, trainable=False, name="pose_backgrounds")
-    crop, colour = float(config.crop_amplitude), float(config.augmentation_amplitude)
-    views = 2 if config.double_augmentation else 1
+    crop, colour = float(config.data.crop_amplitude), float(config.data.augmentation_amplitude)
+    views = 2 if config.batch.double_augmentation else 1
     aug_seed = tf.constant([seed, 0xA06], tf.int64)
 
     # Plain graph code (no Python control flow on tensors): skipping AutoGraph's conversion
@@ -339,17 +339,13 @@ class TitrationLogger(keras.callbacks.Callback):
 def training_callbacks(config: ExperimentConfig) -> list[keras.callbacks.Callback]:
     """Callbacks training adds before its TensorBoard callback: the titration logger
     (``real_fraction`` in TensorBoard)."""
-    return [TitrationLogger(config.real_fraction, config.titration_interval, config.steps)]
+    return [TitrationLogger(config.data.real_fraction, config.data.titration_interval, config.trainer.steps)]
 
 
 FAMILY = DataFamily(
     name="pose",
     evaluation_task="pose",
     # augmentations: pose refuses it with its own message (check_config).
-    fields=("image_size", "image_channels", "sample_with_replacement", "pose_category", "max_elevation",
-            "real_fraction", "titration_interval", "crop_amplitude", "augmentation_amplitude", "real_data_path",
-            "background_data_path", "pose_test_list", "pose_test_images", "augmentations", "double_augmentation",
-            "regression_weight"),
     image_shape=image_shape,
     make_dataset=make_dataset,
     check_config=check_config,

@@ -146,7 +146,7 @@ class SetCurator:
         self._inactive_sizes = sizes[list(self.inactive)]
         self._active_sizes = sizes[list(self.active)]
         inactive_names = ", ".join(grid.names[i] for i in self.inactive) or "none"
-        hint = f"; lower --set_size or pass --{replace_flag} to allow repeated images"
+        hint = f"; lower --batch.set_size or pass --{replace_flag} to allow repeated images"
 
         if items is None:
             self.items = None
@@ -154,7 +154,7 @@ class SetCurator:
             self.active_points = int(np.prod(self._active_sizes))
             if not self.replace and self.set_size > self.active_points:
                 raise ValueError(
-                    f"--set_size={self.set_size} exceeds the {self.active_points} distinct images that share one value "
+                    f"--batch.set_size={self.set_size} exceeds the {self.active_points} distinct images that share one value "
                     f"of the inactive factors ({inactive_names}){hint}."
                 )
         else:
@@ -173,7 +173,7 @@ class SetCurator:
             self.active_points = int(self._groups.counts[self._eligible].max())
         self._all = GroupIndex.whole(self.num_items)
         if not self.replace and self.set_size > self.num_items:
-            raise ValueError(f"--set_size={self.set_size} exceeds the {self.num_items} images of the data set{hint}.")
+            raise ValueError(f"--batch.set_size={self.set_size} exceeds the {self.num_items} images of the data set{hint}.")
 
     def factors(self, ids: np.ndarray) -> np.ndarray:
         """Item ids [...] -> factor indices [..., F] (int64)."""

@@ -5,11 +5,11 @@ sets (:class:`abc_tf.data.sets.SetCurator`, index arithmetic over the grid, or o
 records present for a partial tfds copy) and streams them.
 
 Batches (DESIGN.md): ``{"set_a": [P, N, 64, 64, 3], "set_b": [P, N, 64, 64, 3]}`` uint8.
-With ``--augmentation_baseline``: ``{"set_a", "set_a_view2"}`` float32 in [0, 1], two
+With ``--batch.augmentation_baseline``: ``{"set_a", "set_a_view2"}`` float32 in [0, 1], two
 ``random_hue(0.5)`` views of one unconstrained batch, for any method that trains on such
 two-view sets (``Method.accepts_two_view_sets``: the contrastive loss, the paper's Fig. 3c
 baseline and the ``shapes3d_hue_baseline`` preset, or ABC, the second view standing in for set
-B). With ``--augmentations`` the sets are augmented (twice under ``--double_augmentation``).
+B). With ``--data.augmentations`` the sets are augmented (twice under ``--batch.double_augmentation``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
+from abc_tf.data.shapes3d_config import Shapes3DConfig
 from abc_tf.data import augment, augment_ops, sets
 from abc_tf.data.family import DataFamily, KnownFactors
 from abc_tf.data.groups import GroupIndex, step_rng
@@ -42,30 +43,30 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
 
 
 def inactive_factors(config: ExperimentConfig) -> tuple[int, ...]:
-    """Positions (in FACTOR_NAMES) of ``config.inactive_factors``; ValueError on unknown names."""
-    return GRID.parse_factors(config.inactive_factors, flag="inactive_factors")
+    """Positions (in FACTOR_NAMES) of ``config.data.inactive_factors``; ValueError on unknown names."""
+    return GRID.parse_factors(config.data.inactive_factors, flag="inactive_factors")
 
 
 def _check_config(config: ExperimentConfig) -> tuple[tuple[int, ...], tuple[tuple[str, float], ...]]:
     """Checks the Shapes3D settings that need no data; returns (inactive factors, augmentations)."""
     config.validate()
-    if config.data_source not in DATA_SOURCES:
-        raise ValueError(f"--data_source={config.data_source!r} is not a Shapes3D backend; choose one of {', '.join(DATA_SOURCES)}.")
-    augmentations = augment.parse_augmentations(config.augmentations)
+    if config.data.source not in DATA_SOURCES:
+        raise ValueError(f"--data.source={config.data.source!r} is not a Shapes3D backend; choose one of {', '.join(DATA_SOURCES)}.")
+    augmentations = augment.parse_augmentations(config.data.augmentations)
     augment.validate_augmentations(augmentations)
-    if config.augmentation_baseline:
-        if augmentations or config.double_augmentation:
+    if config.batch.augmentation_baseline:
+        if augmentations or config.batch.double_augmentation:
             raise ValueError(
-                "--augmentation_baseline makes its own two random_hue(0.5) views; leave --augmentations and "
-                "--double_augmentation unset."
+                "--batch.augmentation_baseline makes its own two random_hue(0.5) views; leave --data.augmentations and "
+                "--batch.double_augmentation unset."
             )
         return (), augmentations
-    if config.double_augmentation and not augmentations:
-        raise ValueError("--double_augmentation needs --augmentations (e.g. 'hue:0.1') to make the two views differ.")
+    if config.batch.double_augmentation and not augmentations:
+        raise ValueError("--batch.double_augmentation needs --data.augmentations (e.g. 'hue:0.1') to make the two views differ.")
     inactive = inactive_factors(config)
     if not inactive:
         raise ValueError(
-            "--inactive_factors is empty: ABC needs at least one factor fixed within a set "
+            "--data.inactive_factors is empty: ABC needs at least one factor fixed within a set "
             f"(names {', '.join(FACTOR_NAMES)} or the digits 0-5)."
         )
     return inactive, augmentations
@@ -74,7 +75,7 @@ def _check_config(config: ExperimentConfig) -> tuple[tuple[int, ...], tuple[tupl
 def make_curator(config: ExperimentConfig, source: Source, inactive: tuple[int, ...]) -> sets.SetCurator:
     """The set curator of ``config`` over ``source``'s items (ValueError on impossible set sizes)."""
     return sets.SetCurator(
-        GRID, inactive, config.set_size, replace=config.sample_with_replacement, items=source.items
+        GRID, inactive, config.batch.set_size, replace=config.data.sample_with_replacement, items=source.items
     )
 
 
@@ -86,11 +87,11 @@ def step_item_ids(curator: sets.SetCurator, config: ExperimentConfig, seed: int,
     unconstrained. A pure function of (seed, step).
     """
     rng = step_rng(seed, step)
-    pairs = config.pairs_per_step
-    if config.augmentation_baseline:
+    pairs = config.batch.pairs_per_step
+    if config.batch.augmentation_baseline:
         return (curator.unconstrained(rng, pairs),)
     set_a = curator.curated(rng, pairs)
-    set_b = curator.curated(rng, pairs) if config.curate_both_sets else curator.unconstrained(rng, pairs)
+    set_b = curator.curated(rng, pairs) if config.data.curate_both_sets else curator.unconstrained(rng, pairs)
     return set_a, set_b
 
 
@@ -103,11 +104,11 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
     """
     del start_step
     inactive, augmentations = _check_config(config)
-    source = open_source(config)
+    source = open_source(config.data)
     # (The baseline has no inactive factor and only draws unconstrained batches.)
     curator = make_curator(config, source, inactive)
-    pairs, size = config.pairs_per_step, config.set_size
-    baseline = config.augmentation_baseline
+    pairs, size = config.batch.pairs_per_step, config.batch.set_size
+    baseline = config.batch.augmentation_baseline
     keys = ("set_a",) if baseline else ("set_a", "set_b")
 
     def build(step: np.int64) -> tuple[np.ndarray, ...]:
@@ -123,7 +124,7 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
             second = augment_ops.random_hue(batch["set_a"], HUE_BASELINE_MAX_DELTA, views[1])
             return {"set_a": first, "set_a_view2": second}
         if augmentations:
-            return augment.double_augment(batch, augmentations, step_seed, double=config.double_augmentation)
+            return augment.double_augment(batch, augmentations, step_seed, double=config.batch.double_augmentation)
         return batch
 
     dataset = tf.data.Dataset.counter(start=0, dtype=tf.int64)
@@ -144,7 +145,7 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
     """
     if num_images < 1:
         raise ValueError(f"num_images must be positive, got {num_images}.")
-    source = open_source(config)
+    source = open_source(config.data)
     items = source.items
     total = GRID.num_points if items is None else items.shape[0]
     if num_images > total:
@@ -156,7 +157,7 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
 
 @functools.lru_cache(maxsize=1)
 def _open_cached(data_source: str, data_path: str, data_in_memory: bool) -> Source:
-    return open_source(ExperimentConfig(data_source=data_source, data_path=data_path, data_in_memory=data_in_memory))
+    return open_source(Shapes3DConfig(source=data_source, path=data_path, data_in_memory=data_in_memory))
 
 
 def images_of(config: ExperimentConfig, factor_indices: np.ndarray) -> np.ndarray:
@@ -169,7 +170,7 @@ def images_of(config: ExperimentConfig, factor_indices: np.ndarray) -> np.ndarra
         raise ValueError(f"Factor indices must have shape [n, {len(FACTOR_SIZES)}], got {factors.shape}.")
     if np.any(factors < 0) or np.any(factors >= np.asarray(FACTOR_SIZES)):
         raise ValueError(f"Factor indices lie outside the factor sizes {FACTOR_SIZES}.")
-    source = _open_cached(config.data_source, config.data_path, config.data_in_memory)
+    source = _open_cached(config.data.source, config.data.path, config.data.data_in_memory)
     flat = GRID.ravel(factors)
     if source.items is None:
         return source.images(flat)
@@ -190,8 +191,6 @@ def check_config(config: ExperimentConfig) -> None:
 FAMILY = DataFamily(
     name="shapes3d",
     evaluation_task="factors",
-    fields=("inactive_factors", "curate_both_sets", "augmentation_baseline", "sample_with_replacement",
-            "data_in_memory", "augmentations", "double_augmentation"),
     image_shape=image_shape,
     make_dataset=make_dataset,
     check_config=check_config,

@@ -5,7 +5,7 @@ The weak supervision of Locatello et al. (2020), which product-manifold projecti
 :mod:`abc_tf.data.shapes3d_sources`, at O(1) per pair whatever the size of the data:
 
 1. ``x1`` uniformly from the data set;
-2. the changed factor uniformly among the factors allowed to change (``--pair_factors``,
+2. the changed factor uniformly among the factors allowed to change (``--batch.pair_factors``,
    every factor by default);
 3. its new value uniformly among the factor's other values, so it always differs:
    ``new = (old + u) mod size`` with ``u`` uniform in ``1 .. size - 1``;
@@ -18,7 +18,7 @@ and ``x2`` uniformly among those partners (see :class:`_FactorPartners`).
 
 Which factor changed is drawn but never put in the batch: the method does not learn it.
 Batches: ``{"x1": uint8 [B, 64, 64, 3], "x2": uint8 [B, 64, 64, 3]}`` with
-``B = --pairs_per_step``, from the same backends as the sets (procedural, h5, tfds), each
+``B = --batch.pairs_per_step``, from the same backends as the sets (procedural, h5, tfds), each
 step a pure function of (seed, step).
 """
 
@@ -158,19 +158,18 @@ class PairSampler:
 
 
 def changing_factors(config: ExperimentConfig) -> tuple[int, ...]:
-    """Positions of ``--pair_factors`` (every factor when empty); ValueError naming the flag."""
-    if not config.pair_factors.strip():
+    """Positions of ``--batch.pair_factors`` (every factor when empty); ValueError naming the flag."""
+    if not config.batch.pair_factors.strip():
         return tuple(range(GRID.num_factors))
-    return GRID.parse_factors(config.pair_factors, flag=FLAG)
+    return GRID.parse_factors(config.batch.pair_factors, flag=FLAG)
 
 
 def check_config(config: ExperimentConfig) -> tuple[int, ...]:
     """The pair settings that need no data; returns the changing factors."""
-    if config.data_source not in DATA_SOURCES:
-        raise ValueError(f"--data_source={config.data_source!r} is not a Shapes3D backend; choose one of {', '.join(DATA_SOURCES)}.")
-    for name in ("augmentations", "double_augmentation", "augmentation_baseline"):
-        if getattr(config, name):
-            raise ValueError(f"--{name} does not apply to pairs (--method={config.method}): the pairs are not augmented.")
+    if config.data.source not in DATA_SOURCES:
+        raise ValueError(f"--data.source={config.data.source!r} is not a Shapes3D backend; choose one of {', '.join(DATA_SOURCES)}.")
+    if config.data.augmentations:
+        raise ValueError(f"--data.augmentations does not apply to pairs (--method={config.method.name}): the pairs are not augmented.")
     changing = changing_factors(config)
     PairSampler(GRID, changing)  # refuses an empty list or a factor with one value, before any data is read
     return changing
@@ -190,9 +189,9 @@ def make_pairs_dataset(config: ExperimentConfig, seed: int, start_step: int = 0)
     """
     del start_step
     changing = check_config(config)
-    source = open_source(config)
+    source = open_source(config.data)
     sampler = PairSampler(GRID, changing, items=source.items)
-    num = config.pairs_per_step
+    num = config.batch.pairs_per_step
 
     def build(step: np.int64) -> np.ndarray:
         return source.images(step_pair_ids(sampler, seed, int(step), num))  # one read for both images

@@ -3,17 +3,17 @@
 Factors in storage order, the last varying fastest in the flat index of 3dshapes.h5:
 floor_hue 10, wall_hue 10, object_hue 10, scale 8, shape 4, orientation 15 (480,000 images).
 The authors' command line numbered them 0 wall hue, 1 object hue, 2 floor hue, 3 scale,
-4 shape, 5 orientation; ``--inactive_factors`` takes names, those digits, or a mix.
+4 shape, 5 orientation; ``--data.inactive_factors`` takes names, those digits, or a mix.
 
-Three backends (``--data_source``), each giving images by item id:
+Three backends (``--data.source``), each giving images by item id:
 
 - ``procedural`` (default): :mod:`abc_tf.data.render.shapes3d_scenes` draws the scenes; nothing to
   download.
-- ``h5``: the real ``3dshapes.h5`` (``--data_path``), read with h5py at random (or all read
-  into memory with ``--data_in_memory``). Its labels are checked against the grid order
+- ``h5``: the real ``3dshapes.h5`` (``--data.path``), read with h5py at random (or all read
+  into memory with ``--data.data_in_memory``). Its labels are checked against the grid order
   before training, so the index arithmetic is known to pick the right images.
 - ``tfds``: the tfds ``shapes3d`` data set, already prepared in the tfds data directory
-  (``--data_path``, default ``~/tensorflow_datasets``); nothing is downloaded. Its records
+  (``--data.path``, default ``~/tensorflow_datasets``); nothing is downloaded. Its records
   come in shuffled order, so their labels are read once (images stay PNG-encoded in memory,
   about 1-2 GB for the full set) and turned into an index table. If the records are exactly
   the full grid, curation is the same arithmetic as for the other backends; if they are a
@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 import tensorflow as tf
 
-from abc_tf.config import ExperimentConfig
+from abc_tf.data.shapes3d_config import Shapes3DConfig
 from abc_tf.data import sets
 from abc_tf.data.render import shapes3d_scenes as render
 
@@ -88,7 +88,7 @@ def _read_or_raise(path: str, what: str, read):
     try:
         return read()
     except (OSError, RuntimeError, KeyError) as error:
-        raise ValueError(f"--data_path={path}: cannot read {what} ({error}); the file may be truncated or damaged.") from None
+        raise ValueError(f"--data.path={path}: cannot read {what} ({error}); the file may be truncated or damaged.") from None
 
 
 def labels_to_indices(labels: np.ndarray, where: str) -> np.ndarray:
@@ -129,36 +129,36 @@ class H5Source:
 
         if not path:
             raise ValueError(
-                f"--data_source=h5 needs --data_path pointing to 3dshapes.h5 (from {SHAPES3D_URL}; "
+                f"--data.source=h5 needs --data.path pointing to 3dshapes.h5 (from {SHAPES3D_URL}; "
                 "nothing is downloaded at run time)."
             )
         if not os.path.isfile(path):
-            raise ValueError(f"--data_path={path}: no such file. Download 3dshapes.h5 from {SHAPES3D_URL} and pass its path.")
+            raise ValueError(f"--data.path={path}: no such file. Download 3dshapes.h5 from {SHAPES3D_URL} and pass its path.")
         try:
             self._file = h5py.File(path, "r")
         except OSError as error:
             raise ValueError(
-                f"--data_path={path} cannot be opened as HDF5 ({error}); the file is truncated, damaged or not "
+                f"--data.path={path} cannot be opened as HDF5 ({error}); the file is truncated, damaged or not "
                 f"an h5 file. Download it again from {SHAPES3D_URL}."
             ) from None
         for name in ("images", "labels"):
             if name not in self._file:
-                raise ValueError(f"--data_path={path} has no dataset {name!r} (found {sorted(self._file)}); expected 3dshapes.h5.")
+                raise ValueError(f"--data.path={path} has no dataset {name!r} (found {sorted(self._file)}); expected 3dshapes.h5.")
         images, labels = self._file["images"], self._file["labels"]
         expected_images = (NUM_IMAGES,) + IMAGE_SHAPE
         if images.shape != expected_images or images.dtype != np.uint8:
             raise ValueError(
-                f"--data_path={path}: 'images' is {images.dtype} {images.shape}, expected uint8 {expected_images}."
+                f"--data.path={path}: 'images' is {images.dtype} {images.shape}, expected uint8 {expected_images}."
             )
         if labels.shape != (NUM_IMAGES, len(FACTOR_NAMES)):
-            raise ValueError(f"--data_path={path}: 'labels' has shape {labels.shape}, expected {(NUM_IMAGES, len(FACTOR_NAMES))}.")
+            raise ValueError(f"--data.path={path}: 'labels' has shape {labels.shape}, expected {(NUM_IMAGES, len(FACTOR_NAMES))}.")
         # The flat index is only meaningful if row i carries the factors of grid point i.
         values = _read_or_raise(path, "'labels'", lambda: labels[()])
-        indices = labels_to_indices(values, f"--data_path={path}")
+        indices = labels_to_indices(values, f"--data.path={path}")
         rows = np.flatnonzero(GRID.ravel(indices) != np.arange(NUM_IMAGES))
         if rows.size:
             raise ValueError(
-                f"--data_path={path}: labels are not in the 3dshapes order ({', '.join(FACTOR_NAMES)}, the last "
+                f"--data.path={path}: labels are not in the 3dshapes order ({', '.join(FACTOR_NAMES)}, the last "
                 f"varying fastest); first mismatch at row {rows[0]}: {values[rows[0]].tolist()}."
             )
         self._images = images
@@ -167,7 +167,7 @@ class H5Source:
         if self._array is None and chunks is not None and chunks[0] > 64:
             logger.warning(
                 "%s stores %d images per chunk: every random image read decompresses a whole chunk. "
-                "--data_in_memory avoids that (5.9 GB of RAM).", path, chunks[0],
+                "--data.data_in_memory avoids that (5.9 GB of RAM).", path, chunks[0],
             )
         self.description = f"h5 file {path}" + (" (in memory)" if in_memory else "")
 
@@ -202,12 +202,12 @@ class TfdsSource:
         except (AssertionError, FileNotFoundError, OSError, tf.errors.NotFoundError) as error:
             root = data_dir or os.path.join(os.path.expanduser("~"), "tensorflow_datasets")
             raise ValueError(
-                f"--data_source=tfds: the tfds data set 'shapes3d' is not prepared under {root} "
+                f"--data.source=tfds: the tfds data set 'shapes3d' is not prepared under {root} "
                 f"(expected its version folder {builder.data_dir}; {type(error).__name__}). Nothing is downloaded at "
                 f"run time. Prepare it on a machine with internet (`tfds build shapes3d --data_dir={root}`, which "
                 f"fetches {SHAPES3D_URL}) and copy the folder {os.path.join(root, 'shapes3d')} here, pass another "
-                "tfds data directory with --data_path, or read the h5 file directly with "
-                "--data_source=h5 --data_path=/path/to/3dshapes.h5."
+                "tfds data directory with --data.path, or read the h5 file directly with "
+                "--data.source=h5 --data.path=/path/to/3dshapes.h5."
             ) from None
         encoded, labels = [], []
         keys = [f"label_{name}" for name in FACTOR_NAMES]
@@ -215,14 +215,14 @@ class TfdsSource:
             encoded.append(batch["image"])
             labels.append(np.stack([batch[key] for key in keys], axis=1))
         if not encoded:
-            raise ValueError(f"--data_source=tfds: the prepared 'shapes3d' in {builder.data_dir} holds no records.")
+            raise ValueError(f"--data.source=tfds: the prepared 'shapes3d' in {builder.data_dir} holds no records.")
         self._encoded = np.concatenate(encoded)
         factors = np.concatenate(labels).astype(np.int64)
         if np.any(factors < 0) or np.any(factors >= np.asarray(FACTOR_SIZES)):
-            raise ValueError(f"--data_source=tfds: labels in {builder.data_dir} lie outside the factor sizes {FACTOR_SIZES}.")
+            raise ValueError(f"--data.source=tfds: labels in {builder.data_dir} lie outside the factor sizes {FACTOR_SIZES}.")
         first = _decode_png(self._encoded[0])
         if first.shape != IMAGE_SHAPE:
-            raise ValueError(f"--data_source=tfds: images in {builder.data_dir} are {first.shape}, expected {IMAGE_SHAPE}.")
+            raise ValueError(f"--data.source=tfds: images in {builder.data_dir} are {first.shape}, expected {IMAGE_SHAPE}.")
         flat = GRID.ravel(factors)
         if flat.size == NUM_IMAGES and np.unique(flat).size == NUM_IMAGES:
             # The full grid: keep arithmetic curation, with a table from flat index to record.
@@ -253,12 +253,12 @@ def _decode_png(data: bytes) -> np.ndarray:
         return np.asarray(image.convert("RGB"))
 
 
-def open_source(config: ExperimentConfig) -> Source:
-    """The backend named by ``config.data_source``; raises ValueError on bad names or files."""
-    if config.data_source == "procedural":
+def open_source(data: Shapes3DConfig) -> Source:
+    """The backend named by ``data.source`` (a run's data part); raises ValueError on bad names or files."""
+    if data.source == "procedural":
         return ProceduralSource()
-    if config.data_source == "h5":
-        return H5Source(config.data_path, in_memory=config.data_in_memory)
-    if config.data_source == "tfds":
-        return TfdsSource(config.data_path)
-    raise ValueError(f"--data_source={config.data_source!r} is not a Shapes3D backend; choose one of {', '.join(DATA_SOURCES)}.")
+    if data.source == "h5":
+        return H5Source(data.path, in_memory=data.data_in_memory)
+    if data.source == "tfds":
+        return TfdsSource(data.path)
+    raise ValueError(f"--data.source={data.source!r} is not a Shapes3D backend; choose one of {', '.join(DATA_SOURCES)}.")

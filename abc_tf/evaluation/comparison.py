@@ -43,7 +43,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from abc_tf import data, json_files, methods
-from abc_tf.config import ExperimentConfig, read_config
+from abc_tf.config import ExperimentConfig
+from abc_tf.experiments import read_config
 from abc_tf.evaluation import digit_clusters, factor_isolation, labelled_samples, plots, tasks
 from abc_tf.evaluation import disentanglement as dis
 from abc_tf.evaluation.encoder_disentanglement import evaluate_disentanglement
@@ -131,12 +132,12 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
         rows = [dataclasses.replace(row, label=os.path.normpath(path)) for row, path in zip(rows, run_dirs)]
     first = rows[0].configs[0]
     if not tasks.offers_labelled_sample(first):
-        raise ValueError(f"--compare: data family {first.data!r} has no labelled sample to compare rows on "
+        raise ValueError(f"--compare: data family {first.data.family!r} has no labelled sample to compare rows on "
                          "(abc_tf.evaluation.labelled_samples).")
     for row in rows:
         for config in row.configs:
-            if config.data != first.data:
-                raise ValueError(f"--compare: {row.label} is a {config.data!r} run, {rows[0].label} a {first.data!r} run; "
+            if config.data.family != first.data.family:
+                raise ValueError(f"--compare: {row.label} is a {config.data.family!r} run, {rows[0].label} a {first.data.family!r} run; "
                                  "rows are compared on one labelled sample of one data family.")
     if untrained:
         rows.append(Row(UNTRAINED, (), (first,)))
@@ -152,7 +153,7 @@ def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig,
     sigma, rule = factor_isolation.noise_sigma(config, embeddings)
     isolation = dataclasses.replace(settings.isolation, sigma=None, num_sigmas=0)
     metrics = factor_isolation.evaluate_embeddings(
-        embeddings, factors, names, sigma, isolation, num_classes=sample.sizes, seed=config.seed,
+        embeddings, factors, names, sigma, isolation, num_classes=sample.sizes, seed=config.trainer.seed,
         unit=factor_isolation.measuring_unit(rule, embeddings),
     )
     metrics.update(noise_rule=rule, isolation_seconds=time.perf_counter() - start)
@@ -161,7 +162,7 @@ def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig,
     metrics["kmeans_nmi"] = {
         name: digit_clusters.kmeans_nmi(embeddings, factors[:, i], seed=0, clusters=len(np.unique(factors[:, i])))
         for i, name in enumerate(names)}
-    if settings.scores is not None and data.get_family(sample_config.data).known_factors is not None:
+    if settings.scores is not None and data.get_family(sample_config.data.family).known_factors is not None:
         metrics["disentanglement"] = evaluate_disentanglement(
             encoder, sample_config, settings.scores, settings.isolation.sample_seed, settings.score_names)
     del metrics["figures"], metrics["inactive"]
@@ -174,7 +175,7 @@ def method_measures(run_dir: str, config: ExperimentConfig, out_dir: str, settin
     run's metrics.json where ``evaluate.py --run_dir`` wrote them (``"method"`` -> ``"headline"``),
     else measured now into ``out_dir`` (abc_tf.evaluation.tasks.MEASURES); {} for a method
     without measures of its own."""
-    name = methods.get_method(config.method).measures
+    name = methods.get_method(config.method.name).measures
     if not name:
         return {}
     path = os.path.join(run_dir, METRICS_FILE)
@@ -205,7 +206,7 @@ def _describe(row: Row, sample: labelled_samples.LabelledSample) -> dict[str, An
     if not row.run_dirs:
         return {"method": f"{method.name} (untrained)", "steps": 0, "inactive": [], "condition": "untrained network",
                 "supervision": "none: the untrained encoder of the first run's config (its architecture and initial weights)"}
-    return {"method": method.label_for(config) + ("" if row.network == ENCODER else f" ({row.network})"), "steps": config.steps,
+    return {"method": method.label_for(config) + ("" if row.network == ENCODER else f" ({row.network})"), "steps": config.trainer.steps,
             "supervision": method.supervision_for(config) or "(not declared)",
             "inactive": list(labelled_samples.inactive_of(config, sample)),
             "condition": labelled_samples.condition_of(config, sample)}
@@ -221,7 +222,7 @@ def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings 
     sample_config = rows[0].configs[0]
     sample = tasks.labelled_sample(sample_config, settings.isolation.num_images, settings.isolation.sample_seed)
     if sample is None:
-        raise ValueError(f"--compare: the {sample_config.data!r} data of {rows[0].run_dirs[0]} has no label to compare "
+        raise ValueError(f"--compare: the {sample_config.data.family!r} data of {rows[0].run_dirs[0]} has no label to compare "
                          "rows on (abc_tf.evaluation.labelled_samples; folders: a labels.csv column besides the groups).")
     names = list(sample.names)
     results = []
@@ -243,12 +244,12 @@ def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings 
             summary["disentanglement_skipped"] = seeds[0]["disentanglement"]["skipped"]
         elif settings.scores is not None and "disentanglement" not in seeds[0]:
             summary["disentanglement_skipped"] = {
-                name: f"data family {sample_config.data!r} has no known factors, only labels" for name in settings.score_names}
+                name: f"data family {sample_config.data.family!r} has no known factors, only labels" for name in settings.score_names}
         results.append(summary)
     result = {
         "caption": caption(sample_config, settings, len(sample.images)),
         "noise_rule": factor_isolation.NOISE_RULE,
-        "sample": {"data": sample_config.data, "data_source": sample_config.data_source, "num_images": len(sample.images),
+        "sample": {"data": sample_config.data.family, "data_source": sample_config.data.source, "num_images": len(sample.images),
                    "sample_seed": settings.isolation.sample_seed, "from": rows[0].run_dirs[0]},
         "factors": names,
         "disentanglement_preset": settings.preset if settings.scores is not None else "none",
@@ -266,8 +267,8 @@ def _stats(values: Sequence[float]) -> dict[str, Any]:
 def caption(sample_config: ExperimentConfig, settings: ComparisonSettings, num_images: int) -> str:
     """The tables' caption: the shared sample, the noise rule, the scores' settings."""
     text = (
-        f"Every row is measured on one labelled sample of {num_images} {sample_config.data} images "
-        f"(data source {sample_config.data_source}, sample seed {settings.isolation.sample_seed}). "
+        f"Every row is measured on one labelled sample of {num_images} {sample_config.data.family} images "
+        f"(data source {sample_config.data.source}, sample seed {settings.isolation.sample_seed}). "
         f"MINE information (nats) and probe test accuracy per factor are measured with Gaussian noise added to "
         f"the embeddings: {factor_isolation.NOISE_RULE}. 1-NN accuracy and k-means NMI per factor are measured "
         "on the embeddings as they are. Values are mean ± standard deviation over a row's "

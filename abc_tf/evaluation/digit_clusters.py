@@ -289,7 +289,7 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
         plot_matrix(matrix, os.path.join(out_dir, FIGURE),
                     f"code x digit: NMI {result['generated']['nmi']:.3f}, ENT {result['generated']['ent']:.3f}")
         plot_code_grid(code_grid(generator, seed=seed), os.path.join(out_dir, SAMPLES_FIGURE),
-                       f"{config.method}: samples per categorical code (columns: noise vectors)")
+                       f"{config.method.name}: samples per categorical code (columns: noise vectors)")
         result["figures"] = [FIGURE, SAMPLES_FIGURE]
     result["representation"] = representation_scores(run.encoder, config, seed)
     q = run.network("q")
@@ -312,7 +312,7 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
         # A step the callback did not log (none: checkpoints fall on log steps) leaves no prior to report.
         result["prior"] = {**result["prior"], "step": run.step, "history": history, "prior": at_step[0]} if at_step else None
     if result.get("prior"):
-        plot_prior(result["prior"], os.path.join(out_dir, PRIOR_FIGURE), f"{config.method}: the class prior")
+        plot_prior(result["prior"], os.path.join(out_dir, PRIOR_FIGURE), f"{config.method.name}: the class prior")
         result.setdefault("figures", []).append(PRIOR_FIGURE)
     result["headline"] = headline(result)
     return result

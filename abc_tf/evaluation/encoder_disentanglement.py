@@ -40,9 +40,9 @@ FIGURE = "disentanglement.png"
 
 def known_factors(config: ExperimentConfig) -> KnownFactors:
     """The known factors of ``config``'s family; ValueError for a family without them."""
-    factors = data.get_family(config.data).known_factors
+    factors = data.get_family(config.data.family).known_factors
     if factors is None:
-        raise ValueError(f"Data family {config.data!r} declares no known factors; disentanglement scores need them.")
+        raise ValueError(f"Data family {config.data.family!r} declares no known factors; disentanglement scores need them.")
     return factors
 
 
@@ -60,7 +60,7 @@ def factor_source(encoder: Callable, config: ExperimentConfig, timer: _Timer | N
     ``images_of``."""
     factors = known_factors(config)
     if factors.images_of is None:
-        raise ValueError(f"Data family {config.data!r} cannot draw images of given factor values (no images_of).")
+        raise ValueError(f"Data family {config.data.family!r} cannot draw images of given factor values (no images_of).")
 
     def encode(values: np.ndarray) -> np.ndarray:
         start = time.perf_counter()
@@ -103,7 +103,7 @@ def evaluate_disentanglement(
         observations = "labelled sample"
         for name in scores:
             if name in dis.SAMPLED_SCORES:
-                skipped[name] = (f"data family {config.data!r} cannot draw images of given factor values "
+                skipped[name] = (f"data family {config.data.family!r} cannot draw images of given factor values "
                                  "(KnownFactors.images_of is None): only the scores on a labelled sample run")
         kept = [name for name in scores if name in dis.ARRAY_SCORES]
         results = _array_scores(encoder, config, factors, settings, seed, kept, timer) if kept else {}

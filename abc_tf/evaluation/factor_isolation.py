@@ -87,10 +87,10 @@ class IsolationSettings:
 
 def known_factors(config: ExperimentConfig) -> KnownFactors:
     """The known factors of ``config``'s data family; ValueError for families without them."""
-    factors = data.get_family(config.data).known_factors
+    factors = data.get_family(config.data.family).known_factors
     if factors is None:
         raise ValueError(
-            f"Data family {config.data!r} has no labelled factor sample; factor isolation is measured on "
+            f"Data family {config.data.family!r} has no labelled factor sample; factor isolation is measured on "
             "families with known factors (shapes3d)."
         )
     return factors
@@ -107,27 +107,26 @@ def inactive_names(config: ExperimentConfig) -> tuple[str, ...]:
     (``KnownFactors.augmented_by_baseline``: Shapes3D's three hues), so they are marked too.
     """
     names = factor_names(config)
-    if methods.get_method(config.method).batch_format != "sets":
-        return ()  # only sets fix factors (--inactive_factors); other formats leave it unread
-    if config.augmentation_baseline:
+    if config.method.batch_format != "sets":
+        return ()  # only sets fix factors (--data.inactive_factors); other formats leave it unread
+    if config.batch.augmentation_baseline:
         return tuple(name for name in names if name in known_factors(config).augmented_by_baseline)
-    if not config.inactive_factors.strip() or config.inactive_factors.strip().lower() == "none":
+    if not config.data.inactive_factors.strip() or config.data.inactive_factors.strip().lower() == "none":
         return ()
     return tuple(names[i] for i in known_factors(config).inactive(config))
 
 
 def condition_label(config: ExperimentConfig) -> str:
     """Short human label of a run's training condition."""
-    method = methods.get_method(config.method)
-    if method.batch_format != "sets":
-        return f"{method.name} ({method.batch_format})"
-    if config.augmentation_baseline:
+    if config.method.batch_format != "sets":
+        return f"{config.method.name} ({config.method.batch_format})"
+    if config.batch.augmentation_baseline:
         # The family's augmentation (Shapes3D: hue; MNIST: rotation, zoom, elastic) is the only signal.
         dropped = inactive_names(config)
-        return f"double augmentation ({method.name})" if not dropped else f"{'/'.join(dropped)} augmented away ({method.name})"
+        return f"double augmentation ({config.method.name})" if not dropped else f"{'/'.join(dropped)} augmented away ({config.method.name})"
     inactive = inactive_names(config)
     label = "no inactive factor" if not inactive else ", ".join(inactive) + " inactive"
-    if inactive and not config.curate_both_sets:
+    if inactive and not config.data.curate_both_sets:
         label += ", set B unconstrained"
     return label
 
@@ -170,7 +169,7 @@ def noise_sigma(config: ExperimentConfig, embeddings: np.ndarray) -> tuple[float
     """(sigma, rule) of the single-sigma measures for a run of ``config``'s method
     (:data:`NOISE_RULE`): ``(length_scale(config), "length scale")`` when the method declares a
     length scale, else ``(RELATIVE_NOISE * spread(embeddings), "0.1 x spread")``."""
-    method = methods.get_method(config.method)
+    method = methods.get_method(config.method.name)
     if method.length_scale is not None:
         return float(method.length_scale(config)), "length scale"
     return RELATIVE_NOISE * spread(embeddings), RELATIVE_RULE
@@ -306,7 +305,7 @@ def evaluate_encoder(
     sigma, rule = noise_sigma(config, embeddings)
     metrics = evaluate_embeddings(
         embeddings, factors, names, sigma, settings, inactive_names(config), factor_sizes(config),
-        out_dir, condition_label(config) if title is None else title, seed=config.seed,
+        out_dir, condition_label(config) if title is None else title, seed=config.trainer.seed,
         unit=measuring_unit(rule if settings.sigma is None else "given sigma", embeddings),
     )
     metrics["noise_rule"] = rule if settings.sigma is None else "given sigma"

@@ -35,9 +35,9 @@ def load_labelled(config: ExperimentConfig, labels_csv: str | None = None) -> Gr
     """All images of ``config``'s data set with their evaluation labels (the family's grouped
     images: yaleb, epfl_cars, folders); ``labels_csv`` overrides the folder family's default
     ``data_path/labels.csv``."""
-    grouped_images = data.get_family(config.data).grouped_images
+    grouped_images = data.get_family(config.data.family).grouped_images
     if grouped_images is None:
-        raise ValueError(f"Data family {config.data!r} has no labelled image loader (yaleb, epfl_cars, folders do).")
+        raise ValueError(f"Data family {config.data.family!r} has no labelled image loader (yaleb, epfl_cars, folders do).")
     return grouped_images(config, labels_csv)
 
 
@@ -144,7 +144,7 @@ def trained_vs_untrained(
     trained encoder and on the untrained encoder of ``config`` (same architecture and initial seed).
     """
     settings.validate()
-    measure = (settings.names, settings.probe_settings, settings.mine_settings, config.seed)
+    measure = (settings.names, settings.probe_settings, settings.mine_settings, config.trainer.seed)
     untrained = untrained_encoder(config)
     result = {}
     for key, encoder in (("trained", trained), ("untrained", untrained)):

@@ -67,7 +67,7 @@ def grouped_label_sample(config: ExperimentConfig, num_images: int, seed: int) -
 
 
 def pose_sample(config: ExperimentConfig, num_images: int, seed: int) -> LabelledSample:
-    images, _, euler = data.get_family(config.data).pose_views(config, "test", "synthetic", num_images, seed)
+    images, _, euler = data.get_family(config.data.family).pose_views(config, "test", "synthetic", num_images, seed)
     azimuth = np.floor(np.mod(euler[:, 0], 2 * np.pi) / (2 * np.pi / AZIMUTH_BINS)).astype(np.int64) % AZIMUTH_BINS
     factors = np.stack([azimuth, quantile_bins(euler[:, 1], ELEVATION_BINS)], axis=1).astype(np.int64)
     return LabelledSample(images, factors, ("azimuth", "elevation"), (AZIMUTH_BINS, ELEVATION_BINS))
@@ -75,16 +75,16 @@ def pose_sample(config: ExperimentConfig, num_images: int, seed: int) -> Labelle
 
 def inactive_of(config: ExperimentConfig, sample: LabelledSample) -> tuple[str, ...]:
     """The labels of ``sample`` that a run of ``config`` fixed within a set: its own known
-    factors' (its --inactive_factors), else the sample's (the labels constant within a group),
+    factors' (its --data.inactive_factors), else the sample's (the labels constant within a group),
     for methods trained on sets."""
-    if data.get_family(config.data).known_factors is not None:
+    if data.get_family(config.data.family).known_factors is not None:
         return factor_isolation.inactive_names(config)
-    return sample.inactive if methods.get_method(config.method).batch_format == "sets" else ()
+    return sample.inactive if config.method.batch_format == "sets" else ()
 
 
 def condition_of(config: ExperimentConfig, sample: LabelledSample) -> str:
     """A run's training condition in a few words (which labels it was trained to drop)."""
-    if data.get_family(config.data).known_factors is not None:
+    if data.get_family(config.data.family).known_factors is not None:
         return factor_isolation.condition_label(config)
     inactive = inactive_of(config, sample)
-    return ", ".join(inactive) + " inactive" if inactive else methods.get_method(config.method).name
+    return ", ".join(inactive) + " inactive" if inactive else methods.get_method(config.method.name).name

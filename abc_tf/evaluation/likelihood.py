@@ -39,12 +39,12 @@ def has_perspective(variant: str, embedding_dim: int) -> bool:
 def networks_of(run: Run) -> dict:
     """The networks :func:`abc_tf.methods.vitae.infer` needs, loaded from the run directory."""
     names = ["appearance_posterior", "appearance_decoder"]
-    if has_perspective(run.config.method, run.config.embedding_dim):
+    if has_perspective(run.config.method.name, run.config.method.latent_dim):
         names += ["perspective_posterior", "affine_decoder"]
     networks = {name: run.network(name) for name in names}
     missing = [name for name, network in networks.items() if network is None]
     if missing:
-        raise ValueError(f"{run.run_dir} lacks {', '.join(f'{name}.keras' for name in missing)}: not a finished {run.config.method} run.")
+        raise ValueError(f"{run.run_dir} lacks {', '.join(f'{name}.keras' for name in missing)}: not a finished {run.config.method.name} run.")
     return networks
 
 
@@ -101,11 +101,11 @@ def knn_accuracy(reference: np.ndarray, reference_labels: np.ndarray, queries: n
 def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0) -> dict[str, Any]:
     """The measures of the module docstring for a finished VAE or VITAE run on a family of
     class-labelled images (MNIST)."""
-    variant = run.config.method  # the VAE family's variants are its methods (vitae.VARIANTS)
-    class_labelled_images = data.get_family(run.config.data).class_labelled_images
+    variant = run.config.method.name  # the VAE family's variants are its methods (vitae.VARIANTS)
+    class_labelled_images = data.get_family(run.config.data.family).class_labelled_images
     if variant not in vitae.VARIANTS or class_labelled_images is None:
         raise ValueError(f"The likelihood measures take {', '.join(vitae.VARIANTS)} runs on a family of class-labelled "
-                         f"images (mnist), not {variant} on {run.config.data}.")
+                         f"images (mnist), not {variant} on {run.config.data.family}.")
     digits = class_labelled_images(run.config)
     test_images, test_labels = digits.test_images, digits.test_labels
     per_image = bounds(networks_of(run), variant, test_images, samples, seed)
@@ -116,7 +116,7 @@ def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0) -> dict[str, A
     reference_images = digits.train_images[rows]
     reference_labels = digits.train_labels[rows]
     spaces = {"code": run.encoder}
-    if has_perspective(variant, run.config.embedding_dim):
+    if has_perspective(variant, run.config.method.latent_dim):
         spaces.update(appearance=run.network("appearance"), perspective=run.network("perspective"))
     holdout = digits.held_out
     knn: dict[str, Any] = {"k": NEIGHBOURS, "reference_images": int(len(rows)), "chance": 0.1}

@@ -160,7 +160,7 @@ def evaluate_mnist_run(
         encoder = run
     if untrained is None:
         untrained = untrained_encoder(config)
-    holdout = mnist.parse_holdout_digit(config.holdout_digit)
+    holdout = mnist.parse_holdout_digit(config.data.holdout_digit)
     data = mnist.load_mnist(config)
     images, labels = np.asarray(data.x_test), np.asarray(data.y_test).astype(np.int64)
     os.makedirs(out_dir, exist_ok=True)
@@ -177,7 +177,7 @@ def evaluate_mnist_run(
     seen_mask = labels != (-1 if holdout is None else holdout)
     for name, model in (("untrained", untrained), ("trained", encoder)):
         embeddings = embed(model, images[..., np.newaxis], batch_size=2000)
-        grid = retrieval.retrieval_grid(embeddings, labels, range(NUM_CLASSES), similarity=config.similarity, seed=seed)
+        grid = retrieval.retrieval_grid(embeddings, labels, range(NUM_CLASSES), similarity=config.method.similarity, seed=seed)
         grids.append((name, grid))
         # The components of the training digits' embeddings; the held-out digit shown in them.
         projection, _ = plots.principal_components(embeddings, 2, basis_of=embeddings[seen_mask])

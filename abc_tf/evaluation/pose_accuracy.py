@@ -234,9 +234,9 @@ def evaluate_pose_run(
     settings.validate()
     run = run or load_run(run_dir)
     config, encoder, head = run.config, run.encoder, run.network("head")
-    pose_views = data.get_family(config.data).pose_views
+    pose_views = data.get_family(config.data.family).pose_views
     if pose_views is None:
-        raise ValueError(f"{run_dir} trained on data {config.data!r}, which has no images of known pose; pose evaluation needs them.")
+        raise ValueError(f"{run_dir} trained on data {config.data.family!r}, which has no images of known pose; pose evaluation needs them.")
     pool_images, pool_rotations, _ = pose_views(
         config, "train", "synthetic", settings.resolved_pool_size, seed=settings.seed
     )
@@ -248,7 +248,7 @@ def evaluate_pose_run(
     results: dict = {
         "run_dir": run_dir,
         "settings": {**dataclasses.asdict(settings), "pool_size": settings.resolved_pool_size},
-        "similarity": config.similarity,
+        "similarity": config.method.similarity,
         "embedding_dims": {name: int(pool.shape[1]) for name, pool in pools.items()},
         "domains": {},
     }
@@ -259,7 +259,7 @@ def evaluate_pose_run(
         rows: dict = {}
         for name, model in models_to_lookup.items():
             # The backbone row uses cosine, as the paper's "ResNet" row; the others use the run's similarity.
-            similarity = "cosine" if name == ROW_BACKBONE else config.similarity
+            similarity = "cosine" if name == ROW_BACKBONE else config.method.similarity
             lookup = lookup_evaluation(
                 embed(model, query_images, settings.batch_size), query_rotations, pools[name], pool_rotations,
                 similarity=similarity, dictionary_size=settings.dictionary_size, repeats=settings.repeats,

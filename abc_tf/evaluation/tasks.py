@@ -140,7 +140,7 @@ def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dic
     path = os.path.join(out_dir, RETRIEVAL_FIGURE)
     with stage("retrieval grid across groups"):
         metrics["retrieval"] = retrieval.group_retrieval(
-            [("trained", run.encoder), ("untrained", untrained_encoder(config))], grouped, config.similarity, path,
+            [("trained", run.encoder), ("untrained", untrained_encoder(config))], grouped, config.method.similarity, path,
             seed=settings.sample_seed)
     metrics["figures"] = {"retrieval": path}
     return metrics
@@ -208,23 +208,23 @@ MEASURES: dict[str, Evaluate] = {
 
 def task_of(config) -> Task:
     """The task of ``config``'s data family; ValueError when the family declares none."""
-    name = data.get_family(config.data).evaluation_task
+    name = data.get_family(config.data.family).evaluation_task
     if name not in TASKS:
         declared = f"names the evaluation task {name!r}, which is not registered" if name else "declares no evaluation task"
-        raise ValueError(f"Data family {config.data!r} {declared} (abc_tf.evaluation.tasks.TASKS: "
+        raise ValueError(f"Data family {config.data.family!r} {declared} (abc_tf.evaluation.tasks.TASKS: "
                          f"{', '.join(sorted(TASKS))}).")
     return TASKS[name]
 
 
 def offers_labelled_sample(config) -> bool:
     """Whether ``config``'s family's task draws a labelled sample (without drawing it)."""
-    task = TASKS.get(data.get_family(config.data).evaluation_task)
+    task = TASKS.get(data.get_family(config.data.family).evaluation_task)
     return task is not None and task.labelled_sample is not None
 
 
 def labelled_sample(config, num_images: int, seed: int) -> labelled_samples.LabelledSample | None:
     """The labelled sample of ``config``'s family (its task's), or None where it has none."""
-    task = TASKS.get(data.get_family(config.data).evaluation_task)
+    task = TASKS.get(data.get_family(config.data.family).evaluation_task)
     return None if task is None or task.labelled_sample is None else task.labelled_sample(config, num_images, seed)
 
 
@@ -233,7 +233,7 @@ def evaluate_run(run: Run, out_dir: str, settings: EvaluationSettings, method_me
     networks) the method's measures; written to ``out_dir/metrics.json`` and returned."""
     os.makedirs(out_dir, exist_ok=True)
     metrics = task_of(run.config).evaluate(run, out_dir, settings)
-    measures = methods.get_method(run.config.method).measures
+    measures = methods.get_method(run.config.method.name).measures
     if method_measures and measures:
         metrics["method"] = MEASURES[measures](run, out_dir, settings)
     json_files.write_json(os.path.join(out_dir, METRICS_FILE), metrics, sort_keys=True)
@@ -287,7 +287,7 @@ def evaluate_checkpoints(run_dir: str, out_dir: str, settings: EvaluationSetting
             metrics = evaluate_run(run, os.path.join(out_dir, "checkpoints", f"step_{step}"), settings)
             points.append((step, learning_curves.curve_measures(metrics)))
         print(f"  step {step}: " + ", ".join(f"{name} {value:.4g}" for name, value in sorted(points[-1][1].items())))
-    title = f"{os.path.basename(os.path.normpath(run_dir))}: {run.config.method} on {run.config.data}"
+    title = f"{os.path.basename(os.path.normpath(run_dir))}: {run.config.method.name} on {run.config.data.family}"
     curve = learning_curves.write_curve(points, out_dir, title, references)
     print(f"Wrote {os.path.join(out_dir, learning_curves.CURVE_JSON)} and {os.path.join(out_dir, learning_curves.CURVE_FIGURE)}")
     return curve

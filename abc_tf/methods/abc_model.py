@@ -153,22 +153,22 @@ def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_typ
     weights follow the seed as well."""
     encoder = build_encoder(config, image_shape)
     head, head_loss = None, None
-    if config.regression_weight > 0:
-        head = models.build("spherical_regression", embedding_dim=config.embedding_dim)
+    if config.method.regression_weight > 0:
+        head = models.build("spherical_regression", embedding_dim=config.model.embedding_dim)
         head_loss = pose_head.spherical_regression_loss
     model = ABCModel(
-        encoder, similarity=config.similarity, temperature=config.temperature, loss_type=loss_type,
-        abc_weight=config.abc_weight, head=head, head_loss=head_loss, head_weight=config.regression_weight,
+        encoder, similarity=config.method.similarity, temperature=config.method.temperature, loss_type=loss_type,
+        abc_weight=config.method.abc_weight, head=head, head_loss=head_loss, head_weight=config.method.regression_weight,
     )
-    model.compile(optimizer=optimizers.adam(config.learning_rate, config.lr_halving_steps), jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+    model.compile(optimizer=optimizers.adam(config.trainer.learning_rate, config.trainer.lr_halving_steps), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
     return model
 
 
 def _check_contrastive(config: ExperimentConfig) -> None:
-    if not (config.double_augmentation or config.augmentation_baseline):
+    if not (config.batch.double_augmentation or config.batch.augmentation_baseline):
         raise ValueError(
-            "--method=contrastive trains on two views of every image: set --double_augmentation (with "
-            "--augmentations), or --augmentation_baseline on shapes3d or mnist."
+            "--method=contrastive trains on two views of every image: set --batch.double_augmentation (with "
+            "--data.augmentations), or --batch.augmentation_baseline on shapes3d or mnist."
         )
 
 
@@ -177,7 +177,7 @@ def _length_scale(config: ExperimentConfig) -> float:
 
 
 def _abc_supervision(config: ExperimentConfig) -> str:
-    if config.augmentation_baseline:
+    if config.batch.augmentation_baseline:
         return "none beyond the augmentations: each set and its second set are two augmented views of the same images"
     return "set membership: which images share the inactive factors (the factors themselves unknown to the loss)"
 
@@ -185,7 +185,7 @@ def _abc_supervision(config: ExperimentConfig) -> str:
 ABC = Method(
     name="abc", build=lambda config, image_shape: _build(config, image_shape, "abc"),
     supervision=_abc_supervision, length_scale=_length_scale,
-    variant=lambda config: "augmentation baseline" if config.augmentation_baseline else "",
+    variant=lambda config: "augmentation baseline" if config.batch.augmentation_baseline else "",
     accepts_two_view_sets=True,  # the second view stands in for set B (compute_terms)
 )
 CONTRASTIVE = Method(

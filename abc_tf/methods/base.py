@@ -101,13 +101,12 @@ def _no_variant(config: ExperimentConfig) -> str:
 class Method:
     """One training method.
 
-    name: the value of ``--method``.
+    name: the value of ``--method``; its config class (the second name of its
+      ``abc_tf.methods.METHODS`` entry) declares the batch format it trains on
+      (``config.method.batch_format``) and whether it has a ``model`` part.
     build: ``(config, image_shape) -> MethodModel``, compiled (optimizers, jit_compile,
       steps_per_execution from the config). Builds every network in a fixed order, so one
       seed gives the same initial weights.
-    batch_format: the family batch format it trains on (``abc_tf.data.family.BATCH_FORMATS``).
-    fields: config fields only this method (and other methods naming them) reads; train.py
-      refuses them on the command line of another method.
     supervision: what the method is told about the data, in words (comparison tables state it);
       a ``config -> str`` where that depends on the settings (read it with :meth:`supervision_for`).
     variant: ``config -> str``, the name of the configured variant where settings make the
@@ -120,37 +119,27 @@ class Method:
     training_callbacks: ``(config, log_dir) -> [keras.callbacks.Callback]``, the method's own
       training logs (histograms, image grids) written under ``log_dir`` (the run's ``logs``
       folder); the trainer adds them next to its data family's callbacks.
-    batch_field: the config field holding the global batch the replicas of a distribution
-      strategy split: ``pairs_per_step`` (pairs of sets, or pairs of images for "pairs"
-      batches), ``batch_size`` for methods on single images.
     measures: the measures that only the method's own networks allow (a VAE's likelihood), a key
       of ``abc_tf.evaluation.tasks.MEASURES`` (a new method may register its own there); "" when
       its data family's task says all.
     accepts_two_view_sets: whether it trains on "sets" batches of two augmented views of
       unconstrained sets and no set B (``set_a``, ``set_a_view2``: a family's
-      ``--augmentation_baseline``); the trainer refuses the baseline for a method without it.
+      ``--batch.augmentation_baseline``); the trainer refuses the baseline for a method without it.
     """
 
     name: str
     build: Callable[[ExperimentConfig, tuple[int, int, int]], "MethodModel"]
-    batch_format: str = "sets"
-    fields: tuple[str, ...] = ()
     supervision: str | Callable[[ExperimentConfig], str] = ""
     length_scale: Callable[[ExperimentConfig], float] | None = None
     check_config: Callable[[ExperimentConfig], None] = _nothing_to_check
     training_callbacks: Callable[[ExperimentConfig, str], list["keras.callbacks.Callback"]] = _no_callbacks
     variant: Callable[[ExperimentConfig], str] = _no_variant
-    batch_field: str = "pairs_per_step"
     measures: str = ""
     accepts_two_view_sets: bool = False
 
     def supervision_for(self, config: ExperimentConfig) -> str:
         """What a run of ``config`` was told about the data."""
         return self.supervision(config) if callable(self.supervision) else self.supervision
-
-    def global_batch(self, config: ExperimentConfig) -> int:
-        """The global batch of ``config`` (``batch_field``'s value): what replicas split."""
-        return int(getattr(config, self.batch_field))
 
     def label_for(self, config: ExperimentConfig) -> str:
         """The method's name, with its variant under ``config`` where it has one."""
@@ -284,12 +273,12 @@ class MethodModel(keras.Model):
 
 
 def build_encoder(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> keras.Model:
-    """The encoder architecture ``config.model`` (models registry) for images of ``image_shape``,
-    with the pretrained backbone of ``config.backbone_weights`` where the architecture has one."""
+    """The encoder architecture ``config.model.architecture`` (models registry) for images of ``image_shape``,
+    with the pretrained backbone of ``config.model.backbone_weights`` where the architecture has one."""
     kwargs = {}
-    if config.backbone_weights:
-        if not models.takes_pretrained_weights(config.model):
+    if config.model.backbone_weights:
+        if not models.takes_pretrained_weights(config.model.architecture):
             with_backbone = ", ".join(name for name in models.names() if models.takes_pretrained_weights(name))
-            raise ValueError(f"--backbone_weights: model {config.model!r} has no pretrained backbone ({with_backbone} has).")
-        kwargs["weights"] = config.backbone_weights
-    return models.build(config.model, embedding_dim=config.embedding_dim, input_shape=tuple(image_shape), **kwargs)
+            raise ValueError(f"--model.backbone_weights: model {config.model.architecture!r} has no pretrained backbone ({with_backbone} has).")
+        kwargs["weights"] = config.model.backbone_weights
+    return models.build(config.model.architecture, embedding_dim=config.model.embedding_dim, input_shape=tuple(image_shape), **kwargs)

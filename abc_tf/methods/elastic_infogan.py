@@ -32,7 +32,7 @@ normalisation updates its moving statistics twice per step here). Every random d
 the augmentation) is stateless, from (seed, step): a resumed run draws what an unbroken one
 would.
 
-Distributed (``--strategy=mirrored`` ...; the replicas split ``batch_size``), a step is one
+Distributed (``--trainer.strategy=mirrored`` ...; the replicas split ``batch_size``), a step is one
 device's step: every replica draws its rows of the global batch's z, g and augmentation, the
 batch normalisation of G and the trunk averages over the global batch (``synchronized``
 layers, ``models/infogan.py``) and NT-Xent takes its negatives from the whole global batch.
@@ -81,7 +81,7 @@ from models import infogan as infogan_networks
 NUM_CATEGORIES = infogan_networks.NUM_CATEGORIES
 GUMBEL_TEMPERATURE = 0.1  # supplement 4.4: samples very close to one-hot
 NTXENT_TEMPERATURE = 1.0  # [code]: the authors' run.sh passes --mytemp 1 (their main.py's default is 0.5)
-ADAM_BETAS = (0.5, 0.999)  # [code]; the learning rate is --learning_rate (2e-4 in the presets, supplement 4.4)
+ADAM_BETAS = (0.5, 0.999)  # [code]; the learning rate is --trainer.learning_rate (2e-4 in the presets, supplement 4.4)
 PRIORS = ("learned", "uniform")
 LOG_SUBDIR = "elastic_infogan"
 LOSS_NAMES = ("d_loss", "g_loss", "info_loss", "ntxent_loss")
@@ -243,22 +243,19 @@ class ElasticInfoGANModel(MethodModel):
 
 # ---------------------------------------------------------------- the declaration
 
-FIELDS = ("batch_size", "infogan_prior", "infogan_contrastive_weight", "infogan_noise_dim", "infogan_ntxent_temperature",
-          "infogan_elastic_field")
-
 
 def check_config(config: ExperimentConfig) -> None:
     """Elastic-InfoGAN's settings (ValueError naming the flag), before any data or network."""
-    if config.infogan_prior not in PRIORS:
-        raise ValueError(f"--infogan_prior must be one of {', '.join(PRIORS)}, got {config.infogan_prior!r}.")
-    weight = config.infogan_contrastive_weight
+    if config.method.prior not in PRIORS:
+        raise ValueError(f"--method.prior must be one of {', '.join(PRIORS)}, got {config.method.prior!r}.")
+    weight = config.method.contrastive_weight
     if not (math.isfinite(weight) and weight >= 0):
-        raise ValueError(f"--infogan_contrastive_weight must be a finite number >= 0, got {weight}.")
-    temperature = config.infogan_ntxent_temperature
+        raise ValueError(f"--method.contrastive_weight must be a finite number >= 0, got {weight}.")
+    temperature = config.method.ntxent_temperature
     if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"--infogan_ntxent_temperature must be a finite number > 0, got {temperature}.")
-    if config.infogan_noise_dim <= 0:
-        raise ValueError(f"--infogan_noise_dim must be positive, got {config.infogan_noise_dim}.")
+        raise ValueError(f"--method.ntxent_temperature must be a finite number > 0, got {temperature}.")
+    if config.method.noise_dim <= 0:
+        raise ValueError(f"--method.noise_dim must be positive, got {config.method.noise_dim}.")
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> ElasticInfoGANModel:
@@ -266,21 +263,21 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> Elasti
     weights), compiled with the G step's Adam."""
     if tuple(image_shape) != infogan_networks.IMAGE_SHAPE:
         raise ValueError(f"--method=elastic_infogan has InfoGAN's MNIST networks (28x28x1 images); data "
-                         f"{config.data!r} gives {tuple(image_shape)}.")
-    generator = models.build("infogan_generator", noise_dim=config.infogan_noise_dim)
+                         f"{config.data.family!r} gives {tuple(image_shape)}.")
+    generator = models.build("infogan_generator", noise_dim=config.method.noise_dim)
     trunk = models.build("infogan_trunk")
     d_head = models.build("infogan_d_head")
     q_features = models.build("infogan_q_features")
     q_logits = models.build("infogan_q_logits")
     model = ElasticInfoGANModel(
-        generator, trunk, d_head, q_features, q_logits, learned_prior=config.infogan_prior == "learned",
-        contrastive_weight=config.infogan_contrastive_weight, noise_dim=config.infogan_noise_dim,
-        ntxent_temperature=config.infogan_ntxent_temperature,
-        elastic_pixels=digit_augment.ELASTIC_PIXELS if config.infogan_elastic_field else 0.0,
-        learning_rate=config.learning_rate, seed=config.seed,
+        generator, trunk, d_head, q_features, q_logits, learned_prior=config.method.prior == "learned",
+        contrastive_weight=config.method.contrastive_weight, noise_dim=config.method.noise_dim,
+        ntxent_temperature=config.method.ntxent_temperature,
+        elastic_pixels=digit_augment.ELASTIC_PIXELS if config.method.elastic_field else 0.0,
+        learning_rate=config.trainer.learning_rate, seed=config.trainer.seed,
     )
-    optimizer = optimizers.adam(config.learning_rate, betas=ADAM_BETAS)
-    model.compile(optimizer=optimizer, jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+    optimizer = optimizers.adam(config.trainer.learning_rate, betas=ADAM_BETAS)
+    model.compile(optimizer=optimizer, jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
     return model
 
 
@@ -290,13 +287,13 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 
 def supervision(config: ExperimentConfig) -> str:
     """What the GAN is told: with NT-Xent, which augmented images are one image; nothing else."""
-    told = "identity-preserving augmentations of real images" if config.infogan_contrastive_weight > 0 else "unlabelled images"
+    told = "identity-preserving augmentations of real images" if config.method.contrastive_weight > 0 else "unlabelled images"
     return f"none: {told}; class imbalance unknown"
 
 
 def variant(config: ExperimentConfig) -> str:
     """The paper's baselines by name (module docstring); "" for Elastic-InfoGAN itself."""
-    learned, contrastive = config.infogan_prior == "learned", config.infogan_contrastive_weight > 0
+    learned, contrastive = config.method.prior == "learned", config.method.contrastive_weight > 0
     if learned and contrastive:
         return ""
     if learned:
@@ -305,7 +302,7 @@ def variant(config: ExperimentConfig) -> str:
 
 
 ELASTIC_INFOGAN = Method(
-    name="elastic_infogan", build=build, batch_format="images", fields=FIELDS, check_config=check_config,
+    name="elastic_infogan", build=build, check_config=check_config,
     supervision=supervision, length_scale=None, training_callbacks=training_callbacks, variant=variant,
-    batch_field="batch_size", measures="digit_clusters",
+    measures="digit_clusters",
 )

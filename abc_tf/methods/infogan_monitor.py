@@ -53,18 +53,18 @@ class InfoGANMonitor(TrainingMonitor):
     it declares them."""
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
-        super().__init__(log_dir, config.steps)
+        super().__init__(log_dir, config.trainer.steps)
         self.config = config
         self.run_dir = os.path.dirname(os.path.dirname(log_dir))  # log_dir = run_dir/logs/elastic_infogan
         self._true, self._real = None, None
-        rng = np.random.default_rng(config.seed + 1)
-        self._z = rng.standard_normal((GRID_COLUMNS, config.infogan_noise_dim)).astype(np.float32)
-        self._diversity_z = rng.standard_normal((NUM_CATEGORIES * GRID_COLUMNS, config.infogan_noise_dim)).astype(np.float32)
+        rng = np.random.default_rng(config.trainer.seed + 1)
+        self._z = rng.standard_normal((GRID_COLUMNS, config.method.noise_dim)).astype(np.float32)
+        self._diversity_z = rng.standard_normal((NUM_CATEGORIES * GRID_COLUMNS, config.method.noise_dim)).astype(np.float32)
         self.warnings: list[dict] = []
         self._history: list[dict] = []  # the prior at every log step, for prior.json
 
     def on_train_begin(self, logs=None):
-        family = data.get_family(self.config.data)
+        family = data.get_family(self.config.data.family)
         if family.class_proportions is not None:
             self._true = family.class_proportions(self.config)
         split = family.class_split_description(self.config) if family.class_split_description is not None else None
@@ -72,7 +72,7 @@ class InfoGANMonitor(TrainingMonitor):
             json_files.write_json(os.path.join(self.run_dir, CLASS_SPLIT_FILE), split)
         if family.class_labelled_images is not None:  # the reference of the diversity check
             images = family.class_labelled_images(self.config).train_images[..., 0]
-            rows = np.random.default_rng(self.config.seed + 2).choice(len(images), min(len(images), 500), replace=False)
+            rows = np.random.default_rng(self.config.trainer.seed + 2).choice(len(images), min(len(images), 500), replace=False)
             self._real = images[rows].astype(np.float32) / 255.0
         path = os.path.join(self.run_dir, WARNINGS_FILE)
         if os.path.isfile(path):  # a resumed run keeps what was found before
@@ -88,7 +88,7 @@ class InfoGANMonitor(TrainingMonitor):
         return self.model.generate(tf.constant(self._diversity_z), tf.constant(codes)).numpy()[..., 0]
 
     def write(self, step: int, logs: dict) -> None:
-        if not self.due(step, self.config.log_every):
+        if not self.due(step, self.config.trainer.log_every):
             return
         prior = self.model.prior()
         spread = diversity(self._generated(), self._real) if self._real is not None else 1.0

@@ -44,10 +44,10 @@ class TrainingMonitor(keras.callbacks.Callback):
 
     def fixed_batch(self, config: ExperimentConfig, batch_format: str, rows: int) -> dict[str, np.ndarray]:
         """The first ``rows`` rows of each entry of the first ``batch_format`` batch of the
-        run's family stream at seed ``config.seed + 1``: drawn once, the same at every write."""
+        run's family stream at seed ``config.trainer.seed + 1``: drawn once, the same at every write."""
         if batch_format not in self._fixed:
-            stream = data.get_family(config.data).stream(batch_format)
-            batch = next(iter(stream(config, config.seed + 1, 0).take(1)))
+            stream = data.get_family(config.data.family).stream(batch_format)
+            batch = next(iter(stream(config, config.trainer.seed + 1, 0).take(1)))
             self._fixed[batch_format] = {key: value.numpy()[:rows] for key, value in batch.items()}
         return self._fixed[batch_format]
 

@@ -282,14 +282,14 @@ class PMPMonitor(TrainingMonitor):
     (0: only at the end) and at the last step, on pairs of the family's own stream."""
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
-        super().__init__(log_dir, config.steps)
+        super().__init__(log_dir, config.trainer.steps)
         self.config = config
 
     def on_train_begin(self, logs=None):
         self.model.usage.reset_state()
 
     def write(self, step: int, logs: dict) -> None:
-        if self.due(step, self.config.log_every):
+        if self.due(step, self.config.trainer.log_every):
             counts = np.asarray(self.model.usage.counts.numpy(), np.float64)
             if counts.sum() > 0:
                 fractions = counts / counts.sum()
@@ -298,7 +298,7 @@ class PMPMonitor(TrainingMonitor):
                 for i, value in enumerate(fractions):
                     tf.summary.scalar(f"subspace_usage/{i}", value)
             self.model.usage.reset_state()
-        if self.due(step, self.config.eval_every):
+        if self.due(step, self.config.trainer.eval_every):
             pairs = self.fixed_batch(self.config, "pairs", GRID_PAIRS)
             grid = self.model.swap_grid(pairs["x1"], pairs["x2"])
             tf.summary.image("reconstruction_and_swaps", grid[None], max_outputs=1,
@@ -308,36 +308,33 @@ class PMPMonitor(TrainingMonitor):
 
 # ---------------------------------------------------------------- the declaration
 
-FIELDS = ("pair_factors", "num_subspaces", "pmp_warmup", "pmp_distance_weight", "pmp_sparsity_weight",
-          "pmp_consistency_weight", "pmp_usage_weight")
-WEIGHT_FIELDS = {"dis": "pmp_distance_weight", "spar": "pmp_sparsity_weight", "cons": "pmp_consistency_weight",
-                 "reg": "pmp_usage_weight"}
+WEIGHT_FIELDS = {"dis": "distance_weight", "spar": "sparsity_weight", "cons": "consistency_weight", "reg": "usage_weight"}
 
 
 def check_config(config: ExperimentConfig) -> None:
     """PMP's settings (ValueError naming the flag), before any data or network."""
-    if config.num_subspaces < 2:
-        raise ValueError(f"--num_subspaces must be at least 2 (L_dis compares the changed subspace with the others), got {config.num_subspaces}.")
-    if not 0.0 <= config.pmp_warmup < 1.0:
-        raise ValueError(f"--pmp_warmup must lie in [0, 1), a fraction of the steps, got {config.pmp_warmup}.")
+    if config.method.num_subspaces < 2:
+        raise ValueError(f"--method.num_subspaces must be at least 2 (L_dis compares the changed subspace with the others), got {config.method.num_subspaces}.")
+    if not 0.0 <= config.method.warmup < 1.0:
+        raise ValueError(f"--method.warmup must lie in [0, 1), a fraction of the steps, got {config.method.warmup}.")
     for field in WEIGHT_FIELDS.values():
-        value = getattr(config, field)
+        value = getattr(config.method, field)
         if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"--{field} must be a finite number >= 0, got {value}.")
+            raise ValueError(f"--method.{field} must be a finite number >= 0, got {value}.")
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> PMPModel:
-    """f (``config.model``), the projectors and g, in that order (one seed, one set of initial
+    """f (``config.model.architecture``), the projectors and g, in that order (one seed, one set of initial
     weights), compiled with the authors' Adam."""
     features = build_encoder(config, image_shape)
-    projectors = models.build("pmp_projectors", embedding_dim=config.embedding_dim, num_subspaces=config.num_subspaces)
-    decoder = models.build("pmp_decoder", embedding_dim=config.embedding_dim, output_shape=tuple(image_shape))
+    projectors = models.build("pmp_projectors", embedding_dim=config.model.embedding_dim, num_subspaces=config.method.num_subspaces)
+    decoder = models.build("pmp_decoder", embedding_dim=config.model.embedding_dim, output_shape=tuple(image_shape))
     model = PMPModel(
-        features, projectors, decoder, total_steps=config.steps, warmup=config.pmp_warmup,
-        weights={name: getattr(config, field) for name, field in WEIGHT_FIELDS.items()}, seed=config.seed,
+        features, projectors, decoder, total_steps=config.trainer.steps, warmup=config.method.warmup,
+        weights={name: getattr(config.method, field) for name, field in WEIGHT_FIELDS.items()}, seed=config.trainer.seed,
     )
-    optimizer = optimizers.adam(config.learning_rate, config.lr_halving_steps, betas=ADAM_BETAS, epsilon=ADAM_EPSILON)
-    model.compile(optimizer=optimizer, jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+    optimizer = optimizers.adam(config.trainer.learning_rate, config.trainer.lr_halving_steps, betas=ADAM_BETAS, epsilon=ADAM_EPSILON)
+    model.compile(optimizer=optimizer, jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
     return model
 
 
@@ -346,7 +343,7 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 
 
 PMP = Method(
-    name="pmp", build=build, batch_format="pairs", fields=FIELDS, check_config=check_config,
+    name="pmp", build=build, check_config=check_config,
     supervision="pairs that differ in exactly one factor, which one unknown (Locatello et al. 2020 weak supervision)",
     length_scale=None, training_callbacks=training_callbacks,
 )

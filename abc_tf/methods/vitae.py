@@ -7,8 +7,8 @@ perspective: x^ = T_theta(dec_A(z_A)), theta = dec_P(z_P) in R^6, T_theta the di
 affine map expm([[t1 t2 t3], [t4 t5 t6], [0 0 0]]) (``models/spatial_transformer.py``).
 Inference (:func:`infer`):
 
-- vae: one latent space z (d = ``embedding_dim``, 4 in the paper), q(z | x), x^ = dec(z).
-- u_vitae: q_P(z_P | x) and q_A(z_A | x), both from the image (d_A = d_P = embedding_dim / 2).
+- vae: one latent space z (d = ``--method.latent_dim``, 4 in the paper), q(z | x), x^ = dec(z).
+- u_vitae: q_P(z_P | x) and q_A(z_A | x), both from the image (d_A = d_P = latent_dim / 2).
 - c_vitae: q_P(z_P | x); theta = dec_P(z_P); x' = T_{-theta}(x), the image with the perspective
   undone; q_A(z_A | x'). The appearance is inferred from the aligned image.
 
@@ -298,11 +298,11 @@ class VITAEMonitor(TrainingMonitor):
     of the family's own "images" stream."""
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
-        super().__init__(log_dir, config.steps)
+        super().__init__(log_dir, config.trainer.steps)
         self.config = config
 
     def write(self, step: int, logs: dict) -> None:
-        if not self.due(step, self.config.eval_every or self.config.log_every):
+        if not self.due(step, self.config.trainer.eval_every or self.config.trainer.log_every):
             return
         images = self.fixed_batch(self.config, "images", GRID_IMAGES)["images"]
         tf.summary.image("reconstructions", self.model.reconstruction_grid(images)[None], max_outputs=1,
@@ -315,17 +315,15 @@ class VITAEMonitor(TrainingMonitor):
 
 # ---------------------------------------------------------------- the declarations
 
-FIELDS = ("batch_size", "kl_warmup", "affine_augmentation")
-
 
 def _checker(variant: str):
     def check_config(config: ExperimentConfig) -> None:
         """The settings of ``variant`` (ValueError naming the flag), before any data or network."""
-        if not 0.0 <= config.kl_warmup <= 1.0:
-            raise ValueError(f"--kl_warmup must lie in [0, 1], a fraction of the steps, got {config.kl_warmup}.")
-        if variant != "vae" and (config.embedding_dim < 2 or config.embedding_dim % 2):
-            raise ValueError(f"--embedding_dim must be even for --method={variant} (half appearance z_A, half "
-                             f"perspective z_P; the paper: 4), got {config.embedding_dim}.")
+        if not 0.0 <= config.method.kl_warmup <= 1.0:
+            raise ValueError(f"--method.kl_warmup must lie in [0, 1], a fraction of the steps, got {config.method.kl_warmup}.")
+        if variant != "vae" and (config.method.latent_dim < 2 or config.method.latent_dim % 2):
+            raise ValueError(f"--method.latent_dim must be even for --method={variant} (half appearance z_A, half "
+                             f"perspective z_P; the paper: 4), got {config.method.latent_dim}.")
 
     return check_config
 
@@ -354,10 +352,10 @@ def build_networks(variant: str, embedding_dim: int, image_shape: tuple[int, int
 def _builder(variant: str):
     def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> VITAEModel:
         """The networks and Adam (the paper's, at the config's learning rate)."""
-        model = VITAEModel(variant, build_networks(variant, config.embedding_dim, image_shape),
-                           warmup_steps=config.kl_warmup * config.steps, augment=config.affine_augmentation,
-                           seed=config.seed)
-        model.compile(optimizer=optimizers.adam(config.learning_rate, config.lr_halving_steps), jit_compile=config.jit_compile, steps_per_execution=config.steps_per_execution)
+        model = VITAEModel(variant, build_networks(variant, config.method.latent_dim, image_shape),
+                           warmup_steps=config.method.kl_warmup * config.trainer.steps, augment=config.method.affine_augmentation,
+                           seed=config.trainer.seed)
+        model.compile(optimizer=optimizers.adam(config.trainer.learning_rate, config.trainer.lr_halving_steps), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
         return model
 
     return build
@@ -368,9 +366,9 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 
 
 def _declare(variant: str, told: str) -> Method:
-    return Method(name=variant, build=_builder(variant), batch_format="images", fields=FIELDS, check_config=_checker(variant),
+    return Method(name=variant, build=_builder(variant), check_config=_checker(variant),
                   supervision=f"none: {told}", length_scale=None, training_callbacks=training_callbacks,
-                  batch_field="batch_size", measures="likelihood")
+                  measures="likelihood")
 
 
 VAE = _declare("vae", "single unlabelled images (a VAE with a Bernoulli likelihood)")

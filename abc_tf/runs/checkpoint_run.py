@@ -1,6 +1,6 @@
 """A run as it was at one of its checkpoints, for learning curves (``evaluate.py --checkpoints``).
 
-A run keeps every ``--keep_checkpoints`` newest checkpoint of its whole model (all networks and
+A run keeps every ``--trainer.keep_checkpoints`` newest checkpoint of its whole model (all networks and
 optimizers, abc_tf.runs.checkpoints). Rebuilding the method's model from the run's config and
 loading one of them gives the networks of that step, which every evaluator takes like a
 finished run's. Checkpoints are complete once listed, so a run still training can be read too.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from abc_tf.config import read_config
+from abc_tf.experiments import read_config
 from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, Run
 
@@ -20,7 +20,7 @@ def select_steps(run_dir: str, which: str) -> list[int]:
     steps separated by commas. A ValueError lists the steps kept when one is missing."""
     kept = [step for step, _ in checkpoints.list_checkpoints(run_dir)]
     if not kept:
-        raise ValueError(f"{run_dir} keeps no checkpoint (train.py writes them every --log_every steps).")
+        raise ValueError(f"{run_dir} keeps no checkpoint (train.py writes them every --trainer.log_every steps).")
     if which == "all":
         return kept
     if which == "last":
@@ -33,7 +33,7 @@ def select_steps(run_dir: str, which: str) -> list[int]:
     if missing or not asked:
         raise ValueError(
             f"--checkpoints: {run_dir} keeps no checkpoint of step {', '.join(map(str, missing or asked))} "
-            f"(kept: {', '.join(map(str, kept))}; train with a larger --keep_checkpoints to keep more)."
+            f"(kept: {', '.join(map(str, kept))}; train with a larger --trainer.keep_checkpoints to keep more)."
         )
     return asked
 

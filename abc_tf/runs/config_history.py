@@ -6,23 +6,25 @@ Reads only small files, so train.py checks a run directory before any heavy work
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import os
 from typing import Sequence
 
 from abc_tf import json_files
-from abc_tf.config import ExperimentConfig, read_config
+from abc_tf.config import ExperimentConfig
+from abc_tf.experiments import read_config
 from abc_tf.runs import checkpoints, run_lock
 from abc_tf.runs.run_dir import CONFIG_FILE
 
 # Settings a run may change between two of its checkpoints (--allow_config_change): they shape
 # the optimisation and the bookkeeping, not the data or the network the checkpoint belongs to.
 CHANGEABLE_FIELDS = (
-    "learning_rate", "lr_halving_steps", "temperature", "log_every", "keep_checkpoints", "steps_per_execution",
-    "jit_compile", "eval_every", "eval_images",
+    "trainer.learning_rate", "trainer.lr_halving_steps", "method.temperature", "trainer.log_every",
+    "trainer.keep_checkpoints", "trainer.steps_per_execution", "trainer.jit_compile", "trainer.eval_every",
+    "trainer.eval_images",
 )
+STEPS = "trainer.steps"
 CONFIG_HISTORY_FILE = "config_history.json"
 
 
@@ -33,13 +35,13 @@ def check_allow_changes(names: Sequence[str]) -> tuple[str, ...]:
     if unknown:
         raise ValueError(
             f"--allow_config_change: {', '.join(unknown)} cannot change within a run; "
-            f"changeable: {', '.join(CHANGEABLE_FIELDS)} (and steps, which may always be raised)."
+            f"changeable: {', '.join(CHANGEABLE_FIELDS)} (and {STEPS}, which may always be raised)."
         )
     return names
 
 
 def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
-    """{field: (old, new)} between ``run_dir``'s config.json and ``config``; raises ValueError
+    """{"<part>.<field>": (old, new)} between ``run_dir``'s config.json and ``config``; raises ValueError
     when the change is not allowed. Reads only small files, so it runs before any heavy work.
 
     A run directory without a checkpoint holds nothing trained: any config replaces it. With
@@ -50,16 +52,14 @@ def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequen
     if not os.path.exists(path):
         return {}
     previous = read_config(path)
-    changed = {
-        f.name: (getattr(previous, f.name), getattr(config, f.name))
-        for f in dataclasses.fields(config)
-        if getattr(previous, f.name) != getattr(config, f.name)
-    }
+    before, after = previous.flat(), config.flat()
+    changed = {name: (before.get(name), after.get(name)) for name in sorted(set(before) | set(after))
+               if before.get(name) != after.get(name)}
     saved = checkpoints.list_checkpoints(run_dir)
     if not changed or not saved:
         return changed
     newest = saved[-1][0]
-    refused = [name for name in changed if name != "steps" and name not in allow_changes]
+    refused = [name for name in changed if name != STEPS and name not in allow_changes]
     if refused:
         listed = "; ".join(f"{name}: {changed[name][0]!r} -> {changed[name][1]!r}" for name in refused)
         hint = ""
@@ -69,9 +69,9 @@ def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequen
             f"{run_dir} holds a run with a different config ({listed}); resume with the same settings "
             f"or choose another --output_dir.{hint}"
         )
-    if config.steps < newest:
+    if config.trainer.steps < newest:
         raise ValueError(
-            f"--steps={config.steps} is below the step of {run_dir}'s newest checkpoint ({newest}); "
+            f"--trainer.steps={config.trainer.steps} is below the step of {run_dir}'s newest checkpoint ({newest}); "
             "a run can only be extended."
         )
     return changed

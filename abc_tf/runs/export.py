@@ -215,12 +215,12 @@ def export_run(
     with images of known pose also ``lookup_pose`` over ``dictionary_size`` synthetic training
     renders (seeded by ``seed``, default the run's), and ``regress_pose`` when the run has a
     ``head``."""
-    family = data.get_family(config.data)
+    family = data.get_family(config.data.family)
     encoder = networks["encoder"]
     if family.pose_views is None:
         export_encoder(encoder, path)
         return
     images, _, euler = family.pose_views(
-        config, "train", "synthetic", dictionary_size, seed=config.seed if seed is None else seed
+        config, "train", "synthetic", dictionary_size, seed=config.trainer.seed if seed is None else seed
     )
-    export_pose(encoder, path, embed(encoder, images), euler, config.similarity, head=networks.get("head"))
+    export_pose(encoder, path, embed(encoder, images), euler, config.method.similarity, head=networks.get("head"))

@@ -8,7 +8,6 @@ under ``--logdir``: ``tensorboard --logdir runs`` shows every run trained into `
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 from tensorboard.plugins.hparams import api as hp
@@ -18,8 +17,10 @@ from abc_tf.methods.monitor import TrainingMonitor
 
 
 def hparam_values(config: ExperimentConfig) -> dict[str, bool | int | float | str]:
-    """Every field of ``config``, as the HParams dashboard takes them (bool, int, float, str)."""
-    return {name: value for name, value in dataclasses.asdict(config).items() if isinstance(value, (bool, int, float, str))}
+    """Every field of ``config`` by part (``trainer.steps``, ``method.temperature``, ...) and
+    the preset's ``name``, as the HParams dashboard takes them (bool, int, float, str)."""
+    values = {"name": config.name, **config.flat()}
+    return {name: value for name, value in values.items() if isinstance(value, (bool, int, float, str))}
 
 
 class HParamsLogger(TrainingMonitor):
@@ -27,7 +28,7 @@ class HParamsLogger(TrainingMonitor):
     starts: a resumed run writes them again, so the dashboard shows its latest settings."""
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
-        super().__init__(log_dir, config.steps)
+        super().__init__(log_dir, config.trainer.steps)
         self.config = config
 
     def on_train_begin(self, logs=None):

@@ -1,4 +1,4 @@
-"""What ``--mixed_precision`` computes in on this host.
+"""What ``--trainer.mixed_precision`` computes in on this host.
 
 - A GPU: ``mixed_float16``. GPUs run float16 fast; Keras's ``compile`` wraps the optimizer in a
   ``LossScaleOptimizer``, and every method's ``train_step`` scales its loss with it (float16's
@@ -45,7 +45,7 @@ class Host:
 @dataclasses.dataclass(frozen=True)
 class Precision:
     """policy: the Keras global policy name; reason: why, in words; warning: one line when
-    ``--mixed_precision`` was asked for and falls back to float32, else ""."""
+    ``--trainer.mixed_precision`` was asked for and falls back to float32, else ""."""
 
     policy: str
     reason: str
@@ -86,10 +86,10 @@ def reduced_policy(host: Host) -> str:
 
 
 def choose(mixed_precision: bool, host: Host | None = None) -> Precision:
-    """The precision a run with ``--mixed_precision=mixed_precision`` gets on ``host`` (this one
+    """The precision a run with ``--trainer.mixed_precision=mixed_precision`` gets on ``host`` (this one
     unless given)."""
     if not mixed_precision:
-        return Precision("float32", "--mixed_precision is off")
+        return Precision("float32", "--trainer.mixed_precision is off")
     host = this_host() if host is None else host
     if host.gpu:
         return Precision("mixed_float16", "a GPU: float16 with loss scaling")
@@ -99,7 +99,7 @@ def choose(mixed_precision: bool, host: Host | None = None) -> Precision:
         return Precision("mixed_bfloat16", f"the CPU computes bfloat16 natively: {', '.join(host.native_bfloat16)}")
     reason = f"the CPU has no native bfloat16 (neither {' nor '.join(NATIVE_BFLOAT16_FLAGS)} among its flags)"
     warning = (
-        f"warning: --mixed_precision: {reason}, where bfloat16 is emulated and slower than float32; "
+        f"warning: --trainer.mixed_precision: {reason}, where bfloat16 is emulated and slower than float32; "
         "this run computes in float32."
     )
     return Precision("float32", reason, warning)

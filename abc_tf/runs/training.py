@@ -63,7 +63,7 @@ class TrainResult:
 def precision_policy(config: ExperimentConfig) -> str:
     """The Keras policy of ``config`` on this host: float16 on GPUs, bfloat16 on TPUs and CPUs
     that compute it natively, else float32 (abc_tf.runs.precision)."""
-    return precision.choose(config.mixed_precision).policy
+    return precision.choose(config.trainer.mixed_precision).policy
 
 
 def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
@@ -73,15 +73,15 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
     config.validate()
     family = data.check_config(config)
     method = methods.check_config(config)
-    if method.batch_format not in family.batch_formats:
+    if config.method.batch_format not in family.batch_formats:
         raise ValueError(
-            f"--method={method.name} trains on {method.batch_format!r} batches; data family {family.name!r} "
+            f"--method={method.name} trains on {config.method.batch_format!r} batches; data family {family.name!r} "
             f"streams {', '.join(family.batch_formats)}."
         )
-    if config.augmentation_baseline and not method.accepts_two_view_sets:
+    if getattr(config.batch, "augmentation_baseline", False) and not method.accepts_two_view_sets:
         accepting = [name for name in methods.METHODS if methods.get_method(name).accepts_two_view_sets]
         raise ValueError(
-            f"--augmentation_baseline streams two augmented views of unconstrained sets and no set B; "
+            f"--batch.augmentation_baseline streams two augmented views of unconstrained sets and no set B; "
             f"--method={method.name} does not train on them. Methods that do: {', '.join(accepting)}."
         )
     return family, method
@@ -89,21 +89,21 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
 
 def build_model(config: ExperimentConfig, seed: int | None = None, policy: str | None = None) -> MethodModel:
     """The untrained, compiled model of ``config``'s method; the same seed gives the same
-    initial weights (the seed is ``config.seed`` unless given). ``policy`` overrides the
+    initial weights (the seed is ``config.trainer.seed`` unless given). ``policy`` overrides the
     precision this host gets (benchmarks/gpu_readiness.py: a GPU's mixed_float16 on a CPU)."""
     # The policy is global Keras state read when layers are created, so it is set here.
     keras.mixed_precision.set_global_policy(policy or precision_policy(config))
-    keras.utils.set_random_seed(config.seed if seed is None else seed)
-    family = data.get_family(config.data)
+    keras.utils.set_random_seed(config.trainer.seed if seed is None else seed)
+    family = data.get_family(config.data.family)
     image_shape = tuple(family.image_shape(config))
     try:
-        return methods.get_method(config.method).build(config, image_shape)
+        return methods.get_method(config.method.name).build(config, image_shape)
     except ValueError as error:
-        if "output size would be zero or negative" not in str(error):
+        if "output size would be zero or negative" not in str(error) or config.model is None:
             raise
-        size = f" (--image_size={config.image_size})" if "image_size" in family.fields else ""
+        size = f" (--data.image_size={config.data.image_size})" if hasattr(config.data, "image_size") else ""
         raise ValueError(
-            f"--model={config.model} cannot take images of shape {image_shape}{size}: its convolutions "
+            f"--model={config.model.architecture} cannot take images of shape {image_shape}{size}: its convolutions "
             "shrink them to nothing; use larger images."
         ) from None
 
@@ -123,22 +123,22 @@ BATCH_UNITS = {"sets": "set pairs", "pairs": "image pairs", "images": "images"}
 
 
 def check_replicas(config: ExperimentConfig, method: Method, replicas: int) -> None:
-    """The method's global batch (``method.batch_field``) must split evenly over the replicas:
-    each trains on an equal share and the update is the mean over the whole batch."""
-    batch = method.global_batch(config)
+    """The method's global batch (the batch part's ``global_batch_field``) must split evenly
+    over the replicas: each trains on an equal share and the update is the mean over the whole batch."""
+    batch = config.batch.global_batch
     if batch % replicas:
         raise ValueError(
-            f"--{method.batch_field}={batch} must be a multiple of the {replicas} replicas of the distribution "
-            f"strategy: --method={method.name} trains on {BATCH_UNITS.get(method.batch_format, 'batches')}, "
+            f"--batch.{config.batch.global_batch_field}={batch} must be a multiple of the {replicas} replicas of the distribution "
+            f"strategy: --method={method.name} trains on {BATCH_UNITS.get(config.method.batch_format, 'batches')}, "
             "which the replicas split."
         )
 
 
 def make_strategy(name: str) -> tf.distribute.Strategy:
-    """The tf.distribute strategy named by ``config.strategy``.
+    """The tf.distribute strategy named by ``config.trainer.strategy``.
 
     Global-batch semantics: the method's batch P (``pairs_per_step``, or ``batch_size`` for
-    methods on single images: ``Method.batch_field``) is global; each of the R replicas trains
+    methods on single images: ``BatchConfig.global_batch_field``) is global; each of the R replicas trains
     on P / R of it and the update is the mean over all P, so the learning rate means the same
     thing on any number of devices.
     """
@@ -148,7 +148,7 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
         return tf.distribute.MirroredStrategy()
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:
-            raise ValueError("--strategy=multi_worker needs the TF_CONFIG environment variable describing the cluster.")
+            raise ValueError("--trainer.strategy=multi_worker needs the TF_CONFIG environment variable describing the cluster.")
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         try:
@@ -156,7 +156,7 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
         except (ValueError, tf.errors.OpError) as error:
-            raise ValueError(f"--strategy=tpu found no TPU to connect to: {error}") from error
+            raise ValueError(f"--trainer.strategy=tpu found no TPU to connect to: {error}") from error
         return tf.distribute.TPUStrategy(resolver)
     raise ValueError(f"Unknown strategy {name!r}; choose one of default, mirrored, multi_worker, tpu.")
 
@@ -164,13 +164,13 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
 def steps_per_log(config: ExperimentConfig, start_step: int = 0) -> int:
     """Steps per Keras epoch: every log step (multiples of ``log_every``), the last step and the
     step a run resumes from fall on an epoch end, so a run trains exactly ``steps`` steps."""
-    return math.gcd(config.log_every, config.steps, start_step)
+    return math.gcd(config.trainer.log_every, config.trainer.steps, start_step)
 
 
 def steps_per_execution(config: ExperimentConfig, start_step: int = 0) -> int:
-    """``config.steps_per_execution``, lowered to a divisor of the epoch length: Keras runs
+    """``config.trainer.steps_per_execution``, lowered to a divisor of the epoch length: Keras runs
     whole executions, so one that overlaps an epoch end would train past the log step."""
-    return math.gcd(config.steps_per_execution, steps_per_log(config, start_step))
+    return math.gcd(config.trainer.steps_per_execution, steps_per_log(config, start_step))
 
 
 def _task_name(strategy: tf.distribute.Strategy) -> str:
@@ -181,15 +181,15 @@ def _task_name(strategy: tf.distribute.Strategy) -> str:
 def data_seed(config: ExperimentConfig, start_step: int) -> int:
     """A resumed run draws fresh batches instead of replaying the first ones."""
     if start_step == 0:
-        return config.seed
-    return int(np.random.SeedSequence([config.seed, start_step]).generate_state(1)[0])
+        return config.trainer.seed
+    return int(np.random.SeedSequence([config.trainer.seed, start_step]).generate_state(1)[0])
 
 
 def make_family_dataset(family: DataFamily, config: ExperimentConfig, start_step: int) -> tf.data.Dataset:
     """The family's batches in the format the config's method trains on, as training consumes
     them, from step ``start_step`` on (a resumed run draws fresh batches and continues
     step-dependent schedules)."""
-    stream = family.stream(methods.get_method(config.method).batch_format)
+    stream = family.stream(config.method.batch_format)
     dataset = stream(config, data_seed(config, start_step), start_step)
     if tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"):
         return dataset
@@ -211,7 +211,7 @@ def train(
 ) -> TrainResult:
     """Trains ``config`` into ``run_dir``; resumes from its checkpoint when one is there.
 
-    ``strategy`` overrides ``config.strategy`` (e.g. a MirroredStrategy over chosen devices).
+    ``strategy`` overrides ``config.trainer.strategy`` (e.g. a MirroredStrategy over chosen devices).
     ``allow_changes`` names the fields (of :data:`config_history.CHANGEABLE_FIELDS`) that may differ from the
     run directory's config; a raised ``steps`` extends a finished run without being named.
     Everything that can fail on user input (config values, run directory, data files, set
@@ -219,13 +219,13 @@ def train(
     """
     family, method = check_config(config)
     changes = config_history.check_run_dir(config, run_dir, allow_changes)
-    strategy = strategy or make_strategy(config.strategy)
+    strategy = strategy or make_strategy(config.trainer.strategy)
     check_replicas(config, method, strategy.num_replicas_in_sync)
-    chosen = precision.choose(config.mixed_precision)
+    chosen = precision.choose(config.trainer.mixed_precision)
     if chosen.warning:
         print(chosen.warning, file=sys.stderr, flush=True)
-    elif config.mixed_precision and verbose:
-        print(f"--mixed_precision: {chosen.policy} ({chosen.reason}).")
+    elif config.trainer.mixed_precision and verbose:
+        print(f"--trainer.mixed_precision: {chosen.policy} ({chosen.reason}).")
     saved = checkpoints.list_checkpoints(run_dir)
     start_step = saved[-1][0] if saved else 0
     # The model first: it fails fast (an image size too small, pretrained weights that cannot
@@ -254,16 +254,16 @@ def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, meth
         config_history.write_config(config, run_dir, changes, start_step)
     with strategy.scope():
         restored_step = checkpoints.restore(model, run_dir)
-    if restored_step and not config.lr_halving_steps:
+    if restored_step and not config.trainer.lr_halving_steps:
         # A constant learning rate is an optimizer variable, restored with the checkpoint; the
         # config's value wins (it differs after --allow_config_change=learning_rate).
-        model.optimizer.learning_rate.assign(config.learning_rate)
+        model.optimizer.learning_rate.assign(config.trainer.learning_rate)
     if restored_step != start_step:  # the newest checkpoint was unreadable; an older one was loaded
         start_step = restored_step
         dataset = make_family_dataset(family, config, start_step)
     if start_step:
         changed = f" with {', '.join(sorted(changes))} changed" if changes else ""
-        print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.steps}{changed}.")
+        print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.trainer.steps}{changed}.")
     if is_multi_worker(strategy):
         # The pipelines draw their sets from seeds, not files: every worker builds the same
         # batches and keeps its own share of each.
@@ -274,17 +274,17 @@ def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, meth
     # executions, so steps_per_execution must divide the epoch (else it trains past the end).
     epoch = steps_per_log(config, start_step)
     model.steps_per_execution = steps_per_execution(config, start_step)  # read when fit traces the step
-    if model.steps_per_execution != config.steps_per_execution:
+    if model.steps_per_execution != config.trainer.steps_per_execution:
         resumed = f", resuming from step {start_step}" if epoch != steps_per_log(config) else ""
         warnings.warn(
-            f"--steps_per_execution={config.steps_per_execution} does not divide the {epoch} steps between "
-            f"log steps (--log_every={config.log_every}, --steps={config.steps}{resumed}); running "
+            f"--trainer.steps_per_execution={config.trainer.steps_per_execution} does not divide the {epoch} steps between "
+            f"log steps (--trainer.log_every={config.trainer.log_every}, --trainer.steps={config.trainer.steps}{resumed}); running "
             f"{model.steps_per_execution} step(s) per execution instead."
         )
-    logger = IntervalLogger(os.path.join(output_dir, "logs", "train"), config.log_every, config.steps, verbose)
+    logger = IntervalLogger(os.path.join(output_dir, "logs", "train"), config.trainer.log_every, config.trainer.steps, verbose)
     all_callbacks = [
         StopOnNonFiniteLoss(run_dir),
-        checkpoints.SaveCheckpoint(run_dir, config.keep_checkpoints, config.log_every, config.steps, write=chief),
+        checkpoints.SaveCheckpoint(run_dir, config.trainer.keep_checkpoints, config.trainer.log_every, config.trainer.steps, write=chief),
         # Family callbacks (pose: the titration logger) add to the logs before they are written.
         *family.training_callbacks(config),
         # The method's own logs (PMP: usage histograms, image grids), under output_dir/logs.
@@ -295,11 +295,11 @@ def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, meth
     ]
     # SIGTERM and Ctrl-C stop the run at the end of a step, with a checkpoint of it
     # (preemption.RunPreempted); last, so that every other callback has seen that step.
-    stopper = preemption.StopOnSignal(run_dir, config.keep_checkpoints, config.log_every, config.steps, write=chief,
+    stopper = preemption.StopOnSignal(run_dir, config.trainer.keep_checkpoints, config.trainer.log_every, config.trainer.steps, write=chief,
                                       strategy=strategy if is_multi_worker(strategy) else None)
     with stopper:
         model.fit(
-            dataset, epochs=config.steps // epoch, steps_per_epoch=epoch, initial_epoch=start_step // epoch,
+            dataset, epochs=config.trainer.steps // epoch, steps_per_epoch=epoch, initial_epoch=start_step // epoch,
             callbacks=[*all_callbacks, stopper], verbose=0,
             shuffle=False,  # the pipelines draw random sets themselves
         )

@@ -1,0 +1,206 @@
+"""Experiments: the presets, a config's classes chosen by name, and config.json read back.
+
+A preset lives beside the method it trains (``abc_tf/methods/<method>_config.py``, its
+``PRESETS``); :data:`PRESET_MODULES` names those modules. The config class of a data family or
+method is the second name of its registry entry (``abc_tf.data.DATA_FAMILIES``,
+``abc_tf.methods.METHODS``). Nothing here imports TensorFlow: ``train.py --help`` builds its
+flags from these classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any
+
+from abc_tf import data, methods, registry
+from abc_tf.config import (BATCH_CONFIGS, PART_NAMES, SELECTORS, DataConfig, EncoderConfig, ExperimentConfig,
+                           MethodConfig, Part, TrainerConfig)
+
+PRESET_MODULES = [
+    "abc_tf.methods.abc_config",
+    "abc_tf.methods.pmp_config",
+    "abc_tf.methods.vitae_config",
+    "abc_tf.methods.infogan_config",
+]
+
+
+def presets() -> dict[str, ExperimentConfig]:
+    """Every preset by name, from :data:`PRESET_MODULES`."""
+    found: dict[str, ExperimentConfig] = {}
+    for module in PRESET_MODULES:
+        for name, preset in registry.load(module, "PRESETS").items():
+            if name in found or name != preset.name:
+                raise ValueError(f"{module}: preset {name!r} is declared twice or named {preset.name!r}.")
+            found[name] = preset
+    return found
+
+
+def get_preset(name: str) -> ExperimentConfig:
+    known = presets()
+    if name not in known:
+        raise ValueError(f"Unknown experiment {name!r}; known experiments: {', '.join(sorted(known))}.")
+    return known[name]
+
+
+def data_config_class(family: str) -> type[DataConfig]:
+    return registry.config_class(data.DATA_FAMILIES, family, "data family", DataConfig)
+
+
+def method_config_class(method: str) -> type[MethodConfig]:
+    return registry.config_class(methods.METHODS, method, "method", MethodConfig)
+
+
+def _carried(cls: type[Part], old: Part | None, **fixed: Any) -> Part:
+    """A ``cls`` with the values of ``old``'s fields of the same name, ``fixed`` set."""
+    values = {} if old is None else {name: getattr(old, name) for name in old.field_names() if name in cls.field_names()}
+    return cls(**{**values, **fixed})
+
+
+def choose(config: ExperimentConfig, data: str | None = None, method: str | None = None,
+           model: str | None = None) -> ExperimentConfig:
+    """``config`` with another data family, method or encoder architecture: the new part's class
+    keeps the fields it shares with the old one (a method's temperature, a family's source) and
+    takes its defaults for the rest; a method on another batch format gets that format's batch
+    part, and a method without an encoder drops the ``model`` part."""
+    data_part = config.data if data in (None, config.data.family) else _carried(
+        data_config_class(data), config.data, family=data)
+    method_class = method_config_class(method) if method is not None else type(config.method)
+    method_part = config.method if method in (None, config.method.name) else _carried(
+        method_class, config.method, name=method)
+    batch_class = BATCH_CONFIGS[method_class.batch_format]
+    batch_part = config.batch if type(config.batch) is batch_class else _carried(batch_class, config.batch)
+    model_part = None
+    if method_class.trains_encoder:
+        model_part = config.model or EncoderConfig()
+        if model is not None:
+            model_part = model_part.replace(architecture=model)
+    elif model is not None:
+        raise ValueError(f"--model={model}: method {method_part.name!r} has no encoder to choose (its networks are its own).")
+    return ExperimentConfig(name=config.name, trainer=config.trainer, data=data_part, batch=batch_part,
+                            method=method_part, model=model_part)
+
+
+def from_dict(values: dict[str, Any]) -> ExperimentConfig:
+    """The config of a config.json: the parts written since parts exist, or the flat layout
+    written before (every field at the top, the method once named ``"loss"``)."""
+    if "trainer" not in values:
+        return from_flat(values)
+    unknown = sorted(set(values) - {"name", *PART_NAMES})
+    if unknown:
+        raise ValueError(f"unknown keys {unknown}; a config has name and the parts {', '.join(PART_NAMES)}")
+    method_class = method_config_class(values["method"]["name"])
+    parts = {"trainer": TrainerConfig, "data": data_config_class(values["data"]["family"]),
+             "batch": BATCH_CONFIGS[method_class.batch_format], "method": method_class, "model": EncoderConfig}
+    built = {}
+    for part_name, cls in parts.items():
+        given = values.get(part_name)
+        if given is None:
+            built[part_name] = None
+            continue
+        stray = sorted(set(given) - set(cls.field_names()))
+        if stray:
+            raise ValueError(f"the {part_name} part has unknown fields {stray}; {cls.__name__}'s fields: "
+                             f"{', '.join(cls.field_names())}")
+        built[part_name] = cls(**given)
+    return ExperimentConfig(name=values.get("name", "custom"), **built)
+
+
+# The flat layout's fields whose names changed when they moved into a part.
+RENAMED_FLAT_FIELDS = {
+    "data_source": "source", "data_path": "path", "model": "architecture", "pmp_warmup": "warmup",
+    "pmp_distance_weight": "distance_weight", "pmp_sparsity_weight": "sparsity_weight",
+    "pmp_consistency_weight": "consistency_weight", "pmp_usage_weight": "usage_weight", "infogan_prior": "prior",
+    "infogan_contrastive_weight": "contrastive_weight", "infogan_noise_dim": "noise_dim",
+    "infogan_ntxent_temperature": "ntxent_temperature", "infogan_elastic_field": "elastic_field",
+}
+
+
+def from_flat(values: dict[str, Any]) -> ExperimentConfig:
+    """A config from the flat config.json of runs written before configs had parts. Each part
+    takes the fields it owns; a flat field no part of this family and method owns was never
+    read by the run, and is dropped. The VAE's latent size was ``embedding_dim``."""
+    values = dict(values)
+    if "loss" in values:  # runs written before the method registry named the method "loss"
+        values["method"] = values.pop("loss")
+    renamed = {RENAMED_FLAT_FIELDS.get(name, name): value for name, value in values.items()}
+    method_class = method_config_class(renamed.get("method", "abc"))
+    if not method_class.trains_encoder and "latent_dim" in method_class.field_names():
+        renamed["latent_dim"] = renamed.get("embedding_dim", 4)
+    renamed["family"], renamed["name"] = renamed.get("data", "shapes3d"), renamed.get("method", "abc")
+    classes = {"trainer": TrainerConfig, "data": data_config_class(renamed["family"]),
+               "batch": BATCH_CONFIGS[method_class.batch_format], "method": method_class,
+               "model": EncoderConfig if method_class.trains_encoder else None}
+    parts = {part_name: None if cls is None else cls(**{name: renamed[name] for name in cls.field_names() if name in renamed})
+             for part_name, cls in classes.items()}
+    return ExperimentConfig(name=values.get("name", "custom"), **parts)
+
+
+def read_config(path: str) -> ExperimentConfig:
+    """The config stored at ``path`` (a run's config.json); a ValueError naming the file when it
+    is missing or damaged."""
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} does not exist: pass a run directory written by train.py.")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return from_dict(json.load(handle))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, KeyError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"{path} is not a readable run config ({message}).") from None
+
+
+def part_classes(config: ExperimentConfig) -> dict[str, type[Part]]:
+    """The class of each part ``config`` has, by part name."""
+    return {name: type(part) for name, part in config.parts().items()}
+
+
+def selector_of(part_name: str) -> str | None:
+    """The flag that chooses the class of part ``part_name`` (``--data``, ``--method``, ``--model``)."""
+    return part_name if part_name in SELECTORS else None
+
+
+def override(config: ExperimentConfig, dotted: dict[str, Any]) -> ExperimentConfig:
+    """``config`` with ``{"<part>.<field>": value}`` applied; ValueError naming the part's
+    fields for a field it does not have."""
+    by_part: dict[str, dict[str, Any]] = {}
+    parts = config.parts()
+    for key, value in dotted.items():
+        part_name, _, name = key.partition(".")
+        if part_name not in parts:
+            raise ValueError(f"--{key}: this run has no {part_name} part; its parts: {', '.join(parts)}.")
+        if name not in parts[part_name].field_names() or name == SELECTORS.get(part_name):
+            raise ValueError(unknown_field_message(config, part_name, name))
+        by_part.setdefault(part_name, {})[name] = value
+    return dataclasses.replace(config, **{part: parts[part].replace(**values) for part, values in by_part.items()})
+
+
+def settable_fields(part: type[Part], part_name: str) -> tuple[str, ...]:
+    """The fields of a part class that ``--<part>.<field>`` sets (its selector is a flag of its own)."""
+    return tuple(name for name in part.field_names() if name != SELECTORS.get(part_name))
+
+
+def unknown_field_message(config: ExperimentConfig, part_name: str, name: str) -> str:
+    owner = {"data": f"data family {config.data.family!r}", "method": f"method {config.method.name!r}"}.get(
+        part_name, f"the {part_name} part")
+    part = config.parts()[part_name]
+    return (f"--{part_name}.{name}: {owner} ({type(part).__name__}) has no field {name!r}; its fields: "
+            f"{', '.join(settable_fields(type(part), part_name))}.")
+
+
+def config_for(data: str = "shapes3d", method: str = "abc", model: str | None = None, name: str = "custom",
+               **fields: Any) -> ExperimentConfig:
+    """A config of the classes' defaults for data family ``data`` and ``method`` (and encoder
+    ``model``), with ``fields`` replaced by name: a run in Python without a preset."""
+    method_class = method_config_class(method)
+    config = ExperimentConfig(
+        name=name, trainer=TrainerConfig(), data=data_config_class(data)(family=data),
+        batch=BATCH_CONFIGS[method_class.batch_format](), method=method_class(name=method),
+        model=EncoderConfig() if method_class.trains_encoder else None,
+    )
+    return choose(config, model=model).replace(**fields)
+
+
+def from_json(text: str) -> ExperimentConfig:
+    """The config of a config.json's text (see :func:`from_dict`)."""
+    return from_dict(json.loads(text))
