@@ -74,7 +74,7 @@ def toy_family(monkeypatch):
     """The tiny toy data family of tests/toy_family.py, registered as ``--data=toy``."""
     from abc_tf import data
 
-    monkeypatch.setitem(data.DATA_FAMILIES, "toy", "toy_family")
+    monkeypatch.setitem(data.DATA_FAMILIES, "toy", ("toy_family", "toy_family:ToyConfig"))
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +87,7 @@ def trained_toy_run(tmp_path_factory):
     from toy_family import TRAINED
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(data.DATA_FAMILIES, "toy", "toy_family")
+        patch.setitem(data.DATA_FAMILIES, "toy", ("toy_family", "toy_family:ToyConfig"))
         return training.train(TRAINED, str(tmp_path_factory.mktemp("toy_run") / "run"), verbose=0)
 
 

@@ -67,7 +67,7 @@ def runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def compared(runs, tmp_path_factory):
     patch = pytest.MonkeyPatch()
-    patch.setitem(methods.METHODS, "relative", "test_comparison:RELATIVE")
+    patch.setitem(methods.METHODS, "relative", ("test_comparison:RELATIVE", "abc_tf.methods.abc_config:AbcConfig"))
     out = tmp_path_factory.mktemp("comparison")
     lines = []
     try:

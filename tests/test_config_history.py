@@ -13,7 +13,7 @@ import pytest
 from abc_tf.runs import checkpoints, config_history, training
 from toy_family import CONFIG as TOY, TRAINED
 
-pytestmark = pytest.mark.usefixtures("toy_family")
+pytestmark = pytest.mark.usefixtures(("toy_family", "toy_family:ToyConfig"))
 
 
 def write_run(run_dir, config, monkeypatch=None, checkpoint_steps=()):

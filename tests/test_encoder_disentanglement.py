@@ -60,13 +60,13 @@ def labelled_only_sample(config, num_images, seed):
 
 
 LABELLED_ONLY = DataFamily(
-    name="labelled_only", fields=(), image_shape=lambda config: (8, 8, 3), make_dataset=None,
+    name="labelled_only", image_shape=lambda config: (8, 8, 3), make_dataset=None,
     known_factors=KnownFactors(("red", "unseen"), (4, 3), labelled_only_sample, lambda config: (0,)),
 )
 
 
 def test_a_family_without_images_of_gets_the_array_scores_and_says_why_not_the_others(monkeypatch):
-    monkeypatch.setitem(data.DATA_FAMILIES, "labelled_only", "test_encoder_disentanglement:LABELLED_ONLY")
+    monkeypatch.setitem(data.DATA_FAMILIES, "labelled_only", ("test_encoder_disentanglement:LABELLED_ONLY", "abc_tf.config:DataConfig"))
     config = experiments.config_for(data="labelled_only")
     result = ed.evaluate_disentanglement(MeanColour(), config, TINY, seed=0)
     assert list(result["results"]) == ["mig", "dci", "sap"] and result["observations"] == "labelled sample"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
-from abc_tf import experiments
-from abc_tf import methods
+from abc_tf import experiments, methods
+from abc_tf.config import MethodConfig
 from abc_tf.evaluation import factor_isolation, mine, probes
 from abc_tf.evaluation.noise import spread
 from abc_tf.methods.base import Method
@@ -43,14 +44,19 @@ def test_inactive_names_and_labels_follow_the_config():
 
 # Methods only these tests register: no length scale; pairs instead of sets.
 NO_SCALE = Method(name="no_scale", build=None, supervision="none (a test method)")
-PAIRS = Method(name="pairs_only", build=None, batch_format="pairs")
+PAIRS = Method(name="pairs_only", build=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class PairsOnlyConfig(MethodConfig):
+    batch_format: ClassVar[str] = "pairs"
 
 
 def test_noise_follows_the_method_s_length_scale_or_the_embeddings_spread(monkeypatch):
     embeddings = np.random.default_rng(0).normal(scale=3.0, size=(500, 4))
     sigma, rule = factor_isolation.noise_sigma(experiments.config_for(similarity="l2sq", temperature=0.25), embeddings)
     assert (sigma, rule) == (0.5, "length scale")
-    monkeypatch.setitem(methods.METHODS, "no_scale", "test_factor_isolation:NO_SCALE")
+    monkeypatch.setitem(methods.METHODS, "no_scale", ("test_factor_isolation:NO_SCALE", "abc_tf.config:MethodConfig"))
     sigma, rule = factor_isolation.noise_sigma(experiments.config_for(method="no_scale"), embeddings)
     assert rule == "0.1 x spread" and sigma == pytest.approx(0.1 * spread(embeddings)) and 0.25 < sigma < 0.35
     assert "0.1 x the embedding's own spread" in factor_isolation.NOISE_RULE
@@ -75,7 +81,7 @@ def test_codes_without_a_length_scale_are_measured_in_units_of_their_spread():
 
 
 def test_only_set_methods_have_inactive_factors(monkeypatch):
-    monkeypatch.setitem(methods.METHODS, "pairs_only", "test_factor_isolation:PAIRS")
+    monkeypatch.setitem(methods.METHODS, "pairs_only", ("test_factor_isolation:PAIRS", "test_factor_isolation:PairsOnlyConfig"))
     config = experiments.config_for(method="pairs_only", inactive_factors="wall_hue")
     assert factor_isolation.inactive_names(config) == ()
     assert factor_isolation.condition_label(config) == "pairs_only (pairs)"

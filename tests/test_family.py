@@ -34,13 +34,13 @@ def test_every_registered_family_is_a_data_family_with_its_fields(name):
 
 def test_stream_names_the_format_and_unknown_formats_are_refused():
     sets, pairs = (lambda config, seed, start_step=0: "sets"), (lambda config, seed, start_step=0: "pairs")
-    family = DataFamily(name="two", fields=(), image_shape=lambda config: (4, 4, 1), make_dataset=sets,
+    family = DataFamily(name="two", image_shape=lambda config: (4, 4, 1), make_dataset=sets,
                         other_streams={"pairs": pairs})
     assert family.batch_formats == ("sets", "pairs")
     assert family.stream("sets") is sets and family.stream("pairs") is pairs
-    assert DataFamily(name="one", fields=(), image_shape=None, make_dataset=sets).batch_formats == ("sets",)
+    assert DataFamily(name="one", image_shape=None, make_dataset=sets).batch_formats == ("sets",)
     with pytest.raises(ValueError, match="Data family 'bad' declares unknown batch formats \\['triples'\\]"):
-        DataFamily(name="bad", fields=(), image_shape=None, make_dataset=sets, other_streams={"triples": pairs})
+        DataFamily(name="bad", image_shape=None, make_dataset=sets, other_streams={"triples": pairs})
     # The optional parts do nothing by default.
     assert family.check_config(experiments.config_for()) is None and family.training_callbacks(experiments.config_for()) == []
 

@@ -39,7 +39,7 @@ MIRRORED_RTOL = 2e-5
 
 @pytest.fixture(autouse=True)
 def registered(monkeypatch, toy_family):
-    monkeypatch.setitem(methods.METHODS, "two_network", "toy_method:TWO_NETWORK")
+    monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))
 
 
 def test_unknown_methods_are_refused_naming_the_known_ones():
@@ -121,8 +121,8 @@ KILLABLE_RUN = textwrap.dedent(
     from abc_tf.config import ExperimentConfig
     from abc_tf.runs import training
     from process_helpers import hold
-    data.DATA_FAMILIES["toy"] = "toy_family"
-    methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"
+    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
+    methods.METHODS["two_network"] = ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
     ready = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(sys.argv[3]))
     training.train(experiments.from_json(open(sys.argv[1]).read()), sys.argv[2], verbose=0, callbacks=[ready])
     """
@@ -227,8 +227,8 @@ MIRRORED = textwrap.dedent(
     from abc_tf import data, methods
     from abc_tf.runs import training
     from method_helpers import fit_losses, tiny_configs, write_small_mnist
-    data.DATA_FAMILIES["toy"] = "toy_family"
-    methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"
+    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
+    methods.METHODS["two_network"] = ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
     configs = tiny_configs(write_small_mnist(sys.argv[1] + "/mnist.npz"))
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     losses = {name: [fit_losses(config, 1)[1][0], fit_losses(config, 1, mirrored)[1][0]] for name, config in configs.items()}

@@ -103,7 +103,7 @@ TOY_POSE = experiments.config_for(
 
 @pytest.fixture
 def toy_pose_family(monkeypatch):
-    monkeypatch.setitem(data.DATA_FAMILIES, "pose", "toy_pose_family")
+    monkeypatch.setitem(data.DATA_FAMILIES, "pose", ("toy_pose_family", "abc_tf.data.pose_config:PoseConfig"))
 
 
 def test_a_regression_run_saves_its_head_and_evaluates(tmp_path, toy_pose_family):

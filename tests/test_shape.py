@@ -24,7 +24,7 @@ from process_helpers import start_code, wait_for_marker
 
 REGISTER = (
     "from abc_tf import data, methods; from abc_tf.evaluation import tasks; import toy_family; "
-    "data.DATA_FAMILIES['toy'] = 'toy_family'; methods.METHODS['two_network'] = 'toy_method:TWO_NETWORK'; "
+    "data.DATA_FAMILIES['toy'] = ('toy_family', 'toy_family:ToyConfig'); methods.METHODS['two_network'] = ('toy_method:TWO_NETWORK', 'toy_method:TwoNetworkConfig'); "
     "tasks.TASKS[toy_family.TASK_NAME] = toy_family.TASK; "
 )
 # train.py in a child, the toy parts registered; after its second checkpoint (step 20) it writes
@@ -42,8 +42,8 @@ FLAGS = ["--experiment=shapes3d", "--data=toy", "--model=s4", "--model.embedding
 
 @pytest.fixture
 def registered(monkeypatch):
-    monkeypatch.setitem(data.DATA_FAMILIES, "toy", "toy_family")
-    monkeypatch.setitem(methods.METHODS, "two_network", "toy_method:TWO_NETWORK")
+    monkeypatch.setitem(data.DATA_FAMILIES, "toy", ("toy_family", "toy_family:ToyConfig"))
+    monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))
     monkeypatch.setitem(tasks.TASKS, toy_family.TASK_NAME, toy_family.TASK)
 
 

@@ -182,7 +182,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
 # and tests/preemption_helpers.HoldAtStep(ARGV[1], ARGV[2]) as the run's callback: the run waits
 # at that step for the stop request, so SIGTERM (or Ctrl-C) lands on it.
 TRAIN_TOY_HELD_AT_STEP = (
-    "import sys; from absl import app; from abc_tf import callbacks, data; data.DATA_FAMILIES['toy'] = 'toy_family'; "
+    "import sys; from absl import app; from abc_tf import callbacks, data; data.DATA_FAMILIES['toy'] = ('toy_family', 'toy_family:ToyConfig'); "
     "from preemption_helpers import HoldAtStep; step, marker = sys.argv.pop(1), sys.argv.pop(1); "
     "callbacks.evaluation_callbacks = lambda config, run_dir: [HoldAtStep(step, marker)]; "
     "import train; sys.argv[0] = 'train.py'; app.run(train.main)"

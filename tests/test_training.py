@@ -25,7 +25,7 @@ from process_helpers import ENV, run_code, start_code, wait_for_marker
 from tolerance_helpers import rounding_rtol
 from toy_family import CONFIG as TOY, TRAINED
 
-pytestmark = pytest.mark.usefixtures("toy_family")
+pytestmark = pytest.mark.usefixtures(("toy_family", "toy_family:ToyConfig"))
 
 
 def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy_run):
@@ -115,7 +115,7 @@ RESUMABLE_RUN = textwrap.dedent(
     from abc_tf.runs import training
     from abc_tf.config import ExperimentConfig
     from process_helpers import hold
-    data.DATA_FAMILIES["toy"] = "toy_family"
+    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
     config = experiments.from_json(open(sys.argv[1]).read())
     ready = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(sys.argv[3]))
     training.train(config, sys.argv[2], verbose=0, callbacks=[ready])
@@ -158,7 +158,7 @@ TWO_REPLICAS = textwrap.dedent(
     from abc_tf import data
     from abc_tf.runs import training
     from toy_family import CONFIG
-    data.DATA_FAMILIES["toy"] = "toy_family"
+    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
     config = CONFIG.replace(temperature=0.05, steps=12, log_every=4, seed=5)
     single = training.train(config, sys.argv[1] + "/one", verbose=0)
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
@@ -245,7 +245,7 @@ WORKER = textwrap.dedent(
     from abc_tf import data
     from abc_tf.runs import training
     from toy_family import CONFIG
-    data.DATA_FAMILIES["toy"] = "toy_family"
+    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
     config = CONFIG.replace(temperature=0.05, steps=12, log_every=4, seed=5, strategy=sys.argv[2])
     result = training.train(config, sys.argv[1], verbose=0)
     print("RESULT" + json.dumps({"loss": result.history["loss"], "step": result.final_step}))
@@ -302,7 +302,7 @@ PREEMPTED_WORKER = textwrap.dedent(
     from abc_tf.runs import preemption, training
     from preemption_helpers import HoldAtStep
     from toy_family import CONFIG
-    data.DATA_FAMILIES["toy"] = "toy_family"
+    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
     config = CONFIG.replace(temperature=0.05, steps=20, log_every=5, seed=5, strategy="multi_worker")
     held = [HoldAtStep(7, sys.argv[2])] if len(sys.argv) > 2 else []
     try:

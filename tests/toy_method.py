@@ -8,21 +8,34 @@ in the trainer, the checkpoints or evaluate.py knows this method: tests register
 
 from __future__ import annotations
 
+import dataclasses
+
 import keras
 import tensorflow as tf
 
 from abc_tf import losses, optimizers
+from abc_tf.config import MethodConfig, field
 from abc_tf.methods.base import Method, MethodModel, Update, build_encoder, loss_scaled, to_float_images
 
 POOL = 4
 
 
+@dataclasses.dataclass(frozen=True)
+class TwoNetworkConfig(MethodConfig):
+    """The toy method's own config (``--method.<field>`` on train.py's command line)."""
+
+    similarity: str = field("l2sq", "Similarity of the encoder's ABC loss.")
+    temperature: float = field(1.0, "Temperature of the encoder's ABC loss.")
+    decoder_learning_rate: float = field(1e-3, "Adam learning rate of the decoder's own optimizer.")
+
+
 class TwoNetworkModel(MethodModel):
-    def __init__(self, encoder: keras.Model, decoder: keras.Model, similarity: str, temperature: float, **kwargs):
+    def __init__(self, encoder: keras.Model, decoder: keras.Model, similarity: str, temperature: float,
+                 decoder_learning_rate: float = 1e-3, **kwargs):
         super().__init__(**kwargs)
         self.encoder, self.decoder = encoder, decoder
         self.similarity, self.temperature = similarity, temperature
-        self.decoder_optimizer = loss_scaled(optimizers.adam(1e-3))  # as compile's under mixed_float16
+        self.decoder_optimizer = loss_scaled(optimizers.adam(decoder_learning_rate))  # as compile's under mixed_float16
         self.track(("loss", "abc_loss", "reconstruction_loss"))
         self.built = True
 
@@ -71,7 +84,8 @@ def build(config, image_shape) -> TwoNetworkModel:
         [keras.Input((config.model.embedding_dim,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(outputs)],
         name="decoder",
     )
-    model = TwoNetworkModel(encoder, decoder, config.method.similarity, config.method.temperature)
+    model = TwoNetworkModel(encoder, decoder, config.method.similarity, config.method.temperature,
+                            config.method.decoder_learning_rate)
     model.compile(optimizer=optimizers.adam(config.trainer.learning_rate, config.trainer.lr_halving_steps), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
     return model
 

@@ -70,6 +70,6 @@ def image_shape(config) -> tuple[int, int, int]:
 
 # Registered under the name "pose" by the tests, in place of the real family: its fields too.
 FAMILY = DataFamily(
-    name="pose", fields=real_pose.FAMILY.fields, image_shape=image_shape, make_dataset=make_dataset,
+    name="pose", image_shape=image_shape, make_dataset=make_dataset,
     pose_views=labelled_images, evaluation_task="pose",
 )

@@ -20,7 +20,7 @@ import keras
 import tensorflow as tf
 
 import models
-from abc_tf import losses, optimizers
+from abc_tf import data, losses, optimizers
 from abc_tf.config import SIMILARITIES, ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, build_encoder, to_float_images
 from models import pose_head
@@ -164,6 +164,14 @@ def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_typ
     return model
 
 
+def _check_abc(config: ExperimentConfig) -> None:
+    if config.method.regression_weight > 0 and data.get_family(config.data.family).pose_views is None:
+        raise ValueError(
+            f"--method.regression_weight={config.method.regression_weight}: the spherical-regression head trains on "
+            f"set A's pose labels, and data family {config.data.family!r} has none (--data=pose streams them)."
+        )
+
+
 def _check_contrastive(config: ExperimentConfig) -> None:
     if not (config.batch.double_augmentation or config.batch.augmentation_baseline):
         raise ValueError(
@@ -184,7 +192,7 @@ def _abc_supervision(config: ExperimentConfig) -> str:
 
 ABC = Method(
     name="abc", build=lambda config, image_shape: _build(config, image_shape, "abc"),
-    supervision=_abc_supervision, length_scale=_length_scale,
+    supervision=_abc_supervision, length_scale=_length_scale, check_config=_check_abc,
     variant=lambda config: "augmentation baseline" if config.batch.augmentation_baseline else "",
     accepts_two_view_sets=True,  # the second view stands in for set B (compute_terms)
 )
