@@ -59,11 +59,12 @@ def _carried(cls: type[Part], old: Part | None, **fixed: Any) -> Part:
 
 
 def choose(config: ExperimentConfig, data: str | None = None, method: str | None = None,
-           model: str | None = None) -> ExperimentConfig:
-    """``config`` with another data family, method or encoder architecture: the new part's class
-    keeps the fields it shares with the old one (a method's temperature, a family's source) and
-    takes its defaults for the rest; a method on another batch format gets that format's batch
-    part, and a method without an encoder drops the ``model`` part."""
+           model: str | None = None, **fields: Any) -> ExperimentConfig:
+    """``config`` with another data family, method or encoder architecture, then ``fields``
+    replaced by name. The new part's class keeps the fields it shares with the old one (a
+    method's temperature, a family's source) and takes its defaults for the rest; a method on
+    another batch format gets that format's batch part, and a method without an encoder drops
+    the ``model`` part."""
     data_part = config.data if data in (None, config.data.family) else _carried(
         data_config_class(data), config.data, family=data)
     method_class = method_config_class(method) if method is not None else type(config.method)
@@ -79,7 +80,7 @@ def choose(config: ExperimentConfig, data: str | None = None, method: str | None
     elif model is not None:
         raise ValueError(f"--model={model}: method {method_part.name!r} has no encoder to choose (its networks are its own).")
     return ExperimentConfig(name=config.name, trainer=config.trainer, data=data_part, batch=batch_part,
-                            method=method_part, model=model_part)
+                            method=method_part, model=model_part).replace(**fields)
 
 
 def from_dict(values: dict[str, Any]) -> ExperimentConfig:

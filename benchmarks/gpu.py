@@ -92,7 +92,7 @@ def make_batches(path: str, data_path: str, steps: int = 500) -> None:
     from abc_tf.runs import training
     from abc_tf.experiments import get_preset
 
-    config = get_preset("mnist").replace(data_path=data_path, data_source="idx" if data_path else "auto")
+    config = get_preset("mnist").replace(path=data_path, source="idx" if data_path else "auto")
     iterator = iter(training.make_family_dataset(data.get_family(config.data.family), config, start_step=0))
     batches = [next(iterator) for _ in range(steps)]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -50,7 +50,7 @@ def measure(method: str, policy: str, steps: int) -> dict:
 
     config = experiments.get_preset(PRESETS[method]).replace(jit_compile=True, mixed_precision=False)
     if config.data.family == "mnist":
-        config = config.replace(data_source="procedural")
+        config = config.replace(source="procedural")
     keras.backend.clear_session()
     try:
         model = training.build_model(config, policy=policy)

@@ -64,9 +64,9 @@ EVALUATION_PARTS = (
 def config_for(variant: str, jit_compile: bool):
     """The paper's preset, or its uniform-InfoGAN ablation, on the procedural MNIST, with or without XLA."""
 
-    config = experiments.get_preset(PAPER).replace(jit_compile=jit_compile, data_source="procedural")
+    config = experiments.get_preset(PAPER).replace(jit_compile=jit_compile, source="procedural")
     if variant == "infogan":
-        config = config.replace(infogan_prior="uniform", infogan_contrastive_weight=0.0)
+        config = config.replace(prior="uniform", contrastive_weight=0.0)
     return config
 
 

@@ -63,7 +63,7 @@ def main() -> None:
     if args.steps <= 0 or args.repeats <= 0:
         raise SystemExit("--steps and --repeats must be positive.")
 
-    base = get_preset("mnist").replace(data_path=args.data_path)
+    base = get_preset("mnist").replace(path=args.data_path)
     source = mnist.load_mnist(base).source
     steps_per_epoch = IMAGES_PER_EPOCH / (2 * base.batch.set_size * base.batch.pairs_per_step)
     rows = []

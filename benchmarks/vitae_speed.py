@@ -48,7 +48,7 @@ MEMORY_SETTINGS = ("c_vitae_eager_512", "c_vitae_fit_512", "c_vitae_fit_xla_512"
 def config_for(variant: str, batch: int, jit_compile: bool):
     """The paper's preset of ``variant`` at ``batch``, on the procedural MNIST, with or without XLA."""
 
-    return experiments.get_preset(f"mnist_{variant}").replace(batch_size=batch, jit_compile=jit_compile, data_source="procedural")
+    return experiments.get_preset(f"mnist_{variant}").replace(batch_size=batch, jit_compile=jit_compile, source="procedural")
 
 
 def _batch(config) -> dict:
@@ -146,7 +146,7 @@ def measure(steps: int, rounds: int) -> dict:
     # loops.pipeline_fit_rate), and the stream alone.
     pipeline, stream = {}, {}
     for preset in (PAPER, QUICK):
-        config = experiments.get_preset(preset).replace(data_source="procedural")
+        config = experiments.get_preset(preset).replace(source="procedural")
         dataset = training.make_family_dataset(data.get_family(config.data.family), config, start_step=0)
         iterator = iter(dataset)
         next(iterator)

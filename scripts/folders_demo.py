@@ -100,7 +100,7 @@ def main() -> None:
         print(f"removing the previous demo run {run_dir}", flush=True)
         shutil.rmtree(run_dir)
     config = get_preset("folders").replace(
-        data_path=folder, steps=args.steps, log_every=min(50, args.steps), image_size=args.image_size,
+        path=folder, steps=args.steps, log_every=min(50, args.steps), image_size=args.image_size,
         set_size=args.set_size, temperature=args.temperature, seed=args.seed,
     )
     start = time.time()

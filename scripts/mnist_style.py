@@ -39,7 +39,7 @@ def main(argv: list[str]) -> None:
         with open(config_path) as handle:
             config = experiments.from_json(handle.read())
         if FLAGS.data_path:
-            config = config.replace(data_source="auto", data_path=FLAGS.data_path)
+            config = config.replace(source="auto", path=FLAGS.data_path)
         out_dir = FLAGS.out_dir or os.path.join(FLAGS.run_dir, "mnist_style")
         metrics = mnist_style.evaluate_mnist_run(
             FLAGS.run_dir, config, out_dir, probe_epochs=FLAGS.probe_epochs, seed=FLAGS.seed

@@ -10,7 +10,7 @@ import contextlib
 import keras
 import numpy as np
 
-from abc_tf import data
+from abc_tf import data, experiments
 from abc_tf.config import ExperimentConfig
 from abc_tf.experiments import get_preset
 from abc_tf.runs import training
@@ -33,14 +33,14 @@ def tiny_configs(mnist_npz: str) -> dict[str, ExperimentConfig]:
     images = dict(data_path=mnist_npz, batch_size=8, **SMALL)
     return {
         "abc": TOY.replace(**SMALL),
-        "contrastive": TOY.replace(method="contrastive", double_augmentation=True, **SMALL),
-        "two_network": TOY.replace(method="two_network", **SMALL),
+        "contrastive": experiments.choose(TOY, method="contrastive", double_augmentation=True, **SMALL),
+        "two_network": experiments.choose(TOY, method="two_network", **SMALL),
         "pmp": get_preset("shapes3d_pmp_quick").replace(pairs_per_step=2, mixed_precision=False, eval_every=0, **SMALL),
         "vae": get_preset("mnist_vae_quick").replace(jit_compile=False, **images),
         "u_vitae": get_preset("mnist_u_vitae_quick").replace(jit_compile=False, **images),
         "c_vitae": get_preset("mnist_c_vitae_quick").replace(jit_compile=False, **images),
         "elastic_infogan": get_preset("mnist_elastic_infogan_quick").replace(
-            jit_compile=False, class_split=3, infogan_ntxent_temperature=1.0, **images),
+            jit_compile=False, class_split=3, ntxent_temperature=1.0, **images),
     }
 
 

@@ -93,7 +93,7 @@ def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
     # A plain graph: the preset's XLA compile takes seconds on a CPU (tests/test_methods.py compiles it).
-    config = get_preset("mnist_elastic_infogan_quick").replace(data_path=path, log_every=2, batch_size=16,
+    config = get_preset("mnist_elastic_infogan_quick").replace(path=path, log_every=2, batch_size=16,
                                                                 class_split=1, jit_compile=False, steps=4)
     training.train(config, str(tmp_path / "run"), verbose=0)
     run = load_run(str(tmp_path / "run"))

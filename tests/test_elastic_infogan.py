@@ -87,7 +87,7 @@ def test_the_defaults_are_the_authors_and_the_elastic_field_opt_in():
     assert QUICK.data.class_split == 1 and QUICK.data.class_split_pool == "all"
     model = einfogan.build(QUICK, (28, 28, 1))
     assert model.ntxent_temperature == 1.0 and model.elastic_pixels == 0.0
-    elastic = einfogan.build(QUICK.replace(infogan_elastic_field=True), (28, 28, 1))
+    elastic = einfogan.build(QUICK.replace(elastic_field=True), (28, 28, 1))
     assert elastic.elastic_pixels == digit_augment.ELASTIC_PIXELS
 
 
@@ -120,7 +120,7 @@ def test_nt_xent_is_q_s_head_on_the_d_step_s_own_trunk_passes():
 ])
 def test_bad_settings_are_refused_before_training(overrides, flag):
     with pytest.raises(ValueError, match=flag):
-        training.check_config(QUICK.replace(data_source="procedural", **overrides))
+        training.check_config(QUICK.replace(source="procedural", **overrides))
 
 
 def test_the_ablations_are_named_with_what_they_are_told():
@@ -156,7 +156,7 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     np.savez(path, **small_mnist)
     # A plain graph: the preset's XLA compile takes seconds per model on a CPU, and every
     # method's step is compiled with XLA once in tests/test_methods.py.
-    config = QUICK.replace(data_path=path, steps=6, log_every=3, batch_size=16, class_split=3, infogan_ntxent_temperature=1.0,
+    config = QUICK.replace(path=path, steps=6, log_every=3, batch_size=16, class_split=3, ntxent_temperature=1.0,
                            jit_compile=False)
     run_dir = str(tmp_path / "run")
     result = training.train(config, run_dir, verbose=0)
@@ -199,7 +199,7 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
 def test_the_infogan_ablation_keeps_its_prior_uniform(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    config = get_preset("mnist_infogan_quick").replace(data_path=path, steps=3, log_every=3, batch_size=16, jit_compile=False)
+    config = get_preset("mnist_infogan_quick").replace(path=path, steps=3, log_every=3, batch_size=16, jit_compile=False)
     result = training.train(config, str(tmp_path / "run"), verbose=0)
     assert result.history["ntxent_loss"] == [0.0]
     prior = json.load(open(tmp_path / "run" / infogan_monitor.PRIOR_FILE))["prior"]

@@ -114,7 +114,7 @@ def test_an_mnist_run_is_evaluated_with_the_network_asked_for(tmp_path, small_mn
     from abc_tf.runs import training
 
     np.savez(tmp_path / "mnist.npz", **small_mnist)
-    config = get_preset("mnist").replace(data_path=str(tmp_path / "mnist.npz"), embedding_dim=4)
+    config = get_preset("mnist").replace(path=str(tmp_path / "mnist.npz"), embedding_dim=4)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "config.json").write_text(config.to_json())

@@ -49,7 +49,7 @@ def test_the_registry_names_the_known_families_and_refuses_fields_of_others():
     with pytest.raises(ValueError, match="Unknown data family 'faces'; choose one of: "):
         data.get_family("faces")
     assert data.unused_fields("mnist", ["image_size", "steps", "holdout_digit"]) == ["image_size"]
-    assert data.check_config(experiments.config_for(data="mnist", data_source="procedural")) is data.get_family("mnist")
+    assert data.check_config(experiments.config_for(data="mnist", source="procedural")) is data.get_family("mnist")
 
 
 def test_factors_augmented_by_the_baseline_are_known_factors():

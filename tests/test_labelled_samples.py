@@ -24,7 +24,7 @@ def test_grouped_images_give_their_complete_labels_the_group_s_constant_ones_ina
     rows = ["filename,colour,partial"] + [f"{group}/img_{index:03d}.png,{index % 3},{'' if index == 0 else index % 2}"
                                          for group in "abc" for index in range(6)]
     (tmp_path / "data" / "labels.csv").write_text("\n".join(rows) + "\n")
-    config = get_preset("folders").replace(data_path=str(tmp_path / "data"), image_size=8)
+    config = get_preset("folders").replace(path=str(tmp_path / "data"), image_size=8)
     sample = tasks.labelled_sample(config, 12, seed=0)
     # "partial" is unknown for three images: only the labels known for every image are kept.
     assert sample.names == ("group", "colour") and sample.inactive == ("group",) and sample.sizes == (3, 3)
@@ -34,7 +34,7 @@ def test_grouped_images_give_their_complete_labels_the_group_s_constant_ones_ina
 
 
 def test_pose_renders_are_binned_by_azimuth_and_elevation():
-    config = experiments.config_for(data="pose", data_source="procedural", image_size=16, similarity="cosine",
+    config = experiments.config_for(data="pose", source="procedural", image_size=16, similarity="cosine",
                               temperature=0.1, real_fraction=0.0)
     sample = tasks.labelled_sample(config, 48, seed=1)
     assert sample.names == ("azimuth", "elevation") and sample.sizes == (8, 3) and sample.inactive == ()

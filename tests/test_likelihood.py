@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 
+from abc_tf import experiments
 from abc_tf.experiments import get_preset
 from abc_tf.evaluation import likelihood
 from abc_tf.methods import vitae
@@ -126,7 +127,7 @@ def test_log_mean_exp_and_knn_accuracy():
 def test_only_vae_family_runs_on_class_labelled_images_are_measured():
     # Refused from the run's declarations alone, before any network or image is read.
     for data, method in (("shapes3d", "vae"), ("mnist", "abc")):  # no class labels; not a VAE variant
-        run = Run(run_dir="unused", config=get_preset("mnist").replace(data=data, method=method), encoder=None)
+        run = Run(run_dir="unused", config=experiments.choose(get_preset("mnist"), data=data, method=method), encoder=None)
         with pytest.raises(ValueError, match=f"take vae, u_vitae, c_vitae runs on a family of class-labelled images "
                                              f"\\(mnist\\), not {method} on {data}"):
             likelihood.evaluate_run(run)
@@ -135,7 +136,7 @@ def test_only_vae_family_runs_on_class_labelled_images_are_measured():
 def test_a_short_run_s_measures(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    config = get_preset("mnist_c_vitae_quick").replace(data_path=path, batch_size=16, steps=2, log_every=2, jit_compile=False)
+    config = get_preset("mnist_c_vitae_quick").replace(path=path, batch_size=16, steps=2, log_every=2, jit_compile=False)
     training.train(config, str(tmp_path / "run"), verbose=0)
     metrics = likelihood.evaluate_run(load_run(str(tmp_path / "run")), samples=4, seed=0)
     assert metrics["num_test_images"] == 40 and metrics["importance_samples"] == 4

@@ -17,15 +17,16 @@ import numpy as np
 import pytest
 
 import models
-from abc_tf import methods
+from abc_tf import experiments, methods
 from abc_tf.methods.base import build_encoder
 from abc_tf.runs import checkpoints, precision, training
 from method_helpers import fit_losses, tiny_configs, write_small_mnist
 from evaluate_helpers import evaluate_each
 from process_helpers import run_code, start_code, wait_for_marker
 from toy_family import CONFIG
+from toy_method import TwoNetworkConfig
 
-TOY = CONFIG.replace(method="two_network")
+TOY = CONFIG.replace(method=TwoNetworkConfig(name="two_network", temperature=CONFIG.method.temperature))
 READY_METHODS = ("abc", "contrastive", "two_network", "pmp", "vae", "u_vitae", "c_vitae", "elastic_infogan")
 # Two replicas change only the order of float32 sums: the batch means of the loss terms, the
 # batch-norm moments all-reduced over the replicas, the replicas' gradients summed before the
@@ -44,7 +45,7 @@ def registered(monkeypatch, toy_family):
 
 def test_unknown_methods_are_refused_naming_the_known_ones():
     with pytest.raises(ValueError, match=r"Unknown method 'gan'; choose one of: abc, (\w+, )*contrastive, "):
-        training.check_config(TOY.replace(method="gan"))
+        training.check_config(experiments.choose(TOY, method="gan"))
     assert methods.get_method("abc").batch_format == "sets"
 
 
@@ -60,8 +61,8 @@ def test_abc_with_the_augmentation_baseline_says_so():
 
 def test_contrastive_needs_two_views():
     with pytest.raises(ValueError, match="--method=contrastive trains on two views"):
-        training.check_config(TOY.replace(method="contrastive"))
-    training.check_config(TOY.replace(method="contrastive", double_augmentation=True))
+        training.check_config(experiments.choose(TOY, method="contrastive"))
+    training.check_config(experiments.choose(TOY, method="contrastive", double_augmentation=True))
 
 
 def test_build_encoder_passes_weights_only_to_declared_builders_and_keeps_their_errors(monkeypatch):
@@ -80,8 +81,8 @@ def test_build_encoder_passes_weights_only_to_declared_builders_and_keeps_their_
     # A TypeError raised by a builder is a bug and surfaces as one, with or without weights.
     for weights in ("", "imagenet"):
         with pytest.raises(TypeError, match="a bug inside the builder"):
-            build_encoder(TOY.replace(model="broken", backbone_weights=weights), shape)
-    assert build_encoder(TOY.replace(model="pretrained", backbone_weights="w.h5"), shape).weights_given == "w.h5"
+            build_encoder(experiments.choose(TOY, model="broken", backbone_weights=weights), shape)
+    assert build_encoder(experiments.choose(TOY, model="pretrained", backbone_weights="w.h5"), shape).weights_given == "w.h5"
     # Models without a declared backbone refuse the flag before building anything.
     with pytest.raises(ValueError, match="--model.backbone_weights: model 's4' has no pretrained backbone \\(.*s5"):
         build_encoder(TOY.replace(backbone_weights="imagenet"), shape)
@@ -150,7 +151,7 @@ def test_a_killed_two_network_run_resumes_at_the_same_step(tmp_path):
 
 
 def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluator(tmp_path):
-    config = TOY.replace(data="shapes3d", model="s3", embedding_dim=4, set_size=8, pairs_per_step=1, steps=4,
+    config = experiments.choose(TOY, data="shapes3d", model="s3", embedding_dim=4, set_size=8, pairs_per_step=1, steps=4,
                          log_every=2, inactive_factors="wall_hue")
     run_dir = str(tmp_path / "run")
     training.train(config, run_dir, verbose=0)

@@ -23,7 +23,7 @@ def float32_policy():
 def test_the_authors_structure_computes_our_loss():
     # L_cons draws its mixes at random in both, so it is weighted 0 here; every other term is on
     # (t = 0.35: b1, b2 and b3 all strictly between 0 and 1).
-    config = get_preset("shapes3d_pmp").replace(pairs_per_step=4, steps=100, pmp_consistency_weight=0.0)
+    config = get_preset("shapes3d_pmp").replace(pairs_per_step=4, steps=100, consistency_weight=0.0)
     model = training.build_model(config)
     batch = next(iter(shapes3d.FAMILY.stream("pairs")(config, 0, 0)))
     ours = model.compute_terms(batch, 35, training=True)

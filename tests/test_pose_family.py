@@ -23,7 +23,7 @@ from pose_data_helpers import SMALL, write_list_case, write_split_folder
 
 def config(**overrides) -> ExperimentConfig:
     base = experiments.config_for(
-        data="pose", data_source="procedural", image_size=16, set_size=4, pairs_per_step=2, steps=100,
+        data="pose", source="procedural", image_size=16, set_size=4, pairs_per_step=2, steps=100,
         double_augmentation=True, real_fraction=0.5, titration_interval=10, similarity="cosine", temperature=0.1,
     )
     return base.replace(**overrides)

@@ -11,7 +11,7 @@ from abc_tf import experiments
 from abc_tf.runs.run_dir import embed, load_run, network_file, seed_run_dirs
 from tolerance_helpers import rounding_rtol
 
-CONFIG = experiments.config_for(name="small", data="mnist", data_source="procedural", embedding_dim=4)
+CONFIG = experiments.config_for(name="small", data="mnist", source="procedural", embedding_dim=4)
 
 
 def small_encoder(input_shape=(6, 6, 1)) -> keras.Model:

@@ -46,7 +46,7 @@ def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
     make_folder(str(tmp_path / "data"), {"a": 12, "b": 12, "c": 12})
     rows = ["filename,colour"] + [f"{group}/img_{index:03d}.png,{index % 3}" for group in "abc" for index in range(12)]
     (tmp_path / "data" / "labels.csv").write_text("\n".join(rows) + "\n")
-    config = get_preset("folders").replace(data_path=str(tmp_path / "data"), image_size=8)
+    config = get_preset("folders").replace(path=str(tmp_path / "data"), image_size=8)
     encoder = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(4)])
     summary = run_summary.summary_from_data(config, encoder, step=50, num_images=30)
     rows = {row["factor"]: row for row in summary["factors"]}
@@ -68,7 +68,7 @@ def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
     labels = np.arange(200) % 10
     np.savez(tmp_path / "m.npz", x_train=rng.integers(0, 256, (200, 28, 28), dtype=np.uint8), y_train=labels,
              x_test=rng.integers(0, 256, (200, 28, 28), dtype=np.uint8), y_test=labels)
-    config = get_preset("mnist").replace(data_path=str(tmp_path / "m.npz"))
+    config = get_preset("mnist").replace(path=str(tmp_path / "m.npz"))
     encoder = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(4)])
     summary = run_summary.summary_from_data(config, encoder, step=500, num_images=120)
     assert [(row["factor"], row["trained_as"]) for row in summary["factors"]] == [
@@ -77,7 +77,7 @@ def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
     assert summary["num_images"] == 120 and [row["chance"] for row in summary["factors"]] == [0.1, 0.25, 0.25]
     mnist._load_cached.cache_clear()
 
-    pose_config = experiments.config_for(data="pose", data_source="procedural", image_size=16, similarity="cosine",
+    pose_config = experiments.config_for(data="pose", source="procedural", image_size=16, similarity="cosine",
                                    temperature=0.1, real_fraction=0.0)
     encoder = keras.Sequential([keras.Input((16, 16, 3)), keras.layers.Flatten(), keras.layers.Dense(4)])
     summary = run_summary.summary_from_data(pose_config, encoder, step=10, num_images=48)

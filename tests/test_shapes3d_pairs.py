@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from abc_tf import experiments
 from abc_tf.experiments import get_preset
 from abc_tf.data import sets
 from abc_tf.data import shapes3d as s3d
@@ -22,7 +23,7 @@ SIZES = np.array(sources.FACTOR_SIZES)
 
 
 def config(**overrides):
-    return get_preset("shapes3d").replace(method="pmp", **overrides)
+    return experiments.choose(get_preset("shapes3d"), method="pmp", **overrides)
 
 
 def check_pairs(first: np.ndarray, second: np.ndarray, changed: np.ndarray) -> None:
@@ -131,7 +132,7 @@ def test_h5_pipeline_gives_pairs_that_differ_in_one_factor(tmp_path):
     sampler = pairs.PairSampler(GRID, range(6))
     ids = np.concatenate([pairs.step_pair_ids(sampler, 4, step, 5).ravel() for step in range(2)])
     path = write_h5(tmp_path / "3dshapes.h5", coded_rows=np.unique(ids))
-    for batch in pairs.make_pairs_dataset(cfg.replace(data_path=str(path)), seed=4).take(2):
+    for batch in pairs.make_pairs_dataset(cfg.replace(path=str(path)), seed=4).take(2):
         first, second = decode_image(batch["x1"].numpy()), decode_image(batch["x2"].numpy())
         assert np.all((first != second).sum(axis=1) == 1)
 

@@ -63,7 +63,7 @@ def test_h5_pipeline_returns_the_curated_images(tmp_path):
     steps = [s3d.step_item_ids(curator, cfg, seed=9, step=step) for step in range(2)]
     rows = np.unique(np.concatenate([ids.ravel() for step in steps for ids in step]))
     path = write_h5(tmp_path / "3dshapes.h5", coded_rows=rows)
-    dataset = s3d.make_dataset(cfg.replace(data_path=str(path)), seed=9)
+    dataset = s3d.make_dataset(cfg.replace(path=str(path)), seed=9)
     for batch, (ids_a, ids_b) in zip(dataset.take(2), steps):
         for key, ids in (("set_a", ids_a), ("set_b", ids_b)):
             factors = decode_image(batch[key].numpy())  # what the images themselves say

@@ -213,10 +213,10 @@ def test_the_replicas_split_the_batch_the_method_reads():
 def test_the_augmentation_baseline_is_for_methods_that_train_on_two_view_sets():
     # Both families' baselines (unconstrained sets, second views, no set B) reach any method
     # declaring accepts_two_view_sets, and no other; checked before any data is read.
-    for config in (get_preset("shapes3d_hue_baseline"), get_preset("mnist_abc_augmentation").replace(data_source="procedural")):
+    for config in (get_preset("shapes3d_hue_baseline"), get_preset("mnist_abc_augmentation").replace(source="procedural")):
         for accepting in ("abc", "contrastive"):
-            assert training.check_config(config.replace(method=accepting))[1].accepts_two_view_sets
-    refused = experiments.config_for(data="mnist", data_source="procedural", method="vae", augmentation_baseline=True)
+            assert training.check_config(experiments.choose(config, method=accepting))[1].accepts_two_view_sets
+    refused = experiments.config_for(data="mnist", source="procedural", method="vae", augmentation_baseline=True)
     with pytest.raises(ValueError, match=r"^--batch.augmentation_baseline .* --method=vae does not train on them\. "
                                          r"Methods that do: abc, contrastive\.$"):
         training.check_config(refused)

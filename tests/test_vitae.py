@@ -242,4 +242,4 @@ def test_the_presets():
         assert (paper.method.name, paper.batch.batch_size, paper.trainer.learning_rate, paper.model.embedding_dim, paper.data.holdout_digit) == (variant, 512, 1e-4, 4, "9")
         assert paper.trainer.steps * paper.batch.batch_size / 54_051 == pytest.approx(2000, rel=0.001)  # 2000 epochs
         assert quick.method.name == variant and quick.trainer.steps < 10_000
-        training.check_config(quick.replace(data_source="procedural"))
+        training.check_config(quick.replace(source="procedural"))

@@ -12,7 +12,6 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf import geometry
-from abc_tf.data import pose_family as real_pose
 from abc_tf.data.family import DataFamily
 
 SIZE = 16
