@@ -88,7 +88,11 @@ def parse_flags(argv: list[str]) -> list[str]:
         for field in experiments.settable_fields(type(part), part_name):
             help_text = type(part).__dataclass_fields__[field].metadata["help"]
             _FLAG_DEFINERS[types[field]](f"{part_name}.{field}", None, f"{help_text} (default: the preset's)")
-    return FLAGS(argv)
+    try:
+        return FLAGS(argv)
+    except flags.Error as error:  # as absl's own parser answers: the message, exit 1
+        print(f"FATAL Flags parsing error: {error}\nPass --helpshort or --helpfull to see help on flags.", file=sys.stderr)
+        sys.exit(1)
 
 
 def resolve_config() -> config_lib.ExperimentConfig:

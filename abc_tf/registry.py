@@ -39,9 +39,10 @@ def resolve(registry: dict[str, Entry], name: str, kind: str, declaration_type: 
 
 def config_class(registry: dict[str, Entry], name: str, kind: str, base: type) -> type:
     """The config class registered with ``name`` (a subclass of ``base``)."""
-    cls = load(_entry(registry, name, kind).config)
+    reference = _entry(registry, name, kind).config
+    cls = load(reference)
     if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise TypeError(f"{registry[name].config} is not a {base.__name__} (the config class of {kind} {name!r}).")
+        raise TypeError(f"{reference} is not a {base.__name__} (the config class of {kind} {name!r}).")
     return cls
 
 

@@ -118,10 +118,10 @@ def tensorflow_sections(data_path: str) -> dict[str, str]:
             lines.append(f"| {column} | {seconds:.1f} | {seconds / PAPER_K80_SECONDS_PER_EPOCH:.2f} |")
     lines += ["", "The paper's 500 MNIST steps as one `train.py` run (start-up, data, compile and 500 steps):", "",
               "| flags | wall s | vs the paper's < 30 s (V100) |", "|---|---|---|"]
-    for flags in ([], ["--mixed_precision"], ["--jit_compile"]):
+    for flags in ([], ["--trainer.mixed_precision"], ["--trainer.jit_compile"]):
         with tempfile.TemporaryDirectory() as run_dir:
-            command = [os.path.join(ROOT, "train.py"), "--experiment=mnist", "--steps=500", f"--output_dir={run_dir}/run",
-                       *flags, *([f"--data_path={data_path}"] if data_path else [])]
+            command = [os.path.join(ROOT, "train.py"), "--experiment=mnist", "--trainer.steps=500", f"--output_dir={run_dir}/run",
+                       *flags, *([f"--data.path={data_path}"] if data_path else [])]
             start = time.perf_counter()
             completed = subprocess.run([sys.executable, *command], capture_output=True, text=True, env=ENV, cwd=ROOT)
             wall = time.perf_counter() - start
@@ -162,7 +162,7 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
         if "rates" not in result:
             lines.append(f"| {result['experiment']} | failed: {result.get('failed', '')} | | | | | | |")
             continue
-        model = get_preset(result["experiment"]).model
+        model = get_preset(result["experiment"]).model.architecture
         for rate in result["rates"]:
             lines.append(
                 f"| {result['experiment']} | {model} | {rate['images_per_step']} | {rate['precision']} | "
@@ -183,7 +183,7 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
     pose = next((r for r in results if r["experiment"] == "pose_lookup_car" and "rates" in r), None)
     if pose:
         best = max(pose["rates"], key=lambda rate: rate["steps_per_s"])
-        steps = get_preset("pose_lookup_car").steps
+        steps = get_preset("pose_lookup_car").trainer.steps
         lines += ["", f"The paper's pose run (S5, ResNet50V2 to conv4 + head, 128 px, 512 images a step, {steps:,} steps) "
                   f"would take {steps / best['steps_per_s'] / 60:.0f} min at the {best['precision']} rate."]
     lines += ["", "Command: `python -m benchmarks.gpu --backend=jax --batches=.gpu/mnist_batches.npz` (batches made with "
@@ -214,7 +214,7 @@ def scaling_body(results: list[dict]) -> str:
                 continue
             loss_s = loss.get((row["pairs"], row["set_size"]))
             share = f"{loss_s * row['steps_per_s']:.0%}" if loss_s and row["precision"] == "float32" else ""
-            lines.append(f"| {result['experiment']} ({get_preset(result['experiment']).model}) | {row['precision']} | "
+            lines.append(f"| {result['experiment']} ({get_preset(result['experiment']).model.architecture}) | {row['precision']} | "
                          f"{row['pairs']} | {row['set_size']} | {row['images_per_step']} | {row['steps_per_s']:.1f} | "
                          f"{row['images_per_s']:,.0f} | {f'{1e3 * loss_s:.2f}' if loss_s else '-'} | {share} | {row['peak_memory_mb']:,.0f} |")
     lines += ["", "![images/s against images per step](docs/figures/benchmarks/gpu_training_scaling.png)",

@@ -75,7 +75,7 @@ def experiment_settings(experiment: str, pairs: int | None = None, set_size: int
     ``pairs`` and ``set_size`` override the preset's."""
     config = get_preset(experiment)
     config = config.replace(pairs_per_step=pairs or config.batch.pairs_per_step, set_size=set_size or config.batch.set_size)
-    shape = IMAGE_SHAPES.get(config.data.family, (config.data.image_size, config.data.image_size, 3))
+    shape = IMAGE_SHAPES.get(config.data.family) or (config.data.image_size, config.data.image_size, 3)
     views = 2 if config.batch.double_augmentation else 1
     return {
         "config": config,
@@ -153,7 +153,7 @@ def time_steps(experiment: str, precision: str, seconds: float, max_steps: int,
     stats = jax.devices()[0].memory_stats() or {}
     return {
         "precision": precision, "compile_s": compile_s, "steps_per_s": rate,
-        "pairs": settings["config"].pairs_per_step, "set_size": settings["config"].set_size,
+        "pairs": settings["config"].batch.pairs_per_step, "set_size": settings["config"].batch.set_size,
         "peak_memory_mb": stats.get("peak_bytes_in_use", 0) / 2**20,
         "images_per_s": rate * images_per_step, "images_per_step": images_per_step,
         "loss_finite": bool(np.isfinite(float(loss))),

@@ -1,14 +1,14 @@
 """GPU readiness, checked on this CPU: for every method (on its quick preset), whether its
 training step compiles with XLA (``jit_compile=True``, what GPUs and TPUs run) and trains with
 finite losses, and whether it trains under ``mixed_float16`` with loss scaling (what
-``--mixed_precision`` gets on a GPU; every optimizer a ``LossScaleOptimizer``) with finite
+``--trainer.mixed_precision`` gets on a GPU; every optimizer a ``LossScaleOptimizer``) with finite
 losses; with the steps/s of both on this CPU (a warm-up of 2 steps, then ``--steps`` steps
 timed, fed one batch from memory, schedules in their full phase). The steps/s show that the
 steps run, not what a GPU gains: CPUs emulate float16. No GPU with TensorFlow was at hand to run
 the test suite; these checks (and tests/test_methods.py, which makes them on tiny runs) are the
 evidence a GPU user gets.
 
-It also says what ``--mixed_precision`` gets on this host and what every preset that turns it
+It also says what ``--trainer.mixed_precision`` gets on this host and what every preset that turns it
 on gets here, on a GPU and on a CPU without native bfloat16 (abc_tf.runs.precision).
 
 The MNIST methods train on the procedural digits (``data_source="procedural"``), so the script
@@ -75,7 +75,7 @@ def measure(method: str, policy: str, steps: int) -> dict:
 
 
 def presets_precision() -> list[str]:
-    """Table rows: every preset that turns --mixed_precision on, and what it gets where."""
+    """Table rows: every preset that turns --trainer.mixed_precision on, and what it gets where."""
     from abc_tf.runs import precision
 
     hosts = {"GPU": precision.Host(gpu=True), "CPU without native bfloat16": precision.Host(cpu_flags=frozenset({"avx2"}))}
@@ -104,7 +104,7 @@ def table(results: dict, steps: int, load_start: float) -> str:
         report.machine_line(),
         report.precision_line(),
         "",
-        "What each preset that turns `--mixed_precision` on computes in, here and on two simulated hosts",
+        "What each preset that turns `--trainer.mixed_precision` on computes in, here and on two simulated hosts",
         "(`abc_tf.runs.precision.choose` with the host given). On a CPU without native bfloat16 the run",
         f"prints one line: `{precision.choose(True, precision.Host()).warning}`",
         "",

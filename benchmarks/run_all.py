@@ -10,7 +10,7 @@
   by the real pipeline against training fed from memory;
 - peak resident memory of the process.
 
-'mixed' is what ``--mixed_precision`` gets on the host (abc_tf.runs.precision; the section says
+'mixed' is what ``--trainer.mixed_precision`` gets on the host (abc_tf.runs.precision; the section says
 which): float32 on a CPU without native bfloat16.
 
 Each experiment runs in its own process. On a machine with a GPU the section title says so,

@@ -31,7 +31,7 @@ def make_folder(root: str, sizes: dict[str, int], image_size: tuple[int, int] = 
 
 def config_for(root: str, **overrides):
     """The folders preset reading ``root``: 8x8 images, sets of 3, two pairs, no augmentation."""
-    settings = dict(data_path=str(root), image_size=8, set_size=3, pairs_per_step=2, augmentations="", double_augmentation=False)
+    settings = dict(path=str(root), image_size=8, set_size=3, pairs_per_step=2, augmentations="", double_augmentation=False)
     settings.update(overrides)
     return get_preset("folders").replace(**settings)
 

@@ -16,6 +16,7 @@ from abc_tf.experiments import get_preset
 from abc_tf.runs import training
 from mnist_helpers import small_arrays
 from toy_family import CONFIG as TOY
+from toy_method import TwoNetworkConfig
 
 # Two of everything a replica splits: the global batch of each is a multiple of 2.
 SMALL = dict(steps=4, log_every=2)
@@ -29,12 +30,14 @@ def write_small_mnist(path: str) -> str:
 
 def tiny_configs(mnist_npz: str) -> dict[str, ExperimentConfig]:
     """{method: its config}: every registered method of the library and the toy two-network
-    method (register ``two_network`` and the toy family first)."""
-    images = dict(data_path=mnist_npz, batch_size=8, **SMALL)
+    method, built from their parts (register ``two_network`` and the toy family before training
+    them)."""
+    images = dict(path=mnist_npz, batch_size=8, **SMALL)
     return {
         "abc": TOY.replace(**SMALL),
         "contrastive": experiments.choose(TOY, method="contrastive", double_augmentation=True, **SMALL),
-        "two_network": experiments.choose(TOY, method="two_network", **SMALL),
+        "two_network": TOY.replace(method=TwoNetworkConfig(name="two_network", temperature=TOY.method.temperature),
+                                   **SMALL),
         "pmp": get_preset("shapes3d_pmp_quick").replace(pairs_per_step=2, mixed_precision=False, eval_every=0, **SMALL),
         "vae": get_preset("mnist_vae_quick").replace(jit_compile=False, **images),
         "u_vitae": get_preset("mnist_u_vitae_quick").replace(jit_compile=False, **images),

@@ -10,7 +10,7 @@ import struct
 
 import numpy as np
 
-from abc_tf.experiments import get_preset
+from abc_tf.experiments import choose, get_preset
 from abc_tf.data import mnist_formats
 
 PER_CLASS_TRAIN = 12
@@ -56,6 +56,7 @@ def write_idx_dir(directory, arrays, compress: bool, dotted: bool = False) -> No
                 handle.write(payload)
 
 
-def mnist_config(**overrides):
-    """The mnist preset with ``overrides``."""
-    return get_preset("mnist").replace(**overrides)
+def mnist_config(method: str | None = None, **overrides):
+    """The mnist preset with ``overrides``; ``method``: another method on it (e.g. "vae", whose
+    batch part of single images has ``batch_size``)."""
+    return choose(get_preset("mnist"), method=method, **overrides)

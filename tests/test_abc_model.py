@@ -45,7 +45,7 @@ def test_save_and_load_give_identical_embeddings(tmp_path):
     model.save(path)
     restored = keras.models.load_model(path)
     assert isinstance(restored, ABCModel)
-    assert (restored.method.similarity, restored.method.temperature, restored.loss_type) == ("l2sq", 0.1, "abc")
+    assert (restored.similarity, restored.temperature, restored.loss_type) == ("l2sq", 0.1, "abc")
     images = next(iter(grouped_batches(pairs=1, seed=2)))["set_a"][0]
     np.testing.assert_array_equal(restored(images).numpy(), model(images).numpy())
     # The optimizer state travels too, so training continues where it stopped.

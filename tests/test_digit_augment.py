@@ -9,17 +9,20 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf.experiments import get_preset
+from abc_tf import methods
+from abc_tf.experiments import choose, get_preset
 from abc_tf.data import digit_augment, mnist
 from abc_tf.runs import training
 
 PRESET = get_preset("mnist_abc_augmentation")
 
 
-def coded_config(tmp_path, small_mnist, **overrides):
+def coded_config(tmp_path, small_mnist, method=None, **overrides):
+    """The preset on the coded MNIST; ``method``: another method trained on sets."""
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    return PRESET.replace(**{"data_path": path, "class_split": -1, "set_size": 16, "pairs_per_step": 2, **overrides})
+    return choose(PRESET, method=method,
+                  **{"path": path, "class_split": -1, "set_size": 16, "pairs_per_step": 2, **overrides})
 
 
 def decoded(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -193,10 +196,17 @@ def test_mnist_baseline_draws_every_training_digit_but_the_held_out_one(monkeypa
         assert set(decoded(batch["set_a"].numpy())[1].ravel().tolist()) <= kept
 
 
-def test_mnist_baseline_is_for_abc_and_contrastive_only(tmp_path, small_mnist):
-    with pytest.raises(ValueError, match="augmentation_baseline"):
-        training.check_config(coded_config(tmp_path, small_mnist, method="vae"))
-    with pytest.raises(ValueError, match="double_augmentation"):
+def test_mnist_baseline_is_for_abc_and_contrastive_only(tmp_path, small_mnist, monkeypatch):
+    # A method on single images has no sets to augment: its batch part lacks the field.
+    with pytest.raises(ValueError, match=r"no field 'augmentation_baseline' \(data family 'mnist', method 'vae'\)\. "
+                                         r"Its fields: .*; batch: batch_size;"):
+        choose(PRESET, method="vae", augmentation_baseline=True)
+    # A method on sets that does not train on two views is refused before any work.
+    monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))
+    with pytest.raises(ValueError, match=r"^--batch.augmentation_baseline streams two augmented views .*; "
+                                         r"--method=two_network does not train on them\. Methods that do: abc, contrastive\.$"):
+        training.check_config(coded_config(tmp_path, small_mnist, method="two_network"))
+    with pytest.raises(ValueError, match="^--method=contrastive trains on two views of every image: set --batch.double_augmentation"):
         training.check_config(coded_config(tmp_path, small_mnist, method="contrastive", augmentation_baseline=False))
 
 

@@ -113,10 +113,10 @@ def test_nt_xent_is_q_s_head_on_the_d_step_s_own_trunk_passes():
 
 
 @pytest.mark.parametrize("overrides, flag", [
-    ({"infogan_prior": "skewed"}, "--method.prior"),
-    ({"infogan_contrastive_weight": -1.0}, "--method.contrastive_weight"),
-    ({"infogan_ntxent_temperature": 0.0}, "--method.ntxent_temperature"),
-    ({"infogan_noise_dim": 0}, "--method.noise_dim"),
+    ({"prior": "skewed"}, "--method.prior"),
+    ({"contrastive_weight": -1.0}, "--method.contrastive_weight"),
+    ({"ntxent_temperature": 0.0}, "--method.ntxent_temperature"),
+    ({"noise_dim": 0}, "--method.noise_dim"),
 ])
 def test_bad_settings_are_refused_before_training(overrides, flag):
     with pytest.raises(ValueError, match=flag):

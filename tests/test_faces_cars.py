@@ -42,7 +42,7 @@ def make_yaleb(root: str) -> None:
 
 
 def yaleb_config(root, **overrides):
-    settings = dict(data_path=str(root), image_size=8, set_size=4, augmentations="", double_augmentation=False)
+    settings = dict(path=str(root), image_size=8, set_size=4, augmentations="", double_augmentation=False)
     settings.update(overrides)
     return get_preset("yaleb_illumination").replace(**settings)
 
@@ -91,7 +91,7 @@ def test_yaleb_pose_and_illumination_sets_span_poses_of_one_person(tmp_path):
 def test_yaleb_preset_shapes_and_views(tmp_path):
     make_yaleb(str(tmp_path))
     assert get_family("yaleb").image_shape(get_preset("yaleb_illumination")) == (64, 64, 1)
-    assert get_preset("yaleb_pose_illumination").set_size == 384
+    assert get_preset("yaleb_pose_illumination").batch.set_size == 384
     config = yaleb_config(tmp_path, augmentations="contrast:0.3,crop:0.2", double_augmentation=True)
     batch = next(iter(faces_cars.YALEB.make_dataset(config, seed=0)))
     assert sorted(batch) == ["set_a", "set_a_view2", "set_b", "set_b_view2"]
@@ -171,14 +171,14 @@ def make_epfl(root: str, times: bool = False, sizes: tuple[int, ...] = FRAMES) -
 
 
 def epfl_config(root, **overrides):
-    settings = dict(data_path=str(root), image_size=8, set_size=8, augmentations="", double_augmentation=False)
+    settings = dict(path=str(root), image_size=8, set_size=8, augmentations="", double_augmentation=False)
     settings.update(overrides)
     return get_preset("epfl_cars").replace(**settings)
 
 
 def test_epfl_metadata_and_azimuths_from_frame_numbers(tmp_path):
     make_epfl(str(tmp_path / "tripod-seq"))
-    # data_path may be the folder above tripod-seq/.
+    # --data.path may be the folder above tripod-seq/.
     grouped = faces_cars.EPFL_CARS.grouped_images(epfl_config(tmp_path))
     assert grouped.images.shape == (31, 8, 8, 3) and grouped.group_names == ["seq_01", "seq_02", "seq_03"]
     np.testing.assert_array_equal(grouped.group_index().counts, FRAMES)
@@ -203,7 +203,7 @@ def test_epfl_azimuths_follow_capture_times(tmp_path):
 def test_epfl_sets_are_frames_of_one_sequence(tmp_path):
     make_epfl(str(tmp_path))
     config = epfl_config(tmp_path, pairs_per_step=2)
-    assert get_family("epfl_cars").image_shape(get_preset("epfl_cars")) == (64, 64, 3) and get_preset("epfl_cars").set_size == 81
+    assert get_family("epfl_cars").image_shape(get_preset("epfl_cars")) == (64, 64, 3) and get_preset("epfl_cars").batch.set_size == 81
     dataset = get_family("epfl_cars").make_dataset(config, seed=0)
     assert dataset.element_spec["set_a"].shape == (2, 8, 8, 8, 3)
     for batch in dataset.take(5):

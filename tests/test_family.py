@@ -11,17 +11,20 @@ import pytest
 
 from abc_tf import experiments
 from abc_tf import data
-from abc_tf.config import ExperimentConfig
+from abc_tf.config import DataConfig
 from abc_tf.data.family import BATCH_FORMATS, DataFamily, GroupedImages, KnownFactors, quantile_bins
 
-CONFIG_FIELDS = {field.name for field in dataclasses.fields(ExperimentConfig)}
+BASE_FIELDS = set(DataConfig.field_names())
 
 
 @pytest.mark.parametrize("name", sorted(data.DATA_FAMILIES))
 def test_every_registered_family_is_a_data_family_with_its_fields(name):
     family = data.get_family(name)
     assert isinstance(family, DataFamily) and family.name == name
-    assert isinstance(family.fields, tuple) and set(family.fields) <= CONFIG_FIELDS, family.fields
+    # Its fields are those of its config class: every family's family, source and path, and its own.
+    config_class = experiments.data_config_class(name)
+    assert issubclass(config_class, DataConfig) and BASE_FIELDS <= set(config_class.field_names())
+    assert config_class(family=name).family == name and config_class().part_name() == "data"
     assert callable(family.image_shape) and callable(family.make_dataset) and callable(family.check_config)
     assert family.batch_formats[0] == "sets" and set(family.batch_formats) <= set(BATCH_FORMATS)
     assert family.stream("sets") is family.make_dataset
@@ -48,7 +51,14 @@ def test_stream_names_the_format_and_unknown_formats_are_refused():
 def test_the_registry_names_the_known_families_and_refuses_fields_of_others():
     with pytest.raises(ValueError, match="Unknown data family 'faces'; choose one of: "):
         data.get_family("faces")
-    assert data.unused_fields("mnist", ["image_size", "steps", "holdout_digit"]) == ["image_size"]
+    # A field only other families read is not one of MNIST's: its config class lacks it.
+    assert "holdout_digit" in experiments.data_config_class("mnist").field_names()
+    assert "image_size" not in experiments.data_config_class("mnist").field_names()
+    mnist = experiments.config_for(data="mnist", source="procedural")
+    with pytest.raises(ValueError, match="data family 'mnist' \\(MnistConfig\\) has no field 'image_size'; its fields: source, path, holdout_digit"):
+        experiments.override(mnist, {"data.image_size": 32})
+    with pytest.raises(ValueError, match="This config has no field 'image_size' \\(data family 'mnist'"):
+        mnist.replace(image_size=32)
     assert data.check_config(experiments.config_for(data="mnist", source="procedural")) is data.get_family("mnist")
 
 

@@ -12,7 +12,7 @@ from benchmarks import gpu_readiness
 def test_every_method_is_measured_on_a_preset_of_its_own():
     assert set(gpu_readiness.PRESETS) == set(methods.METHODS)
     for method, preset in gpu_readiness.PRESETS.items():
-        assert get_preset(preset).method == method
+        assert get_preset(preset).method.name == method
 
 
 def test_the_table_reports_each_check_and_the_precision_of_each_host(monkeypatch):

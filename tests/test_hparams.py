@@ -23,11 +23,12 @@ def session_hparams(log_dir: str) -> dict:
 
 def test_every_scalar_field_of_the_config_is_an_hparam():
     values = hparams.hparam_values(TRAINED)
-    assert values["steps"] == 40 and values["method"] == "abc" and values["jit_compile"] is False
-    assert set(values) == {name for name, value in TRAINED.__dict__.items() if isinstance(value, (bool, int, float, str))}
+    assert values["trainer.steps"] == 40 and values["method.name"] == "abc" and values["trainer.jit_compile"] is False
+    assert values["name"] == "toy" and values["data.family"] == "toy" and values["model.embedding_dim"] == 8
+    assert set(values) == {"name", *TRAINED.flat()}  # every field is a bool, int, float or str
 
 
 def test_a_trained_run_writes_its_config_beside_its_logs(trained_toy_run):
     written = session_hparams(os.path.join(trained_toy_run.run_dir, "logs"))
-    assert written["steps"] == 40 and written["method"] == "abc" and written["lr_halving_steps"] == 20
-    assert written["learning_rate"] == TRAINED.learning_rate and written["jit_compile"] is False
+    assert written["trainer.steps"] == 40 and written["method.name"] == "abc" and written["trainer.lr_halving_steps"] == 20
+    assert written["trainer.learning_rate"] == TRAINED.trainer.learning_rate and written["trainer.jit_compile"] is False

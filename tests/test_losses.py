@@ -175,7 +175,7 @@ def test_keras_loss_wrapper_round_trips_its_config_and_matches():
     wrapper = losses.ABCLoss(similarity="cosine", temperature=0.1)
     rebuilt = keras.losses.deserialize(keras.losses.serialize(wrapper))
     assert isinstance(rebuilt, losses.ABCLoss)
-    assert (rebuilt.method.similarity, rebuilt.method.temperature) == ("cosine", 0.1)
+    assert (rebuilt.similarity, rebuilt.temperature) == ("cosine", 0.1)
     want, _ = losses.abc_loss(a, b, "cosine", 0.1)
     np.testing.assert_allclose(rebuilt(None, (a, b)).numpy(), want.numpy(), rtol=1e-6)  # the same function: equal
 

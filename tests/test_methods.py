@@ -46,7 +46,7 @@ def registered(monkeypatch, toy_family):
 def test_unknown_methods_are_refused_naming_the_known_ones():
     with pytest.raises(ValueError, match=r"Unknown method 'gan'; choose one of: abc, (\w+, )*contrastive, "):
         training.check_config(experiments.choose(TOY, method="gan"))
-    assert methods.get_method("abc").batch_format == "sets"
+    assert experiments.method_config_class("abc").batch_format == "sets"
 
 
 def test_abc_with_the_augmentation_baseline_says_so():
@@ -118,8 +118,7 @@ KILLABLE_RUN = textwrap.dedent(
     """
     import sys
     import keras
-    from abc_tf import data, methods
-    from abc_tf.config import ExperimentConfig
+    from abc_tf import data, experiments, methods
     from abc_tf.runs import training
     from process_helpers import hold
     data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
@@ -166,13 +165,13 @@ def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluato
     assert evaluated["code"] == 0, evaluated["stderr"][-2000:]
     metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
     assert metrics["inactive"] == ["wall_hue"] and len(metrics["mine"]) == 6
-    assert metrics["config"]["method"] == "two_network"
+    assert metrics["config"]["method"]["name"] == "two_network"
     assert curve_evaluated["code"] == 0, curve_evaluated["stderr"][-2000:]
     curve = json.load(open(os.path.join(curve_dir, "curve.json")))
     assert curve["steps"] == [2, 4] and len(curve["measures"]["probe shape"]) == 2
     for step in (2, 4):
         step_metrics = json.load(open(os.path.join(curve_dir, "checkpoints", f"step_{step}", "metrics.json")))
-        assert step_metrics["config"]["method"] == "two_network" and len(step_metrics["mine"]) == 6
+        assert step_metrics["config"]["method"]["name"] == "two_network" and len(step_metrics["mine"]) == 6
     assert os.path.isfile(os.path.join(curve_dir, "curve.png"))
 
 
@@ -235,13 +234,15 @@ MIRRORED = textwrap.dedent(
     losses = {name: [fit_losses(config, 1)[1][0], fit_losses(config, 1, mirrored)[1][0]] for name, config in configs.items()}
     refused = {}
     for name in ("abc", "pmp", "vae", "elastic_infogan"):
-        field = methods.get_method(name).batch_field
+        field = configs[name].batch.global_batch_field
         try:
             training.train(configs[name].replace(**{field: 3}), sys.argv[1] + "/" + name, verbose=0, strategy=mirrored)
             refused[name] = "no error"
         except ValueError as error:
             refused[name] = str(error)
-    print("RESULT" + json.dumps({"losses": losses, "replicas": mirrored.num_replicas_in_sync, "refused": refused}))
+    fields = {name: configs[name].batch.global_batch_field for name in refused}
+    print("RESULT" + json.dumps({"losses": losses, "replicas": mirrored.num_replicas_in_sync, "refused": refused,
+                                 "fields": fields}))
     """
 )
 
@@ -256,6 +257,7 @@ def test_every_method_trains_on_two_replicas_as_on_one_device(tmp_path):
     for name, (one, two) in result["losses"].items():
         assert two == pytest.approx(one, rel=MIRRORED_RTOL), name
     # The replicas split the batch each method reads, and a batch they cannot split is refused naming its flag.
+    assert result["fields"] == {"abc": "pairs_per_step", "pmp": "pairs_per_step", "vae": "batch_size",
+                                "elastic_infogan": "batch_size"}
     for name, message in result["refused"].items():
-        field = methods.get_method(name).batch_field
-        assert message.startswith(f"--{field}=3 must be a multiple of the 2 replicas"), (name, message)
+        assert message.startswith(f"--batch.{result['fields'][name]}=3 must be a multiple of the 2 replicas"), (name, message)

@@ -19,29 +19,29 @@ from mnist_helpers import mnist_config, write_idx_dir
 
 def test_auto_source_detects_idx_directories_and_npz_files(tmp_path, small_mnist):
     write_idx_dir(tmp_path / "idx", small_mnist, compress=True, dotted=True)
-    assert mnist.resolve_source(mnist_config(data_path=str(tmp_path / "idx")))[0] == "idx"
+    assert mnist.resolve_source(mnist_config(path=str(tmp_path / "idx")))[0] == "idx"
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    assert mnist.resolve_source(mnist_config(data_path=path)) == ("npz", path)
-    np.testing.assert_array_equal(mnist.load_mnist(mnist_config(data_path=path)).y_test, small_mnist["y_test"])
+    assert mnist.resolve_source(mnist_config(path=path)) == ("npz", path)
+    np.testing.assert_array_equal(mnist.load_mnist(mnist_config(path=path)).y_test, small_mnist["y_test"])
     write_idx_dir(tmp_path / "partial", small_mnist, compress=True)
     os.remove(tmp_path / "partial" / "t10k-labels-idx1-ubyte.gz")
     with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte\[\.gz\]"):
-        mnist.resolve_source(mnist_config(data_path=str(tmp_path / "partial")))
+        mnist.resolve_source(mnist_config(path=str(tmp_path / "partial")))
 
 
 def test_source_choice_errors(tmp_path):
-    with pytest.raises(ValueError, match="Unknown MNIST data_source 'h5'"):
-        mnist.resolve_source(mnist_config(data_source="h5"))
+    with pytest.raises(ValueError, match="Unknown MNIST --data.source='h5'; choose one of "):
+        mnist.resolve_source(mnist_config(source="h5"))
     with pytest.raises(ValueError, match="--data.source=idx needs --data.path"):
-        mnist.resolve_source(mnist_config(data_source="idx"))
+        mnist.resolve_source(mnist_config(source="idx"))
     with pytest.raises(ValueError, match="does not exist"):
-        mnist.resolve_source(mnist_config(data_path=str(tmp_path / "missing")))
-    assert mnist.resolve_source(mnist_config(data_source="procedural")) == ("procedural", "")
+        mnist.resolve_source(mnist_config(path=str(tmp_path / "missing")))
+    assert mnist.resolve_source(mnist_config(source="procedural")) == ("procedural", "")
 
 
 def test_auto_source_prefers_a_prepared_tfds(monkeypatch):
-    """With tfds prepared and no data_path, "auto" picks tfds before the procedural digits."""
+    """With tfds prepared and no --data.path, "auto" picks tfds before the procedural digits."""
     import tensorflow_datasets as tfds
 
     with tfds.testing.mock_data(num_examples=30):
@@ -56,7 +56,7 @@ def test_the_true_style_survives_the_cache_and_an_imbalanced_split(monkeypatch):
     monkeypatch.setattr(digit_renderer, "procedural_mnist", small)
     mnist._load_cached.cache_clear()
     try:
-        data = mnist.load_mnist(mnist_config(data_source="procedural", class_split=1))
+        data = mnist.load_mnist(mnist_config(source="procedural", class_split=1))
     finally:
         mnist._load_cached.cache_clear()  # no small render left for later tests
     assert len(data.y_train) < 300 and len(data.y_test) == 30
@@ -78,7 +78,7 @@ def decode(stacks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def test_stacks_are_pure_and_never_show_the_held_out_digit(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    config = mnist_config(data_path=path, set_size=8, pairs_per_step=3)
+    config = mnist_config(path=path, set_size=8, pairs_per_step=3)
     dataset = get_family("mnist").make_dataset(config, seed=5)
     assert get_family("mnist").image_shape(config) == (28, 28, 1)
     seen = set()
@@ -119,9 +119,9 @@ def test_bad_stack_settings_fail_clearly(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
     with pytest.raises(ValueError, match="holdout_digit must be a digit 0-9 or 'none', got '10'"):
-        mnist.make_dataset(mnist_config(data_path=path, holdout_digit="10"), seed=0)
+        mnist.make_dataset(mnist_config(path=path, holdout_digit="10"), seed=0)
     with pytest.raises(ValueError, match=r"--batch.set_size=64: only 0 of 9 group\(s\) hold that many training images.*digit 0 \(12\)"):
-        mnist.make_dataset(mnist_config(data_path=path), seed=0)
+        mnist.make_dataset(mnist_config(path=path), seed=0)
     with pytest.raises(ValueError, match="at least two training digits"):
         mnist.make_stack_dataset(small_mnist["x_train"], small_mnist["y_train"], [4], 4, 1, False, 0)
     assert mnist.parse_holdout_digit("none") is None and mnist.parse_holdout_digit("3") == 3
@@ -136,7 +136,7 @@ def test_images_stream_draws_training_digits_uniformly_without_the_held_out_one(
     np.savez(path, **small_mnist)
     family = get_family("mnist")
     assert "images" in family.batch_formats
-    stream = family.stream("images")(mnist_config(data_path=path, batch_size=16), 3, 0)
+    stream = family.stream("images")(mnist_config(method="vae", path=path, batch_size=16), 3, 0)
     counts = np.zeros(len(small_mnist["y_train"]), np.int64)
     for batch in stream.take(60):
         assert set(batch) == {"images"} and batch["images"].shape == (16, 28, 28, 1)
@@ -147,7 +147,7 @@ def test_images_stream_draws_training_digits_uniformly_without_the_held_out_one(
     assert counts[small_mnist["y_train"] == 9].sum() == 0
     kept = counts[small_mnist["y_train"] != 9]
     assert kept.min() > 0, "some training image is never drawn"
-    again = next(iter(family.stream("images")(mnist_config(data_path=path, batch_size=16), 3, 0)))
+    again = next(iter(family.stream("images")(mnist_config(method="vae", path=path, batch_size=16), 3, 0)))
     first = next(iter(stream))
     np.testing.assert_array_equal(first["images"], again["images"])
 
@@ -161,7 +161,7 @@ def test_the_family_declares_its_labelled_digits_their_proportions_and_the_split
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
     family = get_family("mnist")
-    config = mnist_config(data_path=path, holdout_digit="9", class_split=-1)
+    config = mnist_config(path=path, holdout_digit="9", class_split=-1)
     labelled = family.class_labelled_images(config)
     np.testing.assert_array_equal(labelled.test_images[..., 0], small_mnist["x_test"])
     np.testing.assert_array_equal(labelled.test_labels, small_mnist["y_test"])

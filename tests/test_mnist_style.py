@@ -18,7 +18,7 @@ def test_evaluate_mnist_run_writes_figures_and_metrics(tmp_path):
     train, test = renderer.procedural_mnist(seed=1, train_size=200, test_size=200)
     path = str(tmp_path / "digits.npz")
     np.savez(path, x_train=train.images, y_train=train.labels, x_test=test.images, y_test=test.labels)
-    config = mnist_config(data_path=path, set_size=8)
+    config = mnist_config(path=path, set_size=8)
     keras.utils.set_random_seed(1)
     encoder = models.build("s4", embedding_dim=8)
     metrics = mnist_style.evaluate_mnist_run(encoder, config, str(tmp_path / "eval"), probe_epochs=2)

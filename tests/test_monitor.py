@@ -18,7 +18,7 @@ class RecordingMonitor(TrainingMonitor):
     """Writes the step as a scalar every ``every`` steps, and the fixed batch's first image mean."""
 
     def __init__(self, log_dir: str, every: int):
-        super().__init__(log_dir, CONFIG.steps)
+        super().__init__(log_dir, CONFIG.trainer.steps)
         self.every, self.written, self.means, self.finished = every, [], [], 0
 
     def write(self, step, logs):

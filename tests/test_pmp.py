@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-from abc_tf import methods
+from abc_tf import experiments, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.experiments import get_preset
 from abc_tf.data import shapes3d
@@ -228,8 +228,9 @@ LOG_KEYS = ("loss", "rec_loss", "spar_loss", "dis_loss", "cons_loss", "reg_loss"
 
 
 def test_the_method_declaration():
-    method = methods.get_method("pmp")
-    assert method.batch_format == "pairs" and "pair_factors" in method.fields and "num_subspaces" in method.fields
+    method, config_class = methods.get_method("pmp"), experiments.method_config_class("pmp")
+    assert config_class.batch_format == "pairs" and "num_subspaces" in config_class.field_names()
+    assert "pair_factors" in TINY.batch.field_names() and TINY.batch.global_batch_field == "pairs_per_step"
     assert "differ in exactly one factor" in method.supervision and method.length_scale is None
     model = training.build_model(TINY)
     assert set(model.networks()) == {"encoder", "features", "projectors", "decoder"}
@@ -292,19 +293,28 @@ def test_a_run_s_checkpoint_restores_into_a_fresh_model_and_the_run_resumes(tmp_
 @pytest.mark.parametrize("overrides, message", [
     ({"pair_factors": "colour"}, r"--batch.pair_factors: unknown factor 'colour'"),
     ({"num_subspaces": 1}, r"--method.num_subspaces must be at least 2"),
-    ({"pmp_warmup": 1.0}, r"--method.warmup must lie in \[0, 1\)"),
-    ({"pmp_consistency_weight": -1.0}, r"--method.consistency_weight must be a finite number >= 0"),
+    ({"warmup": 1.0}, r"--method.warmup must lie in \[0, 1\)"),
+    ({"consistency_weight": -1.0}, r"--method.consistency_weight must be a finite number >= 0"),
     ({"augmentations": "hue:0.1"}, r"--data.augmentations does not apply to pairs"),
-    ({"data": "mnist", "data_source": "procedural", "eval_every": 0}, r"--method=pmp trains on 'pairs' batches; data family 'mnist' streams sets"),
+    ({"data": "mnist", "source": "procedural", "eval_every": 0}, r"--method=pmp trains on 'pairs' batches; data family 'mnist' streams sets"),
 ])
 def test_bad_settings_fail_before_training(tmp_path, overrides, message):
     run_dir = tmp_path / "run"
     with pytest.raises(ValueError, match=message):
-        training.train(TINY.replace(**overrides), str(run_dir), verbose=0)
+        training.train(experiments.choose(TINY, **overrides), str(run_dir), verbose=0)
     assert not (run_dir / "config.json").exists() and not checkpoints.list_checkpoints(str(run_dir))
 
 
 def test_pmp_fields_are_refused_for_other_methods():
-    assert methods.unused_fields("abc", ["num_subspaces", "pair_factors", "set_size"]) == ["num_subspaces", "pair_factors"]
-    with pytest.raises(ValueError, match=r"num_subspaces=4: not read by method 'abc'"):
-        methods.check_config(get_preset("shapes3d").replace(num_subspaces=4))
+    # ABC's parts have neither PMP's subspaces nor its pairs; the set size is ABC's batch field.
+    abc = get_preset("shapes3d")
+    fields = {key.partition(".")[2] for key in abc.flat()}
+    assert [name for name in ("num_subspaces", "pair_factors", "set_size") if name not in fields] == ["num_subspaces", "pair_factors"]
+    with pytest.raises(ValueError, match=r"--method.num_subspaces: method 'abc' \(AbcConfig\) has no field "
+                                         r"'num_subspaces'; its fields: similarity, temperature"):
+        experiments.override(abc, {"method.num_subspaces": 4})
+    with pytest.raises(ValueError, match=r"--batch.pair_factors: the batch part \(SetBatch\) has no field "
+                                         r"'pair_factors'; its fields: set_size, pairs_per_step"):
+        experiments.override(abc, {"batch.pair_factors": "shape"})
+    with pytest.raises(ValueError, match=r"This config has no field 'num_subspaces' \(data family 'shapes3d', method 'abc'\)"):
+        abc.replace(num_subspaces=4)

@@ -21,12 +21,13 @@ from abc_tf.geometry import euler_to_matrix
 from pose_data_helpers import SMALL, write_list_case, write_split_folder
 
 
-def config(**overrides) -> ExperimentConfig:
+def config(model: str | None = None, **overrides) -> ExperimentConfig:
+    """A small procedural pose config; ``model``: another encoder architecture."""
     base = experiments.config_for(
         data="pose", source="procedural", image_size=16, set_size=4, pairs_per_step=2, steps=100,
         double_augmentation=True, real_fraction=0.5, titration_interval=10, similarity="cosine", temperature=0.1,
     )
-    return base.replace(**overrides)
+    return experiments.choose(base, model=model, **overrides)
 
 
 def test_max_elevation_follows_the_category_or_the_flag():
@@ -37,7 +38,7 @@ def test_max_elevation_follows_the_category_or_the_flag():
 
 def test_labelled_images_from_keypointnet_and_a_pascal3d_list(tmp_path):
     write_split_folder(tmp_path)
-    cfg = config(data_source="keypointnet", data_path=str(tmp_path), real_fraction=0.0)
+    cfg = config(source="keypointnet", path=str(tmp_path), real_fraction=0.0)
     images, rotations, euler = pose.labelled_images(cfg, "test", "synthetic")
     assert images.shape == (2, 16, 16, 3) and rotations.shape == (2, 3, 3)
     # Angles from the record's float32 modelview (6e-8 an entry, through atan2 and asin); the
@@ -205,14 +206,14 @@ def test_titration_logger_writes_the_fraction():
 
 def test_bad_settings_raise_value_errors_naming_the_flag():
     for overrides, flag in [
-        ({"pose_category": "boat"}, "pose_category"),
-        ({"real_fraction": 1.5}, "real_fraction"),
-        ({"titration_interval": 100}, "titration_interval"),
-        ({"crop_amplitude": 1.0}, "crop_amplitude"),
-        ({"augmentations": "hue:0.1"}, "augmentations"),
-        ({"data_source": "keypointnet"}, "data_path"),
-        ({"data_source": "keypointnet", "data_path": "x"}, "real_data_path"),
-        ({"data_source": "h5"}, "data_source"),
+        ({"pose_category": "boat"}, "--data.pose_category"),
+        ({"real_fraction": 1.5}, "--data.real_fraction"),
+        ({"titration_interval": 100}, "--data.titration_interval"),
+        ({"crop_amplitude": 1.0}, "--data.crop_amplitude"),
+        ({"augmentations": "hue:0.1"}, "--data.augmentations"),
+        ({"source": "keypointnet"}, "needs --data.path"),
+        ({"source": "keypointnet", "path": "x"}, "--data.real_data_path"),
+        ({"source": "h5"}, "--data.source"),
     ]:
         with pytest.raises(ValueError, match=flag):
             pose.check_config(config(**overrides))

@@ -59,5 +59,5 @@ def test_this_host_is_what_the_trainer_uses(monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(name for name, preset in experiments.presets().items() if preset.trainer.mixed_precision))
 def test_presets_with_mixed_precision_never_get_emulated_bfloat16(name):
-    assert precision.choose(experiments.presets()[name].mixed_precision, AVX2_ONLY).policy == "float32"
-    assert precision.choose(experiments.presets()[name].mixed_precision, AVX512_BF16).policy == "mixed_bfloat16"
+    assert precision.choose(experiments.presets()[name].trainer.mixed_precision, AVX2_ONLY).policy == "float32"
+    assert precision.choose(experiments.presets()[name].trainer.mixed_precision, AVX512_BF16).policy == "mixed_bfloat16"

@@ -1,5 +1,6 @@
-"""Name -> declaration registries (abc_tf.registry): modules load on first use, a wrong or
-misnamed declaration is refused, and fields only other declarations read are found and refused."""
+"""Name -> declaration registries (abc_tf.registry): an entry names a declaration and its config
+class, modules load on first use, a wrong or misnamed declaration or config class is refused, and
+a config class loads without its declaration (so it holds the only fields a name accepts)."""
 
 from __future__ import annotations
 
@@ -15,27 +16,38 @@ from abc_tf import registry
 @dataclasses.dataclass(frozen=True)
 class Declared:
     name: str
-    fields: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
     size: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class PlainSettings(Settings):
+    colour: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class FastSettings(Settings):
     colour: str = ""
     speed: float = 0.0
 
 
 # This module stands in for the modules a registry names.
-PLAIN = Declared("plain", ("colour",))
-FAST = Declared("fast", ("speed", "colour"))
+PLAIN = Declared("plain")
+FAST = Declared("fast")
 MISNAMED = Declared("other")
 NOT_A_DECLARATION = "plain"
 REGISTRY = {
-    "plain": __name__,
-    "fast": f"{__name__}:FAST",
-    "misnamed": f"{__name__}:MISNAMED",
-    "wrong_type": f"{__name__}:NOT_A_DECLARATION",
-    "missing": "no_such_module_anywhere",
+    "plain": registry.Entry(__name__, f"{__name__}:PlainSettings"),
+    "fast": registry.Entry(f"{__name__}:FAST", f"{__name__}:FastSettings"),
+    "misnamed": registry.Entry(f"{__name__}:MISNAMED", f"{__name__}:Settings"),
+    "wrong_type": registry.Entry(f"{__name__}:NOT_A_DECLARATION", f"{__name__}:NOT_A_DECLARATION"),
+    "not_settings": registry.Entry(__name__, f"{__name__}:Declared"),
+    "missing": registry.Entry("no_such_module_anywhere", f"{__name__}:PlainSettings"),
+    # Registered as a plain pair, as tests register their own entries (tests/conftest.py).
+    "pair": (f"{__name__}:FAST", f"{__name__}:FastSettings"),
 }
 
 
@@ -43,10 +55,26 @@ def resolve(name: str):
     return registry.resolve(REGISTRY, name, "thing", f"{__name__}:Declared", "PLAIN")
 
 
+def config_class(name: str) -> type:
+    return registry.config_class(REGISTRY, name, "thing", Settings)
+
+
+def test_an_entry_names_the_declaration_and_its_config_class():
+    entry = registry.Entry("module", "module:Config")
+    assert entry.declaration == "module" and entry.config == "module:Config"
+    assert entry == ("module", "module:Config") and registry.Entry(*("a", "a:B")) == registry.Entry("a", "a:B")
+
+
 def test_resolve_imports_the_named_module_and_takes_its_declaration():
     assert resolve("plain") is PLAIN  # "module": its default attribute
     assert resolve("fast") is FAST  # "module:ATTRIBUTE"
     assert sys.modules[__name__].FAST is FAST
+
+
+def test_resolve_takes_entries_registered_as_plain_pairs():
+    with pytest.raises(TypeError, match=f"{__name__}:FAST does not declare the thing 'pair'"):
+        resolve("pair")  # the pair's declaration is read: FAST is named "fast", not "pair"
+    assert config_class("pair") is FastSettings
 
 
 def test_load_takes_the_named_attribute_or_the_default_one():
@@ -56,7 +84,8 @@ def test_load_takes_the_named_attribute_or_the_default_one():
 
 
 def test_resolve_refuses_unknown_names_and_wrong_declarations():
-    with pytest.raises(ValueError, match="Unknown thing 'slow'; choose one of: fast, misnamed, missing, plain, wrong_type."):
+    known = "fast, misnamed, missing, not_settings, pair, plain, wrong_type"
+    with pytest.raises(ValueError, match=f"^Unknown thing 'slow'; choose one of: {known}.$"):
         resolve("slow")
     with pytest.raises(TypeError, match=f"{__name__}:MISNAMED does not declare the thing 'misnamed'"):
         resolve("misnamed")
@@ -66,18 +95,24 @@ def test_resolve_refuses_unknown_names_and_wrong_declarations():
         resolve("missing")
 
 
-def test_unused_fields_are_those_only_other_declarations_read():
-    declarations = [PLAIN, FAST]
-    assert registry.unused_fields(declarations, PLAIN, ["size", "colour", "speed"]) == ["speed"]
-    assert registry.unused_fields(declarations, FAST, ["size", "colour", "speed"]) == []
-    assert registry.unused_fields(declarations, Declared("bare"), ["speed", "size", "colour"]) == ["speed", "colour"]
+def test_config_class_is_loaded_without_the_declaration_and_holds_the_names_fields():
+    assert config_class("plain") is PlainSettings and config_class("fast") is FastSettings
+    # The config class of an entry loads without importing its declaration's module (train.py
+    # builds its flags from config classes without loading TensorFlow).
+    assert config_class("missing") is PlainSettings and "no_such_module_anywhere" not in sys.modules
+    # A field only another entry's config class declares cannot be set on this one.
+    assert dataclasses.replace(config_class("fast")(), speed=2.5).speed == 2.5
+    with pytest.raises(TypeError, match="speed"):
+        dataclasses.replace(config_class("plain")(), speed=2.5)
+    assert [f.name for f in dataclasses.fields(config_class("plain"))] == ["size", "colour"]
 
 
-def test_stray_fields_are_refused_only_when_set_away_from_their_defaults():
-    declarations = [PLAIN, FAST]
-    registry.refuse_stray_fields(declarations, PLAIN, Settings(size=5, colour="red"), "thing 'plain'")
-    registry.refuse_stray_fields(declarations, PLAIN, Settings(speed=0.0), "thing 'plain'")  # the default: fine
-    with pytest.raises(ValueError, match="^speed=2.5: not read by thing 'plain'; leave it at its default.$"):
-        registry.refuse_stray_fields(declarations, PLAIN, Settings(speed=2.5), "thing 'plain'")
-    with pytest.raises(ValueError, match="^colour='red', speed=1.0: not read by thing 'bare'"):
-        registry.refuse_stray_fields(declarations, Declared("bare"), Settings(colour="red", speed=1.0), "thing 'bare'")
+def test_config_class_refuses_unknown_names_and_classes_of_another_base():
+    with pytest.raises(ValueError, match="^Unknown thing 'slow'; choose one of: "):
+        config_class("slow")
+    with pytest.raises(TypeError, match=f"^{__name__}:Declared is not a Settings \\(the config class of thing 'not_settings'\\).$"):
+        config_class("not_settings")
+    with pytest.raises(TypeError, match=f"^{__name__}:NOT_A_DECLARATION is not a Settings \\(the config class of thing 'wrong_type'\\)"):
+        config_class("wrong_type")
+    with pytest.raises(TypeError, match="is not a Settings"):
+        registry.config_class({"pair": ("m", f"{__name__}:Declared")}, "pair", "thing", Settings)

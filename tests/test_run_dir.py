@@ -40,7 +40,7 @@ def test_load_run_reads_the_config_and_the_encoder_and_other_networks_on_demand(
     # --config replaces run_dir/config.json.
     other = tmp_path / "other.json"
     other.write_text(CONFIG.replace(seed=7).to_json())
-    assert load_run(str(tmp_path / "run"), str(other)).config.seed == 7
+    assert load_run(str(tmp_path / "run"), str(other)).config.trainer.seed == 7
 
 
 def test_load_run_errors_name_the_missing_or_damaged_file(tmp_path):

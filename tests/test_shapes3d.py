@@ -85,15 +85,15 @@ def test_double_augmentation_with_named_augmentations():
 @pytest.mark.parametrize(
     "overrides,message",
     [
-        ({"inactive_factors": "wall_hue,texture"}, "inactive_factors: unknown factor 'texture'"),
+        ({"inactive_factors": "wall_hue,texture"}, "--data.inactive_factors: unknown factor 'texture'"),
         ({"inactive_factors": "7"}, "unknown factor '7'"),
         ({"inactive_factors": "0,1,2,3,4,5"}, "All 6 factors"),
-        ({"inactive_factors": ""}, "inactive_factors is empty"),
-        ({"inactive_factors": "0,1,2,3,5"}, "exceeds the 4 distinct images.*sample_with_replacement"),
-        ({"data_source": "zip"}, "data_source='zip'"),
+        ({"inactive_factors": ""}, "--data.inactive_factors is empty"),
+        ({"inactive_factors": "0,1,2,3,5"}, "exceeds the 4 distinct images.*--data.sample_with_replacement"),
+        ({"source": "zip"}, "--data.source='zip' is not a Shapes3D backend"),
         ({"augmentation_baseline": True, "augmentations": "hue:0.1"}, "makes its own two random_hue"),
         ({"double_augmentation": True}, "needs --data.augmentations"),
-        ({"data_source": "h5"}, "needs --data.path"),
+        ({"source": "h5"}, "needs --data.path"),
     ],
 )
 def test_bad_settings_are_clear_errors(overrides, message):

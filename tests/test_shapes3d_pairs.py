@@ -128,7 +128,7 @@ def test_procedural_pipeline_gives_the_drawn_pairs():
 
 
 def test_h5_pipeline_gives_pairs_that_differ_in_one_factor(tmp_path):
-    cfg = config(data_source="h5", pairs_per_step=5)
+    cfg = config(source="h5", pairs_per_step=5)
     sampler = pairs.PairSampler(GRID, range(6))
     ids = np.concatenate([pairs.step_pair_ids(sampler, 4, step, 5).ravel() for step in range(2)])
     path = write_h5(tmp_path / "3dshapes.h5", coded_rows=np.unique(ids))
@@ -155,14 +155,14 @@ def test_tfds_pipeline_on_a_partial_grid():
     # 64 records: floor hue 0-1 x scale 0-7 x shape 0-3, the other factors fixed.
     records = np.array([[floor, 0, 0, scale, shape, 0] for floor, scale, shape in itertools.product(range(2), range(8), range(4))])
     with tfds.testing.mock_data(as_dataset_fn=_mock_shapes3d(records)):
-        cfg = config(data_source="tfds", pairs_per_step=8, pair_factors="floor_hue,scale,shape")
+        cfg = config(source="tfds", pairs_per_step=8, pair_factors="floor_hue,scale,shape")
         for batch in pairs.make_pairs_dataset(cfg, seed=1).take(3):
             first, second = decode_image(batch["x1"].numpy()), decode_image(batch["x2"].numpy())
             assert np.all((first != second).sum(axis=1) == 1)
             assert np.all(first[:, [1, 2, 5]] == 0) and np.all(second[:, [1, 2, 5]] == 0)
         # Every factor by default: the wall hue never varies among these records.
         with pytest.raises(ValueError, match=r"--batch.pair_factors: among the 64 images .* no two differ in wall_hue alone"):
-            pairs.make_pairs_dataset(config(data_source="tfds", pairs_per_step=8), seed=1)
+            pairs.make_pairs_dataset(config(source="tfds", pairs_per_step=8), seed=1)
 
 
 # ---------------------------------------------------------------- bad settings
@@ -172,7 +172,7 @@ def test_tfds_pipeline_on_a_partial_grid():
     ({"pair_factors": "colour"}, r"--batch.pair_factors: unknown factor 'colour'\. Use factor names \(floor_hue"),
     ({"pair_factors": " , "}, r"--batch.pair_factors names no factor"),
     ({"augmentations": "hue:0.1"}, r"--data.augmentations does not apply to pairs"),
-    ({"data_source": "mnist"}, r"--data.source='mnist' is not a Shapes3D backend"),
+    ({"source": "mnist"}, r"--data.source='mnist' is not a Shapes3D backend"),
 ])
 def test_bad_settings_are_clear_errors_before_any_data(overrides, message):
     with pytest.raises(ValueError, match=message):

@@ -58,7 +58,7 @@ def test_h5_in_memory_reads_the_same_images(tmp_path, monkeypatch):
 
 
 def test_h5_pipeline_returns_the_curated_images(tmp_path):
-    cfg = config(data_source="h5", inactive_factors="0,shape", set_size=8, pairs_per_step=2)
+    cfg = config(source="h5", inactive_factors="0,shape", set_size=8, pairs_per_step=2)
     curator = sets.SetCurator(sources.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size)
     steps = [s3d.step_item_ids(curator, cfg, seed=9, step=step) for step in range(2)]
     rows = np.unique(np.concatenate([ids.ravel() for step in steps for ids in step]))
@@ -106,7 +106,7 @@ def test_h5_bad_files_are_clear_errors(tmp_path, h5_file):
 
 def test_tfds_not_prepared_says_what_is_missing(tmp_path):
     with pytest.raises(ValueError, match=r"'shapes3d' is not prepared under .*shapes3d/2\.0\.0.*tfds build shapes3d"):
-        s3d.make_dataset(config(data_source="tfds", data_path=str(tmp_path)), seed=0)
+        s3d.make_dataset(config(source="tfds", path=str(tmp_path)), seed=0)
 
 
 def test_tfds_backend_on_mock_data():
@@ -119,7 +119,7 @@ def test_tfds_backend_on_mock_data():
         np.testing.assert_array_equal(source.items, expected_factors)
         ids = np.array([[7, 3], [299, 7]])
         np.testing.assert_array_equal(source.images(ids), np.stack([records[i]["image"] for i in ids.ravel()]).reshape(2, 2, 64, 64, 3))
-        cfg = config(data_source="tfds", set_size=4, pairs_per_step=3)
+        cfg = config(source="tfds", set_size=4, pairs_per_step=3)
         curator = sets.SetCurator(sources.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size, items=source.items)
         ids_a, ids_b = s3d.step_item_ids(curator, cfg, seed=1, step=0)
         batch = next(iter(s3d.make_dataset(cfg, seed=1)))

@@ -25,7 +25,7 @@ from process_helpers import ENV, run_code, start_code, wait_for_marker
 from tolerance_helpers import rounding_rtol
 from toy_family import CONFIG as TOY, TRAINED
 
-pytestmark = pytest.mark.usefixtures(("toy_family", "toy_family:ToyConfig"))
+pytestmark = pytest.mark.usefixtures("toy_family")
 
 
 def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy_run):
@@ -111,9 +111,8 @@ RESUMABLE_RUN = textwrap.dedent(
     """
     import sys
     import keras
-    from abc_tf import data
+    from abc_tf import data, experiments
     from abc_tf.runs import training
-    from abc_tf.config import ExperimentConfig
     from process_helpers import hold
     data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
     config = experiments.from_json(open(sys.argv[1]).read())
@@ -202,24 +201,28 @@ def test_one_and_two_replicas_give_the_same_losses(replicas):
 def test_the_replicas_split_the_batch_the_method_reads():
     # Every method on two replicas: tests/test_methods.py. Here the check alone, without devices.
     vae, abc = methods.get_method("vae"), methods.get_method("abc")
-    images = experiments.config_for(data="mnist", method="vae", batch_size=8, pairs_per_step=1)
-    training.check_replicas(images, vae, 2)  # pairs_per_step is not what a VAE's replicas split
+    images = experiments.config_for(data="mnist", method="vae", batch_size=8)
+    training.check_replicas(images, vae, 2)
     with pytest.raises(ValueError, match=r"^--batch.batch_size=9 must be a multiple of the 2 replicas .*--method=vae trains on images"):
         training.check_replicas(images.replace(batch_size=9), vae, 2)
     with pytest.raises(ValueError, match=r"^--batch.pairs_per_step=3 must be a multiple of the 4 replicas .*on set pairs"):
         training.check_replicas(TOY.replace(pairs_per_step=3), abc, 4)
 
 
-def test_the_augmentation_baseline_is_for_methods_that_train_on_two_view_sets():
+def test_the_augmentation_baseline_is_for_methods_that_train_on_two_view_sets(monkeypatch):
     # Both families' baselines (unconstrained sets, second views, no set B) reach any method
     # declaring accepts_two_view_sets, and no other; checked before any data is read.
+    monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))
     for config in (get_preset("shapes3d_hue_baseline"), get_preset("mnist_abc_augmentation").replace(source="procedural")):
         for accepting in ("abc", "contrastive"):
             assert training.check_config(experiments.choose(config, method=accepting))[1].accepts_two_view_sets
-    refused = experiments.config_for(data="mnist", source="procedural", method="vae", augmentation_baseline=True)
-    with pytest.raises(ValueError, match=r"^--batch.augmentation_baseline .* --method=vae does not train on them\. "
-                                         r"Methods that do: abc, contrastive\.$"):
-        training.check_config(refused)
+        refused = experiments.choose(config, method="two_network")  # trains on sets, but not on two views
+        with pytest.raises(ValueError, match=r"^--batch.augmentation_baseline .* --method=two_network does not train on "
+                                             r"them\. Methods that do: abc, contrastive\.$"):
+            training.check_config(refused)
+    # A method on single images has no such field: its batch part is another class.
+    with pytest.raises(ValueError, match="has no field 'augmentation_baseline'"):
+        experiments.config_for(data="mnist", method="vae", augmentation_baseline=True)
 
 
 @pytest.mark.parametrize("host, policy, warned", [

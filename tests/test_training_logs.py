@@ -15,7 +15,7 @@ import tensorflow as tf
 from abc_tf.runs import checkpoints, config_history, training, training_logs
 from toy_family import CONFIG as TOY
 
-pytestmark = pytest.mark.usefixtures(("toy_family", "toy_family:ToyConfig"))
+pytestmark = pytest.mark.usefixtures("toy_family")
 
 
 def test_the_stop_names_the_step_and_what_the_run_directory_keeps(tmp_path, monkeypatch):
@@ -83,9 +83,9 @@ def test_a_loss_turning_nan_mid_run_keeps_the_checkpoints_before_it(tmp_path):
     assert all(np.all(np.isfinite(w)) for w in model.get_weights())
 
     # The same settings are refused, naming the flag that lets the run continue from step 20.
-    with pytest.raises(ValueError, match="add --allow_config_change=learning_rate"):
+    with pytest.raises(ValueError, match="add --allow_config_change=trainer.learning_rate"):
         training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0)
-    result = training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0, allow_changes=["learning_rate"])
+    result = training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0, allow_changes=["trainer.learning_rate"])
     assert result.final_step == 40 and result.history["learning_rate"] == pytest.approx([1e-4, 1e-4])
     history = json.load(open(os.path.join(run_dir, config_history.CONFIG_HISTORY_FILE)))
-    assert history[-1]["step"] == 20 and history[-1]["changed"] == {"learning_rate": {"old": 1e-3, "new": 1e-4}}
+    assert history[-1]["step"] == 20 and history[-1]["changed"] == {"trainer.learning_rate": {"old": 1e-3, "new": 1e-4}}

@@ -15,7 +15,8 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-from abc_tf import methods
+from abc_tf import experiments, methods
+from abc_tf.config import BATCH_CONFIGS
 from abc_tf.experiments import get_preset
 from abc_tf.methods import vitae
 from abc_tf.runs import checkpoints, training, training_logs
@@ -37,7 +38,7 @@ def tiny(variant: str, path: str, **overrides):
     """The quick preset of ``variant`` on the small coded MNIST, a few steps of 16 images, in a
     plain graph: the preset's XLA compile takes seconds per model on a CPU, and every method's
     step is compiled with XLA once in tests/test_methods.py."""
-    settings = dict(data_path=path, batch_size=16, steps=4, log_every=2, jit_compile=False)
+    settings = dict(path=path, batch_size=16, steps=4, log_every=2, jit_compile=False)
     settings.update(overrides)
     return get_preset(f"mnist_{variant}_quick").replace(**settings)
 
@@ -131,9 +132,10 @@ def test_importance_weights_are_the_elbo_terms_at_the_sample():
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_method_declarations_and_networks(variant, mnist_npz):
-    method = methods.get_method(variant)
-    assert method.batch_format == "images" and method.supervision.startswith("none:") and method.length_scale is None
-    assert {"batch_size", "kl_warmup", "affine_augmentation"} <= set(method.fields)
+    method, config_class = methods.get_method(variant), experiments.method_config_class(variant)
+    assert config_class.batch_format == "images" and method.supervision.startswith("none:") and method.length_scale is None
+    assert {"latent_dim", "kl_warmup", "affine_augmentation"} <= set(config_class.field_names())
+    assert "batch_size" in BATCH_CONFIGS[config_class.batch_format].field_names() and not config_class.trains_encoder
     config = tiny(variant, mnist_npz)
     model = training.build_model(config)
     networks = model.networks()
@@ -218,28 +220,35 @@ def test_a_nan_loss_stops_the_run_at_its_last_good_checkpoint(tmp_path, mnist_np
 
 @pytest.mark.parametrize("overrides, message", [
     ({"kl_warmup": 1.5}, r"--method.kl_warmup must lie in \[0, 1\]"),
-    ({"embedding_dim": 3}, r"--model.embedding_dim must be even for --method=c_vitae"),
-    ({"data": "shapes3d", "data_source": "procedural", "holdout_digit": "9", "data_path": ""},
+    ({"latent_dim": 3}, r"--method.latent_dim must be even for --method=c_vitae"),
+    ({"data": "shapes3d", "source": "procedural", "path": ""},
      r"--method=c_vitae trains on 'images' batches; data family 'shapes3d' streams sets, pairs"),
     ({"kl_warmup": float("nan")}, r"--method.kl_warmup must lie in \[0, 1\]"),
 ])
 def test_bad_settings_fail_before_training(tmp_path, mnist_npz, overrides, message):
     run_dir = tmp_path / "run"
     with pytest.raises(ValueError, match=message):
-        training.train(tiny("c_vitae", mnist_npz).replace(**overrides), str(run_dir), verbose=0)
+        training.train(experiments.choose(tiny("c_vitae", mnist_npz), **overrides), str(run_dir), verbose=0)
     assert not (run_dir / "config.json").exists() and not checkpoints.list_checkpoints(str(run_dir))
 
 
 def test_vitae_fields_are_refused_for_other_methods():
-    assert methods.unused_fields("abc", ["kl_warmup", "affine_augmentation", "set_size"]) == ["kl_warmup", "affine_augmentation"]
-    with pytest.raises(ValueError, match=r"kl_warmup=0.2: not read by method 'abc'"):
-        methods.check_config(get_preset("mnist").replace(kl_warmup=0.2))
+    # ABC's config has no VAE field; the set size is its batch part's.
+    abc = experiments.method_config_class("abc")
+    assert [name for name in ("kl_warmup", "affine_augmentation", "latent_dim") if name in abc.field_names()] == []
+    assert get_preset("mnist").replace(set_size=8).batch.set_size == 8
+    with pytest.raises(ValueError, match=r"--method.kl_warmup: method 'abc' \(AbcConfig\) has no field 'kl_warmup'; "
+                                         r"its fields: similarity, temperature"):
+        experiments.override(get_preset("mnist"), {"method.kl_warmup": 0.2})
+    with pytest.raises(ValueError, match=r"This config has no field 'kl_warmup' \(data family 'mnist', method 'abc'\)"):
+        get_preset("mnist").replace(kl_warmup=0.2)
 
 
 def test_the_presets():
     for variant in VARIANTS:
         paper, quick = get_preset(f"mnist_{variant}"), get_preset(f"mnist_{variant}_quick")
-        assert (paper.method.name, paper.batch.batch_size, paper.trainer.learning_rate, paper.model.embedding_dim, paper.data.holdout_digit) == (variant, 512, 1e-4, 4, "9")
+        assert (paper.method.name, paper.batch.batch_size, paper.trainer.learning_rate, paper.method.latent_dim, paper.data.holdout_digit) == (variant, 512, 1e-4, 4, "9")
+        assert paper.model is None
         assert paper.trainer.steps * paper.batch.batch_size / 54_051 == pytest.approx(2000, rel=0.001)  # 2000 epochs
         assert quick.method.name == variant and quick.trainer.steps < 10_000
         training.check_config(quick.replace(source="procedural"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from abc_tf import geometry
+from abc_tf import geometry, registry
 from abc_tf.data.family import DataFamily
 
 SIZE = 16
@@ -67,7 +67,9 @@ def image_shape(config) -> tuple[int, int, int]:
     return IMAGE_SHAPE
 
 
-# Registered under the name "pose" by the tests, in place of the real family: its fields too.
+# Registered under the name "pose" by the tests, in place of the real family, with the real
+# family's config class (its fields too): ``abc_tf.data.DATA_FAMILIES["pose"] = ENTRY``.
+ENTRY = registry.Entry("toy_pose_family", "abc_tf.data.pose_config:PoseConfig")
 FAMILY = DataFamily(
     name="pose", image_shape=image_shape, make_dataset=make_dataset,
     pose_views=labelled_images, evaluation_task="pose",

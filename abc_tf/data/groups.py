@@ -214,14 +214,14 @@ class GroupIndex:
         """Group ids (ascending) that hold ``set_size`` items (one, with replacement); the others
         are logged as skipped.
 
-        Raises ValueError naming ``--batch.set_size`` (and ``--{replace_flag}``, the family's way to
-        allow repeats, where it has one) when fewer than ``needed`` groups qualify.
+        Raises ValueError naming ``--batch.set_size`` (and ``--data.{replace_flag}``, the family's
+        way to allow repeats, where it has one) when fewer than ``needed`` groups qualify.
         """
         fits = self.counts >= (1 if replace else set_size)
         eligible, short = np.flatnonzero(fits), np.flatnonzero(~fits)
         listed = ", ".join(self.describe(g) for g in short[:10]) + (" ..." if short.size > 10 else "")
         if eligible.size < needed:
-            hint = f" or pass --{replace_flag}" if replace_flag and not replace else ""
+            hint = f" or pass --data.{replace_flag}" if replace_flag and not replace else ""
             raise ValueError(
                 f"--batch.set_size={set_size}: only {eligible.size} of {self.num_groups} group(s) hold that many {what}, "
                 f"{needed} needed (largest: {int(self.counts.max(initial=0))}; too small: {listed}). "

@@ -70,7 +70,7 @@ def resolve_source(config: ExperimentConfig) -> tuple[str, str]:
     """(source, path) that ``config`` selects; ``auto`` is resolved here. Raises ValueError."""
     source, path = config.data.source, config.data.path
     if source not in DATA_SOURCES:
-        raise ValueError(f"Unknown MNIST data_source {source!r}; choose one of {', '.join(DATA_SOURCES)}.")
+        raise ValueError(f"Unknown MNIST --data.source={source!r}; choose one of {', '.join(DATA_SOURCES)}.")
     if source in ("idx", "npz") and not path:
         raise ValueError(f"--data.source={source} needs --data.path (an IDX directory or an .npz file).")
     if source != "auto":
@@ -278,6 +278,9 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
 
 def check_config(config: ExperimentConfig) -> None:
     """The MNIST checks that read no image: the held-out digit, the class split, the source and its files."""
+    if getattr(config.batch, "double_augmentation", False):
+        raise ValueError("--batch.double_augmentation: MNIST's stacks have no augmented second view (its two-view "
+                         "sets are those of --batch.augmentation_baseline).")
     training_digits(config)
     mnist_imbalance.check_split(config.data.class_split)
     mnist_imbalance.check_pool(config.data.class_split_pool)

@@ -196,7 +196,7 @@ def load_tfds(data_dir: str | None = None) -> MnistData:
         raise ValueError(
             f"tfds 'mnist' is not prepared: no dataset_info.json under {builder.data_dir} "
             "(--data.path sets the tfds data_dir). Prepare it where there is internet "
-            "(`tfds build mnist`) and copy the folder, or use --data.source=idx/npz with --data_path."
+            "(`tfds build mnist`) and copy the folder, or use --data.source=idx/npz with --data.path."
         )
     arrays = {}
     for split in ("train", "test"):

@@ -79,7 +79,7 @@ class FactorGrid:
         flat = np.asarray(flat, dtype=np.int64)
         return (flat[..., None] // self.strides) % np.asarray(self.sizes, dtype=np.int64)
 
-    def parse_factors(self, spec: str | Sequence[str | int], flag: str = "inactive_factors") -> tuple[int, ...]:
+    def parse_factors(self, spec: str | Sequence[str | int], flag: str = "data.inactive_factors") -> tuple[int, ...]:
         """Factor positions (sorted, unique) named by ``spec``.
 
         ``spec`` is a comma-separated string or a sequence; each entry is a factor name or an
@@ -113,7 +113,7 @@ class SetCurator:
         number of distinct items that share its inactive values).
       items: optional int [num_items, F] factor indices of the items a data source holds;
         None means the full grid with item id = flat index.
-      replace_flag: flag named in errors about set sizes.
+      replace_flag: the data field (``--data.<replace_flag>``) named in errors about set sizes.
     Raises:
       ValueError (before any sampling) when every factor is inactive, or when a set cannot
       hold ``set_size`` distinct items and ``replace`` is False.
@@ -146,7 +146,7 @@ class SetCurator:
         self._inactive_sizes = sizes[list(self.inactive)]
         self._active_sizes = sizes[list(self.active)]
         inactive_names = ", ".join(grid.names[i] for i in self.inactive) or "none"
-        hint = f"; lower --batch.set_size or pass --{replace_flag} to allow repeated images"
+        hint = f"; lower --batch.set_size or pass --data.{replace_flag} to allow repeated images"
 
         if items is None:
             self.items = None

@@ -25,6 +25,7 @@ from abc_tf.data.shapes3d_config import Shapes3DConfig
 from abc_tf.data import augment, augment_ops, sets
 from abc_tf.data.family import DataFamily, KnownFactors
 from abc_tf.data.groups import GroupIndex, step_rng
+from abc_tf.data import shapes3d_pairs
 from abc_tf.data.shapes3d_pairs import make_pairs_dataset
 from abc_tf.data.shapes3d_sources import (
     DATA_SOURCES, FACTOR_NAMES, FACTOR_SIZES, GRID, IMAGE_SHAPE, Source, open_source,
@@ -43,8 +44,11 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
 
 
 def inactive_factors(config: ExperimentConfig) -> tuple[int, ...]:
-    """Positions (in FACTOR_NAMES) of ``config.data.inactive_factors``; ValueError on unknown names."""
-    return GRID.parse_factors(config.data.inactive_factors, flag="inactive_factors")
+    """Positions (in FACTOR_NAMES) of ``config.data.inactive_factors`` (none for "none"); ValueError
+    on unknown names."""
+    if config.data.inactive_factors.strip().lower() == "none":
+        return ()
+    return GRID.parse_factors(config.data.inactive_factors, flag="data.inactive_factors")
 
 
 def _check_config(config: ExperimentConfig) -> tuple[tuple[int, ...], tuple[tuple[str, float], ...]]:
@@ -184,8 +188,12 @@ def images_of(config: ExperimentConfig, factor_indices: np.ndarray) -> np.ndarra
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """The Shapes3D checks that read no data (flags, factor names, augmentations)."""
-    _check_config(config)
+    """The Shapes3D checks that read no data (flags, factor names, augmentations), of the sets
+    or of the pairs the method trains on."""
+    if config.method.batch_format == "pairs":
+        shapes3d_pairs.check_config(config)
+    else:
+        _check_config(config)
 
 
 FAMILY = DataFamily(

@@ -35,7 +35,7 @@ from abc_tf.data.groups import GroupIndex, step_rng
 from abc_tf.data.sets import FactorGrid
 from abc_tf.data.shapes3d_sources import DATA_SOURCES, GRID, IMAGE_SHAPE, open_source
 
-FLAG = "pair_factors"
+FLAG = "batch.pair_factors"  # the flag named in errors
 
 logger = logging.getLogger(__name__)
 

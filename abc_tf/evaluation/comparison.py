@@ -202,7 +202,7 @@ def _aggregate_measures(seeds: list[dict[str, Any]], row: dict[str, Any]) -> Non
 
 
 def _describe(row: Row, sample: labelled_samples.LabelledSample) -> dict[str, Any]:
-    config, method = row.configs[0], methods.get_method(row.configs[0].method)
+    config, method = row.configs[0], methods.get_method(row.configs[0].method.name)
     if not row.run_dirs:
         return {"method": f"{method.name} (untrained)", "steps": 0, "inactive": [], "condition": "untrained network",
                 "supervision": "none: the untrained encoder of the first run's config (its architecture and initial weights)"}

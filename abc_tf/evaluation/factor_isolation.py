@@ -111,8 +111,6 @@ def inactive_names(config: ExperimentConfig) -> tuple[str, ...]:
         return ()  # only sets fix factors (--data.inactive_factors); other formats leave it unread
     if config.batch.augmentation_baseline:
         return tuple(name for name in names if name in known_factors(config).augmented_by_baseline)
-    if not config.data.inactive_factors.strip() or config.data.inactive_factors.strip().lower() == "none":
-        return ()
     return tuple(names[i] for i in known_factors(config).inactive(config))
 
 

@@ -153,12 +153,15 @@ def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_typ
     weights follow the seed as well."""
     encoder = build_encoder(config, image_shape)
     head, head_loss = None, None
-    if config.method.regression_weight > 0:
+    # The contrastive loss's config (ContrastiveConfig) has no regression head and no ABC weight.
+    regression_weight = getattr(config.method, "regression_weight", 0.0)
+    if regression_weight > 0:
         head = models.build("spherical_regression", embedding_dim=config.model.embedding_dim)
         head_loss = pose_head.spherical_regression_loss
     model = ABCModel(
         encoder, similarity=config.method.similarity, temperature=config.method.temperature, loss_type=loss_type,
-        abc_weight=config.method.abc_weight, head=head, head_loss=head_loss, head_weight=config.method.regression_weight,
+        abc_weight=getattr(config.method, "abc_weight", 1.0), head=head, head_loss=head_loss,
+        head_weight=regression_weight,
     )
     model.compile(optimizer=optimizers.adam(config.trainer.learning_rate, config.trainer.lr_halving_steps), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
     return model

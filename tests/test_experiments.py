@@ -1,0 +1,88 @@
+"""abc_tf.experiments: the presets beside their methods, choosing another family, method or
+encoder, dotted overrides, and config.json of both layouts, the flat one on files copied from
+runs written before configs had parts (tests/fixtures/flat_configs)."""
+
+import json
+import pathlib
+
+import pytest
+
+from abc_tf import data, experiments, methods
+from abc_tf.config import EncoderConfig, ImageBatch, PairBatch, SetBatch
+from abc_tf.data.mnist_config import MnistConfig
+from abc_tf.methods.vitae_config import VaeConfig
+
+FLAT_CONFIGS = sorted((pathlib.Path(__file__).parent / "fixtures" / "flat_configs").glob("*.json"))
+
+
+def test_every_registered_family_and_method_has_its_config_class():
+    for name in data.DATA_FAMILIES:
+        assert experiments.data_config_class(name)(family=name).family == name
+    for name in methods.METHODS:
+        cls = experiments.method_config_class(name)
+        assert cls.batch_format in ("sets", "pairs", "images") and cls(name=name).name == name
+    with pytest.raises(ValueError, match="Unknown method 'gan'; choose one of: abc, c_vitae"):
+        experiments.method_config_class("gan")
+
+
+def test_presets_live_beside_their_methods_and_name_themselves():
+    presets = experiments.presets()
+    assert len(presets) == 29 and all(name == preset.name for name, preset in presets.items())
+    assert {preset.method.name for preset in presets.values()} == set(methods.METHODS)
+    assert isinstance(presets["mnist_vae_quick"].method, VaeConfig) and presets["mnist_vae_quick"].model is None
+
+
+def test_choose_keeps_the_fields_the_classes_share():
+    mnist = experiments.get_preset("mnist").replace(source="idx", temperature=0.5, steps=9)
+    vae = experiments.choose(mnist, method="vae")
+    assert isinstance(vae.batch, ImageBatch) and vae.model is None and isinstance(vae.method, VaeConfig)
+    assert (vae.data, vae.trainer) == (mnist.data, mnist.trainer)  # the family and trainer are untouched
+    contrastive = experiments.choose(mnist, method="contrastive")
+    assert (contrastive.method.name, contrastive.method.temperature, contrastive.batch) == ("contrastive", 0.5, mnist.batch)
+    pose = experiments.choose(mnist, data="pose", model="s5_small", set_size=8)
+    assert (pose.data.family, pose.data.source, pose.model.architecture, pose.batch.set_size) == ("pose", "idx", "s5_small", 8)
+    pmp = experiments.choose(experiments.get_preset("shapes3d"), method="pmp")
+    assert isinstance(pmp.batch, PairBatch) and pmp.batch.pairs_per_step == 1
+    with pytest.raises(ValueError, match="--model=s3: method 'vae' has no encoder to choose"):
+        experiments.choose(mnist, method="vae", model="s3")
+
+
+def test_override_takes_dotted_fields_and_names_the_parts_fields():
+    config = experiments.get_preset("mnist_vae_quick")
+    changed = experiments.override(config, {"trainer.steps": 3, "method.latent_dim": 6, "data.holdout_digit": "none"})
+    assert (changed.trainer.steps, changed.method.latent_dim, changed.data.holdout_digit) == (3, 6, "none")
+    with pytest.raises(ValueError, match=r"--method\.temperature: method 'vae' \(VaeConfig\) has no field 'temperature'; "
+                                         r"its fields: latent_dim, kl_warmup, affine_augmentation\."):
+        experiments.override(config, {"method.temperature": 0.5})
+    with pytest.raises(ValueError, match="--model.embedding_dim: this run has no model part; its parts: trainer, data"):
+        experiments.override(config, {"model.embedding_dim": 8})
+    with pytest.raises(ValueError, match="--method.name: method 'vae'"):  # chosen with --method
+        experiments.override(config, {"method.name": "abc"})
+
+
+def test_config_for_builds_a_config_of_the_classes_defaults():
+    config = experiments.config_for(data="mnist", method="abc", model="s4", steps=5)
+    assert isinstance(config.data, MnistConfig) and isinstance(config.batch, SetBatch)
+    assert config.model == EncoderConfig(architecture="s4") and config.trainer.steps == 5
+
+
+@pytest.mark.parametrize("path", FLAT_CONFIGS, ids=[path.stem for path in FLAT_CONFIGS])
+def test_a_flat_config_json_loads_into_parts(path):
+    flat = json.loads(path.read_text())
+    config = experiments.read_config(str(path))
+    assert (config.name, config.data.family, config.method.name) == (flat["name"], flat["data"], flat["method"])
+    renamed = {experiments.RENAMED_FLAT_FIELDS.get(name, name): value for name, value in flat.items()}
+    renamed["latent_dim"] = flat["embedding_dim"]  # the VAE's latent size was embedding_dim
+    for part in config.parts().values():
+        for name in part.field_names():
+            expected = {"family": flat["data"], "name": flat["method"]}.get(name, renamed.get(name))
+            assert getattr(part, name) == expected, name
+    # Written again, it is in parts, and reads back the same.
+    assert experiments.from_json(config.to_json()) == config and "trainer" in json.loads(config.to_json())
+
+
+def test_the_oldest_flat_layout_named_the_method_loss():
+    flat = json.loads((FLAT_CONFIGS[0].parent / "shapes3d_demo.json").read_text())
+    expected = experiments.from_dict(flat)
+    flat["loss"] = flat.pop("method")
+    assert experiments.from_dict(flat) == expected
