@@ -11,7 +11,7 @@ evidence a GPU user gets.
 It also says what ``--trainer.mixed_precision`` gets on this host and what every preset that turns it
 on gets here, on a GPU and on a CPU without native bfloat16 (abc_tf.runs.precision).
 
-The MNIST methods train on the procedural digits (``data_source="procedural"``), so the script
+The MNIST methods train on the procedural digits (``--data.source=procedural``), so the script
 needs no files: the step's cost does not depend on which digits it sees.
 
   python -m benchmarks.gpu_readiness [--steps 5] [--no_write]

@@ -28,6 +28,7 @@ from abc_tf import callbacks, run_summary
 from abc_tf import config as config_lib
 from abc_tf.experiments import get_preset
 from abc_tf.runs import checkpoints, run_lock, training, training_logs
+from evaluate_helpers import evaluate_each
 from process_helpers import assert_one_clear_error, modules_loaded_by, run_script, start_code, wait_for_marker
 from run_summary_helpers import NAMES, RECORD
 
@@ -355,3 +356,34 @@ def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_pa
     assert table in printed
     assert f"tensorboard --logdir {tmp_path / 'logs'}" in printed and f"python evaluate.py --run_dir={tmp_path}" in printed
     assert f"python train.py --output_dir={tmp_path} --trainer.steps=<more>" in printed
+
+
+# ----------------------------------------------------------------------------- runs written before configs had parts
+
+FLAT_DEMO = os.path.join(os.path.dirname(__file__), "fixtures", "flat_configs", "shapes3d_demo.json")
+
+
+def test_a_run_directory_with_a_flat_config_json_resumes_and_evaluates(run_train, tmp_path):
+    """The README's main job as a run written before configs had parts left it: its flat
+    config.json (copied from such a run, at a smaller size) is accepted by the same command,
+    which resumes the run, and evaluate.py measures it."""
+    run_dir = tmp_path / "demo"
+    flags = ["--experiment=shapes3d_demo", "--batch.set_size=8", "--trainer.log_every=10", "--trainer.eval_every=0",
+             "--trainer.eval_images=32", f"--output_dir={run_dir}"]
+    code, stderr = run_train(*flags, "--trainer.steps=10")
+    assert code == 0, stderr[-3000:]
+    flat = json.load(open(FLAT_DEMO))
+    assert "trainer" not in flat and flat["steps"] == 20  # the old layout: every field at the top
+    flat.update(steps=10, set_size=8, eval_every=0, eval_images=32)  # the settings this test trained at
+    (run_dir / "config.json").write_text(json.dumps(flat))
+    code, stderr = run_train(*flags, "--trainer.steps=20")  # extends the run from its checkpoint
+    assert code == 0, stderr[-3000:]
+    assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [10, 20]
+    written = json.load(open(run_dir / "config.json"))
+    assert written["trainer"]["steps"] == 20 and written["batch"]["set_size"] == 8  # written again in parts
+    history = json.load(open(run_dir / "config_history.json"))
+    assert history[-1]["changed"] == {"trainer.steps": {"old": 10, "new": 20}}
+    [result] = evaluate_each([(tmp_path, [f"--run_dir={run_dir}", "--mine_steps=0", "--probe_epochs=1",
+                                          "--num_images=32", "--disentanglement=none", f"--output_dir={tmp_path / 'eval'}"])])
+    assert result["code"] == 0, result["stderr"][-3000:]
+    assert json.load(open(tmp_path / "eval" / "metrics.json"))

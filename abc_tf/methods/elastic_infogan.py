@@ -15,14 +15,14 @@ z ~ N(0, I_62) and Gumbel noise g:
   BCE(D(G(z, c)), 0);
 - the G step (the same Adam settings; G, Q's head and pi together): g_loss = BCE(D(G(z, c)), 1)
   + info_loss + w ntxent_loss, with info_loss = CE(Q(G(z, c)), argmax c) and ntxent_loss the
-  NT-Xent (temperature ``infogan_ntxent_temperature``, 1 as the authors' run script passes)
+  NT-Xent (temperature ``method.ntxent_temperature``, 1 as the authors' run script passes)
   between normalize(Q_pen(h)) and normalize(Q_pen(h')), the batch's other images as negatives,
-  w = ``infogan_contrastive_weight`` (10). h = trunk(x) and h' = trunk(T(x)) are the D step's:
+  w = ``method.contrastive_weight`` (10). h = trunk(x) and h' = trunk(T(x)) are the D step's:
   the trunk takes x and T(x) in two passes of their own (each with its own batch statistics)
   before the D update, and the G step runs Q's head on each, so NT-Xent trains Q's head alone
   [code: infoGAN.py's train loop]. T is the authors' Augmentor pipeline: rotation by whole
   degrees up to +-20, which crops and rescales, and zoom 0.9-1.1
-  (:func:`abc_tf.data.digit_augment.augment`); ``infogan_elastic_field`` adds our mild elastic
+  (:func:`abc_tf.data.digit_augment.augment`); ``method.elastic_field`` adds our mild elastic
   displacement.
 
 The shared trunk is updated by the D step only: the authors' D optimizer holds the trunk and
@@ -37,8 +37,8 @@ device's step: every replica draws its rows of the global batch's z, g and augme
 batch normalisation of G and the trunk averages over the global batch (``synchronized``
 layers, ``models/infogan.py``) and NT-Xent takes its negatives from the whole global batch.
 
-Ablations of the same model (the paper's baselines): ``infogan_prior=uniform`` fixes p at
-1/10 (pi is not trained) and ``infogan_contrastive_weight=0`` drops NT-Xent; both together are
+Ablations of the same model (the paper's baselines): ``method.prior=uniform`` fixes p at
+1/10 (pi is not trained) and ``method.contrastive_weight=0`` drops NT-Xent; both together are
 InfoGAN, the learned prior alone the Gumbel-softmax baseline.
 
 ``networks()``: "encoder" = images -> Q's 128-d penultimate features (the representation every

@@ -31,7 +31,7 @@ B pairs, codes s [2B, k, d] of its 2B images, and D[b, i] = ||s_i(x1_b) - s_i(x2
   changes for about 1/k of the pairs [code].
 
 Schedule over the run's steps T, t = step / T, read from the optimizer's step inside the
-compiled train_step: reconstruction alone while t <= ``pmp_warmup`` (0.25 [code]; the
+compiled train_step: reconstruction alone while t <= ``method.warmup`` (0.25 [code]; the
 supplement says 20%), then b1 = min(exp(25 (t - 0.4)), 1), b2 = min(exp(25 (t - 0.5)), 1),
 b3 = 1 - b1 [code] (the supplement says 1 - b2). L_cons is computed only once b2 > 0.01, as the
 authors' code does (it costs a decoder and an encoder pass). t moves every step [ours]: the

@@ -71,13 +71,14 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
     settings, and that the family streams the batches the method trains on (the augmentation
     baseline's two-view sets only to a method declaring ``accepts_two_view_sets``)."""
     config.validate()
-    family = data.check_config(config)
-    method = methods.check_config(config)
-    if config.method.batch_format not in family.batch_formats:
+    family = data.get_family(config.data.family)
+    if config.method.batch_format not in family.batch_formats:  # before the family's checks, which read the batch
         raise ValueError(
-            f"--method={method.name} trains on {config.method.batch_format!r} batches; data family {family.name!r} "
-            f"streams {', '.join(family.batch_formats)}."
+            f"--method={config.method.name} trains on {config.method.batch_format!r} batches; data family "
+            f"{family.name!r} streams {', '.join(family.batch_formats)}."
         )
+    data.check_config(config)
+    method = methods.check_config(config)
     if getattr(config.batch, "augmentation_baseline", False) and not method.accepts_two_view_sets:
         accepting = [name for name in methods.METHODS if methods.get_method(name).accepts_two_view_sets]
         raise ValueError(
