@@ -13,19 +13,19 @@ folder and the seeds are aggregated (mean, std, values per factor; violin plots)
 - shapes3d: MINE mutual information and probe accuracies per factor at sigma = the loss's
   length scale (0.1 x the embeddings' spread for a method whose loss has none; histogram MI as
   well for d <= 3), optional noise sweep, PCA/bar/sweep figures
-  (abc_tf.evaluation.factor_isolation), and the disentanglement scores BetaVAE, FactorVAE, MIG,
-  DCI and SAP (``--disentanglement``: preset of point counts; abc_tf.evaluation.encoder_disentanglement)
+  (abc_tf.evaluation.tasks.factor_isolation), and the disentanglement scores BetaVAE, FactorVAE, MIG,
+  DCI and SAP (``--disentanglement``: preset of point counts; abc_tf.evaluation.tasks.encoder_disentanglement)
   under "disentanglement" with the figure disentanglement.png;
-- mnist: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.mnist_style), and
+- mnist: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.tasks.mnist_style), and
   MIG, DCI and SAP (no image can be drawn of given style values, so BetaVAE and FactorVAE are
   listed as skipped);
 - yaleb, epfl_cars, folders: probes and MINE per known label, trained against untrained
-  (abc_tf.evaluation.label_information), and the retrieval grid across groups (retrieval.png,
-  abc_tf.evaluation.retrieval; for folders without a labels.csv too);
+  (abc_tf.evaluation.tasks.label_information), and the retrieval grid across groups (retrieval.png,
+  abc_tf.evaluation.tasks.retrieval; for folders without a labels.csv too);
 - pose: median geodesic error and Acc@30 (plain and flip-invariant) of nearest-neighbour
   lookup in random dictionaries of synthetic images of known pose, for the trained encoder,
   the untrained one and its raw backbone features, plus the spherical-regression head when
-  the run has one (abc_tf.evaluation.pose_accuracy); ``--pose_export_dir`` also writes the pose
+  the run has one (abc_tf.evaluation.tasks.pose_accuracy); ``--pose_export_dir`` also writes the pose
   SavedModel (embed, lookup_pose, regress_pose).
 
 MINE defaults are the paper's (20,000 steps, 256,000 samples); lower ``--mine_steps`` and
@@ -78,7 +78,7 @@ flags.DEFINE_boolean("untrained", False, "Also evaluate the untrained encoder of
 flags.DEFINE_enum("disentanglement", "fast", ["none", "fast", "full", "library"],
                   "Point counts of the disentanglement scores: none (skip), fast (23,100 codes, for a CPU), full "
                   "(disentanglement_lib's counts, 2,895,000 codes, DCI on 5,000), library (also DCI on 10,000, no "
-                  "standardising); abc_tf.evaluation.disentanglement.ScoreSettings.", flag_values=FLAGS)
+                  "standardising); abc_tf.evaluation.estimators.disentanglement.ScoreSettings.", flag_values=FLAGS)
 flags.DEFINE_list("disentanglement_scores", ["beta_vae", "factor_vae", "mig", "dci", "sap"],
                   "Which disentanglement scores to compute (beta_vae, factor_vae, mig, dci, sap).", flag_values=FLAGS)
 flags.DEFINE_list("compare", None, "Run directories (any methods; a folder of seed_<k> runs is one row, and so is DIR+DIR+...) to compare "
@@ -96,8 +96,10 @@ flags.DEFINE_multi_string("curve_reference", [], "--checkpoints: a paper's value
 
 def settings_from_flags():
     """The :class:`abc_tf.evaluation.tasks.EvaluationSettings` of the flags, validated."""
-    from abc_tf.evaluation import factor_isolation, pose_accuracy, probes, tasks
-    from abc_tf.evaluation.mine import MineSettings
+    from abc_tf.evaluation.tasks import factor_isolation, pose_accuracy
+    from abc_tf.evaluation.estimators import probes
+    from abc_tf.evaluation import tasks
+    from abc_tf.evaluation.estimators.mine import MineSettings
 
     mine = None
     if FLAGS.mine_steps > 0:
@@ -131,7 +133,7 @@ def run_of_flags(run_dir: str | None):
     with --network; (run, whether it has the method's own networks)."""
     from abc_tf import data
     from abc_tf.experiments import read_config
-    from abc_tf.evaluation import factor_isolation
+    from abc_tf.evaluation.tasks import factor_isolation
     from abc_tf.runs.run_dir import Run, load_run, network_file
 
     if FLAGS.saved_model:
@@ -233,7 +235,7 @@ def _print_summary(result: dict) -> None:
         text = ", ".join(f"{key} {value['mean'] if isinstance(value, dict) else value:.3f}" for key, value in scores.items())
         print(f"  disentanglement: {text}")
     if isinstance(result.get("trained"), dict) and "true_style_r2" in result["trained"]:  # MNIST, procedural digits
-        from abc_tf.evaluation import mnist_style
+        from abc_tf.evaluation.tasks import mnist_style
 
         print(mnist_style.true_style_summary(result))
 

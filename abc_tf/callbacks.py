@@ -25,7 +25,9 @@ from tensorboard.plugins import projector
 
 from abc_tf import methods
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import factor_isolation, histogram_mi, mine, noise, plots, probes, tasks
+from abc_tf.evaluation.tasks import factor_isolation
+from abc_tf.evaluation.estimators import histogram_mi, mine, noise, plots, probes
+from abc_tf.evaluation import tasks
 from abc_tf.methods.base import to_float_images
 from abc_tf.methods.monitor import TrainingMonitor
 from abc_tf.runs.run_dir import ENCODER, embed
@@ -50,7 +52,7 @@ class FactorIsolationCallback(TrainingMonitor):
       names: F factor names.
       length_scale: noise sigma of the measures (the loss's length scale); None for methods
         without one: then 0.1 x the embeddings' own spread at each measurement
-        (abc_tf.evaluation.factor_isolation.noise_sigma's rule). Each record holds its "sigma".
+        (abc_tf.evaluation.tasks.factor_isolation.noise_sigma's rule). Each record holds its "sigma".
       log_dir: folder of the summaries and projector files.
       every_steps: steps between measurements (also measured before the first step); 0: one
         measurement at the end of training only (the run's summary, abc_tf.run_summary).
@@ -232,7 +234,7 @@ def write_projector_files(
 
 def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.callbacks.Callback]:
     """The factor-isolation callback of ``config`` on the run's labelled sample
-    (abc_tf.evaluation.labelled_samples; none where the family's task has no sample): every
+    (abc_tf.evaluation.tasks.labelled_samples; none where the family's task has no sample): every
     ``config.trainer.eval_every`` steps, or only at the end when that is 0, so that every such run ends
     with its summary (abc_tf.run_summary). Logs go to ``run_dir/logs/isolation``."""
     every = config.trainer.eval_every
@@ -245,7 +247,7 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
     if sample is None:
         if every:
             raise ValueError(f"--trainer.eval_every={every}: the {config.data.family} data has no labelled sample to measure on "
-                             "(abc_tf.evaluation.labelled_samples; folders: a labels.csv column besides the groups).")
+                             "(abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column besides the groups).")
         return []
     length_scale = methods.get_method(config.method.name).length_scale
     return [

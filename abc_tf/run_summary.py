@@ -2,7 +2,7 @@
 of a run and written into the run directory (``isolation_summary.json`` and ``.png``).
 
 The numbers are the last measurement of :class:`abc_tf.callbacks.FactorIsolationCallback`
-(cheap probes and a short MINE on the run's labelled sample, abc_tf.evaluation.labelled_samples:
+(cheap probes and a short MINE on the run's labelled sample, abc_tf.evaluation.tasks.labelled_samples:
 known factors, the labels of grouped images or pose bins; noise at the loss's length scale),
 or the same measures made at the end (:func:`summary_from_data`); ``evaluate.py`` measures
 them with the paper's long MINE. A factor counts as kept
@@ -19,7 +19,9 @@ import numpy as np
 
 from abc_tf import json_files
 from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
-from abc_tf.evaluation import factor_isolation, mine, plots, probes, tasks
+from abc_tf.evaluation.tasks import factor_isolation
+from abc_tf.evaluation.estimators import mine, plots, probes
+from abc_tf.evaluation import tasks
 from abc_tf.runs.run_dir import embed
 
 SUMMARY_JSON = "isolation_summary.json"
@@ -127,7 +129,7 @@ def _measure(embeddings: np.ndarray, factors: np.ndarray, names: Sequence[str], 
 
 def summary_from_data(config, encoder, step: int, num_images: int = 512, seed: int = 0) -> dict | None:
     """The summary for a run without a factor-isolation measurement: cheap probes and MINE on
-    the run's labelled sample (abc_tf.evaluation.labelled_samples, as the family's task draws
+    the run's labelled sample (abc_tf.evaluation.tasks.labelled_samples, as the family's task draws
     it: known factors, the labels of grouped images, pose bins); None where there is none."""
     sample = tasks.labelled_sample(config, num_images, seed)
     if sample is None:

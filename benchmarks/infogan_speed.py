@@ -11,7 +11,7 @@ only in length) and the cost of its evaluation:
   in turn, round after round, median of the rounds (``benchmarks.loops.interleaved_rates``),
   so load from other jobs hits all alike; fed from memory;
 - peak resident memory of a process that builds and trains one setting alone;
-- the evaluation (``abc_tf.evaluation.digit_clusters``) on a model of the trained shape
+- the evaluation (``abc_tf.evaluation.tasks.digit_clusters``) on a model of the trained shape
   (untrained weights: the cost does not depend on them): the digit classifier's training (once,
   into a temporary cache directory) and its load from the cache, generating and classifying
   1,000 images per code, and the 1-NN and k-means measures on the 10,000 test images.
@@ -134,7 +134,7 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
     from sklearn.metrics import normalized_mutual_info_score
 
     from abc_tf.data import mnist, mnist_imbalance
-    from abc_tf.evaluation import digit_clusters
+    from abc_tf.evaluation.tasks import digit_clusters
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed
 
@@ -232,7 +232,7 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
     seconds = evaluation["seconds"]
     lines += [
         "",
-        f"The evaluation (`abc_tf/evaluation/digit_clusters.py`) of a model of this shape (untrained weights: the",
+        f"The evaluation (`abc_tf/evaluation/tasks/digit_clusters.py`) of a model of this shape (untrained weights: the",
         f"cost does not depend on them), on the procedural MNIST (`data_source=\"procedural\"`: "
         f"{evaluation['train_images']:,} training and {evaluation['test_images']:,} test images, of which",
         f"class split 1 keeps {evaluation['split_images']:,} for the GAN), so it runs without",

@@ -6,7 +6,7 @@ similarity (cosine); no images, no trained model.
 - ``lookup_pose``: a real SavedModel written by ``abc_tf.runs.export.export_pose`` with an encoder
   that only flattens its [1, 1, 64] "images", so a call is the dictionary search and nothing
   else; calls of 1 image (serving one at a time) and of 256.
-- ``nearest_neighbours`` (abc_tf.evaluation.pose_accuracy): exact top-1 by chunks of queries, 256 queries.
+- ``nearest_neighbours`` (abc_tf.evaluation.tasks.pose_accuracy): exact top-1 by chunks of queries, 256 queries.
 - ``lookup_evaluation``: 500 queries (the procedural test set), 50 random dictionaries of N
   drawn from a pool of 4N (``PoseEvalSettings``' default pool), as ``evaluate.py`` runs it.
 
@@ -38,7 +38,7 @@ from scipy.spatial.transform import Rotation
 from abc_tf.runs import export
 from abc_tf.experiments import get_preset
 from abc_tf import lookup
-from abc_tf.evaluation import pose_accuracy
+from abc_tf.evaluation.tasks import pose_accuracy
 from benchmarks.report import FIGURES, ROOT, argument_parser, load_line, log_log_axes, machine_line, publish
 
 BATCH = 256

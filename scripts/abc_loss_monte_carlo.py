@@ -81,7 +81,7 @@ def optimise(set_size: int, dims: int, draws: int, similarity: str, seed: int) -
 def plot(results: list[dict], path: str) -> None:
     import numpy as np
 
-    from abc_tf.evaluation import plots
+    from abc_tf.evaluation.estimators import plots
 
     figure = plots.new_figure(9.0, 3.3)
     loss_axes = figure.add_subplot(1, 3, 1)

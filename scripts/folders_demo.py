@@ -9,7 +9,7 @@
 2. Trains the ``folders`` preset (S6 encoder, negative l2, lr 3e-4, double augmentation with
    contrast, saturation and crop) on it, shortened for a CPU.
 3. Measures, per factor, probe accuracy and MINE mutual information of the trained and of the
-   untrained encoder (``abc_tf.evaluation.label_information``) at two noise scales: sigma = the length
+   untrained encoder (``abc_tf.evaluation.tasks.label_information``) at two noise scales: sigma = the length
    scale (what the loss sees), and sigma = ``--relative_sigma`` times each embedding's own
    spread (the untrained embeddings are ~1000x smaller than the length scale, so only this
    second measurement says what the untrained features hold).
@@ -87,7 +87,8 @@ def main() -> None:
 
     from abc_tf.runs import training
     from abc_tf.experiments import get_preset
-    from abc_tf.evaluation import label_information, mine, probes
+    from abc_tf.evaluation.tasks import label_information
+    from abc_tf.evaluation.estimators import mine, probes
 
     folder = os.path.join(args.output_dir, "folder")
     run_dir = os.path.join(args.output_dir, "run")

@@ -4,7 +4,7 @@
 
 Writes ``retrieval.png`` (retrieval grids, untrained | trained), ``pca.png`` (PCA of the test
 embeddings with thumbnails, held-out digit below) and ``mnist_metrics.json`` (style R^2,
-digit probes, PCA variance; see ``abc_tf.evaluation.mnist_style.evaluate_mnist_run``).
+digit probes, PCA variance; see ``abc_tf.evaluation.tasks.mnist_style.evaluate_mnist_run``).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def main(argv: list[str]) -> None:
         if not FLAGS.run_dir:
             raise ValueError("--run_dir is required.")
         from abc_tf.runs.run_dir import CONFIG_FILE
-        from abc_tf.evaluation import mnist_style
+        from abc_tf.evaluation.tasks import mnist_style
 
         config_path = os.path.join(FLAGS.run_dir, CONFIG_FILE)
         if not os.path.isfile(config_path):

@@ -5,7 +5,7 @@
 Trains the ``pose_quick`` preset (``abc_tf.runs.training.train``, as ``train.py
 --experiment=pose_quick`` does) unless ``run_dir`` already holds a finished run, then
 
-- evaluates it with ``abc_tf.evaluation.pose_accuracy.evaluate_pose_run``: nearest-neighbour lookup in
+- evaluates it with ``abc_tf.evaluation.tasks.pose_accuracy.evaluate_pose_run``: nearest-neighbour lookup in
   random dictionaries of synthetic renders of known pose, queries from the held-out "real"
   domain and from held-out synthetic instances, against the untrained encoder (same initial
   weights) and its raw backbone features; writes ``run_dir/pose_metrics.json``;
@@ -56,7 +56,7 @@ def main(argv):
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed, load_run, network_file
     from abc_tf.data import pose_family as pose
-    from abc_tf.evaluation import pose_accuracy as pose_eval
+    from abc_tf.evaluation.tasks import pose_accuracy as pose_eval
     from abc_tf.lookup import nearest_neighbours
 
     os.makedirs(FLAGS.figures_dir, exist_ok=True)

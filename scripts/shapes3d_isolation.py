@@ -4,7 +4,7 @@
 
 Trains, one process and one run at a time, every condition of Fig. 3c on the procedural
 Shapes3D (train.py's library path, ``abc_tf.runs.training.train``), evaluates each run with
-``abc_tf.evaluation.factor_isolation`` on one shared labelled sample, and writes
+``abc_tf.evaluation.tasks.factor_isolation`` on one shared labelled sample, and writes
 
 - ``<output_dir>/<condition>/seed_<k>/`` run directories with ``metrics.json``;
 - ``<output_dir>/summary.json`` (mean, std and per-seed values per condition and factor) and
@@ -113,7 +113,8 @@ def train_run(condition: str, config, run_dir: str):
 
 
 def settings():
-    from abc_tf.evaluation import factor_isolation, mine, probes
+    from abc_tf.evaluation.tasks import factor_isolation
+    from abc_tf.evaluation.estimators import mine, probes
 
     return factor_isolation.IsolationSettings(
         num_images=FLAGS.num_images,
@@ -127,7 +128,8 @@ def settings():
 def run_condition(condition: str, seed: int, sample) -> dict:
     import numpy as np
 
-    from abc_tf.evaluation import factor_isolation, mine, noise
+    from abc_tf.evaluation.tasks import factor_isolation
+    from abc_tf.evaluation.estimators import mine, noise
     from abc_tf.runs.run_dir import embed
 
     label, overrides = CONDITIONS[condition]
@@ -168,7 +170,8 @@ def summarise(results: dict[str, list[dict]]) -> dict:
     import numpy as np
 
     from abc_tf.data.shapes3d import FACTOR_NAMES
-    from abc_tf.evaluation import factor_isolation, plots, sweep_plots
+    from abc_tf.evaluation.tasks import factor_isolation
+    from abc_tf.evaluation.estimators import plots, sweep_plots
 
     names = list(FACTOR_NAMES)
     summary = {}
@@ -230,7 +233,7 @@ def markdown(summary: dict) -> str:
 
 def main(argv) -> None:
     del argv
-    from abc_tf.evaluation import factor_isolation
+    from abc_tf.evaluation.tasks import factor_isolation
 
     conditions = FLAGS.conditions or list(CONDITIONS)
     unknown = [c for c in conditions if c not in CONDITIONS]

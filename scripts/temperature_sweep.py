@@ -68,7 +68,8 @@ def main(argv) -> None:
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed, load_run
     from abc_tf.data.shapes3d import FACTOR_NAMES
-    from abc_tf.evaluation import factor_isolation, histogram_mi, noise, plots, sweep_plots
+    from abc_tf.evaluation.tasks import factor_isolation
+    from abc_tf.evaluation.estimators import histogram_mi, noise, plots, sweep_plots
 
     names = list(FACTOR_NAMES)
     temperatures = [float(t) for t in FLAGS.temperatures]

@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from abc_tf.evaluation.disentanglement import ScoreSettings
+from abc_tf.evaluation.estimators.disentanglement import ScoreSettings
 
 SIZES = (4, 5, 3)
 NAMES = ("colour", "size", "shape")

@@ -14,7 +14,7 @@ from tensorboard.plugins import projector
 from abc_tf import experiments
 from abc_tf import callbacks
 from abc_tf.methods.base import MethodModel
-from abc_tf.evaluation import mine, probes
+from abc_tf.evaluation.estimators import mine, probes
 
 NAMES = ["colour", "size"]
 

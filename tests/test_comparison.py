@@ -15,7 +15,9 @@ import pytest
 from abc_tf import experiments
 from abc_tf import methods
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import comparison, disentanglement, factor_isolation, mine, probes, tasks
+from abc_tf.evaluation import comparison, tasks
+from abc_tf.evaluation.estimators import disentanglement, mine, probes
+from abc_tf.evaluation.tasks import factor_isolation
 from abc_tf.methods.abc_model import ABC
 from abc_tf.methods.base import Method
 from abc_tf.runs import training

@@ -1,4 +1,4 @@
-"""Elastic-InfoGAN's measures (abc_tf/evaluation/digit_clusters.py): NMI and ENT on hand-made
+"""Elastic-InfoGAN's measures (abc_tf/evaluation/tasks/digit_clusters.py): NMI and ENT on hand-made
 code x digit matrices, 1-NN and k-means on separable features, the classifier's architecture
 and cache, and a tiny Elastic-InfoGAN run evaluated."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from abc_tf.experiments import get_preset
 from abc_tf.data import mnist
-from abc_tf.evaluation import digit_clusters
+from abc_tf.evaluation.tasks import digit_clusters
 from abc_tf.runs import checkpoint_run, training
 from abc_tf.runs.run_dir import load_run
 

@@ -1,4 +1,4 @@
-"""Disentanglement scores through all_scores and array_scores (abc_tf/evaluation/disentanglement.py;
+"""Disentanglement scores through all_scores and array_scores (abc_tf/evaluation/estimators/disentanglement.py;
 PEERS.md section 4): the sanity cases of disentanglement_lib's own tests (identity representation
 near 1, random or zero near 0 / chance, duplicated codes), invariance to permuting and rescaling
 the codes, the settings and presets. The scores' parts: tests/test_disentanglement_arrays.py and
@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from abc_tf.evaluation import disentanglement as dis
+from abc_tf.evaluation.estimators import disentanglement as dis
 from disentanglement_helpers import ENTANGLED, NAMES, SIZES, SMALL, NoisyLinear, RandomCodes, flat, identity, permuted_rescaled
 
 @pytest.fixture(scope="module")

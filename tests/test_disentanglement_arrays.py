@@ -1,4 +1,4 @@
-"""MIG, DCI and SAP on arrays (abc_tf/evaluation/disentanglement_arrays.py): small cases
+"""MIG, DCI and SAP on arrays (abc_tf/evaluation/estimators/disentanglement_arrays.py): small cases
 computed by hand, the library's histogram bins, SAP's continuous matrix, bad inputs. The sanity
 cases through all_scores: tests/test_disentanglement.py."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from abc_tf.evaluation import disentanglement_arrays as arrays
+from abc_tf.evaluation.estimators import disentanglement_arrays as arrays
 
 
 def test_mig_of_a_two_factor_example_by_hand():

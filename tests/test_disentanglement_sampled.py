@@ -1,4 +1,4 @@
-"""BetaVAE and FactorVAE (abc_tf/evaluation/disentanglement_sampled.py): their points and votes
+"""BetaVAE and FactorVAE (abc_tf/evaluation/estimators/disentanglement_sampled.py): their points and votes
 by hand, the majority-vote classifier, GridSource and draw. The sanity cases through
 all_scores: tests/test_disentanglement.py."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abc_tf.evaluation import disentanglement_sampled as sampled
+from abc_tf.evaluation.estimators import disentanglement_sampled as sampled
 from disentanglement_helpers import NoisyLinear
 
 

@@ -1,4 +1,4 @@
-"""Disentanglement scores of an encoder on a data family (abc_tf.evaluation.encoder_disentanglement):
+"""Disentanglement scores of an encoder on a data family (abc_tf.evaluation.tasks.encoder_disentanglement):
 all five where the family draws images of given factor values (Shapes3D), the array scores on a
 labelled sample where it cannot (BetaVAE and FactorVAE skipped, with the reason)."""
 
@@ -13,8 +13,8 @@ import tensorflow as tf
 from abc_tf import experiments
 from abc_tf import data
 from abc_tf.data.family import DataFamily, KnownFactors
-from abc_tf.evaluation import disentanglement as dis
-from abc_tf.evaluation import encoder_disentanglement as ed
+from abc_tf.evaluation.estimators import disentanglement as dis
+from abc_tf.evaluation.tasks import encoder_disentanglement as ed
 
 TINY = dis.ScoreSettings(
     beta_vae_batch_size=4, beta_vae_num_train=20, beta_vae_num_eval=10,

@@ -1,4 +1,4 @@
-"""Factor-isolation glue (abc_tf.evaluation.factor_isolation) and evaluate.py on a tiny run."""
+"""Factor-isolation glue (abc_tf.evaluation.tasks.factor_isolation) and evaluate.py on a tiny run."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import pytest
 
 from abc_tf import experiments, methods
 from abc_tf.config import MethodConfig
-from abc_tf.evaluation import factor_isolation, mine, probes
-from abc_tf.evaluation.noise import spread
+from abc_tf.evaluation.tasks import factor_isolation
+from abc_tf.evaluation.estimators import mine, probes
+from abc_tf.evaluation.estimators.noise import spread
 from abc_tf.methods.base import Method
 from abc_tf.runs.run_dir import seed_run_dirs
 from evaluate_helpers import evaluate_each

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from abc_tf.evaluation import histogram_mi as hmi
+from abc_tf.evaluation.estimators import histogram_mi as hmi
 from mi_cases import GAUSSIAN_MI, correlated_gaussians, separated_clusters
 
 def test_histogram_correlated_gaussians_within_ten_percent():

@@ -1,4 +1,4 @@
-"""What an embedding says about each known label (abc_tf.evaluation.label_information): the
+"""What an embedding says about each known label (abc_tf.evaluation.tasks.label_information): the
 batching of complete and partial labels, and the trained-against-untrained report of a run
 directory of grouped folders with a labels.csv."""
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from abc_tf.data.family import GroupedImages
-from abc_tf.evaluation import label_information, mine, noise, probes
+from abc_tf.evaluation.tasks import label_information
+from abc_tf.evaluation.estimators import mine, noise, probes
 from abc_tf.runs.run_dir import embed, load_run
 from folder_helpers import config_for, make_folder, write_stand_in_run
 

@@ -1,4 +1,4 @@
-"""abc_tf.evaluation.labelled_samples: one labelled sample per family, drawn as its task says."""
+"""abc_tf.evaluation.tasks.labelled_samples: one labelled sample per family, drawn as its task says."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 
 from abc_tf import experiments
 from abc_tf.experiments import get_preset
-from abc_tf.evaluation import labelled_samples, tasks
+from abc_tf.evaluation.tasks import labelled_samples
+from abc_tf.evaluation import tasks
 from folder_helpers import make_folder
 
 

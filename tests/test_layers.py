@@ -361,8 +361,8 @@ def test_no_code_uses_another_module_s_private_names():
 
 def test_the_private_name_check_finds_a_reach():
     source = """
-from abc_tf.evaluation import plots
-from abc_tf.evaluation.plots import _finish, save_figure
+from abc_tf.evaluation.estimators import plots
+from abc_tf.evaluation.estimators.plots import _finish, save_figure
 import models
 figure = plots._new_figure(1.0, 1.0)
 models.architectures._BUILDERS.clear()

@@ -1,4 +1,4 @@
-"""The VAE family's measures (abc_tf/evaluation/likelihood.py): the ELBO terms and importance
+"""The VAE family's measures (abc_tf/evaluation/tasks/likelihood.py): the ELBO terms and importance
 weights against a NumPy restatement of a tiny linear VAE, the importance-weighted bound above
 the ELBO, rising with K and close to the exact log p(x), log-mean-exp, kNN accuracy on a
 hand-made case, and a short run's measures end to end."""
@@ -13,7 +13,7 @@ import pytest
 
 from abc_tf import experiments
 from abc_tf.experiments import get_preset
-from abc_tf.evaluation import likelihood
+from abc_tf.evaluation.tasks import likelihood
 from abc_tf.methods import vitae
 from abc_tf.runs import training
 from abc_tf.runs.run_dir import Run, load_run

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf.evaluation import mine
+from abc_tf.evaluation.estimators import mine
 from mi_cases import GAUSSIAN_MI, correlated_gaussians, separated_clusters
 
 # Small but convergent MINE settings: one compiled loop of 1000 steps per estimate.

@@ -1,4 +1,4 @@
-"""MNIST style evaluation (abc_tf.evaluation.mnist_style): a whole evaluation of an untrained encoder writing its figures and metrics; the
+"""MNIST style evaluation (abc_tf.evaluation.tasks.mnist_style): a whole evaluation of an untrained encoder writing its figures and metrics; the
 R^2 of the renderer's true style factors when the data knows them."""
 
 import json
@@ -9,7 +9,8 @@ import numpy as np
 import models
 from abc_tf.data import mnist_formats
 from abc_tf.data.render import digits as renderer
-from abc_tf.evaluation import mnist_style, regression
+from abc_tf.evaluation.tasks import mnist_style
+from abc_tf.evaluation.estimators import regression
 from mnist_helpers import mnist_config
 
 

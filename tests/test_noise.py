@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from abc_tf.evaluation import noise
+from abc_tf.evaluation.estimators import noise
 
 
 def test_sigma_grid_spans_the_length_scale_and_the_spread():

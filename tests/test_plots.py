@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from abc_tf.evaluation import plots
+from abc_tf.evaluation.estimators import plots
 
 NAMES = ["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

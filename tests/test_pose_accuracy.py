@@ -1,4 +1,4 @@
-"""Pose evaluation (abc_tf.evaluation.pose_accuracy, SPEC.md section 5): error metrics, lookup in
+"""Pose evaluation (abc_tf.evaluation.tasks.pose_accuracy, SPEC.md section 5): error metrics, lookup in
 seeded random dictionaries by tiles, backbone features, and a regression run evaluated. The
 conventions and errors: tests/test_geometry.py; the head: tests/test_pose_head.py."""
 
@@ -13,7 +13,7 @@ import tensorflow as tf
 import models
 from abc_tf import experiments
 from abc_tf import data, geometry, losses, lookup
-from abc_tf.evaluation import pose_accuracy
+from abc_tf.evaluation.tasks import pose_accuracy
 from abc_tf.runs import training
 from abc_tf.runs.run_dir import embed, load_run
 from rotation_helpers import random_euler

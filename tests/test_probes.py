@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abc_tf.evaluation import probes
+from abc_tf.evaluation.estimators import probes
 
 FAST = probes.ProbeSettings(epochs=15, batch_size=128)
 

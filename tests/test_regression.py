@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from abc_tf.evaluation import regression
+from abc_tf.evaluation.estimators import regression
 
 
 def test_r2_ridge_knn_and_class_centring_on_known_answers():

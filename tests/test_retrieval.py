@@ -1,4 +1,4 @@
-"""abc_tf.evaluation.retrieval: the cross-class retrieval grid under the loss's similarity, its
+"""abc_tf.evaluation.tasks.retrieval: the cross-class retrieval grid under the loss's similarity, its
 figure for gray and colour images, and the grid over a family's groups."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from abc_tf import methods
 from abc_tf.data.family import GroupedImages
-from abc_tf.evaluation import retrieval
+from abc_tf.evaluation.tasks import retrieval
 from abc_tf.runs.run_dir import embed
 from toy_family import CONFIG, IMAGE_SHAPE
 

@@ -1,11 +1,11 @@
-"""abc_tf.evaluation.sweep_plots: the noise sweeps are written as PNGs and reject mismatched inputs."""
+"""abc_tf.evaluation.estimators.sweep_plots: the noise sweeps are written as PNGs and reject mismatched inputs."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from abc_tf.evaluation import sweep_plots
+from abc_tf.evaluation.estimators import sweep_plots
 
 NAMES = ["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
 

@@ -12,7 +12,7 @@ import pytest
 
 from abc_tf import data, methods
 from abc_tf.evaluation import tasks
-from abc_tf.evaluation.factor_isolation import IsolationSettings
+from abc_tf.evaluation.tasks.factor_isolation import IsolationSettings
 from abc_tf.runs.run_dir import load_run
 from evaluate_helpers import evaluate_each
 from folder_helpers import config_for, make_folder, write_stand_in_run

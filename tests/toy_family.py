@@ -16,8 +16,10 @@ from abc_tf import registry
 from abc_tf.config import DataConfig, EncoderConfig, ExperimentConfig, SetBatch, TrainerConfig
 from abc_tf.data.family import DataFamily
 from abc_tf.methods.abc_config import AbcConfig
-from abc_tf.evaluation import digit_clusters, plots, tasks
-from abc_tf.evaluation.labelled_samples import LabelledSample
+from abc_tf.evaluation.tasks import digit_clusters
+from abc_tf.evaluation.estimators import plots
+from abc_tf.evaluation import tasks
+from abc_tf.evaluation.tasks.labelled_samples import LabelledSample
 from abc_tf.runs.run_dir import embed
 
 IMAGE_SHAPE = (28, 28, 1)

@@ -8,16 +8,16 @@ the run's saved network NETWORK instead of its "encoder", e.g. one of a VITAE's 
 spaces), plus an optional row for the untrained encoder of the first run's config (same
 architecture and initial weights: ``abc_tf.runs.training.untrained_encoder``). All rows are
 measured on the same images: the labelled sample of the first run's config
-(abc_tf.evaluation.labelled_samples: known factors, the labels of grouped images or pose bins;
+(abc_tf.evaluation.tasks.labelled_samples: known factors, the labels of grouped images or pose bins;
 ``sample_seed``), and the disentanglement scores' observations (families with known factors)
 drawn with that seed too. Per row:
 
 - per factor, MINE mutual information (nats) and probe test accuracy, with noise added to the
-  embeddings by the rule of :data:`abc_tf.evaluation.factor_isolation.NOISE_RULE`: sigma = the
+  embeddings by the rule of :data:`abc_tf.evaluation.tasks.factor_isolation.NOISE_RULE`: sigma = the
   method's length scale when its loss has one, else 0.1 x the embedding's own spread;
 - per factor, how the embeddings cluster by it, without noise or training: 1-NN accuracy
   (Euclidean; a random 20% of the sample against the rest) and the NMI of a k-means
-  clustering with k = the factor's number of values (``abc_tf.evaluation.digit_clusters``);
+  clustering with k = the factor's number of values (``abc_tf.evaluation.tasks.digit_clusters``);
 - the disentanglement scores (BetaVAE, FactorVAE, MIG, DCI, SAP; families that cannot draw
   images of given factor values get MIG, DCI and SAP only);
 - the method's own measures where it declares some (a VAE's test ELBO, a GAN's NMI of
@@ -45,9 +45,9 @@ import numpy as np
 from abc_tf import data, json_files, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.experiments import read_config
-from abc_tf.evaluation import digit_clusters, factor_isolation, labelled_samples, plots, tasks
-from abc_tf.evaluation import disentanglement as dis
-from abc_tf.evaluation.encoder_disentanglement import evaluate_disentanglement
+from abc_tf.evaluation import tasks
+from abc_tf.evaluation.estimators import disentanglement as dis, plots
+from abc_tf.evaluation.tasks import digit_clusters, encoder_disentanglement, factor_isolation, labelled_samples
 from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, embed, load_run, network_file, seed_run_dirs
 from abc_tf.runs.training import untrained_encoder
 
@@ -133,7 +133,7 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
     first = rows[0].configs[0]
     if not tasks.offers_labelled_sample(first):
         raise ValueError(f"--compare: data family {first.data.family!r} has no labelled sample to compare rows on "
-                         "(abc_tf.evaluation.labelled_samples).")
+                         "(abc_tf.evaluation.tasks.labelled_samples).")
     for row in rows:
         for config in row.configs:
             if config.data.family != first.data.family:
@@ -163,7 +163,7 @@ def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig,
         name: digit_clusters.kmeans_nmi(embeddings, factors[:, i], seed=0, clusters=len(np.unique(factors[:, i])))
         for i, name in enumerate(names)}
     if settings.scores is not None and data.get_family(sample_config.data.family).known_factors is not None:
-        metrics["disentanglement"] = evaluate_disentanglement(
+        metrics["disentanglement"] = encoder_disentanglement.evaluate_disentanglement(
             encoder, sample_config, settings.scores, settings.isolation.sample_seed, settings.score_names)
     del metrics["figures"], metrics["inactive"]
     return metrics
@@ -173,8 +173,7 @@ def method_measures(run_dir: str, config: ExperimentConfig, out_dir: str, settin
                     log=print) -> dict[str, float]:
     """The headline measures of the run's method (its declared ``measures``): read from the
     run's metrics.json where ``evaluate.py --run_dir`` wrote them (``"method"`` -> ``"headline"``),
-    else measured now into ``out_dir`` (abc_tf.evaluation.tasks.MEASURES); {} for a method
-    without measures of its own."""
+    else measured now into ``out_dir`` (``tasks.MEASURES``); {} for a method without its own."""
     name = methods.get_method(config.method.name).measures
     if not name:
         return {}
@@ -223,7 +222,7 @@ def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings 
     sample = tasks.labelled_sample(sample_config, settings.isolation.num_images, settings.isolation.sample_seed)
     if sample is None:
         raise ValueError(f"--compare: the {sample_config.data.family!r} data of {rows[0].run_dirs[0]} has no label to compare "
-                         "rows on (abc_tf.evaluation.labelled_samples; folders: a labels.csv column besides the groups).")
+                         "rows on (abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column besides the groups).")
     names = list(sample.names)
     results = []
     for row in rows:

@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from abc_tf import json_files
-from abc_tf.evaluation import plots
+from abc_tf.evaluation.estimators import plots
 
 CURVE_JSON = "curve.json"
 CURVE_FIGURE = "curve.png"

@@ -151,7 +151,7 @@ class RenderedDigits:
 def sample_style(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
     """Draws independent style factors for ``count`` images.
 
-    Ranges mimic MNIST's spread as measured by ``abc_tf.evaluation.mnist_style``'s slant and
+    Ranges mimic MNIST's spread as measured by ``abc_tf.evaluation.tasks.mnist_style``'s slant and
     thickness (5/50/95th percentiles, MNIST test: slant -0.32/0.09/0.53, thickness
     1.7/2.4/3.7 px; these renders: -0.35/0.06/0.46 and 1.6/2.5/4.1 px): slant leans right on
     average, thickness is log-uniform (skewed thin)."""

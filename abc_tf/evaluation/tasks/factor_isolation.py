@@ -28,10 +28,10 @@ import numpy as np
 from abc_tf import data, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import KnownFactors
-from abc_tf.evaluation import plots, probes, sweep_plots
-from abc_tf.evaluation.histogram_mi import histogram_mutual_information, histogram_sigma_sweep
-from abc_tf.evaluation.mine import MineSettings, mine_mutual_information, mine_sigma_sweep
-from abc_tf.evaluation.noise import add_noise, sigma_grid, spread
+from abc_tf.evaluation.estimators import plots, probes, sweep_plots
+from abc_tf.evaluation.estimators.histogram_mi import histogram_mutual_information, histogram_sigma_sweep
+from abc_tf.evaluation.estimators.mine import MineSettings, mine_mutual_information, mine_sigma_sweep
+from abc_tf.evaluation.estimators.noise import add_noise, sigma_grid, spread
 from abc_tf.runs.run_dir import embed
 
 METRICS_FILE = "metrics.json"

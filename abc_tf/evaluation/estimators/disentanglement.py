@@ -9,17 +9,17 @@ learned part (logistic regression, linear SVMs, gradient-boosted trees, uniform 
 discrete mutual information, Pearson correlation); the modules only arrange the samples and
 combine the results. By job:
 
-- :mod:`abc_tf.evaluation.disentanglement_sampled`: BetaVAE and FactorVAE, which draw their
+- :mod:`abc_tf.evaluation.estimators.disentanglement_sampled`: BetaVAE and FactorVAE, which draw their
   own observations with one factor held fixed from a :class:`FactorSource` (factor draws ->
   codes of observations with those factor values; :class:`GridSource` on a factor grid);
-- :mod:`abc_tf.evaluation.disentanglement_arrays`: MIG, DCI and SAP on given arrays of codes
+- :mod:`abc_tf.evaluation.estimators.disentanglement_arrays`: MIG, DCI and SAP on given arrays of codes
   [n, d] and factors [n, k] (any labelled sample);
 - this module: the point counts (:class:`ScoreSettings`, the presets of :data:`PRESETS`),
   :func:`all_scores` (every score of a source), :func:`array_scores` (MIG, DCI, SAP of a
   labelled sample, for families that cannot draw an image of given factor values) and
   :func:`headline` (one number per score, for tables and figures).
 
-For a run's encoder on a data family: :mod:`abc_tf.evaluation.encoder_disentanglement`.
+For a run's encoder on a data family: :mod:`abc_tf.evaluation.tasks.encoder_disentanglement`.
 Each score module states its settings' origin in disentanglement_lib's gin files and its
 deliberate differences. Those of this module:
 
@@ -36,7 +36,7 @@ deliberate differences. Those of this module:
 - ``factor_vae_prune_relative=True`` (default): FactorVAE's collapse threshold (0.05) applies
   to each dimension's std in units of the codes' spread, not to the raw std, so that methods
   whose codes differ in overall scale (PMP's spread 0.05, ABC's 0.44-1.8) are pruned alike
-  (:mod:`abc_tf.evaluation.disentanglement_sampled`); FactorVAE is then invariant to rescaling
+  (:mod:`abc_tf.evaluation.estimators.disentanglement_sampled`); FactorVAE is then invariant to rescaling
   the whole code, and changes under rescaling single dimensions only where one crosses the
   threshold. ``ScoreSettings.disentanglement_lib()`` turns standardisation and the relative
   threshold off and trains DCI's trees on 10,000 points.
@@ -63,7 +63,7 @@ counts: ``ScoreSettings().codes_drawn()`` = 2,895,000 codes (BetaVAE 1,920,000, 
 960,000, the shared sets 15,000), one to two hours of rendering and encoding with the S3
 encoder on those 2 cores. ``ScoreSettings.fast()`` (the preset "fast", evaluate.py's default;
 its counts at :meth:`ScoreSettings.fast`) draws 23,100 codes instead. Measured through
-``abc_tf.evaluation.encoder_disentanglement`` on the S3 encoders (d = 64) of two 200-step
+``abc_tf.evaluation.tasks.encoder_disentanglement`` on the S3 encoders (d = 64) of two 200-step
 ``shapes3d_demo`` runs, the 2 cores shared with other jobs (load average 4-5): 120-140 s per
 run, of which 65-72 s rendering and encoding the 23,100 images (2.8-3.1 ms each) and the rest
 nearly all DCI's trees on 1,000 points of 64 dimensions; an untrained encoder, whose codes all
@@ -78,8 +78,8 @@ from typing import Sequence
 
 import numpy as np
 
-from abc_tf.evaluation.disentanglement_arrays import dci, mig, names_of, sap
-from abc_tf.evaluation.disentanglement_sampled import FactorSource, beta_vae_score, draw, factor_vae_score
+from abc_tf.evaluation.estimators.disentanglement_arrays import dci, mig, names_of, sap
+from abc_tf.evaluation.estimators.disentanglement_sampled import FactorSource, beta_vae_score, draw, factor_vae_score
 
 SCORES: tuple[str, ...] = ("beta_vae", "factor_vae", "mig", "dci", "sap")
 # The scores that need observations drawn with one factor held fixed (a FactorSource).

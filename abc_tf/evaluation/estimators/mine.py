@@ -4,7 +4,7 @@ MINE (Belghazi et al. 2018) with the statistics network ``models.build("mine")``
 section 4, supplement S1): one network per factor, trained on the Donsker-Varadhan bound
 ``I >= E_joint[T] - log E_marginal[exp T]``; the reported value is that bound averaged over
 many fresh samples after training. The embeddings get the noise N(0, sigma^2) of every
-measure (``abc_tf.evaluation.noise``), drawn afresh for every batch; :func:`mine_sigma_sweep`
+measure (``abc_tf.evaluation.estimators.noise``), drawn afresh for every batch; :func:`mine_sigma_sweep`
 repeats the estimate over a grid of sigmas. ``MineSettings.moving_average`` switches to
 MINE's bias-corrected gradient (:func:`debiased_log_average`).
 
@@ -26,7 +26,7 @@ import tensorflow as tf
 
 import models
 from abc_tf import optimizers
-from abc_tf.evaluation.noise import as_embeddings, as_factors, float32_policy
+from abc_tf.evaluation.estimators.noise import as_embeddings, as_factors, float32_policy
 
 # The paper's settings (supplement S1).
 PAPER_LEARNING_RATE = 3e-4

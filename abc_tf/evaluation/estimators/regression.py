@@ -1,5 +1,5 @@
 """How well embeddings predict continuous per-image measures (the regression counterpart of
-the factor probes in ``abc_tf.evaluation.probes``).
+the factor probes in ``abc_tf.evaluation.estimators.probes``).
 
 Ridge and k-nearest-neighbour regressions fitted on half of the images of the seen classes
 and scored by R^2 on the other half and on a held-out class, on the raw measure and within

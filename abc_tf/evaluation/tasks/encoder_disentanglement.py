@@ -2,7 +2,7 @@
 
 Glue between a representation (a run's ``encoder.keras``, an untrained encoder, a SavedModel
 signature: anything :func:`abc_tf.runs.run_dir.embed` runs) and the scores of
-:mod:`abc_tf.evaluation.disentanglement`, through the family's declared
+:mod:`abc_tf.evaluation.estimators.disentanglement`, through the family's declared
 :class:`abc_tf.data.family.KnownFactors`:
 
 - a family that declares ``images_of`` (Shapes3D) gets all five scores: observations are drawn
@@ -13,7 +13,7 @@ signature: anything :func:`abc_tf.runs.run_dir.embed` runs) and the scores of
   ``num_array_train() + num_test`` distinct images (``KnownFactors.labelled_sample``); BetaVAE
   and FactorVAE are listed under ``"skipped"`` with the reason.
 
-Point counts: :meth:`abc_tf.evaluation.disentanglement.ScoreSettings.preset` ("fast" for a
+Point counts: :meth:`abc_tf.evaluation.estimators.disentanglement.ScoreSettings.preset` ("fast" for a
 CPU, 23,100 codes; "full" and "library", 2,895,000 codes). ``evaluate.py --disentanglement``
 picks the preset, ``--disentanglement_scores`` the scores. Every call with one seed draws the
 same factor values, so runs scored with one seed and preset are scored on the same observations.
@@ -30,9 +30,9 @@ import numpy as np
 from abc_tf import data
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import KnownFactors
-from abc_tf.evaluation import disentanglement as dis
-from abc_tf.evaluation import plots
-from abc_tf.evaluation.disentanglement_sampled import GridSource
+from abc_tf.evaluation.estimators import disentanglement as dis
+from abc_tf.evaluation.estimators import plots
+from abc_tf.evaluation.estimators.disentanglement_sampled import GridSource
 from abc_tf.runs.run_dir import embed
 
 FIGURE = "disentanglement.png"

@@ -21,7 +21,7 @@ import numpy as np
 
 import models
 from abc_tf import optimizers
-from abc_tf.evaluation.noise import float32_policy
+from abc_tf.evaluation.estimators.noise import float32_policy
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,9 +16,9 @@ factor row by row; FactorVAE: one batch with one factor set to a single value) a
 ``codes`` for the result, so one source serves every score and every method. ``codes`` is
 called with at most ``chunk_size`` rows at a time (more only when one sample needs more).
 :class:`GridSource` builds a source from factor sizes and an ``encode`` callable (for a run's
-encoder on a data family: :func:`abc_tf.evaluation.encoder_disentanglement.factor_source`).
+encoder on a data family: :func:`abc_tf.evaluation.tasks.encoder_disentanglement.factor_source`).
 :func:`draw` gives ``(codes, factors)`` of n random observations of a source, the input of the
-array scores (:mod:`abc_tf.evaluation.disentanglement_arrays`).
+array scores (:mod:`abc_tf.evaluation.estimators.disentanglement_arrays`).
 
 Settings (disentanglement_lib, ``beta_vae_sklearn.gin`` and ``factor_vae_metric.gin``):
 
@@ -67,7 +67,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from abc_tf.evaluation.disentanglement_arrays import Seed, check_codes, check_factors, rng_of, sklearn_seed
+from abc_tf.evaluation.estimators.disentanglement_arrays import Seed, check_codes, check_factors, rng_of, sklearn_seed
 
 
 class FactorSource(Protocol):
@@ -266,7 +266,7 @@ def majority_vote_accuracy(train_votes: np.ndarray, eval_votes: np.ndarray | Non
 
 def code_spread(variances: np.ndarray) -> float:
     """The spread of codes whose dimensions have these variances [d]: the RMS of the
-    per-dimension standard deviations (the unit :mod:`abc_tf.evaluation.factor_isolation`
+    per-dimension standard deviations (the unit :mod:`abc_tf.evaluation.tasks.factor_isolation`
     measures embeddings in)."""
     return float(np.sqrt(np.mean(variances)))
 

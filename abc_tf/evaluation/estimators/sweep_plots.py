@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from abc_tf.evaluation import plots
+from abc_tf.evaluation.estimators import plots
 
 
 def _draw_sweep(axes, sigmas, values, names, inactive, length_scale) -> None:

@@ -1,6 +1,6 @@
 """MNIST digit-style isolation: retrieval grid, PCA thumbnails, style measures (paper Fig. 4, S7).
 
-- the retrieval grid (``abc_tf.evaluation.retrieval``): one query per digit class (the
+- the retrieval grid (``abc_tf.evaluation.tasks.retrieval``): one query per digit class (the
   diagonal); in each row, the nearest test image of every other class in embedding space. If
   the embedding holds style and not the digit, a row shows one handwriting style written as
   all ten digits.
@@ -10,7 +10,7 @@
 - :func:`slant`, :func:`stroke_thickness`: style measured from the pixels themselves;
   ``regression.style_predictability`` says how well embeddings predict them (R^2 of ridge and kNN
   regression on held-out test images, and within each digit);
-  the digit probe (``abc_tf.evaluation.probes``, noise at the length scale while training)
+  the digit probe (``abc_tf.evaluation.estimators.probes``, noise at the length scale while training)
   says how much class information is left.
 - On the built-in procedural digits (``data.test_style``), ``regression.style_predictability``
   also scores every style factor the renderer drew (``abc_tf.data.render.digits.STYLE_FACTORS``:
@@ -36,7 +36,8 @@ from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 from abc_tf import json_files
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import digit_style, mnist
-from abc_tf.evaluation import factor_isolation, noise, plots, probes, regression, retrieval
+from abc_tf.evaluation.tasks import factor_isolation, retrieval
+from abc_tf.evaluation.estimators import noise, plots, probes, regression
 from abc_tf.runs.run_dir import embed, load_run
 from abc_tf.runs.training import untrained_encoder
 

@@ -3,7 +3,7 @@ row, the nearest image of every other class in embedding space. If the embedding
 the classes share and drops what tells them apart (a digit's style, a face's lighting across
 people), each row shows one style across every class.
 
-Classes are digits (abc_tf.evaluation.mnist_style) or a family's groups
+Classes are digits (abc_tf.evaluation.tasks.mnist_style) or a family's groups
 (:func:`group_retrieval`: any grouped images, the user's own folders included).
 """
 
@@ -20,7 +20,7 @@ from matplotlib.patches import Rectangle
 
 from abc_tf import losses
 from abc_tf.data.family import GroupedImages
-from abc_tf.evaluation import plots
+from abc_tf.evaluation.estimators import plots
 from abc_tf.runs.run_dir import embed
 
 GROUPS_SHOWN = 8  # classes of a group grid (rows and columns)

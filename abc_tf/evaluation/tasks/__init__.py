@@ -16,10 +16,10 @@ import os
 from typing import Callable
 
 from abc_tf import data, json_files, methods
-from abc_tf.evaluation import (digit_clusters, encoder_disentanglement, factor_isolation,
-                               label_information, labelled_samples, learning_curves, likelihood, mnist_style, plots,
-                               pose_accuracy, probes, retrieval)
-from abc_tf.evaluation.disentanglement import SCORES, ScoreSettings
+from abc_tf.evaluation.tasks import (digit_clusters, encoder_disentanglement, factor_isolation, label_information, labelled_samples, likelihood, mnist_style, pose_accuracy, retrieval)
+from abc_tf.evaluation import learning_curves
+from abc_tf.evaluation.estimators import plots, probes
+from abc_tf.evaluation.estimators.disentanglement import SCORES, ScoreSettings
 from abc_tf.evaluation.progress import stage
 from abc_tf.runs import checkpoint_run, export
 from abc_tf.runs.run_dir import Run
@@ -111,8 +111,8 @@ def evaluate_factors(run: Run, out_dir: str, settings: EvaluationSettings) -> di
 
 
 def evaluate_digit_style(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """Digits: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.mnist_style),
-    1-NN digit accuracy and k-means NMI (abc_tf.evaluation.digit_clusters)."""
+    """Digits: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.tasks.mnist_style),
+    1-NN digit accuracy and k-means NMI (abc_tf.evaluation.tasks.digit_clusters)."""
     probe_epochs = settings.isolation.probe.epochs if settings.isolation.probe is not None else 1
     with stage("digit style: retrieval grid, PCA, style probes (trained and untrained)"):
         metrics = mnist_style.evaluate_mnist_run(run.encoder, run.config, out_dir, probe_epochs=probe_epochs)
@@ -127,7 +127,7 @@ def evaluate_digit_style(run: Run, out_dir: str, settings: EvaluationSettings) -
 
 
 def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """Probes and MINE per known label, trained against untrained (abc_tf.evaluation.label_information),
+    """Probes and MINE per known label, trained against untrained (abc_tf.evaluation.tasks.label_information),
     and the retrieval grid across groups (retrieval.png), which needs no label."""
     isolation, config = settings.isolation, run.config
     grouped = label_information.load_labelled(config)
@@ -147,7 +147,7 @@ def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dic
 
 
 def evaluate_pose(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """Pose lookup and regression metrics of one run (abc_tf.evaluation.pose_accuracy), optional SavedModel."""
+    """Pose lookup and regression metrics of one run (abc_tf.evaluation.tasks.pose_accuracy), optional SavedModel."""
     with stage("pose lookup in random dictionaries (trained, untrained, backbone)"):
         metrics = pose_accuracy.evaluate_pose_run(run.run_dir, settings.pose, out_dir=out_dir, run=run)
     for domain in metrics["domains"]:
@@ -161,7 +161,7 @@ def evaluate_pose(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
 
 
 def likelihood_measures(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """VAE and VITAE: test ELBO, importance-weighted log p(x), kNN digit accuracy (abc_tf.evaluation.likelihood)."""
+    """VAE and VITAE: test ELBO, importance-weighted log p(x), kNN digit accuracy (abc_tf.evaluation.tasks.likelihood)."""
     del out_dir
     with stage("test ELBO and importance-weighted log p(x)"):
         metrics = likelihood.evaluate_run(run, seed=settings.sample_seed)
@@ -171,7 +171,7 @@ def likelihood_measures(run: Run, out_dir: str, settings: EvaluationSettings) ->
 
 def digit_cluster_measures(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
     """Elastic-InfoGAN: NMI and ENT of the code of generated digits, 1-NN and k-means NMI of the
-    encoder (abc_tf.evaluation.digit_clusters)."""
+    encoder (abc_tf.evaluation.tasks.digit_clusters)."""
     with stage("the code's digit clusters (NMI, ENT, 1-NN)"):
         metrics = digit_clusters.evaluate_run(run, out_dir, seed=settings.sample_seed)
     print(digit_clusters.summary(metrics))

@@ -1,6 +1,6 @@
 """MIG, DCI and SAP: disentanglement scores read off given codes and factors (PEERS.md section 4).
 
-The scores of :mod:`abc_tf.evaluation.disentanglement` that need no observation drawn to order,
+The scores of :mod:`abc_tf.evaluation.estimators.disentanglement` that need no observation drawn to order,
 only arrays (so any family's labelled sample serves, MNIST's binned style factors included):
 
 - ``codes`` float [n, d]: the representation of n observations;
@@ -40,7 +40,7 @@ Differences from disentanglement_lib, all deliberate:
   DCI's entropies have base 1 and the per-dimension / per-factor terms are defined as 1.
 
 The input checks and seed helpers here are shared with
-:mod:`abc_tf.evaluation.disentanglement_sampled`.
+:mod:`abc_tf.evaluation.estimators.disentanglement_sampled`.
 """
 
 from __future__ import annotations

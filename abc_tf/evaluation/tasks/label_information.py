@@ -4,10 +4,10 @@ For the families whose images carry labels for evaluation only (``yaleb``: perso
 light azimuth and elevation; ``epfl_cars``: car, azimuth bin; ``folders``: group plus the
 columns of the labels CSV), this module measures per label
 
-- probe accuracy: ``abc_tf.evaluation.probes.probe_accuracies`` (``models.build("probe")``,
+- probe accuracy: ``abc_tf.evaluation.estimators.probes.probe_accuracies`` (``models.build("probe")``,
   trained on embeddings plus N(0, sigma^2) noise), against chance 1/K;
 - mutual information I(embedding + noise; label) in nats by MINE
-  (``abc_tf.evaluation.mine.mine_mutual_information``),
+  (``abc_tf.evaluation.estimators.mine.mine_mutual_information``),
 
 with sigma = the loss's length scale (SPEC.md section 4) or a fraction of each embedding's
 own spread, for the trained encoder and for the untrained encoder of the same config and
@@ -26,7 +26,7 @@ import numpy as np
 from abc_tf import data
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.folders import GroupedImages
-from abc_tf.evaluation import mine, noise, probes
+from abc_tf.evaluation.estimators import mine, noise, probes
 from abc_tf.runs.run_dir import embed, load_run
 from abc_tf.runs.training import untrained_encoder
 
@@ -66,7 +66,7 @@ class LabelSettings:
       sigma: noise scale in embedding units; default the config's length scale (tau for l2,
         sqrt(tau) for l2sq), the scale the loss works at (SPEC.md section 4).
       relative_sigma: instead, noise of this fraction of each embedding's own spread
-        (``abc_tf.evaluation.noise.spread``). An untrained encoder's embeddings are often far
+        (``abc_tf.evaluation.estimators.noise.spread``). An untrained encoder's embeddings are often far
         smaller than the length scale, so at sigma = tau they hold nothing; a noise scaled to
         each embedding compares what the two keep regardless of their overall scale. The
         embeddings are then divided by their spread before measuring (probes and MINE train

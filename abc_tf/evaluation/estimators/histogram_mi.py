@@ -3,9 +3,9 @@
 For low-dimensional embeddings (d = 2 in the ICLR text, appendix B):
 ``I(U; G) = H(U) - sum_g p(g) H(U | G = g)`` from one histogram of about sqrt(N) bins in all,
 the same bins for every conditional. The noise of scale sigma that every measure adds
-(``abc_tf.evaluation.noise``) is added before histogramming; :func:`histogram_sigma_sweep`
+(``abc_tf.evaluation.estimators.noise``) is added before histogramming; :func:`histogram_sigma_sweep`
 repeats the estimate over a grid of sigmas. For higher dimensions use MINE
-(``abc_tf.evaluation.mine``).
+(``abc_tf.evaluation.estimators.mine``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from abc_tf.evaluation.noise import add_noise, as_embeddings, as_factors
+from abc_tf.evaluation.estimators.noise import add_noise, as_embeddings, as_factors
 
 
 def entropy_from_counts(counts: np.ndarray, miller_madow: bool = False) -> float:

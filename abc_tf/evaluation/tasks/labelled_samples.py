@@ -23,7 +23,7 @@ import numpy as np
 from abc_tf import data, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import GroupedImages, quantile_bins
-from abc_tf.evaluation import factor_isolation, label_information
+from abc_tf.evaluation.tasks import factor_isolation, label_information
 
 AZIMUTH_BINS, ELEVATION_BINS = 8, 3
 
