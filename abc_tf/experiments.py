@@ -23,6 +23,7 @@ PRESET_MODULES = [
     "abc_tf.methods.pmp_config",
     "abc_tf.methods.vitae_config",
     "abc_tf.methods.infogan_config",
+    "abc_tf.methods.ml_vae_config",
 ]
 
 

@@ -37,7 +37,8 @@ ASSIGNMENT = re.compile(r"\s*([A-Za-z_]\w*)=(.*)")  # NAME="..." lines whose $NA
 PLACEHOLDER = re.compile(r"<[^<>\s]*>|\$\{?\w+\}?")
 TRAIN_FAST = {"trainer.steps": "2", "trainer.log_every": "1", "trainer.eval_images": "64"}
 EVAL_FAST = {"mine_steps": "10", "mine_eval_samples": "2048", "num_images": "64", "probe_epochs": "1", "num_sigmas": "2",
-             "pose_queries": "16", "pose_dictionary_size": "64", "pose_repeats": "1", "pose_pool_size": "0"}
+             "pose_queries": "16", "pose_dictionary_size": "64", "pose_repeats": "1", "pose_pool_size": "0",
+             "disentanglement": "none"}  # the scores take a minute a run; the suite tests them
 DATA_PATHS = ("data.path", "data.real_data_path", "data.background_data_path", "data.pose_test_list")
 EVAL_INPUTS = ("run_dir", "saved_model", "config")  # and each run of --compare
 EVAL_OUTPUTS = ("output_dir", "pose_export_dir")

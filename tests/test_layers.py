@@ -160,6 +160,8 @@ TEST_MODULE_OF = {
     "abc_tf.methods.pmp_config": "test_pmp.py",
     "abc_tf.methods.vitae_config": "test_vitae.py",
     "abc_tf.methods.infogan_config": "test_elastic_infogan.py",
+    "abc_tf.methods.ml_vae_config": "test_ml_vae.py",
+    "models.ml_vae_networks": "test_ml_vae.py",  # the networks, tested with the method
 }
 ENTRY_POINTS = ("train", "evaluate")
 

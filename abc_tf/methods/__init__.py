@@ -26,6 +26,7 @@ METHODS: dict[str, registry.Entry] = {
     "c_vitae": registry.Entry("abc_tf.methods.vitae:C_VITAE", "abc_tf.methods.vitae_config:VaeConfig"),
     "elastic_infogan": registry.Entry("abc_tf.methods.elastic_infogan:ELASTIC_INFOGAN",
                                       "abc_tf.methods.infogan_config:ElasticInfoGanConfig"),
+    "ml_vae": registry.Entry("abc_tf.methods.ml_vae:METHOD", "abc_tf.methods.ml_vae_config:MlVaeConfig"),
 }
 
 
