@@ -285,8 +285,13 @@ class ExperimentConfig:
             part.validate()
 
     @property
+    def embedding_similarity(self) -> str:
+        """The similarity under which evaluators compare the run's embeddings (retrieval, pose
+        lookup): the method's own where its loss has one, else squared Euclidean."""
+        return getattr(self.method, "similarity", "l2sq")
+
+    @property
     def length_scale(self) -> float:
         """Scale in embedding space below which a similarity-based loss sees no difference
         (SPEC.md section 1); 1 for a method without a similarity."""
-        similarity = getattr(self.method, "similarity", None)
-        return length_scale(similarity, self.method.temperature) if similarity else 1.0
+        return length_scale(self.method.similarity, self.method.temperature) if hasattr(self.method, "similarity") else 1.0

@@ -104,7 +104,7 @@ def export_model(path: str) -> None:
     images = rng.integers(0, 256, (DICTIONARY_SIZE, *shape), dtype=np.uint8)
     euler = np.stack([rng.uniform(0, 2 * np.pi, DICTIONARY_SIZE), rng.uniform(0, 0.5, DICTIONARY_SIZE),
                       rng.uniform(-0.3, 0.3, DICTIONARY_SIZE)], -1)
-    export.export_pose(encoder, path, embed(encoder, images), euler, config.method.similarity)
+    export.export_pose(encoder, path, embed(encoder, images), euler, config.embedding_similarity)
 
 
 def table(results: dict) -> str:

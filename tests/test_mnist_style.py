@@ -5,8 +5,10 @@ import json
 
 import keras
 import numpy as np
+import pytest
 
 import models
+from abc_tf import experiments
 from abc_tf.data import mnist_formats
 from abc_tf.data.render import digits as renderer
 from abc_tf.evaluation.tasks import mnist_style
@@ -14,12 +16,16 @@ from abc_tf.evaluation.estimators import regression
 from mnist_helpers import mnist_config
 
 
-def test_evaluate_mnist_run_writes_figures_and_metrics(tmp_path):
+@pytest.mark.parametrize("method", [None, "vae"])  # ABC's similarity; a method without one (squared Euclidean)
+def test_evaluate_mnist_run_writes_figures_and_metrics(tmp_path, method):
     # A small procedural test split stands in for MNIST through an .npz.
     train, test = renderer.procedural_mnist(seed=1, train_size=200, test_size=200)
     path = str(tmp_path / "digits.npz")
     np.savez(path, x_train=train.images, y_train=train.labels, x_test=test.images, y_test=test.labels)
-    config = mnist_config(path=path, set_size=8)
+    config = mnist_config(path=path) if method else mnist_config(path=path, set_size=8)
+    if method:
+        config = experiments.choose(config, method=method)
+        assert config.embedding_similarity == "l2sq" and not hasattr(config.method, "similarity")
     keras.utils.set_random_seed(1)
     encoder = models.build("s4", embedding_dim=8)
     metrics = mnist_style.evaluate_mnist_run(encoder, config, str(tmp_path / "eval"), probe_epochs=2)

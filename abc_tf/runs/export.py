@@ -223,4 +223,4 @@ def export_run(
     images, _, euler = family.pose_views(
         config, "train", "synthetic", dictionary_size, seed=config.trainer.seed if seed is None else seed
     )
-    export_pose(encoder, path, embed(encoder, images), euler, config.method.similarity, head=networks.get("head"))
+    export_pose(encoder, path, embed(encoder, images), euler, config.embedding_similarity, head=networks.get("head"))

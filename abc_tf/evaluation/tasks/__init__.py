@@ -140,7 +140,7 @@ def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dic
     path = os.path.join(out_dir, RETRIEVAL_FIGURE)
     with stage("retrieval grid across groups"):
         metrics["retrieval"] = retrieval.group_retrieval(
-            [("trained", run.encoder), ("untrained", untrained_encoder(config))], grouped, config.method.similarity, path,
+            [("trained", run.encoder), ("untrained", untrained_encoder(config))], grouped, config.embedding_similarity, path,
             seed=settings.sample_seed)
     metrics["figures"] = {"retrieval": path}
     return metrics

@@ -178,7 +178,7 @@ def evaluate_mnist_run(
     seen_mask = labels != (-1 if holdout is None else holdout)
     for name, model in (("untrained", untrained), ("trained", encoder)):
         embeddings = embed(model, images[..., np.newaxis], batch_size=2000)
-        grid = retrieval.retrieval_grid(embeddings, labels, range(NUM_CLASSES), similarity=config.method.similarity, seed=seed)
+        grid = retrieval.retrieval_grid(embeddings, labels, range(NUM_CLASSES), similarity=config.embedding_similarity, seed=seed)
         grids.append((name, grid))
         # The components of the training digits' embeddings; the held-out digit shown in them.
         projection, _ = plots.principal_components(embeddings, 2, basis_of=embeddings[seen_mask])

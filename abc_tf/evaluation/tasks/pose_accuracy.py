@@ -248,7 +248,7 @@ def evaluate_pose_run(
     results: dict = {
         "run_dir": run_dir,
         "settings": {**dataclasses.asdict(settings), "pool_size": settings.resolved_pool_size},
-        "similarity": config.method.similarity,
+        "similarity": config.embedding_similarity,
         "embedding_dims": {name: int(pool.shape[1]) for name, pool in pools.items()},
         "domains": {},
     }
@@ -259,7 +259,7 @@ def evaluate_pose_run(
         rows: dict = {}
         for name, model in models_to_lookup.items():
             # The backbone row uses cosine, as the paper's "ResNet" row; the others use the run's similarity.
-            similarity = "cosine" if name == ROW_BACKBONE else config.method.similarity
+            similarity = "cosine" if name == ROW_BACKBONE else config.embedding_similarity
             lookup = lookup_evaluation(
                 embed(model, query_images, settings.batch_size), query_rotations, pools[name], pool_rotations,
                 similarity=similarity, dictionary_size=settings.dictionary_size, repeats=settings.repeats,
