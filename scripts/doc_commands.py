@@ -7,6 +7,7 @@ each in document order from the repository root with tiny settings:
   python -m scripts.doc_commands                      # run them all; exit 1 if any failed
   python -m scripts.doc_commands --list               # only print the commands and their rewrites
   python -m scripts.doc_commands --only=pose_quick --out_dir=/tmp/doc_runs --timeout=300
+  python -m scripts.doc_commands --define MNIST_DIR=../shared/data/mnist --define K=1 --define RUN=runs/split
 
 A train.py command trains 2 steps (``--trainer.steps=2 --trainer.log_every=1
 --trainer.eval_images=64``) into ``<out_dir>/<its --output_dir>``; an evaluate.py command reads
@@ -36,6 +37,9 @@ COMMAND = re.compile(r"(?:^|&&|;)\s*(?:\S*/)?python[0-9.]*\s+((?:train|evaluate)
 ASSIGNMENT = re.compile(r"\s*([A-Za-z_]\w*)=(.*)")  # NAME="..." lines whose $NAME later commands use
 PLACEHOLDER = re.compile(r"<[^<>\s]*>|\$\{?\w+\}?")
 TRAIN_FAST = {"trainer.steps": "2", "trainer.log_every": "1", "trainer.eval_images": "64"}
+# Step counts a command may give that must stay below two steps to mean what they do: replaced
+# where the command gives them.
+TRAIN_SCALED = {"data.titration_interval": "1", "trainer.lr_halving_steps": "1", "trainer.eval_every": "1"}
 EVAL_FAST = {"mine_steps": "10", "mine_eval_samples": "2048", "num_images": "64", "probe_epochs": "1", "num_sigmas": "2",
              "pose_queries": "16", "pose_dictionary_size": "64", "pose_repeats": "1", "pose_pool_size": "0",
              "disentanglement": "none"}  # the scores take a minute a run; the suite tests them
@@ -75,10 +79,11 @@ def code_lines(text: str):
         blank = not stripped
 
 
-def extract(path: str, name: str) -> list[Command]:
+def extract(path: str, name: str, defined: dict[str, str] | None = None) -> list[Command]:
     """The train.py / evaluate.py commands in the code blocks of the markdown file ``path``:
     backslash continuations joined, trailing ``# comments`` and ``[optional ...]`` parts dropped,
-    ``$NAME`` of the file's earlier ``NAME=...`` lines expanded."""
+    ``$NAME`` of the file's earlier ``NAME=...`` lines expanded, and the placeholder words of
+    ``defined`` (e.g. ``MNIST_DIR``) replaced by their values."""
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     found, variables, pending, start = [], {}, "", 0
@@ -97,6 +102,8 @@ def extract(path: str, name: str) -> list[Command]:
             written = re.sub(r"\s+#.*$", "", match[1])
             expanded = re.sub(r"\$\{?(\w+)\}?", lambda m: variables.get(m[1], m[0]), written)
             expanded = re.sub(r"\s\[[^\]]*\]", "", expanded)
+            for word, value in (defined or {}).items():
+                expanded = re.sub(rf"\b{re.escape(word)}\b", value, expanded)
             try:
                 args, skip = shlex.split(expanded, comments=True), ""
             except ValueError as error:
@@ -125,6 +132,8 @@ def rewrite(command: Command, out_dir: str, root: str = ROOT) -> None:
         name, equals, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
         if name in fast:
             continue
+        if script == "train.py" and name in TRAIN_SCALED and equals and value != "0":
+            arg = f"--{name}={TRAIN_SCALED[name]}"
         if not equals:
             rewritten.append(arg)
             continue
@@ -197,10 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=600, help="Seconds each command may run.")
     parser.add_argument("--list", action="store_true", help="Print the commands and their rewrites; run nothing.")
     parser.add_argument("--only", default="", help="Run only the commands whose 'file:line command' contains this.")
+    parser.add_argument("--define", action="append", default=[], metavar="WORD=VALUE",
+                        help="Replace a placeholder word of the docs, e.g. MNIST_DIR=../shared/data/mnist (repeatable).")
     flags = parser.parse_args(argv)
     listed = os.path.join(tempfile.gettempdir(), "doc_commands_XXXX")  # --list creates no folder
     out_dir = os.path.abspath(flags.out_dir or (listed if flags.list else tempfile.mkdtemp(prefix="doc_commands_")))
-    commands = plan([c for doc in flags.docs for c in extract(os.path.join(ROOT, doc), doc)], out_dir)
+    defined = dict(item.split("=", 1) for item in flags.define)
+    commands = plan([c for doc in flags.docs for c in extract(os.path.join(ROOT, doc), doc, defined)], out_dir)
     commands = [c for c in commands if flags.only in f"{c.where} {c.text}"]
     print(f"{len(commands)} commands; scratch folder {out_dir}")
     failed = 0
