@@ -168,8 +168,9 @@ def digit_classifier(config: ExperimentConfig, cache_dir: str = DEFAULT_CACHE) -
             return keras.saving.load_model(path, compile=False), float(json.load(handle)["test_accuracy"]), path
     model, accuracy = train_classifier(data)
     os.makedirs(cache_dir, exist_ok=True)
-    model.save(path + ".tmp.keras")
-    os.replace(path + ".tmp.keras", path)
+    partial = f"{path}.{os.getpid()}.tmp.keras"  # its own name: two processes may train it at once
+    model.save(partial)
+    os.replace(partial, path)
     json_files.write_json(info, {"test_accuracy": accuracy, "epochs": CLASSIFIER_EPOCHS, "source": data.source})
     return model, accuracy, path
 
