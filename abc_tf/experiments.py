@@ -152,16 +152,6 @@ def read_config(path: str) -> ExperimentConfig:
         raise ValueError(f"{path} is not a readable run config ({message}).") from None
 
 
-def part_classes(config: ExperimentConfig) -> dict[str, type[Part]]:
-    """The class of each part ``config`` has, by part name."""
-    return {name: type(part) for name, part in config.parts().items()}
-
-
-def selector_of(part_name: str) -> str | None:
-    """The flag that chooses the class of part ``part_name`` (``--data``, ``--method``, ``--model``)."""
-    return part_name if part_name in SELECTORS else None
-
-
 def override(config: ExperimentConfig, dotted: dict[str, Any]) -> ExperimentConfig:
     """``config`` with ``{"<part>.<field>": value}`` applied; ValueError naming the part's
     fields for a field it does not have."""
