@@ -24,6 +24,7 @@ PRESET_MODULES = [
     "abc_tf.methods.vitae_config",
     "abc_tf.methods.infogan_config",
     "abc_tf.methods.ml_vae_config",
+    "abc_tf.methods.cc_vae_config",
 ]
 
 

@@ -16,3 +16,4 @@ from models import pmp_networks  # noqa: E402,F401  (product-manifold projection
 from models import infogan  # noqa: E402,F401  (Elastic-InfoGAN networks, issue 17)
 from models import vitae_networks  # noqa: E402,F401  (VAE / VITAE networks and the spatial transformer, issue 16)
 from models import ml_vae_networks  # noqa: E402,F401  (ML-VAE networks, issue 27)
+from models import cc_vae_networks  # noqa: E402,F401  (CC-VAE networks, issue 27)

@@ -46,6 +46,8 @@ def tiny_configs(mnist_npz: str) -> dict[str, ExperimentConfig]:
             jit_compile=False, class_split=3, ntxent_temperature=1.0, **images),
         "ml_vae": get_preset("mnist_ml_vae_quick").replace(jit_compile=False, path=mnist_npz, set_size=8, pairs_per_step=2,
                                                            **SMALL),
+        "cc_vae": get_preset("mnist_cc_vae_quick").replace(jit_compile=False, path=mnist_npz, set_size=8, pairs_per_step=2,
+                                                           **SMALL),
     }
 
 

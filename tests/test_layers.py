@@ -162,6 +162,8 @@ TEST_MODULE_OF = {
     "abc_tf.methods.infogan_config": "test_elastic_infogan.py",
     "abc_tf.methods.ml_vae_config": "test_ml_vae.py",
     "models.ml_vae_networks": "test_ml_vae.py",  # the networks, tested with the method
+    "abc_tf.methods.cc_vae_config": "test_cc_vae.py",
+    "models.cc_vae_networks": "test_cc_vae.py",
 }
 ENTRY_POINTS = ("train", "evaluate")
 

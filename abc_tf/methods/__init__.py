@@ -27,6 +27,7 @@ METHODS: dict[str, registry.Entry] = {
     "elastic_infogan": registry.Entry("abc_tf.methods.elastic_infogan:ELASTIC_INFOGAN",
                                       "abc_tf.methods.infogan_config:ElasticInfoGanConfig"),
     "ml_vae": registry.Entry("abc_tf.methods.ml_vae:METHOD", "abc_tf.methods.ml_vae_config:MlVaeConfig"),
+    "cc_vae": registry.Entry("abc_tf.methods.cc_vae:METHOD", "abc_tf.methods.cc_vae_config:CcVaeConfig"),
 }
 
 
