@@ -1,0 +1,82 @@
+"""Seconds per MNIST epoch of ABC and the paper's VAE baselines in one run: the ABC
+supplement's Table S2 (Tesla K80: ABC 47.8 s, Sanchez et al. 70.2 s, CC-VAE 150.2 s; ML-VAE is
+not in it) as ratios measured on this machine.
+
+Each method runs its paper preset (``mnist``, ``mnist_ml_vae``, ``mnist_cc_vae``) on the same
+MNIST stacks of 64 through the real training path (``benchmarks.mnist_epoch.seconds_per_step``:
+the family's pipeline and the compiled ``fit``), in float32 without XLA, as the presets are.
+An epoch is 60,000 images through what the method's epoch counts, stated per row: ABC's two
+stacks per pair (the supplement's 468.75 steps of two stacks of 64); ML-VAE's groups (``set_a``,
+the only stacks it reads); CC-VAE's pairs of ``set_a`` (its reverse cycle also encodes half a
+stack of ``set_b`` per stack, which the authors' epoch, counted in pair batches, leaves out too).
+
+  python -m benchmarks.baselines_epoch [--data_path=/path/to/mnist] [--steps=60] [--repeats=3] [--no_write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+
+from abc_tf.experiments import get_preset
+from abc_tf.data import mnist
+from benchmarks.mnist_epoch import IMAGES_PER_EPOCH, seconds_per_step
+from benchmarks.report import machine_line, write_section
+
+# (method, preset, the batch's stacks an epoch counts, what they are); the paper's s/epoch (Table S2).
+ROWS = (
+    ("ABC", "mnist", 2, "both stacks of each pair", 47.8),
+    ("ML-VAE", "mnist_ml_vae", 1, "set_a's groups", None),
+    ("CC-VAE", "mnist_cc_vae", 1, "set_a's pairs", 150.2),
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data_path", default="", help="MNIST IDX directory or .npz (default: each preset's auto choice).")
+    parser.add_argument("--steps", type=int, default=60, help="Timed steps per repeat.")
+    parser.add_argument("--repeats", type=int, default=3, help="Timed repeats (the median is reported).")
+    parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
+    args = parser.parse_args()
+    if args.steps <= 0 or args.repeats <= 0:
+        raise SystemExit("--steps and --repeats must be positive.")
+    rows, source = [], ""
+    for method, preset, stacks, counted, paper in ROWS:
+        config = get_preset(preset).replace(path=args.data_path, jit_compile=False)
+        source = mnist.load_mnist(config).source
+        images = stacks * config.batch.set_size * config.batch.pairs_per_step
+        per_step = statistics.median(seconds_per_step(config, args.steps, args.repeats))
+        epoch = per_step * IMAGES_PER_EPOCH / images
+        rows.append((method, preset, images, counted, per_step, epoch, paper))
+        print(f"{method}: {per_step * 1000:.1f} ms/step, {images} images/step, {epoch:.1f} s/epoch", flush=True)
+    abc_epoch, abc_paper = rows[0][5], rows[0][6]
+    table = "\n".join(
+        f"| {method} | `{preset}` | {images} ({counted}) | {per_step * 1000:.1f} | {epoch:.1f} | {epoch / abc_epoch:.2f} | "
+        + (f"{paper} | {paper / abc_paper:.2f} |" if paper else "- | - |")
+        for method, preset, images, counted, per_step, epoch, paper in rows
+    )
+    command = "python -m benchmarks.baselines_epoch" + (f" --data_path={args.data_path}" if args.data_path else "")
+    command += f" --steps={args.steps} --repeats={args.repeats}"
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    body = f"""{machine_line()} Load average at the end (1, 5, 15 min): {load}
+(the 2 cores are shared with other jobs, so absolute figures vary by tens of percent between runs;
+the methods ran one after another in one process, so their ratios are the figure to read).
+
+Command: `{command}` (data: {source}). Each paper preset in float32 without XLA, timed through
+`fit` on the MNIST stacks of 64 after a warm-up; median of {args.repeats} repeats of {args.steps} steps.
+An epoch is {IMAGES_PER_EPOCH:,} images through what each method's epoch counts (the images column).
+
+| method | preset | images per step (counted) | ms/step | s/epoch | / ABC (ours) | paper s/epoch (K80) | / ABC (paper) |
+|---|---|---|---|---|---|---|---|
+{table}
+
+The paper's Table S2 also lists Sanchez et al. (70.2 s, 1.47 x ABC), which this project does not
+implement; ML-VAE is not in that table."""
+    if not args.no_write:
+        write_section("MNIST epoch time: ABC and the paper's baselines (Table S2)", body)
+    print(body)
+
+
+if __name__ == "__main__":
+    main()
