@@ -4,9 +4,9 @@ not in it) as ratios measured on this machine.
 
 Each method runs its paper preset (``mnist``, ``mnist_ml_vae``, ``mnist_cc_vae``) on the same
 MNIST stacks of 64 through its compiled ``fit``, in float32 without XLA, as the presets are.
-The step is timed on 8 batches of the family's pipeline held in memory and repeated: the live
-pipeline draws set B for every method and, on 2 cores, paces all three alike (the time a batch
-takes to draw is printed beside them), so it would hide the methods' own cost.
+The step is timed on 8 batches of the family's pipeline held in memory and repeated, so the
+figure is the method's own step (the time the live pipeline takes to draw a batch is printed
+beside them).
 An epoch is 60,000 images through what the method's epoch counts, stated per row: ABC's two
 stacks per pair (the supplement's 468.75 steps of two stacks of 64); ML-VAE's groups (``set_a``,
 the only stacks it reads); CC-VAE's pairs of ``set_a`` (its reverse cycle also encodes half a
