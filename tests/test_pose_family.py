@@ -155,15 +155,32 @@ def test_batches_have_the_documented_keys_and_labels():
     banks = toy_banks()
     cfg = config(set_size=6, pairs_per_step=2)
     batch = next(iter(pose.dataset_from_banks(banks, cfg, seed=3, start_step=5)))
-    assert set(batch) == {"set_a", "set_a_view2", "set_b", "set_b_view2", "labels_a", "real_b"}
+    assert set(batch) == {"set_a", "set_a_view2", "set_b", "set_b_view2", "labels_a", "real_b", "index_a", "group_a"}
     for key in ("set_a", "set_a_view2", "set_b", "set_b_view2"):
         assert batch[key].shape == (2, 6, 16, 16, 3) and batch[key].dtype == tf.uint8
     assert not np.array_equal(batch["set_a"].numpy(), batch["set_a_view2"].numpy())  # two augmentations
     chosen = pose.step_indices(banks, cfg, seed=3)(5)
     np.testing.assert_array_equal(batch["labels_a"].numpy(), banks.euler[chosen["index_a"]])
     np.testing.assert_array_equal(batch["real_b"].numpy(), chosen["real_b"])
+    np.testing.assert_array_equal(batch["index_a"].numpy(), chosen["index_a"])
+    np.testing.assert_array_equal(batch["group_a"].numpy(), banks.instances[chosen["index_a"][:, 0]])
     single = next(iter(pose.dataset_from_banks(banks, cfg.replace(double_augmentation=False), seed=3)))
     assert "set_a_view2" not in single
+
+
+def test_clean_renders_are_the_bank_rows_that_index_a_names(monkeypatch):
+    """Without augmentation or backgrounds, set A's images are exactly the renders (on black)
+    that ``index_a`` names, and ``training_bank`` counts the rows and instances they index."""
+    monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
+    cfg = config(set_size=3, double_augmentation=False, real_fraction=0.0, crop_amplitude=0.0,
+                 augmentation_amplitude=0.0, paint_backgrounds=False)
+    banks = pose.load_banks(cfg)
+    assert len(banks.backgrounds) == 0
+    assert pose.FAMILY.training_bank(cfg) == (SMALL.train_instances * SMALL.views_per_instance, SMALL.train_instances)
+    batch = next(iter(pose.dataset_from_banks(banks, cfg, seed=1)))
+    rows = batch["index_a"].numpy()
+    np.testing.assert_array_equal(batch["set_a"].numpy(), banks.synthetic[rows][..., :3])
+    np.testing.assert_array_equal(batch["group_a"].numpy(), banks.instances[rows[:, 0]])
 
 
 def test_real_fraction_in_set_b_follows_the_schedule():
@@ -214,6 +231,7 @@ def test_bad_settings_raise_value_errors_naming_the_flag():
         ({"source": "keypointnet"}, "needs --data.path"),
         ({"source": "keypointnet", "path": "x"}, "--data.real_data_path"),
         ({"source": "h5"}, "--data.source"),
+        ({"paint_backgrounds": False, "background_data_path": "x"}, "--data.paint_backgrounds"),
     ]:
         with pytest.raises(ValueError, match=flag):
             pose.check_config(config(**overrides))

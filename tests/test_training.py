@@ -4,6 +4,7 @@ a SIGTERM to one of two workers stopping both after the same step.
 Runs are short toy runs (tests/toy_family.py). What a rerun may change:
 tests/test_config_history.py; the NaN stop and the logs: tests/test_training_logs.py."""
 
+import dataclasses
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ from abc_tf.experiments import get_preset
 from abc_tf.runs import checkpoints, precision, training
 from process_helpers import ENV, run_code, start_code, wait_for_marker
 from tolerance_helpers import rounding_rtol
+import toy_method
 from toy_family import CONFIG as TOY, TRAINED
 
 pytestmark = pytest.mark.usefixtures("toy_family")
@@ -223,6 +225,16 @@ def test_the_augmentation_baseline_is_for_methods_that_train_on_two_view_sets(mo
     # A method on single images has no such field: its batch part is another class.
     with pytest.raises(ValueError, match="has no field 'augmentation_baseline'"):
         experiments.config_for(data="mnist", method="vae", augmentation_baseline=True)
+
+
+def test_a_method_that_needs_a_training_bank_is_refused_on_a_family_without_one(monkeypatch):
+    # LORD learns a code per training image: only families whose batches index a fixed bank.
+    banked = dataclasses.replace(toy_method.TWO_NETWORK, name="banked", needs_training_bank=True)
+    monkeypatch.setattr(toy_method, "BANKED", banked, raising=False)
+    monkeypatch.setitem(methods.METHODS, "banked", ("toy_method:BANKED", "toy_method:TwoNetworkConfig"))
+    with pytest.raises(ValueError, match=r"^--method=banked learns a code per training image and group, .*data family "
+                                         r"'mnist' has none\. Families that do: pose\.$"):
+        training.check_config(experiments.choose(get_preset("mnist").replace(source="procedural"), method="banked"))
 
 
 @pytest.mark.parametrize("host, policy, warned", [

@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # type names only; the data layer needs nothing of Keras at i
 # Batch formats a family can stream; a method names the one it trains on, and the trainer
 # refuses a family that does not stream it, before any work.
 # - "sets": {"set_a" [P, N, H, W, C], "set_b" [P, M, H, W, C], optional "set_a_view2" /
-#   "set_b_view2" and "labels_a"} (ABC, the contrastive baseline);
+#   "set_b_view2" and "labels_a", and "index_a" / "group_a" from a family with a
+#   ``training_bank``} (ABC, the contrastive baseline, the grouped baselines);
 # - "pairs": {"x1" [B, H, W, C], "x2" [B, H, W, C]}, two images that share every known factor
 #   but one, which one not given (weak supervision of Locatello et al. 2020; product-manifold
 #   projection).
@@ -165,6 +166,11 @@ class DataFamily:
         learned class prior should find.
       class_split_description: ``config -> dict or None``, the class-imbalanced split a run
         trains on, JSON-ready (None when the config sets none).
+      training_bank: ``config -> (num_images, num_groups)``: the family trains from a fixed
+        bank of ``num_images`` images in ``num_groups`` groups, and its "sets" batches also
+        carry ``index_a`` int64 [P, N] (each image of set A's row in the bank) and ``group_a``
+        int64 [P] (each set A's group): what a method that learns a code per training image or
+        group (LORD's latent optimisation) needs.
     """
 
     name: str
@@ -182,6 +188,7 @@ class DataFamily:
     class_labelled_images: Callable[["ExperimentConfig"], ClassLabelledImages] | None = None
     class_proportions: Callable[["ExperimentConfig"], np.ndarray] | None = None
     class_split_description: Callable[["ExperimentConfig"], dict | None] | None = None
+    training_bank: Callable[["ExperimentConfig"], tuple[int, int]] | None = None
 
     def __post_init__(self):
         unknown = sorted(set(self.other_streams) - set(BATCH_FORMATS))

@@ -21,6 +21,7 @@ class PoseConfig(DataConfig):
     augmentations: str = field("", "Further per-image augmentations 'name:amplitude,...' (see abc_tf.data.augment).")
     real_data_path: str = field("", "Folder of unlabelled real images titrated into set B; empty with source=procedural.", path=True)
     background_data_path: str = field("", "Folder of images whose random crops are painted behind the synthetic renders (the paper: ImageNet-A, images without the category's objects); empty: built-in procedural clutter scenes.", path=True)
+    paint_backgrounds: bool = field(True, "Paint backgrounds behind the synthetic renders (False: renders on black, the clean images of the synthetic-domain evaluation; the reconstruction baselines train on these).")
     pose_test_list: str = field("", "Pascal3D+-style test list 'image left top right bottom azimuth elevation tilt' (evaluation only).", path=True)
     pose_test_images: str = field("", "Folder the test list's image names are relative to (default: the list's folder).", path=True)
 

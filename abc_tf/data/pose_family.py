@@ -26,7 +26,9 @@ data source.
 Batch keys: ``set_a``, ``set_b`` (and ``*_view2``) uint8 [P, N or M, S, S, 3];
 ``labels_a`` float32 [P, N, 3]: Euler angles (azimuth, elevation, tilt; radians, the
 convention of :mod:`abc_tf.geometry`) of set A's images, for a regression head;
-``real_b`` bool [P, M]: which images of set B are real. Batch t depends only on
+``real_b`` bool [P, M]: which images of set B are real; ``index_a`` int64 [P, N]: the row of
+each image of set A in the training renders, ``group_a`` int64 [P]: each set A's instance
+(methods that learn a code per training image or group: LORD). Batch t depends only on
 (seed, step) (sets drawn by :mod:`abc_tf.data.groups`): reproducible, and a resumed run
 (``start_step``) continues the titration schedule where it stopped.
 
@@ -127,6 +129,8 @@ def check_config(config: ExperimentConfig) -> None:
             "--data.augmentations is not used by data=pose; its augmentations (supplement S5) are set by "
             "--data.crop_amplitude and --augmentation_amplitude."
         )
+    if config.data.background_data_path and not config.data.paint_backgrounds:
+        raise ValueError("--data.background_data_path names backgrounds, but --data.paint_backgrounds=false paints none.")
     if config.data.image_channels != 3:
         raise ValueError(f"data=pose works on RGB images: --data.image_channels must be 3, got {config.data.image_channels}.")
     if config.data.image_size < 16:
@@ -149,7 +153,11 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
 
 
 def load_backgrounds(config: ExperimentConfig) -> np.ndarray:
-    """The images painted behind the renders: ``background_data_path`` or the built-in ones."""
+    """The images painted behind the renders: ``background_data_path`` or the built-in ones;
+    none with ``paint_backgrounds=False``."""
+    if not config.data.paint_backgrounds:
+        size = config.data.image_size
+        return np.zeros((0, size, size, 3), np.uint8)
     if config.data.background_data_path:
         return load_image_folder(config.data.background_data_path, config.data.image_size, 3, "--data.background_data_path")
     return pose_procedural.backgrounds(config.data.image_size)
@@ -281,6 +289,7 @@ def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, st
     # Variables, not constants: a captured constant is serialised into the dataset graph (2 GB limit).
     synthetic = tf.Variable(banks.synthetic, trainable=False, name="pose_renders")
     euler = tf.constant(banks.euler, tf.float32)
+    instances = tf.constant(banks.instances, tf.int64)
     has_real = len(banks.real) > 0
     real = tf.Variable(banks.real if has_real else np.zeros((1,) + banks.synthetic.shape[1:3] + (3,), np.uint8),
                        trainable=False, name="pose_real_images")
@@ -304,7 +313,9 @@ def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, st
         real_b = chosen["real_b"]
         rgba_b = tf.where(real_b[..., tf.newaxis, tf.newaxis, tf.newaxis], photos, rgba_b)
         seeds = tf.random.experimental.stateless_split(tf.random.experimental.stateless_fold_in(aug_seed, step), num=4)
-        batch = {"labels_a": tf.gather(euler, chosen["index_a"]), "real_b": real_b}
+        # index_a / group_a: each image's row in the banks and each set's instance (training_bank).
+        batch = {"labels_a": tf.gather(euler, chosen["index_a"]), "real_b": real_b, "index_a": chosen["index_a"],
+                 "group_a": tf.gather(instances, chosen["index_a"][:, 0])}
         for key, rgba, is_real, offset in (("set_a", rgba_a, tf.zeros_like(real_b), 0), ("set_b", rgba_b, real_b, 2)):
             images = tf.cast(rgba, tf.float32) / 255.0
             for view in range(views):
@@ -336,6 +347,12 @@ class TitrationLogger(keras.callbacks.Callback):
         logs["real_fraction"] = schedules.real_fraction(step, self.target, self.interval, self.total_steps)
 
 
+def training_bank(config: ExperimentConfig) -> tuple[int, int]:
+    """(renders, instances) of the training banks, which ``index_a`` and ``group_a`` index."""
+    banks = load_banks(config)
+    return len(banks.synthetic), len(banks.instance_names)
+
+
 def training_callbacks(config: ExperimentConfig) -> list[keras.callbacks.Callback]:
     """Callbacks training adds before its TensorBoard callback: the titration logger
     (``real_fraction`` in TensorBoard)."""
@@ -351,4 +368,5 @@ FAMILY = DataFamily(
     check_config=check_config,
     training_callbacks=training_callbacks,
     pose_views=labelled_images,
+    training_bank=training_bank,
 )

@@ -125,6 +125,9 @@ class Method:
     accepts_two_view_sets: whether it trains on "sets" batches of two augmented views of
       unconstrained sets and no set B (``set_a``, ``set_a_view2``: a family's
       ``--batch.augmentation_baseline``); the trainer refuses the baseline for a method without it.
+    needs_training_bank: whether it learns a code per training image or group (LORD), so it
+      needs a family that declares ``training_bank`` (the "sets" batches' ``index_a`` and
+      ``group_a``); the trainer refuses other families.
     """
 
     name: str
@@ -136,6 +139,7 @@ class Method:
     variant: Callable[[ExperimentConfig], str] = _no_variant
     measures: str = ""
     accepts_two_view_sets: bool = False
+    needs_training_bank: bool = False
 
     def supervision_for(self, config: ExperimentConfig) -> str:
         """What a run of ``config`` was told about the data."""

@@ -85,6 +85,12 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
             f"--batch.augmentation_baseline streams two augmented views of unconstrained sets and no set B; "
             f"--method={method.name} does not train on them. Methods that do: {', '.join(accepting)}."
         )
+    if method.needs_training_bank and family.training_bank is None:
+        banked = [name for name in data.DATA_FAMILIES if data.get_family(name).training_bank is not None]
+        raise ValueError(
+            f"--method={method.name} learns a code per training image and group, so it needs a fixed bank of training "
+            f"images indexed in the batches; data family {family.name!r} has none. Families that do: {', '.join(banked)}."
+        )
     return family, method
 
 
