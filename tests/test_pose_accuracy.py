@@ -136,3 +136,27 @@ def test_a_regression_run_saves_its_head_and_evaluates(tmp_path, toy_pose_family
 def test_pose_evaluation_refuses_other_runs(tmp_path):
     with pytest.raises(ValueError, match="is not a finished training run"):
         pose_accuracy.evaluate_pose_run(str(tmp_path))
+
+
+def test_the_pretrained_resnet_row_reads_a_weights_file_and_refuses_a_missing_one(tmp_path, toy_pose_family):
+    # The paper's ImageNet-ResNet row (Table 1): its weights cannot be downloaded here, so a
+    # file of ResNet50V2 notop weights (random ones, in the format Keras' ImageNet file has)
+    # stands in; the row embeds with exactly those weights.
+    run_dir = str(tmp_path / "run")
+    training.train(TOY_POSE.replace(steps=2, log_every=2, regression_weight=0.0), run_dir, verbose=0)
+    weights = str(tmp_path / "resnet50v2_notop.weights.h5")
+    keras.applications.ResNet50V2(include_top=False, weights=None, input_shape=(128, 128, 3)).save_weights(weights)
+    settings = pose_accuracy.PoseEvalSettings(dictionary_size=6, repeats=2, pool_size=6, num_queries=3,
+                                              baselines=False, pretrained_backbone=weights)
+    results = pose_accuracy.evaluate_pose_run(run_dir, settings, write=False)
+    assert list(results["domains"]["real"]["rows"]) == [pose_accuracy.ROW_PRETRAINED, pose_accuracy.ROW_LOOKUP]
+    # The toy's 16 px images are resized to 128: conv4 of ResNet50V2 (stride 32: V2 strides in a
+    # stage's last block) is 4 x 4 x 1024.
+    assert results["embedding_dims"][pose_accuracy.ROW_PRETRAINED] == 4 * 4 * 1024
+    network = pose_accuracy.pretrained_backbone_model(weights, (16, 16, 3))
+    reference = keras.applications.ResNet50V2(include_top=False, weights=weights, input_shape=(128, 128, 3))
+    np.testing.assert_array_equal(network.get_layer("s5_backbone").get_layer("conv1_conv").get_weights()[0],
+                                  reference.get_layer("conv1_conv").get_weights()[0])
+    missing = pose_accuracy.PoseEvalSettings(pretrained_backbone=str(tmp_path / "missing.weights.h5"))
+    with pytest.raises(ValueError, match=r"Cannot load ResNet50V2 weights .*missing\.weights\.h5.*--model.backbone_weights=PATH"):
+        pose_accuracy.evaluate_pose_run(run_dir, missing, write=False)

@@ -14,6 +14,7 @@ from typing import Sequence
 import keras
 import numpy as np
 
+import models
 from abc_tf import data, json_files
 from abc_tf.geometry import as_matrices, euler_to_matrix, geodesic_error
 from abc_tf.lookup import MAX_SCORES, keep_best, similarity_tiles
@@ -172,6 +173,10 @@ POSE_METRICS_FILE = "pose_metrics.json"
 # Row names of the report, in the order of the paper's Tables 1 and 2.
 ROW_UNTRAINED = "untrained encoder (lookup)"
 ROW_BACKBONE = "backbone features (lookup)"
+ROW_PRETRAINED = "ImageNet ResNet50V2 features (lookup)"
+# The pretrained row's input size when the data's images are smaller: the pose presets' 128
+# (SPEC.md section 3); ResNet50V2's conv4 stage needs at least 65 pixels [ours].
+PRETRAINED_MIN_SIZE = 128
 ROW_LOOKUP = "trained encoder (lookup)"
 ROW_REGRESSION = "spherical regression head"
 
@@ -187,7 +192,12 @@ class PoseEvalSettings:
     num_queries: test images per query domain (0: the data module's default).
     query_domains: "real" (the paper's Pascal3D+ stand-in) and/or "synthetic" (held-out
       instances, the in-domain Table S1 setting).
-    baselines: also evaluate the untrained encoder and its raw backbone features.
+    baselines: also evaluate the untrained encoder and, where the run trains an encoder of the
+      models registry (a ``model`` part), its raw backbone features.
+    pretrained_backbone: "imagenet" or the path of a ResNet50V2 notop weights file: adds the
+      paper's "ImageNet-pretrained ResNet" row (Table 1; supplement S8.5): the conv4 features
+      of the S5 encoder's ResNet50V2 base with those weights, no training, compared by
+      cosine. Empty: no such row. Weights that cannot be read are a ValueError saying what to do.
     seed: seeds the pool, the queries and the dictionary draws.
     """
 
@@ -198,6 +208,7 @@ class PoseEvalSettings:
     query_domains: tuple[str, ...] = ("real",)
     thresholds_deg: tuple[float, ...] = DEFAULT_THRESHOLDS_DEG
     baselines: bool = True
+    pretrained_backbone: str = ""
     seed: int = 0
     batch_size: int = 128
 
@@ -218,6 +229,17 @@ class PoseEvalSettings:
         return self.pool_size or 4 * self.dictionary_size
 
 
+def pretrained_backbone_model(weights: str, image_shape: tuple[int, int, int]) -> keras.Model:
+    """images [B, S, S, 3] in [0, 1] -> the flattened conv4 features of ResNet50V2 with
+    ``weights`` (the S5 encoder's base, ``models.pose_encoders``). Images smaller than
+    ``PRETRAINED_MIN_SIZE`` are resized up to it (bilinear) first."""
+    size = max(int(image_shape[0]), PRETRAINED_MIN_SIZE)
+    network = backbone_model(models.build("s5", input_shape=(size, size, 3), weights=weights))
+    inputs = keras.Input(shape=tuple(image_shape), name="images")
+    resized = keras.layers.Resizing(size, size, name="resize")(inputs) if size != image_shape[0] else inputs
+    return keras.Model(inputs, network(resized), name="pretrained_resnet50v2")
+
+
 def evaluate_pose_run(
     run_dir: str, settings: PoseEvalSettings = PoseEvalSettings(), out_dir: str | None = None, write: bool = True,
     run: Run | None = None,
@@ -234,16 +256,24 @@ def evaluate_pose_run(
     settings.validate()
     run = run or load_run(run_dir)
     config, encoder, head = run.config, run.encoder, run.network("head")
-    pose_views = data.get_family(config.data.family).pose_views
+    family = data.get_family(config.data.family)
+    pose_views = family.pose_views
     if pose_views is None:
         raise ValueError(f"{run_dir} trained on data {config.data.family!r}, which has no images of known pose; pose evaluation needs them.")
+    # Built first: weights that cannot be read fail before any image is rendered.
+    pretrained = pretrained_backbone_model(settings.pretrained_backbone, family.image_shape(config)) if settings.pretrained_backbone else None
     pool_images, pool_rotations, _ = pose_views(
         config, "train", "synthetic", settings.resolved_pool_size, seed=settings.seed
     )
     models_to_lookup = {ROW_LOOKUP: encoder}
     if settings.baselines:
         untrained = untrained_encoder(config)
-        models_to_lookup = {ROW_UNTRAINED: untrained, ROW_BACKBONE: backbone_model(untrained), **models_to_lookup}
+        # A backbone is a trunk of the models registry's encoders; the reconstruction baselines'
+        # own networks have none to speak of.
+        backbone = {ROW_BACKBONE: backbone_model(untrained)} if config.model is not None else {}
+        models_to_lookup = {ROW_UNTRAINED: untrained, **backbone, **models_to_lookup}
+    if pretrained is not None:
+        models_to_lookup = {ROW_PRETRAINED: pretrained, **models_to_lookup}
     pools = {name: embed(model, pool_images, settings.batch_size) for name, model in models_to_lookup.items()}
     results: dict = {
         "run_dir": run_dir,
@@ -258,8 +288,8 @@ def evaluate_pose_run(
         )
         rows: dict = {}
         for name, model in models_to_lookup.items():
-            # The backbone row uses cosine, as the paper's "ResNet" row; the others use the run's similarity.
-            similarity = "cosine" if name == ROW_BACKBONE else config.embedding_similarity
+            # Backbone features use cosine, as the paper's "ResNet" row; the others the run's similarity.
+            similarity = "cosine" if name in (ROW_BACKBONE, ROW_PRETRAINED) else config.embedding_similarity
             lookup = lookup_evaluation(
                 embed(model, query_images, settings.batch_size), query_rotations, pools[name], pool_rotations,
                 similarity=similarity, dictionary_size=settings.dictionary_size, repeats=settings.repeats,
