@@ -25,6 +25,7 @@ PRESET_MODULES = [
     "abc_tf.methods.infogan_config",
     "abc_tf.methods.ml_vae_config",
     "abc_tf.methods.cc_vae_config",
+    "abc_tf.methods.lord_config",
 ]
 
 

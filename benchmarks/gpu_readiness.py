@@ -33,6 +33,7 @@ PRESETS = {
     "abc": "shapes3d_demo", "contrastive": "shapes3d_hue_baseline", "pmp": "shapes3d_pmp_quick",
     "vae": "mnist_vae_quick", "u_vitae": "mnist_u_vitae_quick", "c_vitae": "mnist_c_vitae_quick",
     "elastic_infogan": "mnist_elastic_infogan_quick", "ml_vae": "mnist_ml_vae_quick", "cc_vae": "mnist_cc_vae_quick",
+    "lord": "pose_lord_quick",
 }
 SETTINGS = {"xla_float32": "float32", "xla_mixed_float16": "mixed_float16"}
 

@@ -17,3 +17,5 @@ from models import infogan  # noqa: E402,F401  (Elastic-InfoGAN networks, issue 
 from models import vitae_networks  # noqa: E402,F401  (VAE / VITAE networks and the spatial transformer, issue 16)
 from models import ml_vae_networks  # noqa: E402,F401  (ML-VAE networks, issue 27)
 from models import cc_vae_networks  # noqa: E402,F401  (CC-VAE networks, issue 27)
+from models import vae64_networks  # noqa: E402,F401  (ML-VAE and CC-VAE networks for 64 x 64 images, issue 27)
+from models import lord_networks  # noqa: E402,F401  (LORD networks, issue 27)

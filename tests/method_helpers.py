@@ -48,6 +48,10 @@ def tiny_configs(mnist_npz: str) -> dict[str, ExperimentConfig]:
                                                            **SMALL),
         "cc_vae": get_preset("mnist_cc_vae_quick").replace(jit_compile=False, path=mnist_npz, set_size=8, pairs_per_step=2,
                                                            **SMALL),
+        # The procedural pose bank at 16 x 16 (its smallest), stage 2 from step 2.
+        "lord": get_preset("pose_lord_quick").replace(image_size=16, set_size=4, pairs_per_step=2, stage1_steps=2,
+                                                      n_adain_layers=2, adain_dim=8, base_channels=4, content_dim=4,
+                                                      class_dim=4, **SMALL),
     }
 
 

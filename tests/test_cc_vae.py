@@ -2,7 +2,8 @@
 cycles' loss terms and their gradients against a NumPy restatement of the authors' networks and
 losses under the same pairing and noise, the step's draws, the two updates' variables, the
 networks, a short run through the trainer (trained, resumed, its networks loaded and
-embedding), the presets against the authors' code and bad settings refused."""
+embedding), the presets against the authors' code and bad settings refused; the 64 x 64
+networks (models/vae64_networks.py), the shape refusal, the pose presets and a short pose run."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import models
 from abc_tf import experiments, methods
 from abc_tf.experiments import get_preset
+from abc_tf.data import pose_procedural
 from abc_tf.methods import cc_vae, cc_vae_config
-from abc_tf.runs import checkpoints, training
+from abc_tf.runs import checkpoints, export, training
 from abc_tf.runs.run_dir import embed, load_run
-from models import cc_vae_networks
+from models import cc_vae_networks, vae64_networks
+from pose_data_helpers import SMALL
 from tolerance_helpers import rounding_rtol
 
 P, N, SHAPE = 2, 5, (28, 28, 1)  # two stacks of five: two pairs each, one image left out
@@ -317,8 +321,11 @@ def test_the_declaration():
     method, config_class = methods.get_method("cc_vae"), experiments.method_config_class("cc_vae")
     assert config_class is cc_vae_config.CcVaeConfig
     assert config_class.batch_format == "sets" and not config_class.trains_encoder and method.length_scale is None
-    assert method.supervision.startswith("group membership") and not method.accepts_two_view_sets
     preset = get_preset("mnist_cc_vae")
+    assert method.supervision_for(preset).startswith("group membership: which images share the specified factor "
+                                                     "(the digit)")
+    assert "(the object instance)" in method.supervision_for(get_preset("pose_cc_vae"))
+    assert not method.accepts_two_view_sets
     assert method.label_for(preset) == "cc_vae"
     assert method.label_for(preset.replace(reverse_cycle_weight=0.0, kl_weight=1.0)) == "cc_vae (forward cycle only, KL weight 1)"
 
@@ -359,10 +366,22 @@ def test_bad_settings_fail_before_training(overrides, message):
         training.check_config(get_preset("mnist_cc_vae_quick").replace(source="procedural", **overrides))
 
 
-def test_images_other_than_28_by_28_are_refused():
+def test_images_that_the_networks_do_not_take_are_refused_before_training():
     config = experiments.config_for(data="mnist", method="cc_vae")
-    with pytest.raises(ValueError, match=r"--method=cc_vae has the authors' MNIST networks \(28 x 28 images\)"):
+    with pytest.raises(ValueError, match=r"--method=cc_vae --method.networks=mnist \(the authors' MNIST networks\) takes "
+                                         r"28 x 28 images; data 'mnist' gives \(64, 64, 3\). Use --method.networks=conv64"):
         cc_vae.build(config, (64, 64, 3))
+    # Before any data is read: the family's image shape against the chosen networks.
+    with pytest.raises(ValueError, match=r"--method.networks=mnist \(the authors' MNIST networks\) takes 28 x 28 images; "
+                                         r"data 'pose' gives \(64, 64, 3\)"):
+        training.check_config(get_preset("pose_cc_vae_quick").replace(networks="mnist"))
+    with pytest.raises(ValueError, match=r"--method.networks=conv64 \(the 64 x 64 networks\) takes 64 x 64 images; "
+                                         r"data 'mnist' gives \(28, 28, 1\). Use --method.networks=mnist"):
+        training.check_config(get_preset("mnist_cc_vae_quick").replace(source="procedural", networks="conv64"))
+    with pytest.raises(ValueError, match=r"data 'pose' gives \(32, 32, 3\). Use data of 64 x 64 images"):
+        training.check_config(get_preset("pose_cc_vae_quick").replace(image_size=32))
+    with pytest.raises(ValueError, match=r"--method.networks='resnet'; choose one of mnist, conv64"):
+        training.check_config(get_preset("pose_cc_vae_quick").replace(networks="resnet"))
 
 
 # ---------------------------------------------------------------- presets against the sources
@@ -383,3 +402,74 @@ def test_the_presets_are_the_authors_settings():
     assert paper.trainer.lr_halving_steps == 0  # the authors' x0.1 at epoch 80 is not reproduced (config docstring)
     assert quick.method == paper.method and quick.batch == paper.batch and quick.trainer.steps < paper.trainer.steps
     training.check_config(quick.replace(source="procedural"))
+
+
+# ---------------------------------------------------------------- 64 x 64 networks and pose presets
+
+
+def test_the_64_by_64_networks():
+    """models/vae64_networks.py (sizes ours: CC-VAE's supplement could not be read): four 4 x 4
+    stride-2 convolutions of b, 2b, 4b, 8b channels to 4 x 4 and three heads; the decoder's two
+    codes into a 4 x 4 map of 8b, transposed convolutions of 4b, 2b, b, C and a sigmoid."""
+    posterior = vae64_networks.cc_vae_encoder_64(style_dim=3, class_dim=2, base_channels=8)
+    assert [tuple(output.shape) for output in posterior.outputs] == [(None, 3), (None, 3), (None, 2)]
+    assert [layer.name for layer in posterior.layers[-3:]] == list(cc_vae_networks.ENCODER_OUTPUTS)
+    assert [posterior.get_layer(f"conv_{i}").output.shape[1:] for i in (1, 2, 3, 4)] == [
+        (32, 32, 8), (16, 16, 16), (8, 8, 32), (4, 4, 64)]
+    norm = posterior.get_layer("norm_1")
+    assert norm.groups == 8 and not norm.center and not norm.scale and norm.epsilon == 1e-5
+    # The CC-VAE authors' weights_init: N(0, 0.05^2) kernels, zero biases.
+    assert np.std(np.asarray(posterior.get_layer("conv_4").kernel)) == pytest.approx(0.05, rel=0.02)
+    assert not np.any(np.asarray(posterior.get_layer("class_code").bias))
+    decoder = vae64_networks.cc_vae_decoder_64(style_dim=3, class_dim=2, base_channels=8)
+    assert tuple(decoder.output.shape) == (None, 64, 64, 3)
+    assert decoder.get_layer("style_input").units == decoder.get_layer("class_input").units == 4 * 8 * 4 * 4
+    assert [decoder.get_layer(f"deconv_{i}").output.shape[1:] for i in (1, 2, 3, 4)] == [
+        (8, 8, 32), (16, 16, 16), (32, 32, 8), (64, 64, 3)]
+    deconv = decoder.get_layer("deconv_1")
+    assert deconv.kernel_size == (4, 4) and deconv.strides == (2, 2)
+    rng = np.random.default_rng(0)
+    images = np.asarray(decoder([rng.normal(size=(4, 3)), rng.normal(size=(4, 2))]))
+    assert images.min() >= 0 and images.max() <= 1
+    # The default width, b = 32 (the pose presets'), from the registry.
+    assert models.build("cc_vae_encoder_64").get_layer("conv_4").output.shape[1:] == (4, 4, 256)
+    with pytest.raises(ValueError, match=r"take 64 x 64 images, not \(28, 28, 1\)"):
+        vae64_networks.cc_vae_decoder_64(output_shape=(28, 28, 1))
+
+
+def test_the_pose_presets():
+    paper, quick = get_preset("pose_cc_vae"), get_preset("pose_cc_vae_quick")
+    data = paper.data
+    # Clean procedural renders on black at 64 x 64 (ABC supplement L217; Table S1's synthetic queries).
+    assert (data.family, data.source, data.image_size, data.real_fraction) == ("pose", "procedural", 64, 0.0)
+    assert (data.crop_amplitude, data.augmentation_amplitude, data.paint_backgrounds) == (0.0, 0.0, False)
+    # Stacks of ABC's pose size (32), 16 pairs each: four make the authors' 64 pairs per step.
+    assert (paper.batch.set_size, paper.batch.double_augmentation) == (32, False)
+    assert paper.batch.pairs_per_step * paper.batch.set_size // 2 == 64
+    method = paper.method
+    assert (method.networks, method.base_channels, method.style_dim, method.class_dim) == ("conv64", 32, 16, 16)
+    assert (method.reconstruction_weight, method.kl_weight, method.reverse_cycle_weight) == (2.0, 3.0, 10.0)
+    assert paper.trainer.learning_rate == 1e-4 and paper.model is None
+    # The authors' 100 epochs over the 4,000 procedural training renders in steps of 64 pairs.
+    sizes = pose_procedural.ProceduralSizes()
+    assert sizes.train_instances * sizes.views_per_instance == cc_vae_config.POSE_TRAINING_RENDERS == 4000
+    assert paper.trainer.steps * 64 / 4000 == pytest.approx(100)
+    assert quick.method == method and quick.data == data and quick.batch.set_size == 32
+    assert quick.trainer.steps < paper.trainer.steps and quick.trainer.learning_rate == 1e-4
+    for preset in (paper, quick):
+        training.check_config(preset)
+
+
+def test_a_short_pose_run_trains_and_its_encoder_embeds(tmp_path, monkeypatch):
+    monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)  # 3 instances x 6 views
+    monkeypatch.setattr(export, "export_run", lambda *args, **kwargs: None)  # the pose SavedModel: not tested here
+    config = get_preset("pose_cc_vae_quick").replace(set_size=4, pairs_per_step=2, steps=2, log_every=2,
+                                                     base_channels=4, eval_images=16)
+    result = training.train(config, str(tmp_path / "run"), verbose=0)
+    assert result.final_step == 2 and set(cc_vae.LOG_NAMES) <= set(result.history)
+    assert all(np.isfinite(value) for values in result.history.values() for value in values)
+    run = load_run(str(tmp_path / "run"))
+    images = pose_procedural.training_images("car", 64, 0.5)[0][:5, ..., :3]
+    codes = embed(run.encoder, images)
+    assert codes.shape == (5, 16) and np.all(np.isfinite(codes))
+    np.testing.assert_allclose(codes, run.network("posterior")(images.astype(np.float32) / 255.0)[0], atol=1e-5)

@@ -164,6 +164,9 @@ TEST_MODULE_OF = {
     "models.ml_vae_networks": "test_ml_vae.py",  # the networks, tested with the method
     "abc_tf.methods.cc_vae_config": "test_cc_vae.py",
     "models.cc_vae_networks": "test_cc_vae.py",
+    "abc_tf.methods.lord_config": "test_lord.py",
+    "models.vae64_networks": "test_ml_vae.py",
+    "models.lord_networks": "test_lord.py",
 }
 ENTRY_POINTS = ("train", "evaluate")
 

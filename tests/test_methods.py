@@ -28,7 +28,7 @@ from toy_method import TwoNetworkConfig
 
 TOY = CONFIG.replace(method=TwoNetworkConfig(name="two_network", temperature=CONFIG.method.temperature))
 READY_METHODS = ("abc", "contrastive", "two_network", "pmp", "vae", "u_vitae", "c_vitae", "elastic_infogan", "ml_vae",
-                 "cc_vae")
+                 "cc_vae", "lord")
 # Two replicas change only the order of float32 sums: the batch means of the loss terms, the
 # batch-norm moments all-reduced over the replicas, the replicas' gradients summed before the
 # update, and kernels that block a product differently for half the batch. The rounding errors

@@ -2,7 +2,8 @@
 loss of a step and its gradients against a NumPy restatement of the ELBO (product of Gaussians,
 KLs, Gaussian or Bernoulli pixels) under the same reparameterisation noise, the group posterior,
 the networks, a short run through the trainer (trained, resumed, its networks loaded and
-embedding), the presets against the authors' code and bad settings refused."""
+embedding), the presets against the authors' code and bad settings refused; the 64 x 64
+networks (models/vae64_networks.py), the shape refusal, the pose presets and a short pose run."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import models
 from abc_tf import experiments, methods
 from abc_tf.experiments import get_preset
+from abc_tf.data import pose_procedural
 from abc_tf.methods import ml_vae, ml_vae_config
-from abc_tf.runs import checkpoints, training
+from abc_tf.runs import checkpoints, export, training
 from abc_tf.runs.run_dir import embed, load_run
-from models import ml_vae_networks
+from models import ml_vae_networks, vae64_networks
+from pose_data_helpers import SMALL
 from tolerance_helpers import rounding_rtol
 
 P, N, SHAPE = 2, 3, (4, 4, 1)  # two groups of three 4 x 4 images
@@ -212,7 +216,10 @@ def test_the_declaration():
     method, config_class = methods.get_method("ml_vae"), experiments.method_config_class("ml_vae")
     assert config_class is ml_vae_config.MlVaeConfig
     assert config_class.batch_format == "sets" and not config_class.trains_encoder and method.length_scale is None
-    assert method.supervision.startswith("group membership") and not method.accepts_two_view_sets
+    assert method.supervision_for(get_preset("mnist_ml_vae")).startswith("group membership: which images share the "
+                                                                        "content (the digit)")
+    assert "(the object instance)" in method.supervision_for(get_preset("pose_ml_vae"))
+    assert not method.accepts_two_view_sets
     assert method.label_for(get_preset("mnist_ml_vae")) == "ml_vae"
     assert method.label_for(get_preset("mnist_ml_vae").replace(likelihood="bernoulli", content_sample="image")) == \
         "ml_vae (Bernoulli likelihood, one content draw per image)"
@@ -273,3 +280,82 @@ def test_the_presets_are_the_authors_settings():
     assert quick.method == paper.method and quick.batch == paper.batch and quick.trainer.steps <= 10_000
     assert quick.trainer.jit_compile
     training.check_config(quick.replace(source="procedural"))
+
+
+# ---------------------------------------------------------------- 64 x 64 networks and pose presets
+
+
+def test_the_64_by_64_networks():
+    """models/vae64_networks.py (sizes ours: CC-VAE's supplement could not be read): four 4 x 4
+    stride-2 convolutions of b, 2b, 4b, 8b channels to 4 x 4, four heads; the decoder's two
+    codes into a 4 x 4 map of 8b, transposed convolutions of 4b, 2b, b and the pixel heads."""
+    posterior = vae64_networks.ml_vae_encoder_64(style_dim=3, content_dim=5, base_channels=8)
+    assert [tuple(output.shape) for output in posterior.outputs] == [(None, 3), (None, 3), (None, 5), (None, 5)]
+    assert [posterior.get_layer(f"conv_{i}").output.shape[1:] for i in (1, 2, 3, 4)] == [
+        (32, 32, 8), (16, 16, 16), (8, 8, 32), (4, 4, 64)]
+    conv = posterior.get_layer("conv_1")
+    assert conv.kernel_size == (4, 4) and conv.strides == (2, 2) and posterior.get_layer("norm_4").groups == 64
+    decoder = vae64_networks.ml_vae_decoder_64(style_dim=3, content_dim=5, base_channels=8)
+    assert [tuple(output.shape) for output in decoder.outputs] == [(None, 64, 64, 3)] * 2
+    assert decoder.get_layer("style_input").units == decoder.get_layer("content_input").units == 4 * 8 * 4 * 4
+    assert [decoder.get_layer(f"deconv_{i}").output.shape[1:] for i in (1, 2, 3)] == [(8, 8, 32), (16, 16, 16), (32, 32, 8)]
+    assert decoder.get_layer("pixel_log_variance").activation.__name__ == "tanh"
+    codes = [np.random.default_rng(0).normal(size=(2, dim)).astype(np.float32) for dim in (3, 5)]
+    assert np.all(np.abs(np.asarray(decoder(codes)[1])) <= 1)  # tanh-squashed log-variance
+    bernoulli = vae64_networks.ml_vae_decoder_64(likelihood="bernoulli", output_shape=(64, 64, 1))
+    assert tuple(bernoulli.output.shape) == (None, 64, 64, 1)
+    # The default width, b = 32 (the pose presets'), and the registry's names.
+    assert models.build("ml_vae_encoder_64").get_layer("conv_4").output.shape[1:] == (4, 4, 256)
+    with pytest.raises(ValueError, match=r"take 64 x 64 images, not \(32, 32, 3\)"):
+        vae64_networks.ml_vae_encoder_64(input_shape=(32, 32, 3))
+
+
+def test_networks_that_do_not_fit_the_images_are_refused_before_training():
+    conv64_on_mnist = get_preset("mnist_ml_vae_quick").replace(source="procedural", networks="conv64")
+    message = r"--method.networks=conv64 takes 64 x 64 images; data 'mnist' gives \(28, 28, 1\)"
+    with pytest.raises(ValueError, match=message):
+        training.check_config(conv64_on_mnist)
+    with pytest.raises(ValueError, match=message):
+        ml_vae.build(conv64_on_mnist, (28, 28, 1))
+    with pytest.raises(ValueError, match=r"--method.networks=conv64 takes 64 x 64 images; data 'pose' gives \(32, 32, 3\)"):
+        training.check_config(get_preset("pose_ml_vae_quick").replace(image_size=32))
+    with pytest.raises(ValueError, match=r"--method.networks='resnet'; choose one of mnist, conv64"):
+        training.check_config(get_preset("pose_ml_vae_quick").replace(networks="resnet"))
+    # The authors' MLPs take any size: MNIST's networks on pose images are allowed.
+    training.check_config(get_preset("pose_ml_vae_quick").replace(networks="mnist"))
+
+
+def test_the_pose_presets():
+    paper, quick = get_preset("pose_ml_vae"), get_preset("pose_ml_vae_quick")
+    data = paper.data
+    # Clean procedural renders on black at 64 x 64 (ABC supplement L217; Table S1's synthetic queries).
+    assert (data.family, data.source, data.image_size, data.real_fraction) == ("pose", "procedural", 64, 0.0)
+    assert (data.crop_amplitude, data.augmentation_amplitude, data.paint_backgrounds) == (0.0, 0.0, False)
+    # Groups of ABC's pose stack (32; L217), 8 per step: the authors' 256 images.
+    assert (paper.batch.set_size, paper.batch.pairs_per_step, paper.batch.double_augmentation) == (32, 8, False)
+    method = paper.method
+    assert (method.networks, method.likelihood, method.base_channels) == ("conv64", "bernoulli", 32)
+    assert (method.style_dim, method.content_dim, method.kl_weight, method.content_sample) == (10, 10, 1.0, "group")
+    assert paper.trainer.learning_rate == 1e-3 and paper.model is None
+    # The authors' 400 epochs over the 4,000 procedural training renders in steps of 256.
+    sizes = pose_procedural.ProceduralSizes()
+    assert sizes.train_instances * sizes.views_per_instance == ml_vae_config.POSE_TRAINING_RENDERS == 4000
+    assert paper.trainer.steps * 256 / 4000 == pytest.approx(400)
+    assert quick.method == method and quick.data == data and quick.batch.set_size == 32
+    assert quick.trainer.steps < paper.trainer.steps and quick.trainer.learning_rate == 1e-3
+    for preset in (paper, quick):
+        training.check_config(preset)
+
+
+def test_a_short_pose_run_trains_and_its_encoder_embeds(tmp_path, monkeypatch):
+    monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)  # 3 instances x 6 views
+    monkeypatch.setattr(export, "export_run", lambda *args, **kwargs: None)  # the pose SavedModel: not tested here
+    config = get_preset("pose_ml_vae_quick").replace(set_size=4, pairs_per_step=2, steps=2, log_every=2,
+                                                     base_channels=4, eval_images=16)
+    result = training.train(config, str(tmp_path / "run"), verbose=0)
+    assert result.final_step == 2 and all(np.isfinite(value) for values in result.history.values() for value in values)
+    run = load_run(str(tmp_path / "run"))
+    images = pose_procedural.training_images("car", 64, 0.5)[0][:5, ..., :3]
+    codes = embed(run.encoder, images)
+    assert codes.shape == (5, 10) and np.all(np.isfinite(codes))
+    np.testing.assert_allclose(codes, run.network("posterior")(images.astype(np.float32) / 255.0)[0], atol=1e-5)

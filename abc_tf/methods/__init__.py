@@ -28,6 +28,7 @@ METHODS: dict[str, registry.Entry] = {
                                       "abc_tf.methods.infogan_config:ElasticInfoGanConfig"),
     "ml_vae": registry.Entry("abc_tf.methods.ml_vae:METHOD", "abc_tf.methods.ml_vae_config:MlVaeConfig"),
     "cc_vae": registry.Entry("abc_tf.methods.cc_vae:METHOD", "abc_tf.methods.cc_vae_config:CcVaeConfig"),
+    "lord": registry.Entry("abc_tf.methods.lord:METHOD", "abc_tf.methods.lord_config:LordConfig"),
 }
 
 

@@ -39,9 +39,11 @@ replica takes its rows of the global batch's draws (``draw_rows``). Logs: ``loss
 forward_loss + reverse_loss (the reverse cycle's after the forward update), ``reconstruction``,
 ``kl`` and ``reverse_cycle`` (unweighted, as the authors log them).
 
-Networks (``models/cc_vae_networks.py``): the authors' MNIST convolutional networks. Kept by a
-run: ``encoder`` (images -> mu, the unspecified code's mean: the style representation the ABC
-paper compares, Fig. 4 / S7), ``specified`` (images -> s), ``posterior`` (all three outputs)
+Networks (``networks``): "mnist", the authors' MNIST convolutional networks
+(``models/cc_vae_networks.py``, 28 x 28), or "conv64", the networks for 64 x 64 images
+(``models/vae64_networks.py``; the ABC authors followed CC-VAE's supplement there, L217). Kept by
+a run: ``encoder`` (images -> mu, the unspecified code's mean: the style representation the ABC
+paper compares, Fig. 4 / S7; on pose, where the group is one object instance, the pose), ``specified`` (images -> s), ``posterior`` (all three outputs)
 and ``decoder`` ([z, s] -> images).
 """
 
@@ -51,11 +53,11 @@ import keras
 import tensorflow as tf
 
 import models
-from abc_tf import optimizers
+from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, Update, draw_rows, loss_scaled, to_float_images
 from abc_tf.methods.cc_vae_config import CcVaeConfig
-from models import cc_vae_networks
+from models import cc_vae_networks, vae64_networks
 
 LOG_NAMES = ("loss", "reconstruction", "kl", "reverse_cycle")
 PYTORCH_ADAM_EPSILON = 1e-8  # the authors' optim.Adam (training.py L67-77) with PyTorch's default epsilon
@@ -246,22 +248,39 @@ class CcVaeModel(MethodModel):
 # ---------------------------------------------------------------- the declaration
 
 
+# --method.networks: (encoder, decoder) in the models registry, and the image size they take.
+NETWORKS = {"mnist": (("cc_vae_encoder", "cc_vae_decoder"), cc_vae_networks.IMAGE_SIZE),
+            "conv64": (("cc_vae_encoder_64", "cc_vae_decoder_64"), vae64_networks.IMAGE_SIZE)}
+
+
+def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
+    """ValueError naming --method.networks when the chosen networks cannot take ``image_shape``."""
+    size = NETWORKS[config.method.networks][1]
+    if tuple(image_shape[:2]) != (size, size):
+        other = [name for name, (_, side) in NETWORKS.items() if tuple(image_shape[:2]) == (side, side)]
+        hint = f"Use --method.networks={other[0]}" if other else f"Use data of {size} x {size} images"
+        what = "the authors' MNIST networks" if config.method.networks == "mnist" else "the 64 x 64 networks"
+        raise ValueError(f"--method=cc_vae --method.networks={config.method.networks} ({what}) takes {size} x {size} "
+                         f"images; data {config.data.family!r} gives {tuple(image_shape)}. {hint}.")
+
+
 def check_config(config: ExperimentConfig) -> None:
-    """A stack must hold a pair (ValueError naming the flag)."""
+    """A stack must hold a pair, and the chosen networks fit the family's images (ValueError
+    naming the flag; before any data is read)."""
     if config.batch.set_size < 2:
         raise ValueError(f"--method=cc_vae pairs the images of a stack: --batch.set_size must be >= 2, got "
                          f"{config.batch.set_size}.")
+    check_image_shape(config, tuple(data.get_family(config.data.family).image_shape(config)))
 
 
 def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
     """The posterior and the decoder, built in a fixed order (one seed, one set of weights)."""
-    if tuple(image_shape[:2]) != (cc_vae_networks.IMAGE_SIZE,) * 2:
-        raise ValueError(f"--method=cc_vae has the authors' MNIST networks (28 x 28 images); data "
-                         f"{config.data.family!r} gives {tuple(image_shape)}.")
+    check_image_shape(config, image_shape)
     method = config.method
+    encoder, decoder = NETWORKS[method.networks][0]
     dims = dict(style_dim=method.style_dim, class_dim=method.class_dim, base_channels=method.base_channels)
-    return {"posterior": models.build("cc_vae_encoder", input_shape=tuple(image_shape), **dims),
-            "decoder": models.build("cc_vae_decoder", output_shape=tuple(image_shape), **dims)}
+    return {"posterior": models.build(encoder, input_shape=tuple(image_shape), **dims),
+            "decoder": models.build(decoder, output_shape=tuple(image_shape), **dims)}
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> CcVaeModel:
@@ -295,8 +314,13 @@ def variant(config: ExperimentConfig) -> str:
     return ", ".join(changed)
 
 
+def supervision(config: ExperimentConfig) -> str:
+    """What the groups tell the method: which images share the specified factor, named by data family."""
+    shared = {"mnist": "the digit", "pose": "the object instance"}.get(config.data.family, "the set's inactive factors")
+    return f"group membership: which images share the specified factor ({shared}), from the sets"
+
+
 METHOD = Method(
-    name="cc_vae", build=build,
-    supervision="group membership: which images share the specified factor (the digit), from the sets",
+    name="cc_vae", build=build, supervision=supervision,
     length_scale=None, check_config=check_config, variant=variant,
 )

@@ -33,9 +33,12 @@ pixels in [0, 1] as Bernoulli probabilities, the decoder's outputs logits. The r
 noise is drawn from (seed, step): a resumed run draws what an unbroken one would; under a
 distribution strategy each replica takes its rows of the global batch's draws (``draw_rows``).
 
-Networks (``models/ml_vae_networks.py``): the authors' MNIST MLPs. Kept by a run: ``encoder``
-(images -> the style posterior mean, the representation the ABC paper compares on MNIST style,
-Fig. 4 / S7), ``content`` (images -> one image's content posterior mean, before accumulating
+Networks (``networks``): "mnist", the authors' MNIST MLPs (``models/ml_vae_networks.py``), or
+"conv64", the convolutional networks for 64 x 64 images (``models/vae64_networks.py``; the ABC
+authors used CC-VAE's 64 x 64 networks for both VAE baselines, supplement L217). Kept by a run:
+``encoder`` (images -> the style posterior mean, the representation the ABC paper compares on
+MNIST style, Fig. 4 / S7, and on pose, where the group is one object instance and pose is the
+style), ``content`` (images -> one image's content posterior mean, before accumulating
 its group), ``posterior`` (all four outputs, for accumulating a group's evidence at test time)
 and ``decoder``.
 
@@ -51,10 +54,10 @@ import keras
 import tensorflow as tf
 
 import models
-from abc_tf import optimizers
+from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
-from models import ml_vae_networks
+from models import ml_vae_networks, vae64_networks
 
 LOG_NAMES = ("loss", "reconstruction", "kl_style", "kl_content")
 PYTORCH_ADAM_EPSILON = 1e-8  # the authors' optim.Adam (training.py L100-104) with PyTorch's default epsilon
@@ -193,13 +196,33 @@ class MlVaeModel(MethodModel):
 # ---------------------------------------------------------------- the declaration
 
 
+def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
+    """ValueError naming --method.networks when the chosen networks cannot take ``image_shape``
+    (the MNIST MLPs take any size; conv64 takes 64 x 64)."""
+    if config.method.networks == "conv64" and tuple(image_shape[:2]) != (vae64_networks.IMAGE_SIZE,) * 2:
+        raise ValueError(f"--method.networks=conv64 takes 64 x 64 images; data {config.data.family!r} gives "
+                         f"{tuple(image_shape)}. Use --method.networks=mnist (the authors' MLPs, any size), or data of "
+                         "64 x 64 images (e.g. --data.image_size=64).")
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """The chosen networks fit the data family's images (before any data is read)."""
+    check_image_shape(config, tuple(data.get_family(config.data.family).image_shape(config)))
+
+
 def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
     """The posterior and the decoder, built in a fixed order (one seed, one set of weights)."""
+    check_image_shape(config, image_shape)
     method = config.method
-    dims = dict(style_dim=method.style_dim, content_dim=method.content_dim, units=method.hidden_units)
+    if method.networks == "conv64":
+        names = ("ml_vae_encoder_64", "ml_vae_decoder_64")
+        dims = dict(style_dim=method.style_dim, content_dim=method.content_dim, base_channels=method.base_channels)
+    else:
+        names = ("ml_vae_encoder", "ml_vae_decoder")
+        dims = dict(style_dim=method.style_dim, content_dim=method.content_dim, units=method.hidden_units)
     return {
-        "posterior": models.build("ml_vae_encoder", input_shape=tuple(image_shape), **dims),
-        "decoder": models.build("ml_vae_decoder", output_shape=tuple(image_shape), likelihood=method.likelihood, **dims),
+        "posterior": models.build(names[0], input_shape=tuple(image_shape), **dims),
+        "decoder": models.build(names[1], output_shape=tuple(image_shape), likelihood=method.likelihood, **dims),
     }
 
 
@@ -228,8 +251,13 @@ def variant(config: ExperimentConfig) -> str:
     return ", ".join(changed)
 
 
+def supervision(config: ExperimentConfig) -> str:
+    """What the groups tell the method: which images share the content, named by data family."""
+    shared = {"mnist": "the digit", "pose": "the object instance"}.get(config.data.family, "the set's inactive factors")
+    return f"group membership: which images share the content ({shared}), from the sets"
+
+
 METHOD = Method(
-    name="ml_vae", build=build,
-    supervision="group membership: which images share the content (the digit), from the sets",
-    length_scale=None, variant=variant,
+    name="ml_vae", build=build, supervision=supervision,
+    length_scale=None, check_config=check_config, variant=variant,
 )

@@ -1,0 +1,146 @@
+"""The networks of LORD (Gabbay and Hoshen, ICLR 2020; PEERS.md section 5), sized as the authors'
+TensorFlow/Keras code (github.com/avivga/lord at d817d59, model/network.py, "network.py" below;
+written anew here in Keras 3). Widths for ``base_channels`` b = 64, the authors':
+
+- ``lord_generator``: [content code [B, d_c], class code [B, d_y]] -> images [B, H, W, C] in
+  [0, 1]. The class code is modulated into AdaIN parameters: per AdaIN layer one linear layer of
+  2 x adain_dim units, read as adain_dim (offset, scale) pairs (network.py L223-236: their
+  reshape to [n, adain_dim, 2], offset at index 0, scale at 1, L379-380). The content code goes
+  through three linear layers of h w adain_dim / 8, h w adain_dim / 4 and h w adain_dim units,
+  each with a leaky ReLU (h = H / 2^n, w = W / 2^n), reshaped to [h, w, adain_dim] (L243-255);
+  then n times: nearest upsampling x2 (:class:`NearestUpsample`), a 3 x 3 convolution of adain_dim channels, a leaky ReLU and
+  AdaIN with that layer's parameters (L257-262); then a 5 x 5 convolution of b channels (the
+  authors' 64) with a leaky ReLU, and a 7 x 7 convolution of C channels with a sigmoid (L264-268).
+  The authors keep the modulation as a model of its own (``class_modulation``); it trains with
+  the generator in both stages, so it is part of the generator here.
+- ``lord_encoder``: images [B, H, W, C] -> a code [B, d]: convolutions 7 x 7 stride 1 of b
+  channels, then 4 x 4 stride 2 of 2b, 4b, 4b, 4b channels (same padding), each with a leaky
+  ReLU; flattened; two linear layers of 4b units with leaky ReLUs; a linear layer of d units
+  (network.py L300-366: the content and class encoders are the same network).
+- ``lord_vgg_features``: images [B, H, W, 3] in [0, 1] -> the five VGG16 feature maps of the
+  authors' perceptual loss: Keras' VGG16 without top, layers [2, 5, 8, 13, 18] (lord config.py
+  L12), i.e. block1_conv2, block2_conv2, block3_conv2, block4_conv3, block5_pool, on images
+  scaled to 0-255 and put through VGG16's ``preprocess_input`` (network.py L277-298, L400-407).
+
+AdaIN (network.py L369-389): each image's channels standardised over the spatial axes by their
+mean and biased variance, (x - mean) / (sqrt(var) + 1e-7), then x scale + offset; computed in
+float32 (1e-7 is below float16's resolution). Leaky ReLUs have Keras' default slope 0.3 (the
+authors' ``LeakyReLU()``); kernels and biases Keras' defaults (Glorot uniform, zeros), as theirs.
+Every network returns float32.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from models.architectures import register
+
+LEAKY_SLOPE = 0.3  # keras.layers.LeakyReLU's default alpha, the authors' (network.py L247 and on)
+ADAIN_EPSILON = 1e-7  # network.py L387
+VGG_LAYERS = ("block1_conv2", "block2_conv2", "block3_conv2", "block4_conv3", "block5_pool")  # indices 2, 5, 8, 13, 18
+VGG_LAYER_INDICES = (2, 5, 8, 13, 18)  # lord config.py L12
+
+
+@keras.saving.register_keras_serializable(package="abc_tf")
+class AdaptiveInstanceNorm(keras.layers.Layer):
+    """[features [B, H, W, C], parameters [B, 2C]] -> features standardised per image and channel,
+    times the scale plus the offset; the parameters are C (offset, scale) pairs, interleaved."""
+
+    def call(self, inputs):
+        features, parameters = inputs
+        x = ops.cast(features, "float32")
+        pairs = ops.reshape(ops.cast(parameters, "float32"), (-1, 1, 1, x.shape[-1], 2))
+        mean, variance = ops.moments(x, axes=(1, 2), keepdims=True)
+        standard = (x - mean) / (ops.sqrt(variance) + ADAIN_EPSILON)
+        return ops.cast(standard * pairs[..., 1] + pairs[..., 0], self.compute_dtype)
+
+    def compute_output_shape(self, input_shape):
+        return input_shape[0]
+
+
+@keras.saving.register_keras_serializable(package="abc_tf")
+class NearestUpsample(keras.layers.Layer):
+    """x2 nearest-neighbour upsampling, the same values as ``keras.layers.UpSampling2D(2)``, made of
+    concatenations and static reshapes: UpSampling2D's repeat has a gradient that XLA cannot
+    compile inside a ``tf.cond`` (LORD's stage switch)."""
+
+    def call(self, x):
+        height, width, channels = x.shape[1:]
+        rows = ops.reshape(ops.concatenate([x, x], axis=-1), (-1, height, 1, 2 * width, channels))
+        return ops.reshape(ops.concatenate([rows, rows], axis=2), (-1, 2 * height, 2 * width, channels))
+
+    def compute_output_shape(self, input_shape):
+        batch, height, width, channels = input_shape
+        return (batch, 2 * height, 2 * width, channels)
+
+
+def _leaky(name: str) -> keras.layers.Layer:
+    return keras.layers.LeakyReLU(negative_slope=LEAKY_SLOPE, name=name)
+
+
+def check_image_shape(shape: tuple[int, int, int], n_adain_layers: int) -> None:
+    """ValueError unless the generator can make images of ``shape``: height and width multiples of 2^n."""
+    factor = 2**n_adain_layers
+    if shape[0] % factor or shape[1] % factor:
+        raise ValueError(f"LORD's generator doubles a {factor}-times smaller map {n_adain_layers} times: the image height and "
+                         f"width must be multiples of {factor}, not {tuple(shape)}.")
+
+
+@register("lord_generator")
+def lord_generator(content_dim: int = 128, class_dim: int = 256, n_adain_layers: int = 4, adain_dim: int = 256,
+                   base_channels: int = 64, output_shape: tuple[int, int, int] = (64, 64, 3),
+                   model_name: str = "generator") -> keras.Model:
+    """[content code, class code] -> images in [0, 1] (module docstring)."""
+    check_image_shape(output_shape, n_adain_layers)
+    height, width = output_shape[0] // 2**n_adain_layers, output_shape[1] // 2**n_adain_layers
+    content = keras.Input(shape=(content_dim,), name="content_code")
+    class_code = keras.Input(shape=(class_dim,), name="class_code")
+    modulation = [keras.layers.Dense(2 * adain_dim, name=f"modulation_{i + 1}")(class_code) for i in range(n_adain_layers)]
+    x = content
+    for i, divisor in enumerate((8, 4, 1)):
+        x = keras.layers.Dense(height * width * (adain_dim // divisor), name=f"dense_{i + 1}")(x)
+        x = _leaky(f"dense_{i + 1}_act")(x)
+    x = keras.layers.Reshape((height, width, adain_dim), name="to_map")(x)
+    for i in range(n_adain_layers):
+        x = NearestUpsample(name=f"upsample_{i + 1}")(x)
+        x = keras.layers.Conv2D(adain_dim, 3, padding="same", name=f"conv_{i + 1}")(x)
+        x = _leaky(f"conv_{i + 1}_act")(x)
+        x = AdaptiveInstanceNorm(name=f"adain_{i + 1}")([x, modulation[i]])
+    x = keras.layers.Conv2D(base_channels, 5, padding="same", name="conv_out_1")(x)
+    x = _leaky("conv_out_1_act")(x)
+    x = keras.layers.Conv2D(output_shape[-1], 7, padding="same", name="conv_out_2")(x)
+    images = keras.layers.Activation("sigmoid", dtype="float32", name="images")(x)
+    return keras.Model([content, class_code], images, name=model_name)
+
+
+@register("lord_encoder")
+def lord_encoder(code_dim: int = 128, base_channels: int = 64, input_shape: tuple[int, int, int] = (64, 64, 3),
+                 model_name: str = "encoder") -> keras.Model:
+    """Images -> a code of ``code_dim`` (module docstring); float32 out."""
+    images = keras.Input(shape=tuple(input_shape), name="images")
+    b = base_channels
+    x = images
+    for i, (filters, kernel, stride) in enumerate(((b, 7, 1), (2 * b, 4, 2), (4 * b, 4, 2), (4 * b, 4, 2), (4 * b, 4, 2))):
+        x = keras.layers.Conv2D(filters, kernel, strides=stride, padding="same", name=f"conv_{i + 1}")(x)
+        x = _leaky(f"conv_{i + 1}_act")(x)
+    x = keras.layers.Flatten(name="flatten")(x)
+    for i in range(2):
+        x = keras.layers.Dense(4 * b, name=f"dense_{i + 1}")(x)
+        x = _leaky(f"dense_{i + 1}_act")(x)
+    x = keras.layers.Dense(code_dim, name="code_linear")(x)
+    code = keras.layers.Activation("linear", dtype="float32", name="code")(x)
+    return keras.Model(images, code, name=model_name)
+
+
+@register("lord_vgg_features")
+def lord_vgg_features(weights: str, input_shape: tuple[int, int, int] = (64, 64, 3)) -> keras.Model:
+    """Images in [0, 1] ([B, H, W, 1 or 3]) -> the five feature maps of :data:`VGG_LAYERS` (float32),
+    VGG16 with the ImageNet weights of the Keras no-top weights file ``weights`` (not trained)."""
+    vgg = keras.applications.VGG16(include_top=False, weights=weights, input_shape=(input_shape[0], input_shape[1], 3))
+    vgg.trainable = False
+    images = keras.Input(shape=tuple(input_shape), name="images")
+    x = images if input_shape[-1] == 3 else keras.layers.Concatenate(name="to_rgb")([images] * 3)  # network.py L285-286
+    x = keras.layers.Lambda(lambda t: keras.applications.vgg16.preprocess_input(t * 255.0), name="vgg_input")(x)
+    features = keras.Model(vgg.inputs, [vgg.get_layer(name).output for name in VGG_LAYERS], name="vgg16")(x)
+    return keras.Model(images, [ops.cast(feature, "float32") for feature in features], name="vgg_features")
