@@ -78,18 +78,19 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
             f"{family.name!r} streams {', '.join(family.batch_formats)}."
         )
     data.check_config(config)
-    method = methods.check_config(config)
-    if getattr(config.batch, "augmentation_baseline", False) and not method.accepts_two_view_sets:
-        accepting = [name for name in methods.METHODS if methods.get_method(name).accepts_two_view_sets]
-        raise ValueError(
-            f"--batch.augmentation_baseline streams two augmented views of unconstrained sets and no set B; "
-            f"--method={method.name} does not train on them. Methods that do: {', '.join(accepting)}."
-        )
+    method = methods.get_method(config.method.name)
     if method.needs_training_bank and family.training_bank is None:
         banked = [name for name in data.DATA_FAMILIES if data.get_family(name).training_bank is not None]
         raise ValueError(
             f"--method={method.name} learns a code per training image and group, so it needs a fixed bank of training "
             f"images indexed in the batches; data family {family.name!r} has none. Families that do: {', '.join(banked)}."
+        )
+    method.check_config(config)
+    if getattr(config.batch, "augmentation_baseline", False) and not method.accepts_two_view_sets:
+        accepting = [name for name in methods.METHODS if methods.get_method(name).accepts_two_view_sets]
+        raise ValueError(
+            f"--batch.augmentation_baseline streams two augmented views of unconstrained sets and no set B; "
+            f"--method={method.name} does not train on them. Methods that do: {', '.join(accepting)}."
         )
     return family, method
 
