@@ -49,6 +49,7 @@ images and the backgrounds (sizes of the built-in ones in :mod:`abc_tf.data.pose
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 import keras
@@ -199,9 +200,10 @@ def labelled_images(
     if num_images is not None and num_images <= 0:
         raise ValueError(f"num_images must be positive, got {num_images}.")
     size, elev = config.data.image_size, max_elevation(config)
-    rng = np.random.default_rng([int(seed), SPLITS.index(split), DOMAINS.index(domain), 0x1AB])
     if config.data.source == "procedural":
-        return pose_procedural.labelled_images(config.data.pose_category, split, domain, num_images, size, elev, rng)
+        return _procedural_views(config.data.pose_category, split, domain, num_images, size, elev, int(seed),
+                                 pose_procedural.PROCEDURAL)
+    rng = _views_rng(seed, split, domain)
     if domain == "real":
         if split != "test":
             raise ValueError("The real images of --data.real_data_path carry no pose; labelled real images come from --data.pose_test_list (split 'test').")
@@ -217,6 +219,23 @@ def labelled_images(
         chosen = np.sort(GroupIndex.whole(len(images)).draw_from_all(rng, 1, num_images)[0])
         images, rotations, euler = images[chosen], rotations[chosen], euler[chosen]
     return images, rotations, euler
+
+
+def _views_rng(seed: int, split: str, domain: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed), SPLITS.index(split), DOMAINS.index(domain), 0x1AB])
+
+
+@functools.lru_cache(maxsize=4)
+def _procedural_views(category: str, split: str, domain: str, num_images: int | None, size: int, elev: float, seed: int,
+                      sizes: pose_procedural.ProceduralSizes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The procedural views of :func:`labelled_images`, kept for the next call with the same
+    arguments (evaluating several runs or checkpoints renders a dictionary pool once; 7200
+    renders at 64 px take about a minute here). Read-only: callers share the arrays."""
+    del sizes  # a key only: tests shrink pose_procedural.PROCEDURAL
+    views = pose_procedural.labelled_images(category, split, domain, num_images, size, elev, _views_rng(seed, split, domain))
+    for array in views:
+        array.setflags(write=False)
+    return views
 
 
 # ----------------------------------------------------------------------------- batches
