@@ -27,7 +27,7 @@ def test_every_registered_family_and_method_has_its_config_class():
 
 def test_presets_live_beside_their_methods_and_name_themselves():
     presets = experiments.presets()
-    assert len(presets) == 40 and all(name == preset.name for name, preset in presets.items())
+    assert len(presets) == 39 and all(name == preset.name for name, preset in presets.items())
     assert {preset.method.name for preset in presets.values()} == set(methods.METHODS)
     assert isinstance(presets["mnist_vae_quick"].method, VaeConfig) and presets["mnist_vae_quick"].model is None
 

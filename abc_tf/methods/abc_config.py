@@ -127,13 +127,6 @@ PRESETS: dict[str, ExperimentConfig] = {
     "folders": _real_images("folders", "folders", 3, 32, "group", "contrast:0.3,saturation:0.3,crop:0.2"),
 }
 
-# Table S1's setting (supplement S3; issue 27): pose_quick on 64 x 64 images, the size the ABC
-# authors downsized to for the reconstruction baselines (supplement S8.5), so that ABC and the
-# baselines see the same images. A 64 px step costs about 2.5 times a 32 px one here, so the
-# schedule is pose_quick's compressed to 600 steps (about 25 minutes on 2 CPU cores) [ours].
-PRESETS["pose_quick_64"] = PRESETS["pose_quick"].replace(
-    name="pose_quick_64", image_size=64, steps=600, lr_halving_steps=300, titration_interval=60,
-)
 # pose_quick with the regression head and Table 2's tau 0.05 and 2% real images. With
 # --method.abc_weight=0 --data.real_fraction=0: the regression-only baseline; with
 # --data.real_fraction=0: regression + ABC on synthetic images only. Derived from pose_quick so
