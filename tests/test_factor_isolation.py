@@ -39,6 +39,8 @@ def test_inactive_names_and_labels_follow_the_config():
     baseline = experiments.config_for(augmentation_baseline=True, method="contrastive")
     assert factor_isolation.condition_label(baseline) == "floor_hue/wall_hue/object_hue augmented away (contrastive)"
     assert factor_isolation.condition_label(experiments.choose(baseline, data="mnist", method="abc")) == "double augmentation (abc)"
+    # MNIST's config has no curate_both_sets: its set B is a stack of one other digit.
+    assert factor_isolation.condition_label(experiments.get_preset("mnist")) == "digit inactive"
     with pytest.raises(ValueError, match="no labelled factor sample"):
         factor_isolation.factor_names(experiments.config_for(data="folders"))
 

@@ -124,7 +124,8 @@ def condition_label(config: ExperimentConfig) -> str:
         return f"double augmentation ({config.method.name})" if not dropped else f"{'/'.join(dropped)} augmented away ({config.method.name})"
     inactive = inactive_names(config)
     label = "no inactive factor" if not inactive else ", ".join(inactive) + " inactive"
-    if inactive and not config.data.curate_both_sets:
+    # Families that say nothing curate set B like set A (MNIST: a stack of another digit).
+    if inactive and not getattr(config.data, "curate_both_sets", True):
         label += ", set B unconstrained"
     return label
 
