@@ -1,7 +1,7 @@
 """Table S1 of the ABC supplement (pose in the synthetic domain, cars) and the synthetic-to-"real"
 transfer of Table 1, for ABC and the paper's baselines, on the built-in procedural cars (issue 27).
 
-  python -m scripts.pose_table_s1 --rows=ABC=runs/table_s1/abc,ML-VAE=runs/table_s1/ml_vae,\
+  python -m scripts.pose_table_s1 --rows=ABC=runs/table_s1/abc32,ML-VAE=runs/table_s1/ml_vae,\
 CC-VAE=runs/table_s1/cc_vae,LORD=runs/table_s1/lord --output_dir=docs/figures/table_s1
 
 Each row is a folder of ``train.py --seeds N`` runs (``seed_<k>``) or one run. Every run is
@@ -19,20 +19,12 @@ numbers beside ours) into ``--output_dir``, and prints the tables.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import os
 
 import numpy as np
-from absl import app, flags
-
-FLAGS = flags.FLAGS
-flags.DEFINE_list("rows", None, "NAME=DIR pairs: a row's name and its folder of seed_<k> runs (or one run).")
-flags.DEFINE_string("output_dir", "docs/figures/table_s1", "Where summary.json and table_s1.md go.")
-flags.DEFINE_integer("repeats", 50, "Random lookup dictionaries (paper: 50).")
-flags.DEFINE_integer("dictionary_size", 1800, "Images per dictionary (paper: 1800).")
-flags.DEFINE_integer("queries", 500, "Test images per query domain.")
-flags.DEFINE_string("pretrained_backbone", "", "ResNet50V2 notop weights file: adds the ImageNet-ResNet row (Table 1).")
 
 # The paper's numbers: median error (deg) / Acc@30. Table S1 (supplement L66-70), synthetic
 # cars; Table 1 (ICLR text L405-411), Pascal3D+ cars (LORD is not in it).
@@ -78,24 +70,33 @@ def markdown(summary: dict, domain: str) -> str:
     return "\n".join(lines)
 
 
-def main(argv):
-    del argv
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", required=True, help="NAME=DIR pairs, comma-separated: a row's name and its folder of seed_<k> runs (or one run).")
+    parser.add_argument("--output_dir", default="docs/figures/table_s1", help="Where summary.json and table_s1.md go.")
+    parser.add_argument("--repeats", type=int, default=50, help="Random lookup dictionaries (paper: 50).")
+    parser.add_argument("--dictionary_size", type=int, default=1800, help="Images per dictionary (paper: 1800).")
+    parser.add_argument("--queries", type=int, default=500, help="Test images per query domain.")
+    parser.add_argument("--pretrained_backbone", default="", help="ResNet50V2 notop weights file: adds the ImageNet-ResNet row (Table 1).")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
     from abc_tf.evaluation.tasks import pose_accuracy
     from abc_tf.runs.run_dir import seed_run_dirs
 
-    rows = parse_rows(FLAGS.rows or [])
-    if not rows:
-        raise app.UsageError("Pass --rows=NAME=DIR,...")
+    args = parse_args(argv)
+    rows = parse_rows(args.rows.split(","))
     settings = pose_accuracy.PoseEvalSettings(
-        dictionary_size=FLAGS.dictionary_size, repeats=FLAGS.repeats, num_queries=FLAGS.queries,
+        dictionary_size=args.dictionary_size, repeats=args.repeats, num_queries=args.queries,
         query_domains=DOMAINS, baselines=False,
     )
-    summary: dict = {"settings": {"dictionary_size": FLAGS.dictionary_size, "repeats": FLAGS.repeats,
-                                  "queries": FLAGS.queries}, "rows": {}}
+    summary: dict = {"settings": {"dictionary_size": args.dictionary_size, "repeats": args.repeats,
+                                  "queries": args.queries}, "rows": {}}
     for index, (name, path) in enumerate(rows):
         runs = seed_run_dirs(path) or [path]
         # The pretrained row is measured once, with the first row's images.
-        extra = {"pretrained_backbone": FLAGS.pretrained_backbone} if FLAGS.pretrained_backbone and index == 0 else {}
+        extra = {"pretrained_backbone": args.pretrained_backbone} if args.pretrained_backbone and index == 0 else {}
         per_seed = {domain: [] for domain in DOMAINS}
         pretrained = {domain: [] for domain in DOMAINS}
         for run_dir in runs:
@@ -112,15 +113,15 @@ def main(argv):
         if pretrained["synthetic"]:
             summary["rows"]["ImageNet ResNet"] = {"runs": runs[:1], "per_seed": pretrained,
                                                   "domains": {domain: aggregate(pretrained[domain]) for domain in DOMAINS}}
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
-    with open(os.path.join(FLAGS.output_dir, "summary.json"), "w") as handle:
+    os.makedirs(args.output_dir, exist_ok=True)
+    with open(os.path.join(args.output_dir, "summary.json"), "w") as handle:
         json.dump(summary, handle, indent=1)
     text = (f"Synthetic queries (Table S1):\n\n{markdown(summary, 'synthetic')}\n\n"
             f"Procedural \"real\" queries (Table 1's transfer):\n\n{markdown(summary, 'real')}\n")
-    with open(os.path.join(FLAGS.output_dir, "table_s1.md"), "w") as handle:
+    with open(os.path.join(args.output_dir, "table_s1.md"), "w") as handle:
         handle.write(text)
     print(text)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    main()

@@ -26,3 +26,9 @@ def test_seeds_aggregate_to_mean_and_sample_std_and_the_paper_stands_beside_ours
     assert "| ABC | 2 | 12 ± 2.8 | 0.7 ± 0.14 |" in text and text.rstrip().endswith("| — |")  # no paper row "mine"
     assert "| 5.8 / 0.83 |" in text  # Table S1's ABC row
     assert "| 14.1 / 0.65 |" in table.markdown(summary, "real")  # Table 1's ABC cars row
+
+
+def test_its_flags_are_its_own():
+    # argparse, not absl's global FLAGS: tests import train.py's flags in the same process.
+    args = table.parse_args(["--rows=ABC=runs/a", "--repeats=3"])
+    assert (args.rows, args.repeats, args.dictionary_size, args.queries) == ("ABC=runs/a", 3, 1800, 500)
