@@ -304,7 +304,9 @@ def test_the_perceptual_loss_reads_a_local_vgg_file(tmp_path):
     prepared = [keras.applications.vgg16.preprocess_input(255.0 * x) for x in (generated, images)]
     expected = np.mean([np.abs(np.asarray(a) - np.asarray(b)).reshape(3, -1).mean(axis=1)
                         for a, b in zip(features(prepared[0]), features(prepared[1]))], axis=0)
-    np.testing.assert_allclose(lord.perceptual_error(model.vgg, images, generated), expected, rtol=1e-4)
+    # 13 float32 convolutions on batches of 6 and of 3 (other kernels may be chosen): 1e-3 is far
+    # above their rounding and far below what other weights would change.
+    np.testing.assert_allclose(lord.perceptual_error(model.vgg, images, generated), expected, rtol=1e-3)
     assert methods.get_method("lord").label_for(tiny_config(reconstruction="perceptual", vgg_weights=path)) == "lord"
 
 
@@ -352,7 +354,8 @@ def test_a_run_killed_at_the_switch_resumes_into_stage_two(tmp_path, monkeypatch
     run, images = load_run(run_dir), np.random.default_rng(0).integers(0, 256, size=(5, 16, 16, 3), dtype=np.uint8)
     codes = embed(run.encoder, images)
     assert codes.shape == (5, DIMS["content_dim"]) and np.all(np.isfinite(codes))
-    np.testing.assert_allclose(codes, done.content_encoder(images.astype(np.float32) / 255.0), atol=1e-5)
+    # The same weights through predict's graph and an eager call (kernels may differ): float32 rounding only.
+    np.testing.assert_allclose(codes, done.content_encoder(images.astype(np.float32) / 255.0), rtol=1e-4, atol=1e-4)
     assert run.network("class_encoder") is not None and run.network("generator") is not None
 
 
