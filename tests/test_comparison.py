@@ -179,6 +179,13 @@ def test_bad_rows_are_refused_before_any_work(runs, tmp_path):
     write_run(tmp_path / "mnist", experiments.config_for(data="mnist"))
     with pytest.raises(ValueError, match="one labelled sample of one data family"):
         comparison.rows_of([str(runs / "abc_seeds"), str(tmp_path / "mnist")])
+    # One family, but images of another size: the first row's sample would not fit its encoder.
+    pose = experiments.config_for(data="pose", model="s4", similarity="cosine", temperature=0.1)
+    write_run(tmp_path / "pose16", pose.replace(image_size=16))
+    write_run(tmp_path / "pose32", pose.replace(image_size=32))
+    with pytest.raises(ValueError, match=r"pose32 is a 'pose' run on \(32, 32, 3\) images, pose16 a 'pose' run on "
+                                         r"\(16, 16, 3\) images; .* one data family and image shape"):
+        comparison.rows_of([str(tmp_path / "pose16"), str(tmp_path / "pose32")])
     # Two rows of one name are told apart by their paths.
     write_run(tmp_path / "x" / "abc_seeds", BASE)
     rows = comparison.rows_of([str(runs / "abc_seeds"), str(tmp_path / "x" / "abc_seeds")])

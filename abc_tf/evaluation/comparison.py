@@ -134,14 +134,14 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
     if not tasks.offers_labelled_sample(first):
         raise ValueError(f"--compare: data family {first.data.family!r} has no labelled sample to compare rows on "
                          "(abc_tf.evaluation.tasks.labelled_samples).")
+    def images(config):  # every row embeds the first row's sample: one family, one image shape
+        return f"{config.data.family!r} run on {tuple(data.get_family(config.data.family).image_shape(config))} images"
     for row in rows:
         for config in row.configs:
-            if config.data.family != first.data.family:
-                raise ValueError(f"--compare: {row.label} is a {config.data.family!r} run, {rows[0].label} a {first.data.family!r} run; "
-                                 "rows are compared on one labelled sample of one data family.")
-    if untrained:
-        rows.append(Row(UNTRAINED, (), (first,)))
-    return rows
+            if images(config) != images(first):
+                raise ValueError(f"--compare: {row.label} is a {images(config)}, {rows[0].label} a {images(first)}; rows are "
+                                 "compared on one labelled sample of one data family and image shape.")
+    return rows + [Row(UNTRAINED, (), (first,))] if untrained else rows
 
 
 def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig, sample: labelled_samples.LabelledSample,
