@@ -166,6 +166,8 @@ class DataFamily:
         learned class prior should find.
       class_split_description: ``config -> dict or None``, the class-imbalanced split a run
         trains on, JSON-ready (None when the config sets none).
+      set_shares: what the images of one set share, in words ("the digit"), for the
+        supervision a grouped method states in comparison tables.
       training_bank: ``config -> (num_images, num_groups)``: the family trains from a fixed
         bank of ``num_images`` images in ``num_groups`` groups, and its "sets" batches also
         carry ``index_a`` int64 [P, N] (each image of set A's row in the bank) and ``group_a``
@@ -188,6 +190,7 @@ class DataFamily:
     class_labelled_images: Callable[["ExperimentConfig"], ClassLabelledImages] | None = None
     class_proportions: Callable[["ExperimentConfig"], np.ndarray] | None = None
     class_split_description: Callable[["ExperimentConfig"], dict | None] | None = None
+    set_shares: str = "the set's inactive factors"
     training_bank: Callable[["ExperimentConfig"], tuple[int, int]] | None = None
 
     def __post_init__(self):

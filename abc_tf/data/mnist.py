@@ -339,6 +339,7 @@ def class_split_description(config: ExperimentConfig) -> dict | None:
 
 FAMILY = DataFamily(
     name="mnist",
+    set_shares="the digit",
     evaluation_task="digit_style",
     image_shape=image_shape,
     make_dataset=make_dataset,

@@ -380,6 +380,7 @@ def training_callbacks(config: ExperimentConfig) -> list[keras.callbacks.Callbac
 
 FAMILY = DataFamily(
     name="pose",
+    set_shares="the object instance",
     evaluation_task="pose",
     # augmentations: pose refuses it with its own message (check_config).
     image_shape=image_shape,

@@ -315,8 +315,8 @@ def variant(config: ExperimentConfig) -> str:
 
 
 def supervision(config: ExperimentConfig) -> str:
-    """What the groups tell the method: which images share the specified factor, named by data family."""
-    shared = {"mnist": "the digit", "pose": "the object instance"}.get(config.data.family, "the set's inactive factors")
+    """What the groups tell the method: which images share the specified factor, named by the data family (its ``set_shares``)."""
+    shared = data.get_family(config.data.family).set_shares
     return f"group membership: which images share the specified factor ({shared}), from the sets"
 
 

@@ -252,9 +252,8 @@ def variant(config: ExperimentConfig) -> str:
 
 
 def supervision(config: ExperimentConfig) -> str:
-    """What the groups tell the method: which images share the content, named by data family."""
-    shared = {"mnist": "the digit", "pose": "the object instance"}.get(config.data.family, "the set's inactive factors")
-    return f"group membership: which images share the content ({shared}), from the sets"
+    """What the groups tell the method: which images share the content, named by the data family (its ``set_shares``)."""
+    return f"group membership: which images share the content ({data.get_family(config.data.family).set_shares}), from the sets"
 
 
 METHOD = Method(
