@@ -81,6 +81,8 @@ class TrainerConfig(Part):
     steps: int = field(2000, "Training steps.")
     learning_rate: float = field(3e-5, "Adam learning rate.")
     lr_halving_steps: int = field(0, "Halve the learning rate every this many steps (0: constant).")
+    lr_drop_step: int = field(0, "Multiply the learning rate by --trainer.lr_drop_factor from this step on (0: never).")
+    lr_drop_factor: float = field(0.1, "The factor of --trainer.lr_drop_step.")
     seed: int = field(0, "Seed for weights, data and augmentation.")
     log_every: int = field(100, "Steps between TensorBoard logs and checkpoints.")
     keep_checkpoints: int = field(2, "Checkpoints kept in <output_dir>/checkpoints (the newest; older ones are deleted).")
@@ -93,8 +95,9 @@ class TrainerConfig(Part):
 
     def validate(self) -> None:
         super().validate()
-        self.check_positive("steps", "learning_rate", "log_every", "keep_checkpoints", "steps_per_execution", "eval_images")
-        for name in ("lr_halving_steps", "eval_every"):
+        self.check_positive("steps", "learning_rate", "log_every", "keep_checkpoints", "steps_per_execution", "eval_images",
+                            "lr_drop_factor")
+        for name in ("lr_halving_steps", "lr_drop_step", "eval_every"):
             if getattr(self, name) < 0:
                 raise ValueError(f"--trainer.{name} must be >= 0, got {getattr(self, name)}.")
         if self.strategy not in STRATEGIES:

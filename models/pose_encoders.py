@@ -96,11 +96,25 @@ def s5(
 def s5_small(embedding_dim: int = 64, input_shape: tuple[int, int, int] = (32, 32, 3)) -> keras.Model:
     """The S5 head on a small trunk for CPU runs (see the module docstring):
     Conv32 s1, Conv32 s2, Conv64 s1, Conv64 s2, Conv128 s1 (3x3, 'valid', each followed by batch
-    norm and ReLU), then Table S5's head. Input side at least 32."""
+    norm and ReLU), then Table S5's head. Input side at least 32.
+
+    Larger inputs get further Conv128 stride-2 layers while one more still leaves at least 3 x 3,
+    so the trunk's output stays small (3 x 3 at 32 px, 5 x 5 at 64, 6 x 6 at 128; ResNet's is
+    4 x 4 for S5 at 128 px). Why: the head's 3x3 convolution then sees (nearly) the whole image
+    before the pooling, so the embedding can depend on where things are. Without them, at 64 px the head pooled 9 x 9
+    local features of a 19-pixel receptive field, every image's embedding came out alike, and
+    ABC sat at its chance loss 2 ln N (RESULTS.md, Table S1 at 64 x 64)."""
     input_shape = _check_input_shape("s5_small", input_shape, 32)
     inputs = keras.Input(shape=input_shape, name="images")
     x = inputs
-    for index, (filters, stride) in enumerate([(32, 1), (32, 2), (64, 1), (64, 2), (128, 1)]):
+    layers = [(32, 1), (32, 2), (64, 1), (64, 2), (128, 1)]
+    side = min(input_shape[:2])
+    for _, stride in layers:
+        side = (side - 3) // stride + 1
+    while (side - 3) // 2 + 1 >= 3:
+        layers.append((128, 2))
+        side = (side - 3) // 2 + 1
+    for index, (filters, stride) in enumerate(layers):
         # conv -> batch norm -> ReLU, as in ResNet's blocks.
         x = keras.layers.Conv2D(filters, 3, strides=stride, padding="valid", name=f"conv{index + 1}")(x)
         x = keras.layers.BatchNormalization(name=f"bn{index + 1}")(x)

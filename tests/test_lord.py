@@ -361,7 +361,8 @@ def test_a_run_killed_at_the_switch_resumes_into_stage_two(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("overrides, message", [
     ({"stage1_steps": 1500}, r"--method.stage1_steps=1500 must be below --trainer.steps=1500"),
-    ({"lr_halving_steps": 100}, r"--trainer.lr_halving_steps must be 0 for --method=lord"),
+    ({"lr_halving_steps": 100}, r"--trainer.lr_halving_steps and --trainer.lr_drop_step must be 0 for --method=lord"),
+    ({"lr_drop_step": 100}, r"--trainer.lr_halving_steps and --trainer.lr_drop_step must be 0 for --method=lord"),
     ({"reconstruction": "perceptual"}, r"--method.reconstruction=perceptual needs --method.vgg_weights"),
     ({"reconstruction": "perceptual", "vgg_weights": "/no/such/vgg.h5"}, r"--method.vgg_weights=/no/such/vgg.h5 does not exist"),
     ({"reconstruction": "vgg"}, r"--method.reconstruction='vgg'; choose one of pixel, perceptual"),

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import keras
 import numpy as np
+import pytest
 
 from abc_tf import optimizers
+from abc_tf.config import TrainerConfig
 
 
-def test_adam_defaults_are_keras_and_the_schedule_halves():
+def test_adam_defaults_are_keras_and_the_run_schedule_halves_and_drops():
     constant = optimizers.adam(1e-3)
     assert isinstance(constant, keras.optimizers.Adam)
     assert (constant.beta_1, constant.beta_2, constant.epsilon) == (0.9, 0.999, 1e-7)
     assert np.isclose(float(constant.learning_rate), 1e-3)
-    schedule = keras.optimizers.schedules.deserialize(optimizers.adam(1e-3, halving_steps=10).get_config()["learning_rate"])
-    assert np.isclose(float(schedule(9)), 1e-3) and np.isclose(float(schedule(10)), 5e-4)
+    trainer = TrainerConfig(learning_rate=1e-3, lr_halving_steps=10, lr_drop_step=15)
+    schedule = keras.optimizers.schedules.deserialize(optimizers.run_adam(trainer).get_config()["learning_rate"])
+    assert np.allclose([float(schedule(step)) for step in (9, 10, 15)], [1e-3, 5e-4, 5e-5])
+    assert float(optimizers.run_adam(TrainerConfig(learning_rate=1e-3)).learning_rate) == pytest.approx(1e-3)
 
 
 def test_adam_takes_the_peers_betas_and_epsilon():

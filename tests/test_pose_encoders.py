@@ -73,3 +73,12 @@ def test_s5_small_has_the_s5_head_and_a_backbone_layer():
     head = (3 * 3 * 128 * 256 + 256) + (256 * 128 + 128) + (128 * 16 + 16)
     trunk = sum(3 * 3 * i * o + o + 4 * o for i, o in [(3, 32), (32, 32), (32, 64), (64, 64), (64, 128)])
     assert encoder.count_params() == trunk + head
+
+
+@pytest.mark.parametrize("side, extra, features", [(48, 1, 3), (64, 1, 5), (128, 2, 6)])
+def test_s5_small_adds_strided_layers_so_the_head_sees_most_of_a_larger_image(side, extra, features):
+    # 'valid' 3x3: 64 -> 62 -> 30 -> 28 -> 13 -> 11, then Conv128 s2 -> 5; one more would give 2.
+    encoder = models.build("s5_small", embedding_dim=16, input_shape=(side, side, 3))
+    assert encoder.get_layer("backbone").output.shape[1:] == (features, features, 128)
+    convs = [layer for layer in encoder.layers if layer.name.startswith("conv")]
+    assert len(convs) == 5 + extra and all(layer.strides == (2, 2) and layer.filters == 128 for layer in convs[5:])

@@ -1,6 +1,7 @@
 """Schedules of the training step (abc_tf.schedules): the learning rate halved every
 ``lr_halving_steps`` steps, and the titration of real images (supplement S8.3)."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,6 +15,16 @@ def test_learning_rate_halves_in_stairs_or_stays_constant():
     rates = [float(schedule(step)) for step in (0, 19, 20, 39, 40, 45, 100)]
     # float32's 1e-3 (6e-8 from it) times powers of 2, which are exact.
     np.testing.assert_allclose(rates, [1e-3, 1e-3, 5e-4, 5e-4, 2.5e-4, 2.5e-4, 1e-3 / 32], rtol=1e-6)
+
+
+def test_learning_rate_drops_once_and_combines_with_halving():
+    dropped = schedules.learning_rate(1e-3, drop_step=80)
+    rates = [float(dropped(step)) for step in (0, 79, 80, 1000)]
+    np.testing.assert_allclose(rates, [1e-3, 1e-3, 1e-4, 1e-4], rtol=1e-6)  # two float32 roundings
+    both = schedules.learning_rate(1e-3, halving_steps=20, drop_step=30, drop_factor=0.5)
+    np.testing.assert_allclose([float(both(step)) for step in (19, 20, 30, 40)], [1e-3, 5e-4, 2.5e-4, 1.25e-4], rtol=1e-6)
+    restored = keras.optimizers.schedules.deserialize(keras.optimizers.schedules.serialize(both))
+    assert float(restored(40)) == float(both(40))
 
 
 def test_titration_schedule_values():

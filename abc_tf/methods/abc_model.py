@@ -163,7 +163,7 @@ def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_typ
         abc_weight=getattr(config.method, "abc_weight", 1.0), head=head, head_loss=head_loss,
         head_weight=regression_weight,
     )
-    model.compile(optimizer=optimizers.adam(config.trainer.learning_rate, config.trainer.lr_halving_steps), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+    model.compile(optimizer=optimizers.run_adam(config.trainer), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
     return model
 
 

@@ -289,7 +289,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> CcVaeM
     trainer, method = config.trainer, config.method
 
     def adam():
-        return optimizers.adam(trainer.learning_rate, trainer.lr_halving_steps, epsilon=PYTORCH_ADAM_EPSILON)
+        return optimizers.run_adam(trainer, epsilon=PYTORCH_ADAM_EPSILON)
 
     model = CcVaeModel(networks["posterior"], networks["decoder"],
                        weights={"reconstruction": method.reconstruction_weight, "kl": method.kl_weight,

@@ -135,7 +135,7 @@ class ElasticInfoGANModel(MethodModel):
 
     def __init__(self, generator: keras.Model, trunk: keras.Model, d_head: keras.Model, q_features: keras.Model,
                  q_logits: keras.Model, learned_prior: bool, contrastive_weight: float, noise_dim: int,
-                 learning_rate: float = 2e-4, seed: int = 0, ntxent_temperature: float = NTXENT_TEMPERATURE,
+                 learning_rate: float | keras.optimizers.schedules.LearningRateSchedule = 2e-4, seed: int = 0, ntxent_temperature: float = NTXENT_TEMPERATURE,
                  elastic_pixels: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         self.generator, self.trunk, self.d_head = generator, trunk, d_head
@@ -274,9 +274,9 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> Elasti
         contrastive_weight=config.method.contrastive_weight, noise_dim=config.method.noise_dim,
         ntxent_temperature=config.method.ntxent_temperature,
         elastic_pixels=digit_augment.ELASTIC_PIXELS if config.method.elastic_field else 0.0,
-        learning_rate=config.trainer.learning_rate, seed=config.trainer.seed,
+        learning_rate=optimizers.run_learning_rate(config.trainer), seed=config.trainer.seed,
     )
-    optimizer = optimizers.adam(config.trainer.learning_rate, betas=ADAM_BETAS)
+    optimizer = optimizers.run_adam(config.trainer, betas=ADAM_BETAS)
     model.compile(optimizer=optimizer, jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
     return model
 

@@ -286,8 +286,9 @@ def check_config(config: ExperimentConfig) -> None:
     if method.stage1_steps >= trainer.steps:
         raise ValueError(f"--method.stage1_steps={method.stage1_steps} must be below --trainer.steps={trainer.steps}: the "
                          "steps after it train the encoders, which give the representation.")
-    if trainer.lr_halving_steps:
-        raise ValueError("--trainer.lr_halving_steps must be 0 for --method=lord: its stages have their own schedules "
+    if trainer.lr_halving_steps or trainer.lr_drop_step:
+        raise ValueError("--trainer.lr_halving_steps and --trainer.lr_drop_step must be 0 for --method=lord: its stages "
+                         "have their own schedules "
                          "(stage 1 a cosine to --method.min_learning_rate, stage 2 --method.encoder_learning_rate).")
     if method.min_learning_rate > trainer.learning_rate:
         raise ValueError(f"--method.min_learning_rate={method.min_learning_rate} exceeds --trainer.learning_rate="

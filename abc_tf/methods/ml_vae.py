@@ -232,8 +232,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> MlVaeM
     model = MlVaeModel(networks["posterior"], networks["decoder"], likelihood=config.method.likelihood,
                        content_per_image=config.method.content_sample == "image", kl_weight=config.method.kl_weight,
                        seed=config.trainer.seed)
-    model.compile(optimizer=optimizers.adam(config.trainer.learning_rate, config.trainer.lr_halving_steps,
-                                            epsilon=PYTORCH_ADAM_EPSILON),
+    model.compile(optimizer=optimizers.run_adam(config.trainer, epsilon=PYTORCH_ADAM_EPSILON),
                   jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
     return model
 

@@ -333,7 +333,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> PMPMod
         features, projectors, decoder, total_steps=config.trainer.steps, warmup=config.method.warmup,
         weights={name: getattr(config.method, field) for name, field in WEIGHT_FIELDS.items()}, seed=config.trainer.seed,
     )
-    optimizer = optimizers.adam(config.trainer.learning_rate, config.trainer.lr_halving_steps, betas=ADAM_BETAS, epsilon=ADAM_EPSILON)
+    optimizer = optimizers.run_adam(config.trainer, betas=ADAM_BETAS, epsilon=ADAM_EPSILON)
     model.compile(optimizer=optimizer, jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
     return model
 

@@ -355,7 +355,7 @@ def _builder(variant: str):
         model = VITAEModel(variant, build_networks(variant, config.method.latent_dim, image_shape),
                            warmup_steps=config.method.kl_warmup * config.trainer.steps, augment=config.method.affine_augmentation,
                            seed=config.trainer.seed)
-        model.compile(optimizer=optimizers.adam(config.trainer.learning_rate, config.trainer.lr_halving_steps), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+        model.compile(optimizer=optimizers.run_adam(config.trainer), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
         return model
 
     return build

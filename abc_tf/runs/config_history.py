@@ -20,7 +20,7 @@ from abc_tf.runs.run_dir import CONFIG_FILE
 # Settings a run may change between two of its checkpoints (--allow_config_change): they shape
 # the optimisation and the bookkeeping, not the data or the network the checkpoint belongs to.
 CHANGEABLE_FIELDS = (
-    "trainer.learning_rate", "trainer.lr_halving_steps", "method.temperature", "trainer.log_every",
+    "trainer.learning_rate", "trainer.lr_halving_steps", "trainer.lr_drop_step", "trainer.lr_drop_factor", "method.temperature", "trainer.log_every",
     "trainer.keep_checkpoints", "trainer.steps_per_execution", "trainer.jit_compile", "trainer.eval_every",
     "trainer.eval_images",
 )

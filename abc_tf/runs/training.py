@@ -251,6 +251,14 @@ def train(
                            callbacks, verbose)
 
 
+def _constant_rate(optimizer: keras.optimizers.Optimizer):
+    """The variable holding ``optimizer``'s learning rate, None for a schedule (a function of
+    the restored step)."""
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # a LossScaleOptimizer's own rate is its inner one's
+    rate = optimizer._learning_rate  # noqa: SLF001 - Keras keeps no public handle on the variable
+    return None if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule) or callable(rate) else rate
+
+
 def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, method: Method, model: MethodModel,
                 dataset: tf.data.Dataset, strategy: tf.distribute.Strategy, chief: bool, changes: dict,
                 start_step: int, callbacks: Sequence[keras.callbacks.Callback], verbose: int) -> TrainResult:
@@ -261,11 +269,14 @@ def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, meth
     if chief:
         config_history.write_config(config, run_dir, changes, start_step)
     with strategy.scope():
-        restored_step = checkpoints.restore(model, run_dir)
-    if restored_step and not config.trainer.lr_halving_steps:
         # A constant learning rate is an optimizer variable, restored with the checkpoint; the
-        # config's value wins (it differs after --allow_config_change=learning_rate).
-        model.optimizer.learning_rate.assign(config.trainer.learning_rate)
+        # configured value, which the freshly built optimizers hold, wins (it differs after
+        # --allow_config_change=learning_rate). Every optimizer's: a method's second optimizer
+        # may have a rate of its own.
+        configured = [(variable, variable.numpy()) for variable in map(_constant_rate, model.optimizers()) if variable is not None]
+        restored_step = checkpoints.restore(model, run_dir)
+        for variable, rate in configured:
+            variable.assign(rate)
     if restored_step != start_step:  # the newest checkpoint was unreadable; an older one was loaded
         start_step = restored_step
         dataset = make_family_dataset(family, config, start_step)
