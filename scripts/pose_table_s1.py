@@ -64,7 +64,7 @@ def markdown(summary: dict, domain: str) -> str:
     for name, row in summary["rows"].items():
         values = row["domains"][domain]
         cells = [f"{values[m]['mean']:.3g} ± {values[m]['std']:.2g}" for m in METRICS]
-        paper = PAPER[domain].get(name)
+        paper = PAPER[domain].get(name.split(" (")[0])  # "ABC (64 px)" is the paper's ABC row
         lines.append(f"| {name} | {values[METRICS[0]]['seeds']} | " + " | ".join(cells)
                      + f" | {f'{paper[0]} / {paper[1]}' if paper else '—'} |")
     return "\n".join(lines)

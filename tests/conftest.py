@@ -69,6 +69,24 @@ def fresh_keras_state():
         sys.modules["keras"].backend.clear_session()
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "saved_model: the test reads the SavedModel that a run exports (see skip_saved_model_export)")
+
+
+@pytest.fixture(autouse=True)
+def skip_saved_model_export(request, monkeypatch):
+    """Runs trained in-process by a test write their networks but not the SavedModel, unless the
+    test is marked ``saved_model``: the export traces every endpoint and takes some 60% of a toy
+    run's time (2.8 of 4.7 s), and a test that does not read it gains nothing from it. The tests
+    that read it (tests/test_export.py, a trained run's ``saved_model/``) are marked; runs in a
+    subprocess (train.py) and session fixtures always export."""
+    if request.node.get_closest_marker("saved_model") is None:
+        from abc_tf.runs import export
+
+        monkeypatch.setattr(export, "export_run", lambda *args, **kwargs: None)
+    yield
+
+
 @pytest.fixture
 def toy_family(monkeypatch):
     """The tiny toy data family of tests/toy_family.py, registered as ``--data=toy``."""

@@ -18,7 +18,7 @@ from abc_tf import experiments, methods
 from abc_tf.experiments import get_preset
 from abc_tf.data import pose_procedural
 from abc_tf.methods import cc_vae, cc_vae_config
-from abc_tf.runs import checkpoints, export, training
+from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import embed, load_run
 from models import cc_vae_networks, vae64_networks
 from pose_data_helpers import SMALL
@@ -473,7 +473,6 @@ def test_the_pose_presets():
 
 def test_a_short_pose_run_trains_and_its_encoder_embeds(tmp_path, monkeypatch):
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)  # 3 instances x 6 views
-    monkeypatch.setattr(export, "export_run", lambda *args, **kwargs: None)  # the pose SavedModel: not tested here
     config = get_preset("pose_cc_vae_quick").replace(set_size=4, pairs_per_step=2, steps=2, log_every=2,
                                                      base_channels=4, eval_images=16)
     result = training.train(config, str(tmp_path / "run"), verbose=0)

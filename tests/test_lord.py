@@ -15,7 +15,7 @@ from abc_tf import experiments, methods
 from abc_tf.data import pose_procedural
 from abc_tf.experiments import get_preset
 from abc_tf.methods import lord, lord_config
-from abc_tf.runs import checkpoints, export, training
+from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import embed, load_run
 from models import lord_networks
 from pose_data_helpers import SMALL
@@ -324,7 +324,6 @@ def test_the_declaration():
 
 def test_a_run_killed_at_the_switch_resumes_into_stage_two(tmp_path, monkeypatch):
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
-    monkeypatch.setattr(export, "export_run", lambda *args, **kwargs: None)  # the SavedModel: not what this is about
     run_dir = str(tmp_path / "run")
     config = get_preset("pose_lord_quick").replace(image_size=16, set_size=3, steps=4, stage1_steps=2, log_every=2, **DIMS)
 

@@ -106,6 +106,7 @@ def toy_pose_family(monkeypatch):
     monkeypatch.setitem(data.DATA_FAMILIES, "pose", ("toy_pose_family", "abc_tf.data.pose_config:PoseConfig"))
 
 
+@pytest.mark.saved_model
 def test_a_regression_run_saves_its_head_and_evaluates(tmp_path, toy_pose_family):
     run_dir = str(tmp_path / "run")
     result = training.train(TOY_POSE.replace(abc_weight=0.5), run_dir, verbose=0)

@@ -253,11 +253,9 @@ def test_presets():
 
 
 def test_training_passes_the_start_step_and_logs_the_titration(tmp_path, monkeypatch):
-    from abc_tf.runs import export, training
+    from abc_tf.runs import training
 
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
-    # The pose SavedModel export renders a 1800-image dictionary; not what this test is about.
-    monkeypatch.setattr(export, "export_run", lambda *args, **kwargs: None)
     cfg = config(model="s5_small", image_size=32, set_size=4, pairs_per_step=1, steps=4, log_every=2,
                  titration_interval=2, real_fraction=0.5, embedding_dim=8, double_augmentation=False,
                  crop_amplitude=0.0, augmentation_amplitude=0.0)  # light graphs: a fast test
