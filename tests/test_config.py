@@ -77,6 +77,8 @@ def test_validate_names_the_flag_and_read_config_names_the_file(tmp_path):
         ({"set_size": 0}, "--batch.set_size must be positive, got 0"),
         ({"temperature": float("inf")}, "--method.temperature must be positive, got inf"),
         ({"lr_halving_steps": -1}, "--trainer.lr_halving_steps must be >= 0, got -1"),
+        ({"lr_drop_step": -1}, "--trainer.lr_drop_step must be >= 0, got -1"),
+        ({"lr_drop_factor": 0.0}, "--trainer.lr_drop_factor must be positive, got 0.0"),
         ({"strategy": "cloud"}, "Unknown --trainer.strategy='cloud'"),
         ({"similarity": "dot"}, "Unknown --method.similarity='dot'"),
         ({"embedding_dim": 0}, "--model.embedding_dim must be positive, got 0"),
