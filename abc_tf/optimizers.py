@@ -1,5 +1,6 @@
-"""The one place an optimizer is made: every method and every estimator that trains (probes,
-MINE, the digit classifier) asks :func:`adam` for its Adam."""
+"""The one place an optimizer is made: every method asks :func:`run_adam` for its Adam on the
+run's configured schedule, every estimator that trains (probes, MINE, the digit classifier)
+:func:`adam` at its own rate."""
 
 from __future__ import annotations
 
