@@ -84,7 +84,6 @@ def skip_saved_model_export(request, monkeypatch):
         from abc_tf.runs import export
 
         monkeypatch.setattr(export, "export_run", lambda *args, **kwargs: None)
-    yield
 
 
 @pytest.fixture
