@@ -2,11 +2,13 @@
 compiled training step against the same step run eagerly, op by op (Keras ``run_eagerly``: the
 loop a port of the authors' PyTorch code would run), with images per second and peak memory.
 
-Per preset, in a fresh process: three models of the preset built from one seed (eager; compiled
-graph; compiled with XLA), each fed one batch of the preset's own pipeline from memory, timed
+Per preset, in a fresh process: four models of the preset built from one seed (eager; compiled
+graph; compiled with XLA; compiled graph in the host's ``--trainer.mixed_precision`` policy), each fed one batch of the preset's own pipeline from memory, timed
 in rounds (every model once per round, so a burst of load from other jobs hits all three
 alike; the median per model is reported). Peak memory is the process's peak resident set
-(``ru_maxrss``) after all three, the data banks included. LORD is timed in both stages
+(``ru_maxrss``) after all four, the data banks included. The step's work (GFLOP, counted by
+TensorFlow's profiler on the traced step) and the machine's float32 matrix-product rate give the
+float32 ceiling: the most any float32 loop could gain over the eager one. LORD is timed in both stages
 (its step counter set inside each).
 
   python -m benchmarks.baselines_speed [--steps 10] [--rounds 3] [--no_write]
@@ -33,7 +35,7 @@ ROWS = (
     ("LORD stage 1, 64 x 64 pose", "pose_lord_quick", 0),
     ("LORD stage 2, 64 x 64 pose", "pose_lord_quick", -1),  # -1: the first step of stage 2
 )
-MODES = ("eager", "graph", "xla")
+MODES = ("eager", "graph", "xla", "mixed")
 
 
 def measure(preset: str, start: int, steps: int, rounds: int) -> dict:
@@ -42,8 +44,8 @@ def measure(preset: str, start: int, steps: int, rounds: int) -> dict:
     import tensorflow as tf
 
     from abc_tf import data, experiments
-    from abc_tf.runs import training
-    from benchmarks.loops import EpochTimer
+    from abc_tf.runs import precision, training
+    from benchmarks import loops
 
     config = experiments.get_preset(preset)
     if config.data.family == "mnist":
@@ -57,12 +59,15 @@ def measure(preset: str, start: int, steps: int, rounds: int) -> dict:
     models, timers = {}, {}
     for mode in MODES:
         keras.backend.clear_session()
-        model = training.build_model(config.replace(jit_compile=mode == "xla", steps_per_execution=1))
+        model = training.build_model(config.replace(jit_compile=mode == "xla", steps_per_execution=1,
+                                                    mixed_precision=mode == "mixed"))
         model.run_eagerly = mode == "eager"
         model.optimizer.iterations.assign(start)
-        timers[mode] = EpochTimer()
+        timers[mode] = loops.EpochTimer()
         model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0, shuffle=False)  # traces, builds the optimizers
         models[mode] = model
+    specs = {key: tf.TensorSpec(value.shape, value.dtype) for key, value in batch.items()}
+    gflop = loops.graph_gflop(models["graph"].train_step, specs)
     rates = {mode: [] for mode in MODES}
     for _ in range(rounds):
         for mode in MODES:
@@ -70,27 +75,35 @@ def measure(preset: str, start: int, steps: int, rounds: int) -> dict:
             rates[mode].append(steps / timers[mode].seconds[-1])
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"rates": {mode: statistics.median(values) for mode, values in rates.items()}, "images": images,
-            "peak_mib": peak_mib, "step": start}
+            "peak_mib": peak_mib, "step": start, "gflop": gflop, "matmul_gflops": loops.matmul_gflops_per_s(tf.float32),
+            "mixed_policy": precision.choose(True).policy}
 
 
 def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
     lines = [
         report.machine_line(), "",
         f"Each row: {rounds} rounds of {steps} steps per model after a 2-step warm-up, one batch of the preset's own",
-        "pipeline fed from memory, float32; the median steps/s per model. Images per step: the images the method",
-        "reads (set A's stacks; ML-VAE, CC-VAE and LORD ignore set B, except CC-VAE's reverse cycle, which",
-        "encodes half a stack of it more). Peak RSS: the process after all three models, data banks included.",
+        "pipeline fed from memory; the median steps/s per model. eager, graph, XLA: float32; mixed: the graph in",
+        "the policy `--trainer.mixed_precision` gives this host (" + results[ROWS[0][0]]["mixed_policy"] + "). Ratios are over the",
+        "float32 eager loop. Images per step: the images the method reads (set A's stacks; ML-VAE, CC-VAE and",
+        "LORD ignore set B, except CC-VAE's reverse cycle, which encodes half a stack of it more). Peak RSS: the",
+        "process after all four models, data banks included. GFLOP/step: TensorFlow's profiler on the traced",
+        "float32 step (- for LORD, whose stage switch holds both stages' work). float32 ceiling: the float32",
+        "rate of a 2048 x 2048 matrix product over the eager loop's GFLOP/s, the most any float32 loop could gain.",
         "",
-        "| row | preset | images/step | eager steps/s | graph steps/s | XLA steps/s | graph / eager | XLA / eager | XLA images/s | peak RSS (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| row | preset | images/step | eager steps/s | graph steps/s | XLA steps/s | mixed steps/s | graph / eager | XLA / eager | mixed / eager | "
+        "best images/s | GFLOP/step | graph GFLOP/s (of matmul) | float32 ceiling | peak RSS (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row, preset, _ in ROWS:
         result = results[row]
-        rate = result["rates"]
+        rate, gflop, matmul = result["rates"], result["gflop"], result["matmul_gflops"]
+        ratios = " | ".join(f"{rate[mode] / rate['eager']:.1f}" for mode in ("graph", "xla", "mixed"))
+        work = (f"{gflop:.1f} | {rate['graph'] * gflop:.0f} ({rate['graph'] * gflop / matmul:.0%}) | "
+                f"{matmul / (rate['eager'] * gflop):.1f}x") if gflop else "- | - | -"
         lines.append(
             f"| {row} | `{preset}` | {result['images']} | {rate['eager']:.2f} | {rate['graph']:.2f} | {rate['xla']:.2f} | "
-            f"{rate['graph'] / rate['eager']:.1f} | {rate['xla'] / rate['eager']:.1f} | {rate['xla'] * result['images']:.0f} | "
-            f"{result['peak_mib']:.0f} |"
+            f"{rate['mixed']:.2f} | {ratios} | {max(rate.values()) * result['images']:.0f} | {work} | {result['peak_mib']:.0f} |"
         )
     lines += ["", report.load_line(load_start), "",
               f"Command: `python -m benchmarks.baselines_speed --steps {steps} --rounds {rounds}`"]

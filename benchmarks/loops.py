@@ -7,7 +7,8 @@
   experiment's own data pipeline;
 - :func:`interleaved_rates`: every runner timed in turn, round after round, median per runner,
   so that a burst of load from other jobs on a shared machine hits all of them alike;
-- :func:`training_gflop` and :func:`matmul_gflops_per_s`: the work of one step and the
+- :func:`training_gflop` (or :func:`graph_gflop`, counted on the traced step) and
+  :func:`matmul_gflops_per_s`: the work of one step and the
   machine's dense matrix-product rate, to tell a loop that wastes time from one that is
   bound by arithmetic.
 """
@@ -177,6 +178,21 @@ def forward_macs(model: keras.Model) -> int:
 def training_gflop(encoder: keras.Model, images_per_step: int) -> float:
     """About 3x the forward work (forward, gradient of the activations, gradient of the weights), 2 flop per MAC."""
     return 3 * 2 * forward_macs(encoder) * images_per_step / 1e9
+
+
+def graph_gflop(function: Callable, *specs) -> float | None:
+    """Floating-point work of one call of ``function`` traced at ``specs`` (tf.TensorSpec), as
+    TensorFlow's graph profiler counts it: convolutions (and their gradients), matrix products
+    and element-wise ops, for any method's step, without a per-layer formula. None when the
+    graph holds a conditional: the count would add the work of both branches."""
+    from tensorflow.python.profiler import model_analyzer, option_builder
+
+    graph = tf.function(function).get_concrete_function(*specs).graph
+    if any(op.type in ("If", "StatelessIf") for op in graph.get_operations()):
+        return None
+    options = option_builder.ProfileOptionBuilder.float_operation()
+    options["output"] = "none"
+    return model_analyzer.profile(graph, options=options).total_float_ops / 1e9
 
 
 def matmul_gflops_per_s(dtype: tf.DType = tf.float32, size: int = 2048, repeats: int = 20) -> float:

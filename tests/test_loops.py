@@ -15,6 +15,16 @@ def test_forward_macs_of_s3_match_the_table_by_hand():
     assert loops.training_gflop(models.build("s3"), 64) == 6 * expected * 64 / 1e9
 
 
+def test_graph_gflop_counts_a_step_s_products_and_refuses_to_add_up_branches():
+    kernel = tf.ones([16, 4])
+    spec = tf.TensorSpec([8, 16], tf.float32)
+    # A matrix product [8, 16] x [16, 4]: 8 * 4 outputs of 16 multiply-adds, 2 flop each.
+    assert round(loops.graph_gflop(lambda x: tf.matmul(x, kernel), spec) * 1e9) == 2 * 8 * 4 * 16
+    # A conditional would count both branches' work as if both ran: no figure rather than a wrong one.
+    assert loops.graph_gflop(lambda x: tf.cond(tf.reduce_sum(x) > 0, lambda: tf.matmul(x, kernel),
+                                               lambda: tf.zeros([8, 4])), spec) is None
+
+
 def test_interleaved_rates_take_the_median_of_each_runner():
     calls = []
 
