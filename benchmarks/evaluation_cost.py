@@ -10,7 +10,7 @@ the values:
   estimator (the fastest of 3 of each); the rest of an estimate is the final
   Donsker-Varadhan average over ``eval_samples`` = N samples. The paper's 20,000 steps are extrapolated from these few
   hundred, not run.
-- probes (``probe_accuracies``, six probes in one ``fit``): seconds per epoch from runs of 1 and
+- probes (``probe_accuracies``, six probes trained together in one compiled call): seconds per epoch from runs of 1 and
   of E epochs (E x N about 1.3 million samples), extrapolated to the default 30.
 - histogram MI (``histogram_mutual_information``, D <= 3 only): one estimate.
 
@@ -164,7 +164,7 @@ def main() -> None:
         )
     lines += [
         "",
-        f"**Probes** (six probes in one `fit`, batch {probes.ProbeSettings().batch_size}, 80% of N trained). Seconds per "
+        f"**Probes** (six probes trained together in one compiled call, batch {probes.ProbeSettings().batch_size}, 80% of N trained). Seconds per "
         "epoch from runs of 1 and of E epochs (E x N about 1.3 million samples); 'fixed': building, tracing and "
         f"predicting; the default {probes.ProbeSettings().epochs} epochs extrapolated.",
         "",
