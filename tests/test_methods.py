@@ -18,10 +18,12 @@ import pytest
 
 import models
 from abc_tf import experiments, methods
+from abc_tf.data import pose_procedural
 from abc_tf.methods.base import build_encoder
 from abc_tf.runs import checkpoints, precision, training
 from method_helpers import fit_losses, tiny_configs, write_small_mnist
 from evaluate_helpers import evaluate_each
+from pose_data_helpers import SMALL
 from process_helpers import run_code, start_code, wait_for_marker
 from toy_family import CONFIG
 from toy_method import TwoNetworkConfig
@@ -42,6 +44,8 @@ MIRRORED_RTOL = 2e-5
 @pytest.fixture(autouse=True)
 def registered(monkeypatch, toy_family):
     monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))
+    # LORD's tiny run reads the built-in pose bank: rendered at its small test size, not the 4,000 views of a real run.
+    monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
 
 
 def test_unknown_methods_are_refused_naming_the_known_ones():
@@ -227,8 +231,11 @@ MIRRORED = textwrap.dedent(
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     from abc_tf import data, methods
+    from abc_tf.data import pose_procedural
     from abc_tf.runs import training
     from method_helpers import fit_losses, tiny_configs, write_small_mnist
+    from pose_data_helpers import SMALL
+    pose_procedural.PROCEDURAL = SMALL
     data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
     methods.METHODS["two_network"] = ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
     chunk = sys.argv[2].split(",")
