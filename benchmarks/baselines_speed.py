@@ -3,13 +3,14 @@ compiled training step against the same step run eagerly, op by op (Keras ``run_
 loop a port of the authors' PyTorch code would run), with images per second and peak memory.
 
 Per preset, in a fresh process: four models of the preset built from one seed (eager; compiled
-graph; compiled with XLA; compiled graph in the host's ``--trainer.mixed_precision`` policy), each fed one batch of the preset's own pipeline from memory, timed
-in rounds (every model once per round, so a burst of load from other jobs hits all three
-alike; the median per model is reported). Peak memory is the process's peak resident set
+graph; compiled with XLA; compiled graph in the host's ``--trainer.mixed_precision`` policy),
+each fed one batch of the preset's own pipeline from memory, timed in rounds (every model once
+per round, so a burst of load from other jobs hits all four alike; the median per model is
+reported). Peak memory is the process's peak resident set
 (``ru_maxrss``) after all four, the data banks included. The step's work (GFLOP, counted by
 TensorFlow's profiler on the traced step) and the machine's float32 matrix-product rate give the
-float32 ceiling: the most any float32 loop could gain over the eager one. LORD is timed in both stages
-(its step counter set inside each).
+float32 ceiling: the most any float32 loop could gain over the eager one. LORD is timed in both
+stages (its step counter set inside each).
 
   python -m benchmarks.baselines_speed [--steps 10] [--rounds 3] [--no_write]
 """

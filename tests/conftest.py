@@ -61,8 +61,8 @@ def fresh_keras_state():
     the suite. What survives that collection is then frozen (``gc.freeze``), as the modules are at
     collection (below): the next test's collection walks only the objects created since, not
     everything earlier tests left alive. Unfrozen, those survivors made the collection 27% of the
-    suite's time (269 of about 1,000 s in one process, 0.27 s a test) and the suite 443 s on two
-    workers against 329 s frozen; freed objects are still released by reference counting."""
+    suite's time in one process (269 of about 1,000 s, 0.27 s a test); frozen objects that are no
+    longer used are still freed by reference counting."""
     registered = set(custom_gradients())
     yield
     registry = custom_gradients()

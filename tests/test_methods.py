@@ -44,7 +44,7 @@ MIRRORED_RTOL = 2e-5
 @pytest.fixture(autouse=True)
 def registered(monkeypatch, toy_family):
     monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))
-    # LORD's tiny run reads the built-in pose bank: rendered at its small test size, not the 4,000 views of a real run.
+    # LORD's tiny run reads the built-in pose bank: rendered at its test size, not a real run's 4,000 views.
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
 
 

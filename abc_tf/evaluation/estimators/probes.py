@@ -159,9 +159,8 @@ def train_probes(networks: Sequence[keras.Model], embeddings: np.ndarray, labels
                     batch += sigma * tf.random.stateless_normal(tf.shape(batch), noise_seed)
                 batch_targets = tf.gather(targets, rows)
                 with tf.GradientTape() as tape:
-                    loss = tf.add_n([
-                        tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(batch_targets[:, index], network(batch, training=True)))
-                        for index, network in enumerate(networks)])
+                    loss = tf.add_n([tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+                        batch_targets[:, index], network(batch, training=True))) for index, network in enumerate(networks)])
                 optimizer.apply(tape.gradient(loss, variables), variables)
 
     run()
