@@ -148,14 +148,15 @@ def train_probes(networks: Sequence[keras.Model], embeddings: np.ndarray, labels
 
     @tf.function
     def run() -> None:
-        for epoch in tf.range(settings.epochs):
+        # int64 counters: the noise seeds count epochs x points, which may pass 2^31 on large samples.
+        for epoch in tf.range(settings.epochs, dtype=tf.int64):
             # Even seeds order the epochs, odd ones draw the noise: no two draws share a seed.
-            order = tf.argsort(tf.random.stateless_uniform([size], tf.stack([seed, 2 * epoch])))
-            for start in tf.range(0, size, settings.batch_size):
+            order = tf.argsort(tf.random.stateless_uniform([size], tf.stack([tf.constant(seed, tf.int64), 2 * epoch])))
+            for start in tf.range(0, size, settings.batch_size, dtype=tf.int64):
                 rows = order[start : start + settings.batch_size]
                 batch = tf.gather(points, rows)
                 if sigma > 0:
-                    noise_seed = tf.stack([seed, 2 * (epoch * size + start) + 1])
+                    noise_seed = tf.stack([tf.constant(seed, tf.int64), 2 * (epoch * size + start) + 1])
                     batch += sigma * tf.random.stateless_normal(tf.shape(batch), noise_seed)
                 batch_targets = tf.gather(targets, rows)
                 with tf.GradientTape() as tape:
