@@ -50,3 +50,24 @@ def test_bad_inputs_raise():
         probes.probe_accuracies(np.zeros((10, 2)), np.zeros((10, 1)), -1.0)
     with pytest.raises(ValueError, match="test_fraction"):
         probes.probe_accuracies(np.zeros((10, 2)), np.zeros((10, 1)), 0.1, settings=probes.ProbeSettings(test_fraction=1.5))
+
+
+def test_probes_of_one_shape_are_traced_once_and_train_as_if_fresh():
+    embeddings, factors = clustered()
+    other, other_factors = clustered(n=900, seed=1)
+    start = probes.build_probes(3, (4, 3))
+
+    def trained(trainer: probes.ProbeTrainer, points, labels, sigma, seed) -> list[np.ndarray]:
+        return [w for network in trainer.train(start, points, labels, sigma, FAST, seed) for w in network.get_weights()]
+
+    fresh = trained(probes.ProbeTrainer(3, (4, 3)), embeddings, factors, 0.05, 2)
+    reused_trainer = probes.ProbeTrainer(3, (4, 3))
+    trained(reused_trainer, other, other_factors, 0.3, 5)  # another sample, noise and seed first
+    reused = trained(reused_trainer, embeddings, factors, 0.05, 2)
+    # The same ops on the same values: equal but for a sum that threads might reorder (float32
+    # rounding, ~1e-7 relative, over 105 Adam steps of small networks).
+    for a, b in zip(reused, fresh, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    assert reused_trainer._run.experimental_get_tracing_count() == 1
+    # probe_accuracies keeps one trainer per shape in the process.
+    assert probes.probe_trainer(3, (4, 3)) is probes.probe_trainer(3, (4, 3))

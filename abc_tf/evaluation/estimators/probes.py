@@ -8,13 +8,19 @@ is classified without it (``noisy_test=True`` adds it at test time as well).
 
 All probes are trained together, each by its own Adam on the sum of their cross-entropies: they
 share only the (noisy) input, so each is trained exactly as if alone. Every epoch and batch runs
-in one compiled call (:func:`train_probes`): Keras's ``fit`` spent some 40 ms of its own per epoch,
-more than the 10-30 one-batch epochs of a small sample's probes compute.
+in one compiled call (:class:`ProbeTrainer`): Keras's ``fit`` spent some 40 ms of its own per epoch,
+more than the 10-30 one-batch epochs of a small sample's probes compute. That call is traced once
+per embedding width and set of class counts in a process and reused (:func:`probe_trainer`):
+tracing and instantiating it took 1-2 s, against some 0.05 s to train a small sample's probes,
+and a run is measured many times with the same probes (the training callback's every interval,
+``evaluate.py --compare``'s rows).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import random
 from typing import Sequence
 
 import keras
@@ -119,11 +125,14 @@ def probe_accuracies(
     rng = np.random.default_rng(seed)
     order = rng.permutation(num_points)
     test, train = order[:num_test], order[num_test:]
-    keras.utils.set_random_seed(seed)
-    with float32_policy():  # not the bfloat16 policy a mixed-precision encoder may have set
-        networks = [models.build("probe", embedding_dim=embeddings.shape[1], num_classes=max(classes, 2))
-                    for classes in num_classes]
-    train_probes(networks, embeddings[train], labels[train], sigma, settings, seed)
+    # The initial weights: Keras draws an unseeded initializer's seed from Python's random
+    # (keras.random.make_default_seed). Not keras.utils.set_random_seed: TensorFlow's global seed,
+    # which nothing here draws from, would clear its function caches, and re-instantiating the
+    # compiled loop (and a training run's step, between its callback's measurements) took ~1 s.
+    random.seed(seed)
+    initial = build_probes(embeddings.shape[1], num_classes)  # before the trainer's first build draws
+    trainer = probe_trainer(embeddings.shape[1], tuple(num_classes))
+    networks = trainer.train(initial, embeddings[train], labels[train], sigma, settings, seed)
     test_inputs = embeddings[test]
     if settings.noisy_test and sigma > 0:
         test_inputs = test_inputs + rng.normal(scale=sigma, size=test_inputs.shape).astype(np.float32)
@@ -133,35 +142,71 @@ def probe_accuracies(
     return ProbeResult(accuracy=accuracy, chance=chance, names=names)
 
 
-def train_probes(networks: Sequence[keras.Model], embeddings: np.ndarray, labels: np.ndarray, sigma: float,
-                 settings: ProbeSettings, seed: int) -> None:
-    """``settings.epochs`` passes over (embeddings [N, D], labels [N, F]) in batches of
-    ``settings.batch_size`` (a fresh order each epoch, the last batch smaller), network f learning
-    column f from the embeddings plus fresh N(0, sigma^2) noise per batch, by Adam on the mean
-    sparse cross-entropy; all of it in one compiled call."""
-    variables = [variable for network in networks for variable in network.trainable_variables]
-    optimizer = optimizers.adam(settings.learning_rate)
-    optimizer.build(variables)
-    points = tf.constant(embeddings, tf.float32)
-    targets = tf.constant(labels, tf.int32)
-    size = len(embeddings)
+def build_probes(embedding_dim: int, num_classes: Sequence[int]) -> list[keras.Model]:
+    """One probe per factor (``models.build("probe")``, at least two classes), in float32 whatever
+    the global policy (not the bfloat16 one a mixed-precision encoder may have set)."""
+    with float32_policy():
+        return [models.build("probe", embedding_dim=embedding_dim, num_classes=max(classes, 2)) for classes in num_classes]
 
-    @tf.function
-    def run() -> None:
+
+class ProbeTrainer:
+    """Probes for embeddings of width D and factors of the given class counts, their Adam, and
+    the compiled loop that trains them, traced once and reused by every :meth:`train`.
+
+    As MINE's estimator (``mine.MineEstimator``): each call starts from the initial weights it is
+    given and zeroed optimizer state, so it trains exactly as a freshly built set would. One
+    call at a time: the probes' variables are shared.
+    """
+
+    def __init__(self, embedding_dim: int, num_classes: tuple[int, ...]):
+        self.embedding_dim, self.num_classes = embedding_dim, num_classes
+        self.networks = build_probes(embedding_dim, num_classes)
+        self.variables = [variable for network in self.networks for variable in network.trainable_variables]
+        self.optimizer = optimizers.adam(ProbeSettings.learning_rate)
+        self.optimizer.build(self.variables)
+        scalar = tf.TensorSpec([], tf.int64)
+        self._run = tf.function(self._train_epochs, input_signature=[
+            tf.TensorSpec([None, embedding_dim], tf.float32), tf.TensorSpec([None, len(num_classes)], tf.int32),
+            tf.TensorSpec([], tf.float32), scalar, scalar, scalar])
+
+    def train(self, initial: Sequence[keras.Model], embeddings: np.ndarray, labels: np.ndarray, sigma: float,
+              settings: ProbeSettings, seed: int) -> list[keras.Model]:
+        """``settings.epochs`` passes over (embeddings [N, D], labels [N, F]) in batches of
+        ``settings.batch_size`` (a fresh order each epoch, the last batch smaller), probe f learning
+        column f from the embeddings plus fresh N(0, sigma^2) noise per batch, by Adam on the mean
+        sparse cross-entropy, from the weights of ``initial``; returns the trained probes."""
+        for network, start in zip(self.networks, initial, strict=True):
+            network.set_weights(start.get_weights())
+        for variable in self.optimizer.variables:
+            variable.assign(tf.zeros_like(variable))
+        # The learning rate is one of the optimizer's variables too; zeroing took it away.
+        self.optimizer.learning_rate = settings.learning_rate
+        self._run(tf.constant(embeddings, tf.float32), tf.constant(labels, tf.int32), tf.constant(sigma, tf.float32),
+                  tf.constant(settings.epochs, tf.int64), tf.constant(settings.batch_size, tf.int64),
+                  tf.constant(seed, tf.int64))
+        return self.networks
+
+    def _train_epochs(self, points: tf.Tensor, targets: tf.Tensor, sigma: tf.Tensor, epochs: tf.Tensor,
+                      batch_size: tf.Tensor, seed: tf.Tensor) -> None:
+        size = tf.shape(points, out_type=tf.int64)[0]
         # int64 counters: the noise seeds count epochs x points, which may pass 2^31 on large samples.
-        for epoch in tf.range(settings.epochs, dtype=tf.int64):
+        for epoch in tf.range(epochs):
             # Even seeds order the epochs, odd ones draw the noise: no two draws share a seed.
-            order = tf.argsort(tf.random.stateless_uniform([size], tf.stack([tf.constant(seed, tf.int64), 2 * epoch])))
-            for start in tf.range(0, size, settings.batch_size, dtype=tf.int64):
-                rows = order[start : start + settings.batch_size]
+            order = tf.argsort(tf.random.stateless_uniform([size], tf.stack([seed, 2 * epoch])))
+            for start in tf.range(0, size, batch_size):
+                rows = order[start : start + batch_size]
                 batch = tf.gather(points, rows)
-                if sigma > 0:
-                    noise_seed = tf.stack([tf.constant(seed, tf.int64), 2 * (epoch * size + start) + 1])
-                    batch += sigma * tf.random.stateless_normal(tf.shape(batch), noise_seed)
+                # With sigma = 0 the noise adds exact zeros.
+                batch += sigma * tf.random.stateless_normal(tf.shape(batch), tf.stack([seed, 2 * (epoch * size + start) + 1]))
                 batch_targets = tf.gather(targets, rows)
                 with tf.GradientTape() as tape:
                     loss = tf.add_n([tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-                        batch_targets[:, index], network(batch, training=True))) for index, network in enumerate(networks)])
-                optimizer.apply(tape.gradient(loss, variables), variables)
+                        batch_targets[:, index], network(batch, training=True)))
+                        for index, network in enumerate(self.networks)])
+                self.optimizer.apply(tape.gradient(loss, self.variables), self.variables)
 
-    run()
+
+@functools.lru_cache(maxsize=8)
+def probe_trainer(embedding_dim: int, num_classes: tuple[int, ...]) -> ProbeTrainer:
+    """This process's trainer for probes of this shape, built and traced on first use."""
+    return ProbeTrainer(embedding_dim, num_classes)
