@@ -65,7 +65,7 @@ def test_probes_of_one_shape_are_traced_once_and_train_as_if_fresh():
     trained(reused_trainer, other, other_factors, 0.3, 5)  # another sample, noise and seed first
     reused = trained(reused_trainer, embeddings, factors, 0.05, 2)
     # The same ops on the same values: equal but for a sum that threads might reorder (float32
-    # rounding, ~1e-7 relative, over 105 Adam steps of small networks).
+    # rounding, ~1e-7 relative, over 150 Adam steps of small networks).
     for a, b in zip(reused, fresh, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
     assert reused_trainer._run.experimental_get_tracing_count() == 1
