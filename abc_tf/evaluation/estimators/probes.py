@@ -159,7 +159,6 @@ class ProbeTrainer:
     """
 
     def __init__(self, embedding_dim: int, num_classes: tuple[int, ...]):
-        self.embedding_dim, self.num_classes = embedding_dim, num_classes
         self.networks = build_probes(embedding_dim, num_classes)
         self.variables = [variable for network in self.networks for variable in network.trainable_variables]
         self.optimizer = optimizers.adam(ProbeSettings.learning_rate)
