@@ -37,6 +37,19 @@ def use_a_ram_disk_for_test_directories() -> None:
 use_a_ram_disk_for_test_directories()
 
 
+def compile_xla_without_llvm_optimisation() -> None:
+    """XLA's CPU backend without LLVM's optimisation passes, unless the user set ``XLA_FLAGS``:
+    the tests check that steps compile under XLA and what they compute, not how fast the emitted
+    code runs, and those passes took half of the longest check (LORD's step, whose stage switch
+    XLA compiles as two large branches: 13 s, 7 s without). The suite's XLA tests took 54 s
+    instead of 60-67 s (two runs each). Read when XLA first compiles, and inherited by the tests'
+    child processes."""
+    os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0")
+
+
+compile_xla_without_llvm_optimisation()
+
+
 @pytest.fixture(autouse=True)
 def seeded_global_random_state():
     """Every test starts from the same global random state, whatever ran before it: Python's

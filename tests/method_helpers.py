@@ -55,14 +55,17 @@ def tiny_configs(mnist_npz: str) -> dict[str, ExperimentConfig]:
     }
 
 
-def fit_losses(config: ExperimentConfig, steps: int, strategy=None) -> tuple[keras.Model, list[float]]:
+def fit_losses(config: ExperimentConfig, steps: int, strategy=None, eagerly: bool = False
+               ) -> tuple[keras.Model, list[float]]:
     """(the model, the loss of each of ``steps`` steps) of ``config``'s method, built as the
     trainer builds it (its precision policy, its seed; under ``strategy`` if given) and trained
-    by ``fit`` on its family's stream, one Keras epoch a step."""
+    by ``fit`` on its family's stream, one Keras epoch a step; ``eagerly``: its step run op by
+    op, not traced (the same arithmetic, without the seconds a trace costs)."""
     family = data.get_family(config.data.family)
     try:
         with strategy.scope() if strategy is not None else contextlib.nullcontext():
             model = training.build_model(config)
+        model.run_eagerly = eagerly
         dataset = training.make_family_dataset(family, config, start_step=0)
         history = model.fit(dataset, epochs=steps, steps_per_epoch=1, verbose=0, shuffle=False)
     finally:

@@ -31,13 +31,14 @@ from toy_method import TwoNetworkConfig
 TOY = CONFIG.replace(method=TwoNetworkConfig(name="two_network", temperature=CONFIG.method.temperature))
 READY_METHODS = ("abc", "contrastive", "two_network", "pmp", "vae", "u_vitae", "c_vitae", "elastic_infogan", "ml_vae",
                  "cc_vae", "lord")
-# Two replicas change only the order of float32 sums: the batch means of the loss terms, the
-# batch-norm moments all-reduced over the replicas, the replicas' gradients summed before the
-# update, and kernels that block a product differently for half the batch. The rounding errors
-# of a reordered sum of n terms grow like sqrt(n) * 2^-24; for the longest here, the GAN trunk's
-# products of 6,272 terms, 79 * 6e-8 = 4.7e-6, and rtol is 4x that. (Measured on this project's
-# CPU: at most 4.8e-7. Replicas repeating each other's random draws, the bug this guards
-# against, moved the first loss by 3.4e-5 (c_vitae) to 2.5e-3 (elastic_infogan).)
+# Two replicas (traced) against one device (eager) change only the order of float32 sums: the
+# batch means of the loss terms, the batch-norm moments all-reduced over the replicas, the
+# replicas' gradients summed before the update, kernels that block a product differently for
+# half the batch, and the ops a trace fuses. The rounding errors of a reordered sum of n terms
+# grow like sqrt(n) * 2^-24; for the longest here, the GAN trunk's products of 6,272 terms,
+# 79 * 6e-8 = 4.7e-6, and rtol is 4x that. (Measured on this project's CPU: at most 1.1e-6.
+# Replicas repeating each other's random draws, the bug this guards against, moved the first
+# loss by 3.4e-5 (c_vitae) to 2.5e-3 (elastic_infogan).)
 MIRRORED_RTOL = 2e-5
 
 
@@ -242,7 +243,9 @@ MIRRORED = textwrap.dedent(
     configs = {name: config for name, config in tiny_configs(write_small_mnist(sys.argv[1] + "/mnist.npz")).items()
                if name in chunk}
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    losses = {name: [fit_losses(config, 1)[1][0], fit_losses(config, 1, mirrored)[1][0]] for name, config in configs.items()}
+    # One device runs the step eagerly: the trace the replicas' run needs anyway, not traced twice.
+    losses = {name: [fit_losses(config, 1, eagerly=True)[1][0], fit_losses(config, 1, mirrored)[1][0]]
+              for name, config in configs.items()}
     refused = {}
     for name in [name for name in ("abc", "pmp", "vae", "elastic_infogan") if name in chunk]:
         field = configs[name].batch.global_batch_field
