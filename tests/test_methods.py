@@ -243,7 +243,7 @@ MIRRORED = textwrap.dedent(
     configs = {name: config for name, config in tiny_configs(write_small_mnist(sys.argv[1] + "/mnist.npz")).items()
                if name in chunk}
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    # One device runs the step eagerly: the trace the replicas' run needs anyway, not traced twice.
+    # One device runs the step eagerly: only the replicas' step is traced (seconds a method).
     losses = {name: [fit_losses(config, 1, eagerly=True)[1][0], fit_losses(config, 1, mirrored)[1][0]]
               for name, config in configs.items()}
     refused = {}
