@@ -1,0 +1,125 @@
+"""What the paper-budget pose runs (Table S1's rows: ABC, ML-VAE, CC-VAE, LORD) cost on this
+machine: each preset's training step as its run trains it (the preset's own trainer settings:
+graph or XLA, its precision), times the steps of its budget, and the live pipeline's time per
+batch, which a run on the CPU adds where the two share the cores (issue 27: the reproduction
+ledger's "not run at the paper's budget" rows, with the hours that budget would take here).
+
+Per row, in a fresh process (its own peak memory): one batch of the preset's pipeline, the model
+fed that batch from memory, 2 warm-up steps (the trace), then ``--rounds`` rounds of ``--steps``
+steps; the median seconds per step. LORD is timed in each stage (its step counter set inside
+it); its budget is split at ``--method.stage1_steps``. The pipeline: ``--steps`` batches drawn
+from the preset's stream after its first (its banks built).
+
+  python -m benchmarks.full_budgets [--steps 3] [--rounds 2] [--no_write]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import time
+
+from benchmarks import report
+
+TITLE = "Paper-budget pose runs on this machine (Table S1's rows)"
+# (row, preset, stage: "all", "stage1" or "stage2" of LORD's two).
+ROWS = (
+    ("ABC", "pose_lookup_car", "all"),
+    ("ML-VAE", "pose_ml_vae", "all"),
+    ("CC-VAE", "pose_cc_vae", "all"),
+    ("LORD stage 1", "pose_lord", "stage1"),
+    ("LORD stage 2", "pose_lord", "stage2"),
+)
+
+
+def stage_steps(config, stage: str) -> tuple[int, int]:
+    """(the first step, the number of steps) of ``stage`` in ``config``'s budget."""
+    if stage == "all":
+        return 0, config.trainer.steps
+    switch = config.method.stage1_steps
+    return (0, switch) if stage == "stage1" else (switch, config.trainer.steps - switch)
+
+
+def measure(preset: str, stage: str, steps: int, rounds: int) -> dict:
+    """Seconds per training step (median of rounds) and per pipeline batch, images per step,
+    the steps of the budget and the peak RSS (MiB) of one preset's ``stage``."""
+    import tensorflow as tf
+
+    from abc_tf import data, experiments
+    from abc_tf.runs import training
+    from benchmarks import loops
+
+    config = experiments.get_preset(preset)
+    start, budget = stage_steps(config, stage)
+    family = data.get_family(config.data.family)
+    stream = iter(training.make_family_dataset(family, config, start_step=start))
+    batch = next(stream)
+    began = time.perf_counter()
+    for _ in range(steps):
+        next(stream)
+    pipeline = (time.perf_counter() - began) / steps
+    model = training.build_model(config)
+    model.optimizer.iterations.assign(start)
+    dataset = tf.data.Dataset.from_tensors(batch).repeat()
+    model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0, shuffle=False)  # traces, builds the optimizer
+    timer = loops.EpochTimer()
+    model.fit(dataset, epochs=rounds, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
+    return {"step_s": statistics.median(timer.seconds) / steps, "pipeline_s": pipeline,
+            "images": int(batch["set_a"].shape[0] * batch["set_a"].shape[1]),
+            "budget": budget, "jit_compile": config.trainer.jit_compile, "mixed": config.trainer.mixed_precision,
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def hours(steps: int, seconds: float) -> str:
+    return f"{steps * seconds / 3600:.1f}"
+
+
+def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
+    lines = [
+        report.machine_line(), report.precision_line(), "",
+        f"Each row in a fresh process: {rounds} rounds of {steps} steps after a 2-step warm-up, the preset's own",
+        "batch fed from memory, as its run trains it (its XLA and precision settings); the median s/step. Pipeline:",
+        f"{steps} batches of the preset's live stream after its first. Images per step: set A's stacks (ABC reads set B too).",
+        "Hours: the budget's steps times the step alone, and times step + pipeline (on 2 cores the two",
+        "share the CPU, so a run takes about the sum; an idle machine assumed).",
+        "",
+        "| row | preset | images/step | XLA | mixed | step s | pipeline s/batch | budget steps | hours (step) | hours (step + pipeline) | peak RSS (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row, preset, _ in ROWS:
+        result = results[row]
+        step, pipeline, budget = result["step_s"], result["pipeline_s"], result["budget"]
+        lines.append(
+            f"| {row} | `{preset}` | {result['images']} | {'yes' if result['jit_compile'] else 'no'} | "
+            f"{'yes' if result['mixed'] else 'no'} | {step:.2f} | {pipeline:.3f} | {budget:,} | {hours(budget, step)} | "
+            f"{hours(budget, step + pipeline)} | {result['peak_mib']:.0f} |"
+        )
+    lord = [results[row] for row, preset, _ in ROWS if preset == "pose_lord"]
+    lord_hours = sum(part["budget"] * (part["step_s"] + part["pipeline_s"]) for part in lord) / 3600
+    lines += ["", f"LORD's two stages together: {lord_hours:.0f} hours ({lord_hours / 24:.1f} days).", "",
+              report.load_line(load_start), "",
+              f"Command: `python -m benchmarks.full_budgets --steps {steps} --rounds {rounds}`"]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    args = report.rounds_arguments(__doc__, steps=3, steps_help="Timed steps (and pipeline batches) per round.")
+    if args.steps <= 0 or args.rounds <= 0:
+        raise SystemExit("--steps and --rounds must be positive.")
+    if args.child:  # one row in a fresh process: its own peak memory
+        preset, stage = args.child.split(":")
+        print("RESULT" + json.dumps(measure(preset, stage, args.steps, args.rounds)))
+        return
+    load_start, results = os.getloadavg()[0], {}
+    for row, preset, stage in ROWS:
+        began = time.perf_counter()
+        results[row] = report.run_child("benchmarks.full_budgets", ["--child", f"{preset}:{stage}", "--steps", str(args.steps),
+                                                                    "--rounds", str(args.rounds)])
+        print(row, results[row], f"({time.perf_counter() - began:.0f} s)", flush=True)
+    report.publish(TITLE, table(results, args.steps, args.rounds, load_start), write=not args.no_write)
+
+
+if __name__ == "__main__":
+    main()
