@@ -22,7 +22,6 @@ import json
 import os
 import resource
 import statistics
-import time
 
 from benchmarks import report
 
@@ -123,12 +122,9 @@ def main() -> None:
         preset, start = args.child.split(":")
         print("RESULT" + json.dumps(measure(preset, int(start), args.steps, args.rounds)))
         return
-    load_start, results = os.getloadavg()[0], {}
-    for row, preset, start in ROWS:
-        began = time.perf_counter()
-        results[row] = report.run_child("benchmarks.baselines_speed", ["--child", f"{preset}:{start}", "--steps", str(args.steps),
-                                                                       "--rounds", str(args.rounds)])
-        print(row, results[row], f"({time.perf_counter() - began:.0f} s)", flush=True)
+    load_start = os.getloadavg()[0]
+    results = report.run_children("benchmarks.baselines_speed", {row: f"{preset}:{start}" for row, preset, start in ROWS},
+                                  ["--steps", str(args.steps), "--rounds", str(args.rounds)])
     report.publish(TITLE, table(results, args.steps, args.rounds, load_start), write=not args.no_write)
 
 

@@ -112,12 +112,9 @@ def main() -> None:
         preset, stage = args.child.split(":")
         print("RESULT" + json.dumps(measure(preset, stage, args.steps, args.rounds)))
         return
-    load_start, results = os.getloadavg()[0], {}
-    for row, preset, stage in ROWS:
-        began = time.perf_counter()
-        results[row] = report.run_child("benchmarks.full_budgets", ["--child", f"{preset}:{stage}", "--steps", str(args.steps),
-                                                                    "--rounds", str(args.rounds)])
-        print(row, results[row], f"({time.perf_counter() - began:.0f} s)", flush=True)
+    load_start = os.getloadavg()[0]
+    results = report.run_children("benchmarks.full_budgets", {row: f"{preset}:{stage}" for row, preset, stage in ROWS},
+                                  ["--steps", str(args.steps), "--rounds", str(args.rounds)])
     report.publish(TITLE, table(results, args.steps, args.rounds, load_start), write=not args.no_write)
 
 

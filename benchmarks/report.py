@@ -11,6 +11,7 @@ import platform
 import re
 import subprocess
 import sys
+import time
 from typing import Any, Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository: children run from here
@@ -118,6 +119,18 @@ def answer_child(name: str | None, named: dict[str, Callable[[], Any]], setting:
         return False
     print("RESULT" + json.dumps(named[name]() if name in named else setting(name)))
     return True
+
+
+def run_children(module: str, children: dict[str, str], args: list[str]) -> dict[str, dict]:
+    """{label: :func:`run_child` of ``module`` with ``--child CHILD`` and ``args``} for each
+    label and CHILD of ``children``, one after another (each alone on the machine), printing
+    each result and its seconds as it comes."""
+    results = {}
+    for label, child in children.items():
+        began = time.perf_counter()
+        results[label] = run_child(module, ["--child", child, *args])
+        print(label, results[label], f"({time.perf_counter() - began:.0f} s)", flush=True)
+    return results
 
 
 def run_child(module: str, args: list[str]) -> dict:
