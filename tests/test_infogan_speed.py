@@ -3,19 +3,26 @@ losses, the same update of both optimizers), and the section's table reads the m
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from abc_tf import optimizers
 from abc_tf.runs import training
 from benchmarks import infogan_speed, loops
-from tolerance_helpers import assert_same_adam_step, rounding_rtol
+from tolerance_helpers import assert_same_sgd_step, rounding_rtol
 
 
 @pytest.mark.parametrize("variant", ["elastic", "infogan"])
-def test_the_eager_loop_computes_the_compiled_step(variant):
+def test_the_eager_loop_computes_the_compiled_step(variant, monkeypatch):
     # Two models of one seed: the same weights, the same batch. The step's random draws (z, the
     # Gumbel noise, the augmentation) are stateless in (seed, step), so both draw the same numbers.
+    # Both optimizers plain SGD for this check: the G step runs after the D step, through D's new
+    # weights, and Adam's first step moves a D weight whose gradient is rounding-sized by a full
+    # lr one way or the other, which G's gradient then carries on, past any rounding bound (on an
+    # AVX2 host 1.8% of the weights moved apart by more than 1% of the step).
+    monkeypatch.setattr(optimizers, "adam", lambda learning_rate, betas=None, epsilon=None: keras.optimizers.SGD(learning_rate))
     config = infogan_speed.config_for(variant, jit_compile=False).replace(batch_size=8)
     batch = infogan_speed._batch(config)
     eager, compiled = training.build_model(config), training.build_model(config)
@@ -30,7 +37,11 @@ def test_the_eager_loop_computes_the_compiled_step(variant):
         np.testing.assert_allclose(float(logs[name]), history[name][0], rtol=rounding_rtol(10_000), atol=1e-6)
     assert (float(logs["ntxent_loss"]) > 0) == (variant == "elastic")
     assert len(eager.trainable_variables) == len(compiled.trainable_variables)
-    assert_same_adam_step(before, eager.trainable_variables, compiled.trainable_variables)
+    # The gradients pass the same ~10,000 roundings backwards, and each batch normalisation's
+    # gradient on 8 samples, g - mean(g) - x_hat mean(g x_hat) with |x_hat| <= sqrt(7), sums terms
+    # up to 9 times the largest gradient (the condition).
+    assert isinstance(eager.d_optimizer, keras.optimizers.SGD)
+    assert_same_sgd_step(before, eager.trainable_variables, compiled.trainable_variables, roundings=10_000, condition=9)
     # Both optimizers stepped once in each.
     for model in (eager, compiled):
         assert int(model.optimizer.iterations.numpy()) == 1 and int(model.d_optimizer.iterations.numpy()) == 1

@@ -44,3 +44,20 @@ def assert_same_adam_step(before, ours, theirs) -> None:
     gaps = np.concatenate([np.abs(one - two).ravel() for one, two in steps])
     assert gaps.max() <= 2.0 * full * (1 + 1e-3), (gaps.max(), full)
     assert np.mean(gaps > 1e-2 * full) < 1e-2, (np.mean(gaps > 1e-2 * full), full)
+
+
+def assert_same_sgd_step(before, ours, theirs, roundings: float, condition: float = 1.0) -> None:
+    """Two models took one plain gradient step (SGD, w - lr g) from the same weights ``before``
+    along two paths: the same step wherever rounding lets it be. A step is the gradient times lr,
+    so two paths' steps differ by the gradients' rounding, ``rounding_rtol(roundings, condition)``
+    of the largest step s (a bound over the sums' magnitudes, which the largest gradient bounds up
+    to ``condition``), plus the rounding of w - lr g itself, eps |w| in each path. Unlike Adam's
+    first step (which moves every weight by about lr, whatever its gradient), SGD passes a
+    rounding-sized gradient gap on as a rounding-sized step: a chained update (a GAN's G step
+    after its D step) stays within rounding of the other path."""
+    steps = [(np.asarray(one) - start, np.asarray(two) - start, start) for start, one, two in zip(before, ours, theirs)]
+    full = max(np.abs(one).max() for one, _, _ in steps)
+    assert full > 0, "no weight moved"
+    allowed = rounding_rtol(roundings, condition) * full
+    for one, two, start in steps:
+        np.testing.assert_array_less(np.abs(one - two), allowed + 2 * EPS32 * np.abs(start) + 1e-30)
