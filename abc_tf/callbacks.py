@@ -254,6 +254,6 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
         FactorIsolationCallback(
             sample.images, sample.factors, sample.names, length_scale and length_scale(config),
             os.path.join(run_dir, "logs", LOG_SUBDIR), every, inactive=sample.inactive, num_classes=sample.sizes,
-            seed=config.trainer.seed, projector_points=min(len(sample.images), 1024),
+            seed=config.trainer.seed, projector_points=min(len(sample.images), 1024), mine_settings=CHEAP_MINE,
         )
     ]

@@ -108,8 +108,36 @@ def fresh_keras_state():
     gc.freeze()
 
 
+def split_the_cpu_into_two_logical_devices() -> None:
+    """Two logical CPU devices, "/cpu:0" and "/cpu:1", in each process that runs tests: the
+    replica tests (tests/test_methods.py, tests/test_training.py) train over both with a
+    MirroredStrategy in the test's own process. TensorFlow takes the split only before it starts,
+    so it is made here, before any test module is imported. Everything else runs on "/cpu:0" as
+    before: both devices share the process's thread pools, and a MirroredStrategy without a device
+    list, the only kind the code builds, takes the GPUs or else "/cpu:0" alone. Child processes
+    (train.py, the multi-worker tests) keep one device."""
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+
+@pytest.fixture(scope="session")
+def two_replicas():
+    """One MirroredStrategy over the two logical CPU devices for the whole process: each strategy
+    numbers its collective ops from the same start, so a second strategy's all-reduce met the
+    first one's in TensorFlow's collective executor ("Shape mismatch in the collective instance
+    100"), which then aborts every later collective of the process."""
+    import tensorflow as tf
+
+    return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "saved_model: the test reads the SavedModel that a run exports (see skip_saved_model_export)")
+    # xdist's controller process runs no test: only its workers (or the one process of -n 0) split.
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        split_the_cpu_into_two_logical_devices()
 
 
 @pytest.fixture(autouse=True)
@@ -153,3 +181,19 @@ def small_mnist():
     from mnist_helpers import small_arrays
 
     return small_arrays()
+
+
+
+
+@pytest.fixture(autouse=True)
+def cheap_mine_in_training_runs(monkeypatch):
+    """Runs trained in-process by a test measure MINE with 20 steps (``callbacks.CHEAP_MINE``: 300)
+    at their end and at each ``eval_every``: the tests check that the callback measures every
+    factor and writes the scalars, not what MINE converges to (tests/test_mine.py and
+    tests/test_callbacks.py train it at its settings). The 300 steps took 9.5 s of a run's end on a
+    2-core AVX2 host. Runs in a subprocess (train.py) keep the preset's settings."""
+    import dataclasses
+
+    from abc_tf import callbacks
+
+    monkeypatch.setattr(callbacks, "CHEAP_MINE", dataclasses.replace(callbacks.CHEAP_MINE, steps=20, eval_samples=1024))

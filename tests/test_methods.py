@@ -24,7 +24,7 @@ from abc_tf.runs import checkpoints, precision, training
 from method_helpers import fit_losses, tiny_configs, write_small_mnist
 from evaluate_helpers import evaluate_each
 from pose_data_helpers import SMALL
-from process_helpers import run_code, start_code, wait_for_marker
+from process_helpers import start_code, wait_for_marker
 from toy_family import CONFIG
 from toy_method import TwoNetworkConfig
 
@@ -225,65 +225,21 @@ def test_each_method_trains_under_mixed_float16_with_every_loss_scaled(configs, 
     assert len(losses) == 2 and np.all(np.isfinite(losses)), losses
 
 
-# Logical devices are configured before TensorFlow starts, hence a fresh process, one per chunk
-# of methods (argv[2]; chunks let the suite's workers share the work).
-MIRRORED = textwrap.dedent(
-    """
-    import json, sys
-    import tensorflow as tf
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from abc_tf import data, methods
-    from abc_tf.data import pose_procedural
-    from abc_tf.runs import training
-    from method_helpers import fit_losses, tiny_configs, write_small_mnist
-    from pose_data_helpers import SMALL
-    pose_procedural.PROCEDURAL = SMALL
-    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
-    methods.METHODS["two_network"] = ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
-    chunk = sys.argv[2].split(",")
-    configs = {name: config for name, config in tiny_configs(write_small_mnist(sys.argv[1] + "/mnist.npz")).items()
-               if name in chunk}
-    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    # One device runs the step eagerly: only the replicas' step is traced (seconds a method).
-    losses = {name: [fit_losses(config, 1, eagerly=True)[1][0], fit_losses(config, 1, mirrored)[1][0]]
-              for name, config in configs.items()}
-    refused = {}
-    for name in [name for name in ("abc", "pmp", "vae", "elastic_infogan") if name in chunk]:
-        field = configs[name].batch.global_batch_field
-        try:
-            training.train(configs[name].replace(**{field: 3}), sys.argv[1] + "/" + name, verbose=0, strategy=mirrored)
-            refused[name] = "no error"
-        except ValueError as error:
-            refused[name] = str(error)
-    fields = {name: configs[name].batch.global_batch_field for name in refused}
-    print("RESULT" + json.dumps({"losses": losses, "replicas": mirrored.num_replicas_in_sync, "refused": refused,
-                                 "fields": fields}))
-    """
-)
-
-
-# Each chunk holds methods of each batch format; together they are READY_METHODS.
-MIRRORED_CHUNKS = (("abc", "vae", "ml_vae", "lord"), ("contrastive", "pmp", "u_vitae", "cc_vae"),
-                   ("two_network", "c_vitae", "elastic_infogan"))
 REPLICA_FIELDS = {"abc": "pairs_per_step", "pmp": "pairs_per_step", "vae": "batch_size", "elastic_infogan": "batch_size"}
 
 
-def test_the_replica_chunks_cover_every_method():
-    assert sorted(sum(MIRRORED_CHUNKS, ())) == sorted(READY_METHODS)
-
-
-@pytest.mark.parametrize("chunk", MIRRORED_CHUNKS, ids=lambda chunk: "+".join(chunk))
-def test_every_method_trains_on_two_replicas_as_on_one_device(tmp_path, chunk):
-    completed = run_code(MIRRORED, str(tmp_path), ",".join(chunk))
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT"))
-    result = json.loads(line[len("RESULT"):])
-    assert result["replicas"] == 2
-    assert set(result["losses"]) == set(chunk)
-    for name, (one, two) in result["losses"].items():
-        assert two == pytest.approx(one, rel=MIRRORED_RTOL), name
+@pytest.mark.parametrize("name", READY_METHODS)
+def test_each_method_trains_on_two_replicas_as_on_one_device(configs, name, tmp_path, two_replicas):
+    # The two logical CPU devices of tests/conftest.py. One device runs the step eagerly: only
+    # the replicas' step is traced (seconds a method).
+    mirrored = two_replicas
+    assert mirrored.num_replicas_in_sync == 2
+    _, [one] = fit_losses(configs[name], 1, eagerly=True)
+    _, [two] = fit_losses(configs[name], 1, mirrored)
+    assert two == pytest.approx(one, rel=MIRRORED_RTOL)
     # The replicas split the batch each method reads, and a batch they cannot split is refused naming its flag.
-    assert result["fields"] == {name: field for name, field in REPLICA_FIELDS.items() if name in chunk}
-    for name, message in result["refused"].items():
-        assert message.startswith(f"--batch.{result['fields'][name]}=3 must be a multiple of the 2 replicas"), (name, message)
+    if name in REPLICA_FIELDS:
+        field = configs[name].batch.global_batch_field
+        assert field == REPLICA_FIELDS[name]
+        with pytest.raises(ValueError, match=rf"^--batch.{field}=3 must be a multiple of the 2 replicas"):
+            training.train(configs[name].replace(**{field: 3}), str(tmp_path / "odd"), verbose=0, strategy=mirrored)

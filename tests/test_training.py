@@ -22,7 +22,7 @@ from abc_tf import experiments
 from abc_tf import data, methods
 from abc_tf.experiments import get_preset
 from abc_tf.runs import checkpoints, precision, training
-from process_helpers import ENV, run_code, start_code, wait_for_marker
+from process_helpers import ENV, start_code, wait_for_marker
 from tolerance_helpers import rounding_rtol
 import toy_method
 from toy_family import CONFIG as TOY, TRAINED
@@ -149,44 +149,30 @@ def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
 
 # ----------------------------------------------------------------------------- distributed
 
-# Logical devices must be configured before TensorFlow starts, hence a fresh process.
-TWO_REPLICAS = textwrap.dedent(
-    """
-    import json, sys
-    import tensorflow as tf
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-    from abc_tf import data
-    from abc_tf.runs import training
-    from toy_family import CONFIG
-    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
-    config = CONFIG.replace(temperature=0.05, steps=12, log_every=4, seed=5)
-    single = training.train(config, sys.argv[1] + "/one", verbose=0)
-    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    double = training.train(config, sys.argv[1] + "/two", verbose=0, strategy=mirrored)
-    try:
-        training.train(config.replace(pairs_per_step=3), sys.argv[1] + "/odd", verbose=0, strategy=mirrored)
-        odd = "no error"
-    except ValueError as error:
-        odd = str(error)
-    print("RESULT" + json.dumps({"one": single.history["loss"], "two": double.history["loss"],
-                                 "replicas": mirrored.num_replicas_in_sync, "odd": odd}))
-    """
-)
-
-
 def child_result(output: str) -> dict:
     line = next(line for line in output.splitlines() if line.startswith("RESULT"))
     return json.loads(line[len("RESULT"):])
 
 
 @pytest.fixture(scope="module")
-def replicas(tmp_path_factory) -> dict:
-    """TWO_REPLICAS's results, from one child process: the toy run in one process on one device
-    ("one", also what the two workers below are compared with) and on two replicas ("two")."""
-    completed = run_code(TWO_REPLICAS, str(tmp_path_factory.mktemp("replicas")))
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return child_result(completed.stdout)
+def replicas(tmp_path_factory, two_replicas) -> dict:
+    """The toy run on one device ("one", also what the two workers below are compared with) and on
+    two replicas ("two"), over the two logical CPU devices of tests/conftest.py; "odd": the error
+    for a batch the replicas cannot split."""
+    root = tmp_path_factory.mktemp("replicas")
+    config = TOY.replace(temperature=0.05, steps=12, log_every=4, seed=5)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(data.DATA_FAMILIES, "toy", ("toy_family", "toy_family:ToyConfig"))
+        single = training.train(config, str(root / "one"), verbose=0)
+        mirrored = two_replicas
+        double = training.train(config, str(root / "two"), verbose=0, strategy=mirrored)
+        try:
+            training.train(config.replace(pairs_per_step=3), str(root / "odd"), verbose=0, strategy=mirrored)
+            odd = "no error"
+        except ValueError as error:
+            odd = str(error)
+    return {"one": single.history["loss"], "two": double.history["loss"], "replicas": mirrored.num_replicas_in_sync,
+            "odd": odd}
 
 
 def test_one_and_two_replicas_give_the_same_losses(replicas):
