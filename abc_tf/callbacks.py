@@ -123,9 +123,9 @@ class FactorIsolationCallback(TrainingMonitor):
             )
             record["probe_accuracy"] = dict(zip(self.names, result.accuracy.tolist()))
         if self.mine_settings is not None:
-            if self._mine is None:  # built and traced once, reused by every measurement
-                self._mine = mine.MineEstimator(
-                    len(embeddings), embeddings.shape[1], len(self.names), self.mine_settings, self.seed
+            if self._mine is None:  # built and traced once in the process, reused by every measurement
+                self._mine = mine.estimator_for(
+                    len(embeddings), int(embeddings.shape[1]), len(self.names), self.mine_settings, int(self.seed)
                 )
             self._mine.set_data(measured, self.factors)
             record["mine"] = dict(zip(self.names, self._mine.estimate(measured_sigma, self.seed).tolist()))

@@ -82,6 +82,25 @@ def test_moving_average_first_step_equals_the_plain_gradient():
 
 
 
+def test_a_process_reuses_one_estimator_per_shape_and_it_estimates_as_a_new_one():
+    embeddings, labels = separated_clusters(256, 2)
+    other = np.random.default_rng(7).normal(size=(256, 2))
+    settings = mine.MineSettings(learning_rate=1e-2, batch_size=64, steps=20, eval_samples=256)
+    first = mine.mine_mutual_information(embeddings, labels, 0.1, settings, seed=3)
+    mine.mine_mutual_information(other, labels, 0.3, settings, seed=3)  # the same estimator, other data and noise
+    reused = mine.estimator_for(256, 2, 1, settings, 3)
+    traces = reused._train.experimental_get_tracing_count()
+    again = mine.mine_mutual_information(embeddings, labels, 0.1, settings, seed=3)
+    assert reused._train.experimental_get_tracing_count() == traces == 1
+    # Reset to its initial weights and a fresh optimizer, it repeats the first estimate exactly
+    # (the same ops on the same values), and a new estimator of that seed computes it too.
+    assert again == first
+    fresh = mine.MineEstimator(256, 2, 1, settings, seed=3)
+    fresh.set_data(embeddings, labels)
+    assert float(fresh.estimate(0.1, 3000)[0]) == first
+    assert mine.estimator_for(256, 2, 1, settings, 4) is not reused  # another seed: other initial weights
+
+
 def test_paper_defaults():
     settings = mine.MineSettings()
     assert (settings.learning_rate, settings.batch_size, settings.steps, settings.eval_samples) == (
