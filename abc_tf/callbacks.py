@@ -124,11 +124,10 @@ class FactorIsolationCallback(TrainingMonitor):
             record["probe_accuracy"] = dict(zip(self.names, result.accuracy.tolist()))
         if self.mine_settings is not None:
             if self._mine is None:  # built and traced once in the process, reused by every measurement
-                self._mine = mine.estimator_for(
-                    len(embeddings), int(embeddings.shape[1]), len(self.names), self.mine_settings, int(self.seed)
-                )
+                self._mine = mine.estimator_for(len(embeddings), int(embeddings.shape[1]), len(self.names), self.mine_settings)
             self._mine.set_data(measured, self.factors)
-            record["mine"] = dict(zip(self.names, self._mine.estimate(measured_sigma, self.seed).tolist()))
+            estimate = self._mine.estimate(measured_sigma, self.seed, weights_seed=self.seed)
+            record["mine"] = dict(zip(self.names, estimate.tolist()))
         if embeddings.shape[1] <= 3:
             noisy = noise.add_noise(measured, measured_sigma, np.random.default_rng(self.seed))
             record["histogram"] = dict(zip(self.names, histogram_mi.histogram_mutual_information(noisy, self.factors)))

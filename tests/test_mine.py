@@ -87,18 +87,20 @@ def test_a_process_reuses_one_estimator_per_shape_and_it_estimates_as_a_new_one(
     other = np.random.default_rng(7).normal(size=(256, 2))
     settings = mine.MineSettings(learning_rate=1e-2, batch_size=64, steps=20, eval_samples=256)
     first = mine.mine_mutual_information(embeddings, labels, 0.1, settings, seed=3)
-    mine.mine_mutual_information(other, labels, 0.3, settings, seed=3)  # the same estimator, other data and noise
-    reused = mine.estimator_for(256, 2, 1, settings, 3)
+    seed_4 = mine.mine_mutual_information(other, labels, 0.3, settings, seed=4)  # other data, noise and weights
+    reused = mine.estimator_for(256, 2, 1, settings)
     traces = reused._train.experimental_get_tracing_count()
     again = mine.mine_mutual_information(embeddings, labels, 0.1, settings, seed=3)
     assert reused._train.experimental_get_tracing_count() == traces == 1
-    # Reset to its initial weights and a fresh optimizer, it repeats the first estimate exactly
-    # (the same ops on the same values), and a new estimator of that seed computes it too.
+    # Reset to seed 3's initial weights and a fresh optimizer, it repeats the first estimate
+    # exactly (the same ops on the same values), and so does a new estimator of each seed.
     assert again == first
-    fresh = mine.MineEstimator(256, 2, 1, settings, seed=3)
-    fresh.set_data(embeddings, labels)
-    assert float(fresh.estimate(0.1, 3000)[0]) == first
-    assert mine.estimator_for(256, 2, 1, settings, 4) is not reused  # another seed: other initial weights
+    for seed, data, sigma, value in ((3, embeddings, 0.1, first), (4, other, 0.3, seed_4)):
+        fresh = mine.MineEstimator(256, 2, 1, settings, seed=seed)
+        fresh.set_data(data, labels)
+        assert float(fresh.estimate(sigma, seed * 1000)[0]) == value
+        np.testing.assert_array_equal(np.concatenate([v.ravel() for v in reused.initial_values_for(seed)]),
+                                      np.concatenate([v.ravel() for v in fresh.initial_values]))
 
 
 def test_paper_defaults():

@@ -12,7 +12,7 @@ Efficiency: MINE trains the networks of all factors together inside one compiled
 ``tf.function`` whose loop runs many steps (``tf.range``), so Python is entered once per
 estimate, not once per step; the networks share no weights, so the summed loss gives each
 network exactly its own gradient, and Adam's updates are per parameter. A process builds and
-traces one estimator per shape, settings and seed (:func:`estimator_for`) and reuses it: building
+traces one estimator per shape and settings (:func:`estimator_for`) and reuses it: building
 and tracing took 8-9 s on a 2-core AVX2 host, against a fraction of a second for the few hundred
 steps of a cheap estimate, and a comparison's rows and the training callback's runs estimate
 again and again at one shape.
@@ -114,11 +114,11 @@ class MineEstimator:
         self.embeddings = tf.Variable(tf.zeros([num_points, embedding_dim]), trainable=False)
         self.factors = tf.Variable(tf.zeros([num_points, num_factors]), trainable=False)
         self.num_points = num_points
-        keras.utils.set_random_seed(seed)
+        self.networks = self._networks(seed)
+        self.variables = [v for network in self.networks for v in network.trainable_variables]
+        self.initial_values = [v.numpy() for v in self.variables]
+        self._initial_values = {seed: self.initial_values}  # per weights seed, drawn once
         with float32_policy():
-            self.networks = [models.build("mine", embedding_dim=embedding_dim, factor_dim=1) for _ in range(num_factors)]
-            self.variables = [v for network in self.networks for v in network.trainable_variables]
-            self.initial_values = [v.numpy() for v in self.variables]
             self.optimizer = optimizers.adam(settings.learning_rate)
             self.optimizer.build(self.variables)
         self.sigma = tf.Variable(0.0, dtype=tf.float32, trainable=False)
@@ -129,6 +129,19 @@ class MineEstimator:
         self.log_average = tf.Variable(tf.fill([self.num_factors], -np.inf), trainable=False)
         self._train = tf.function(self._train_steps)
         self._evaluate = tf.function(self._evaluate_chunk)
+
+    def _networks(self, seed: int) -> list[keras.Model]:
+        """The F statistics networks with the initial weights that ``seed`` draws."""
+        keras.utils.set_random_seed(seed)
+        with float32_policy():
+            return [models.build("mine", embedding_dim=self.shape[1], factor_dim=1) for _ in range(self.num_factors)]
+
+    def initial_values_for(self, seed: int) -> list[np.ndarray]:
+        """The initial weights of an estimator built with ``seed`` (networks built once to read
+        them; the traced graph is not rebuilt)."""
+        if seed not in self._initial_values:
+            self._initial_values[seed] = [v.numpy() for network in self._networks(seed) for v in network.trainable_variables]
+        return self._initial_values[seed]
 
     def set_data(self, embeddings: np.ndarray, factors: np.ndarray) -> None:
         """Loads embeddings [N, D] and factor values [N] or [N, F] (standardised here)."""
@@ -142,9 +155,11 @@ class MineEstimator:
         self.embeddings.assign(embeddings.astype(np.float32))
         self.factors.assign(_standardise(factors).astype(np.float32))
 
-    def reset(self, sigma: float, seed: int) -> None:
-        """Fresh start for a new estimate: the initial weights, zero optimizer state."""
-        for variable, value in zip(self.variables, self.initial_values):
+    def reset(self, sigma: float, seed: int, weights_seed: int | None = None) -> None:
+        """Fresh start for a new estimate: the initial weights (those of ``weights_seed``, by
+        default the estimator's own), zero optimizer state."""
+        initial = self.initial_values if weights_seed is None else self.initial_values_for(weights_seed)
+        for variable, value in zip(self.variables, initial):
             variable.assign(value)
         for variable in self.optimizer.variables:
             variable.assign(tf.zeros_like(variable))
@@ -223,12 +238,13 @@ class MineEstimator:
             )
         return joint_sum, marginal_lse
 
-    def estimate(self, sigma: float, seed: int) -> np.ndarray:
-        """Trains all networks from their initial weights at noise ``sigma`` on the loaded data;
-        returns the DV estimate [F] in nats."""
+    def estimate(self, sigma: float, seed: int, weights_seed: int | None = None) -> np.ndarray:
+        """Trains all networks from their initial weights (those an estimator built with
+        ``weights_seed`` starts from; by default this one's) at noise ``sigma`` on the loaded
+        data, drawing batches and noise from ``seed``; returns the DV estimate [F] in nats."""
         if not (sigma >= 0 and math.isfinite(sigma)):
             raise ValueError(f"Noise sigma must be finite and >= 0, got {sigma}.")
-        self.reset(sigma, seed)
+        self.reset(sigma, seed, weights_seed)
         settings = self.settings
         remaining = settings.steps
         while remaining > 0:
@@ -250,11 +266,12 @@ def _standardise(factors: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=16)
-def estimator_for(num_points: int, embedding_dim: int, num_factors: int, settings: MineSettings, seed: int) -> MineEstimator:
-    """The process's :class:`MineEstimator` for N, D, F, ``settings`` and ``seed`` (its initial
-    weights), built and traced on first use. Every estimate restarts it from those weights and a
-    fresh optimizer (:meth:`MineEstimator.reset`), so a reused estimator returns what a new one would."""
-    return MineEstimator(num_points, embedding_dim, num_factors, settings, seed)
+def estimator_for(num_points: int, embedding_dim: int, num_factors: int, settings: MineSettings) -> MineEstimator:
+    """The process's :class:`MineEstimator` for N, D, F and ``settings``, built and traced on first
+    use. Every estimate restarts it from the initial weights of the seed it is given and a fresh
+    optimizer (:meth:`MineEstimator.estimate`'s ``weights_seed``), so a reused estimator returns
+    what a new one of that seed would."""
+    return MineEstimator(num_points, embedding_dim, num_factors, settings)
 
 
 def mine_sigma_sweep(
@@ -283,9 +300,9 @@ def mine_sigma_sweep(
     sigmas = [float(s) for s in sigmas]
     if any(s < 0 or not math.isfinite(s) for s in sigmas):
         raise ValueError(f"Noise sigmas must be finite and >= 0, got {sigmas}.")
-    estimator = estimator_for(int(embeddings.shape[0]), int(embeddings.shape[1]), int(factors.shape[1]), settings, int(seed))
+    estimator = estimator_for(int(embeddings.shape[0]), int(embeddings.shape[1]), int(factors.shape[1]), settings)
     estimator.set_data(embeddings, factors)
-    return np.stack([estimator.estimate(sigma, seed * 1000 + index) for index, sigma in enumerate(sigmas)])
+    return np.stack([estimator.estimate(sigma, seed * 1000 + index, weights_seed=seed) for index, sigma in enumerate(sigmas)])
 
 
 def mine_mutual_information(
