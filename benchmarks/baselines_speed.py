@@ -17,8 +17,6 @@ stages (its step counter set inside each).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
 import statistics
@@ -111,16 +109,15 @@ def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
 
 
 def main() -> None:
-    parser = report.argument_parser(__doc__, leaves="BENCHMARKS.md")
-    parser.add_argument("--steps", type=int, default=10, help="Timed steps per model and round.")
-    parser.add_argument("--rounds", type=int, default=3, help="Rounds (the median is reported).")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = report.rounds_arguments(__doc__, steps=10, steps_help="Timed steps per model and round.")
     if args.steps <= 0 or args.rounds <= 0:
         raise SystemExit("--steps and --rounds must be positive.")
-    if args.child:  # one row in a fresh process: its own peak memory
-        preset, start = args.child.split(":")
-        print("RESULT" + json.dumps(measure(preset, int(start), args.steps, args.rounds)))
+
+    def row(child: str) -> dict:  # one row in a fresh process: its own peak memory
+        preset, start = child.split(":")
+        return measure(preset, int(start), args.steps, args.rounds)
+
+    if report.answer_child(args.child, {}, row):
         return
     load_start = os.getloadavg()[0]
     results = report.run_children("benchmarks.baselines_speed", {row: f"{preset}:{start}" for row, preset, start in ROWS},

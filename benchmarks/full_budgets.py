@@ -15,7 +15,6 @@ from the preset's stream after its first (its banks built).
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import statistics
@@ -108,9 +107,8 @@ def main() -> None:
     args = report.rounds_arguments(__doc__, steps=3, steps_help="Timed steps (and pipeline batches) per round.")
     if args.steps <= 0 or args.rounds <= 0:
         raise SystemExit("--steps and --rounds must be positive.")
-    if args.child:  # one row in a fresh process: its own peak memory
-        preset, stage = args.child.split(":")
-        print("RESULT" + json.dumps(measure(preset, stage, args.steps, args.rounds)))
+    # One row in a fresh process: its own peak memory.
+    if report.answer_child(args.child, {}, lambda child: measure(*child.split(":"), args.steps, args.rounds)):
         return
     load_start = os.getloadavg()[0]
     results = report.run_children("benchmarks.full_budgets", {row: f"{preset}:{stage}" for row, preset, stage in ROWS},
