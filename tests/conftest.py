@@ -133,26 +133,11 @@ def two_replicas():
     return tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 
 
-def run_traced_functions_without_grappler() -> None:
-    """Traced functions run as their graphs were built, without TensorFlow's graph optimiser
-    (Grappler: constant folding, arithmetic rewrites, fused kernels) in each process that runs
-    tests. Grappler rewrites every traced function at its first call, the tests' toy runs call
-    each one a few times, and the tests check what the steps compute, not how fast they run:
-    on tests/test_methods.py, test_vitae.py, test_pmp.py, test_elastic_infogan.py and
-    test_cc_vae.py the user CPU went from 553 and 531 s to 504 and 491 s (two runs each,
-    alternated, 2-core AVX2 host). Runs in child processes (train.py, the multi-worker tests)
-    and the benchmarks keep Grappler, as a user's run does."""
-    import tensorflow as tf
-
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
-
-
 def pytest_configure(config):
     config.addinivalue_line("markers", "saved_model: the test reads the SavedModel that a run exports (see skip_saved_model_export)")
-    # xdist's controller process runs no test: only its workers (or the one process of -n 0) are set up.
+    # xdist's controller process runs no test: only its workers (or the one process of -n 0) split.
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         split_the_cpu_into_two_logical_devices()
-        run_traced_functions_without_grappler()
 
 
 @pytest.fixture(autouse=True)
