@@ -27,6 +27,9 @@ from folder_helpers import config_for, make_folder
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A method whose loss has no length scale: its rows get noise relative to their own spread.
 RELATIVE = Method(name="relative", build=ABC.build, supervision="pairs of a test (no temperature)")
+# The smallest settings of every measure: these tests check the rows and that every row gets the
+# same observations; the measures' values are checked at full settings in their own tests
+# (tests/test_mine.py, test_probes.py, test_encoder_disentanglement.py, test_disentanglement*.py).
 TINY = comparison.ComparisonSettings(
     isolation=factor_isolation.IsolationSettings(
         num_images=64, mine=mine.MineSettings(steps=10, batch_size=32, eval_samples=256),
