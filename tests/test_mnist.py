@@ -45,7 +45,7 @@ def test_auto_source_prefers_a_prepared_tfds(monkeypatch):
     import tensorflow_datasets as tfds
 
     with tfds.testing.mock_data(num_examples=30):
-        monkeypatch.setattr(type(tfds.builder("mnist")), "is_prepared", lambda self: True)
+        monkeypatch.setattr(tfds.builder_cls("mnist"), "is_prepared", lambda self: True)
         assert mnist.resolve_source(mnist_config()) == ("tfds", "")
 
 

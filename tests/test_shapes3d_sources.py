@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from abc_tf.experiments import get_preset
-from abc_tf.data import sets
+from abc_tf.data import sets, tfds_builders
 from abc_tf.data import shapes3d as s3d
 from abc_tf.data import shapes3d_sources as sources
 from shapes3d_helpers import REAL_VALUES, decode_image, real_layout_labels, write_h5
@@ -114,7 +114,7 @@ def test_tfds_backend_on_mock_data():
     with tfds.testing.mock_data(num_examples=300):
         source = sources.TfdsSource()
         # The mock holds 300 random records (a subset of the grid, maybe with repeats).
-        records = list(tfds.as_numpy(tfds.load("shapes3d", split="train", shuffle_files=False)))
+        records = list(tfds.as_numpy(tfds_builders.builder("shapes3d").as_dataset(split="train", shuffle_files=False)))
         expected_factors = np.array([[r[f"label_{n}"] for n in sources.FACTOR_NAMES] for r in records])
         np.testing.assert_array_equal(source.items, expected_factors)
         ids = np.array([[7, 3], [299, 7]])

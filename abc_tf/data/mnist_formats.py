@@ -14,6 +14,7 @@ import zlib
 
 import numpy as np
 
+from abc_tf.data import tfds_builders
 from abc_tf.data.render import digits as digit_renderer
 
 IMAGE_SHAPE = (28, 28, 1)
@@ -174,9 +175,7 @@ def load_npz(path: str) -> MnistData:
 
 
 def _tfds_builder(data_dir: str | None):
-    import tensorflow_datasets as tfds  # imported lazily: slow, and only this source needs it
-
-    return tfds.builder("mnist", data_dir=data_dir or None)
+    return tfds_builders.builder("mnist", data_dir)
 
 
 def tfds_prepared(data_dir: str | None = None) -> bool:

@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf.data.shapes3d_config import Shapes3DConfig
-from abc_tf.data import sets
+from abc_tf.data import sets, tfds_builders
 from abc_tf.data.render import shapes3d_scenes as render
 
 FACTOR_NAMES: tuple[str, ...] = ("floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation")
@@ -194,7 +194,7 @@ class TfdsSource:
     def __init__(self, data_dir: str = ""):
         import tensorflow_datasets as tfds
 
-        builder = tfds.builder("shapes3d", data_dir=data_dir or None)
+        builder = tfds_builders.builder("shapes3d", data_dir)
         try:
             dataset = builder.as_dataset(
                 split="train", shuffle_files=False, decoders={"image": tfds.decode.SkipDecoding()}

@@ -1,0 +1,24 @@
+"""tfds builders without the litter tfds leaves: building the builder of a data set that is not
+prepared makes an empty temporary folder (``DatasetInfo.initialize_from_bucket``, tfds 4.9, which
+would copy the data set's metadata from GCS there) that nothing removes. Our sources build one
+to ask whether a data set is prepared ("auto" MNIST asks on every run), so a user's temporary
+directory would fill with empty ``tmp*tfds`` folders."""
+
+from __future__ import annotations
+
+import tempfile
+
+
+def builder(name: str, data_dir: str | None = None):
+    """``tfds.builder(name, data_dir=data_dir or None)``; its temporary folder is made inside one
+    of ours, removed on return. (Swaps ``tempfile.tempdir`` for the call: data sets are opened
+    by the main thread, before training starts.)"""
+    import tensorflow_datasets as tfds  # imported lazily: slow, and only the tfds sources need it
+
+    saved = tempfile.tempdir
+    with tempfile.TemporaryDirectory(prefix="abc_tf_tfds_") as scratch:
+        tempfile.tempdir = scratch
+        try:
+            return tfds.builder(name, data_dir=data_dir or None)
+        finally:
+            tempfile.tempdir = saved
