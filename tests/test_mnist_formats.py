@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 import zipfile
 
 import numpy as np
@@ -77,18 +76,6 @@ def test_tfds_loader_needs_a_prepared_mnist(monkeypatch, tmp_path):
         data = mnist_formats.load_tfds(str(tmp_path))
     assert data.x_train.shape == (30, 28, 28) and data.x_train.dtype == np.uint8
     assert data.y_test.shape == (30,) and data.y_test.max() <= 9 and data.source.startswith("tfds:")
-
-
-def test_asking_whether_tfds_is_prepared_leaves_no_temporary_folder(monkeypatch, tmp_path):
-    """tfds makes an empty temporary folder for each builder of an unprepared data set and keeps
-    it; "auto" MNIST asks on every run (abc_tf/data/tfds_builders.py)."""
-    temp = tmp_path / "temp"
-    temp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    assert not mnist_formats.tfds_prepared(str(tmp_path / "tfds"))
-    with pytest.raises(ValueError, match="not prepared"):
-        mnist_formats.load_tfds(str(tmp_path / "tfds"))
-    assert os.listdir(temp) == [] and tempfile.tempdir == str(temp)
 
 
 # ----------------------------------------------------------------------------- damaged files
