@@ -49,8 +49,8 @@ Adam's momentum). Both optimisers step every step, so compile's (stage 1's) coun
 steps; the encoders' Adam has its ``iterations`` set to the steps since the switch before each
 step, so its bias correction starts afresh at the switch, as the authors' new optimiser. The idle
 branch returns zeros tied to its variables (0 x their sum), so its gradient is zeros, not None,
-also when run eagerly. (On the CPU, XLA runs what is inside a tf.cond some 50 times slower than
-outside, so the CPU presets use the plain graph; GPUs were not at hand to measure.) Every variable (tables, networks, both optimisers) is in the one model the
+also when run eagerly. The codes are gathered before the tf.cond: under XLA, gathered inside it,
+the step was compiled anew at every step (``latent_update``). Every variable (tables, networks, both optimisers) is in the one model the
 trainer checkpoints: a run killed in either stage resumes in it.
 
 Logs: ``loss`` (the active stage's), ``reconstruction`` (its r), ``content_penalty`` (stage 1,
@@ -239,8 +239,13 @@ class LordModel(MethodModel):
         rate = cosine_rate(step, self.stage1_steps, self.rates[0], self.rates[1])
         self.optimizer.learning_rate.assign(tf.where(active, rate, 0.0))
 
+        # Gathered outside the tf.cond: gathered inside, the dense shape of the tables' gradient is
+        # an output of the cond's gradient, which XLA must know when it compiles (Adam's update
+        # of the tables); XLA then takes every input of the step as a compile-time constant and
+        # compiles the step anew at every step (tests/test_lord.py).
+        content, class_codes = self.image_codes(batch)
+
         def stage1():
-            content, class_codes = self.image_codes(batch)
             shape = tf.shape(content)
             total = replica_rows(shape[0])[1] * shape[1]
             return latent_terms(self.generator, self.error, to_float_images(batch["set_a"]), content, class_codes,
