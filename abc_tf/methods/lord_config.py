@@ -104,8 +104,8 @@ PRESETS: dict[str, ExperimentConfig] = {
 # About 3.5 minutes of training on 2 CPU cores [ours] (0.13 s a stage-1 step, 0.16 s a stage-2
 # step; train.py takes 7 minutes in all with the bank's rendering, the export and the end-of-run
 # summary): the authors' schedules, weights and 5 : 1 split of the stages with narrower networks,
-# shorter codes and 16 images a step, for 1,500 steps (6 epochs of the bank). The plain graph
-# (--trainer.jit_compile=true compiles the step with XLA: BENCHMARKS.md, "GPU readiness").
+# shorter codes and 16 images a step, for 1,500 steps (6 epochs of the bank). The plain graph, not
+# XLA: XLA on the CPU runs the convolutions inside a tf.cond (the stages) some 45 times slower.
 PRESETS["pose_lord_quick"] = PRESETS["pose_lord"].replace(
     name="pose_lord_quick", steps=1500, log_every=250, set_size=8, stage1_steps=1250, content_dim=32, class_dim=64,
     adain_dim=32, base_channels=16,
