@@ -275,7 +275,7 @@ def test_the_xla_step_reads_the_tables_and_weights_as_parameters_so_it_compiles_
     the dense shape of their gradient was an output of the cond's gradient, which Adam's update
     needs when XLA compiles; XLA then took every input of the step as a constant, baked the
     tables into the program and compiled the step again at every step (9 to 11 s a step of the
-    tests' tiny config on 2 CPU cores, 0.02 s once compiled once)."""
+    tests' tiny config on 2 CPU cores, against 0.02 s when it is compiled once)."""
     model = tiny_model()
     hlo = tf.function(model.train_step, jit_compile=True).experimental_get_compiler_ir(tiny_batch())(stage="hlo")
     variables = [model.content_table, model.class_table, *model.generator.trainable_variables]
