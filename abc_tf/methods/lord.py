@@ -53,8 +53,9 @@ also when run eagerly. The codes are gathered before the tf.cond: under XLA, gat
 the step was compiled anew at every step (``latent_update``). Compiled once, XLA on the CPU still
 runs the convolutions inside a tf.cond some 45 times slower than outside [ours: two 3 x 3
 convolutions of 64 channels on 16 x 32 x 32 and their gradient, 3.16 s against 0.068 s; the plain
-graph 0.094 s], so the CPU presets use the plain graph; GPUs were not at hand to measure. Every variable (tables, networks, both optimisers) is in the one model the
-trainer checkpoints: a run killed in either stage resumes in it.
+graph 0.094 s], so the CPU presets use the plain graph; GPUs were not at hand to measure. Every
+variable (tables, networks, both optimisers) is in the one model the trainer checkpoints: a run
+killed in either stage resumes in it.
 
 Logs: ``loss`` (the active stage's), ``reconstruction`` (its r), ``content_penalty`` (stage 1,
 weighted), ``content_error`` and ``class_error`` (stage 2, unweighted), and ``stage`` (1 or 2)
