@@ -21,6 +21,7 @@ import typing
 from absl import app, flags, logging
 
 from abc_tf import config as config_lib
+from abc_tf import flag_errors
 from abc_tf import experiments
 
 FLAGS = flags.FLAGS
@@ -90,9 +91,8 @@ def parse_flags(argv: list[str]) -> list[str]:
             _FLAG_DEFINERS[types[field]](f"{part_name}.{field}", None, f"{help_text} (default: the preset's)")
     try:
         return FLAGS(argv)
-    except flags.Error as error:  # as absl's own parser answers: the message, exit 1
-        print(f"FATAL Flags parsing error: {error}\nPass --helpshort or --helpfull to see help on flags.", file=sys.stderr)
-        sys.exit(1)
+    except flags.Error as error:  # a value of the wrong type, an unknown flag: the project's one line, exit 2
+        _stop(flag_errors.describe(str(error)), 2)
 
 
 def resolve_config() -> config_lib.ExperimentConfig:
@@ -107,13 +107,16 @@ def resolve_config() -> config_lib.ExperimentConfig:
 
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+        _stop(f"unexpected arguments: {' '.join(argv[1:])} (flags are written --name=value).", 2)
     if not FLAGS["verbosity"].present:
         # TensorFlow's INFO lines (SavedModel tracing) bury the training progress.
         logging.set_verbosity(logging.WARNING)
     try:
         if FLAGS.seeds <= 0:
             raise ValueError(f"--seeds must be a positive integer, got {FLAGS.seeds}.")
+        if FLAGS["output_dir"].present and not FLAGS.output_dir.strip():
+            raise ValueError("--output_dir is empty (an unset shell variable?); name the run directory, or leave the "
+                             "flag out for runs/<experiment>.")
         base = resolve_config()
         output_dir = FLAGS.output_dir or os.path.join("runs", FLAGS.experiment)
         runs = [(base, output_dir)] if FLAGS.seeds == 1 else [

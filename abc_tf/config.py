@@ -27,7 +27,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 import os
+import typing
 from typing import Any, ClassVar
 
 SIMILARITIES = ("l2sq", "l2", "l1", "linf", "cosine")
@@ -35,6 +37,9 @@ STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 PART_NAMES = ("trainer", "model", "data", "batch", "method")
 # The field of a part that chooses its class: set with --data, --method, --model, not --<part>.<field>.
 SELECTORS = {"data": "family", "method": "name", "model": "architecture"}
+
+
+_TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
 
 
 def field(default: Any, help: str, path: bool = False) -> Any:  # noqa: A002 - mirrors absl's argument name
@@ -53,8 +58,24 @@ class Part:
     def field_names(cls) -> tuple[str, ...]:
         return tuple(f.name for f in dataclasses.fields(cls))
 
+    def check_types(self) -> None:
+        """ValueError naming ``<part>.<field>`` for a value that is not of its field's type (a
+        config.json edited by hand: ``"steps": "ten"``); an integer is a float too, a bool no number."""
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value, kind = getattr(self, f.name), hints[f.name]
+            if kind is bool:
+                fits = isinstance(value, bool)
+            elif kind in (int, float):
+                fits = isinstance(value, numbers.Integral if kind is int else numbers.Real) and not isinstance(value, bool)
+            else:
+                fits = isinstance(value, kind)
+            if not fits:
+                raise ValueError(f"{self.part_name()}.{f.name} is {value!r}, not {_TYPE_WORDS[kind]}")
+
     def validate(self) -> None:
         """ValueError naming the flag when a value cannot work; parts add their own checks."""
+        self.check_types()
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.metadata.get("path") and value and not os.path.exists(value):
@@ -142,7 +163,12 @@ class SetBatch(BatchConfig):
 
     def validate(self) -> None:
         super().validate()
-        self.check_positive("set_size", "pairs_per_step")
+        self.check_positive("pairs_per_step")
+        if self.set_size < 2:
+            # A set of one has nothing to match or share: ABC's cycle returns to its start (loss
+            # exactly 0), a group posterior or a pair of one image is no group.
+            raise ValueError(f"--batch.set_size must be at least 2 (a set or group of one image teaches nothing about "
+                             f"what images share), got {self.set_size}.")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -89,11 +89,18 @@ def choose(config: ExperimentConfig, data: str | None = None, method: str | None
 def from_dict(values: dict[str, Any]) -> ExperimentConfig:
     """The config of a config.json: the parts written since parts exist, or the flat layout
     written before (every field at the top, the method once named ``"loss"``)."""
+    if not isinstance(values, dict):
+        raise ValueError(f"it holds a JSON {type(values).__name__}, not an object of the parts {', '.join(PART_NAMES)}")
     if "trainer" not in values:
         return from_flat(values)
     unknown = sorted(set(values) - {"name", *PART_NAMES})
     if unknown:
-        raise ValueError(f"unknown keys {unknown}; a config has name and the parts {', '.join(PART_NAMES)}")
+        raise ValueError(f"unknown parts {unknown}; a config has name and the parts {', '.join(PART_NAMES)}")
+    for part_name in PART_NAMES:
+        if values.get(part_name) is not None and not isinstance(values[part_name], dict):
+            raise ValueError(f"its {part_name} part is a JSON {type(values[part_name]).__name__}, not an object of fields")
+    if not isinstance((values.get("method") or {}).get("name"), str) or not isinstance((values.get("data") or {}).get("family"), str):
+        raise ValueError("its method part needs a name and its data part a family (strings)")
     method_class = method_config_class(values["method"]["name"])
     parts = {"trainer": TrainerConfig, "data": data_config_class(values["data"]["family"]),
              "batch": BATCH_CONFIGS[method_class.batch_format], "method": method_class, "model": EncoderConfig}
@@ -108,6 +115,7 @@ def from_dict(values: dict[str, Any]) -> ExperimentConfig:
             raise ValueError(f"the {part_name} part has unknown fields {stray}; {cls.__name__}'s fields: "
                              f"{', '.join(cls.field_names())}")
         built[part_name] = cls(**given)
+        built[part_name].check_types()
     return ExperimentConfig(name=values.get("name", "custom"), **built)
 
 
@@ -138,6 +146,9 @@ def from_flat(values: dict[str, Any]) -> ExperimentConfig:
                "model": EncoderConfig if method_class.trains_encoder else None}
     parts = {part_name: None if cls is None else cls(**{name: renamed[name] for name in cls.field_names() if name in renamed})
              for part_name, cls in classes.items()}
+    for part in parts.values():
+        if part is not None:
+            part.check_types()
     return ExperimentConfig(name=values.get("name", "custom"), **parts)
 
 

@@ -196,6 +196,64 @@ def test_a_full_disk_is_a_clear_error_that_keeps_the_older_checkpoints(tmp_path,
     assert files(tmp_path) == ["checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index"]
 
 
+def test_a_full_disk_before_the_first_checkpoint_says_none_is_kept(tmp_path, monkeypatch):
+    real_usage = shutil.disk_usage
+    monkeypatch.setattr(checkpoints.shutil, "disk_usage", lambda path: real_usage(path)._replace(free=1000))
+    with pytest.raises(checkpoints.CheckpointError, match="No checkpoint of this run was written before it, so none is kept"):
+        checkpoints.save(trained_model(1), str(tmp_path), step=1, keep=2)
+
+
+def saved_steps(run_dir, *numbers: int) -> keras.Model:
+    """A model saved at each of ``numbers`` (keep 3) into ``run_dir``; returned at the last step."""
+    model = trained_model(1)
+    for step in numbers:
+        model.optimizer.iterations.assign(step)
+        checkpoints.save(model, str(run_dir), step=step, keep=3)
+    return model
+
+
+@pytest.mark.parametrize("damage", ["deleted", "unreadable", "names_none"])
+def test_without_a_usable_state_file_the_checkpoints_on_disk_are_used_and_kept(tmp_path, damage):
+    model = saved_steps(tmp_path, 5, 10)
+    state = os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), checkpoints.STATE_FILE)
+    if damage == "deleted":
+        os.remove(state)
+    else:
+        with open(state, "w") as handle:
+            handle.write("garbage {" if damage == "unreadable" else 'model_checkpoint_path: "ckpt-99"\nall_model_checkpoint_paths: "ckpt-99"\n')
+    expected = {"deleted": "is missing", "unreadable": "cannot be read", "names_none": "names no checkpoint whose files are there"}[damage]
+    with pytest.warns(UserWarning, match=f"checkpoint \\(the list of checkpoints\\) {expected}|checkpoint {expected}"):
+        assert steps(tmp_path) == [5, 10]
+    fresh = trained_model(0, seed=1)
+    with pytest.warns(UserWarning, match="using the checkpoints found beside it: ckpt-5, ckpt-10"):
+        assert checkpoints.restore(fresh, str(tmp_path)) == 10
+    assert_same_state(fresh, model)
+    # The next save writes the state file anew from them: nothing trained is deleted or overwritten.
+    before = {name: os.path.getmtime(os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), name)) for name in files(tmp_path)
+              if name.startswith("ckpt-")}
+    fresh.optimizer.iterations.assign(15)
+    checkpoints.save(fresh, str(tmp_path), step=15, keep=3)
+    assert steps(tmp_path) == [5, 10, 15]
+    for name, mtime in before.items():
+        assert os.path.getmtime(os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), name)) == mtime
+
+
+def test_a_checkpoint_with_half_its_files_is_not_taken_from_disk(tmp_path):
+    saved_steps(tmp_path, 5, 10)
+    directory = checkpoints.checkpoint_dir(str(tmp_path))
+    os.remove(os.path.join(directory, checkpoints.STATE_FILE))
+    os.remove(os.path.join(directory, "ckpt-10.data-00000-of-00001"))
+    with pytest.warns(UserWarning, match="using the checkpoints found beside it: ckpt-5\\."):
+        assert steps(tmp_path) == [5]
+
+
+def test_a_newest_checkpoint_without_its_index_is_skipped_with_a_warning(tmp_path):
+    saved_steps(tmp_path, 5, 10)
+    os.remove(os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), "ckpt-10.index"))
+    with pytest.warns(UserWarning, match="ckpt-10 is skipped: its index file .*ckpt-10.index is missing; the newest complete one is step 5"):
+        assert steps(tmp_path) == [5]
+
+
 FILE_SIZE_LIMIT = textwrap.dedent(
     """
     import resource, signal, sys

@@ -66,7 +66,7 @@ def test_config_json_round_trip_and_unknown_fields():
         experiments.from_json(json.dumps(values))
     values = json.loads(config.to_json())
     values["optimizer"] = {}
-    with pytest.raises(ValueError, match=r"unknown keys \['optimizer'\]"):
+    with pytest.raises(ValueError, match=r"unknown parts \['optimizer'\]"):
         experiments.from_json(json.dumps(values))
 
 
@@ -74,7 +74,11 @@ def test_validate_names_the_flag_and_read_config_names_the_file(tmp_path):
     config = experiments.config_for()
     config.validate()
     for overrides, message in (
-        ({"set_size": 0}, "--batch.set_size must be positive, got 0"),
+        ({"set_size": 0}, "--batch.set_size must be at least 2 (a set or group of one image teaches nothing"),
+        ({"set_size": 1}, "--batch.set_size must be at least 2"),
+        ({"steps": "10"}, "trainer.steps is '10', not an integer"),
+        ({"mixed_precision": 1}, "trainer.mixed_precision is 1, not true or false"),
+        ({"temperature": True}, "method.temperature is True, not a number"),
         ({"temperature": float("inf")}, "--method.temperature must be positive, got inf"),
         ({"lr_halving_steps": -1}, "--trainer.lr_halving_steps must be >= 0, got -1"),
         ({"lr_drop_step": -1}, "--trainer.lr_drop_step must be >= 0, got -1"),
@@ -96,6 +100,35 @@ def test_validate_names_the_flag_and_read_config_names_the_file(tmp_path):
         experiments.read_config(str(path))
     with pytest.raises(ValueError, match="Unknown experiment 'shapes4d'; known experiments:"):
         experiments.get_preset("shapes4d")
+
+
+CONFIG_JSON_EDITS = [  # (an edit of a run's config.json, what read_config says of it)
+    (lambda values: values["trainer"].update(steps="ten"), "(trainer.steps is 'ten', not an integer)."),
+    (lambda values: values["model"].update(embedding_dim="8"), "(model.embedding_dim is '8', not an integer)."),
+    (lambda values: values["method"].update(temperature=None), "(method.temperature is None, not a number)."),
+    (lambda values: values["data"].update(inactive_factors=3), "(data.inactive_factors is 3, not a string)."),
+    (lambda values: values.update(trainer=[1, 2]), "(its trainer part is a JSON list, not an object of fields)."),
+    (lambda values: values.update(optimizer={}), "(unknown parts ['optimizer']; a config has name and the parts"),
+    (lambda values: values["method"].pop("name"), "(its method part needs a name and its data part a family (strings))."),
+]
+
+
+@pytest.mark.parametrize("edit,message", CONFIG_JSON_EDITS, ids=[message for _, message in CONFIG_JSON_EDITS])
+def test_a_config_json_of_wrong_types_names_the_file_and_the_field(tmp_path, edit, message):
+    values = json.loads(experiments.get_preset("shapes3d_demo").to_json())
+    edit(values)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(values))
+    with pytest.raises(ValueError, match=re.escape(f"{path} is not a readable run config {message}")):
+        experiments.read_config(str(path))
+
+
+def test_a_config_json_that_is_not_an_object_names_the_file(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match=re.escape(f"{path} is not a readable run config (it holds a JSON list, not an "
+                                                   "object of the parts trainer, model, data, batch, method).")):
+        experiments.read_config(str(path))
 
 
 def test_length_scale():

@@ -63,6 +63,16 @@ def test_npz_loader_and_its_errors(tmp_path, small_mnist):
         mnist_formats.load_npz(str(tmp_path / "nowhere.npz"))
 
 
+@pytest.mark.parametrize("compress", [True, False], ids=["gz", "plain"])
+def test_one_idx_file_as_the_path_asks_for_its_folder(tmp_path, small_mnist, compress):
+    write_idx_dir(tmp_path / "idx", small_mnist, compress)
+    path = str(tmp_path / "idx" / ("train-images-idx3-ubyte" + (".gz" if compress else "")))
+    kind = "gzipped file" if compress else "file"
+    with pytest.raises(ValueError, match=f"MNIST --data.path='{path}' is a single {kind}; give the folder that holds the "
+                                         "four IDX files \\(train-images-idx3-ubyte, train-labels-idx1-ubyte, "):
+        mnist_formats.load_npz(path)
+
+
 def test_tfds_loader_needs_a_prepared_mnist(monkeypatch, tmp_path):
     """tfds' own mock of mnist stands in for prepared data (nothing is downloaded)."""
     import tensorflow_datasets as tfds

@@ -32,3 +32,19 @@ def test_asking_whether_mnist_is_prepared_leaves_no_temporary_folder(watched_tem
     with pytest.raises(ValueError, match="not prepared"):
         mnist_formats.load_tfds(str(tmp_path / "tfds"))
     assert os.listdir(watched_temp) == []
+
+
+def test_asking_about_a_folder_without_the_data_set_logs_no_tfds_warning(tmp_path, caplog):
+    # tfds would warn "Variant folder ... has no dataset_info.json" before the project's own error.
+    from absl import logging
+
+    verbosity = logging.get_verbosity()
+    logging.set_verbosity(logging.WARNING)  # as train.py sets it
+    try:
+        (tmp_path / "mnist" / "3.0.1").mkdir(parents=True)
+        with caplog.at_level("WARNING"):
+            assert not mnist_formats.tfds_prepared(str(tmp_path))
+    finally:
+        logging.set_verbosity(verbosity)
+    assert logging.get_verbosity() == verbosity
+    assert not [record for record in caplog.records if "dataset_info.json" in record.getMessage()]

@@ -11,12 +11,14 @@ in-process (tests/test_evaluate.py runs it in child processes).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 import pytest
@@ -137,7 +139,20 @@ def test_choosing_a_method_gives_its_parts_and_keeps_shared_fields():
 BAD_FLAGS = [
     # (flags, message); {tmp} is the test's folder, {file} an existing file, {folder} a folder of images.
     (["--experiment=shapes4d"], "Unknown experiment 'shapes4d'; known experiments:"),
-    (["--batch.set_size=0"], "--batch.set_size must be positive, got 0"),
+    (["--batch.set_size=0"], "--batch.set_size must be at least 2 (a set or group of one image teaches nothing"),
+    (["--batch.set_size=1"], "--batch.set_size must be at least 2 (a set or group of one image teaches nothing about what "
+                             "images share), got 1."),
+    (["--output_dir="], "--output_dir is empty (an unset shell variable?); name the run directory, or leave the flag out"),
+    (["--trainer.mixed_precision=garbage"], "--trainer.mixed_precision=garbage is not true or false; pass "
+                                            "--trainer.mixed_precision, --notrainer.mixed_precision, "),
+    (["--trainer.steps=ten"], "--trainer.steps=ten is not an integer."),
+    (["--trainer.steps=1e3"], "--trainer.steps=1e3 is not an integer; write it in digits: --trainer.steps=1000."),
+    (["--trainer.learning_rate=fast"], "--trainer.learning_rate=fast is not a number."),
+    (["--trainer.step=10"], "--trainer.step: the trainer part (TrainerConfig) has no field 'step'; its fields: steps, "),
+    (["--output_dir={tmp}/run", "--trainer.steps"], "Missing value for flag --trainer.steps (--help lists the flags)."),
+    (["10"], "unexpected arguments: 10 (flags are written --name=value)."),
+    # /sys takes no new file, even from root (a read-only folder would not stop root).
+    (["--output_dir=/sys/abc_tf_run"], "--output_dir=/sys/abc_tf_run cannot be written: creating a file in /sys failed ("),
     (["--model.embedding_dim=-3"], "--model.embedding_dim must be positive, got -3"),
     (["--trainer.steps=0"], "--trainer.steps must be positive, got 0"),
     (["--method.similarity=dot"], "Unknown --method.similarity='dot'; choose one of l2sq, l2, l1, linf, cosine"),
@@ -177,24 +192,24 @@ def test_bad_flags_fail_with_one_line_before_any_work(run_train, tmp_path, flags
 
 
 def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
-    result = run_script("train.py", "--batch.set_size=0", f"--output_dir={tmp_path / 'run'}", cwd=tmp_path)
-    assert_one_clear_error(result.returncode, result.stderr, "train.py: error: --batch.set_size must be positive, got 0")
+    result = run_script("train.py", "--batch.set_size=1", f"--output_dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert_one_clear_error(result.returncode, result.stderr, "train.py: error: --batch.set_size must be at least 2")
     assert not (tmp_path / "run").exists()
 
 
-ANSWERED_BEFORE_MAIN = [  # (flags, what absl answers) before train.main, the run's modules unneeded
-    (["--help"], "--experiment: Preset: one of"),
-    (["--trainer.steps=many"], "flag --trainer.steps=many: invalid literal"),
-    (["--no_such_flag"], "Unknown command line flag 'no_such_flag'"),
+ANSWERED_BEFORE_MAIN = [  # (flags, exit code, the answer) before train.main, the run's modules unneeded
+    (["--help"], 1, "--experiment: Preset: one of"),  # absl's help exits 1
+    (["--trainer.steps=many"], 2, "train.py: error: --trainer.steps=many is not an integer."),
+    (["--no_such_flag"], 2, "train.py: error: Unknown command line flag 'no_such_flag' (--help lists the flags)."),
 ]
 
 
-@pytest.mark.parametrize("flags,answer", ANSWERED_BEFORE_MAIN, ids=[flags[0] for flags, _ in ANSWERED_BEFORE_MAIN])
-def test_help_and_flag_errors_answer_without_loading_tensorflow(flags, answer):
+@pytest.mark.parametrize("flags,expected_code,answer", ANSWERED_BEFORE_MAIN, ids=[flags[0] for flags, _, _ in ANSWERED_BEFORE_MAIN])
+def test_help_and_flag_errors_answer_without_loading_tensorflow(flags, expected_code, answer):
     # Loading TensorFlow takes seconds; the flags need only abc_tf.config, and the registries
     # (abc_tf.data, abc_tf.methods) load their modules on first use.
     code, output, modules = modules_loaded_by("train.py", *flags)
-    assert code == 1 and answer in output, output[-3000:]  # absl exits 1 after help and flag errors
+    assert code == expected_code and answer in output, output[-3000:]
     assert not {"tensorflow", "keras"} & modules
 
 
@@ -204,6 +219,17 @@ def test_damaged_config_json_in_the_run_directory(run_train, tmp_path):
     (run_dir / "config.json").write_text('{"name": "shapes3d", "steps": 6')  # cut off by a full disk
     assert_one_clear_error(*run_train("--trainer.steps=10", f"--output_dir={run_dir}"),
                            f"{run_dir / 'config.json'} is not a readable run config")
+
+
+def test_a_config_json_edited_to_a_wrong_type_is_refused_not_recorded_as_a_change(run_train, tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    values = json.loads(get_preset("shapes3d_demo").to_json())
+    values["trainer"]["steps"] = "ten"
+    (run_dir / "config.json").write_text(json.dumps(values))
+    assert_one_clear_error(*run_train(f"--output_dir={run_dir}"), f"{run_dir / 'config.json'} is not a readable run "
+                                                                  "config (trainer.steps is 'ten', not an integer).")
+    assert sorted(os.listdir(run_dir)) == ["config.json"]  # no config_history.json
 
 
 # ----------------------------------------------------------------------------- faults while training
@@ -387,3 +413,54 @@ def test_a_run_directory_with_a_flat_config_json_resumes_and_evaluates(run_train
                                           "--num_images=32", "--disentanglement=none", f"--output_dir={tmp_path / 'eval'}"])])
     assert result["code"] == 0, result["stderr"][-3000:]
     assert json.load(open(tmp_path / "eval" / "metrics.json"))
+
+
+def test_a_run_whose_checkpoint_list_was_deleted_resumes_from_its_newest_checkpoint(run_train, toy_family, tmp_path):
+    run_dir = tmp_path / "run"
+    flags = [*TOY_FLAGS, "--trainer.learning_rate=1e-3", "--trainer.log_every=5", f"--output_dir={run_dir}"]
+    code, stderr = run_train(*flags, "--trainer.steps=10")
+    assert code == 0, stderr[-3000:]
+    folder = run_dir / "checkpoints"
+    (folder / "checkpoint").unlink()
+    kept = {name: (folder / name).read_bytes() for name in os.listdir(folder)}
+    with pytest.warns(UserWarning, match=r"checkpoints/checkpoint \(the list of checkpoints\) is missing; using the "
+                                         r"checkpoints found beside it: ckpt-5, ckpt-10\."):
+        code, stderr = run_train(*flags, "--trainer.steps=15")
+    assert code == 0, stderr[-3000:]
+    assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [10, 15]  # resumed at 10, kept 2
+    assert (folder / "ckpt-10.index").read_bytes() == kept["ckpt-10.index"]  # read, never written over
+    assert sorted(scalars(run_dir / "logs" / "train", "loss")) == [5, 10, 15]
+
+
+def test_a_change_to_a_finished_run_that_no_step_would_train_with_is_refused(run_train, toy_family, tmp_path):
+    run_dir = tmp_path / "run"
+    flags = [*TOY_FLAGS, "--trainer.steps=10", "--trainer.log_every=5", f"--output_dir={run_dir}"]
+    code, stderr = run_train(*flags, "--trainer.learning_rate=1e-3")
+    assert code == 0, stderr[-3000:]
+    assert_one_clear_error(*run_train(*flags, "--trainer.learning_rate=1e-4", "--allow_config_change=trainer.learning_rate"),
+                           f"{run_dir} has trained all its 10 steps, so no step would train with trainer.learning_rate "
+                           "changed; raise --trainer.steps to extend the run with the change")
+    assert not (run_dir / "config_history.json").exists()
+    code, stderr = run_train(*flags, "--trainer.steps=15", "--trainer.learning_rate=1e-4", "--allow_config_change=trainer.learning_rate")
+    assert code == 0, stderr[-3000:]
+    assert json.loads((run_dir / "config_history.json").read_text())[0]["step"] == 10
+
+
+def test_a_run_directory_that_cannot_be_written_is_refused_before_any_work(run_train, toy_family, tmp_path, monkeypatch):
+    run_dir = tmp_path / "run"
+    flags = [*TOY_FLAGS, "--trainer.log_every=5", f"--output_dir={run_dir}"]
+    code, stderr = run_train(*flags, "--trainer.steps=5")
+    assert code == 0, stderr[-3000:]
+    before = sorted(os.listdir(run_dir))
+    # The run directory on a file system remounted read-only (root could still write a chmod 555 folder).
+    real = tempfile.NamedTemporaryFile
+
+    def read_only(*args, dir=None, **kwargs):  # noqa: A002 - tempfile's own argument name
+        if dir is not None and os.path.abspath(dir) == str(run_dir):
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only)
+    assert_one_clear_error(*run_train(*flags, "--trainer.steps=10"),
+                           f"--output_dir={run_dir} cannot be written: creating a file in {run_dir} failed (Read-only file system).")
+    assert sorted(os.listdir(run_dir)) == before

@@ -156,6 +156,10 @@ def load_npz(path: str) -> MnistData:
         raise ValueError(f"MNIST .npz file {path!r} (--data.path) does not exist.")
     with open(path, "rb") as handle:
         magic = handle.read(6)
+    if magic.startswith((b"\x1f\x8b", b"\x00\x00\x08")):  # gzip, or an IDX file of unsigned bytes
+        raise ValueError(f"MNIST --data.path={path!r} is a single {'gzipped ' if magic[0] == 0x1F else ''}file; give the "
+                         f"folder that holds the four IDX files ({', '.join(names[0] for names in IDX_FILES.values())}, "
+                         "plain or .gz), or an .npz archive.")
     if not magic.startswith((b"PK\x03\x04", b"\x93NUMPY")):  # NumPy would suggest unpickling it
         raise ValueError(f"MNIST .npz file {path!r} (--data.path) is not an .npz archive (it starts with {magic!r}).")
     try:
@@ -181,7 +185,7 @@ def _tfds_builder(data_dir: str | None):
 def tfds_prepared(data_dir: str | None = None) -> bool:
     """Whether tfds ``mnist`` is prepared under ``data_dir`` (default tfds data dir); no download."""
     try:
-        return bool(_tfds_builder(data_dir).is_prepared())
+        return tfds_builders.is_prepared(_tfds_builder(data_dir))
     except Exception:  # noqa: BLE001 - a broken tfds install or folder means "not available"
         return False
 
@@ -191,7 +195,7 @@ def load_tfds(data_dir: str | None = None) -> MnistData:
     import tensorflow_datasets as tfds
 
     builder = _tfds_builder(data_dir)
-    if not builder.is_prepared():
+    if not tfds_builders.is_prepared(builder):
         raise ValueError(
             f"tfds 'mnist' is not prepared: no dataset_info.json under {builder.data_dir} "
             "(--data.path sets the tfds data_dir). Prepare it where there is internet "

@@ -265,11 +265,8 @@ def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) ->
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """A stack must hold a pair, and the chosen networks fit the family's images (ValueError
-    naming the flag; before any data is read)."""
-    if config.batch.set_size < 2:
-        raise ValueError(f"--method=cc_vae pairs the images of a stack: --batch.set_size must be >= 2, got "
-                         f"{config.batch.set_size}.")
+    """The chosen networks fit the family's images (ValueError naming the flag; before any data
+    is read). A stack of at least 2, which pairs need, is the batch part's own check."""
     check_image_shape(config, tuple(data.get_family(config.data.family).image_shape(config)))
 
 

@@ -34,7 +34,11 @@ Kill safety: the manager writes a checkpoint's files first (``ckpt-<n>_temp/`` t
 ``ckpt-<n>.*``), they are flushed to disk, and only then is the state file replaced, atomically
 (written aside and renamed). :func:`list_checkpoints` and :func:`restore` read the state file
 and skip a listed checkpoint whose index file is gone (a kill while the oldest ones were being
-pruned), so a kill at any moment leaves the previous checkpoints in charge. The next
+pruned; a warning names it when it was the newest), so a kill at any moment leaves the
+previous checkpoints in charge. A state file that is missing, unreadable or names no checkpoint
+whose files are there (deleted by hand, a partial copy of the folder) gives way to the complete
+``ckpt-<n>`` files on disk, with a warning naming what was missing, and the next save writes it
+anew from them: a run is never started again over checkpoints it did not read. The next
 :func:`save` deletes what a killed write left behind (``ckpt-<n>_temp/``, unlisted
 ``ckpt-<n>.*`` files, ``checkpoint.tmp*``); saving a step the state file names already takes it
 out of the state file first, as the manager rewrites its files in place. Keras's BackupAndRestore, by contrast, overwrites
@@ -58,12 +62,15 @@ import warnings
 import keras
 import tensorflow as tf
 from google.protobuf import text_format
+# The manager's state file format; TensorFlow exports no public class for it.
+from tensorflow.python.training import checkpoint_state_pb2
 
 CHECKPOINT_DIR = "checkpoints"
 STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's state file
 PREFIX = "ckpt"  # tf.train.CheckpointManager's default checkpoint_name
 _CHECKPOINT = re.compile(rf"^{PREFIX}-(\d+)$")
 _CHECKPOINT_FILE = re.compile(rf"^({PREFIX}-\d+)(\.index|\.data-\d+-of-\d+|_temp)$")
+_SHARD = re.compile(rf"^{PREFIX}-\d+\.data-(\d+)-of-(\d+)$")
 _STATE_TEMP = STATE_FILE + ".tmp"  # how TensorFlow's atomic write names the file it renames
 
 
@@ -82,21 +89,77 @@ def _state(directory: str):
         return False
 
 
+def _on_disk(directory: str) -> list[tuple[int, str]]:
+    """(step, prefix) of every checkpoint whose files are all on disk (its index and every data
+    shard its names count), oldest first, whatever the state file says."""
+    if not os.path.isdir(directory):
+        return []
+    names = os.listdir(directory)
+    found = []
+    for name in names:
+        prefix = name.removesuffix(".index")
+        match = _CHECKPOINT.match(prefix) if name.endswith(".index") else None
+        if not match:
+            continue
+        shards = [shard for other in names if other.startswith(prefix + ".data-") and (shard := _SHARD.match(other))]
+        totals = {int(shard.group(2)) for shard in shards}
+        if len(totals) == 1 and {int(shard.group(1)) for shard in shards} == set(range(totals.pop())):
+            found.append((int(match.group(1)), os.path.join(directory, prefix)))
+    return sorted(found)
+
+
+def _checkpoints(directory: str) -> tuple[list[tuple[int, str]], str]:
+    """The run's complete checkpoints, oldest first, and why the state file was not followed
+    ("" when it was). The state file is followed when it names a checkpoint on disk; when it is
+    missing, unreadable or names none that exist, the complete checkpoints on disk are the run's:
+    a run is never started again over checkpoints it did not read."""
+    state = _state(directory)
+    if state:
+        listed = []
+        for prefix in state.all_model_checkpoint_paths:
+            match = _CHECKPOINT.match(os.path.basename(prefix))
+            if match:
+                listed.append((int(match.group(1)), os.path.join(directory, os.path.basename(prefix))))
+        complete = sorted((step, prefix) for step, prefix in listed if os.path.isfile(prefix + ".index"))
+        if complete:
+            return complete, ""
+    on_disk = _on_disk(directory)
+    if not on_disk:
+        return [], ""
+    state_path = os.path.join(directory, STATE_FILE)
+    if state is None:
+        why = f"{state_path} (the list of checkpoints) is missing"
+    elif state is False:
+        why = f"{state_path} (the list of checkpoints) cannot be read"
+    else:
+        why = f"{state_path} names no checkpoint whose files are there"
+    return on_disk, why
+
+
 def list_checkpoints(run_dir: str) -> list[tuple[int, str]]:
     """(step, prefix) of every complete checkpoint of the run, oldest first.
 
-    Reads the manager's state file only (no model, no TensorFlow graph); a listed checkpoint
-    whose index file is missing (pruned when a kill came) is left out.
+    Reads the manager's state file (no model, no TensorFlow graph); a listed checkpoint whose
+    index file is missing (pruned when a kill came, or deleted) is left out, with a warning when
+    it was newer than the newest one kept. Without a usable state file, the complete checkpoints
+    found on disk, with a warning naming what was missing (:func:`_checkpoints`).
     """
-    state = _state(checkpoint_dir(run_dir))
-    if not state:
-        return []
-    found = []
-    for prefix in state.all_model_checkpoint_paths:
-        match = _CHECKPOINT.match(os.path.basename(prefix))
-        if match and os.path.isfile(prefix + ".index"):
-            found.append((int(match.group(1)), prefix))
-    return sorted(found)
+    directory = checkpoint_dir(run_dir)
+    found, why = _checkpoints(directory)
+    if why:
+        warnings.warn(f"{why}; using the checkpoints found beside it: "
+                      f"{', '.join(os.path.basename(prefix) for _, prefix in found)}.")
+        return found
+    state = _state(directory)
+    if found and state:
+        newest = found[-1][0]
+        for prefix in state.all_model_checkpoint_paths:
+            match = _CHECKPOINT.match(os.path.basename(prefix))
+            if match and int(match.group(1)) > newest:
+                path = os.path.join(directory, os.path.basename(prefix))
+                warnings.warn(f"Checkpoint {path} is skipped: its index file {path}.index is missing; "
+                              f"the newest complete one is step {newest}.")
+    return found
 
 
 class CheckpointError(RuntimeError):
@@ -181,23 +244,17 @@ def _clear_leftovers(directory: str) -> None:
             os.remove(path)
 
 
-def _forget(directory: str, name: str) -> None:
-    """Takes checkpoint ``name`` out of the state file (atomically) before the same step is written
-    again: the manager would overwrite its files in place while the state still names them."""
-    state = _state(directory)
-    paths = list(state.all_model_checkpoint_paths)
-    timestamps = list(state.all_model_checkpoint_timestamps)
-    kept = [i for i, path in enumerate(paths) if os.path.basename(path) != name]
+def _write_state(directory: str, prefixes: list[str], timestamps: list[float]) -> None:
+    """Replaces the state file atomically so that it lists ``prefixes`` (oldest first; none:
+    the file is removed), as the manager writes it."""
     state_path = os.path.join(directory, STATE_FILE)
-    if not kept:
+    if not prefixes:
         os.remove(state_path)
     else:
-        del state.all_model_checkpoint_paths[:]
-        state.all_model_checkpoint_paths.extend(os.path.basename(paths[i]) for i in kept)
-        if len(timestamps) == len(paths):
-            del state.all_model_checkpoint_timestamps[:]
-            state.all_model_checkpoint_timestamps.extend(timestamps[i] for i in kept)
-        state.model_checkpoint_path = state.all_model_checkpoint_paths[-1]
+        state = checkpoint_state_pb2.CheckpointState(
+            model_checkpoint_path=os.path.basename(prefixes[-1]),
+            all_model_checkpoint_paths=[os.path.basename(prefix) for prefix in prefixes],  # as the manager writes them
+            all_model_checkpoint_timestamps=timestamps if len(timestamps) == len(prefixes) else [])
         temporary = os.path.join(directory, _STATE_TEMP + ".abc_tf")
         with open(temporary, "w") as handle:
             handle.write(text_format.MessageToString(state))
@@ -205,6 +262,26 @@ def _forget(directory: str, name: str) -> None:
             os.fsync(handle.fileno())
         os.replace(temporary, state_path)
     _fsync(directory)
+
+
+def _forget(directory: str, name: str) -> None:
+    """Takes checkpoint ``name`` out of the state file (atomically) before the same step is written
+    again: the manager would overwrite its files in place while the state still names them."""
+    state = _state(directory)
+    paths = list(state.all_model_checkpoint_paths)
+    timestamps = list(state.all_model_checkpoint_timestamps)
+    kept = [i for i, path in enumerate(paths) if os.path.basename(path) != name]
+    _write_state(directory, [paths[i] for i in kept], [timestamps[i] for i in kept] if len(timestamps) == len(paths) else [])
+
+
+def _adopt(directory: str) -> None:
+    """Writes the state file anew from the complete checkpoints on disk when it is missing,
+    unreadable or names none of them (:func:`_checkpoints`), before a save: the manager and
+    :func:`_clear_leftovers` would otherwise take them for leftovers and delete them."""
+    found, why = _checkpoints(directory)
+    if why:
+        prefixes = [prefix for _, prefix in found]
+        _write_state(directory, prefixes, [os.path.getmtime(prefix + ".index") for prefix in prefixes])
 
 
 def _reason(error: Exception) -> str:
@@ -215,6 +292,14 @@ def _reason(error: Exception) -> str:
     message = str(getattr(error, "message", error)).strip()
     match = re.search(r";\s*([^;]+?)\s*\[Op:\w+\]$", message)
     return match.group(1) if match else message
+
+
+def _kept(directory: str) -> str:
+    """What a failed save leaves the run, for its message."""
+    kept = _checkpoints(directory)[0]
+    if not kept:
+        return "No checkpoint of this run was written before it, so none is kept"
+    return f"The older checkpoints are intact (newest: step {kept[-1][0]})"
 
 
 def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = True) -> str:
@@ -239,6 +324,7 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = T
     name = f"{PREFIX}-{step}"
     try:
         os.makedirs(directory, exist_ok=True)
+        _adopt(directory)
         _clear_leftovers(directory)
         if name in (_listed(directory) or ()):
             _forget(directory, name)  # the same step saved again (e.g. after falling back past a damaged one)
@@ -247,7 +333,7 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = T
         if free < needed:
             raise CheckpointError(
                 f"No room for the checkpoint of step {step} in {directory}: {free / 2**20:.1f} MiB free, "
-                f"about {needed / 2**20:.1f} MiB needed. The older checkpoints are intact; free some space "
+                f"about {needed / 2**20:.1f} MiB needed. {_kept(directory)}; free some space "
                 "and run the same command again to resume."
             )
         manager = tf.train.CheckpointManager(checkpoint_of(model), directory, max_to_keep=keep)
@@ -263,7 +349,7 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = T
             pass
         raise CheckpointError(
             f"Writing the checkpoint of step {step} into {directory} failed ({reason}). "
-            "The older checkpoints are intact; fix the cause and run the same command again to resume."
+            f"{_kept(directory)}; fix the cause and run the same command again to resume."
         ) from None
     finally:
         if not write:

@@ -15,7 +15,7 @@ from abc_tf import json_files
 from abc_tf.config import ExperimentConfig
 from abc_tf.experiments import read_config
 from abc_tf.runs import checkpoints, run_lock
-from abc_tf.runs.run_dir import CONFIG_FILE
+from abc_tf.runs.run_dir import CONFIG_FILE, check_writable
 
 # Settings a run may change between two of its checkpoints (--allow_config_change): they shape
 # the optimisation and the bookkeeping, not the data or the network the checkpoint belongs to.
@@ -74,6 +74,13 @@ def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequen
             f"--trainer.steps={config.trainer.steps} is below the step of {run_dir}'s newest checkpoint ({newest}); "
             "a run can only be extended."
         )
+    allowed = [name for name in changed if name != STEPS]
+    if allowed and config.trainer.steps == newest:
+        # Recording the change would tell a later reader that steps trained with it.
+        raise ValueError(
+            f"{run_dir} has trained all its {newest} steps, so no step would train with {', '.join(allowed)} changed; "
+            f"raise --trainer.steps to extend the run with the change, or drop the change to export the run again."
+        )
     return changed
 
 
@@ -84,6 +91,7 @@ def check_run_dir(config: ExperimentConfig, run_dir: str, allow_changes: Sequenc
     allow_changes = check_allow_changes(allow_changes)
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise ValueError(f"--output_dir={run_dir} is an existing file, not a directory.")
+    check_writable(run_dir, "--output_dir")
     run_lock.check_free(run_dir)  # read-only: the lock is taken at the run's first write
     return config_changes(run_dir, config, allow_changes)
 

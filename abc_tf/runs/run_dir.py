@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import tempfile
 from typing import Callable
 
 import keras
@@ -37,6 +38,23 @@ _SEED_DIR = re.compile(r"^seed_(\d+)$")
 def network_file(run_dir: str, name: str) -> str:
     """Where a run keeps its network ``name`` (``<run_dir>/<name>.keras``)."""
     return os.path.join(run_dir, f"{name}.keras")
+
+
+def check_writable(path: str, flag: str) -> None:
+    """ValueError naming ``flag`` unless a file can be created in the folder ``path`` or, while it
+    does not exist, in its nearest existing parent (a read-only file system, a folder of another
+    user): checked by creating one, before any work, so that nothing fails at its first write."""
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError(f"{flag}={path}: {existing} is an existing file, not a directory.")
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".abc_tf_write_check_"):
+            pass
+    except OSError as error:
+        raise ValueError(f"{flag}={path} cannot be written: creating a file in {existing} failed "
+                         f"({error.strerror or error}).") from None
 
 
 def load_keras_file(path: str) -> keras.Model:
