@@ -21,7 +21,7 @@ import typing
 from absl import app, flags, logging
 
 from abc_tf import config as config_lib
-from abc_tf import flag_errors
+from abc_tf import command_line
 from abc_tf import experiments
 
 FLAGS = flags.FLAGS
@@ -92,7 +92,7 @@ def parse_flags(argv: list[str]) -> list[str]:
     try:
         return FLAGS(argv)
     except flags.Error as error:  # a value of the wrong type, an unknown flag: the project's one line, exit 2
-        _stop(flag_errors.describe(str(error)), 2)
+        _stop(command_line.describe_flag_error(str(error)), 2)
 
 
 def resolve_config() -> config_lib.ExperimentConfig:
@@ -241,4 +241,5 @@ def _print_summary(result, isolation: str | None = None) -> None:
 
 
 if __name__ == "__main__":
+    command_line.plain_warnings("train.py")
     app.run(main, flags_parser=parse_flags)

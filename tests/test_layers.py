@@ -18,7 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Lowest first. A module may import modules of its own layer and of the layers below.
 LAYERS = [
     ("maths", ("abc_tf", "abc_tf.geometry", "abc_tf.losses", "abc_tf.schedules", "abc_tf.config", "abc_tf.registry",
-               "abc_tf.lookup", "abc_tf.json_files", "abc_tf.optimizers", "abc_tf.flag_errors")),
+               "abc_tf.lookup", "abc_tf.json_files", "abc_tf.optimizers", "abc_tf.command_line")),
     ("models", ("models",)),
     ("data", ("abc_tf.data",)),
     ("methods", ("abc_tf.methods",)),

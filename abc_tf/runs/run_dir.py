@@ -40,10 +40,11 @@ def network_file(run_dir: str, name: str) -> str:
     return os.path.join(run_dir, f"{name}.keras")
 
 
-def check_writable(path: str, flag: str) -> None:
+def check_writable(path: str, flag: str, advice: str = "") -> None:
     """ValueError naming ``flag`` unless a file can be created in the folder ``path`` or, while it
     does not exist, in its nearest existing parent (a read-only file system, a folder of another
-    user): checked by creating one, before any work, so that nothing fails at its first write."""
+    user): checked by creating one, before any work, so that nothing fails at its first write.
+    ``advice`` ends the message (what to do instead)."""
     existing = os.path.abspath(path)
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
@@ -54,7 +55,7 @@ def check_writable(path: str, flag: str) -> None:
             pass
     except OSError as error:
         raise ValueError(f"{flag}={path} cannot be written: creating a file in {existing} failed "
-                         f"({error.strerror or error}).") from None
+                         f"({error.strerror or error}){'; ' + advice if advice else ''}.") from None
 
 
 def load_keras_file(path: str) -> keras.Model:

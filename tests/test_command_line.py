@@ -1,11 +1,13 @@
-"""abc_tf.flag_errors: absl's flag-parsing errors, as absl words them, in the project's words."""
+"""abc_tf.command_line: absl's flag-parsing errors, as absl words them, in the project's words."""
 
 from __future__ import annotations
+
+import warnings
 
 import pytest
 from absl import flags
 
-from abc_tf import flag_errors
+from abc_tf import command_line
 
 
 def parse_error(*arguments: str) -> str:
@@ -30,4 +32,13 @@ def parse_error(*arguments: str) -> str:
     ("--trainer.steps", "Missing value for flag --trainer.steps (--help lists the flags)."),
 ])
 def test_each_absl_error_becomes_one_line_naming_the_flag(argument, message):
-    assert flag_errors.describe(parse_error(argument)) == message
+    assert command_line.describe_flag_error(parse_error(argument)) == message
+
+
+def test_the_packages_warnings_are_one_line_and_others_keep_their_place(monkeypatch):
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
+    command_line.plain_warnings("train.py")
+    ours = warnings.formatwarning("Checkpoint ckpt-10 is skipped", UserWarning, command_line.__file__, 12)
+    assert ours == "train.py: warning: Checkpoint ckpt-10 is skipped\n"
+    theirs = warnings.formatwarning("deprecated", DeprecationWarning, "/usr/lib/python3/keras/ops.py", 7, line="x = 1")
+    assert theirs.startswith("/usr/lib/python3/keras/ops.py:7: DeprecationWarning: deprecated")
