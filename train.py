@@ -108,6 +108,7 @@ def resolve_config() -> config_lib.ExperimentConfig:
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         _stop(f"unexpected arguments: {' '.join(argv[1:])} (flags are written --name=value).", 2)
+    command_line.quiet_tensorflow_start()  # the first screen is the project's own
     if not FLAGS["verbosity"].present:
         # TensorFlow's INFO lines (SavedModel tracing) bury the training progress.
         logging.set_verbosity(logging.WARNING)

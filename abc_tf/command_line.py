@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import re
+import sys
+import tempfile
 import warnings
 
 # absl words a value its flag's parser refuses as "flag --NAME=VALUE: REASON".
@@ -59,3 +61,48 @@ def plain_warnings(program: str) -> None:
         return python_format(message, category, filename, lineno, line)
 
     warnings.formatwarning = one_line
+
+
+# What TensorFlow's C++ side prints at every start on a machine without a GPU or without the
+# instructions its binary could use: true, and nothing a user of this project acts on.
+_START_UP_NOISE = re.compile(
+    r"All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|cudart_stub\.cc:\d+\] Could not find cuda drivers"
+    r"|cuda_platform\.cc:\d+\] failed call to cuInit"
+    r"|cpu_feature_guard\.cc:\d+\] This TensorFlow binary is optimized"
+    r"|^To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags\.$"
+)
+FULL_LOG_HINT = "TF_CPP_MIN_LOG_LEVEL=0 shows TensorFlow's start-up and information lines"
+
+
+def quiet_tensorflow_start() -> None:
+    """Loads TensorFlow and lists its devices with the start-up lines above held back, so that a
+    run's first screen is the project's own; any other line TensorFlow writes meanwhile (an error
+    that matters) is written as it came. Also keeps TensorFlow's C++ information lines (level 0)
+    out for the rest of the run, warnings and errors kept. A user who sets TF_CPP_MIN_LOG_LEVEL
+    gets TensorFlow's own behaviour (:data:`FULL_LOG_HINT`); a process that loaded TensorFlow
+    already (a test) is left alone."""
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)  # the C++ side writes to file descriptor 2, not sys.stderr
+        try:
+            import tensorflow as tf  # noqa: PLC0415 - loaded here, under the capture, and only by the commands
+
+            tf.config.list_physical_devices()  # the device search (cuInit) logs here
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        kept = without_start_up_noise(captured.read().decode(errors="replace"))
+    for line in kept:
+        print(line, file=sys.stderr)
+
+
+def without_start_up_noise(text: str) -> list[str]:
+    """The lines of TensorFlow's start-up output ``text`` that are not its usual start-up noise."""
+    return [line for line in text.splitlines() if not _START_UP_NOISE.search(line)]

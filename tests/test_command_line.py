@@ -42,3 +42,32 @@ def test_the_packages_warnings_are_one_line_and_others_keep_their_place(monkeypa
     assert ours == "train.py: warning: Checkpoint ckpt-10 is skipped\n"
     theirs = warnings.formatwarning("deprecated", DeprecationWarning, "/usr/lib/python3/keras/ops.py", 7, line="x = 1")
     assert theirs.startswith("/usr/lib/python3/keras/ops.py:7: DeprecationWarning: deprecated")
+
+
+START_UP = """WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+I0000 00:00:1795867572.865371   10232 cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not be used.
+I0000 00:00:1795867576.614453   10232 cpu_feature_guard.cc:227] This TensorFlow binary is optimized to use available CPU instructions in performance-critical operations.
+To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow with the appropriate compiler flags.
+E0000 00:00:1795867579.895517   10232 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)
+E0000 00:00:1795867580.000000   10232 gpu_device.cc:99] Could not load dynamic library 'libcudnn.so.9'
+"""
+
+
+def test_start_up_noise_is_held_back_and_other_lines_kept():
+    assert command_line.without_start_up_noise(START_UP) == [
+        "E0000 00:00:1795867580.000000   10232 gpu_device.cc:99] Could not load dynamic library 'libcudnn.so.9'"]
+
+
+def test_a_fresh_process_starts_tensorflow_without_the_start_up_lines():
+    import os
+    import subprocess
+    import sys
+
+    environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+    code = ("from abc_tf import command_line; command_line.quiet_tensorflow_start(); import os, sys, tensorflow as tf; "
+            "tf.constant(1) + 1; print(os.environ['TF_CPP_MIN_LOG_LEVEL'])")
+    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True,
+                            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "1"  # TensorFlow's information lines stay out for the rest of the run
+    assert not [line for line in result.stderr.splitlines() if command_line._START_UP_NOISE.search(line)], result.stderr
