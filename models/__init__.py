@@ -10,12 +10,12 @@ from models.architectures import build, names, register, takes_pretrained_weight
 
 # Importing the modules registers their builders.
 from models import conv, heads  # noqa: E402,F401
-from models import pose_head  # noqa: E402,F401  (spherical-regression head, issue 7)
-from models import pose_encoders  # noqa: E402,F401  (S5 and s5_small pose encoders, issue 6)
-from models import pmp_networks  # noqa: E402,F401  (product-manifold projection networks, issue 15)
-from models import infogan  # noqa: E402,F401  (Elastic-InfoGAN networks, issue 17)
-from models import vitae_networks  # noqa: E402,F401  (VAE / VITAE networks and the spatial transformer, issue 16)
-from models import ml_vae_networks  # noqa: E402,F401  (ML-VAE networks, issue 27)
-from models import cc_vae_networks  # noqa: E402,F401  (CC-VAE networks, issue 27)
-from models import vae64_networks  # noqa: E402,F401  (ML-VAE and CC-VAE networks for 64 x 64 images, issue 27)
-from models import lord_networks  # noqa: E402,F401  (LORD networks, issue 27)
+from models import pose_head  # noqa: E402,F401  (spherical-regression head)
+from models import pose_encoders  # noqa: E402,F401  (S5 and s5_small pose encoders)
+from models import pmp_networks  # noqa: E402,F401  (product-manifold projection networks)
+from models import infogan  # noqa: E402,F401  (Elastic-InfoGAN networks)
+from models import vitae_networks  # noqa: E402,F401  (VAE / VITAE networks and the spatial transformer)
+from models import ml_vae_networks  # noqa: E402,F401  (ML-VAE networks)
+from models import cc_vae_networks  # noqa: E402,F401  (CC-VAE networks)
+from models import vae64_networks  # noqa: E402,F401  (ML-VAE and CC-VAE networks for 64 x 64 images)
+from models import lord_networks  # noqa: E402,F401  (LORD networks)

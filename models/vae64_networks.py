@@ -1,4 +1,4 @@
-"""The 64 x 64 networks of ML-VAE and CC-VAE (issue 27; ABC supplement L217: "we followed the
+"""The 64 x 64 networks of ML-VAE and CC-VAE (ABC supplement L217: "we followed the
 encoder and decoder specifications for the 64x64 RGB images in the Supplemental for [CC-VAE,
 arXiv 1804.10469] for both methods").
 

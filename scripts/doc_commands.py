@@ -1,6 +1,6 @@
 """Runs every ``train.py`` / ``evaluate.py`` command of the docs, shortened, in a scratch folder.
 
-Issue 24: every command that README.md, RESULTS.md and BENCHMARKS.md show must run on a fresh
+Every command that README.md, RESULTS.md and BENCHMARKS.md show must run on a fresh
 clone. This finds them in the docs' code blocks (fenced, and indented by four spaces), and runs
 each in document order from the repository root with tiny settings:
 

@@ -1,5 +1,5 @@
 """Table S1 of the ABC supplement (pose in the synthetic domain, cars) and the synthetic-to-"real"
-transfer of Table 1, for ABC and the paper's baselines, on the built-in procedural cars (issue 27).
+transfer of Table 1, for ABC and the paper's baselines, on the built-in procedural cars.
 
   python -m scripts.pose_table_s1 --rows=ABC=runs/table_s1/abc32,ML-VAE=runs/table_s1/ml_vae,\
 CC-VAE=runs/table_s1/cc_vae,LORD=runs/table_s1/lord --output_dir=docs/figures/table_s1

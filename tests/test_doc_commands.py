@@ -1,4 +1,4 @@
-"""scripts/doc_commands.py (issue 24): finding the docs' train.py / evaluate.py commands and
+"""scripts/doc_commands.py: finding the docs' train.py / evaluate.py commands and
 rewriting them to run fast in a scratch folder. No training runs here."""
 
 from __future__ import annotations

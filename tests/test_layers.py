@@ -180,7 +180,7 @@ def test_every_module_has_its_test_module():
     assert not missing, f"modules without their test module: {missing}"
 
 
-# Capabilities, not names (issue 24): a method declares the batches it accepts and a family what
+# Capabilities, not names: a method declares the batches it accepts and a family what
 # it offers; only the registries, which map names to declarations, compare a name with a string.
 NAME_REGISTRIES = {"abc_tf.registry", "abc_tf.data", "abc_tf.methods"}
 DECLARATION_SUFFIXES = ("family", "method")  # family.name, get_method(...).name, config.method.name, ...
@@ -312,7 +312,7 @@ def test_no_file_edits_sys_path():
     assert not offenders, f"sys.path edited in {offenders}; run the file as a module from the repository root"
 
 
-# No two modules share a name (issue 24): a reader finds a module by its name, and the mirror
+# No two modules share a name: a reader finds a module by its name, and the mirror
 # above maps each to its own tests/test_<name>.py.
 def test_no_two_modules_share_a_file_name():
     files = [path for folder in ("abc_tf", "models") for path in sorted((ROOT / folder).rglob("*.py"))
@@ -325,7 +325,7 @@ def test_no_two_modules_share_a_file_name():
     assert not shared, f"modules sharing a file name (rename the lower one, as models/pmp_networks.py): {shared}"
 
 
-# Helpers used across modules are public (issue 24): a leading underscore means "this module
+# Helpers used across modules are public: a leading underscore means "this module
 # only". The tests may reach into a module's private names; the code may not.
 CODE_ROOTS = ("abc_tf", "models") + ENTRY_POINT_PACKAGES + ENTRY_POINTS
 

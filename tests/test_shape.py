@@ -1,4 +1,4 @@
-"""The proof of the shape (issue 24, item 6): a data family with its own task and labelled
+"""The proof of the shape: a data family with its own task and labelled
 sample (tests/toy_family.py) and a method with two networks and two optimizers
 (tests/toy_method.py), neither known to the package, registered at test time as a user
 registers theirs, go through train.py (trained, killed, resumed) and evaluate.py (evaluated,

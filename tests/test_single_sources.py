@@ -1,4 +1,4 @@
-"""One way to do each thing (issue 24, item 3): read from the package's source with ``ast``,
+"""One way to do each thing: read from the package's source with ``ast``,
 the training step, the TensorBoard writer's lifecycle, the JSON writer and the optimizer are
 each written once, and every method and monitor uses them."""
 

@@ -79,7 +79,7 @@ def test_every_field_of_the_chosen_parts_is_a_flag_through_its_part(experiment):
         train.FLAGS.unparse_flags()
 
 
-# A field the run's family, method or batch format does not have cannot be passed (issue 24):
+# A field the run's family, method or batch format does not have cannot be passed:
 # among them the seven that one side declared and the other read before configs had parts.
 NOT_THE_RUNS_FIELDS = [
     (["--experiment=mnist_vae_quick", "--method.temperature=0.5"],

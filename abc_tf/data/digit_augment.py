@@ -5,7 +5,7 @@
 whole number of degrees up to +-20 (which crops and rescales, :func:`rotation_crop`) and its
 zoom by 0.9-1.1, in one bilinear resampling, so a digit stays itself; a mild elastic
 displacement on top is ours, opt in (``elastic_pixels``). :func:`make_view_pair_dataset`
-streams MNIST's ``--batch.augmentation_baseline`` (issue 17): each step P sets of ``set_size`` images
+streams MNIST's ``--batch.augmentation_baseline``: each step P sets of ``set_size`` images
 drawn uniformly from the training images (no digit constraint, so no label is used), as two
 independently augmented views ``set_a`` and ``set_a_view2`` (double augmentation), float32 in
 [0, 1], the layout of Shapes3D's baseline.

@@ -32,7 +32,7 @@ makes few stacks, not the same number of stacks from fewer images. Without a spl
 setting; MNIST's classes are within 10% of equal). The test images stay whole; from the pool of
 all 70,000 a split also trains on some of them (split 1 on 6,022 of the 10,000).
 
-Augmentation baseline (``augmentation_baseline``; issue 17, Elastic-InfoGAN's signal for ABC and
+Augmentation baseline (``augmentation_baseline``: Elastic-InfoGAN's signal for ABC and
 the contrastive loss): ``{"set_a", "set_a_view2"}`` [P, S, 28, 28, 1] float32 in [0, 1], P sets
 of S images drawn uniformly from the training images (split and held-out digit respected, no
 digit constraint) in two independent identity-preserving augmentations

@@ -134,7 +134,7 @@ PRESETS: dict[str, ExperimentConfig] = {
 PRESETS["pose_regression_quick"] = PRESETS["pose_quick"].replace(
     name="pose_regression_quick", temperature=0.05, real_fraction=0.02, regression_weight=1.0
 )
-# ABC given Elastic-InfoGAN's signal (issue 17, item 4): no labels, unconstrained sets of 64 from
+# ABC given Elastic-InfoGAN's signal: no labels, unconstrained sets of 64 from
 # split 1 with all ten digits, both sets two views under its augmentation; otherwise the paper's
 # MNIST ABC settings ("mnist"). --method=contrastive trains the two-view loss on the same batches.
 PRESETS["mnist_abc_augmentation"] = PRESETS["mnist"].replace(

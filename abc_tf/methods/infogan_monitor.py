@@ -19,7 +19,7 @@ from models.infogan import NUM_CATEGORIES
 
 _log = logging.getLogger(__name__)
 
-# Failure detection (issue 17, item 5) [ours]: a prior whose largest class exceeds 0.9 has
+# Failure detection [ours]: a prior whose largest class exceeds 0.9 has
 # collapsed onto one code; generated images whose pixel spread over z is below a fifth of the
 # real images' are a collapsed mode.
 PRIOR_COLLAPSE, DIVERSITY_COLLAPSE = 0.9, 0.2

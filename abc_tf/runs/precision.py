@@ -4,12 +4,10 @@
   ``LossScaleOptimizer``, and every method's ``train_step`` scales its loss with it (float16's
   small range would flush small gradients to zero).
 - A TPU, or a CPU that computes bfloat16 natively (Linux lists ``avx512_bf16`` or ``amx_bf16``
-  among its flags in /proc/cpuinfo): ``mixed_bfloat16`` (on this project's CPU with AVX-512
-  BF16, about 2x float32 for the Shapes3D step: BENCHMARKS.md, "Benchmark suite (CPU)").
-- Any other CPU: ``float32``, with one warning line. There bfloat16 is emulated: 0.36x the
-  float32 speed for the same S4 step (issue 25: 0.96 against 7.59 steps/s on an AVX2 CPU), so
-  asking for the faster precision must not make a run slower. Not an error: presets turn it on
-  (``shapes3d_pmp_quick``) and should run anywhere. Other systems than Linux have no
+  among its flags in /proc/cpuinfo): ``mixed_bfloat16`` (its speed: BENCHMARKS.md).
+- Any other CPU: ``float32``, with one warning line. There bfloat16 is emulated and slower than
+  float32, so asking for the faster precision must not make a run slower. Not an error:
+  presets turn it on (``shapes3d_pmp_quick``) and should run anywhere. Other systems than Linux have no
   /proc/cpuinfo to read and count as CPUs without native bfloat16.
 
 Embeddings and losses stay float32 under either mixed policy (each method casts them).
