@@ -30,7 +30,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ("README.md", "RESULTS.md", "BENCHMARKS.md")
+DOCS = ("README.md", "docs/EXPERIMENTS.md", "RESULTS.md", "BENCHMARKS.md")
 DEFAULT_EXPERIMENT = "shapes3d_demo"  # train.py's default --experiment; its run dir is runs/<experiment>
 # A command: python (or .venv/bin/python, python3.11) train.py|evaluate.py, up to && or ; or the end.
 COMMAND = re.compile(r"(?:^|&&|;)\s*(?:\S*/)?python[0-9.]*\s+((?:train|evaluate)\.py\b.*?)\s*(?=&&|;|$)")
