@@ -49,13 +49,12 @@ Adam's momentum). Both optimisers step every step, so compile's (stage 1's) coun
 steps; the encoders' Adam has its ``iterations`` set to the steps since the switch before each
 step, so its bias correction starts afresh at the switch, as the authors' new optimiser. The idle
 branch returns zeros tied to its variables (0 x their sum), so its gradient is zeros, not None,
-also when run eagerly. The codes are gathered before the tf.cond: under XLA, gathered inside it,
-the step was compiled anew at every step (``latent_update``). Compiled once, XLA on the CPU still
-runs the convolutions inside a tf.cond some 45 times slower than outside [ours: two 3 x 3
-convolutions of 64 channels on 16 x 32 x 32 and their gradient, 3.16 s against 0.068 s; the plain
-graph 0.094 s], so the CPU presets use the plain graph; GPUs were not at hand to measure. Every
-variable (tables, networks, both optimisers) is in the one model the trainer checkpoints: a run
-killed in either stage resumes in it.
+also when run eagerly. The codes are gathered before the tf.cond, so that XLA compiles the step
+once (gathered inside it, the tables' gradient shape comes out of the cond's). XLA on the CPU runs
+the convolutions inside a tf.cond much more slowly than outside (BENCHMARKS.md, the baselines'
+compiled steps), so the CPU presets use the plain graph. Every variable (tables, networks, both
+optimisers) is in the one model the trainer checkpoints: a run killed in either stage resumes in
+it.
 
 Logs: ``loss`` (the active stage's), ``reconstruction`` (its r), ``content_penalty`` (stage 1,
 weighted), ``content_error`` and ``class_error`` (stage 2, unweighted), and ``stage`` (1 or 2)
