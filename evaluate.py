@@ -8,7 +8,7 @@ still training into is refused, naming its process (abc_tf.runs.run_lock). If it
 ``seed_<k>`` run directories (``train.py --seeds N``), each seed is evaluated into its own
 folder and the seeds are aggregated (mean, std, values per factor; violin plots) into
 ``<output_dir>/metrics.json``. What is measured is the task the run's data family declares
-(abc_tf.evaluation.tasks; each stage prints a line when it starts and its time when it ends):
+(abc_tf.evaluation.tasks):
 
 - shapes3d: MINE mutual information and probe accuracies per factor at sigma = the loss's
   length scale (0.1 x the embeddings' spread for a method whose loss has none; histogram MI as
@@ -31,6 +31,23 @@ folder and the seeds are aggregated (mean, std, values per factor; violin plots)
 MINE defaults are the paper's (20,000 steps, 256,000 samples); lower ``--mine_steps`` and
 ``--mine_eval_samples`` for a quick look.
 
+While it runs, each stage prints a line when it starts and its time when it ends, and the long
+computations inside it (MINE's training steps, the probes' epochs, the images the
+disentanglement scores make and embed, DCI's trees, pose lookups, the VAE's likelihood) print
+how far they are, the time taken and an estimate of the time left, at most every 10 seconds
+(abc_tf.evaluation.progress; on a terminal one line rewritten in place). The last lines list
+every file written.
+
+The measures and figures also go into TensorBoard logs at the run's last training step,
+``<output_dir>/logs/evaluation`` (abc_tf.evaluation.evaluation_logs): metrics.json's numbers as
+scalars (``evaluation/mine/floor_hue``, ``evaluation/probe/floor_hue/accuracy``,
+``evaluation/disentanglement/scores/mig``, ...) and the PNG figures as images. A run evaluated
+in place (no ``--output_dir``; each seed of a folder of ``seed_<k>`` runs) writes into its own
+``logs``, beside its hparams, so ``tensorboard --logdir runs`` shows every run's end measures in
+the HParams table next to its settings, and its figures in the Images tab. An ``--output_dir``
+elsewhere (also with ``--saved_model``) gets the run's hparams in ``<output_dir>/logs`` too, a
+session of its own. ``--checkpoints`` and ``--compare`` write no TensorBoard logs.
+
 Comparing runs of any methods side by side (abc_tf.evaluation.comparison):
 
   python evaluate.py --compare=runs/abc,runs/pmp --compare_untrained --output_dir=runs/comparison
@@ -46,6 +63,8 @@ import os
 import sys
 
 from absl import app, flags
+
+from abc_tf import command_line
 
 # evaluate.py's own flags, apart from absl's global ones, which train.py defines with some of
 # the same names: so a test can run both in one process (``run``).
@@ -153,7 +172,11 @@ def main(argv: list[str]) -> None:
     """Evaluates what the parsed flags name; exit status 2 with one line for a bad setting."""
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
+    command_line.quiet_tensorflow_start()  # the first screen is the project's own
     try:
+        for flag in ("output_dir", "run_dir"):
+            if FLAGS[flag].present and not FLAGS[flag].value.strip():
+                raise ValueError(f"--{flag} is empty (an unset shell variable?); name a folder, or leave the flag out.")
         if FLAGS.compare:
             compare_runs()
             return
@@ -168,30 +191,33 @@ def main(argv: list[str]) -> None:
         if FLAGS.run_dir and not FLAGS.saved_model and not os.path.isdir(FLAGS.run_dir):
             raise ValueError(f"--run_dir={FLAGS.run_dir} is not a directory.")
         settings = settings_from_flags()  # every setting checked before any run is evaluated
-        from abc_tf.evaluation import learning_curves, tasks
-        from abc_tf.runs.run_dir import seed_run_dirs
+        from abc_tf.evaluation import learning_curves, progress, tasks
+        from abc_tf.runs.run_dir import check_writable, seed_run_dirs
 
         out_dir = FLAGS.output_dir or FLAGS.run_dir or os.path.dirname(os.path.normpath(FLAGS.saved_model))
+        check_writable(out_dir, "--output_dir" if FLAGS.output_dir else "--run_dir" if FLAGS.run_dir else "--saved_model's folder",
+                       advice="" if FLAGS.output_dir else "the measures go beside the run unless --output_dir names another folder")
         if FLAGS.checkpoints:
             if not FLAGS.run_dir or FLAGS.saved_model or seed_run_dirs(FLAGS.run_dir):
                 raise ValueError("--checkpoints evaluates the checkpoints of one run: pass --run_dir=DIR of a single "
                                  "run (for seeds, one seed_<k> folder), without --saved_model.")
             references = learning_curves.parse_references(FLAGS.curve_reference)
-            tasks.evaluate_checkpoints(FLAGS.run_dir, out_dir, settings, FLAGS.checkpoints, references,
-                                       network=FLAGS.network, config_path=FLAGS.config)
+            with progress.reported():  # progress lines, then the files written
+                tasks.evaluate_checkpoints(FLAGS.run_dir, out_dir, settings, FLAGS.checkpoints, references,
+                                           network=FLAGS.network, config_path=FLAGS.config)
             return
         seed_dirs = seed_run_dirs(FLAGS.run_dir) if FLAGS.run_dir and not FLAGS.saved_model else []
-        if seed_dirs:
-            seed_dirs = seed_dirs[: FLAGS.seeds or None]
-            runs = [run_of_flags(seed_dir)[0] for seed_dir in seed_dirs]
-            out_dirs = [os.path.join(out_dir, os.path.basename(seed_dir)) if FLAGS.output_dir else seed_dir
-                        for seed_dir in seed_dirs]
-            result = tasks.evaluate_seeds(runs, out_dirs, out_dir, settings)
-        else:
-            run, own_networks = run_of_flags(FLAGS.run_dir)
-            result = tasks.evaluate_run(run, out_dir, settings, method_measures=own_networks)
-        print(f"Wrote {os.path.join(out_dir, tasks.METRICS_FILE)}")
-        _print_summary(result)
+        with progress.reported():  # progress lines, then the files written: the last lines
+            if seed_dirs:
+                seed_dirs = seed_dirs[: FLAGS.seeds or None]
+                runs = [run_of_flags(seed_dir)[0] for seed_dir in seed_dirs]
+                out_dirs = [os.path.join(out_dir, os.path.basename(seed_dir)) if FLAGS.output_dir else seed_dir
+                            for seed_dir in seed_dirs]
+                result = tasks.evaluate_seeds(runs, out_dirs, out_dir, settings)
+            else:
+                run, own_networks = run_of_flags(FLAGS.run_dir)
+                result = tasks.evaluate_run(run, out_dir, settings, method_measures=own_networks)
+            _print_summary(result)
     except ValueError as error:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         sys.exit(2)
@@ -207,13 +233,16 @@ def compare_runs() -> None:
     if FLAGS.network != "encoder":
         raise ValueError("--network chooses the network of --run_dir; a --compare row names its own as DIR@NETWORK.")
     settings = settings_from_flags()
-    from abc_tf.evaluation import comparison
+    from abc_tf.evaluation import comparison, progress
+    from abc_tf.runs.run_dir import check_writable
+
+    check_writable(FLAGS.output_dir, "--output_dir")
 
     compared = comparison.ComparisonSettings(settings.isolation, settings.scores, settings.disentanglement,
                                              settings.disentanglement_scores)
-    result = comparison.compare(FLAGS.compare, FLAGS.output_dir, compared, untrained=FLAGS.compare_untrained)
-    print(comparison.markdown(result))
-    print("Wrote " + ", ".join(os.path.join(FLAGS.output_dir, name) for name in comparison.FILES))
+    with progress.reported():  # progress lines, then the files written
+        result = comparison.compare(FLAGS.compare, FLAGS.output_dir, compared, untrained=FLAGS.compare_untrained)
+        print(comparison.markdown(result))
 
 
 def _print_summary(result: dict) -> None:
@@ -255,7 +284,7 @@ def run(argv: list[str]) -> int:
     try:
         rest = FLAGS(argv)
     except flags.Error as error:
-        print(f"evaluate.py: error: {error} (--help lists the flags)", file=sys.stderr)
+        print(f"evaluate.py: error: {command_line.describe_flag_error(str(error))}", file=sys.stderr)
         return 2
     try:
         main(rest)
@@ -270,4 +299,5 @@ def run(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    command_line.plain_warnings("evaluate.py")
     sys.exit(run(sys.argv))

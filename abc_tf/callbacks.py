@@ -27,7 +27,7 @@ from abc_tf import methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation.tasks import factor_isolation
 from abc_tf.evaluation.estimators import histogram_mi, mine, noise, plots, probes
-from abc_tf.evaluation import tasks
+from abc_tf.evaluation import progress, tasks
 from abc_tf.methods.base import to_float_images
 from abc_tf.methods.monitor import TrainingMonitor
 from abc_tf.runs.run_dir import ENCODER, embed
@@ -41,6 +41,10 @@ PROJECTOR_CONFIG = "projector_config.pbtxt"  # the name visualize_embeddings wri
 # Cheap defaults: a measurement costs a few seconds on 2 CPU cores.
 CHEAP_PROBES = probes.ProbeSettings(epochs=10, batch_size=128)
 CHEAP_MINE = mine.MineSettings(learning_rate=1e-3, steps=300, eval_samples=16_384)
+# The measurement at the end of training, which the run's summary shows (abc_tf.run_summary),
+# prints how far it is every so many seconds: nothing when it takes less.
+SUMMARY_PROGRESS_EVERY = 5.0
+SUMMARY_PROGRESS_PREFIX = "[summary]"
 
 
 class FactorIsolationCallback(TrainingMonitor):
@@ -165,7 +169,9 @@ class FactorIsolationCallback(TrainingMonitor):
     def finish(self) -> None:
         step = self.step()
         if not self.history or self.history[-1]["step"] != step:
-            self.measure(step)
+            # The measurement the end-of-run summary shows; a slow one says how far it is.
+            with progress.reporting(SUMMARY_PROGRESS_EVERY, SUMMARY_PROGRESS_PREFIX):
+                self.measure(step)
         if self.projector_points:
             write_projector_files(
                 self.log_dir, self._last_embeddings[: self.projector_points], self.factors[: self.projector_points],

@@ -5,7 +5,9 @@ The numbers are the last measurement of :class:`abc_tf.callbacks.FactorIsolation
 (cheap probes and a short MINE on the run's labelled sample, abc_tf.evaluation.tasks.labelled_samples:
 known factors, the labels of grouped images or pose bins; noise at the loss's length scale),
 or the same measures made at the end (:func:`summary_from_data`); ``evaluate.py`` measures
-them with the paper's long MINE. A factor counts as kept
+them with the paper's long MINE. A measurement that takes more than a few seconds (a large
+sample, a slow host) says how far it is every ``callbacks.SUMMARY_PROGRESS_EVERY`` seconds
+(abc_tf.evaluation.progress); a quick one prints nothing. A factor counts as kept
 when its mutual information at the length scale is clearly above zero, as dropped when it is
 near zero: the training is meant to drop the inactive factors (SPEC.md section 4).
 """
@@ -18,10 +20,10 @@ from typing import Sequence
 import numpy as np
 
 from abc_tf import json_files
-from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES
+from abc_tf.callbacks import CHEAP_MINE, CHEAP_PROBES, SUMMARY_PROGRESS_EVERY, SUMMARY_PROGRESS_PREFIX
 from abc_tf.evaluation.tasks import factor_isolation
 from abc_tf.evaluation.estimators import mine, plots, probes
-from abc_tf.evaluation import tasks
+from abc_tf.evaluation import progress, tasks
 from abc_tf.runs.run_dir import embed
 
 SUMMARY_JSON = "isolation_summary.json"
@@ -137,5 +139,7 @@ def summary_from_data(config, encoder, step: int, num_images: int = 512, seed: i
     embeddings = embed(encoder, sample.images)
     sigma, rule = factor_isolation.noise_sigma(config, embeddings)
     unit = factor_isolation.measuring_unit(rule, embeddings)
-    record = {"step": step, **_measure(embeddings / unit, sample.factors, sample.names, sample.sizes, sigma / unit, seed)}
+    with progress.reporting(SUMMARY_PROGRESS_EVERY, SUMMARY_PROGRESS_PREFIX):
+        measured = _measure(embeddings / unit, sample.factors, sample.names, sample.sizes, sigma / unit, seed)
+    record = {"step": step, **measured}
     return factor_summary(record, sample.names, sample.inactive, sample.sizes, sigma, len(sample.images), rule)

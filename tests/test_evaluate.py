@@ -54,6 +54,15 @@ CASES = {
     "run in training": Case(["--run_dir={run}", "--mine_steps=0", "--probe_epochs=1", "--num_images=16"],
                             "run directory {run} is in use by train.py (pid {pid} on host {host}, since ",
                             config=get_preset("shapes3d_demo").to_json(), empty_encoder=True, locked=True),
+    "empty output_dir": Case(["--run_dir={run}", "--output_dir="], "--output_dir is empty (an unset shell variable?); name a folder"),
+    "empty run_dir": Case(["--run_dir="], "--run_dir is empty (an unset shell variable?); name a folder"),
+    # /sys takes no new file, even from root (a read-only folder would not stop root).
+    "unwritable output_dir": Case(["--run_dir={run}", "--output_dir=/sys/abc_tf_evaluation"],
+                                  "--output_dir=/sys/abc_tf_evaluation cannot be written: creating a file in /sys failed (",
+                                  config=get_preset("shapes3d_demo").to_json(), empty_encoder=True),
+    "wrong type": Case(["--run_dir={run}", "--mine_steps=2e4"], "--mine_steps=2e4 is not an integer; write it in digits: --mine_steps=20000."),
+    "not a boolean": Case(["--run_dir={run}", "--untrained=maybe"], "--untrained=maybe is not true or false; pass --untrained, --nountrained"),
+    "unknown flag": Case(["--run_dir={run}", "--mine_step=5"], "Unknown command line flag 'mine_step'. Did you mean: mine_steps ? (--help lists the flags)."),
     "missing network": Case(["--run_dir={run}", "--network=appearance"], "--network=appearance: {run} has no appearance.keras",
                             config=get_preset("shapes3d_demo").to_json(), empty_encoder=True),
 }
@@ -98,7 +107,7 @@ def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
 
 @pytest.mark.parametrize("flags,expected_code,answer", [
     (["--help"], 0, "--run_dir: Run directory written by train.py"),
-    (["--num_images=many"], 2, "evaluate.py: error: flag --num_images=many: invalid literal"),
+    (["--num_images=many"], 2, "evaluate.py: error: --num_images=many is not an integer."),
 ], ids=["--help", "--num_images=many"])
 def test_help_and_flag_errors_answer_without_loading_tensorflow(flags, expected_code, answer):
     code, output, modules = modules_loaded_by("evaluate.py", *flags)

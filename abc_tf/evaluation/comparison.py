@@ -1,4 +1,4 @@
-"""Runs of any methods side by side on one labelled sample (issue 15, item 4).
+"""Runs of any methods side by side on one labelled sample.
 
 ``evaluate.py --compare=DIR,DIR,... [--compare_untrained] --output_dir=OUT`` calls
 :func:`compare`. Every row is a run directory of any method (``train.py --seeds N`` folders:
@@ -45,7 +45,7 @@ import numpy as np
 from abc_tf import data, json_files, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.experiments import read_config
-from abc_tf.evaluation import tasks
+from abc_tf.evaluation import progress, tasks
 from abc_tf.evaluation.estimators import disentanglement as dis, plots
 from abc_tf.evaluation.tasks import digit_clusters, encoder_disentanglement, factor_isolation, labelled_samples
 from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, embed, load_run, network_file, seed_run_dirs
@@ -397,4 +397,6 @@ def write(result: dict[str, Any], out_dir: str) -> None:
     json_files.write_json(json_path, result)
     with open(markdown_path, "w") as handle:
         handle.write(markdown(result))
+    progress.wrote(markdown_path)
+    progress.wrote(json_path)
     plot(result, figure_path)

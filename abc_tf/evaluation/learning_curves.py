@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from abc_tf import json_files
+from abc_tf.evaluation import progress
 from abc_tf.evaluation.estimators import plots
 
 CURVE_JSON = "curve.json"
@@ -61,6 +62,7 @@ def write_curve(points: Sequence[tuple[int, dict[str, float]]], out_dir: str, ti
                                           for name, values in table.items()}, "references": references}
     os.makedirs(out_dir, exist_ok=True)
     json_files.write_json(os.path.join(out_dir, CURVE_JSON), curve, sort_keys=True)
+    progress.wrote(os.path.join(out_dir, CURVE_JSON))
     plot_curve(steps, table, os.path.join(out_dir, CURVE_FIGURE), title, references)
     return curve
 

@@ -57,6 +57,8 @@ from sklearn.feature_selection import r_regression
 from sklearn.preprocessing import KBinsDiscretizer, StandardScaler
 from sklearn.svm import LinearSVC
 
+from abc_tf.evaluation.progress import Progress
+
 # Entropies of importance rows/columns get this added, as disentanglement_lib does, so that
 # an all-zero row is the uniform distribution (entropy 1: it contributes nothing).
 _IMPORTANCE_EPS = 1e-11
@@ -201,10 +203,16 @@ def dci_importance(
     # A factor of c values costs c trees per stage: the largest go first, which balances the
     # threads (Shapes3D on 2 threads: 29 and 28 of the 57 values).
     order = sorted(range(factors.shape[1]), key=lambda i: -np.unique(factors[:, i]).size)
-    fits = joblib.Parallel(n_jobs=n_jobs, prefer="threads")(
+    done = joblib.Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
         joblib.delayed(_fit_gbt)(codes, factors[:, i], test_codes, test_factors[:, i], seeds[i]) for i in order
     )
-    fits = dict(zip(order, fits))
+    fits = {}
+    # The trees are nearly all of the scores' own time (disentanglement.py, "Cost"): progress
+    # counts the factors whose trees are done.
+    with Progress(f"DCI trees ({factors.shape[1]} factors)", factors.shape[1], "factors") as progress:
+        for index, fit in zip(order, done):
+            fits[index] = fit
+            progress.update(len(fits))
     fits = [fits[i] for i in range(factors.shape[1])]
     importance = np.stack([f[0] for f in fits], axis=1)
     return importance, np.array([f[1] for f in fits]), np.array([f[2] for f in fits])

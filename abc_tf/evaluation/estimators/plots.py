@@ -22,6 +22,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from abc_tf.evaluation import progress
+
 DPI = 90
 KINDS = ("bars", "violin", "box")  # how plot_factor_distribution and plot_conditions draw values
 _SHADE = "#d9d9d9"
@@ -39,12 +41,14 @@ def save_figure(figure: Figure, path: str | os.PathLike, colours: int = 128) -> 
 
     Scatter plots of many anti-aliased points and figures of thumbnails compress badly as RGB;
     the palette makes the files several times smaller (they are committed) with no visible change.
+    The file is recorded (``progress.wrote``) for evaluate.py's list and the TensorBoard logs.
     """
     directory = os.path.dirname(os.fspath(path))
     if directory:
         os.makedirs(directory, exist_ok=True)
     with open(path, "wb") as handle:
         handle.write(compact_png(figure_to_png(figure), colours))
+    progress.wrote(path)
 
 
 def compact_png(data: bytes, colours: int = 128) -> bytes:

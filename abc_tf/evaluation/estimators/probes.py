@@ -8,8 +8,9 @@ is classified without it (``noisy_test=True`` adds it at test time as well).
 
 All probes are trained together, each by its own Adam on the sum of their cross-entropies: they
 share only the (noisy) input, so each is trained exactly as if alone. Every epoch and batch runs
-in one compiled call (:class:`ProbeTrainer`): Keras's ``fit`` spent some 40 ms of its own per epoch,
-more than the 10-30 one-batch epochs of a small sample's probes compute. That call is traced once
+in compiled calls of :data:`EPOCHS_PER_CALL` epochs (:class:`ProbeTrainer`), progress reported
+between them: Keras's ``fit`` spent some 40 ms of its own per epoch, more than the 10-30
+one-batch epochs of a small sample's probes compute. That call is traced once
 per embedding width and set of class counts in a process and reused (:func:`probe_trainer`):
 tracing and instantiating it took 1-2 s, against some 0.05 s to train a small sample's probes,
 and a run is measured many times with the same probes (the training callback's every interval,
@@ -30,6 +31,11 @@ import tensorflow as tf
 import models
 from abc_tf import optimizers
 from abc_tf.evaluation.estimators.noise import float32_policy
+from abc_tf.evaluation.progress import Progress
+
+# Epochs per compiled call: progress is reported between calls. 5 epochs of 4,096 points of 6
+# factors take some 0.5 s on 2 busy CPU cores, a call of no epoch 7 ms.
+EPOCHS_PER_CALL = 5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +172,7 @@ class ProbeTrainer:
         scalar = tf.TensorSpec([], tf.int64)
         self._run = tf.function(self._train_epochs, input_signature=[
             tf.TensorSpec([None, embedding_dim], tf.float32), tf.TensorSpec([None, len(num_classes)], tf.int32),
-            tf.TensorSpec([], tf.float32), scalar, scalar, scalar])
+            tf.TensorSpec([], tf.float32), scalar, scalar, scalar, scalar])
 
     def train(self, initial: Sequence[keras.Model], embeddings: np.ndarray, labels: np.ndarray, sigma: float,
               settings: ProbeSettings, seed: int) -> list[keras.Model]:
@@ -180,16 +186,22 @@ class ProbeTrainer:
             variable.assign(tf.zeros_like(variable))
         # The learning rate is one of the optimizer's variables too; zeroing took it away.
         self.optimizer.learning_rate = settings.learning_rate
-        self._run(tf.constant(embeddings, tf.float32), tf.constant(labels, tf.int32), tf.constant(sigma, tf.float32),
-                  tf.constant(settings.epochs, tf.int64), tf.constant(settings.batch_size, tf.int64),
-                  tf.constant(seed, tf.int64))
+        inputs = (tf.constant(embeddings, tf.float32), tf.constant(labels, tf.int32), tf.constant(sigma, tf.float32))
+        with Progress(f"probes ({labels.shape[1]} factors)", settings.epochs, "epochs") as progress:
+            for first in range(0, settings.epochs, EPOCHS_PER_CALL):
+                epochs = min(EPOCHS_PER_CALL, settings.epochs - first)
+                self._run(*inputs, tf.constant(first, tf.int64), tf.constant(epochs, tf.int64),
+                          tf.constant(settings.batch_size, tf.int64), tf.constant(seed, tf.int64))
+                progress.update(first + epochs)
         return self.networks
 
-    def _train_epochs(self, points: tf.Tensor, targets: tf.Tensor, sigma: tf.Tensor, epochs: tf.Tensor,
-                      batch_size: tf.Tensor, seed: tf.Tensor) -> None:
+    def _train_epochs(self, points: tf.Tensor, targets: tf.Tensor, sigma: tf.Tensor, first: tf.Tensor,
+                      epochs: tf.Tensor, batch_size: tf.Tensor, seed: tf.Tensor) -> None:
+        """Epochs ``first`` .. ``first + epochs - 1``: each epoch's order and noise depend on its
+        number only, so the epochs may be split between calls at will."""
         size = tf.shape(points, out_type=tf.int64)[0]
         # int64 counters: the noise seeds count epochs x points, which may pass 2^31 on large samples.
-        for epoch in tf.range(epochs):
+        for epoch in tf.range(first, first + epochs):
             # Even seeds order the epochs, odd ones draw the noise: no two draws share a seed.
             order = tf.argsort(tf.random.stateless_uniform([size], tf.stack([seed, 2 * epoch])))
             for start in tf.range(0, size, batch_size):

@@ -6,7 +6,10 @@ own networks allow names them (``Method.measures``, a key of :data:`MEASURES`: a
 likelihood, a GAN's code clusters). Both are ``(run, out_dir, settings) -> dict``: they read an
 :class:`EvaluationSettings`, never flags, write their figures under ``out_dir`` and return what
 ``metrics.json`` holds (the method's measures under its "method" entry). A new family or
-method uses a task here or registers its own in these dicts.
+method uses a task here or registers its own in these dicts. :func:`evaluate_run` also writes
+the measures and figures into the TensorBoard logs beside metrics.json
+(abc_tf.evaluation.evaluation_logs), and every file written is recorded
+(abc_tf.evaluation.progress.wrote) for evaluate.py's closing list.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Callable
 
 from abc_tf import data, json_files, methods
 from abc_tf.evaluation.tasks import (digit_clusters, encoder_disentanglement, factor_isolation, label_information, labelled_samples, likelihood, mnist_style, pose_accuracy, retrieval)
-from abc_tf.evaluation import learning_curves
+from abc_tf.evaluation import evaluation_logs, learning_curves, progress
 from abc_tf.evaluation.estimators import plots, probes
 from abc_tf.evaluation.estimators.disentanglement import SCORES, ScoreSettings
 from abc_tf.evaluation.progress import stage
@@ -156,6 +159,7 @@ def evaluate_pose(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
     if settings.pose_export_dir:
         networks = {"encoder": run.encoder, "head": run.network("head")}
         export.export_run(run.config, networks, settings.pose_export_dir, dictionary_size=settings.pose.dictionary_size)
+        progress.wrote(settings.pose_export_dir)
         print(f"Wrote the pose SavedModel to {settings.pose_export_dir}")
     return metrics
 
@@ -228,15 +232,22 @@ def labelled_sample(config, num_images: int, seed: int) -> labelled_samples.Labe
     return None if task is None or task.labelled_sample is None else task.labelled_sample(config, num_images, seed)
 
 
-def evaluate_run(run: Run, out_dir: str, settings: EvaluationSettings, method_measures: bool = True) -> dict:
+def evaluate_run(run: Run, out_dir: str, settings: EvaluationSettings, method_measures: bool = True,
+                 tensorboard: bool = True) -> dict:
     """The family's task on ``run`` and (``method_measures``: the run has the method's own
-    networks) the method's measures; written to ``out_dir/metrics.json`` and returned."""
+    networks) the method's measures; written to ``out_dir/metrics.json`` and returned, and
+    (``tensorboard``) with the figures written into ``out_dir/logs/evaluation``
+    (abc_tf.evaluation.evaluation_logs)."""
     os.makedirs(out_dir, exist_ok=True)
-    metrics = task_of(run.config).evaluate(run, out_dir, settings)
-    measures = methods.get_method(run.config.method.name).measures
-    if method_measures and measures:
-        metrics["method"] = MEASURES[measures](run, out_dir, settings)
-    json_files.write_json(os.path.join(out_dir, METRICS_FILE), metrics, sort_keys=True)
+    with progress.recording() as written:
+        metrics = task_of(run.config).evaluate(run, out_dir, settings)
+        measures = methods.get_method(run.config.method.name).measures
+        if method_measures and measures:
+            metrics["method"] = MEASURES[measures](run, out_dir, settings)
+        json_files.write_json(os.path.join(out_dir, METRICS_FILE), metrics, sort_keys=True)
+        progress.wrote(os.path.join(out_dir, METRICS_FILE))
+    if tensorboard:
+        evaluation_logs.write(run, out_dir, metrics, [path for path in written if path.endswith(".png")])
     return metrics
 
 
@@ -271,6 +282,7 @@ def evaluate_seeds(runs: list[Run], out_dirs: list[str], out_dir: str, settings:
         encoder_disentanglement.plot_scores(series, os.path.join(out_dir, "seeds_disentanglement.png"),
                                             f"{summary['condition']} ({len(runs)} seeds)")
     json_files.write_json(os.path.join(out_dir, METRICS_FILE), summary, sort_keys=True)
+    progress.wrote(os.path.join(out_dir, METRICS_FILE))
     return summary
 
 
@@ -278,16 +290,16 @@ def evaluate_checkpoints(run_dir: str, out_dir: str, settings: EvaluationSetting
                          references: dict[str, float], network: str = "encoder", config_path: str | None = None) -> dict:
     """Each checkpoint of ``run_dir`` that ``steps`` chooses ("all", "last" or "S,S,...")
     evaluated like a finished run into ``out_dir/checkpoints/step_<S>``, and the learning curve
-    of their measures (curve.json, curve.png, ``references`` as dashed lines)."""
+    of their measures (curve.json, curve.png, ``references`` as dashed lines). No TensorBoard
+    logs: each checkpoint's folder would be a session of its own beside the run's, and the
+    curve is the view of the checkpoints."""
     chosen = checkpoint_run.select_steps(run_dir, steps)
     points = []
     for index, step in enumerate(chosen, 1):
         with stage(f"checkpoint {index}/{len(chosen)}: step {step}"):
             run = checkpoint_run.load_checkpoint_run(run_dir, step, config_path).embedding_with(network)
-            metrics = evaluate_run(run, os.path.join(out_dir, "checkpoints", f"step_{step}"), settings)
+            metrics = evaluate_run(run, os.path.join(out_dir, "checkpoints", f"step_{step}"), settings, tensorboard=False)
             points.append((step, learning_curves.curve_measures(metrics)))
         print(f"  step {step}: " + ", ".join(f"{name} {value:.4g}" for name, value in sorted(points[-1][1].items())))
     title = f"{os.path.basename(os.path.normpath(run_dir))}: {run.config.method.name} on {run.config.data.family}"
-    curve = learning_curves.write_curve(points, out_dir, title, references)
-    print(f"Wrote {os.path.join(out_dir, learning_curves.CURVE_JSON)} and {os.path.join(out_dir, learning_curves.CURVE_FIGURE)}")
-    return curve
+    return learning_curves.write_curve(points, out_dir, title, references)

@@ -42,6 +42,7 @@ from sklearn.metrics import normalized_mutual_info_score
 from abc_tf import json_files, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import mnist, mnist_imbalance
+from abc_tf.evaluation import progress
 from abc_tf.evaluation.estimators import plots
 from abc_tf.runs.run_dir import Run, embed
 from abc_tf.runs.training import build_model
@@ -172,6 +173,8 @@ def digit_classifier(config: ExperimentConfig, cache_dir: str = DEFAULT_CACHE) -
     model.save(partial)
     os.replace(partial, path)
     json_files.write_json(info, {"test_accuracy": accuracy, "epochs": CLASSIFIER_EPOCHS, "source": data.source})
+    progress.wrote(path)
+    progress.wrote(info)
     return model, accuracy, path
 
 

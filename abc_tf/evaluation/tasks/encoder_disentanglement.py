@@ -1,4 +1,4 @@
-"""Disentanglement scores of an encoder on a data family with known factors (issue 15, item 3).
+"""Disentanglement scores of an encoder on a data family with known factors.
 
 Glue between a representation (a run's ``encoder.keras``, an untrained encoder, a SavedModel
 signature: anything :func:`abc_tf.runs.run_dir.embed` runs) and the scores of
@@ -33,6 +33,7 @@ from abc_tf.data.family import KnownFactors
 from abc_tf.evaluation.estimators import disentanglement as dis
 from abc_tf.evaluation.estimators import plots
 from abc_tf.evaluation.estimators.disentanglement_sampled import GridSource
+from abc_tf.evaluation.progress import Progress
 from abc_tf.runs.run_dir import embed
 
 FIGURE = "disentanglement.png"
@@ -47,11 +48,13 @@ def known_factors(config: ExperimentConfig) -> KnownFactors:
 
 
 class _Timer:
-    """Seconds spent making and embedding images, and the codes made."""
+    """Seconds spent making and embedding images, and the codes made (counted on ``progress``
+    too: making and embedding the images is most of the scores' time)."""
 
     def __init__(self) -> None:
         self.seconds = 0.0
         self.codes = 0
+        self.progress: Progress | None = None
 
 
 def factor_source(encoder: Callable, config: ExperimentConfig, timer: _Timer | None = None) -> GridSource:
@@ -68,6 +71,8 @@ def factor_source(encoder: Callable, config: ExperimentConfig, timer: _Timer | N
         if timer is not None:
             timer.seconds += time.perf_counter() - start
             timer.codes += values.shape[0]
+            if timer.progress is not None:
+                timer.progress.update(timer.codes)
         return codes
 
     return GridSource(tuple(factors.sizes), encode, tuple(factors.names))
@@ -98,7 +103,10 @@ def evaluate_disentanglement(
     skipped: dict[str, str] = {}
     if factors.images_of is not None:
         observations = "factor grid (images_of)"
-        results = dis.all_scores(factor_source(encoder, config, timer), settings, seed, scores)
+        # At most this many codes: FactorVAE draws none for a code whose dimensions all collapsed.
+        with Progress("disentanglement: images made and embedded", settings.codes_drawn(scores), "codes") as progress:
+            timer.progress = progress
+            results = dis.all_scores(factor_source(encoder, config, timer), settings, seed, scores)
     else:
         observations = "labelled sample"
         for name in scores:

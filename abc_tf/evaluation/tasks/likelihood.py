@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf import data
+from abc_tf.evaluation.progress import Progress
 from abc_tf.methods import vitae
 from abc_tf.runs.run_dir import Run, embed
 
@@ -64,7 +65,9 @@ def bounds(networks: dict, variant: str, images: np.ndarray, samples: int = SAMP
                      for name in ("appearance_posterior", "perspective_posterior"))
     per_pass = max(1, ROWS_PER_PASS // samples)
     results: dict[str, list[np.ndarray]] = {name: [] for name in ("reconstruction", "kl_appearance", "kl_perspective", "log_weights")}
+    progress = Progress(f"ELBO and importance-weighted log p(x), {samples} samples each", len(images), "images")
     for start in range(0, len(images), per_pass):
+        progress.update(start)
         x = tf.convert_to_tensor(np.asarray(images[start : start + per_pass]))
         x = tf.cast(x, tf.float32) / 255.0 if x.dtype == tf.uint8 else tf.cast(x, tf.float32)
         count = int(x.shape[0])
@@ -75,6 +78,7 @@ def bounds(networks: dict, variant: str, images: np.ndarray, samples: int = SAMP
         for name in ("reconstruction", "kl_appearance", "kl_perspective"):
             results[name].append(np.asarray(terms[name], np.float64).reshape(count, samples))
         results["log_weights"].append(np.asarray(vitae.log_weights(tiled, inferred), np.float64).reshape(count, samples))
+    progress.close()
     stacked = {name: np.concatenate(parts) for name, parts in results.items()}
     out = {name: stacked[name].mean(axis=1) for name in ("reconstruction", "kl_appearance", "kl_perspective")}
     out["elbo"] = -(out["reconstruction"] + out["kl_appearance"] + out["kl_perspective"])

@@ -36,6 +36,7 @@ from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 from abc_tf import json_files
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import digit_style, mnist
+from abc_tf.evaluation import progress
 from abc_tf.evaluation.tasks import factor_isolation, retrieval
 from abc_tf.evaluation.estimators import noise, plots, probes, regression
 from abc_tf.runs.run_dir import embed, load_run
@@ -229,6 +230,7 @@ def evaluate_mnist_run(
     plot_pca_thumbnails(ordered, os.path.join(out_dir, "pca.png"), columns=2, seed=seed)
     metrics["figures"] = {"retrieval": os.path.join(out_dir, "retrieval.png"), "pca": os.path.join(out_dir, "pca.png")}
     json_files.write_json(os.path.join(out_dir, METRICS_FILE), metrics, sort_keys=True)
+    progress.wrote(os.path.join(out_dir, METRICS_FILE))
     return metrics
 
 

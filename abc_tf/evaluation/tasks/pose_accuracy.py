@@ -16,6 +16,7 @@ import numpy as np
 
 import models
 from abc_tf import data, json_files
+from abc_tf.evaluation import progress
 from abc_tf.geometry import as_matrices, euler_to_matrix, geodesic_error
 from abc_tf.lookup import MAX_SCORES, keep_best, similarity_tiles
 from abc_tf.runs.run_dir import Run, embed, load_run
@@ -282,6 +283,8 @@ def evaluate_pose_run(
         "embedding_dims": {name: int(pool.shape[1]) for name, pool in pools.items()},
         "domains": {},
     }
+    lookups = progress.Progress("pose lookups (query domain x representation)",
+                                len(settings.query_domains) * len(models_to_lookup), "lookups")
     for offset, domain in enumerate(settings.query_domains):
         query_images, query_rotations, _ = pose_views(
             config, "test", domain, settings.num_queries or None, seed=settings.seed + 1 + offset
@@ -296,15 +299,18 @@ def evaluate_pose_run(
                 seed=settings.seed, thresholds_deg=settings.thresholds_deg,
             )
             rows[name] = lookup.summary()
+            lookups.update(lookups.done + 1)
         if head is not None:
             outputs = embed(keras.Sequential([encoder, head]), query_images, settings.batch_size)
             predicted = np.asarray(pose_head.decode_angles(outputs))
             rows[ROW_REGRESSION] = regression_metrics(predicted, query_rotations, settings.thresholds_deg)
         results["domains"][domain] = {"num_queries": int(len(query_images)), "rows": rows}
+    lookups.close()
     if write:
         out_dir = out_dir or run_dir
         os.makedirs(out_dir, exist_ok=True)
         json_files.write_json(os.path.join(out_dir, POSE_METRICS_FILE), results)
+        progress.wrote(os.path.join(out_dir, POSE_METRICS_FILE))
     return results
 
 
