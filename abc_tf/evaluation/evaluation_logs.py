@@ -18,8 +18,8 @@ so the measures sit at the end of the training curves.
 Tags: metrics.json's numeric leaves joined by "/" under ``evaluation/``
 (``evaluation/mine/floor_hue``, ``evaluation/probe/floor_hue/accuracy``,
 ``evaluation/disentanglement/scores/mig``, ``evaluation/untrained/mine/floor_hue``); lists,
-strings, booleans, non-finite values and the copies of the config and of the settings are left
-out. Images: ``evaluation/<the PNG's path below out_dir, without .png>`` (``evaluation/pca``).
+strings, booleans, non-finite values and the entries of :data:`NOT_MEASURES` (settings, sizes,
+timings, chance levels, per-factor detail) are left out. Images: ``evaluation/<the PNG's path below out_dir, without .png>`` (``evaluation/pca``).
 """
 
 from __future__ import annotations
@@ -36,8 +36,12 @@ from abc_tf.runs.hparams import HParamsLogger
 from abc_tf.runs.run_dir import Run
 
 LOG_SUBDIR = "evaluation"  # under <out_dir>/logs, next to train/ and isolation/
-# Entries of metrics.json that hold settings, not measures (the config is the session's hparams).
-NOT_MEASURES = ("config", "settings")
+# Entries of metrics.json that hold settings, bookkeeping or detail, not measures: the config (the
+# session's hparams), the evaluation's settings and sizes, timings, chance levels, and the
+# disentanglement scores' per-factor detail (their headline is under "scores"). Each would be a
+# column of the HParams table.
+NOT_MEASURES = ("config", "settings", "sigma", "unit", "length_scale", "embedding_dim", "num_images", "spread",
+                "chance", "codes", "seconds", "encode_seconds", "results")
 
 
 def log_dir(out_dir: str) -> str:
@@ -49,9 +53,10 @@ def scalars(metrics: dict[str, Any], prefix: str = LOG_SUBDIR) -> dict[str, floa
     found = {}
     for key, value in metrics.items():
         tag = f"{prefix}/{key}"
+        if key in NOT_MEASURES:
+            continue
         if isinstance(value, dict):
-            if key not in NOT_MEASURES:
-                found.update(scalars(value, tag))
+            found.update(scalars(value, tag))
         elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             found[tag] = float(value)
     return found
