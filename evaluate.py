@@ -40,8 +40,8 @@ every file written.
 
 The measures and figures also go into TensorBoard logs at the run's last training step,
 ``<output_dir>/logs/evaluation`` (abc_tf.evaluation.evaluation_logs): metrics.json's numbers as
-scalars (``evaluation/mine/floor_hue``, ``evaluation/probe/floor_hue/accuracy``,
-``evaluation/disentanglement/scores/mig``, ...) and the PNG figures as images. A run evaluated
+scalars (``mine/floor_hue``, ``probe/floor_hue/accuracy``,
+``disentanglement/scores/mig``, ...) and the PNG figures as images. A run evaluated
 in place (no ``--output_dir``; each seed of a folder of ``seed_<k>`` runs) writes into its own
 ``logs``, beside its hparams, so ``tensorboard --logdir runs`` shows every run's end measures in
 the HParams table next to its settings, and its figures in the Images tab. An ``--output_dir``

@@ -35,16 +35,16 @@ def test_the_numeric_leaves_of_metrics_become_tags():
         "pca_explained_variance": [0.6, 0.3], "inactive": [], "length_scale": None, "flag": True, "bad": float("nan"),
     }
     assert evaluation_logs.scalars(metrics) == {
-        "evaluation/mine/floor_hue": 0.5, "evaluation/mine/shape": -0.01,
-        "evaluation/probe/shape/accuracy": 0.9,  # not its chance level, nor the scores' code count: no measures
-        "evaluation/disentanglement/scores/mig": 0.1,
-        "evaluation/untrained/mine/shape": 0.0,
+        "mine/floor_hue": 0.5, "mine/shape": -0.01,
+        "probe/shape/accuracy": 0.9,  # not its chance level, nor the scores' code count: no measures
+        "disentanglement/scores/mig": 0.1,
+        "untrained/mine/shape": 0.0,
     }
 
 
 def test_a_figure_is_tagged_by_its_path_below_the_output_folder(tmp_path):
-    assert evaluation_logs.image_tag(str(tmp_path / "untrained" / "pca.png"), str(tmp_path)) == "evaluation/untrained/pca"
-    assert evaluation_logs.image_tag("/elsewhere/retrieval.png", str(tmp_path)) == "evaluation/retrieval"
+    assert evaluation_logs.image_tag(str(tmp_path / "untrained" / "pca.png"), str(tmp_path)) == "untrained/pca"
+    assert evaluation_logs.image_tag("/elsewhere/retrieval.png", str(tmp_path)) == "retrieval"
 
 
 def make_run(run_dir, seed: int):
@@ -115,13 +115,13 @@ def test_each_seed_logs_its_measures_and_figures_at_its_last_step(evaluated):
         run_dir = root / "runs" / "abc" / seed
         events = read_events(evaluation_logs.log_dir(str(run_dir)))
         metrics = json.loads((run_dir / "metrics.json").read_text())
-        plugin, [(step, value)] = events["evaluation/mine/floor_hue"]
+        plugin, [(step, value)] = events["mine/floor_hue"]
         assert plugin == "scalars" and step == 40 and float(value) == pytest.approx(metrics["mine"]["floor_hue"], abs=1e-6)
-        _, [(_, value)] = events["evaluation/probe/shape/accuracy"]
+        _, [(_, value)] = events["probe/shape/accuracy"]
         assert float(value) == pytest.approx(metrics["probe"]["shape"]["accuracy"])
         images = {tag for tag, (plugin, _) in events.items() if plugin == "images"}
-        assert images == {"evaluation/pca", "evaluation/mi_mine", "evaluation/probes"}
-        assert events["evaluation/pca"][1][0][0] == 40
+        assert images == {"pca", "mi_mine", "probes"}
+        assert events["pca"][1][0][0] == 40
         assert not [tag for tag in events if tag.startswith("evaluation/config/")]
 
 
@@ -145,6 +145,6 @@ def test_the_hparams_table_shows_every_run_s_evaluation_beside_its_settings(eval
     assert set(table) == {"runs/abc/seed_0/logs", "runs/abc/seed_1/logs", "evaluations/seed_1_again/logs"}
     for session, columns in table.items():
         metrics = json.loads((root / session / ".." / "metrics.json").read_text())
-        step, value = columns[("evaluation", "evaluation/mine/floor_hue")]
+        step, value = columns[("evaluation", "mine/floor_hue")]
         assert step == 40 and value == pytest.approx(metrics["mine"]["floor_hue"], abs=1e-6)
-        assert ("evaluation", "evaluation/probe/object_hue/accuracy") in columns
+        assert ("evaluation", "probe/object_hue/accuracy") in columns

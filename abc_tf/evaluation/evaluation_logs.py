@@ -15,11 +15,12 @@ own, named after the folder, so it shows in the table too.
 Step: the run's last training step (its config's ``trainer.steps``; a checkpoint's own step),
 so the measures sit at the end of the training curves.
 
-Tags: metrics.json's numeric leaves joined by "/" under ``evaluation/``
-(``evaluation/mine/floor_hue``, ``evaluation/probe/floor_hue/accuracy``,
-``evaluation/disentanglement/scores/mig``, ``evaluation/untrained/mine/floor_hue``); lists,
-strings, booleans, non-finite values and the entries of :data:`NOT_MEASURES` (settings, sizes,
-timings, chance levels, per-factor detail) are left out. Images: ``evaluation/<the PNG's path below out_dir, without .png>`` (``evaluation/pca``).
+Tags: metrics.json's numeric leaves joined by "/" (``mine/floor_hue``, ``probe/floor_hue/accuracy``,
+``disentanglement/scores/mig``, ``untrained/mine/floor_hue``), which the HParams table shows as
+``evaluation.mine/floor_hue`` beside ``train.loss``; lists, strings, booleans, non-finite values
+and the entries of :data:`NOT_MEASURES` (settings, sizes, timings, chance levels, per-factor
+detail) are left out. Images: the PNG's path below out_dir, without .png (``pca``,
+``untrained/pca``).
 """
 
 from __future__ import annotations
@@ -48,15 +49,16 @@ def log_dir(out_dir: str) -> str:
     return os.path.join(out_dir, "logs", LOG_SUBDIR)
 
 
-def scalars(metrics: dict[str, Any], prefix: str = LOG_SUBDIR) -> dict[str, float]:
-    """The numeric leaves of ``metrics`` by tag (``prefix/key/key...``), as the module docstring says."""
+def scalars(metrics: dict[str, Any], prefix: str = "") -> dict[str, float]:
+    """The numeric leaves of ``metrics`` by tag (``key/key/...`` after ``prefix``), as the module
+    docstring says."""
     found = {}
     for key, value in metrics.items():
-        tag = f"{prefix}/{key}"
+        tag = f"{prefix}{key}"
         if key in NOT_MEASURES:
             continue
         if isinstance(value, dict):
-            found.update(scalars(value, tag))
+            found.update(scalars(value, tag + "/"))
         elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
             found[tag] = float(value)
     return found
@@ -66,7 +68,7 @@ def image_tag(path: str, out_dir: str) -> str:
     relative = os.path.relpath(path, out_dir)
     if relative.startswith(os.pardir):  # a figure outside the output folder: its name
         relative = os.path.basename(path)
-    return f"{LOG_SUBDIR}/{os.path.splitext(relative)[0].replace(os.sep, '/')}"
+    return os.path.splitext(relative)[0].replace(os.sep, "/")
 
 
 def write(run: Run, out_dir: str, metrics: dict[str, Any], figures: Sequence[str] = ()) -> str:
