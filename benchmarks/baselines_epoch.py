@@ -28,7 +28,7 @@ from abc_tf.experiments import get_preset
 from abc_tf.data import mnist
 from abc_tf.runs import training
 from benchmarks.mnist_epoch import IMAGES_PER_EPOCH, pipeline_seconds_per_batch
-from benchmarks.report import machine_line, write_section
+from benchmarks.report import machine_line, save_results, write_section
 
 # (method, preset, the batch's stacks an epoch counts, what they are); the paper's s/epoch (Table S2).
 ROWS = (
@@ -103,6 +103,13 @@ The paper's Table S2 also lists Sanchez et al. (70.2 s, 1.47 x ABC), which this 
 implement; ML-VAE is not in that table."""
     if not args.no_write:
         write_section("MNIST epoch time: ABC and the paper's baselines (Table S2)", body)
+        save_results("baselines_epoch", {
+            "command": command, "images_per_epoch": IMAGES_PER_EPOCH,
+            "rows": [{"method": method, "preset": preset, "images_per_step": images, "wall_ms_per_step": wall * 1000,
+                      "cpu_ms_per_step": cpu * 1000, "wall_seconds": epoch, "cpu_seconds": cpu_epoch,
+                      "cpu_over_abc": cpu_epoch / abc_cpu_epoch, "paper_seconds": paper}
+                     for method, preset, images, counted, wall, cpu, epoch, cpu_epoch, paper in rows],
+            "pipeline_ms_per_batch": pipeline * 1000, "load": os.getloadavg()})
     print(body)
 
 

@@ -1,4 +1,4 @@
-"""Training speed of the ABC paper's baselines (ML-VAE, CC-VAE, LORD; issue 27): each method's
+"""Training speed of the ABC paper's baselines (ML-VAE, CC-VAE, LORD): each method's
 compiled training step against the same step run eagerly, op by op (Keras ``run_eagerly``: the
 loop a port of the authors' PyTorch code would run), with images per second and peak memory.
 
@@ -23,7 +23,7 @@ import statistics
 
 from benchmarks import report
 
-TITLE = "The paper's baselines: compiled step against eager (issue 27)"
+TITLE = "The paper's baselines: compiled step against eager"
 # (row, preset, step to start timing from: a stage of the method's schedule).
 ROWS = (
     ("ML-VAE, MNIST", "mnist_ml_vae_quick", 0),
@@ -123,6 +123,8 @@ def main() -> None:
     results = report.run_children("benchmarks.baselines_speed", {row: f"{preset}:{start}" for row, preset, start in ROWS},
                                   ["--steps", str(args.steps), "--rounds", str(args.rounds)])
     report.publish(TITLE, table(results, args.steps, args.rounds, load_start), write=not args.no_write)
+    if not args.no_write:
+        report.save_results("baselines_speed", {"steps": args.steps, "rounds": args.rounds, "results": results})
 
 
 if __name__ == "__main__":

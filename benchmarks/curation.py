@@ -32,7 +32,7 @@ from abc_tf.data import sets
 from abc_tf.data import shapes3d as s3d
 from abc_tf.data.render import shapes3d_scenes as render
 from abc_tf.methods.abc_model import ABCModel
-from benchmarks.report import argument_parser, load_line, machine_line, publish
+from benchmarks.report import argument_parser, load_line, machine_line, publish, save_results
 
 SET_SIZE = 32
 CONFIGURATIONS = (
@@ -157,6 +157,7 @@ def main() -> None:
         "| ours: sets/s (ids only, 10^4 sets per call) | label-only scan (then renders its 32 matches): sets/s | ratio |",
         "|---|---|---|---|---|---|---|",
     ]
+    results = {"scan_sets": args.scan_sets, "table_seconds": table_seconds, "rows": []}
     for spec, title in CONFIGURATIONS:
         inactive = s3d.GRID.parse_factors(spec)
         curator = sets.SetCurator(s3d.GRID, inactive, SET_SIZE)
@@ -169,6 +170,11 @@ def main() -> None:
         )
         print(row, flush=True)
         lines.append(row)
+        results["rows"].append({"inactive": title, "ours_images": ours_images, "scan_images": scan_images,
+                                "ratio_images": ours_images / scan_images, "ours_ids": ours_ids,
+                                "scan_labels": scan_labels, "ratio_ids": ours_ids / scan_labels})
+        if not args.no_write:  # kept as it comes: the scans take minutes
+            save_results("curation", results)
 
     renderer = renderer_images_per_second()
     pipeline = pipeline_images_per_second()
@@ -190,7 +196,11 @@ def main() -> None:
         "",
         "Command: `python -m benchmarks.curation`",
     ]
+    results.update(render_images_per_s=renderer, pipeline_images_per_s=pipeline, training_images_per_s=training,
+                   pipeline_over_training=pipeline / training)
     publish("Shapes3D curation and rendering", "\n".join(lines), not args.no_write)
+    if not args.no_write:
+        save_results("curation", results)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import numpy as np
 
 from abc_tf.data import sets
 from abc_tf.data import shapes3d as s3d
-from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish
+from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish, save_results
 
 SET_SIZE = 32
 SETS_PER_CALL = 10_000
@@ -166,12 +166,9 @@ def main() -> None:
         "(O(N log N) time; a transient about the table's own size, which a data source of N records holds "
         "anyway), and its rate eases a little at 10^7 as the sort order (80 MB) no longer fits in cache. "
         f"`sample_items({SAMPLE})` ranks one random key per item while the grid holds fewer than "
-        f"{SAMPLE}^2 items (the birthday regime, where redrawing repeats fails), so its memory grew with the grid "
-        f"(170 MB at 10^7 items, and {SAMPLE}^2 x 17 bytes = 285 MB at worst before this benchmark; with "
-        "`--num_images=65536` it would have needed 17 bytes per item of any grid up to 4 x 10^9); "
-        "rows wider than 2^20 items now go through `Generator.choice` (Floyd's algorithm, memory ~ the sample), "
-        "so it stays flat beyond 10^6 while every draw from 2^20 items or fewer (3dshapes' 480,000 included) is "
-        "unchanged.",
+        f"{SAMPLE}^2 items (the birthday regime, where redrawing repeats fails), so its memory grows with rows "
+        "of up to 2^20 items (3dshapes' 480,000 included); wider rows go through `Generator.choice` (Floyd's "
+        "algorithm, memory ~ the sample), so it stays flat beyond 10^6.",
         "",
         "![sets/s against data-set size](docs/figures/benchmarks/curation_scaling_rate.png)",
         "![memory against data-set size](docs/figures/benchmarks/curation_scaling_memory.png)",
@@ -182,6 +179,8 @@ def main() -> None:
     ]
     paths = [os.path.join(FIGURES, f"curation_scaling_{name}.png") for name in ("rate", "memory")]
     publish("Set curation against data-set size", "\n".join(lines), not args.no_write, lambda: plot(rows, *paths))
+    if not args.no_write:
+        save_results("curation_scaling", {"rows": rows})
 
 
 if __name__ == "__main__":

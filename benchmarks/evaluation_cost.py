@@ -28,7 +28,7 @@ import numpy as np
 
 from abc_tf.data.shapes3d import FACTOR_SIZES
 from abc_tf.evaluation.estimators import histogram_mi, mine, noise, probes
-from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish
+from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish, save_results
 
 SAMPLES = (16_384, 65_536, 262_144)
 DIMS = (8, 64, 256)
@@ -247,6 +247,9 @@ def main() -> None:
               os.path.join(FIGURES, "evaluation_cost_histogram.png"))
 
     publish("Evaluation cost against sample count and embedding size", body, not args.no_write, draw)
+    if not args.no_write:
+        save_results("evaluation_cost", {"mine_steps": args.mine_steps, "mine": mine_rows, "probes": probe_rows,
+                                         "histogram": histogram_rows, "total_seconds": total})
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """What the paper-budget pose runs (Table S1's rows: ABC, ML-VAE, CC-VAE, LORD) cost on this
 machine: each preset's training step as its run trains it (the preset's own trainer settings:
 graph or XLA, its precision), times the steps of its budget, and the live pipeline's time per
-batch, which a run on the CPU adds where the two share the cores (issue 27: the reproduction
+batch, which a run on the CPU adds where the two share the cores (the reproduction
 ledger's "not run at the paper's budget" rows, with the hours that budget would take here).
 
 Per row, in a fresh process (its own peak memory): one batch of the preset's pipeline, the model
@@ -114,6 +114,8 @@ def main() -> None:
     results = report.run_children("benchmarks.full_budgets", {row: f"{preset}:{stage}" for row, preset, stage in ROWS},
                                   ["--steps", str(args.steps), "--rounds", str(args.rounds)])
     report.publish(TITLE, table(results, args.steps, args.rounds, load_start), write=not args.no_write)
+    if not args.no_write:
+        report.save_results("full_budgets", {"steps": args.steps, "rounds": args.rounds, "results": results})
 
 
 if __name__ == "__main__":

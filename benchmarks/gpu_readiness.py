@@ -150,6 +150,8 @@ def main() -> None:
         results[method] = report.run_child("benchmarks.gpu_readiness", ["--child", method, "--steps", str(args.steps)])
         print(method, results[method], flush=True)
     report.publish(TITLE, table(results, args.steps, load_start), write=not args.no_write)
+    if not args.no_write:
+        report.save_results("gpu_readiness", {"steps": args.steps, "results": results})
 
 
 if __name__ == "__main__":

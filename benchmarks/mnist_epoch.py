@@ -21,7 +21,7 @@ import keras
 from abc_tf.runs import training
 from abc_tf.experiments import get_preset
 from abc_tf.data import mnist
-from benchmarks.report import machine_line, write_section
+from benchmarks.report import machine_line, save_results, write_section
 
 IMAGES_PER_EPOCH = 60_000
 PAPER_SECONDS_PER_EPOCH_K80 = 47.8  # supplement Table S2
@@ -102,6 +102,11 @@ Paper (supplement Table S2): {PAPER_SECONDS_PER_EPOCH_K80} s/epoch on an NVIDIA 
 The data pipeline alone delivers a batch in {pipeline * 1000:.2f} ms, so it does not limit training."""
     if not args.no_write:
         write_section("MNIST epoch time", body)
+        save_results("mnist_epoch", {
+            "command": command, "steps_per_epoch": steps_per_epoch, "paper_seconds_per_epoch": PAPER_SECONDS_PER_EPOCH_K80,
+            "rows": [{"configuration": label, "ms_per_step": ms, "seconds_per_epoch": epoch, "best_seconds_per_epoch": best,
+                      "over_paper": epoch / PAPER_SECONDS_PER_EPOCH_K80} for label, ms, epoch, best in rows],
+            "pipeline_ms_per_batch": pipeline * 1000, "load": os.getloadavg()})
     print(body)
 
 

@@ -73,6 +73,23 @@ def publish(title: str, body: str, write: bool, draw=None) -> None:
         write_section(title, body)
 
 
+def save_results(name: str, results: Any) -> str:
+    """Writes ``results`` to ``docs/figures/benchmarks/<name>.json``, the file the documents' figures
+    point into (scripts/doc_figures.py), and returns its path."""
+    os.makedirs(FIGURES, exist_ok=True)
+    path = os.path.join(FIGURES, f"{name}.json")
+    with open(path, "w") as handle:
+        json.dump(results, handle, indent=1, default=_plain)
+    return path
+
+
+def _plain(value: Any) -> Any:
+    """A NumPy scalar or array as the Python number or list JSON can hold."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
 def argument_parser(doc: str, leaves: str = "BENCHMARKS.md and the figures") -> argparse.ArgumentParser:
     """A script's parser: its docstring ``doc`` as help, and ``--no_write`` (print only, leave ``leaves`` alone)."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -155,6 +155,7 @@ def main(argv):
     print(body)
     if FLAGS.write:
         report.write_section("Serving (SavedModel)", body)
+        report.save_results("serving", results)
 
 
 if __name__ == "__main__":

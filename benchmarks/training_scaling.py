@@ -310,7 +310,7 @@ def fit_table(results: dict, command: str) -> str:
     lines += ["", "What fit adds per step, measured on a tiny encoder where nothing else counts: about 0.15 ms",
               "(0.84 against 0.69 ms a step), Keras's per-batch callback dispatch and its data iterator; on the",
               "S4 step of about 50 ms that is 0.3%. An earlier reading of 13% on the MNIST model was noise of the",
-              "shared machine: wall-clock ratios of this pair read 0.89 to 1.15 in runs of this session, while",
+              "shared machine: wall-clock ratios of this pair read 0.89 to 1.15 between runs, while",
               "their CPU time per step differed by under 3%.", "", f"Command: `{command}`"]
     return "\n".join(lines)
 
