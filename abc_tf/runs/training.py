@@ -283,6 +283,9 @@ def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, meth
     if start_step:
         changed = f" with {', '.join(sorted(changes))} changed" if changes else ""
         print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.trainer.steps}{changed}.")
+    elif verbose:  # the first log line comes only after --trainer.log_every steps
+        print(f"Training {config.name} (--method={config.method.name} on --data={config.data.family}) into {run_dir}: "
+              f"{config.trainer.steps} steps, a line and a checkpoint every {config.trainer.log_every}.", flush=True)
     if is_multi_worker(strategy):
         # The pipelines draw their sets from seeds, not files: every worker builds the same
         # batches and keeps its own share of each.
