@@ -362,7 +362,7 @@ def test_a_short_run_trains_resumes_and_its_networks_embed(tmp_path, small_mnist
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"set_size": 1}, r"--batch.set_size must be >= 2"),
+    ({"set_size": 1}, r"--batch.set_size must be at least 2"),
     ({"kl_weight": -1.0}, r"--method.kl_weight must be a finite number >= 0"),
     ({"reverse_cycle_weight": float("nan")}, r"--method.reverse_cycle_weight must be a finite number >= 0"),
     ({"style_dim": 0}, r"--method.style_dim must be positive"),
