@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+from abc_tf import experiments
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ("README.md", "docs/EXPERIMENTS.md", "RESULTS.md", "BENCHMARKS.md")
 DEFAULT_EXPERIMENT = "shapes3d_demo"  # train.py's default --experiment; its run dir is runs/<experiment>
@@ -40,6 +42,9 @@ TRAIN_FAST = {"trainer.steps": "2", "trainer.log_every": "1", "trainer.eval_imag
 # Step counts a command may give that must stay below two steps to mean what they do: replaced
 # where the command gives them.
 TRAIN_SCALED = {"data.titration_interval": "1", "trainer.lr_halving_steps": "1", "trainer.eval_every": "1"}
+# Of those, the ones a preset's own value would make a two-step run refuse (pose_quick titrates
+# every 100 steps, which must lie below --trainer.steps): scaled also where only the preset sets them.
+PRESET_SCALED = ("data.titration_interval",)
 EVAL_FAST = {"mine_steps": "10", "mine_eval_samples": "2048", "num_images": "64", "probe_epochs": "1", "num_sigmas": "2",
              "pose_queries": "16", "pose_dictionary_size": "64", "pose_repeats": "1", "pose_pool_size": "0",
              "disentanglement": "none"}  # the scores take a minute a run; the suite tests them
@@ -122,6 +127,18 @@ def within(path: str, dirs) -> bool:
     return any(path == d or path.startswith(d.rstrip(os.sep) + os.sep) for d in dirs)
 
 
+def preset_step_counts(args: list[str]) -> list[str]:
+    """The fields of :data:`PRESET_SCALED` that the train.py command ``args`` leaves to its preset
+    and the preset sets to a step count (not 0); none when the preset cannot be read."""
+    given = dict(arg[2:].partition("=")[::2] for arg in args if arg.startswith("--"))
+    chosen = {name: given[name] for name in ("data", "method", "model") if name in given}
+    try:
+        flat = experiments.choose(experiments.get_preset(given.get("experiment", DEFAULT_EXPERIMENT)), **chosen).flat()
+    except ValueError:  # an unknown experiment or choice: train.py says so when the command runs
+        return []
+    return [name for name in PRESET_SCALED if name not in given and flat.get(name) not in (None, 0)]
+
+
 def rewrite(command: Command, out_dir: str, root: str = ROOT) -> None:
     """Sets ``command.args`` to the fast form that works in ``out_dir`` and notes its inputs and
     outputs; ``command.skip`` for a data path or placeholder that cannot be run."""
@@ -159,6 +176,8 @@ def rewrite(command: Command, out_dir: str, root: str = ROOT) -> None:
         experiment = next((a.split("=", 1)[1] for a in args if a.startswith("--experiment=")), DEFAULT_EXPERIMENT)
         command.outputs.append(os.path.join("runs", experiment))
         rewritten.append(f"--output_dir={scratch(command.outputs[0], out_dir)}")
+    if script == "train.py":
+        rewritten += [f"--{name}={TRAIN_SCALED[name]}" for name in preset_step_counts(args)]
     command.args = [script, *rewritten, *(f"--{name}={value}" for name, value in fast.items())]
     needs += sorted(set(PLACEHOLDER.findall(" ".join(command.args))))  # not --trainer.steps=<more>: replaced
     if needs and not command.skip:

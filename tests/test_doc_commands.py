@@ -57,6 +57,15 @@ def test_train_commands_run_two_steps_in_the_scratch_folder(tmp_path):
     assert "--output_dir=/scratch/runs/pose_quick" in second.args
     assert "--trainer.log_every=7" not in second.args and "--trainer.log_every=1" in second.args
     assert third.skip == "needs --data.path=/path/to/mnist"
+    # pose_quick titrates every 100 steps, which a two-step run would refuse: scaled as if given.
+    assert "--data.titration_interval=1" in second.args and "--data.titration_interval=1" not in first.args
+
+
+def test_a_step_count_only_the_preset_sets_is_scaled_when_the_run_would_refuse_it():
+    assert doc_commands.preset_step_counts(["--experiment=pose_quick"]) == ["data.titration_interval"]
+    assert doc_commands.preset_step_counts(["--experiment=pose_quick", "--data.titration_interval=0"]) == []
+    assert doc_commands.preset_step_counts(["--experiment=mnist"]) == []
+    assert doc_commands.preset_step_counts(["--experiment=no_such_preset"]) == []
 
 
 def test_evaluate_commands_read_what_earlier_commands_wrote(tmp_path):
