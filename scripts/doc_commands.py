@@ -41,10 +41,12 @@ PLACEHOLDER = re.compile(r"<[^<>\s]*>|\$\{?\w+\}?")
 TRAIN_FAST = {"trainer.steps": "2", "trainer.log_every": "1", "trainer.eval_images": "64"}
 # Step counts a command may give that must stay below two steps to mean what they do: replaced
 # where the command gives them.
-TRAIN_SCALED = {"data.titration_interval": "1", "trainer.lr_halving_steps": "1", "trainer.eval_every": "1"}
+TRAIN_SCALED = {"data.titration_interval": "1", "trainer.lr_halving_steps": "1", "trainer.eval_every": "1",
+                "method.stage1_steps": "1"}
 # Of those, the ones a preset's own value would make a two-step run refuse (pose_quick titrates
-# every 100 steps, which must lie below --trainer.steps): scaled also where only the preset sets them.
-PRESET_SCALED = ("data.titration_interval",)
+# every 100 steps and LORD's first stage ends at 1,250, both of which must lie below
+# --trainer.steps): scaled also where only the preset sets them.
+PRESET_SCALED = ("data.titration_interval", "method.stage1_steps")
 EVAL_FAST = {"mine_steps": "10", "mine_eval_samples": "2048", "num_images": "64", "probe_epochs": "1", "num_sigmas": "2",
              "pose_queries": "16", "pose_dictionary_size": "64", "pose_repeats": "1", "pose_pool_size": "0",
              "disentanglement": "none"}  # the scores take a minute a run; the suite tests them

@@ -64,6 +64,7 @@ def test_train_commands_run_two_steps_in_the_scratch_folder(tmp_path):
 def test_a_step_count_only_the_preset_sets_is_scaled_when_the_run_would_refuse_it():
     assert doc_commands.preset_step_counts(["--experiment=pose_quick"]) == ["data.titration_interval"]
     assert doc_commands.preset_step_counts(["--experiment=pose_quick", "--data.titration_interval=0"]) == []
+    assert doc_commands.preset_step_counts(["--experiment=pose_lord_quick"]) == ["data.titration_interval", "method.stage1_steps"]
     assert doc_commands.preset_step_counts(["--experiment=mnist"]) == []
     assert doc_commands.preset_step_counts(["--experiment=no_such_preset"]) == []
 
