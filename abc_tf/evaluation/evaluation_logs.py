@@ -3,14 +3,14 @@ images in ``<out_dir>/logs/evaluation``, beside metrics.json (``tasks.evaluate_r
 
 With evaluate.py's default output folder, the run directory, that is the run's own ``logs``
 folder, where train.py wrote the run's hparams (abc_tf.runs.hparams). TensorBoard's HParams
-plugin takes each folder holding hparams as a session and every scalar tag of its subfolders as
-a metric column, (tag, group) with the group the subfolder below the session
+plugin takes each folder holding hparams as one row of its table and every scalar tag of that
+folder's subfolders as a metric column, (tag, group) with the group the subfolder below it
 (``tensorboard/plugins/hparams/backend_context.py``: ``_compute_metric_names``), valued by the
 tag's last scalar. So ``tensorboard --logdir runs`` shows each run's end measures in the HParams
 table beside its settings (group "evaluation", next to "train" and "isolation"), and its figures
 in the Images tab. An output folder other than the run directory (``--output_dir``, a seed's
-folder under it) gets the run's hparams in its own ``logs`` as well: it is a session of its
-own, named after the folder, so it shows in the table too.
+folder under it) gets the run's hparams in its own ``logs`` as well: it is a row of its own,
+named after the folder, so it shows in the table too.
 
 Step: the run's last training step (its config's ``trainer.steps``; a checkpoint's own step),
 so the measures sit at the end of the training curves.
@@ -38,7 +38,7 @@ from abc_tf.runs.run_dir import Run
 
 LOG_SUBDIR = "evaluation"  # under <out_dir>/logs, next to train/ and isolation/
 # Entries of metrics.json that hold settings, bookkeeping or detail, not measures: the config (the
-# session's hparams), the evaluation's settings and sizes, timings, chance levels, and the
+# table row's hparams), the evaluation's settings and sizes, timings, chance levels, and the
 # disentanglement scores' per-factor detail (their headline is under "scores"). Each would be a
 # column of the HParams table.
 NOT_MEASURES = ("config", "settings", "sigma", "unit", "length_scale", "embedding_dim", "num_images", "spread",
@@ -79,9 +79,9 @@ def write(run: Run, out_dir: str, metrics: dict[str, Any], figures: Sequence[str
     folder = log_dir(out_dir)
     before = _event_files(out_dir)
     if os.path.realpath(out_dir) != os.path.realpath(run.run_dir):
-        session = HParamsLogger(run.config, os.path.dirname(folder))
-        session.on_train_begin()  # writes the hparams now (no training follows)
-        session.on_train_end()  # and closes its writer
+        row = HParamsLogger(run.config, os.path.dirname(folder))
+        row.on_train_begin()  # writes the hparams now (no training follows)
+        row.on_train_end()  # and closes its writer
     monitor = TrainingMonitor(folder)  # the package's one summary writer (abc_tf.methods.monitor)
     with monitor.writer.as_default(step=step):
         for tag, value in scalars(metrics).items():
