@@ -22,7 +22,7 @@ from absl import app, flags, logging
 
 from abc_tf import config as config_lib
 from abc_tf import command_line
-from abc_tf import experiments
+from abc_tf.runs import experiments
 
 FLAGS = flags.FLAGS
 
@@ -125,20 +125,16 @@ def main(argv: list[str]) -> None:
         ]
         # Imported here so that --help and flag errors answer without loading TensorFlow.
         from abc_tf.runs import checkpoints
-        from abc_tf.runs import config_history, preemption, training, training_logs
-        from abc_tf.callbacks import evaluation_callbacks
+        from abc_tf.runs import preemption, training, training_logs
+        from abc_tf.evaluation.callbacks import evaluation_callbacks
 
         for run_config, run_dir in runs:
-            # The settings, the model and the run directory first: the callbacks read the family's
-            # labelled data, which can take a while.
-            training.check_config(run_config)
-            training.check_model(run_config)
-            config_history.check_run_dir(run_config, run_dir, FLAGS.allow_config_change)
+            # The settings, the run directory and the model first, once: the callbacks read the
+            # family's labelled data, which can take a while.
+            prepared = training.prepare(run_config, run_dir, allow_changes=FLAGS.allow_config_change)
             run_callbacks = evaluation_callbacks(run_config, run_dir)
             try:
-                result = training.train(
-                    run_config, run_dir, callbacks=run_callbacks, allow_changes=FLAGS.allow_config_change
-                )
+                result = training.run(prepared, callbacks=run_callbacks)
             except preemption.RunPreempted as stop:  # SIGTERM or Ctrl-C, at the end of a step
                 _stop(str(stop), preemption.SIGNALS[stop.signal_number])
             except KeyboardInterrupt:  # a second Ctrl-C, or one outside the training steps
@@ -194,8 +190,8 @@ def _interrupted_message(run_dir: str) -> str:
 def _isolation_summary(callbacks, config, result) -> str | None:
     """The per-factor table of the run's last isolation measurement (or of its labelled images),
     also written into the run directory."""
-    from abc_tf import run_summary
-    from abc_tf.callbacks import FactorIsolationCallback
+    from abc_tf.evaluation import run_summary
+    from abc_tf.evaluation.callbacks import FactorIsolationCallback
 
     for callback in callbacks:
         if isinstance(callback, FactorIsolationCallback) and callback.history:

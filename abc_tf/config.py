@@ -5,7 +5,7 @@
 - ``trainer`` (:class:`TrainerConfig`): steps, optimizer schedule, precision, distribution,
   checkpoints and logging; every run has the same one.
 - ``data``: the data family's own config class (a :class:`DataConfig`, declared beside the
-  family, e.g. ``abc_tf/data/mnist_config.py``), its ``family`` the value of ``--data``.
+  family, e.g. ``abc_tf/data/mnist/__init__.py``), its ``family`` the value of ``--data``.
 - ``batch``: what one step's batch holds, by the batch format the method trains on
   (:class:`SetBatch`, :class:`PairBatch` or :class:`ImageBatch`).
 - ``method``: the method's own config class (a :class:`MethodConfig`, declared beside the
@@ -19,7 +19,7 @@ method does not have cannot be passed. A field name appears in only one part of 
 :meth:`ExperimentConfig.replace` takes field names without their part.
 
 This module is the bottom layer: the classes of a family or method are found by name in
-``abc_tf.experiments`` (which also holds the presets and reads config.json).
+``abc_tf.runs.experiments`` (which also holds the presets and reads config.json).
 """
 
 from __future__ import annotations
@@ -278,7 +278,7 @@ class ExperimentConfig:
     def replace(self, **overrides: Any) -> "ExperimentConfig":
         """A copy with fields replaced: ``name``, whole parts (``trainer=TrainerConfig(...)``)
         or fields by name (``steps=3``; each name is in one part only). Choosing another
-        family, method or architecture by name is :func:`abc_tf.experiments.choose`."""
+        family, method or architecture by name is :func:`abc_tf.runs.experiments.choose`."""
         whole = {key: overrides.pop(key) for key in list(overrides) if key == "name" or (
             key in PART_NAMES and (overrides[key] is None or isinstance(overrides[key], Part)))}
         config = dataclasses.replace(self, **whole) if whole else self
@@ -286,7 +286,7 @@ class ExperimentConfig:
         for name, value in overrides.items():
             if name in SELECTORS.values() and config.owner(name) in SELECTORS and getattr(
                     config.parts()[config.owner(name)], name) != value:
-                raise ValueError(f"{name}={value!r} chooses another config class: use abc_tf.experiments.choose.")
+                raise ValueError(f"{name}={value!r} chooses another config class: use abc_tf.runs.experiments.choose.")
             by_part.setdefault(config.owner(name), {})[name] = value
         if not by_part:
             return config

@@ -1,9 +1,13 @@
-"""Name -> declaration registries (data families, methods) whose modules load on first use."""
+"""Name -> declaration registries (data families, methods), found by convention: a package
+under ``abc_tf/methods/`` or ``abc_tf/data/``, or a package that an installed distribution names
+under an entry point group (``abc_tf.methods``, ``abc_tf.data``). Modules load on first use."""
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, NamedTuple
+import importlib.metadata
+import pkgutil
+from typing import Any, Iterable, NamedTuple
 
 
 def load(reference: str, default_attribute: str = "") -> Any:
@@ -16,10 +20,32 @@ def load(reference: str, default_attribute: str = "") -> Any:
 class Entry(NamedTuple):
     """A registry entry: where the declaration and its config class are, each ``"module:NAME"``
     (``"module"`` alone: the module's default attribute). The config class's module imports no
-    TensorFlow, so ``train.py`` builds its flags from it without loading the declaration."""
+    TensorFlow, so ``train.py`` builds its flags from it without loading the declaration.
+    ``package``: the package the entry was found as (its ``PRESETS`` and ``SMOKE`` live there);
+    "" for an entry a test adds to a registry by hand."""
 
     declaration: str
     config: str
+    package: str = ""
+
+
+def discover(package: str, path: Iterable[str], group: str, declaration: str, kind: str) -> dict[str, Entry]:
+    """{name: entry} of every package found: the subpackages of ``package`` (its ``path``), each
+    named as its folder, and the packages named by the installed distributions' entry points of
+    ``group`` (``name = module``), each named as its entry point. A package ``P`` declares
+    ``P.CONFIG`` (its config class, no TensorFlow), ``P.PRESETS`` and ``P.SMOKE``;
+    ``declaration`` (``"module:NAME"`` inside ``P``) is what the trainer loads. Nothing is
+    imported here: listing the names costs a folder scan and the distributions' metadata."""
+    found = {info.name: f"{package}.{info.name}" for info in pkgutil.iter_modules(list(path)) if info.ispkg}
+    for point in importlib.metadata.entry_points(group=group):
+        where = f"entry point {point.name!r} = {point.value!r} of the distribution {point.dist.name if point.dist else '?'}"
+        if point.attr:
+            raise ValueError(f"The {where} names {point.value!r}; a {kind} entry point names its package (no ':').")
+        if point.name in found:
+            raise ValueError(f"The {where} is also the name of the {kind} in {found[point.name]}; rename the entry point.")
+        found[point.name] = point.module
+    module, _, attribute = declaration.partition(":")
+    return {name: Entry(f"{where}.{module}:{attribute}", f"{where}:CONFIG", where) for name, where in sorted(found.items())}
 
 
 def resolve(registry: dict[str, Entry], name: str, kind: str, declaration_type: str, default_attribute: str) -> Any:

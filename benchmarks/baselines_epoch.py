@@ -15,7 +15,7 @@ An epoch is counted as each method's authors count it, stated per row (``ROWS``)
 - ML-VAE: the authors' batches of 256 images (main.py L9) over 60,000 images, 234.375 steps (not
   in Table S2);
 - CC-VAE: the authors' epoch loop, int(60,000 / 64) = 937 iterations of a batch of 64 pairs
-  (training.py L116; ``abc_tf/methods/cc_vae_config.py``), one of our steps each (``set_a``'s two
+  (training.py L116; ``abc_tf/methods/cc_vae/__init__.py``), one of our steps each (``set_a``'s two
   stacks of 64 paired image by image).
 
   python -m benchmarks.baselines_epoch [--data_path=/path/to/mnist] [--steps=60] [--repeats=3] [--no_write]
@@ -30,8 +30,8 @@ import time
 
 import keras
 
-from abc_tf.experiments import get_preset
-from abc_tf.data import mnist
+from abc_tf.runs.experiments import get_preset
+from abc_tf.data.mnist import family as mnist
 from abc_tf.runs import training
 from benchmarks.mnist_epoch import IMAGES_PER_EPOCH, pipeline_seconds_per_batch
 from benchmarks.report import machine_line, save_results, write_section

@@ -41,7 +41,8 @@ def measure(preset: str, start: int, steps: int, rounds: int) -> dict:
     import keras
     import tensorflow as tf
 
-    from abc_tf import data, experiments
+    from abc_tf import data
+    from abc_tf.runs import experiments
     from abc_tf.runs import precision, training
     from benchmarks import loops
 

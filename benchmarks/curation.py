@@ -27,11 +27,11 @@ import numpy as np
 import tensorflow as tf
 
 import models
-from abc_tf.experiments import get_preset
+from abc_tf.runs.experiments import get_preset
 from abc_tf.data import sets
-from abc_tf.data import shapes3d as s3d
-from abc_tf.data.render import shapes3d_scenes as render
-from abc_tf.methods.abc_model import ABCModel
+from abc_tf.data.shapes3d import family as s3d
+from abc_tf.data.shapes3d import scenes as render
+from abc_tf.methods.abc.model import ABCModel
 from benchmarks.report import argument_parser, load_line, machine_line, publish, save_results
 
 SET_SIZE = 32

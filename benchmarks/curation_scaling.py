@@ -28,7 +28,7 @@ import tracemalloc
 import numpy as np
 
 from abc_tf.data import sets
-from abc_tf.data import shapes3d as s3d
+from abc_tf.data.shapes3d import family as s3d
 from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish, save_results
 
 SET_SIZE = 32

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from abc_tf.data.shapes3d import FACTOR_SIZES
+from abc_tf.data.shapes3d.family import FACTOR_SIZES
 from abc_tf.evaluation.estimators import histogram_mi, mine, noise, probes
 from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish, save_results
 

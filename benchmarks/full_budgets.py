@@ -46,7 +46,8 @@ def measure(preset: str, stage: str, steps: int, rounds: int) -> dict:
     the steps of the budget and the peak RSS (MiB) of one preset's ``stage``."""
     import tensorflow as tf
 
-    from abc_tf import data, experiments
+    from abc_tf import data
+    from abc_tf.runs import experiments
     from abc_tf.runs import training
     from benchmarks import loops
 

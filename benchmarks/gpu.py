@@ -90,7 +90,7 @@ def make_batches(path: str, data_path: str, steps: int = 500) -> None:
 
     from abc_tf import data
     from abc_tf.runs import training
-    from abc_tf.experiments import get_preset
+    from abc_tf.runs.experiments import get_preset
 
     config = get_preset("mnist").replace(path=data_path, source="idx" if data_path else "auto")
     iterator = iter(training.make_family_dataset(data.get_family(config.data.family), config, start_step=0))
@@ -156,7 +156,7 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
         "| experiment | model | images/step | precision | compile s | steps/s | images/s | peak GPU MB |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    from abc_tf.experiments import get_preset
+    from abc_tf.runs.experiments import get_preset
 
     for result in results:
         if "rates" not in result:
@@ -196,7 +196,7 @@ SCALING_RUNS = {"mnist": "float32", "shapes3d": "float32,mixed_bfloat16"}
 
 def scaling_body(results: list[dict]) -> str:
     """The section of ``gpu_keras.py --scaling`` results: whole steps, and the loss alone."""
-    from abc_tf.experiments import get_preset
+    from abc_tf.runs.experiments import get_preset
 
     first = results[0]
     lines = [f"Measured {datetime.date.today().isoformat()} on {first['device']}; JAX {first['jax']}, Keras {first['keras']}.",

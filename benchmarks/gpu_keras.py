@@ -31,7 +31,7 @@ except ImportError:
 from keras import ops
 
 import models
-from abc_tf.experiments import get_preset
+from abc_tf.runs.experiments import get_preset
 
 # Image shape of each experiment's data family (the families themselves need TensorFlow).
 IMAGE_SHAPES = {"mnist": (28, 28, 1), "shapes3d": (64, 64, 3)}

@@ -18,23 +18,16 @@ needs no files: the step's cost does not depend on which digits it sees.
 """
 
 from __future__ import annotations
-from abc_tf import experiments
 
 import argparse
 import json
 import math
 import os
 
+from abc_tf.runs import experiments
 from benchmarks import report
 
 TITLE = "GPU readiness, checked on the CPU"
-# The preset each method is measured on: its quick preset, or the README's for ABC.
-PRESETS = {
-    "abc": "shapes3d_demo", "contrastive": "shapes3d_hue_baseline", "pmp": "shapes3d_pmp_quick",
-    "vae": "mnist_vae_quick", "u_vitae": "mnist_u_vitae_quick", "c_vitae": "mnist_c_vitae_quick",
-    "elastic_infogan": "mnist_elastic_infogan_quick", "ml_vae": "mnist_ml_vae_quick", "cc_vae": "mnist_cc_vae_quick",
-    "lord": "pose_lord_quick",
-}
 SETTINGS = {"xla_float32": "float32", "xla_mixed_float16": "mixed_float16"}
 
 
@@ -49,7 +42,7 @@ def measure(method: str, policy: str, steps: int) -> dict:
     from abc_tf.runs import training
     from benchmarks.loops import EpochTimer
 
-    config = experiments.get_preset(PRESETS[method]).replace(jit_compile=True, mixed_precision=False)
+    config = experiments.quick_presets()[method].replace(jit_compile=True, mixed_precision=False)
     if config.data.family == "mnist":
         config = config.replace(source="procedural")
     keras.backend.clear_session()
@@ -121,10 +114,10 @@ def table(results: dict, steps: int, load_start: float) -> str:
         "| method | preset | compiles with XLA, finite loss | XLA float32 steps/s | mixed_float16: trains, finite loss | every optimizer loss-scaled | XLA mixed_float16 steps/s |",
         "|---|---|---|---|---|---|---|",
     ]
-    for method, preset in PRESETS.items():
+    for method, preset in experiments.quick_presets().items():
         full, mixed = results[method]["xla_float32"], results[method]["xla_mixed_float16"]
         lines.append(
-            f"| {method} | `{preset}` | {verdict(full)} | {rate(full)} | {verdict(mixed)} | "
+            f"| {method} | `{preset.name}` | {verdict(full)} | {rate(full)} | {verdict(mixed)} | "
             f"{'yes' if mixed['loss_scaled'] else 'no'} | {rate(mixed)} |"
         )
     lines += ["", report.load_line(load_start), "", f"Command: `python -m benchmarks.gpu_readiness --steps {steps}`"]
@@ -139,14 +132,9 @@ def main() -> None:
     if args.child:  # one method, both settings, in a fresh process
         print("RESULT" + json.dumps({name: measure(args.child, policy, args.steps) for name, policy in SETTINGS.items()}))
         return
-    from abc_tf import methods
-
-    unmeasured = sorted(set(methods.METHODS) - set(PRESETS))
-    if unmeasured:
-        raise SystemExit(f"gpu_readiness.py: error: no preset to measure {', '.join(unmeasured)} on; add it to PRESETS.")
     load_start = os.getloadavg()[0]
     results = {}
-    for method in PRESETS:
+    for method in experiments.quick_presets():
         results[method] = report.run_child("benchmarks.gpu_readiness", ["--child", method, "--steps", str(args.steps)])
         print(method, results[method], flush=True)
     report.publish(TITLE, table(results, args.steps, load_start), write=not args.no_write)

@@ -23,7 +23,7 @@ files; its images have the real MNIST's shape and type and its splits the real s
 """
 
 from __future__ import annotations
-from abc_tf import experiments
+from abc_tf.runs import experiments
 
 import os
 import resource
@@ -133,7 +133,8 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
     import numpy as np
     from sklearn.metrics import normalized_mutual_info_score
 
-    from abc_tf.data import mnist, mnist_imbalance
+    from abc_tf.data.mnist import family as mnist
+    from abc_tf.data.mnist import imbalance as mnist_imbalance
     from abc_tf.evaluation.tasks import digit_clusters
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed

@@ -36,7 +36,7 @@ import tensorflow as tf
 from scipy.spatial.transform import Rotation
 
 from abc_tf.runs import export
-from abc_tf.experiments import get_preset
+from abc_tf.runs.experiments import get_preset
 from abc_tf import lookup
 from abc_tf.evaluation.tasks import pose_accuracy
 from benchmarks.report import FIGURES, ROOT, argument_parser, load_line, log_log_axes, machine_line, publish, save_results

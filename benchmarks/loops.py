@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf import losses
-from abc_tf.methods.abc_model import SET_KEYS, ABCModel
+from abc_tf.methods.abc.model import SET_KEYS, ABCModel
 from abc_tf.methods.base import to_float_images
 
 Runner = Callable[[int], float]  # trains about n steps, returns steps per second

@@ -2,7 +2,7 @@
 
 An epoch is 60,000 training images seen; a step sees two stacks of 64 (128 images), so an
 epoch is 468.75 steps. Measured on the real training path: the ``mnist`` preset's data
-pipeline (``abc_tf.data.mnist.make_dataset``), encoder and compiled ``ABCModel.fit``
+pipeline (``abc_tf.data.mnist.family.make_dataset``), encoder and compiled ``ABCModel.fit``
 (``abc_tf.runs.training``), after a warm-up that traces the step; the data pipeline alone is
 timed too, to show whether it limits training.
 
@@ -19,8 +19,8 @@ import time
 import keras
 
 from abc_tf.runs import training
-from abc_tf.experiments import get_preset
-from abc_tf.data import mnist
+from abc_tf.runs.experiments import get_preset
+from abc_tf.data.mnist import family as mnist
 from benchmarks.report import machine_line, save_results, write_section
 
 IMAGES_PER_EPOCH = 60_000

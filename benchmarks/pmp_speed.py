@@ -19,7 +19,7 @@ shapes3d row reads 0.9x), and an interleaved PMP run with it did not finish thre
 """
 
 from __future__ import annotations
-from abc_tf import experiments
+from abc_tf.runs import experiments
 
 import os
 import resource
@@ -72,7 +72,7 @@ def authors_loss(model, batch, iteration: int):
     (sparsity, distances, usage) are the library's functions. Call it under a GradientTape."""
     import tensorflow as tf
 
-    from abc_tf.methods import pmp
+    from abc_tf.methods.pmp import model as pmp
     from abc_tf.methods.base import to_float_images
 
     kernel1, bias1, kernel2, bias2 = model.projectors.get_layer("projectors").weights

@@ -20,7 +20,7 @@ so CPU and GPU figures sit side by side in BENCHMARKS.md.
 """
 
 from __future__ import annotations
-from abc_tf import experiments
+from abc_tf.runs import experiments
 
 import argparse
 import json

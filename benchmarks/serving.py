@@ -92,7 +92,7 @@ def export_model(path: str) -> None:
     import numpy as np
 
     import models
-    from abc_tf.experiments import get_preset
+    from abc_tf.runs.experiments import get_preset
     from abc_tf.runs import export
     from abc_tf.runs.run_dir import embed
 

@@ -12,7 +12,7 @@ mnist_c_vitae_quick: batches of 128, XLA):
   all alike;
 - an MNIST epoch (54,051 training images, digit 9 held out) at each batch size, from the
   measured rates, and from ``fit`` fed by the real "images" stream
-  (``abc_tf.data.mnist.make_images_dataset``) in the preset's own setting; the stream reads
+  (``abc_tf.data.mnist.family.make_images_dataset``) in the preset's own setting; the stream reads
   the procedural MNIST (``data_source="procedural"``), so the benchmark needs no files;
 - peak resident memory of a process that builds and trains one setting alone.
 
@@ -20,7 +20,7 @@ mnist_c_vitae_quick: batches of 128, XLA):
 """
 
 from __future__ import annotations
-from abc_tf import experiments
+from abc_tf.runs import experiments
 
 import math
 import os
@@ -134,7 +134,7 @@ def measure(steps: int, rounds: int) -> dict:
     import tensorflow as tf
 
     from abc_tf import data
-    from abc_tf.data import mnist
+    from abc_tf.data.mnist import family as mnist
     from abc_tf.runs import training
     from benchmarks import loops
 

@@ -43,7 +43,8 @@ import math
 
 import keras
 
-from models import cc_vae_networks, ml_vae_networks
+from models import cc_vae_networks
+from models import ml_vae_networks
 from models.architectures import register
 
 IMAGE_SIZE = 64  # [ours]: the ABC paper's 64 x 64 (supplement L217)

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from abc_tf import experiments
+from abc_tf.runs import experiments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ("README.md", "docs/EXPERIMENTS.md", "RESULTS.md", "BENCHMARKS.md")

@@ -15,7 +15,8 @@ import os
 import sys
 
 from abc_tf import config as config_lib
-from abc_tf import data, experiments, methods
+from abc_tf import data, methods
+from abc_tf.runs import experiments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(ROOT, "docs", "FLAGS.md")

@@ -3,7 +3,7 @@
   python -m scripts.folders_demo --output_dir=runs/folders_demo [--steps=300 --image_size=32 ...]
 
 1. Renders a grouped folder with the procedural Shapes3D renderer
-   (``abc_tf.data.render.shapes3d_scenes``): one group = one object instance (shape, object hue,
+   (``abc_tf.data.shapes3d.scenes``): one group = one object instance (shape, object hue,
    scale); inside a group the orientation, wall hue and floor hue vary at random. PNG files
    ``<folder>/<group>/img_XXX.png`` plus ``labels.csv`` with all six factors.
 2. Trains the ``folders`` preset (S6 encoder, negative l2, lr 3e-4, double augmentation with
@@ -43,7 +43,7 @@ def make_grouped_folder(
     """
     import tensorflow as tf
 
-    from abc_tf.data.render import shapes3d_scenes
+    from abc_tf.data.shapes3d import scenes as shapes3d_scenes
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -86,7 +86,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from abc_tf.runs import training
-    from abc_tf.experiments import get_preset
+    from abc_tf.runs.experiments import get_preset
     from abc_tf.evaluation.tasks import label_information
     from abc_tf.evaluation.estimators import mine, probes
 

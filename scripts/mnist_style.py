@@ -8,7 +8,7 @@ digit probes, PCA variance; see ``abc_tf.evaluation.tasks.mnist_style.evaluate_m
 """
 
 from __future__ import annotations
-from abc_tf import experiments
+from abc_tf.runs import experiments
 
 import json
 import os

@@ -52,10 +52,10 @@ def main(argv):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from abc_tf.experiments import get_preset
+    from abc_tf.runs.experiments import get_preset
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed, load_run, network_file
-    from abc_tf.data import pose_family as pose
+    from abc_tf.data.pose import family as pose
     from abc_tf.evaluation.tasks import pose_accuracy as pose_eval
     from abc_tf.lookup import nearest_neighbours
 

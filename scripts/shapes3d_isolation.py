@@ -64,7 +64,7 @@ SWEEP_CONDITIONS = ("wall", "all_hues")  # Fig. S1c,d
 
 
 def base_config():
-    from abc_tf.experiments import get_preset
+    from abc_tf.runs.experiments import get_preset
 
     return get_preset("shapes3d").replace(
         steps=FLAGS.steps, log_every=FLAGS.steps, learning_rate=FLAGS.learning_rate,
@@ -77,7 +77,8 @@ def unconstrained_dataset(config, seed: int):
     import numpy as np
     import tensorflow as tf
 
-    from abc_tf.data import sets, shapes3d
+    from abc_tf.data import sets
+    from abc_tf.data.shapes3d import family as shapes3d
 
     source = shapes3d.open_source(config.data)
     curator = sets.SetCurator(shapes3d.GRID, (), config.batch.set_size, items=source.items)
@@ -169,7 +170,7 @@ def run_condition(condition: str, seed: int, sample) -> dict:
 def summarise(results: dict[str, list[dict]]) -> dict:
     import numpy as np
 
-    from abc_tf.data.shapes3d import FACTOR_NAMES
+    from abc_tf.data.shapes3d.family import FACTOR_NAMES
     from abc_tf.evaluation.tasks import factor_isolation
     from abc_tf.evaluation.estimators import plots, sweep_plots
 
@@ -209,7 +210,7 @@ def summarise(results: dict[str, list[dict]]) -> dict:
 
 
 def markdown(summary: dict) -> str:
-    from abc_tf.data.shapes3d import FACTOR_NAMES
+    from abc_tf.data.shapes3d.family import FACTOR_NAMES
 
     names = list(FACTOR_NAMES)
     lines = []

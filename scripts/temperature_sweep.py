@@ -64,10 +64,10 @@ def main(argv) -> None:
     del argv
     import numpy as np
 
-    from abc_tf.experiments import get_preset
+    from abc_tf.runs.experiments import get_preset
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed, load_run
-    from abc_tf.data.shapes3d import FACTOR_NAMES
+    from abc_tf.data.shapes3d.family import FACTOR_NAMES
     from abc_tf.evaluation.tasks import factor_isolation
     from abc_tf.evaluation.estimators import histogram_mi, noise, plots, sweep_plots
 

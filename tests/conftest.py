@@ -194,6 +194,6 @@ def cheap_mine_in_training_runs(monkeypatch):
     2-core AVX2 host. Runs in a subprocess (train.py) keep the preset's settings."""
     import dataclasses
 
-    from abc_tf import callbacks
+    from abc_tf.evaluation import callbacks
 
     monkeypatch.setattr(callbacks, "CHEAP_MINE", dataclasses.replace(callbacks.CHEAP_MINE, steps=20, eval_samples=1024))

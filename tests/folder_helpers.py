@@ -1,4 +1,4 @@
-"""Grouped image folders written by the tests (abc_tf.data.folders): flat images whose colours
+"""Grouped image folders written by the tests (abc_tf.data.folders.family): flat images whose colours
 say their group and index, and the folders preset pointed at them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import keras
 import numpy as np
 
-from abc_tf.experiments import get_preset
+from abc_tf.runs.experiments import get_preset
 from abc_tf.runs.run_dir import network_file
 from image_helpers import write_png
 

@@ -1,4 +1,4 @@
-"""Image files written by the tests in every format the library reads (abc_tf.data.image_files):
+"""Image files written by the tests in every format the library reads (abc_tf.data.folders.image_files):
 PNG and JPEG through TensorFlow, BMP, PGM and PPM by hand from their format descriptions."""
 
 from __future__ import annotations

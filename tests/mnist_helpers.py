@@ -10,8 +10,8 @@ import struct
 
 import numpy as np
 
-from abc_tf.experiments import choose, get_preset
-from abc_tf.data import mnist_formats
+from abc_tf.runs.experiments import choose, get_preset
+from abc_tf.data.mnist import formats as mnist_formats
 
 PER_CLASS_TRAIN = 12
 PER_CLASS_TEST = 4

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from abc_tf.data import pose_procedural
+from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.geometry import euler_to_matrix
 
 SMALL = pose_procedural.ProceduralSizes(
@@ -20,7 +20,7 @@ def png(rgba: np.ndarray) -> bytes:
 
 
 # The authors' object axes x, y, z (z up) as columns in ShapeNet coordinates (y up, front +x):
-# x -> x, y -> -z, z -> y. Written out here, not taken from abc_tf.data.keypointnet, so that the tests
+# x -> x, y -> -z, z -> y. Written out here, not taken from abc_tf.data.pose.keypointnet, so that the tests
 # check the module's constant instead of repeating it.
 AUTHORS_AXES_IN_SHAPENET = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
 

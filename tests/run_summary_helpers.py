@@ -1,4 +1,4 @@
-"""A factor-isolation measurement for the end-of-run summary (abc_tf.run_summary) and train.py's
+"""A factor-isolation measurement for the end-of-run summary (abc_tf.evaluation.run_summary) and train.py's
 table of it."""
 
 NAMES = ["floor_hue", "wall_hue", "object_hue", "shape"]

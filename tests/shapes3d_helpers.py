@@ -6,7 +6,7 @@ from __future__ import annotations
 import h5py
 import numpy as np
 
-from abc_tf.data import shapes3d_sources as sources
+from abc_tf.data.shapes3d import sources
 
 # The real label values of 3dshapes.h5, written here independently of the library.
 REAL_VALUES = [np.arange(10) / 10, np.arange(10) / 10, np.arange(10) / 10, np.linspace(0.75, 1.25, 8),

@@ -10,7 +10,7 @@ import tensorflow as tf
 from matplotlib.colors import rgb_to_hsv
 
 from abc_tf.data import augment_ops as augment
-from abc_tf.data.render import shapes3d_scenes as render
+from abc_tf.data.shapes3d import scenes as render
 from augment_helpers import background_case, face_stack, smooth_stack
 from tolerance_helpers import rounding_rtol
 

@@ -11,8 +11,8 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorboard.plugins import projector
 
-from abc_tf import experiments
-from abc_tf import callbacks
+from abc_tf.runs import experiments
+from abc_tf.evaluation import callbacks
 from abc_tf.methods.base import MethodModel
 from abc_tf.evaluation.estimators import mine, probes
 

@@ -1,4 +1,4 @@
-"""CC-VAE (abc_tf/methods/cc_vae.py, its config and presets, models/cc_vae_networks.py): both
+"""CC-VAE (abc_tf/methods/cc_vae/model.py, its config and presets, models/cc_vae_networks.py): both
 cycles' loss terms and their gradients against a NumPy restatement of the authors' networks and
 losses under the same pairing and noise, the step's draws, the two updates' variables, the
 networks, a short run through the trainer (trained, resumed, its networks loaded and
@@ -14,13 +14,16 @@ import pytest
 import tensorflow as tf
 
 import models
-from abc_tf import experiments, methods
-from abc_tf.experiments import get_preset
-from abc_tf.data import pose_procedural
-from abc_tf.methods import cc_vae, cc_vae_config
+from abc_tf import methods
+from abc_tf.runs import experiments
+from abc_tf.runs.experiments import get_preset
+from abc_tf.data.pose import procedural as pose_procedural
+from abc_tf.methods.cc_vae import model as cc_vae
+from abc_tf.methods import cc_vae as cc_vae_config
 from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import embed, load_run
-from models import cc_vae_networks, vae64_networks
+from models import vae64_networks
+from models import cc_vae_networks
 from pose_data_helpers import SMALL
 from tolerance_helpers import rounding_rtol
 

@@ -12,13 +12,13 @@ import os
 import numpy as np
 import pytest
 
-from abc_tf import experiments
+from abc_tf.runs import experiments
 from abc_tf import methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation import comparison, tasks
 from abc_tf.evaluation.estimators import disentanglement, mine, probes
 from abc_tf.evaluation.tasks import factor_isolation
-from abc_tf.methods.abc_model import ABC
+from abc_tf.methods.abc.model import METHOD as ABC
 from abc_tf.methods.base import Method
 from abc_tf.runs import training
 from evaluate_helpers import evaluate_each
@@ -73,7 +73,7 @@ def runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def compared(runs, tmp_path_factory):
     patch = pytest.MonkeyPatch()
-    patch.setitem(methods.METHODS, "relative", ("test_comparison:RELATIVE", "abc_tf.methods.abc_config:AbcConfig"))
+    patch.setitem(methods.METHODS, "relative", ("test_comparison:RELATIVE", "abc_tf.methods.abc:AbcConfig"))
     out = tmp_path_factory.mktemp("comparison")
     lines = []
     try:
@@ -219,8 +219,9 @@ def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp
         measured.append(run.run_dir)
         return {"headline": {"NMI (code vs digit)": 1.0, "ENT": 0.5}}
 
-    monkeypatch.setitem(tasks.MEASURES, "own", own_measures)
-    monkeypatch.setattr("abc_tf.methods.abc_model.ABC", dataclasses.replace(methods.get_method("abc"), measures="own"))
+    monkeypatch.setattr("test_comparison.own_measures", own_measures, raising=False)
+    monkeypatch.setattr("abc_tf.methods.abc.model.METHOD", dataclasses.replace(methods.get_method("abc"),
+                                                                                measures="test_comparison:own_measures"))
     for split in (0, 1, 2):
         write_run(tmp_path / f"split_{split}" / "gan", BASE.replace(seed=split))
     for split, nmi in ((0, 0.25), (1, 0.75)):
@@ -239,7 +240,7 @@ def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp
     text = (tmp_path / "out" / "comparison.md").read_text()
     assert "## The methods' own measures" in text and "| NMI (code vs digit) | ENT |" in text.replace("row | ", "")
     # A method without measures of its own: nothing to read or measure.
-    monkeypatch.setattr("abc_tf.methods.abc_model.ABC", dataclasses.replace(methods.get_method("abc"), measures=""))
+    monkeypatch.setattr("abc_tf.methods.abc.model.METHOD", dataclasses.replace(methods.get_method("abc"), measures=""))
     assert comparison.method_measures(str(tmp_path / "split_2" / "gan"), BASE, str(tmp_path / "x"), EMBEDDINGS_ONLY) == {}
     with pytest.raises(ValueError, match="is not a directory"):
         comparison.rows_of([spec + "+" + str(tmp_path / "missing")])

@@ -1,6 +1,6 @@
 """A run's config in parts (abc_tf.config): each field in one part, replace by field name,
 JSON round trip, validation naming the flag, the loss's length scale; and ABC's presets
-(abc_tf/methods/abc_config.py) against the paper's settings."""
+(abc_tf/methods/abc/__init__.py) against the paper's settings."""
 
 import dataclasses
 import json
@@ -9,10 +9,10 @@ import re
 import pytest
 
 from abc_tf import config as config_lib
-from abc_tf import experiments
+from abc_tf.runs import experiments
 from abc_tf.config import EncoderConfig, ExperimentConfig, ImageBatch, SetBatch, TrainerConfig
-from abc_tf.data.mnist_config import MnistConfig
-from abc_tf.methods.abc_config import AbcConfig
+from abc_tf.data.mnist import MnistConfig
+from abc_tf.methods.abc import AbcConfig
 
 
 def test_every_preset_has_at_most_six_parts_and_each_field_in_one_part():
@@ -52,7 +52,7 @@ def test_replace_routes_each_field_to_its_part_and_names_the_parts_fields():
     with pytest.raises(ValueError, match=r"This config has no field 'batch_size' \(data family 'mnist', method 'abc'\)\. "
                                          r"Its fields: trainer: steps, .*; batch: set_size, pairs_per_step"):
         config.replace(batch_size=8)
-    with pytest.raises(ValueError, match="chooses another config class: use abc_tf.experiments.choose"):
+    with pytest.raises(ValueError, match="chooses another config class: use abc_tf.runs.experiments.choose"):
         config.replace(family="pose")
     assert config.flat()["method.temperature"] == 1.0 and "trainer.steps" in config.flat()
 
@@ -141,7 +141,7 @@ def test_length_scale():
     assert config_lib.length_scale("cosine", 0.1) == 1.0
 
 
-# ABC's presets (abc_tf/methods/abc_config.py): SPEC.md section 3.
+# ABC's presets (abc_tf/methods/abc/__init__.py): SPEC.md section 3.
 def test_abc_presets_hold_the_paper_settings():
     shapes = experiments.get_preset("shapes3d")
     assert (shapes.model.architecture, shapes.model.embedding_dim, shapes.batch.set_size) == ("s3", 64, 32)

@@ -1,4 +1,4 @@
-"""The identity-preserving digit augmentation (abc_tf/data/digit_augment.py: the authors'
+"""The identity-preserving digit augmentation (abc_tf/data/mnist/digit_augment.py: the authors'
 Augmentor rotate and zoom, checked by hand and against PIL) and MNIST's augmentation baseline:
 two augmented views of the same unconstrained sets, the held-out digit and the class split
 respected, and a few steps of ABC and of the contrastive loss trained on it."""
@@ -10,8 +10,9 @@ import pytest
 import tensorflow as tf
 
 from abc_tf import methods
-from abc_tf.experiments import choose, get_preset
-from abc_tf.data import digit_augment, mnist
+from abc_tf.runs.experiments import choose, get_preset
+from abc_tf.data.mnist import digit_augment
+from abc_tf.data.mnist import family as mnist
 from abc_tf.runs import training
 
 PRESET = get_preset("mnist_abc_augmentation")

@@ -12,8 +12,8 @@ import keras
 import numpy as np
 import pytest
 
-from abc_tf.experiments import get_preset
-from abc_tf.data import mnist
+from abc_tf.runs.experiments import get_preset
+from abc_tf.data.mnist import family as mnist
 from abc_tf.evaluation.tasks import digit_clusters
 from abc_tf.runs import checkpoint_run, training
 from abc_tf.runs.run_dir import load_run

@@ -1,10 +1,10 @@
-"""Style measures of digit images (abc_tf.data.digit_style): slant and stroke thickness on
+"""Style measures of digit images (abc_tf.data.mnist.digit_style): slant and stroke thickness on
 hand-made bars of known angle and width."""
 
 import numpy as np
 import pytest
 
-from abc_tf.data import digit_style
+from abc_tf.data.mnist import digit_style
 
 
 def bar(angle_from_vertical: float, width: float) -> np.ndarray:

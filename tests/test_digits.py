@@ -1,4 +1,4 @@
-"""The built-in procedural digits (abc_tf.data.render.digits): deterministic, split like MNIST,
+"""The built-in procedural digits (abc_tf.data.mnist.digits): deterministic, split like MNIST,
 ink on black, and their style factors show in the style measures."""
 
 import inspect
@@ -6,8 +6,8 @@ import inspect
 import numpy as np
 import pytest
 
-from abc_tf.data import digit_style
-from abc_tf.data.render import digits as renderer
+from abc_tf.data.mnist import digit_style
+from abc_tf.data.mnist import digits as renderer
 
 
 def test_procedural_digits_are_deterministic_and_split_like_mnist():

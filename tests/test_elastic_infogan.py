@@ -1,4 +1,4 @@
-"""Elastic-InfoGAN (abc_tf/methods/elastic_infogan.py): the Gumbel-softmax code and NT-Xent
+"""Elastic-InfoGAN (abc_tf/methods/elastic_infogan/model.py): the Gumbel-softmax code and NT-Xent
 against NumPy, the augmentation it uses, the failure checks, bad settings refused, and a tiny run on the
 coded MNIST through the trainer: its logs and files, its networks loaded and embedding, its
 checkpoint restored (both optimizers and the learned prior) into a fresh model."""
@@ -14,10 +14,10 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-from abc_tf.experiments import get_preset
-from abc_tf.data import digit_augment
-from abc_tf.methods import elastic_infogan as einfogan
-from abc_tf.methods import infogan_monitor
+from abc_tf.runs.experiments import get_preset
+from abc_tf.data.mnist import digit_augment
+from abc_tf.methods.elastic_infogan import model as einfogan
+from abc_tf.methods.elastic_infogan import monitor as infogan_monitor
 from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import embed, load_run
 from tolerance_helpers import rounding_rtol
@@ -78,7 +78,7 @@ def test_info_loss_and_bce_are_the_cross_entropies():
 
 
 def test_the_augmentation_is_the_data_layers():
-    # T lives in abc_tf/data/digit_augment.py (tested there), shared with MNIST's augmentation baseline.
+    # T lives in abc_tf/data/mnist/digit_augment.py (tested there), shared with MNIST's augmentation baseline.
     assert einfogan.augment is digit_augment.augment
 
 
@@ -125,7 +125,7 @@ def test_bad_settings_are_refused_before_training(overrides, flag):
 
 def test_the_ablations_are_named_with_what_they_are_told():
     """Comparison tables name the paper's baselines and state what each variant is told."""
-    method = einfogan.ELASTIC_INFOGAN
+    method = einfogan.METHOD
     assert method.label_for(QUICK) == "elastic_infogan"
     assert method.label_for(get_preset("mnist_gumbel_infogan_quick")) == "elastic_infogan (Gumbel-softmax: learned prior, no NT-Xent)"
     assert method.label_for(get_preset("mnist_infogan_quick")) == "elastic_infogan (InfoGAN: uniform prior, no NT-Xent)"

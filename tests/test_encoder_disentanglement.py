@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import experiments
+from abc_tf.runs import experiments
 from abc_tf import data
 from abc_tf.data.family import DataFamily, KnownFactors
 from abc_tf.evaluation.estimators import disentanglement as dis

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import pytest
 
-from abc_tf.experiments import get_preset
+from abc_tf.runs.experiments import get_preset
 from abc_tf.runs import run_lock
 from evaluate_helpers import evaluate_each
 from process_helpers import assert_one_clear_error, modules_loaded_by, run_script

@@ -16,7 +16,7 @@ from tensorboard.plugins import base_plugin
 from tensorboard.plugins.hparams import api_pb2, backend_context, list_session_groups
 from tensorboard.util import tensor_util
 
-from abc_tf import experiments
+from abc_tf.runs import experiments
 from abc_tf.evaluation import evaluation_logs
 from abc_tf.runs import training
 from abc_tf.runs.hparams import HParamsLogger

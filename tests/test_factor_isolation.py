@@ -10,7 +10,8 @@ from typing import ClassVar
 import numpy as np
 import pytest
 
-from abc_tf import experiments, methods
+from abc_tf import methods
+from abc_tf.runs import experiments
 from abc_tf.config import MethodConfig
 from abc_tf.evaluation.tasks import factor_isolation
 from abc_tf.evaluation.estimators import mine, probes

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from abc_tf import experiments
+from abc_tf.runs import experiments
 from abc_tf import data
 from abc_tf.config import DataConfig
 from abc_tf.data.family import BATCH_FORMATS, DataFamily, GroupedImages, KnownFactors, quantile_bins

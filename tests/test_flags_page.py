@@ -11,7 +11,7 @@ def test_the_committed_flags_page_is_current():
 
 
 def test_the_page_lists_every_preset_and_every_field():
-    from abc_tf import experiments
+    from abc_tf.runs import experiments
 
     text = flags_page.page()
     for name, preset in experiments.presets().items():

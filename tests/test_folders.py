@@ -1,4 +1,4 @@
-"""Grouped folders (abc_tf.data.folders): messy layouts, set sampling, labels, training. Image
+"""Grouped folders (abc_tf.data.folders.family): messy layouts, set sampling, labels, training. Image
 files: tests/test_image_files.py; label CSVs: tests/test_labels_csv.py."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf.data import folders, get_family
+from abc_tf.data import get_family
+from abc_tf.data.folders import family as folders
 from folder_helpers import config_for, make_folder
 from image_helpers import write_bmp, write_jpeg, write_png
 

@@ -3,7 +3,7 @@ split where its preset switches) and the hours its table reports."""
 
 from __future__ import annotations
 
-from abc_tf.experiments import get_preset
+from abc_tf.runs.experiments import get_preset
 from benchmarks import full_budgets
 
 

@@ -4,22 +4,23 @@ reports each check as measured (the checks themselves, on tiny runs: tests/test_
 from __future__ import annotations
 
 from abc_tf import methods
-from abc_tf.experiments import get_preset
+from abc_tf.runs import experiments
 from abc_tf.runs import precision
 from benchmarks import gpu_readiness
 
 
-def test_every_method_is_measured_on_a_preset_of_its_own():
-    assert set(gpu_readiness.PRESETS) == set(methods.METHODS)
-    for method, preset in gpu_readiness.PRESETS.items():
-        assert get_preset(preset).method.name == method
+def test_every_method_is_measured_on_the_quick_preset_its_package_names():
+    quick = experiments.quick_presets()
+    assert set(quick) == set(methods.METHODS)
+    for method, preset in quick.items():
+        assert preset.method.name == method
 
 
 def test_the_table_reports_each_check_and_the_precision_of_each_host(monkeypatch):
     monkeypatch.setattr(precision, "this_host", lambda: precision.Host(cpu_flags=frozenset({"avx512_bf16"})))
     good = {"trains": True, "finite": True, "loss_scaled": False, "steps_per_s": 4.0, "last_loss": 1.0}
     results = {method: {"xla_float32": good, "xla_mixed_float16": {**good, "loss_scaled": True, "steps_per_s": 0.5}}
-               for method in gpu_readiness.PRESETS}
+               for method in experiments.quick_presets()}
     results["pmp"]["xla_float32"] = {"trains": False, "error": "No registered 'Foo' OpKernel for XLA_CPU_JIT", "loss_scaled": False}
     results["vae"]["xla_mixed_float16"] = {**good, "finite": False, "loss_scaled": True}
     text = gpu_readiness.table(results, steps=5, load_start=0.0)

@@ -1,4 +1,4 @@
-"""Image files (abc_tf.data.image_files): every format decodes to the same pixels, unreadable
+"""Image files (abc_tf.data.folders.image_files): every format decodes to the same pixels, unreadable
 files name themselves, resizing keeps content without aliasing, folders are read recursively."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf.data import image_files
+from abc_tf.data.folders import image_files
 from image_helpers import write_bmp, write_pgm, write_png, write_ppm
 
 

@@ -1,4 +1,4 @@
-"""KeypointNet tfrecords (abc_tf.data.keypointnet): records written here from hand-made views and
+"""KeypointNet tfrecords (abc_tf.data.pose.keypointnet): records written here from hand-made views and
 modelview matrices, the rotation convention, the elevation filter, the splits."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from abc_tf.data import keypointnet
+from abc_tf.data.pose import keypointnet
 from abc_tf.geometry import euler_to_matrix, matrix_to_euler
 from pose_data_helpers import modelview_for, render_view, write_record, write_split_folder
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abc_tf import experiments
-from abc_tf.experiments import get_preset
+from abc_tf.runs import experiments
+from abc_tf.runs.experiments import get_preset
 from abc_tf.evaluation.tasks import labelled_samples
 from abc_tf.evaluation import tasks
 from folder_helpers import make_folder

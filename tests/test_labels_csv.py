@@ -1,4 +1,4 @@
-"""Label CSV files (abc_tf.data.labels_csv): rows matched by path or unique name, typed columns,
+"""Label CSV files (abc_tf.data.folders.labels_csv): rows matched by path or unique name, typed columns,
 class indices, and errors naming the file and line."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abc_tf.data import labels_csv
+from abc_tf.data.folders import labels_csv
 
 FILES = ["a/img_000.png", "a/img_001.png", "a/img_002.png", "b/img_000.png", "b/img_001.png"]
 

@@ -11,10 +11,10 @@ import keras
 import numpy as np
 import pytest
 
-from abc_tf import experiments
-from abc_tf.experiments import get_preset
+from abc_tf.runs import experiments
+from abc_tf.runs.experiments import get_preset
 from abc_tf.evaluation.tasks import likelihood
-from abc_tf.methods import vitae
+from abc_tf.methods.vae import model as vitae
 from abc_tf.runs import training
 from abc_tf.runs.run_dir import Run, load_run
 from tolerance_helpers import rounding_rtol

@@ -1,4 +1,4 @@
-"""LORD (abc_tf/methods/lord.py, its config and presets, models/lord_networks.py): both stages'
+"""LORD (abc_tf/methods/lord/model.py, its config and presets, abc_tf/methods/lord/networks.py): both stages'
 loss terms and their gradients against a NumPy restatement of the authors' networks and losses
 under the same noise, the switch between the stages (which variables move, the optimisers'
 rates and steps), the networks, a run through the trainer killed at the switch and resumed
@@ -13,13 +13,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import experiments, methods
-from abc_tf.data import pose_procedural
-from abc_tf.experiments import get_preset
-from abc_tf.methods import lord, lord_config
+from abc_tf import methods
+from abc_tf.runs import experiments
+from abc_tf.data.pose import procedural as pose_procedural
+from abc_tf.runs.experiments import get_preset
+from abc_tf.methods.lord import model as lord
+from abc_tf.methods import lord as lord_config
 from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import embed, load_run
-from models import lord_networks
+from abc_tf.methods.lord import networks as lord_networks
 from pose_data_helpers import SMALL
 from tolerance_helpers import rounding_rtol
 
@@ -83,7 +85,7 @@ def leaky(x):
 
 
 def generate(w, content, class_code, record):
-    """The generator in float64 (module docstring of models/lord_networks.py); ``record`` gets the
+    """The generator in float64 (module docstring of abc_tf/methods/lord/networks.py); ``record`` gets the
     condition of each normalisation's subtraction, max |x| / std."""
     x = content
     for i in (1, 2, 3):

@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 
 import models
-from abc_tf import experiments, methods
-from abc_tf.data import pose_procedural
+from abc_tf import methods
+from abc_tf.runs import experiments
+from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.methods.base import build_encoder
 from abc_tf.runs import checkpoints, precision, training
-from method_helpers import fit_losses, tiny_configs, write_small_mnist
+from method_helpers import fit_losses, tiny_configs
 from evaluate_helpers import evaluate_each
 from pose_data_helpers import SMALL
 from process_helpers import start_code, wait_for_marker
@@ -29,8 +30,8 @@ from toy_family import CONFIG
 from toy_method import TwoNetworkConfig
 
 TOY = CONFIG.replace(method=TwoNetworkConfig(name="two_network", temperature=CONFIG.method.temperature))
-READY_METHODS = ("abc", "contrastive", "two_network", "pmp", "vae", "u_vitae", "c_vitae", "elastic_infogan", "ml_vae",
-                 "cc_vae", "lord")
+# Every method found (abc_tf/methods/<name>/ and installed plug-ins), and the toy one.
+READY_METHODS = (*sorted(methods.METHODS), "two_network")
 # Two replicas (traced) against one device (eager) change only the order of float32 sums: the
 # batch means of the loss terms, the batch-norm moments all-reduced over the replicas, the
 # replicas' gradients summed before the update, kernels that block a product differently for
@@ -56,7 +57,7 @@ def test_unknown_methods_are_refused_naming_the_known_ones():
 
 
 def test_abc_with_the_augmentation_baseline_says_so():
-    from abc_tf.experiments import get_preset
+    from abc_tf.runs.experiments import get_preset
 
     abc = methods.get_method("abc")
     assert abc.label_for(get_preset("mnist")) == "abc" and abc.supervision_for(get_preset("mnist")).startswith("set membership")
@@ -124,7 +125,8 @@ KILLABLE_RUN = textwrap.dedent(
     """
     import sys
     import keras
-    from abc_tf import data, experiments, methods
+    from abc_tf import data, methods
+    from abc_tf.runs import experiments
     from abc_tf.runs import training
     from process_helpers import hold
     data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
@@ -187,12 +189,23 @@ def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluato
 
 
 @pytest.fixture(scope="module")
-def configs(tmp_path_factory) -> dict:
-    return tiny_configs(write_small_mnist(str(tmp_path_factory.mktemp("mnist") / "mnist.npz")))
+def configs() -> dict:
+    return tiny_configs()
 
 
 def test_the_readiness_tests_cover_every_method(configs):
     assert set(configs) == set(methods.METHODS) | {"two_network"}
+
+
+def test_a_method_package_without_a_smoke_run_is_named(tmp_path, monkeypatch):
+    package = tmp_path / "no_smoke_method"
+    package.mkdir()
+    (package / "__init__.py").write_text("from abc_tf.methods.abc import AbcConfig as CONFIG\nPRESETS = {}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(methods.METHODS, "no_smoke", ("no_smoke_method.model:METHOD", "no_smoke_method:CONFIG",
+                                                      "no_smoke_method"))
+    with pytest.raises(ValueError, match="The method package no_smoke_method declares no SMOKE run of 'no_smoke'"):
+        experiments.smoke_configs()
 
 
 @pytest.mark.parametrize("name", READY_METHODS)

@@ -1,4 +1,4 @@
-"""ML-VAE (abc_tf/methods/ml_vae.py, its config and presets, models/ml_vae_networks.py): the
+"""ML-VAE (abc_tf/methods/ml_vae/model.py, its config and presets, models/ml_vae_networks.py): the
 loss of a step and its gradients against a NumPy restatement of the ELBO (product of Gaussians,
 KLs, Gaussian or Bernoulli pixels) under the same reparameterisation noise, the group posterior,
 the networks, a short run through the trainer (trained, resumed, its networks loaded and
@@ -14,13 +14,16 @@ import pytest
 import tensorflow as tf
 
 import models
-from abc_tf import experiments, methods
-from abc_tf.experiments import get_preset
-from abc_tf.data import pose_procedural
-from abc_tf.methods import ml_vae, ml_vae_config
+from abc_tf import methods
+from abc_tf.runs import experiments
+from abc_tf.runs.experiments import get_preset
+from abc_tf.data.pose import procedural as pose_procedural
+from abc_tf.methods.ml_vae import model as ml_vae
+from abc_tf.methods import ml_vae as ml_vae_config
 from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import embed, load_run
-from models import ml_vae_networks, vae64_networks
+from models import vae64_networks
+from models import ml_vae_networks
 from pose_data_helpers import SMALL
 from tolerance_helpers import rounding_rtol
 

@@ -1,4 +1,4 @@
-"""The MNIST family (abc_tf.data.mnist): the source choice and the digit stacks. Never needs
+"""The MNIST family (abc_tf.data.mnist.family): the source choice and the digit stacks. Never needs
 the real MNIST. The file formats: tests/test_mnist_formats.py; the procedural digits:
 tests/test_digits.py; the style measures: tests/test_digit_style.py; the evaluation:
 tests/test_mnist_style.py."""
@@ -9,8 +9,11 @@ import os
 import numpy as np
 import pytest
 
-from abc_tf.data import get_family, mnist, mnist_formats, mnist_imbalance
-from abc_tf.data.render import digits as digit_renderer
+from abc_tf.data import get_family
+from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import formats as mnist_formats
+from abc_tf.data.mnist import imbalance as mnist_imbalance
+from abc_tf.data.mnist import digits as digit_renderer
 from mnist_helpers import mnist_config, write_idx_dir
 
 

@@ -1,4 +1,4 @@
-"""MNIST file formats (abc_tf.data.mnist_formats) on small files written here: IDX plain and
+"""MNIST file formats (abc_tf.data.mnist.formats) on small files written here: IDX plain and
 gzip, .npz, a mocked prepared tfds, and the errors that name the file."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from abc_tf.data import mnist_formats
-from abc_tf.data.render import digits as digit_renderer
+from abc_tf.data.mnist import formats as mnist_formats
+from abc_tf.data.mnist import digits as digit_renderer
 from mnist_helpers import raw_idx_bytes, write_idx_dir
 
 

@@ -1,4 +1,4 @@
-"""Class-imbalanced MNIST (abc_tf/data/mnist_imbalance.py and its use in abc_tf/data/mnist.py):
+"""Class-imbalanced MNIST (abc_tf/data/mnist/imbalance.py and its use in abc_tf/data/mnist/family.py):
 the stored counts are the authors' file's (its totals, and the supplement's printed
 proportions), a split keeps them from the 70,000-image pool or scales them down in a smaller
 one, the test set is untouched."""
@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abc_tf.data import get_family, mnist, mnist_imbalance
+from abc_tf.data import get_family
+from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import imbalance as mnist_imbalance
 from mnist_helpers import mnist_config
 
 # Read from the authors' splits/50_data_imbalance.npy (github.com/WisconsinAIVision/elastic-infogan,

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import models
-from abc_tf import experiments
-from abc_tf.data import mnist_formats
-from abc_tf.data.render import digits as renderer
+from abc_tf.runs import experiments
+from abc_tf.data.mnist import formats as mnist_formats
+from abc_tf.data.mnist import digits as renderer
 from abc_tf.evaluation.tasks import mnist_style
 from abc_tf.evaluation.estimators import regression
 from mnist_helpers import mnist_config

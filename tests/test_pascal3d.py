@@ -1,4 +1,4 @@
-"""Pascal3D+-style test lists (abc_tf.data.pascal3d): boxes cut from images written here, angles
+"""Pascal3D+-style test lists (abc_tf.data.pose.pascal3d): boxes cut from images written here, angles
 in the authors' convention, errors naming the line."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abc_tf.data import pascal3d
+from abc_tf.data.pose import pascal3d
 from abc_tf.geometry import euler_to_matrix
 from pose_data_helpers import write_list_case
 

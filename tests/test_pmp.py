@@ -1,4 +1,4 @@
-"""Product-manifold projection (abc_tf/methods/pmp.py): each loss term against a NumPy
+"""Product-manifold projection (abc_tf/methods/pmp/model.py): each loss term against a NumPy
 restatement, the schedule, a train step, a short run of shapes3d_pmp_quick with its TensorBoard
 logs, the checkpoint of a run restored into a fresh model, and bad settings refused before
 training."""
@@ -14,11 +14,12 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
-from abc_tf import experiments, methods
+from abc_tf import methods
+from abc_tf.runs import experiments
 from abc_tf.config import ExperimentConfig
-from abc_tf.experiments import get_preset
-from abc_tf.data import shapes3d
-from abc_tf.methods import pmp
+from abc_tf.runs.experiments import get_preset
+from abc_tf.data.shapes3d import family as shapes3d
+from abc_tf.methods.pmp import model as pmp
 from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import load_keras_file
 from tolerance_helpers import rounding_rtol

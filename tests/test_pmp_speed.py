@@ -7,8 +7,8 @@ import keras
 import numpy as np
 import pytest
 
-from abc_tf.experiments import get_preset
-from abc_tf.data import shapes3d
+from abc_tf.runs.experiments import get_preset
+from abc_tf.data.shapes3d import family as shapes3d
 from abc_tf.runs import training
 from benchmarks import pmp_speed
 from tolerance_helpers import rounding_rtol

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import models
-from abc_tf import experiments
+from abc_tf.runs import experiments
 from abc_tf import data, geometry, losses, lookup
 from abc_tf.evaluation.tasks import pose_accuracy
 from abc_tf.runs import training
@@ -103,7 +103,7 @@ TOY_POSE = experiments.config_for(
 
 @pytest.fixture
 def toy_pose_family(monkeypatch):
-    monkeypatch.setitem(data.DATA_FAMILIES, "pose", ("toy_pose_family", "abc_tf.data.pose_config:PoseConfig"))
+    monkeypatch.setitem(data.DATA_FAMILIES, "pose", ("toy_pose_family", "abc_tf.data.pose:PoseConfig"))
 
 
 @pytest.mark.saved_model

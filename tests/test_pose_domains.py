@@ -1,11 +1,11 @@
-"""The two image domains of procedural pose data (abc_tf.data.render.pose_domains): transparent
+"""The two image domains of procedural pose data (abc_tf.data.pose.domains): transparent
 synthetic renders, "real" photos with clutter, both pure functions of their seeds."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from abc_tf.data.render import pose_domains
+from abc_tf.data.pose import domains as pose_domains
 from abc_tf.geometry import euler_to_matrix
 
 EULER = np.array([[0.3, 0.2, 0.0], [2.0, 0.4, 0.0], [4.0, 0.1, 0.05]])

@@ -1,4 +1,4 @@
-"""Procedural pose objects (abc_tf.data.render.pose_objects): deterministic instances, disjoint
+"""Procedural pose objects (abc_tf.data.pose.objects): deterministic instances, disjoint
 pools, viewpoints inside the elevation filter."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from abc_tf.data.render import pose_objects
+from abc_tf.data.pose import objects as pose_objects
 
 
 def test_procedural_instances_are_deterministic_and_pools_disjoint():

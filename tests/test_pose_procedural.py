@@ -1,11 +1,11 @@
-"""The pose family's built-in data (abc_tf.data.pose_procedural), at small sizes: training renders
+"""The pose family's built-in data (abc_tf.data.pose.procedural), at small sizes: training renders
 grouped by instance, unlabelled "real" photos, backgrounds, images of known pose."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from abc_tf.data import pose_procedural
+from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.geometry import euler_to_matrix
 from pose_data_helpers import SMALL
 

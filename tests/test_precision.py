@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from abc_tf import experiments
+from abc_tf.runs import experiments
 from abc_tf.runs import precision, training
 
 GPU = precision.Host(gpu=True)

@@ -1,12 +1,13 @@
-"""The ray caster (abc_tf.data.render.ray_cast): exact projected boxes, and renders that follow the
+"""The ray caster (abc_tf.data.pose.ray_cast): exact projected boxes, and renders that follow the
 authors' rotation convention."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from abc_tf.data.render import pose_domains, ray_cast
-from abc_tf.data.render.pose_objects import _Parts, stack_instances
+from abc_tf.data.pose import domains as pose_domains
+from abc_tf.data.pose import ray_cast
+from abc_tf.data.pose.objects import _Parts, stack_instances
 from abc_tf.geometry import euler_to_matrix
 
 

@@ -62,7 +62,7 @@ def config_class(name: str) -> type:
 def test_an_entry_names_the_declaration_and_its_config_class():
     entry = registry.Entry("module", "module:Config")
     assert entry.declaration == "module" and entry.config == "module:Config"
-    assert entry == ("module", "module:Config") and registry.Entry(*("a", "a:B")) == registry.Entry("a", "a:B")
+    assert entry == ("module", "module:Config", "") and registry.Entry(*("a", "a:B")) == registry.Entry("a", "a:B")
 
 
 def test_resolve_imports_the_named_module_and_takes_its_declaration():

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from abc_tf import experiments
+from abc_tf.runs import experiments
 from abc_tf.runs.run_dir import embed, load_run, network_file, seed_run_dirs
 from tolerance_helpers import rounding_rtol
 

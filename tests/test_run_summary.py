@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from abc_tf import experiments
-from abc_tf import run_summary
+from abc_tf.runs import experiments
+from abc_tf.evaluation import run_summary
 from run_summary_helpers import NAMES, RECORD
 
 
@@ -40,7 +40,7 @@ def test_without_mutual_information_the_probe_decides():
 def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
     import keras
 
-    from abc_tf.experiments import get_preset
+    from abc_tf.runs.experiments import get_preset
     from folder_helpers import make_folder
 
     make_folder(str(tmp_path / "data"), {"a": 12, "b": 12, "c": 12})
@@ -61,8 +61,8 @@ def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
 def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
     import keras
 
-    from abc_tf.experiments import get_preset
-    from abc_tf.data import mnist
+    from abc_tf.runs.experiments import get_preset
+    from abc_tf.data.mnist import family as mnist
 
     rng = np.random.default_rng(0)
     labels = np.arange(200) % 10

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from abc_tf.data import sets
-from abc_tf.data.shapes3d import FACTOR_NAMES, FACTOR_SIZES, GRID
+from abc_tf.data.shapes3d.family import FACTOR_NAMES, FACTOR_SIZES, GRID
 
 WALL, OBJECT, FLOOR, SCALE, SHAPE, ORIENTATION = (FACTOR_NAMES.index(n) for n in (
     "wall_hue", "object_hue", "floor_hue", "scale", "shape", "orientation"))

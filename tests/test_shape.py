@@ -1,12 +1,15 @@
-"""The proof of the shape: a data family with its own task and labelled
-sample (tests/toy_family.py) and a method with two networks and two optimizers
-(tests/toy_method.py), neither known to the package, registered at test time as a user
-registers theirs, go through train.py (trained, killed, resumed) and evaluate.py (evaluated,
-compared with ABC) with no edit anywhere in the package."""
+"""The proof of the shape, as a plug-in: a throw-away distribution written into a temporary
+folder, with an ``entry_points.txt`` that names a data family (tests/toy_family.py: its own task
+and labelled sample) and a method with two networks and two optimizers (tests/toy_method.py),
+is put on the path, and its family and method are found by ``abc_tf.data`` and
+``abc_tf.methods`` as any installed distribution's would be. They go through train.py (trained,
+SIGKILLed, resumed) and evaluate.py (evaluated, compared with ABC) with no file of this
+repository changed."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -14,23 +17,28 @@ import sys
 import pytest
 from absl import logging
 
-import toy_family
 import train
-from abc_tf import data, methods
-from abc_tf.evaluation import tasks
+from abc_tf import data, methods, registry
 from abc_tf.runs import checkpoints
 from evaluate_helpers import evaluate_each
-from process_helpers import start_code, wait_for_marker
+from process_helpers import ENV, start_code, wait_for_marker
 
-REGISTER = (
-    "from abc_tf import data, methods; from abc_tf.evaluation import tasks; import toy_family; "
-    "data.DATA_FAMILIES['toy'] = ('toy_family', 'toy_family:ToyConfig'); methods.METHODS['two_network'] = ('toy_method:TWO_NETWORK', 'toy_method:TwoNetworkConfig'); "
-    "tasks.TASKS[toy_family.TASK_NAME] = toy_family.TASK; "
-)
-# train.py in a child, the toy parts registered; after its second checkpoint (step 20) it writes
-# the marker file ARGV[1] and waits to be killed (the isolation callback replaced by the hold).
-TRAIN_HELD_AFTER_SECOND_CHECKPOINT = REGISTER + (
-    "import sys, keras; from absl import app; from abc_tf import callbacks; from process_helpers import hold; "
+# The distribution: a package per plug-in (its __init__ the config class, its declaration module
+# beside it), here re-exporting the tests' toy declarations, and the metadata pip writes.
+DISTRIBUTION = {
+    "abc_plugin_toys/__init__.py": "",
+    "abc_plugin_toys/toy/__init__.py": "from toy_family import ToyConfig as CONFIG  # noqa: F401\n",
+    "abc_plugin_toys/toy/family.py": "from toy_family import FAMILY  # noqa: F401\n",
+    "abc_plugin_toys/two_network/__init__.py": "from toy_method import TwoNetworkConfig as CONFIG  # noqa: F401\nPRESETS = {}\n",
+    "abc_plugin_toys/two_network/model.py": "from toy_method import TWO_NETWORK as METHOD  # noqa: F401\n",
+    "abc_plugin_toys-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: abc-plugin-toys\nVersion: 0.1\n",
+    "abc_plugin_toys-0.1.dist-info/entry_points.txt": (
+        "[abc_tf.data]\ntoy = abc_plugin_toys.toy\n\n[abc_tf.methods]\ntwo_network = abc_plugin_toys.two_network\n"),
+}
+# train.py in a child; after its second checkpoint (step 20) it writes the marker file ARGV[1]
+# and waits to be killed (the isolation callback replaced by the hold).
+TRAIN_HELD_AFTER_SECOND_CHECKPOINT = (
+    "import sys, keras; from absl import app; from abc_tf.evaluation import callbacks; from process_helpers import hold; "
     "marker = sys.argv.pop(1); callbacks.evaluation_callbacks = lambda config, run_dir: "
     "[keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(marker))]; "
     "import train; sys.argv[0] = 'train.py'; app.run(train.main, flags_parser=train.parse_flags)"
@@ -40,11 +48,46 @@ FLAGS = ["--experiment=shapes3d", "--data=toy", "--model=s4", "--model.embedding
          "--trainer.eval_images=64"]
 
 
+def write_distribution(site) -> str:
+    for name, text in DISTRIBUTION.items():
+        path = site / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(site)
+
+
 @pytest.fixture
-def registered(monkeypatch):
-    monkeypatch.setitem(data.DATA_FAMILIES, "toy", ("toy_family", "toy_family:ToyConfig"))
-    monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))
-    monkeypatch.setitem(tasks.TASKS, toy_family.TASK_NAME, toy_family.TASK)
+def installed(monkeypatch, tmp_path) -> str:
+    """The distribution on this process's path, and the registries found again as a new process
+    finds them (``abc_tf.data`` and ``abc_tf.methods`` discover at import)."""
+    site = write_distribution(tmp_path / "site")
+    monkeypatch.syspath_prepend(site)
+    monkeypatch.setattr(data, "DATA_FAMILIES", registry.discover(
+        data.__name__, data.__path__, data.ENTRY_POINT_GROUP, "family:FAMILY", "data family"))
+    monkeypatch.setattr(methods, "METHODS", registry.discover(
+        methods.__name__, methods.__path__, methods.ENTRY_POINT_GROUP, "model:METHOD", "method"))
+    return site
+
+
+def test_the_distribution_s_family_and_method_are_found_by_their_entry_points(installed):
+    assert data.DATA_FAMILIES["toy"] == ("abc_plugin_toys.toy.family:FAMILY", "abc_plugin_toys.toy:CONFIG", "abc_plugin_toys.toy")
+    assert methods.get_method("two_network").name == "two_network" and data.get_family("toy").name == "toy"
+    assert {"abc", "pmp", "shapes3d", "mnist"} <= set(methods.METHODS) | set(data.DATA_FAMILIES)
+
+
+def test_an_entry_point_that_takes_a_built_in_name_or_names_an_attribute_is_refused(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    (site / "clash-0.1.dist-info").mkdir(parents=True)
+    (site / "clash-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: clash\nVersion: 0.1\n")
+    points = site / "clash-0.1.dist-info" / "entry_points.txt"
+    monkeypatch.syspath_prepend(str(site))
+    points.write_text("[abc_tf.methods]\nabc = their_package.abc\n")
+    with pytest.raises(ValueError, match=r"entry point 'abc' = 'their_package.abc' of the distribution clash is also the "
+                                         r"name of the method in abc_tf.methods.abc; rename the entry point"):
+        registry.discover(methods.__name__, methods.__path__, methods.ENTRY_POINT_GROUP, "model:METHOD", "method")
+    points.write_text("[abc_tf.methods]\ntheirs = their_package:METHOD\n")
+    with pytest.raises(ValueError, match="a method entry point names its package"):
+        registry.discover(methods.__name__, methods.__path__, methods.ENTRY_POINT_GROUP, "model:METHOD", "method")
 
 
 def run_train(monkeypatch, capsys, *flags: str) -> str:
@@ -60,11 +103,14 @@ def run_train(monkeypatch, capsys, *flags: str) -> str:
     return capsys.readouterr().out
 
 
-def test_a_new_family_and_method_train_resume_evaluate_and_compare_with_abc(registered, monkeypatch, capsys, tmp_path):
+def test_a_plug_in_family_and_method_train_resume_evaluate_and_compare_with_abc(installed, monkeypatch, capsys,
+                                                                              tmp_path):
     gan_like, abc = tmp_path / "two_network", tmp_path / "abc"
     two_network = [*FLAGS, "--method=two_network", f"--output_dir={gan_like}"]
     marker = tmp_path / "second_checkpoint"
-    process = start_code(TRAIN_HELD_AFTER_SECOND_CHECKPOINT, str(marker), *two_network, cwd=tmp_path,
+    # A fresh process finds the plug-ins through the distribution's entry points alone.
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([installed, ENV["PYTHONPATH"]])}
+    process = start_code(TRAIN_HELD_AFTER_SECOND_CHECKPOINT, str(marker), *two_network, cwd=tmp_path, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     wait_for_marker(process, marker)
     process.send_signal(signal.SIGKILL)

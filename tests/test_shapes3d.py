@@ -1,4 +1,4 @@
-"""Shapes3D family (abc_tf.data.shapes3d): the tf.data pipeline, bad input. The procedural
+"""Shapes3D family (abc_tf.data.shapes3d.family): the tf.data pipeline, bad input. The procedural
 renderer: tests/test_shapes3d_scenes.py; the h5 and tfds backends: tests/test_shapes3d_sources.py."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf.experiments import get_preset
+from abc_tf.runs.experiments import get_preset
 from abc_tf.data import sets
-from abc_tf.data import shapes3d as s3d
-from abc_tf.data.render import shapes3d_scenes as render
+from abc_tf.data.shapes3d import family as s3d
+from abc_tf.data.shapes3d import scenes as render
 
 SIZES = np.array(s3d.FACTOR_SIZES)
 

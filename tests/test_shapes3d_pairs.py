@@ -1,4 +1,4 @@
-"""Shapes3D pairs (abc_tf.data.shapes3d_pairs): exactly one factor differs in every pair, the
+"""Shapes3D pairs (abc_tf.data.shapes3d.pairs): exactly one factor differs in every pair, the
 changed factor is uniform and its new value differs, draws are a pure function of (seed, step),
 the three backends give the same pairs, and bad settings are clear errors."""
 
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import experiments
-from abc_tf.experiments import get_preset
+from abc_tf.runs import experiments
+from abc_tf.runs.experiments import get_preset
 from abc_tf.data import sets
-from abc_tf.data import shapes3d as s3d
-from abc_tf.data import shapes3d_pairs as pairs
-from abc_tf.data import shapes3d_sources as sources
+from abc_tf.data.shapes3d import family as s3d
+from abc_tf.data.shapes3d import pairs
+from abc_tf.data.shapes3d import sources
 from shapes3d_helpers import code_image, decode_image, write_h5
 
 GRID = sources.GRID

@@ -1,4 +1,4 @@
-"""The procedural Shapes3D renderer (abc_tf.data.render.shapes3d_scenes): deterministic scenes
+"""The procedural Shapes3D renderer (abc_tf.data.shapes3d.scenes): deterministic scenes
 that change along every factor, hues that map to their colours, bad factors refused. The family
 built on it: tests/test_shapes3d.py."""
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from matplotlib.colors import rgb_to_hsv
 
-from abc_tf.data import shapes3d as s3d
-from abc_tf.data.render import shapes3d_scenes as render
+from abc_tf.data.shapes3d import family as s3d
+from abc_tf.data.shapes3d import scenes as render
 
 SIZES = np.array(s3d.FACTOR_SIZES)
 

@@ -1,4 +1,4 @@
-"""Shapes3D backends (abc_tf.data.shapes3d_sources): the real 3dshapes.h5 layout written here,
+"""Shapes3D backends (abc_tf.data.shapes3d.sources): the real 3dshapes.h5 layout written here,
 tfds' mock data, and bad files."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import h5py
 import numpy as np
 import pytest
 
-from abc_tf.experiments import get_preset
+from abc_tf.runs.experiments import get_preset
 from abc_tf.data import sets, tfds_builders
-from abc_tf.data import shapes3d as s3d
-from abc_tf.data import shapes3d_sources as sources
+from abc_tf.data.shapes3d import family as s3d
+from abc_tf.data.shapes3d import sources
 from shapes3d_helpers import REAL_VALUES, decode_image, real_layout_labels, write_h5
 
 SIZES = np.array(sources.FACTOR_SIZES)

@@ -23,7 +23,8 @@ def test_every_registered_family_and_method_names_a_known_task():
     for name in data.DATA_FAMILIES:
         assert data.get_family(name).evaluation_task in tasks.TASKS, name
     for name in methods.METHODS:
-        assert methods.get_method(name).measures in ("", *tasks.MEASURES), name
+        measures = methods.get_method(name).measures
+        assert not measures or callable(tasks.measures_of(measures)), name
 
 
 def test_settings_refuse_an_unknown_preset_or_score():
@@ -35,10 +36,15 @@ def test_settings_refuse_an_unknown_preset_or_score():
         tasks.EvaluationSettings(isolation=IsolationSettings(num_images=3)).validate()
 
 
-def test_a_family_whose_task_is_not_registered_is_refused_naming_the_tasks(trained_toy_run, toy_family):
+def test_a_family_whose_task_is_not_registered_is_refused_naming_the_tasks(trained_toy_run, toy_family, monkeypatch):
     run = load_run(trained_toy_run.run_dir)
+    monkeypatch.setattr("toy_family.FAMILY", dataclasses.replace(FAMILY, evaluation_task="toy_positions"))
     with pytest.raises(ValueError, match=r"Data family 'toy' names the evaluation task 'toy_positions', which is not "
-                                         r"registered \(abc_tf.evaluation.tasks.TASKS: digit_style, factors, labels, pose\)"):
+                                         r"registered \(abc_tf.evaluation.tasks.TASKS: digit_style, factors, labels, pose, "
+                                         r"or a \"module:NAME\" of its own\)"):
+        tasks.evaluate_run(run, "unused", tasks.EvaluationSettings())
+    monkeypatch.setattr("toy_family.FAMILY", dataclasses.replace(FAMILY, evaluation_task="toy_family:FAMILY"))
+    with pytest.raises(TypeError, match="evaluation_task 'toy_family:FAMILY' is not an abc_tf.evaluation.tasks.Task"):
         tasks.evaluate_run(run, "unused", tasks.EvaluationSettings())
 
 
@@ -57,10 +63,10 @@ def test_a_task_and_measures_registered_at_test_time_run_and_write_metrics(train
         return {"headline": {"own": 1.0}}
 
     monkeypatch.setattr("toy_family.FAMILY", dataclasses.replace(FAMILY, evaluation_task="dimensions"))
+    monkeypatch.setattr("test_tasks.own_measure", own_measure, raising=False)  # Method.measures names it
     monkeypatch.setitem(tasks.TASKS, "dimensions", tasks.Task(count_dimensions))
-    monkeypatch.setitem(tasks.MEASURES, "own", own_measure)
     abc = methods.get_method("abc")
-    monkeypatch.setattr("abc_tf.methods.abc_model.ABC", dataclasses.replace(abc, measures="own"))
+    monkeypatch.setattr("abc_tf.methods.abc.model.METHOD", dataclasses.replace(abc, measures="test_tasks:own_measure"))
     settings = tasks.EvaluationSettings(isolation=IsolationSettings(sample_seed=7))
     run = load_run(trained_toy_run.run_dir)
     metrics = tasks.evaluate_run(run, str(tmp_path / "out"), settings)

@@ -7,7 +7,8 @@ import tempfile
 
 import pytest
 
-from abc_tf.data import mnist_formats, tfds_builders
+from abc_tf.data import tfds_builders
+from abc_tf.data.mnist import formats as mnist_formats
 
 
 @pytest.fixture

@@ -26,9 +26,10 @@ import tensorflow as tf
 from absl import logging
 
 import train
-from abc_tf import callbacks, run_summary
+from abc_tf.evaluation import callbacks
+from abc_tf.evaluation import run_summary
 from abc_tf import config as config_lib
-from abc_tf.experiments import get_preset
+from abc_tf.runs.experiments import get_preset
 from abc_tf.runs import checkpoints, run_lock, training, training_logs
 from evaluate_helpers import evaluate_each
 from process_helpers import assert_one_clear_error, modules_loaded_by, run_script, start_code, wait_for_marker
@@ -272,7 +273,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
 # and tests/preemption_helpers.HoldAtStep(ARGV[1], ARGV[2]) as the run's callback: the run waits
 # at that step for the stop request, so SIGTERM (or Ctrl-C) lands on it.
 TRAIN_TOY_HELD_AT_STEP = (
-    "import sys; from absl import app; from abc_tf import callbacks, data; data.DATA_FAMILIES['toy'] = ('toy_family', 'toy_family:ToyConfig'); "
+    "import sys; from absl import app; from abc_tf import data; from abc_tf.evaluation import callbacks; data.DATA_FAMILIES['toy'] = ('toy_family', 'toy_family:ToyConfig'); "
     "from preemption_helpers import HoldAtStep; step, marker = sys.argv.pop(1), sys.argv.pop(1); "
     "callbacks.evaluation_callbacks = lambda config, run_dir: [HoldAtStep(step, marker)]; "
     "import train; sys.argv[0] = 'train.py'; app.run(train.main, flags_parser=train.parse_flags)"

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf import experiments
+from abc_tf.runs import experiments
 from abc_tf import data, methods
-from abc_tf.experiments import get_preset
+from abc_tf.runs.experiments import get_preset
 from abc_tf.runs import checkpoints, precision, training
 from process_helpers import ENV, start_code, wait_for_marker
 from tolerance_helpers import rounding_rtol
@@ -51,7 +51,7 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy
     tolerance = rounding_rtol(3000)
     np.testing.assert_allclose(saved.embed(images)["embeddings"].numpy(), want, rtol=tolerance, atol=tolerance)
     as_uint8 = tf.cast(tf.round(images * 255.0), tf.uint8)
-    np.testing.assert_allclose(  # x / 255 in float32 or in float64: the same float32 (tests/test_abc_model.py)
+    np.testing.assert_allclose(  # x / 255 in float32 or in float64: the same float32 (tests/test_abc.py)
         saved.embed_uint8(as_uint8)["embeddings"].numpy(), result.encoder(as_uint8 / 255).numpy(), rtol=tolerance, atol=tolerance
     )
 
@@ -113,7 +113,8 @@ RESUMABLE_RUN = textwrap.dedent(
     """
     import sys
     import keras
-    from abc_tf import data, experiments
+    from abc_tf import data
+    from abc_tf.runs import experiments
     from abc_tf.runs import training
     from process_helpers import hold
     data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from abc_tf.methods import vitae
+from abc_tf.methods.vae import model as vitae
 from abc_tf.runs import training
 from models import spatial_transformer
 from benchmarks import loops, vitae_speed

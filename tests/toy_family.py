@@ -15,7 +15,7 @@ import tensorflow as tf
 from abc_tf import registry
 from abc_tf.config import DataConfig, EncoderConfig, ExperimentConfig, SetBatch, TrainerConfig
 from abc_tf.data.family import DataFamily
-from abc_tf.methods.abc_config import AbcConfig
+from abc_tf.methods.abc import AbcConfig
 from abc_tf.evaluation.tasks import digit_clusters
 from abc_tf.evaluation.estimators import plots
 from abc_tf.evaluation import tasks
@@ -108,9 +108,8 @@ def evaluate_positions(run, out_dir: str, settings) -> dict:
             "figures": ["pca.png"]}
 
 
-# The family's task, registered by the tests that evaluate it (tests/test_shape.py) as a user
-# registers theirs: ``tasks.TASKS[TASK_NAME] = TASK``.
-TASK_NAME = "toy_positions"
+# The family's own evaluation task, named by the family as ``"module:NAME"`` (tests/test_shape.py
+# evaluates it through evaluate.py), as a user's family names theirs.
 TASK = tasks.Task(evaluate_positions, labelled_sample)
 FAMILY = DataFamily(name="toy", image_shape=image_shape, make_dataset=make_dataset,
-                    evaluation_task=TASK_NAME)
+                    evaluation_task="toy_family:TASK")

@@ -3,7 +3,7 @@
 Images 16x16x3 uint8 are a smooth function of the camera rotation R: channel c at pixel (u, v)
 is 0.5 + 0.45 * (R[c, 0] u + R[c, 1] v + 0.5 R[c, 2]), so equal poses give equal images.
 Euler angles (radians, authors' convention): azimuth in [0, 2 pi), elevation in [-0.5, 0.5],
-tilt 0. Declares what abc_tf.data.pose_family declares, images of known pose included.
+tilt 0. Declares what abc_tf.data.pose.family declares, images of known pose included.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def render(euler: np.ndarray, rng: np.random.Generator | None = None) -> np.ndar
 
 
 def labelled_images(config, split: str, domain: str, num_images: int | None = None, seed: int = 0):
-    """(images uint8 [n, 16, 16, 3], rotations [n, 3, 3], euler [n, 3]), like abc_tf.data.pose_family."""
+    """(images uint8 [n, 16, 16, 3], rotations [n, 3, 3], euler [n, 3]), like abc_tf.data.pose.family."""
     rng = np.random.default_rng([seed, 0 if split == "train" else 1])
     count = num_images or (60 if domain == "synthetic" else 40)
     euler = random_euler(rng, count)
@@ -69,7 +69,7 @@ def image_shape(config) -> tuple[int, int, int]:
 
 # Registered under the name "pose" by the tests, in place of the real family, with the real
 # family's config class (its fields too): ``abc_tf.data.DATA_FAMILIES["pose"] = ENTRY``.
-ENTRY = registry.Entry("toy_pose_family", "abc_tf.data.pose_config:PoseConfig")
+ENTRY = registry.Entry("toy_pose_family", "abc_tf.data.pose:PoseConfig")
 FAMILY = DataFamily(
     name="pose", image_shape=image_shape, make_dataset=make_dataset,
     pose_views=labelled_images, evaluation_task="pose",

@@ -1,11 +1,15 @@
-"""Data families: the registry of :class:`abc_tf.data.family.DataFamily` declarations.
+"""Data families, one package each, found by convention: ``abc_tf/data/<name>/`` is the family
+``--data=<name>``, and a package that an installed distribution names under the entry point group
+``abc_tf.data`` (``<name> = their_package``) is one too.
 
-``DATA_FAMILIES`` maps a ``--data`` name to a :class:`abc_tf.registry.Entry`: the declaration,
-``"module"`` (whose ``FAMILY`` it is) or ``"module:NAME"`` (a module declaring several), and the
-family's config class (a :class:`abc_tf.config.DataConfig`, in a module without TensorFlow). Modules are imported on first use, the
-interface ``family.py`` included (its ``groups`` builds ``tf.data`` pipelines), so importing the
-package costs nothing and loads no TensorFlow (``train.py --help``); tests register their own
-small families here.
+A family's package holds ``CONFIG`` (its config class, a :class:`abc_tf.config.DataConfig`, in
+a module without TensorFlow); its ``family.py`` declares ``FAMILY`` (a
+:class:`abc_tf.data.family.DataFamily`, with the evaluation task that measures a representation
+on its labels) and loads with the first use, the interface ``family.py`` of this package
+included (its ``groups`` builds ``tf.data`` pipelines), so importing the package costs nothing
+and loads no TensorFlow (``train.py --help``). ``DATA_FAMILIES`` maps each name found to its
+:class:`abc_tf.registry.Entry`; tests add their own small families to it. docs/ARCHITECTURE.md,
+"Adding a data family", lists the files to write.
 """
 
 from __future__ import annotations
@@ -18,14 +22,9 @@ if TYPE_CHECKING:
     from abc_tf.config import ExperimentConfig
     from abc_tf.data.family import DataFamily
 
-DATA_FAMILIES: dict[str, registry.Entry] = {
-    "shapes3d": registry.Entry("abc_tf.data.shapes3d", "abc_tf.data.shapes3d_config:Shapes3DConfig"),
-    "mnist": registry.Entry("abc_tf.data.mnist", "abc_tf.data.mnist_config:MnistConfig"),
-    "yaleb": registry.Entry("abc_tf.data.faces_cars:YALEB", "abc_tf.data.folders_config:ImageFolderConfig"),
-    "epfl_cars": registry.Entry("abc_tf.data.faces_cars:EPFL_CARS", "abc_tf.data.folders_config:ImageFolderConfig"),
-    "folders": registry.Entry("abc_tf.data.folders", "abc_tf.data.folders_config:ImageFolderConfig"),
-    "pose": registry.Entry("abc_tf.data.pose_family", "abc_tf.data.pose_config:PoseConfig"),
-}
+ENTRY_POINT_GROUP = "abc_tf.data"
+DATA_FAMILIES: dict[str, registry.Entry] = registry.discover(__name__, __path__, ENTRY_POINT_GROUP, "family:FAMILY",
+                                                             "data family")
 
 
 def get_family(name: str) -> DataFamily:

@@ -149,8 +149,9 @@ class DataFamily:
         :data:`BATCH_FORMATS` other than "sets" that it streams.
       training_callbacks: ``config -> [keras.callbacks.Callback]`` that add to the training logs.
       evaluation_task: the task that evaluates a representation on the family's labels, a key
-        of ``abc_tf.evaluation.tasks.TASKS`` ("factors", "digit_style", "labels", "pose"; a
-        new family may register its own there); "" when it has none.
+        of ``abc_tf.evaluation.tasks.TASKS`` ("factors", "digit_style", "labels", "pose") or the
+        ``"module:NAME"`` of an ``abc_tf.evaluation.tasks.Task`` in the family's own package;
+        "" when it has none.
     Capabilities, ``None`` when not offered:
       known_factors: :class:`KnownFactors` (factor isolation, disentanglement scores).
       grouped_images: ``(config, labels_csv or None) -> GroupedImages``, every image with its

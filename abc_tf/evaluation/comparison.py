@@ -44,7 +44,7 @@ import numpy as np
 
 from abc_tf import data, json_files, methods
 from abc_tf.config import ExperimentConfig
-from abc_tf.experiments import read_config
+from abc_tf.runs.experiments import read_config
 from abc_tf.evaluation import progress, tasks
 from abc_tf.evaluation.estimators import disentanglement as dis, plots
 from abc_tf.evaluation.tasks import digit_clusters, encoder_disentanglement, factor_isolation, labelled_samples
@@ -173,7 +173,7 @@ def method_measures(run_dir: str, config: ExperimentConfig, out_dir: str, settin
                     log=print) -> dict[str, float]:
     """The headline measures of the run's method (its declared ``measures``): read from the
     run's metrics.json where ``evaluate.py --run_dir`` wrote them (``"method"`` -> ``"headline"``),
-    else measured now into ``out_dir`` (``tasks.MEASURES``); {} for a method without its own."""
+    else measured now into ``out_dir`` (``tasks.measures_of``); {} for a method without its own."""
     name = methods.get_method(config.method.name).measures
     if not name:
         return {}
@@ -183,8 +183,8 @@ def method_measures(run_dir: str, config: ExperimentConfig, out_dir: str, settin
             headline = json.load(handle).get("method", {}).get("headline")
         if headline is not None:
             return headline
-    log(f"  {run_dir}: its {name} measures are not in its metrics.json; measuring them now")
-    measured = tasks.MEASURES[name](load_run(run_dir), out_dir, tasks.EvaluationSettings(isolation=settings.isolation))
+    log(f"  {run_dir}: its own measures ({name.rpartition(':')[2]}) are not in its metrics.json; measuring them now")
+    measured = tasks.measures_of(name)(load_run(run_dir), out_dir, tasks.EvaluationSettings(isolation=settings.isolation))
     return measured.get("headline", {})
 
 

@@ -1,10 +1,15 @@
-"""Training methods: the registry of :class:`abc_tf.methods.base.Method` declarations.
+"""Training methods, one package each, found by convention: ``abc_tf/methods/<name>/`` is the
+method ``--method=<name>``, and a package that an installed distribution names under the entry
+point group ``abc_tf.methods`` (``<name> = their_package``) is one too, so a lab keeps its own
+method outside this repository.
 
-``METHODS`` maps a ``--method`` name to a :class:`abc_tf.registry.Entry`: the declaration
-(``"module:NAME"``) and the method's config class (a :class:`abc_tf.config.MethodConfig`, in a
-module without TensorFlow); modules are imported on first use.
-Tests and users register their own methods here. See ``abc_tf/methods/base.py`` for the
-interface and docs/ARCHITECTURE.md for how to add one.
+A method's package holds, without TensorFlow, ``CONFIG`` (its config class, a
+:class:`abc_tf.config.MethodConfig` declaring its batch format and capabilities), ``PRESETS``
+(the paper's settings, by experiment name) and ``SMOKE`` (the smallest run it trains, for the
+every-method checks); its ``model.py`` declares ``METHOD`` (a :class:`abc_tf.methods.base.Method`)
+and loads with the first use. ``METHODS`` maps each name found to its
+:class:`abc_tf.registry.Entry`; tests add their own entries to it. docs/ARCHITECTURE.md, "Adding a
+method", lists the files to write.
 """
 
 from __future__ import annotations
@@ -17,19 +22,8 @@ from abc_tf.config import ExperimentConfig
 if TYPE_CHECKING:  # base.py loads with the first method (Keras, TensorFlow): train.py --help needs none
     from abc_tf.methods.base import Method
 
-METHODS: dict[str, registry.Entry] = {
-    "abc": registry.Entry("abc_tf.methods.abc_model:ABC", "abc_tf.methods.abc_config:AbcConfig"),
-    "contrastive": registry.Entry("abc_tf.methods.abc_model:CONTRASTIVE", "abc_tf.methods.abc_config:ContrastiveConfig"),
-    "pmp": registry.Entry("abc_tf.methods.pmp:PMP", "abc_tf.methods.pmp_config:PmpConfig"),
-    "vae": registry.Entry("abc_tf.methods.vitae:VAE", "abc_tf.methods.vitae_config:VaeConfig"),
-    "u_vitae": registry.Entry("abc_tf.methods.vitae:U_VITAE", "abc_tf.methods.vitae_config:VaeConfig"),
-    "c_vitae": registry.Entry("abc_tf.methods.vitae:C_VITAE", "abc_tf.methods.vitae_config:VaeConfig"),
-    "elastic_infogan": registry.Entry("abc_tf.methods.elastic_infogan:ELASTIC_INFOGAN",
-                                      "abc_tf.methods.infogan_config:ElasticInfoGanConfig"),
-    "ml_vae": registry.Entry("abc_tf.methods.ml_vae:METHOD", "abc_tf.methods.ml_vae_config:MlVaeConfig"),
-    "cc_vae": registry.Entry("abc_tf.methods.cc_vae:METHOD", "abc_tf.methods.cc_vae_config:CcVaeConfig"),
-    "lord": registry.Entry("abc_tf.methods.lord:METHOD", "abc_tf.methods.lord_config:LordConfig"),
-}
+ENTRY_POINT_GROUP = "abc_tf.methods"
+METHODS: dict[str, registry.Entry] = registry.discover(__name__, __path__, ENTRY_POINT_GROUP, "model:METHOD", "method")
 
 
 def get_method(name: str) -> Method:

@@ -119,9 +119,9 @@ class Method:
     training_callbacks: ``(config, log_dir) -> [keras.callbacks.Callback]``, the method's own
       training logs (histograms, image grids) written under ``log_dir`` (the run's ``logs``
       folder); the trainer adds them next to its data family's callbacks.
-    measures: the measures that only the method's own networks allow (a VAE's likelihood), a key
-      of ``abc_tf.evaluation.tasks.MEASURES`` (a new method may register its own there); "" when
-      its data family's task says all.
+    measures: the measures that only the method's own networks allow (a VAE's likelihood): the
+      ``"module:function"`` of a ``(run, out_dir, settings) -> dict`` function (the evaluation
+      package's, or one in the method's own package); "" when its data family's task says all.
     accepts_two_view_sets: whether it trains on "sets" batches of two augmented views of
       unconstrained sets and no set B (``set_a``, ``set_a_view2``: a family's
       ``--batch.augmentation_baseline``); the trainer refuses the baseline for a method without it.

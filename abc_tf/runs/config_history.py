@@ -13,7 +13,7 @@ from typing import Sequence
 
 from abc_tf import json_files
 from abc_tf.config import ExperimentConfig
-from abc_tf.experiments import read_config
+from abc_tf.runs.experiments import read_config
 from abc_tf.runs import checkpoints, run_lock
 from abc_tf.runs.run_dir import CONFIG_FILE, check_writable
 

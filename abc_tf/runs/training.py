@@ -19,7 +19,7 @@ The trainer knows no family or method by name: it reads their declarations
   saved_model/       SavedModel with the ``embed`` signatures (abc_tf.runs.export); families
                      with images of known pose add ``lookup_pose`` (and ``regress_pose`` with a head)
   isolation_summary.json/.png  what the run isolated, per known factor (written by train.py,
-                     abc_tf.run_summary)
+                     abc_tf.evaluation.run_summary)
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
             f"--method={config.method.name} trains on {config.method.batch_format!r} batches; data family "
             f"{family.name!r} streams {', '.join(family.batch_formats)}."
         )
-    data.check_config(config)
+    family.check_config(config)
     method = methods.get_method(config.method.name)
     if method.needs_training_bank and family.training_bank is None:
         banked = [name for name in data.DATA_FAMILIES if data.get_family(name).training_bank is not None]
@@ -99,13 +99,17 @@ def build_model(config: ExperimentConfig, seed: int | None = None, policy: str |
     """The untrained, compiled model of ``config``'s method; the same seed gives the same
     initial weights (the seed is ``config.trainer.seed`` unless given). ``policy`` overrides the
     precision this host gets (benchmarks/gpu_readiness.py: a GPU's mixed_float16 on a CPU)."""
+    return _build(config, data.get_family(config.data.family), methods.get_method(config.method.name), seed, policy)
+
+
+def _build(config: ExperimentConfig, family: DataFamily, method: Method, seed: int | None = None,
+           policy: str | None = None) -> MethodModel:
     # The policy is global Keras state read when layers are created, so it is set here.
     keras.mixed_precision.set_global_policy(policy or precision_policy(config))
     keras.utils.set_random_seed(config.trainer.seed if seed is None else seed)
-    family = data.get_family(config.data.family)
     image_shape = tuple(family.image_shape(config))
     try:
-        return methods.get_method(config.method.name).build(config, image_shape)
+        return method.build(config, image_shape)
     except ValueError as error:
         if "output size would be zero or negative" not in str(error) or config.model is None:
             raise
@@ -114,12 +118,6 @@ def build_model(config: ExperimentConfig, seed: int | None = None, policy: str |
             f"--model={config.model.architecture} cannot take images of shape {image_shape}{size}: its convolutions "
             "shrink them to nothing; use larger images."
         ) from None
-
-
-def check_model(config: ExperimentConfig) -> None:
-    """The checks only building the model makes (an image too small for its convolutions,
-    pretrained weights that cannot be read): built once and dropped, before any data is read."""
-    build_model(config)
 
 
 def untrained_encoder(config: ExperimentConfig) -> keras.Model:
@@ -209,21 +207,30 @@ def make_family_dataset(family: DataFamily, config: ExperimentConfig, start_step
     return dataset.with_options(options)
 
 
-def train(
-    config: ExperimentConfig,
-    run_dir: str,
-    callbacks: Sequence[keras.callbacks.Callback] = (),
-    verbose: int = 2,
-    strategy: tf.distribute.Strategy | None = None,
-    allow_changes: Sequence[str] = (),
-) -> TrainResult:
-    """Trains ``config`` into ``run_dir``; resumes from its checkpoint when one is there.
+@dataclasses.dataclass(frozen=True)
+class PreparedRun:
+    """A run checked and its model built, before any data is read (:func:`prepare`)."""
+
+    config: ExperimentConfig
+    run_dir: str
+    family: DataFamily
+    method: Method
+    strategy: tf.distribute.Strategy
+    model: MethodModel
+    changes: dict
+    start_step: int
+
+
+def prepare(config: ExperimentConfig, run_dir: str, strategy: tf.distribute.Strategy | None = None,
+            allow_changes: Sequence[str] = (), verbose: int = 2) -> PreparedRun:
+    """Everything that can fail on user input before data is read, once: the config's values,
+    its family's and method's checks (each resolved here, once), the run directory against its
+    config, the replicas' share of the batch, and the model, built in the strategy's scope (an
+    image size too small for the convolutions, pretrained weights that cannot be read).
 
     ``strategy`` overrides ``config.trainer.strategy`` (e.g. a MirroredStrategy over chosen devices).
     ``allow_changes`` names the fields (of :data:`config_history.CHANGEABLE_FIELDS`) that may differ from the
     run directory's config; a raised ``steps`` extends a finished run without being named.
-    Everything that can fail on user input (config values, run directory, data files, set
-    sizes) is checked before the first step. ``verbose`` prints a line per log interval.
     """
     family, method = check_config(config)
     changes = config_history.check_run_dir(config, run_dir, allow_changes)
@@ -235,20 +242,38 @@ def train(
     elif config.trainer.mixed_precision and verbose:
         print(f"--trainer.mixed_precision: {chosen.policy} ({chosen.reason}).")
     saved = checkpoints.list_checkpoints(run_dir)
-    start_step = saved[-1][0] if saved else 0
-    # The model first: it fails fast (an image size too small, pretrained weights that cannot
-    # be fetched), while building the data can take a minute.
     with strategy.scope():
-        model = build_model(config)
-    dataset = make_family_dataset(family, config, start_step)
+        model = _build(config, family, method)
+    return PreparedRun(config, run_dir, family, method, strategy, model, changes, saved[-1][0] if saved else 0)
+
+
+def train(
+    config: ExperimentConfig,
+    run_dir: str,
+    callbacks: Sequence[keras.callbacks.Callback] = (),
+    verbose: int = 2,
+    strategy: tf.distribute.Strategy | None = None,
+    allow_changes: Sequence[str] = (),
+) -> TrainResult:
+    """Trains ``config`` into ``run_dir``; resumes from its checkpoint when one is there: the
+    checks and the model of :func:`prepare` (its arguments), then :func:`run`. ``verbose``
+    prints a line per log interval."""
+    return run(prepare(config, run_dir, strategy, allow_changes, verbose), callbacks, verbose)
+
+
+def run(prepared: PreparedRun, callbacks: Sequence[keras.callbacks.Callback] = (), verbose: int = 2) -> TrainResult:
+    """Trains the run :func:`prepare` checked: builds its data stream, then (locked: one writer
+    per run directory) writes its config, restores, fits and exports."""
+    config, strategy = prepared.config, prepared.strategy
+    dataset = make_family_dataset(prepared.family, config, prepared.start_step)
     # Only the chief of a multi-worker run writes run_dir (and locks it: one writer per run
     # directory); the other workers compute the same values and keep their logs and exports
     # apart. Written once the data and the model are known to work, so a bad flag leaves no
     # config.json to contradict its correction.
     chief = checkpoints.is_chief(strategy)
-    with run_lock.RunLock(run_dir) if chief else contextlib.nullcontext():
-        return _train_into(config, run_dir, family, method, model, dataset, strategy, chief, changes, start_step,
-                           callbacks, verbose)
+    with run_lock.RunLock(prepared.run_dir) if chief else contextlib.nullcontext():
+        return _train_into(config, prepared.run_dir, prepared.family, prepared.method, prepared.model, dataset, strategy,
+                           chief, prepared.changes, prepared.start_step, callbacks, verbose)
 
 
 def _constant_rate(optimizer: keras.optimizers.Optimizer):

@@ -290,7 +290,7 @@ def plot_factor_summary(rows: Sequence[dict], path: str | os.PathLike | None = N
     """Two panels per factor, MI (nats) and probe accuracy with chance levels; inactive factors
     shaded; a missing value (None) leaves its bar out. The end-of-run summary figure.
 
-    rows: one per factor, as abc_tf.run_summary writes them: "factor", "trained_as"
+    rows: one per factor, as abc_tf.evaluation.run_summary writes them: "factor", "trained_as"
     ("inactive" or not), "mutual_information_nats", "probe_accuracy", "chance".
     """
     names = [row["factor"] for row in rows]

@@ -1,12 +1,13 @@
 """Evaluation as declared tasks: what ``evaluate.py`` runs on a run directory.
 
 A data family names the task that evaluates a representation on its labels
-(``DataFamily.evaluation_task``, a key of :data:`TASKS`); a method with measures that only its
-own networks allow names them (``Method.measures``, a key of :data:`MEASURES`: a VAE's test
-likelihood, a GAN's code clusters). Both are ``(run, out_dir, settings) -> dict``: they read an
+(``DataFamily.evaluation_task``, a key of :data:`TASKS`, or the ``"module:NAME"`` of a
+:class:`Task` of its own); a method with measures that only its
+own networks allow names their function (``Method.measures``, ``"module:function"``: a VAE's test
+likelihood, a GAN's code clusters, here; a plug-in method's in its own package). Both are ``(run, out_dir, settings) -> dict``: they read an
 :class:`EvaluationSettings`, never flags, write their figures under ``out_dir`` and return what
-``metrics.json`` holds (the method's measures under its "method" entry). A new family or
-method uses a task here or registers its own in these dicts. :func:`evaluate_run` also writes
+``metrics.json`` holds (the method's measures under its "method" entry). A new family uses a
+task here or names its own. :func:`evaluate_run` also writes
 the measures and figures into the TensorBoard logs beside metrics.json
 (abc_tf.evaluation.evaluation_logs), and every file written is recorded
 (abc_tf.evaluation.progress.wrote) for evaluate.py's closing list.
@@ -18,7 +19,7 @@ import dataclasses
 import os
 from typing import Callable
 
-from abc_tf import data, json_files, methods
+from abc_tf import data, json_files, methods, registry
 from abc_tf.evaluation.tasks import (digit_clusters, encoder_disentanglement, factor_isolation, label_information, labelled_samples, likelihood, mnist_style, pose_accuracy, retrieval)
 from abc_tf.evaluation import evaluation_logs, learning_curves, progress
 from abc_tf.evaluation.estimators import plots, probes
@@ -203,32 +204,49 @@ TASKS: dict[str, Task] = {
     "labels": Task(evaluate_labels, labelled_samples.grouped_label_sample),
     "pose": Task(evaluate_pose, labelled_samples.pose_sample),
 }
-# Measures that only a method's own networks allow (Method.measures).
-MEASURES: dict[str, Evaluate] = {
-    "likelihood": likelihood_measures,
-    "digit_clusters": digit_cluster_measures,
-}
+
+
+def measures_of(reference: str) -> Evaluate:
+    """The method's own measures that ``Method.measures`` names (``"module:function"``, loaded
+    now: a method package names its function, this package's or its own)."""
+    function = registry.load(reference)
+    if not callable(function):
+        raise TypeError(f"Method.measures {reference!r} is not a function (run, out_dir, settings) -> dict.")
+    return function
+
+
+def declared_task(name: str) -> Task | None:
+    """The task a family's ``evaluation_task`` names: a key of :data:`TASKS`, or the
+    ``"module:NAME"`` of a :class:`Task` in the family's own package (loaded now); None for ""
+    or a key that is not there."""
+    if ":" not in name:
+        return TASKS.get(name)
+    task = registry.load(name)
+    if not isinstance(task, Task):
+        raise TypeError(f"evaluation_task {name!r} is not an abc_tf.evaluation.tasks.Task.")
+    return task
 
 
 def task_of(config) -> Task:
     """The task of ``config``'s data family; ValueError when the family declares none."""
     name = data.get_family(config.data.family).evaluation_task
-    if name not in TASKS:
+    task = declared_task(name)
+    if task is None:
         declared = f"names the evaluation task {name!r}, which is not registered" if name else "declares no evaluation task"
         raise ValueError(f"Data family {config.data.family!r} {declared} (abc_tf.evaluation.tasks.TASKS: "
-                         f"{', '.join(sorted(TASKS))}).")
-    return TASKS[name]
+                         f"{', '.join(sorted(TASKS))}, or a \"module:NAME\" of its own).")
+    return task
 
 
 def offers_labelled_sample(config) -> bool:
     """Whether ``config``'s family's task draws a labelled sample (without drawing it)."""
-    task = TASKS.get(data.get_family(config.data.family).evaluation_task)
+    task = declared_task(data.get_family(config.data.family).evaluation_task)
     return task is not None and task.labelled_sample is not None
 
 
 def labelled_sample(config, num_images: int, seed: int) -> labelled_samples.LabelledSample | None:
     """The labelled sample of ``config``'s family (its task's), or None where it has none."""
-    task = TASKS.get(data.get_family(config.data.family).evaluation_task)
+    task = declared_task(data.get_family(config.data.family).evaluation_task)
     return None if task is None or task.labelled_sample is None else task.labelled_sample(config, num_images, seed)
 
 
@@ -243,7 +261,7 @@ def evaluate_run(run: Run, out_dir: str, settings: EvaluationSettings, method_me
         metrics = task_of(run.config).evaluate(run, out_dir, settings)
         measures = methods.get_method(run.config.method.name).measures
         if method_measures and measures:
-            metrics["method"] = MEASURES[measures](run, out_dir, settings)
+            metrics["method"] = measures_of(measures)(run, out_dir, settings)
         json_files.write_json(os.path.join(out_dir, METRICS_FILE), metrics, sort_keys=True)
         progress.wrote(os.path.join(out_dir, METRICS_FILE))
     if tensorboard:

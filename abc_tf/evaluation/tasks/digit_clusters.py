@@ -41,7 +41,8 @@ from sklearn.metrics import normalized_mutual_info_score
 
 from abc_tf import json_files, optimizers
 from abc_tf.config import ExperimentConfig
-from abc_tf.data import mnist, mnist_imbalance
+from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import imbalance as mnist_imbalance
 from abc_tf.evaluation import progress
 from abc_tf.evaluation.estimators import plots
 from abc_tf.runs.run_dir import Run, embed

@@ -25,7 +25,7 @@ import numpy as np
 
 from abc_tf import data
 from abc_tf.config import ExperimentConfig
-from abc_tf.data.folders import GroupedImages
+from abc_tf.data.folders.family import GroupedImages
 from abc_tf.evaluation.estimators import mine, noise, probes
 from abc_tf.runs.run_dir import embed, load_run
 from abc_tf.runs.training import untrained_encoder

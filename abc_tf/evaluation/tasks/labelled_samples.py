@@ -1,6 +1,6 @@
 """One labelled sample per run, whatever its data family: images with discrete labels known for
-every one of them. The factor-isolation callback (abc_tf.callbacks), the end-of-run summary
-(abc_tf.run_summary) and ``evaluate.py --compare`` (abc_tf.evaluation.comparison) measure on
+every one of them. The factor-isolation callback (abc_tf.evaluation.callbacks), the end-of-run summary
+(abc_tf.evaluation.run_summary) and ``evaluate.py --compare`` (abc_tf.evaluation.comparison) measure on
 it; the family's task (abc_tf.evaluation.tasks) names how it is drawn:
 
 - known factors (Shapes3D's grid, MNIST's digit with its binned slant and thickness): the

@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from abc_tf import data
 from abc_tf.evaluation.progress import Progress
-from abc_tf.methods import vitae
+from abc_tf.methods.vae import model as vitae
 from abc_tf.runs.run_dir import Run, embed
 
 SAMPLES = 100
@@ -38,7 +38,7 @@ def has_perspective(variant: str, embedding_dim: int) -> bool:
 
 
 def networks_of(run: Run) -> dict:
-    """The networks :func:`abc_tf.methods.vitae.infer` needs, loaded from the run directory."""
+    """The networks :func:`abc_tf.methods.vae.model.infer` needs, loaded from the run directory."""
     names = ["appearance_posterior", "appearance_decoder"]
     if has_perspective(run.config.method.name, run.config.method.latent_dim):
         names += ["perspective_posterior", "affine_decoder"]

@@ -13,7 +13,7 @@
   the digit probe (``abc_tf.evaluation.estimators.probes``, noise at the length scale while training)
   says how much class information is left.
 - On the built-in procedural digits (``data.test_style``), ``regression.style_predictability``
-  also scores every style factor the renderer drew (``abc_tf.data.render.digits.STYLE_FACTORS``:
+  also scores every style factor the renderer drew (``abc_tf.data.mnist.digits.STYLE_FACTORS``:
   slant, thickness, scale, aspect, rotation, shift_x, shift_y) as ``true_style_r2``: the true
   factors, not pixel measures of them.
 - :func:`evaluate_mnist_run`: all of it for a run directory or encoder; writes PNGs and
@@ -35,7 +35,8 @@ from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
 from abc_tf import json_files
 from abc_tf.config import ExperimentConfig
-from abc_tf.data import digit_style, mnist
+from abc_tf.data.mnist import digit_style
+from abc_tf.data.mnist import family as mnist
 from abc_tf.evaluation import progress
 from abc_tf.evaluation.tasks import factor_isolation, retrieval
 from abc_tf.evaluation.estimators import noise, plots, probes, regression

@@ -1,0 +1,393 @@
+"""Pose isolation from synthetic to real (family ``pose``; SPEC.md sections 1, 3, 5, 6; S5, S8.3).
+
+A training batch holds ``pairs_per_step`` pairs of sets:
+
+- **set A**: ``set_size`` synthetic renders of ONE object instance (pose is the only active
+  factor; instance, texture and lighting are inactive);
+- **set B**: ``set_size`` synthetic renders drawn from all training instances and views
+  (unconstrained), of which a fraction is replaced by unlabelled real images. The fraction
+  follows the titration schedule :func:`abc_tf.schedules.real_fraction` of the training step:
+  none at first, then up to ``real_fraction`` in stairs every ``titration_interval`` steps.
+  Per pair, ``floor(f M + u)`` images (u ~ U[0, 1)) are real: the expected fraction is f
+  exactly, even when f M < 1.
+
+Every image is augmented twice (``double_augmentation``, views ``*_view2``) by
+:func:`abc_tf.data.augment.pose_augment`: bounding-box translation (``crop_amplitude``), background
+painting of renders with random crops of the background images, hue (real images only),
+brightness, an added Sobel copy, normal and salt-and-pepper noise (``augmentation_amplitude``).
+
+Backgrounds have their own source, separate from the real images of set B: the paper paints
+renders with crops of ImageNet-A (supplement S5), images without the category's objects, so a
+render never gets a second car behind it. ``background_data_path`` names a folder of such
+images; by default the built-in procedural clutter scenes
+(:func:`abc_tf.data.pose.procedural.backgrounds`, no objects) are used, for every
+data source.
+
+Batch keys: ``set_a``, ``set_b`` (and ``*_view2``) uint8 [P, N or M, S, S, 3];
+``labels_a`` float32 [P, N, 3]: Euler angles (azimuth, elevation, tilt; radians, the
+convention of :mod:`abc_tf.geometry`) of set A's images, for a regression head;
+``real_b`` bool [P, M]: which images of set B are real; ``index_a`` int64 [P, N]: the row of
+each image of set A in the training renders, ``group_a`` int64 [P]: each set A's instance
+(methods that learn a code per training image or group: LORD). Batch t depends only on
+(seed, step) (sets drawn by :mod:`abc_tf.data.groups`): reproducible, and a resumed run
+(``start_step``) continues the titration schedule where it stopped.
+
+Data sources (``data_source``):
+
+- ``procedural`` (default; no files): :mod:`abc_tf.data.pose.procedural` renders car-like or
+  chair-like instances (``pose_category``).
+- ``keypointnet``: ``data_path`` holds KeypointNet tfrecords (:mod:`abc_tf.data.pose.keypointnet`);
+  views above the maximum elevation (0.5 rad cars, 1.3 rad chairs, or ``max_elevation``) are
+  dropped. ``real_data_path`` is a folder of unlabelled real images (e.g. CompCars crops),
+  read recursively and resized; ``pose_test_list`` a Pascal3D+-style list for evaluation
+  (:mod:`abc_tf.data.pose.pascal3d`).
+
+Memory: the training renders stay in RAM as uint8 RGBA, N x S x S x 4 bytes, plus the real
+images and the backgrounds (sizes of the built-in ones in :mod:`abc_tf.data.pose.procedural`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from abc_tf import schedules
+from abc_tf.config import ExperimentConfig
+from abc_tf.data import augment
+from abc_tf.data.pose import procedural as pose_procedural
+from abc_tf.data.family import DataFamily
+from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream, sample_distinct, step_draws
+from abc_tf.data.folders.image_files import load_image_folder
+from abc_tf.data.pose.keypointnet import SPLITS, keypointnet_files, read_keypointnet
+from abc_tf.data.pose.pascal3d import read_pose_list
+from abc_tf.data.pose.objects import CATEGORIES, DEFAULT_MAX_ELEVATION
+from abc_tf.geometry import euler_to_matrix
+
+SOURCES = ("procedural", "keypointnet")
+DOMAINS = ("synthetic", "real")
+
+
+@dataclasses.dataclass
+class PoseBanks:
+    """The images training draws from.
+
+    synthetic: uint8 [Ns, S, S, 4] renders, RGB premultiplied by alpha (black outside the
+      object), rows of one instance contiguous; euler: float32 [Ns, 3] radians;
+      instances: int32 [Ns] instance of each row (sorted); instance_names: one per instance;
+      real: uint8 [Nr, S, S, 3] unlabelled real images (Nr may be 0);
+      backgrounds: uint8 [Nk, S, S, 3] images painted behind the renders (Nk = 0: none).
+    """
+
+    synthetic: np.ndarray
+    euler: np.ndarray
+    instances: np.ndarray
+    instance_names: list[str]
+    real: np.ndarray
+    backgrounds: np.ndarray
+
+    def group_index(self) -> GroupIndex:
+        """The renders grouped by instance (ValueError unless sorted by instance)."""
+        return GroupIndex.from_groups(self.instances, len(self.instance_names), self.instance_names)
+
+
+# ----------------------------------------------------------------------------- config
+
+
+def max_elevation(config: ExperimentConfig) -> float:
+    """The elevation filter in radians: ``max_elevation``, or the category's (0.5 car, 1.3 chair)."""
+    if config.data.max_elevation > 0:
+        return float(config.data.max_elevation)
+    return DEFAULT_MAX_ELEVATION[config.data.pose_category]
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """Raises ValueError naming the flag when a pose setting cannot work."""
+    if config.data.pose_category not in CATEGORIES:
+        raise ValueError(f"--data.pose_category must be one of {', '.join(CATEGORIES)}, got {config.data.pose_category!r}.")
+    if config.data.source not in SOURCES:
+        raise ValueError(f"--data.source for data=pose must be one of {', '.join(SOURCES)}, got {config.data.source!r}.")
+    if not 0.0 <= config.data.max_elevation <= np.pi / 2:
+        raise ValueError(f"--data.max_elevation must lie in [0, pi/2] radians (0: category default), got {config.data.max_elevation}.")
+    if not 0.0 <= config.data.real_fraction <= 1.0:
+        raise ValueError(f"--data.real_fraction must lie in [0, 1], got {config.data.real_fraction}.")
+    if config.data.titration_interval < 0:
+        raise ValueError(f"--data.titration_interval must be >= 0 (0: no titration), got {config.data.titration_interval}.")
+    if config.data.real_fraction > 0 and config.data.titration_interval >= config.trainer.steps:
+        raise ValueError(
+            f"--data.titration_interval={config.data.titration_interval} is not below --trainer.steps={config.trainer.steps}: real images "
+            "would never enter set B. Lower --data.titration_interval, or set --data.real_fraction=0."
+        )
+    if not 0.0 <= config.data.crop_amplitude < 1.0:
+        raise ValueError(f"--data.crop_amplitude must lie in [0, 1), got {config.data.crop_amplitude}.")
+    if not 0.0 <= config.data.augmentation_amplitude <= 5.0:
+        raise ValueError(f"--data.augmentation_amplitude must lie in [0, 5], got {config.data.augmentation_amplitude}.")
+    if config.data.augmentations:
+        raise ValueError(
+            "--data.augmentations is not used by data=pose; its augmentations (supplement S5) are set by "
+            "--data.crop_amplitude and --augmentation_amplitude."
+        )
+    if config.data.background_data_path and not config.data.paint_backgrounds:
+        raise ValueError("--data.background_data_path names backgrounds, but --data.paint_backgrounds=false paints none.")
+    if config.data.image_channels != 3:
+        raise ValueError(f"data=pose works on RGB images: --data.image_channels must be 3, got {config.data.image_channels}.")
+    if config.data.image_size < 16:
+        raise ValueError(f"--data.image_size must be at least 16 for pose images, got {config.data.image_size}.")
+    if config.data.source == "keypointnet" and not config.data.path:
+        raise ValueError("--data.source=keypointnet needs --data.path: a folder of KeypointNet .tfrecord files.")
+    if config.data.source == "keypointnet" and config.data.real_fraction > 0 and not config.data.real_data_path:
+        raise ValueError(
+            "--data.real_fraction > 0 needs unlabelled real images: give --data.real_data_path (a folder of images), "
+            "or set --data.real_fraction=0."
+        )
+
+
+def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
+    """(image_size, image_size, 3)."""
+    return (config.data.image_size, config.data.image_size, 3)
+
+
+# ----------------------------------------------------------------------------- images
+
+
+def load_backgrounds(config: ExperimentConfig) -> np.ndarray:
+    """The images painted behind the renders: ``background_data_path`` or the built-in ones;
+    none with ``paint_backgrounds=False``."""
+    if not config.data.paint_backgrounds:
+        size = config.data.image_size
+        return np.zeros((0, size, size, 3), np.uint8)
+    if config.data.background_data_path:
+        return load_image_folder(config.data.background_data_path, config.data.image_size, 3, "--data.background_data_path")
+    return pose_procedural.backgrounds(config.data.image_size)
+
+
+def load_banks(config: ExperimentConfig) -> PoseBanks:
+    """The training renders, unlabelled real images and backgrounds of ``config``."""
+    check_config(config)
+    size, elev = config.data.image_size, max_elevation(config)
+    if config.data.source == "procedural":
+        synthetic, euler, instances, names, real = pose_procedural.training_images(config.data.pose_category, size, elev)
+    else:
+        synthetic, euler, instances, names = read_keypointnet(keypointnet_files(config.data.path, "train"), size, elev)
+        real = np.zeros((0, size, size, 3), np.uint8)
+        if config.data.real_data_path:
+            real = load_image_folder(config.data.real_data_path, size, 3, "--data.real_data_path")
+    return PoseBanks(synthetic, euler, instances, names, real, load_backgrounds(config))
+
+
+def labelled_images(
+    config: ExperimentConfig, split: str, domain: str, num_images: int | None = None, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Images with known pose, for evaluation (never for ABC training).
+
+    split: "train" = instances used in training (the lookup dictionary: their poses never enter
+      ABC training) or "test" = held-out instances. domain: "synthetic" = clean renders on
+      black, or "real" = the real domain (procedural: other materials, lighting, clutter,
+      noise, blur; files: the Pascal3D+-style ``--data.pose_test_list``, split "test" only).
+    num_images: how many (None: all the files hold, or 1800 train / 500 test procedural);
+      fewer files than asked gives all of them; a random subset (``seed``) otherwise.
+    Returns (uint8 [n, S, S, 3], rotations float64 [n, 3, 3], Euler angles float64 [n, 3] in
+    radians). Procedural images are rendered deterministically from ``seed``.
+    """
+    check_config(config)
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}.")
+    if domain not in DOMAINS:
+        raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}.")
+    if num_images is not None and num_images <= 0:
+        raise ValueError(f"num_images must be positive, got {num_images}.")
+    size, elev = config.data.image_size, max_elevation(config)
+    if config.data.source == "procedural":
+        return _procedural_views(config.data.pose_category, split, domain, num_images, size, elev, int(seed),
+                                 pose_procedural.PROCEDURAL)
+    rng = _views_rng(seed, split, domain)
+    if domain == "real":
+        if split != "test":
+            raise ValueError("The real images of --data.real_data_path carry no pose; labelled real images come from --data.pose_test_list (split 'test').")
+        if not config.data.pose_test_list:
+            raise ValueError("Labelled real images need --data.pose_test_list (a Pascal3D+-style list).")
+        images, rotations, euler = read_pose_list(config.data.pose_test_list, config.data.pose_test_images or None, size)
+    else:
+        rgba, euler, _, _ = read_keypointnet(keypointnet_files(config.data.path, split), size, elev)
+        images = rgba[..., :3]
+        euler = euler.astype(np.float64)
+        rotations = euler_to_matrix(euler)
+    if num_images is not None and num_images < len(images):
+        chosen = np.sort(GroupIndex.whole(len(images)).draw_from_all(rng, 1, num_images)[0])
+        images, rotations, euler = images[chosen], rotations[chosen], euler[chosen]
+    return images, rotations, euler
+
+
+def _views_rng(seed: int, split: str, domain: str) -> np.random.Generator:
+    return np.random.default_rng([int(seed), SPLITS.index(split), DOMAINS.index(domain), 0x1AB])
+
+
+@functools.lru_cache(maxsize=4)
+def _procedural_views(category: str, split: str, domain: str, num_images: int | None, size: int, elev: float, seed: int,
+                      sizes: pose_procedural.ProceduralSizes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The procedural views of :func:`labelled_images`, kept for the next call with the same
+    arguments (evaluating several runs or checkpoints renders a dictionary pool once; 7200
+    renders at 64 px take about a minute here). Read-only: callers share the arrays."""
+    del sizes  # a key only: tests shrink pose_procedural.PROCEDURAL
+    views = pose_procedural.labelled_images(category, split, domain, num_images, size, elev, _views_rng(seed, split, domain))
+    for array in views:
+        array.setflags(write=False)
+    return views
+
+
+# ----------------------------------------------------------------------------- batches
+
+
+def index_draws(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callable[[int], list[np.ndarray]]:
+    """Returns ``draw_chunk(chunk)``: the rows the steps of a chunk draw
+    (:func:`abc_tf.data.groups.draw_stream`), arrays in the order of ``INDEX_KEYS``, each with a
+    leading axis of ``CHUNK_STEPS`` steps: ``index_a`` int64 [P, N] (one instance per row,
+    distinct views unless ``sample_with_replacement``), ``index_b`` int64 [P, M] distinct
+    synthetic rows of all instances, ``index_real`` int64 [P, M] real rows, ``real_b`` bool
+    [P, M] (the first ``floor(f M + u)`` slots of each set B are real), ``fraction`` float32
+    (the schedule's value at the step). Raises ValueError naming the flag when no instance can
+    give a set."""
+    pairs, set_size = config.batch.pairs_per_step, config.batch.set_size
+    replace = config.data.sample_with_replacement
+    index = banks.group_index()
+    eligible = index.eligible(set_size, replace=replace, what="views", replace_flag="sample_with_replacement")
+    if index.num_items < set_size:
+        raise ValueError(f"--batch.set_size={set_size} exceeds the {index.num_items} renders (unconstrained set B).")
+    num_real = len(banks.real)
+    if config.data.real_fraction > 0 and num_real == 0:
+        raise ValueError("--data.real_fraction > 0 but there are no real images (--data.real_data_path).")
+    shape = (CHUNK_STEPS, pairs, set_size)
+
+    def draw_chunk(chunk: int) -> list[np.ndarray]:
+        rng = chunk_rng(seed, chunk)
+        rows = CHUNK_STEPS * pairs
+        index_a = index.draw_within(rng, index.draw_groups(rng, rows, among=eligible), set_size, replace)
+        index_b = index.draw_from_all(rng, rows, set_size)
+        steps = range(chunk * CHUNK_STEPS, (chunk + 1) * CHUNK_STEPS)
+        fraction = np.array([schedules.real_fraction(step, config.data.real_fraction, config.data.titration_interval, config.trainer.steps)
+                             for step in steps], np.float32)
+        real_count = np.floor(fraction[:, np.newaxis] * set_size + rng.random((CHUNK_STEPS, pairs)))
+        real_b = np.arange(set_size) < real_count[..., np.newaxis]
+        index_real = sample_distinct(rng, np.full(rows, max(num_real, 1)), set_size, replace=True)
+        return [index_a.reshape(shape), index_b.reshape(shape), index_real.reshape(shape), real_b, fraction]
+
+    return draw_chunk
+
+
+def step_indices(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callable[[int], dict[str, np.ndarray]]:
+    """``f(step) -> {key of INDEX_KEYS: array}``: the rows step ``step`` of :func:`dataset_from_banks`
+    draws (tests and diagnostics; a pure function of (seed, step))."""
+    draw_chunk = index_draws(banks, config, seed)
+    return lambda step: dict(zip(INDEX_KEYS, step_draws(draw_chunk, step)))
+
+
+INDEX_KEYS = ("index_a", "index_b", "index_real", "real_b", "fraction")
+
+
+def _to_uint8(images: tf.Tensor) -> tf.Tensor:
+    return tf.cast(tf.clip_by_value(tf.round(images * 255.0), 0.0, 255.0), tf.uint8)
+
+
+def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
+    """Endless pose batches (see the module docstring); the first batch is step ``start_step``."""
+    banks = load_banks(config)
+    return dataset_from_banks(banks, config, seed, start_step)
+
+
+def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
+    """The batches of :func:`make_dataset` drawn from given banks (tests pass small ones)."""
+    if start_step < 0:
+        raise ValueError(f"start_step must be >= 0, got {start_step}.")
+    draw_chunk = index_draws(banks, config, seed)
+    pairs, set_size = config.batch.pairs_per_step, config.batch.set_size
+    draws = draw_stream(draw_chunk, [tf.int64] * 3 + [tf.bool, tf.float32], [(pairs, set_size)] * 4 + [()], start_step)
+
+    # Variables, not constants: a captured constant is serialised into the dataset graph (2 GB limit).
+    synthetic = tf.Variable(banks.synthetic, trainable=False, name="pose_renders")
+    euler = tf.constant(banks.euler, tf.float32)
+    instances = tf.constant(banks.instances, tf.int64)
+    has_real = len(banks.real) > 0
+    real = tf.Variable(banks.real if has_real else np.zeros((1,) + banks.synthetic.shape[1:3] + (3,), np.uint8),
+                       trainable=False, name="pose_real_images")
+    # Backgrounds come from their own pool, never from the real images of set B (module docstring).
+    backgrounds = None
+    if len(banks.backgrounds):
+        backgrounds = tf.Variable(banks.backgrounds, trainable=False, name="pose_backgrounds")
+    crop, colour = float(config.data.crop_amplitude), float(config.data.augmentation_amplitude)
+    views = 2 if config.batch.double_augmentation else 1
+    aug_seed = tf.constant([seed, 0xA06], tf.int64)
+
+    # Plain graph code (no Python control flow on tensors): skipping AutoGraph's conversion
+    # of the augmentation functions saves seconds of tracing.
+    @tf.autograph.experimental.do_not_convert
+    def make_batch(step: tf.Tensor, rows: tuple[tf.Tensor, ...]) -> dict[str, tf.Tensor]:
+        chosen = dict(zip(INDEX_KEYS, rows))
+        rgba_a = tf.gather(synthetic, chosen["index_a"])
+        rgba_b = tf.gather(synthetic, chosen["index_b"])
+        photos = tf.gather(real, chosen["index_real"])
+        photos = tf.concat([photos, tf.fill(tf.concat([tf.shape(photos)[:-1], [1]], 0), tf.constant(255, tf.uint8))], -1)
+        real_b = chosen["real_b"]
+        rgba_b = tf.where(real_b[..., tf.newaxis, tf.newaxis, tf.newaxis], photos, rgba_b)
+        seeds = tf.random.experimental.stateless_split(tf.random.experimental.stateless_fold_in(aug_seed, step), num=4)
+        # index_a / group_a: each image's row in the banks and each set's instance (training_bank).
+        batch = {"labels_a": tf.gather(euler, chosen["index_a"]), "real_b": real_b, "index_a": chosen["index_a"],
+                 "group_a": tf.gather(instances, chosen["index_a"][:, 0])}
+        for key, rgba, is_real, offset in (("set_a", rgba_a, tf.zeros_like(real_b), 0), ("set_b", rgba_b, real_b, 2)):
+            images = tf.cast(rgba, tf.float32) / 255.0
+            for view in range(views):
+                out = augment.pose_augment(images, is_real, backgrounds, crop, colour, seeds[offset + view])
+                batch[key if view == 0 else key + "_view2"] = _to_uint8(out)
+        return batch
+
+    return draws.map(make_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(2)
+
+
+# ----------------------------------------------------------------------------- training hooks
+
+
+class TitrationLogger(keras.callbacks.Callback):
+    """Adds ``real_fraction`` to the epoch logs: the titration schedule of the pose data
+    (:func:`abc_tf.schedules.real_fraction`) at the last trained step, so a TensorBoard
+    callback placed AFTER this one plots it next to the loss. The value is computed from the
+    optimizer's step, the same formula the data pipeline uses, so it stays right after resume.
+    """
+
+    def __init__(self, target: float, interval: int, total_steps: int):
+        super().__init__()
+        self.target, self.interval, self.total_steps = float(target), int(interval), int(total_steps)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        step = max(0, int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1)
+        logs["real_fraction"] = schedules.real_fraction(step, self.target, self.interval, self.total_steps)
+
+
+def training_bank(config: ExperimentConfig) -> tuple[int, int]:
+    """(renders, instances) of the training banks, which ``index_a`` and ``group_a`` index."""
+    banks = load_banks(config)
+    return len(banks.synthetic), len(banks.instance_names)
+
+
+def training_callbacks(config: ExperimentConfig) -> list[keras.callbacks.Callback]:
+    """Callbacks training adds before its TensorBoard callback: the titration logger
+    (``real_fraction`` in TensorBoard)."""
+    return [TitrationLogger(config.data.real_fraction, config.data.titration_interval, config.trainer.steps)]
+
+
+FAMILY = DataFamily(
+    name="pose",
+    set_shares="the object instance",
+    evaluation_task="pose",
+    # augmentations: pose refuses it with its own message (check_config).
+    image_shape=image_shape,
+    make_dataset=make_dataset,
+    check_config=check_config,
+    training_callbacks=training_callbacks,
+    pose_views=labelled_images,
+    training_bank=training_bank,
+)

@@ -1,0 +1,121 @@
+"""The config of LORD (``--method=lord``; Gabbay and Hoshen, "Demystifying Inter-Class
+Disentanglement", ICLR 2020; PEERS.md section 5) and its presets.
+
+The LORD paper is not in our papers folder, so its text is not a source here; the facts come from
+the authors' TensorFlow/Keras code, github.com/avivga/lord at its newest commit (d817d59), cited
+by file and line ("config.py" and "network.py" = its config.py and model/network.py):
+
+- codes: content_dim 128, class_dim 256 (config.py L2-3); content noise std 1 (L5), the content
+  codes' activation penalty 0.001 (L6);
+- generator: 4 AdaIN layers of 256 channels (config.py L8-9), built in network.py L239-275;
+- stage 1 (latent optimisation): batches of 64, 1000 epochs (config.py L17-20); Adam with betas
+  (0.5, 0.999) (network.py L115), Keras' epsilon 1e-7; the learning rate on a cosine from 3e-4 to
+  1e-5 over the epochs (L125, L421-438); a learning-rate multiplier of 10 for the two embedding
+  tables (L114-120: keras-lr-multiplier's ``LRMultiplier`` with the prefixes "content-embedding"
+  and "class-embedding", the names of the two embedding models, L200, L216; whether those
+  prefixes matched the names of the variables built inside them we could not check here. The
+  authors' PyTorch port says the same 10x: generator 3e-4, latent codes 3e-3, lord-pytorch
+  config.py L19-23);
+- stage 2 (amortisation): batches of 64, 200 epochs (config.py L22-25); a fresh Adam at 1e-4,
+  betas (0.5, 0.999) (network.py L150-151); loss = perceptual + 1e4 x MSE(content) + 1e4 x
+  MSE(class) (L149-154);
+- the perceptual loss: VGG16 features (ImageNet weights, network.py L277-298) at the layers
+  [2, 5, 8, 13, 18] of Keras' VGG16 without its top (config.py L11-15), weights 1 each.
+
+What neither settles [ours]:
+
+- Steps: epochs counted in our training images, as the other presets: the procedural pose bank
+  holds 100 instances x 40 views = 4,000 renders (``pose_procedural.PROCEDURAL``; the ABC authors
+  used 200 instances per category, ABC supplement L219, the LORD authors 183 Cars3D cars), 62.5
+  steps of 64 an epoch: 1000 epochs = 62,500 steps of stage 1, 200 epochs = 12,500 of stage 2.
+- The authors stop either stage early on a plateau (network.py L126, L157) and halve stage 2's
+  rate on one (L156); our runs have fixed steps: stage 2 trains at 1e-4 throughout. Stage 1's
+  cosine is evaluated per step instead of per epoch.
+- The default reconstruction is a pixel loss (no VGG weights can be fetched here; module
+  docstring of ``abc_tf/methods/lord/model.py``).
+- ``base_channels`` (64, the authors' widths) and the dimensions of the quick preset.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import ClassVar
+
+from abc_tf.config import ExperimentConfig, MethodConfig, SetBatch, TrainerConfig, field
+from abc_tf.data.pose import PoseConfig
+
+RECONSTRUCTIONS = ("pixel", "perceptual")
+
+
+@dataclasses.dataclass(frozen=True)
+class LordConfig(MethodConfig):
+    batch_format: ClassVar[str] = "sets"
+    trains_encoder: ClassVar[bool] = False  # the authors' networks (abc_tf/methods/lord/networks.py)
+    content_dim: int = field(128, "Size of the per-image content code (the authors: 128).")
+    class_dim: int = field(256, "Size of the per-group class code (the authors: 256).")
+    content_std: float = field(1.0, "Std of the Gaussian noise added to the content codes in stage 1 (the authors: 1).")
+    content_decay: float = field(1e-3, "Weight of the content codes' activation penalty, decay x the sum of ||c||^2 over the step's images (the authors' Keras l2 activity regulariser: 0.001).")
+    n_adain_layers: int = field(4, "Upsampling AdaIN layers of the generator; the image size must be a multiple of 2^n (the authors: 4).")
+    adain_dim: int = field(256, "Channels of the generator's AdaIN layers (the authors: 256; at least 8).")
+    base_channels: int = field(64, "Width of the encoders (b, 2b, 4b, 4b, 4b channels, 4b units) and of the generator's last hidden convolution (b) (the authors: 64).")
+    stage1_steps: int = field(1600, "Steps of stage 1 (latent optimisation); the rest of --trainer.steps is stage 2 (the encoders).")
+    min_learning_rate: float = field(1e-5, "Stage 1's cosine schedule goes from --trainer.learning_rate to this at --method.stage1_steps (the authors: 3e-4 to 1e-5).")
+    latent_lr_multiplier: float = field(10.0, "Stage 1's learning rate of the code tables relative to the generator's (the authors: 10).")
+    encoder_learning_rate: float = field(1e-4, "Stage 2's learning rate, constant (the authors: 1e-4).")
+    code_weight: float = field(1e4, "Stage 2's weight of each code's mean squared error against the optimised codes (the authors: 1e4).")
+    reconstruction: str = field("pixel", "Reconstruction loss: 'pixel' (mean absolute error on the 0-255 scale) [ours], or 'perceptual' (the authors' VGG16 loss; needs --method.vgg_weights).")
+    vgg_weights: str = field("", "A local Keras VGG16 no-top weights file (vgg16_weights_tf_dim_ordering_tf_kernels_notop.h5) for --method.reconstruction=perceptual.", path=True)
+
+    def validate(self) -> None:
+        super().validate()
+        self.check_positive("content_dim", "class_dim", "n_adain_layers", "base_channels", "stage1_steps",
+                            "min_learning_rate", "latent_lr_multiplier", "encoder_learning_rate")
+        if self.adain_dim < 8:
+            raise ValueError(f"--method.adain_dim must be at least 8 (the generator's first layer has adain_dim / 8 channels), got {self.adain_dim}.")
+        for name in ("content_std", "content_decay", "code_weight"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"--method.{name} must be a finite number >= 0, got {value}.")
+        if self.reconstruction not in RECONSTRUCTIONS:
+            raise ValueError(f"--method.reconstruction={self.reconstruction!r}; choose one of {', '.join(RECONSTRUCTIONS)}.")
+
+
+AUTHORS_BATCH = 64  # config.py L18, L23
+AUTHORS_EPOCHS = (1000, 200)  # config.py L19, L24: stage 1, stage 2
+TRAINING_IMAGES = 100 * 40  # the procedural pose bank: pose_procedural.PROCEDURAL (100 instances x 40 views)
+STAGE1_STEPS = round(AUTHORS_EPOCHS[0] * TRAINING_IMAGES / AUTHORS_BATCH)  # 62,500
+STAGE2_STEPS = round(AUTHORS_EPOCHS[1] * TRAINING_IMAGES / AUTHORS_BATCH)  # 12,500
+# Clean 64 x 64 renders, as the ABC authors gave LORD (supplement L219): no backgrounds, crops,
+# colour augmentations or real images, so that each bank row is one fixed image (its code).
+POSE = PoseConfig(family="pose", source="procedural", image_size=64, real_fraction=0.0, crop_amplitude=0.0,
+                  augmentation_amplitude=0.0, paint_backgrounds=False)
+
+PRESETS: dict[str, ExperimentConfig] = {
+    "pose_lord": ExperimentConfig(
+        name="pose_lord",
+        trainer=TrainerConfig(steps=STAGE1_STEPS + STAGE2_STEPS, learning_rate=3e-4, log_every=1000),
+        data=POSE,
+        # Two sets of 32 views of one instance: the authors' 64 images a step.
+        batch=SetBatch(set_size=32, pairs_per_step=2, double_augmentation=False),
+        method=LordConfig(name="lord", stage1_steps=STAGE1_STEPS),
+    ),
+}
+# About 3.5 minutes of training on 2 CPU cores [ours] (0.13 s a stage-1 step, 0.16 s a stage-2
+# step; train.py takes 7 minutes in all with the bank's rendering, the export and the end-of-run
+# summary): the authors' schedules, weights and 5 : 1 split of the stages with narrower networks,
+# shorter codes and 16 images a step, for 1,500 steps (6 epochs of the bank). The plain graph, not
+# XLA: XLA on the CPU runs the convolutions inside a tf.cond (the stages) some 45 times slower.
+PRESETS["pose_lord_quick"] = PRESETS["pose_lord"].replace(
+    name="pose_lord_quick", steps=1500, log_every=250, set_size=8, stage1_steps=1250, content_dim=32, class_dim=64,
+    adain_dim=32, base_channels=16,
+)
+
+CONFIG = LordConfig
+# The smallest run the method trains (tests/test_methods.py's every-method checks: XLA, mixed_float16
+# with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
+# (benchmarks/gpu_readiness.py measures each method's step on it).
+# The procedural pose bank at 16 x 16 (its smallest), stage 2 from step 2.
+SMOKE = PRESETS["pose_lord_quick"].replace(name="lord_smoke", image_size=16, set_size=4, pairs_per_step=2, stage1_steps=2,
+                                       n_adain_layers=2, adain_dim=8, base_channels=4, content_dim=4, class_dim=4, steps=4, log_every=2)
+QUICK = "pose_lord_quick"

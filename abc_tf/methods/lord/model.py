@@ -1,0 +1,375 @@
+"""LORD (``--method=lord``; Gabbay and Hoshen, "Demystifying Inter-Class Disentanglement", ICLR
+2020; PEERS.md section 5), trained on "sets" batches of a family with a fixed training bank
+(``DataFamily.training_bank``). The sources and what is ours: ``abc_tf/methods/lord/__init__.py``;
+the networks: ``abc_tf/methods/lord/networks.py``.
+
+The group is the set: every stack of ``set_a`` ([P, N, H, W, C]) shows one group (on pose: one
+car instance, LORD's class; what differs within it, the pose, is the content). Only ``set_a``
+is read, with ``index_a`` [P, N] (each image's row in the bank) and ``group_a`` [P] (its group).
+
+Stage 1, latent optimisation (steps < ``stage1_steps``). A class code e_y per group and a
+content code c_i per bank image are tables the optimiser trains. With noise u_i ~ N(0, I) drawn
+from (seed, step):
+
+  latent_loss = mean_i r(G(c_i + content_std u_i, e_y(i)), x_i) + content_decay sum_i ||c_i||^2
+
+the sum over the step's images: the authors' Keras l2 activity regulariser on the content
+embedding (network.py L211) is decay x the sum of squares of the batch's codes, added as is to
+the batch-mean reconstruction loss (Keras 2.2's ``Layer.__call__`` adds activity losses without
+dividing by the batch). The noise is on the embedding's output, the penalty before it (L211-214).
+The tables, the modulation and the generator train with one Adam (betas 0.5, 0.999) at a cosine
+rate from ``--trainer.learning_rate`` to ``min_learning_rate``; the tables' steps are
+``latent_lr_multiplier`` times larger: each table is stored divided by the multiplier and read
+times it, and Adam's step does not depend on a gradient's scale, so the code moves by the
+multiplier times the rate (up to Adam's epsilon, divided by the multiplier too).
+
+Stage 2, amortisation (steps >= ``stage1_steps``). A content encoder E_c and a class encoder E_y
+learn to give the optimised codes, while the generator is fine-tuned (the authors' stage-2 model
+holds the modulation and the generator, trainable, network.py L142-154):
+
+  amortized_loss = mean_i r(G(E_c(x_i), E_y(x_i)), x_i)
+                   + code_weight (mean_i,k (E_c(x_i) - c_i)_k^2 + mean_i,k (E_y(x_i) - e_y(i))_k^2)
+
+the codes read without noise and without gradient (the authors precompute them, L163). A fresh
+Adam (betas 0.5, 0.999) at ``encoder_learning_rate`` trains the encoders and the generator.
+
+r is the reconstruction error per image: ``reconstruction="pixel"`` [ours], the mean absolute
+error over pixels and channels on the 0-255 scale (the scale the authors' VGG reads, network.py
+L405-407, which keeps the error near the size of their perceptual loss, so that content_decay
+and code_weight keep their balance with it); ``"perceptual"``, the authors' loss (network.py
+L169-191): the mean absolute difference of each of the five VGG16 feature maps, averaged with
+weights 1/5 (with VGG weights from ``--method.vgg_weights``). Their multiscale wrapper resizes to
+64 x 64 only (config.py L14), the identity on 64 x 64 images; we compare at the images' size.
+
+The switch by step, under tf.function and XLA: each stage's terms are a ``tf.cond`` on the step
+(the taken branch alone is computed: computing both, weighted 0 or 1, would add the encoders'
+passes to every stage-1 step), and the idle stage's optimiser gets a zero gradient and a zero
+learning rate, assigned before it steps (a zero gradient alone would still move its variables by
+Adam's momentum). Both optimisers step every step, so compile's (stage 1's) counts the run's
+steps; the encoders' Adam has its ``iterations`` set to the steps since the switch before each
+step, so its bias correction starts afresh at the switch, as the authors' new optimiser. The idle
+branch returns zeros tied to its variables (0 x their sum), so its gradient is zeros, not None,
+also when run eagerly. The codes are gathered before the tf.cond, so that XLA compiles the step
+once (gathered inside it, the tables' gradient shape comes out of the cond's). XLA on the CPU runs
+the convolutions inside a tf.cond much more slowly than outside (BENCHMARKS.md, the baselines'
+compiled steps), so the CPU presets use the plain graph. Every variable (tables, networks, both
+optimisers) is in the one model the trainer checkpoints: a run killed in either stage resumes in
+it.
+
+Logs: ``loss`` (the active stage's), ``reconstruction`` (its r), ``content_penalty`` (stage 1,
+weighted), ``content_error`` and ``class_error`` (stage 2, unweighted), and ``stage`` (1 or 2)
+at the step. Kept by a run: ``encoder`` (images -> content code: the code that carries pose, the
+one the ABC paper compares, Table S1), ``class_encoder`` and ``generator`` ([content, class] ->
+images).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import keras
+import tensorflow as tf
+
+import models
+from abc_tf import data, optimizers
+from abc_tf.config import ExperimentConfig
+from abc_tf.methods.base import Method, MethodModel, Update, draw_rows, loss_scaled, replica_rows, to_float_images
+from abc_tf.methods.lord import networks as lord_networks
+
+LOG_NAMES = ("loss", "reconstruction", "content_penalty", "content_error", "class_error")
+LATENT_TERMS = ("latent_loss", "latent_reconstruction", "content_penalty")
+AMORTIZED_TERMS = ("amortized_loss", "amortized_reconstruction", "content_error", "class_error")
+BETAS = (0.5, 0.999)  # network.py L115, L151
+EMBEDDING_INIT = 0.05  # keras.layers.Embedding's default, RandomUniform(-0.05, 0.05) (network.py L197, L211)
+PIXEL_SCALE = 255.0
+
+
+# ---------------------------------------------------------------- the losses
+
+
+def pixel_error(images: tf.Tensor, generated: tf.Tensor) -> tf.Tensor:
+    """[B]: the mean absolute error of each image on the 0-255 scale."""
+    difference = tf.abs(tf.cast(generated, tf.float32) - tf.cast(images, tf.float32))
+    return PIXEL_SCALE * tf.reduce_mean(tf.reshape(difference, [tf.shape(images)[0], -1]), axis=1)
+
+
+def perceptual_error(vgg: keras.Model, images: tf.Tensor, generated: tf.Tensor) -> tf.Tensor:
+    """[B]: the authors' perceptual loss per image, sum over the feature maps of 1/5 x their mean
+    absolute difference (network.py L169-180)."""
+    rows = tf.shape(images)[0]
+    features = vgg(tf.concat([tf.cast(generated, tf.float32), tf.cast(images, tf.float32)], axis=0))
+    errors = [tf.reduce_mean(tf.reshape(tf.abs(f[:rows] - f[rows:]), [rows, -1]), axis=1) for f in features]
+    return tf.add_n(errors) / float(len(errors))
+
+
+def cosine_rate(step, stage1_steps: int, max_rate: float, min_rate: float) -> tf.Tensor:
+    """Stage 1's learning rate at ``step``: min + (max - min) (1 + cos(pi step / stage1_steps)) / 2
+    (network.py L421-438, per step)."""
+    fraction = tf.minimum(tf.cast(step, tf.float32) / float(stage1_steps), 1.0)
+    return min_rate + 0.5 * (max_rate - min_rate) * (1.0 + tf.cos(math.pi * fraction))
+
+
+def _flat(values: tf.Tensor) -> tf.Tensor:
+    """[P, N, ...] -> [P N, ...]."""
+    shape = tf.shape(values)
+    return tf.reshape(values, tf.concat([[shape[0] * shape[1]], shape[2:]], 0))
+
+
+def latent_terms(generator: keras.Model, error, images: tf.Tensor, content: tf.Tensor, class_codes: tf.Tensor,
+                 noise: tf.Tensor, content_std: float, content_decay: float, total_images) -> dict[str, tf.Tensor]:
+    """Stage 1 on float images [P, N, H, W, C]: ``content`` [P, N, d_c] and ``class_codes`` [P,
+    N, d_y] the images' codes, ``noise`` [P, N, d_c] standard normal; ``error`` (images,
+    generated) -> [B]; ``total_images`` the step's images over all replicas."""
+    generated = generator([_flat(content + content_std * noise), _flat(class_codes)])
+    reconstruction = tf.reduce_mean(error(_flat(images), generated))
+    penalty = content_decay * tf.cast(total_images, tf.float32) * tf.reduce_mean(tf.reduce_sum(tf.square(content), -1))
+    return {"latent_loss": reconstruction + penalty, "latent_reconstruction": reconstruction, "content_penalty": penalty}
+
+
+def amortized_terms(generator: keras.Model, content_encoder: keras.Model, class_encoder: keras.Model, error,
+                    images: tf.Tensor, content: tf.Tensor, class_codes: tf.Tensor, code_weight: float,
+                    training: bool = True) -> dict[str, tf.Tensor]:
+    """Stage 2 on float images [P, N, H, W, C] against the optimised codes ``content`` [P, N,
+    d_c] and ``class_codes`` [P, N, d_y] (targets: no gradient reaches them)."""
+    flat = _flat(images)
+    predicted_content = content_encoder(flat, training=training)
+    predicted_class = class_encoder(flat, training=training)
+    reconstruction = tf.reduce_mean(error(flat, generator([predicted_content, predicted_class], training=training)))
+    content_error = tf.reduce_mean(tf.square(predicted_content - tf.stop_gradient(_flat(content))))
+    class_error = tf.reduce_mean(tf.square(predicted_class - tf.stop_gradient(_flat(class_codes))))
+    return {"amortized_loss": reconstruction + code_weight * (content_error + class_error),
+            "amortized_reconstruction": reconstruction, "content_error": content_error, "class_error": class_error}
+
+
+def _idle(names: tuple[str, ...], variables: list) -> dict[str, tf.Tensor]:
+    """Zeros for ``names``, tied to ``variables`` (gradient zeros, not None)."""
+    tie = 0.0 * tf.add_n([tf.reduce_sum(tf.cast(variable, tf.float32)) for variable in variables])
+    return {name: tie for name in names}
+
+
+# ---------------------------------------------------------------- the model
+
+
+class LordModel(MethodModel):
+    """LORD on batches {"set_a": [P, N, H, W, C], "index_a": [P, N], "group_a": [P], ...}.
+
+    Args:
+      generator: [content code, class code] -> images in [0, 1].
+      content_encoder, class_encoder: images -> codes (stage 2).
+      num_images, num_groups: the rows of the code tables (the family's training bank).
+      settings: the method's config (LordConfig).
+      encoder_optimizer: stage 2's Adam (compile's is stage 1's).
+      vgg: the perceptual loss's feature network, or None for the pixel loss.
+      max_rate: stage 1's initial rate (``--trainer.learning_rate``).
+      seed: of the content noise (with the step: stateless).
+    """
+
+    def __init__(self, generator: keras.Model, content_encoder: keras.Model, class_encoder: keras.Model,
+                 num_images: int, num_groups: int, settings, encoder_optimizer: keras.optimizers.Optimizer,
+                 vgg: keras.Model | None = None, max_rate: float = 3e-4, seed: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.generator, self.content_encoder, self.class_encoder, self.vgg = generator, content_encoder, class_encoder, vgg
+        self.content_dim, self.class_dim = int(settings.content_dim), int(settings.class_dim)
+        self.stage1_steps = int(settings.stage1_steps)
+        self.content_std, self.content_decay = float(settings.content_std), float(settings.content_decay)
+        self.code_weight, self.multiplier = float(settings.code_weight), float(settings.latent_lr_multiplier)
+        self.rates = (float(max_rate), float(settings.min_learning_rate), float(settings.encoder_learning_rate))
+        init = keras.initializers.RandomUniform(-EMBEDDING_INIT / self.multiplier, EMBEDDING_INIT / self.multiplier)
+        self.content_table = self.add_weight(shape=(int(num_images), self.content_dim), initializer=init, name="content_table")
+        self.class_table = self.add_weight(shape=(int(num_groups), self.class_dim), initializer=init, name="class_table")
+        self.encoder_optimizer = loss_scaled(encoder_optimizer)  # compile wraps only its own
+        self.seed = int(seed) % (1 << 31)
+        self.track(LOG_NAMES, values_at_step=("stage",))
+        self.built = True
+
+    def networks(self) -> dict[str, keras.Model]:
+        return {"encoder": self.content_encoder, "class_encoder": self.class_encoder, "generator": self.generator}
+
+    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
+        """The representation [B, d_c]: the content encoder's codes."""
+        return self.content_encoder(to_float_images(images), training=training)
+
+    def content_codes(self, index: tf.Tensor) -> tf.Tensor:
+        """The optimised content codes of bank rows ``index`` (any shape) -> [..., d_c]."""
+        return self.multiplier * tf.gather(self.content_table, index)
+
+    def class_codes(self, group: tf.Tensor) -> tf.Tensor:
+        """The optimised class codes of groups ``group`` -> [..., d_y]."""
+        return self.multiplier * tf.gather(self.class_table, group)
+
+    def image_codes(self, batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+        """The optimised codes of set A's images: content [P, N, d_c], class [P, N, d_y] (each
+        image its set's group; the indices broadcast, not the codes: tf.repeat's gradient does
+        not compile inside a tf.cond under XLA)."""
+        groups = tf.broadcast_to(batch["group_a"][:, None], tf.shape(batch["index_a"]))
+        return self.content_codes(batch["index_a"]), self.class_codes(groups)
+
+    def error(self, images: tf.Tensor, generated: tf.Tensor) -> tf.Tensor:
+        return pixel_error(images, generated) if self.vgg is None else perceptual_error(self.vgg, images, generated)
+
+    def noise_at(self, step, groups, size) -> tf.Tensor:
+        """The content noise of step ``step``, [groups, size, d_c] standard normal from (seed, step)
+        (under a distribution strategy, this replica's rows of the global batch's draws)."""
+        seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+        dim = self.content_dim
+        return draw_rows(lambda rows: tf.random.stateless_normal(tf.stack([rows, size, dim]), seed=seed), groups)
+
+    # compile's optimizer (self.optimizer) steps stage 1, encoder_optimizer stage 2.
+    def optimizers(self) -> list[keras.optimizers.Optimizer]:
+        return [self.optimizer, self.encoder_optimizer]
+
+    def latent_variables(self) -> list:
+        return [self.content_table, self.class_table] + self.generator.trainable_variables
+
+    def amortized_variables(self) -> list:
+        return (self.content_encoder.trainable_variables + self.class_encoder.trainable_variables
+                + self.generator.trainable_variables)
+
+    def optimizer_variables(self, optimizer) -> list:
+        return self.amortized_variables() if optimizer is self.encoder_optimizer else self.latent_variables()
+
+    def updates(self) -> list[Update]:
+        return [Update(self.latent_update, self.optimizer, self.latent_variables, loss="latent_loss"),
+                Update(self.amortized_update, self.encoder_optimizer, self.amortized_variables, loss="amortized_loss")]
+
+    def latent_update(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
+        """Stage 1's terms (zeros in stage 2), its rate set for the step, and the step itself
+        (read before the update counts it) for stage 2's terms."""
+        del earlier
+        step = tf.identity(tf.cast(step, tf.int64))
+        active = step < self.stage1_steps
+        rate = cosine_rate(step, self.stage1_steps, self.rates[0], self.rates[1])
+        self.optimizer.learning_rate.assign(tf.where(active, rate, 0.0))
+
+        # Gathered outside the tf.cond: gathered inside, the dense shape of the tables' gradient is
+        # an output of the cond's gradient, which XLA must know when it compiles (Adam's update
+        # of the tables); XLA then takes every input of the step as a compile-time constant and
+        # compiles the step anew at every step (tests/test_lord.py).
+        content, class_codes = self.image_codes(batch)
+
+        def stage1():
+            shape = tf.shape(content)
+            total = replica_rows(shape[0])[1] * shape[1]
+            return latent_terms(self.generator, self.error, to_float_images(batch["set_a"]), content, class_codes,
+                                self.noise_at(step, shape[0], shape[1]), self.content_std, self.content_decay, total)
+
+        terms = tf.cond(active, stage1, lambda: _idle(LATENT_TERMS, self.latent_variables()))
+        return {**terms, "step": step}
+
+    def amortized_update(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
+        """Stage 2's terms (zeros in stage 1) at the step stage 1 read, its rate and Adam step
+        count set for it; "loss" and "reconstruction" the active stage's."""
+        step = earlier["step"] if "step" in earlier else tf.cast(step, tf.int64)
+        active = step >= self.stage1_steps
+        self.encoder_optimizer.learning_rate.assign(tf.where(active, self.rates[2], 0.0))
+        self.encoder_optimizer.iterations.assign(tf.cast(tf.maximum(step - self.stage1_steps, 0), tf.int64))
+
+        def stage2():
+            content, class_codes = self.image_codes(batch)
+            return amortized_terms(self.generator, self.content_encoder, self.class_encoder, self.error,
+                                   to_float_images(batch["set_a"]), content, class_codes, self.code_weight, training)
+
+        terms = tf.cond(active, stage2, lambda: _idle(AMORTIZED_TERMS, self.amortized_variables()))
+        latent = {name: earlier.get(name, 0.0) for name in LATENT_TERMS}
+        terms["loss"] = latent["latent_loss"] + terms["amortized_loss"]
+        terms["reconstruction"] = latent["latent_reconstruction"] + terms["amortized_reconstruction"]
+        terms["stage"] = tf.where(active, 2.0, 1.0)
+        return terms
+
+    def compute_terms(self, batch, step, training) -> dict[str, tf.Tensor]:
+        """Both stages' terms at the current weights (one of them zeros)."""
+        terms = self.latent_update(batch, step, training, {})
+        terms.update(self.amortized_update(batch, step, training, terms))
+        return terms
+
+
+# ---------------------------------------------------------------- the declaration
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """The stage switch, the schedules, the perceptual loss's weights and the image shape
+    (ValueError naming the flag), before any data is read."""
+    method, trainer = config.method, config.trainer
+    if method.stage1_steps >= trainer.steps:
+        raise ValueError(f"--method.stage1_steps={method.stage1_steps} must be below --trainer.steps={trainer.steps}: the "
+                         "steps after it train the encoders, which give the representation.")
+    if trainer.lr_halving_steps or trainer.lr_drop_step:
+        raise ValueError("--trainer.lr_halving_steps and --trainer.lr_drop_step must be 0 for --method=lord: its stages "
+                         "have their own schedules "
+                         "(stage 1 a cosine to --method.min_learning_rate, stage 2 --method.encoder_learning_rate).")
+    if method.min_learning_rate > trainer.learning_rate:
+        raise ValueError(f"--method.min_learning_rate={method.min_learning_rate} exceeds --trainer.learning_rate="
+                         f"{trainer.learning_rate}, stage 1's initial rate.")
+    if method.reconstruction == "perceptual" and not method.vgg_weights:
+        raise ValueError("--method.reconstruction=perceptual needs --method.vgg_weights: a local Keras VGG16 no-top weights "
+                         "file (ImageNet weights are not downloaded here). Or use --method.reconstruction=pixel.")
+    if method.vgg_weights and not os.path.isfile(method.vgg_weights):
+        raise ValueError(f"--method.vgg_weights={method.vgg_weights} is not a file.")
+    if method.vgg_weights and method.reconstruction != "perceptual":
+        raise ValueError("--method.vgg_weights is read only by --method.reconstruction=perceptual.")
+    shape = tuple(data.get_family(config.data.family).image_shape(config))
+    try:
+        lord_networks.check_image_shape(shape, method.n_adain_layers)
+    except ValueError as error:
+        raise ValueError(f"--method.n_adain_layers={method.n_adain_layers} with data {config.data.family!r}: {error}") from None
+
+
+def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
+    """The generator, the two encoders (and the VGG features), in a fixed order."""
+    method = config.method
+    lord_networks.check_image_shape(image_shape, method.n_adain_layers)
+    shape = tuple(image_shape)
+    networks = {
+        "generator": models.build("lord_generator", content_dim=method.content_dim, class_dim=method.class_dim,
+                                  n_adain_layers=method.n_adain_layers, adain_dim=method.adain_dim,
+                                  base_channels=method.base_channels, output_shape=shape),
+        "encoder": models.build("lord_encoder", code_dim=method.content_dim, base_channels=method.base_channels,
+                                input_shape=shape, model_name="encoder"),
+        "class_encoder": models.build("lord_encoder", code_dim=method.class_dim, base_channels=method.base_channels,
+                                      input_shape=shape, model_name="class_encoder"),
+    }
+    if method.reconstruction == "perceptual":
+        networks["vgg"] = models.build("lord_vgg_features", weights=method.vgg_weights, input_shape=shape)
+    return networks
+
+
+def build_model(config: ExperimentConfig, image_shape: tuple[int, int, int], num_images: int,
+                num_groups: int) -> LordModel:
+    """The compiled model for a bank of ``num_images`` images in ``num_groups`` groups."""
+    networks = build_networks(config, image_shape)
+    trainer = config.trainer
+    model = LordModel(networks["generator"], networks["encoder"], networks["class_encoder"], num_images, num_groups,
+                      config.method, encoder_optimizer=optimizers.adam(config.method.encoder_learning_rate, betas=BETAS),
+                      vgg=networks.get("vgg"), max_rate=trainer.learning_rate, seed=trainer.seed)
+    model.compile(optimizer=optimizers.adam(trainer.learning_rate, betas=BETAS), jit_compile=trainer.jit_compile,
+                  steps_per_execution=trainer.steps_per_execution)
+    return model
+
+
+def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> LordModel:
+    """The model sized by the family's training bank (``DataFamily.training_bank``)."""
+    bank = data.get_family(config.data.family).training_bank
+    if bank is None:
+        raise ValueError(f"--method=lord needs a data family with a training bank; {config.data.family!r} has none.")
+    num_images, num_groups = bank(config)
+    return build_model(config, image_shape, num_images, num_groups)
+
+
+def variant(config: ExperimentConfig) -> str:
+    """What differs from the authors' LORD, in words."""
+    method = config.method
+    changed = ["pixel loss"] if method.reconstruction == "pixel" else []
+    if method.content_std == 0:
+        changed.append("no content noise")
+    if method.content_decay == 0:
+        changed.append("no activation penalty")
+    return ", ".join(changed)
+
+
+METHOD = Method(
+    name="lord", build=build,
+    supervision="group membership: which images show one object (the class, from the sets), and the identity of each "
+                "training image (a code per bank image)",
+    length_scale=None, check_config=check_config, variant=variant, needs_training_bank=True,
+)

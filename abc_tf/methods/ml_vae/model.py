@@ -1,0 +1,262 @@
+"""ML-VAE (``--method=ml_vae``; Bouchacourt, Tomioka and Nowozin, "Multi-Level Variational
+Autoencoder", AAAI 2018; PEERS.md section 5), trained on "sets" batches.
+
+The group is the set: each stack of ``set_a`` ([P, N, H, W, C], P groups of N images) is one
+group whose images share the content (on MNIST the digit; in general the set's inactive
+factors) and differ in style. Only ``set_a`` is read; ``set_b`` (the other stack of ABC's pair)
+is ignored, so a step trains on P groups of N images.
+
+Generative model: p(x_i | s_i, c_G) with s_i ~ N(0, I) per image and c_G ~ N(0, I) per group.
+Inference: per image a diagonal Gaussian style posterior q(s | x_i) and a content posterior
+q(c | x_i); the group's content posterior is the normalised product of its members'
+Gaussians (:func:`group_posterior`): precision = sum of the precisions, mean =
+precision-weighted mean of the means (the authors' accumulate_group_evidence, utils.py L13-51,
+in log-space as they do). One reparameterised style draw per image; one content draw per group
+(``content_sample="group"``), or one per image from the group's posterior (``"image"``: the
+authors' final code, group_wise_reparameterize_each; the same ELBO with another estimator).
+
+The loss is the negative ELBO per image (:func:`elbo_terms`), for a batch of P groups of N:
+
+  loss = mean_i [-log p(x_i | s_i, c_G(i))] + w (mean_i KL(q(s | x_i) || N(0, I))
+         + mean_G KL(q(c | X_G) || N(0, I)) / N)
+
+with w = ``kl_weight`` (1: the authors). The authors minimise the sum of these over the batch
+divided by the number of groups (training.py L33-49): N times ours, the same optimum, and
+Adam's steps are nearly invariant to that scale. We average per image [ours] so that the
+reconstruction and style KL read as nats per image, like the VAE's; the group's content KL
+counts once per group, i.e. 1/N per image, as in theirs.
+
+Likelihoods (``likelihood``): "gaussian", the authors' (per-pixel Normal with the decoder's mean
+and tanh-squashed log-variance, training.py L39-45; their 1e-12 added to the variance is below
+float32's resolution for log-variances in [-1, 1] and is left out), or "bernoulli" [ours]:
+pixels in [0, 1] as Bernoulli probabilities, the decoder's outputs logits. The reparameterisation
+noise is drawn from (seed, step): a resumed run draws what an unbroken one would; under a
+distribution strategy each replica takes its rows of the global batch's draws (``draw_rows``).
+
+Networks (``networks``): "mnist", the authors' MNIST MLPs (``models/ml_vae_networks.py``), or
+"conv64", the convolutional networks for 64 x 64 images (``models/vae64_networks.py``; the ABC
+authors used CC-VAE's 64 x 64 networks for both VAE baselines, supplement L217). Kept by a run:
+``encoder`` (images -> the style posterior mean, the representation the ABC paper compares on
+MNIST style, Fig. 4 / S7, and on pose, where the group is one object instance and pose is the
+style), ``content`` (images -> one image's content posterior mean, before accumulating
+its group), ``posterior`` (all four outputs, for accumulating a group's evidence at test time)
+and ``decoder``.
+
+Logs: ``loss``, ``reconstruction`` (-log p(x | s, c), nats per image), ``kl_style`` (per image)
+and ``kl_content`` (per group, unweighted).
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+import models
+from abc_tf import data, optimizers
+from abc_tf.config import ExperimentConfig
+from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
+from models import vae64_networks
+from models import ml_vae_networks
+
+LOG_NAMES = ("loss", "reconstruction", "kl_style", "kl_content")
+PYTORCH_ADAM_EPSILON = 1e-8  # the authors' optim.Adam (training.py L100-104) with PyTorch's default epsilon
+
+
+# ---------------------------------------------------------------- the ELBO terms
+
+
+def group_posterior(mean: tf.Tensor, log_variance: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """The normalised product of the N Gaussians of each group: mean, log variance [P, N, d] ->
+    ([P, d], [P, d]). Precision = sum_i exp(-log_variance_i), computed as a logsumexp; mean =
+    sum_i softmax_i(-log_variance) mean_i (the precision-weighted mean)."""
+    log_precision = tf.reduce_logsumexp(-log_variance, axis=1)
+    weights = tf.nn.softmax(-log_variance, axis=1)
+    return tf.reduce_sum(weights * mean, axis=1), -log_precision
+
+
+def gaussian_kl(mean: tf.Tensor, log_variance: tf.Tensor) -> tf.Tensor:
+    """KL(N(mean, diag exp(log_variance)) || N(0, I)) over the last axis: 0.5 sum(var + mean^2 - 1 - log var)."""
+    return 0.5 * tf.reduce_sum(tf.exp(log_variance) + tf.square(mean) - 1.0 - log_variance, axis=-1)
+
+
+def pixel_log_likelihood(images: tf.Tensor, decoded, likelihood: str) -> tf.Tensor:
+    """log p(x | s, c) [B] of images [B, H, W, C] in [0, 1], summed over pixels. ``decoded``:
+    the decoder's [mean, log_variance] (gaussian) or its logits (bernoulli)."""
+    x = tf.cast(images, tf.float32)
+    if likelihood == "bernoulli":
+        per_pixel = -tf.nn.sigmoid_cross_entropy_with_logits(labels=x, logits=tf.cast(decoded, tf.float32))
+    else:
+        mean, log_variance = (tf.cast(value, tf.float32) for value in decoded)
+        per_pixel = -0.5 * (math.log(2.0 * math.pi) + log_variance + tf.square(x - mean) * tf.exp(-log_variance))
+    return tf.reduce_sum(tf.reshape(per_pixel, [tf.shape(x)[0], -1]), axis=1)
+
+
+def elbo_terms(posterior: keras.Model, decoder: keras.Model, likelihood: str, sets: tf.Tensor,
+               noise: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """One pass of inference and generation for float images ``sets`` [P, N, H, W, C] (a group
+    per set).
+
+    noise: standard normal draws {"style": [P, N, d_s], "content": [P, K, d_c]}, K = 1 (one
+      content draw per group) or N (one per image), of z = mean + exp(log_variance / 2) noise.
+    Returns float32 tensors: per image [P, N] "reconstruction" (-log p(x | s, c)) and
+    "kl_style"; per group [P] "kl_content"; the codes "style_mean", "style_log_variance",
+    "content_mean", "content_log_variance" [P, N, d] of each image, "group_mean",
+    "group_log_variance" [P, d_c], and the draws "style" [P, N, d_s], "content" [P, N, d_c].
+    """
+    shape = tf.shape(sets)
+    groups, size = shape[0], shape[1]
+    flat = tf.reshape(sets, tf.concat([[groups * size], shape[2:]], 0))
+    codes = [tf.cast(value, tf.float32) for value in posterior(flat)]
+    out = {name: tf.reshape(value, [groups, size, -1]) for name, value in zip(ml_vae_networks.ENCODER_OUTPUTS, codes)}
+    out["group_mean"], out["group_log_variance"] = group_posterior(out["content_mean"], out["content_log_variance"])
+    out["style"] = out["style_mean"] + tf.exp(0.5 * out["style_log_variance"]) * noise["style"]
+    content = out["group_mean"][:, None] + tf.exp(0.5 * out["group_log_variance"])[:, None] * noise["content"]
+    out["content"] = tf.broadcast_to(content, [groups, size, tf.shape(content)[-1]])
+    decoded = decoder([tf.reshape(out["style"], [groups * size, -1]), tf.reshape(out["content"], [groups * size, -1])])
+    out["reconstruction"] = tf.reshape(-pixel_log_likelihood(flat, decoded, likelihood), [groups, size])
+    out["kl_style"] = gaussian_kl(out["style_mean"], out["style_log_variance"])
+    out["kl_content"] = gaussian_kl(out["group_mean"], out["group_log_variance"])
+    return out
+
+
+def draw_noise(seed: tf.Tensor, groups, size, style_dim: int, content_dim: int, per_image: bool) -> dict[str, tf.Tensor]:
+    """Standard normal draws of :func:`elbo_terms` for ``groups`` groups of ``size`` from a
+    stateless seed [2]: "style" [groups, size, d_s], "content" [groups, size or 1, d_c]. Under a
+    distribution strategy, this replica's rows of the global batch's draws (``draw_rows``)."""
+    style_seed, content_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+    per_group = size if per_image else 1
+
+    def normal(dim: int, seed: tf.Tensor):
+        return lambda rows: tf.random.stateless_normal(tf.stack([rows, dim]), seed=seed)
+
+    style = draw_rows(normal(style_dim, style_seed), groups * size)
+    content = draw_rows(normal(content_dim, content_seed), groups * per_group)
+    return {"style": tf.reshape(style, [groups, size, style_dim]),
+            "content": tf.reshape(content, [groups, per_group, content_dim])}
+
+
+# ---------------------------------------------------------------- the model
+
+
+class MlVaeModel(MethodModel):
+    """ML-VAE on batches {"set_a": [P, N, H, W, C], ...} (``set_b`` ignored).
+
+    Args:
+      posterior: images -> [style mean, style log variance, content mean, content log variance].
+      decoder: [style, content] -> the pixel distribution's parameters (``likelihood``).
+      likelihood: "gaussian" or "bernoulli".
+      content_per_image: one content draw per image (the authors' code) instead of per group.
+      kl_weight: weight of both KL terms.
+      seed: of the reparameterisation noise (with the step: stateless).
+    """
+
+    def __init__(self, posterior: keras.Model, decoder: keras.Model, likelihood: str = "gaussian",
+                 content_per_image: bool = False, kl_weight: float = 1.0, seed: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.posterior = posterior
+        self.decoder = decoder
+        self.representation = ml_vae_networks.mean_network(posterior, "style_mean", name="encoder")
+        self.content = ml_vae_networks.mean_network(posterior, "content_mean", name="content")
+        self.likelihood = likelihood
+        self.content_per_image = bool(content_per_image)
+        self.kl_weight = float(kl_weight)
+        self.seed = int(seed) % (1 << 31)
+        self.style_dim = int(posterior.output_shape[0][-1])
+        self.content_dim = int(posterior.output_shape[2][-1])
+        self.track(LOG_NAMES)
+        self.built = True
+
+    def networks(self) -> dict[str, keras.Model]:
+        return {"encoder": self.representation, "content": self.content, "posterior": self.posterior,
+                "decoder": self.decoder}
+
+    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
+        """The representation [B, d_s]: the style posterior means."""
+        return self.representation(to_float_images(images), training=training)
+
+    def noise_at(self, step, groups, size) -> dict[str, tf.Tensor]:
+        """The reparameterisation noise of the step ``step`` (:func:`draw_noise` from (seed, step))."""
+        seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+        return draw_noise(seed, groups, size, self.style_dim, self.content_dim, self.content_per_image)
+
+    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+        """The negative ELBO per image of set A's groups (module docstring). The networks have no
+        layer that acts differently in training."""
+        del training
+        sets = to_float_images(batch["set_a"])
+        shape = tf.shape(sets)
+        out = elbo_terms(self.posterior, self.decoder, self.likelihood, sets, self.noise_at(step, shape[0], shape[1]))
+        terms = {name: tf.reduce_mean(out[name]) for name in ("reconstruction", "kl_style", "kl_content")}
+        group_size = tf.cast(shape[1], tf.float32)
+        terms["loss"] = terms["reconstruction"] + self.kl_weight * (terms["kl_style"] + terms["kl_content"] / group_size)
+        return terms
+
+
+# ---------------------------------------------------------------- the declaration
+
+
+def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
+    """ValueError naming --method.networks when the chosen networks cannot take ``image_shape``
+    (the MNIST MLPs take any size; conv64 takes 64 x 64)."""
+    if config.method.networks == "conv64" and tuple(image_shape[:2]) != (vae64_networks.IMAGE_SIZE,) * 2:
+        raise ValueError(f"--method.networks=conv64 takes 64 x 64 images; data {config.data.family!r} gives "
+                         f"{tuple(image_shape)}. Use --method.networks=mnist (the authors' MLPs, any size), or data of "
+                         "64 x 64 images (e.g. --data.image_size=64).")
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """The chosen networks fit the data family's images (before any data is read)."""
+    check_image_shape(config, tuple(data.get_family(config.data.family).image_shape(config)))
+
+
+def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
+    """The posterior and the decoder, built in a fixed order (one seed, one set of weights)."""
+    check_image_shape(config, image_shape)
+    method = config.method
+    if method.networks == "conv64":
+        names = ("ml_vae_encoder_64", "ml_vae_decoder_64")
+        dims = dict(style_dim=method.style_dim, content_dim=method.content_dim, base_channels=method.base_channels)
+    else:
+        names = ("ml_vae_encoder", "ml_vae_decoder")
+        dims = dict(style_dim=method.style_dim, content_dim=method.content_dim, units=method.hidden_units)
+    return {
+        "posterior": models.build(names[0], input_shape=tuple(image_shape), **dims),
+        "decoder": models.build(names[1], output_shape=tuple(image_shape), likelihood=method.likelihood, **dims),
+    }
+
+
+def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> MlVaeModel:
+    """The networks and Adam (the authors': betas (0.9, 0.999), PyTorch's epsilon) at the config's rate."""
+    networks = build_networks(config, image_shape)
+    model = MlVaeModel(networks["posterior"], networks["decoder"], likelihood=config.method.likelihood,
+                       content_per_image=config.method.content_sample == "image", kl_weight=config.method.kl_weight,
+                       seed=config.trainer.seed)
+    model.compile(optimizer=optimizers.run_adam(config.trainer, epsilon=PYTORCH_ADAM_EPSILON),
+                  jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+    return model
+
+
+def variant(config: ExperimentConfig) -> str:
+    """The settings that differ from the preset's (authors') choices, in words."""
+    method = config.method
+    changed = []
+    if method.likelihood == "bernoulli":
+        changed.append("Bernoulli likelihood")
+    if method.content_sample == "image":
+        changed.append("one content draw per image")
+    if method.kl_weight != 1.0:
+        changed.append(f"KL weight {method.kl_weight:g}")
+    return ", ".join(changed)
+
+
+def supervision(config: ExperimentConfig) -> str:
+    """What the groups tell the method: which images share the content, named by the data family (its ``set_shares``)."""
+    return f"group membership: which images share the content ({data.get_family(config.data.family).set_shares}), from the sets"
+
+
+METHOD = Method(
+    name="ml_vae", build=build, supervision=supervision,
+    length_scale=None, check_config=check_config, variant=variant,
+)

@@ -1,0 +1,225 @@
+"""Experiments: the presets, a config's classes chosen by name, and config.json read back.
+
+A preset lives in the package of the method it trains (``abc_tf/methods/<method>/__init__.py``,
+its ``PRESETS``), found with the method (``abc_tf.methods.METHODS``); a data family's or method's
+config class is its package's ``CONFIG`` (the second name of its registry entry). Nothing here
+imports TensorFlow: ``train.py --help`` builds its flags from these classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import os
+from typing import Any
+
+from abc_tf import data, methods, registry
+from abc_tf.config import (BATCH_CONFIGS, PART_NAMES, SELECTORS, DataConfig, EncoderConfig, ExperimentConfig,
+                           MethodConfig, Part, TrainerConfig)
+
+
+def _packages() -> dict[str, str]:
+    """{method: its package} for every method found as a package (not one a test added by hand)."""
+    return {name: registry.Entry(*entry).package for name, entry in methods.METHODS.items() if registry.Entry(*entry).package}
+
+
+def presets() -> dict[str, ExperimentConfig]:
+    """Every preset by name: the ``PRESETS`` of every method package found."""
+    found: dict[str, ExperimentConfig] = {}
+    for package in _packages().values():
+        for name, preset in registry.load(package, "PRESETS").items():
+            if name in found or name != preset.name:
+                raise ValueError(f"{package}: preset {name!r} is declared twice or named {preset.name!r}.")
+            found[name] = preset
+    return found
+
+
+def smoke_configs() -> dict[str, ExperimentConfig]:
+    """{method: its ``SMOKE`` run} for every method package found; ValueError naming a package
+    without one (the every-method checks of tests/test_methods.py train each)."""
+    found = {}
+    for name, package in _packages().items():
+        smoke = getattr(importlib.import_module(package), "SMOKE", None)
+        if not isinstance(smoke, ExperimentConfig) or smoke.method.name != name:
+            raise ValueError(f"The method package {package} declares no SMOKE run of {name!r} (an ExperimentConfig of "
+                             "the method: the smallest run it trains, for the every-method checks).")
+        found[name] = smoke
+    return found
+
+
+def quick_presets() -> dict[str, ExperimentConfig]:
+    """{method: the preset its package names as ``QUICK``}: the run a user tries first, on which
+    benchmarks/gpu_readiness.py measures each method's step."""
+    return {name: get_preset(importlib.import_module(package).QUICK) for name, package in _packages().items()}
+
+
+def get_preset(name: str) -> ExperimentConfig:
+    known = presets()
+    if name not in known:
+        raise ValueError(f"Unknown experiment {name!r}; known experiments: {', '.join(sorted(known))}.")
+    return known[name]
+
+
+def data_config_class(family: str) -> type[DataConfig]:
+    return registry.config_class(data.DATA_FAMILIES, family, "data family", DataConfig)
+
+
+def method_config_class(method: str) -> type[MethodConfig]:
+    return registry.config_class(methods.METHODS, method, "method", MethodConfig)
+
+
+def _carried(cls: type[Part], old: Part | None, **fixed: Any) -> Part:
+    """A ``cls`` with the values of ``old``'s fields of the same name, ``fixed`` set."""
+    values = {} if old is None else {name: getattr(old, name) for name in old.field_names() if name in cls.field_names()}
+    return cls(**{**values, **fixed})
+
+
+def choose(config: ExperimentConfig, data: str | None = None, method: str | None = None,
+           model: str | None = None, **fields: Any) -> ExperimentConfig:
+    """``config`` with another data family, method or encoder architecture, then ``fields``
+    replaced by name. The new part's class keeps the fields it shares with the old one (a
+    method's temperature, a family's source) and takes its defaults for the rest; a method on
+    another batch format gets that format's batch part, and a method without an encoder drops
+    the ``model`` part."""
+    data_part = config.data if data in (None, config.data.family) else _carried(
+        data_config_class(data), config.data, family=data)
+    method_class = method_config_class(method) if method is not None else type(config.method)
+    method_part = config.method if method in (None, config.method.name) else _carried(
+        method_class, config.method, name=method)
+    batch_class = BATCH_CONFIGS[method_class.batch_format]
+    batch_part = config.batch if type(config.batch) is batch_class else _carried(batch_class, config.batch)
+    model_part = None
+    if method_class.trains_encoder:
+        model_part = config.model or EncoderConfig()
+        if model is not None:
+            model_part = model_part.replace(architecture=model)
+    elif model is not None:
+        raise ValueError(f"--model={model}: method {method_part.name!r} has no encoder to choose (its networks are its own).")
+    return ExperimentConfig(name=config.name, trainer=config.trainer, data=data_part, batch=batch_part,
+                            method=method_part, model=model_part).replace(**fields)
+
+
+def from_dict(values: dict[str, Any]) -> ExperimentConfig:
+    """The config of a config.json: the parts written since parts exist, or the flat layout
+    written before (every field at the top, the method once named ``"loss"``)."""
+    if not isinstance(values, dict):
+        raise ValueError(f"it holds a JSON {type(values).__name__}, not an object of the parts {', '.join(PART_NAMES)}")
+    if "trainer" not in values:
+        return from_flat(values)
+    unknown = sorted(set(values) - {"name", *PART_NAMES})
+    if unknown:
+        raise ValueError(f"unknown parts {unknown}; a config has name and the parts {', '.join(PART_NAMES)}")
+    for part_name in PART_NAMES:
+        if values.get(part_name) is not None and not isinstance(values[part_name], dict):
+            raise ValueError(f"its {part_name} part is a JSON {type(values[part_name]).__name__}, not an object of fields")
+    if not isinstance((values.get("method") or {}).get("name"), str) or not isinstance((values.get("data") or {}).get("family"), str):
+        raise ValueError("its method part needs a name and its data part a family (strings)")
+    method_class = method_config_class(values["method"]["name"])
+    parts = {"trainer": TrainerConfig, "data": data_config_class(values["data"]["family"]),
+             "batch": BATCH_CONFIGS[method_class.batch_format], "method": method_class, "model": EncoderConfig}
+    built = {}
+    for part_name, cls in parts.items():
+        given = values.get(part_name)
+        if given is None:
+            built[part_name] = None
+            continue
+        stray = sorted(set(given) - set(cls.field_names()))
+        if stray:
+            raise ValueError(f"the {part_name} part has unknown fields {stray}; {cls.__name__}'s fields: "
+                             f"{', '.join(cls.field_names())}")
+        built[part_name] = cls(**given)
+        built[part_name].check_types()
+    return ExperimentConfig(name=values.get("name", "custom"), **built)
+
+
+# The flat layout's fields whose names changed when they moved into a part.
+RENAMED_FLAT_FIELDS = {
+    "data_source": "source", "data_path": "path", "model": "architecture", "pmp_warmup": "warmup",
+    "pmp_distance_weight": "distance_weight", "pmp_sparsity_weight": "sparsity_weight",
+    "pmp_consistency_weight": "consistency_weight", "pmp_usage_weight": "usage_weight", "infogan_prior": "prior",
+    "infogan_contrastive_weight": "contrastive_weight", "infogan_noise_dim": "noise_dim",
+    "infogan_ntxent_temperature": "ntxent_temperature", "infogan_elastic_field": "elastic_field",
+}
+
+
+def from_flat(values: dict[str, Any]) -> ExperimentConfig:
+    """A config from the flat config.json of runs written before configs had parts. Each part
+    takes the fields it owns; a flat field no part of this family and method owns was never
+    read by the run, and is dropped. The VAE's latent size was ``embedding_dim``."""
+    values = dict(values)
+    if "loss" in values:  # runs written before the method registry named the method "loss"
+        values["method"] = values.pop("loss")
+    renamed = {RENAMED_FLAT_FIELDS.get(name, name): value for name, value in values.items()}
+    method_class = method_config_class(renamed.get("method", "abc"))
+    if not method_class.trains_encoder and "latent_dim" in method_class.field_names():
+        renamed["latent_dim"] = renamed.get("embedding_dim", 4)
+    renamed["family"], renamed["name"] = renamed.get("data", "shapes3d"), renamed.get("method", "abc")
+    classes = {"trainer": TrainerConfig, "data": data_config_class(renamed["family"]),
+               "batch": BATCH_CONFIGS[method_class.batch_format], "method": method_class,
+               "model": EncoderConfig if method_class.trains_encoder else None}
+    parts = {part_name: None if cls is None else cls(**{name: renamed[name] for name in cls.field_names() if name in renamed})
+             for part_name, cls in classes.items()}
+    for part in parts.values():
+        if part is not None:
+            part.check_types()
+    return ExperimentConfig(name=values.get("name", "custom"), **parts)
+
+
+def read_config(path: str) -> ExperimentConfig:
+    """The config stored at ``path`` (a run's config.json); a ValueError naming the file when it
+    is missing or damaged."""
+    if not os.path.isfile(path):
+        raise ValueError(f"{path} does not exist: pass a run directory written by train.py.")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return from_dict(json.load(handle))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError, KeyError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"{path} is not a readable run config ({message}).") from None
+
+
+def override(config: ExperimentConfig, dotted: dict[str, Any]) -> ExperimentConfig:
+    """``config`` with ``{"<part>.<field>": value}`` applied; ValueError naming the part's
+    fields for a field it does not have."""
+    by_part: dict[str, dict[str, Any]] = {}
+    parts = config.parts()
+    for key, value in dotted.items():
+        part_name, _, name = key.partition(".")
+        if part_name not in parts:
+            raise ValueError(f"--{key}: this run has no {part_name} part; its parts: {', '.join(parts)}.")
+        if name not in parts[part_name].field_names() or name == SELECTORS.get(part_name):
+            raise ValueError(unknown_field_message(config, part_name, name))
+        by_part.setdefault(part_name, {})[name] = value
+    return dataclasses.replace(config, **{part: parts[part].replace(**values) for part, values in by_part.items()})
+
+
+def settable_fields(part: type[Part], part_name: str) -> tuple[str, ...]:
+    """The fields of a part class that ``--<part>.<field>`` sets (its selector is a flag of its own)."""
+    return tuple(name for name in part.field_names() if name != SELECTORS.get(part_name))
+
+
+def unknown_field_message(config: ExperimentConfig, part_name: str, name: str) -> str:
+    owner = {"data": f"data family {config.data.family!r}", "method": f"method {config.method.name!r}"}.get(
+        part_name, f"the {part_name} part")
+    part = config.parts()[part_name]
+    return (f"--{part_name}.{name}: {owner} ({type(part).__name__}) has no field {name!r}; its fields: "
+            f"{', '.join(settable_fields(type(part), part_name))}.")
+
+
+def config_for(data: str = "shapes3d", method: str = "abc", model: str | None = None, name: str = "custom",
+               **fields: Any) -> ExperimentConfig:
+    """A config of the classes' defaults for data family ``data`` and ``method`` (and encoder
+    ``model``), with ``fields`` replaced by name: a run in Python without a preset."""
+    method_class = method_config_class(method)
+    config = ExperimentConfig(
+        name=name, trainer=TrainerConfig(), data=data_config_class(data)(family=data),
+        batch=BATCH_CONFIGS[method_class.batch_format](), method=method_class(name=method),
+        model=EncoderConfig() if method_class.trains_encoder else None,
+    )
+    return choose(config, model=model).replace(**fields)
+
+
+def from_json(text: str) -> ExperimentConfig:
+    """The config of a config.json's text (see :func:`from_dict`)."""
+    return from_dict(json.loads(text))
