@@ -238,9 +238,6 @@ def test_each_method_trains_under_mixed_float16_with_every_loss_scaled(configs, 
     assert len(losses) == 2 and np.all(np.isfinite(losses)), losses
 
 
-REPLICA_FIELDS = {"abc": "pairs_per_step", "pmp": "pairs_per_step", "vae": "batch_size", "elastic_infogan": "batch_size"}
-
-
 @pytest.mark.parametrize("name", READY_METHODS)
 def test_each_method_trains_on_two_replicas_as_on_one_device(configs, name, tmp_path, two_replicas):
     # The two logical CPU devices of tests/conftest.py. One device runs the step eagerly: only
@@ -250,9 +247,9 @@ def test_each_method_trains_on_two_replicas_as_on_one_device(configs, name, tmp_
     _, [one] = fit_losses(configs[name], 1, eagerly=True)
     _, [two] = fit_losses(configs[name], 1, mirrored)
     assert two == pytest.approx(one, rel=MIRRORED_RTOL)
-    # The replicas split the batch each method reads, and a batch they cannot split is refused naming its flag.
-    if name in REPLICA_FIELDS:
-        field = configs[name].batch.global_batch_field
-        assert field == REPLICA_FIELDS[name]
-        with pytest.raises(ValueError, match=rf"^--batch.{field}=3 must be a multiple of the 2 replicas"):
-            training.train(configs[name].replace(**{field: 3}), str(tmp_path / "odd"), verbose=0, strategy=mirrored)
+    # The replicas split the batch each method reads (its batch format's), and a batch they cannot
+    # split is refused naming its flag, before the model is built.
+    field = configs[name].batch.global_batch_field
+    assert field == {"sets": "pairs_per_step", "pairs": "pairs_per_step", "images": "batch_size"}[configs[name].method.batch_format]
+    with pytest.raises(ValueError, match=rf"^--batch.{field}=3 must be a multiple of the 2 replicas"):
+        training.prepare(configs[name].replace(**{field: 3}), str(tmp_path / "odd"), strategy=mirrored, verbose=0)
