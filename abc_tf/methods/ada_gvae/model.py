@@ -1,0 +1,274 @@
+"""Ada-GVAE (``--method=ada_gvae``; Locatello et al., ICML 2020; PEERS.md section 6), trained
+on "pairs" batches {"x1", "x2"} [B, H, W, C]: two images that share all factors but some.
+
+Facts from the authors' disentanglement_lib (``methods/weak/weak_vae.py``; see the package
+docstring for the files), restated here, not copied:
+
+1. Both images are encoded to diagonal Gaussians q(z | x1) = N(m1, diag v1), q(z | x2) =
+   N(m2, diag v2) by one encoder (``GroupVAEBase.model_fn``).
+2. Per dimension i the pair's divergence d_i = v1/v2 + (m2 - m1)^2 / v2 - 1 + log v2 - log v1
+   (``compute_kl(z_mean, z_mean_2, z_logvar, z_logvar_2)``): twice KL(q(z_i | x1) || q(z_i |
+   x2)), one-directional, from the first image's posterior to the second's; only its binning
+   is used, which the factor 2 does not change (:func:`pair_divergence`).
+3. Which dimensions the pair shares (``aggregation``):
+   - "argmax" (Ada-GVAE; ``aggregate_argmax``, ``discretize_in_bins``): d is cut into two bins
+     of equal width between the pair's smallest and largest d
+     (``tf.histogram_fixed_width_bins(d, [min d, max d], nbins=2)``): a dimension whose bin is
+     the upper one (floor(2 (d_i - min) / (max - min)) >= 1, i.e. d_i at or above the midpoint)
+     keeps its own posterior, every other is shared. The largest always keeps its own. When all
+     d_i are equal that op divides 0 by 0 and no bin index is 1, so every dimension is shared
+     (averaging two equal posteriors, where all d_i = 0, changes nothing) (:func:`adaptive_kept`);
+   - "labels" (GVAE; ``aggregate_labels``): the pair's label is the index of the changed factor
+     (``train_weak_lib.weak_dataset_from_ground_truth_data``: the last factor
+     ``simple_dynamics`` changed); latent dimension ``label`` keeps its own posterior and every
+     other is shared (dimension i is made to learn factor i) (:func:`label_kept`).
+4. A shared dimension takes the pair's averaged posterior in both images (``averaging``):
+   "group_vae" (``GroupVAEBase.model_fn``): mean (m1 + m2) / 2, variance (v1 + v2) / 2;
+   "mlvae" (``MLVae.model_fn``): variance 2 v1 v2 / (v1 + v2), mean (m1/v1 + m2/v2) v1 v2 /
+   (v1 + v2), the product of the two Gaussians' mean with twice its variance
+   (:func:`averaged_posterior`, computed in log space: the same values).
+5. Each image draws z = mean + exp(log_var / 2) eps from its aggregated posterior
+   (``BaseVAE.sample_from_latent_distribution``) and is decoded to Bernoulli logits; the loss is
+   the beta-VAE loss on both: loss = (R1 + R2) / 2 + beta (K1 + K2) / 2, R the sigmoid
+   cross-entropy summed over pixels and averaged over the pairs (``bernoulli_loss`` with
+   ``activation="logits"``, ``subtract_true_image_entropy=False``), K the KL of the aggregated
+   posterior to N(0, I) summed over the dimensions and averaged over the pairs
+   (``vae.compute_gaussian_kl``).
+
+The noise eps is drawn from (seed, step) by stateless ops, so a resumed run draws what an
+unbroken one would, and under a distribution strategy each replica takes its rows of the global
+batch's draws (``base.draw_rows``). The mask has no gradient (it is boolean); gradients reach both
+images' posteriors through the averaged ones, as in the authors' graph.
+
+Kept by a run: ``encoder`` (images -> the posterior means, the representation every evaluator
+reads), ``posterior`` (images -> [means, log-variances]) and ``decoder`` (z -> logits). Logs:
+``loss``, ``reconstruction`` (nats per image), ``kl`` (per image, of the aggregated posteriors)
+and ``shared_dimensions`` (per pair, how many latent dimensions were averaged).
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import tensorflow as tf
+
+from abc_tf import data, optimizers
+from abc_tf.config import ExperimentConfig
+from abc_tf.methods.ada_gvae import networks
+from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
+
+LOG_NAMES = ("loss", "reconstruction", "kl", "shared_dimensions")
+LABEL_KEY = "changed_factor"  # int [B] of a pairs batch: the index of the factor the pair changes ("labels" only)
+ADAM_BETAS, ADAM_EPSILON = (0.9, 0.999), 1e-8  # dlib shared.gin: vae/AdamOptimizer beta1, beta2, epsilon
+
+
+# ---------------------------------------------------------------- the pair's posteriors
+
+
+def pair_divergence(mean1: tf.Tensor, log_var1: tf.Tensor, mean2: tf.Tensor, log_var2: tf.Tensor) -> tf.Tensor:
+    """Per dimension [B, d]: v1/v2 + (m2 - m1)^2/v2 - 1 + log v2 - log v1, i.e. 2 KL(q1 || q2)
+    (the authors' ``compute_kl``; the ratios taken as exp of log-variance differences)."""
+    return tf.exp(log_var1 - log_var2) + tf.square(mean2 - mean1) * tf.exp(-log_var2) - 1.0 + log_var2 - log_var1
+
+
+def adaptive_kept(divergence: tf.Tensor) -> tf.Tensor:
+    """bool [B, d]: True where a dimension keeps its own posterior, the upper of two equal-width
+    bins between each row's smallest and largest divergence, computed as
+    ``tf.histogram_fixed_width_bins(row, [min, max], nbins=2) == 1`` computes it; a row of equal
+    divergences keeps none (module docstring, 3)."""
+    low = tf.reduce_min(divergence, axis=-1, keepdims=True)
+    high = tf.reduce_max(divergence, axis=-1, keepdims=True)
+    width = high - low
+    spread = width > 0
+    scaled = (divergence - low) / tf.where(spread, width, tf.ones_like(width))
+    return tf.logical_and(spread, tf.floor(2.0 * scaled) >= 1.0)
+
+
+def label_kept(labels: tf.Tensor, latent_dim: int) -> tf.Tensor:
+    """bool [B, d]: True at each pair's changed factor's index (``aggregate_labels``)."""
+    return tf.cast(tf.one_hot(tf.cast(labels, tf.int32), latent_dim, dtype=tf.int32), tf.bool)
+
+
+def averaged_posterior(mean1: tf.Tensor, log_var1: tf.Tensor, mean2: tf.Tensor, log_var2: tf.Tensor,
+                       averaging: str) -> tuple[tf.Tensor, tf.Tensor]:
+    """(mean, log-variance) [B, d] of the shared dimensions (module docstring, 4)."""
+    log_sum = tf.reduce_logsumexp(tf.stack([log_var1, log_var2]), axis=0)  # log(v1 + v2)
+    if averaging == "group_vae":
+        return 0.5 * (mean1 + mean2), log_sum - math.log(2.0)
+    # mlvae: v = 2 v1 v2 / (v1 + v2); mean = (m1 v2 + m2 v1) / (v1 + v2), weights v2 / (v1 + v2) = sigmoid(lv2 - lv1).
+    weight1 = tf.sigmoid(log_var2 - log_var1)
+    return weight1 * mean1 + (1.0 - weight1) * mean2, math.log(2.0) + log_var1 + log_var2 - log_sum
+
+
+def gaussian_kl(mean: tf.Tensor, log_var: tf.Tensor) -> tf.Tensor:
+    """KL(N(mean, diag exp(log_var)) || N(0, I)) [B]: 0.5 sum(m^2 + v - log v - 1) (``vae.compute_gaussian_kl``)."""
+    return 0.5 * tf.reduce_sum(tf.square(mean) + tf.exp(log_var) - log_var - 1.0, axis=-1)
+
+
+def bernoulli_nll(images: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
+    """-log p(x | z) [B] of images in [0, 1] under Bernoulli logits, summed over pixels (``bernoulli_loss``)."""
+    per_pixel = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(images, logits.dtype), logits=logits)
+    return tf.reduce_sum(tf.reshape(per_pixel, [tf.shape(logits)[0], -1]), axis=1)
+
+
+def pair_terms(posterior: keras.Model, decoder: keras.Model, x1: tf.Tensor, x2: tf.Tensor, noise: tf.Tensor,
+               aggregation: str, averaging: str, labels: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+    """One pass over a batch of pairs: float images ``x1``, ``x2`` [B, H, W, C] in [0, 1],
+    ``noise`` [B, 2, d] standard normal (image 1, image 2), ``labels`` int [B] ("labels" only).
+
+    Returns, per pair [B]: "reconstruction" ((R1 + R2) / 2), "kl" ((K1 + K2) / 2),
+    "shared_dimensions"; and [B, d]: "divergence", "kept" (bool), "mean1", "log_var1", "mean2",
+    "log_var2" (the encoder's) and "z1", "z2" (the draws from the aggregated posteriors).
+    Computed in the networks' output dtype (float32, or float64 for a float64 network)."""
+    pairs = tf.shape(x1)[0]
+    mean, log_var = posterior(tf.concat([x1, x2], axis=0))
+    mean1, mean2 = mean[:pairs], mean[pairs:]
+    log_var1, log_var2 = log_var[:pairs], log_var[pairs:]
+    divergence = pair_divergence(mean1, log_var1, mean2, log_var2)
+    if aggregation == "labels":
+        kept = label_kept(labels, int(mean.shape[-1]))
+    else:
+        kept = adaptive_kept(tf.stop_gradient(divergence))
+    shared_mean, shared_log_var = averaged_posterior(mean1, log_var1, mean2, log_var2, averaging)
+    out = {"divergence": divergence, "kept": kept, "mean1": mean1, "log_var1": log_var1, "mean2": mean2,
+           "log_var2": log_var2}
+    noise = tf.cast(noise, mean.dtype)
+    codes, kls = [], []
+    for index, (own_mean, own_log_var) in enumerate(((mean1, log_var1), (mean2, log_var2))):
+        aggregated_mean = tf.where(kept, own_mean, shared_mean)
+        aggregated_log_var = tf.where(kept, own_log_var, shared_log_var)
+        codes.append(aggregated_mean + tf.exp(0.5 * aggregated_log_var) * noise[:, index])
+        kls.append(gaussian_kl(aggregated_mean, aggregated_log_var))
+    out["z1"], out["z2"] = codes
+    logits = decoder(tf.concat(codes, axis=0))
+    nll = bernoulli_nll(tf.concat([x1, x2], axis=0), logits)
+    out["reconstruction"] = 0.5 * (nll[:pairs] + nll[pairs:])
+    out["kl"] = 0.5 * (kls[0] + kls[1])
+    out["shared_dimensions"] = tf.reduce_sum(tf.cast(tf.logical_not(kept), mean.dtype), axis=-1)
+    return out
+
+
+def draw_noise(seed: tf.Tensor, pairs, latent_dim: int) -> tf.Tensor:
+    """Standard normal [pairs, 2, latent_dim] from a stateless seed [2]; under a distribution
+    strategy this replica's rows of the global batch's draws (``draw_rows``)."""
+    return draw_rows(lambda rows: tf.random.stateless_normal(tf.stack([rows, 2, latent_dim]), seed=seed), pairs)
+
+
+# ---------------------------------------------------------------- the model
+
+
+class AdaGvaeModel(MethodModel):
+    """Ada-GVAE (and GVAE, ML-VAE's averaging) on pairs batches {"x1", "x2"[, LABEL_KEY]}.
+
+    Args:
+      posterior: images -> [means, log-variances] [B, d].
+      decoder: z [B, d] -> Bernoulli logits of the images.
+      beta: weight of the KL terms.
+      aggregation: "argmax" (adaptive) or "labels" (the batches' LABEL_KEY).
+      averaging: "group_vae" or "mlvae".
+      seed: of the reparameterisation noise (with the step: stateless).
+    """
+
+    def __init__(self, posterior: keras.Model, decoder: keras.Model, beta: float = 1.0, aggregation: str = "argmax",
+                 averaging: str = "group_vae", seed: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.posterior = posterior
+        self.decoder = decoder
+        self.representation = networks.mean_network(posterior, name="encoder")
+        self.beta = float(beta)
+        self.aggregation, self.averaging = aggregation, averaging
+        self.seed = int(seed) % (1 << 31)
+        self.latent_dim = int(posterior.outputs[0].shape[-1])
+        self.track(LOG_NAMES)
+        self.built = True
+
+    def networks(self) -> dict[str, keras.Model]:
+        return {"encoder": self.representation, "posterior": self.posterior, "decoder": self.decoder}
+
+    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
+        """The representation [B, d]: the posterior means."""
+        return self.representation(to_float_images(images), training=training)
+
+    def noise_at(self, step, pairs) -> tf.Tensor:
+        """The reparameterisation noise [pairs, 2, d] of step ``step`` (:func:`draw_noise` from (seed, step))."""
+        seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+        return draw_noise(seed, pairs, self.latent_dim)
+
+    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+        """The beta-VAE loss of both images of every pair (module docstring). No layer acts
+        differently in training."""
+        del training
+        labels = None
+        if self.aggregation == "labels":
+            if LABEL_KEY not in batch:
+                raise ValueError(f"--method.aggregation=labels reads each pair's changed factor ({LABEL_KEY!r}), which "
+                                 f"this data's pairs batches do not carry (they hold {', '.join(sorted(batch))}); use "
+                                 "--method.aggregation=argmax.")
+            labels = batch[LABEL_KEY]
+        x1, x2 = to_float_images(batch["x1"]), to_float_images(batch["x2"])
+        out = pair_terms(self.posterior, self.decoder, x1, x2, self.noise_at(step, tf.shape(x1)[0]), self.aggregation,
+                         self.averaging, labels)
+        terms = {name: tf.reduce_mean(tf.cast(out[name], tf.float32)) for name in ("reconstruction", "kl", "shared_dimensions")}
+        terms["loss"] = terms["reconstruction"] + self.beta * terms["kl"]
+        return terms
+
+
+# ---------------------------------------------------------------- the declaration
+
+
+def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
+    """ValueError naming the data when its images are not 64 x 64 (the authors' networks' size)."""
+    if tuple(image_shape[:2]) != (networks.IMAGE_SIZE,) * 2:
+        raise ValueError(f"--method={config.method.name} trains disentanglement_lib's 64 x 64 networks; data "
+                         f"{config.data.family!r} gives images of {tuple(image_shape)}.")
+
+
+def check_config(config: ExperimentConfig) -> None:
+    """The networks fit the family's images, and "labels" has a latent dimension per factor (before any data is read)."""
+    family = data.get_family(config.data.family)
+    check_image_shape(config, tuple(family.image_shape(config)))
+    if config.method.aggregation == "labels":
+        factors = family.known_factors
+        if factors is None:
+            raise ValueError(f"--method.aggregation=labels: data {config.data.family!r} has no known factors to label "
+                             "the pairs with; use --method.aggregation=argmax.")
+        if config.method.latent_dim < len(factors.names):
+            raise ValueError(f"--method.aggregation=labels makes latent dimension i learn factor i: "
+                             f"--method.latent_dim={config.method.latent_dim} is below the {len(factors.names)} factors "
+                             f"of data {config.data.family!r}.")
+
+
+def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> AdaGvaeModel:
+    """The networks (encoder first, then decoder: one seed, one set of weights) and Adam at the
+    config's rate with the authors' betas and epsilon."""
+    check_image_shape(config, image_shape)
+    method = config.method
+    posterior = networks.gaussian_encoder(method.latent_dim, tuple(image_shape))
+    decoder = networks.bernoulli_decoder(method.latent_dim, tuple(image_shape))
+    model = AdaGvaeModel(posterior, decoder, beta=method.beta, aggregation=method.aggregation,
+                         averaging=method.averaging, seed=config.trainer.seed)
+    model.compile(optimizer=optimizers.run_adam(config.trainer, ADAM_BETAS, ADAM_EPSILON),
+                  jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+    return model
+
+
+def variant(config: ExperimentConfig) -> str:
+    """The authors' name of the configured model where it is not Ada-GVAE (gin names of weak_vae.py)."""
+    method = config.method
+    name = {("argmax", "group_vae"): "", ("labels", "group_vae"): "GVAE with the changed factor",
+            ("argmax", "mlvae"): "Ada-ML-VAE", ("labels", "mlvae"): "ML-VAE with the changed factor"}
+    return name[(method.aggregation, method.averaging)]
+
+
+def supervision(config: ExperimentConfig) -> str:
+    """What the pairs tell the method."""
+    if config.method.aggregation == "labels":
+        return "pairs that differ in one factor, and which factor it is"
+    return "pairs that differ in one factor, which one unknown (Locatello et al. 2020 weak supervision)"
+
+
+METHOD = Method(
+    name="ada_gvae", build=build, supervision=supervision, length_scale=None, check_config=check_config,
+    variant=variant,
+)
