@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import keras
@@ -11,6 +12,7 @@ import tensorflow as tf
 from google.protobuf import text_format
 from tensorboard.plugins import projector
 
+import toy_family as toy_family_module
 from abc_tf.runs import experiments
 from abc_tf.evaluation import callbacks
 from abc_tf.methods.base import MethodModel
@@ -88,8 +90,9 @@ def test_callback_logs_scalars_images_and_projector(tmp_path):
         assert os.path.isfile(os.path.join(log_dir, name))
 
 
-def test_a_family_without_a_labelled_sample_gets_no_callback_and_refuses_eval_every(tmp_path, toy_family):
-    # The toy family's task is not registered here: no labelled sample to measure on.
+def test_a_family_without_a_labelled_sample_gets_no_callback_and_refuses_eval_every(tmp_path, toy_family, monkeypatch):
+    # The toy family without its task: no labelled sample to measure on.
+    monkeypatch.setattr("toy_family.FAMILY", dataclasses.replace(toy_family_module.FAMILY, evaluation_task=""))
     config = experiments.config_for(data="toy", eval_every=0, eval_images=32)
     assert callbacks.evaluation_callbacks(config, str(tmp_path)) == []
     with pytest.raises(ValueError, match="--trainer.eval_every=5: the toy data has no labelled sample to measure on"):
