@@ -9,9 +9,10 @@ import keras
 from abc_tf import schedules
 from abc_tf.config import TrainerConfig
 
-# Keras' defaults; PyTorch's Adam (the peers' code) differs in epsilon (1e-8).
+# Keras' defaults; PyTorch's Adam (the peers' code) differs in epsilon.
 BETAS = (0.9, 0.999)
 EPSILON = 1e-7
+PYTORCH_ADAM_EPSILON = 1e-8  # torch.optim.Adam's default eps, which the peers' code leaves as is
 
 
 def adam(learning_rate: float | keras.optimizers.schedules.LearningRateSchedule, betas: tuple[float, float] = BETAS,

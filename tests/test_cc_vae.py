@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 import models
-from abc_tf import methods
+from abc_tf import methods, optimizers
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.pose import procedural as pose_procedural
@@ -403,7 +403,7 @@ def test_the_presets_are_the_authors_settings():
     # cycle-consistent-vae main.py L12-L15, L18-L25, L36; networks.py L19-L39; training.py L67-L81.
     assert (method.name, method.style_dim, method.class_dim, method.base_channels) == ("cc_vae", 16, 16, 16)
     assert (method.reconstruction_weight, method.kl_weight, method.reverse_cycle_weight) == (2.0, 3.0, 10.0)
-    assert paper.trainer.learning_rate == 1e-4 and cc_vae.PYTORCH_ADAM_EPSILON == 1e-8
+    assert paper.trainer.learning_rate == 1e-4 and optimizers.PYTORCH_ADAM_EPSILON == 1e-8
     # Stacks of ABC's MNIST size (ABC supplement L164), 32 pairs each: two make the authors'
     # batch of 64 pairs; digit 9 held out (L114); 100 epochs of the 54,051 remaining images.
     assert paper.batch.set_size == 64 and paper.batch.pairs_per_step * paper.batch.set_size // 2 == 64

@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 import models
-from abc_tf import methods
+from abc_tf import methods, optimizers
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.pose import procedural as pose_procedural
@@ -274,7 +274,7 @@ def test_the_presets_are_the_authors_settings():
     # multi-level-vae main.py L9-L18, L21-L22, L32; networks.py L16, L43-52; training.py L39-45.
     assert (method.name, method.style_dim, method.content_dim, method.hidden_units) == ("ml_vae", 10, 10, 500)
     assert (method.likelihood, method.kl_weight) == ("gaussian", 1.0)
-    assert paper.trainer.learning_rate == 1e-3 and ml_vae.PYTORCH_ADAM_EPSILON == 1e-8
+    assert paper.trainer.learning_rate == 1e-3 and optimizers.PYTORCH_ADAM_EPSILON == 1e-8
     # Groups of ABC's MNIST stack size (ABC supplement L164, L217), 256 images per step as the
     # authors' batches, digit 9 held out (L114, L164), 400 epochs of the 54,051 remaining images.
     assert (paper.batch.set_size, paper.batch.set_size * paper.batch.pairs_per_step) == (64, 256)

@@ -86,7 +86,7 @@ def build(config, image_shape) -> TwoNetworkModel:
     )
     model = TwoNetworkModel(encoder, decoder, config.method.similarity, config.method.temperature,
                             config.method.decoder_learning_rate)
-    model.compile(optimizer=optimizers.run_adam(config.trainer), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+    model.compile_for(config.trainer, optimizers.run_adam(config.trainer))
     return model
 
 

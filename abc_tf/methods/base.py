@@ -26,7 +26,7 @@ import keras
 import tensorflow as tf
 
 import models
-from abc_tf.config import ExperimentConfig
+from abc_tf.config import ExperimentConfig, TrainerConfig
 
 
 def to_float_images(images: tf.Tensor) -> tf.Tensor:
@@ -185,6 +185,27 @@ class MethodModel(keras.Model):
 
     trackers: dict[str, keras.metrics.Metric] = {}
     values_at_step: tuple[str, ...] = ()
+
+    def __init__(self, seed: int = 0, **kwargs):
+        """``seed``: the run's seed for the model's random draws in its steps, taken with the
+        step (:meth:`step_seed`); folded into the range of a stateless op's seed."""
+        super().__init__(**kwargs)
+        self.seed = int(seed) % (1 << 31)
+
+    def step_seed(self, step: tf.Tensor) -> tf.Tensor:
+        """The stateless seed of optimizer step ``step``: (the run's seed, the step), so a
+        resumed run draws what an unbroken one would."""
+        return tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+
+    def compile_for(self, trainer: TrainerConfig, optimizer: keras.optimizers.Optimizer) -> None:
+        """``compile`` with the run's ``optimizer`` (the one whose ``iterations`` count the
+        steps) and the trainer's XLA and steps-per-execution settings."""
+        self.compile(optimizer=optimizer, jit_compile=trainer.jit_compile, steps_per_execution=trainer.steps_per_execution)
+
+    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
+        """The representation of images [B, H, W, C] (uint8, or floats in [0, 1]): the
+        ``"encoder"`` of :meth:`networks`, [B, D]."""
+        return self.networks()["encoder"](to_float_images(images), training=training)
 
     def track(self, names: tuple[str, ...], values_at_step: tuple[str, ...] = ()) -> None:
         """Log ``names`` (terms averaged over each logging interval, "loss" first) and

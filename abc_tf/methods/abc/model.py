@@ -74,9 +74,6 @@ class ABCModel(MethodModel):
         # The encoder is built already; saying so lets save/load restore the optimizer state.
         self.built = encoder.built and (head is None or head.built)
 
-    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        """Embeds images [B, H, W, C] -> [B, D]."""
-        return self.encoder(to_float_images(images), training=training)
 
     def embed_sets(self, batch: dict[str, tf.Tensor], training: bool = False) -> dict[str, tf.Tensor]:
         """Embeds every set of the batch in one encoder call: {key: [P, S, D]} in float32."""
@@ -163,7 +160,7 @@ def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_typ
         abc_weight=getattr(config.method, "abc_weight", 1.0), head=head, head_loss=head_loss,
         head_weight=regression_weight,
     )
-    model.compile(optimizer=optimizers.run_adam(config.trainer), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+    model.compile_for(config.trainer, optimizers.run_adam(config.trainer))
     return model
 
 

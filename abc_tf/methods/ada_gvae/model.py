@@ -172,13 +172,12 @@ class AdaGvaeModel(MethodModel):
 
     def __init__(self, posterior: keras.Model, decoder: keras.Model, beta: float = 1.0, aggregation: str = "argmax",
                  averaging: str = "group_vae", seed: int = 0, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         self.posterior = posterior
         self.decoder = decoder
         self.representation = networks.mean_network(posterior, name="encoder")
         self.beta = float(beta)
         self.aggregation, self.averaging = aggregation, averaging
-        self.seed = int(seed) % (1 << 31)
         self.latent_dim = int(posterior.outputs[0].shape[-1])
         self.track(LOG_NAMES)
         self.built = True
@@ -186,13 +185,10 @@ class AdaGvaeModel(MethodModel):
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.representation, "posterior": self.posterior, "decoder": self.decoder}
 
-    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        """The representation [B, d]: the posterior means."""
-        return self.representation(to_float_images(images), training=training)
 
     def noise_at(self, step, pairs) -> tf.Tensor:
         """The reparameterisation noise [pairs, 2, d] of step ``step`` (:func:`draw_noise` from (seed, step))."""
-        seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+        seed = self.step_seed(step)
         return draw_noise(seed, pairs, self.latent_dim)
 
     def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
@@ -248,8 +244,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> AdaGva
     decoder = networks.bernoulli_decoder(method.latent_dim, tuple(image_shape))
     model = AdaGvaeModel(posterior, decoder, beta=method.beta, aggregation=method.aggregation,
                          averaging=method.averaging, seed=config.trainer.seed)
-    model.compile(optimizer=optimizers.run_adam(config.trainer, ADAM_BETAS, ADAM_EPSILON),
-                  jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+    model.compile_for(config.trainer, optimizers.run_adam(config.trainer, ADAM_BETAS, ADAM_EPSILON))
     return model
 
 
@@ -269,6 +264,6 @@ def supervision(config: ExperimentConfig) -> str:
 
 
 METHOD = Method(
-    name="ada_gvae", build=build, supervision=supervision, length_scale=None, check_config=check_config,
+    name="ada_gvae", build=build, supervision=supervision, check_config=check_config,
     variant=variant,
 )

@@ -61,7 +61,6 @@ from models import vae64_networks
 from models import cc_vae_networks
 
 LOG_NAMES = ("loss", "reconstruction", "kl", "reverse_cycle")
-PYTORCH_ADAM_EPSILON = 1e-8  # the authors' optim.Adam (training.py L67-77) with PyTorch's default epsilon
 DRAWS = ("order", "style_noise", "z")
 
 
@@ -173,14 +172,13 @@ class CcVaeModel(MethodModel):
 
     def __init__(self, posterior: keras.Model, decoder: keras.Model, weights: dict[str, float],
                  reverse_optimizer: keras.optimizers.Optimizer, seed: int = 0, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         self.posterior = posterior
         self.decoder = decoder
         self.representation = cc_vae_networks.output_network(posterior, "style_mean", name="encoder")
         self.specified = cc_vae_networks.output_network(posterior, "class_code", name="specified")
         self.loss_weights = {name: float(value) for name, value in weights.items()}
         self.reverse_optimizer = loss_scaled(reverse_optimizer)  # compile wraps only its own
-        self.seed = int(seed) % (1 << 31)
         self.style_dim = int(posterior.output_shape[0][-1])
         self.track(LOG_NAMES)
         self.built = True
@@ -189,9 +187,6 @@ class CcVaeModel(MethodModel):
         return {"encoder": self.representation, "specified": self.specified, "posterior": self.posterior,
                 "decoder": self.decoder}
 
-    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        """The representation [B, d_z]: the unspecified code's means."""
-        return self.representation(to_float_images(images), training=training)
 
     # compile's optimizer (self.optimizer) steps the forward cycle, reverse_optimizer the reverse.
     def optimizers(self) -> list[keras.optimizers.Optimizer]:
@@ -212,7 +207,7 @@ class CcVaeModel(MethodModel):
 
     def draws_at(self, step, groups, size) -> dict[str, tf.Tensor]:
         """The draws of the step ``step`` (:func:`draw_step` from (seed, step))."""
-        seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+        seed = self.step_seed(step)
         return draw_step(seed, groups, size, self.style_dim)
 
     def updates(self) -> list[Update]:
@@ -287,13 +282,14 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> CcVaeM
     trainer, method = config.trainer, config.method
 
     def adam():
-        return optimizers.run_adam(trainer, epsilon=PYTORCH_ADAM_EPSILON)
+        # The authors' optim.Adam (training.py L67-77) with PyTorch's default epsilon.
+        return optimizers.run_adam(trainer, epsilon=optimizers.PYTORCH_ADAM_EPSILON)
 
     model = CcVaeModel(networks["posterior"], networks["decoder"],
                        weights={"reconstruction": method.reconstruction_weight, "kl": method.kl_weight,
                                 "reverse_cycle": method.reverse_cycle_weight},
                        reverse_optimizer=adam(), seed=trainer.seed)
-    model.compile(optimizer=adam(), jit_compile=trainer.jit_compile, steps_per_execution=trainer.steps_per_execution)
+    model.compile_for(trainer, adam())
     return model
 
 
@@ -320,5 +316,5 @@ def supervision(config: ExperimentConfig) -> str:
 
 METHOD = Method(
     name="cc_vae", build=build, supervision=supervision,
-    length_scale=None, check_config=check_config, variant=variant,
+    check_config=check_config, variant=variant,
 )

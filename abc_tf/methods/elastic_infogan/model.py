@@ -137,14 +137,14 @@ class ElasticInfoGANModel(MethodModel):
                  q_logits: keras.Model, learned_prior: bool, contrastive_weight: float, noise_dim: int,
                  learning_rate: float | keras.optimizers.schedules.LearningRateSchedule = 2e-4, seed: int = 0, ntxent_temperature: float = NTXENT_TEMPERATURE,
                  elastic_pixels: float = 0.0, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         self.generator, self.trunk, self.d_head = generator, trunk, d_head
         self.q_features, self.q_logits = q_features, q_logits
         self.encoder = infogan_networks.chain(trunk, q_features, name="encoder")
         self.discriminator = infogan_networks.chain(trunk, d_head, name="discriminator")
         self.q = infogan_networks.chain(self.encoder, q_logits, name="q")
         self.learned_prior, self.contrastive_weight = bool(learned_prior), float(contrastive_weight)
-        self.noise_dim, self.seed = int(noise_dim), int(seed) % (1 << 31)
+        self.noise_dim = int(noise_dim)
         self.ntxent_temperature = float(ntxent_temperature)
         self.elastic_pixels = float(elastic_pixels)  # T's elastic displacement (0: the authors' T)
         # pi: zeros are the uniform prior the paper starts from; fixed for InfoGAN.
@@ -158,8 +158,6 @@ class ElasticInfoGANModel(MethodModel):
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.encoder, "generator": self.generator, "discriminator": self.discriminator, "q": self.q}
 
-    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        return self.encoder(to_float_images(images), training=training)
 
     def prior(self) -> np.ndarray:
         """The class prior p = softmax(pi) [K] as NumPy."""
@@ -195,7 +193,7 @@ class ElasticInfoGANModel(MethodModel):
         del earlier
         real = to_float_images(batch["images"])
         size = tf.shape(real)[0]
-        seeds = tf.random.experimental.stateless_split(tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)]), 3)
+        seeds = tf.random.experimental.stateless_split(self.step_seed(step), 3)
         # Under a distribution strategy each replica takes its rows of the global batch's draws.
         drawn = {
             "z": draw_rows(lambda rows: tf.random.stateless_normal(tf.stack([rows, self.noise_dim]), seeds[0]), size),
@@ -277,7 +275,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> Elasti
         learning_rate=optimizers.run_learning_rate(config.trainer), seed=config.trainer.seed,
     )
     optimizer = optimizers.run_adam(config.trainer, betas=ADAM_BETAS)
-    model.compile(optimizer=optimizer, jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+    model.compile_for(config.trainer, optimizer)
     return model
 
 
@@ -303,6 +301,6 @@ def variant(config: ExperimentConfig) -> str:
 
 METHOD = Method(
     name="elastic_infogan", build=build, check_config=check_config,
-    supervision=supervision, length_scale=None, training_callbacks=training_callbacks, variant=variant,
+    supervision=supervision, training_callbacks=training_callbacks, variant=variant,
     measures="abc_tf.evaluation.tasks:digit_cluster_measures",
 )

@@ -168,7 +168,7 @@ class LordModel(MethodModel):
     def __init__(self, generator: keras.Model, content_encoder: keras.Model, class_encoder: keras.Model,
                  num_images: int, num_groups: int, settings, encoder_optimizer: keras.optimizers.Optimizer,
                  vgg: keras.Model | None = None, max_rate: float = 3e-4, seed: int = 0, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         self.generator, self.content_encoder, self.class_encoder, self.vgg = generator, content_encoder, class_encoder, vgg
         self.content_dim, self.class_dim = int(settings.content_dim), int(settings.class_dim)
         self.stage1_steps = int(settings.stage1_steps)
@@ -179,16 +179,12 @@ class LordModel(MethodModel):
         self.content_table = self.add_weight(shape=(int(num_images), self.content_dim), initializer=init, name="content_table")
         self.class_table = self.add_weight(shape=(int(num_groups), self.class_dim), initializer=init, name="class_table")
         self.encoder_optimizer = loss_scaled(encoder_optimizer)  # compile wraps only its own
-        self.seed = int(seed) % (1 << 31)
         self.track(LOG_NAMES, values_at_step=("stage",))
         self.built = True
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.content_encoder, "class_encoder": self.class_encoder, "generator": self.generator}
 
-    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        """The representation [B, d_c]: the content encoder's codes."""
-        return self.content_encoder(to_float_images(images), training=training)
 
     def content_codes(self, index: tf.Tensor) -> tf.Tensor:
         """The optimised content codes of bank rows ``index`` (any shape) -> [..., d_c]."""
@@ -211,7 +207,7 @@ class LordModel(MethodModel):
     def noise_at(self, step, groups, size) -> tf.Tensor:
         """The content noise of step ``step``, [groups, size, d_c] standard normal from (seed, step)
         (under a distribution strategy, this replica's rows of the global batch's draws)."""
-        seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+        seed = self.step_seed(step)
         dim = self.content_dim
         return draw_rows(lambda rows: tf.random.stateless_normal(tf.stack([rows, size, dim]), seed=seed), groups)
 
@@ -342,8 +338,7 @@ def build_model(config: ExperimentConfig, image_shape: tuple[int, int, int], num
     model = LordModel(networks["generator"], networks["encoder"], networks["class_encoder"], num_images, num_groups,
                       config.method, encoder_optimizer=optimizers.adam(config.method.encoder_learning_rate, betas=BETAS),
                       vgg=networks.get("vgg"), max_rate=trainer.learning_rate, seed=trainer.seed)
-    model.compile(optimizer=optimizers.adam(trainer.learning_rate, betas=BETAS), jit_compile=trainer.jit_compile,
-                  steps_per_execution=trainer.steps_per_execution)
+    model.compile_for(trainer, optimizers.adam(trainer.learning_rate, betas=BETAS))
     return model
 
 
@@ -371,5 +366,5 @@ METHOD = Method(
     name="lord", build=build,
     supervision="group membership: which images show one object (the class, from the sets), and the identity of each "
                 "training image (a code per bank image)",
-    length_scale=None, check_config=check_config, variant=variant, needs_training_bank=True,
+    check_config=check_config, variant=variant, needs_training_bank=True,
 )

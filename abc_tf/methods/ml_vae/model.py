@@ -61,7 +61,6 @@ from models import vae64_networks
 from models import ml_vae_networks
 
 LOG_NAMES = ("loss", "reconstruction", "kl_style", "kl_content")
-PYTORCH_ADAM_EPSILON = 1e-8  # the authors' optim.Adam (training.py L100-104) with PyTorch's default epsilon
 
 
 # ---------------------------------------------------------------- the ELBO terms
@@ -154,7 +153,7 @@ class MlVaeModel(MethodModel):
 
     def __init__(self, posterior: keras.Model, decoder: keras.Model, likelihood: str = "gaussian",
                  content_per_image: bool = False, kl_weight: float = 1.0, seed: int = 0, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         self.posterior = posterior
         self.decoder = decoder
         self.representation = ml_vae_networks.mean_network(posterior, "style_mean", name="encoder")
@@ -162,7 +161,6 @@ class MlVaeModel(MethodModel):
         self.likelihood = likelihood
         self.content_per_image = bool(content_per_image)
         self.kl_weight = float(kl_weight)
-        self.seed = int(seed) % (1 << 31)
         self.style_dim = int(posterior.output_shape[0][-1])
         self.content_dim = int(posterior.output_shape[2][-1])
         self.track(LOG_NAMES)
@@ -172,13 +170,10 @@ class MlVaeModel(MethodModel):
         return {"encoder": self.representation, "content": self.content, "posterior": self.posterior,
                 "decoder": self.decoder}
 
-    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        """The representation [B, d_s]: the style posterior means."""
-        return self.representation(to_float_images(images), training=training)
 
     def noise_at(self, step, groups, size) -> dict[str, tf.Tensor]:
         """The reparameterisation noise of the step ``step`` (:func:`draw_noise` from (seed, step))."""
-        seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+        seed = self.step_seed(step)
         return draw_noise(seed, groups, size, self.style_dim, self.content_dim, self.content_per_image)
 
     def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
@@ -233,8 +228,8 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> MlVaeM
     model = MlVaeModel(networks["posterior"], networks["decoder"], likelihood=config.method.likelihood,
                        content_per_image=config.method.content_sample == "image", kl_weight=config.method.kl_weight,
                        seed=config.trainer.seed)
-    model.compile(optimizer=optimizers.run_adam(config.trainer, epsilon=PYTORCH_ADAM_EPSILON),
-                  jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+    # The authors' optim.Adam (training.py L100-104) with PyTorch's default epsilon.
+    model.compile_for(config.trainer, optimizers.run_adam(config.trainer, epsilon=optimizers.PYTORCH_ADAM_EPSILON))
     return model
 
 
@@ -258,5 +253,5 @@ def supervision(config: ExperimentConfig) -> str:
 
 METHOD = Method(
     name="ml_vae", build=build, supervision=supervision,
-    length_scale=None, check_config=check_config, variant=variant,
+    check_config=check_config, variant=variant,
 )

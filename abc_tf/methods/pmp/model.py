@@ -184,13 +184,12 @@ class PMPModel(MethodModel):
 
     def __init__(self, features: keras.Model, projectors: keras.Model, decoder: keras.Model, total_steps: int,
                  warmup: float, weights: dict[str, float], seed: int = 0, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         self.features, self.projectors, self.decoder = features, projectors, decoder
         self.representation = pmp_networks.representation(features, projectors, name="encoder")
         self.num_subspaces = int(projectors.output_shape[1])
         self.total_steps, self.warmup = int(total_steps), float(warmup)
         self.loss_weights = {name: float(weights[name]) for name in ("dis", "spar", "cons", "reg")}
-        self.seed = int(seed) % (1 << 31)
         self.track(("loss", *LOSS_NAMES), values_at_step=("beta1", "beta2", "beta3"))
         self.usage = SubspaceUsage(self.num_subspaces)
         self.built = True
@@ -199,9 +198,6 @@ class PMPModel(MethodModel):
         return {"encoder": self.representation, "features": self.features, "projectors": self.projectors,
                 "decoder": self.decoder}
 
-    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        """The representation z [B, d] of images [B, H, W, C]."""
-        return self.representation(to_float_images(images), training=training)
 
     def codes(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
         """Subspace codes [B, k, d] (float32) of float images."""
@@ -225,7 +221,7 @@ class PMPModel(MethodModel):
             "reg_loss": usage_loss(squared), "changed": changed, "beta1": b1, "beta2": b2, "beta3": b3,
         }
         if self.loss_weights["cons"] > 0:
-            seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+            seed = self.step_seed(step)
             mixes = draw_mixes(pairs, self.num_subspaces, seed)
             recode = lambda z: self.codes(self.decode(z, training=training), training=training)  # noqa: E731
             consistency = lambda: consistency_loss(mix_codes(codes1, codes2, mixes), recode)  # noqa: E731
@@ -334,7 +330,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> PMPMod
         weights={name: getattr(config.method, field) for name, field in WEIGHT_FIELDS.items()}, seed=config.trainer.seed,
     )
     optimizer = optimizers.run_adam(config.trainer, betas=ADAM_BETAS, epsilon=ADAM_EPSILON)
-    model.compile(optimizer=optimizer, jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+    model.compile_for(config.trainer, optimizer)
     return model
 
 
@@ -345,5 +341,5 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 METHOD = Method(
     name="pmp", build=build, check_config=check_config,
     supervision="pairs that differ in exactly one factor, which one unknown (Locatello et al. 2020 weak supervision)",
-    length_scale=None, training_callbacks=training_callbacks,
+    training_callbacks=training_callbacks,
 )

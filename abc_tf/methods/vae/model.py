@@ -202,7 +202,7 @@ class VITAEModel(MethodModel):
 
     def __init__(self, variant: str, networks: dict[str, keras.Model], warmup_steps: float, augment: bool,
                  seed: int = 0, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(seed=seed, **kwargs)
         self.variant = variant
         self.parts = dict(networks)
         self.appearance_posterior = networks["appearance_posterior"]
@@ -222,7 +222,6 @@ class VITAEModel(MethodModel):
             self.dims = (dim_a, int(self.perspective_posterior.output_shape[0][-1]))
         self.warmup_steps = float(warmup_steps)
         self.augment = bool(augment)
-        self.seed = int(seed) % (1 << 31)
         self.track(LOG_NAMES, values_at_step=("kl_weight",))
         self.built = True
 
@@ -232,9 +231,6 @@ class VITAEModel(MethodModel):
             kept.update(appearance=self.appearance, perspective=self.perspective, decoder=self.generator)
         return kept
 
-    def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        """The representation [B, d]: the posterior means [z_A, z_P]."""
-        return self.representation(to_float_images(images), training=training)
 
     def decode(self, z_appearance: tf.Tensor, z_perspective: tf.Tensor | None = None) -> tf.Tensor:
         """Pixel probabilities [B, H, W, C] of latent codes (z_perspective ignored by the VAE)."""
@@ -247,7 +243,7 @@ class VITAEModel(MethodModel):
         The networks have no layer that acts differently in training."""
         del training
         images = to_float_images(batch["images"])
-        seed = tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
+        seed = self.step_seed(step)
         augment_seed, noise_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
         if self.augment:
             images = random_affine(images, augment_seed)
@@ -355,7 +351,7 @@ def _builder(variant: str):
         model = VITAEModel(variant, build_networks(variant, config.method.latent_dim, image_shape),
                            warmup_steps=config.method.kl_warmup * config.trainer.steps, augment=config.method.affine_augmentation,
                            seed=config.trainer.seed)
-        model.compile(optimizer=optimizers.run_adam(config.trainer), jit_compile=config.trainer.jit_compile, steps_per_execution=config.trainer.steps_per_execution)
+        model.compile_for(config.trainer, optimizers.run_adam(config.trainer))
         return model
 
     return build
@@ -369,7 +365,7 @@ def declare_variant(variant: str, told: str) -> Method:
     """The declaration of ``variant`` (vae, u_vitae, c_vitae: each its own package); ``told``:
     what it is given, in words."""
     return Method(name=variant, build=_builder(variant), check_config=_checker(variant),
-                  supervision=f"none: {told}", length_scale=None, training_callbacks=training_callbacks,
+                  supervision=f"none: {told}", training_callbacks=training_callbacks,
                   measures="abc_tf.evaluation.tasks:likelihood_measures")
 
 
