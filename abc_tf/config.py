@@ -222,6 +222,18 @@ class MethodConfig(Part):
     trains_encoder: ClassVar[bool] = True
     name: str = field("", "Training method: a key of abc_tf.methods.METHODS.")
 
+    def length_scale(self) -> float | None:
+        """The scale in embedding space below which the method's loss sees no difference
+        (SPEC.md section 1): every evaluator adds noise of that scale. None when the loss has
+        none: evaluators then scale the noise to the embeddings' own spread (0.1 x)."""
+        return None
+
+    @property
+    def embedding_similarity(self) -> str:
+        """The similarity under which evaluators compare the run's embeddings (retrieval, pose
+        lookup): squared Euclidean, unless the method's loss has a similarity of its own."""
+        return "l2sq"
+
 
 _PART_BASES: dict[type, str] = {TrainerConfig: "trainer", EncoderConfig: "model", DataConfig: "data",
                                 BatchConfig: "batch", MethodConfig: "method"}
@@ -315,12 +327,5 @@ class ExperimentConfig:
 
     @property
     def embedding_similarity(self) -> str:
-        """The similarity under which evaluators compare the run's embeddings (retrieval, pose
-        lookup): the method's own where its loss has one, else squared Euclidean."""
-        return getattr(self.method, "similarity", "l2sq")
-
-    @property
-    def length_scale(self) -> float:
-        """Scale in embedding space below which a similarity-based loss sees no difference
-        (SPEC.md section 1); 1 for a method without a similarity."""
-        return length_scale(self.method.similarity, self.method.temperature) if hasattr(self.method, "similarity") else 1.0
+        """The similarity under which evaluators compare the run's embeddings: the method's."""
+        return self.method.embedding_similarity

@@ -148,7 +148,7 @@ def run_condition(condition: str, seed: int, sample) -> dict:
     metrics["condition"] = label
     if seed == 0 and condition in SWEEP_CONDITIONS and FLAGS.num_sigmas:
         embeddings = embed(encoder, sample[0]).astype(np.float64)
-        sigmas = noise.sigma_grid(embeddings, config.length_scale, FLAGS.num_sigmas, below=30.0, above=5.0)
+        sigmas = noise.sigma_grid(embeddings, config.method.length_scale(), FLAGS.num_sigmas, below=30.0, above=5.0)
         sweep_settings = mine.MineSettings(
             learning_rate=FLAGS.mine_learning_rate, steps=FLAGS.sweep_mine_steps, eval_samples=FLAGS.mine_eval_samples // 2
         )

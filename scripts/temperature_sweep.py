@@ -90,7 +90,7 @@ def main(argv) -> None:
         else:
             encoder = training.train(config, run_dir, verbose=0).encoder
         embeddings = embed(encoder, images).astype(np.float64)
-        length_scale = config.length_scale
+        length_scale = config.method.length_scale()
         sigmas = noise.sigma_grid(embeddings, length_scale, FLAGS.num_sigmas, below=30.0, above=5.0)
         values = histogram_mi.histogram_sigma_sweep(embeddings, factors, sigmas, seed=FLAGS.seed, repeats=FLAGS.noise_repeats)
         decay = {n: half_decay_sigma(sigmas, values[:, i]) for i, n in enumerate(names)}

@@ -376,7 +376,7 @@ def test_the_networks_are_disentanglement_lib_s():
 def test_the_declaration():
     method, config_class = methods.get_method("ada_gvae"), experiments.method_config_class("ada_gvae")
     assert config_class is ada_gvae.CONFIG is ada_gvae.AdaGvaeConfig
-    assert config_class.batch_format == "pairs" and not config_class.trains_encoder and method.length_scale is None
+    assert config_class.batch_format == "pairs" and not config_class.trains_encoder and config_class(name=method.name).length_scale() is None
     paper = get_preset("shapes3d_ada_gvae")
     assert method.supervision_for(paper).startswith("pairs that differ in one factor, which one unknown")
     assert method.supervision_for(paper.replace(aggregation="labels")) == "pairs that differ in one factor, and which factor it is"

@@ -323,7 +323,7 @@ def test_the_networks_are_the_authors():
 def test_the_declaration():
     method, config_class = methods.get_method("cc_vae"), experiments.method_config_class("cc_vae")
     assert config_class is cc_vae_config.CcVaeConfig
-    assert config_class.batch_format == "sets" and not config_class.trains_encoder and method.length_scale is None
+    assert config_class.batch_format == "sets" and not config_class.trains_encoder and config_class(name=method.name).length_scale() is None
     preset = get_preset("mnist_cc_vae")
     assert method.supervision_for(preset).startswith("group membership: which images share the specified factor "
                                                      "(the digit)")

@@ -15,9 +15,10 @@ import pytest
 from abc_tf.runs import experiments
 from abc_tf import methods
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import comparison, tasks
+from abc_tf.evaluation import comparison
 from abc_tf.evaluation.estimators import disentanglement, mine, probes
 from abc_tf.evaluation.tasks import factor_isolation
+from abc_tf.methods.abc import AbcConfig
 from abc_tf.methods.abc.model import METHOD as ABC
 from abc_tf.methods.base import Method
 from abc_tf.runs import training
@@ -27,6 +28,14 @@ from folder_helpers import config_for, make_folder
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A method whose loss has no length scale: its rows get noise relative to their own spread.
 RELATIVE = Method(name="relative", build=ABC.build, supervision="pairs of a test (no temperature)")
+
+
+@dataclasses.dataclass(frozen=True)
+class RelativeConfig(AbcConfig):
+    """ABC's settings for a method whose loss declares no length scale."""
+
+    def length_scale(self) -> None:
+        return None
 # The smallest settings of every measure: these tests check the rows and that every row gets the
 # same observations; the measures' values are checked at full settings in their own tests
 # (tests/test_mine.py, test_probes.py, test_encoder_disentanglement.py, test_disentanglement*.py).
@@ -73,7 +82,7 @@ def runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def compared(runs, tmp_path_factory):
     patch = pytest.MonkeyPatch()
-    patch.setitem(methods.METHODS, "relative", ("test_comparison:RELATIVE", "abc_tf.methods.abc:AbcConfig"))
+    patch.setitem(methods.METHODS, "relative", ("test_comparison:RELATIVE", "test_comparison:RelativeConfig"))
     out = tmp_path_factory.mktemp("comparison")
     lines = []
     try:

@@ -137,7 +137,7 @@ def test_length_scale():
     # Unsquared distances, like l2: the evaluation noise sigma is tau, not 1.
     assert config_lib.length_scale("l1", 0.25) == 0.25
     assert config_lib.length_scale("linf", 0.25) == 0.25
-    assert experiments.config_for(similarity="l1", temperature=0.3).length_scale == 0.3
+    assert experiments.config_for(similarity="l1", temperature=0.3).method.length_scale() == 0.3
     assert config_lib.length_scale("cosine", 0.1) == 1.0
 
 

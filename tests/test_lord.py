@@ -332,7 +332,7 @@ def test_the_perceptual_loss_reads_a_local_vgg_file(tmp_path):
 def test_the_declaration():
     method, config_class = methods.get_method("lord"), experiments.method_config_class("lord")
     assert config_class is lord_config.LordConfig and config_class.batch_format == "sets" and not config_class.trains_encoder
-    assert method.needs_training_bank and method.length_scale is None and not method.accepts_two_view_sets
+    assert method.needs_training_bank and config_class(name="lord").length_scale() is None and not method.accepts_two_view_sets
     assert method.supervision.startswith("group membership")
     assert method.label_for(get_preset("pose_lord")) == "lord (pixel loss)"
     assert method.label_for(get_preset("pose_lord").replace(content_std=0.0)) == "lord (pixel loss, no content noise)"

@@ -218,7 +218,7 @@ def test_the_networks_are_the_authors_mlps():
 def test_the_declaration():
     method, config_class = methods.get_method("ml_vae"), experiments.method_config_class("ml_vae")
     assert config_class is ml_vae_config.MlVaeConfig
-    assert config_class.batch_format == "sets" and not config_class.trains_encoder and method.length_scale is None
+    assert config_class.batch_format == "sets" and not config_class.trains_encoder and config_class(name=method.name).length_scale() is None
     assert method.supervision_for(get_preset("mnist_ml_vae")).startswith("group membership: which images share the "
                                                                         "content (the digit)")
     assert "(the object instance)" in method.supervision_for(get_preset("pose_ml_vae"))

@@ -233,7 +233,7 @@ def test_the_method_declaration():
     method, config_class = methods.get_method("pmp"), experiments.method_config_class("pmp")
     assert config_class.batch_format == "pairs" and "num_subspaces" in config_class.field_names()
     assert "pair_factors" in TINY.batch.field_names() and TINY.batch.global_batch_field == "pairs_per_step"
-    assert "differ in exactly one factor" in method.supervision and method.length_scale is None
+    assert "differ in exactly one factor" in method.supervision and config_class(name="pmp").length_scale() is None
     model = training.build_model(TINY)
     assert set(model.networks()) == {"encoder", "features", "projectors", "decoder"}
     images = fixed_batch(TINY)["x1"]

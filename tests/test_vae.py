@@ -97,7 +97,7 @@ def test_kl_weight_rises_over_the_warm_up():
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_method_declarations_and_networks(variant, mnist_npz):
     method, config_class = methods.get_method(variant), experiments.method_config_class(variant)
-    assert config_class.batch_format == "images" and method.supervision.startswith("none:") and method.length_scale is None
+    assert config_class.batch_format == "images" and method.supervision.startswith("none:") and config_class(name=method.name).length_scale() is None
     assert {"latent_dim", "kl_warmup", "affine_augmentation"} <= set(config_class.field_names())
     assert "batch_size" in BATCH_CONFIGS[config_class.batch_format].field_names() and not config_class.trains_encoder
     config = tiny(variant, mnist_npz)

@@ -23,7 +23,6 @@ import numpy as np
 import tensorflow as tf
 from tensorboard.plugins import projector
 
-from abc_tf import methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.evaluation.tasks import factor_isolation
 from abc_tf.evaluation.estimators import histogram_mi, mine, noise, plots, probes
@@ -254,10 +253,10 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
             raise ValueError(f"--trainer.eval_every={every}: the {config.data.family} data has no labelled sample to measure on "
                              "(abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column besides the groups).")
         return []
-    length_scale = methods.get_method(config.method.name).length_scale
+    length_scale = config.method.length_scale()
     return [
         FactorIsolationCallback(
-            sample.images, sample.factors, sample.names, length_scale and length_scale(config),
+            sample.images, sample.factors, sample.names, length_scale,
             os.path.join(run_dir, "logs", LOG_SUBDIR), every, inactive=sample.inactive, num_classes=sample.sizes,
             seed=config.trainer.seed, projector_points=min(len(sample.images), 1024), mine_settings=CHEAP_MINE,
         )

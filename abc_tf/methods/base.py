@@ -111,9 +111,6 @@ class Method:
       a ``config -> str`` where that depends on the settings (read it with :meth:`supervision_for`).
     variant: ``config -> str``, the name of the configured variant where settings make the
       method another one (an ablation: "InfoGAN: uniform prior, no NT-Xent"), else "".
-    length_scale: ``config -> float``, the scale in embedding space below which the method's
-      loss sees no difference (evaluators add noise of that scale); None when the loss has
-      none, and evaluators scale the noise to the embeddings' own spread instead.
     check_config: ``config -> None``, its own checks (ValueError naming the flag), run before
       any data is read or network built.
     training_callbacks: ``(config, log_dir) -> [keras.callbacks.Callback]``, the method's own
@@ -133,7 +130,6 @@ class Method:
     name: str
     build: Callable[[ExperimentConfig, tuple[int, int, int]], "MethodModel"]
     supervision: str | Callable[[ExperimentConfig], str] = ""
-    length_scale: Callable[[ExperimentConfig], float] | None = None
     check_config: Callable[[ExperimentConfig], None] = _nothing_to_check
     training_callbacks: Callable[[ExperimentConfig, str], list["keras.callbacks.Callback"]] = _no_callbacks
     variant: Callable[[ExperimentConfig], str] = _no_variant

@@ -5,7 +5,7 @@ data family's known factors (``KnownFactors.labelled_sample``; Shapes3D: uniform
 indices in ``FACTOR_NAMES`` order), embeds it, and measures per factor
 
 - MINE mutual information (nats) at sigma = the loss's length scale, or for a method whose loss
-  has none (``Method.length_scale`` is None) 0.1 x the embeddings' own spread (:func:`noise_sigma`);
+  has none (its config's ``length_scale()`` is None) 0.1 x the embeddings' own spread (:func:`noise_sigma`);
 - the histogram estimate as well when the embedding has at most 3 dimensions (ICLR, d = 2);
 - probe test accuracy against chance at the same sigma;
 - optionally the noise sweep (MINE, or the histogram for d <= 2, which is far cheaper);
@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from abc_tf import data, methods
+from abc_tf import data
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import KnownFactors
 from abc_tf.evaluation.estimators import plots, probes, sweep_plots
@@ -168,9 +168,9 @@ def noise_sigma(config: ExperimentConfig, embeddings: np.ndarray) -> tuple[float
     """(sigma, rule) of the single-sigma measures for a run of ``config``'s method
     (:data:`NOISE_RULE`): ``(length_scale(config), "length scale")`` when the method declares a
     length scale, else ``(RELATIVE_NOISE * spread(embeddings), "0.1 x spread")``."""
-    method = methods.get_method(config.method.name)
-    if method.length_scale is not None:
-        return float(method.length_scale(config)), "length scale"
+    scale = config.method.length_scale()
+    if scale is not None:
+        return float(scale), "length scale"
     return RELATIVE_NOISE * spread(embeddings), RELATIVE_RULE
 
 

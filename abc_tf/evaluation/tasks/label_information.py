@@ -27,6 +27,7 @@ from abc_tf import data
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.folders.family import GroupedImages
 from abc_tf.evaluation.estimators import mine, noise, probes
+from abc_tf.evaluation.tasks import factor_isolation
 from abc_tf.runs.run_dir import embed, load_run
 from abc_tf.runs.training import untrained_encoder
 
@@ -149,14 +150,17 @@ def trained_vs_untrained(
     result = {}
     for key, encoder in (("trained", trained), ("untrained", untrained)):
         embeddings = embed(encoder, grouped.images).astype(np.float64)
-        if settings.relative_sigma is not None:
+        # sigma: the one given, else the method's length scale; a fraction of the spread when
+        # asked, or when the method has no length scale (0.1 x, as every evaluator).
+        relative = settings.relative_sigma
+        if relative is None and settings.sigma is None and config.method.length_scale() is None:
+            relative = factor_isolation.RELATIVE_NOISE
+        if relative is not None:
             scale = max(noise.spread(embeddings), 1e-12)
-            scores = label_information(embeddings / scale, grouped, settings.relative_sigma, *measure)
-            result[key] = {
-                name: dataclasses.replace(score, sigma=settings.relative_sigma * scale) for name, score in scores.items()
-            }
+            scores = label_information(embeddings / scale, grouped, relative, *measure)
+            result[key] = {name: dataclasses.replace(score, sigma=relative * scale) for name, score in scores.items()}
         else:
-            sigma = config.length_scale if settings.sigma is None else float(settings.sigma)
+            sigma = config.method.length_scale() if settings.sigma is None else float(settings.sigma)
             result[key] = label_information(embeddings, grouped, sigma, *measure)
     return result
 

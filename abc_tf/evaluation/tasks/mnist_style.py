@@ -173,7 +173,7 @@ def evaluate_mnist_run(
         "data_source": data.source,
         "holdout_digit": holdout,
         "num_test_images": int(len(labels)),
-        "length_scale": config.length_scale,
+        "length_scale": config.method.length_scale(),
         "style_measure_means": {name: float(np.mean(values)) for name, values in measures.items()},
     }
     grids, pca_panels = [], []

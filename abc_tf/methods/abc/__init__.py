@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from abc_tf.config import SIMILARITIES, EncoderConfig, ExperimentConfig, MethodConfig, SetBatch, TrainerConfig, field
+from abc_tf.config import SIMILARITIES, EncoderConfig, length_scale, ExperimentConfig, MethodConfig, SetBatch, TrainerConfig, field
 from abc_tf.data.folders import ImageFolderConfig
 from abc_tf.data.mnist import MnistConfig
 from abc_tf.data.pose import PoseConfig
@@ -23,6 +23,14 @@ class ContrastiveConfig(MethodConfig):
         self.check_positive("temperature")
         if self.similarity not in SIMILARITIES:
             raise ValueError(f"Unknown --method.similarity={self.similarity!r}; choose one of {', '.join(SIMILARITIES)}.")
+
+    def length_scale(self) -> float:
+        """The scale below which similarity / temperature changes by less than 1 (SPEC.md section 1)."""
+        return length_scale(self.similarity, self.temperature)
+
+    @property
+    def embedding_similarity(self) -> str:
+        return self.similarity
 
 
 @dataclasses.dataclass(frozen=True)

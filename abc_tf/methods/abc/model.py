@@ -180,10 +180,6 @@ def _check_contrastive(config: ExperimentConfig) -> None:
         )
 
 
-def _length_scale(config: ExperimentConfig) -> float:
-    return config.length_scale
-
-
 def _abc_supervision(config: ExperimentConfig) -> str:
     if config.batch.augmentation_baseline:
         return "none beyond the augmentations: each set and its second set are two augmented views of the same images"
@@ -192,12 +188,12 @@ def _abc_supervision(config: ExperimentConfig) -> str:
 
 METHOD = Method(
     name="abc", build=lambda config, image_shape: _build(config, image_shape, "abc"),
-    supervision=_abc_supervision, length_scale=_length_scale, check_config=_check_abc,
+    supervision=_abc_supervision, check_config=_check_abc,
     variant=lambda config: "augmentation baseline" if config.batch.augmentation_baseline else "",
     accepts_two_view_sets=True,  # the second view stands in for set B (compute_terms)
 )
 CONTRASTIVE = Method(
     name="contrastive", build=lambda config, image_shape: _build(config, image_shape, "contrastive"),
     supervision="none beyond the augmentations: two augmented views of each image are one identity",
-    length_scale=_length_scale, check_config=_check_contrastive, accepts_two_view_sets=True,
+    check_config=_check_contrastive, accepts_two_view_sets=True,
 )
