@@ -13,6 +13,9 @@ from abc_tf.methods.abc.model import ABCModel
 SET_SIZE = 12
 
 
+pytestmark = pytest.mark.slow
+
+
 def grouped_batches(pairs: int, seed: int, views: bool = False, labels: bool = False) -> tf.data.Dataset:
     return toy_family.batches(pairs, SET_SIZE, seed, views=views, labels=labels)
 

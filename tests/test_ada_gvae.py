@@ -306,6 +306,7 @@ def network_weights(run_dir: str, config) -> list[np.ndarray]:
     return [np.asarray(value) for value in model.weights]
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_to_what_an_unbroken_run_trains(tmp_path, monkeypatch):
     # The trainer gives a resumed run fresh batches on purpose (training.data_seed); here the
     # stream replays the unbroken run's batches from the resumed step, so that what the method

@@ -105,6 +105,7 @@ def test_amplitude_out_of_range_names_the_op():
 # ----------------------------------------------------------------------------- hue (Shapes3D baseline)
 
 
+@pytest.mark.slow
 def test_random_hue_draws_one_shift_per_image():
     sizes = (10, 10, 10, 8, 4, 15)  # the Shapes3D factor grid
     images = tf.constant(render.render(np.random.default_rng(2).integers(0, sizes, size=(6, 6))))

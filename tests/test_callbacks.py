@@ -48,6 +48,7 @@ class Regressor(MethodModel):
         return {"encoder": self.encoder}
 
 
+@pytest.mark.slow
 def test_callback_logs_scalars_images_and_projector(tmp_path):
     images, factors = _sample()
     keras.utils.set_random_seed(0)

@@ -336,6 +336,7 @@ def test_the_declaration():
 # ---------------------------------------------------------------- through the trainer
 
 
+@pytest.mark.slow
 def test_a_short_run_trains_resumes_and_its_networks_embed(tmp_path, small_mnist):
     run_dir = str(tmp_path / "run")
     config = get_preset("mnist_cc_vae_quick").replace(  # a constant rate (no drop): an optimizer variable
@@ -474,6 +475,7 @@ def test_the_pose_presets():
         training.check_config(preset)
 
 
+@pytest.mark.slow
 def test_a_short_pose_run_trains_and_its_encoder_embeds(tmp_path, monkeypatch):
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)  # 3 instances x 6 views
     config = get_preset("pose_cc_vae_quick").replace(set_size=4, pairs_per_step=2, steps=2, log_every=2,

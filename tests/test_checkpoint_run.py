@@ -10,6 +10,9 @@ from abc_tf.runs.run_dir import load_run
 from toy_family import CONFIG as TOY
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
     from abc_tf import data

@@ -103,6 +103,7 @@ KILLED_SAVE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_save_killed_before_its_state_is_written_leaves_the_previous_checkpoint_in_charge(tmp_path):
     env = {**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
     killed = subprocess.run([sys.executable, "-c", KILLED_SAVE, str(tmp_path)], env=env, capture_output=True, text=True)
@@ -275,6 +276,7 @@ FILE_SIZE_LIMIT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_write_that_fails_inside_tensorflow_is_a_clear_error_that_keeps_the_older_checkpoints(tmp_path):
     env = {**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
     result = subprocess.run([sys.executable, "-c", FILE_SIZE_LIMIT, str(tmp_path)], env=env, capture_output=True, text=True)
@@ -328,6 +330,7 @@ def full_state(model: TwoNetworks) -> list[np.ndarray]:
     return [keras.ops.convert_to_numpy(v) for v in variables]
 
 
+@pytest.mark.slow
 def test_a_model_with_two_networks_and_two_optimizers_resumes_as_if_never_stopped(tmp_path):
     data = np.random.default_rng(0).normal(size=(40, 4)).astype("float32")
     uninterrupted = TwoNetworks(seed=0)

@@ -58,6 +58,7 @@ def test_start_up_noise_is_held_back_and_other_lines_kept():
         "E0000 00:00:1795867580.000000   10232 gpu_device.cc:99] Could not load dynamic library 'libcudnn.so.9'"]
 
 
+@pytest.mark.slow
 def test_a_fresh_process_starts_tensorflow_without_the_start_up_lines():
     import os
     import subprocess

@@ -60,6 +60,9 @@ BASE = experiments.config_for(embedding_dim=4, set_size=8, steps=2, log_every=1,
                         temperature=0.25)
 
 
+pytestmark = pytest.mark.slow
+
+
 def write_run(run_dir, config: ExperimentConfig) -> None:
     """A finished run as evaluators read it: config.json and an (untrained) encoder.keras."""
     os.makedirs(run_dir)

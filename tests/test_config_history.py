@@ -81,6 +81,7 @@ def test_config_history_appends_each_accepted_change_and_survives_damage(tmp_pat
     assert [entry["step"] for entry in json.load(open(history_path))] == [60]  # restarted, not stopped
 
 
+@pytest.mark.slow
 def test_rerunning_with_another_config_is_refused(tmp_path, trained_toy_run):
     run_dir = str(tmp_path / "run")
     shutil.copytree(trained_toy_run.run_dir, run_dir)  # a finished run of toy_family.TRAINED, trained once per session
@@ -93,6 +94,7 @@ def test_allow_config_change_refuses_fields_that_shape_the_network(tmp_path):
         training.train(TOY, str(tmp_path / "run"), verbose=0, allow_changes=["model.embedding_dim"])
 
 
+@pytest.mark.slow
 def test_raising_steps_extends_a_finished_run(tmp_path):
     run_dir = str(tmp_path / "run")
     config = TOY.replace(steps=20, lr_halving_steps=20)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import keras
 import numpy as np
+import pytest
 
 import models
 import toy_family
@@ -21,6 +22,7 @@ def grouped_batches(pairs: int, seed: int, views: bool = False):
     return toy_family.batches(pairs, SET_SIZE, seed, views=views)
 
 
+@pytest.mark.slow
 def test_contrastive_loss_type_uses_the_two_views():
     model = ABCModel(models.build("s4"), loss_type="contrastive")
     model.compile(optimizer=keras.optimizers.Adam(1e-3))

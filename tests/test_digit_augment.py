@@ -128,6 +128,7 @@ def test_augmentation_keeps_the_digit_and_is_seeded():
     assert not np.allclose(elastic, out) and np.abs(elastic - out).mean() < np.abs(out - images).mean()
 
 
+@pytest.mark.slow
 def test_augmentation_compiles_with_xla():
     """The Elastic-InfoGAN presets compile their whole step with XLA, augmentation included (no
     op without an XLA CPU kernel, such as a bicubic resize). XLA draws its own random numbers
@@ -142,6 +143,7 @@ def test_augmentation_compiles_with_xla():
 
 
 
+@pytest.mark.slow
 def test_view_pairs_are_two_augmentations_of_one_draw():
     # Images told apart by their ink (the coded MNIST's differ only in pixels T moves).
     rng = np.random.default_rng(0)
@@ -211,6 +213,7 @@ def test_mnist_baseline_is_for_abc_and_contrastive_only(tmp_path, small_mnist, m
         training.check_config(coded_config(tmp_path, small_mnist, method="contrastive", augmentation_baseline=False))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["abc", "contrastive"])
 def test_a_few_steps_train_on_the_baseline(tmp_path, small_mnist, method):
     config = coded_config(tmp_path, small_mnist, method=method, steps=3, log_every=3, set_size=8, pairs_per_step=1)

@@ -88,6 +88,7 @@ def test_the_code_grid_shows_each_code_with_the_same_noise():
     np.testing.assert_allclose(cells - cells[0], np.broadcast_to((0.05 * np.arange(10))[:, None], cells.shape), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist, monkeypatch):
     monkeypatch.setattr(digit_clusters, "CLASSIFIER_EPOCHS", 1)
     path = str(tmp_path / "mnist.npz")

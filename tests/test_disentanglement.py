@@ -57,6 +57,7 @@ def test_zero_representation():
     assert s["sap"]["sap"] == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mixing, noise", [(np.eye(3), 0.01), (ENTANGLED, 0.5)], ids=["identity", "entangled"])
 def test_permuted_and_rescaled_codes_give_the_same_scores(mixing, noise):
     # The same factors and noise draws reach both sources, so only the codes' coordinates differ.

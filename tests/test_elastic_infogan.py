@@ -91,6 +91,7 @@ def test_the_defaults_are_the_authors_and_the_elastic_field_opt_in():
     assert elastic.elastic_pixels == digit_augment.ELASTIC_PIXELS
 
 
+@pytest.mark.slow
 def test_nt_xent_is_q_s_head_on_the_d_step_s_own_trunk_passes():
     """As the authors' training loop: the trunk takes x and T(x) in a pass each (each with its
     own batch statistics) before the D update, and NT-Xent compares Q's head on those features;
@@ -151,6 +152,7 @@ def scalars(log_dir: str) -> tuple[set[str], set[str]]:
     return tags, images
 
 
+@pytest.mark.slow
 def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
@@ -196,6 +198,7 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     assert [entry["step"] for entry in history] == [3, 6, 9]  # the resumed run keeps the history
 
 
+@pytest.mark.slow
 def test_the_infogan_ablation_keeps_its_prior_uniform(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)

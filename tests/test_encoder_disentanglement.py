@@ -34,6 +34,7 @@ class MeanColour:
         return tf.reduce_mean(images, axis=[1, 2])
 
 
+@pytest.mark.slow
 def test_all_five_scores_on_shapes3d_from_images_of_given_factors():
     encoder = MeanColour()
     result = ed.evaluate_disentanglement(encoder, experiments.config_for(), TINY, seed=7)

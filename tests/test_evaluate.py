@@ -99,6 +99,7 @@ def test_bad_flags_and_run_directories_fail_with_one_line(evaluated, name):
     assert not (run_dir / "metrics.json").exists()
 
 
+@pytest.mark.slow
 def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
     result = run_script("evaluate.py", "--num_images=5", f"--run_dir={tmp_path}", cwd=tmp_path)
     assert_one_clear_error(result.returncode, result.stderr, "evaluate.py: error: num_images must be at least 10, got 5")
@@ -115,6 +116,7 @@ def test_help_and_flag_errors_answer_without_loading_tensorflow(flags, expected_
     assert not {"tensorflow", "keras"} & modules
 
 
+@pytest.mark.slow
 def test_an_mnist_run_is_evaluated_with_the_network_asked_for(tmp_path, small_mnist):
     """evaluate.py on a tiny MNIST run: the style measures, the digit-cluster measures every
     method gets, and --network choosing another saved representation (a VITAE's appearance)."""

@@ -27,6 +27,9 @@ CHEAP = ["--num_images=48", "--mine_steps=10", "--mine_batch_size=16", "--mine_e
          "--disentanglement=none"]
 
 
+pytestmark = pytest.mark.slow
+
+
 def test_the_numeric_leaves_of_metrics_become_tags():
     metrics = {
         "mine": {"floor_hue": 0.5, "shape": -0.01}, "probe": {"shape": {"accuracy": 0.9, "chance": 0.25}},

@@ -18,7 +18,7 @@ from abc_tf.runs.run_dir import embed
 from models import pose_head
 from tolerance_helpers import rounding_rtol
 
-pytestmark = pytest.mark.saved_model  # every test here reads an exported SavedModel
+pytestmark = [pytest.mark.saved_model, pytest.mark.slow]  # every test here reads an exported SavedModel
 
 IMAGE_SHAPE = (16, 16, 3)
 

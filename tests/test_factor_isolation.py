@@ -66,6 +66,7 @@ def test_noise_follows_the_method_s_length_scale_or_the_embeddings_spread(monkey
     assert "0.1 x the embedding's own spread" in factor_isolation.NOISE_RULE
 
 
+@pytest.mark.slow
 def test_codes_without_a_length_scale_are_measured_in_units_of_their_spread():
     """A method without a length scale may shrink its codes (PMP's reach a spread of 0.05): they
     are measured divided by their spread with noise 0.1, the same numbers as for the unit-spread
@@ -91,6 +92,7 @@ def test_only_set_methods_have_inactive_factors(monkeypatch):
     assert factor_isolation.condition_label(config) == "pairs_only (pairs)"
 
 
+@pytest.mark.slow
 def test_evaluate_embeddings_writes_metrics_and_figures(tmp_path):
     rng = np.random.default_rng(0)
     factors = np.stack([rng.integers(0, 4, 400), rng.integers(0, 3, 400)], axis=1)
@@ -129,6 +131,7 @@ def test_aggregate_and_seed_dirs(tmp_path):
     assert [os.path.basename(p) for p in seed_run_dirs(str(tmp_path))] == ["seed_2", "seed_10"]
 
 
+@pytest.mark.slow
 def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
     from abc_tf.runs import training
 

@@ -119,6 +119,7 @@ def test_unconstrained_set_b_mixes_groups(tmp_path):
     assert mixed >= 15
 
 
+@pytest.mark.slow
 def test_batches_are_reproducible_from_the_seed(tmp_path):
     make_folder(str(tmp_path), {"a": 6, "b": 6, "c": 6})
     config = config_for(tmp_path, augmentations="contrast:0.3,crop:0.2", double_augmentation=True)
@@ -129,6 +130,7 @@ def test_batches_are_reproducible_from_the_seed(tmp_path):
     assert not np.array_equal(np.stack(first), np.stack(other))
 
 
+@pytest.mark.slow
 def test_double_augmentation_gives_two_float_views(tmp_path):
     make_folder(str(tmp_path), {"a": 4, "b": 4})
     config = config_for(tmp_path, augmentations="contrast:0.5,saturation:0.5,crop:0.3", double_augmentation=True)
@@ -183,6 +185,7 @@ def test_labels_csv_errors_stop_loading(tmp_path):
 # ----------------------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 def test_family_registration_and_a_short_training_run(tmp_path):
     from abc_tf.runs import training
 

@@ -5,9 +5,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from benchmarks import gpu
 
 
+@pytest.mark.slow
 def test_gpu_benchmark_on_a_machine_without_a_gpu_says_so_and_exits_0(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["benchmarks/gpu.py", "--backend=tensorflow", "--no_write"])
     gpu.main()  # returns: exit code 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 
+import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.plugins.hparams import metadata, plugin_data_pb2
 
@@ -28,6 +29,7 @@ def test_every_scalar_field_of_the_config_is_an_hparam():
     assert set(values) == {"name", *TRAINED.flat()}  # every field is a bool, int, float or str
 
 
+@pytest.mark.slow
 def test_a_trained_run_writes_its_config_beside_its_logs(trained_toy_run):
     written = session_hparams(os.path.join(trained_toy_run.run_dir, "logs"))
     assert written["trainer.steps"] == 40 and written["method.name"] == "abc" and written["trainer.lr_halving_steps"] == 20

@@ -14,6 +14,7 @@ from benchmarks import infogan_speed, loops
 from tolerance_helpers import assert_same_sgd_step, rounding_rtol
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["elastic", "infogan"])
 def test_the_eager_loop_computes_the_compiled_step(variant, monkeypatch):
     # Two models of one seed: the same weights, the same batch. The step's random draws (z, the

@@ -13,6 +13,7 @@ from abc_tf.geometry import euler_to_matrix, matrix_to_euler
 from pose_data_helpers import modelview_for, render_view, write_record, write_split_folder
 
 
+@pytest.mark.slow
 def test_keypointnet_record_round_trips_to_crop_and_rotation(tmp_path):
     euler0, euler1 = np.array([0.7, 0.3, 0.0]), np.array([4.0, 0.1, 0.0])
     img0, img1 = render_view((5, 13, 8, 16)), render_view((2, 30, 10, 26))  # 8 x 8 (no resize) and 28 x 16
@@ -70,6 +71,7 @@ def test_rotation_from_modelview_orthonormalises_and_turns_y_up_to_z_up():
     np.testing.assert_allclose(matrix_to_euler(rotation)[:, 1], euler[:, 1], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_elevation_filter_and_grouping_by_instance(tmp_path):
     low, high = np.array([1.0, 0.3, 0.0]), np.array([2.0, 0.8, 0.0])
     view = render_view((4, 20, 4, 20))

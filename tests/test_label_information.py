@@ -14,6 +14,7 @@ from abc_tf.runs.run_dir import embed, load_run
 from folder_helpers import config_for, make_folder, write_stand_in_run
 
 
+@pytest.mark.slow
 def test_evaluate_run_reports_trained_and_untrained_per_label(tmp_path):
     make_folder(str(tmp_path / "data"), {"a": 6, "b": 6, "c": 6}, image_size=(20, 16))
     (tmp_path / "data" / "labels.csv").write_text(

@@ -133,6 +133,7 @@ def test_only_vae_family_runs_on_class_labelled_images_are_measured():
             likelihood.evaluate_run(run)
 
 
+@pytest.mark.slow
 def test_a_short_run_s_measures(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)

@@ -1,6 +1,7 @@
 """benchmarks/loops.py: the work count against Table S3 by hand, and the runners on a small step."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import models
@@ -37,6 +38,7 @@ def test_interleaved_rates_take_the_median_of_each_runner():
     assert calls == [7] * 6
 
 
+@pytest.mark.slow
 def test_eager_and_fit_runners_train_the_same_step():
     rng = np.random.default_rng(0)
     batch = {key: rng.integers(0, 256, size=(1, 8, 28, 28, 1), dtype=np.uint8) for key in ("set_a", "set_b")}
@@ -49,6 +51,7 @@ def test_eager_and_fit_runners_train_the_same_step():
     assert int(model.optimizer.iterations.numpy()) == 6  # three epochs of two steps, the first uncounted
 
 
+@pytest.mark.slow
 def test_bare_runner_trains_the_model_with_a_plain_compiled_step():
     rng = np.random.default_rng(1)
     batch = {key: rng.integers(0, 256, size=(1, 8, 28, 28, 1), dtype=np.uint8) for key in ("set_a", "set_b")}

@@ -244,6 +244,7 @@ def moved(before, variables) -> bool:
     return any(not np.array_equal(old, np.asarray(new)) for old, new in zip(before, variables))
 
 
+@pytest.mark.slow
 def test_the_stage_switch_sets_the_rates_moves_other_variables_and_starts_the_encoders_adam_afresh():
     # Stage 1's rate: the authors' cosine, from the maximum to the minimum over stage 1.
     rates = [float(lord.cosine_rate(step, 100, 3e-4, 1e-5)) for step in (0, 50, 100, 200)]
@@ -271,6 +272,7 @@ def test_the_stage_switch_sets_the_rates_moves_other_variables_and_starts_the_en
     assert int(model.optimizer.iterations) == 1002 and int(model.encoder_optimizer.iterations) == 2
 
 
+@pytest.mark.slow
 def test_the_xla_step_reads_the_tables_and_weights_as_parameters_so_it_compiles_once():
     """Compiled by XLA, the step takes the code tables and the generator's weights as parameters,
     not as compile-time constants. When the tables were gathered inside the stage switch's tf.cond,
@@ -313,6 +315,7 @@ def test_the_networks_are_the_authors():
     assert tuple(vgg.layers[i].name for i in lord_networks.VGG_LAYER_INDICES) == lord_networks.VGG_LAYERS
 
 
+@pytest.mark.slow
 def test_the_perceptual_loss_reads_a_local_vgg_file(tmp_path):
     path, rng = str(tmp_path / "vgg16_notop.weights.h5"), np.random.default_rng(4)
     vgg = keras.applications.VGG16(include_top=False, weights=None, input_shape=(32, 32, 3))
@@ -341,6 +344,7 @@ def test_the_declaration():
 # ---------------------------------------------------------------- through the trainer
 
 
+@pytest.mark.slow
 def test_a_run_killed_at_the_switch_resumes_into_stage_two(tmp_path, monkeypatch):
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
     run_dir = str(tmp_path / "run")

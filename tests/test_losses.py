@@ -197,6 +197,7 @@ def test_dynamic_shapes_in_a_traced_function():
         np.testing.assert_allclose(got.numpy(), np_abc(a, b, "l2sq", 1.0)[0], rtol=rounding_rtol(40, condition=64))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["l1", "linf"])
 def test_chunked_coordinate_similarities_match_the_whole_tensor(kind, monkeypatch):
     # Large sets build l1/linf in chunks of coordinates with a hand-written gradient; values and

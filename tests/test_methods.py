@@ -43,6 +43,9 @@ READY_METHODS = (*sorted(methods.METHODS), "two_network")
 MIRRORED_RTOL = 2e-5
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(autouse=True)
 def registered(monkeypatch, toy_family):
     monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))

@@ -15,6 +15,7 @@ from mi_cases import GAUSSIAN_MI, correlated_gaussians, separated_clusters
 FAST_MINE = mine.MineSettings(learning_rate=1e-3, batch_size=256, steps=1000, eval_samples=32768)
 
 
+@pytest.mark.slow
 def test_mine_correlated_gaussians_within_ten_percent():
     x, y = correlated_gaussians(20_000)
     estimate = mine.mine_mutual_information(x[:, None], y, sigma=0.0, settings=FAST_MINE, seed=1)
@@ -22,6 +23,7 @@ def test_mine_correlated_gaussians_within_ten_percent():
     assert estimate == pytest.approx(GAUSSIAN_MI, rel=0.10)
 
 
+@pytest.mark.slow
 def test_mine_separating_independent_and_noise_sweep():
     embeddings, labels = separated_clusters(4000, 4)
     independent = np.random.default_rng(5).integers(0, 4, 4000)
@@ -34,6 +36,7 @@ def test_mine_separating_independent_and_noise_sweep():
     assert np.all(np.abs(sweep[1]) < 0.05)
 
 
+@pytest.mark.slow
 def test_mine_bias_corrected_moving_average_converges():
     embeddings, labels = separated_clusters(4000, 2)
     settings = mine.MineSettings(learning_rate=1e-3, steps=500, eval_samples=16384, moving_average=0.05)
@@ -82,6 +85,7 @@ def test_moving_average_first_step_equals_the_plain_gradient():
 
 
 
+@pytest.mark.slow
 def test_a_process_reuses_one_estimator_per_shape_and_it_estimates_as_a_new_one():
     embeddings, labels = separated_clusters(256, 2)
     other = np.random.default_rng(7).normal(size=(256, 2))

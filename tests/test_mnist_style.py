@@ -16,6 +16,9 @@ from abc_tf.evaluation.estimators import regression
 from mnist_helpers import mnist_config
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.mark.parametrize("method", [None, "vae"])  # ABC's similarity; a method without one (squared Euclidean)
 def test_evaluate_mnist_run_writes_figures_and_metrics(tmp_path, method):
     # A small procedural test split stands in for MNIST through an .npz.

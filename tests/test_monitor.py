@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -40,6 +41,7 @@ def test_due_takes_each_interval_and_the_last_step(tmp_path):
     assert [step for step in range(1, 31) if unknown_end.due(step, 10)] == [10, 20, 30]
 
 
+@pytest.mark.slow
 def test_a_fit_writes_at_the_intervals_with_one_fixed_batch_and_closes_the_writer(tmp_path, toy_family):
     model = methods.get_method("abc").build(CONFIG, IMAGE_SHAPE)
     monitor = RecordingMonitor(str(tmp_path / "logs"), every=20)

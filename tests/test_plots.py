@@ -35,6 +35,7 @@ def test_principal_components_find_the_dominant_direction():
         plots.principal_components(points, 2, basis_of=points[:, :2])
 
 
+@pytest.mark.slow
 def test_every_figure_writes_a_png(tmp_path):
     rng = np.random.default_rng(1)
     embeddings = rng.normal(size=(300, 8))

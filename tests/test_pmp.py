@@ -206,6 +206,7 @@ def fixed_batch(config: ExperimentConfig) -> dict[str, tf.Tensor]:
     return next(iter(shapes3d.FAMILY.stream("pairs")(config, 0, 0)))
 
 
+@pytest.mark.slow
 def test_train_steps_lower_the_reconstruction_loss_in_every_phase():
     config = TINY.replace(steps=200)
     batch = fixed_batch(config)
@@ -251,6 +252,7 @@ def test_the_method_declaration():
         np.testing.assert_array_equal(one, two)
 
 
+@pytest.mark.slow
 def test_a_short_quick_run_trains_logs_and_keeps_its_networks(tmp_path):
     run_dir = str(tmp_path / "run")
     config = QUICK.replace(steps=8, log_every=4, eval_every=4, pairs_per_step=4)  # the preset, bfloat16 included
@@ -278,6 +280,7 @@ def test_a_short_quick_run_trains_logs_and_keeps_its_networks(tmp_path):
     assert glob.glob(os.path.join(run_dir, "logs", "train", "events.*"))
 
 
+@pytest.mark.slow
 def test_a_run_s_checkpoint_restores_into_a_fresh_model_and_the_run_resumes(tmp_path):
     run_dir = str(tmp_path / "run")
     result = training.train(TINY, run_dir, verbose=0)

@@ -20,6 +20,7 @@ def float32_policy():
     keras.mixed_precision.set_global_policy("float32")
 
 
+@pytest.mark.slow
 def test_the_authors_structure_computes_our_loss():
     # L_cons draws its mixes at random in both, so it is weighted 0 here; every other term is on
     # (t = 0.35: b1, b2 and b3 all strictly between 0 and 1).

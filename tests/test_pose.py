@@ -152,6 +152,7 @@ def test_set_a_holds_one_instance_and_distinct_views():
     assert all(len(set(row)) < 7 for row in repeated)
 
 
+@pytest.mark.slow
 def test_batches_have_the_documented_keys_and_labels():
     banks = toy_banks()
     cfg = config(set_size=6, pairs_per_step=2)
@@ -253,6 +254,7 @@ def test_presets():
     assert quick.model.architecture in models.names()
 
 
+@pytest.mark.slow
 def test_training_passes_the_start_step_and_logs_the_titration(tmp_path, monkeypatch):
     from abc_tf.runs import training
 

@@ -106,6 +106,7 @@ def toy_pose_family(monkeypatch):
     monkeypatch.setitem(data.DATA_FAMILIES, "pose", ("toy_pose_family", "abc_tf.data.pose:PoseConfig"))
 
 
+@pytest.mark.slow
 @pytest.mark.saved_model
 def test_a_regression_run_saves_its_head_and_evaluates(tmp_path, toy_pose_family):
     run_dir = str(tmp_path / "run")
@@ -139,6 +140,7 @@ def test_pose_evaluation_refuses_other_runs(tmp_path):
         pose_accuracy.evaluate_pose_run(str(tmp_path))
 
 
+@pytest.mark.slow
 def test_the_pretrained_resnet_row_reads_a_weights_file_and_refuses_a_missing_one(tmp_path, toy_pose_family):
     # The paper's ImageNet-ResNet row (Table 1): its weights cannot be downloaded here, so a
     # file of ResNet50V2 notop weights (random ones, in the format Keras' ImageNet file has)

@@ -28,6 +28,7 @@ def resnet50v2_to_conv4_parameters() -> int:
     return stem + stage(64, 64, 3) + stage(256, 128, 4) + stage(512, 256, 6)
 
 
+@pytest.mark.slow
 def test_s5_is_resnet50v2_to_conv4_with_the_s5_head():
     assert resnet50v2_to_conv4_parameters() == 8_573_440
     encoder = models.build("s5", embedding_dim=64, input_shape=(128, 128, 3))
@@ -52,6 +53,7 @@ def test_s5_is_resnet50v2_to_conv4_with_the_s5_head():
         models.build("s5", input_shape=(64, 64, 3))
 
 
+@pytest.mark.slow
 def test_s5_weights_failure_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="Cannot load ResNet50V2 weights"):
         models.build("s5", input_shape=(65, 65, 3), weights=str(tmp_path / "missing.weights.h5"))

@@ -3,6 +3,7 @@ exponential, the quadrant decoding and its loss, trained alone (SPEC.md section 
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
 import models
@@ -55,6 +56,7 @@ def test_decoding_recovers_angles_in_all_four_quadrants():
     assert float(pose_head.spherical_regression_loss(angles, wrong)) > 1.0
 
 
+@pytest.mark.slow
 def test_head_loss_trains_the_head_alone():
     keras.utils.set_random_seed(0)
     head = models.build("spherical_regression", embedding_dim=4)

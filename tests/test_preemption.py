@@ -13,6 +13,9 @@ import tensorflow as tf
 from abc_tf.runs import checkpoints, preemption
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(autouse=True)
 def signals_as_in_a_terminal():
     """Python's own SIGINT and SIGTERM handlers for each test, whatever the process started

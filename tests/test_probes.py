@@ -10,6 +10,9 @@ from abc_tf.evaluation.estimators import probes
 FAST = probes.ProbeSettings(epochs=15, batch_size=128)
 
 
+pytestmark = pytest.mark.slow
+
+
 def clustered(n: int = 1500, k: int = 4, seed: int = 0):
     """Embeddings [n, 3] that separate factor 0 (k values) and ignore factor 1 (3 values)."""
     rng = np.random.default_rng(seed)

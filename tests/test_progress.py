@@ -93,6 +93,7 @@ def test_on_a_terminal_the_line_is_rewritten_in_place_and_ended_once():
     assert text.split("\r")[-1].startswith("[evaluate]   DCI trees (2 factors): 2/2 factors, 0 s")
 
 
+@pytest.mark.slow
 def test_mine_reports_between_its_compiled_chunks_and_estimates_the_same():
     rng = np.random.default_rng(0)
     embeddings, factors = rng.normal(size=(64, 3)), rng.integers(0, 3, size=(64, 2))

@@ -37,6 +37,7 @@ def test_without_mutual_information_the_probe_decides():
     assert "   -  " in run_summary.format_table(summary)
 
 
+@pytest.mark.slow
 def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
     import keras
 
@@ -58,6 +59,7 @@ def test_folders_with_a_labels_csv_get_the_same_table(tmp_path):
     assert run_summary.summary_from_data(config, encoder, step=50) is None
 
 
+@pytest.mark.slow
 def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
     import keras
 

@@ -103,6 +103,7 @@ def run_train(monkeypatch, capsys, *flags: str) -> str:
     return capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_plug_in_family_and_method_train_resume_evaluate_and_compare_with_abc(installed, monkeypatch, capsys,
                                                                               tmp_path):
     gan_like, abc = tmp_path / "two_network", tmp_path / "abc"

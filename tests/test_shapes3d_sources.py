@@ -109,6 +109,7 @@ def test_tfds_not_prepared_says_what_is_missing(tmp_path):
         s3d.make_dataset(config(source="tfds", path=str(tmp_path)), seed=0)
 
 
+@pytest.mark.slow
 def test_tfds_backend_on_mock_data():
     tfds = pytest.importorskip("tensorflow_datasets")
     with tfds.testing.mock_data(num_examples=300):

@@ -88,6 +88,7 @@ def test_a_rotation_by_90_degrees_moves_a_dot_where_the_formula_says():
     np.testing.assert_allclose(back, image, atol=2 * tolerance)
 
 
+@pytest.mark.slow
 def test_gradients_to_theta_and_the_image_match_finite_differences():
     rng = np.random.default_rng(2)
     image = tf.constant(rng.uniform(size=(2, 6, 5, 1)), tf.float64)

@@ -10,6 +10,7 @@ from abc_tf.evaluation.estimators import sweep_plots
 NAMES = ["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
 
 
+@pytest.mark.slow
 def test_a_sweep_and_a_grid_of_sweeps_write_pngs(tmp_path):
     rng = np.random.default_rng(1)
     sweep_plots.plot_mi_sweep(np.logspace(-2, 1, 7), rng.uniform(size=(7, 6)), NAMES, ["wall_hue"], 1.0, tmp_path / "sweep.png")

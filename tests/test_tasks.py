@@ -19,6 +19,9 @@ from folder_helpers import config_for, make_folder, write_stand_in_run
 from toy_family import FAMILY
 
 
+pytestmark = pytest.mark.slow
+
+
 def test_every_registered_family_and_method_names_a_known_task():
     for name in data.DATA_FAMILIES:
         assert data.get_family(name).evaluation_task in tasks.TASKS, name

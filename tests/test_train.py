@@ -244,6 +244,7 @@ TOY_FLAGS = [
 RESTORE_CTRL_C = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
 
 
+@pytest.mark.slow
 def test_nan_stop_says_what_is_kept_and_the_advised_command_works(run_train, toy_family, tmp_path):
     run_dir = tmp_path / "run"
     diverging = [*TOY_FLAGS, "--trainer.learning_rate=1e9", "--method.temperature=0.001", "--trainer.steps=20", "--trainer.log_every=10", f"--output_dir={run_dir}"]
@@ -258,6 +259,7 @@ def test_nan_stop_says_what_is_kept_and_the_advised_command_works(run_train, toy
     assert code in (0, 1) and "different config" not in stderr, stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     run_dir, marker = tmp_path / "run", tmp_path / "at_step_6"
     flags = [*TOY_FLAGS, "--trainer.learning_rate=1e-3", "--trainer.steps=100000", "--trainer.log_every=5", f"--output_dir={run_dir}"]
@@ -305,6 +307,7 @@ def scalars(log_dir, tag: str) -> dict[int, float]:
     return found
 
 
+@pytest.mark.slow
 def test_sigterm_stops_at_the_step_end_with_its_checkpoint_and_the_same_command_resumes_exactly(run_train, toy_family, tmp_path):
     run_dir, marker = tmp_path / "run", tmp_path / "at_step_7"
     flags = [*TOY_FLAGS, "--trainer.learning_rate=1e-3", "--trainer.lr_halving_steps=8", "--trainer.steps=20", "--trainer.log_every=5",
@@ -334,6 +337,7 @@ def test_a_second_train_py_on_a_run_directory_in_use_exits_2_naming_the_holder(r
     assert os.listdir(run_dir) == [".lock"]
 
 
+@pytest.mark.slow
 def test_a_lock_left_by_a_killed_train_py_is_taken_over_with_a_warning(run_train, toy_family, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
@@ -390,6 +394,7 @@ def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_pa
 FLAT_DEMO = os.path.join(os.path.dirname(__file__), "fixtures", "flat_configs", "shapes3d_demo.json")
 
 
+@pytest.mark.slow
 def test_a_run_directory_with_a_flat_config_json_resumes_and_evaluates(run_train, tmp_path):
     """The README's main job as a run written before configs had parts left it: its flat
     config.json (copied from such a run, at a smaller size) is accepted by the same command,
@@ -416,6 +421,7 @@ def test_a_run_directory_with_a_flat_config_json_resumes_and_evaluates(run_train
     assert json.load(open(tmp_path / "eval" / "metrics.json"))
 
 
+@pytest.mark.slow
 def test_a_run_whose_checkpoint_list_was_deleted_resumes_from_its_newest_checkpoint(run_train, toy_family, tmp_path):
     run_dir = tmp_path / "run"
     flags = [*TOY_FLAGS, "--trainer.learning_rate=1e-3", "--trainer.log_every=5", f"--output_dir={run_dir}"]
@@ -433,6 +439,7 @@ def test_a_run_whose_checkpoint_list_was_deleted_resumes_from_its_newest_checkpo
     assert sorted(scalars(run_dir / "logs" / "train", "loss")) == [5, 10, 15]
 
 
+@pytest.mark.slow
 def test_a_change_to_a_finished_run_that_no_step_would_train_with_is_refused(run_train, toy_family, tmp_path):
     run_dir = tmp_path / "run"
     flags = [*TOY_FLAGS, "--trainer.steps=10", "--trainer.log_every=5", f"--output_dir={run_dir}"]
@@ -447,6 +454,7 @@ def test_a_change_to_a_finished_run_that_no_step_would_train_with_is_refused(run
     assert json.loads((run_dir / "config_history.json").read_text())[0]["step"] == 10
 
 
+@pytest.mark.slow
 def test_a_run_directory_that_cannot_be_written_is_refused_before_any_work(run_train, toy_family, tmp_path, monkeypatch):
     run_dir = tmp_path / "run"
     flags = [*TOY_FLAGS, "--trainer.log_every=5", f"--output_dir={run_dir}"]

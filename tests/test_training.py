@@ -27,7 +27,7 @@ from tolerance_helpers import rounding_rtol
 import toy_method
 from toy_family import CONFIG as TOY, TRAINED
 
-pytestmark = pytest.mark.usefixtures("toy_family")
+pytestmark = [pytest.mark.usefixtures("toy_family"), pytest.mark.slow]
 
 
 def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy_run):

@@ -15,7 +15,7 @@ import tensorflow as tf
 from abc_tf.runs import checkpoints, config_history, training, training_logs
 from toy_family import CONFIG as TOY
 
-pytestmark = pytest.mark.usefixtures("toy_family")
+pytestmark = [pytest.mark.usefixtures("toy_family"), pytest.mark.slow]
 
 
 def test_the_stop_names_the_step_and_what_the_run_directory_keeps(tmp_path, monkeypatch):

@@ -94,6 +94,7 @@ def test_kl_weight_rises_over_the_warm_up():
 # ---------------------------------------------------------------- the declarations and the model
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_method_declarations_and_networks(variant, mnist_npz):
     method, config_class = methods.get_method(variant), experiments.method_config_class(variant)
@@ -118,6 +119,7 @@ def test_the_method_declarations_and_networks(variant, mnist_npz):
         np.testing.assert_array_equal(one, two)
 
 
+@pytest.mark.slow
 def test_train_steps_lower_the_negative_elbo(mnist_npz):
     config = tiny("c_vitae", mnist_npz, kl_warmup=0.0, affine_augmentation=False)
     model = training.build_model(config)
@@ -133,6 +135,7 @@ def test_train_steps_lower_the_negative_elbo(mnist_npz):
 # ---------------------------------------------------------------- through the trainer
 
 
+@pytest.mark.slow
 def test_a_short_c_vitae_run_trains_logs_and_its_networks_load_and_embed(tmp_path, mnist_npz, small_mnist):
     run_dir = str(tmp_path / "run")
     config = tiny("c_vitae", mnist_npz)
@@ -171,6 +174,7 @@ class PoisonAt(keras.callbacks.Callback):
             kernel.assign(tf.fill(kernel.shape, float("nan")))
 
 
+@pytest.mark.slow
 def test_a_nan_loss_stops_the_run_at_its_last_good_checkpoint(tmp_path, mnist_npz):
     run_dir = str(tmp_path / "run")
     config = tiny("u_vitae", mnist_npz, steps=8, keep_checkpoints=3)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import keras
 import numpy as np
+import pytest
 
 import models
 from models import spatial_transformer
@@ -49,6 +50,7 @@ def test_the_affine_decoder_starts_at_the_identity():
     np.testing.assert_array_equal(theta, np.zeros((5, spatial_transformer.THETA_DIM)))
 
 
+@pytest.mark.slow
 def test_the_compositions_save_and_load_with_their_weights(tmp_path):
     rng = np.random.default_rng(2)
     perspective = models.build("gaussian_encoder", latent_dim=2, model_name="perspective_posterior")

@@ -15,6 +15,9 @@ from benchmarks import loops, vitae_speed
 from tolerance_helpers import EPS64, assert_same_adam_step, rounding_rtol
 
 
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture
 def fixed_noise(monkeypatch):
     """The samples' noise and the augmentation's maps fixed: the stateless random ops draw other

@@ -88,6 +88,7 @@ def test_yaleb_pose_and_illumination_sets_span_poses_of_one_person(tmp_path):
     assert two_poses == 10  # 6 of 8 images always include both poses
 
 
+@pytest.mark.slow
 def test_yaleb_preset_shapes_and_views(tmp_path):
     make_yaleb(str(tmp_path))
     assert get_family("yaleb").image_shape(get_preset("yaleb_illumination")) == (64, 64, 1)
