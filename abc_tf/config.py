@@ -205,7 +205,7 @@ BATCH_CONFIGS: dict[str, type[BatchConfig]] = {cls.format: cls for cls in (SetBa
 class DataConfig(Part):
     """The base of a data family's config class; ``family`` is the value of ``--data``."""
 
-    family: str = field("", "Data family: a key of abc_tf.data.DATA_FAMILIES.")
+    family: str = field("", "Data family: a package of abc_tf/data/, or one an installed distribution names (entry point group abc_tf.data).")
     source: str = field("procedural", "Backend of the data family (e.g. procedural, h5, tfds, idx, npz, files).")
     path: str = field("", "File or directory of real data for the chosen source.", path=True)
 
@@ -220,7 +220,7 @@ class MethodConfig(Part):
 
     batch_format: ClassVar[str] = "sets"
     trains_encoder: ClassVar[bool] = True
-    name: str = field("", "Training method: a key of abc_tf.methods.METHODS.")
+    name: str = field("", "Training method: a package of abc_tf/methods/, or one an installed distribution names (entry point group abc_tf.methods).")
 
     def length_scale(self) -> float | None:
         """The scale in embedding space below which the method's loss sees no difference

@@ -1,7 +1,7 @@
 """The data-family interface: what a family gives the trainer and the evaluators, declared.
 
-Every family module ends with one :class:`DataFamily` value named ``FAMILY`` (or several,
-e.g. ``YALEB`` and ``EPFL_CARS``, named in ``abc_tf.data.DATA_FAMILIES``). The trainer and the
+Every family's package declares one :class:`DataFamily` value named ``FAMILY`` in its
+``family.py`` (``abc_tf/data/<name>/family.py``; abc_tf/data/__init__.py finds it). The trainer and the
 evaluators read only this declaration: what a family does not offer is ``None`` here, never
 discovered by probing the module.
 """
@@ -134,8 +134,8 @@ class DataFamily:
     """One data family.
 
     Required:
-      name: the value of ``--data``; its config class is that of its
-        ``abc_tf.data.DATA_FAMILIES`` entry.
+      name: the value of ``--data`` (its package's name); its config class is its package's
+        ``CONFIG``.
       image_shape: ``config -> (H, W, C)``, the encoder's input.
       make_dataset: ``(config, seed, start_step) -> tf.data.Dataset``, the endless stream of
         "sets" batches whose first batch is that of step ``start_step`` (families whose batches

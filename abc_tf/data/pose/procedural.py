@@ -1,4 +1,5 @@
-"""The pose family's built-in data: procedural cars or chairs (:mod:`abc_tf.data.render`), no files.
+"""The pose family's built-in data: procedural cars or chairs (rendered by
+:mod:`abc_tf.data.pose.objects`, :mod:`abc_tf.data.pose.ray_cast`, :mod:`abc_tf.data.pose.domains`), no files.
 
 Training instances, the instances of the unlabelled "real" images and the test instances are
 disjoint pools (:func:`abc_tf.data.pose.objects.make_instance`). Everything is rendered
