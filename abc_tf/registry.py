@@ -33,8 +33,8 @@ def discover(package: str, path: Iterable[str], group: str, declaration: str, ki
     """{name: entry} of every package found: the subpackages of ``package`` (its ``path``), each
     named as its folder, and the packages named by the installed distributions' entry points of
     ``group`` (``name = module``), each named as its entry point. A package ``P`` declares
-    ``P.CONFIG`` (its config class, no TensorFlow), ``P.PRESETS`` and ``P.SMOKE``;
-    ``declaration`` (``"module:NAME"`` inside ``P``) is what the trainer loads. Nothing is
+    ``P.CONFIG`` (its config class, no TensorFlow; a method's package also ``PRESETS``, ``SMOKE``
+    and ``QUICK``); ``declaration`` (``"module:NAME"`` inside ``P``) is what the trainer loads. Nothing is
     imported here: listing the names costs a folder scan and the distributions' metadata."""
     found = {info.name: f"{package}.{info.name}" for info in pkgutil.iter_modules(list(path)) if info.ispkg}
     for point in importlib.metadata.entry_points(group=group):

@@ -21,7 +21,8 @@ from abc_tf.config import (BATCH_CONFIGS, PART_NAMES, SELECTORS, DataConfig, Enc
 
 def _packages() -> dict[str, str]:
     """{method: its package} for every method found as a package (not one a test added by hand)."""
-    return {name: registry.Entry(*entry).package for name, entry in methods.METHODS.items() if registry.Entry(*entry).package}
+    entries = {name: registry.Entry(*entry) for name, entry in methods.METHODS.items()}
+    return {name: entry.package for name, entry in entries.items() if entry.package}
 
 
 def presets() -> dict[str, ExperimentConfig]:
