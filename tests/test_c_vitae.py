@@ -5,10 +5,13 @@ the package's declaration and presets. The ELBO terms and the run through the tr
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from abc_tf import methods
-from abc_tf.methods.vae import VaeConfig
+from abc_tf.methods.c_vitae import CVitaeConfig
+from abc_tf.methods.u_vitae import UVitaeConfig
+from abc_tf.methods.vae import Structure, VaeConfig
 from abc_tf.methods.vae import model as vitae
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
@@ -20,13 +23,13 @@ def random_images(seed: int, batch: int = 6) -> np.ndarray:
 
 
 def test_c_vitae_infers_the_appearance_from_the_aligned_image_and_warps_the_template_back():
-    networks = vitae.build_networks("c_vitae", 4, (28, 28, 1))
+    networks = vitae.build_networks(CVitaeConfig.structure, 4, (28, 28, 1))
     # A known perspective: dec_P's output bias is theta (its kernel starts at zero).
     theta = np.array([0.1, -0.2, 0.15, 0.05, 0.0, -0.1], np.float32)
     networks["affine_decoder"].get_layer("theta").bias.assign(theta)
     x = random_images(1, 4)
     noise = vitae.draw_noise(4, (2, 2), tf.constant([1, 2], tf.int64))
-    out = vitae.infer(networks, "c_vitae", x, noise)
+    out = vitae.infer(networks, CVitaeConfig.structure, x, noise)
     # infer runs the very ops below on the same tensors (theta: a zero kernel plus the bias): equal.
     np.testing.assert_allclose(out["theta"], np.tile(theta, (4, 1)), atol=1e-6)
     aligned = spatial_transformer.warp(x, spatial_transformer.affine_matrices(np.tile(theta, (4, 1)), inverse=True))
@@ -38,13 +41,13 @@ def test_c_vitae_infers_the_appearance_from_the_aligned_image_and_warps_the_temp
     warped = spatial_transformer.warp(template, spatial_transformer.affine_matrices(np.tile(theta, (4, 1))))
     np.testing.assert_allclose(out["probabilities"], warped, atol=1e-6)
     # U-VITAE reads the appearance from the image itself.
-    u_out = vitae.infer(networks, "u_vitae", x, noise)
+    u_out = vitae.infer(networks, UVitaeConfig.structure, x, noise)
     np.testing.assert_allclose(u_out["appearance_mean"], networks["appearance_posterior"](x)[0], atol=1e-6)
     assert "aligned" not in u_out
 
 
 def test_the_package_declares_the_variant_its_config_and_the_paper_s_presets():
-    assert methods.get_method("c_vitae").name == "c_vitae" and experiments.method_config_class("c_vitae") is VaeConfig
+    assert methods.get_method("c_vitae").name == "c_vitae" and experiments.method_config_class("c_vitae") is CVitaeConfig
     assert methods.get_method("c_vitae").measures == "abc_tf.evaluation.tasks:likelihood_measures"
     paper, quick = get_preset("mnist_c_vitae"), get_preset("mnist_c_vitae_quick")
     # Table 1's MLPs, d = 4 split 2 + 2, Adam 1e-4, batches of 512, 211,200 steps (abc_tf/methods/vae).
@@ -54,3 +57,9 @@ def test_the_package_declares_the_variant_its_config_and_the_paper_s_presets():
     smoke = experiments.smoke_configs()["c_vitae"]
     smoke.validate()
     assert smoke.data.source == "procedural" and smoke.method.name == "c_vitae"
+    # The variant is its config's declared structure; the model reads nothing else.
+    assert issubclass(CVitaeConfig, VaeConfig) and isinstance(paper.method, CVitaeConfig)
+    assert CVitaeConfig.structure == Structure(perspective=True, aligned_appearance=True)
+    assert VaeConfig.structure == Structure() and UVitaeConfig.structure == Structure(perspective=True)
+    with pytest.raises(ValueError, match="aligned_appearance needs a perspective space"):
+        Structure(aligned_appearance=True)

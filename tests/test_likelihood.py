@@ -14,6 +14,7 @@ import pytest
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
 from abc_tf.evaluation.tasks import likelihood
+from abc_tf.methods.vae import VaeConfig
 from abc_tf.methods.vae import model as vitae
 from abc_tf.runs import training
 from abc_tf.runs.run_dir import Run, load_run
@@ -70,7 +71,7 @@ def test_elbo_terms_and_importance_weights_match_numpy():
     networks, params = tiny_vae(0)
     x = np.random.default_rng(1).uniform(size=(3, 2, 2, 1)).astype(np.float32)
     noise = vitae.draw_noise(3, (2, 0), np.array([5, 6], np.int64))
-    inferred = vitae.infer(networks, "vae", x, noise)
+    inferred = vitae.infer(networks, VaeConfig.structure, x, noise)
     terms = vitae.elbo_terms(x, inferred)
     log_w = np.asarray(vitae.log_weights(x, inferred))
     for b in range(3):
@@ -94,8 +95,8 @@ def test_elbo_terms_and_importance_weights_match_numpy():
 def test_the_importance_weighted_bound_is_above_the_elbo_rises_with_k_and_nears_log_p():
     networks, _ = tiny_vae(2)
     x = (np.random.default_rng(3).uniform(size=(40, 2, 2, 1)) > 0.5).astype(np.float32)
-    few = likelihood.bounds(networks, "vae", x, samples=2, seed=0, dims=(2, 0))
-    many = likelihood.bounds(networks, "vae", x, samples=500, seed=0, dims=(2, 0))
+    few = likelihood.bounds(networks, VaeConfig.structure, x, samples=2, seed=0, dims=(2, 0))
+    many = likelihood.bounds(networks, VaeConfig.structure, x, samples=500, seed=0, dims=(2, 0))
     assert np.mean(many["iw_log_likelihood"]) >= np.mean(many["elbo"])
     assert np.mean(few["iw_log_likelihood"]) >= np.mean(few["elbo"]) - 0.1
     assert np.mean(many["iw_log_likelihood"]) > np.mean(few["iw_log_likelihood"])
@@ -128,8 +129,8 @@ def test_only_vae_family_runs_on_class_labelled_images_are_measured():
     # Refused from the run's declarations alone, before any network or image is read.
     for data, method in (("shapes3d", "vae"), ("mnist", "abc")):  # no class labels; not a VAE variant
         run = Run(run_dir="unused", config=experiments.choose(get_preset("mnist"), data=data, method=method), encoder=None)
-        with pytest.raises(ValueError, match=f"take vae, u_vitae, c_vitae runs on a family of class-labelled images "
-                                             f"\\(mnist\\), not {method} on {data}"):
+        with pytest.raises(ValueError, match=f"take runs of the VAE model \\(vae, u_vitae, c_vitae: a VaeConfig\\) on a "
+                                             f"family of class-labelled images \\(mnist\\), not {method} on {data}"):
             likelihood.evaluate_run(run)
 
 

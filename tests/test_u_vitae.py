@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf import methods
-from abc_tf.methods.vae import VaeConfig
+from abc_tf.methods.u_vitae import UVitaeConfig
 from abc_tf.methods.vae import model as vitae
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
@@ -19,9 +19,9 @@ def random_images(seed: int, batch: int = 6) -> np.ndarray:
 
 
 def test_importance_weights_are_the_elbo_terms_at_the_sample():
-    networks = vitae.build_networks("u_vitae", 4, (28, 28, 1))
+    networks = vitae.build_networks(UVitaeConfig.structure, 4, (28, 28, 1))
     x = random_images(2)
-    out = vitae.infer(networks, "u_vitae", x, vitae.draw_noise(6, (2, 2), tf.constant([3, 4], tf.int64)))
+    out = vitae.infer(networks, UVitaeConfig.structure, x, vitae.draw_noise(6, (2, 2), tf.constant([3, 4], tf.int64)))
     terms = vitae.elbo_terms(x, out)
     # E_q[log w] = ELBO; with single samples, log w and -rec - KLs differ by a zero-mean term only.
     log_w = vitae.log_weights(x, out)
@@ -31,7 +31,7 @@ def test_importance_weights_are_the_elbo_terms_at_the_sample():
 
 
 def test_the_package_declares_the_variant_its_config_and_the_paper_s_presets():
-    assert methods.get_method("u_vitae").name == "u_vitae" and experiments.method_config_class("u_vitae") is VaeConfig
+    assert methods.get_method("u_vitae").name == "u_vitae" and experiments.method_config_class("u_vitae") is UVitaeConfig
     assert methods.get_method("u_vitae").measures == "abc_tf.evaluation.tasks:likelihood_measures"
     paper, quick = get_preset("mnist_u_vitae"), get_preset("mnist_u_vitae_quick")
     # Table 1's MLPs, d = 4 split 2 + 2, Adam 1e-4, batches of 512, 211,200 steps (abc_tf/methods/vae).

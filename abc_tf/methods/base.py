@@ -187,6 +187,10 @@ class MethodModel(keras.Model):
         step (:meth:`step_seed`); folded into the range of a stateless op's seed."""
         super().__init__(**kwargs)
         self.seed = int(seed) % (1 << 31)
+        # A method's networks are built before its model (by its declaration's ``build``), so
+        # the model is built too: saying so lets a checkpoint restore the optimizer state
+        # before the first step and skips Keras's symbolic build (_maybe_symbolic_build).
+        self.built = True
 
     def step_seed(self, step: tf.Tensor) -> tf.Tensor:
         """The stateless seed of optimizer step ``step``: (the run's seed, the step), so a
@@ -261,8 +265,10 @@ class MethodModel(keras.Model):
         # MultiWorkerMirroredStrategy cannot reduce a dict batch (keras-team/keras#20329).
         # Keras offers no public hook to skip it. A method model is built when constructed
         # (its networks are), so only the optimizers' slots remain to be made.
-        if not self.built:
-            return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+        unbuilt = [name for name, network in self.networks().items() if not network.built]
+        if unbuilt:
+            raise ValueError(f"{type(self).__name__}: the networks {', '.join(unbuilt)} are not built; a method's "
+                             "build function builds its networks (with their input shapes) before its model.")
         for optimizer in self.optimizers():
             if not optimizer.built:
                 with self.distribute_strategy.scope():

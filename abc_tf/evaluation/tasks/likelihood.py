@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from abc_tf import data
 from abc_tf.evaluation.progress import Progress
+from abc_tf.methods.vae import Structure, VaeConfig
 from abc_tf.methods.vae import model as vitae
 from abc_tf.runs.run_dir import Run, embed
 
@@ -32,15 +33,10 @@ REFERENCE_IMAGES = 10_000
 ROWS_PER_PASS = 8192  # images x samples per forward pass
 
 
-def has_perspective(variant: str, embedding_dim: int) -> bool:
-    """Whether ``variant``'s code has a perspective part z_P (VITAE's; the VAE's is all appearance)."""
-    return vitae.latent_dims(variant, embedding_dim)[1] > 0
-
-
 def networks_of(run: Run) -> dict:
     """The networks :func:`abc_tf.methods.vae.model.infer` needs, loaded from the run directory."""
     names = ["appearance_posterior", "appearance_decoder"]
-    if has_perspective(run.config.method.name, run.config.method.latent_dim):
+    if run.config.method.structure.perspective:
         names += ["perspective_posterior", "affine_decoder"]
     networks = {name: run.network(name) for name in names}
     missing = [name for name, network in networks.items() if network is None]
@@ -55,11 +51,12 @@ def log_mean_exp(values: np.ndarray, axis: int = 0) -> np.ndarray:
     return np.squeeze(top, axis) + np.log(np.mean(np.exp(values - top), axis=axis))
 
 
-def bounds(networks: dict, variant: str, images: np.ndarray, samples: int = SAMPLES, seed: int = 0,
+def bounds(networks: dict, structure: Structure, images: np.ndarray, samples: int = SAMPLES, seed: int = 0,
            dims: tuple[int, int] | None = None) -> dict[str, np.ndarray]:
     """Per image of ``images`` [N, H, W, C] (uint8 or float in [0, 1]): "elbo", "reconstruction",
     "kl_appearance", "kl_perspective" and "iw_log_likelihood" (nats, float64 [N]) from ``samples``
-    draws each. ``dims``: (d_A, d_P), by default read from the posteriors' output shapes."""
+    draws each, under the variant's ``structure``. ``dims``: (d_A, d_P), by default read from
+    the posteriors' output shapes."""
     if dims is None:
         dims = tuple(int(networks[name].output_shape[0][-1]) if name in networks else 0
                      for name in ("appearance_posterior", "perspective_posterior"))
@@ -73,7 +70,7 @@ def bounds(networks: dict, variant: str, images: np.ndarray, samples: int = SAMP
         count = int(x.shape[0])
         tiled = tf.repeat(x, samples, axis=0)  # image-major: rows i * K .. i * K + K - 1
         noise = vitae.draw_noise(count * samples, dims, tf.constant([seed, start], tf.int64))
-        inferred = vitae.infer(networks, variant, tiled, noise)
+        inferred = vitae.infer(networks, structure, tiled, noise)
         terms = vitae.elbo_terms(tiled, inferred)
         for name in ("reconstruction", "kl_appearance", "kl_perspective"):
             results[name].append(np.asarray(terms[name], np.float64).reshape(count, samples))
@@ -105,14 +102,14 @@ def knn_accuracy(reference: np.ndarray, reference_labels: np.ndarray, queries: n
 def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0) -> dict[str, Any]:
     """The measures of the module docstring for a finished VAE or VITAE run on a family of
     class-labelled images (MNIST)."""
-    variant = run.config.method.name  # the VAE family's variants are its methods (vitae.VARIANTS)
+    method = run.config.method
     class_labelled_images = data.get_family(run.config.data.family).class_labelled_images
-    if variant not in vitae.VARIANTS or class_labelled_images is None:
-        raise ValueError(f"The likelihood measures take {', '.join(vitae.VARIANTS)} runs on a family of class-labelled "
-                         f"images (mnist), not {variant} on {run.config.data.family}.")
+    if not isinstance(method, VaeConfig) or class_labelled_images is None:
+        raise ValueError(f"The likelihood measures take runs of the VAE model (vae, u_vitae, c_vitae: a VaeConfig) on a "
+                         f"family of class-labelled images (mnist), not {method.name} on {run.config.data.family}.")
     digits = class_labelled_images(run.config)
     test_images, test_labels = digits.test_images, digits.test_labels
-    per_image = bounds(networks_of(run), variant, test_images, samples, seed)
+    per_image = bounds(networks_of(run), method.structure, test_images, samples, seed)
     metrics: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_image.items()}
     metrics.update(importance_samples=int(samples), num_test_images=int(len(test_labels)), units="nats per image")
 
@@ -120,7 +117,7 @@ def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0) -> dict[str, A
     reference_images = digits.train_images[rows]
     reference_labels = digits.train_labels[rows]
     spaces = {"code": run.encoder}
-    if has_perspective(variant, run.config.method.latent_dim):
+    if method.structure.perspective:
         spaces.update(appearance=run.network("appearance"), perspective=run.network("perspective"))
     holdout = digits.held_out
     knn: dict[str, Any] = {"k": NEIGHBOURS, "reference_images": int(len(rows)), "chance": 0.1}

@@ -71,9 +71,6 @@ class ABCModel(MethodModel):
         self.head_loss = head_loss
         self.head_weight = float(head_weight)
         self.track(("loss", "abc_loss", "cycle_accuracy") + (("head_loss",) if head is not None else ()))
-        # The encoder is built already; saying so lets save/load restore the optimizer state.
-        self.built = encoder.built and (head is None or head.built)
-
 
     def embed_sets(self, batch: dict[str, tf.Tensor], training: bool = False) -> dict[str, tf.Tensor]:
         """Embeds every set of the batch in one encoder call: {key: [P, S, D]} in float32."""

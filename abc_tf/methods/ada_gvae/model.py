@@ -180,7 +180,6 @@ class AdaGvaeModel(MethodModel):
         self.aggregation, self.averaging = aggregation, averaging
         self.latent_dim = int(posterior.outputs[0].shape[-1])
         self.track(LOG_NAMES)
-        self.built = True
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.representation, "posterior": self.posterior, "decoder": self.decoder}

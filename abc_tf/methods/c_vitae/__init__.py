@@ -1,11 +1,23 @@
 """C-VITAE: U-VITAE whose appearance is inferred from the aligned image (PEERS.md section 2).
-Its config is the VAE's (abc_tf/methods/vae), its presets the paper's MNIST run and a quick one."""
+Its config is the VAE's (abc_tf/methods/vae) with its own structure, its presets the paper's MNIST run and a quick one."""
 
 from __future__ import annotations
 
-from abc_tf.methods.vae import VaeConfig, variant_presets, variant_smoke
+import dataclasses
+from typing import ClassVar
 
-CONFIG = VaeConfig
-PRESETS = variant_presets("c_vitae")
-SMOKE = variant_smoke("c_vitae")
+from abc_tf.methods.vae import Structure, VaeConfig, variant_presets, variant_smoke
+
+
+@dataclasses.dataclass(frozen=True)
+class CVitaeConfig(VaeConfig):
+    """The VAE's settings, and C-VITAE's structure: a perspective space, the appearance
+    inferred from the aligned image."""
+
+    structure: ClassVar[Structure] = Structure(perspective=True, aligned_appearance=True)
+
+
+CONFIG = CVitaeConfig
+PRESETS = variant_presets(CVitaeConfig, "c_vitae")
+SMOKE = variant_smoke(CVitaeConfig, "c_vitae")
 QUICK = "mnist_c_vitae_quick"

@@ -181,7 +181,6 @@ class CcVaeModel(MethodModel):
         self.reverse_optimizer = loss_scaled(reverse_optimizer)  # compile wraps only its own
         self.style_dim = int(posterior.output_shape[0][-1])
         self.track(LOG_NAMES)
-        self.built = True
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.representation, "specified": self.specified, "posterior": self.posterior,

@@ -153,7 +153,6 @@ class ElasticInfoGANModel(MethodModel):
         # Loss-scaled under mixed_float16 (compile wraps only its own optimizer).
         self.d_optimizer = loss_scaled(optimizers.adam(learning_rate, betas=ADAM_BETAS))
         self.track(("loss", *LOSS_NAMES))
-        self.built = True
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.encoder, "generator": self.generator, "discriminator": self.discriminator, "q": self.q}

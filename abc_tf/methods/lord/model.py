@@ -180,7 +180,6 @@ class LordModel(MethodModel):
         self.class_table = self.add_weight(shape=(int(num_groups), self.class_dim), initializer=init, name="class_table")
         self.encoder_optimizer = loss_scaled(encoder_optimizer)  # compile wraps only its own
         self.track(LOG_NAMES, values_at_step=("stage",))
-        self.built = True
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.content_encoder, "class_encoder": self.class_encoder, "generator": self.generator}

@@ -164,7 +164,6 @@ class MlVaeModel(MethodModel):
         self.style_dim = int(posterior.output_shape[0][-1])
         self.content_dim = int(posterior.output_shape[2][-1])
         self.track(LOG_NAMES)
-        self.built = True
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.representation, "content": self.content, "posterior": self.posterior,

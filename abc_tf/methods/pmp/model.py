@@ -192,7 +192,6 @@ class PMPModel(MethodModel):
         self.loss_weights = {name: float(weights[name]) for name in ("dis", "spar", "cons", "reg")}
         self.track(("loss", *LOSS_NAMES), values_at_step=("beta1", "beta2", "beta3"))
         self.usage = SubspaceUsage(self.num_subspaces)
-        self.built = True
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.representation, "features": self.features, "projectors": self.projectors,

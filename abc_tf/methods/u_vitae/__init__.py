@@ -1,11 +1,23 @@
 """U-VITAE: the VAE with a spatial transformer that models the perspective (PEERS.md section 2).
-Its config is the VAE's (abc_tf/methods/vae), its presets the paper's MNIST run and a quick one."""
+Its config is the VAE's (abc_tf/methods/vae) with its own structure, its presets the paper's MNIST run and a quick one."""
 
 from __future__ import annotations
 
-from abc_tf.methods.vae import VaeConfig, variant_presets, variant_smoke
+import dataclasses
+from typing import ClassVar
 
-CONFIG = VaeConfig
-PRESETS = variant_presets("u_vitae")
-SMOKE = variant_smoke("u_vitae")
+from abc_tf.methods.vae import Structure, VaeConfig, variant_presets, variant_smoke
+
+
+@dataclasses.dataclass(frozen=True)
+class UVitaeConfig(VaeConfig):
+    """The VAE's settings, and U-VITAE's structure: a perspective space, the appearance
+    inferred from the image itself."""
+
+    structure: ClassVar[Structure] = Structure(perspective=True)
+
+
+CONFIG = UVitaeConfig
+PRESETS = variant_presets(UVitaeConfig, "u_vitae")
+SMOKE = variant_smoke(UVitaeConfig, "u_vitae")
 QUICK = "mnist_u_vitae_quick"

@@ -1,5 +1,7 @@
 """The config of the VAE and VITAE (``--method=vae``, ``u_vitae``, ``c_vitae``; PEERS.md
-section 2) and their presets."""
+section 2) and their presets. The three share one model (``model.py``); each variant's config
+declares the parts of its generative model (:class:`Structure`), which the model, its checks and
+the likelihood measures read."""
 
 from __future__ import annotations
 
@@ -11,9 +13,28 @@ from abc_tf.data.mnist import MnistConfig
 
 
 @dataclasses.dataclass(frozen=True)
+class Structure:
+    """The parts of a variant's generative model.
+
+    perspective: a perspective space z_P whose decoded affine map warps the appearance decoder's
+      template (VITAE); without it the one latent space is the appearance's (the VAE).
+    aligned_appearance: the appearance posterior reads the image with the inferred perspective
+      undone (C-VITAE), not the image itself (U-VITAE). Needs ``perspective``.
+    """
+
+    perspective: bool = False
+    aligned_appearance: bool = False
+
+    def __post_init__(self):
+        if self.aligned_appearance and not self.perspective:
+            raise ValueError("Structure: aligned_appearance needs a perspective space to undo.")
+
+
+@dataclasses.dataclass(frozen=True)
 class VaeConfig(MethodConfig):
     batch_format: ClassVar[str] = "images"
     trains_encoder: ClassVar[bool] = False  # Table 1's MLPs, not an encoder of the models registry
+    structure: ClassVar[Structure] = Structure()  # the VAE: one latent space, no perspective
     latent_dim: int = field(4, "Size of the whole latent: the VAE's d; VITAE's d_A + d_P, split in halves (the paper: 4).")
     kl_warmup: float = field(0.5, "Fraction of the steps over which the KL weight rises linearly from 0 to 1 (the paper: half of training; 0: weight 1 from the start).")
     affine_augmentation: bool = field(True, "Warp every training image by a random rotation (up to 20 degrees) and translation (up to 10% of the size), as the authors' disentanglement script does (RandomAffine(20, translate 0.1); their final main.py has the line commented out; their poster's MNIST is randomly translated and rotated).")
@@ -28,12 +49,13 @@ class VaeConfig(MethodConfig):
 # steps; the KL weight rises over the first half. The holdout is ours (the paper trains on all
 # ten digits: 2,000 epochs of 60,000 images are 234,375 steps of 512);
 # --data.holdout_digit=none --trainer.steps=234375 runs that.
-def variant_presets(variant: str) -> dict[str, ExperimentConfig]:
-    """The paper's MNIST run of ``variant`` (vae, u_vitae, c_vitae) and its quick run, by name."""
+def variant_presets(config_class: type[VaeConfig], variant: str) -> dict[str, ExperimentConfig]:
+    """The paper's MNIST run of ``variant`` (vae, u_vitae, c_vitae; its config class
+    ``config_class``) and its quick run, by name."""
     paper = ExperimentConfig(
         name=f"mnist_{variant}", trainer=TrainerConfig(steps=211_200, learning_rate=1e-4, log_every=1000),
         data=MnistConfig(family="mnist", source="auto", holdout_digit="9"), batch=ImageBatch(batch_size=512),
-        method=VaeConfig(name=variant, latent_dim=4),
+        method=config_class(name=variant, latent_dim=4),
     )
     # About 1.5 minutes on 2 CPU cores: 5,000 steps of batches of 128 at Adam 1e-3 [ours], the KL
     # weight rising over the first half, compiled with XLA (3x the plain graph's speed for these
@@ -44,14 +66,14 @@ def variant_presets(variant: str) -> dict[str, ExperimentConfig]:
     return {paper.name: paper, quick.name: quick}
 
 
-def variant_smoke(variant: str) -> ExperimentConfig:
+def variant_smoke(config_class: type[VaeConfig], variant: str) -> ExperimentConfig:
     """The smallest run of ``variant`` (tests/test_methods.py's every-method checks), on the
     procedural digits."""
-    return variant_presets(variant)[f"mnist_{variant}_quick"].replace(
+    return variant_presets(config_class, variant)[f"mnist_{variant}_quick"].replace(
         name=f"{variant}_smoke", source="procedural", jit_compile=False, batch_size=8, steps=4, log_every=2)
 
 
 CONFIG = VaeConfig
-PRESETS = variant_presets("vae")
-SMOKE = variant_smoke("vae")
+PRESETS = variant_presets(VaeConfig, "vae")
+SMOKE = variant_smoke(VaeConfig, "vae")
 QUICK = "mnist_vae_quick"

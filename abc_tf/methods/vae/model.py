@@ -5,11 +5,12 @@ Generative model p(x) = integral p(x | z_A, z_P) p(z_A) p(z_P), standard normal 
 Bernoulli likelihood per pixel. The image is the appearance decoder's output warped by the
 perspective: x^ = T_theta(dec_A(z_A)), theta = dec_P(z_P) in R^6, T_theta the diffeomorphic
 affine map expm([[t1 t2 t3], [t4 t5 t6], [0 0 0]]) (``models/spatial_transformer.py``).
-Inference (:func:`infer`):
+Inference (:func:`infer`), by the variant config's :class:`~abc_tf.methods.vae.Structure`:
 
-- vae: one latent space z (d = ``--method.latent_dim``, 4 in the paper), q(z | x), x^ = dec(z).
-- u_vitae: q_P(z_P | x) and q_A(z_A | x), both from the image (d_A = d_P = latent_dim / 2).
-- c_vitae: q_P(z_P | x); theta = dec_P(z_P); x' = T_{-theta}(x), the image with the perspective
+- vae (no perspective): one latent space z (d = ``--method.latent_dim``, 4 in the paper), q(z | x), x^ = dec(z).
+- u_vitae (a perspective space): q_P(z_P | x) and q_A(z_A | x), both from the image
+  (d_A = d_P = latent_dim / 2).
+- c_vitae (a perspective space and the appearance aligned): q_P(z_P | x); theta = dec_P(z_P); x' = T_{-theta}(x), the image with the perspective
   undone; q_A(z_A | x'). The appearance is inferred from the aligned image.
 
 The loss is the negative ELBO with a KL warm-up, for a batch of B images (mean over images):
@@ -56,10 +57,10 @@ from abc_tf import optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.monitor import TrainingMonitor
-from models import spatial_transformer
+from abc_tf.methods.vae import Structure
 from abc_tf.methods.vae import networks as vitae_networks
+from models import spatial_transformer
 
-VARIANTS = ("vae", "u_vitae", "c_vitae")
 PROBABILITY_FLOOR = 1e-6
 ROTATION_DEGREES, TRANSLATION = 20.0, 0.1  # the authors' RandomAffine
 LOG_SUBDIR = "vitae"  # run_dir/logs/vitae: reconstructions and traversals
@@ -101,39 +102,39 @@ def kl_weight(step, warmup_steps: float) -> tf.Tensor:
 # ---------------------------------------------------------------- inference and generation
 
 
-def latent_dims(variant: str, embedding_dim: int) -> tuple[int, int]:
-    """(d_A, d_P): the VAE's one space is the "appearance" one, with no perspective."""
-    return (embedding_dim, 0) if variant == "vae" else (embedding_dim // 2, embedding_dim // 2)
+def latent_dims(structure: Structure, embedding_dim: int) -> tuple[int, int]:
+    """(d_A, d_P): without a perspective the one space is the "appearance" one."""
+    return (embedding_dim // 2, embedding_dim // 2) if structure.perspective else (embedding_dim, 0)
 
 
-def infer(networks: dict[str, keras.Model], variant: str, images: tf.Tensor, noise: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+def infer(networks: dict[str, keras.Model], structure: Structure, images: tf.Tensor, noise: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
     """One pass of inference and generation for float images [B, H, W, C].
 
     networks: "appearance_posterior" (images -> [mean, variance]) and "appearance_decoder"
-      (z_A -> pixel probabilities); for u_vitae and c_vitae also "perspective_posterior" and
+      (z_A -> pixel probabilities); with a perspective also "perspective_posterior" and
       "affine_decoder" (z_P -> theta [B, 6]).
     noise: standard normal draws {"appearance": [B, d_A], "perspective": [B, d_P]} of the
       reparameterisation z = mean + sqrt(variance) * noise.
     Returns float32 tensors: mean/variance/z of "appearance" and (VITAE) "perspective" under
-    those prefixes ("appearance_mean", ...), "theta" and "aligned" (c_vitae: x'), "template"
+    those prefixes ("appearance_mean", ...), "theta" and "aligned" (aligned appearance: x'), "template"
     (dec_A(z_A)) and "probabilities" (x^, the pixel probabilities of the image).
     """
     out = {}
     appearance_input = images
-    if variant != "vae":
+    if structure.perspective:
         mean, variance = networks["perspective_posterior"](images)
         z_p = mean + tf.sqrt(variance) * noise["perspective"]
         theta = networks["affine_decoder"](z_p)
         out.update(perspective_mean=mean, perspective_variance=variance, perspective_z=z_p, theta=theta)
-        if variant == "c_vitae":
+        if structure.aligned_appearance:
             appearance_input = spatial_transformer.warp(images, spatial_transformer.affine_matrices(theta, inverse=True))
             out["aligned"] = appearance_input
     mean, variance = networks["appearance_posterior"](appearance_input)
     z_a = mean + tf.sqrt(variance) * noise["appearance"]
     template = networks["appearance_decoder"](z_a)
     out.update(appearance_mean=mean, appearance_variance=variance, appearance_z=z_a, template=template)
-    out["probabilities"] = (template if variant == "vae"
-                            else spatial_transformer.warp(template, spatial_transformer.affine_matrices(out["theta"])))
+    out["probabilities"] = (spatial_transformer.warp(template, spatial_transformer.affine_matrices(out["theta"]))
+                            if structure.perspective else template)
     return out
 
 
@@ -190,32 +191,32 @@ def random_affine(images: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
 
 
 class VITAEModel(MethodModel):
-    """The VAE (variant "vae") or a VITAE ("u_vitae", "c_vitae") on batches {"images": [B, H, W, C]}.
+    """The VAE or a VITAE, as ``structure`` declares, on batches {"images": [B, H, W, C]}.
 
     Args:
-      variant: one of :data:`VARIANTS`.
+      structure: the variant's parts (its config's ``structure``).
       networks: the trained networks of :func:`infer` (built by :func:`build_networks`).
       warmup_steps: the KL weight reaches 1 at this step.
       augment: warp training images by random affine maps first.
       seed: of the samples' and the augmentation's noise (with the step: stateless).
     """
 
-    def __init__(self, variant: str, networks: dict[str, keras.Model], warmup_steps: float, augment: bool,
+    def __init__(self, structure: Structure, networks: dict[str, keras.Model], warmup_steps: float, augment: bool,
                  seed: int = 0, **kwargs):
         super().__init__(seed=seed, **kwargs)
-        self.variant = variant
+        self.structure = structure
         self.parts = dict(networks)
         self.appearance_posterior = networks["appearance_posterior"]
         self.appearance_decoder = networks["appearance_decoder"]
         dim_a = int(self.appearance_posterior.output_shape[0][-1])
-        if variant == "vae":
+        if not structure.perspective:
             self.representation = vitae_networks.mean_of(self.appearance_posterior, name="encoder")
             self.dims = (dim_a, 0)
         else:
             self.perspective_posterior = networks["perspective_posterior"]
             self.affine_decoder = networks["affine_decoder"]
             self.perspective = vitae_networks.mean_of(self.perspective_posterior, name="perspective")
-            parts = (self.perspective_posterior, self.affine_decoder, self.appearance_posterior, variant == "c_vitae")
+            parts = (self.perspective_posterior, self.affine_decoder, self.appearance_posterior, structure.aligned_appearance)
             self.appearance = vitae_networks.vitae_codes(*parts, output="appearance", name="appearance")
             self.representation = vitae_networks.vitae_codes(*parts, output="encoder", name="encoder")
             self.generator = vitae_networks.vitae_generator(self.appearance_decoder, self.affine_decoder)
@@ -223,18 +224,17 @@ class VITAEModel(MethodModel):
         self.warmup_steps = float(warmup_steps)
         self.augment = bool(augment)
         self.track(LOG_NAMES, values_at_step=("kl_weight",))
-        self.built = True
 
     def networks(self) -> dict[str, keras.Model]:
         kept = {"encoder": self.representation, **self.parts}
-        if self.variant != "vae":
+        if self.structure.perspective:
             kept.update(appearance=self.appearance, perspective=self.perspective, decoder=self.generator)
         return kept
 
 
     def decode(self, z_appearance: tf.Tensor, z_perspective: tf.Tensor | None = None) -> tf.Tensor:
         """Pixel probabilities [B, H, W, C] of latent codes (z_perspective ignored by the VAE)."""
-        if self.variant == "vae":
+        if not self.structure.perspective:
             return self.appearance_decoder(z_appearance)
         return self.generator([z_appearance, z_perspective])
 
@@ -247,7 +247,7 @@ class VITAEModel(MethodModel):
         augment_seed, noise_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
         if self.augment:
             images = random_affine(images, augment_seed)
-        inferred = infer(self.parts, self.variant, images, draw_noise(tf.shape(images)[0], self.dims, noise_seed))
+        inferred = infer(self.parts, self.structure, images, draw_noise(tf.shape(images)[0], self.dims, noise_seed))
         terms = {name: tf.reduce_mean(value) for name, value in elbo_terms(images, inferred).items()}
         terms["kl_weight"] = kl_weight(step, self.warmup_steps)
         terms["loss"] = terms["reconstruction"] + terms["kl_weight"] * (terms["kl_appearance"] + terms["kl_perspective"])
@@ -256,13 +256,13 @@ class VITAEModel(MethodModel):
     # ------------------------------------------------------------ figures
 
     def reconstruction_grid(self, images: np.ndarray) -> np.ndarray:
-        """uint8 [rows H, n W, C]: the images, (c_vitae) their aligned x', the reconstruction
+        """uint8 [rows H, n W, C]: the images, (C-VITAE) their aligned x', the reconstruction
         from the posterior means, and (VITAE) the appearance template dec_A before the warp."""
         x = to_float_images(tf.convert_to_tensor(images))
         zeros = {"appearance": tf.zeros([tf.shape(x)[0], self.dims[0]]), "perspective": tf.zeros([tf.shape(x)[0], self.dims[1]])}
-        inferred = infer(self.parts, self.variant, x, zeros)
+        inferred = infer(self.parts, self.structure, x, zeros)
         rows = [x] + ([inferred["aligned"]] if "aligned" in inferred else []) + [inferred["probabilities"]]
-        if self.variant != "vae":
+        if self.structure.perspective:
             rows.append(inferred["template"])
         return tile([np.asarray(row) for row in rows])
 
@@ -271,7 +271,7 @@ class VITAEModel(MethodModel):
         dimension (appearance first) swept over -2.5..2.5 with the others kept."""
         x = to_float_images(tf.convert_to_tensor(image[None]))
         zeros = {"appearance": tf.zeros([1, self.dims[0]]), "perspective": tf.zeros([1, self.dims[1]])}
-        inferred = infer(self.parts, self.variant, x, zeros)
+        inferred = infer(self.parts, self.structure, x, zeros)
         codes = tf.concat([inferred["appearance_mean"]] + ([inferred["perspective_mean"]] if self.dims[1] else []), axis=1)
         values = np.linspace(-TRAVERSAL_RANGE, TRAVERSAL_RANGE, TRAVERSAL_STEPS, dtype=np.float32)
         rows = []
@@ -312,23 +312,21 @@ class VITAEMonitor(TrainingMonitor):
 # ---------------------------------------------------------------- the declarations
 
 
-def _checker(variant: str):
-    def check_config(config: ExperimentConfig) -> None:
-        """The settings of ``variant`` (ValueError naming the flag), before any data or network."""
-        if not 0.0 <= config.method.kl_warmup <= 1.0:
-            raise ValueError(f"--method.kl_warmup must lie in [0, 1], a fraction of the steps, got {config.method.kl_warmup}.")
-        if variant != "vae" and (config.method.latent_dim < 2 or config.method.latent_dim % 2):
-            raise ValueError(f"--method.latent_dim must be even for --method={variant} (half appearance z_A, half "
-                             f"perspective z_P; the paper: 4), got {config.method.latent_dim}.")
-
-    return check_config
+def check_config(config: ExperimentConfig) -> None:
+    """The variant's settings (ValueError naming the flag), before any data or network."""
+    method = config.method
+    if not 0.0 <= method.kl_warmup <= 1.0:
+        raise ValueError(f"--method.kl_warmup must lie in [0, 1], a fraction of the steps, got {method.kl_warmup}.")
+    if method.structure.perspective and (method.latent_dim < 2 or method.latent_dim % 2):
+        raise ValueError(f"--method.latent_dim must be even for --method={method.name} (half appearance z_A, half "
+                         f"perspective z_P; the paper: 4), got {method.latent_dim}.")
 
 
-def build_networks(variant: str, embedding_dim: int, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
+def build_networks(structure: Structure, embedding_dim: int, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
     """The networks of :func:`infer`, built in a fixed order (one seed, one set of weights)."""
-    dim_a, dim_p = latent_dims(variant, embedding_dim)
+    dim_a, dim_p = latent_dims(structure, embedding_dim)
     shape = tuple(image_shape)
-    if variant == "vae":
+    if not structure.perspective:
         return {
             "appearance_posterior": models.build("gaussian_encoder", latent_dim=dim_a, input_shape=shape, model_name="posterior"),
             "appearance_decoder": models.build("bernoulli_decoder", latent_dim=dim_a, output_shape=shape, model_name="decoder"),
@@ -345,16 +343,14 @@ def build_networks(variant: str, embedding_dim: int, image_shape: tuple[int, int
     }
 
 
-def _builder(variant: str):
-    def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> VITAEModel:
-        """The networks and Adam (the paper's, at the config's learning rate)."""
-        model = VITAEModel(variant, build_networks(variant, config.method.latent_dim, image_shape),
-                           warmup_steps=config.method.kl_warmup * config.trainer.steps, augment=config.method.affine_augmentation,
-                           seed=config.trainer.seed)
-        model.compile_for(config.trainer, optimizers.run_adam(config.trainer))
-        return model
-
-    return build
+def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> VITAEModel:
+    """The networks of the config's structure and Adam (the paper's, at the config's learning rate)."""
+    structure = config.method.structure
+    model = VITAEModel(structure, build_networks(structure, config.method.latent_dim, image_shape),
+                       warmup_steps=config.method.kl_warmup * config.trainer.steps, augment=config.method.affine_augmentation,
+                       seed=config.trainer.seed)
+    model.compile_for(config.trainer, optimizers.run_adam(config.trainer))
+    return model
 
 
 def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.callbacks.Callback]:
@@ -362,9 +358,9 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 
 
 def declare_variant(variant: str, told: str) -> Method:
-    """The declaration of ``variant`` (vae, u_vitae, c_vitae: each its own package); ``told``:
-    what it is given, in words."""
-    return Method(name=variant, build=_builder(variant), check_config=_checker(variant),
+    """The declaration of ``variant`` (vae, u_vitae, c_vitae: each its own package, its config
+    declaring its structure); ``told``: what it is given, in words."""
+    return Method(name=variant, build=build, check_config=check_config,
                   supervision=f"none: {told}", training_callbacks=training_callbacks,
                   measures="abc_tf.evaluation.tasks:likelihood_measures")
 
