@@ -94,6 +94,9 @@ flags.DEFINE_integer("pose_queries", 0, "Pose: test images per query domain (0: 
 flags.DEFINE_list("pose_query_domains", ["real"], "Pose: query domains, real and/or synthetic (held-out instances).", flag_values=FLAGS)
 flags.DEFINE_string("pose_pretrained_backbone", "", "Pose: 'imagenet' or a ResNet50V2 notop weights file: adds the paper's ImageNet-pretrained ResNet row (no training, cosine).", flag_values=FLAGS)
 flags.DEFINE_string("pose_export_dir", None, "Pose: also write the SavedModel with lookup_pose (and regress_pose) here.", flag_values=FLAGS)
+flags.DEFINE_integer("measure_images", 0, "At most this many images in each set a method's own measures read or generate "
+                     "(the VAEs' test ELBO and kNN, Elastic-InfoGAN's classifier, codes and 1-NN); 0: the whole sets. "
+                     "For checking that a run evaluates; its figures are not the paper's.", flag_values=FLAGS)
 flags.DEFINE_boolean("untrained", False, "Also evaluate the untrained encoder of the config (same seed) into <output_dir>/untrained.", flag_values=FLAGS)
 flags.DEFINE_enum("disentanglement", "fast", ["none", "fast", "full", "library"],
                   "Point counts of the disentanglement scores: none (skip), fast (23,100 codes, for a CPU), full "
@@ -143,7 +146,7 @@ def settings_from_flags():
     settings = tasks.EvaluationSettings(
         isolation=isolation, pose=pose, disentanglement=FLAGS.disentanglement,
         disentanglement_scores=tuple(FLAGS.disentanglement_scores), untrained=FLAGS.untrained,
-        pose_export_dir=FLAGS.pose_export_dir,
+        pose_export_dir=FLAGS.pose_export_dir, measure_images=FLAGS.measure_images,
     )
     settings.validate()
     return settings

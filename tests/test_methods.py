@@ -1,7 +1,8 @@
 """abc_tf.methods: the registry, the shared encoder builder, and a method the trainer does not
 know (tests/toy_method.py: two networks, two optimizers) trained, killed, resumed and
-evaluated through the same code as ABC; and every method ready for GPUs, checked on the CPU
-(tests/method_helpers.py: the smallest run of each): its step compiled with XLA, trained under
+evaluated through the same code as ABC; and every method found, on its package's SMOKE run
+(tests/method_helpers.py): evaluated by evaluate.py with its family's task and its own measures,
+and ready for GPUs, checked on the CPU: its step compiled with XLA, trained under
 mixed_float16 with every loss scaled, and trained on two replicas as on one device."""
 
 from __future__ import annotations
@@ -239,6 +240,25 @@ def test_each_method_trains_under_mixed_float16_with_every_loss_scaled(configs, 
         assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         assert any(optimizer is seen for seen in scaled_by), optimizer.name
     assert len(losses) == 2 and np.all(np.isfinite(losses)), losses
+
+
+@pytest.mark.parametrize("name", READY_METHODS)
+def test_each_method_s_smoke_run_is_evaluated_by_evaluate_py(configs, name, tmp_path, monkeypatch):
+    # The run a user trains, then evaluate.py on it: its family's task and the method's own
+    # measures (--measure_images: a few images of each set, enough to run every measure). The
+    # Elastic-InfoGAN digit classifier is cached under HOME: a temporary one here.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr("abc_tf.evaluation.tasks.digit_clusters.DEFAULT_CACHE", str(tmp_path / "cache"))
+    run_dir = str(tmp_path / "run")
+    training.train(configs[name], run_dir, verbose=0)
+    [evaluated] = evaluate_each([(tmp_path, [
+        f"--run_dir={run_dir}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256",
+        "--probe_epochs=1", "--disentanglement=none", "--measure_images=64", "--pose_dictionary_size=16",
+        "--pose_repeats=2", "--pose_queries=8"])])
+    assert evaluated["code"] == 0, evaluated["stderr"][-3000:]
+    metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
+    # The method's own measures ran and were kept (a method without any has none).
+    assert ("method" in metrics) == bool(methods.get_method(name).measures), sorted(metrics)
 
 
 @pytest.mark.parametrize("name", READY_METHODS)

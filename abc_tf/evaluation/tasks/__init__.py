@@ -43,6 +43,9 @@ class EvaluationSettings:
     disentanglement_scores: which of them.
     untrained: the factor task also measures the untrained encoder (the other tasks always do).
     pose_export_dir: the pose task also writes the SavedModel with ``lookup_pose`` here.
+    measure_images: at most this many images in each set a method's own measures read (test,
+      reference and training images, generated images per code; 0: the whole sets). For a
+      check that every method's run evaluates, not for figures.
     """
 
     isolation: factor_isolation.IsolationSettings = factor_isolation.IsolationSettings()
@@ -51,6 +54,7 @@ class EvaluationSettings:
     disentanglement_scores: tuple[str, ...] = SCORES
     untrained: bool = False
     pose_export_dir: str | None = None
+    measure_images: int = 0
 
     @property
     def sample_seed(self) -> int:
@@ -66,6 +70,8 @@ class EvaluationSettings:
         self.isolation.validate()
         self.pose.validate()
         self.scores  # noqa: B018 - an unknown preset raises
+        if self.measure_images < 0:
+            raise ValueError(f"measure_images must be >= 0 (0: the whole sets), got {self.measure_images}.")
         unknown = [name for name in self.disentanglement_scores if name not in SCORES]
         if unknown or not self.disentanglement_scores:
             raise ValueError(f"disentanglement_scores: unknown or no scores {unknown or list(self.disentanglement_scores)}; "
@@ -169,7 +175,7 @@ def likelihood_measures(run: Run, out_dir: str, settings: EvaluationSettings) ->
     """VAE and VITAE: test ELBO, importance-weighted log p(x), kNN digit accuracy (abc_tf.evaluation.tasks.likelihood)."""
     del out_dir
     with stage("test ELBO and importance-weighted log p(x)"):
-        metrics = likelihood.evaluate_run(run, seed=settings.sample_seed)
+        metrics = likelihood.evaluate_run(run, seed=settings.sample_seed, max_images=settings.measure_images)
     print(likelihood.summary(metrics))
     return metrics
 
@@ -178,7 +184,7 @@ def digit_cluster_measures(run: Run, out_dir: str, settings: EvaluationSettings)
     """Elastic-InfoGAN: NMI and ENT of the code of generated digits, 1-NN and k-means NMI of the
     encoder (abc_tf.evaluation.tasks.digit_clusters)."""
     with stage("the code's digit clusters (NMI, ENT, 1-NN)"):
-        metrics = digit_clusters.evaluate_run(run, out_dir, seed=settings.sample_seed)
+        metrics = digit_clusters.evaluate_run(run, out_dir, seed=settings.sample_seed, max_images=settings.measure_images)
     print(digit_clusters.summary(metrics))
     return metrics
 

@@ -29,6 +29,7 @@ measures, PEERS.md section 3; supplement L137-184).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -110,10 +111,19 @@ def nearest_neighbour_accuracy(features: np.ndarray, labels: np.ndarray, seed: i
     return correct / len(queries)
 
 
-def split_nearest_neighbour(network, config: ExperimentConfig, seed: int = 0) -> float:
+def first_images(data: mnist.MnistData, max_images: int) -> mnist.MnistData:
+    """``data`` with at most ``max_images`` images in each split, the first ones (0: all)."""
+    if not max_images:
+        return data
+    return dataclasses.replace(data, x_train=data.x_train[:max_images], y_train=data.y_train[:max_images],
+                               x_test=data.x_test[:max_images], y_test=data.y_test[:max_images], test_style=None)
+
+
+def split_nearest_neighbour(network, config: ExperimentConfig, seed: int = 0, max_images: int = 0) -> float:
     """The supplement's 1-NN accuracy (module docstring) of ``network`` (images -> features,
-    e.g. the run's "q") on the training images of ``config`` (its class split's)."""
-    data = mnist.load_mnist(config)
+    e.g. the run's "q") on the training images of ``config`` (its class split's; at most
+    ``max_images`` of them, 0: all)."""
+    data = first_images(mnist.load_mnist(config), max_images)
     features = embed(network, data.x_train[..., None])
     return nearest_neighbour_accuracy(features, data.y_train, seed, QUERY_FRACTION)
 
@@ -158,11 +168,13 @@ def train_classifier(data: mnist.MnistData, epochs: int = CLASSIFIER_EPOCHS, see
     return model, float(np.mean(predictions == data.y_test))
 
 
-def digit_classifier(config: ExperimentConfig, cache_dir: str = DEFAULT_CACHE) -> tuple[keras.Model, float, str]:
+def digit_classifier(config: ExperimentConfig, cache_dir: str = DEFAULT_CACHE,
+                     max_images: int = 0) -> tuple[keras.Model, float, str]:
     """(classifier, test accuracy, its file) for the MNIST ``config`` reads: loaded from
     ``cache_dir`` when trained before on the same data, else trained on the whole training set
-    (no class split, no held-out digit) and saved there."""
-    data = mnist.load_mnist(config.replace(class_split=mnist_imbalance.NO_SPLIT))
+    (no class split, no held-out digit; ``max_images`` > 0: the first that many of each split)
+    and saved there."""
+    data = first_images(mnist.load_mnist(config.replace(class_split=mnist_imbalance.NO_SPLIT)), max_images)
     path = os.path.join(cache_dir, f"mnist_classifier_{fingerprint(data)}.keras")
     info = path[: -len(".keras")] + ".json"
     if os.path.isfile(path) and os.path.isfile(info):
@@ -270,19 +282,25 @@ def plot_prior(prior: dict, path: str, title: str) -> None:
 # ---------------------------------------------------------------- one run
 
 
-def representation_scores(encoder, config: ExperimentConfig, seed: int = 0) -> dict:
-    """1-NN accuracy and k-means NMI of ``encoder``'s embeddings of the real MNIST test images."""
-    data = mnist.load_mnist(config)
+def representation_scores(encoder, config: ExperimentConfig, seed: int = 0, max_images: int = 0) -> dict:
+    """1-NN accuracy and k-means NMI of ``encoder``'s embeddings of the real MNIST test images
+    (at most ``max_images``, 0: all)."""
+    data = first_images(mnist.load_mnist(config), max_images)
     features = embed(encoder, data.x_test[..., None])
     return {"nearest_neighbour_accuracy": nearest_neighbour_accuracy(features, data.y_test, seed),
             "kmeans_nmi": kmeans_nmi(features, data.y_test, seed), "num_images": int(len(data.y_test))}
 
 
-def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, cache_dir: str = DEFAULT_CACHE) -> dict:
+def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, cache_dir: str = DEFAULT_CACHE,
+                 max_images: int = 0) -> dict:
     """Every measure of a run whose method has a generator with a categorical code (networks
-    "generator", optionally "q") on MNIST: metrics.json's "method" entry, and the figure."""
+    "generator", optionally "q") on MNIST: metrics.json's "method" entry, and the figure.
+    ``max_images`` > 0: at most that many images in each set read or generated (a check that
+    the run evaluates, not a figure)."""
     config = run.config
-    classifier, accuracy, path = digit_classifier(config, cache_dir)
+    if max_images:
+        per_code = min(per_code, max(1, max_images // NUM_DIGITS))
+    classifier, accuracy, path = digit_classifier(config, cache_dir, max_images)
     result = {"classifier": {"test_accuracy": accuracy, "file": path, "epochs": CLASSIFIER_EPOCHS}}
     generator = run.network("generator")
     if generator is not None:
@@ -296,14 +314,14 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
         plot_code_grid(code_grid(generator, seed=seed), os.path.join(out_dir, SAMPLES_FIGURE),
                        f"{config.method.name}: samples per categorical code (columns: noise vectors)")
         result["figures"] = [FIGURE, SAMPLES_FIGURE]
-    result["representation"] = representation_scores(run.encoder, config, seed)
+    result["representation"] = representation_scores(run.encoder, config, seed, max_images)
     q = run.network("q")
     if q is not None:  # Q's own code of real test images, against their digits
-        data = mnist.load_mnist(config)
+        data = first_images(mnist.load_mnist(config), max_images)
         result["q_code_nmi"] = float(normalized_mutual_info_score(data.y_test, classify(q, data.x_test[..., None])))
         result["nearest_neighbour"] = {
-            "accuracy": split_nearest_neighbour(q, config, seed),
-            "untrained": split_nearest_neighbour(build_model(config).networks()["q"], config, seed),
+            "accuracy": split_nearest_neighbour(q, config, seed, max_images),
+            "untrained": split_nearest_neighbour(build_model(config).networks()["q"], config, seed, max_images),
             "paper_random_init": PAPER_RANDOM_INIT_NN, "images": int(len(data.y_train)),
         }
     for name in ("prior.json", "class_split.json", "training_warnings.json"):

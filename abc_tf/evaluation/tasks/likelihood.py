@@ -99,9 +99,10 @@ def knn_accuracy(reference: np.ndarray, reference_labels: np.ndarray, queries: n
     return correct / len(queries)
 
 
-def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0) -> dict[str, Any]:
+def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0, max_images: int = 0) -> dict[str, Any]:
     """The measures of the module docstring for a finished VAE or VITAE run on a family of
-    class-labelled images (MNIST)."""
+    class-labelled images (MNIST); ``max_images`` > 0: the first that many test images and at
+    most that many reference images (a check that the run evaluates, not a figure)."""
     method = run.config.method
     class_labelled_images = data.get_family(run.config.data.family).class_labelled_images
     if not isinstance(method, VaeConfig) or class_labelled_images is None:
@@ -109,11 +110,13 @@ def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0) -> dict[str, A
                          f"family of class-labelled images (mnist), not {method.name} on {run.config.data.family}.")
     digits = class_labelled_images(run.config)
     test_images, test_labels = digits.test_images, digits.test_labels
+    if max_images:
+        test_images, test_labels = test_images[:max_images], test_labels[:max_images]
     per_image = bounds(networks_of(run), method.structure, test_images, samples, seed)
     metrics: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_image.items()}
     metrics.update(importance_samples=int(samples), num_test_images=int(len(test_labels)), units="nats per image")
 
-    rows = np.sort(np.random.default_rng(seed).permutation(len(digits.train_labels))[:REFERENCE_IMAGES])
+    rows = np.sort(np.random.default_rng(seed).permutation(len(digits.train_labels))[:min(REFERENCE_IMAGES, max_images or REFERENCE_IMAGES)])
     reference_images = digits.train_images[rows]
     reference_labels = digits.train_labels[rows]
     spaces = {"code": run.encoder}
