@@ -35,9 +35,10 @@ DIMS = dict(style_dim=2, content_dim=3, hidden_units=5)
 ROUNDINGS = 16 + 5 + 3 + 5 + 5 + 16 + 6 + 10
 
 
-def tiny_model(likelihood: str = "gaussian", content_sample: str = "group", kl_weight: float = 1.0) -> ml_vae.MlVaeModel:
+def tiny_model(likelihood: str = "gaussian", content_sample: str = "group", kl_weight: float = 1.0,
+               sample_std: float = 1.0) -> ml_vae.MlVaeModel:
     config = experiments.config_for(data="mnist", method="ml_vae", likelihood=likelihood, content_sample=content_sample,
-                                     kl_weight=kl_weight, seed=3, **DIMS)
+                                     kl_weight=kl_weight, sample_std=sample_std, seed=3, **DIMS)
     return ml_vae.build(config, SHAPE)
 
 
@@ -60,9 +61,11 @@ def weights_of(model: ml_vae.MlVaeModel) -> dict[str, np.ndarray]:
     return found
 
 
-def numpy_elbo(weights: dict, images: np.ndarray, noise: dict, likelihood: str, kl_weight: float) -> dict:
+def numpy_elbo(weights: dict, images: np.ndarray, noise: dict, likelihood: str, kl_weight: float,
+               sample_std: float = 1.0) -> dict:
     """The terms of the loss in float64, restated from the paper's model: images [P, N, H, W, C]
-    in [0, 1]. Also "scale_*", the sum of the magnitudes each term adds up (for tolerances)."""
+    in [0, 1], the content's noise scaled by ``sample_std``. Also "scale_*", the sum of the
+    magnitudes each term adds up (for tolerances)."""
     def dense(x, network, layer):
         return x @ weights[f"{network}/{layer}/kernel"] + weights[f"{network}/{layer}/bias"]
 
@@ -76,7 +79,7 @@ def numpy_elbo(weights: dict, images: np.ndarray, noise: dict, likelihood: str, 
     group_mean = group_variance * np.sum(code["content_mean"] / variances, axis=1)
     style_variance = np.exp(code["style_log_variance"])
     style = code["style_mean"] + np.sqrt(style_variance) * noise["style"]
-    content = np.broadcast_to(group_mean[:, None] + np.sqrt(group_variance)[:, None] * noise["content"],
+    content = np.broadcast_to(group_mean[:, None] + np.sqrt(group_variance)[:, None] * sample_std * noise["content"],
                               (groups, size, group_mean.shape[-1]))
     decoder_hidden = np.tanh(dense(np.concatenate([style, content], -1).reshape(groups * size, -1), "decoder", "hidden"))
     if likelihood == "gaussian":
@@ -111,9 +114,10 @@ def numpy_elbo(weights: dict, images: np.ndarray, noise: dict, likelihood: str, 
 # ---------------------------------------------------------------- the loss against NumPy
 
 
-@pytest.mark.parametrize("likelihood, content_sample, kl_weight", [("gaussian", "group", 1.0), ("bernoulli", "image", 0.5)])
-def test_a_steps_loss_and_gradients_match_the_numpy_elbo(likelihood, content_sample, kl_weight):
-    model = tiny_model(likelihood, content_sample, kl_weight)
+@pytest.mark.parametrize("likelihood, content_sample, kl_weight, sample_std",
+                         [("gaussian", "group", 1.0, 1.0), ("bernoulli", "image", 0.5, 1.0), ("gaussian", "group", 1.0, 0.1)])
+def test_a_steps_loss_and_gradients_match_the_numpy_elbo(likelihood, content_sample, kl_weight, sample_std):
+    model = tiny_model(likelihood, content_sample, kl_weight, sample_std)
     batch = tiny_batch()
     images = batch["set_a"].astype(np.float64) / 255.0
     weights = weights_of(model)
@@ -121,7 +125,7 @@ def test_a_steps_loss_and_gradients_match_the_numpy_elbo(likelihood, content_sam
     # group or per image.
     noise = {key: np.asarray(value, np.float64) for key, value in model.noise_at(0, P, N).items()}
     assert noise["style"].shape == (P, N, 2) and noise["content"].shape == (P, 1 if content_sample == "group" else N, 3)
-    expected = numpy_elbo(weights, images, noise, likelihood, kl_weight)
+    expected = numpy_elbo(weights, images, noise, likelihood, kl_weight, sample_std)
     # Each term within the float32 roundings of its chain, relative to the magnitudes it adds
     # up (KL's var - 1 - log var cancels), times the log-variances' condition (exp(x) multiplies
     # a relative error by |x|).
@@ -154,8 +158,8 @@ def test_a_steps_loss_and_gradients_match_the_numpy_elbo(likelihood, content_sam
             for sign in (1, -1):
                 shifted[sign][name] = weights[name].copy()
                 shifted[sign][name][index] += sign * step
-            numeric[index] = (numpy_elbo(shifted[1], images, noise, likelihood, kl_weight)["loss"]
-                              - numpy_elbo(shifted[-1], images, noise, likelihood, kl_weight)["loss"]) / (2 * step)
+            numeric[index] = (numpy_elbo(shifted[1], images, noise, likelihood, kl_weight, sample_std)["loss"]
+                              - numpy_elbo(shifted[-1], images, noise, likelihood, kl_weight, sample_std)["loss"]) / (2 * step)
         # float32 back-propagation: the same chain's roundings, relative to the largest component.
         np.testing.assert_allclose(np.asarray(gradient), numeric, rtol=0,
                                    atol=rounding_rtol(2 * ROUNDINGS, expected["condition"]) * np.abs(numeric).max() + 1e-6,
@@ -258,6 +262,7 @@ def test_a_short_run_trains_resumes_and_its_networks_embed(tmp_path, small_mnist
     ({"likelihood": "poisson"}, r"--method.likelihood='poisson'; choose one of gaussian, bernoulli"),
     ({"content_sample": "pair"}, r"--method.content_sample='pair'; choose one of group, image"),
     ({"kl_weight": -1.0}, r"--method.kl_weight must be a finite number >= 0"),
+    ({"sample_std": 0.0}, r"--method.sample_std must be a finite number > 0, got 0.0"),
     ({"style_dim": 0}, r"--method.style_dim must be positive"),
     ({"augmentation_baseline": True, "holdout_digit": "none"}, r"--method=ml_vae does not train on them"),
 ])

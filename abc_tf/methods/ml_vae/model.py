@@ -14,6 +14,10 @@ precision-weighted mean of the means (the authors' accumulate_group_evidence, ut
 in log-space as they do). One reparameterised style draw per image; one content draw per group
 (``content_sample="group"``), or one per image from the group's posterior (``"image"``: the
 authors' final code, group_wise_reparameterize_each; the same ELBO with another estimator).
+The content draw's noise has standard deviation ``sample_std`` (1: a draw from the posterior;
+the authors' README reports that 0.1, with one draw per group as in their first commit, kept the
+decoder from ignoring the content code; below 1 the loss is not the ELBO but a bound on a
+less noisy decoder input).
 
 The loss is the negative ELBO per image (:func:`elbo_terms`), for a batch of P groups of N:
 
@@ -93,12 +97,13 @@ def pixel_log_likelihood(images: tf.Tensor, decoded, likelihood: str) -> tf.Tens
 
 
 def elbo_terms(posterior: keras.Model, decoder: keras.Model, likelihood: str, sets: tf.Tensor,
-               noise: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+               noise: dict[str, tf.Tensor], sample_std: float = 1.0) -> dict[str, tf.Tensor]:
     """One pass of inference and generation for float images ``sets`` [P, N, H, W, C] (a group
     per set).
 
     noise: standard normal draws {"style": [P, N, d_s], "content": [P, K, d_c]}, K = 1 (one
-      content draw per group) or N (one per image), of z = mean + exp(log_variance / 2) noise.
+      content draw per group) or N (one per image), of z = mean + exp(log_variance / 2) noise
+      (the content's noise times ``sample_std``).
     Returns float32 tensors: per image [P, N] "reconstruction" (-log p(x | s, c)) and
     "kl_style"; per group [P] "kl_content"; the codes "style_mean", "style_log_variance",
     "content_mean", "content_log_variance" [P, N, d] of each image, "group_mean",
@@ -111,7 +116,7 @@ def elbo_terms(posterior: keras.Model, decoder: keras.Model, likelihood: str, se
     out = {name: tf.reshape(value, [groups, size, -1]) for name, value in zip(ml_vae_networks.ENCODER_OUTPUTS, codes)}
     out["group_mean"], out["group_log_variance"] = group_posterior(out["content_mean"], out["content_log_variance"])
     out["style"] = out["style_mean"] + tf.exp(0.5 * out["style_log_variance"]) * noise["style"]
-    content = out["group_mean"][:, None] + tf.exp(0.5 * out["group_log_variance"])[:, None] * noise["content"]
+    content = out["group_mean"][:, None] + tf.exp(0.5 * out["group_log_variance"])[:, None] * (sample_std * noise["content"])
     out["content"] = tf.broadcast_to(content, [groups, size, tf.shape(content)[-1]])
     decoded = decoder([tf.reshape(out["style"], [groups * size, -1]), tf.reshape(out["content"], [groups * size, -1])])
     out["reconstruction"] = tf.reshape(-pixel_log_likelihood(flat, decoded, likelihood), [groups, size])
@@ -148,11 +153,13 @@ class MlVaeModel(MethodModel):
       likelihood: "gaussian" or "bernoulli".
       content_per_image: one content draw per image (the authors' code) instead of per group.
       kl_weight: weight of both KL terms.
+      sample_std: standard deviation of the content draw's noise.
       seed: of the reparameterisation noise (with the step: stateless).
     """
 
     def __init__(self, posterior: keras.Model, decoder: keras.Model, likelihood: str = "gaussian",
-                 content_per_image: bool = False, kl_weight: float = 1.0, seed: int = 0, **kwargs):
+                 content_per_image: bool = False, kl_weight: float = 1.0, sample_std: float = 1.0, seed: int = 0,
+                 **kwargs):
         super().__init__(seed=seed, **kwargs)
         self.posterior = posterior
         self.decoder = decoder
@@ -161,6 +168,7 @@ class MlVaeModel(MethodModel):
         self.likelihood = likelihood
         self.content_per_image = bool(content_per_image)
         self.kl_weight = float(kl_weight)
+        self.sample_std = float(sample_std)
         self.style_dim = int(posterior.output_shape[0][-1])
         self.content_dim = int(posterior.output_shape[2][-1])
         self.track(LOG_NAMES)
@@ -181,7 +189,8 @@ class MlVaeModel(MethodModel):
         del training
         sets = to_float_images(batch["set_a"])
         shape = tf.shape(sets)
-        out = elbo_terms(self.posterior, self.decoder, self.likelihood, sets, self.noise_at(step, shape[0], shape[1]))
+        out = elbo_terms(self.posterior, self.decoder, self.likelihood, sets, self.noise_at(step, shape[0], shape[1]),
+                         self.sample_std)
         terms = {name: tf.reduce_mean(out[name]) for name in ("reconstruction", "kl_style", "kl_content")}
         group_size = tf.cast(shape[1], tf.float32)
         terms["loss"] = terms["reconstruction"] + self.kl_weight * (terms["kl_style"] + terms["kl_content"] / group_size)
@@ -226,7 +235,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> MlVaeM
     networks = build_networks(config, image_shape)
     model = MlVaeModel(networks["posterior"], networks["decoder"], likelihood=config.method.likelihood,
                        content_per_image=config.method.content_sample == "image", kl_weight=config.method.kl_weight,
-                       seed=config.trainer.seed)
+                       sample_std=config.method.sample_std, seed=config.trainer.seed)
     # The authors' optim.Adam (training.py L100-104) with PyTorch's default epsilon.
     model.compile_for(config.trainer, optimizers.run_adam(config.trainer, epsilon=optimizers.PYTORCH_ADAM_EPSILON))
     return model
@@ -242,6 +251,8 @@ def variant(config: ExperimentConfig) -> str:
         changed.append("one content draw per image")
     if method.kl_weight != 1.0:
         changed.append(f"KL weight {method.kl_weight:g}")
+    if method.sample_std != 1.0:
+        changed.append(f"content noise std {method.sample_std:g}")
     return ", ".join(changed)
 
 
