@@ -92,6 +92,9 @@ flags.DEFINE_integer("pose_repeats", 50, "Pose: random dictionaries the lookup m
 flags.DEFINE_integer("pose_pool_size", 0, "Pose: synthetic images of known pose the dictionaries are drawn from (0: 4 x dictionary size).", flag_values=FLAGS)
 flags.DEFINE_integer("pose_queries", 0, "Pose: test images per query domain (0: the data family's default).", flag_values=FLAGS)
 flags.DEFINE_list("pose_query_domains", ["real"], "Pose: query domains, real and/or synthetic (held-out instances).", flag_values=FLAGS)
+flags.DEFINE_enum("pose_query_split", "test", ["test", "validation"], "Pose: the instances queried: test (held out of "
+                  "training) or validation (the training instances the run's --data.validation_instances held out; "
+                  "synthetic queries only), for tuning without the test instances.", flag_values=FLAGS)
 flags.DEFINE_string("pose_pretrained_backbone", "", "Pose: 'imagenet' or a ResNet50V2 notop weights file: adds the paper's ImageNet-pretrained ResNet row (no training, cosine).", flag_values=FLAGS)
 flags.DEFINE_string("pose_export_dir", None, "Pose: also write the SavedModel with lookup_pose (and regress_pose) here.", flag_values=FLAGS)
 flags.DEFINE_integer("measure_images", 0, "At most this many images in each set a method's own measures read or generate "
@@ -140,7 +143,8 @@ def settings_from_flags():
     )
     pose = pose_accuracy.PoseEvalSettings(
         dictionary_size=FLAGS.pose_dictionary_size, repeats=FLAGS.pose_repeats, pool_size=FLAGS.pose_pool_size,
-        num_queries=FLAGS.pose_queries, query_domains=tuple(FLAGS.pose_query_domains), seed=FLAGS.sample_seed,
+        num_queries=FLAGS.pose_queries, query_domains=tuple(FLAGS.pose_query_domains),
+        query_split=FLAGS.pose_query_split, seed=FLAGS.sample_seed,
         pretrained_backbone=FLAGS.pose_pretrained_backbone,
     )
     settings = tasks.EvaluationSettings(

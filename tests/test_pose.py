@@ -18,6 +18,7 @@ from abc_tf.runs.experiments import get_preset
 from abc_tf.data.pose import family as pose
 from abc_tf.data.pose import pascal3d
 from abc_tf.data.pose import procedural as pose_procedural
+from abc_tf.evaluation.tasks import pose_accuracy
 from abc_tf.geometry import euler_to_matrix
 from pose_data_helpers import SMALL, write_list_case, write_split_folder
 
@@ -74,6 +75,47 @@ def test_labelled_images_procedural(monkeypatch):
     assert synthetic.shape == (SMALL.dictionary_images, 16, 16, 3)
     with pytest.raises(ValueError, match="domain"):
         pose.labelled_images(cfg, "test", "photo")
+
+
+def test_a_validation_split_holds_the_last_training_instances_out_of_training_and_dictionaries(monkeypatch):
+    monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)  # 3 training instances of 6 views
+    rendered = []
+    render = pose_procedural.pose_domains.render_synthetic
+
+    def recorded(category, split, instance_ids, *args, **kwargs):
+        rendered.append((split, np.asarray(instance_ids).copy()))
+        return render(category, split, instance_ids, *args, **kwargs)
+
+    monkeypatch.setattr(pose_procedural.pose_domains, "render_synthetic", recorded)
+    cfg = config(validation_instances=1)
+    banks = pose.load_banks(cfg)
+    assert set(banks.instances.tolist()) == {0, 1} and banks.instance_names == ["car_0000", "car_0001"]
+    assert len(banks.synthetic) == 2 * SMALL.views_per_instance == len(banks.euler)
+    rendered.clear()
+    images, _, _ = pose.labelled_images(cfg, "validation", "synthetic", 8, seed=5)
+    assert images.shape == (8, 16, 16, 3)
+    # The validation queries are the held-out training instance's renders (the training
+    # instances' shapes: split "train"), the dictionaries' the others'.
+    [(split, ids)] = rendered
+    assert split == "train" and set(ids.tolist()) == {2}
+    rendered.clear()
+    pose.labelled_images(cfg, "train", "synthetic", 16, seed=5)
+    [(split, ids)] = rendered
+    assert split == "train" and set(ids.tolist()) <= {0, 1}
+    # Without a held-out instance the dictionaries draw from all three, as before.
+    rendered.clear()
+    pose.labelled_images(config(), "train", "synthetic", 64, seed=5)
+    assert set(rendered[0][1].tolist()) == {0, 1, 2}
+    with pytest.raises(ValueError, match="needs training instances held out: set --data.validation_instances"):
+        pose.labelled_images(config(), "validation", "synthetic", 4)
+    with pytest.raises(ValueError, match="validation split has synthetic renders only"):
+        pose.labelled_images(cfg, "validation", "real", 4)
+    with pytest.raises(ValueError, match="--data.validation_instances=3 leaves no training instance"):
+        pose.load_banks(config(validation_instances=3))
+    with pytest.raises(ValueError, match="--data.validation_instances must be >= 0"):
+        config(validation_instances=-1).validate()
+    with pytest.raises(ValueError, match="validation split has synthetic renders only"):
+        pose_accuracy.PoseEvalSettings(query_split="validation", query_domains=("real",)).validate()
 
 
 # ----------------------------------------------------------------------------- batches and titration

@@ -24,10 +24,13 @@ class PoseConfig(DataConfig):
     paint_backgrounds: bool = field(True, "Paint backgrounds behind the synthetic renders (False: renders on black, the clean images of the synthetic-domain evaluation; the reconstruction baselines train on these).")
     pose_test_list: str = field("", "Pascal3D+-style test list 'image left top right bottom azimuth elevation tilt' (evaluation only).", path=True)
     pose_test_images: str = field("", "Folder the test list's image names are relative to (default: the list's folder).", path=True)
+    validation_instances: int = field(0, "Hold the last N training instances out of training and out of the lookup dictionaries; evaluate.py --pose_query_split=validation queries their synthetic renders (tuning without the test instances; 0: none).")
 
     def validate(self) -> None:
         super().validate()
         self.check_positive("image_size")
+        if self.validation_instances < 0:
+            raise ValueError(f"--data.validation_instances must be >= 0 (0: none), got {self.validation_instances}.")
 
 
 CONFIG = PoseConfig

@@ -63,7 +63,7 @@ from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.data.family import DataFamily
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream, sample_distinct, step_draws
 from abc_tf.data.folders.image_files import load_image_folder
-from abc_tf.data.pose.keypointnet import SPLITS, keypointnet_files, read_keypointnet
+from abc_tf.data.pose.keypointnet import keypointnet_files, read_keypointnet
 from abc_tf.data.pose.pascal3d import read_pose_list
 from abc_tf.data.pose.objects import CATEGORIES, DEFAULT_MAX_ELEVATION
 from abc_tf.geometry import euler_to_matrix
@@ -103,6 +103,25 @@ def max_elevation(config: ExperimentConfig) -> float:
     if config.data.max_elevation > 0:
         return float(config.data.max_elevation)
     return DEFAULT_MAX_ELEVATION[config.data.pose_category]
+
+
+# "validation": the last --data.validation_instances training instances, held out of training
+# and of the "train" split's dictionaries (appended: the views' random streams of "train" and
+# "test" keep their index).
+SPLITS = ("train", "test", "validation")
+
+
+def held_out_instances(config: ExperimentConfig) -> int:
+    """How many of the last training instances ``config`` holds out for validation."""
+    return int(config.data.validation_instances)
+
+
+def kept_training_rows(instances: np.ndarray, num_instances: int, held_out: int) -> np.ndarray:
+    """Bool [N]: the rows of ``instances`` (indices 0..num_instances-1) not held out (the last
+    ``held_out`` instances are). ValueError when nothing would be left to train on."""
+    if held_out >= num_instances:
+        raise ValueError(f"--data.validation_instances={held_out} leaves no training instance (the data has {num_instances}).")
+    return np.asarray(instances) < num_instances - held_out
 
 
 def check_config(config: ExperimentConfig) -> None:
@@ -176,6 +195,10 @@ def load_banks(config: ExperimentConfig) -> PoseBanks:
         real = np.zeros((0, size, size, 3), np.uint8)
         if config.data.real_data_path:
             real = load_image_folder(config.data.real_data_path, size, 3, "--data.real_data_path")
+    held_out = held_out_instances(config)
+    if held_out:
+        kept = kept_training_rows(instances, len(names), held_out)
+        synthetic, euler, instances, names = synthetic[kept], euler[kept], instances[kept], names[: len(names) - held_out]
     return PoseBanks(synthetic, euler, instances, names, real, load_backgrounds(config))
 
 
@@ -185,7 +208,8 @@ def labelled_images(
     """Images with known pose, for evaluation (never for ABC training).
 
     split: "train" = instances used in training (the lookup dictionary: their poses never enter
-      ABC training) or "test" = held-out instances. domain: "synthetic" = clean renders on
+      ABC training), "test" = held-out instances, or "validation" = the training instances
+      ``--data.validation_instances`` holds out of training and of "train" (synthetic only). domain: "synthetic" = clean renders on
       black, or "real" = the real domain (procedural: other materials, lighting, clutter,
       noise, blur; files: the Pascal3D+-style ``--data.pose_test_list``, split "test" only).
     num_images: how many (None: all the files hold, or 1800 train / 500 test procedural);
@@ -200,10 +224,16 @@ def labelled_images(
         raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}.")
     if num_images is not None and num_images <= 0:
         raise ValueError(f"num_images must be positive, got {num_images}.")
+    held_out = held_out_instances(config)
+    if split == "validation" and not held_out:
+        raise ValueError("The validation split needs training instances held out: set --data.validation_instances "
+                         "(for training and evaluation alike).")
+    if split == "validation" and domain != "synthetic":
+        raise ValueError(f"The validation split has synthetic renders only (the training instances'), not {domain!r}.")
     size, elev = config.data.image_size, max_elevation(config)
     if config.data.source == "procedural":
         return _procedural_views(config.data.pose_category, split, domain, num_images, size, elev, int(seed),
-                                 pose_procedural.PROCEDURAL)
+                                 held_out, pose_procedural.PROCEDURAL)
     rng = _views_rng(seed, split, domain)
     if domain == "real":
         if split != "test":
@@ -212,7 +242,11 @@ def labelled_images(
             raise ValueError("Labelled real images need --data.pose_test_list (a Pascal3D+-style list).")
         images, rotations, euler = read_pose_list(config.data.pose_test_list, config.data.pose_test_images or None, size)
     else:
-        rgba, euler, _, _ = read_keypointnet(keypointnet_files(config.data.path, split), size, elev)
+        rgba, euler, instances, names = read_keypointnet(
+            keypointnet_files(config.data.path, "test" if split == "test" else "train"), size, elev)
+        if split != "test" and held_out:
+            kept = kept_training_rows(instances, len(names), held_out)
+            rgba, euler = (rgba[kept], euler[kept]) if split == "train" else (rgba[~kept], euler[~kept])
         images = rgba[..., :3]
         euler = euler.astype(np.float64)
         rotations = euler_to_matrix(euler)
@@ -228,12 +262,13 @@ def _views_rng(seed: int, split: str, domain: str) -> np.random.Generator:
 
 @functools.lru_cache(maxsize=4)
 def _procedural_views(category: str, split: str, domain: str, num_images: int | None, size: int, elev: float, seed: int,
-                      sizes: pose_procedural.ProceduralSizes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                      held_out: int, sizes: pose_procedural.ProceduralSizes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The procedural views of :func:`labelled_images`, kept for the next call with the same
     arguments (evaluating several runs or checkpoints renders a dictionary pool once; 7200
     renders at 64 px take about a minute here). Read-only: callers share the arrays."""
     del sizes  # a key only: tests shrink pose_procedural.PROCEDURAL
-    views = pose_procedural.labelled_images(category, split, domain, num_images, size, elev, _views_rng(seed, split, domain))
+    views = pose_procedural.labelled_images(category, split, domain, num_images, size, elev, _views_rng(seed, split, domain),
+                                            held_out)
     for array in views:
         array.setflags(write=False)
     return views

@@ -20,7 +20,7 @@ from abc_tf.geometry import matrix_to_euler
 
 logger = logging.getLogger(__name__)
 
-SPLITS = ("train", "test")
+SPLITS = ("train", "test")  # the files' splits; the pose family adds "validation" (training instances held out)
 TEST_LIST_FILE = "test.txt"  # KeypointNet: instances of the test split
 DEV_LIST_FILE = "dev.txt"  # KeypointNet: validation instances, kept out of training
 

@@ -85,15 +85,19 @@ def _backgrounds(size: int, sizes: ProceduralSizes) -> np.ndarray:
 
 
 def labelled_images(category: str, split: str, domain: str, num_images: int | None, size: int, max_elevation: float,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Renders of known pose of the ``split`` instances ("train": the training pool, "test":
-    held out) in ``domain`` ("synthetic": clean renders on black, "real": the real domain);
-    ``num_images`` of them (None: ``dictionary_images`` train, ``test_images`` test).
-    Returns (uint8 [n, S, S, 3], rotations [n, 3, 3], Euler angles [n, 3])."""
+                    rng: np.random.Generator, held_out: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Renders of known pose of the ``split`` instances ("train": the training pool without its
+    last ``held_out`` instances, "validation": those ``held_out`` instances, "test": the held-out
+    test instances) in ``domain`` ("synthetic": clean renders on black, "real": the real
+    domain); ``num_images`` of them (None: ``dictionary_images`` train, ``test_images`` test and
+    validation). Returns (uint8 [n, S, S, 3], rotations [n, 3, 3], Euler angles [n, 3])."""
     sizes = PROCEDURAL
     count = num_images or (sizes.dictionary_images if split == "train" else sizes.test_images)
-    pool_size = sizes.train_instances if split == "train" else sizes.test_instances
-    instance_ids = rng.integers(0, pool_size, count)
+    first, stop = {"train": (0, sizes.train_instances - held_out),
+                   "validation": (sizes.train_instances - held_out, sizes.train_instances),
+                   "test": (0, sizes.test_instances)}[split]
+    instance_ids = rng.integers(first, stop, count)
+    split = "test" if split == "test" else "train"  # the validation instances are training instances
     real = domain == "real"
     euler = pose_objects.sample_viewpoints(rng, count, max_elevation, tilt_std=0.05 if real else 0.0)
     if real:

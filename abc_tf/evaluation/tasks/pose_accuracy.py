@@ -193,6 +193,8 @@ class PoseEvalSettings:
     num_queries: test images per query domain (0: the data module's default).
     query_domains: "real" (the paper's Pascal3D+ stand-in) and/or "synthetic" (held-out
       instances, the in-domain Table S1 setting).
+    query_split: the instances queried: "test" (held out of training) or "validation" (the
+      training instances ``--data.validation_instances`` held out, for tuning; synthetic only).
     baselines: also evaluate the untrained encoder and, where the run trains an encoder of the
       models registry (a ``model`` part), its raw backbone features.
     pretrained_backbone: "imagenet" or the path of a ResNet50V2 notop weights file: adds the
@@ -207,6 +209,7 @@ class PoseEvalSettings:
     pool_size: int = 0
     num_queries: int = 0
     query_domains: tuple[str, ...] = ("real",)
+    query_split: str = "test"
     thresholds_deg: tuple[float, ...] = DEFAULT_THRESHOLDS_DEG
     baselines: bool = True
     pretrained_backbone: str = ""
@@ -224,6 +227,11 @@ class PoseEvalSettings:
         unknown = sorted(set(self.query_domains) - {"real", "synthetic"})
         if unknown or not self.query_domains:
             raise ValueError(f"query_domains must name 'real' and/or 'synthetic', got {list(self.query_domains)}.")
+        if self.query_split not in ("test", "validation"):
+            raise ValueError(f"query_split must be 'test' or 'validation', got {self.query_split!r}.")
+        if self.query_split == "validation" and set(self.query_domains) != {"synthetic"}:
+            raise ValueError("The validation split has synthetic renders only: query domains 'synthetic', "
+                             f"got {list(self.query_domains)}.")
 
     @property
     def resolved_pool_size(self) -> int:
@@ -287,7 +295,7 @@ def evaluate_pose_run(
                                 len(settings.query_domains) * len(models_to_lookup), "lookups")
     for offset, domain in enumerate(settings.query_domains):
         query_images, query_rotations, _ = pose_views(
-            config, "test", domain, settings.num_queries or None, seed=settings.seed + 1 + offset
+            config, settings.query_split, domain, settings.num_queries or None, seed=settings.seed + 1 + offset
         )
         rows: dict = {}
         for name, model in models_to_lookup.items():
