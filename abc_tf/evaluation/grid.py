@@ -1,0 +1,271 @@
+"""A grid search over a preset's settings (``grid.py``): every combination of the values of the
+varied fields is trained by ``train.py`` and evaluated by ``evaluate.py``, one after another, and
+one measure read from each evaluation picks the best setting.
+
+A point is one combination, trained into ``output_dir/<point name>`` (``--seeds`` runs each,
+``seed_<k>`` folders when more than one) and evaluated into ``<run>/grid_eval``. A point whose
+runs are finished (``encoder.keras`` written) is not trained again and one whose measure file
+is there is not evaluated again, so the same command after a kill resumes: the run that was cut
+off resumes from its last checkpoint (``train.py``'s own resume) and finished points are skipped.
+
+The measure is ``FILE:KEY/KEY/...``, a value in a JSON file the evaluation writes, e.g.
+``pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean``.
+A point's value is the mean over its seeds; the pick is the point with the lowest (``goal``
+"min") or highest ("max") value. Written into ``output_dir``: ``grid.json`` (every point, its
+flags, its runs' values, the pick), ``grid.md`` (the table) and ``grid.png`` (the measure per
+point, seeds as dots, the pick marked).
+
+What the grid is tuned on is the caller's to choose: pass flags that hold a validation set out
+of training (``--data.validation_instances`` for the pose family) and evaluation flags that
+query it (``--pose_query_split=validation``), so that the test queries never pick a setting.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from abc_tf import json_files
+from abc_tf.evaluation.estimators import plots
+
+GRID_FILE, TABLE_FILE, FIGURE_FILE = "grid.json", "grid.md", "grid.png"
+EVAL_DIR = "grid_eval"  # a run's evaluation for the grid, apart from the run's own metrics.json
+GOALS = ("min", "max")
+_FIELD = re.compile(r"^(trainer|data|batch|method|model)\.[A-Za-z_][A-Za-z0-9_]*$")
+# The folder of train.py and evaluate.py, the scripts the grid runs (the repository root).
+SCRIPTS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """One varied field (``part.field``, a train.py flag without its dashes) and its values, as
+    written on the command line."""
+
+    field: str
+    values: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> "Axis":
+        """``part.field=V1,V2,...`` -> Axis (ValueError naming the text when it is not that)."""
+        name, _, values = text.partition("=")
+        name = name.strip().removeprefix("--")
+        listed = tuple(value.strip() for value in values.split(",") if value.strip())
+        if not _FIELD.match(name) or not listed:
+            raise ValueError(f"--vary={text!r}: write part.field=VALUE,VALUE,... (e.g. trainer.learning_rate=1e-4,1e-3); "
+                             "part is trainer, data, batch, method or model.")
+        if len(set(listed)) != len(listed):
+            raise ValueError(f"--vary={text!r} repeats a value.")
+        return cls(name, listed)
+
+
+@dataclasses.dataclass(frozen=True)
+class Measure:
+    """A value in a JSON file of the evaluation: ``file`` relative to the evaluation folder,
+    ``keys`` the path into it."""
+
+    file: str
+    keys: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, text: str) -> "Measure":
+        file, _, path = text.partition(":")
+        keys = tuple(key for key in path.split("/") if key)
+        if not file.endswith(".json") or not keys:
+            raise ValueError(f"--measure={text!r}: write FILE.json:KEY/KEY/... (e.g. "
+                             "pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean).")
+        return cls(file, keys)
+
+    def read(self, eval_dir: str) -> float:
+        """The value in ``eval_dir``'s file (ValueError naming the missing key and the keys there)."""
+        path = os.path.join(eval_dir, self.file)
+        with open(path) as handle:
+            node: Any = json.load(handle)
+        for depth, key in enumerate(self.keys):
+            if not isinstance(node, dict) or key not in node:
+                found = ", ".join(map(str, node)) if isinstance(node, dict) else type(node).__name__
+                raise ValueError(f"--measure: {path} has no {'/'.join(self.keys[: depth + 1])!r} (found there: {found}).")
+            node = node[key]
+        if not isinstance(node, (int, float)) or isinstance(node, bool):
+            raise ValueError(f"--measure: {path}'s {'/'.join(self.keys)!r} is not a number: {node!r}.")
+        return float(node)
+
+    def __str__(self) -> str:
+        return f"{self.file}:{'/'.join(self.keys)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class GridSpec:
+    """Everything ``grid.py`` is told. ``train_flags``, ``evaluate_flags``: further flags of
+    every train.py and evaluate.py call (the fixed settings, and what to evaluate on)."""
+
+    experiment: str
+    axes: tuple[Axis, ...]
+    measure: Measure
+    output_dir: str
+    goal: str = "min"
+    seeds: int = 1
+    train_flags: tuple[str, ...] = ()
+    evaluate_flags: tuple[str, ...] = ()
+
+    def validate(self) -> None:
+        if not self.axes:
+            raise ValueError("--vary: name at least one field to vary (part.field=VALUE,VALUE,...).")
+        fields = [axis.field for axis in self.axes]
+        if len(set(fields)) != len(fields):
+            raise ValueError(f"--vary names a field twice: {fields}.")
+        fixed = [flag for flag in self.train_flags if any(flag.startswith(f"--{field}=") for field in fields)]
+        if fixed:
+            raise ValueError(f"--train_flags sets a varied field: {' '.join(fixed)}.")
+        if self.goal not in GOALS:
+            raise ValueError(f"--goal must be one of {', '.join(GOALS)}, got {self.goal!r}.")
+        if self.seeds <= 0:
+            raise ValueError(f"--seeds must be a positive integer, got {self.seeds}.")
+        if not self.output_dir.strip():
+            raise ValueError("--output_dir is empty; name the grid's folder.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """One combination: {field: value} in the axes' order."""
+
+    settings: tuple[tuple[str, str], ...]
+
+    @property
+    def name(self) -> str:
+        """Its folder: ``field=value`` joined by ``__`` (the part dropped; characters a path cannot hold replaced)."""
+        return "__".join(re.sub(r"[^A-Za-z0-9_.+=-]", "_", f"{field.split('.', 1)[1]}={value}")
+                         for field, value in self.settings)
+
+    @property
+    def flags(self) -> list[str]:
+        return [f"--{field}={value}" for field, value in self.settings]
+
+
+def points(axes: Sequence[Axis]) -> list[Point]:
+    """Every combination of the axes' values, the first axis varying slowest."""
+    return [Point(tuple(zip((axis.field for axis in axes), combination)))
+            for combination in itertools.product(*(axis.values for axis in axes))]
+
+
+def run_dirs(spec: GridSpec, point: Point) -> list[str]:
+    """The training runs of ``point``: its folder, or its ``seed_<k>`` folders."""
+    folder = os.path.join(spec.output_dir, point.name)
+    return [folder] if spec.seeds == 1 else [os.path.join(folder, f"seed_{k}") for k in range(spec.seeds)]
+
+
+def finished(run_dir: str) -> bool:
+    """Whether ``run_dir`` holds a finished training run (its final networks are written last)."""
+    return os.path.isfile(os.path.join(run_dir, "encoder.keras")) and os.path.isfile(os.path.join(run_dir, "config.json"))
+
+
+Runner = Callable[[list[str], str], None]
+
+
+def run_script(arguments: list[str], log_file: str) -> None:
+    """Runs ``python <script> arguments...`` (the repository's train.py or evaluate.py) with its
+    output in ``log_file``; RuntimeError naming the log when it fails."""
+    command = [sys.executable, os.path.join(SCRIPTS, arguments[0]), *arguments[1:]]
+    os.makedirs(os.path.dirname(log_file), exist_ok=True)
+    with open(log_file, "a") as log:
+        log.write(f"$ {shlex.join(command)}\n")
+        log.flush()
+        code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT)
+    if code:
+        raise RuntimeError(f"{arguments[0]} exited with {code}; its output: {log_file}")
+
+
+def run_grid(spec: GridSpec, runner: Runner = run_script, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Trains and evaluates every point of ``spec`` not done yet, one after another, then writes
+    the grid's files; returns grid.json's content."""
+    spec.validate()
+    grid = points(spec.axes)
+    os.makedirs(spec.output_dir, exist_ok=True)
+    for index, point in enumerate(grid, 1):
+        folder = os.path.join(spec.output_dir, point.name)
+        runs = run_dirs(spec, point)
+        if not all(finished(run_dir) for run_dir in runs):
+            say(f"[grid] {index}/{len(grid)} training {' '.join(point.flags)}")
+            runner(["train.py", f"--experiment={spec.experiment}", *spec.train_flags, *point.flags,
+                    f"--seeds={spec.seeds}", f"--output_dir={folder}"], os.path.join(folder, "grid_train.log"))
+        for run_dir in runs:
+            eval_dir = os.path.join(run_dir, EVAL_DIR)
+            if not os.path.isfile(os.path.join(eval_dir, spec.measure.file)):
+                say(f"[grid] {index}/{len(grid)} evaluating {run_dir}")
+                runner(["evaluate.py", f"--run_dir={run_dir}", *spec.evaluate_flags, f"--output_dir={eval_dir}"],
+                       os.path.join(run_dir, "grid_evaluate.log"))
+    result = summarise(spec, grid)
+    write(spec, result)
+    return result
+
+
+def summarise(spec: GridSpec, grid: Sequence[Point]) -> dict[str, Any]:
+    """grid.json's content: each point's flags, values (per run) and mean, and the pick."""
+    rows = []
+    for point in grid:
+        runs = run_dirs(spec, point)
+        values = [spec.measure.read(os.path.join(run_dir, EVAL_DIR)) for run_dir in runs]
+        mean = sum(values) / len(values)
+        std = math.sqrt(sum((value - mean) ** 2 for value in values) / len(values))
+        rows.append({"name": point.name, "settings": dict(point.settings), "flags": point.flags, "runs": runs,
+                     "values": values, "mean": mean, "std": std})
+    best = (min if spec.goal == "min" else max)(rows, key=lambda row: row["mean"])
+    train = ["python", "train.py", f"--experiment={spec.experiment}",
+             *[flag for flag in spec.train_flags], *best["flags"]]
+    return {
+        "experiment": spec.experiment, "measure": str(spec.measure), "goal": spec.goal, "seeds": spec.seeds,
+        "axes": {axis.field: list(axis.values) for axis in spec.axes},
+        "train_flags": list(spec.train_flags), "evaluate_flags": list(spec.evaluate_flags),
+        "points": rows, "pick": {"name": best["name"], "flags": best["flags"], "mean": best["mean"],
+                                 "train_command": shlex.join(train)},
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The table: one row per point, the varied fields, the measure's mean ± std and each run's
+    value, the pick in bold."""
+    fields = list(result["axes"])
+    header = [*fields, f"{result['measure']} ({result['goal']})", "runs"]
+    lines = [f"Grid over `{result['experiment']}` ({result['seeds']} seed(s) a point); pick: "
+             f"`{' '.join(result['pick']['flags'])}`.", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in result["points"]:
+        cell = f"{row['mean']:.4g} ± {row['std']:.2g}" if len(row["values"]) > 1 else f"{row['mean']:.4g}"
+        if row["name"] == result["pick"]["name"]:
+            cell = f"**{cell}**"
+        runs = ", ".join(f"{value:.4g}" for value in row["values"])
+        lines.append("| " + " | ".join([*(row["settings"][field] for field in fields), cell, runs]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict[str, Any], path: str) -> None:
+    """The measure per point (bars: the mean; dots: the runs), the pick in another colour."""
+    rows = result["points"]
+    figure = plots.new_figure(max(4.0, 0.6 * len(rows) + 1.5), 4.0)
+    axes = figure.add_subplot(1, 1, 1)
+    colours = ["tab:orange" if row["name"] == result["pick"]["name"] else "tab:blue" for row in rows]
+    axes.bar(range(len(rows)), [row["mean"] for row in rows], color=colours, alpha=0.7)
+    for x, row in enumerate(rows):
+        axes.plot([x] * len(row["values"]), row["values"], "k.", markersize=4)
+    axes.set_xticks(range(len(rows)))
+    axes.set_xticklabels(["\n".join(f"{field.split('.', 1)[1]}={value}" for field, value in row["settings"].items())
+                          for row in rows], fontsize=6, rotation=90)
+    axes.set_ylabel(result["measure"].rsplit("/", 2)[-2] if "/" in result["measure"] else result["measure"], fontsize=8)
+    axes.set_title(f"{result['experiment']}: pick (orange) by {result['goal']}", fontsize=9)
+    figure.tight_layout()
+    plots.save_figure(figure, path)
+
+
+def write(spec: GridSpec, result: dict[str, Any]) -> None:
+    json_files.write_json(os.path.join(spec.output_dir, GRID_FILE), result)
+    with open(os.path.join(spec.output_dir, TABLE_FILE), "w") as handle:
+        handle.write(markdown(result))
+    plot(result, os.path.join(spec.output_dir, FIGURE_FILE))
