@@ -91,6 +91,8 @@ def test_a_validation_split_holds_the_last_training_instances_out_of_training_an
     banks = pose.load_banks(cfg)
     assert set(banks.instances.tolist()) == {0, 1} and banks.instance_names == ["car_0000", "car_0001"]
     assert len(banks.synthetic) == 2 * SMALL.views_per_instance == len(banks.euler)
+    # A method that learns a code per image or instance (LORD) sizes its tables by what trains.
+    assert pose.training_bank(cfg) == (2 * SMALL.views_per_instance, 2)
     rendered.clear()
     images, _, _ = pose.labelled_images(cfg, "validation", "synthetic", 8, seed=5)
     assert images.shape == (8, 16, 16, 3)
