@@ -278,31 +278,11 @@ def _print_summary(result: dict) -> None:
         print(mnist_style.true_style_summary(result))
 
 
-HELP = ("--help", "-h", "--helpshort", "--helpfull", "-?")
-
-
 def run(argv: list[str]) -> int:
     """The command line ``argv`` (``argv[0]`` the program): parses it into :data:`FLAGS`,
     evaluates, and returns the exit status: 0, or 2 with one ``evaluate.py: error:`` line for a
     bad flag or setting. The flags are reset afterwards, so one process may call it again."""
-    if any(argument in HELP for argument in argv[1:]):
-        print(__doc__ + "\nFlags:\n" + FLAGS.get_help())
-        return 0
-    try:
-        rest = FLAGS(argv)
-    except flags.Error as error:
-        print(f"evaluate.py: error: {command_line.describe_flag_error(str(error))}", file=sys.stderr)
-        return 2
-    try:
-        main(rest)
-        return 0
-    except app.UsageError as error:
-        print(f"evaluate.py: error: {error}", file=sys.stderr)
-        return 2
-    except SystemExit as stop:
-        return stop.code
-    finally:
-        FLAGS.unparse_flags()
+    return command_line.run_program("evaluate.py", __doc__, FLAGS, argv, main)
 
 
 if __name__ == "__main__":

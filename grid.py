@@ -39,9 +39,6 @@ flags.DEFINE_enum("goal", "min", ["min", "max"], "Pick the point with the lowest
 flags.DEFINE_integer("seeds", 1, "Runs per point (train.py --seeds); a point's value is their mean.", flag_values=FLAGS)
 flags.DEFINE_string("output_dir", None, "The grid's folder (default: runs/grid_<experiment>).", flag_values=FLAGS)
 
-HELP = ("--help", "-h", "--helpfull", "-?")
-
-
 def spec_from_flags():
     from abc_tf.evaluation import grid
 
@@ -60,17 +57,9 @@ def spec_from_flags():
     )
 
 
-def run(argv: list[str]) -> int:
-    """The command line ``argv``: 0 when the grid is done, 1 when a point's training or
-    evaluation failed (its log named), 2 for a bad flag. The flags are reset afterwards."""
-    if any(argument in HELP for argument in argv[1:]):
-        print(__doc__ + "\nFlags:\n" + FLAGS.get_help())
-        return 0
-    try:
-        rest = FLAGS(argv)
-    except flags.Error as error:
-        print(f"grid.py: error: {command_line.describe_flag_error(str(error))}", file=sys.stderr)
-        return 2
+def main(rest: list[str]) -> int:
+    """Runs the grid the parsed flags describe: 0 when done, 1 when a point's training or
+    evaluation failed (its log named), 2 for a bad setting."""
     try:
         if len(rest) > 1:
             raise ValueError(f"unexpected arguments: {' '.join(rest[1:])} (flags are written --name=value).")
@@ -88,8 +77,12 @@ def run(argv: list[str]) -> int:
     except RuntimeError as error:
         print(f"grid.py: error: {error}", file=sys.stderr)
         return 1
-    finally:
-        FLAGS.unparse_flags()
+
+
+def run(argv: list[str]) -> int:
+    """The command line ``argv``: :func:`main`'s exit status, or 2 for a flag absl refuses.
+    The flags are reset afterwards."""
+    return command_line.run_program("grid.py", __doc__, FLAGS, argv, main)
 
 
 if __name__ == "__main__":

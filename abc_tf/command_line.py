@@ -106,3 +106,33 @@ def quiet_tensorflow_start() -> None:
 def without_start_up_noise(text: str) -> list[str]:
     """The lines of TensorFlow's start-up output ``text`` that are not its usual start-up noise."""
     return [line for line in text.splitlines() if not _START_UP_NOISE.search(line)]
+
+
+HELP_FLAGS = ("--help", "-h", "--helpshort", "--helpfull", "-?")
+
+
+def run_program(program: str, doc: str, flag_values, argv: list[str], main) -> int:
+    """A command line of ``program`` (evaluate.py, grid.py) run in this process: ``--help``
+    prints ``doc`` and the flags; otherwise ``argv`` is parsed into ``flag_values`` and
+    ``main(rest)`` runs. Returns the exit status: ``main``'s (None: 0), 2 with one ``program:
+    error:`` line for a flag absl refuses or an ``app.UsageError``, or a ``SystemExit``'s code.
+    The flags are reset afterwards, so one process may run it again."""
+    from absl import app, flags
+
+    if any(argument in HELP_FLAGS for argument in argv[1:]):
+        print(doc + "\nFlags:\n" + flag_values.get_help())
+        return 0
+    try:
+        rest = flag_values(argv)
+    except flags.Error as error:
+        print(f"{program}: error: {describe_flag_error(str(error))}", file=sys.stderr)
+        return 2
+    try:
+        return main(rest) or 0
+    except app.UsageError as error:
+        print(f"{program}: error: {error}", file=sys.stderr)
+        return 2
+    except SystemExit as stop:
+        return stop.code
+    finally:
+        flag_values.unparse_flags()
