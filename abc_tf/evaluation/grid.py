@@ -219,7 +219,7 @@ def summarise(spec: GridSpec, grid: Sequence[Point]) -> dict[str, Any]:
                      "values": values, "mean": mean, "std": std})
     best = (min if spec.goal == "min" else max)(rows, key=lambda row: row["mean"])
     train = ["python", "train.py", f"--experiment={spec.experiment}",
-             *[flag for flag in spec.train_flags], *best["flags"]]
+             *spec.train_flags, *best["flags"]]
     return {
         "experiment": spec.experiment, "measure": str(spec.measure), "goal": spec.goal, "seeds": spec.seeds,
         "axes": {axis.field: list(axis.values) for axis in spec.axes},
