@@ -27,7 +27,9 @@ def curve_measures(metrics: dict) -> dict[str, float]:
     """The scalar measures of one evaluation (``metrics.json`` of one run) that a learning curve
     shows: the method's headline measures (a GAN's code NMI, a VAE's test ELBO), the
     disentanglement scores, probe accuracy per factor, and the digit-cluster measures of the
-    representation (1-NN accuracy, k-means NMI; a VAE's kNN accuracy per latent space)."""
+    representation (1-NN accuracy, k-means NMI; a VAE's kNN accuracy per latent space), and a
+    digit-style evaluation's retrieval-row style spread and within-digit style R^2 on the
+    held-out digit (Fig. 4 / S7 over training)."""
     measures: dict[str, float] = {}
     measures.update((metrics.get("method") or {}).get("headline") or {})
     representation = (metrics.get("method") or {}).get("representation") or metrics.get("digit_clusters") or {}
@@ -37,6 +39,12 @@ def curve_measures(metrics: dict) -> dict[str, float]:
     for space, knn in ((metrics.get("method") or {}).get("knn_accuracy") or {}).items():
         if isinstance(knn, dict) and "all" in knn:
             measures[f"kNN digit accuracy ({space})"] = knn["all"]
+    digit_style = metrics.get("trained") or {}
+    for factor, spread in (digit_style.get("retrieval_row_style_spread") or {}).items():
+        measures[f"retrieval row spread {factor}"] = spread
+    for factor, fits in (digit_style.get("style_r2") or {}).items():
+        if "ridge_within_digit_holdout_digit" in fits:
+            measures[f"style R2 {factor} (held-out digit)"] = fits["ridge_within_digit_holdout_digit"]
     scores = (metrics.get("disentanglement") or {}).get("scores") or {}
     measures.update(scores)
     for factor, probe in (metrics.get("probe") or {}).items():
