@@ -50,6 +50,16 @@ def compile_xla_without_llvm_optimisation() -> None:
 compile_xla_without_llvm_optimisation()
 
 
+def render_without_a_disk_cache() -> None:
+    """Procedural renders are not kept on disk (abc_tf.data.pose.render_cache) while the suite
+    runs, child processes included: each test renders what it checks, and nothing is written
+    to the user's cache. tests/test_render_cache.py turns it on in a temporary directory."""
+    os.environ["ABC_TF_RENDER_CACHE"] = "off"
+
+
+render_without_a_disk_cache()
+
+
 @pytest.fixture(autouse=True)
 def seeded_global_random_state():
     """Every test starts from the same global random state, whatever ran before it: Python's

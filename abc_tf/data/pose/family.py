@@ -60,6 +60,7 @@ from abc_tf import schedules
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import augment
 from abc_tf.data.pose import procedural as pose_procedural
+from abc_tf.data.pose import render_cache
 from abc_tf.data.family import DataFamily
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream, sample_distinct, step_draws
 from abc_tf.data.folders.image_files import load_image_folder
@@ -265,10 +266,13 @@ def _procedural_views(category: str, split: str, domain: str, num_images: int | 
                       held_out: int, sizes: pose_procedural.ProceduralSizes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The procedural views of :func:`labelled_images`, kept for the next call with the same
     arguments (evaluating several runs or checkpoints renders a dictionary pool once; 7200
-    renders at 64 px take about a minute here). Read-only: callers share the arrays."""
-    del sizes  # a key only: tests shrink pose_procedural.PROCEDURAL
-    views = pose_procedural.labelled_images(category, split, domain, num_images, size, elev, _views_rng(seed, split, domain),
-                                            held_out)
+    renders at 64 px take about a minute here), and on disk for the next process
+    (:mod:`abc_tf.data.pose.render_cache`). Read-only: callers share the arrays."""
+    # sizes: a key only (tests shrink pose_procedural.PROCEDURAL).
+    views = render_cache.cached(
+        "pose_views", (category, split, domain, num_images, size, elev, seed, held_out, sizes),
+        lambda: pose_procedural.labelled_images(category, split, domain, num_images, size, elev,
+                                                _views_rng(seed, split, domain), held_out))
     for array in views:
         array.setflags(write=False)
     return views

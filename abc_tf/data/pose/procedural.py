@@ -3,7 +3,8 @@
 
 Training instances, the instances of the unlabelled "real" images and the test instances are
 disjoint pools (:func:`abc_tf.data.pose.objects.make_instance`). Everything is rendered
-deterministically and cached per (category, image size, elevation filter):
+deterministically and cached per (category, image size, elevation filter), in the process and
+on disk (:mod:`abc_tf.data.pose.render_cache`):
 
 - training: ``views_per_instance`` synthetic renders of each of ``train_instances``
   instances (uint8 RGBA, premultiplied) and ``real_train_images`` unlabelled "real" photos;
@@ -24,6 +25,7 @@ import numpy as np
 
 from abc_tf.data.pose import domains as pose_domains
 from abc_tf.data.pose import objects as pose_objects
+from abc_tf.data.pose import render_cache
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +58,15 @@ def training_images(category: str, size: int, max_elevation: float) -> tuple[np.
 
 @functools.lru_cache(maxsize=4)
 def _training_images(category: str, size: int, max_elevation: float, sizes: ProceduralSizes) -> tuple[np.ndarray, ...]:
+    synthetic, euler, instances, real = render_cache.cached(
+        "pose_training", (category, size, max_elevation, sizes),
+        lambda: _render_training_images(category, size, max_elevation, sizes))
+    names = [f"{category}_{i:04d}" for i in range(sizes.train_instances)]
+    return synthetic, euler, instances, names, real
+
+
+def _render_training_images(category: str, size: int, max_elevation: float,
+                            sizes: ProceduralSizes) -> tuple[np.ndarray, ...]:
     rng = np.random.default_rng([pose_objects.CATEGORIES.index(category), 0xBA4C])
     count = sizes.train_instances * sizes.views_per_instance
     instances = np.repeat(np.arange(sizes.train_instances), sizes.views_per_instance).astype(np.int32)
@@ -66,8 +77,7 @@ def _training_images(category: str, size: int, max_elevation: float, sizes: Proc
     real_euler = pose_objects.sample_viewpoints(rng, real_count, max_elevation, tilt_std=0.05)
     real, _ = pose_domains.render_real(category, "real_train", real_ids, real_euler, size, seed=1,
                                        supersample=_supersample(size))
-    names = [f"{category}_{i:04d}" for i in range(sizes.train_instances)]
-    return synthetic, euler.astype(np.float32), instances, names, real
+    return synthetic, euler.astype(np.float32), instances, real
 
 
 def backgrounds(size: int) -> np.ndarray:
@@ -78,6 +88,10 @@ def backgrounds(size: int) -> np.ndarray:
 
 @functools.lru_cache(maxsize=4)
 def _backgrounds(size: int, sizes: ProceduralSizes) -> np.ndarray:
+    return render_cache.cached("pose_backgrounds", (size, sizes), lambda: (_render_backgrounds(size, sizes),))[0]
+
+
+def _render_backgrounds(size: int, sizes: ProceduralSizes) -> np.ndarray:
     rng = np.random.default_rng([0xB6, 0xC1])  # its own stream: not the real images' clutter
     # In chunks: the scenes are drawn in float64 (1000 at 128 px would be 393 MB at once).
     counts = [min(100, sizes.background_images - start) for start in range(0, sizes.background_images, 100)]
