@@ -3,16 +3,16 @@ evaluates each with evaluate.py, and picks the best by one measure (abc_tf.evalu
 
   python grid.py --experiment=pose_ml_vae_quick \\
       --vary=trainer.learning_rate=3e-4,1e-3,3e-3 --vary=method.style_dim=8,16 \\
-      --train_flags="--data.validation_instances=10" \\
+      --holdout_flags="--data.validation_instances=10" \\
       --evaluate_flags="--pose_query_split=validation --pose_query_domains=synthetic --disentanglement=none" \\
       --measure="pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean" \\
       --goal=min --output_dir=runs/grid/ml_vae
 
 The points are trained one after another into ``output_dir/<point>``; the same command after a
 kill resumes the run that was cut off and skips the finished points. It writes grid.json,
-grid.md and grid.png into ``output_dir`` and prints the table and the train.py command of the
-pick (run it with ``--seeds=3`` and without the validation hold-out to measure it on the test
-queries).
+grid.md and grid.png into ``output_dir`` and prints the table and the train.py command that
+measures the pick: the fixed settings and the pick's, without the hold-out, at ``--pick_seeds``
+seeds, into ``output_dir/pick``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ flags.DEFINE_multi_string("vary", [], "A field and its values, part.field=VALUE,
                           "fields; every combination is a point).", flag_values=FLAGS)
 flags.DEFINE_string("train_flags", "", "Further train.py flags of every point (the fixed settings), as one string.",
                     flag_values=FLAGS)
+flags.DEFINE_string("holdout_flags", "", "train.py flags of the search's runs only (the validation hold-out, e.g. "
+                    "--data.validation_instances=10), left out of the pick's command.", flag_values=FLAGS)
 flags.DEFINE_string("evaluate_flags", "", "evaluate.py flags of every evaluation, as one string (what to measure on).",
                     flag_values=FLAGS)
 flags.DEFINE_string("measure", None, "FILE.json:KEY/KEY/...: the value of the evaluation's JSON file that picks the "
@@ -37,6 +39,7 @@ flags.DEFINE_string("measure", None, "FILE.json:KEY/KEY/...: the value of the ev
 flags.DEFINE_enum("goal", "min", ["min", "max"], "Pick the point with the lowest (min) or highest (max) mean.",
                   flag_values=FLAGS)
 flags.DEFINE_integer("seeds", 1, "Runs per point (train.py --seeds); a point's value is their mean.", flag_values=FLAGS)
+flags.DEFINE_integer("pick_seeds", 3, "Seeds of the printed command that measures the pick.", flag_values=FLAGS)
 flags.DEFINE_string("output_dir", None, "The grid's folder (default: runs/grid_<experiment>).", flag_values=FLAGS)
 
 def spec_from_flags():
@@ -53,7 +56,8 @@ def spec_from_flags():
         experiment=FLAGS.experiment, axes=tuple(grid.Axis.parse(text) for text in FLAGS.vary),
         measure=grid.Measure.parse(FLAGS.measure), output_dir=FLAGS.output_dir or f"runs/grid_{FLAGS.experiment}",
         goal=FLAGS.goal, seeds=FLAGS.seeds, train_flags=tuple(shlex.split(FLAGS.train_flags)),
-        evaluate_flags=tuple(shlex.split(FLAGS.evaluate_flags)),
+        holdout_flags=tuple(shlex.split(FLAGS.holdout_flags)), evaluate_flags=tuple(shlex.split(FLAGS.evaluate_flags)),
+        pick_seeds=FLAGS.pick_seeds,
     )
 
 

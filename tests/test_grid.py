@@ -20,7 +20,8 @@ def spec(tmp_path, **overrides) -> grid.GridSpec:
     settings = dict(experiment="pose_ml_vae_quick",
                     axes=(grid.Axis.parse("trainer.learning_rate=1e-4,1e-3"), grid.Axis.parse("method.style_dim=8,16,32")),
                     measure=grid.Measure.parse(MEASURE), output_dir=str(tmp_path / "grid"),
-                    train_flags=("--data.validation_instances=10",), evaluate_flags=("--pose_query_split=validation",))
+                    train_flags=("--data.image_size=32",), holdout_flags=("--data.validation_instances=10",),
+                    evaluate_flags=("--pose_query_split=validation",))
     settings.update(overrides)
     return grid.GridSpec(**settings)
 
@@ -87,7 +88,7 @@ def test_the_grid_trains_and_evaluates_each_point_then_picks_the_best_by_the_mea
     result = grid.run_grid(chosen, runner=scripts, say=lambda line: None)
     trains = [call for call in scripts.calls if call[0] == "train.py"]
     assert len(trains) == 6 and len(scripts.calls) == 6 + 12  # one training per point, an evaluation per run
-    assert trains[0] == ["train.py", "--experiment=pose_ml_vae_quick", "--data.validation_instances=10",
+    assert trains[0] == ["train.py", "--experiment=pose_ml_vae_quick", "--data.image_size=32", "--data.validation_instances=10",
                          "--trainer.learning_rate=1e-4", "--method.style_dim=8", "--seeds=2",
                          f"--output_dir={tmp_path / 'grid' / 'learning_rate=1e-4__style_dim=8'}"]
     evaluations = [call for call in scripts.calls if call[0] == "evaluate.py"]
@@ -96,14 +97,17 @@ def test_the_grid_trains_and_evaluates_each_point_then_picks_the_best_by_the_mea
     # The mean over the seeds (0 and 0.1 above the point's error) picks lr 1e-3, d 16.
     assert result["pick"]["flags"] == ["--trainer.learning_rate=1e-3", "--method.style_dim=16"]
     assert result["pick"]["mean"] == pytest.approx(5.05)
-    assert result["pick"]["train_command"] == ("python train.py --experiment=pose_ml_vae_quick --data.validation_instances=10 "
-                                               "--trainer.learning_rate=1e-3 --method.style_dim=16")
+    # The command that measures the pick keeps the fixed settings and drops the hold-out.
+    assert result["pick"]["train_command"] == ("python train.py --experiment=pose_ml_vae_quick --data.image_size=32 "
+                                               "--trainer.learning_rate=1e-3 --method.style_dim=16 --seeds=3 "
+                                               f"--output_dir={tmp_path / 'grid' / 'pick'}")
     row = next(row for row in result["points"] if row["name"] == "learning_rate=1e-4__style_dim=32")
     assert row["values"] == pytest.approx([11.0, 11.1]) and row["std"] == pytest.approx(0.05)
     folder = tmp_path / "grid"
     assert json.load(open(folder / grid.GRID_FILE))["pick"] == result["pick"]
     table = (folder / grid.TABLE_FILE).read_text()
     assert "| 1e-3 | 16 | **5.05 ± 0.05** | 5, 5.1 |" in table and "| 1e-4 | 8 | 12.05 ± 0.05 | 12, 12.1 |" in table
+    assert table.rstrip().endswith(f"`{result['pick']['train_command']}`")
     assert (folder / grid.FIGURE_FILE).stat().st_size > 0
     # "max" picks the other end.
     assert grid.summarise(dataclasses.replace(chosen, goal="max"), grid.points(chosen.axes))["pick"]["mean"] == pytest.approx(12.05)
@@ -139,8 +143,12 @@ def test_a_measure_the_evaluation_did_not_write_is_named(tmp_path):
     (["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}",
       "--train_flags=--trainer.learning_rate=1"], "--train_flags sets a varied field: --trainer.learning_rate=1"),
     (["--experiment=no_such_preset", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}"], "no_such_preset"),
+    (["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}",
+      "--holdout_flags=--trainer.learning_rate=1"], "--holdout_flags sets a varied field: --trainer.learning_rate=1"),
     (["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}", "--seeds=0"],
      "--seeds must be a positive integer"),
+    (["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}", "--pick_seeds=0"],
+     "--pick_seeds must be a positive integer"),
 ])
 def test_bad_flags_are_refused_before_anything_is_trained(arguments, message, tmp_path, capsys):
     assert grid_cli.run(["grid.py", *arguments, f"--output_dir={tmp_path / 'grid'}"]) == 2

@@ -16,8 +16,11 @@ flags, its runs' values, the pick), ``grid.md`` (the table) and ``grid.png`` (th
 point, seeds as dots, the pick marked).
 
 What the grid is tuned on is the caller's to choose: pass flags that hold a validation set out
-of training (``--data.validation_instances`` for the pose family) and evaluation flags that
-query it (``--pose_query_split=validation``), so that the test queries never pick a setting.
+of training (``holdout_flags``: ``--data.validation_instances`` for the pose family) and
+evaluation flags that query it (``--pose_query_split=validation``), so that the test queries
+never pick a setting. The pick's command (``pick/train_command``) is the one to measure it
+with: the fixed settings and the pick's, without the hold-out, at ``pick_seeds`` seeds, into
+``output_dir/pick``.
 """
 
 from __future__ import annotations
@@ -105,7 +108,9 @@ class Measure:
 @dataclasses.dataclass(frozen=True)
 class GridSpec:
     """Everything ``grid.py`` is told. ``train_flags``, ``evaluate_flags``: further flags of
-    every train.py and evaluate.py call (the fixed settings, and what to evaluate on)."""
+    every train.py and evaluate.py call (the fixed settings, and what to evaluate on);
+    ``holdout_flags``: train.py flags of the search's runs only (the validation hold-out), left
+    out of the pick's command, which trains ``pick_seeds`` seeds."""
 
     experiment: str
     axes: tuple[Axis, ...]
@@ -114,7 +119,9 @@ class GridSpec:
     goal: str = "min"
     seeds: int = 1
     train_flags: tuple[str, ...] = ()
+    holdout_flags: tuple[str, ...] = ()
     evaluate_flags: tuple[str, ...] = ()
+    pick_seeds: int = 3
 
     def validate(self) -> None:
         if not self.axes:
@@ -122,13 +129,15 @@ class GridSpec:
         fields = [axis.field for axis in self.axes]
         if len(set(fields)) != len(fields):
             raise ValueError(f"--vary names a field twice: {fields}.")
-        fixed = [flag for flag in self.train_flags if any(flag.startswith(f"--{field}=") for field in fields)]
-        if fixed:
-            raise ValueError(f"--train_flags sets a varied field: {' '.join(fixed)}.")
+        for name, given in (("train_flags", self.train_flags), ("holdout_flags", self.holdout_flags)):
+            fixed = [flag for flag in given if any(flag.startswith(f"--{field}=") for field in fields)]
+            if fixed:
+                raise ValueError(f"--{name} sets a varied field: {' '.join(fixed)}.")
         if self.goal not in GOALS:
             raise ValueError(f"--goal must be one of {', '.join(GOALS)}, got {self.goal!r}.")
-        if self.seeds <= 0:
-            raise ValueError(f"--seeds must be a positive integer, got {self.seeds}.")
+        for name, count in (("seeds", self.seeds), ("pick_seeds", self.pick_seeds)):
+            if count <= 0:
+                raise ValueError(f"--{name} must be a positive integer, got {count}.")
         if not self.output_dir.strip():
             raise ValueError("--output_dir is empty; name the grid's folder.")
 
@@ -194,7 +203,7 @@ def run_grid(spec: GridSpec, runner: Runner = run_script, say: Callable[[str], N
         runs = run_dirs(spec, point)
         if not all(finished(run_dir) for run_dir in runs):
             say(f"[grid] {index}/{len(grid)} training {' '.join(point.flags)}")
-            runner(["train.py", f"--experiment={spec.experiment}", *spec.train_flags, *point.flags,
+            runner(["train.py", f"--experiment={spec.experiment}", *spec.train_flags, *spec.holdout_flags, *point.flags,
                     f"--seeds={spec.seeds}", f"--output_dir={folder}"], os.path.join(folder, "grid_train.log"))
         for run_dir in runs:
             eval_dir = os.path.join(run_dir, EVAL_DIR)
@@ -218,12 +227,13 @@ def summarise(spec: GridSpec, grid: Sequence[Point]) -> dict[str, Any]:
         rows.append({"name": point.name, "settings": dict(point.settings), "flags": point.flags, "runs": runs,
                      "values": values, "mean": mean, "std": std})
     best = (min if spec.goal == "min" else max)(rows, key=lambda row: row["mean"])
-    train = ["python", "train.py", f"--experiment={spec.experiment}",
-             *spec.train_flags, *best["flags"]]
+    train = ["python", "train.py", f"--experiment={spec.experiment}", *spec.train_flags, *best["flags"],
+             f"--seeds={spec.pick_seeds}", f"--output_dir={os.path.join(spec.output_dir, 'pick')}"]
     return {
         "experiment": spec.experiment, "measure": str(spec.measure), "goal": spec.goal, "seeds": spec.seeds,
         "axes": {axis.field: list(axis.values) for axis in spec.axes},
-        "train_flags": list(spec.train_flags), "evaluate_flags": list(spec.evaluate_flags),
+        "train_flags": list(spec.train_flags), "holdout_flags": list(spec.holdout_flags),
+        "evaluate_flags": list(spec.evaluate_flags),
         "points": rows, "pick": {"name": best["name"], "flags": best["flags"], "mean": best["mean"],
                                  "train_command": shlex.join(train)},
     }
@@ -231,7 +241,7 @@ def summarise(spec: GridSpec, grid: Sequence[Point]) -> dict[str, Any]:
 
 def markdown(result: dict[str, Any]) -> str:
     """The table: one row per point, the varied fields, the measure's mean ± std and each run's
-    value, the pick in bold."""
+    value, the pick in bold; then the command that measures the pick."""
     fields = list(result["axes"])
     header = [*fields, f"{result['measure']} ({result['goal']})", "runs"]
     lines = [f"Grid over `{result['experiment']}` ({result['seeds']} seed(s) a point); pick: "
@@ -243,6 +253,7 @@ def markdown(result: dict[str, Any]) -> str:
             cell = f"**{cell}**"
         runs = ", ".join(f"{value:.4g}" for value in row["values"])
         lines.append("| " + " | ".join([*(row["settings"][field] for field in fields), cell, runs]) + " |")
+    lines += ["", f"Measure the pick (no hold-out): `{result['pick']['train_command']}`"]
     return "\n".join(lines) + "\n"
 
 
