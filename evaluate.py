@@ -6,9 +6,9 @@
 A run directory is what train.py writes (config.json, encoder.keras); one that a train.py is
 still training into is refused, naming its process (abc_tf.runs.run_lock). If it holds
 ``seed_<k>`` run directories (``train.py --seeds N``), each seed is evaluated into its own
-folder and the seeds are aggregated (mean, std, values per factor; violin plots) into
-``<output_dir>/metrics.json``. What is measured is the task the run's data family declares
-(abc_tf.evaluation.tasks):
+folder and the seeds are aggregated into ``<output_dir>/metrics.json``: every measure as mean,
+std and the seeds' values (for factor isolation per factor, with violin plots). What is
+measured is the task the run's data family declares (abc_tf.evaluation.tasks):
 
 - shapes3d: MINE mutual information and probe accuracies per factor at sigma = the loss's
   length scale (0.1 x the embeddings' spread for a method whose loss has none; histogram MI as
@@ -221,10 +221,11 @@ def main(argv: list[str]) -> None:
                 out_dirs = [os.path.join(out_dir, os.path.basename(seed_dir)) if FLAGS.output_dir else seed_dir
                             for seed_dir in seed_dirs]
                 result = tasks.evaluate_seeds(runs, out_dirs, out_dir, settings)
+                if "condition" in result:  # factor isolation's summary; other tasks' are in metrics.json
+                    _print_summary(result)
             else:
                 run, own_networks = run_of_flags(FLAGS.run_dir)
-                result = tasks.evaluate_run(run, out_dir, settings, method_measures=own_networks)
-            _print_summary(result)
+                _print_summary(tasks.evaluate_run(run, out_dir, settings, method_measures=own_networks))
     except ValueError as error:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         sys.exit(2)

@@ -19,6 +19,8 @@ import dataclasses
 import os
 from typing import Callable
 
+import numpy as np
+
 from abc_tf import data, json_files, methods, registry
 from abc_tf.evaluation.tasks import (digit_clusters, encoder_disentanglement, factor_isolation, label_information, labelled_samples, likelihood, mnist_style, pose_accuracy, retrieval)
 from abc_tf.evaluation import evaluation_logs, learning_curves, progress
@@ -276,16 +278,20 @@ def evaluate_run(run: Run, out_dir: str, settings: EvaluationSettings, method_me
 
 
 def evaluate_seeds(runs: list[Run], out_dirs: list[str], out_dir: str, settings: EvaluationSettings) -> dict:
-    """Evaluates each seed's run into its folder of ``out_dirs`` and, where the task measures
-    factor isolation, aggregates the seeds (mean, std, values; violin plots) into
-    ``out_dir/metrics.json``."""
+    """Evaluates each seed's run into its folder of ``out_dirs`` and aggregates the seeds into
+    ``out_dir/metrics.json``: for factor isolation its per-factor summary with violin plots
+    (factor_isolation.aggregate), for the other tasks every number of their metrics as
+    {mean, std, values} at its own path (:func:`aggregate_numbers`)."""
     results = []
     for index, (run, seed_out) in enumerate(zip(runs, out_dirs), 1):
         print(f"Seed {index}/{len(runs)}: {run.run_dir} -> {seed_out}")
         results.append(evaluate_run(run, seed_out, settings))
     run_dirs = [run.run_dir for run in runs]
     if not all("condition" in result for result in results):
-        return {"runs": run_dirs}  # tasks other than factor isolation keep their per-run outputs
+        summary = {**aggregate_numbers(results), "num_runs": len(runs), "runs": run_dirs}
+        json_files.write_json(os.path.join(out_dir, METRICS_FILE), summary, sort_keys=True)
+        progress.wrote(os.path.join(out_dir, METRICS_FILE))
+        return summary
     summary = factor_isolation.aggregate(results)
     first = results[0]
     summary.update(condition=first["condition"], inactive=first["inactive"], runs=run_dirs, sigma=first["sigma"])
@@ -308,6 +314,24 @@ def evaluate_seeds(runs: list[Run], out_dirs: list[str], out_dir: str, settings:
     json_files.write_json(os.path.join(out_dir, METRICS_FILE), summary, sort_keys=True)
     progress.wrote(os.path.join(out_dir, METRICS_FILE))
     return summary
+
+
+def aggregate_numbers(results: list[dict]) -> dict:
+    """The runs' metrics merged key by key: a number every run has becomes {mean, std, values}
+    (std over runs, ddof 0, as factor_isolation.aggregate), a nested dict every run has is merged
+    the same way, a text all runs share is kept; lists and texts that differ between runs are
+    left to the per-run files."""
+    merged: dict = {}
+    for key, first in results[0].items():
+        values = [result.get(key) for result in results]
+        if isinstance(first, dict) and all(isinstance(value, dict) for value in values):
+            merged[key] = aggregate_numbers(values)
+        elif all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
+            column = np.asarray(values, dtype=float)
+            merged[key] = {"mean": float(column.mean()), "std": float(column.std()), "values": column.tolist()}
+        elif isinstance(first, str) and all(value == first for value in values):
+            merged[key] = first
+    return merged
 
 
 def evaluate_checkpoints(run_dir: str, out_dir: str, settings: EvaluationSettings, steps: str,
