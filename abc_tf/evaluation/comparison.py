@@ -193,11 +193,11 @@ def _aggregate_measures(seeds: list[dict[str, Any]], row: dict[str, Any]) -> Non
     mean, std and values of what every run has."""
     for key, _ in CLUSTER_MEASURES:
         names = list(seeds[0][key])
-        row[key] = {name: _stats([seed[key][name] for seed in seeds]) for name in names}
+        row[key] = {name: factor_isolation.mean_std_values([seed[key][name] for seed in seeds]) for name in names}
     found = [seed.get("method_measures") or {} for seed in seeds]
     labels = [label for label in found[0] if all(label in f for f in found)]
     if labels:
-        row["method_measures"] = {label: _stats([f[label] for f in found]) for label in labels}
+        row["method_measures"] = {label: factor_isolation.mean_std_values([f[label] for f in found]) for label in labels}
 
 
 def _describe(row: Row, sample: labelled_samples.LabelledSample) -> dict[str, Any]:
@@ -237,7 +237,7 @@ def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings 
         summary = factor_isolation.aggregate(seeds)
         summary.update(_describe(row, sample), label=row.label, run_dirs=list(row.run_dirs),
                        embedding_dim=seeds[0]["embedding_dim"], noise_rule=seeds[0]["noise_rule"],
-                       sigma=_stats([seed["sigma"] for seed in seeds]), seeds=seeds)
+                       sigma=factor_isolation.mean_std_values([seed["sigma"] for seed in seeds]), seeds=seeds)
         _aggregate_measures(seeds, summary)
         if seeds[0].get("disentanglement", {}).get("skipped"):
             summary["disentanglement_skipped"] = seeds[0]["disentanglement"]["skipped"]
@@ -256,11 +256,6 @@ def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings 
     }
     write(result, out_dir)
     return result
-
-
-def _stats(values: Sequence[float]) -> dict[str, Any]:
-    values = np.asarray(values, np.float64)
-    return {"mean": float(values.mean()), "std": float(values.std()), "values": values.tolist()}
 
 
 def caption(sample_config: ExperimentConfig, settings: ComparisonSettings, num_images: int) -> str:

@@ -19,8 +19,6 @@ import dataclasses
 import os
 from typing import Callable
 
-import numpy as np
-
 from abc_tf import data, json_files, methods, registry
 from abc_tf.evaluation.tasks import (digit_clusters, encoder_disentanglement, factor_isolation, label_information, labelled_samples, likelihood, mnist_style, pose_accuracy, retrieval)
 from abc_tf.evaluation import evaluation_logs, learning_curves, progress
@@ -318,17 +316,16 @@ def evaluate_seeds(runs: list[Run], out_dirs: list[str], out_dir: str, settings:
 
 def aggregate_numbers(results: list[dict]) -> dict:
     """The runs' metrics merged key by key: a number every run has becomes {mean, std, values}
-    (std over runs, ddof 0, as factor_isolation.aggregate), a nested dict every run has is merged
-    the same way, a text all runs share is kept; lists and texts that differ between runs are
-    left to the per-run files."""
+    (factor_isolation.mean_std_values), a nested dict every run has is merged the same way, a
+    text all runs share is kept; lists and texts that differ between runs are left to the
+    per-run files."""
     merged: dict = {}
     for key, first in results[0].items():
         values = [result.get(key) for result in results]
         if isinstance(first, dict) and all(isinstance(value, dict) for value in values):
             merged[key] = aggregate_numbers(values)
         elif all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values):
-            column = np.asarray(values, dtype=float)
-            merged[key] = {"mean": float(column.mean()), "std": float(column.std()), "values": column.tolist()}
+            merged[key] = factor_isolation.mean_std_values(values)
         elif isinstance(first, str) and all(value == first for value in values):
             merged[key] = first
     return merged

@@ -342,11 +342,14 @@ def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def mean_std_values(values: Sequence[float]) -> dict[str, Any]:
+    """One measure over runs as the JSON files hold it: mean, std over runs (ddof 0) and the values."""
+    column = np.asarray(values, np.float64)
+    return {"mean": float(column.mean()), "std": float(column.std()), "values": column.tolist()}
+
+
 def _summary(names: Sequence[str], table: np.ndarray) -> dict[str, dict[str, Any]]:
-    return {
-        name: {"mean": float(column.mean()), "std": float(column.std()), "values": column.tolist()}
-        for name, column in zip(names, table.T)
-    }
+    return {name: mean_std_values(column) for name, column in zip(names, table.T)}
 
 
 def seed_table(summary: dict[str, Any], key: str) -> tuple[list[str], np.ndarray]:
