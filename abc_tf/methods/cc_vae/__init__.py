@@ -102,9 +102,10 @@ PRESETS: dict[str, ExperimentConfig] = {
         method=CcVaeConfig(name="cc_vae"),
     ),
 }
-# About 2 minutes on 2 CPU cores [ours]: the authors' settings for 3,500 steps (4 epochs of the
-# training images) at about 30 steps/s, the step compiled with XLA (here as fast as the plain
-# graph; the GPU's choice).
+# About 6 minutes on 2 CPU cores [ours]: the authors' settings for 3,500 steps (4 epochs of the
+# training images) at about 10 steps/s (8.1 in BENCHMARKS.md's XLA table of every method's step),
+# the step compiled with XLA (on this CPU no faster than the plain graph; the GPU's choice). The
+# full preset's 84,455 steps take about 2.4 hours a seed at that rate.
 PRESETS["mnist_cc_vae_quick"] = PRESETS["mnist_cc_vae"].replace(
     name="mnist_cc_vae_quick", steps=3500, log_every=500, jit_compile=True,
 )

@@ -81,8 +81,9 @@ PRESETS: dict[str, ExperimentConfig] = {
         method=MlVaeConfig(name="ml_vae"),
     ),
 }
-# About 2 minutes on 2 CPU cores [ours]: the authors' settings for 8,000 steps (38 epochs of the
-# training images), the step compiled with XLA (about 70 steps/s here, twice the plain graph's).
+# About 4 minutes on 2 CPU cores [ours]: the authors' settings for 8,000 steps (38 epochs of the
+# training images), the step compiled with XLA (about 38 steps/s: BENCHMARKS.md's XLA table of
+# every method's step). The full preset's 84,455 steps take about 40 minutes a seed.
 PRESETS["mnist_ml_vae_quick"] = PRESETS["mnist_ml_vae"].replace(
     name="mnist_ml_vae_quick", steps=8000, log_every=1000, jit_compile=True,
 )
