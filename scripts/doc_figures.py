@@ -6,7 +6,8 @@ file under ``docs/figures/`` and whose fragment is a JSON Pointer (RFC 6901) to 
     | MNIST digit kept (NMI) | [0.89](docs/figures/mnist/style.json#/trained/nmi) | ...
 
 (from ``docs/REPRODUCTION.md`` the target is ``figures/mnist/style.json#/trained/nmi``: links are
-relative to the document). In a CSV file the pointer is ``#/<row number from 0>/<column>``. The
+relative to the document). A key with a space is written percent-encoded, as RFC 6901 section 6
+has a pointer in a URI fragment: ``curve.json#/measures/1-NN%20digit%20accuracy/3``. In a CSV file the pointer is ``#/<row number from 0>/<column>``. The
 link's text is the figure as quoted: its digits must equal the file's value rounded to as many
 decimals as the text shows; a thousands separator and a unit after the number (``%``, ``°``,
 ``s``, ``x``, ``ms`` ...) are allowed, a ``%`` meaning the file holds the fraction (0.53 for 53%).
@@ -29,6 +30,7 @@ import math
 import os
 import re
 import sys
+import urllib.parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ("README.md", "RESULTS.md", "BENCHMARKS.md", "docs/REPRODUCTION.md")
@@ -70,7 +72,7 @@ def resolve(path: str, pointer: str, root: str = ROOT):
         with open(full, encoding="utf-8") as handle:
             value = json.load(handle)
     for token in pointer.split("/")[1:]:
-        token = token.replace("~1", "/").replace("~0", "~")
+        token = urllib.parse.unquote(token).replace("~1", "/").replace("~0", "~")
         value = value[int(token)] if isinstance(value, list) else value[token]
     return value
 

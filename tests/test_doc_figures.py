@@ -17,7 +17,8 @@ def root(tmp_path):
     """A repository root with one figures file, docs/figures/x/values.json (and a CSV)."""
     (tmp_path / "docs" / "figures" / "x").mkdir(parents=True)
     (tmp_path / "docs" / "figures" / "x" / "values.json").write_text(json.dumps(
-        {"nmi": 0.8891, "error": {"median": 4.386}, "steps": 20000, "accuracy": 0.5312, "seeds": [0.11, 0.125]}))
+        {"nmi": 0.8891, "error": {"median": 4.386}, "steps": 20000, "accuracy": 0.5312, "seeds": [0.11, 0.125],
+         "1-NN digit": [0.7185, 0.1585]}))
     (tmp_path / "docs" / "figures" / "x" / "rows.csv").write_text("method,seconds\nabc,24.41\ncc_vae,41.9\n")
     return tmp_path
 
@@ -35,6 +36,7 @@ def problems(root, text: str, doc: str = "RESULTS.md") -> list[str]:
     "[53.1 %](docs/figures/x/values.json#/accuracy)",
     "[0.12](docs/figures/x/values.json#/seeds/1)",
     "[41.9 s](docs/figures/x/rows.csv#/1/seconds)",
+    "[0.16](docs/figures/x/values.json#/1-NN%20digit/1)",  # a key with a space, percent-encoded
 ])
 def test_a_figure_matching_its_file_at_its_precision_passes(root, quoted):
     assert problems(root, f"text {quoted} text") == []
