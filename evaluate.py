@@ -127,6 +127,9 @@ def settings_from_flags():
     from abc_tf.evaluation import tasks
     from abc_tf.evaluation.estimators.mine import MineSettings
 
+    for flag in ("mine_steps", "probe_epochs"):  # 0 skips the measure; a negative count is a slip, not a skip
+        if FLAGS[flag].value < 0:
+            raise ValueError(f"--{flag} must be >= 0 (0: skip), got {FLAGS[flag].value}.")
     mine = None
     if FLAGS.mine_steps > 0:
         mine = MineSettings(

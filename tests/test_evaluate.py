@@ -36,6 +36,8 @@ CASES = {
     "missing saved_model": Case(["--saved_model={missing}"], "is not a SavedModel folder (no saved_model.pb)"),
     "seeds": Case(["--run_dir={run}", "--seeds=-1"], "--seeds must be >= 0, got -1"),
     "num_images": Case(["--run_dir={run}", "--num_images=5"], "num_images must be at least 10, got 5"),
+    "negative mine_steps": Case(["--run_dir={run}", "--mine_steps=-5"], "--mine_steps must be >= 0 (0: skip), got -5"),
+    "negative probe_epochs": Case(["--run_dir={run}", "--probe_epochs=-1"], "--probe_epochs must be >= 0 (0: skip), got -1"),
     "mine_batch_size": Case(["--run_dir={run}", "--mine_batch_size=0"], "MINE batch_size must be a positive integer, got 0"),
     "num_sigmas": Case(["--run_dir={run}", "--probe_epochs=5", "--num_sigmas=1"], "num_sigmas must be 0 (no sweep) or at least 2"),
     "pose_repeats": Case(["--run_dir={run}", "--pose_repeats=0"], "Pose evaluation repeats must be positive, got 0"),
