@@ -33,6 +33,9 @@ flags.DEFINE_string("model", None, "Encoder architecture (a key of the models re
                     "for methods that train one.")
 flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<experiment>).")
 flags.DEFINE_integer("seeds", 1, "Number of seeds to train, one run directory each.")
+flags.DEFINE_boolean("check_only", False, "Make every check train.py makes before it reads data (the flags, the config, "
+                     "the data's paths, the run directory, the model's build) and exit: 0 with one line, or 2 with the "
+                     "error. Nothing is written.")
 flags.DEFINE_list(
     "allow_config_change", [],
     "Fields (<part>.<field>) that may differ from the run directory's config.json when resuming from its newest "
@@ -128,6 +131,12 @@ def main(argv: list[str]) -> None:
         from abc_tf.runs import preemption, training, training_logs
         from abc_tf.evaluation.callbacks import evaluation_callbacks
 
+        if FLAGS.check_only:
+            for run_config, run_dir in runs:
+                training.prepare(run_config, run_dir, allow_changes=FLAGS.allow_config_change, verbose=0)
+            print(f"train.py: checked: {base.name} ({base.method.name} on {base.data.family}) can train into "
+                  f"{output_dir}{f' ({FLAGS.seeds} seeds)' if FLAGS.seeds > 1 else ''}.")
+            return
         for run_config, run_dir in runs:
             # The settings, the run directory and the model first, once: the callbacks read the
             # family's labelled data, which can take a while.

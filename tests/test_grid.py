@@ -35,11 +35,18 @@ class FakeScripts:
     """Stands in for train.py and evaluate.py: writes what they would leave (the finished run's
     files, the evaluation's JSON), records each call, and fails where told."""
 
-    def __init__(self, fail_on: str | None = None):
+    def __init__(self, fail_on: str | None = None, refuse: str | None = None):
         self.calls: list[list[str]] = []
+        self.checks: list[list[str]] = []  # train.py --check_only, kept apart from the runs
         self.fail_on = fail_on
+        self.refuse = refuse  # the settings train.py's check refuses
 
     def __call__(self, arguments: list[str], log_file: str) -> None:
+        if "--check_only=true" in arguments:
+            self.checks.append(arguments)
+            if self.refuse and any(self.refuse in argument for argument in arguments):
+                raise RuntimeError(f"train.py exited with 2: --{self.refuse} cannot work (its output: {log_file})")
+            return
         self.calls.append(arguments)
         values = dict(argument[2:].split("=", 1) for argument in arguments[1:])
         if self.fail_on and any(self.fail_on in argument for argument in arguments):
@@ -126,6 +133,29 @@ def test_a_killed_grid_resumes_without_training_a_finished_point_again(tmp_path)
     assert not any("style_dim=8" in name and "learning_rate=1e-4" in name for name in names)
     assert [call[0] for call in again.calls[:2]] == ["evaluate.py", "train.py"]  # point 2's evaluation, point 3's run
     assert len(again.calls) == 1 + 2 * 4 and len(result["points"]) == 6
+
+
+def test_every_point_is_checked_before_any_trains(tmp_path):
+    refusing = FakeScripts(refuse="style_dim=32")  # train.py refuses the third point's settings
+    with pytest.raises(ValueError, match="train.py exited with 2: --style_dim=32 cannot work"):
+        grid.run_grid(spec(tmp_path), runner=refusing, say=lambda line: None)
+    assert refusing.calls == [] and len(refusing.checks) == 3
+    scripts = FakeScripts()
+    grid.run_grid(spec(tmp_path), runner=scripts, say=lambda line: None)
+    assert [check[:-1] for check in scripts.checks] == [call for call in scripts.calls if call[0] == "train.py"]
+    again = FakeScripts()
+    grid.run_grid(spec(tmp_path), runner=again, say=lambda line: None)
+    assert again.checks == [] and again.calls == []  # a finished grid checks and runs nothing
+
+
+def test_a_failed_script_is_reported_with_its_error_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(grid, "SCRIPTS", str(tmp_path))
+    (tmp_path / "train.py").write_text("import sys\nprint('step 1')\nprint('train.py: error: --method.temperature must be "
+                                       "positive, got -1.0.', file=sys.stderr)\nsys.exit(2)\n")
+    log = tmp_path / "point" / "grid_check.log"
+    with pytest.raises(RuntimeError) as raised:
+        grid.run_script(["train.py", "--check_only=true"], str(log))
+    assert str(raised.value) == f"train.py exited with 2: --method.temperature must be positive, got -1.0. (its output: {log})"
 
 
 def test_a_measure_the_evaluation_did_not_write_is_named(tmp_path):

@@ -192,6 +192,27 @@ def test_bad_flags_fail_with_one_line_before_any_work(run_train, tmp_path, flags
     assert not (tmp_path / "run").exists()
 
 
+FOUND_READING_DATA = [["--experiment=mnist", "--data.path={file}"]]  # the file's content, not its path
+BEFORE_DATA = [case for case in BAD_FLAGS if case[0] not in FOUND_READING_DATA]
+
+
+@pytest.mark.parametrize("flags,message", BEFORE_DATA, ids=[" ".join(flags) for flags, _ in BEFORE_DATA])
+def test_check_only_refuses_what_training_refuses_before_reading_data(run_train, tmp_path, flags, message):
+    (tmp_path / "a_file.txt").write_text("not data\n")
+    (tmp_path / "images" / "group").mkdir(parents=True)
+    values = {"tmp": tmp_path, "file": tmp_path / "a_file.txt", "folder": tmp_path / "images"}
+    arguments = [flag.format(**values) for flag in flags]
+    if not any(flag.startswith("--output_dir") for flag in arguments):
+        arguments.append(f"--output_dir={tmp_path / 'run'}")
+    assert_one_clear_error(*run_train("--check_only", *arguments), message.format(**values))
+    assert not (tmp_path / "run").exists()
+
+
+def test_check_only_passes_good_settings_and_writes_nothing(run_train, tmp_path):
+    code, errors = run_train("--experiment=mnist", "--trainer.steps=7", "--seeds=2", "--check_only", f"--output_dir={tmp_path / 'run'}")
+    assert code == 0 and not (tmp_path / "run").exists(), errors[-3000:]
+
+
 def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
     result = run_script("train.py", "--batch.set_size=1", f"--output_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert_one_clear_error(result.returncode, result.stderr, "train.py: error: --batch.set_size must be at least 2")

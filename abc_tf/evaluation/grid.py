@@ -2,6 +2,8 @@
 varied fields is trained by ``train.py`` and evaluated by ``evaluate.py``, one after another, and
 one measure read from each evaluation picks the best setting.
 
+Before anything trains, every point still to train is checked by ``train.py --check_only`` (its
+settings, run directory and model), so a value refused at the last point stops the grid at once.
 A point is one combination, trained into ``output_dir/<point name>`` (``--seeds`` runs each,
 ``seed_<k>`` folders when more than one) and evaluated into ``<run>/grid_eval``. A point whose
 runs are finished (``encoder.keras`` written) is not trained again and one whose measure file
@@ -181,7 +183,8 @@ Runner = Callable[[list[str], str], None]
 
 def run_script(arguments: list[str], log_file: str) -> None:
     """Runs ``python <script> arguments...`` (the repository's train.py or evaluate.py) with its
-    output in ``log_file``; RuntimeError naming the log when it fails."""
+    output in ``log_file``; RuntimeError quoting the script's error line and naming the log when
+    it fails."""
     command = [sys.executable, os.path.join(SCRIPTS, arguments[0]), *arguments[1:]]
     os.makedirs(os.path.dirname(log_file), exist_ok=True)
     with open(log_file, "a") as log:
@@ -189,7 +192,16 @@ def run_script(arguments: list[str], log_file: str) -> None:
         log.flush()
         code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT)
     if code:
-        raise RuntimeError(f"{arguments[0]} exited with {code}; its output: {log_file}")
+        with open(log_file, errors="replace") as log:
+            errors = [line.strip() for line in log if f"{arguments[0]}: error: " in line]
+        said = f": {errors[-1].split(': error: ', 1)[1]}" if errors else ""
+        raise RuntimeError(f"{arguments[0]} exited with {code}{said} (its output: {log_file})")
+
+
+def train_arguments(spec: GridSpec, point: Point) -> list[str]:
+    """The train.py command line of ``point``'s runs."""
+    return ["train.py", f"--experiment={spec.experiment}", *spec.train_flags, *spec.holdout_flags, *point.flags,
+            f"--seeds={spec.seeds}", f"--output_dir={os.path.join(spec.output_dir, point.name)}"]
 
 
 def run_grid(spec: GridSpec, runner: Runner = run_script, say: Callable[[str], None] = print) -> dict[str, Any]:
@@ -198,13 +210,21 @@ def run_grid(spec: GridSpec, runner: Runner = run_script, say: Callable[[str], N
     spec.validate()
     grid = points(spec.axes)
     os.makedirs(spec.output_dir, exist_ok=True)
+    to_train = [point for point in grid if not all(finished(run_dir) for run_dir in run_dirs(spec, point))]
+    # Every point's settings are checked before any point trains: a value train.py refuses in
+    # the last point would otherwise stop the grid only after the others had trained.
+    for point in to_train:
+        try:
+            runner([*train_arguments(spec, point), "--check_only=true"],
+                   os.path.join(spec.output_dir, point.name, "grid_check.log"))
+        except RuntimeError as refused:  # a bad setting, as grid.py's own flag errors
+            raise ValueError(str(refused)) from None
     for index, point in enumerate(grid, 1):
         folder = os.path.join(spec.output_dir, point.name)
         runs = run_dirs(spec, point)
-        if not all(finished(run_dir) for run_dir in runs):
+        if point in to_train:
             say(f"[grid] {index}/{len(grid)} training {' '.join(point.flags)}")
-            runner(["train.py", f"--experiment={spec.experiment}", *spec.train_flags, *spec.holdout_flags, *point.flags,
-                    f"--seeds={spec.seeds}", f"--output_dir={folder}"], os.path.join(folder, "grid_train.log"))
+            runner(train_arguments(spec, point), os.path.join(folder, "grid_train.log"))
         for run_dir in runs:
             eval_dir = os.path.join(run_dir, EVAL_DIR)
             if not os.path.isfile(os.path.join(eval_dir, spec.measure.file)):
