@@ -180,31 +180,22 @@ BAD_FLAGS = [
 ]
 
 
+# Found only reading the file's content, which --check_only does not.
+FOUND_READING_DATA = [["--experiment=mnist", "--data.path={file}"]]
+
+
+@pytest.mark.parametrize("check_only", [False, True], ids=["train", "check_only"])
 @pytest.mark.parametrize("flags,message", BAD_FLAGS, ids=[" ".join(flags) for flags, _ in BAD_FLAGS])
-def test_bad_flags_fail_with_one_line_before_any_work(run_train, tmp_path, flags, message):
+def test_bad_flags_fail_with_one_line_before_any_work(run_train, tmp_path, flags, message, check_only):
+    if check_only and flags in FOUND_READING_DATA:
+        pytest.skip("found reading the data, which --check_only does not")
     (tmp_path / "a_file.txt").write_text("not data\n")
     (tmp_path / "images" / "group").mkdir(parents=True)
     values = {"tmp": tmp_path, "file": tmp_path / "a_file.txt", "folder": tmp_path / "images"}
     arguments = [flag.format(**values) for flag in flags]
     if not any(flag.startswith("--output_dir") for flag in arguments):
         arguments.append(f"--output_dir={tmp_path / 'run'}")
-    assert_one_clear_error(*run_train(*arguments), message.format(**values))
-    assert not (tmp_path / "run").exists()
-
-
-FOUND_READING_DATA = [["--experiment=mnist", "--data.path={file}"]]  # the file's content, not its path
-BEFORE_DATA = [case for case in BAD_FLAGS if case[0] not in FOUND_READING_DATA]
-
-
-@pytest.mark.parametrize("flags,message", BEFORE_DATA, ids=[" ".join(flags) for flags, _ in BEFORE_DATA])
-def test_check_only_refuses_what_training_refuses_before_reading_data(run_train, tmp_path, flags, message):
-    (tmp_path / "a_file.txt").write_text("not data\n")
-    (tmp_path / "images" / "group").mkdir(parents=True)
-    values = {"tmp": tmp_path, "file": tmp_path / "a_file.txt", "folder": tmp_path / "images"}
-    arguments = [flag.format(**values) for flag in flags]
-    if not any(flag.startswith("--output_dir") for flag in arguments):
-        arguments.append(f"--output_dir={tmp_path / 'run'}")
-    assert_one_clear_error(*run_train("--check_only", *arguments), message.format(**values))
+    assert_one_clear_error(*run_train(*(["--check_only"] if check_only else []), *arguments), message.format(**values))
     assert not (tmp_path / "run").exists()
 
 
