@@ -8,9 +8,10 @@ file under ``docs/figures/`` and whose fragment is a JSON Pointer (RFC 6901) to 
 (from ``docs/REPRODUCTION.md`` the target is ``figures/mnist/style.json#/trained/nmi``: links are
 relative to the document). A key with a space is written percent-encoded, as RFC 6901 section 6
 has a pointer in a URI fragment: ``curve.json#/measures/1-NN%20digit%20accuracy/3``. In a CSV
-file the pointer is ``#/<row number from 0>/<column>``. The link's text is the figure as quoted: its digits must equal the file's value rounded to as many
-decimals as the text shows; a thousands separator and a unit after the number (``%``, ``°``,
-``s``, ``x``, ``ms`` ...) are allowed, a ``%`` meaning the file holds the fraction (0.53 for 53%).
+file the pointer is ``#/<row number from 0>/<column>``. The link's text is the figure as quoted:
+its digits must equal the file's value rounded to as many decimals as the text shows; a thousands
+separator and a unit after the number (``%``, ``°``, ``s``, ``x``, ``ms`` ...) are allowed, a
+``%`` meaning the file holds the fraction (0.53 for 53%).
 
 The tables whose header has a column named ``ours`` (RESULTS.md's and BENCHMARKS.md's summaries,
 the ledger in docs/REPRODUCTION.md) quote only figures tied to a file: a number in that column
