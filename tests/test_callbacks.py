@@ -130,3 +130,25 @@ def test_a_method_without_a_length_scale_is_measured_at_a_tenth_of_the_spread(tm
     encoder.fit(x, np.zeros((len(x), 2)), batch_size=16, epochs=1, verbose=0, callbacks=[callback])
     record = callback.history[-1]
     assert record["sigma"] == pytest.approx(0.1 * record["spread"])
+
+
+def test_embeddings_that_overflow_while_the_loss_is_finite_stop_the_run_as_a_nan_loss_does(tmp_path):
+    """A learning rate far too high can leave the loss finite and the weights overflowed: the
+    measurement stops the run with the NaN stop's error (what is kept, train.py's advice), not
+    with an estimator's complaint about its input."""
+    from abc_tf.runs.training_logs import NonFiniteLossError
+
+    images, factors = _sample()
+    encoder = Regressor(keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(2)]))
+    encoder.compile(optimizer="sgd")
+    run_dir = tmp_path / "run"
+    callback = callbacks.FactorIsolationCallback(
+        images, factors, NAMES, length_scale=1.0, log_dir=str(run_dir / "logs" / callbacks.LOG_SUBDIR), every_steps=0,
+        probe_settings=None, mine_settings=None, projector_points=0,
+    )
+    callback.set_model(encoder)
+    dense = encoder.encoder.layers[-1]
+    dense.kernel.assign(np.full(dense.kernel.shape, np.inf, np.float32))
+    with pytest.raises(NonFiniteLossError, match="embeddings .* became NaN or infinite at step 3") as stop:
+        callback.measure(3)
+    assert "no checkpoint had been written yet" in str(stop.value) and stop.value.checkpoint_step is None

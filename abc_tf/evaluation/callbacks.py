@@ -29,6 +29,7 @@ from abc_tf.evaluation.estimators import histogram_mi, mine, noise, plots, probe
 from abc_tf.evaluation import progress, tasks
 from abc_tf.methods.base import to_float_images
 from abc_tf.methods.monitor import TrainingMonitor
+from abc_tf.runs import training_logs
 from abc_tf.runs.run_dir import ENCODER, embed
 
 LOG_SUBDIR = "isolation"  # under run_dir/logs, next to Keras' train/ folder
@@ -111,9 +112,18 @@ class FactorIsolationCallback(TrainingMonitor):
     def _encoder(self) -> keras.Model:
         return self.model.networks()[ENCODER]
 
+    def _run_dir(self) -> str:
+        return os.path.dirname(os.path.dirname(self.log_dir))  # log_dir is run_dir/logs/LOG_SUBDIR
+
     def measure(self, step: int) -> dict:
         """Embeds the sample, computes the measures and writes them at ``step``; returns them."""
         embeddings = embed(self._encoder(), self.images).astype(np.float64)
+        if not np.all(np.isfinite(embeddings)):
+            # The loss can stay finite while the weights overflow (a learning rate far too high):
+            # a diverged run, stopped as a NaN loss is, not a bad input.
+            raise training_logs.non_finite_stop(
+                f"The encoder's embeddings of the run's labelled sample became NaN or infinite at step {step} "
+                "although the loss stayed finite: the weights diverged", step, self._run_dir(), "its newest checkpoint (it may hold the diverged weights)")
         spread = noise.spread(embeddings)
         sigma = self.length_scale if self.length_scale is not None else factor_isolation.RELATIVE_NOISE * spread
         record: dict = {"step": step, "spread": spread, "sigma": sigma}

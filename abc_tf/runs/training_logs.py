@@ -40,14 +40,18 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
         loss = (logs or {}).get("loss")
         if loss is not None and not np.isfinite(float(loss)):
             step = int(self.model.optimizer.iterations.numpy())
-            saved = checkpoints.list_checkpoints(self.run_dir)
-            if saved:
-                kept = f"its newest good checkpoint, {saved[-1][1]} (step {saved[-1][0]}), is kept"
-            else:
-                kept = "no checkpoint had been written yet, so nothing of this run is kept"
-            raise NonFiniteLossError(
-                f"The loss became {float(loss)} at step {step}; {kept}.", step, saved[-1][0] if saved else None
-            )
+            raise non_finite_stop(f"The loss became {float(loss)} at step {step}", step, self.run_dir, "its newest good checkpoint")
+
+
+def non_finite_stop(what: str, step: int, run_dir: str, newest: str = "its newest checkpoint") -> NonFiniteLossError:
+    """The error that stops a run whose training diverged at ``step``: ``what`` happened, and which
+    checkpoint of ``run_dir`` is kept (``newest`` names it)."""
+    saved = checkpoints.list_checkpoints(run_dir)
+    if saved:
+        kept = f"{newest}, {saved[-1][1]} (step {saved[-1][0]}), is kept"
+    else:
+        kept = "no checkpoint had been written yet, so nothing of this run is kept"
+    return NonFiniteLossError(f"{what}; {kept}.", step, saved[-1][0] if saved else None)
 
 
 class IntervalLogger(TrainingMonitor):
