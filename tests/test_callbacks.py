@@ -17,6 +17,7 @@ from abc_tf.runs import experiments
 from abc_tf.evaluation import callbacks
 from abc_tf.methods.base import MethodModel
 from abc_tf.evaluation.estimators import mine, probes
+from abc_tf.runs.training_logs import NonFiniteLossError
 
 NAMES = ["colour", "size"]
 
@@ -136,8 +137,6 @@ def test_embeddings_that_overflow_while_the_loss_is_finite_stop_the_run_as_a_nan
     """A learning rate far too high can leave the loss finite and the weights overflowed: the
     measurement stops the run with the NaN stop's error (what is kept, train.py's advice), not
     with an estimator's complaint about its input."""
-    from abc_tf.runs.training_logs import NonFiniteLossError
-
     images, factors = _sample()
     encoder = Regressor(keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(2)]))
     encoder.compile(optimizer="sgd")

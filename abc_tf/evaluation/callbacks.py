@@ -123,7 +123,9 @@ class FactorIsolationCallback(TrainingMonitor):
             # a diverged run, stopped as a NaN loss is, not a bad input.
             raise training_logs.non_finite_stop(
                 f"The encoder's embeddings of the run's labelled sample became NaN or infinite at step {step} "
-                "although the loss stayed finite: the weights diverged", step, self._run_dir(), "its newest checkpoint (it may hold the diverged weights)")
+                "although the loss stayed finite: the weights diverged",
+                step, self._run_dir(), "its newest checkpoint (it may hold the diverged weights)",
+            )
         spread = noise.spread(embeddings)
         sigma = self.length_scale if self.length_scale is not None else factor_isolation.RELATIVE_NOISE * spread
         record: dict = {"step": step, "spread": spread, "sigma": sigma}
