@@ -1,6 +1,6 @@
-"""What train.py and evaluate.py print besides their results: absl's flag-parsing errors in the
-words of the project's other ``error:`` lines (the flag, its value and what the value must be,
-without Python's parser jargon), and the package's warnings as one line each."""
+"""What the commands print besides their results: their names as the user typed them (``train.py``
+in a checkout, ``abc_tf train`` once installed), absl's flag-parsing errors in the words of the
+project's other ``error:`` lines, the package's warnings as one line each, and a quiet start."""
 
 from __future__ import annotations
 
@@ -9,6 +9,22 @@ import re
 import sys
 import tempfile
 import warnings
+
+# How this process was started: "script" (python train.py, in a checkout) or "abc_tf" (the
+# installed command, or python -m abc_tf). Set by abc_tf.cli.main; it words names and advice.
+INVOCATION = "script"
+
+
+def program(name: str) -> str:
+    """The name of command ``name`` (train, evaluate, grid) in the user's words: ``train.py`` or
+    ``abc_tf train``; it starts every ``error:`` line."""
+    return f"abc_tf {name}" if INVOCATION == "abc_tf" else f"{name}.py"
+
+
+def command(name: str) -> str:
+    """The command line that runs command ``name``, for advice the user copies."""
+    return f"abc_tf {name}" if INVOCATION == "abc_tf" else f"python {name}.py"
+
 
 # absl words a value its flag's parser refuses as "flag --NAME=VALUE: REASON".
 _ILLEGAL_VALUE = re.compile(r"^flag --(?P<name>[^=\s]+)=(?P<value>.*?): (?P<reason>.*)$", re.DOTALL)
@@ -71,6 +87,7 @@ _START_UP_NOISE = re.compile(
     r"|cuda_platform\.cc:\d+\] failed call to cuInit"
     r"|cpu_feature_guard\.cc:\d+\] This TensorFlow binary is optimized"
     r"|^To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags\.$"
+    r"|port\.cc:\d+\] oneDNN custom operations are on"
 )
 FULL_LOG_HINT = "TF_CPP_MIN_LOG_LEVEL=0 shows TensorFlow's start-up and information lines"
 
@@ -108,6 +125,21 @@ def without_start_up_noise(text: str) -> list[str]:
     return [line for line in text.splitlines() if not _START_UP_NOISE.search(line)]
 
 
+def quiet_python_start() -> None:
+    """Holds back the Python libraries' start-up lines: matplotlib's "generated new fontManager",
+    logged the first time it is imported on a machine, at INFO, which absl's handler would show."""
+    import logging  # noqa: PLC0415 - absl's logging is the module-level name elsewhere
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+
+
+def exit_status(stop: SystemExit) -> int:
+    """The exit status a ``SystemExit`` stands for (None: 0; a message: 1, as Python exits)."""
+    if stop.code is None or isinstance(stop.code, int):
+        return stop.code or 0
+    return 1
+
+
 HELP_FLAGS = ("--help", "-h", "--helpshort", "--helpfull", "-?")
 
 
@@ -119,6 +151,8 @@ def run_program(program: str, doc: str, flag_values, argv: list[str], main) -> i
     The flags are reset afterwards, so one process may run it again."""
     from absl import app, flags
 
+    plain_warnings(program)
+    quiet_python_start()
     if any(argument in HELP_FLAGS for argument in argv[1:]):
         print(doc + "\nFlags:\n" + flag_values.get_help())
         return 0
@@ -133,6 +167,6 @@ def run_program(program: str, doc: str, flag_values, argv: list[str], main) -> i
         print(f"{program}: error: {error}", file=sys.stderr)
         return 2
     except SystemExit as stop:
-        return stop.code
+        return exit_status(stop)
     finally:
         flag_values.unparse_flags()

@@ -8,7 +8,7 @@ import io
 import os
 import traceback
 
-import evaluate
+from abc_tf.cli import evaluate
 
 
 def evaluate_each(cases) -> list[dict]:
@@ -23,7 +23,7 @@ def evaluate_each(cases) -> list[dict]:
         try:
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
                 try:
-                    code = evaluate.run(["evaluate.py", *[str(argument) for argument in arguments]])
+                    code = evaluate.command(["evaluate.py", *[str(argument) for argument in arguments]])
                 except Exception:  # noqa: BLE001 - reported to the test as a traceback
                     code = None
                     traceback.print_exc()

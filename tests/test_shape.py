@@ -17,7 +17,7 @@ import sys
 import pytest
 from absl import logging
 
-import train
+from abc_tf.cli import train
 from abc_tf import data, methods, registry
 from abc_tf.runs import checkpoints
 from evaluate_helpers import evaluate_each
@@ -41,7 +41,7 @@ TRAIN_HELD_AFTER_SECOND_CHECKPOINT = (
     "import sys, keras; from absl import app; from abc_tf.evaluation import callbacks; from process_helpers import hold; "
     "marker = sys.argv.pop(1); callbacks.evaluation_callbacks = lambda config, run_dir: "
     "[keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(marker))]; "
-    "import train; sys.argv[0] = 'train.py'; app.run(train.main, flags_parser=train.parse_flags)"
+    "from abc_tf.cli import train; sys.argv[0] = 'train.py'; app.run(train.main, flags_parser=train.parse_flags)"
 )
 FLAGS = ["--experiment=shapes3d", "--data=toy", "--model=s4", "--model.embedding_dim=8", "--batch.set_size=12",
          "--batch.pairs_per_step=2", "--method.temperature=0.1", "--trainer.learning_rate=1e-3", "--trainer.steps=40", "--trainer.log_every=10",

@@ -8,8 +8,7 @@ import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SOURCES = sorted((ROOT / "abc_tf").rglob("*.py")) + sorted((ROOT / "models").rglob("*.py")) + [
-    ROOT / "train.py", ROOT / "evaluate.py"]
+SOURCES = sorted((ROOT / "abc_tf").rglob("*.py")) + sorted((ROOT / "models").rglob("*.py"))
 
 
 def places(predicate) -> list[str]:

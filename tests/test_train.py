@@ -25,7 +25,7 @@ import pytest
 import tensorflow as tf
 from absl import logging
 
-import train
+from abc_tf.cli import train
 from abc_tf.evaluation import callbacks
 from abc_tf.evaluation import run_summary
 from abc_tf import config as config_lib
@@ -211,7 +211,7 @@ def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
 
 
 ANSWERED_BEFORE_MAIN = [  # (flags, exit code, the answer) before train.main, the run's modules unneeded
-    (["--help"], 1, "--experiment: Preset: one of"),  # absl's help exits 1
+    (["--help"], 0, "--experiment: Preset: one of"),
     (["--trainer.steps=many"], 2, "train.py: error: --trainer.steps=many is not an integer."),
     (["--no_such_flag"], 2, "train.py: error: Unknown command line flag 'no_such_flag' (--help lists the flags)."),
 ]
@@ -290,7 +290,7 @@ TRAIN_TOY_HELD_AT_STEP = (
     "import sys; from absl import app; from abc_tf import data; from abc_tf.evaluation import callbacks; data.DATA_FAMILIES['toy'] = ('toy_family', 'toy_family:ToyConfig'); "
     "from preemption_helpers import HoldAtStep; step, marker = sys.argv.pop(1), sys.argv.pop(1); "
     "callbacks.evaluation_callbacks = lambda config, run_dir: [HoldAtStep(step, marker)]; "
-    "import train; sys.argv[0] = 'train.py'; app.run(train.main, flags_parser=train.parse_flags)"
+    "from abc_tf.cli import train; sys.argv[0] = 'train.py'; app.run(train.main, flags_parser=train.parse_flags)"
 )
 
 

@@ -39,15 +39,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from abc_tf import json_files
+from abc_tf import command_line, json_files
 from abc_tf.evaluation.estimators import plots
 
 GRID_FILE, TABLE_FILE, FIGURE_FILE = "grid.json", "grid.md", "grid.png"
 EVAL_DIR = "grid_eval"  # a run's evaluation for the grid, apart from the run's own metrics.json
 GOALS = ("min", "max")
 _FIELD = re.compile(r"^(trainer|data|batch|method|model)\.[A-Za-z_][A-Za-z0-9_]*$")
-# The folder of train.py and evaluate.py, the scripts the grid runs (the repository root).
-SCRIPTS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,10 +180,10 @@ Runner = Callable[[list[str], str], None]
 
 
 def run_script(arguments: list[str], log_file: str) -> None:
-    """Runs ``python <script> arguments...`` (the repository's train.py or evaluate.py) with its
-    output in ``log_file``; RuntimeError quoting the script's error line and naming the log when
-    it fails."""
-    command = [sys.executable, os.path.join(SCRIPTS, arguments[0]), *arguments[1:]]
+    """Runs ``abc_tf <command> flags...`` (``arguments``: train or evaluate, then its flags) in
+    this Python, with its output in ``log_file``; RuntimeError quoting the command's error line
+    and naming the log when it fails."""
+    command = [sys.executable, "-m", "abc_tf", *arguments]
     os.makedirs(os.path.dirname(log_file), exist_ok=True)
     with open(log_file, "a") as log:
         log.write(f"$ {shlex.join(command)}\n")
@@ -193,14 +191,14 @@ def run_script(arguments: list[str], log_file: str) -> None:
         code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT)
     if code:
         with open(log_file, errors="replace") as log:
-            errors = [line.strip() for line in log if f"{arguments[0]}: error: " in line]
+            errors = [line.strip() for line in log if f"abc_tf {arguments[0]}: error: " in line]
         said = f": {errors[-1].split(': error: ', 1)[1]}" if errors else ""
-        raise RuntimeError(f"{arguments[0]} exited with {code}{said} (its output: {log_file})")
+        raise RuntimeError(f"abc_tf {arguments[0]} exited with {code}{said} (its output: {log_file})")
 
 
 def train_arguments(spec: GridSpec, point: Point) -> list[str]:
-    """The train.py command line of ``point``'s runs."""
-    return ["train.py", f"--experiment={spec.experiment}", *spec.train_flags, *spec.holdout_flags, *point.flags,
+    """The ``abc_tf train`` command line of ``point``'s runs (the command's name, then its flags)."""
+    return ["train", f"--experiment={spec.experiment}", *spec.train_flags, *spec.holdout_flags, *point.flags,
             f"--seeds={spec.seeds}", f"--output_dir={os.path.join(spec.output_dir, point.name)}"]
 
 
@@ -229,7 +227,7 @@ def run_grid(spec: GridSpec, runner: Runner = run_script, say: Callable[[str], N
             eval_dir = os.path.join(run_dir, EVAL_DIR)
             if not os.path.isfile(os.path.join(eval_dir, spec.measure.file)):
                 say(f"[grid] {index}/{len(grid)} evaluating {run_dir}")
-                runner(["evaluate.py", f"--run_dir={run_dir}", *spec.evaluate_flags, f"--output_dir={eval_dir}"],
+                runner(["evaluate", f"--run_dir={run_dir}", *spec.evaluate_flags, f"--output_dir={eval_dir}"],
                        os.path.join(run_dir, "grid_evaluate.log"))
     result = summarise(spec, grid)
     write(spec, result)
@@ -247,7 +245,7 @@ def summarise(spec: GridSpec, grid: Sequence[Point]) -> dict[str, Any]:
         rows.append({"name": point.name, "settings": dict(point.settings), "flags": point.flags, "runs": runs,
                      "values": values, "mean": mean, "std": std})
     best = (min if spec.goal == "min" else max)(rows, key=lambda row: row["mean"])
-    train = ["python", "train.py", f"--experiment={spec.experiment}", *spec.train_flags, *best["flags"],
+    train = [*command_line.command("train").split(), f"--experiment={spec.experiment}", *spec.train_flags, *best["flags"],
              f"--seeds={spec.pick_seeds}", f"--output_dir={os.path.join(spec.output_dir, 'pick')}"]
     return {
         "experiment": spec.experiment, "measure": str(spec.measure), "goal": spec.goal, "seeds": spec.seeds,

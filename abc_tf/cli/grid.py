@@ -1,0 +1,90 @@
+"""A grid search: trains every combination of the varied settings of a preset with train.py,
+evaluates each with evaluate.py, and picks the best by one measure (abc_tf.evaluation.grid).
+
+  abc_tf grid --experiment=pose_ml_vae_quick \\
+      --vary=trainer.learning_rate=3e-4,1e-3,3e-3 --vary=method.style_dim=8,16 \\
+      --holdout_flags="--data.validation_instances=10" \\
+      --evaluate_flags="--pose_query_split=validation --pose_query_domains=synthetic --disentanglement=none" \\
+      --measure="pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean" \\
+      --goal=min --output_dir=runs/grid/ml_vae
+
+The points are trained one after another into ``output_dir/<point>``; the same command after a
+kill resumes the run that was cut off and skips the finished points. (``python grid.py ...`` in a
+checkout of the repository is the same command.) It writes grid.json,
+grid.md and grid.png into ``output_dir`` and prints the table and the train.py command that
+measures the pick: the fixed settings and the pick's, without the hold-out, at ``--pick_seeds``
+seeds, into ``output_dir/pick``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+from absl import flags
+
+from abc_tf import command_line
+
+FLAGS = flags.FlagValues()
+flags.DEFINE_string("experiment", None, "The preset every point starts from (train.py --experiment).", flag_values=FLAGS)
+flags.DEFINE_multi_string("vary", [], "A field and its values, part.field=VALUE,VALUE,... (repeat the flag for more "
+                          "fields; every combination is a point).", flag_values=FLAGS)
+flags.DEFINE_string("train_flags", "", "Further train.py flags of every point (the fixed settings), as one string.",
+                    flag_values=FLAGS)
+flags.DEFINE_string("holdout_flags", "", "train.py flags of the search's runs only (the validation hold-out, e.g. "
+                    "--data.validation_instances=10), left out of the pick's command.", flag_values=FLAGS)
+flags.DEFINE_string("evaluate_flags", "", "evaluate.py flags of every evaluation, as one string (what to measure on).",
+                    flag_values=FLAGS)
+flags.DEFINE_string("measure", None, "FILE.json:KEY/KEY/...: the value of the evaluation's JSON file that picks the "
+                    "point.", flag_values=FLAGS)
+flags.DEFINE_enum("goal", "min", ["min", "max"], "Pick the point with the lowest (min) or highest (max) mean.",
+                  flag_values=FLAGS)
+flags.DEFINE_integer("seeds", 1, "Runs per point (train.py --seeds); a point's value is their mean.", flag_values=FLAGS)
+flags.DEFINE_integer("pick_seeds", 3, "Seeds of the printed command that measures the pick.", flag_values=FLAGS)
+flags.DEFINE_string("output_dir", None, "The grid's folder (default: runs/grid_<experiment>).", flag_values=FLAGS)
+
+def spec_from_flags():
+    from abc_tf.evaluation import grid
+
+    if not FLAGS.experiment:
+        raise ValueError("--experiment: name the preset the grid varies.")
+    if not FLAGS.measure:
+        raise ValueError("--measure: name the value that picks the point, FILE.json:KEY/KEY/....")
+    from abc_tf.runs import experiments
+
+    experiments.get_preset(FLAGS.experiment)  # an unknown preset fails here, listing the known ones
+    return grid.GridSpec(
+        experiment=FLAGS.experiment, axes=tuple(grid.Axis.parse(text) for text in FLAGS.vary),
+        measure=grid.Measure.parse(FLAGS.measure), output_dir=FLAGS.output_dir or f"runs/grid_{FLAGS.experiment}",
+        goal=FLAGS.goal, seeds=FLAGS.seeds, train_flags=tuple(shlex.split(FLAGS.train_flags)),
+        holdout_flags=tuple(shlex.split(FLAGS.holdout_flags)), evaluate_flags=tuple(shlex.split(FLAGS.evaluate_flags)),
+        pick_seeds=FLAGS.pick_seeds,
+    )
+
+
+def main(rest: list[str]) -> int:
+    """Runs the grid the parsed flags describe: 0 when done, 1 when a point's training or
+    evaluation failed (its log named), 2 for a bad setting."""
+    try:
+        if len(rest) > 1:
+            raise ValueError(f"unexpected arguments: {' '.join(rest[1:])} (flags are written --name=value).")
+        from abc_tf.evaluation import grid
+
+        spec = spec_from_flags()
+        spec.validate()
+        result = grid.run_grid(spec)
+        print(grid.markdown(result))
+        print(f"Pick: {result['pick']['train_command']}")
+        return 0
+    except ValueError as error:
+        print(f"{command_line.program('grid')}: error: {error}", file=sys.stderr)
+        return 2
+    except RuntimeError as error:
+        print(f"{command_line.program('grid')}: error: {error}", file=sys.stderr)
+        return 1
+
+
+def command(argv: list[str]) -> int:
+    """The command line ``argv``: :func:`main`'s exit status, or 2 for a flag absl refuses.
+    The flags are reset afterwards."""
+    return command_line.run_program(command_line.program("grid"), __doc__, FLAGS, argv, main)
