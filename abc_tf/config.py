@@ -206,8 +206,10 @@ class DataConfig(Part):
     """The base of a data family's config class; ``family`` is the value of ``--data``."""
 
     family: str = field("", "Data family: a package of abc_tf/data/, or one an installed distribution names (entry point group abc_tf.data).")
-    source: str = field("procedural", "Backend of the data family (e.g. procedural, h5, tfds, idx, npz, files).")
-    path: str = field("", "File or directory of real data for the chosen source.", path=True)
+    source: str = field("auto", "Where the data comes from: auto reads --data.path with the source its contents fit, or "
+                        "takes the family's built-in data without a path; or a source by name (procedural, h5, tfds, "
+                        "idx, npz, keypointnet, files: each family has its own).")
+    path: str = field("", "File or folder of the user's data, read by the source (never ignored).", path=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,7 +226,7 @@ class MethodConfig(Part):
 
     def length_scale(self) -> float | None:
         """The scale in embedding space below which the method's loss sees no difference
-        (SPEC.md section 1): every evaluator adds noise of that scale. None when the loss has
+        (docs/PAPERS.md section 1): every evaluator adds noise of that scale. None when the loss has
         none: evaluators then scale the noise to the embeddings' own spread (0.1 x)."""
         return None
 

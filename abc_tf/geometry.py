@@ -1,4 +1,4 @@
-"""Rotations in the authors' pose convention and their TensorFlow twins (SPEC.md section 5).
+"""Rotations in the authors' pose convention and their TensorFlow twins (docs/PAPERS.md section 5).
 
 Pure maths, imported by the data, export and evaluation layers alike.
 

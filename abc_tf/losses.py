@@ -1,4 +1,4 @@
-"""Similarities and the ABC loss (SPEC.md section 1), batched over P pairs of sets.
+"""Similarities and the ABC loss (docs/PAPERS.md section 1), batched over P pairs of sets.
 
 Shapes: sets of embeddings are ``[P, N, D]`` (P pairs, N points, D dimensions); similarity
 matrices are ``[P, N, M]``. All losses return scalars averaged over the P pairs.
@@ -183,7 +183,7 @@ def abc_loss(
 
     set_a: [P, N, D], set_b: [P, M, D]. With double augmentation, ``set_a``/``set_b`` are the
     first views and ``set_*_view2`` the second: the cycle starts at view 1, passes through the
-    other set's view 1 and must return to its own view 2 (SPEC.md section 1). Leaving the
+    other set's view 1 and must return to its own view 2 (docs/PAPERS.md section 1). Leaving the
     second views out, or passing the first views again, gives the plain loss.
     """
     target_a = set_a if set_a_view2 is None else set_a_view2

@@ -19,7 +19,9 @@ else JAX if it does):
 
 On a machine with no GPU it says so and exits 0. It runs in about 5 minutes on an H100.
 
-  python -m benchmarks.gpu --make_batches=.gpu/mnist_batches.npz --data_path=../shared/data/mnist
+  python -m benchmarks.gpu --make_batches=.gpu/mnist_batches.npz --data_path=MNIST_DIR
+
+MNIST_DIR: a folder holding the four MNIST IDX files (train-images-idx3-ubyte[.gz] and the others).
 """
 
 from __future__ import annotations
@@ -187,7 +189,7 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
         lines += ["", f"The paper's pose run (S5, ResNet50V2 to conv4 + head, 128 px, 512 images a step, {steps:,} steps) "
                   f"would take {steps / best['steps_per_s'] / 60:.0f} min at the {best['precision']} rate."]
     lines += ["", "Command: `python -m benchmarks.gpu --backend=jax --batches=.gpu/mnist_batches.npz` (batches made with "
-              "`--make_batches` from the IDX files of ../shared/data/mnist)."]
+              "`--make_batches` from MNIST_DIR, a folder of the four MNIST IDX files)."]
     return "\n".join(lines)
 
 

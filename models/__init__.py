@@ -1,4 +1,4 @@
-"""Registry of the architecture tables of SPEC.md section 2.
+"""Registry of the architecture tables of docs/PAPERS.md section 2.
 
 ``models.build("s3", embedding_dim=64)`` returns an uncompiled ``keras.Model``. Encoders take
 float32 images in [0, 1]; ``ABCModel`` and the exported SavedModels convert uint8 first.

@@ -1,4 +1,4 @@
-"""The networks of CC-VAE on MNIST (Jha et al., ECCV 2018; PEERS.md section 5), sized as the
+"""The networks of CC-VAE on MNIST (Jha et al., ECCV 2018; docs/PAPERS.md section P5), sized as the
 authors' PyTorch code (github.com/ananyahjha93/cycle-consistent-vae, networks.py at 6ecdfe5;
 written anew here in Keras). Widths are given for ``base_channels`` b = 16, the authors':
 

@@ -1,4 +1,4 @@
-"""Convolutional encoders S3 (Shapes3D), S4 (MNIST) and S6 (faces, cars): SPEC.md section 2.
+"""Convolutional encoders S3 (Shapes3D), S4 (MNIST) and S6 (faces, cars): docs/PAPERS.md section 2.
 
 All convolutions are 3x3 with 'valid' padding and ReLU, as in the tables.
 """

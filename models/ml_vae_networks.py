@@ -1,4 +1,4 @@
-"""The networks of ML-VAE on MNIST (Bouchacourt et al., AAAI 2018; PEERS.md section 5), sized as
+"""The networks of ML-VAE on MNIST (Bouchacourt et al., AAAI 2018; docs/PAPERS.md section P5), sized as
 the authors' PyTorch code (github.com/DianeBouchacourt/multi-level-vae, networks.py at
 6de7264; written anew here in Keras):
 

@@ -1,4 +1,4 @@
-"""Product-manifold projection networks (PEERS.md section 1; Fumero et al. 2021, supplement Table 1).
+"""Product-manifold projection networks (docs/PAPERS.md section P1; Fumero et al. 2021, supplement Table 1).
 
 - ``pmp_encoder`` f: 64x64 images -> four 4x4 stride-2 convolutions with padding 1 (32, 32, 64,
   64 filters, ReLU) -> FC 256 ReLU -> FC d. Keras's ``padding="same"`` pads a 4x4 stride-2

@@ -1,4 +1,4 @@
-"""Pose encoders: Table S5 (``s5``) and a small CPU stand-in (``s5_small``), SPEC.md section 2.
+"""Pose encoders: Table S5 (``s5``) and a small CPU stand-in (``s5_small``), docs/PAPERS.md section 2.
 
 Table S5: ResNet50 up to ``conv4_block6_out`` (ImageNet-pretrained in the paper), Conv256 3x3
 ReLU ('valid'), global average pooling, Flatten, Dense128 tanh, Dense d linear; input

@@ -1,4 +1,4 @@
-"""Spherical-regression pose head (Liao et al. 2019), SPEC.md sections 2 and 5.
+"""Spherical-regression pose head (Liao et al. 2019), docs/PAPERS.md sections 2 and 5.
 
 The head reads embeddings [B, D], L2-normalises them onto the unit sphere (as the cosine ABC
 loss sees them) and, for each Euler angle (azimuth, elevation, tilt) separately, applies
@@ -57,7 +57,7 @@ class StackAngles(keras.layers.Layer):
 
 @register("spherical_regression")
 def spherical_regression_head(embedding_dim: int = 64, hidden_units: int = HIDDEN_UNITS) -> keras.Model:
-    """The head of SPEC.md section 2: embeddings [B, D] -> {"magnitude", "quadrant_logits"}."""
+    """The head of docs/PAPERS.md section 2: embeddings [B, D] -> {"magnitude", "quadrant_logits"}."""
     embeddings = keras.Input(shape=(embedding_dim,), name="embedding")
     # float32 throughout (also under a mixed-precision policy): the head is tiny and the
     # spherical exponential and angle decoding want the precision.

@@ -1,4 +1,4 @@
-"""A differentiable affine spatial transformer (VITAE's T_theta; PEERS.md section 2).
+"""A differentiable affine spatial transformer (VITAE's T_theta; docs/PAPERS.md section P2).
 
 Coordinates: every image lives on the normalised grid [-1, 1] x [-1, 1], x along the width,
 y along the height, the centres of the corner pixels at -1 and +1 (pixel column j of W sits

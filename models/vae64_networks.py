@@ -2,7 +2,7 @@
 encoder and decoder specifications for the 64x64 RGB images in the Supplemental for [CC-VAE,
 arXiv 1804.10469] for both methods").
 
-That supplement could not be read here: it is not in /work/shared/papers, none of the stored
+That supplement could not be read here: it was not among our offline sources, none of the stored
 pages or code holds its architecture tables, and the authors' repository
 (github.com/ananyahjha93/cycle-consistent-vae at 6ecdfe5) has only its MNIST networks (the
 authors, issue #2 there: the 2D Sprites and LineMod networks are not included). So every size

@@ -7,7 +7,7 @@ each in document order from the repository root with tiny settings:
   python -m scripts.doc_commands                      # run them all; exit 1 if any failed
   python -m scripts.doc_commands --list               # only print the commands and their rewrites
   python -m scripts.doc_commands --only=pose_quick --out_dir=/tmp/doc_runs --timeout=300
-  python -m scripts.doc_commands --define MNIST_DIR=../shared/data/mnist --define K=1 --define RUN=runs/split
+  python -m scripts.doc_commands --define MNIST_DIR=/path/to/mnist --define K=1 --define RUN=runs/split
 
 A train.py command trains 2 steps (``--trainer.steps=2 --trainer.log_every=1
 --trainer.eval_images=64``) into ``<out_dir>/<its --output_dir>``; an evaluate.py command reads
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="Print the commands and their rewrites; run nothing.")
     parser.add_argument("--only", default="", help="Run only the commands whose 'file:line command' contains this.")
     parser.add_argument("--define", action="append", default=[], metavar="WORD=VALUE",
-                        help="Replace a placeholder word of the docs, e.g. MNIST_DIR=../shared/data/mnist (repeatable).")
+                        help="Replace a placeholder word of the docs, e.g. MNIST_DIR=/path/to/mnist (repeatable).")
     flags = parser.parse_args(argv)
     listed = os.path.join(tempfile.gettempdir(), "doc_commands_XXXX")  # --list creates no folder
     out_dir = os.path.abspath(flags.out_dir or (listed if flags.list else tempfile.mkdtemp(prefix="doc_commands_")))

@@ -3,9 +3,10 @@ MNIST retrieval grid of its embedding at each evaluated checkpoint, side by side
 
   python evaluate.py --run_dir=runs/fig4/ml_vae/seed_0 --checkpoints=1000,5000,20000,84455 \\
       --disentanglement=none --output_dir=runs/fig4/curve_ml_vae          # and the other methods
-  python -m scripts.retrieval_over_training --data_path=../shared/data/mnist \\
+  python -m scripts.retrieval_over_training --data_path=MNIST_DIR \\
       --rows=ABC=runs/fig4/curve_abc,ML-VAE=runs/fig4/curve_ml_vae --output_dir=docs/figures/fig4/over_training
 
+MNIST_DIR: a folder holding the four MNIST IDX files (train-images-idx3-ubyte[.gz] and the others).
 Each row is the output folder of ``evaluate.py --checkpoints`` on one run: the grids are those
 its evaluations drew (``checkpoints/step_<S>/mnist_metrics.json``), so every panel has the same
 queries (the evaluator's seed). ``--data_path`` must be the MNIST they were evaluated on (none:

@@ -1,4 +1,4 @@
-"""Parameter counts of the architecture tables, worked out by hand (SPEC.md section 2)."""
+"""Parameter counts of the architecture tables, worked out by hand (docs/PAPERS.md section 2)."""
 
 from __future__ import annotations
 

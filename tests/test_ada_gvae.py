@@ -410,9 +410,9 @@ def test_the_presets_and_the_smoke_config_validate_and_build():
         "ada_gvae", 10, 1.0, "argmax", "group_vae")
     assert (paper.batch.pairs_per_step, paper.trainer.steps, paper.trainer.learning_rate) == (64, 300_000, 1e-4)
     assert ada_model.ADAM_BETAS == (0.9, 0.999) and ada_model.ADAM_EPSILON == 1e-8
-    assert (paper.data.family, paper.data.source, paper.model) == ("shapes3d", "procedural", None)
+    assert (paper.data.family, paper.data.source, paper.model) == ("shapes3d", "auto", None)
     assert quick.method == paper.method and quick.data == paper.data and quick.trainer.steps <= 2000
-    assert SMOKE.trainer.steps <= 4 and SMOKE.batch.pairs_per_step == 2 and SMOKE.data.source == "procedural"
+    assert SMOKE.trainer.steps <= 4 and SMOKE.batch.pairs_per_step == 2 and SMOKE.data.source == "auto"
     for config in (paper, quick, SMOKE):
         training.check_config(config)
         model = training.build_model(config)

@@ -141,7 +141,7 @@ def test_length_scale():
     assert config_lib.length_scale("cosine", 0.1) == 1.0
 
 
-# ABC's presets (abc_tf/methods/abc/__init__.py): SPEC.md section 3.
+# ABC's presets (abc_tf/methods/abc/__init__.py): docs/PAPERS.md section 3.
 def test_abc_presets_hold_the_paper_settings():
     shapes = experiments.get_preset("shapes3d")
     assert (shapes.model.architecture, shapes.model.embedding_dim, shapes.batch.set_size) == ("s3", 64, 32)

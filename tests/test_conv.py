@@ -1,4 +1,4 @@
-"""The convolutional encoders S3, S4 and S6 (models/conv.py) against their tables (SPEC.md
+"""The convolutional encoders S3, S4 and S6 (models/conv.py) against their tables (docs/PAPERS.md
 section 2): output shape and parameter count."""
 
 import pytest

@@ -1,5 +1,5 @@
 """Disentanglement scores through all_scores and array_scores (abc_tf/evaluation/estimators/disentanglement.py;
-PEERS.md section 4): the sanity cases of disentanglement_lib's own tests (identity representation
+docs/PAPERS.md section P4): the sanity cases of disentanglement_lib's own tests (identity representation
 near 1, random or zero near 0 / chance, duplicated codes), invariance to permuting and rescaling
 the codes, the settings and presets. The scores' parts: tests/test_disentanglement_arrays.py and
 tests/test_disentanglement_sampled.py. Point counts are small so the module runs in seconds.

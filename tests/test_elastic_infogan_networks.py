@@ -22,7 +22,7 @@ def test_the_networks_have_infogan_s_shapes_and_ranges():
     assert features.shape == (5, 1024)
     assert d_head(features).shape == (5, 1) and q_logits(q_features(features)).shape == (5, 10)
     assert q_features(features).shape == (5, 128)
-    # The layer sizes of PEERS.md section 3: FC1024, FC 128*7*7, deconv 64 and 1 (4x4).
+    # The layer sizes of docs/PAPERS.md section P3: FC1024, FC 128*7*7, deconv 64 and 1 (4x4).
     dense = [layer.kernel.shape for layer in generator.layers if isinstance(layer, keras.layers.Dense)]
     assert dense == [(72, 1024), (1024, 6272)]
     convs = [layer.kernel.shape for layer in trunk.layers if isinstance(layer, keras.layers.Conv2D)]

@@ -36,7 +36,7 @@ def test_presets_live_beside_their_methods_and_name_themselves():
     assert isinstance(presets["mnist_vae_quick"].method, VaeConfig) and presets["mnist_vae_quick"].model is None
 
 
-def test_choose_keeps_the_fields_the_classes_share():
+def test_choose_keeps_the_method_fields_the_classes_share_and_starts_another_family_from_its_defaults():
     mnist = experiments.get_preset("mnist").replace(source="idx", temperature=0.5, steps=9)
     vae = experiments.choose(mnist, method="vae")
     assert isinstance(vae.batch, ImageBatch) and vae.model is None and isinstance(vae.method, VaeConfig)
@@ -44,7 +44,8 @@ def test_choose_keeps_the_fields_the_classes_share():
     contrastive = experiments.choose(mnist, method="contrastive")
     assert (contrastive.method.name, contrastive.method.temperature, contrastive.batch) == ("contrastive", 0.5, mnist.batch)
     pose = experiments.choose(mnist, data="pose", model="s5_small", set_size=8)
-    assert (pose.data.family, pose.data.source, pose.model.architecture, pose.batch.set_size) == ("pose", "idx", "s5_small", 8)
+    assert (pose.data.family, pose.data.source, pose.model.architecture, pose.batch.set_size) == ("pose", "auto", "s5_small", 8)
+    assert pose.name == "mnist_on_pose" and pose.data == experiments.data_config_class("pose")(family="pose")
     pmp = experiments.choose(experiments.get_preset("shapes3d"), method="pmp")
     assert isinstance(pmp.batch, PairBatch) and pmp.batch.pairs_per_step == 1
     with pytest.raises(ValueError, match="--model=s3: method 'vae' has no encoder to choose"):

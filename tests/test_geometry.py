@@ -1,6 +1,6 @@
 """Rotations in the authors' pose convention (abc_tf.geometry): Euler angles to matrices and back
 with their TensorFlow twin, the Pascal3D+ conversion against the toolbox's projection, and the
-geodesic error (SPEC.md section 5)."""
+geodesic error (docs/PAPERS.md section 5)."""
 
 import numpy as np
 import pytest

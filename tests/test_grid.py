@@ -11,7 +11,7 @@ import os
 import pytest
 
 from abc_tf.cli import grid as grid_cli
-from abc_tf.evaluation import grid
+from abc_tf.evaluation import grid_search as grid
 
 MEASURE = "pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean"
 

@@ -1,5 +1,5 @@
 """The MINE statistics network and the factor probe (models/heads.py) against their tables
-(SPEC.md section 2)."""
+(docs/PAPERS.md section 2)."""
 
 import numpy as np
 

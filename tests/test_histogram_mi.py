@@ -1,4 +1,4 @@
-"""Known-answer tests of the histogram mutual information estimator (SPEC.md section 4)."""
+"""Known-answer tests of the histogram mutual information estimator (docs/PAPERS.md section 4)."""
 
 from __future__ import annotations
 

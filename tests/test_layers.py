@@ -24,7 +24,11 @@ LAYERS = [
     ("methods", ("abc_tf.methods",)),
     ("runs", ("abc_tf.runs",)),
     ("evaluation", ("abc_tf.evaluation",)),
+    # The commands (abc_tf train, evaluate, grid) load the layers below on first use, inside their
+    # functions, so that --help and a flag error answer without loading TensorFlow.
+    ("commands", ("abc_tf.cli", "abc_tf.__main__")),
 ]
+COMMANDS_LAYER = len(LAYERS) - 1
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -78,6 +82,8 @@ def test_no_package_imports_inside_functions():
     # (Optional third-party modules, e.g. tensorflow_datasets, may load on first use.)
     inside = []
     for name, tree in MODULES.items():
+        if layer_of(name) == COMMANDS_LAYER:
+            continue
         for function in ast.walk(tree):
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 inside += [f"{name}.{function.name}" for node in ast.walk(function)
@@ -155,8 +161,11 @@ KNOWN_TESTS = {"abc_tf.data": "test_family.py",  # the family registry, tested w
               "abc_tf.methods.base": "test_methods.py", "models": "test_models.py", "models.architectures": "test_models.py",
               # The ABC paper's baselines' networks, shared by ML-VAE and CC-VAE at 64 x 64: tested with each method.
               "models.ml_vae_networks": "test_ml_vae.py", "models.cc_vae_networks": "test_cc_vae.py",
-              "models.vae64_networks": "test_ml_vae.py"}
-ENTRY_POINTS = ("train", "evaluate")
+              "models.vae64_networks": "test_ml_vae.py",
+              # The commands: the abc_tf dispatcher, and each command's module by its name.
+              "abc_tf.cli": "test_cli.py", "abc_tf.__main__": "test_cli.py",
+              "abc_tf.evaluation.grid_search": "test_grid.py"}
+ENTRY_POINTS = ("train", "evaluate", "grid")
 
 
 def mirroring_tests(name: str) -> tuple[str, ...]:
@@ -251,7 +260,7 @@ if config.data.family == other.data.family or config.method.name in METHODS or p
     assert [where.split(":")[0] for where in name_comparisons(ast.parse(source))] == ["2", "3", "4", "5"]
 
 
-# The entry points sit above every layer: train.py and evaluate.py (ENTRY_POINTS), and the
+# The entry points sit above every layer: train.py, evaluate.py and grid.py (ENTRY_POINTS), and the
 # modules of these folders, each run as ``python -m benchmarks.NAME`` from the repository root.
 ENTRY_POINT_PACKAGES = ("scripts", "benchmarks")
 

@@ -419,7 +419,7 @@ def test_the_presets_are_the_authors_settings():
     assert paper.trainer.lr_halving_steps == 0 and paper.model is None
     # Clean 64 x 64 renders (ABC supplement L219): no backgrounds, crops, colours or real images.
     assert (data.image_size, data.real_fraction, data.crop_amplitude, data.augmentation_amplitude) == (64, 0.0, 0.0, 0.0)
-    assert not data.paint_backgrounds and data.source == "procedural"
+    assert not data.paint_backgrounds and data.source == "auto"
     assert quick.data == paper.data and quick.trainer.steps < paper.trainer.steps and not quick.trainer.jit_compile
     assert quick.method.stage1_steps * 6 == quick.trainer.steps * 5  # the authors' 1000 : 200 split
     training.check_config(quick)

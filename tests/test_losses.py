@@ -1,4 +1,4 @@
-"""The ABC loss against a NumPy reference written from SPEC.md section 1."""
+"""The ABC loss against a NumPy reference written from docs/PAPERS.md section 1."""
 
 import itertools
 

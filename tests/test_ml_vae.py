@@ -338,7 +338,7 @@ def test_the_pose_presets():
     paper, quick = get_preset("pose_ml_vae"), get_preset("pose_ml_vae_quick")
     data = paper.data
     # Clean procedural renders on black at 64 x 64 (ABC supplement L217; Table S1's synthetic queries).
-    assert (data.family, data.source, data.image_size, data.real_fraction) == ("pose", "procedural", 64, 0.0)
+    assert (data.family, data.source, data.image_size, data.real_fraction) == ("pose", "auto", 64, 0.0)
     assert (data.crop_amplitude, data.augmentation_amplitude, data.paint_backgrounds) == (0.0, 0.0, False)
     # Groups of ABC's pose stack (32; L217), 8 per step: the authors' 256 images.
     assert (paper.batch.set_size, paper.batch.pairs_per_step, paper.batch.double_augmentation) == (32, 8, False)

@@ -34,7 +34,8 @@ def test_auto_source_detects_idx_directories_and_npz_files(tmp_path, small_mnist
 
 
 def test_source_choice_errors(tmp_path):
-    with pytest.raises(ValueError, match="Unknown MNIST --data.source='h5'; choose one of "):
+    with pytest.raises(ValueError, match="--data.source='h5' is not a source of data family 'mnist'; choose one of "
+                                         "auto, procedural, idx, npz, tfds."):
         mnist.resolve_source(mnist_config(source="h5"))
     with pytest.raises(ValueError, match="--data.source=idx needs --data.path"):
         mnist.resolve_source(mnist_config(source="idx"))

@@ -32,7 +32,7 @@ MNIST_ALL = MNIST_TRAIN + np.array([980, 1135, 1032, 1010, 982, 892, 958, 1028, 
 def test_the_stored_counts_are_the_authors_file_s():
     counts = mnist_imbalance.AUTHORS_COUNTS
     assert counts.shape == (50, 10) and counts.dtype == np.int64
-    # Split 1 (their --ind 1): PEERS.md section 3's row, truncated as create_mnist.py does.
+    # Split 1 (their --ind 1): docs/PAPERS.md section P3's row, truncated as create_mnist.py does.
     np.testing.assert_array_equal(mnist_imbalance.split_counts(1), [6300, 1585, 1407, 6134, 5812, 4882, 2424, 4785, 6125, 3340])
     assert counts[0].sum() == 42_794
     np.testing.assert_array_equal(counts.sum(axis=1), FILE_SPLIT_TOTALS)

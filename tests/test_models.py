@@ -1,5 +1,5 @@
 """The architecture registry (models/architectures.py, the ``models`` package): every table builds by
-name, and unknown or twice-registered names are clear errors. Each table against SPEC.md
+name, and unknown or twice-registered names are clear errors. Each table against docs/PAPERS.md
 section 2: tests/test_conv.py, test_heads.py, test_pose_head.py, test_pose_encoders.py,
 test_pmp_networks.py."""
 

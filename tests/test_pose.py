@@ -4,6 +4,7 @@ titration of real images, augmented batches, training hooks."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import keras
 import numpy as np
@@ -275,8 +276,11 @@ def test_bad_settings_raise_value_errors_naming_the_flag():
         ({"crop_amplitude": 1.0}, "--data.crop_amplitude"),
         ({"augmentations": "hue:0.1"}, "--data.augmentations"),
         ({"source": "keypointnet"}, "needs --data.path"),
-        ({"source": "keypointnet", "path": "x"}, "--data.real_data_path"),
-        ({"source": "h5"}, "--data.source"),
+        ({"source": "keypointnet", "path": os.path.dirname(__file__)}, "--data.real_data_path"),
+        ({"source": "keypointnet", "path": "x"}, "--data.path=x does not exist"),
+        ({"source": "h5"}, "--data.source='h5' is not a source of data family 'pose'; choose one of auto, procedural, "
+                           "keypointnet."),
+        ({"real_data_path": os.path.dirname(__file__)}, "--data.real_data_path is read with KeypointNet renders only"),
         ({"paint_backgrounds": False, "background_data_path": "x"}, "--data.paint_backgrounds"),
     ]:
         with pytest.raises(ValueError, match=flag):

@@ -1,4 +1,4 @@
-"""Pose evaluation (abc_tf.evaluation.tasks.pose_accuracy, SPEC.md section 5): error metrics, lookup in
+"""Pose evaluation (abc_tf.evaluation.tasks.pose_accuracy, docs/PAPERS.md section 5): error metrics, lookup in
 seeded random dictionaries by tiles, backbone features, and a regression run evaluated. The
 conventions and errors: tests/test_geometry.py; the head: tests/test_pose_head.py."""
 

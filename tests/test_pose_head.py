@@ -1,5 +1,5 @@
 """The spherical-regression pose head (models/pose_head.py): its table, the spherical
-exponential, the quadrant decoding and its loss, trained alone (SPEC.md section 2)."""
+exponential, the quadrant decoding and its loss, trained alone (docs/PAPERS.md section 2)."""
 
 import keras
 import numpy as np

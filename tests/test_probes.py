@@ -1,4 +1,4 @@
-"""Factor probes: one 3x32 classifier per factor on noisy embeddings (SPEC.md section 4)."""
+"""Factor probes: one 3x32 classifier per factor on noisy embeddings (docs/PAPERS.md section 4)."""
 
 from __future__ import annotations
 

@@ -90,7 +90,7 @@ def test_double_augmentation_with_named_augmentations():
         ({"inactive_factors": "0,1,2,3,4,5"}, "All 6 factors"),
         ({"inactive_factors": ""}, "--data.inactive_factors is empty"),
         ({"inactive_factors": "0,1,2,3,5"}, "exceeds the 4 distinct images.*--data.sample_with_replacement"),
-        ({"source": "zip"}, "--data.source='zip' is not a Shapes3D backend"),
+        ({"source": "zip"}, "--data.source='zip' is not a source of data family 'shapes3d'"),
         ({"augmentation_baseline": True, "augmentations": "hue:0.1"}, "makes its own two random_hue"),
         ({"double_augmentation": True}, "needs --data.augmentations"),
         ({"source": "h5"}, "needs --data.path"),

@@ -172,7 +172,7 @@ def test_tfds_pipeline_on_a_partial_grid():
     ({"pair_factors": "colour"}, r"--batch.pair_factors: unknown factor 'colour'\. Use factor names \(floor_hue"),
     ({"pair_factors": " , "}, r"--batch.pair_factors names no factor"),
     ({"augmentations": "hue:0.1"}, r"--data.augmentations does not apply to pairs"),
-    ({"source": "mnist"}, r"--data.source='mnist' is not a Shapes3D backend"),
+    ({"source": "mnist"}, r"--data.source='mnist' is not a source of data family 'shapes3d'"),
 ])
 def test_bad_settings_are_clear_errors_before_any_data(overrides, message):
     with pytest.raises(ValueError, match=message):

@@ -1,5 +1,5 @@
 """A grid search: trains every combination of the varied settings of a preset with train.py,
-evaluates each with evaluate.py, and picks the best by one measure (abc_tf.evaluation.grid).
+evaluates each with evaluate.py, and picks the best by one measure (abc_tf.evaluation.grid_search).
 
   abc_tf grid --experiment=pose_ml_vae_quick \\
       --vary=trainer.learning_rate=3e-4,1e-3,3e-3 --vary=method.style_dim=8,16 \\
@@ -44,7 +44,7 @@ flags.DEFINE_integer("pick_seeds", 3, "Seeds of the printed command that measure
 flags.DEFINE_string("output_dir", None, "The grid's folder (default: runs/grid_<experiment>).", flag_values=FLAGS)
 
 def spec_from_flags():
-    from abc_tf.evaluation import grid
+    from abc_tf.evaluation import grid_search as grid
 
     if not FLAGS.experiment:
         raise ValueError("--experiment: name the preset the grid varies.")
@@ -68,7 +68,7 @@ def main(rest: list[str]) -> int:
     try:
         if len(rest) > 1:
             raise ValueError(f"unexpected arguments: {' '.join(rest[1:])} (flags are written --name=value).")
-        from abc_tf.evaluation import grid
+        from abc_tf.evaluation import grid_search as grid
 
         spec = spec_from_flags()
         spec.validate()

@@ -33,7 +33,8 @@ flags.DEFINE_string("data", None, "Data family (a key of abc_tf.data.DATA_FAMILI
 flags.DEFINE_string("method", None, "Training method (a key of abc_tf.methods.METHODS; default: the preset's).")
 flags.DEFINE_string("model", None, "Encoder architecture (a key of the models registry; default: the preset's), "
                     "for methods that train one.")
-flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<experiment>).")
+flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<the run's name>: the preset, and "
+                    "_on_<family> with another --data), relative to the current folder.")
 flags.DEFINE_integer("seeds", 1, "Number of seeds to train, one run directory each.")
 flags.DEFINE_boolean("check_only", False, "Make every check train.py makes before it reads data (the flags, the config, "
                      "the data's paths, the run directory, the model's build) and exit: 0 with one line, or 2 with the "
@@ -124,7 +125,7 @@ def main(argv: list[str]) -> None:
             raise ValueError("--output_dir is empty (an unset shell variable?); name the run directory, or leave the "
                              "flag out for runs/<experiment>.")
         base = resolve_config()
-        output_dir = FLAGS.output_dir or os.path.join("runs", FLAGS.experiment)
+        output_dir = FLAGS.output_dir or os.path.join("runs", base.name)
         runs = [(base, output_dir)] if FLAGS.seeds == 1 else [
             (base.replace(seed=base.trainer.seed + k), os.path.join(output_dir, f"seed_{k}")) for k in range(FLAGS.seeds)
         ]
@@ -136,8 +137,9 @@ def main(argv: list[str]) -> None:
         if FLAGS.check_only:
             for run_config, run_dir in runs:
                 training.prepare(run_config, run_dir, allow_changes=FLAGS.allow_config_change, verbose=0)
-            print(f"{command_line.program('train')}: checked: {base.name} ({base.method.name} on {base.data.family}) can train into "
-                  f"{output_dir}{f' ({FLAGS.seeds} seeds)' if FLAGS.seeds > 1 else ''}.")
+            print(f"{command_line.program('train')}: checked: {base.name} ({base.method.name} on {base.data.family}, "
+                  f"{training.data_description(base)}) can train into {output_dir}"
+                  f"{f' ({FLAGS.seeds} seeds)' if FLAGS.seeds > 1 else ''}.")
             return
         for run_config, run_dir in runs:
             # The settings, the run directory and the model first, once: the callbacks read the

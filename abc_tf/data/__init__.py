@@ -35,5 +35,6 @@ def get_family(name: str) -> DataFamily:
 def check_config(config: "ExperimentConfig") -> DataFamily:
     """The family of ``config``, after its checks that read no data (ValueError naming the flag)."""
     family = get_family(config.data.family)
+    family.source(config)
     family.check_config(config)
     return family

@@ -1,4 +1,4 @@
-"""Augmentations as the pipelines apply them (SPEC.md section 1; supplement S5, S8.4).
+"""Augmentations as the pipelines apply them (docs/PAPERS.md section 1; supplement S5, S8.4).
 
 The random ops themselves are :mod:`abc_tf.data.augment_ops`. Here: ``--data.augmentations`` specs
 (``"contrast:0.3,saturation:0.3,crop:0.2"``) parsed and checked before training,

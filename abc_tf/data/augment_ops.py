@@ -1,4 +1,4 @@
-"""Random per-image augmentations of image stacks (SPEC.md section 1; supplement S5, S8.4).
+"""Random per-image augmentations of image stacks (docs/PAPERS.md section 1; supplement S5, S8.4).
 
 Every function takes a stack of images ``[..., H, W, C]`` (any number of leading dimensions,
 typically ``[P, S, H, W, C]``), float32 in [0, 1], a non-negative ``amplitude`` and a stateless
@@ -127,7 +127,7 @@ def random_crop(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tens
 def random_hue(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
     """Random hue rotation by d ~ U[-a, a] per image (``tf.image.random_hue(x, a)`` per image).
 
-    The Shapes3D baseline (SPEC.md section 1, Fig. 3c) uses a = 0.5, i.e. any hue. Hue is a
+    The Shapes3D baseline (docs/PAPERS.md section 1, Fig. 3c) uses a = 0.5, i.e. any hue. Hue is a
     fraction of the colour circle and wraps around; saturation and value are kept.
     ``tf.image.random_hue`` on a batch would draw ONE delta for the whole batch, so the
     rotation is done here through HSV with one delta per image. ``a`` lies in [0, 0.5].

@@ -9,6 +9,7 @@ discovered by probing the module.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
@@ -129,6 +130,83 @@ class ClassLabelledImages:
     held_out: int | None
 
 
+def _fits_nothing(path: str) -> str | None:
+    del path
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class DataSources:
+    """What ``--data.source`` and ``--data.path`` may name for a family. ``auto``, every family's
+    default, takes the source that reads the path given, or ``default()`` when none is given; a
+    path is read or refused, never ignored.
+
+    reading: {source: what its ``--data.path`` is, in words} for the sources that read files.
+    built_in: the sources that read no file (a renderer); with a ``--data.path`` they are refused.
+    detect: ``path -> source`` of ``reading`` whose files ``path`` holds, or None.
+    default: ``() -> source`` that ``auto`` takes without a path; None: the family needs a path.
+    path_optional: sources of ``reading`` that have a default place (tfds: its data folder).
+    """
+
+    reading: dict[str, str] = dataclasses.field(default_factory=dict)
+    built_in: tuple[str, ...] = ()
+    detect: Callable[[str], str | None] = _fits_nothing
+    default: Callable[[], str] | None = None
+    path_optional: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return ("auto", *self.built_in, *self.reading)
+
+    def expected(self) -> str:
+        """What a ``--data.path`` of the family may be, in words."""
+        return "; or ".join(f"{what} (source {name})" for name, what in self.reading.items())
+
+    def resolve(self, family: str, source: str, path: str) -> tuple[str, str]:
+        """(source, path) that ``--data.source`` and ``--data.path`` name, ``auto`` resolved;
+        ValueError naming the flag for a source the family lacks, a path a built-in source would
+        ignore, a path that does not exist, or one whose contents fit no source."""
+        if source not in self.names:
+            raise ValueError(f"--data.source={source!r} is not a source of data family {family!r}; "
+                             f"choose one of {', '.join(self.names)}.")
+        if source in self.built_in:
+            if path:
+                raise ValueError(f"--data.source={source} reads no file, so --data.path={path} would be ignored; "
+                                 "leave --data.source at auto to read the path, or drop --data.path.")
+            return source, ""
+        if not path:
+            if source != "auto" and source not in self.path_optional:
+                raise ValueError(f"--data.source={source} needs --data.path: {self.reading[source]}.")
+            if source != "auto":
+                return source, ""
+            if self.default is None:
+                raise ValueError(f"data family {family!r} has no built-in data; give --data.path: {self.expected()}.")
+            return self.default(), ""
+        if not self.reading:
+            raise ValueError(f"data family {family!r} reads no file, so --data.path={path} would be ignored; "
+                             "drop --data.path.")
+        if not os.path.exists(path) and not (source in self.path_optional):  # tfds makes its folder
+            raise ValueError(f"--data.path={path} does not exist; data family {family!r} reads {self.expected()}.")
+        if source != "auto":
+            return source, path
+        found = self.detect(path)
+        if found is None:
+            raise ValueError(f"--data.path={path} holds nothing data family {family!r} reads; expected "
+                             f"{self.expected()}.")
+        return found, path
+
+    def describe(self, family: str, source: str, path: str) -> str:
+        """The data a run reads, in words: "built-in procedural data" or "h5 data from PATH"."""
+        source, path = self.resolve(family, source, path)
+        if source in self.built_in:
+            return f"built-in {source} data"
+        return f"{source} data from {os.path.abspath(path)}" if path else f"{source} data from its default folder"
+
+
+# A family that declares no sources: its built-in data, and no file read.
+BUILT_IN_ONLY = DataSources(built_in=("generated",), default=lambda: "generated")
+
+
 @dataclasses.dataclass(frozen=True)
 class DataFamily:
     """One data family.
@@ -148,6 +226,9 @@ class DataFamily:
       other_streams: ``{batch format: make_dataset-like callable}`` for the formats of
         :data:`BATCH_FORMATS` other than "sets" that it streams.
       training_callbacks: ``config -> [keras.callbacks.Callback]`` that add to the training logs.
+      sources: :class:`DataSources`, the sources ``--data.source`` names and how ``auto``
+        picks one; the trainer refuses a path no source reads before any work. Default: built-in
+        data only (``--data.path`` refused).
       evaluation_task: the task that evaluates a representation on the family's labels, a key
         of ``abc_tf.evaluation.tasks.TASKS`` ("factors", "digit_style", "labels", "pose") or the
         ``"module:NAME"`` of an ``abc_tf.evaluation.tasks.Task`` in the family's own package;
@@ -184,6 +265,7 @@ class DataFamily:
         default_factory=dict
     )
     training_callbacks: Callable[["ExperimentConfig"], list["keras.callbacks.Callback"]] = _no_callbacks
+    sources: DataSources = BUILT_IN_ONLY
     evaluation_task: str = ""
     known_factors: KnownFactors | None = None
     grouped_images: Callable[["ExperimentConfig", str | None], GroupedImages] | None = None
@@ -198,6 +280,14 @@ class DataFamily:
         unknown = sorted(set(self.other_streams) - set(BATCH_FORMATS))
         if unknown:
             raise ValueError(f"Data family {self.name!r} declares unknown batch formats {unknown}; known: {BATCH_FORMATS}.")
+
+    def source(self, config: "ExperimentConfig") -> tuple[str, str]:
+        """(source, path) that ``config``'s data part names, ``auto`` resolved (:class:`DataSources`)."""
+        return self.sources.resolve(self.name, config.data.source, config.data.path)
+
+    def describe_data(self, config: "ExperimentConfig") -> str:
+        """The data a run of ``config`` reads, in words, for its first line."""
+        return self.sources.describe(self.name, config.data.source, config.data.path)
 
     @property
     def batch_formats(self) -> tuple[str, ...]:

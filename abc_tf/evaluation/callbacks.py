@@ -1,7 +1,7 @@
 """Keras callbacks that watch factor isolation while an encoder trains.
 
 :class:`FactorIsolationCallback` measures, every N optimizer steps, a cheap version of the
-SPEC.md section 4 measures on a fixed labelled sample (probes, optionally a short MINE run, the
+docs/PAPERS.md section 4 measures on a fixed labelled sample (probes, optionally a short MINE run, the
 histogram estimate when d <= 3) and writes them to TensorBoard: one scalar per factor and
 measure, plus the principal-component figure as an image. At the end of training it writes the
 files of TensorBoard's embedding projector (embeddings TSV, factor metadata TSV with a header

@@ -24,7 +24,7 @@ drawn with that seed too. Per row:
   generated codes): the ``"headline"`` entry of what ``evaluate.py --run_dir`` wrote into the
   run's metrics.json, measured here when it is missing;
 - the method and its variant, what it is told about the data (``Method.supervision_for``,
-  PEERS.md), the embedding size and the training steps.
+  docs/PAPERS.md), the embedding size and the training steps.
 
 Outputs in ``out_dir``: ``comparison.md`` (the tables with their caption), ``comparison.json``
 (every value, per seed as well) and ``comparison.png`` (bar groups per factor and per score,

@@ -9,7 +9,7 @@ them with the paper's long MINE. A measurement that takes more than a few second
 sample, a slow host) says how far it is every ``callbacks.SUMMARY_PROGRESS_EVERY`` seconds
 (abc_tf.evaluation.progress); a quick one prints nothing. A factor counts as kept
 when its mutual information at the length scale is clearly above zero, as dropped when it is
-near zero: the training is meant to drop the inactive factors (SPEC.md section 4).
+near zero: the training is meant to drop the inactive factors (docs/PAPERS.md section 4).
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ import json
 import os
 from typing import Sequence
 
-from abc_tf import json_files
+from abc_tf import data, json_files
 from abc_tf.config import ExperimentConfig
-from abc_tf.runs.experiments import read_config
+from abc_tf.runs.experiments import is_run_config, read_config, to_run_json
 from abc_tf.runs import checkpoints, run_lock
 from abc_tf.runs.run_dir import CONFIG_FILE, check_writable
 
@@ -40,6 +40,17 @@ def check_allow_changes(names: Sequence[str]) -> tuple[str, ...]:
     return names
 
 
+def _same_data(first: ExperimentConfig, second: ExperimentConfig) -> bool:
+    """Whether two configs of one family read the same data once ``auto`` is resolved."""
+    if first.data.family != second.data.family:
+        return False
+    family = data.get_family(first.data.family)
+    try:
+        return family.source(first) == family.source(second)
+    except ValueError:
+        return False
+
+
 def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
     """{"<part>.<field>": (old, new)} between ``run_dir``'s config.json and ``config``; raises ValueError
     when the change is not allowed. Reads only small files, so it runs before any heavy work.
@@ -55,6 +66,8 @@ def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequen
     before, after = previous.flat(), config.flat()
     changed = {name: (before.get(name), after.get(name)) for name in sorted(set(before) | set(after))
                if before.get(name) != after.get(name)}
+    if "data.source" in changed and _same_data(previous, config):
+        del changed["data.source"]  # "procedural" written before "auto" existed, now auto's choice
     saved = checkpoints.list_checkpoints(run_dir)
     if not changed or not saved:
         return changed
@@ -84,13 +97,45 @@ def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequen
     return changed
 
 
+# What the project writes into a run directory before its config.json: the lock, and the grid's
+# logs of the point whose run it is.
+_WRITTEN_BEFORE_CONFIG = {".lock", "grid_check.log", "grid_train.log"}
+
+
+def check_is_run_dir(run_dir: str) -> None:
+    """ValueError unless ``run_dir`` is new, empty, or a run directory (its config.json is a
+    run's, :func:`abc_tf.runs.experiments.is_run_config`): a user's folder is never read as a
+    run's config nor written into. A config.json that is not JSON is left to :func:`read_config`,
+    which names it as damaged."""
+    if not os.path.isdir(run_dir):
+        return
+    held = sorted(set(os.listdir(run_dir)) - _WRITTEN_BEFORE_CONFIG)
+    if not held:
+        return
+    path = os.path.join(run_dir, CONFIG_FILE)
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                values = json.load(handle)
+        except (OSError, UnicodeDecodeError, ValueError):
+            return
+        if is_run_config(values):
+            return
+        raise ValueError(f"--output_dir={run_dir} is not a run directory: its config.json was not written by "
+                         "train.py (no run format mark). Nothing was read or written; choose a new or empty folder.")
+    listed = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
+    raise ValueError(f"--output_dir={run_dir} is not a run directory: it holds {listed} but no config.json. Nothing "
+                     "was written; choose a new or empty folder.")
+
+
 def check_run_dir(config: ExperimentConfig, run_dir: str, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
-    """The checks of ``run_dir`` that need no data or model (a file in its place, another
-    train.py training into it, a damaged or different config.json); returns the accepted config
-    changes (see :func:`config_changes`)."""
+    """The checks of ``run_dir`` that need no data or model (a file in its place, a folder that
+    is not a run's, another train.py training into it, a damaged or different config.json);
+    returns the accepted config changes (see :func:`config_changes`)."""
     allow_changes = check_allow_changes(allow_changes)
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise ValueError(f"--output_dir={run_dir} is an existing file, not a directory.")
+    check_is_run_dir(run_dir)
     check_writable(run_dir, "--output_dir")
     run_lock.check_free(run_dir)  # read-only: the lock is taken at the run's first write
     return config_changes(run_dir, config, allow_changes)
@@ -116,4 +161,4 @@ def write_config(config: ExperimentConfig, run_dir: str, changes: dict[str, tupl
             "changed": {name: {"old": old, "new": new} for name, (old, new) in sorted(changes.items())},
         })
         json_files.write_json(history_path, history)
-    json_files.write_json(path, json.loads(config.to_json()), sort_keys=True)
+    json_files.write_json(path, to_run_json(config), sort_keys=True)

@@ -1,7 +1,8 @@
 """Experiments: the presets, a config's classes chosen by name, and config.json read back.
 
 A preset lives in the package of the method it trains (``abc_tf/methods/<method>/__init__.py``,
-its ``PRESETS``), found with the method (``abc_tf.methods.METHODS``); a data family's or method's
+its ``PRESETS``), found with the method (``abc_tf.methods.METHODS``), or in a data family's
+package that declares ``PRESETS`` (a user's family with runs of its own); a data family's or method's
 config class is its package's ``CONFIG`` (the second name of its registry entry). Nothing here
 imports TensorFlow: ``train.py --help`` builds its flags from these classes.
 """
@@ -19,16 +20,20 @@ from abc_tf.config import (BATCH_CONFIGS, PART_NAMES, SELECTORS, DataConfig, Enc
                            MethodConfig, Part, TrainerConfig)
 
 
-def _packages() -> dict[str, str]:
-    """{method: its package} for every method found as a package (not one a test added by hand)."""
-    entries = {name: registry.Entry(*entry) for name, entry in methods.METHODS.items()}
+def _packages(found: dict | None = None) -> dict[str, str]:
+    """{name: its package} for every method found as a package (not one a test added by hand),
+    or every entry of the registry ``found``."""
+    entries = {name: registry.Entry(*entry) for name, entry in (methods.METHODS if found is None else found).items()}
     return {name: entry.package for name, entry in entries.items() if entry.package}
 
 
 def presets() -> dict[str, ExperimentConfig]:
-    """Every preset by name: the ``PRESETS`` of every method package found."""
+    """Every preset by name: the ``PRESETS`` of every method package found, and of every data
+    family package that declares some (a user's family with its own runs of a method)."""
     found: dict[str, ExperimentConfig] = {}
-    for package in _packages().values():
+    family_packages = [package for package in _packages(data.DATA_FAMILIES).values()
+                       if hasattr(importlib.import_module(package), "PRESETS")]
+    for package in [*_packages().values(), *family_packages]:
         for name, preset in registry.load(package, "PRESETS").items():
             if name in found or name != preset.name:
                 raise ValueError(f"{package}: preset {name!r} is declared twice or named {preset.name!r}.")
@@ -79,12 +84,15 @@ def _carried(cls: type[Part], old: Part | None, **fixed: Any) -> Part:
 def choose(config: ExperimentConfig, data: str | None = None, method: str | None = None,
            model: str | None = None, **fields: Any) -> ExperimentConfig:
     """``config`` with another data family, method or encoder architecture, then ``fields``
-    replaced by name. The new part's class keeps the fields it shares with the old one (a
-    method's temperature, a family's source) and takes its defaults for the rest; a method on
-    another batch format gets that format's batch part, and a method without an encoder drops
-    the ``model`` part."""
-    data_part = config.data if data in (None, config.data.family) else _carried(
-        data_config_class(data), config.data, family=data)
+    replaced by name. Another family starts from its own defaults (nothing of the old family's
+    data part is carried over) and the run is named ``<preset>_on_<family>``. Another method's
+    class keeps the fields it shares with the old one (a temperature) and takes its defaults for
+    the rest; a method on another batch format gets that format's batch part, and a method
+    without an encoder drops the ``model`` part."""
+    name = config.name
+    data_part = config.data
+    if data not in (None, config.data.family):
+        data_part, name = data_config_class(data)(family=data), f"{config.name}_on_{data}"
     method_class = method_config_class(method) if method is not None else type(config.method)
     method_part = config.method if method in (None, config.method.name) else _carried(
         method_class, config.method, name=method)
@@ -97,8 +105,30 @@ def choose(config: ExperimentConfig, data: str | None = None, method: str | None
             model_part = model_part.replace(architecture=model)
     elif model is not None:
         raise ValueError(f"--model={model}: method {method_part.name!r} has no encoder to choose (its networks are its own).")
-    return ExperimentConfig(name=config.name, trainer=config.trainer, data=data_part, batch=batch_part,
+    return ExperimentConfig(name=name, trainer=config.trainer, data=data_part, batch=batch_part,
                             method=method_part, model=model_part).replace(**fields)
+
+
+# The mark train.py writes into every config.json: a folder whose config.json has it is a run
+# directory, never a user's folder that happens to hold a config.json of another tool.
+RUN_FORMAT_KEY, RUN_FORMAT = "format", "abc_tf run 1"
+# What the flat layout (runs written before configs had parts) always held.
+_FLAT_LAYOUT_KEYS = {"steps", "learning_rate", "seed"}
+
+
+def is_run_config(values: Any) -> bool:
+    """Whether the JSON ``values`` of a config.json is a run's: it carries :data:`RUN_FORMAT`, or
+    it is a config that train.py wrote before the mark (parts with a trainer, or the flat layout)."""
+    if not isinstance(values, dict):
+        return False
+    if values.get(RUN_FORMAT_KEY) == RUN_FORMAT:
+        return True
+    return isinstance(values.get("trainer"), dict) or _FLAT_LAYOUT_KEYS <= set(values)
+
+
+def to_run_json(config: ExperimentConfig) -> dict[str, Any]:
+    """config.json's content: the config's parts and the run-directory mark."""
+    return {**config.to_dict(), RUN_FORMAT_KEY: RUN_FORMAT}
 
 
 def from_dict(values: dict[str, Any]) -> ExperimentConfig:
@@ -106,6 +136,7 @@ def from_dict(values: dict[str, Any]) -> ExperimentConfig:
     written before (every field at the top, the method once named ``"loss"``)."""
     if not isinstance(values, dict):
         raise ValueError(f"it holds a JSON {type(values).__name__}, not an object of the parts {', '.join(PART_NAMES)}")
+    values = {key: value for key, value in values.items() if key != RUN_FORMAT_KEY}
     if "trainer" not in values:
         return from_flat(values)
     unknown = sorted(set(values) - {"name", *PART_NAMES})

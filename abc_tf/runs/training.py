@@ -77,6 +77,7 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
             f"--method={config.method.name} trains on {config.method.batch_format!r} batches; data family "
             f"{family.name!r} streams {', '.join(family.batch_formats)}."
         )
+    family.source(config)  # a path is read or refused, before the family's own checks
     family.check_config(config)
     method = methods.get_method(config.method.name)
     if method.needs_training_bank and family.training_bank is None:
@@ -93,6 +94,16 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
             f"--method={method.name} does not train on them. Methods that do: {', '.join(accepting)}."
         )
     return family, method
+
+
+def data_description(config: ExperimentConfig, family: DataFamily | None = None) -> str:
+    """The data a run of ``config`` reads, and its data fields that differ from the family's
+    defaults, in words: what the run's first line and ``--check_only`` say."""
+    family = family or data.get_family(config.data.family)
+    defaults = type(config.data)(family=config.data.family)
+    changed = [f"{name}={getattr(config.data, name)}" for name in config.data.field_names()
+               if name not in ("family", "source", "path") and getattr(config.data, name) != getattr(defaults, name)]
+    return family.describe_data(config) + (f"; {', '.join(changed)}" if changed else "")
 
 
 def build_model(config: ExperimentConfig, seed: int | None = None, policy: str | None = None) -> MethodModel:
@@ -309,8 +320,9 @@ def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, meth
         changed = f" with {', '.join(sorted(changes))} changed" if changes else ""
         print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.trainer.steps}{changed}.")
     elif verbose:  # the first log line comes only after --trainer.log_every steps
-        print(f"Training {config.name} (--method={config.method.name} on --data={config.data.family}) into {run_dir}: "
-              f"{config.trainer.steps} steps, a line and a checkpoint every {config.trainer.log_every}.", flush=True)
+        print(f"Training {config.name} (--method={config.method.name} on --data={config.data.family}, "
+              f"{data_description(config, family)}) into {run_dir}: {config.trainer.steps} steps, a line and a "
+              f"checkpoint every {config.trainer.log_every}.", flush=True)
     if is_multi_worker(strategy):
         # The pipelines draw their sets from seeds, not files: every worker builds the same
         # batches and keeps its own share of each.

@@ -1,5 +1,5 @@
 """The config of the image-folder families: the user's grouped folders (``--data=folders``),
-YaleB and EPFL cars (SPEC.md section 3, supplement S8.4)."""
+YaleB and EPFL cars (docs/PAPERS.md section 3, supplement S8.4)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import augment
-from abc_tf.data.family import DataFamily, GroupedImages
+from abc_tf.data.family import DataFamily, DataSources, GroupedImages
 from abc_tf.data.groups import CHUNK_STEPS, chunk_rng, draw_stream
 from abc_tf.data.folders.image_files import IMAGE_EXTENSIONS, is_image_file, load_images
 from abc_tf.data.folders.labels_csv import LABELS_FILE, encode_labels, read_labels_csv
@@ -199,6 +199,15 @@ def parse_inactive(text: str) -> str:
     return ",".join(sorted(part.strip().lower() for part in text.split(",") if part.strip()))
 
 
+def _detect(path: str) -> str | None:
+    return "files" if os.path.isdir(path) else None
+
+
+def folder_sources(layout: str) -> DataSources:
+    """The one source of an image-folder family: ``files``, a folder in ``layout``."""
+    return DataSources(reading={"files": f"a folder of images, {layout}"}, detect=_detect)
+
+
 def file_layout_family(name: str, read: Callable[[ExperimentConfig], GroupedImages]) -> DataFamily:
     """The declaration of family ``name``, whose data set ``read(config)`` loads (each
     declaration binds its own reader, so neither asks ``config.data.family`` which one it is)."""
@@ -209,10 +218,7 @@ def file_layout_family(name: str, read: Callable[[ExperimentConfig], GroupedImag
         if labels_csv is not None:
             raise ValueError(f"labels_csv applies to data=folders only; {name} labels come from its file names.")
         check_config(config)
-        if config.data.source not in ("files", "auto"):
-            raise ValueError(f"--data.source={config.data.source!r} for {name}: only 'files' (the distributed layout) exists.")
-        if not config.data.path:
-            raise ValueError(f"--data.path is empty: {name} reads the data set as distributed (see abc_tf/data/{name}/family.py).")
+        sources.resolve(name, config.data.source, config.data.path)
         return read(config)
 
     def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
@@ -221,6 +227,7 @@ def file_layout_family(name: str, read: Callable[[ExperimentConfig], GroupedImag
         del start_step
         return grouped_set_dataset(load(config), config, seed)
 
+    sources = folder_sources(f"the {name} data set as distributed (abc_tf/data/{name}/family.py)")
     # 64x64x1 faces, 64x64x3 cars in the presets: the image shape of the folders family.
     return DataFamily(
         name=name,
@@ -229,6 +236,7 @@ def file_layout_family(name: str, read: Callable[[ExperimentConfig], GroupedImag
         check_config=check_config,
         grouped_images=load,
         evaluation_task="labels",
+        sources=sources,
     )
 
 
@@ -239,4 +247,5 @@ FAMILY = DataFamily(
     make_dataset=make_dataset,
     check_config=check_folders_config,
     grouped_images=load,
+    sources=folder_sources("one subfolder of images per group (a set is drawn within one)"),
 )

@@ -1,4 +1,4 @@
-"""The MNIST family's config (``--data=mnist``; SPEC.md section 3)."""
+"""The MNIST family's config (``--data=mnist``; docs/PAPERS.md section 3)."""
 
 from __future__ import annotations
 

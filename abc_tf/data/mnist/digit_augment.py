@@ -1,6 +1,6 @@
 """Identity-preserving digit augmentation and the two-view stream of unconstrained digit sets.
 
-:func:`augment` is Elastic-InfoGAN's T (PEERS.md section 3; used in its NT-Xent loss by
+:func:`augment` is Elastic-InfoGAN's T (docs/PAPERS.md section P3; used in its NT-Xent loss by
 :mod:`abc_tf.methods.elastic_infogan.model`) as the authors' code has it: Augmentor's rotate by a
 whole number of degrees up to +-20 (which crops and rescales, :func:`rotation_crop`) and its
 zoom by 0.9-1.1, in one bilinear resampling, so a digit stays itself; a mild elastic

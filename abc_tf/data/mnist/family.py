@@ -1,4 +1,4 @@
-"""MNIST digit-style isolation data (SPEC.md section 3, MNIST row; paper section 4.2, S8.2).
+"""MNIST digit-style isolation data (docs/PAPERS.md section 3, MNIST row; paper section 4.2, S8.2).
 
 Sets are *stacks* of ``set_size`` (64) images of one digit; every step pairs two stacks of
 two randomly chosen different digits (``allow_same_digit`` permits equal ones), so the digit
@@ -8,12 +8,12 @@ is the inactive factor and style (slant, thickness, ...) the active one. The dig
 Sources (``config.data.source``):
 - ``idx``: a directory with the four MNIST IDX files, plain or ``.gz``;
 - ``npz``: one ``.npz`` with ``x_train``, ``y_train``, ``x_test``, ``y_test``;
-- ``tfds``: the tfds ``mnist`` data set, only if already prepared (``config.data.path`` is
-  then the tfds data_dir, default ``~/tensorflow_datasets``); nothing is downloaded;
+- ``tfds``: the tfds ``mnist`` data set (``config.data.path`` is then the tfds data_dir,
+  default ``~/tensorflow_datasets``), downloaded and prepared on first use when online;
 - ``procedural``: built-in handwritten-digit-like renders (``abc_tf.data.mnist.digits``),
   60,000 train / 10,000 test, used when no MNIST is available;
-- ``auto`` (the preset's default): ``data_path`` if given (an IDX directory or an ``.npz``,
-  detected), else tfds ``mnist`` if prepared, else ``procedural``.
+- ``auto`` (the default): ``data_path`` if given (an IDX folder, a tfds data folder or an
+  ``.npz``, detected), else tfds ``mnist`` if prepared (never downloaded), else ``procedural``.
 
 Batches ("sets"): ``{"set_a": [P, S, 28, 28, 1] uint8, "set_b": [P, S, 28, 28, 1] uint8}`` with
 P = ``pairs_per_step``, S = ``set_size``. Stacks are drawn by :mod:`abc_tf.data.groups`
@@ -53,14 +53,12 @@ from abc_tf.config import ExperimentConfig
 from abc_tf.data.mnist import digit_augment
 from abc_tf.data.mnist import digit_style
 from abc_tf.data.mnist import imbalance as mnist_imbalance
-from abc_tf.data.family import ClassLabelledImages, DataFamily, KnownFactors, quantile_bins
+from abc_tf.data.family import ClassLabelledImages, DataFamily, DataSources, KnownFactors, quantile_bins
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream
 from abc_tf.data.mnist.formats import (
-    IDX_FILES, IMAGE_SHAPE, NUM_CLASSES, MnistData, find_idx_files, load_idx_dir, load_npz, load_procedural, load_tfds,
+    IDX_FILES, IMAGE_SHAPE, NUM_CLASSES, MnistData, check_npz_start, find_idx_files, load_idx_dir, load_npz, load_procedural, load_tfds,
     tfds_prepared,
 )
-
-DATA_SOURCES = ("auto", "idx", "npz", "tfds", "procedural")
 
 _log = logging.getLogger(__name__)
 
@@ -68,33 +66,34 @@ _log = logging.getLogger(__name__)
 # ----------------------------------------------------------------------------- source choice
 
 
+def _detect(path: str) -> str | None:
+    """The source that reads ``path``: a folder of the IDX files or with a prepared tfds
+    ``mnist``, or an ``.npz`` file. ValueError naming the IDX files a folder lacks."""
+    if os.path.isfile(path):
+        check_npz_start(path)
+        return "npz"
+    found = find_idx_files(path)
+    if all(found.values()):
+        return "idx"
+    if tfds_prepared(path):
+        return "tfds"
+    missing = "; ".join(f"{IDX_FILES[key][0]}[.gz]" for key, value in found.items() if value is None)
+    raise ValueError(f"--data.path={path} is a folder without the MNIST IDX files (missing: {missing}) and without "
+                     "a prepared tfds 'mnist'.")
+
+
+SOURCES = DataSources(
+    reading={"idx": "a folder with the four MNIST IDX files (plain or .gz)",
+             "npz": "an .npz file with x_train, y_train, x_test and y_test",
+             "tfds": "a tfds data folder (downloaded there on first use when online; default ~/tensorflow_datasets)"},
+    built_in=("procedural",), detect=_detect, path_optional=("tfds",),
+    default=lambda: "tfds" if tfds_prepared(None) else "procedural",
+)
+
+
 def resolve_source(config: ExperimentConfig) -> tuple[str, str]:
-    """(source, path) that ``config`` selects; ``auto`` is resolved here. Raises ValueError."""
-    source, path = config.data.source, config.data.path
-    if source not in DATA_SOURCES:
-        raise ValueError(f"Unknown MNIST --data.source={source!r}; choose one of {', '.join(DATA_SOURCES)}.")
-    if source in ("idx", "npz") and not path:
-        raise ValueError(f"--data.source={source} needs --data.path (an IDX directory or an .npz file).")
-    if source != "auto":
-        return source, path
-    if path:
-        if os.path.isdir(path):
-            found = find_idx_files(path)
-            if all(found.values()):
-                return "idx", path
-            if tfds_prepared(path):
-                return "tfds", path
-            missing = "; ".join(f"{IDX_FILES[key][0]}[.gz]" for key, value in found.items() if value is None)
-            raise ValueError(
-                f"--data.path={path!r} is a directory without the MNIST IDX files (missing: {missing}) "
-                "and without a prepared tfds 'mnist'."
-            )
-        if path.endswith(".npz") or os.path.isfile(path):
-            return "npz", path
-        raise ValueError(f"--data.path={path!r} does not exist (expected an IDX directory or an .npz file).")
-    if tfds_prepared(None):
-        return "tfds", ""
-    return "procedural", ""
+    """(source, path) that ``config`` selects, ``auto`` resolved (:data:`SOURCES`). Raises ValueError."""
+    return SOURCES.resolve("mnist", config.data.source, config.data.path)
 
 
 @functools.lru_cache(maxsize=4)
@@ -104,7 +103,7 @@ def _load_cached(source: str, path: str) -> MnistData:
     elif source == "npz":
         data = load_npz(path)
     elif source == "tfds":
-        data = load_tfds(path or None)
+        data = load_tfds(path or None, download=True)
     else:
         data = load_procedural()
     for array in (data.x_train, data.y_train, data.x_test, data.y_test, *(data.test_style or {}).values()):
@@ -351,4 +350,5 @@ FAMILY = DataFamily(
     class_labelled_images=class_labelled_images,
     class_proportions=class_proportions,
     class_split_description=class_split_description,
+    sources=SOURCES,
 )

@@ -150,10 +150,9 @@ def load_idx_dir(directory: str) -> MnistData:
     return MnistData(**_check_arrays(arrays, directory), source=f"idx:{os.path.abspath(directory)}")
 
 
-def load_npz(path: str) -> MnistData:
-    """Loads MNIST from an .npz holding x_train, y_train, x_test, y_test."""
-    if not os.path.isfile(path):
-        raise ValueError(f"MNIST .npz file {path!r} (--data.path) does not exist.")
+def check_npz_start(path: str) -> None:
+    """ValueError unless the file ``path`` starts as an .npz archive does, naming what it is
+    instead (one IDX file, gzipped or not; text): read before anything else is loaded."""
     with open(path, "rb") as handle:
         magic = handle.read(6)
     if magic.startswith((b"\x1f\x8b", b"\x00\x00\x08")):  # gzip, or an IDX file of unsigned bytes
@@ -162,6 +161,13 @@ def load_npz(path: str) -> MnistData:
                          "plain or .gz), or an .npz archive.")
     if not magic.startswith((b"PK\x03\x04", b"\x93NUMPY")):  # NumPy would suggest unpickling it
         raise ValueError(f"MNIST .npz file {path!r} (--data.path) is not an .npz archive (it starts with {magic!r}).")
+
+
+def load_npz(path: str) -> MnistData:
+    """Loads MNIST from an .npz holding x_train, y_train, x_test, y_test."""
+    if not os.path.isfile(path):
+        raise ValueError(f"MNIST .npz file {path!r} (--data.path) does not exist.")
+    check_npz_start(path)
     try:
         archive = np.load(path, allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):  # a plain .npy file
@@ -190,11 +196,22 @@ def tfds_prepared(data_dir: str | None = None) -> bool:
         return False
 
 
-def load_tfds(data_dir: str | None = None) -> MnistData:
-    """Loads prepared tfds ``mnist``; never downloads (the build machines are offline)."""
+def load_tfds(data_dir: str | None = None, download: bool = False) -> MnistData:
+    """Loads tfds ``mnist`` from ``data_dir`` (default: tfds's data folder). Not prepared there,
+    it is downloaded and prepared when ``download`` (``--data.source=tfds``: needs internet
+    once), else refused; ``auto`` never downloads."""
     import tensorflow_datasets as tfds
 
     builder = _tfds_builder(data_dir)
+    if not tfds_builders.is_prepared(builder) and download:
+        try:
+            builder.download_and_prepare()
+        except Exception as error:  # noqa: BLE001 - offline, a proxy, a full disk: all end the same way
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise ValueError(
+                f"--data.source=tfds: tfds 'mnist' is not prepared under {builder.data_dir} and downloading it failed "
+                f"({reason[:200]}). Offline, pass --data.path=<a folder with the four MNIST IDX files> instead."
+            ) from None
     if not tfds_builders.is_prepared(builder):
         raise ValueError(
             f"tfds 'mnist' is not prepared: no dataset_info.json under {builder.data_dir} "

@@ -1,4 +1,4 @@
-"""Class-imbalanced MNIST (Elastic-InfoGAN, PEERS.md section 3; supplement section 5.0.1).
+"""Class-imbalanced MNIST (Elastic-InfoGAN, docs/PAPERS.md section P3; supplement section 5.0.1).
 
 The authors train on 50 class-imbalanced splits, each drawn from all 70,000 MNIST images (the
 training and the test images together) [code: their create_mnist.py]. ``--data.class_split=k`` is

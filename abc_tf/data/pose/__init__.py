@@ -1,4 +1,4 @@
-"""The pose family's config (``--data=pose``; SPEC.md sections 3, 5, 6; supplement S5, S8.3)."""
+"""The pose family's config (``--data=pose``; docs/PAPERS.md sections 3, 5, 6; supplement S5, S8.3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pose isolation from synthetic to real (family ``pose``; SPEC.md sections 1, 3, 5, 6; S5, S8.3).
+"""Pose isolation from synthetic to real (family ``pose``; docs/PAPERS.md sections 1, 3, 5, 6; S5, S8.3).
 
 A training batch holds ``pairs_per_step`` pairs of sets:
 
@@ -32,9 +32,10 @@ each image of set A in the training renders, ``group_a`` int64 [P]: each set A's
 (seed, step) (sets drawn by :mod:`abc_tf.data.groups`): reproducible, and a resumed run
 (``start_step``) continues the titration schedule where it stopped.
 
-Data sources (``data_source``):
+Data sources (``--data.source``; ``auto``, the default, takes ``keypointnet`` for a
+``--data.path`` of tfrecords and ``procedural`` without one):
 
-- ``procedural`` (default; no files): :mod:`abc_tf.data.pose.procedural` renders car-like or
+- ``procedural`` (no files): :mod:`abc_tf.data.pose.procedural` renders car-like or
   chair-like instances (``pose_category``).
 - ``keypointnet``: ``data_path`` holds KeypointNet tfrecords (:mod:`abc_tf.data.pose.keypointnet`);
   views above the maximum elevation (0.5 rad cars, 1.3 rad chairs, or ``max_elevation``) are
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from typing import Callable
 
 import keras
@@ -61,7 +63,7 @@ from abc_tf.config import ExperimentConfig
 from abc_tf.data import augment
 from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.data.pose import render_cache
-from abc_tf.data.family import DataFamily
+from abc_tf.data.family import DataFamily, DataSources
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream, sample_distinct, step_draws
 from abc_tf.data.folders.image_files import load_image_folder
 from abc_tf.data.pose.keypointnet import keypointnet_files, read_keypointnet
@@ -69,7 +71,26 @@ from abc_tf.data.pose.pascal3d import read_pose_list
 from abc_tf.data.pose.objects import CATEGORIES, DEFAULT_MAX_ELEVATION
 from abc_tf.geometry import euler_to_matrix
 
-SOURCES = ("procedural", "keypointnet")
+
+
+def _detect(path: str) -> str | None:
+    """``keypointnet`` for a .tfrecord file or a folder holding some; None otherwise."""
+    if os.path.isfile(path):
+        return "keypointnet" if path.endswith(".tfrecord") else None
+    return "keypointnet" if any(name.endswith(".tfrecord") for name in os.listdir(path)) else None
+
+
+SOURCES = DataSources(
+    reading={"keypointnet": "a folder of KeypointNet .tfrecord files, or one such file"},
+    built_in=("procedural",), detect=_detect, default=lambda: "procedural",
+)
+# The paths only the keypointnet source reads: the procedural data has its own real domain.
+_KEYPOINTNET_PATHS = ("real_data_path", "pose_test_list", "pose_test_images")
+
+
+def source(config: ExperimentConfig) -> str:
+    """The source ``config`` reads, ``auto`` resolved."""
+    return SOURCES.resolve("pose", config.data.source, config.data.path)[0]
 DOMAINS = ("synthetic", "real")
 
 
@@ -129,8 +150,11 @@ def check_config(config: ExperimentConfig) -> None:
     """Raises ValueError naming the flag when a pose setting cannot work."""
     if config.data.pose_category not in CATEGORIES:
         raise ValueError(f"--data.pose_category must be one of {', '.join(CATEGORIES)}, got {config.data.pose_category!r}.")
-    if config.data.source not in SOURCES:
-        raise ValueError(f"--data.source for data=pose must be one of {', '.join(SOURCES)}, got {config.data.source!r}.")
+    if source(config) == "procedural":
+        for name in _KEYPOINTNET_PATHS:
+            if getattr(config.data, name):
+                raise ValueError(f"--data.{name} is read with KeypointNet renders only (--data.path=<tfrecords>); the "
+                                 "built-in procedural data has its own real images, so it would be ignored.")
     if not 0.0 <= config.data.max_elevation <= np.pi / 2:
         raise ValueError(f"--data.max_elevation must lie in [0, pi/2] radians (0: category default), got {config.data.max_elevation}.")
     if not 0.0 <= config.data.real_fraction <= 1.0:
@@ -157,9 +181,7 @@ def check_config(config: ExperimentConfig) -> None:
         raise ValueError(f"data=pose works on RGB images: --data.image_channels must be 3, got {config.data.image_channels}.")
     if config.data.image_size < 16:
         raise ValueError(f"--data.image_size must be at least 16 for pose images, got {config.data.image_size}.")
-    if config.data.source == "keypointnet" and not config.data.path:
-        raise ValueError("--data.source=keypointnet needs --data.path: a folder of KeypointNet .tfrecord files.")
-    if config.data.source == "keypointnet" and config.data.real_fraction > 0 and not config.data.real_data_path:
+    if source(config) == "keypointnet" and config.data.real_fraction > 0 and not config.data.real_data_path:
         raise ValueError(
             "--data.real_fraction > 0 needs unlabelled real images: give --data.real_data_path (a folder of images), "
             "or set --data.real_fraction=0."
@@ -189,7 +211,7 @@ def load_banks(config: ExperimentConfig) -> PoseBanks:
     """The training renders, unlabelled real images and backgrounds of ``config``."""
     check_config(config)
     size, elev = config.data.image_size, max_elevation(config)
-    if config.data.source == "procedural":
+    if source(config) == "procedural":
         synthetic, euler, instances, names, real = pose_procedural.training_images(config.data.pose_category, size, elev)
     else:
         synthetic, euler, instances, names = read_keypointnet(keypointnet_files(config.data.path, "train"), size, elev)
@@ -232,7 +254,7 @@ def labelled_images(
     if split == "validation" and domain != "synthetic":
         raise ValueError(f"The validation split has synthetic renders only (the training instances'), not {domain!r}.")
     size, elev = config.data.image_size, max_elevation(config)
-    if config.data.source == "procedural":
+    if source(config) == "procedural":
         return _procedural_views(config.data.pose_category, split, domain, num_images, size, elev, int(seed),
                                  held_out, pose_procedural.PROCEDURAL)
     rng = _views_rng(seed, split, domain)
@@ -429,4 +451,5 @@ FAMILY = DataFamily(
     training_callbacks=training_callbacks,
     pose_views=labelled_images,
     training_bank=training_bank,
+    sources=SOURCES,
 )

@@ -2,7 +2,7 @@
 
 The real pose data (KeypointNet renders of ShapeNet, CompCars, Pascal3D+) cannot be
 downloaded on the build machines, so the renderer draws a stand-in with the same structure
-(SPEC.md sections 3, 5; supplement S8.3). This module says what is drawn; the ray caster is
+(docs/PAPERS.md sections 3, 5; supplement S8.3). This module says what is drawn; the ray caster is
 :mod:`abc_tf.data.pose.ray_cast`, the two image domains :mod:`abc_tf.data.pose.domains`.
 
 - **instances**: every object instance is a handful of primitives (axis-aligned boxes and

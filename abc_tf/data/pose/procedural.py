@@ -39,7 +39,7 @@ class ProceduralSizes:
     real_views_per_instance: int = 4
     test_instances: int = 50
     test_images: int = 500  # default count of labelled_images(split="test")
-    dictionary_images: int = 1800  # default count of labelled_images(split="train"), SPEC.md section 5
+    dictionary_images: int = 1800  # default count of labelled_images(split="train"), docs/PAPERS.md section 5
 
 
 PROCEDURAL = ProceduralSizes()

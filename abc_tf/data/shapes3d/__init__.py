@@ -1,4 +1,4 @@
-"""The Shapes3D family's config (``--data=shapes3d``; SPEC.md sections 3 and 6)."""
+"""The Shapes3D family's config (``--data=shapes3d``; docs/PAPERS.md sections 3 and 6)."""
 
 from __future__ import annotations
 

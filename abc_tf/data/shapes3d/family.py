@@ -1,4 +1,4 @@
-"""Shapes3D (SPEC.md sections 3 and 6): sets that isolate factors of DeepMind's 3dshapes.
+"""Shapes3D (docs/PAPERS.md sections 3 and 6): sets that isolate factors of DeepMind's 3dshapes.
 
 The grid and its backends are :mod:`abc_tf.data.shapes3d.sources`; this module curates the
 sets (:class:`abc_tf.data.sets.SetCurator`, index arithmetic over the grid, or over the
@@ -28,7 +28,7 @@ from abc_tf.data.groups import GroupIndex, step_rng
 from abc_tf.data.shapes3d import pairs as shapes3d_pairs
 from abc_tf.data.shapes3d.pairs import make_pairs_dataset
 from abc_tf.data.shapes3d.sources import (
-    DATA_SOURCES, FACTOR_NAMES, FACTOR_SIZES, GRID, IMAGE_SHAPE, Source, open_source,
+    SOURCES, FACTOR_NAMES, FACTOR_SIZES, GRID, IMAGE_SHAPE, Source, open_source,
 )
 
 HUE_BASELINE_MAX_DELTA = 0.5  # tf.image.random_hue(image, 0.5), as the paper's baseline
@@ -54,8 +54,7 @@ def inactive_factors(config: ExperimentConfig) -> tuple[int, ...]:
 def _check_config(config: ExperimentConfig) -> tuple[tuple[int, ...], tuple[tuple[str, float], ...]]:
     """Checks the Shapes3D settings that need no data; returns (inactive factors, augmentations)."""
     config.validate()
-    if config.data.source not in DATA_SOURCES:
-        raise ValueError(f"--data.source={config.data.source!r} is not a Shapes3D backend; choose one of {', '.join(DATA_SOURCES)}.")
+    SOURCES.resolve("shapes3d", config.data.source, config.data.path)
     augmentations = augment.parse_augmentations(config.data.augmentations)
     augment.validate_augmentations(augmentations)
     if config.batch.augmentation_baseline:
@@ -203,6 +202,7 @@ FAMILY = DataFamily(
     make_dataset=make_dataset,
     check_config=check_config,
     other_streams={"pairs": make_pairs_dataset},
+    sources=SOURCES,
     known_factors=KnownFactors(FACTOR_NAMES, FACTOR_SIZES, labelled_sample, inactive_factors, images_of,
                                augmented_by_baseline=HUE_FACTORS),
 )

@@ -1,7 +1,7 @@
 """Shapes3D pairs (the "pairs" batch format): two images that share every factor but one.
 
 The weak supervision of Locatello et al. (2020), which product-manifold projection trains on
-(PEERS.md section 1). A pair is drawn by index arithmetic on the factor grid of
+(docs/PAPERS.md section P1). A pair is drawn by index arithmetic on the factor grid of
 :mod:`abc_tf.data.shapes3d.sources`, at O(1) per pair whatever the size of the data:
 
 1. ``x1`` uniformly from the data set;
@@ -33,7 +33,7 @@ import tensorflow as tf
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.groups import GroupIndex, step_rng
 from abc_tf.data.sets import FactorGrid
-from abc_tf.data.shapes3d.sources import DATA_SOURCES, GRID, IMAGE_SHAPE, open_source
+from abc_tf.data.shapes3d.sources import SOURCES, GRID, IMAGE_SHAPE, open_source
 
 FLAG = "batch.pair_factors"  # the flag named in errors
 
@@ -166,8 +166,7 @@ def changing_factors(config: ExperimentConfig) -> tuple[int, ...]:
 
 def check_config(config: ExperimentConfig) -> tuple[int, ...]:
     """The pair settings that need no data; returns the changing factors."""
-    if config.data.source not in DATA_SOURCES:
-        raise ValueError(f"--data.source={config.data.source!r} is not a Shapes3D backend; choose one of {', '.join(DATA_SOURCES)}.")
+    SOURCES.resolve("shapes3d", config.data.source, config.data.path)
     if config.data.augmentations:
         raise ValueError(f"--data.augmentations does not apply to pairs (--method={config.method.name}): the pairs are not augmented.")
     changing = changing_factors(config)

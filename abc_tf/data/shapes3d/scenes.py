@@ -1,6 +1,6 @@
 """Procedural Shapes3D: 64x64x3 scenes with the six factors of DeepMind's 3dshapes.
 
-The real data set (SPEC.md section 6) cannot be downloaded on the build machines, so this
+The real data set (docs/PAPERS.md section 6) cannot be downloaded on the build machines, so this
 renderer draws scenes with exactly its factors, value counts and index order:
 
 ======  ============  ======  =========================================================

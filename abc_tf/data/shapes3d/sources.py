@@ -1,14 +1,15 @@
-"""Shapes3D's data (SPEC.md sections 3 and 6): the factor grid and the three backends.
+"""Shapes3D's data (docs/PAPERS.md sections 3 and 6): the factor grid and the three backends.
 
 Factors in storage order, the last varying fastest in the flat index of 3dshapes.h5:
 floor_hue 10, wall_hue 10, object_hue 10, scale 8, shape 4, orientation 15 (480,000 images).
 The authors' command line numbered them 0 wall hue, 1 object hue, 2 floor hue, 3 scale,
 4 shape, 5 orientation; ``--data.inactive_factors`` takes names, those digits, or a mix.
 
-Three backends (``--data.source``), each giving images by item id:
+Three backends (``--data.source``), each giving images by item id; ``auto`` (the default) takes
+``h5`` for an HDF5 file, ``tfds`` for a folder that holds a prepared ``shapes3d``, and
+``procedural`` when no ``--data.path`` is given:
 
-- ``procedural`` (default): :mod:`abc_tf.data.shapes3d.scenes` draws the scenes; nothing to
-  download.
+- ``procedural``: :mod:`abc_tf.data.shapes3d.scenes` draws the scenes; nothing to download.
 - ``h5``: the real ``3dshapes.h5`` (``--data.path``), read with h5py at random (or all read
   into memory with ``--data.data_in_memory``). Its labels are checked against the grid order
   before training, so the index arithmetic is known to pick the right images.
@@ -32,6 +33,7 @@ import tensorflow as tf
 
 from abc_tf.data.shapes3d import Shapes3DConfig
 from abc_tf.data import sets, tfds_builders
+from abc_tf.data.family import DataSources
 from abc_tf.data.shapes3d import scenes as render
 
 FACTOR_NAMES: tuple[str, ...] = ("floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation")
@@ -48,8 +50,22 @@ SHAPE_NAMES: tuple[str, ...] = render.SHAPES
 FACTOR_VALUES: tuple[np.ndarray, ...] = (
     render.HUES, render.HUES, render.HUES, render.SCALES, np.arange(4, dtype=np.float64), render.ORIENTATIONS_DEG,
 )
-DATA_SOURCES: tuple[str, ...] = ("procedural", "h5", "tfds")
 SHAPES3D_URL = "https://storage.googleapis.com/3d-shapes/3dshapes.h5"
+
+
+def _detect(path: str) -> str | None:
+    """The backend that reads ``path``: an HDF5 file, or a tfds folder with a ``shapes3d``."""
+    import h5py  # a declared dependency; loaded only where a path is given
+
+    if os.path.isfile(path):
+        return "h5" if h5py.is_hdf5(path) else None
+    return "tfds" if os.path.isdir(os.path.join(path, "shapes3d")) else None
+
+
+SOURCES = DataSources(
+    reading={"h5": "the file 3dshapes.h5", "tfds": "a tfds data folder with a prepared shapes3d"},
+    built_in=("procedural",), detect=_detect, default=lambda: "procedural", path_optional=("tfds",),
+)
 # Labels are compared with FACTOR_VALUES within this tolerance (they are float32/64 copies).
 _LABEL_TOLERANCE = 1e-3
 
@@ -254,11 +270,11 @@ def _decode_png(data: bytes) -> np.ndarray:
 
 
 def open_source(data: Shapes3DConfig) -> Source:
-    """The backend named by ``data.source`` (a run's data part); raises ValueError on bad names or files."""
-    if data.source == "procedural":
+    """The backend that ``data.source`` and ``data.path`` name (a run's data part, ``auto``
+    resolved by :data:`SOURCES`); raises ValueError on bad names or files."""
+    source, path = SOURCES.resolve("shapes3d", data.source, data.path)
+    if source == "procedural":
         return ProceduralSource()
-    if data.source == "h5":
-        return H5Source(data.path, in_memory=data.data_in_memory)
-    if data.source == "tfds":
-        return TfdsSource(data.path)
-    raise ValueError(f"--data.source={data.source!r} is not a Shapes3D backend; choose one of {', '.join(DATA_SOURCES)}.")
+    if source == "h5":
+        return H5Source(path, in_memory=data.data_in_memory)
+    return TfdsSource(path)

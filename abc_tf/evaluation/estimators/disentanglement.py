@@ -1,4 +1,4 @@
-"""Disentanglement scores of the field (PEERS.md section 4), as disentanglement_lib defines them.
+"""Disentanglement scores of the field (docs/PAPERS.md section P4), as disentanglement_lib defines them.
 
 BetaVAE score (Higgins et al. 2017), FactorVAE score (Kim and Mnih 2018), MIG (Chen et al.
 2018), DCI disentanglement / completeness / informativeness (Eastwood and Williams 2018) and

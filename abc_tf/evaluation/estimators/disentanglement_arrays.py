@@ -1,4 +1,4 @@
-"""MIG, DCI and SAP: disentanglement scores read off given codes and factors (PEERS.md section 4).
+"""MIG, DCI and SAP: disentanglement scores read off given codes and factors (docs/PAPERS.md section P4).
 
 The scores of :mod:`abc_tf.evaluation.estimators.disentanglement` that need no observation drawn to order,
 only arrays (so any family's labelled sample serves, MNIST's binned style factors included):

@@ -1,6 +1,6 @@
 """MINE estimate of the mutual information between embeddings and factors, in nats.
 
-MINE (Belghazi et al. 2018) with the statistics network ``models.build("mine")`` (SPEC.md
+MINE (Belghazi et al. 2018) with the statistics network ``models.build("mine")`` (docs/PAPERS.md
 section 4, supplement S1): one network per factor, trained on the Donsker-Varadhan bound
 ``I >= E_joint[T] - log E_marginal[exp T]``; the reported value is that bound averaged over
 many fresh samples after training. The embeddings get the noise N(0, sigma^2) of every

@@ -1,5 +1,5 @@
 """How well a representation or a generator's categorical code finds the digits (Elastic-InfoGAN's
-measures, PEERS.md section 3; supplement L137-184).
+measures, docs/PAPERS.md section P3; supplement Table 3, sections 3 and 4.1).
 
 - A digit classifier for the evaluation: the authors' small CNN (conv 20 5x5, max pool, conv 50
   5x5, max pool, FC 500, FC 10, ReLU after each convolution and the hidden layer), trained once

@@ -1,4 +1,4 @@
-"""Factor isolation of a trained encoder on a data set with known factors (SPEC.md section 4).
+"""Factor isolation of a trained encoder on a data set with known factors (docs/PAPERS.md section 4).
 
 Glue between a run (config + encoder) and the estimators: draws a labelled sample through the
 data family's known factors (``KnownFactors.labelled_sample``; Shapes3D: uniform over the grid, factor

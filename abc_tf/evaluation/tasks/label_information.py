@@ -9,7 +9,7 @@ columns of the labels CSV), this module measures per label
 - mutual information I(embedding + noise; label) in nats by MINE
   (``abc_tf.evaluation.estimators.mine.mine_mutual_information``),
 
-with sigma = the loss's length scale (SPEC.md section 4) or a fraction of each embedding's
+with sigma = the loss's length scale (docs/PAPERS.md section 4) or a fraction of each embedding's
 own spread, for the trained encoder and for the untrained encoder of the same config and
 seed. No estimator lives here: this is the glue between grouped data sets and the
 measurement modules.
@@ -65,7 +65,7 @@ class LabelSettings:
       names: the labels to measure (default: all of ``grouped.labels``).
       probe_settings, mine_settings: as :func:`label_information` takes them (None: no MI).
       sigma: noise scale in embedding units; default the config's length scale (tau for l2,
-        sqrt(tau) for l2sq), the scale the loss works at (SPEC.md section 4).
+        sqrt(tau) for l2sq), the scale the loss works at (docs/PAPERS.md section 4).
       relative_sigma: instead, noise of this fraction of each embedding's own spread
         (``abc_tf.evaluation.estimators.noise.spread``). An untrained encoder's embeddings are often far
         smaller than the length scale, so at sigma = tau they hold nothing; a noise scaled to

@@ -1,4 +1,4 @@
-"""The measures of the VAE family (``--method=vae``, ``u_vitae``, ``c_vitae``; PEERS.md section 2)
+"""The measures of the VAE family (``--method=vae``, ``u_vitae``, ``c_vitae``; docs/PAPERS.md section P2)
 on the MNIST test images: the test ELBO and its terms, the importance-weighted log-likelihood,
 and kNN digit accuracy from the appearance, the perspective and the whole code.
 

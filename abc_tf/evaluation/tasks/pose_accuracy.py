@@ -1,4 +1,4 @@
-"""Pose errors, nearest-neighbour pose lookup and the pose evaluation of a run (SPEC.md section 5).
+"""Pose errors, nearest-neighbour pose lookup and the pose evaluation of a run (docs/PAPERS.md section 5).
 
 The rotation conventions (authors' Euler angles, Pascal3D+) and the geodesic error live in
 :mod:`abc_tf.geometry`. Errors are geodesic angles in **degrees**; the flip-invariant error is
@@ -176,7 +176,7 @@ ROW_UNTRAINED = "untrained encoder (lookup)"
 ROW_BACKBONE = "backbone features (lookup)"
 ROW_PRETRAINED = "ImageNet ResNet50V2 features (lookup)"
 # The pretrained row's input size when the data's images are smaller: the pose presets' 128
-# (SPEC.md section 3); ResNet50V2's conv4 stage needs at least 65 pixels [ours].
+# (docs/PAPERS.md section 3); ResNet50V2's conv4 stage needs at least 65 pixels [ours].
 PRETRAINED_MIN_SIZE = 128
 ROW_LOOKUP = "trained encoder (lookup)"
 ROW_REGRESSION = "spherical regression head"
@@ -184,7 +184,7 @@ ROW_REGRESSION = "spherical regression head"
 
 @dataclasses.dataclass(frozen=True)
 class PoseEvalSettings:
-    """How a pose run is evaluated (SPEC.md section 5). Counts are images.
+    """How a pose run is evaluated (docs/PAPERS.md section 5). Counts are images.
 
     dictionary_size: images of known pose per lookup dictionary (paper: 1800).
     repeats: random dictionaries whose metrics are averaged (paper: 50).

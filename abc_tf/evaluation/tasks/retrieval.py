@@ -55,7 +55,7 @@ def retrieval_grid(
       classes: the classes, one row and one column each.
       query_indices: the query of each row (an image of class classes[r]); default: one
         random image per class, drawn with ``seed``.
-      similarity: how "nearest" is measured: the loss's similarity (SPEC.md section 1),
+      similarity: how "nearest" is measured: the loss's similarity (docs/PAPERS.md section 1),
         computed by ``abc_tf.losses.pairwise_similarity`` in float64.
     """
     embeddings = np.asarray(embeddings, np.float64)

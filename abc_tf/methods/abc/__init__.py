@@ -1,5 +1,5 @@
 """The configs of ABC and the contrastive loss, and their presets: the paper's settings per
-data family (SPEC.md section 3) and the short runs of this project."""
+data family (docs/PAPERS.md section 3) and the short runs of this project."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ class ContrastiveConfig(MethodConfig):
             raise ValueError(f"Unknown --method.similarity={self.similarity!r}; choose one of {', '.join(SIMILARITIES)}.")
 
     def length_scale(self) -> float:
-        """The scale below which similarity / temperature changes by less than 1 (SPEC.md section 1)."""
+        """The scale below which similarity / temperature changes by less than 1 (docs/PAPERS.md section 1)."""
         return length_scale(self.similarity, self.temperature)
 
     @property
@@ -35,7 +35,7 @@ class ContrastiveConfig(MethodConfig):
 
 @dataclasses.dataclass(frozen=True)
 class AbcConfig(ContrastiveConfig):
-    # Pose regression (SPEC.md section 3, Table 2): a spherical-regression head on set A's embeddings.
+    # Pose regression (docs/PAPERS.md section 3, Table 2): a spherical-regression head on set A's embeddings.
     regression_weight: float = field(0.0, "Weight of the spherical-regression head loss on set A's pose labels (0: no head). Pose data only.")
     abc_weight: float = field(1.0, "Weight of the ABC loss (0 with regression_weight > 0: the regression-only baseline).")
 
@@ -73,13 +73,13 @@ def _real_images(name: str, family: str, channels: int, set_size: int, inactive:
                 double_augmentation=True, similarity="l2", trainer={"log_every": 500})
 
 
-# Pose lookup (SPEC.md section 3; supplement S8.3): S5 on 128 x 128 images, 4 pairs of sets of
+# Pose lookup (docs/PAPERS.md section 3; supplement S8.3): S5 on 128 x 128 images, 4 pairs of sets of
 # 32, cosine with tau 0.1, double augmentation (S5), lr 1e-4 halved every 10k steps, 40k steps,
 # real images titrated into set B up to 10% in stairs every 4k steps. source=procedural
 # renders the built-in stand-in; --data.source=keypointnet --data.path=... --data.real_data_path=...
 # --data.pose_test_list=... reads the paper's data.
 _POSE_LOOKUP = _abc(
-    "pose_lookup", PoseConfig(family="pose", source="procedural", image_size=128, real_fraction=0.1,
+    "pose_lookup", PoseConfig(family="pose", image_size=128, real_fraction=0.1,
                               titration_interval=4000, crop_amplitude=0.1, augmentation_amplitude=1.0),
     steps=40000, learning_rate=1e-4, architecture="s5", pairs_per_step=4, double_augmentation=True,
     similarity="cosine", temperature=0.1, trainer={"lr_halving_steps": 10000, "log_every": 1000},
@@ -96,7 +96,7 @@ def _pose_regression(name: str, category: str, **data) -> ExperimentConfig:
 
 
 PRESETS: dict[str, ExperimentConfig] = {
-    # Paper settings, SPEC.md section 3, Shapes3D row.
+    # Paper settings, docs/PAPERS.md section 3, Shapes3D row.
     "shapes3d": _SHAPES3D,
     # The README's main job: the same experiment, short enough for 2 CPU cores.
     "shapes3d_demo": _SHAPES3D.replace(name="shapes3d_demo", steps=600, log_every=100, eval_every=300),
@@ -104,7 +104,7 @@ PRESETS: dict[str, ExperimentConfig] = {
     "shapes3d_hue_baseline": _SHAPES3D.replace(
         name="shapes3d_hue_baseline", augmentation_baseline=True,
         method=ContrastiveConfig(name="contrastive", similarity="l2sq", temperature=1.0)),
-    # Paper settings, SPEC.md section 3, MNIST row.
+    # Paper settings, docs/PAPERS.md section 3, MNIST row.
     "mnist": _abc("mnist", MnistConfig(family="mnist", source="auto"), steps=500, learning_rate=1e-4,
                   architecture="s4", embedding_dim=8, set_size=64, trainer={"log_every": 50}),
     # YaleB row: a set is the 64 illuminations of one person and pose.

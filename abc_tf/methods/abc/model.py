@@ -2,7 +2,7 @@
 
 ``ABCModel`` wraps an encoder and trains it with the ABC loss (or the contrastive loss)
 through ``fit``; with ``regression_weight`` > 0 it also trains the spherical-regression pose
-head on set A's labels (SPEC.md section 3, Table 2).
+head on set A's labels (docs/PAPERS.md section 3, Table 2).
 
 Batch format (DESIGN.md): a dict with ``set_a`` ``[P, N, H, W, C]`` and ``set_b``
 ``[P, M, H, W, C]``; under double augmentation also ``set_a_view2`` and ``set_b_view2``; with
@@ -35,7 +35,7 @@ class ABCModel(MethodModel):
 
     Args:
       encoder: any Keras model mapping images [B, H, W, C] to embeddings [B, D].
-      similarity, temperature: of the loss (SPEC.md section 1).
+      similarity, temperature: of the loss (docs/PAPERS.md section 1).
       loss_type: "abc", or "contrastive" (set_a and set_a_view2 are two views of one batch).
       abc_weight: weight of the ABC loss (0 trains the head alone, a baseline).
       head: optional layer/model on the embeddings of set A, trained jointly.

@@ -1,6 +1,6 @@
 """Ada-GVAE (``--method=ada_gvae``; Locatello, Poole, Raetsch, Schoelkopf, Bachem and
-Tschannen, "Weakly-Supervised Disentanglement Without Compromises", ICML 2020; PEERS.md
-section 6): its config class and presets, without TensorFlow (the model is
+Tschannen, "Weakly-Supervised Disentanglement Without Compromises", ICML 2020; docs/PAPERS.md
+section P6): its config class and presets, without TensorFlow (the model is
 ``abc_tf/methods/ada_gvae/model.py``).
 
 The method the product-manifold paper compares against (PMP supplement L28). Sources, cited by

@@ -1,4 +1,4 @@
-"""Ada-GVAE (``--method=ada_gvae``; Locatello et al., ICML 2020; PEERS.md section 6), trained
+"""Ada-GVAE (``--method=ada_gvae``; Locatello et al., ICML 2020; docs/PAPERS.md section P6), trained
 on "pairs" batches {"x1", "x2"} [B, H, W, C]: two images that share all factors but some.
 
 Facts from the authors' disentanglement_lib (``methods/weak/weak_vae.py``; see the package

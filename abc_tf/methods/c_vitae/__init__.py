@@ -1,4 +1,4 @@
-"""C-VITAE: U-VITAE whose appearance is inferred from the aligned image (PEERS.md section 2).
+"""C-VITAE: U-VITAE whose appearance is inferred from the aligned image (docs/PAPERS.md section P2).
 Its config is the VAE's (abc_tf/methods/vae) with its own structure, its presets the paper's MNIST run and a quick one."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The config of CC-VAE (``--method=cc_vae``; Jha, Anand, Singh and Veeravasarapu, "Disentangling
-Factors of Variation with Cycle-Consistent Variational Auto-Encoders", ECCV 2018; PEERS.md
-section 5) and its presets.
+Factors of Variation with Cycle-Consistent Variational Auto-Encoders", ECCV 2018; docs/PAPERS.md
+section P5) and its presets.
 
-The paper itself is not in our papers folder (/work/shared/papers holds the ABC paper and
+The paper itself was not available offline (we had the ABC paper and
 supplement only), so its text is not a source here; the facts come from the authors' code,
 cited by file and line of github.com/ananyahjha93/cycle-consistent-vae at its newest commit
 (6ecdfe5; README.md: tested with PyTorch 0.4.0):
@@ -126,10 +126,10 @@ PRESETS["mnist_cc_vae_quick"] = PRESETS["mnist_cc_vae"].replace(
 # base_channels 32; steps: the authors' 100 epochs counted over the 4,000 procedural training
 # renders (100 instances x 40 views) in steps of 64 pairs: 6,250 (with
 # --data.source=keypointnet, scale --trainer.steps with the number of renders).
-POSE_GROUP_SIZE = 32  # ABC's pose stack size (SPEC.md section 3: 4 pairs of sets of 32)
+POSE_GROUP_SIZE = 32  # ABC's pose stack size (docs/PAPERS.md section 3: 4 pairs of sets of 32)
 POSE_TRAINING_RENDERS = 4000  # ProceduralSizes(): train_instances 100 x views_per_instance 40
 POSE_STEPS = round(AUTHORS_EPOCHS * POSE_TRAINING_RENDERS / AUTHORS_PAIRS)  # 6,250
-POSE_DATA = PoseConfig(family="pose", source="procedural", image_size=64, real_fraction=0.0, crop_amplitude=0.0,
+POSE_DATA = PoseConfig(family="pose", image_size=64, real_fraction=0.0, crop_amplitude=0.0,
                        augmentation_amplitude=0.0, paint_backgrounds=False)
 PRESETS["pose_cc_vae"] = ExperimentConfig(
     name="pose_cc_vae", trainer=TrainerConfig(

@@ -1,5 +1,5 @@
 """CC-VAE (``--method=cc_vae``; Jha et al., "Disentangling Factors of Variation with
-Cycle-Consistent Variational Auto-Encoders", ECCV 2018; PEERS.md section 5), trained on "sets"
+Cycle-Consistent Variational Auto-Encoders", ECCV 2018; docs/PAPERS.md section P5), trained on "sets"
 batches. The sources and what is ours: ``abc_tf/methods/cc_vae/__init__.py``.
 
 The group is the set: each stack of ``set_a`` ([P, N, H, W, C]) holds images that share the

@@ -1,4 +1,4 @@
-"""The config of Elastic-InfoGAN (``--method=elastic_infogan``; PEERS.md section 3) and its
+"""The config of Elastic-InfoGAN (``--method=elastic_infogan``; docs/PAPERS.md section P3) and its
 presets. The paper's two ablations are settings of the same model: ``prior=uniform`` with
 ``contrastive_weight=0`` is InfoGAN, ``learned`` with 0 the Gumbel-softmax baseline."""
 

@@ -1,4 +1,4 @@
-"""Elastic-InfoGAN (``--method=elastic_infogan``; Ojha et al., NeurIPS 2020; PEERS.md section 3).
+"""Elastic-InfoGAN (``--method=elastic_infogan``; Ojha et al., NeurIPS 2020; docs/PAPERS.md section P3).
 
 An InfoGAN on single unlabelled images (the "images" batch format) whose 10-way categorical
 code c follows a *learned* class prior p = softmax(pi), so that the code can find the digits

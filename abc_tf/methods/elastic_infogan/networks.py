@@ -1,4 +1,4 @@
-"""InfoGAN's MNIST networks, as Elastic-InfoGAN uses them (PEERS.md section 3; InfoGAN's
+"""InfoGAN's MNIST networks, as Elastic-InfoGAN uses them (docs/PAPERS.md section P3; InfoGAN's
 architecture, the supplement's L176-181 and the authors' code).
 
 - ``infogan_generator`` G: [z (62), c (10)] -> FC 1024 BN ReLU -> FC 128*7*7 BN ReLU -> 4x4

@@ -1,7 +1,7 @@
 """The config of LORD (``--method=lord``; Gabbay and Hoshen, "Demystifying Inter-Class
-Disentanglement", ICLR 2020; PEERS.md section 5) and its presets.
+Disentanglement", ICLR 2020; docs/PAPERS.md section P5) and its presets.
 
-The LORD paper is not in our papers folder, so its text is not a source here; the facts come from
+The LORD paper was not available offline, so its text is not a source here; the facts come from
 the authors' TensorFlow/Keras code, github.com/avivga/lord at its newest commit (d817d59), cited
 by file and line ("config.py" and "network.py" = its config.py and model/network.py):
 
@@ -88,7 +88,7 @@ STAGE1_STEPS = round(AUTHORS_EPOCHS[0] * TRAINING_IMAGES / AUTHORS_BATCH)  # 62,
 STAGE2_STEPS = round(AUTHORS_EPOCHS[1] * TRAINING_IMAGES / AUTHORS_BATCH)  # 12,500
 # Clean 64 x 64 renders, as the ABC authors gave LORD (supplement L219): no backgrounds, crops,
 # colour augmentations or real images, so that each bank row is one fixed image (its code).
-POSE = PoseConfig(family="pose", source="procedural", image_size=64, real_fraction=0.0, crop_amplitude=0.0,
+POSE = PoseConfig(family="pose", image_size=64, real_fraction=0.0, crop_amplitude=0.0,
                   augmentation_amplitude=0.0, paint_backgrounds=False)
 
 PRESETS: dict[str, ExperimentConfig] = {

@@ -1,5 +1,5 @@
 """LORD (``--method=lord``; Gabbay and Hoshen, "Demystifying Inter-Class Disentanglement", ICLR
-2020; PEERS.md section 5), trained on "sets" batches of a family with a fixed training bank
+2020; docs/PAPERS.md section P5), trained on "sets" batches of a family with a fixed training bank
 (``DataFamily.training_bank``). The sources and what is ours: ``abc_tf/methods/lord/__init__.py``;
 the networks: ``abc_tf/methods/lord/networks.py``.
 

@@ -1,4 +1,4 @@
-"""The networks of LORD (Gabbay and Hoshen, ICLR 2020; PEERS.md section 5), sized as the authors'
+"""The networks of LORD (Gabbay and Hoshen, ICLR 2020; docs/PAPERS.md section P5), sized as the authors'
 TensorFlow/Keras code (github.com/avivga/lord at d817d59, model/network.py, "network.py" below;
 written anew here in Keras 3). Widths for ``base_channels`` b = 64, the authors':
 

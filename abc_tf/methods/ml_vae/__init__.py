@@ -1,4 +1,4 @@
-"""The config of ML-VAE (``--method=ml_vae``; Bouchacourt et al., AAAI 2018; PEERS.md section 5)
+"""The config of ML-VAE (``--method=ml_vae``; Bouchacourt et al., AAAI 2018; docs/PAPERS.md section P5)
 and its presets.
 
 The sources, cited by file and line of the authors' repository github.com/DianeBouchacourt/
@@ -107,10 +107,10 @@ PRESETS["mnist_ml_vae_quick"] = PRESETS["mnist_ml_vae"].replace(
 # - steps: the authors' 400 epochs counted over the 4,000 procedural training renders (100
 #   instances x 40 views, abc_tf.data.pose.procedural.ProceduralSizes) in steps of 256: 6,250.
 #   With --data.source=keypointnet, scale --trainer.steps with the number of renders.
-POSE_GROUP_SIZE = 32  # ABC's pose stack size (SPEC.md section 3: 4 pairs of sets of 32), the group size (L217)
+POSE_GROUP_SIZE = 32  # ABC's pose stack (docs/PAPERS.md section 3: 4 pairs of sets of 32), the group size (L217)
 POSE_TRAINING_RENDERS = 4000  # ProceduralSizes(): train_instances 100 x views_per_instance 40
 POSE_STEPS = round(AUTHORS_EPOCHS * POSE_TRAINING_RENDERS / AUTHORS_BATCH)  # 6,250
-POSE_DATA = PoseConfig(family="pose", source="procedural", image_size=64, real_fraction=0.0, crop_amplitude=0.0,
+POSE_DATA = PoseConfig(family="pose", image_size=64, real_fraction=0.0, crop_amplitude=0.0,
                        augmentation_amplitude=0.0, paint_backgrounds=False)
 PRESETS["pose_ml_vae"] = ExperimentConfig(
     name="pose_ml_vae", trainer=TrainerConfig(steps=POSE_STEPS, learning_rate=1e-3, log_every=500),

@@ -1,5 +1,5 @@
 """ML-VAE (``--method=ml_vae``; Bouchacourt, Tomioka and Nowozin, "Multi-Level Variational
-Autoencoder", AAAI 2018; PEERS.md section 5), trained on "sets" batches.
+Autoencoder", AAAI 2018; docs/PAPERS.md section P5), trained on "sets" batches.
 
 The group is the set: each stack of ``set_a`` ([P, N, H, W, C], P groups of N images) is one
 group whose images share the content (on MNIST the digit; in general the set's inactive

@@ -1,4 +1,4 @@
-"""The config of product-manifold projection (``--method=pmp``; PEERS.md section 1) and its presets."""
+"""The config of product-manifold projection (``--method=pmp``; docs/PAPERS.md section P1) and its presets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Product-manifold projection (``--method=pmp``; Fumero et al., ICML 2021; PEERS.md section 1).
+"""Product-manifold projection (``--method=pmp``; Fumero et al., ICML 2021; docs/PAPERS.md section P1).
 
 An autoencoder whose latent code is a sum of k subspace codes: a Siamese encoder f, k
 projectors P_i, s_i = P_i(f(x)), z = sum_i s_i, a decoder g (``models/pmp_networks.py``). It trains on

@@ -1,5 +1,5 @@
-"""The config of the VAE and VITAE (``--method=vae``, ``u_vitae``, ``c_vitae``; PEERS.md
-section 2) and their presets. The three share one model (``model.py``); each variant's config
+"""The config of the VAE and VITAE (``--method=vae``, ``u_vitae``, ``c_vitae``; docs/PAPERS.md
+section P2) and their presets. The three share one model (``model.py``); each variant's config
 declares the parts of its generative model (:class:`Structure`), which the model, its checks and
 the likelihood measures read."""
 

@@ -1,5 +1,5 @@
 """The VAE and VITAE peers (``--method=vae``, ``u_vitae``, ``c_vitae``; Detlefsen and Hauberg,
-NeurIPS 2019; PEERS.md section 2), trained on single images (the "images" batch format).
+NeurIPS 2019; docs/PAPERS.md section P2), trained on single images (the "images" batch format).
 
 Generative model p(x) = integral p(x | z_A, z_P) p(z_A) p(z_P), standard normal priors, a
 Bernoulli likelihood per pixel. The image is the appearance decoder's output warped by the

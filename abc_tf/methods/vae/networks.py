@@ -1,4 +1,4 @@
-"""The networks of the VAE and VITAE peers on MNIST (PEERS.md section 2; supplement Table 1).
+"""The networks of the VAE and VITAE peers on MNIST (docs/PAPERS.md section P2; supplement Table 1).
 
 - ``gaussian_encoder``: images [B, H, W, C] -> [mean [B, d], variance [B, d]], two MLPs on the
   flattened image, one for the mean (hidden units, then d linear) and one for the variance
