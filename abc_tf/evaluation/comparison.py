@@ -248,7 +248,8 @@ def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings 
     result = {
         "caption": caption(sample_config, settings, len(sample.images)),
         "noise_rule": factor_isolation.NOISE_RULE,
-        "sample": {"data": sample_config.data.family, "data_source": sample_config.data.source, "num_images": len(sample.images),
+        "sample": {"data": sample_config.data.family, "data_source": data.get_family(sample_config.data.family).source(sample_config)[0],
+                   "num_images": len(sample.images),
                    "sample_seed": settings.isolation.sample_seed, "from": rows[0].run_dirs[0]},
         "factors": names,
         "disentanglement_preset": settings.preset if settings.scores is not None else "none",
@@ -262,7 +263,7 @@ def caption(sample_config: ExperimentConfig, settings: ComparisonSettings, num_i
     """The tables' caption: the shared sample, the noise rule, the scores' settings."""
     text = (
         f"Every row is measured on one labelled sample of {num_images} {sample_config.data.family} images "
-        f"(data source {sample_config.data.source}, sample seed {settings.isolation.sample_seed}). "
+        f"(data source {data.get_family(sample_config.data.family).source(sample_config)[0]}, sample seed {settings.isolation.sample_seed}). "
         f"MINE information (nats) and probe test accuracy per factor are measured with Gaussian noise added to "
         f"the embeddings: {factor_isolation.NOISE_RULE}. 1-NN accuracy and k-means NMI per factor are measured "
         "on the embeddings as they are. Values are mean ± standard deviation over a row's "
