@@ -110,15 +110,14 @@ class TrainerConfig(Part):
     eval_every: int = field(0, "Steps between factor-isolation measurements (probes, short MINE) written to TensorBoard, on the run's labelled sample: known factors, the labels of grouped images, pose bins (0: once, at the end).")
     eval_images: int = field(512, "Labelled images in the fixed sample of the factor-isolation callback and the embedding projector.")
     jit_compile: bool = field(False, "Compile the train step with XLA.")
-    steps_per_execution: int = field(1, "Train steps per compiled call.")
+    steps_per_execution: int = field(0, "Train steps per compiled call; 0 (auto): the largest divisor of the steps between log and evaluation steps, up to 10.")
     strategy: str = field("default", "tf.distribute strategy: default (one device), mirrored (all local GPUs), multi_worker (TF_CONFIG), tpu.")
     mixed_precision: bool = field(False, "Compute in the host's fast reduced precision, keeping embeddings and the loss in float32: float16 with loss scaling on GPUs, bfloat16 on TPUs and CPUs that compute it natively (AVX-512 BF16, AMX), float32 with a warning on other CPUs.")
 
     def validate(self) -> None:
         super().validate()
-        self.check_positive("steps", "learning_rate", "log_every", "keep_checkpoints", "steps_per_execution", "eval_images",
-                            "lr_drop_factor")
-        for name in ("lr_halving_steps", "lr_drop_step", "eval_every"):
+        self.check_positive("steps", "learning_rate", "log_every", "keep_checkpoints", "eval_images", "lr_drop_factor")
+        for name in ("lr_halving_steps", "lr_drop_step", "eval_every", "steps_per_execution"):
             if getattr(self, name) < 0:
                 raise ValueError(f"--trainer.{name} must be >= 0, got {getattr(self, name)}.")
         if self.strategy not in STRATEGIES:

@@ -250,6 +250,7 @@ def test_a_config_json_edited_to_a_wrong_type_is_refused_not_recorded_as_a_chang
 TOY_FLAGS = [
     "--experiment=shapes3d", "--data=toy", "--model=s4", "--model.embedding_dim=8", "--batch.set_size=12", "--batch.pairs_per_step=2",
     "--method.temperature=0.1",
+    "--trainer.steps_per_execution=1",  # a stop lands on any step, not only at a compiled call's end
 ]
 # Ctrl-C reaches a child even when the test runs in a background job, whose children start
 # with SIGINT ignored (a non-interactive shell's "&"): Python's own handler is put back first.

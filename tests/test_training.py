@@ -85,6 +85,21 @@ def test_a_run_trains_exactly_its_steps_and_logs_on_the_interval(tmp_path, steps
     assert training.train(config, run_dir, verbose=0).final_step == steps  # a rerun trains nothing more
 
 
+def test_auto_runs_several_steps_a_call_and_still_trains_exactly_its_steps(tmp_path):
+    auto = TOY.replace(steps=40, log_every=10, steps_per_execution=0, keep_checkpoints=5)
+    assert [training.steps_per_execution(auto.replace(**fields)) for fields in (
+        {}, {"log_every": 4}, {"log_every": 7, "steps": 42}, {"log_every": 7}, {"eval_every": 15}, {"log_every": 100, "steps": 2000})] == [10, 4, 7, 1, 5, 10]
+    assert training.steps_per_execution(auto, start_step=6) == 2  # a resume between log steps: calls end on them
+    run_dir = str(tmp_path / "run")
+    seen = []
+    per_call = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: seen.append(int(per_call.model.optimizer.iterations.numpy())))
+    result = training.train(auto, run_dir, verbose=0, callbacks=[per_call])
+    assert result.final_step == 40 and seen == [10, 20, 30, 40]
+    assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20, 30, 40]
+    assert training.train(auto.replace(steps=45), run_dir, verbose=0).final_step == 45  # extended exactly
+
+
 def test_a_full_disk_stops_with_a_clear_message_and_keeps_the_older_checkpoints(tmp_path, monkeypatch):
     run_dir = str(tmp_path / "run")
     training.train(TOY.replace(steps=20), run_dir, verbose=0)

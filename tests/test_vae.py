@@ -177,7 +177,7 @@ class PoisonAt(keras.callbacks.Callback):
 @pytest.mark.slow
 def test_a_nan_loss_stops_the_run_at_its_last_good_checkpoint(tmp_path, mnist_npz):
     run_dir = str(tmp_path / "run")
-    config = tiny("u_vitae", mnist_npz, steps=8, keep_checkpoints=3)
+    config = tiny("u_vitae", mnist_npz, steps=8, keep_checkpoints=3, steps_per_execution=1)
     with pytest.raises(training_logs.NonFiniteLossError, match="The loss became nan at step 6"):
         training.train(config, run_dir, callbacks=[PoisonAt(5)], verbose=0)
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [2, 4]

@@ -33,9 +33,10 @@ class ToyConfig(DataConfig):
 # ``abc_tf.data.DATA_FAMILIES["toy"] = ENTRY`` registers the family (tests/conftest.py's fixture).
 ENTRY = registry.Entry("toy_family", "toy_family:ToyConfig")
 # A run of the toy family that trains in seconds: checkpoints at steps 10, 20, 30, 40. Built from
-# its parts, so that importing this module needs no registration.
+# its parts, so that importing this module needs no registration. One step a compiled call, so a
+# test's callback sees every step (the default, auto, is tested in tests/test_training.py).
 CONFIG = ExperimentConfig(
-    name="toy", trainer=TrainerConfig(learning_rate=1e-3, steps=40, log_every=10, seed=3),
+    name="toy", trainer=TrainerConfig(learning_rate=1e-3, steps=40, log_every=10, seed=3, steps_per_execution=1),
     data=ToyConfig(family="toy"), batch=SetBatch(set_size=12, pairs_per_step=2),
     method=AbcConfig(name="abc", temperature=0.1), model=EncoderConfig(architecture="s4", embedding_dim=8),
 )

@@ -200,7 +200,7 @@ class MethodModel(keras.Model):
     def compile_for(self, trainer: TrainerConfig, optimizer: keras.optimizers.Optimizer) -> None:
         """``compile`` with the run's ``optimizer`` (the one whose ``iterations`` count the
         steps) and the trainer's XLA and steps-per-execution settings."""
-        self.compile(optimizer=optimizer, jit_compile=trainer.jit_compile, steps_per_execution=trainer.steps_per_execution)
+        self.compile(optimizer=optimizer, jit_compile=trainer.jit_compile, steps_per_execution=max(1, trainer.steps_per_execution))
 
     def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
         """The representation of images [B, H, W, C] (uint8, or floats in [0, 1]): the

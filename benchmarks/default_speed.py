@@ -1,0 +1,110 @@
+"""Training speed with default flags: the trainer's ``fit`` against a bare compiled step.
+
+In one process, on the ``mnist`` preset's step (S4, d=8, two sets of 64, l2sq ABC loss, Adam,
+float32, one batch repeated from memory), each loop timed in turn round after round (median):
+
+- the authors' style: an eager Python loop, each set embedded by its own encoder call;
+- a bare compiled step: the same model, loss and optimizer in a ``tf.function`` called from a
+  Python loop, with no metrics, callbacks or iterator (the floor for ``fit``);
+- ``ABCModel.fit`` with the steps per call that ``--trainer.steps_per_execution`` left at its
+  default (auto) gives the preset (``abc_tf.runs.training.steps_per_execution``);
+- ``ABCModel.fit`` at one step a call (``--trainer.steps_per_execution=1``).
+
+Writes docs/figures/benchmarks/default_speed.json and the section of BENCHMARKS.md.
+
+  python -m benchmarks.default_speed [--steps=60] [--rounds=5] [--no_write]
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+import models
+from abc_tf.runs import training
+from abc_tf.runs.experiments import get_preset
+from benchmarks import loops
+from benchmarks.report import argument_parser, load_line, machine_line, publish, save_results
+
+EXPERIMENT = "mnist"
+FILE = "docs/figures/benchmarks/default_speed.json"
+
+
+def measure(steps: int, rounds: int) -> dict:
+    config = get_preset(EXPERIMENT)
+    auto = training.steps_per_execution(config)
+    shape, size = (28, 28, 1), config.batch.set_size
+    rng = np.random.default_rng(0)
+    batch = {key: rng.integers(0, 256, size=(config.batch.pairs_per_step, size) + shape, dtype=np.uint8)
+             for key in ("set_a", "set_b")}
+    build = lambda: models.build(config.model.architecture, embedding_dim=config.model.embedding_dim,  # noqa: E731
+                                 input_shape=shape)
+    kwargs = {"similarity": config.method.similarity, "temperature": config.method.temperature}
+    runners = {
+        "eager": loops.eager_runner(build, batch, config.method.similarity, config.method.temperature),
+        "bare": loops.bare_runner(build, batch, model_kwargs=kwargs),
+        "fit_default": loops.fit_runner(build, batch, steps_per_execution=auto, model_kwargs=kwargs),
+        "fit_one_step_a_call": loops.fit_runner(build, batch, steps_per_execution=1, model_kwargs=kwargs),
+    }
+    rates = {name: [] for name in runners}
+    cpu_ms = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, run in runners.items():
+            start = time.process_time()
+            rates[name].append(run(steps))
+            cpu_ms[name].append(1e3 * (time.process_time() - start) / steps)
+    median = {name: float(np.median(values)) for name, values in rates.items()}
+    return {
+        "experiment": EXPERIMENT, "auto_steps_per_execution": auto, "steps": steps, "rounds": rounds,
+        "rows": [{"loop": name, "steps_per_s": median[name], "cpu_ms_per_step": float(np.median(cpu_ms[name])),
+                  "over_eager": median[name] / median["eager"], "over_bare": median[name] / median["bare"],
+                  "rates": rates[name]} for name in runners],
+    }
+
+
+LABELS = {
+    "eager": "the authors' eager loop, restated",
+    "bare": "the same step as a bare `tf.function`",
+    "fit_default": "`abc_tf` fit, default flags (auto: {auto} steps a call)",
+    "fit_one_step_a_call": "`abc_tf` fit, `--trainer.steps_per_execution=1`",
+}
+
+
+def table(results: dict, command: str, load_start: float) -> str:
+    lines = [
+        f"{machine_line()} {load_line(load_start)}", "",
+        f"Command: `{command}`. The `{results['experiment']}` preset's step (S4, d=8, two sets of 64, l2sq ABC "
+        f"loss, Adam, float32) on one batch repeated from memory; each loop timed for {results['steps']} steps in "
+        f"turn, {results['rounds']} rounds, median. CPU milliseconds count every thread of the process.", "",
+        "| loop | steps/s | CPU ms/step | over eager | over a bare compiled step |",
+        "|---|---|---|---|---|",
+    ]
+    for index, row in enumerate(results["rows"]):
+        link = f"{FILE}#/rows/{index}"
+        label = LABELS[row["loop"]].format(auto=results["auto_steps_per_execution"])
+        lines.append(f"| {label} | [{row['steps_per_s']:.2f}]({link}/steps_per_s) | "
+                     f"[{row['cpu_ms_per_step']:.1f}]({link}/cpu_ms_per_step) | "
+                     f"[{row['over_eager']:.2f}]({link}/over_eager) | [{row['over_bare']:.2f}]({link}/over_bare) |")
+    lines += ["", "With its flags left at their defaults a run gets the steps per call that `auto` chooses: the "
+              "largest divisor of the steps between log and evaluation steps, up to 10 "
+              "(`abc_tf.runs.training.steps_per_execution`)."]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argument_parser(__doc__)
+    parser.add_argument("--steps", type=int, default=60, help="Timed steps per loop and round.")
+    parser.add_argument("--rounds", type=int, default=5, help="Rounds; the median is reported.")
+    args = parser.parse_args()
+    load_start = os.getloadavg()[0]
+    results = measure(args.steps, args.rounds)
+    if not args.no_write:
+        save_results("default_speed", results)
+    command = f"python -m benchmarks.default_speed --steps={args.steps} --rounds={args.rounds}"
+    publish("Training speed with default flags", table(results, command, load_start), not args.no_write)
+
+
+if __name__ == "__main__":
+    main()
