@@ -36,6 +36,15 @@ def test_without_a_checkpoint_any_config_replaces_the_run(tmp_path):
     }
 
 
+def test_a_run_written_at_one_step_a_call_resumes_under_the_default_unasked(tmp_path, monkeypatch):
+    run_dir = str(tmp_path / "run")
+    write_run(run_dir, TOY.replace(steps=40, steps_per_execution=1), monkeypatch, checkpoint_steps=(20, 40))
+    auto = TOY.replace(steps_per_execution=0)
+    assert config_history.config_changes(run_dir, auto.replace(steps=40)) == {}  # finished: nothing to record
+    assert config_history.config_changes(run_dir, auto.replace(steps=60)) == {
+        "trainer.steps": (40, 60), "trainer.steps_per_execution": (1, 0)}
+
+
 def test_with_a_checkpoint_only_allowed_fields_change_and_steps_only_rise(tmp_path, monkeypatch):
     run_dir = str(tmp_path / "run")
     write_run(run_dir, TOY, monkeypatch, checkpoint_steps=(10, 20))

@@ -427,7 +427,8 @@ def test_a_run_directory_with_a_flat_config_json_resumes_and_evaluates(run_train
     written = json.load(open(run_dir / "config.json"))
     assert written["trainer"]["steps"] == 20 and written["batch"]["set_size"] == 8  # written again in parts
     history = json.load(open(run_dir / "config_history.json"))
-    assert history[-1]["changed"] == {"trainer.steps": {"old": 10, "new": 20}}
+    assert history[-1]["changed"] == {"trainer.steps": {"old": 10, "new": 20},  # and the default steps per call
+                                      "trainer.steps_per_execution": {"old": 1, "new": 0}}
     [result] = evaluate_each([(tmp_path, [f"--run_dir={run_dir}", "--mine_steps=0", "--probe_epochs=1",
                                           "--num_images=32", "--disentanglement=none", f"--output_dir={tmp_path / 'eval'}"])])
     assert result["code"] == 0, result["stderr"][-3000:]

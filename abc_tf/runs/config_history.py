@@ -25,6 +25,9 @@ CHANGEABLE_FIELDS = (
     "trainer.eval_images",
 )
 STEPS = "trainer.steps"
+# Settings that change how fast the steps run, not what they compute: a resume may change them
+# unasked (a run written when one step a call was the default resumes under auto).
+SPEED_FIELDS = ("trainer.steps_per_execution",)
 CONFIG_HISTORY_FILE = "config_history.json"
 
 
@@ -57,7 +60,7 @@ def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequen
 
     A run directory without a checkpoint holds nothing trained: any config replaces it. With
     checkpoints, ``steps`` may be set to any value from the newest checkpoint's step up (a
-    finished run is extended), and the fields in ``allow_changes`` may change.
+    finished run is extended), the fields in ``allow_changes`` and :data:`SPEED_FIELDS` may change.
     """
     path = os.path.join(run_dir, CONFIG_FILE)
     if not os.path.exists(path):
@@ -72,7 +75,7 @@ def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequen
     if not changed or not saved:
         return changed
     newest = saved[-1][0]
-    refused = [name for name in changed if name != STEPS and name not in allow_changes]
+    refused = [name for name in changed if name not in (STEPS, *SPEED_FIELDS) and name not in allow_changes]
     if refused:
         listed = "; ".join(f"{name}: {changed[name][0]!r} -> {changed[name][1]!r}" for name in refused)
         hint = ""
@@ -87,6 +90,8 @@ def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequen
             f"--trainer.steps={config.trainer.steps} is below the step of {run_dir}'s newest checkpoint ({newest}); "
             "a run can only be extended."
         )
+    if config.trainer.steps == newest:  # no step will train: a speed setting is not worth recording
+        changed = {name: change for name, change in changed.items() if name not in SPEED_FIELDS}
     allowed = [name for name in changed if name != STEPS]
     if allowed and config.trainer.steps == newest:
         # Recording the change would tell a later reader that steps trained with it.
