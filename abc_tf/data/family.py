@@ -143,7 +143,8 @@ class DataSources:
 
     reading: {source: what its ``--data.path`` is, in words} for the sources that read files.
     built_in: the sources that read no file (a renderer); with a ``--data.path`` they are refused.
-    detect: ``path -> source`` of ``reading`` whose files ``path`` holds, or None.
+    detect: ``path -> source`` of ``reading`` whose files ``path`` holds; None (or a ValueError
+      naming what it lacks) when it holds none.
     default: ``() -> source`` that ``auto`` takes without a path; None: the family needs a path.
     path_optional: sources of ``reading`` that have a default place (tfds: its data folder).
     """
@@ -185,7 +186,7 @@ class DataSources:
         if not self.reading:
             raise ValueError(f"data family {family!r} reads no file, so --data.path={path} would be ignored; "
                              "drop --data.path.")
-        if not os.path.exists(path) and not (source in self.path_optional):  # tfds makes its folder
+        if not os.path.exists(path) and source not in self.path_optional:  # tfds makes its folder
             raise ValueError(f"--data.path={path} does not exist; data family {family!r} reads {self.expected()}.")
         if source != "auto":
             return source, path
