@@ -83,7 +83,8 @@ def main() -> None:
 
     # The documents name the user's MNIST folder MNIST_DIR, never a path of the measuring machine.
     if args.data_path:
-        source = source.replace(os.path.abspath(args.data_path), "MNIST_DIR")
+        source = source.replace(os.path.abspath(args.data_path), "MNIST_DIR") + (
+            "; MNIST_DIR: a folder holding the four MNIST IDX files, `train-images-idx3-ubyte[.gz]` and the others")
     command = "python -m benchmarks.mnist_epoch" + (" --data_path=MNIST_DIR" if args.data_path else "")
     command += f" --steps={args.steps} --repeats={args.repeats}"
     table = "\n".join(
