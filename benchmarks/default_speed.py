@@ -37,10 +37,15 @@ def measure(steps: int, rounds: int) -> dict:
     auto = training.steps_per_execution(config)
     shape, size = (28, 28, 1), config.batch.set_size
     rng = np.random.default_rng(0)
-    batch = {key: rng.integers(0, 256, size=(config.batch.pairs_per_step, size) + shape, dtype=np.uint8)
-             for key in ("set_a", "set_b")}
-    build = lambda: models.build(config.model.architecture, embedding_dim=config.model.embedding_dim,  # noqa: E731
-                                 input_shape=shape)
+    batch = {
+        key: rng.integers(0, 256, size=(config.batch.pairs_per_step, size) + shape, dtype=np.uint8)
+        for key in ("set_a", "set_b")
+    }
+    build = lambda: models.build(
+        config.model.architecture,
+        embedding_dim=config.model.embedding_dim,  # noqa: E731
+        input_shape=shape,
+    )
     kwargs = {"similarity": config.method.similarity, "temperature": config.method.temperature}
     runners = {
         "eager": loops.eager_runner(build, batch, config.method.similarity, config.method.temperature),
@@ -57,10 +62,21 @@ def measure(steps: int, rounds: int) -> dict:
             cpu_ms[name].append(1e3 * (time.process_time() - start) / steps)
     median = {name: float(np.median(values)) for name, values in rates.items()}
     return {
-        "experiment": EXPERIMENT, "auto_steps_per_execution": auto, "steps": steps, "rounds": rounds,
-        "rows": [{"loop": name, "steps_per_s": median[name], "cpu_ms_per_step": float(np.median(cpu_ms[name])),
-                  "over_eager": median[name] / median["eager"], "over_bare": median[name] / median["bare"],
-                  "rates": rates[name]} for name in runners],
+        "experiment": EXPERIMENT,
+        "auto_steps_per_execution": auto,
+        "steps": steps,
+        "rounds": rounds,
+        "rows": [
+            {
+                "loop": name,
+                "steps_per_s": median[name],
+                "cpu_ms_per_step": float(np.median(cpu_ms[name])),
+                "over_eager": median[name] / median["eager"],
+                "over_bare": median[name] / median["bare"],
+                "rates": rates[name],
+            }
+            for name in runners
+        ],
     }
 
 
@@ -74,22 +90,29 @@ LABELS = {
 
 def table(results: dict, command: str, load_start: float) -> str:
     lines = [
-        f"{machine_line()} {load_line(load_start)}", "",
+        f"{machine_line()} {load_line(load_start)}",
+        "",
         f"Command: `{command}`. The `{results['experiment']}` preset's step (S4, d=8, two sets of 64, l2sq ABC "
         f"loss, Adam, float32) on one batch repeated from memory; each loop timed for {results['steps']} steps in "
-        f"turn, {results['rounds']} rounds, median. CPU milliseconds count every thread of the process.", "",
+        f"turn, {results['rounds']} rounds, median. CPU milliseconds count every thread of the process.",
+        "",
         "| loop | steps/s | CPU ms/step | over eager | over a bare compiled step |",
         "|---|---|---|---|---|",
     ]
     for index, row in enumerate(results["rows"]):
         link = f"{FILE}#/rows/{index}"
         label = LABELS[row["loop"]].format(auto=results["auto_steps_per_execution"])
-        lines.append(f"| {label} | [{row['steps_per_s']:.2f}]({link}/steps_per_s) | "
-                     f"[{row['cpu_ms_per_step']:.1f}]({link}/cpu_ms_per_step) | "
-                     f"[{row['over_eager']:.2f}]({link}/over_eager) | [{row['over_bare']:.2f}]({link}/over_bare) |")
-    lines += ["", "With its flags left at their defaults a run gets the steps per call that `auto` chooses: the "
-              "largest divisor of the steps between log and evaluation steps, up to 10 "
-              "(`abc_tf.runs.training.steps_per_execution`)."]
+        lines.append(
+            f"| {label} | [{row['steps_per_s']:.2f}]({link}/steps_per_s) | "
+            f"[{row['cpu_ms_per_step']:.1f}]({link}/cpu_ms_per_step) | "
+            f"[{row['over_eager']:.2f}]({link}/over_eager) | [{row['over_bare']:.2f}]({link}/over_bare) |"
+        )
+    lines += [
+        "",
+        "With its flags left at their defaults a run gets the steps per call that `auto` chooses: the "
+        "largest divisor of the steps between log and evaluation steps, up to 10 "
+        "(`abc_tf.runs.training.steps_per_execution`).",
+    ]
     return "\n".join(lines)
 
 

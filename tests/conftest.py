@@ -207,3 +207,34 @@ def cheap_mine_in_training_runs(monkeypatch):
     from abc_tf.evaluation import callbacks
 
     monkeypatch.setattr(callbacks, "CHEAP_MINE", dataclasses.replace(callbacks.CHEAP_MINE, steps=20, eval_samples=1024))
+
+
+@pytest.fixture
+def train_in_process(monkeypatch, capsys, tmp_path):
+    """``train_in_process(*flags) -> (exit code, stderr, stdout)``: train.py's flags parsed and
+    ``main`` run in this process, in ``tmp_path``, as ``python train.py flags...`` would run them."""
+    from absl import logging
+
+    from abc_tf.cli import train
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    verbosity = logging.get_verbosity()  # main quiets TensorFlow's INFO lines
+    capsys.readouterr()
+
+    def run(*flags: str) -> tuple[int, str, str]:
+        argv = ["train.py", *flags]
+        monkeypatch.setattr(sys, "argv", argv)  # the advice after a NaN stop repeats the command line
+        try:
+            train.main(train.parse_flags(argv))
+            code = 0
+        except SystemExit as stop:
+            code = stop.code
+        finally:
+            train.FLAGS.unparse_flags()
+        captured = capsys.readouterr()
+        return code, captured.err, captured.out
+
+    yield run
+    train.FLAGS.unparse_flags()
+    logging.set_verbosity(verbosity)

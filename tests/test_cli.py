@@ -12,27 +12,40 @@ from process_helpers import run_code
 def test_usage_lists_the_commands(capsys):
     assert cli.main(["abc_tf", "--help"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: abc_tf <command> [flags]") and all(f"  {name} " in out for name in cli.COMMANDS)
+    assert out.startswith("usage: abc_tf <command> [flags]") and all(
+        f"  {name} " in out for name in cli.COMMANDS
+    )
     assert cli.main(["abc_tf"]) == 2
     assert capsys.readouterr().err.startswith("usage: abc_tf <command> [flags]")
 
 
 def test_an_unknown_command_is_one_line(capsys):
     assert cli.main(["abc_tf", "fit"]) == 2
-    assert capsys.readouterr().err == ("abc_tf: error: unknown command 'fit'; commands: train, evaluate, grid "
-                                       "(abc_tf --help).\n")
+    assert capsys.readouterr().err == (
+        "abc_tf: error: unknown command 'fit'; commands: train, evaluate, grid (abc_tf --help).\n"
+    )
 
 
 def test_a_command_speaks_in_the_user_s_words(capsys, monkeypatch):
     monkeypatch.setattr(command_line, "INVOCATION", "script")
-    assert (command_line.program("train"), command_line.command("evaluate")) == ("train.py", "python evaluate.py")
+    assert (command_line.program("train"), command_line.command("evaluate")) == (
+        "train.py",
+        "python evaluate.py",
+    )
     assert cli.main(["abc_tf", "grid", "--experiment=shapes3d_demo", "--measure=metrics.json:a"]) == 2
     assert capsys.readouterr().err.startswith("abc_tf grid: error: --vary: name at least one field to vary")
-    assert (command_line.program("train"), command_line.command("evaluate")) == ("abc_tf train", "abc_tf evaluate")
+    assert (command_line.program("train"), command_line.command("evaluate")) == (
+        "abc_tf train",
+        "abc_tf evaluate",
+    )
 
 
 @pytest.mark.slow
 def test_python_m_abc_tf_runs_a_command():
-    done = run_code("import sys, runpy; sys.argv = ['abc_tf', 'train', '--trainer.steps=x']; "
-                    "runpy.run_module('abc_tf', run_name='__main__')")
-    assert done.returncode == 2 and done.stderr.strip().endswith("abc_tf train: error: --trainer.steps=x is not an integer.")
+    done = run_code(
+        "import sys, runpy; sys.argv = ['abc_tf', 'train', '--trainer.steps=x']; "
+        "runpy.run_module('abc_tf', run_name='__main__')"
+    )
+    assert done.returncode == 2 and done.stderr.strip().endswith(
+        "abc_tf train: error: --trainer.steps=x is not an integer."
+    )

@@ -9,13 +9,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
 from abc_tf import data
-from abc_tf.cli import train
 from abc_tf.runs import experiments, training
 from abc_tf.runs.experiments import get_preset
 from process_helpers import assert_one_clear_error
@@ -28,8 +26,12 @@ def source(config) -> tuple[str, str]:
 def write_idx(folder) -> None:
     """The four MNIST IDX files, gzipped, of a few images."""
     folder.mkdir()
-    for name, shape in (("train-images-idx3-ubyte", (3, 28, 28)), ("train-labels-idx1-ubyte", (3,)),
-                        ("t10k-images-idx3-ubyte", (2, 28, 28)), ("t10k-labels-idx1-ubyte", (2,))):
+    for name, shape in (
+        ("train-images-idx3-ubyte", (3, 28, 28)),
+        ("train-labels-idx1-ubyte", (3,)),
+        ("t10k-images-idx3-ubyte", (2, 28, 28)),
+        ("t10k-labels-idx1-ubyte", (2,)),
+    ):
         header = bytes([0, 0, 8, len(shape)]) + b"".join(int(size).to_bytes(4, "big") for size in shape)
         with gzip.open(folder / f"{name}.gz", "wb") as handle:
             handle.write(header + np.zeros(shape, np.uint8).tobytes())
@@ -54,36 +56,68 @@ def test_auto_takes_the_source_the_path_fits_and_the_built_in_data_without_one(t
     pose = get_preset("pose_quick")
     assert source(pose) == ("procedural", "")
     assert source(pose.replace(path=str(tmp_path / "records"))) == ("keypointnet", str(tmp_path / "records"))
-    assert training.data_description(pose) == "built-in procedural data; image_size=32, titration_interval=100"
+    assert (
+        training.data_description(pose) == "built-in procedural data; image_size=32, titration_interval=100"
+    )
 
 
-@pytest.mark.parametrize("preset, fields, message", [
-    ("shapes3d_demo", {"path": "{tmp}/notes.txt"},
-     "--data.path={tmp}/notes.txt holds nothing data family 'shapes3d' reads; expected the file 3dshapes.h5 (source h5); "
-     "or a tfds data folder with a prepared shapes3d (source tfds)."),
-    ("pose_quick", {"path": "{tmp}"},
-     "--data.path={tmp} holds nothing data family 'pose' reads; expected a folder of KeypointNet .tfrecord files, or "
-     "one such file (source keypointnet)."),
-    ("mnist", {"path": "{tmp}"},
-     "--data.path={tmp} is a folder without the MNIST IDX files (missing: "),
-    ("mnist", {"path": "{tmp}/notes.txt"}, "MNIST .npz file '{tmp}/notes.txt' (--data.path) is not an .npz archive"),
-    ("shapes3d_demo", {"source": "procedural", "path": "{tmp}"},
-     "--data.source=procedural reads no file, so --data.path={tmp} would be ignored; leave --data.source at auto to "
-     "read the path, or drop --data.path."),
-    ("mnist", {"source": "procedural", "path": "{tmp}"}, "--data.source=procedural reads no file"),
-    ("shapes3d_demo", {"source": "zip"},
-     "--data.source='zip' is not a source of data family 'shapes3d'; choose one of auto, procedural, h5, tfds."),
-    ("shapes3d_demo", {"path": "{tmp}/missing.h5"}, "--data.path={tmp}/missing.h5 does not exist."),
-    ("yaleb_illumination", {},
-     "--data.source=files needs --data.path: a folder of images, the yaleb data set as distributed"),
-    ("pose_quick", {"real_data_path": "{tmp}"},
-     "--data.real_data_path is read with KeypointNet renders only (--data.path=<tfrecords>); the built-in procedural "
-     "data has its own real images, so it would be ignored."),
-    ("pose_quick", {"pose_test_list": "{tmp}/notes.txt"}, "--data.pose_test_list is read with KeypointNet renders only"),
-])
+@pytest.mark.parametrize(
+    "preset, fields, message",
+    [
+        (
+            "shapes3d_demo",
+            {"path": "{tmp}/notes.txt"},
+            "--data.path={tmp}/notes.txt holds nothing data family 'shapes3d' reads; expected the file 3dshapes.h5 (source h5); "
+            "or a tfds data folder with a prepared shapes3d (source tfds).",
+        ),
+        (
+            "pose_quick",
+            {"path": "{tmp}"},
+            "--data.path={tmp} holds nothing data family 'pose' reads; expected a folder of KeypointNet .tfrecord files, or "
+            "one such file (source keypointnet).",
+        ),
+        ("mnist", {"path": "{tmp}"}, "--data.path={tmp} is a folder without the MNIST IDX files (missing: "),
+        (
+            "mnist",
+            {"path": "{tmp}/notes.txt"},
+            "MNIST .npz file '{tmp}/notes.txt' (--data.path) is not an .npz archive",
+        ),
+        (
+            "shapes3d_demo",
+            {"source": "procedural", "path": "{tmp}"},
+            "--data.source=procedural reads no file, so --data.path={tmp} would be ignored; leave --data.source at auto to "
+            "read the path, or drop --data.path.",
+        ),
+        ("mnist", {"source": "procedural", "path": "{tmp}"}, "--data.source=procedural reads no file"),
+        (
+            "shapes3d_demo",
+            {"source": "zip"},
+            "--data.source='zip' is not a source of data family 'shapes3d'; choose one of auto, procedural, h5, tfds.",
+        ),
+        ("shapes3d_demo", {"path": "{tmp}/missing.h5"}, "--data.path={tmp}/missing.h5 does not exist."),
+        (
+            "yaleb_illumination",
+            {},
+            "--data.source=files needs --data.path: a folder of images, the yaleb data set as distributed",
+        ),
+        (
+            "pose_quick",
+            {"real_data_path": "{tmp}"},
+            "--data.real_data_path is read with KeypointNet renders only (--data.path=<tfrecords>); the built-in procedural "
+            "data has its own real images, so it would be ignored.",
+        ),
+        (
+            "pose_quick",
+            {"pose_test_list": "{tmp}/notes.txt"},
+            "--data.pose_test_list is read with KeypointNet renders only",
+        ),
+    ],
+)
 def test_a_path_no_source_reads_is_refused_before_any_work(preset, fields, message, tmp_path):
     (tmp_path / "notes.txt").write_text("my notes")
-    config = get_preset(preset).replace(**{name: value.format(tmp=tmp_path) for name, value in fields.items()})
+    config = get_preset(preset).replace(
+        **{name: value.format(tmp=tmp_path) for name, value in fields.items()}
+    )
     with pytest.raises(ValueError) as refused:
         config.validate()
         training.check_config(config)
@@ -94,8 +128,11 @@ def test_a_family_that_declares_no_sources_refuses_a_path(toy_family, tmp_path):
     from toy_family import CONFIG
 
     assert training.data_description(CONFIG) == "built-in generated data"
-    with pytest.raises(ValueError, match=f"data family 'toy' reads no file, so --data.path={tmp_path} would be "
-                                         "ignored; drop --data.path."):
+    with pytest.raises(
+        ValueError,
+        match=f"data family 'toy' reads no file, so --data.path={tmp_path} would be "
+        "ignored; drop --data.path.",
+    ):
         training.check_config(CONFIG.replace(path=str(tmp_path)))
 
 
@@ -117,7 +154,8 @@ def test_mnist_through_tfds_offline_says_what_to_do(tmp_path, monkeypatch):
     assert str(refused.value) == (
         f"--data.source=tfds: tfds 'mnist' is not prepared under {Offline.data_dir} and downloading it failed (Failed "
         "to establish a new connection: [Errno 101] Network is unreachable). Offline, pass --data.path=<a folder with "
-        "the four MNIST IDX files> instead.")
+        "the four MNIST IDX files> instead."
+    )
 
 
 def test_another_family_starts_from_its_own_defaults_and_names_the_run(tmp_path):
@@ -126,35 +164,28 @@ def test_another_family_starts_from_its_own_defaults_and_names_the_run(tmp_path)
     assert switched.name == "mnist_on_shapes3d"
     assert switched.data == experiments.data_config_class("shapes3d")(family="shapes3d")
     back = experiments.choose(get_preset("shapes3d").replace(inactive_factors="scale"), data="mnist")
-    assert (back.name, back.data.source, back.data.path, back.data.holdout_digit) == ("shapes3d_on_mnist", "auto", "", "9")
+    assert (back.name, back.data.source, back.data.path, back.data.holdout_digit) == (
+        "shapes3d_on_mnist",
+        "auto",
+        "",
+        "9",
+    )
 
 
 @pytest.fixture
-def run_train(monkeypatch, capsys, tmp_path):
-    """``run_train(*flags) -> (exit code, stderr, stdout)``: train.py in this process, in ``tmp_path``."""
-    monkeypatch.chdir(tmp_path)
-
-    def run(*flags: str) -> tuple[int, str, str]:
-        argv = ["train.py", *flags]
-        monkeypatch.setattr(sys, "argv", argv)
-        try:
-            train.main(train.parse_flags(argv))
-            code = 0
-        except SystemExit as stop:
-            code = stop.code
-        finally:
-            train.FLAGS.unparse_flags()
-        captured = capsys.readouterr()
-        return code, captured.err, captured.out
-
-    return run
+def run_train(train_in_process):
+    return train_in_process
 
 
 def test_check_only_names_the_data_and_the_fields_that_differ_from_the_family_s(run_train, tmp_path):
-    code, _, out = run_train("--experiment=shapes3d", "--data=mnist", "--data.holdout_digit=4", "--check_only")
+    code, _, out = run_train(
+        "--experiment=shapes3d", "--data=mnist", "--data.holdout_digit=4", "--check_only"
+    )
     assert code == 0
-    assert out.strip() == ("train.py: checked: shapes3d_on_mnist (abc on mnist, built-in procedural data; "
-                           "holdout_digit=4) can train into runs/shapes3d_on_mnist.")
+    assert out.strip() == (
+        "train.py: checked: shapes3d_on_mnist (abc on mnist, built-in procedural data; "
+        "holdout_digit=4) can train into runs/shapes3d_on_mnist."
+    )
 
 
 def users_folder(folder, config_json: str | None) -> dict[str, str]:
@@ -167,18 +198,30 @@ def users_folder(folder, config_json: str | None) -> dict[str, str]:
     return files
 
 
-@pytest.mark.parametrize("config_json, message", [
-    ('{"my": "own config of another tool"}',
-     "--output_dir={folder} is not a run directory: its config.json was not written by train.py (no run format "
-     "mark). Nothing was read or written; choose a new or empty folder."),
-    (None, "--output_dir={folder} is not a run directory: it holds checkpoints, notes.txt but no config.json. Nothing "
-           "was written; choose a new or empty folder."),
-])
+@pytest.mark.parametrize(
+    "config_json, message",
+    [
+        (
+            '{"my": "own config of another tool"}',
+            "--output_dir={folder} is not a run directory: its config.json was not written by train.py (no run format "
+            "mark). Nothing was read or written; choose a new or empty folder.",
+        ),
+        (
+            None,
+            "--output_dir={folder} is not a run directory: it holds checkpoints, notes.txt but no config.json. Nothing "
+            "was written; choose a new or empty folder.",
+        ),
+    ],
+)
 @pytest.mark.parametrize("check_only", [False, True])
 def test_a_user_s_folder_is_refused_and_left_as_it_was(config_json, message, check_only, run_train, tmp_path):
     folder = tmp_path / "mine"
     files = users_folder(folder, config_json)
-    flags = ["--experiment=shapes3d_demo", f"--output_dir={folder}", *(["--check_only"] if check_only else [])]
+    flags = [
+        "--experiment=shapes3d_demo",
+        f"--output_dir={folder}",
+        *(["--check_only"] if check_only else []),
+    ]
     code, err, _ = run_train(*flags)
     assert_one_clear_error(code, err, message.format(folder=folder))
     assert {name: (folder / name).read_text() for name in files} == files

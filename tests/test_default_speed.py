@@ -12,7 +12,9 @@ from benchmarks import default_speed
 def test_every_loop_is_timed_and_the_table_links_its_figures():
     results = default_speed.measure(steps=10, rounds=1)
     assert [row["loop"] for row in results["rows"]] == list(default_speed.LABELS)
-    assert results["auto_steps_per_execution"] == 10 and all(row["steps_per_s"] > 0 for row in results["rows"])
+    assert results["auto_steps_per_execution"] == 10 and all(
+        row["steps_per_s"] > 0 for row in results["rows"]
+    )
     assert results["rows"][1]["over_bare"] == pytest.approx(1.0)
     text = default_speed.table(results, "python -m benchmarks.default_speed", 0.0)
     assert "auto: 10 steps a call" in text and f"]({default_speed.FILE}#/rows/3/over_bare)" in text

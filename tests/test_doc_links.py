@@ -23,8 +23,10 @@ FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 # The target of an inline link or image, [text](target "title"): what follows "](". A target may
 # hold one level of balanced parentheses; it may be written in <angle brackets>.
-INLINE_TARGET = re.compile(r"\]\(\s*(?:<(?P<angled>[^<>\n]*)>|(?P<bare>(?:[^()\s]|\([^()\s]*\))+))"
-                           r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)")
+INLINE_TARGET = re.compile(
+    r"\]\(\s*(?:<(?P<angled>[^<>\n]*)>|(?P<bare>(?:[^()\s]|\([^()\s]*\))+))"
+    r"(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^()]*\)))?\s*\)"
+)
 # A link reference definition, [label]: target.
 DEFINITION = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?(?P<target>[^\s>]+)>?")
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -60,7 +62,10 @@ def links_in(text: str) -> list[tuple[int, str]]:
     """(line number, target) of every inline link, image and link definition of Markdown ``text``."""
     found = []
     for number, line in without_code(text):
-        found += [(number, m["angled"] if m["angled"] is not None else m["bare"]) for m in INLINE_TARGET.finditer(line)]
+        found += [
+            (number, m["angled"] if m["angled"] is not None else m["bare"])
+            for m in INLINE_TARGET.finditer(line)
+        ]
         definition = DEFINITION.match(line)
         if definition:
             found.append((number, definition["target"]))
@@ -82,20 +87,38 @@ def local_path(doc: str, target: str) -> str | None:
 
 
 def test_links_parse_as_markdown_does():
-    text = "\n".join([
-        "See [a](docs/A.md#part), ![b](img/b%20c.png \"title\") and [c](<d e.md>).",
-        "`[not](a-link.md)` and ``x `[nor](this.md)` y`` but [yes](f(1).md).",
-        "[web](https://example.org/x.md), [mail](mailto:someone@example.org), [here](#anchor).",
-        "```",
-        "[inside](a-fence.md)",
-        "```",
-        "[label]: ref/target.md",
-    ])
+    text = "\n".join(
+        [
+            'See [a](docs/A.md#part), ![b](img/b%20c.png "title") and [c](<d e.md>).',
+            "`[not](a-link.md)` and ``x `[nor](this.md)` y`` but [yes](f(1).md).",
+            "[web](https://example.org/x.md), [mail](mailto:someone@example.org), [here](#anchor).",
+            "```",
+            "[inside](a-fence.md)",
+            "```",
+            "[label]: ref/target.md",
+        ]
+    )
     targets = [target for _, target in links_in(text)]
-    assert targets == ["docs/A.md#part", "img/b%20c.png", "d e.md", "f(1).md", "https://example.org/x.md",
-                       "mailto:someone@example.org", "#anchor", "ref/target.md"]
+    assert targets == [
+        "docs/A.md#part",
+        "img/b%20c.png",
+        "d e.md",
+        "f(1).md",
+        "https://example.org/x.md",
+        "mailto:someone@example.org",
+        "#anchor",
+        "ref/target.md",
+    ]
     assert [local_path("docs/X.md", t) for t in targets] == [
-        "docs/docs/A.md", "docs/img/b c.png", "docs/d e.md", "docs/f(1).md", None, None, None, "docs/ref/target.md"]
+        "docs/docs/A.md",
+        "docs/img/b c.png",
+        "docs/d e.md",
+        "docs/f(1).md",
+        None,
+        None,
+        None,
+        "docs/ref/target.md",
+    ]
     assert local_path("docs/X.md", "../RESULTS.md#ledger") == "RESULTS.md"
     assert local_path("docs/X.md", "/README.md") == "README.md"
 
@@ -116,10 +139,16 @@ def test_every_relative_link_of_the_markdown_files_resolves():
             if path is None:
                 continue
             checked += 1
-            if path.startswith("../") or path == ".." or not (path in files or path in folders or path == "."):
+            if (
+                path.startswith("../")
+                or path == ".."
+                or not (path in files or path in folders or path == ".")
+            ):
                 broken.append(f"{doc}:{number}: ({target}) -> {path}")
     assert checked > 0
-    assert not broken, f"{len(broken)} of {checked} relative links lead nowhere in the repository:\n" + "\n".join(broken)
+    assert not broken, (
+        f"{len(broken)} of {checked} relative links lead nowhere in the repository:\n" + "\n".join(broken)
+    )
 
 
 def _parents(folder: str):
@@ -136,5 +165,7 @@ def test_no_tracked_text_file_points_outside_the_repository():
         with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(handle, 1):
                 found += [f"{path}:{number}: {word}" for word in FORBIDDEN if word in line]
-    assert not found, ("files outside the repository are named (design notes are docs/PAPERS.md; data paths are "
-                       "written MNIST_DIR):\n" + "\n".join(found))
+    assert not found, (
+        "files outside the repository are named (design notes are docs/PAPERS.md; data paths are "
+        "written MNIST_DIR):\n" + "\n".join(found)
+    )

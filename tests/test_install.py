@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow
 # A user's plug-in: a data family of plain squares, with an ABC preset of its own, registered by
 # the entry point group abc_tf.data (pip writes entry_points.txt from the plug-in's pyproject).
 PLUGIN = {
-    "abc_plugin_squares/__init__.py": '''
+    "abc_plugin_squares/__init__.py": """
         import dataclasses
 
         from abc_tf.config import DataConfig, EncoderConfig, ExperimentConfig, SetBatch, TrainerConfig
@@ -43,8 +43,8 @@ PLUGIN = {
             name="squares_abc", trainer=TrainerConfig(steps=2, log_every=1, eval_images=16),
             data=SquaresConfig(family="squares"), batch=SetBatch(set_size=4, pairs_per_step=1),
             method=AbcConfig(name="abc"), model=EncoderConfig(architecture="s4", embedding_dim=2))}
-        ''',
-    "abc_plugin_squares/family.py": '''
+        """,
+    "abc_plugin_squares/family.py": """
         import numpy as np
         import tensorflow as tf
 
@@ -67,8 +67,8 @@ PLUGIN = {
 
 
         FAMILY = DataFamily(name="squares", image_shape=lambda config: (28, 28, 1), make_dataset=make_dataset)
-        ''',
-    "pyproject.toml": '''
+        """,
+    "pyproject.toml": """
         [build-system]
         requires = ["setuptools>=61"]
         build-backend = "setuptools.build_meta"
@@ -82,12 +82,14 @@ PLUGIN = {
 
         [tool.setuptools]
         packages = ["abc_plugin_squares"]
-        ''',
+        """,
 }
 
 
 def run(command: list[str], cwd, **kwargs) -> subprocess.CompletedProcess:
-    environment = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    environment = {
+        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")
+    }
     environment["TF_CPP_MIN_LOG_LEVEL"] = environment.get("TF_CPP_MIN_LOG_LEVEL", "2")
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=environment, **kwargs)
     assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -104,22 +106,61 @@ def installed(tmp_path_factory) -> str:
         source = os.path.join(ROOT, name)
         (shutil.copytree if os.path.isdir(source) else shutil.copy)(source, project / name)
     wheels = base / "wheels"
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(wheels), "."],
-        cwd=project)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            ".",
+        ],
+        cwd=project,
+    )
     plugin = base / "plugin"
     for name, text in PLUGIN.items():
         (plugin / name).parent.mkdir(parents=True, exist_ok=True)
         (plugin / name).write_text(textwrap.dedent(text).lstrip())
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(wheels), "."],
-        cwd=plugin)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            ".",
+        ],
+        cwd=plugin,
+    )
     venv = base / "venv"
     run([sys.executable, "-m", "venv", str(venv)], cwd=base)
     python = venv / "bin" / "python"
-    site = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=base).stdout.strip()
+    site = run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=base
+    ).stdout.strip()
     with open(os.path.join(site, "test_environment.pth"), "w") as handle:
         handle.write(sysconfig.get_paths()["purelib"] + "\n")  # TensorFlow and the rest, read from here
-    run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", *map(str, wheels.glob("*.whl"))],
-        cwd=base)
+    run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            *map(str, wheels.glob("*.whl")),
+        ],
+        cwd=base,
+    )
     return str(venv / "bin")
 
 
@@ -127,17 +168,42 @@ def test_the_installed_command_trains_evaluates_and_finds_a_plug_in_from_an_empt
     abc_tf = os.path.join(installed, "abc_tf")
     folder = tmp_path / "work"
     folder.mkdir()
-    where = run([os.path.join(installed, "python"), "-c", "import abc_tf; print(abc_tf.__file__)"], cwd=folder).stdout
+    where = run(
+        [os.path.join(installed, "python"), "-c", "import abc_tf; print(abc_tf.__file__)"], cwd=folder
+    ).stdout
     assert where.startswith(os.path.dirname(installed)) and not where.startswith(ROOT), where
     assert "Commands:" in run([abc_tf, "--help"], cwd=folder).stdout
     assert "--trainer.steps" in run([abc_tf, "train", "--help"], cwd=folder).stdout
-    trained = run([abc_tf, "train", "--experiment=shapes3d_demo", "--trainer.steps=2", "--trainer.log_every=1",
-                   "--trainer.eval_every=0", "--trainer.eval_images=32", "--batch.set_size=8"], cwd=folder)
-    assert trained.stdout.startswith("Training shapes3d_demo (--method=abc on --data=shapes3d, built-in procedural data")
+    trained = run(
+        [
+            abc_tf,
+            "train",
+            "--experiment=shapes3d_demo",
+            "--trainer.steps=2",
+            "--trainer.log_every=1",
+            "--trainer.eval_every=0",
+            "--trainer.eval_images=32",
+            "--batch.set_size=8",
+        ],
+        cwd=folder,
+    )
+    assert trained.stdout.startswith(
+        "Training shapes3d_demo (--method=abc on --data=shapes3d, built-in procedural data"
+    )
     assert "abc_tf evaluate --run_dir=runs/shapes3d_demo" in trained.stdout
     assert (folder / "runs" / "shapes3d_demo" / "encoder.keras").is_file()  # relative to the current folder
-    run([abc_tf, "evaluate", "--run_dir=runs/shapes3d_demo", "--mine_steps=0", "--probe_epochs=1", "--num_images=64",
-         "--disentanglement=none"], cwd=folder)
+    run(
+        [
+            abc_tf,
+            "evaluate",
+            "--run_dir=runs/shapes3d_demo",
+            "--mine_steps=0",
+            "--probe_epochs=1",
+            "--num_images=64",
+            "--disentanglement=none",
+        ],
+        cwd=folder,
+    )
     assert (folder / "runs" / "shapes3d_demo" / "metrics.json").is_file()
     plugin = run([abc_tf, "train", "--experiment=squares_abc"], cwd=folder)
     assert "squares_abc (--method=abc on --data=squares, built-in generated data)" in plugin.stdout

@@ -23,7 +23,6 @@ import tempfile
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import logging
 
 from abc_tf.cli import train
 from abc_tf.evaluation import callbacks
@@ -37,29 +36,9 @@ from run_summary_helpers import NAMES, RECORD
 
 
 @pytest.fixture
-def run_train(monkeypatch, capsys, tmp_path):
-    """``run_train(*flags) -> (exit code, stderr)``: train.py's flags parsed and ``main`` run in
-    this process, in ``tmp_path``, as ``python train.py flags...`` would run them."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("TF_CONFIG", raising=False)
-    verbosity = logging.get_verbosity()  # main quiets TensorFlow's INFO lines
-    capsys.readouterr()
-
-    def run(*flags: str) -> tuple[int, str]:
-        argv = ["train.py", *flags]
-        monkeypatch.setattr(sys, "argv", argv)  # the advice after a NaN stop repeats the command line
-        try:
-            train.main(train.parse_flags(argv))
-            code = 0
-        except SystemExit as stop:
-            code = stop.code
-        finally:
-            train.FLAGS.unparse_flags()
-        return code, capsys.readouterr().err
-
-    yield run
-    train.FLAGS.unparse_flags()
-    logging.set_verbosity(verbosity)
+def run_train(train_in_process):
+    """``run_train(*flags) -> (exit code, stderr)``: tests/conftest.py's ``train_in_process``."""
+    return lambda *flags: train_in_process(*flags)[:2]
 
 
 # ----------------------------------------------------------------------------- flags
