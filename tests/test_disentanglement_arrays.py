@@ -109,3 +109,24 @@ def test_bad_inputs_raise():
         arrays.sap(codes, np.stack([np.arange(20) % 2, np.arange(20) % 3], axis=1))
     with pytest.raises(ValueError, match="2 factor names for 1"):
         arrays.names_of(["a", "b"], 1)
+
+
+def test_dci_histogram_trees_find_the_importances_the_exact_trees_find():
+    # Each factor is one code dimension plus a little noise; four more dimensions are noise.
+    rng = np.random.default_rng(0)
+    factors = np.stack([rng.integers(0, 4, 600), rng.integers(0, 3, 600)], axis=1)
+    codes = np.concatenate([factors + 0.2 * rng.normal(size=factors.shape), rng.normal(size=(600, 4))], axis=1)
+    scores = {
+        trees: arrays.dci(codes[:400], factors[:400], codes[400:], factors[400:], seed=0, n_jobs=1, trees=trees)
+        for trees in arrays.DCI_TREES
+    }
+    importance, _, _ = arrays.dci_importance(codes[:400], factors[:400], codes[400:], factors[400:], seed=0,
+                                             n_jobs=1, trees="histogram")
+    assert importance.shape == (6, 2)
+    np.testing.assert_allclose(importance.sum(axis=0), 1.0, rtol=1e-9)
+    assert np.argmax(importance, axis=0).tolist() == [0, 1]
+    for key in ("disentanglement", "completeness", "informativeness_test"):
+        assert scores["exact"][key] > 0.7 and scores["histogram"][key] > 0.7
+        assert scores["histogram"][key] == pytest.approx(scores["exact"][key], abs=0.1)
+    with pytest.raises(ValueError, match="Unknown DCI trees 'forest'"):
+        arrays.dci(codes, factors, codes, factors, trees="forest")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from abc_tf.runs import experiments
-from abc_tf.runs.run_dir import embed, load_run, network_file, seed_run_dirs
+from abc_tf.runs.run_dir import embed, load_run, network_file, seed_run_dirs, traced_call
 from tolerance_helpers import rounding_rtol
 
 CONFIG = experiments.config_for(name="small", data="mnist", source="procedural", embedding_dim=4)
@@ -103,3 +103,21 @@ def test_embed_takes_uint8_or_float_images_in_batches_and_dict_outputs():
     for bad in (np.zeros((0, 6, 6, 1)), np.zeros((6, 6, 1))):
         with pytest.raises(ValueError, match="Expected a non-empty batch of images \\[N, H, W, C\\]"):
             embed(encoder, bad)
+
+
+def test_embed_calls_a_keras_model_through_one_traced_function_equal_to_its_eager_call():
+    inputs = keras.Input((8, 8, 3))
+    features = keras.layers.Conv2D(4, 3, activation="relu")(inputs)
+    features = keras.layers.BatchNormalization()(features)
+    outputs = {"code": keras.layers.Dense(2)(keras.layers.Flatten()(features))}
+    encoder = keras.Model(inputs, outputs)
+    images = np.random.default_rng(2).integers(0, 256, (10, 8, 8, 3), dtype=np.uint8)
+    eager = encoder(images.astype(np.float32) / 255.0, training=False)["code"].numpy()
+    # Grappler may fuse the convolution, bias and ReLU in the graph: the same products summed in
+    # another order, well within 1e-5 of the largest |code|.
+    tolerance = 1e-5 * max(1.0, float(np.abs(eager).max()))
+    for batch_size in (3, 4, 10):
+        np.testing.assert_allclose(embed(encoder, images, batch_size=batch_size)["code"], eager, rtol=0, atol=tolerance)
+    traced = traced_call(encoder)
+    assert traced is traced_call(encoder)  # one function per model, kept between calls
+    assert traced.experimental_get_tracing_count() <= 2  # batch sizes generalise after one retrace

@@ -18,6 +18,7 @@ import dataclasses
 import os
 import re
 import tempfile
+import weakref
 from typing import Callable
 
 import keras
@@ -136,16 +137,30 @@ def embed(model: keras.Model | Callable, images: np.ndarray, batch_size: int = 2
     """Runs ``model`` on uint8 (0..255) or float ([0, 1]) images [N, H, W, C] in batches.
 
     ``model``: a Keras model, or any callable on float32 images in [0, 1] (a SavedModel
-    signature). Returns float32 [N, ...], or a dict of them for models with dict outputs.
+    signature). A Keras model runs through one traced function (:func:`traced_call`), which
+    equals its eager call to float32 rounding and skips Python's per-layer dispatch. Returns
+    float32 [N, ...], or a dict of them for models with dict outputs.
     """
     images = np.asarray(images)
     if images.ndim != 4 or images.shape[0] == 0:
         raise ValueError(f"Expected a non-empty batch of images [N, H, W, C], got shape {images.shape}.")
+    call = traced_call(model) if isinstance(model, keras.Model) else model
     outputs = []
     for start in range(0, len(images), batch_size):
         batch = to_float_images(tf.convert_to_tensor(images[start : start + batch_size]))
-        result = model(batch, training=False) if isinstance(model, keras.Model) else model(batch)
-        outputs.append(keras.tree.map_structure(lambda x: np.asarray(x, np.float32), result))
+        outputs.append(keras.tree.map_structure(lambda x: np.asarray(x, np.float32), call(batch)))
     if isinstance(outputs[0], dict):
         return {key: np.concatenate([out[key] for out in outputs]) for key in outputs[0]}
     return np.concatenate(outputs)
+
+
+_TRACED: "weakref.WeakKeyDictionary[keras.Model, Callable]" = weakref.WeakKeyDictionary()
+
+
+def traced_call(model: keras.Model) -> Callable:
+    """``model(images, training=False)`` as a ``tf.function`` traced once for any batch size,
+    kept while the model lives (the disentanglement scores embed in many small calls)."""
+    if model not in _TRACED:
+        alive = weakref.ref(model)  # a strong reference in the value would keep the key alive
+        _TRACED[model] = tf.function(lambda images: alive()(images, training=False), reduce_retracing=True)
+    return _TRACED[model]

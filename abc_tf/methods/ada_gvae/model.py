@@ -57,6 +57,7 @@ from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.ada_gvae import networks
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
+from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
 
 LOG_NAMES = ("loss", "reconstruction", "kl", "shared_dimensions")
 LABEL_KEY = "changed_factor"  # int [B] of a pairs batch: the index of the factor the pair changes ("labels" only)
@@ -101,17 +102,6 @@ def averaged_posterior(mean1: tf.Tensor, log_var1: tf.Tensor, mean2: tf.Tensor, 
     return weight1 * mean1 + (1.0 - weight1) * mean2, math.log(2.0) + log_var1 + log_var2 - log_sum
 
 
-def gaussian_kl(mean: tf.Tensor, log_var: tf.Tensor) -> tf.Tensor:
-    """KL(N(mean, diag exp(log_var)) || N(0, I)) [B]: 0.5 sum(m^2 + v - log v - 1) (``vae.compute_gaussian_kl``)."""
-    return 0.5 * tf.reduce_sum(tf.square(mean) + tf.exp(log_var) - log_var - 1.0, axis=-1)
-
-
-def bernoulli_nll(images: tf.Tensor, logits: tf.Tensor) -> tf.Tensor:
-    """-log p(x | z) [B] of images in [0, 1] under Bernoulli logits, summed over pixels (``bernoulli_loss``)."""
-    per_pixel = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.cast(images, logits.dtype), logits=logits)
-    return tf.reduce_sum(tf.reshape(per_pixel, [tf.shape(logits)[0], -1]), axis=1)
-
-
 def pair_terms(posterior: keras.Model, decoder: keras.Model, x1: tf.Tensor, x2: tf.Tensor, noise: tf.Tensor,
                aggregation: str, averaging: str, labels: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
     """One pass over a batch of pairs: float images ``x1``, ``x2`` [B, H, W, C] in [0, 1],
@@ -142,7 +132,7 @@ def pair_terms(posterior: keras.Model, decoder: keras.Model, x1: tf.Tensor, x2: 
         kls.append(gaussian_kl(aggregated_mean, aggregated_log_var))
     out["z1"], out["z2"] = codes
     logits = decoder(tf.concat(codes, axis=0))
-    nll = bernoulli_nll(tf.concat([x1, x2], axis=0), logits)
+    nll = -bernoulli_log_likelihood(tf.concat([x1, x2], axis=0), logits)
     out["reconstruction"] = 0.5 * (nll[:pairs] + nll[pairs:])
     out["kl"] = 0.5 * (kls[0] + kls[1])
     out["shared_dimensions"] = tf.reduce_sum(tf.cast(tf.logical_not(kept), mean.dtype), axis=-1)

@@ -57,6 +57,7 @@ from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, Update, draw_rows, loss_scaled, to_float_images
 from abc_tf.methods.cc_vae import CcVaeConfig
+from abc_tf.methods.distributions import gaussian_kl
 from models import vae64_networks
 from models import cc_vae_networks
 
@@ -65,11 +66,6 @@ DRAWS = ("order", "style_noise", "z")
 
 
 # ---------------------------------------------------------------- the cycles
-
-
-def gaussian_kl(mean: tf.Tensor, log_variance: tf.Tensor) -> tf.Tensor:
-    """KL(N(mean, diag exp(log_variance)) || N(0, I)) over the last axis: 0.5 sum(var + mean^2 - 1 - log var)."""
-    return 0.5 * tf.reduce_sum(tf.exp(log_variance) + tf.square(mean) - 1.0 - log_variance, axis=-1)
 
 
 def _flat(images: tf.Tensor) -> tf.Tensor:

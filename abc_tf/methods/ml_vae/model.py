@@ -61,6 +61,7 @@ import models
 from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
+from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
 from models import vae64_networks
 from models import ml_vae_networks
 
@@ -79,20 +80,14 @@ def group_posterior(mean: tf.Tensor, log_variance: tf.Tensor) -> tuple[tf.Tensor
     return tf.reduce_sum(weights * mean, axis=1), -log_precision
 
 
-def gaussian_kl(mean: tf.Tensor, log_variance: tf.Tensor) -> tf.Tensor:
-    """KL(N(mean, diag exp(log_variance)) || N(0, I)) over the last axis: 0.5 sum(var + mean^2 - 1 - log var)."""
-    return 0.5 * tf.reduce_sum(tf.exp(log_variance) + tf.square(mean) - 1.0 - log_variance, axis=-1)
-
-
 def pixel_log_likelihood(images: tf.Tensor, decoded, likelihood: str) -> tf.Tensor:
     """log p(x | s, c) [B] of images [B, H, W, C] in [0, 1], summed over pixels. ``decoded``:
     the decoder's [mean, log_variance] (gaussian) or its logits (bernoulli)."""
     x = tf.cast(images, tf.float32)
     if likelihood == "bernoulli":
-        per_pixel = -tf.nn.sigmoid_cross_entropy_with_logits(labels=x, logits=tf.cast(decoded, tf.float32))
-    else:
-        mean, log_variance = (tf.cast(value, tf.float32) for value in decoded)
-        per_pixel = -0.5 * (math.log(2.0 * math.pi) + log_variance + tf.square(x - mean) * tf.exp(-log_variance))
+        return bernoulli_log_likelihood(x, tf.cast(decoded, tf.float32))
+    mean, log_variance = (tf.cast(value, tf.float32) for value in decoded)
+    per_pixel = -0.5 * (math.log(2.0 * math.pi) + log_variance + tf.square(x - mean) * tf.exp(-log_variance))
     return tf.reduce_sum(tf.reshape(per_pixel, [tf.shape(x)[0], -1]), axis=1)
 
 

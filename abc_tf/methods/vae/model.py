@@ -56,6 +56,7 @@ import models
 from abc_tf import optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
+from abc_tf.methods.distributions import gaussian_kl
 from abc_tf.methods.monitor import TrainingMonitor
 from abc_tf.methods.vae import Structure
 from abc_tf.methods.vae import networks as vitae_networks
@@ -80,11 +81,6 @@ def bernoulli_log_likelihood(images: tf.Tensor, probabilities: tf.Tensor) -> tf.
     x = tf.cast(images, tf.float32)
     per_pixel = x * tf.math.log(p) + (1.0 - x) * tf.math.log(1.0 - p)
     return tf.reduce_sum(tf.reshape(per_pixel, [tf.shape(x)[0], -1]), axis=1)
-
-
-def gaussian_kl(mean: tf.Tensor, variance: tf.Tensor) -> tf.Tensor:
-    """KL(N(mean, diag variance) || N(0, I)) [B] of [B, d]: 0.5 sum(variance + mean^2 - 1 - log variance)."""
-    return 0.5 * tf.reduce_sum(variance + tf.square(mean) - 1.0 - tf.math.log(variance), axis=1)
 
 
 def gaussian_log_density(z: tf.Tensor, mean: tf.Tensor, variance: tf.Tensor) -> tf.Tensor:
@@ -142,10 +138,10 @@ def elbo_terms(images: tf.Tensor, inferred: dict[str, tf.Tensor]) -> dict[str, t
     """Per image [B]: "reconstruction" (-log p(x | z)), "kl_appearance", "kl_perspective" (0 for the VAE)."""
     terms = {
         "reconstruction": -bernoulli_log_likelihood(images, inferred["probabilities"]),
-        "kl_appearance": gaussian_kl(inferred["appearance_mean"], inferred["appearance_variance"]),
+        "kl_appearance": gaussian_kl(inferred["appearance_mean"], tf.math.log(inferred["appearance_variance"])),
     }
     if "perspective_mean" in inferred:
-        terms["kl_perspective"] = gaussian_kl(inferred["perspective_mean"], inferred["perspective_variance"])
+        terms["kl_perspective"] = gaussian_kl(inferred["perspective_mean"], tf.math.log(inferred["perspective_variance"]))
     else:
         terms["kl_perspective"] = tf.zeros_like(terms["kl_appearance"])
     return terms
