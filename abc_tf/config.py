@@ -67,7 +67,9 @@ class Part:
             if kind is bool:
                 fits = isinstance(value, bool)
             elif kind in (int, float):
-                fits = isinstance(value, numbers.Integral if kind is int else numbers.Real) and not isinstance(value, bool)
+                fits = isinstance(
+                    value, numbers.Integral if kind is int else numbers.Real
+                ) and not isinstance(value, bool)
             else:
                 fits = isinstance(value, kind)
             if not fits:
@@ -102,35 +104,64 @@ class TrainerConfig(Part):
     steps: int = field(2000, "Training steps.")
     learning_rate: float = field(3e-5, "Adam learning rate.")
     lr_halving_steps: int = field(0, "Halve the learning rate every this many steps (0: constant).")
-    lr_drop_step: int = field(0, "Multiply the learning rate by --trainer.lr_drop_factor from this step on (0: never).")
+    lr_drop_step: int = field(
+        0, "Multiply the learning rate by --trainer.lr_drop_factor from this step on (0: never)."
+    )
     lr_drop_factor: float = field(0.1, "The factor of --trainer.lr_drop_step.")
     seed: int = field(0, "Seed for weights, data and augmentation.")
     log_every: int = field(100, "Steps between TensorBoard logs and checkpoints.")
-    keep_checkpoints: int = field(2, "Checkpoints kept in <output_dir>/checkpoints (the newest; older ones are deleted).")
-    eval_every: int = field(0, "Steps between factor-isolation measurements (probes, short MINE) written to TensorBoard, on the run's labelled sample: known factors, the labels of grouped images, pose bins (0: once, at the end).")
-    eval_images: int = field(512, "Labelled images in the fixed sample of the factor-isolation callback and the embedding projector.")
+    keep_checkpoints: int = field(
+        2, "Checkpoints kept in <output_dir>/checkpoints (the newest; older ones are deleted)."
+    )
+    eval_every: int = field(
+        0,
+        "Steps between factor-isolation measurements (probes, short MINE) written to TensorBoard, on the run's labelled sample: known factors, the labels of grouped images, pose bins (0: once, at the end).",
+    )
+    eval_images: int = field(
+        512,
+        "Labelled images in the fixed sample of the factor-isolation callback and the embedding projector.",
+    )
     jit_compile: bool = field(False, "Compile the train step with XLA.")
-    steps_per_execution: int = field(0, "Train steps per compiled call; 0 (auto): the largest divisor of the steps between log and evaluation steps, up to 10.")
-    strategy: str = field("default", "tf.distribute strategy: default (one device), mirrored (all local GPUs), multi_worker (TF_CONFIG), tpu.")
-    mixed_precision: bool = field(False, "Compute in the host's fast reduced precision, keeping embeddings and the loss in float32: float16 with loss scaling on GPUs, bfloat16 on TPUs and CPUs that compute it natively (AVX-512 BF16, AMX), float32 with a warning on other CPUs.")
+    steps_per_execution: int = field(
+        0,
+        "Train steps per compiled call; 0 (auto): the largest divisor of the steps between log and evaluation steps, up to 10.",
+    )
+    strategy: str = field(
+        "default",
+        "tf.distribute strategy: default (one device), mirrored (all local GPUs), multi_worker (TF_CONFIG), tpu.",
+    )
+    mixed_precision: bool = field(
+        False,
+        "Compute in the host's fast reduced precision, keeping embeddings and the loss in float32: float16 with loss scaling on GPUs, bfloat16 on TPUs and CPUs that compute it natively (AVX-512 BF16, AMX), float32 with a warning on other CPUs.",
+    )
 
     def validate(self) -> None:
         super().validate()
-        self.check_positive("steps", "learning_rate", "log_every", "keep_checkpoints", "eval_images", "lr_drop_factor")
+        self.check_positive(
+            "steps", "learning_rate", "log_every", "keep_checkpoints", "eval_images", "lr_drop_factor"
+        )
         for name in ("lr_halving_steps", "lr_drop_step", "eval_every", "steps_per_execution"):
             if getattr(self, name) < 0:
                 raise ValueError(f"--trainer.{name} must be >= 0, got {getattr(self, name)}.")
         if self.strategy not in STRATEGIES:
-            raise ValueError(f"Unknown --trainer.strategy={self.strategy!r}; choose one of {', '.join(STRATEGIES)}.")
+            raise ValueError(
+                f"Unknown --trainer.strategy={self.strategy!r}; choose one of {', '.join(STRATEGIES)}."
+            )
 
 
 @dataclasses.dataclass(frozen=True)
 class EncoderConfig(Part):
     """The encoder a method trains, from the models registry (``models/``)."""
 
-    architecture: str = field("s3", "Encoder architecture: a key of the models registry (s3, s4, s5, s5_small, s6, pmp_encoder, ...).")
+    architecture: str = field(
+        "s3",
+        "Encoder architecture: a key of the models registry (s3, s4, s5, s5_small, s6, pmp_encoder, ...).",
+    )
     embedding_dim: int = field(64, "Size d of the embedding.")
-    backbone_weights: str = field("", "Pretrained weights of the encoder's backbone (s5: 'imagenet' as in the paper, needs internet or the cached file, or a weights file path; empty: random).")
+    backbone_weights: str = field(
+        "",
+        "Pretrained weights of the encoder's backbone (s5: 'imagenet' as in the paper, needs internet or the cached file, or a weights file path; empty: random).",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -157,8 +188,13 @@ class SetBatch(BatchConfig):
     global_batch_field: ClassVar[str] = "pairs_per_step"
     set_size: int = field(32, "Images per set (N = M).")
     pairs_per_step: int = field(1, "Pairs of sets (P) per training step.")
-    double_augmentation: bool = field(False, "Augment every image twice and cycle from one view to the other.")
-    augmentation_baseline: bool = field(False, "Double-augmentation baseline instead of curated sets: unconstrained sets and their second views, no set B (methods that accept two-view sets: abc, contrastive). Shapes3D: random_hue(0.5) (the paper's Fig. 3c baseline is contrastive); MNIST: Elastic-InfoGAN's augmentation T (the authors' rotation and zoom).")
+    double_augmentation: bool = field(
+        False, "Augment every image twice and cycle from one view to the other."
+    )
+    augmentation_baseline: bool = field(
+        False,
+        "Double-augmentation baseline instead of curated sets: unconstrained sets and their second views, no set B (methods that accept two-view sets: abc, contrastive). Shapes3D: random_hue(0.5) (the paper's Fig. 3c baseline is contrastive); MNIST: Elastic-InfoGAN's augmentation T (the authors' rotation and zoom).",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -166,8 +202,10 @@ class SetBatch(BatchConfig):
         if self.set_size < 2:
             # A set of one has nothing to match or share: ABC's cycle returns to its start (loss
             # exactly 0), a group posterior or a pair of one image is no group.
-            raise ValueError(f"--batch.set_size must be at least 2 (a set or group of one image teaches nothing about "
-                             f"what images share), got {self.set_size}.")
+            raise ValueError(
+                f"--batch.set_size must be at least 2 (a set or group of one image teaches nothing about "
+                f"what images share), got {self.set_size}."
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,7 +215,10 @@ class PairBatch(BatchConfig):
     format: ClassVar[str] = "pairs"
     global_batch_field: ClassVar[str] = "pairs_per_step"
     pairs_per_step: int = field(1, "Pairs of images per training step.")
-    pair_factors: str = field("", "Factors that may change between the two images of a pair, comma separated names or the authors' digits; one of them, drawn uniformly, changes in each pair (empty: every factor).")
+    pair_factors: str = field(
+        "",
+        "Factors that may change between the two images of a pair, comma separated names or the authors' digits; one of them, drawn uniformly, changes in each pair (empty: every factor).",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -204,10 +245,16 @@ BATCH_CONFIGS: dict[str, type[BatchConfig]] = {cls.format: cls for cls in (SetBa
 class DataConfig(Part):
     """The base of a data family's config class; ``family`` is the value of ``--data``."""
 
-    family: str = field("", "Data family: a package of abc_tf/data/, or one an installed distribution names (entry point group abc_tf.data).")
-    source: str = field("auto", "Where the data comes from: auto reads --data.path with the source its contents fit, or "
-                        "takes the family's built-in data without a path; or a source by name (procedural, h5, tfds, "
-                        "idx, npz, keypointnet, files: each family has its own).")
+    family: str = field(
+        "",
+        "Data family: a package of abc_tf/data/, or one an installed distribution names (entry point group abc_tf.data).",
+    )
+    source: str = field(
+        "auto",
+        "Where the data comes from: auto reads --data.path with the source its contents fit, or "
+        "takes the family's built-in data without a path; or a source by name (procedural, h5, tfds, "
+        "idx, npz, keypointnet, files: each family has its own).",
+    )
     path: str = field("", "File or folder of the user's data, read by the source (never ignored).", path=True)
 
 
@@ -221,7 +268,10 @@ class MethodConfig(Part):
 
     batch_format: ClassVar[str] = "sets"
     trains_encoder: ClassVar[bool] = True
-    name: str = field("", "Training method: a package of abc_tf/methods/, or one an installed distribution names (entry point group abc_tf.methods).")
+    name: str = field(
+        "",
+        "Training method: a package of abc_tf/methods/, or one an installed distribution names (entry point group abc_tf.methods).",
+    )
 
     def length_scale(self) -> float | None:
         """The scale in embedding space below which the method's loss sees no difference
@@ -236,8 +286,13 @@ class MethodConfig(Part):
         return "l2sq"
 
 
-_PART_BASES: dict[type, str] = {TrainerConfig: "trainer", EncoderConfig: "model", DataConfig: "data",
-                                BatchConfig: "batch", MethodConfig: "method"}
+_PART_BASES: dict[type, str] = {
+    TrainerConfig: "trainer",
+    EncoderConfig: "model",
+    DataConfig: "data",
+    BatchConfig: "batch",
+    MethodConfig: "method",
+}
 
 
 def length_scale(similarity: str, temperature: float) -> float:
@@ -263,16 +318,22 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         if type(self.batch) is not BATCH_CONFIGS.get(type(self.method).batch_format):
-            raise ValueError(f"method {self.method.name!r} trains on {type(self.method).batch_format!r} batches; "
-                             f"the config's batch part is {type(self.batch).__name__}.")
+            raise ValueError(
+                f"method {self.method.name!r} trains on {type(self.method).batch_format!r} batches; "
+                f"the config's batch part is {type(self.batch).__name__}."
+            )
         if (self.model is not None) != type(self.method).trains_encoder:
-            raise ValueError(f"method {self.method.name!r} {'needs' if type(self.method).trains_encoder else 'has no'} "
-                             "model part (--model).")
+            raise ValueError(
+                f"method {self.method.name!r} {'needs' if type(self.method).trains_encoder else 'has no'} "
+                "model part (--model)."
+            )
         owners: dict[str, str] = {}
         for part_name, part in self.parts().items():
             for name in part.field_names():
                 if name in owners:
-                    raise TypeError(f"field {name!r} is declared by both the {owners[name]} and the {part_name} part.")
+                    raise TypeError(
+                        f"field {name!r} is declared by both the {owners[name]} and the {part_name} part."
+                    )
                 owners[name] = part_name
 
     def parts(self) -> dict[str, Part]:
@@ -284,32 +345,49 @@ class ExperimentConfig:
         for part_name, part in self.parts().items():
             if name in part.field_names():
                 return part_name
-        listed = "; ".join(f"{part_name}: {', '.join(part.field_names())}" for part_name, part in self.parts().items())
-        raise ValueError(f"This config has no field {name!r} (data family {self.data.family!r}, method "
-                         f"{self.method.name!r}). Its fields: {listed}.")
+        listed = "; ".join(
+            f"{part_name}: {', '.join(part.field_names())}" for part_name, part in self.parts().items()
+        )
+        raise ValueError(
+            f"This config has no field {name!r} (data family {self.data.family!r}, method "
+            f"{self.method.name!r}). Its fields: {listed}."
+        )
 
     def replace(self, **overrides: Any) -> "ExperimentConfig":
         """A copy with fields replaced: ``name``, whole parts (``trainer=TrainerConfig(...)``)
         or fields by name (``steps=3``; each name is in one part only). Choosing another
         family, method or architecture by name is :func:`abc_tf.runs.experiments.choose`."""
-        whole = {key: overrides.pop(key) for key in list(overrides) if key == "name" or (
-            key in PART_NAMES and (overrides[key] is None or isinstance(overrides[key], Part)))}
+        whole = {
+            key: overrides.pop(key)
+            for key in list(overrides)
+            if key == "name"
+            or (key in PART_NAMES and (overrides[key] is None or isinstance(overrides[key], Part)))
+        }
         config = dataclasses.replace(self, **whole) if whole else self
         by_part: dict[str, dict[str, Any]] = {}
         for name, value in overrides.items():
-            if name in SELECTORS.values() and config.owner(name) in SELECTORS and getattr(
-                    config.parts()[config.owner(name)], name) != value:
-                raise ValueError(f"{name}={value!r} chooses another config class: use abc_tf.runs.experiments.choose.")
+            if (
+                name in SELECTORS.values()
+                and config.owner(name) in SELECTORS
+                and getattr(config.parts()[config.owner(name)], name) != value
+            ):
+                raise ValueError(
+                    f"{name}={value!r} chooses another config class: use abc_tf.runs.experiments.choose."
+                )
             by_part.setdefault(config.owner(name), {})[name] = value
         if not by_part:
             return config
-        return dataclasses.replace(config, **{part: getattr(config, part).replace(**values)
-                                             for part, values in by_part.items()})
+        return dataclasses.replace(
+            config, **{part: getattr(config, part).replace(**values) for part, values in by_part.items()}
+        )
 
     def flat(self) -> dict[str, Any]:
         """Every field as ``{"<part>.<field>": value}`` (TensorBoard's HParams, config diffs)."""
-        return {f"{part_name}.{name}": getattr(part, name)
-                for part_name, part in self.parts().items() for name in part.field_names()}
+        return {
+            f"{part_name}.{name}": getattr(part, name)
+            for part_name, part in self.parts().items()
+            for name in part.field_names()
+        }
 
     def to_dict(self) -> dict[str, Any]:
         values: dict[str, Any] = {"name": self.name}

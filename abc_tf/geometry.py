@@ -42,7 +42,9 @@ EULER_NAMES = ("azimuth", "elevation", "tilt")
 def as_euler_array(euler: np.ndarray | Sequence[float]) -> np.ndarray:
     euler = np.asarray(euler, dtype=np.float64)
     if euler.shape[-1:] != (3,):
-        raise ValueError(f"Euler angles must have a last axis of 3 (azimuth, elevation, tilt), got shape {euler.shape}.")
+        raise ValueError(
+            f"Euler angles must have a last axis of 3 (azimuth, elevation, tilt), got shape {euler.shape}."
+        )
     return euler
 
 
@@ -91,7 +93,9 @@ def pascal3d_to_euler(azimuth_deg, elevation_deg, theta_deg) -> np.ndarray:
     (see the module docstring for the derivation from the Pascal3D+ toolbox).
     """
     azimuth, elevation, theta = np.broadcast_arrays(
-        np.asarray(azimuth_deg, np.float64), np.asarray(elevation_deg, np.float64), np.asarray(theta_deg, np.float64)
+        np.asarray(azimuth_deg, np.float64),
+        np.asarray(elevation_deg, np.float64),
+        np.asarray(theta_deg, np.float64),
     )
     return np.deg2rad(np.stack([azimuth, elevation, -theta], axis=-1))
 
@@ -119,11 +123,15 @@ def euler_to_matrix_tf(euler: tf.Tensor) -> tf.Tensor:
 
     def rot_z(angle: tf.Tensor) -> tf.Tensor:
         c, s = tf.cos(angle), tf.sin(angle)
-        return tf.stack([tf.stack([c, -s, zero], -1), tf.stack([s, c, zero], -1), tf.stack([zero, zero, one], -1)], -2)
+        return tf.stack(
+            [tf.stack([c, -s, zero], -1), tf.stack([s, c, zero], -1), tf.stack([zero, zero, one], -1)], -2
+        )
 
     def rot_x(angle: tf.Tensor) -> tf.Tensor:
         c, s = tf.cos(angle), tf.sin(angle)
-        return tf.stack([tf.stack([one, zero, zero], -1), tf.stack([zero, c, -s], -1), tf.stack([zero, s, c], -1)], -2)
+        return tf.stack(
+            [tf.stack([one, zero, zero], -1), tf.stack([zero, c, -s], -1), tf.stack([zero, s, c], -1)], -2
+        )
 
     return rot_z(-tilt) @ rot_x(elevation - np.pi / 2) @ rot_z(-azimuth)
 

@@ -36,7 +36,9 @@ def similarity_tiles(
     queries = np.asarray(queries, np.float32)
     keys = np.asarray(keys, np.float32)
     if queries.ndim != 2 or keys.ndim != 2 or queries.shape[1] != keys.shape[1]:
-        raise ValueError(f"Expected queries [Q, D] and keys [N, D] of one D, got {queries.shape} and {keys.shape}.")
+        raise ValueError(
+            f"Expected queries [Q, D] and keys [N, D] of one D, got {queries.shape} and {keys.shape}."
+        )
     rows = max(1, min(len(queries), QUERIES_PER_TILE))
     width = keys.shape[1] if similarity in ("l1", "linf") else 1
     columns = max(1, max_elements // (rows * width))

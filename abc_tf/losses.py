@@ -75,11 +75,14 @@ def _over_chunks(x: tf.Tensor, y: tf.Tensor, chunk: int, body, initial):
     another (parallel_iterations=1), so that only one [..., N, M, chunk] tensor lives at a time."""
 
     def step(start, state):
-        differences = x[..., :, tf.newaxis, start:start + chunk] - y[..., tf.newaxis, :, start:start + chunk]
+        differences = (
+            x[..., :, tf.newaxis, start : start + chunk] - y[..., tf.newaxis, :, start : start + chunk]
+        )
         return start + chunk, body(state, start, differences)
 
-    _, state = tf.while_loop(lambda start, _: start < x.shape[-1], step, (tf.constant(0), initial),
-                             parallel_iterations=1)
+    _, state = tf.while_loop(
+        lambda start, _: start < x.shape[-1], step, (tf.constant(0), initial), parallel_iterations=1
+    )
     return state
 
 
@@ -92,8 +95,10 @@ def _coordinate_gradients(x, y, chunk, upstream, weights):
         grads_x, grads_y = state
         signed = tf.sign(differences) * weights(start, differences)
         index = start // chunk
-        return (grads_x.write(index, -tf.einsum("...nmc,...nm->...nc", signed, upstream)),
-                grads_y.write(index, tf.einsum("...nmc,...nm->...mc", signed, upstream)))
+        return (
+            grads_x.write(index, -tf.einsum("...nmc,...nm->...nc", signed, upstream)),
+            grads_y.write(index, tf.einsum("...nmc,...nm->...mc", signed, upstream)),
+        )
 
     arrays = (tf.TensorArray(x.dtype, size=chunks), tf.TensorArray(y.dtype, size=chunks))
     grads_x, grads_y = _over_chunks(x, y, chunk, body, arrays)
@@ -110,8 +115,13 @@ def _chunked_l1(x: tf.Tensor, y: tf.Tensor, chunk: int) -> tf.Tensor:
     @tf.custom_gradient
     def l1(x, y):
         shape = x.shape[:-1] + y.shape[-2:-1]
-        total = _over_chunks(x, y, chunk, lambda total, start, differences: total + tf.reduce_sum(tf.abs(differences), -1),
-                             tf.zeros(shape, x.dtype))
+        total = _over_chunks(
+            x,
+            y,
+            chunk,
+            lambda total, start, differences: total + tf.reduce_sum(tf.abs(differences), -1),
+            tf.zeros(shape, x.dtype),
+        )
 
         def gradient(upstream):
             return _coordinate_gradients(x, y, chunk, upstream, lambda start, differences: 1.0)

@@ -40,15 +40,24 @@ def discover(package: str, path: Iterable[str], group: str, declaration: str, ki
     for point in importlib.metadata.entry_points(group=group):
         where = f"entry point {point.name!r} = {point.value!r} of the distribution {point.dist.name if point.dist else '?'}"
         if point.attr:
-            raise ValueError(f"The {where} names {point.value!r}; a {kind} entry point names its package (no ':').")
+            raise ValueError(
+                f"The {where} names {point.value!r}; a {kind} entry point names its package (no ':')."
+            )
         if point.name in found:
-            raise ValueError(f"The {where} is also the name of the {kind} in {found[point.name]}; rename the entry point.")
+            raise ValueError(
+                f"The {where} is also the name of the {kind} in {found[point.name]}; rename the entry point."
+            )
         found[point.name] = point.module
     module, _, attribute = declaration.partition(":")
-    return {name: Entry(f"{where}.{module}:{attribute}", f"{where}:CONFIG", where) for name, where in sorted(found.items())}
+    return {
+        name: Entry(f"{where}.{module}:{attribute}", f"{where}:CONFIG", where)
+        for name, where in sorted(found.items())
+    }
 
 
-def resolve(registry: dict[str, Entry], name: str, kind: str, declaration_type: str, default_attribute: str) -> Any:
+def resolve(
+    registry: dict[str, Entry], name: str, kind: str, declaration_type: str, default_attribute: str
+) -> Any:
     """The declaration registered as ``name`` (its :class:`Entry`'s ``declaration``); ValueError
     naming the known names.
 

@@ -7,8 +7,9 @@ import numpy as np
 import tensorflow as tf
 
 
-def learning_rate(base_rate: float, halving_steps: int = 0, drop_step: int = 0,
-                  drop_factor: float = 0.1) -> float | keras.optimizers.schedules.LearningRateSchedule:
+def learning_rate(
+    base_rate: float, halving_steps: int = 0, drop_step: int = 0, drop_factor: float = 0.1
+) -> float | keras.optimizers.schedules.LearningRateSchedule:
     """base_rate, halved every ``halving_steps`` steps (the paper's pose schedules) and times
     ``drop_factor`` from step ``drop_step`` on (CC-VAE's authors: / 10 after 80 of 100
     epochs); constant if both are 0."""
@@ -23,7 +24,9 @@ class StepDecay(keras.optimizers.schedules.LearningRateSchedule):
     ``base_rate * 0.5 ** (step // halving_steps) * (drop_factor if step >= drop_step else 1)``
     (a term left out where its steps are 0)."""
 
-    def __init__(self, base_rate: float, halving_steps: int = 0, drop_step: int = 0, drop_factor: float = 0.1):
+    def __init__(
+        self, base_rate: float, halving_steps: int = 0, drop_step: int = 0, drop_factor: float = 0.1
+    ):
         self.base_rate, self.halving_steps = float(base_rate), int(halving_steps)
         self.drop_step, self.drop_factor = int(drop_step), float(drop_factor)
 
@@ -37,8 +40,12 @@ class StepDecay(keras.optimizers.schedules.LearningRateSchedule):
         return rate
 
     def get_config(self) -> dict:
-        return {"base_rate": self.base_rate, "halving_steps": self.halving_steps, "drop_step": self.drop_step,
-                "drop_factor": self.drop_factor}
+        return {
+            "base_rate": self.base_rate,
+            "halving_steps": self.halving_steps,
+            "drop_step": self.drop_step,
+            "drop_factor": self.drop_factor,
+        }
 
 
 def real_fraction(step, target: float, interval: int, total_steps: int):
@@ -59,7 +66,11 @@ def real_fraction(step, target: float, interval: int, total_steps: int):
     float32 tensor), so the data pipeline and the logging callback share one formula.
     """
     if interval <= 0:
-        return float(target) if isinstance(step, (int, np.integer)) else tf.fill(tf.shape(step), tf.constant(target, tf.float32))
+        return (
+            float(target)
+            if isinstance(step, (int, np.integer))
+            else tf.fill(tf.shape(step), tf.constant(target, tf.float32))
+        )
     stages = max(1, (int(total_steps) - 1) // int(interval))
     if isinstance(step, (int, np.integer)):
         return float(target) * min(int(step) // int(interval), stages) / stages

@@ -41,7 +41,13 @@ from benchmarks.report import machine_line, save_results, write_section
 ROWS = (
     ("ABC", "mnist", IMAGES_PER_EPOCH / (2 * 64), "60,000 images, two stacks of 64 a step [ours]", 47.8),
     ("ML-VAE", "mnist_ml_vae", IMAGES_PER_EPOCH / 256, "60,000 images in the authors' batches of 256", None),
-    ("CC-VAE", "mnist_cc_vae", IMAGES_PER_EPOCH // 64, "the authors' int(60,000 / 64) iterations of 64 pairs", 150.2),
+    (
+        "CC-VAE",
+        "mnist_cc_vae",
+        IMAGES_PER_EPOCH // 64,
+        "the authors' int(60,000 / 64) iterations of 64 pairs",
+        150.2,
+    ),
 )
 
 
@@ -64,7 +70,9 @@ def compute_seconds_per_step(config, steps: int, repeats: int) -> list[tuple[flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data_path", default="", help="MNIST IDX directory or .npz (default: each preset's auto choice).")
+    parser.add_argument(
+        "--data_path", default="", help="MNIST IDX directory or .npz (default: each preset's auto choice)."
+    )
     parser.add_argument("--steps", type=int, default=60, help="Timed steps per repeat.")
     parser.add_argument("--repeats", type=int, default=3, help="Timed repeats (the median is reported).")
     parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
@@ -79,15 +87,21 @@ def main() -> None:
         wall, cpu = (statistics.median(column) for column in zip(*timings))
         epoch, cpu_epoch = wall * steps_per_epoch, cpu * steps_per_epoch
         rows.append((method, preset, steps_per_epoch, counted, wall, cpu, epoch, cpu_epoch, paper))
-        print(f"{method}: {wall * 1000:.1f} ms/step wall, {cpu * 1000:.1f} ms CPU, {steps_per_epoch:g} steps/epoch", flush=True)
+        print(
+            f"{method}: {wall * 1000:.1f} ms/step wall, {cpu * 1000:.1f} ms CPU, {steps_per_epoch:g} steps/epoch",
+            flush=True,
+        )
     pipeline = pipeline_seconds_per_batch(get_preset("mnist").replace(path=args.data_path), 100)
     abc_cpu_epoch, abc_paper = rows[0][7], rows[0][8]
     table = "\n".join(
         f"| {method} | `{preset}` | {steps_per_epoch:g} ({counted}) | {wall * 1000:.1f} | {cpu * 1000:.1f} | {epoch:.1f} | "
-        f"{cpu_epoch:.1f} | {cpu_epoch / abc_cpu_epoch:.2f} | " + (f"{paper} | {paper / abc_paper:.2f} |" if paper else "- | - |")
+        f"{cpu_epoch:.1f} | {cpu_epoch / abc_cpu_epoch:.2f} | "
+        + (f"{paper} | {paper / abc_paper:.2f} |" if paper else "- | - |")
         for method, preset, steps_per_epoch, counted, wall, cpu, epoch, cpu_epoch, paper in rows
     )
-    command = "python -m benchmarks.baselines_epoch" + (f" --data_path={args.data_path}" if args.data_path else "")
+    command = "python -m benchmarks.baselines_epoch" + (
+        f" --data_path={args.data_path}" if args.data_path else ""
+    )
     command += f" --steps={args.steps} --repeats={args.repeats}"
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     body = f"""{machine_line()} Load average at the end (1, 5, 15 min): {load}
@@ -109,13 +123,28 @@ The paper's Table S2 also lists Sanchez et al. (70.2 s, 1.47 x ABC), which this 
 implement; ML-VAE is not in that table."""
     if not args.no_write:
         write_section("MNIST epoch time: ABC and the paper's baselines (Table S2)", body)
-        save_results("baselines_epoch", {
-            "command": command,
-            "rows": [{"method": method, "preset": preset, "steps_per_epoch": steps_per_epoch, "wall_ms_per_step": wall * 1000,
-                      "cpu_ms_per_step": cpu * 1000, "wall_seconds": epoch, "cpu_seconds": cpu_epoch,
-                      "cpu_over_abc": cpu_epoch / abc_cpu_epoch, "paper_seconds": paper}
-                     for method, preset, steps_per_epoch, counted, wall, cpu, epoch, cpu_epoch, paper in rows],
-            "pipeline_ms_per_batch": pipeline * 1000, "load": os.getloadavg()})
+        save_results(
+            "baselines_epoch",
+            {
+                "command": command,
+                "rows": [
+                    {
+                        "method": method,
+                        "preset": preset,
+                        "steps_per_epoch": steps_per_epoch,
+                        "wall_ms_per_step": wall * 1000,
+                        "cpu_ms_per_step": cpu * 1000,
+                        "wall_seconds": epoch,
+                        "cpu_seconds": cpu_epoch,
+                        "cpu_over_abc": cpu_epoch / abc_cpu_epoch,
+                        "paper_seconds": paper,
+                    }
+                    for method, preset, steps_per_epoch, counted, wall, cpu, epoch, cpu_epoch, paper in rows
+                ],
+                "pipeline_ms_per_batch": pipeline * 1000,
+                "load": os.getloadavg(),
+            },
+        )
     print(body)
 
 

@@ -58,32 +58,46 @@ def measure(preset: str, start: int, steps: int, rounds: int) -> dict:
     models, timers = {}, {}
     for mode in MODES:
         keras.backend.clear_session()
-        model = training.build_model(config.replace(jit_compile=mode == "xla", steps_per_execution=1,
-                                                    mixed_precision=mode == "mixed"))
+        model = training.build_model(
+            config.replace(jit_compile=mode == "xla", steps_per_execution=1, mixed_precision=mode == "mixed")
+        )
         model.run_eagerly = mode == "eager"
         model.optimizer.iterations.assign(start)
         timers[mode] = loops.EpochTimer()
-        model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0, shuffle=False)  # traces, builds the optimizers
+        model.fit(
+            dataset, epochs=1, steps_per_epoch=2, verbose=0, shuffle=False
+        )  # traces, builds the optimizers
         models[mode] = model
     specs = {key: tf.TensorSpec(value.shape, value.dtype) for key, value in batch.items()}
     gflop = loops.graph_gflop(models["graph"].train_step, specs)
     rates = {mode: [] for mode in MODES}
     for _ in range(rounds):
         for mode in MODES:
-            models[mode].fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timers[mode]])
+            models[mode].fit(
+                dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timers[mode]]
+            )
             rates[mode].append(steps / timers[mode].seconds[-1])
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"rates": {mode: statistics.median(values) for mode, values in rates.items()}, "images": images,
-            "peak_mib": peak_mib, "step": start, "gflop": gflop, "matmul_gflops": loops.matmul_gflops_per_s(tf.float32),
-            "mixed_policy": precision.choose(True).policy}
+    return {
+        "rates": {mode: statistics.median(values) for mode, values in rates.items()},
+        "images": images,
+        "peak_mib": peak_mib,
+        "step": start,
+        "gflop": gflop,
+        "matmul_gflops": loops.matmul_gflops_per_s(tf.float32),
+        "mixed_policy": precision.choose(True).policy,
+    }
 
 
 def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
     lines = [
-        report.machine_line(), "",
+        report.machine_line(),
+        "",
         f"Each row: {rounds} rounds of {steps} steps per model after a 2-step warm-up, one batch of the preset's own",
         "pipeline fed from memory; the median steps/s per model. eager, graph, XLA: float32; mixed: the graph in",
-        "the policy `--trainer.mixed_precision` gives this host (" + results[ROWS[0][0]]["mixed_policy"] + "). Ratios are over the",
+        "the policy `--trainer.mixed_precision` gives this host ("
+        + results[ROWS[0][0]]["mixed_policy"]
+        + "). Ratios are over the",
         "float32 eager loop. Images per step: the images the method reads (set A's stacks; ML-VAE, CC-VAE and",
         "LORD ignore set B, except CC-VAE's reverse cycle, which encodes half a stack of it more). Peak RSS: the",
         "process after all four models, data banks included. GFLOP/step: TensorFlow's profiler on the traced",
@@ -98,14 +112,24 @@ def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
         result = results[row]
         rate, gflop, matmul = result["rates"], result["gflop"], result["matmul_gflops"]
         ratios = " | ".join(f"{rate[mode] / rate['eager']:.1f}" for mode in ("graph", "xla", "mixed"))
-        work = (f"{gflop:.1f} | {rate['graph'] * gflop:.0f} ({rate['graph'] * gflop / matmul:.0%}) | "
-                f"{matmul / (rate['eager'] * gflop):.1f}x") if gflop else "- | - | -"
+        work = (
+            (
+                f"{gflop:.1f} | {rate['graph'] * gflop:.0f} ({rate['graph'] * gflop / matmul:.0%}) | "
+                f"{matmul / (rate['eager'] * gflop):.1f}x"
+            )
+            if gflop
+            else "- | - | -"
+        )
         lines.append(
             f"| {row} | `{preset}` | {result['images']} | {rate['eager']:.2f} | {rate['graph']:.2f} | {rate['xla']:.2f} | "
             f"{rate['mixed']:.2f} | {ratios} | {max(rate.values()) * result['images']:.0f} | {work} | {result['peak_mib']:.0f} |"
         )
-    lines += ["", report.load_line(load_start), "",
-              f"Command: `python -m benchmarks.baselines_speed --steps {steps} --rounds {rounds}`"]
+    lines += [
+        "",
+        report.load_line(load_start),
+        "",
+        f"Command: `python -m benchmarks.baselines_speed --steps {steps} --rounds {rounds}`",
+    ]
     return "\n".join(lines)
 
 
@@ -121,11 +145,16 @@ def main() -> None:
     if report.answer_child(args.child, {}, row):
         return
     load_start = os.getloadavg()[0]
-    results = report.run_children("benchmarks.baselines_speed", {row: f"{preset}:{start}" for row, preset, start in ROWS},
-                                  ["--steps", str(args.steps), "--rounds", str(args.rounds)])
+    results = report.run_children(
+        "benchmarks.baselines_speed",
+        {row: f"{preset}:{start}" for row, preset, start in ROWS},
+        ["--steps", str(args.steps), "--rounds", str(args.rounds)],
+    )
     report.publish(TITLE, table(results, args.steps, args.rounds, load_start), write=not args.no_write)
     if not args.no_write:
-        report.save_results("baselines_speed", {"steps": args.steps, "rounds": args.rounds, "results": results})
+        report.save_results(
+            "baselines_speed", {"steps": args.steps, "rounds": args.rounds, "results": results}
+        )
 
 
 if __name__ == "__main__":

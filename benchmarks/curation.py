@@ -76,9 +76,16 @@ def scan_set(inactive: tuple[int, ...], values: np.ndarray, render_all: bool) ->
     dataset = tf.data.Dataset.range(s3d.GRID.num_points)
     if render_all:
         # Every scanned element carries its image, as when the records are read from disk.
-        dataset = dataset.batch(SCAN_BLOCK).map(
-            lambda flat: (tf.ensure_shape(tf.numpy_function(_render_block, [flat], tf.uint8), [None, 64, 64, 3]), flat)
-        ).unbatch()
+        dataset = (
+            dataset.batch(SCAN_BLOCK)
+            .map(
+                lambda flat: (
+                    tf.ensure_shape(tf.numpy_function(_render_block, [flat], tf.uint8), [None, 64, 64, 3]),
+                    flat,
+                )
+            )
+            .unbatch()
+        )
     else:
         dataset = dataset.map(lambda flat: (tf.zeros([], tf.uint8), flat))
     dataset = dataset.filter(
@@ -138,7 +145,9 @@ def training_images_per_second(steps: int = 30) -> float:
 
 def main() -> None:
     parser = argument_parser(__doc__, leaves="BENCHMARKS.md")
-    parser.add_argument("--scan_sets", type=int, default=4, help="Sets drawn by each filter scan (each takes seconds).")
+    parser.add_argument(
+        "--scan_sets", type=int, default=4, help="Sets drawn by each filter scan (each takes seconds)."
+    )
     args = parser.parse_args()
 
     load_start = os.getloadavg()[0]
@@ -170,9 +179,17 @@ def main() -> None:
         )
         print(row, flush=True)
         lines.append(row)
-        results["rows"].append({"inactive": title, "ours_images": ours_images, "scan_images": scan_images,
-                                "ratio_images": ours_images / scan_images, "ours_ids": ours_ids,
-                                "scan_labels": scan_labels, "ratio_ids": ours_ids / scan_labels})
+        results["rows"].append(
+            {
+                "inactive": title,
+                "ours_images": ours_images,
+                "scan_images": scan_images,
+                "ratio_images": ours_images / scan_images,
+                "ours_ids": ours_ids,
+                "scan_labels": scan_labels,
+                "ratio_ids": ours_ids / scan_labels,
+            }
+        )
         if not args.no_write:  # kept as it comes: the scans take minutes
             save_results("curation", results)
 
@@ -196,8 +213,12 @@ def main() -> None:
         "",
         "Command: `python -m benchmarks.curation`",
     ]
-    results.update(render_images_per_s=renderer, pipeline_images_per_s=pipeline, training_images_per_s=training,
-                   pipeline_over_training=pipeline / training)
+    results.update(
+        render_images_per_s=renderer,
+        pipeline_images_per_s=pipeline,
+        training_images_per_s=training,
+        pipeline_over_training=pipeline / training,
+    )
     publish("Shapes3D curation and rendering", "\n".join(lines), not args.no_write)
     if not args.no_write:
         save_results("curation", results)

@@ -29,7 +29,15 @@ import numpy as np
 
 from abc_tf.data import sets
 from abc_tf.data.shapes3d import family as s3d
-from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish, save_results
+from benchmarks.report import (
+    FIGURES,
+    argument_parser,
+    load_line,
+    log_log_axes,
+    machine_line,
+    publish,
+    save_results,
+)
 
 SET_SIZE = 32
 SETS_PER_CALL = 10_000
@@ -104,16 +112,35 @@ def measure(sizes, seconds: float) -> dict:
 def plot(rows: list[dict], path_rate: str, path_memory: str) -> None:
     items = [r["items"] for r in rows]
     tables = [r for r in rows if "table_sets_per_s" in r]
-    with log_log_axes(path_rate, "items in the data set", "sets/s (ids only)", "Set curation against data-set size") as ax:
+    with log_log_axes(
+        path_rate, "items in the data set", "sets/s (ids only)", "Set curation against data-set size"
+    ) as ax:
         ax.plot(items, [r["grid_sets_per_s"] for r in rows], "o-", label="full grid, 10^4 sets per call")
         ax.plot(items, [r["grid_single_per_s"] for r in rows], "s-", label="full grid, 1 set per call")
-        ax.plot([r["items"] for r in tables], [r["table_sets_per_s"] for r in tables], "^-", label="item table, 10^4 sets per call")
+        ax.plot(
+            [r["items"] for r in tables],
+            [r["table_sets_per_s"] for r in tables],
+            "^-",
+            label="item table, 10^4 sets per call",
+        )
 
     title = "Memory of set curation against data-set size"
-    with log_log_axes(path_memory, "items in the data set", "tracemalloc peak (MB)", title, legend_size=8) as ax:
+    with log_log_axes(
+        path_memory, "items in the data set", "tracemalloc peak (MB)", title, legend_size=8
+    ) as ax:
         ax.plot(items, [r["grid_call_mb"] for r in rows], "o-", label="full grid: one call of 10^4 sets")
-        ax.plot(items, [max(r["grid_build_mb"], 1e-3) for r in rows], "s-", label="full grid: building the curator")
-        ax.plot([r["items"] for r in tables], [r["table_build_mb"] for r in tables], "^-", label="item table: building the groups")
+        ax.plot(
+            items,
+            [max(r["grid_build_mb"], 1e-3) for r in rows],
+            "s-",
+            label="full grid: building the curator",
+        )
+        ax.plot(
+            [r["items"] for r in tables],
+            [r["table_build_mb"] for r in tables],
+            "^-",
+            label="item table: building the groups",
+        )
         ax.plot(items, [r["sample_mb"] for r in rows], "v-", label=f"sample_items({SAMPLE})")
 
 
@@ -178,7 +205,9 @@ def main() -> None:
         "Command: `python -m benchmarks.curation_scaling`",
     ]
     paths = [os.path.join(FIGURES, f"curation_scaling_{name}.png") for name in ("rate", "memory")]
-    publish("Set curation against data-set size", "\n".join(lines), not args.no_write, lambda: plot(rows, *paths))
+    publish(
+        "Set curation against data-set size", "\n".join(lines), not args.no_write, lambda: plot(rows, *paths)
+    )
     if not args.no_write:
         save_results("curation_scaling", {"rows": rows})
 

@@ -28,7 +28,15 @@ import numpy as np
 
 from abc_tf.data.shapes3d.family import FACTOR_SIZES
 from abc_tf.evaluation.estimators import histogram_mi, mine, noise, probes
-from benchmarks.report import FIGURES, argument_parser, load_line, log_log_axes, machine_line, publish, save_results
+from benchmarks.report import (
+    FIGURES,
+    argument_parser,
+    load_line,
+    log_log_axes,
+    machine_line,
+    publish,
+    save_results,
+)
 
 SAMPLES = (16_384, 65_536, 262_144)
 DIMS = (8, 64, 256)
@@ -71,8 +79,16 @@ def mine_cost(num: int, dim: int, steps: int) -> dict:
     per_step = (long - short) / steps  # [wall, cpu]
     rest = np.maximum(short - FIRST_STEPS * per_step, 0.0)
     paper = mine.PAPER_STEPS * per_step + rest * mine.PAPER_EVAL_SAMPLES / num
-    return {"n": num, "d": dim, "per_1k": 1000 * per_step[0], "per_1k_cpu": 1000 * per_step[1], "rest": rest[0],
-            "setup": setup, "paper": paper[0], "paper_cpu": paper[1]}
+    return {
+        "n": num,
+        "d": dim,
+        "per_1k": 1000 * per_step[0],
+        "per_1k_cpu": 1000 * per_step[1],
+        "rest": rest[0],
+        "setup": setup,
+        "paper": paper[0],
+        "paper_cpu": paper[1],
+    }
 
 
 def probe_cost(num: int, dim: int) -> dict:
@@ -80,7 +96,9 @@ def probe_cost(num: int, dim: int) -> dict:
 
     def run(epochs: int) -> np.ndarray:
         start = clocks()
-        probes.probe_accuracies(embeddings, factors, SIGMA, num_classes=FACTOR_SIZES, settings=probes.ProbeSettings(epochs=epochs))
+        probes.probe_accuracies(
+            embeddings, factors, SIGMA, num_classes=FACTOR_SIZES, settings=probes.ProbeSettings(epochs=epochs)
+        )
         return clocks() - start
 
     # The first call of a process builds and traces the compiled loop (probes.probe_trainer); later
@@ -91,11 +109,22 @@ def probe_cost(num: int, dim: int) -> dict:
     counts = (1, max(5, round(PROBE_SAMPLES / num)))
     times = [run(epochs) for epochs in counts]
     per_epoch = (times[1] - times[0]) / (counts[1] - counts[0])  # [wall, cpu]
-    fixed = np.maximum(times[0] - per_epoch, 0.0)  # every call: the probes' start, the split, the test predictions
+    fixed = np.maximum(
+        times[0] - per_epoch, 0.0
+    )  # every call: the probes' start, the split, the test predictions
     tracing = np.maximum(first - times[0], 0.0)  # once per process and shape
     full = tracing + fixed + probes.ProbeSettings().epochs * per_epoch  # a first call at the default epochs
-    return {"n": num, "d": dim, "epochs": counts[1], "per_epoch": per_epoch[0], "per_epoch_cpu": per_epoch[1], "fixed": fixed[0],
-            "tracing": tracing[0], "full": full[0], "full_cpu": full[1]}
+    return {
+        "n": num,
+        "d": dim,
+        "epochs": counts[1],
+        "per_epoch": per_epoch[0],
+        "per_epoch_cpu": per_epoch[1],
+        "fixed": fixed[0],
+        "tracing": tracing[0],
+        "full": full[0],
+        "full_cpu": full[1],
+    }
 
 
 def histogram_cost(num: int, dim: int) -> dict:
@@ -113,13 +142,20 @@ def _plot(rows: list[dict], curves: list[tuple[str, str, str]], ylabel: str, tit
         for key, style, label in curves:
             for index, dim in enumerate(dims):
                 chosen = [r for r in rows if r["d"] == dim]
-                ax.plot([r["n"] for r in chosen], [max(r[key], 1e-4) for r in chosen], style, color=f"C{index}",
-                        label=f"{label}, D = {dim}")
+                ax.plot(
+                    [r["n"] for r in chosen],
+                    [max(r[key], 1e-4) for r in chosen],
+                    style,
+                    color=f"C{index}",
+                    label=f"{label}, D = {dim}",
+                )
 
 
 def main() -> None:
     parser = argument_parser(__doc__)
-    parser.add_argument("--mine_steps", type=int, default=300, help="MINE steps timed per setting (after 50).")
+    parser.add_argument(
+        "--mine_steps", type=int, default=300, help="MINE steps timed per setting (after 50)."
+    )
     args = parser.parse_args()
 
     load_start = os.getloadavg()[0]
@@ -201,7 +237,9 @@ def main() -> None:
     probe_large = [r for r in probe_rows if r["n"] == largest]
     per_1k_cpu = [r["per_1k_cpu"] for r in mine_rows]
     by_dim = {d: np.mean([r["per_1k_cpu"] for r in mine_rows if r["d"] == d]) for d in DIMS}
-    hist_us = {n: 1e6 * np.mean([r["seconds"] for r in histogram_rows if r["n"] == n]) / n for n in HISTOGRAM_SAMPLES}
+    hist_us = {
+        n: 1e6 * np.mean([r["seconds"] for r in histogram_rows if r["n"] == n]) / n for n in HISTOGRAM_SAMPLES
+    }
     lines += [
         "",
         f"What a paper-setting evaluation costs on this machine: one MINE estimate ({mine.PAPER_STEPS:,} steps, "
@@ -224,32 +262,62 @@ def main() -> None:
         f"{max(r['seconds'] for r in histogram_rows):.2f} s per estimate at most it needs no fix. No other "
         "super-linear growth was found.",
     ]
-    body = "\n".join(lines) + "\n\n" + "\n".join(
-        [
-            "![MINE cost](docs/figures/benchmarks/evaluation_cost_mine.png)",
-            "![probe cost](docs/figures/benchmarks/evaluation_cost_probes.png)",
-            "![histogram MI cost](docs/figures/benchmarks/evaluation_cost_histogram.png)",
-            "",
-            f"The whole benchmark took {total / 60:.1f} min. "
-            + load_line(load_start, " shared with other jobs, so absolute times vary"),
-            "",
-            f"Command: `python -m benchmarks.evaluation_cost --mine_steps {args.mine_steps}`",
-        ]
+    body = (
+        "\n".join(lines)
+        + "\n\n"
+        + "\n".join(
+            [
+                "![MINE cost](docs/figures/benchmarks/evaluation_cost_mine.png)",
+                "![probe cost](docs/figures/benchmarks/evaluation_cost_probes.png)",
+                "![histogram MI cost](docs/figures/benchmarks/evaluation_cost_histogram.png)",
+                "",
+                f"The whole benchmark took {total / 60:.1f} min. "
+                + load_line(load_start, " shared with other jobs, so absolute times vary"),
+                "",
+                f"Command: `python -m benchmarks.evaluation_cost --mine_steps {args.mine_steps}`",
+            ]
+        )
     )
 
     def draw() -> None:
-        _plot(mine_rows, [("per_1k_cpu", "o-", "CPU s / 1000 steps"), ("per_1k", "o:", "wall s / 1000 steps"),
-                          ("rest", "s--", "rest of an estimate, wall s")],
-              "seconds", "MINE cost (6 networks)", os.path.join(FIGURES, "evaluation_cost_mine.png"))
-        _plot(probe_rows, [("per_epoch_cpu", "o-", "CPU s / epoch"), ("per_epoch", "o:", "wall s / epoch")],
-              "seconds per probe epoch", "Probe training cost (6 probes)", os.path.join(FIGURES, "evaluation_cost_probes.png"))
-        _plot(histogram_rows, [("seconds", "o-", "wall s")], "seconds per estimate", "Histogram MI cost (6 factors)",
-              os.path.join(FIGURES, "evaluation_cost_histogram.png"))
+        _plot(
+            mine_rows,
+            [
+                ("per_1k_cpu", "o-", "CPU s / 1000 steps"),
+                ("per_1k", "o:", "wall s / 1000 steps"),
+                ("rest", "s--", "rest of an estimate, wall s"),
+            ],
+            "seconds",
+            "MINE cost (6 networks)",
+            os.path.join(FIGURES, "evaluation_cost_mine.png"),
+        )
+        _plot(
+            probe_rows,
+            [("per_epoch_cpu", "o-", "CPU s / epoch"), ("per_epoch", "o:", "wall s / epoch")],
+            "seconds per probe epoch",
+            "Probe training cost (6 probes)",
+            os.path.join(FIGURES, "evaluation_cost_probes.png"),
+        )
+        _plot(
+            histogram_rows,
+            [("seconds", "o-", "wall s")],
+            "seconds per estimate",
+            "Histogram MI cost (6 factors)",
+            os.path.join(FIGURES, "evaluation_cost_histogram.png"),
+        )
 
     publish("Evaluation cost against sample count and embedding size", body, not args.no_write, draw)
     if not args.no_write:
-        save_results("evaluation_cost", {"mine_steps": args.mine_steps, "mine": mine_rows, "probes": probe_rows,
-                                         "histogram": histogram_rows, "total_seconds": total})
+        save_results(
+            "evaluation_cost",
+            {
+                "mine_steps": args.mine_steps,
+                "mine": mine_rows,
+                "probes": probe_rows,
+                "histogram": histogram_rows,
+                "total_seconds": total,
+            },
+        )
 
 
 if __name__ == "__main__":

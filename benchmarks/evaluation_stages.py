@@ -74,10 +74,16 @@ def measure_embedding_and_rendering(run_dir: str) -> dict:
     encoder = runs.load_run(run_dir).encoder
 
     def eager():
-        return np.concatenate([
-            np.asarray(encoder(to_float_images(tf.convert_to_tensor(images[start : start + 256])), training=False))
-            for start in range(0, len(images), 256)
-        ])
+        return np.concatenate(
+            [
+                np.asarray(
+                    encoder(
+                        to_float_images(tf.convert_to_tensor(images[start : start + 256])), training=False
+                    )
+                )
+                for start in range(0, len(images), 256)
+            ]
+        )
 
     runs.embed(encoder, images[:300])  # traces
     eager_codes, eager_seconds = _cpu(eager)
@@ -125,11 +131,20 @@ def measure_evaluate(run_dir: str) -> dict:
     with tempfile.TemporaryDirectory() as output:
         completed = subprocess.run(
             [sys.executable, "-m", "abc_tf", "evaluate", f"--run_dir={run_dir}", f"--output_dir={output}"],
-            check=True, cwd=report.ROOT, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}, capture_output=True, text=True)
+            check=True,
+            cwd=report.ROOT,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+            capture_output=True,
+            text=True,
+        )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    stages = {match.group(1): float(match.group(2))
-              for match in re.finditer(r"^\[evaluate\] (.+?): ([0-9.]+) s$", completed.stdout + completed.stderr, re.M)}
+    stages = {
+        match.group(1): float(match.group(2))
+        for match in re.finditer(
+            r"^\[evaluate\] (.+?): ([0-9.]+) s$", completed.stdout + completed.stderr, re.M
+        )
+    }
     return {"wall_s": time.perf_counter() - start, "cpu_s": cpu, "stages_wall_s": stages}
 
 
@@ -169,10 +184,15 @@ def table(results: dict, command: str, load_start: float) -> str:
             f"{_link(path + '/dci_informativeness', row['dci_informativeness'], 3)} |"
         )
     if "evaluate" in results:
-        lines += ["", f"`abc_tf evaluate --run_dir={results['run_dir']}` (MINE's 20,000 steps, the fast disentanglement "
-                  f"preset): {_link('evaluate/wall_s', results['evaluate']['wall_s'], 0)} s wall, "
-                  f"{_link('evaluate/cpu_s', results['evaluate']['cpu_s'], 0)} CPU seconds. Its stages, wall seconds:"]
-        lines += [f"- {stage}: {seconds:.0f}" for stage, seconds in results["evaluate"]["stages_wall_s"].items()]
+        lines += [
+            "",
+            f"`abc_tf evaluate --run_dir={results['run_dir']}` (MINE's 20,000 steps, the fast disentanglement "
+            f"preset): {_link('evaluate/wall_s', results['evaluate']['wall_s'], 0)} s wall, "
+            f"{_link('evaluate/cpu_s', results['evaluate']['cpu_s'], 0)} CPU seconds. Its stages, wall seconds:",
+        ]
+        lines += [
+            f"- {stage}: {seconds:.0f}" for stage, seconds in results["evaluate"]["stages_wall_s"].items()
+        ]
     return "\n".join(lines)
 
 
@@ -189,7 +209,9 @@ def main() -> None:
         results["evaluate"] = measure_evaluate(args.run_dir)
     if not args.no_write:
         report.save_results("evaluation_stages", results)
-    command = f"python -m benchmarks.evaluation_stages --run_dir={args.run_dir}" + (" --evaluate" if args.evaluate else "")
+    command = f"python -m benchmarks.evaluation_stages --run_dir={args.run_dir}" + (
+        " --evaluate" if args.evaluate else ""
+    )
     report.publish(TITLE, table(results, command, load_start), not args.no_write)
 
 

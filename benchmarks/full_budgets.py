@@ -66,10 +66,15 @@ def measure(preset: str, stage: str, steps: int, rounds: int) -> dict:
     model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0, shuffle=False)  # traces, builds the optimizer
     timer = loops.EpochTimer()
     model.fit(dataset, epochs=rounds, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
-    return {"step_s": statistics.median(timer.seconds) / steps, "pipeline_s": pipeline,
-            "images": int(batch["set_a"].shape[0] * batch["set_a"].shape[1]),
-            "budget": budget, "jit_compile": config.trainer.jit_compile, "mixed": config.trainer.mixed_precision,
-            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {
+        "step_s": statistics.median(timer.seconds) / steps,
+        "pipeline_s": pipeline,
+        "images": int(batch["set_a"].shape[0] * batch["set_a"].shape[1]),
+        "budget": budget,
+        "jit_compile": config.trainer.jit_compile,
+        "mixed": config.trainer.mixed_precision,
+        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
 def hours(steps: int, seconds: float) -> str:
@@ -78,7 +83,9 @@ def hours(steps: int, seconds: float) -> str:
 
 def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
     lines = [
-        report.machine_line(), report.precision_line(), "",
+        report.machine_line(),
+        report.precision_line(),
+        "",
         f"Each row in a fresh process: {rounds} rounds of {steps} steps after a 2-step warm-up, the preset's own",
         "batch fed from memory, as its run trains it (its XLA and precision settings); the median s/step. Pipeline:",
         f"{steps} batches of the preset's live stream after its first. Images per step: set A's stacks (ABC reads set B too).",
@@ -98,22 +105,32 @@ def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
         )
     lord = [results[row] for row, preset, _ in ROWS if preset == "pose_lord"]
     lord_hours = sum(part["budget"] * (part["step_s"] + part["pipeline_s"]) for part in lord) / 3600
-    lines += ["", f"LORD's two stages together: {lord_hours:.0f} hours ({lord_hours / 24:.1f} days).", "",
-              report.load_line(load_start), "",
-              f"Command: `python -m benchmarks.full_budgets --steps {steps} --rounds {rounds}`"]
+    lines += [
+        "",
+        f"LORD's two stages together: {lord_hours:.0f} hours ({lord_hours / 24:.1f} days).",
+        "",
+        report.load_line(load_start),
+        "",
+        f"Command: `python -m benchmarks.full_budgets --steps {steps} --rounds {rounds}`",
+    ]
     return "\n".join(lines)
 
 
 def main() -> None:
-    args = report.rounds_arguments(__doc__, steps=3, steps_help="Timed steps (and pipeline batches) per round.")
+    args = report.rounds_arguments(
+        __doc__, steps=3, steps_help="Timed steps (and pipeline batches) per round."
+    )
     if args.steps <= 0 or args.rounds <= 0:
         raise SystemExit("--steps and --rounds must be positive.")
     # One row in a fresh process: its own peak memory.
     if report.answer_child(args.child, {}, lambda child: measure(*child.split(":"), args.steps, args.rounds)):
         return
     load_start = os.getloadavg()[0]
-    results = report.run_children("benchmarks.full_budgets", {row: f"{preset}:{stage}" for row, preset, stage in ROWS},
-                                  ["--steps", str(args.steps), "--rounds", str(args.rounds)])
+    results = report.run_children(
+        "benchmarks.full_budgets",
+        {row: f"{preset}:{stage}" for row, preset, stage in ROWS},
+        ["--steps", str(args.steps), "--rounds", str(args.rounds)],
+    )
     report.publish(TITLE, table(results, args.steps, args.rounds, load_start), write=not args.no_write)
     if not args.no_write:
         report.save_results("full_budgets", {"steps": args.steps, "rounds": args.rounds, "results": results})

@@ -48,18 +48,20 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 def run_child(arguments: list[str], env: dict | None = None) -> dict:
     """Runs ``python ARGUMENTS`` from the repository root (a benchmark child: ``-m benchmarks.NAME ...``)
     and returns its ``RESULT{json}`` line, or the failure."""
-    completed = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, env=env or ENV, cwd=ROOT)
+    completed = subprocess.run(
+        [sys.executable, *arguments], capture_output=True, text=True, env=env or ENV, cwd=ROOT
+    )
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
     if completed.returncode or not lines:
         print("\n".join(completed.stderr.strip().splitlines()[-20:]), file=sys.stderr)
         return {"failed": (completed.stderr.strip().splitlines() or ["no output"])[-1]}
-    return json.loads(lines[-1][len("RESULT"):])
+    return json.loads(lines[-1][len("RESULT") :])
 
 
 def run_output(path: str) -> dict:
     """The ``RESULT{json}`` line of a child's saved output."""
     lines = [line for line in open(path).read().splitlines() if line.startswith("RESULT")]
-    return json.loads(lines[-1][len("RESULT"):])
+    return json.loads(lines[-1][len("RESULT") :])
 
 
 def gpu_backend(requested: str) -> str:
@@ -69,7 +71,9 @@ def gpu_backend(requested: str) -> str:
         "jax": "import jax; print(jax.default_backend() == 'gpu')",
     }
     for backend in ("tensorflow", "jax") if requested == "auto" else (requested,):
-        completed = subprocess.run([sys.executable, "-c", probes[backend]], capture_output=True, text=True, env=ENV)
+        completed = subprocess.run(
+            [sys.executable, "-c", probes[backend]], capture_output=True, text=True, env=ENV
+        )
         if completed.stdout.strip().endswith("True"):
             return backend
     return ""
@@ -79,7 +83,8 @@ def gpu_name() -> str:
     try:
         completed = subprocess.run(
             ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True,
+            capture_output=True,
+            text=True,
         )
         return completed.stdout.strip().splitlines()[0]
     except (OSError, IndexError):
@@ -98,7 +103,9 @@ def make_batches(path: str, data_path: str, steps: int = 500) -> None:
     iterator = iter(training.make_family_dataset(data.get_family(config.data.family), config, start_step=0))
     batches = [next(iterator) for _ in range(steps)]
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    np.savez_compressed(path, **{key: np.stack([b[key].numpy() for b in batches]) for key in ("set_a", "set_b")})
+    np.savez_compressed(
+        path, **{key: np.stack([b[key].numpy() for b in batches]) for key in ("set_a", "set_b")}
+    )
     print(f"Wrote {steps} mnist batches of {config.data.source} data to {path}")
 
 
@@ -110,28 +117,58 @@ def tensorflow_sections(data_path: str) -> dict[str, str]:
     results = []
     for name in TF_EXPERIMENTS:
         result = run_child(["-m", "benchmarks.run_all", "--child", name, "--steps", "30", "--rounds", "2"])
-        results.append({"experiment": name, "skipped": f"failed: {result['failed']}"} if "failed" in result else result)
-    lines = [machine_line(), f"GPU: {gpu_name()}.", "", "| MNIST (S4, two stacks of 64) | s/epoch | vs paper's 47.8 s (K80) |",
-             "|---|---|---|"]
+        results.append(
+            {"experiment": name, "skipped": f"failed: {result['failed']}"} if "failed" in result else result
+        )
+    lines = [
+        machine_line(),
+        f"GPU: {gpu_name()}.",
+        "",
+        "| MNIST (S4, two stacks of 64) | s/epoch | vs paper's 47.8 s (K80) |",
+        "|---|---|---|",
+    ]
     mnist = results[0]
     for column in ("fit", "fit_spe10", "fit_xla", "fit_mixed", "fit_mixed_spe10", "fit_mixed_pipeline"):
         if "rates" in mnist:
             seconds = STEPS_PER_EPOCH / mnist["rates"][column]
             lines.append(f"| {column} | {seconds:.1f} | {seconds / PAPER_K80_SECONDS_PER_EPOCH:.2f} |")
-    lines += ["", "The paper's 500 MNIST steps as one `train.py` run (start-up, data, compile and 500 steps):", "",
-              "| flags | wall s | vs the paper's < 30 s (V100) |", "|---|---|---|"]
+    lines += [
+        "",
+        "The paper's 500 MNIST steps as one `train.py` run (start-up, data, compile and 500 steps):",
+        "",
+        "| flags | wall s | vs the paper's < 30 s (V100) |",
+        "|---|---|---|",
+    ]
     for flags in ([], ["--trainer.mixed_precision"], ["--trainer.jit_compile"]):
         with tempfile.TemporaryDirectory() as run_dir:
-            command = [os.path.join(ROOT, "train.py"), "--experiment=mnist", "--trainer.steps=500", f"--output_dir={run_dir}/run",
-                       *flags, *([f"--data.path={data_path}"] if data_path else [])]
+            command = [
+                os.path.join(ROOT, "train.py"),
+                "--experiment=mnist",
+                "--trainer.steps=500",
+                f"--output_dir={run_dir}/run",
+                *flags,
+                *([f"--data.path={data_path}"] if data_path else []),
+            ]
             start = time.perf_counter()
-            completed = subprocess.run([sys.executable, *command], capture_output=True, text=True, env=ENV, cwd=ROOT)
+            completed = subprocess.run(
+                [sys.executable, *command], capture_output=True, text=True, env=ENV, cwd=ROOT
+            )
             wall = time.perf_counter() - start
         shown = " ".join(flags) or "(preset)"
-        lines.append(f"| {shown} | {wall:.1f} | {wall / PAPER_V100_500_STEPS_SECONDS:.2f} |" if completed.returncode == 0
-                     else f"| {shown} | failed: {completed.stderr.strip().splitlines()[-1:]} | |")
-    lines += ["", "Command: `python -m benchmarks.gpu --backend=tensorflow" + (f" --data_path={data_path}`" if data_path else "`")]
-    return {"Benchmark suite (GPU)": run_all.tables(results, 30, 2), "GPU benchmark (TensorFlow)": "\n".join(lines)}
+        lines.append(
+            f"| {shown} | {wall:.1f} | {wall / PAPER_V100_500_STEPS_SECONDS:.2f} |"
+            if completed.returncode == 0
+            else f"| {shown} | failed: {completed.stderr.strip().splitlines()[-1:]} | |"
+        )
+    lines += [
+        "",
+        "Command: `python -m benchmarks.gpu --backend=tensorflow"
+        + (f" --data_path={data_path}`" if data_path else "`"),
+    ]
+    return {
+        "Benchmark suite (GPU)": run_all.tables(results, 30, 2),
+        "GPU benchmark (TensorFlow)": "\n".join(lines),
+    }
 
 
 def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EXPERIMENTS) -> str:
@@ -173,23 +210,40 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
             )
     mnist = next((r for r in results if r["experiment"] == "mnist" and "rates" in r), None)
     if mnist:
-        lines += ["", "MNIST (S4, two stacks of 64, l2sq): seconds per epoch of 60,000 images against the paper's 47.8 s",
-                  "on a Tesla K80 (Table S2):", "", "| precision | s/epoch | vs 47.8 s |", "|---|---|---|"]
+        lines += [
+            "",
+            "MNIST (S4, two stacks of 64, l2sq): seconds per epoch of 60,000 images against the paper's 47.8 s",
+            "on a Tesla K80 (Table S2):",
+            "",
+            "| precision | s/epoch | vs 47.8 s |",
+            "|---|---|---|",
+        ]
         for rate in mnist["rates"]:
             seconds = STEPS_PER_EPOCH / rate["steps_per_s"]
-            lines.append(f"| {rate['precision']} | {seconds:.2f} | {seconds / PAPER_K80_SECONDS_PER_EPOCH:.3f} |")
+            lines.append(
+                f"| {rate['precision']} | {seconds:.2f} | {seconds / PAPER_K80_SECONDS_PER_EPOCH:.3f} |"
+            )
         for run in mnist.get("real", []):
-            lines += ["", f"The paper's 500 steps on real MNIST ({run['precision']}): {run['wall_s']:.1f} s from building "
-                      f"the model to the last step, compile included (paper: under 30 s on a V100); mean loss "
-                      f"{run['loss_first_50']:.3f} over the first 50 steps, {run['loss_last_50']:.3f} over the last 50."]
+            lines += [
+                "",
+                f"The paper's 500 steps on real MNIST ({run['precision']}): {run['wall_s']:.1f} s from building "
+                f"the model to the last step, compile included (paper: under 30 s on a V100); mean loss "
+                f"{run['loss_first_50']:.3f} over the first 50 steps, {run['loss_last_50']:.3f} over the last 50.",
+            ]
     pose = next((r for r in results if r["experiment"] == "pose_lookup_car" and "rates" in r), None)
     if pose:
         best = max(pose["rates"], key=lambda rate: rate["steps_per_s"])
         steps = get_preset("pose_lookup_car").trainer.steps
-        lines += ["", f"The paper's pose run (S5, ResNet50V2 to conv4 + head, 128 px, 512 images a step, {steps:,} steps) "
-                  f"would take {steps / best['steps_per_s'] / 60:.0f} min at the {best['precision']} rate."]
-    lines += ["", "Command: `python -m benchmarks.gpu --backend=jax --batches=.gpu/mnist_batches.npz` (batches made with "
-              "`--make_batches` from MNIST_DIR, a folder of the four MNIST IDX files)."]
+        lines += [
+            "",
+            f"The paper's pose run (S5, ResNet50V2 to conv4 + head, 128 px, 512 images a step, {steps:,} steps) "
+            f"would take {steps / best['steps_per_s'] / 60:.0f} min at the {best['precision']} rate.",
+        ]
+    lines += [
+        "",
+        "Command: `python -m benchmarks.gpu --backend=jax --batches=.gpu/mnist_batches.npz` (batches made with "
+        "`--make_batches` from MNIST_DIR, a folder of the four MNIST IDX files).",
+    ]
     return "\n".join(lines)
 
 
@@ -201,28 +255,43 @@ def scaling_body(results: list[dict]) -> str:
     from abc_tf.runs.experiments import get_preset
 
     first = results[0]
-    lines = [f"Measured {datetime.date.today().isoformat()} on {first['device']}; JAX {first['jax']}, Keras {first['keras']}.",
-             "", "The same step as in \"GPU benchmark (Keras 3 on JAX)\" over set sizes N (= M) and pairs per step P, on",
-             "random uint8 sets; loss: the step's ABC loss alone (forward and backward, float32 [P, N, d] embeddings),",
-             "and its share of the float32 step. Peak MB: JAX's peak device memory, rows run smallest batch first.", "",
-             "| experiment | precision | P | N | images/step | steps/s | images/s | loss ms | loss share | peak GPU MB |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Measured {datetime.date.today().isoformat()} on {first['device']}; JAX {first['jax']}, Keras {first['keras']}.",
+        "",
+        'The same step as in "GPU benchmark (Keras 3 on JAX)" over set sizes N (= M) and pairs per step P, on',
+        "random uint8 sets; loss: the step's ABC loss alone (forward and backward, float32 [P, N, d] embeddings),",
+        "and its share of the float32 step. Peak MB: JAX's peak device memory, rows run smallest batch first.",
+        "",
+        "| experiment | precision | P | N | images/step | steps/s | images/s | loss ms | loss share | peak GPU MB |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for result in results:
         loss = {(row["pairs"], row["set_size"]): row["seconds"] for row in result["scaling"]["loss"]}
         for row in result["scaling"]["steps"]:
             if "failed" in row:
-                lines.append(f"| {result['experiment']} | {row['precision']} | {row['pairs']} | {row['set_size']} | "
-                             f"failed: {row['failed'][:80]} | | | | | |")
+                lines.append(
+                    f"| {result['experiment']} | {row['precision']} | {row['pairs']} | {row['set_size']} | "
+                    f"failed: {row['failed'][:80]} | | | | | |"
+                )
                 continue
             loss_s = loss.get((row["pairs"], row["set_size"]))
             share = f"{loss_s * row['steps_per_s']:.0%}" if loss_s and row["precision"] == "float32" else ""
-            lines.append(f"| {result['experiment']} ({get_preset(result['experiment']).model.architecture}) | {row['precision']} | "
-                         f"{row['pairs']} | {row['set_size']} | {row['images_per_step']} | {row['steps_per_s']:.1f} | "
-                         f"{row['images_per_s']:,.0f} | {f'{1e3 * loss_s:.2f}' if loss_s else '-'} | {share} | {row['peak_memory_mb']:,.0f} |")
-    lines += ["", "![images/s against images per step](docs/figures/benchmarks/gpu_training_scaling.png)",
-              "", "Command: `python -m benchmarks.gpu --backend=jax --scaling` (children: "
-              + "; ".join(f"`python -m benchmarks.gpu_keras --experiment={name} --scaling --precisions={p} --seconds=1 --budget_s=150`" for name, p in SCALING_RUNS.items())
-              + ")"]
+            lines.append(
+                f"| {result['experiment']} ({get_preset(result['experiment']).model.architecture}) | {row['precision']} | "
+                f"{row['pairs']} | {row['set_size']} | {row['images_per_step']} | {row['steps_per_s']:.1f} | "
+                f"{row['images_per_s']:,.0f} | {f'{1e3 * loss_s:.2f}' if loss_s else '-'} | {share} | {row['peak_memory_mb']:,.0f} |"
+            )
+    lines += [
+        "",
+        "![images/s against images per step](docs/figures/benchmarks/gpu_training_scaling.png)",
+        "",
+        "Command: `python -m benchmarks.gpu --backend=jax --scaling` (children: "
+        + "; ".join(
+            f"`python -m benchmarks.gpu_keras --experiment={name} --scaling --precisions={p} --seconds=1 --budget_s=150`"
+            for name, p in SCALING_RUNS.items()
+        )
+        + ")",
+    ]
     return "\n".join(lines)
 
 
@@ -232,27 +301,48 @@ def plot_scaling(results: list[dict]) -> str:
 
     os.makedirs(FIGURES, exist_ok=True)
     path = os.path.join(FIGURES, "gpu_training_scaling.png")
-    with log_log_axes(path, "images per step (2 P N)", "images/s", f"ABC training step on {results[0]['device']}") as axes:
+    with log_log_axes(
+        path, "images per step (2 P N)", "images/s", f"ABC training step on {results[0]['device']}"
+    ) as axes:
         for result in results:
             for precision in sorted({row["precision"] for row in result["scaling"]["steps"]}):
-                rows = sorted((row["images_per_step"], row["images_per_s"]) for row in result["scaling"]["steps"]
-                              if row["precision"] == precision and "failed" not in row)
+                rows = sorted(
+                    (row["images_per_step"], row["images_per_s"])
+                    for row in result["scaling"]["steps"]
+                    if row["precision"] == precision and "failed" not in row
+                )
                 if rows:
                     axes.plot(*zip(*rows), "-o", label=f"{result['experiment']}, {precision}")
     return path
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backend", choices=("auto", "tensorflow", "jax"), default="auto")
-    parser.add_argument("--data_path", default="", help="MNIST IDX folder or .npz (default: the preset's own choice).")
+    parser.add_argument(
+        "--data_path", default="", help="MNIST IDX folder or .npz (default: the preset's own choice)."
+    )
     parser.add_argument("--batches", default="", help="jax: npz of real MNIST batches from --make_batches.")
-    parser.add_argument("--make_batches", default="", help="Write 500 mnist batches to this npz and stop (needs TensorFlow).")
-    parser.add_argument("--seconds", type=float, default=8.0, help="jax: timed seconds per experiment and precision.")
+    parser.add_argument(
+        "--make_batches", default="", help="Write 500 mnist batches to this npz and stop (needs TensorFlow)."
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=8.0, help="jax: timed seconds per experiment and precision."
+    )
     parser.add_argument("--experiments", default=",".join(JAX_EXPERIMENTS), help="jax: the presets to time.")
-    parser.add_argument("--allow_cpu", action="store_true", help="jax: measure on the CPU too (to check this script).")
-    parser.add_argument("--scaling", action="store_true", help="jax: steps/s over set sizes and pairs instead.")
-    parser.add_argument("--scaling_results", default="", help="Write the scaling section from saved child outputs (comma-separated files).")
+    parser.add_argument(
+        "--allow_cpu", action="store_true", help="jax: measure on the CPU too (to check this script)."
+    )
+    parser.add_argument(
+        "--scaling", action="store_true", help="jax: steps/s over set sizes and pairs instead."
+    )
+    parser.add_argument(
+        "--scaling_results",
+        default="",
+        help="Write the scaling section from saved child outputs (comma-separated files).",
+    )
     parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
     args = parser.parse_args()
     if args.make_batches:
@@ -265,20 +355,39 @@ def main() -> None:
         return
     backend = "jax" if args.allow_cpu and args.backend == "jax" else gpu_backend(args.backend)
     if not backend:
-        print(f"No GPU is visible to {'TensorFlow or JAX' if args.backend == 'auto' else args.backend} on this machine; "
-              "the GPU benchmark measured nothing. The CPU figures come from benchmarks/run_all.py.")
+        print(
+            f"No GPU is visible to {'TensorFlow or JAX' if args.backend == 'auto' else args.backend} on this machine; "
+            "the GPU benchmark measured nothing. The CPU figures come from benchmarks/run_all.py."
+        )
         return
     if args.scaling:
         env = {**ENV, "KERAS_BACKEND": "jax"}
-        results = [run_child(["-m", "benchmarks.gpu_keras", f"--experiment={name}", "--scaling",
-                              f"--precisions={precisions}", "--seconds=1", "--budget_s=150"], env) for name, precisions in SCALING_RUNS.items()]
+        results = [
+            run_child(
+                [
+                    "-m",
+                    "benchmarks.gpu_keras",
+                    f"--experiment={name}",
+                    "--scaling",
+                    f"--precisions={precisions}",
+                    "--seconds=1",
+                    "--budget_s=150",
+                ],
+                env,
+            )
+            for name, precisions in SCALING_RUNS.items()
+        ]
         sections = {"GPU training cost against set size and pairs (Keras 3 on JAX)": scaling_body(results)}
         if not args.no_write:
             plot_scaling(results)
     elif backend == "tensorflow":
         sections = tensorflow_sections(args.data_path)
     else:
-        sections = {"GPU benchmark (Keras 3 on JAX)": jax_body(args.batches, args.seconds, tuple(args.experiments.split(",")))}
+        sections = {
+            "GPU benchmark (Keras 3 on JAX)": jax_body(
+                args.batches, args.seconds, tuple(args.experiments.split(","))
+            )
+        }
     for title, body in sections.items():
         print(f"## {title}\n\n{body}\n")
         if not args.no_write:

@@ -74,7 +74,9 @@ def experiment_settings(experiment: str, pairs: int | None = None, set_size: int
     """Model, image shape, batch layout and loss of a preset, without its (TensorFlow) data family;
     ``pairs`` and ``set_size`` override the preset's."""
     config = get_preset(experiment)
-    config = config.replace(pairs_per_step=pairs or config.batch.pairs_per_step, set_size=set_size or config.batch.set_size)
+    config = config.replace(
+        pairs_per_step=pairs or config.batch.pairs_per_step, set_size=set_size or config.batch.set_size
+    )
     shape = IMAGE_SHAPES.get(config.data.family) or (config.data.image_size, config.data.image_size, 3)
     views = 2 if config.batch.double_augmentation else 1
     return {
@@ -92,13 +94,14 @@ def make_step(encoder: keras.Model, optimizer: keras.optimizers.Optimizer, setti
 
     def loss_fn(trainable, non_trainable, images):
         flat = ops.concatenate(
-            [ops.reshape(ops.cast(x, "float32") / 255.0, (-1,) + settings["image_shape"]) for x in images], axis=0
+            [ops.reshape(ops.cast(x, "float32") / 255.0, (-1,) + settings["image_shape"]) for x in images],
+            axis=0,
         )
         embeddings, non_trainable = encoder.stateless_call(trainable, non_trainable, flat, training=True)
         embeddings = ops.cast(embeddings, "float32")
         pieces, start = [], 0
         for shape, size in zip(settings["set_shapes"], sizes):
-            pieces.append(ops.reshape(embeddings[start:start + size], (shape[0], shape[1], -1)))
+            pieces.append(ops.reshape(embeddings[start : start + size], (shape[0], shape[1], -1)))
             start += size
         loss = abc_loss_ops(*pieces[:2], config.method.similarity, config.method.temperature, *pieces[2:])
         return loss, non_trainable
@@ -120,7 +123,11 @@ def build(experiment: str, precision: str, pairs: int | None = None, set_size: i
     config = settings["config"]
     keras.config.set_dtype_policy(precision)
     keras.utils.set_random_seed(0)
-    encoder = models.build(config.model.architecture, embedding_dim=config.model.embedding_dim, input_shape=settings["image_shape"])
+    encoder = models.build(
+        config.model.architecture,
+        embedding_dim=config.model.embedding_dim,
+        input_shape=settings["image_shape"],
+    )
     keras.config.set_dtype_policy("float32")
     optimizer = keras.optimizers.Adam(config.trainer.learning_rate)
     optimizer.build(encoder.trainable_variables)
@@ -132,12 +139,20 @@ def build(experiment: str, precision: str, pairs: int | None = None, set_size: i
     return settings, make_step(encoder, optimizer, settings), state
 
 
-def time_steps(experiment: str, precision: str, seconds: float, max_steps: int,
-               pairs: int | None = None, set_size: int | None = None) -> dict:
+def time_steps(
+    experiment: str,
+    precision: str,
+    seconds: float,
+    max_steps: int,
+    pairs: int | None = None,
+    set_size: int | None = None,
+) -> dict:
     """Compile time, then steps/s over up to ``max_steps`` steps or ``seconds``, on random uint8 sets."""
     settings, step, state = build(experiment, precision, pairs, set_size)
     rng = np.random.default_rng(0)
-    images = tuple(jax.device_put(rng.integers(0, 256, size=shape, dtype=np.uint8)) for shape in settings["set_shapes"])
+    images = tuple(
+        jax.device_put(rng.integers(0, 256, size=shape, dtype=np.uint8)) for shape in settings["set_shapes"]
+    )
     start = time.perf_counter()
     state, loss = step(state, images)
     loss.block_until_ready()
@@ -152,10 +167,14 @@ def time_steps(experiment: str, precision: str, seconds: float, max_steps: int,
     images_per_step = sum(int(np.prod(shape[:2])) for shape in settings["set_shapes"])
     stats = jax.devices()[0].memory_stats() or {}
     return {
-        "precision": precision, "compile_s": compile_s, "steps_per_s": rate,
-        "pairs": settings["config"].batch.pairs_per_step, "set_size": settings["config"].batch.set_size,
+        "precision": precision,
+        "compile_s": compile_s,
+        "steps_per_s": rate,
+        "pairs": settings["config"].batch.pairs_per_step,
+        "set_size": settings["config"].batch.set_size,
         "peak_memory_mb": stats.get("peak_bytes_in_use", 0) / 2**20,
-        "images_per_s": rate * images_per_step, "images_per_step": images_per_step,
+        "images_per_s": rate * images_per_step,
+        "images_per_step": images_per_step,
         "loss_finite": bool(np.isfinite(float(loss))),
     }
 
@@ -171,8 +190,13 @@ def time_loss(similarity: str, pairs: int, size: int, dim: int, seconds: float =
         result = gradient(set_a, set_b)
         calls += 1
     result.block_until_ready()
-    return {"similarity": similarity, "pairs": pairs, "set_size": size, "dim": dim,
-            "seconds": (time.perf_counter() - start) / calls}
+    return {
+        "similarity": similarity,
+        "pairs": pairs,
+        "set_size": size,
+        "dim": dim,
+        "seconds": (time.perf_counter() - start) / calls,
+    }
 
 
 def scaling(experiment: str, precisions: list[str], seconds: float, budget_s: float) -> dict:
@@ -180,21 +204,35 @@ def scaling(experiment: str, precisions: list[str], seconds: float, budget_s: fl
     peak memory only grows, so each row's peak is that of the largest batch so far, its own).
     Rows left when ``budget_s`` has passed are skipped: compiling a step of 32k images takes a
     minute or more."""
-    grid = sorted([(1, n) for n in (32, 64, 128, 256, 512, 1024)] + [(p, n) for p in (4, 16) for n in (32, 128, 1024)],
-                  key=lambda pn: pn[0] * pn[1])
+    grid = sorted(
+        [(1, n) for n in (32, 64, 128, 256, 512, 1024)] + [(p, n) for p in (4, 16) for n in (32, 128, 1024)],
+        key=lambda pn: pn[0] * pn[1],
+    )
     config = get_preset(experiment)
     start = time.perf_counter()
-    loss_rows = [time_loss(config.method.similarity, pairs, size, config.model.embedding_dim, seconds=0.5) for pairs, size in grid]
+    loss_rows = [
+        time_loss(config.method.similarity, pairs, size, config.model.embedding_dim, seconds=0.5)
+        for pairs, size in grid
+    ]
     rows = []
     for precision in precisions:
         for pairs, size in grid:
             if time.perf_counter() - start > budget_s:
-                rows.append({"precision": precision, "pairs": pairs, "set_size": size, "failed": "skipped: time budget"})
+                rows.append(
+                    {
+                        "precision": precision,
+                        "pairs": pairs,
+                        "set_size": size,
+                        "failed": "skipped: time budget",
+                    }
+                )
                 continue
             try:
                 rows.append(time_steps(experiment, precision, seconds, 1000, pairs, size))
             except Exception as error:  # out of device memory at the largest sizes: recorded, not fatal
-                rows.append({"precision": precision, "pairs": pairs, "set_size": size, "failed": str(error)[:300]})
+                rows.append(
+                    {"precision": precision, "pairs": pairs, "set_size": size, "failed": str(error)[:300]}
+                )
             print(rows[-1], file=sys.stderr, flush=True)
     return {"steps": rows, "loss": loss_rows}
 
@@ -215,26 +253,45 @@ def train_real_batches(path: str, precision: str) -> dict:
         losses.append(loss)
     losses = [float(value) for value in losses]  # waits for the last step
     return {
-        "precision": precision, "steps": len(losses), "wall_s": time.perf_counter() - start,
-        "loss_first_50": float(np.mean(losses[:50])), "loss_last_50": float(np.mean(losses[-50:])),
+        "precision": precision,
+        "steps": len(losses),
+        "wall_s": time.perf_counter() - start,
+        "loss_first_50": float(np.mean(losses[:50])),
+        "loss_last_50": float(np.mean(losses[-50:])),
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--experiment", required=True)
     parser.add_argument("--precisions", default=",".join(PRECISIONS))
-    parser.add_argument("--seconds", type=float, default=8.0, help="Timed seconds per precision, after compiling.")
+    parser.add_argument(
+        "--seconds", type=float, default=8.0, help="Timed seconds per precision, after compiling."
+    )
     parser.add_argument("--max_steps", type=int, default=2000)
-    parser.add_argument("--batches", default="", help="npz of real MNIST batches for the 500-step run (mnist only).")
-    parser.add_argument("--scaling", action="store_true", help="Steps/s over set sizes and pairs per step instead.")
-    parser.add_argument("--budget_s", type=float, default=150.0, help="--scaling: seconds after which rows are skipped.")
+    parser.add_argument(
+        "--batches", default="", help="npz of real MNIST batches for the 500-step run (mnist only)."
+    )
+    parser.add_argument(
+        "--scaling", action="store_true", help="Steps/s over set sizes and pairs per step instead."
+    )
+    parser.add_argument(
+        "--budget_s", type=float, default=150.0, help="--scaling: seconds after which rows are skipped."
+    )
     args = parser.parse_args()
     if jax is None or keras.backend.backend() != "jax":
         sys.exit("gpu_keras.py needs JAX: run it with KERAS_BACKEND=jax (benchmarks/gpu.py does).")
     device = jax.devices()[0]
-    result = {"experiment": args.experiment, "device": device.device_kind, "platform": device.platform,
-              "jax": jax.__version__, "keras": keras.__version__, "rates": []}
+    result = {
+        "experiment": args.experiment,
+        "device": device.device_kind,
+        "platform": device.platform,
+        "jax": jax.__version__,
+        "keras": keras.__version__,
+        "rates": [],
+    }
     if args.scaling:
         result["scaling"] = scaling(args.experiment, args.precisions.split(","), args.seconds, args.budget_s)
         print("RESULT" + json.dumps(result), flush=True)
@@ -243,7 +300,9 @@ def main() -> None:
         result["rates"].append(time_steps(args.experiment, precision, args.seconds, args.max_steps))
         print(result["rates"][-1], file=sys.stderr, flush=True)
     if args.batches:
-        result["real"] = [train_real_batches(args.batches, precision) for precision in ("float32", "mixed_bfloat16")]
+        result["real"] = [
+            train_real_batches(args.batches, precision) for precision in ("float32", "mixed_bfloat16")
+        ]
     stats = device.memory_stats() or {}
     result["peak_memory_mb"] = stats.get("peak_bytes_in_use", 0) / 2**20
     print("RESULT" + json.dumps(result), flush=True)

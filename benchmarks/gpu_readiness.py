@@ -53,18 +53,27 @@ def measure(method: str, policy: str, steps: int) -> dict:
     family = data.get_family(config.data.family)
     batch = next(iter(training.make_family_dataset(family, config, start_step=0)))
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
-    model.optimizer.iterations.assign(config.trainer.steps * 3 // 4)  # every schedule in its full phase (PMP: L_cons on)
-    scaled = all(isinstance(optimizer, keras.optimizers.LossScaleOptimizer) for optimizer in model.optimizers())
+    model.optimizer.iterations.assign(
+        config.trainer.steps * 3 // 4
+    )  # every schedule in its full phase (PMP: L_cons on)
+    scaled = all(
+        isinstance(optimizer, keras.optimizers.LossScaleOptimizer) for optimizer in model.optimizers()
+    )
     timer = EpochTimer()
     try:
         warm = model.fit(dataset, epochs=1, steps_per_epoch=2, verbose=0, shuffle=False)  # compiles
-        timed = model.fit(dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
+        timed = model.fit(
+            dataset, epochs=1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer]
+        )
     except Exception as error:  # noqa: BLE001 (an op XLA cannot compile, for one: reported, not raised)
         return {"trains": False, "error": str(error).strip().splitlines()[0][:200], "loss_scaled": scaled}
     losses = warm.history["loss"] + timed.history["loss"]
     return {
-        "trains": True, "finite": bool(np.all(np.isfinite(losses))), "loss_scaled": scaled,
-        "steps_per_s": steps / timer.seconds[-1], "last_loss": float(losses[-1]),
+        "trains": True,
+        "finite": bool(np.all(np.isfinite(losses))),
+        "loss_scaled": scaled,
+        "steps_per_s": steps / timer.seconds[-1],
+        "last_loss": float(losses[-1]),
     }
 
 
@@ -72,12 +81,19 @@ def presets_precision() -> list[str]:
     """Table rows: every preset that turns --trainer.mixed_precision on, and what it gets where."""
     from abc_tf.runs import precision
 
-    hosts = {"GPU": precision.Host(gpu=True), "CPU without native bfloat16": precision.Host(cpu_flags=frozenset({"avx2"}))}
+    hosts = {
+        "GPU": precision.Host(gpu=True),
+        "CPU without native bfloat16": precision.Host(cpu_flags=frozenset({"avx2"})),
+    }
     rows = []
     for name, preset in sorted(experiments.presets().items()):
         if preset.trainer.mixed_precision:
             here = precision.choose(True).policy
-            rows.append(f"| `{name}` | {here} | " + " | ".join(precision.choose(True, host).policy for host in hosts.values()) + " |")
+            rows.append(
+                f"| `{name}` | {here} | "
+                + " | ".join(precision.choose(True, host).policy for host in hosts.values())
+                + " |"
+            )
     return rows
 
 
@@ -88,7 +104,9 @@ def verdict(result: dict) -> str:
 
 
 def rate(result: dict) -> str:
-    return f"{result['steps_per_s']:.2f}" if result["trains"] and math.isfinite(result["steps_per_s"]) else "-"
+    return (
+        f"{result['steps_per_s']:.2f}" if result["trains"] and math.isfinite(result["steps_per_s"]) else "-"
+    )
 
 
 def table(results: dict, steps: int, load_start: float) -> str:
@@ -120,7 +138,12 @@ def table(results: dict, steps: int, load_start: float) -> str:
             f"| {method} | `{preset.name}` | {verdict(full)} | {rate(full)} | {verdict(mixed)} | "
             f"{'yes' if mixed['loss_scaled'] else 'no'} | {rate(mixed)} |"
         )
-    lines += ["", report.load_line(load_start), "", f"Command: `python -m benchmarks.gpu_readiness --steps {steps}`"]
+    lines += [
+        "",
+        report.load_line(load_start),
+        "",
+        f"Command: `python -m benchmarks.gpu_readiness --steps {steps}`",
+    ]
     return "\n".join(lines)
 
 
@@ -130,12 +153,17 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:  # one method, both settings, in a fresh process
-        print("RESULT" + json.dumps({name: measure(args.child, policy, args.steps) for name, policy in SETTINGS.items()}))
+        print(
+            "RESULT"
+            + json.dumps({name: measure(args.child, policy, args.steps) for name, policy in SETTINGS.items()})
+        )
         return
     load_start = os.getloadavg()[0]
     results = {}
     for method in experiments.quick_presets():
-        results[method] = report.run_child("benchmarks.gpu_readiness", ["--child", method, "--steps", str(args.steps)])
+        results[method] = report.run_child(
+            "benchmarks.gpu_readiness", ["--child", method, "--steps", str(args.steps)]
+        )
         print(method, results[method], flush=True)
     report.publish(TITLE, table(results, args.steps, load_start), write=not args.no_write)
     if not args.no_write:

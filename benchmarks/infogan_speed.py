@@ -39,8 +39,11 @@ PER_CODE = 1000  # generated images per categorical code in the evaluation
 # name: (variant, runner); variant "elastic" (the preset) or "infogan" (uniform prior, no NT-Xent);
 # runner "eager" (train_step op by op), "fit" (graph), "fit_xla".
 SETTINGS = {
-    "elastic_eager": ("elastic", "eager"), "elastic_fit": ("elastic", "fit"), "elastic_fit_xla": ("elastic", "fit_xla"),
-    "infogan_fit": ("infogan", "fit"), "infogan_fit_xla": ("infogan", "fit_xla"),
+    "elastic_eager": ("elastic", "eager"),
+    "elastic_fit": ("elastic", "fit"),
+    "elastic_fit_xla": ("elastic", "fit_xla"),
+    "infogan_fit": ("infogan", "fit"),
+    "infogan_fit_xla": ("infogan", "fit_xla"),
 }
 MEMORY_SETTINGS = ("elastic_eager", "elastic_fit", "elastic_fit_xla", "infogan_fit")
 LABELS = {
@@ -51,7 +54,10 @@ LABELS = {
     "infogan_fit_xla": "InfoGAN ablation (uniform prior, no NT-Xent), compiled `fit`, XLA",
 }
 EVALUATION_PARTS = (
-    ("classifier_training", "the digit classifier's training (once: 3 epochs of all the training images, then cached)"),
+    (
+        "classifier_training",
+        "the digit classifier's training (once: 3 epochs of all the training images, then cached)",
+    ),
     ("classifier_cached", "the digit classifier loaded from the cache (every later evaluation)"),
     ("generated", f"generating and classifying {PER_CODE:,} images per code (10 codes), NMI and ENT"),
     ("embedding", "the encoder's features of the test images"),
@@ -93,9 +99,6 @@ def runner(setting: str):
     return train_step_eager_runner(model, images) if kind == "eager" else train_step_fit_runner(model, images)
 
 
-
-
-
 def _failure(error: Exception) -> str:
     """The first line of an error that says why, e.g. XLA's "Detected unsupported operations"."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
@@ -122,7 +125,9 @@ def measure(steps: int, rounds: int) -> dict:
     rates = loops.interleaved_rates(runners, steps, rounds)
     _, model, batch = _setup("elastic", False)
     return {
-        "rates": rates, "failed": failed, "images_per_step": int(len(batch["images"])),
+        "rates": rates,
+        "failed": failed,
+        "images_per_step": int(len(batch["images"])),
         "parameters": int(sum(int(tf.size(v)) for v in model.trainable_variables)),
     }
 
@@ -151,7 +156,9 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
         return value
 
     with tempfile.TemporaryDirectory() as cache:
-        classifier, accuracy, _ = timed("classifier_training", lambda: digit_clusters.digit_classifier(config, cache))
+        classifier, accuracy, _ = timed(
+            "classifier_training", lambda: digit_clusters.digit_classifier(config, cache)
+        )
         classifier, _, _ = timed("classifier_cached", lambda: digit_clusters.digit_classifier(config, cache))
 
     def generated():
@@ -163,10 +170,23 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
     features = timed("embedding", lambda: embed(model.encoder, data.x_test[..., None]))
     timed("nearest_neighbour", lambda: digit_clusters.nearest_neighbour_accuracy(features, data.y_test))
     timed("kmeans", lambda: digit_clusters.kmeans_nmi(features, data.y_test))
-    timed("q_code", lambda: normalized_mutual_info_score(data.y_test, digit_clusters.classify(model.q, data.x_test[..., None])))
-    return {"seconds": seconds, "classifier_accuracy": accuracy, "test_images": int(len(data.y_test)),
-            "train_images": int(len(mnist.load_mnist(config.replace(class_split=mnist_imbalance.NO_SPLIT)).y_train)),
-            "split_images": int(len(data.y_train)), "feature_dim": int(np.shape(features)[1]), "per_code": per_code}
+    timed(
+        "q_code",
+        lambda: normalized_mutual_info_score(
+            data.y_test, digit_clusters.classify(model.q, data.x_test[..., None])
+        ),
+    )
+    return {
+        "seconds": seconds,
+        "classifier_accuracy": accuracy,
+        "test_images": int(len(data.y_test)),
+        "train_images": int(
+            len(mnist.load_mnist(config.replace(class_split=mnist_imbalance.NO_SPLIT)).y_train)
+        ),
+        "split_images": int(len(data.y_train)),
+        "feature_dim": int(np.shape(features)[1]),
+        "per_code": per_code,
+    }
 
 
 def peak_memory(setting: str, steps: int) -> float | None:
@@ -178,7 +198,6 @@ def peak_memory(setting: str, steps: int) -> float | None:
         return None
     run(steps)
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
 
 
 # ---------------------------------------------------------------- the section
@@ -210,16 +229,25 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
             continue
         rate = rates[setting]
         mem = f"{memory[setting]:.0f}" if memory.get(setting) is not None else "-"
-        lines.append(f"| {LABELS[setting]} | {rate:.2f} | {rate * images:.0f} | {rate / eager:.1f}x | {mem} |")
+        lines.append(
+            f"| {LABELS[setting]} | {rate:.2f} | {rate * images:.0f} | {rate / eager:.1f}x | {mem} |"
+        )
     lines.append("")
     for setting, reason in failed.items():
         lines.append(f"{LABELS[setting]}: {reason}")
         lines.append("")
-    compiled = {setting: rates[setting] / eager for setting in ("elastic_fit", "elastic_fit_xla") if setting in rates}
+    compiled = {
+        setting: rates[setting] / eager for setting in ("elastic_fit", "elastic_fit_xla") if setting in rates
+    }
     best = max(compiled.values())
-    parts = [f"the graph is {compiled['elastic_fit']:.1f}x the eager loop"] if "elastic_fit" in compiled else []
-    parts.append(f"XLA {compiled['elastic_fit_xla']:.1f}x" if "elastic_fit_xla" in compiled
-                 else "XLA does not compile the step (why: above)")
+    parts = (
+        [f"the graph is {compiled['elastic_fit']:.1f}x the eager loop"] if "elastic_fit" in compiled else []
+    )
+    parts.append(
+        f"XLA {compiled['elastic_fit_xla']:.1f}x"
+        if "elastic_fit_xla" in compiled
+        else "XLA does not compile the step (why: above)"
+    )
     lines += [
         f"Goal: compiled >= 3x the eager loop: {', '.join(parts)} ({'met' if best >= 3 else 'not met'}).",
     ]
@@ -234,7 +262,7 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
     lines += [
         "",
         f"The evaluation (`abc_tf/evaluation/tasks/digit_clusters.py`) of a model of this shape (untrained weights: the",
-        f"cost does not depend on them), on the procedural MNIST (`data_source=\"procedural\"`: "
+        f'cost does not depend on them), on the procedural MNIST (`data_source="procedural"`: '
         f"{evaluation['train_images']:,} training and {evaluation['test_images']:,} test images, of which",
         f"class split 1 keeps {evaluation['split_images']:,} for the GAN), so it runs without",
         f"files; the classifier reached {evaluation['classifier_accuracy']:.4f} test accuracy on these easier digits.",
@@ -261,18 +289,37 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
 
 def main() -> None:
     args = report.rounds_arguments(__doc__, 10, "Train steps per setting and round.")
-    if report.answer_child(args.child, {"measure": lambda: measure(args.steps, args.rounds), "evaluation": evaluation_seconds},
-                           lambda setting: peak_memory(setting, 10)):
+    if report.answer_child(
+        args.child,
+        {"measure": lambda: measure(args.steps, args.rounds), "evaluation": evaluation_seconds},
+        lambda setting: peak_memory(setting, 10),
+    ):
         return
     load_start = os.getloadavg()[0]
     this = "benchmarks.infogan_speed"  # run again in children, each measuring alone
-    result = report.run_child(this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
-    memory = {setting: report.run_child(this, ["--child", setting]) for setting in MEMORY_SETTINGS if setting not in result["failed"]}
+    result = report.run_child(
+        this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)]
+    )
+    memory = {
+        setting: report.run_child(this, ["--child", setting])
+        for setting in MEMORY_SETTINGS
+        if setting not in result["failed"]
+    }
     evaluation = report.run_child(this, ["--child", "evaluation"])
-    report.publish(TITLE, table(result, memory, evaluation, args.steps, args.rounds, load_start), write=not args.no_write)
+    report.publish(
+        TITLE, table(result, memory, evaluation, args.steps, args.rounds, load_start), write=not args.no_write
+    )
     if not args.no_write:
-        report.save_results("infogan_speed", {"steps": args.steps, "rounds": args.rounds, "result": result,
-                                              "memory": memory, "evaluation": evaluation})
+        report.save_results(
+            "infogan_speed",
+            {
+                "steps": args.steps,
+                "rounds": args.rounds,
+                "result": result,
+                "memory": memory,
+                "evaluation": evaluation,
+            },
+        )
 
 
 if __name__ == "__main__":

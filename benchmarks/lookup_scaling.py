@@ -39,7 +39,16 @@ from abc_tf.runs import export
 from abc_tf.runs.experiments import get_preset
 from abc_tf import lookup
 from abc_tf.evaluation.tasks import pose_accuracy
-from benchmarks.report import FIGURES, ROOT, argument_parser, load_line, log_log_axes, machine_line, publish, save_results
+from benchmarks.report import (
+    FIGURES,
+    ROOT,
+    argument_parser,
+    load_line,
+    log_log_axes,
+    machine_line,
+    publish,
+    save_results,
+)
 
 BATCH = 256
 EVAL_QUERIES = 500
@@ -113,7 +122,13 @@ def measure(size: int, dim: int, similarity: str, seconds: float) -> dict:
             row[f"export_{batch}_s"] = timed(call, seconds)
             # TensorFlow (oneDNN) keeps a call's buffers for later calls of the same shape, so
             # the memory of a call is measured on its first call, in a fresh process.
-            command = [sys.executable, "-m", "benchmarks.lookup_scaling", "--export_memory", f"{path},{batch},{dim}"]
+            command = [
+                sys.executable,
+                "-m",
+                "benchmarks.lookup_scaling",
+                "--export_memory",
+                f"{path},{batch},{dim}",
+            ]
             output = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT).stdout
             row[f"export_{batch}_mb"] = float(output.split()[-1])
         del model
@@ -129,8 +144,10 @@ def measure(size: int, dim: int, similarity: str, seconds: float) -> dict:
     pool = np.concatenate([keys, rng.normal(size=((POOL_FACTOR - 1) * size, dim)).astype(np.float32)])
     pool_rotations = Rotation.random(len(pool), random_state=1).as_matrix()
     query_rotations = Rotation.random(EVAL_QUERIES, random_state=2).as_matrix()
-    call = lambda: pose_accuracy.lookup_evaluation(  # noqa: E731
-        queries[:EVAL_QUERIES], query_rotations, pool, pool_rotations, similarity, size, REPEATS, seed=0
+    call = (
+        lambda: pose_accuracy.lookup_evaluation(  # noqa: E731
+            queries[:EVAL_QUERIES], query_rotations, pool, pool_rotations, similarity, size, REPEATS, seed=0
+        )
     )
     start = time.perf_counter()
     row["eval_mb"], _ = added_peak_mb(call)
@@ -145,26 +162,56 @@ def measure(size: int, dim: int, similarity: str, seconds: float) -> dict:
 def plot(rows: list[dict], path_rate: str, path_memory: str) -> None:
     sizes = [r["size"] for r in rows]
     xlabel = "dictionary size (embeddings)"
-    with log_log_axes(path_rate, xlabel, "queries/s", "Pose lookup against dictionary size (d=64, cosine)", legend_size=8) as ax:
+    with log_log_axes(
+        path_rate, xlabel, "queries/s", "Pose lookup against dictionary size (d=64, cosine)", legend_size=8
+    ) as ax:
         ax.plot(sizes, [1 / r["export_1_s"] for r in rows], "o-", label="lookup_pose, 1 image per call")
-        ax.plot(sizes, [BATCH / r["export_256_s"] for r in rows], "s-", label=f"lookup_pose, {BATCH} per call")
+        ax.plot(
+            sizes, [BATCH / r["export_256_s"] for r in rows], "s-", label=f"lookup_pose, {BATCH} per call"
+        )
         ax.plot(sizes, [BATCH / r["nn_s"] for r in rows], "^-", label=f"nearest_neighbours, {BATCH} queries")
-        ax.plot(sizes, [EVAL_QUERIES / r["eval_s"] for r in rows], "v-", label=f"evaluation, {REPEATS} dictionaries")
+        ax.plot(
+            sizes,
+            [EVAL_QUERIES / r["eval_s"] for r in rows],
+            "v-",
+            label=f"evaluation, {REPEATS} dictionaries",
+        )
 
     floor = 0.1  # MB: a log axis cannot show 0 (no measurable growth)
     title = "Memory of pose lookup against dictionary size"
     with log_log_axes(path_memory, xlabel, "peak MB added by a call", title, legend_size=7) as ax:
-        ax.plot(sizes, [max(r["export_1_mb"], floor) for r in rows], "o-", label="lookup_pose, 1 image per call")
-        ax.plot(sizes, [max(r["export_256_mb"], floor) for r in rows], "s-", label=f"lookup_pose, {BATCH} per call")
-        ax.plot(sizes, [max(r["nn_mb"], floor) for r in rows], "^-", label=f"nearest_neighbours, {BATCH} queries")
-        ax.plot(sizes, [max(r["eval_mb"], floor) for r in rows], "v-", label=f"evaluation, {REPEATS} dictionaries (chunked)")
-        ax.plot(sizes, [r["old_eval_mb"] for r in rows], "k--", label="evaluation before: whole matrices (computed)")
+        ax.plot(
+            sizes, [max(r["export_1_mb"], floor) for r in rows], "o-", label="lookup_pose, 1 image per call"
+        )
+        ax.plot(
+            sizes,
+            [max(r["export_256_mb"], floor) for r in rows],
+            "s-",
+            label=f"lookup_pose, {BATCH} per call",
+        )
+        ax.plot(
+            sizes, [max(r["nn_mb"], floor) for r in rows], "^-", label=f"nearest_neighbours, {BATCH} queries"
+        )
+        ax.plot(
+            sizes,
+            [max(r["eval_mb"], floor) for r in rows],
+            "v-",
+            label=f"evaluation, {REPEATS} dictionaries (chunked)",
+        )
+        ax.plot(
+            sizes,
+            [r["old_eval_mb"] for r in rows],
+            "k--",
+            label="evaluation before: whole matrices (computed)",
+        )
         ax.plot(sizes, [r["pool_mb"] for r in rows], ":", color="grey", label="the pool's embeddings (input)")
 
 
 def main() -> None:
     parser = argument_parser(__doc__)
-    parser.add_argument("--sizes", default="1000,10000,100000,1000000", help="Dictionary sizes, comma separated.")
+    parser.add_argument(
+        "--sizes", default="1000,10000,100000,1000000", help="Dictionary sizes, comma separated."
+    )
     parser.add_argument("--seconds", type=float, default=1.0, help="Timing window of each rate.")
     parser.add_argument("--export_memory", default="", help=argparse.SUPPRESS)  # internal: one memory probe
     args = parser.parse_args()
@@ -230,15 +277,19 @@ def main() -> None:
         "the pool grows; its cost is linear, 50 dictionaries x 500 queries x N gathered similarities: "
         "its ns per query and dictionary entry stay within the noise of this shared machine.",
     ]
-    body = "\n".join(lines + summary) + "\n\n" + "\n".join(
-        [
-            "![queries/s against dictionary size](docs/figures/benchmarks/lookup_scaling_rate.png)",
-            "![memory against dictionary size](docs/figures/benchmarks/lookup_scaling_memory.png)",
-            "",
-            load_line(load_start),
-            "",
-            f"Command: `python -m benchmarks.lookup_scaling --sizes {args.sizes}`",
-        ]
+    body = (
+        "\n".join(lines + summary)
+        + "\n\n"
+        + "\n".join(
+            [
+                "![queries/s against dictionary size](docs/figures/benchmarks/lookup_scaling_rate.png)",
+                "![memory against dictionary size](docs/figures/benchmarks/lookup_scaling_memory.png)",
+                "",
+                load_line(load_start),
+                "",
+                f"Command: `python -m benchmarks.lookup_scaling --sizes {args.sizes}`",
+            ]
+        )
     )
     paths = [os.path.join(FIGURES, f"lookup_scaling_{name}.png") for name in ("rate", "memory")]
     publish("Pose lookup against dictionary size", body, not args.no_write, lambda: plot(rows, *paths))

@@ -30,7 +30,9 @@ from abc_tf.methods.base import to_float_images
 Runner = Callable[[int], float]  # trains about n steps, returns steps per second
 
 
-def eager_runner(build_encoder: Callable[[], keras.Model], batch: dict, similarity: str, temperature: float) -> Runner:
+def eager_runner(
+    build_encoder: Callable[[], keras.Model], batch: dict, similarity: str, temperature: float
+) -> Runner:
     keras.utils.set_random_seed(0)
     encoder = build_encoder()
     optimizer = keras.optimizers.Adam(1e-4)
@@ -39,16 +41,24 @@ def eager_runner(build_encoder: Callable[[], keras.Model], batch: dict, similari
     def step():
         with tf.GradientTape() as tape:
             embedded = {
-                key: tf.stack([encoder(to_float_images(images[p]), training=True) for p in range(images.shape[0])])
+                key: tf.stack(
+                    [encoder(to_float_images(images[p]), training=True) for p in range(images.shape[0])]
+                )
                 for key, images in sets.items()
             }
             if "set_b" in embedded:
                 loss, _ = losses.abc_loss(
-                    embedded["set_a"], embedded["set_b"], similarity, temperature,
-                    embedded.get("set_a_view2"), embedded.get("set_b_view2"),
+                    embedded["set_a"],
+                    embedded["set_b"],
+                    similarity,
+                    temperature,
+                    embedded.get("set_a_view2"),
+                    embedded.get("set_b_view2"),
                 )
             else:
-                loss, _ = losses.contrastive_loss(embedded["set_a"], embedded["set_a_view2"], similarity, temperature)
+                loss, _ = losses.contrastive_loss(
+                    embedded["set_a"], embedded["set_a_view2"], similarity, temperature
+                )
         gradients = tape.gradient(loss, encoder.trainable_variables)
         optimizer.apply(gradients, encoder.trainable_variables)
 
@@ -73,7 +83,11 @@ def compiled_model(
     keras.utils.set_random_seed(0)
     model = ABCModel(build_encoder(), **(model_kwargs or {}))
     keras.mixed_precision.set_global_policy("float32")
-    model.compile(optimizer=keras.optimizers.Adam(1e-4), jit_compile=jit_compile, steps_per_execution=steps_per_execution)
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-4),
+        jit_compile=jit_compile,
+        steps_per_execution=steps_per_execution,
+    )
     return model
 
 
@@ -89,8 +103,14 @@ class EpochTimer(keras.callbacks.Callback):
         self.seconds.append(time.perf_counter() - self._start)
 
 
-def fit_runner(build_encoder: Callable[[], keras.Model], batch: dict, jit_compile: bool = False,
-               steps_per_execution: int = 1, policy: str = "float32", model_kwargs: dict | None = None) -> Runner:
+def fit_runner(
+    build_encoder: Callable[[], keras.Model],
+    batch: dict,
+    jit_compile: bool = False,
+    steps_per_execution: int = 1,
+    policy: str = "float32",
+    model_kwargs: dict | None = None,
+) -> Runner:
     """``ABCModel.fit`` on one batch repeated from memory: the training step alone."""
     model = compiled_model(build_encoder, jit_compile, steps_per_execution, policy, model_kwargs)
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
@@ -107,8 +127,12 @@ def fit_runner(build_encoder: Callable[[], keras.Model], batch: dict, jit_compil
     return run
 
 
-def bare_runner(build_encoder: Callable[[], keras.Model], batch: dict, policy: str = "float32",
-                model_kwargs: dict | None = None) -> Runner:
+def bare_runner(
+    build_encoder: Callable[[], keras.Model],
+    batch: dict,
+    policy: str = "float32",
+    model_kwargs: dict | None = None,
+) -> Runner:
     """The floor for ``fit``: the same ABCModel, optimizer and batch, trained by a plain compiled
     ``tf.function`` step (GradientTape, loss, ``optimizer.apply``) called in a Python loop, with
     no metrics, callbacks or data iterator."""
@@ -122,10 +146,18 @@ def bare_runner(build_encoder: Callable[[], keras.Model], batch: dict, policy: s
         with tf.GradientTape() as tape:
             embedded = model.embed_sets(sets, training=True)
             if kwargs.get("loss_type") == "contrastive":
-                loss, _ = losses.contrastive_loss(embedded["set_a"], embedded["set_a_view2"], similarity, temperature)
+                loss, _ = losses.contrastive_loss(
+                    embedded["set_a"], embedded["set_a_view2"], similarity, temperature
+                )
             else:
-                loss, _ = losses.abc_loss(embedded["set_a"], embedded["set_b"], similarity, temperature,
-                                          embedded.get("set_a_view2"), embedded.get("set_b_view2"))
+                loss, _ = losses.abc_loss(
+                    embedded["set_a"],
+                    embedded["set_b"],
+                    similarity,
+                    temperature,
+                    embedded.get("set_a_view2"),
+                    embedded.get("set_b_view2"),
+                )
         model.optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
         return loss
 

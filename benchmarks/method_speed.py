@@ -105,12 +105,22 @@ def table(results: dict, command: str, load_start: float) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for index, row in enumerate(results["rows"]):
-        work = ("- | " + _link(index, "steps_per_s", f"{row['steps_per_s']:.2f}") + " | - | -") if row["gflop_per_step"] is None else (
-            _link(index, "gflop_per_step", f"{row['gflop_per_step']:.2f}") + " | "
-            + _link(index, "steps_per_s", f"{row['steps_per_s']:.2f}") + " | "
-            + _link(index, "gflops", f"{row['gflops']:.0f}") + " | "
-            + _link(index, "of_matmul", f"{row['of_matmul']:.2f}"))
-        lines.append(f"| {row['method']} | `{row['preset']}` | {row['batch_format']} | {row['policy']}{', XLA' if row['jit_compile'] else ''} | {row['steps_per_execution']} | {work} |")
+        work = (
+            ("- | " + _link(index, "steps_per_s", f"{row['steps_per_s']:.2f}") + " | - | -")
+            if row["gflop_per_step"] is None
+            else (
+                _link(index, "gflop_per_step", f"{row['gflop_per_step']:.2f}")
+                + " | "
+                + _link(index, "steps_per_s", f"{row['steps_per_s']:.2f}")
+                + " | "
+                + _link(index, "gflops", f"{row['gflops']:.0f}")
+                + " | "
+                + _link(index, "of_matmul", f"{row['of_matmul']:.2f}")
+            )
+        )
+        lines.append(
+            f"| {row['method']} | `{row['preset']}` | {row['batch_format']} | {row['policy']}{', XLA' if row['jit_compile'] else ''} | {row['steps_per_execution']} | {work} |"
+        )
     return "\n".join(lines)
 
 

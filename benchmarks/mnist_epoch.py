@@ -34,7 +34,9 @@ def seconds_per_step(config, steps: int, repeats: int) -> list[float]:
     per_call = training.steps_per_execution(config)  # what the trainer runs (auto by default)
     model.steps_per_execution = per_call
     warmup = 2 * per_call * max(1, 10 // per_call)
-    model.fit(dataset, epochs=1, steps_per_epoch=warmup, verbose=0, shuffle=False)  # traces, warms the pipeline
+    model.fit(
+        dataset, epochs=1, steps_per_epoch=warmup, verbose=0, shuffle=False
+    )  # traces, warms the pipeline
     steps = max(per_call, steps - steps % per_call)  # whole compiled calls
     out = []
     for _ in range(repeats):
@@ -57,7 +59,9 @@ def pipeline_seconds_per_batch(config, batches: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data_path", default="", help="MNIST IDX directory or .npz (default: the preset's auto choice).")
+    parser.add_argument(
+        "--data_path", default="", help="MNIST IDX directory or .npz (default: the preset's auto choice)."
+    )
     parser.add_argument("--steps", type=int, default=150, help="Timed steps per repeat.")
     parser.add_argument("--repeats", type=int, default=3, help="Timed repeats (the median is reported).")
     parser.add_argument("--no_write", action="store_true", help="Print only; leave BENCHMARKS.md alone.")
@@ -84,7 +88,8 @@ def main() -> None:
     # The documents name the user's MNIST folder MNIST_DIR, never a path of the measuring machine.
     if args.data_path:
         source = source.replace(os.path.abspath(args.data_path), "MNIST_DIR") + (
-            "; MNIST_DIR: a folder holding the four MNIST IDX files, `train-images-idx3-ubyte[.gz]` and the others")
+            "; MNIST_DIR: a folder holding the four MNIST IDX files, `train-images-idx3-ubyte[.gz]` and the others"
+        )
     command = "python -m benchmarks.mnist_epoch" + (" --data_path=MNIST_DIR" if args.data_path else "")
     command += f" --steps={args.steps} --repeats={args.repeats}"
     table = "\n".join(
@@ -108,11 +113,26 @@ Paper (supplement Table S2): {PAPER_SECONDS_PER_EPOCH_K80} s/epoch on an NVIDIA 
 The data pipeline alone delivers a batch in {pipeline * 1000:.2f} ms, so it does not limit training."""
     if not args.no_write:
         write_section("MNIST epoch time", body)
-        save_results("mnist_epoch", {
-            "command": command, "steps_per_epoch": steps_per_epoch, "paper_seconds_per_epoch": PAPER_SECONDS_PER_EPOCH_K80,
-            "rows": [{"configuration": label, "ms_per_step": ms, "seconds_per_epoch": epoch, "best_seconds_per_epoch": best,
-                      "over_paper": epoch / PAPER_SECONDS_PER_EPOCH_K80} for label, ms, epoch, best in rows],
-            "pipeline_ms_per_batch": pipeline * 1000, "load": os.getloadavg()})
+        save_results(
+            "mnist_epoch",
+            {
+                "command": command,
+                "steps_per_epoch": steps_per_epoch,
+                "paper_seconds_per_epoch": PAPER_SECONDS_PER_EPOCH_K80,
+                "rows": [
+                    {
+                        "configuration": label,
+                        "ms_per_step": ms,
+                        "seconds_per_epoch": epoch,
+                        "best_seconds_per_epoch": best,
+                        "over_paper": epoch / PAPER_SECONDS_PER_EPOCH_K80,
+                    }
+                    for label, ms, epoch, best in rows
+                ],
+                "pipeline_ms_per_batch": pipeline * 1000,
+                "load": os.getloadavg(),
+            },
+        )
     print(body)
 
 

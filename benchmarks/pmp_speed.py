@@ -31,7 +31,11 @@ from benchmarks.loops import train_step_eager_runner, train_step_fit_runner
 EXPERIMENT = "shapes3d_pmp"
 # name: (mixed precision, steps_per_execution); the eager runners are float32.
 SETTINGS = {
-    "eager_authors": (False, 1), "eager": (False, 1), "fit": (False, 1), "fit_mixed": (True, 1), "fit_mixed_spe10": (True, 10),
+    "eager_authors": (False, 1),
+    "eager": (False, 1),
+    "fit": (False, 1),
+    "fit_mixed": (True, 1),
+    "fit_mixed_spe10": (True, 10),
     "floor_mixed": (True, 1),
 }
 TITLE = "PMP training step (CPU)"
@@ -44,7 +48,9 @@ def _setup(mixed: bool, steps_per_execution: int = 1):
     from abc_tf import data
     from abc_tf.runs import training
 
-    config = experiments.get_preset(EXPERIMENT).replace(mixed_precision=mixed, steps_per_execution=steps_per_execution)
+    config = experiments.get_preset(EXPERIMENT).replace(
+        mixed_precision=mixed, steps_per_execution=steps_per_execution
+    )
     model = training.build_model(config)
     keras.mixed_precision.set_global_policy("float32")  # build_model set it; the next model sets its own
     batch = next(iter(data.get_family(config.data.family).stream("pairs")(config, 0, 0)))
@@ -62,7 +68,6 @@ def runner(setting: str):
     if setting == "floor_mixed":
         return floor_runner(model, batch)
     return train_step_fit_runner(model, batch)
-
 
 
 def authors_loss(model, batch, iteration: int):
@@ -100,8 +105,13 @@ def authors_loss(model, batch, iteration: int):
     recoded = tf.stack(latents(model.features(model.decoder(z_mix, training=True), training=True)), axis=1)
     cons = tf.reduce_mean(tf.square(recoded - tf.gather(tf.concat(targets, axis=0), keep)))
     w = model.loss_weights
-    return (rec + b1 * (w["dis"] * pmp.distance_loss(squared, changed) + w["spar"] * pmp.sparsity_loss(stacked))
-            + b2 * w["cons"] * cons + b3 * w["reg"] * pmp.usage_loss(squared) + model.weight_decay_term())
+    return (
+        rec
+        + b1 * (w["dis"] * pmp.distance_loss(squared, changed) + w["spar"] * pmp.sparsity_loss(stacked))
+        + b2 * w["cons"] * cons
+        + b3 * w["reg"] * pmp.usage_loss(squared)
+        + model.weight_decay_term()
+    )
 
 
 def authors_eager_runner(model, batch):
@@ -157,7 +167,6 @@ def floor_runner(model, batch):
     return run
 
 
-
 def measure(steps: int, rounds: int) -> dict:
     import statistics
 
@@ -200,7 +209,6 @@ def peak_memory(setting: str, steps: int) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-
 def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float) -> str:
     rates, images = result["rates"], result["images_per_step"]
     authors, ours = rates["eager_authors"], rates["eager"]
@@ -212,7 +220,10 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         ("compiled `fit`, mixed, steps_per_execution=10", "fit_mixed_spe10"),
         ("compiled `fit`, mixed, fed by the pairs pipeline", "fit_mixed_pipeline"),
         ("compiled `fit`, float32, warm-up phase (L_rec alone)", "fit_warmup"),
-        ("floor: the four network passes alone, forward and backward, mixed (no losses, no update)", "floor_mixed"),
+        (
+            "floor: the four network passes alone, forward and backward, mixed (no losses, no update)",
+            "floor_mixed",
+        ),
     ]
     lines = [
         report.machine_line(),
@@ -254,16 +265,27 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
 
 def main() -> None:
     args = report.rounds_arguments(__doc__, 10, "Steps per setting and round.")
-    if report.answer_child(args.child, {"measure": lambda: measure(args.steps, args.rounds)},
-                           lambda setting: peak_memory(setting, 10)):
+    if report.answer_child(
+        args.child,
+        {"measure": lambda: measure(args.steps, args.rounds)},
+        lambda setting: peak_memory(setting, 10),
+    ):
         return
     load_start = os.getloadavg()[0]
     this = "benchmarks.pmp_speed"  # run again in children, each measuring alone
-    result = report.run_child(this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
-    memory = {setting: report.run_child(this, ["--child", setting]) for setting in SETTINGS if setting not in ("fit_mixed_spe10", "floor_mixed")}
+    result = report.run_child(
+        this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)]
+    )
+    memory = {
+        setting: report.run_child(this, ["--child", setting])
+        for setting in SETTINGS
+        if setting not in ("fit_mixed_spe10", "floor_mixed")
+    }
     report.publish(TITLE, table(result, memory, args.steps, args.rounds, load_start), write=not args.no_write)
     if not args.no_write:
-        report.save_results("pmp_speed", {"steps": args.steps, "rounds": args.rounds, "result": result, "memory": memory})
+        report.save_results(
+            "pmp_speed", {"steps": args.steps, "rounds": args.rounds, "result": result, "memory": memory}
+        )
 
 
 if __name__ == "__main__":

@@ -50,7 +50,9 @@ def write_section(title: str, body: str, path: str = BENCHMARKS_FILE) -> None:
     text = open(path).read() if os.path.exists(path) else HEADER
     section = f"## {title}\n\n{body.strip()}\n\n"
     pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
-    text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
+    text = (
+        pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section
+    )
     with open(path, "w") as handle:
         handle.write(text)
 
@@ -128,7 +130,9 @@ def rounds_arguments(doc: str, steps: int, steps_help: str) -> argparse.Namespac
     return parser.parse_args()
 
 
-def answer_child(name: str | None, named: dict[str, Callable[[], Any]], setting: Callable[[str], Any]) -> bool:
+def answer_child(
+    name: str | None, named: dict[str, Callable[[], Any]], setting: Callable[[str], Any]
+) -> bool:
     """In a child process (``name``: its ``--child``), prints ``RESULT`` and the JSON of
     ``named[name]()``, or of ``setting(name)`` for any other name (one setting measured alone,
     e.g. its peak memory), and returns True; returns False in the parent (``name`` None)."""
@@ -155,8 +159,10 @@ def run_child(module: str, args: list[str]) -> dict:
     fresh process, e.g. its peak memory) and returns the JSON it prints after ``RESULT``;
     RuntimeError with its stderr if it fails."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    completed = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    completed = subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, env=env, cwd=ROOT
+    )
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
     if completed.returncode or not lines:
         raise RuntimeError(f"{args} failed: {completed.stderr.strip()[-2000:]}")
-    return json.loads(lines[-1][len("RESULT"):])
+    return json.loads(lines[-1][len("RESULT") :])

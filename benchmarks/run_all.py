@@ -71,15 +71,26 @@ def measure(experiment: str, steps: int, rounds: int) -> dict:
 
     full = config.replace(mixed_precision=False)
     mixed = config.replace(mixed_precision=True)
-    kwargs = dict(similarity=config.method.similarity, temperature=config.method.temperature, loss_type=config.method.name)
+    kwargs = dict(
+        similarity=config.method.similarity,
+        temperature=config.method.temperature,
+        loss_type=config.method.name,
+    )
     mixed_policy = training.precision_policy(mixed)
     # untrained_encoder sets the global precision policy from its config; the runners reset it.
     build_full = lambda: training.untrained_encoder(full)  # noqa: E731
     build_mixed = lambda: training.untrained_encoder(mixed)  # noqa: E731
-    runners = {"eager": loops.eager_runner(build_full, batch, config.method.similarity, config.method.temperature)}
+    runners = {
+        "eager": loops.eager_runner(build_full, batch, config.method.similarity, config.method.temperature)
+    }
     for name, (jit, spe, use_mixed) in FIT_SETTINGS.items():
         runners[name] = loops.fit_runner(
-            build_mixed if use_mixed else build_full, batch, jit, spe, mixed_policy if use_mixed else "float32", kwargs
+            build_mixed if use_mixed else build_full,
+            batch,
+            jit,
+            spe,
+            mixed_policy if use_mixed else "float32",
+            kwargs,
         )
     rates = loops.interleaved_rates(runners, steps, rounds)
     fed = loops.compiled_model(build_mixed, policy=mixed_policy, model_kwargs=kwargs)
@@ -129,7 +140,8 @@ def tables(results: list[dict], steps: int, rounds: int) -> str:
         cells = [f"{rates[key]:.2f} ({rates[key] / eager:.1f}x)" for key in COLUMNS]
         lines.append(
             f"| {result['experiment']} | {result['model']} | {result['images_per_step']} | {eager:.2f} | "
-            + " | ".join(cells) + f" | {best * result['images_per_step']:.0f} |"
+            + " | ".join(cells)
+            + f" | {best * result['images_per_step']:.0f} |"
         )
     lines += [
         "",
@@ -167,7 +179,9 @@ def tables(results: list[dict], steps: int, rounds: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--experiments", default=DEFAULT_EXPERIMENTS)
     parser.add_argument("--steps", type=int, default=30, help="Steps per setting and round.")
     parser.add_argument("--rounds", type=int, default=3)
@@ -181,15 +195,29 @@ def main() -> None:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     for experiment in args.experiments.split(","):
         completed = subprocess.run(
-            [sys.executable, "-m", "benchmarks.run_all", "--child", experiment, "--steps", str(args.steps),
-             "--rounds", str(args.rounds)],
-            capture_output=True, text=True, env=env, cwd=ROOT,
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.run_all",
+                "--child",
+                experiment,
+                "--steps",
+                str(args.steps),
+                "--rounds",
+                str(args.rounds),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
         )
         lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
         if completed.returncode or not lines:
-            results.append({"experiment": experiment, "skipped": f"failed: {completed.stderr.strip().splitlines()[-1:]}"})
+            results.append(
+                {"experiment": experiment, "skipped": f"failed: {completed.stderr.strip().splitlines()[-1:]}"}
+            )
         else:
-            results.append(json.loads(lines[-1][len("RESULT"):]))
+            results.append(json.loads(lines[-1][len("RESULT") :]))
         print(results[-1], flush=True)
     body = tables(results, args.steps, args.rounds)
     print(body)

@@ -99,11 +99,19 @@ def export_model(path: str) -> None:
     config = get_preset("pose_quick")
     keras.utils.set_random_seed(0)
     shape = (config.data.image_size, config.data.image_size, 3)
-    encoder = models.build(config.model.architecture, embedding_dim=config.model.embedding_dim, input_shape=shape)
+    encoder = models.build(
+        config.model.architecture, embedding_dim=config.model.embedding_dim, input_shape=shape
+    )
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (DICTIONARY_SIZE, *shape), dtype=np.uint8)
-    euler = np.stack([rng.uniform(0, 2 * np.pi, DICTIONARY_SIZE), rng.uniform(0, 0.5, DICTIONARY_SIZE),
-                      rng.uniform(-0.3, 0.3, DICTIONARY_SIZE)], -1)
+    euler = np.stack(
+        [
+            rng.uniform(0, 2 * np.pi, DICTIONARY_SIZE),
+            rng.uniform(0, 0.5, DICTIONARY_SIZE),
+            rng.uniform(-0.3, 0.3, DICTIONARY_SIZE),
+        ],
+        -1,
+    )
     export.export_pose(encoder, path, embed(encoder, images), euler, config.embedding_similarity)
 
 
@@ -129,29 +137,37 @@ def main(argv):
         export_model(path)
         env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""}
         output = subprocess.run(
-            [sys.executable, "-c", SERVE, path, str(FLAGS.calls), str(FLAGS.rounds)], capture_output=True, text=True, env=env,
-            cwd=directory, check=True,
+            [sys.executable, "-c", SERVE, path, str(FLAGS.calls), str(FLAGS.rounds)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=directory,
+            check=True,
         ).stdout
-    results = json.loads(next(line for line in output.splitlines() if line.startswith("RESULT"))[len("RESULT"):])
+    results = json.loads(
+        next(line for line in output.splitlines() if line.startswith("RESULT"))[len("RESULT") :]
+    )
     rows = {(row["endpoint"], row["batch"], row["threads"]): row for row in results["rows"]}
     single, shared = rows[("lookup_pose_uint8", 32, 1)], rows[("lookup_pose_uint8", 32, 4)]
-    body = "\n\n".join([
-        "`python -m benchmarks.serving`: the `pose_quick` SavedModel (S5-small encoder, 32 x 32 RGB, d = 64, "
-        f"a lookup dictionary of {DICTIONARY_SIZE} poses baked in), loaded with `tf.saved_model.load` in a fresh "
-        "process that cannot import the project, called as in the README (`m.embed_uint8(images)`, "
-        "`m.lookup_pose_uint8(images)`) with uint8 tensors. Latency is per call, from the call to the result "
-        f"in memory (percentiles over all timed calls); images/s is the median over {FLAGS.rounds} interleaved "
-        f"rounds (the 4-caller row: wall-clock of the round). Loading took {results['load_seconds']:.1f} s.",
-        table(results),
-        f"Batch 1 costs {rows[('embed_uint8', 1, 1)]['p50_ms']:.1f} ms per call (median): per-call overhead of a "
-        "restored function (input checks, dtype dispatch) more than arithmetic; batches of 32 and more amortise "
-        f"it. 4 threads sharing one loaded model at batch 32: {shared['images_per_second']:.0f} images/s against "
-        f"{single['images_per_second']:.0f} for one caller ({shared['images_per_second'] / single['images_per_second']:.2f}x), "
-        "with the same answers as one caller (tests/test_export.py). The machine's 2 cores are shared with "
-        "other jobs, so absolute figures move between runs by tens of percent; the ratios within a run are "
-        "what to read.",
-        report.machine_line(),
-    ])
+    body = "\n\n".join(
+        [
+            "`python -m benchmarks.serving`: the `pose_quick` SavedModel (S5-small encoder, 32 x 32 RGB, d = 64, "
+            f"a lookup dictionary of {DICTIONARY_SIZE} poses baked in), loaded with `tf.saved_model.load` in a fresh "
+            "process that cannot import the project, called as in the README (`m.embed_uint8(images)`, "
+            "`m.lookup_pose_uint8(images)`) with uint8 tensors. Latency is per call, from the call to the result "
+            f"in memory (percentiles over all timed calls); images/s is the median over {FLAGS.rounds} interleaved "
+            f"rounds (the 4-caller row: wall-clock of the round). Loading took {results['load_seconds']:.1f} s.",
+            table(results),
+            f"Batch 1 costs {rows[('embed_uint8', 1, 1)]['p50_ms']:.1f} ms per call (median): per-call overhead of a "
+            "restored function (input checks, dtype dispatch) more than arithmetic; batches of 32 and more amortise "
+            f"it. 4 threads sharing one loaded model at batch 32: {shared['images_per_second']:.0f} images/s against "
+            f"{single['images_per_second']:.0f} for one caller ({shared['images_per_second'] / single['images_per_second']:.2f}x), "
+            "with the same answers as one caller (tests/test_export.py). The machine's 2 cores are shared with "
+            "other jobs, so absolute figures move between runs by tens of percent; the ratios within a run are "
+            "what to read.",
+            report.machine_line(),
+        ]
+    )
     print(body)
     if FLAGS.write:
         report.write_section("Serving (SavedModel)", body)

@@ -39,7 +39,11 @@ WARP_MODES = ("eager", "function", "xla")
 SETTINGS = {
     f"{variant}_{runner}_{batch}": (variant, batch, runner)
     for batch in BATCHES
-    for variant, runners in (("c_vitae", ("eager", "fit", "fit_xla")), ("u_vitae", ("fit_xla",)), ("vae", ("fit_xla",)))
+    for variant, runners in (
+        ("c_vitae", ("eager", "fit", "fit_xla")),
+        ("u_vitae", ("fit_xla",)),
+        ("vae", ("fit_xla",)),
+    )
     for runner in runners
 }
 MEMORY_SETTINGS = ("c_vitae_eager_512", "c_vitae_fit_512", "c_vitae_fit_xla_512", "c_vitae_fit_xla_128")
@@ -48,7 +52,9 @@ MEMORY_SETTINGS = ("c_vitae_eager_512", "c_vitae_fit_512", "c_vitae_fit_xla_512"
 def config_for(variant: str, batch: int, jit_compile: bool):
     """The paper's preset of ``variant`` at ``batch``, on the procedural MNIST, with or without XLA."""
 
-    return experiments.get_preset(f"mnist_{variant}").replace(batch_size=batch, jit_compile=jit_compile, source="procedural")
+    return experiments.get_preset(f"mnist_{variant}").replace(
+        batch_size=batch, jit_compile=jit_compile, source="procedural"
+    )
 
 
 def _batch(config) -> dict:
@@ -74,9 +80,6 @@ def runner(setting: str):
     variant, batch, kind = SETTINGS[setting]
     _, model, images = _setup(variant, batch, jit_compile=kind == "fit_xla")
     return train_step_eager_runner(model, images) if kind == "eager" else train_step_fit_runner(model, images)
-
-
-
 
 
 # ---------------------------------------------------------------- the warp alone
@@ -139,7 +142,10 @@ def measure(steps: int, rounds: int) -> dict:
     from benchmarks import loops
 
     warp = loops.interleaved_rates(
-        {f"{mode}_{batch}": warp_runner(mode, batch) for batch in BATCHES for mode in WARP_MODES}, steps, rounds)
+        {f"{mode}_{batch}": warp_runner(mode, batch) for batch in BATCHES for mode in WARP_MODES},
+        steps,
+        rounds,
+    )
     runners = {setting: runner(setting) for setting in SETTINGS}
     rates = loops.interleaved_rates(runners, steps, rounds)
     # fit fed by the "images" stream in each preset's own setting (after the others: see
@@ -162,7 +168,11 @@ def measure(steps: int, rounds: int) -> dict:
     procedural = len(mnist.training_images(config_for("c_vitae", 128, False))[0])
     _, model, _ = _setup("c_vitae", 128, False)
     return {
-        "warp": warp, "rates": rates, "pipeline": pipeline, "stream": stream, "procedural_images": procedural,
+        "warp": warp,
+        "rates": rates,
+        "pipeline": pipeline,
+        "stream": stream,
+        "procedural_images": procedural,
         "parameters": int(sum(int(tf.size(v)) for v in model.trainable_variables)),
     }
 
@@ -171,7 +181,6 @@ def peak_memory(setting: str, steps: int) -> float:
     """Runs in a child process: peak RSS (MB) of building ``setting`` and training ``steps`` steps."""
     runner(setting)(steps)
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
 
 
 # ---------------------------------------------------------------- the section
@@ -214,7 +223,11 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         "| method | batch | loop | steps/s | images/s | over eager | MNIST epoch s | peak RSS MB |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    loops_named = {"eager": "eager, `train_step` op by op", "fit": "compiled `fit` (graph)", "fit_xla": "compiled `fit`, XLA"}
+    loops_named = {
+        "eager": "eager, `train_step` op by op",
+        "fit": "compiled `fit` (graph)",
+        "fit_xla": "compiled `fit`, XLA",
+    }
     names = {"c_vitae": "C-VITAE", "u_vitae": "U-VITAE", "vae": "VAE"}
     for setting, (variant, batch, kind) in SETTINGS.items():
         rate = rates[setting]
@@ -226,7 +239,7 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         )
     lines += [
         "",
-        "\"over eager\": over C-VITAE's eager loop at the same batch size.",
+        '"over eager": over C-VITAE\'s eager loop at the same batch size.',
         "",
     ]
     verdicts = []
@@ -234,14 +247,16 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         eager = rates[f"c_vitae_eager_{batch}"]
         graph, xla = rates[f"c_vitae_fit_{batch}"] / eager, rates[f"c_vitae_fit_xla_{batch}"] / eager
         best = max(graph, xla)
-        verdicts.append(f"at batch {batch} the graph is {graph:.1f}x and XLA {xla:.1f}x the eager loop "
-                        f"({'met' if best >= 3 else 'not met'})")
+        verdicts.append(
+            f"at batch {batch} the graph is {graph:.1f}x and XLA {xla:.1f}x the eager loop "
+            f"({'met' if best >= 3 else 'not met'})"
+        )
     lines += [
         f"Goal: compiled >= 3x the eager loop: {'; '.join(verdicts)}.",
         "",
-        "MNIST epoch fed by the real \"images\" stream (`make_images_dataset`, one thread for the pipeline",
+        'MNIST epoch fed by the real "images" stream (`make_images_dataset`, one thread for the pipeline',
         f"as in CPU training) in each preset's own setting. The stream read the procedural MNIST",
-        f"(`data_source=\"procedural\"`, {result['procedural_images']:,} training images without the nines), so",
+        f'(`data_source="procedural"`, {result["procedural_images"]:,} training images without the nines), so',
         "this runs without files; its batches have the real MNIST's shape and type, and the epoch is counted",
         "in the real MNIST's 54,051 images:",
         "",
@@ -265,16 +280,23 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
 
 def main() -> None:
     args = report.rounds_arguments(__doc__, 20, "Train steps (warp calls) per setting and round.")
-    if report.answer_child(args.child, {"measure": lambda: measure(args.steps, args.rounds)},
-                           lambda setting: peak_memory(setting, 10)):
+    if report.answer_child(
+        args.child,
+        {"measure": lambda: measure(args.steps, args.rounds)},
+        lambda setting: peak_memory(setting, 10),
+    ):
         return
     load_start = os.getloadavg()[0]
     this = "benchmarks.vitae_speed"  # run again in children, each measuring alone
-    result = report.run_child(this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)])
+    result = report.run_child(
+        this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)]
+    )
     memory = {setting: report.run_child(this, ["--child", setting]) for setting in MEMORY_SETTINGS}
     report.publish(TITLE, table(result, memory, args.steps, args.rounds, load_start), write=not args.no_write)
     if not args.no_write:
-        report.save_results("vitae_speed", {"steps": args.steps, "rounds": args.rounds, "result": result, "memory": memory})
+        report.save_results(
+            "vitae_speed", {"steps": args.steps, "rounds": args.rounds, "result": result, "memory": memory}
+        )
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ _BUILDERS: dict[str, Callable[..., keras.Model]] = {}
 _PRETRAINED: set[str] = set()
 
 
-def register(name: str, pretrained: bool = False) -> Callable[[Callable[..., keras.Model]], Callable[..., keras.Model]]:
+def register(
+    name: str, pretrained: bool = False
+) -> Callable[[Callable[..., keras.Model]], Callable[..., keras.Model]]:
     """Decorator adding a builder to the registry; ``pretrained``: it accepts ``weights=``."""
 
     def decorate(builder: Callable[..., keras.Model]) -> Callable[..., keras.Model]:

@@ -54,46 +54,79 @@ def _normal() -> keras.initializers.Initializer:
 
 
 def _instance_norm(name: str) -> keras.layers.Layer:
-    return keras.layers.GroupNormalization(groups=-1, epsilon=NORM_EPSILON, center=False, scale=False, name=name)
+    return keras.layers.GroupNormalization(
+        groups=-1, epsilon=NORM_EPSILON, center=False, scale=False, name=name
+    )
 
 
 def _transposed(filters: int, in_channels: int, name: str, **kwargs) -> keras.layers.Conv2DTranspose:
     """A 4 x 4, stride 2, unpadded transposed convolution with PyTorch 0.4's default init."""
     limit = 1.0 / math.sqrt(in_channels * 4 * 4)
     uniform = keras.initializers.RandomUniform(-limit, limit)
-    return keras.layers.Conv2DTranspose(filters, 4, strides=2, padding="valid", kernel_initializer=uniform,
-                                        bias_initializer=uniform, name=name, **kwargs)
+    return keras.layers.Conv2DTranspose(
+        filters,
+        4,
+        strides=2,
+        padding="valid",
+        kernel_initializer=uniform,
+        bias_initializer=uniform,
+        name=name,
+        **kwargs,
+    )
 
 
 def _check_shape(shape: tuple[int, int, int]) -> None:
     if tuple(shape[:2]) != (IMAGE_SIZE, IMAGE_SIZE):
-        raise ValueError(f"CC-VAE's networks are the authors' MNIST networks for {IMAGE_SIZE} x {IMAGE_SIZE} images, "
-                         f"not {tuple(shape)}.")
+        raise ValueError(
+            f"CC-VAE's networks are the authors' MNIST networks for {IMAGE_SIZE} x {IMAGE_SIZE} images, "
+            f"not {tuple(shape)}."
+        )
 
 
 @register("cc_vae_encoder")
-def cc_vae_encoder(style_dim: int = 16, class_dim: int = 16, base_channels: int = BASE_CHANNELS,
-                   input_shape: tuple[int, int, int] = (28, 28, 1), model_name: str = "posterior") -> keras.Model:
+def cc_vae_encoder(
+    style_dim: int = 16,
+    class_dim: int = 16,
+    base_channels: int = BASE_CHANNELS,
+    input_shape: tuple[int, int, int] = (28, 28, 1),
+    model_name: str = "posterior",
+) -> keras.Model:
     """q(z | x) and the specified code: images -> the three outputs of :data:`ENCODER_OUTPUTS` (float32)."""
     _check_shape(input_shape)
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     x = inputs
     for index, width in enumerate((base_channels, 2 * base_channels, 4 * base_channels), start=1):
         x = keras.layers.ZeroPadding2D(1, name=f"pad_{index}")(x)
-        x = keras.layers.Conv2D(width, 5, strides=2, padding="valid", kernel_initializer=_normal(),
-                                bias_initializer="zeros", name=f"conv_{index}")(x)
+        x = keras.layers.Conv2D(
+            width,
+            5,
+            strides=2,
+            padding="valid",
+            kernel_initializer=_normal(),
+            bias_initializer="zeros",
+            name=f"conv_{index}",
+        )(x)
         x = _instance_norm(f"norm_{index}")(x)
         x = keras.layers.ReLU(name=f"relu_{index}")(x)
     features = keras.layers.Flatten(name="flatten")(x)
     dims = {"style_mean": style_dim, "style_log_variance": style_dim, "class_code": class_dim}
-    outputs = [keras.layers.Dense(dims[name], kernel_initializer=_normal(), bias_initializer="zeros", name=name,
-                                  dtype="float32")(features) for name in ENCODER_OUTPUTS]
+    outputs = [
+        keras.layers.Dense(
+            dims[name], kernel_initializer=_normal(), bias_initializer="zeros", name=name, dtype="float32"
+        )(features)
+        for name in ENCODER_OUTPUTS
+    ]
     return keras.Model(inputs, outputs, name=model_name)
 
 
 @register("cc_vae_decoder")
-def cc_vae_decoder(style_dim: int = 16, class_dim: int = 16, base_channels: int = BASE_CHANNELS,
-                   output_shape: tuple[int, int, int] = (28, 28, 1), model_name: str = "decoder") -> keras.Model:
+def cc_vae_decoder(
+    style_dim: int = 16,
+    class_dim: int = 16,
+    base_channels: int = BASE_CHANNELS,
+    output_shape: tuple[int, int, int] = (28, 28, 1),
+    model_name: str = "decoder",
+) -> keras.Model:
     """p(x | z, s): [style, class] -> images [B, 28, 28, C] in [0, 1] (sigmoid; float32)."""
     _check_shape(output_shape)
     style = keras.Input(shape=(style_dim,), name="style")
@@ -101,7 +134,9 @@ def cc_vae_decoder(style_dim: int = 16, class_dim: int = 16, base_channels: int 
     units = 4 * base_channels * 2 * 2
     inputs = []
     for name, code in (("style", style), ("class", specified)):
-        hidden = keras.layers.Dense(units, kernel_initializer=_normal(), bias_initializer="zeros", name=f"{name}_input")(code)
+        hidden = keras.layers.Dense(
+            units, kernel_initializer=_normal(), bias_initializer="zeros", name=f"{name}_input"
+        )(code)
         inputs.append(keras.layers.LeakyReLU(LEAKY_SLOPE, name=f"{name}_relu")(hidden))
     joined = keras.layers.Concatenate(name="codes")(inputs)
     x = keras.layers.Reshape((2, 2, 8 * base_channels), name="map")(joined)

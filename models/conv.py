@@ -21,7 +21,9 @@ def _conv_encoder(
     inputs = keras.Input(shape=input_shape, name="images")
     x = inputs
     for index, (filters, stride) in enumerate(conv_layers):
-        x = keras.layers.Conv2D(filters, 3, strides=stride, padding="valid", activation="relu", name=f"conv{index + 1}")(x)
+        x = keras.layers.Conv2D(
+            filters, 3, strides=stride, padding="valid", activation="relu", name=f"conv{index + 1}"
+        )(x)
     x = keras.layers.Flatten(name="flatten")(x)
     x = keras.layers.Dense(hidden_units, activation="relu", name="hidden")(x)
     # float32 even under a mixed-precision policy: distances between embeddings need the precision.
@@ -44,7 +46,9 @@ def s4(embedding_dim: int = 8, input_shape: tuple[int, int, int] = (28, 28, 1)) 
 
 
 @register("s6")
-def s6(embedding_dim: int = 64, channels: int = 1, input_shape: tuple[int, int, int] | None = None) -> keras.Model:
+def s6(
+    embedding_dim: int = 64, channels: int = 1, input_shape: tuple[int, int, int] | None = None
+) -> keras.Model:
     """Table S6: YaleB faces (64x64x1) or EPFL cars (64x64x3)."""
     if input_shape is None:
         if channels not in (1, 3):

@@ -35,26 +35,43 @@ def _lecun_normal(fan_in: int) -> keras.initializers.Initializer:
 
 
 def _dense(units: int, fan_in: int, name: str, **kwargs) -> keras.layers.Dense:
-    return keras.layers.Dense(units, kernel_initializer=_lecun_normal(fan_in), bias_initializer=_lecun_normal(units),
-                              name=name, **kwargs)
+    return keras.layers.Dense(
+        units,
+        kernel_initializer=_lecun_normal(fan_in),
+        bias_initializer=_lecun_normal(units),
+        name=name,
+        **kwargs,
+    )
 
 
 @register("ml_vae_encoder")
-def ml_vae_encoder(style_dim: int = 10, content_dim: int = 10, units: int = HIDDEN_UNITS,
-                   input_shape: tuple[int, int, int] = (28, 28, 1), model_name: str = "posterior") -> keras.Model:
+def ml_vae_encoder(
+    style_dim: int = 10,
+    content_dim: int = 10,
+    units: int = HIDDEN_UNITS,
+    input_shape: tuple[int, int, int] = (28, 28, 1),
+    model_name: str = "posterior",
+) -> keras.Model:
     """q(s | x) and q(c | x): images -> the four outputs of :data:`ENCODER_OUTPUTS` (float32)."""
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     flat = keras.layers.Flatten(name="flatten")(inputs)
     hidden = _dense(units, math.prod(input_shape), "hidden", activation="tanh")(flat)
     dims = {"style": style_dim, "content": content_dim}
-    outputs = [_dense(dims[name.split("_")[0]], units, name, dtype="float32")(hidden) for name in ENCODER_OUTPUTS]
+    outputs = [
+        _dense(dims[name.split("_")[0]], units, name, dtype="float32")(hidden) for name in ENCODER_OUTPUTS
+    ]
     return keras.Model(inputs, outputs, name=model_name)
 
 
 @register("ml_vae_decoder")
-def ml_vae_decoder(style_dim: int = 10, content_dim: int = 10, units: int = HIDDEN_UNITS,
-                   output_shape: tuple[int, int, int] = (28, 28, 1), likelihood: str = "gaussian",
-                   model_name: str = "decoder") -> keras.Model:
+def ml_vae_decoder(
+    style_dim: int = 10,
+    content_dim: int = 10,
+    units: int = HIDDEN_UNITS,
+    output_shape: tuple[int, int, int] = (28, 28, 1),
+    likelihood: str = "gaussian",
+    model_name: str = "decoder",
+) -> keras.Model:
     """p(x | s, c): [style, content] -> [mean, log_variance] (gaussian) or pixel logits
     (bernoulli), [B, H, W, C] float32."""
     style = keras.Input(shape=(style_dim,), name="style")
@@ -73,7 +90,9 @@ def ml_vae_decoder(style_dim: int = 10, content_dim: int = 10, units: int = HIDD
         raise ValueError(f"Unknown likelihood {likelihood!r}; choose gaussian or bernoulli.")
     mean = _dense(pixels, units, "pixel_mean", dtype="float32")(hidden)
     log_variance = _dense(pixels, units, "pixel_log_variance", activation="tanh", dtype="float32")(hidden)
-    return keras.Model([style, content], [image(mean, "mean"), image(log_variance, "log_variance")], name=model_name)
+    return keras.Model(
+        [style, content], [image(mean, "mean"), image(log_variance, "log_variance")], name=model_name
+    )
 
 
 def mean_network(posterior: keras.Model, output: str, name: str) -> keras.Model:

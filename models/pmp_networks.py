@@ -44,7 +44,9 @@ def pmp_encoder(embedding_dim: int = 10, input_shape: tuple[int, int, int] = (64
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     x = inputs
     for index, filters in enumerate(ENCODER_FILTERS):
-        x = keras.layers.Conv2D(filters, KERNEL, strides=STRIDE, padding="same", activation="relu", name=f"conv{index + 1}")(x)
+        x = keras.layers.Conv2D(
+            filters, KERNEL, strides=STRIDE, padding="same", activation="relu", name=f"conv{index + 1}"
+        )(x)
     x = keras.layers.Flatten(name="flatten")(x)
     x = keras.layers.Dense(HIDDEN_UNITS, activation="relu", name="hidden")(x)
     outputs = keras.layers.Dense(embedding_dim, name="features", dtype="float32")(x)
@@ -67,7 +69,12 @@ def pmp_decoder(embedding_dim: int = 10, output_shape: tuple[int, int, int] = (6
             filters, KERNEL, strides=STRIDE, padding="same", activation="relu", name=f"upconv{index + 1}"
         )(x)
     outputs = keras.layers.Conv2DTranspose(
-        channels, KERNEL, strides=STRIDE, padding="same", name=f"upconv{len(DECODER_FILTERS) + 1}", dtype="float32"
+        channels,
+        KERNEL,
+        strides=STRIDE,
+        padding="same",
+        name=f"upconv{len(DECODER_FILTERS) + 1}",
+        dtype="float32",
     )(x)
     return keras.Model(inputs, outputs, name="pmp_decoder")
 
@@ -127,7 +134,9 @@ def pmp_projectors(embedding_dim: int = 10, num_subspaces: int = 10) -> keras.Mo
     return keras.Model(inputs, outputs, name="pmp_projectors")
 
 
-def representation(encoder: keras.Model, projectors: keras.Model, name: str = "pmp_representation") -> keras.Model:
+def representation(
+    encoder: keras.Model, projectors: keras.Model, name: str = "pmp_representation"
+) -> keras.Model:
     """Images -> z = sum_i P_i(f(x)) [B, d], sharing the weights of ``encoder`` and ``projectors``."""
     inputs = keras.Input(shape=encoder.input_shape[1:], name="images")
     codes = projectors(encoder(inputs))

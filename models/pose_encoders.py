@@ -40,7 +40,9 @@ def _check_input_shape(name: str, input_shape, minimum: int) -> tuple[int, int, 
     if len(input_shape) != 3 or input_shape[-1] != 3:
         raise ValueError(f"{name} takes RGB images (H, W, 3), got input_shape {input_shape}.")
     if min(input_shape[:2]) < minimum:
-        raise ValueError(f"{name} needs images of at least {minimum} x {minimum} pixels, got {input_shape[:2]} (--data.image_size).")
+        raise ValueError(
+            f"{name} needs images of at least {minimum} x {minimum} pixels, got {input_shape[:2]} (--data.image_size)."
+        )
     return input_shape
 
 

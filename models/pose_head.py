@@ -64,7 +64,9 @@ def spherical_regression_head(embedding_dim: int = 64, hidden_units: int = HIDDE
     sphere = L2Normalize(name="l2_normalize", dtype="float32")(embeddings)
     magnitudes, quadrants = [], []
     for index, angle in enumerate(("azimuth", "elevation", "tilt")[:NUM_ANGLES]):
-        hidden = keras.layers.Dense(hidden_units, activation="tanh", name=f"{angle}_hidden", dtype="float32")(sphere)
+        hidden = keras.layers.Dense(hidden_units, activation="tanh", name=f"{angle}_hidden", dtype="float32")(
+            sphere
+        )
         magnitude_logits = keras.layers.Dense(2, name=f"{angle}_magnitude_logits", dtype="float32")(hidden)
         magnitudes.append(SphericalExponential(name=f"{angle}_magnitude", dtype="float32")(magnitude_logits))
         quadrants.append(keras.layers.Dense(4, name=f"{angle}_quadrant", dtype="float32")(hidden))

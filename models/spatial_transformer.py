@@ -37,7 +37,7 @@ def generator(theta):
 def expm(matrices):
     """The matrix exponential of square matrices [B, n, n] (scaling and squaring, module docstring)."""
     n = ops.shape(matrices)[-1]
-    scaled = matrices / float(2 ** SQUARINGS)
+    scaled = matrices / float(2**SQUARINGS)
     identity = ops.broadcast_to(ops.eye(n, dtype=matrices.dtype), ops.shape(matrices))
     # Horner: I + X (I + X/2 (I + X/3 (... (I + X/q)))).
     result = identity

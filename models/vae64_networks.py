@@ -49,7 +49,10 @@ from models.architectures import register
 
 IMAGE_SIZE = 64  # [ours]: the ABC paper's 64 x 64 (supplement L217)
 BASE_CHANNELS = 32  # [ours]
-KERNEL, STRIDE = 4, 2  # [ours]: DCGAN's 4 x 4, stride 2, padding 1: each layer halves or doubles the size exactly
+KERNEL, STRIDE = (
+    4,
+    2,
+)  # [ours]: DCGAN's 4 x 4, stride 2, padding 1: each layer halves or doubles the size exactly
 WIDTHS = (1, 2, 4, 8)  # [ours]: encoder channels b, 2b, 4b, 8b; the decoder's map 8b, then 4b, 2b, b
 SMALLEST = IMAGE_SIZE // STRIDE ** len(WIDTHS)  # 4: the encoder's last map and the decoder's first
 INIT_STDDEV = cc_vae_networks.INIT_STDDEV  # 0.05, the CC-VAE authors' weights_init
@@ -62,35 +65,58 @@ def _normal() -> keras.initializers.Initializer:
 
 
 def _instance_norm(name: str) -> keras.layers.Layer:
-    return keras.layers.GroupNormalization(groups=-1, epsilon=NORM_EPSILON, center=False, scale=False, name=name)
+    return keras.layers.GroupNormalization(
+        groups=-1, epsilon=NORM_EPSILON, center=False, scale=False, name=name
+    )
 
 
 def _dense(units: int, name: str, **kwargs) -> keras.layers.Dense:
-    return keras.layers.Dense(units, kernel_initializer=_normal(), bias_initializer="zeros", name=name, **kwargs)
+    return keras.layers.Dense(
+        units, kernel_initializer=_normal(), bias_initializer="zeros", name=name, **kwargs
+    )
 
 
 def _transposed(filters: int, in_channels: int, name: str, **kwargs) -> keras.layers.Conv2DTranspose:
     """A 4 x 4, stride 2, padding 1 transposed convolution (doubles the size) with PyTorch 0.4's default init."""
     limit = 1.0 / math.sqrt(in_channels * KERNEL * KERNEL)
     uniform = keras.initializers.RandomUniform(-limit, limit)
-    return keras.layers.Conv2DTranspose(filters, KERNEL, strides=STRIDE, padding="same", kernel_initializer=uniform,
-                                        bias_initializer=uniform, name=name, **kwargs)
+    return keras.layers.Conv2DTranspose(
+        filters,
+        KERNEL,
+        strides=STRIDE,
+        padding="same",
+        kernel_initializer=uniform,
+        bias_initializer=uniform,
+        name=name,
+        **kwargs,
+    )
 
 
 def check_shape(shape: tuple[int, ...], what: str) -> None:
     """ValueError unless ``shape`` is (64, 64, C)."""
     if len(shape) != 3 or tuple(shape[:2]) != (IMAGE_SIZE, IMAGE_SIZE):
-        raise ValueError(f"{what}: the 64 x 64 networks take {IMAGE_SIZE} x {IMAGE_SIZE} images, not {tuple(shape)}.")
+        raise ValueError(
+            f"{what}: the 64 x 64 networks take {IMAGE_SIZE} x {IMAGE_SIZE} images, not {tuple(shape)}."
+        )
 
 
-def _encoder(heads: dict[str, int], base_channels: int, input_shape: tuple[int, int, int], model_name: str) -> keras.Model:
+def _encoder(
+    heads: dict[str, int], base_channels: int, input_shape: tuple[int, int, int], model_name: str
+) -> keras.Model:
     """The encoder trunk and one linear head per entry of ``heads`` (name -> size), in order."""
     check_shape(input_shape, model_name)
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     x = inputs
     for index, factor in enumerate(WIDTHS, start=1):
-        x = keras.layers.Conv2D(factor * base_channels, KERNEL, strides=STRIDE, padding="same", kernel_initializer=_normal(),
-                                bias_initializer="zeros", name=f"conv_{index}")(x)
+        x = keras.layers.Conv2D(
+            factor * base_channels,
+            KERNEL,
+            strides=STRIDE,
+            padding="same",
+            kernel_initializer=_normal(),
+            bias_initializer="zeros",
+            name=f"conv_{index}",
+        )(x)
         x = _instance_norm(f"norm_{index}")(x)
         x = keras.layers.ReLU(name=f"relu_{index}")(x)
     features = keras.layers.Flatten(name="flatten")(x)
@@ -98,7 +124,9 @@ def _encoder(heads: dict[str, int], base_channels: int, input_shape: tuple[int, 
     return keras.Model(inputs, outputs, name=model_name)
 
 
-def _decoder_trunk(codes: list[keras.KerasTensor], names: tuple[str, str], base_channels: int) -> keras.KerasTensor:
+def _decoder_trunk(
+    codes: list[keras.KerasTensor], names: tuple[str, str], base_channels: int
+) -> keras.KerasTensor:
     """Two codes -> the 32 x 32 map of b channels before the last transposed convolution."""
     units = WIDTHS[-1] * base_channels // 2 * SMALLEST * SMALLEST
     joined = []
@@ -121,8 +149,13 @@ LAST = f"deconv_{len(WIDTHS)}"  # the last transposed convolution, 32 -> 64
 
 
 @register("ml_vae_encoder_64")
-def ml_vae_encoder_64(style_dim: int = 10, content_dim: int = 10, base_channels: int = BASE_CHANNELS,
-                      input_shape: tuple[int, int, int] = (64, 64, 3), model_name: str = "posterior") -> keras.Model:
+def ml_vae_encoder_64(
+    style_dim: int = 10,
+    content_dim: int = 10,
+    base_channels: int = BASE_CHANNELS,
+    input_shape: tuple[int, int, int] = (64, 64, 3),
+    model_name: str = "posterior",
+) -> keras.Model:
     """ML-VAE's q(s | x) and q(c | x) at 64 x 64: images -> the four outputs of
     ``ml_vae_networks.ENCODER_OUTPUTS`` (float32)."""
     dims = {"style": style_dim, "content": content_dim}
@@ -131,9 +164,14 @@ def ml_vae_encoder_64(style_dim: int = 10, content_dim: int = 10, base_channels:
 
 
 @register("ml_vae_decoder_64")
-def ml_vae_decoder_64(style_dim: int = 10, content_dim: int = 10, base_channels: int = BASE_CHANNELS,
-                      output_shape: tuple[int, int, int] = (64, 64, 3), likelihood: str = "gaussian",
-                      model_name: str = "decoder") -> keras.Model:
+def ml_vae_decoder_64(
+    style_dim: int = 10,
+    content_dim: int = 10,
+    base_channels: int = BASE_CHANNELS,
+    output_shape: tuple[int, int, int] = (64, 64, 3),
+    likelihood: str = "gaussian",
+    model_name: str = "decoder",
+) -> keras.Model:
     """ML-VAE's p(x | s, c) at 64 x 64: [style, content] -> [mean, log_variance] (gaussian) or
     pixel logits (bernoulli), [B, 64, 64, C] float32."""
     check_shape(output_shape, model_name)
@@ -147,22 +185,36 @@ def ml_vae_decoder_64(style_dim: int = 10, content_dim: int = 10, base_channels:
         logits = _transposed(channels, base_channels, "pixel_logits", dtype="float32")(x)
         return keras.Model([style, content], logits, name=model_name)
     mean = _transposed(channels, base_channels, "pixel_mean", dtype="float32")(x)
-    log_variance = _transposed(channels, base_channels, "pixel_log_variance", activation="tanh", dtype="float32")(x)
+    log_variance = _transposed(
+        channels, base_channels, "pixel_log_variance", activation="tanh", dtype="float32"
+    )(x)
     return keras.Model([style, content], [mean, log_variance], name=model_name)
 
 
 @register("cc_vae_encoder_64")
-def cc_vae_encoder_64(style_dim: int = 16, class_dim: int = 16, base_channels: int = BASE_CHANNELS,
-                      input_shape: tuple[int, int, int] = (64, 64, 3), model_name: str = "posterior") -> keras.Model:
+def cc_vae_encoder_64(
+    style_dim: int = 16,
+    class_dim: int = 16,
+    base_channels: int = BASE_CHANNELS,
+    input_shape: tuple[int, int, int] = (64, 64, 3),
+    model_name: str = "posterior",
+) -> keras.Model:
     """CC-VAE's q(z | x) and specified code at 64 x 64: images -> the three outputs of
     ``cc_vae_networks.ENCODER_OUTPUTS`` (float32)."""
     dims = {"style_mean": style_dim, "style_log_variance": style_dim, "class_code": class_dim}
-    return _encoder({name: dims[name] for name in cc_vae_networks.ENCODER_OUTPUTS}, base_channels, input_shape, model_name)
+    return _encoder(
+        {name: dims[name] for name in cc_vae_networks.ENCODER_OUTPUTS}, base_channels, input_shape, model_name
+    )
 
 
 @register("cc_vae_decoder_64")
-def cc_vae_decoder_64(style_dim: int = 16, class_dim: int = 16, base_channels: int = BASE_CHANNELS,
-                      output_shape: tuple[int, int, int] = (64, 64, 3), model_name: str = "decoder") -> keras.Model:
+def cc_vae_decoder_64(
+    style_dim: int = 16,
+    class_dim: int = 16,
+    base_channels: int = BASE_CHANNELS,
+    output_shape: tuple[int, int, int] = (64, 64, 3),
+    model_name: str = "decoder",
+) -> keras.Model:
     """CC-VAE's p(x | z, s) at 64 x 64: [style, class] -> images [B, 64, 64, C] in [0, 1] (sigmoid; float32)."""
     check_shape(output_shape, model_name)
     style = keras.Input(shape=(style_dim,), name="style")

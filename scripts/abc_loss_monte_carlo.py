@@ -26,12 +26,16 @@ from absl import app, flags
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("draws", 10_000, "Random set pairs per (set size, dimension), as in the paper.")
-flags.DEFINE_integer("max_points", 320_000, "Cap on draws x set size (large sets need fewer draws for the same precision).")
+flags.DEFINE_integer(
+    "max_points", 320_000, "Cap on draws x set size (large sets need fewer draws for the same precision)."
+)
 flags.DEFINE_list("set_sizes", ["2", "4", "8", "16", "32", "64", "128"], "Set sizes n.")
 flags.DEFINE_list("dims", ["1", "2", "3", "4", "5"], "Dimensions d of the uniform distribution.")
 flags.DEFINE_enum("similarity", "l2sq", ["l2sq", "l2"], "Similarity of the loss.")
 flags.DEFINE_integer("seed", 0, "Seed of the draws.")
-flags.DEFINE_string("output", "docs/figures/abc_loss_monte_carlo.png", "Figure path (JSON written beside it).")
+flags.DEFINE_string(
+    "output", "docs/figures/abc_loss_monte_carlo.png", "Figure path (JSON written beside it)."
+)
 
 
 def mean_loss_function(set_size: int, dims: int, draws: int, similarity: str, seed: int):
@@ -73,9 +77,16 @@ def optimise(set_size: int, dims: int, draws: int, similarity: str, seed: int) -
     mean_loss = mean_loss_function(set_size, dims, draws, similarity, seed)
     # Typical spacing of n uniform points in d dimensions is n^(-1/d); tau (for l2sq, a squared
     # length) lies far inside [1e-6, 10] for every n, d studied.
-    result = optimize.minimize_scalar(mean_loss, bounds=(math.log(1e-6), math.log(10.0)), method="bounded",
-                                      options={"xatol": 1e-3})
-    return {"set_size": set_size, "dims": dims, "draws": draws, "temperature": math.exp(result.x), "loss": float(result.fun)}
+    result = optimize.minimize_scalar(
+        mean_loss, bounds=(math.log(1e-6), math.log(10.0)), method="bounded", options={"xatol": 1e-3}
+    )
+    return {
+        "set_size": set_size,
+        "dims": dims,
+        "draws": draws,
+        "temperature": math.exp(result.x),
+        "loss": float(result.fun),
+    }
 
 
 def plot(results: list[dict], path: str) -> None:
@@ -95,9 +106,14 @@ def plot(results: list[dict], path: str) -> None:
         base = np.array([table[(n, dims[0])]["loss"] for n in sizes])
         loss_axes.plot(sizes, loss, "o-", label=f"d = {d}", markersize=3)
         ratio_axes.plot(sizes, loss / base, "o-", label=f"d = {d}", markersize=3)
-        tau_axes.plot(sizes, [table[(n, d)]["temperature"] for n in sizes], "o-", label=f"d = {d}", markersize=3)
-    for axes, ylabel in ((loss_axes, "mean ABC loss (optimal tau)"), (ratio_axes, f"loss / loss at d = {dims[0]}"),
-                         (tau_axes, "optimal tau")):
+        tau_axes.plot(
+            sizes, [table[(n, d)]["temperature"] for n in sizes], "o-", label=f"d = {d}", markersize=3
+        )
+    for axes, ylabel in (
+        (loss_axes, "mean ABC loss (optimal tau)"),
+        (ratio_axes, f"loss / loss at d = {dims[0]}"),
+        (tau_axes, "optimal tau"),
+    ):
         axes.set_xscale("log", base=2)
         axes.set_xlabel("set size n", fontsize=8)
         axes.set_ylabel(ylabel, fontsize=8)
@@ -105,7 +121,9 @@ def plot(results: list[dict], path: str) -> None:
     tau_axes.set_yscale("log")
     ratio_axes.axhline(1.0, color="k", linewidth=0.8, linestyle=":")
     loss_axes.legend(fontsize=7, frameon=False)
-    figure.suptitle("Uniform random sets in [0, 1]^d: mean ABC loss at the numerically optimal temperature", fontsize=9)
+    figure.suptitle(
+        "Uniform random sets in [0, 1]^d: mean ABC loss at the numerically optimal temperature", fontsize=9
+    )
     figure.tight_layout()
     plots.save_figure(figure, path)
 
@@ -123,7 +141,10 @@ def main(argv) -> None:
         for d in dims:
             result = optimise(n, d, draws, FLAGS.similarity, FLAGS.seed)
             results.append(result)
-            print(f"n={n:4d} d={d} draws={draws:5d}: tau*={result['temperature']:.4g} loss={result['loss']:.4f}", flush=True)
+            print(
+                f"n={n:4d} d={d} draws={draws:5d}: tau*={result['temperature']:.4g} loss={result['loss']:.4f}",
+                flush=True,
+            )
     plot(results, FLAGS.output)
     with open(os.path.splitext(FLAGS.output)[0] + ".json", "w") as handle:
         json.dump({"similarity": FLAGS.similarity, "seed": FLAGS.seed, "results": results}, handle, indent=2)

@@ -41,15 +41,28 @@ PLACEHOLDER = re.compile(r"<[^<>\s]*>|\$\{?\w+\}?")
 TRAIN_FAST = {"trainer.steps": "2", "trainer.log_every": "1", "trainer.eval_images": "64"}
 # Step counts a command may give that must stay below two steps to mean what they do: replaced
 # where the command gives them.
-TRAIN_SCALED = {"data.titration_interval": "1", "trainer.lr_halving_steps": "1", "trainer.eval_every": "1",
-                "method.stage1_steps": "1"}
+TRAIN_SCALED = {
+    "data.titration_interval": "1",
+    "trainer.lr_halving_steps": "1",
+    "trainer.eval_every": "1",
+    "method.stage1_steps": "1",
+}
 # Of those, the ones a preset's own value would make a two-step run refuse (pose_quick titrates
 # every 100 steps and LORD's first stage ends at 1,250, both of which must lie below
 # --trainer.steps): scaled also where only the preset sets them.
 PRESET_SCALED = ("data.titration_interval", "method.stage1_steps")
-EVAL_FAST = {"mine_steps": "10", "mine_eval_samples": "2048", "num_images": "64", "probe_epochs": "1", "num_sigmas": "2",
-             "pose_queries": "16", "pose_dictionary_size": "64", "pose_repeats": "1", "pose_pool_size": "0",
-             "disentanglement": "none"}  # the scores take a minute a run; the suite tests them
+EVAL_FAST = {
+    "mine_steps": "10",
+    "mine_eval_samples": "2048",
+    "num_images": "64",
+    "probe_epochs": "1",
+    "num_sigmas": "2",
+    "pose_queries": "16",
+    "pose_dictionary_size": "64",
+    "pose_repeats": "1",
+    "pose_pool_size": "0",
+    "disentanglement": "none",
+}  # the scores take a minute a run; the suite tests them
 DATA_PATHS = ("data.path", "data.real_data_path", "data.background_data_path", "data.pose_test_list")
 EVAL_INPUTS = ("run_dir", "saved_model", "config")  # and each run of --compare
 EVAL_OUTPUTS = ("output_dir", "pose_export_dir")
@@ -75,7 +88,7 @@ def code_lines(text: str):
             if stripped.startswith(fence):
                 fence = ""
             else:
-                yield number, line[min(indent, len(line) - len(stripped)):]
+                yield number, line[min(indent, len(line) - len(stripped)) :]
         elif stripped.startswith(("```", "~~~")):
             fence, indent = stripped[:3], len(line) - len(stripped)
         elif line.startswith(("    ", "\t")) and (indented or blank):
@@ -135,7 +148,9 @@ def preset_step_counts(args: list[str]) -> list[str]:
     given = dict(arg[2:].partition("=")[::2] for arg in args if arg.startswith("--"))
     chosen = {name: given[name] for name in ("data", "method", "model") if name in given}
     try:
-        flat = experiments.choose(experiments.get_preset(given.get("experiment", DEFAULT_EXPERIMENT)), **chosen).flat()
+        flat = experiments.choose(
+            experiments.get_preset(given.get("experiment", DEFAULT_EXPERIMENT)), **chosen
+        ).flat()
     except ValueError:  # an unknown experiment or choice: train.py says so when the command runs
         return []
     return [name for name in PRESET_SCALED if name not in given and flat.get(name) not in (None, 0)]
@@ -156,7 +171,12 @@ def rewrite(command: Command, out_dir: str, root: str = ROOT) -> None:
         if not equals:
             rewritten.append(arg)
             continue
-        if script == "train.py" and name in DATA_PATHS and value and not os.path.exists(os.path.join(root, value)):
+        if (
+            script == "train.py"
+            and name in DATA_PATHS
+            and value
+            and not os.path.exists(os.path.join(root, value))
+        ):
             needs.append(arg)
         if script == "train.py" and name == "output_dir":
             command.outputs.append(value)
@@ -175,7 +195,9 @@ def rewrite(command: Command, out_dir: str, root: str = ROOT) -> None:
             arg = "--checkpoints=all"  # a two-step run has none of the doc's steps
         rewritten.append(arg)
     if script == "train.py" and not command.outputs:
-        experiment = next((a.split("=", 1)[1] for a in args if a.startswith("--experiment=")), DEFAULT_EXPERIMENT)
+        experiment = next(
+            (a.split("=", 1)[1] for a in args if a.startswith("--experiment=")), DEFAULT_EXPERIMENT
+        )
         command.outputs.append(os.path.join("runs", experiment))
         rewritten.append(f"--output_dir={scratch(command.outputs[0], out_dir)}")
     if script == "train.py":
@@ -192,8 +214,11 @@ def plan(commands: list[Command], out_dir: str, root: str = ROOT) -> list[Comman
     written: list[str] = []
     for command in commands:
         rewrite(command, out_dir, root)
-        missing = [path for path in command.inputs if not within(path, written)
-                   and not (os.path.isabs(path) and os.path.exists(path))]
+        missing = [
+            path
+            for path in command.inputs
+            if not within(path, written) and not (os.path.isabs(path) and os.path.exists(path))
+        ]
         if missing and not command.skip:
             command.skip = "needs " + ", ".join(f"{path} (no earlier command writes it)" for path in missing)
         if not command.skip:
@@ -213,34 +238,59 @@ def run(command: Command, out_dir: str, timeout: float) -> tuple[str, str]:
     if absent:  # its train command failed, or was left out by --only
         return "skipped", "needs " + ", ".join(f"{path} (not written)" for path in absent)
     try:
-        done = subprocess.run([sys.executable, *command.args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            [sys.executable, *command.args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired as error:
-        stderr = error.stderr.decode(errors="replace") if isinstance(error.stderr, bytes) else error.stderr or ""
+        stderr = (
+            error.stderr.decode(errors="replace") if isinstance(error.stderr, bytes) else error.stderr or ""
+        )
         return "FAILED", f"{stderr}\ntimed out after {timeout:g} s"
     return ("ok", "") if done.returncode == 0 else ("FAILED", done.stderr or done.stdout)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--docs", nargs="+", default=list(DOCS), help="Markdown files, relative to the repository root.")
-    parser.add_argument("--out_dir", default=None, help="Scratch folder of the runs (default: a fresh temporary one).")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--docs", nargs="+", default=list(DOCS), help="Markdown files, relative to the repository root."
+    )
+    parser.add_argument(
+        "--out_dir", default=None, help="Scratch folder of the runs (default: a fresh temporary one)."
+    )
     parser.add_argument("--timeout", type=float, default=600, help="Seconds each command may run.")
-    parser.add_argument("--list", action="store_true", help="Print the commands and their rewrites; run nothing.")
-    parser.add_argument("--only", default="", help="Run only the commands whose 'file:line command' contains this.")
-    parser.add_argument("--define", action="append", default=[], metavar="WORD=VALUE",
-                        help="Replace a placeholder word of the docs, e.g. MNIST_DIR=/path/to/mnist (repeatable).")
+    parser.add_argument(
+        "--list", action="store_true", help="Print the commands and their rewrites; run nothing."
+    )
+    parser.add_argument(
+        "--only", default="", help="Run only the commands whose 'file:line command' contains this."
+    )
+    parser.add_argument(
+        "--define",
+        action="append",
+        default=[],
+        metavar="WORD=VALUE",
+        help="Replace a placeholder word of the docs, e.g. MNIST_DIR=/path/to/mnist (repeatable).",
+    )
     flags = parser.parse_args(argv)
     listed = os.path.join(tempfile.gettempdir(), "doc_commands_XXXX")  # --list creates no folder
-    out_dir = os.path.abspath(flags.out_dir or (listed if flags.list else tempfile.mkdtemp(prefix="doc_commands_")))
+    out_dir = os.path.abspath(
+        flags.out_dir or (listed if flags.list else tempfile.mkdtemp(prefix="doc_commands_"))
+    )
     defined = dict(item.split("=", 1) for item in flags.define)
-    commands = plan([c for doc in flags.docs for c in extract(os.path.join(ROOT, doc), doc, defined)], out_dir)
+    commands = plan(
+        [c for doc in flags.docs for c in extract(os.path.join(ROOT, doc), doc, defined)], out_dir
+    )
     commands = [c for c in commands if flags.only in f"{c.where} {c.text}"]
     print(f"{len(commands)} commands; scratch folder {out_dir}")
     failed = 0
     for command in commands:
         if flags.list:
-            print(f"{command.where}  {command.text}\n    -> {shown(command)}"
-                  + (f"\n    skipped: {command.skip}" if command.skip else ""))
+            print(
+                f"{command.where}  {command.text}\n    -> {shown(command)}"
+                + (f"\n    skipped: {command.skip}" if command.skip else "")
+            )
             continue
         began = time.monotonic()
         status, detail = run(command, out_dir, flags.timeout)

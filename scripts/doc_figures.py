@@ -39,7 +39,9 @@ DOCS = ("README.md", "RESULTS.md", "BENCHMARKS.md", "docs/REPRODUCTION.md")
 FIGURE_LINK = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)#\s]+\.(?:json|csv))#(?P<pointer>/[^)\s]*)\)")
 # The number a link's text quotes: sign, digits with optional thousands separators, decimals,
 # then an optional unit.
-QUOTED = re.compile(r"^\s*(?P<sign>[-+−]?)(?P<digits>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<decimals>\d+))?\s*(?P<unit>%|[^\d\s]*)\s*$")
+QUOTED = re.compile(
+    r"^\s*(?P<sign>[-+−]?)(?P<digits>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<decimals>\d+))?\s*(?P<unit>%|[^\d\s]*)\s*$"
+)
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?![\w.])")
 
 
@@ -134,7 +136,9 @@ def check_text(doc: str, text: str, root: str = ROOT) -> tuple[list[Figure], lis
     """(every tied figure, every problem) of the Markdown ``text`` of ``doc`` (a path from ``root``)."""
     figures = figures_in(doc, text)
     problems = [f"{doc}:{figure.line}: {why}" for figure in figures if (why := mismatch(figure, root))]
-    problems += [f"{where} (a number in an 'ours' column not tied to a file)" for where in untied_numbers(doc, text)]
+    problems += [
+        f"{where} (a number in an 'ours' column not tied to a file)" for where in untied_numbers(doc, text)
+    ]
     return figures, problems
 
 

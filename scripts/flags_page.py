@@ -37,7 +37,9 @@ def _fields(part: type[config_lib.Part], part_name: str) -> list[str]:
     for field in dataclasses.fields(part):
         if field.name == config_lib.SELECTORS.get(part_name):
             continue
-        rows.append(f"| `--{part_name}.{field.name}` | {_default(field.default)} | {_cell(field.metadata['help'])} |")
+        rows.append(
+            f"| `--{part_name}.{field.name}` | {_default(field.default)} | {_cell(field.metadata['help'])} |"
+        )
     return rows
 
 
@@ -63,7 +65,9 @@ def page() -> str:
     for name, preset in sorted(experiments.presets().items()):
         model = preset.model.architecture if preset.model else "its own"
         batch = ", ".join(f"{field}={getattr(preset.batch, field)}" for field in preset.batch.field_names())
-        lines.append(f"| `{name}` | {preset.data.family} | {preset.method.name} | {model} | {preset.trainer.steps:,} | {_cell(batch)} |")
+        lines.append(
+            f"| `{name}` | {preset.data.family} | {preset.method.name} | {model} | {preset.trainer.steps:,} | {_cell(batch)} |"
+        )
     lines += ["", "## Every run", "", f"### trainer ({_first_line(config_lib.TrainerConfig)})", ""]
     lines += _fields(config_lib.TrainerConfig, "trainer")
     for batch_class in config_lib.BATCH_CONFIGS.values():
@@ -73,11 +77,15 @@ def page() -> str:
     lines += _fields(config_lib.EncoderConfig, "model")
     lines += ["", "## Data families (`--data`)", ""]
     for family in sorted(data.DATA_FAMILIES):
-        lines += [f"### `--data={family}`", ""] + _fields(experiments.data_config_class(family), "data") + [""]
+        lines += (
+            [f"### `--data={family}`", ""] + _fields(experiments.data_config_class(family), "data") + [""]
+        )
     lines += ["## Methods (`--method`)", ""]
     for method in sorted(methods.METHODS):
         cls = experiments.method_config_class(method)
-        what = f"trains on {cls.batch_format}" + ("" if cls.trains_encoder else "; its networks are its own (no `--model`)")
+        what = f"trains on {cls.batch_format}" + (
+            "" if cls.trains_encoder else "; its networks are its own (no `--model`)"
+        )
         lines += [f"### `--method={method}` ({what})", ""] + _fields(cls, "method") + [""]
     return "\n".join(lines).rstrip() + "\n"
 

@@ -34,8 +34,12 @@ FACTORS = ("floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation
 
 
 def make_grouped_folder(
-    root: str, shapes: int = 4, object_hues: tuple[int, ...] = (0, 2, 4, 6, 8), scales: tuple[int, ...] = (0, 7),
-    per_group: int = 40, seed: int = 0,
+    root: str,
+    shapes: int = 4,
+    object_hues: tuple[int, ...] = (0, 2, 4, 6, 8),
+    scales: tuple[int, ...] = (0, 7),
+    per_group: int = 40,
+    seed: int = 0,
 ) -> int:
     """Writes one folder per (shape, object hue, scale) with ``per_group`` random scenes each.
 
@@ -101,8 +105,13 @@ def main() -> None:
         print(f"removing the previous demo run {run_dir}", flush=True)
         shutil.rmtree(run_dir)
     config = get_preset("folders").replace(
-        path=folder, steps=args.steps, log_every=min(50, args.steps), image_size=args.image_size,
-        set_size=args.set_size, temperature=args.temperature, seed=args.seed,
+        path=folder,
+        steps=args.steps,
+        log_every=min(50, args.steps),
+        image_size=args.image_size,
+        set_size=args.set_size,
+        temperature=args.temperature,
+        seed=args.seed,
     )
     start = time.time()
     result = training.train(config, run_dir, verbose=2)
@@ -112,7 +121,10 @@ def main() -> None:
     start = time.time()
     grouped = label_information.load_labelled(config)
     measurements = {}
-    for key, noise in (("sigma_length_scale", {}), ("sigma_relative", {"relative_sigma": args.relative_sigma})):
+    for key, noise in (
+        ("sigma_length_scale", {}),
+        ("sigma_relative", {"relative_sigma": args.relative_sigma}),
+    ):
         measurements[key] = label_information.trained_vs_untrained(
             config,
             result.encoder,
@@ -127,8 +139,16 @@ def main() -> None:
     print(f"evaluated in {time.time() - start:.0f} s", flush=True)
     history = {key: [float(v) for v in values] for key, values in result.history.items()}
     with open(os.path.join(args.output_dir, "results.json"), "w") as handle:
-        json.dump({"config": json.loads(config.to_json()), "history": history, "train_seconds": train_seconds,
-                   "labels": {k: label_information.to_dict(v) for k, v in measurements.items()}}, handle, indent=2)
+        json.dump(
+            {
+                "config": json.loads(config.to_json()),
+                "history": history,
+                "train_seconds": train_seconds,
+                "labels": {k: label_information.to_dict(v) for k, v in measurements.items()},
+            },
+            handle,
+            indent=2,
+        )
     text = (
         f"Final training loss {history['loss'][-1]:.3f}, cycle accuracy {history['cycle_accuracy'][-1]:.3f}.\n\n"
         f"Noise sigma = length scale ({config.method.length_scale():g}):\n\n{label_information.markdown_table(measurements['sigma_length_scale'])}\n\n"

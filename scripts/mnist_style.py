@@ -19,7 +19,9 @@ from absl import app, flags
 FLAGS = flags.FLAGS
 flags.DEFINE_string("run_dir", None, "Run directory written by train.py (encoder.keras, config.json).")
 flags.DEFINE_string("out_dir", None, "Where figures and metrics go (default: <run_dir>/mnist_style).")
-flags.DEFINE_string("data_path", None, "Evaluate on this MNIST (IDX directory or .npz) instead of the run's data_path.")
+flags.DEFINE_string(
+    "data_path", None, "Evaluate on this MNIST (IDX directory or .npz) instead of the run's data_path."
+)
 flags.DEFINE_integer("probe_epochs", 30, "Epochs of each digit probe.")
 flags.DEFINE_integer("seed", 0, "Seed of the retrieval queries, the regression splits and the probes.")
 
@@ -50,7 +52,9 @@ def main(argv: list[str]) -> None:
     summary = {
         name: {
             "slant_r2_within_digit": metrics[name]["style_r2"]["slant"]["ridge_within_digit_seen_digits"],
-            "thickness_r2_within_digit": metrics[name]["style_r2"]["thickness"]["ridge_within_digit_seen_digits"],
+            "thickness_r2_within_digit": metrics[name]["style_r2"]["thickness"][
+                "ridge_within_digit_seen_digits"
+            ],
             "digit_probe_accuracy": metrics[name]["digit_probe_accuracy"]["noise_at_length_scale"],
         }
         for name in ("untrained", "trained")

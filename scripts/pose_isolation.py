@@ -22,7 +22,9 @@ import os
 from absl import app, flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("run_dir", "runs/pose_quick", "Run directory (trained here unless it holds encoder.keras).")
+flags.DEFINE_string(
+    "run_dir", "runs/pose_quick", "Run directory (trained here unless it holds encoder.keras)."
+)
 flags.DEFINE_string("figures_dir", "docs/figures/pose", "Folder of the PNG figures.")
 flags.DEFINE_string("experiment", "pose_quick", "Preset to train when the run does not exist.")
 flags.DEFINE_integer("repeats", 50, "Random lookup dictionaries (paper: 50).")
@@ -39,7 +41,9 @@ def _training_curves(run_dir: str) -> dict[str, list[float]]:
     for name in sorted(os.listdir(train_dir)) if os.path.isdir(train_dir) else []:
         for event in tf.compat.v1.train.summary_iterator(os.path.join(train_dir, name)):
             for value in event.summary.value:
-                scalar = float(tf.make_ndarray(value.tensor)) if value.HasField("tensor") else value.simple_value
+                scalar = (
+                    float(tf.make_ndarray(value.tensor)) if value.HasField("tensor") else value.simple_value
+                )
                 curves.setdefault(value.tag, []).append((int(event.step), scalar))
     return curves
 
@@ -63,7 +67,9 @@ def main(argv):
     if not os.path.exists(network_file(FLAGS.run_dir, "encoder")):
         training.train(get_preset(FLAGS.experiment), FLAGS.run_dir)
     settings = pose_eval.PoseEvalSettings(
-        dictionary_size=FLAGS.dictionary_size, repeats=FLAGS.repeats, num_queries=FLAGS.queries,
+        dictionary_size=FLAGS.dictionary_size,
+        repeats=FLAGS.repeats,
+        num_queries=FLAGS.queries,
         query_domains=("real", "synthetic"),
     )
     results = pose_eval.evaluate_pose_run(FLAGS.run_dir, settings)
@@ -78,8 +84,12 @@ def main(argv):
     # 1. One training batch: set A (one instance) and set B (with real images), both views.
     cfg = config.replace(real_fraction=0.25, titration_interval=0)  # show some real images in set B
     batch = next(iter(pose.make_dataset(cfg, seed=0)))
-    rows = [("set A, view 1", batch["set_a"][0]), ("set A, view 2", batch["set_a_view2"][0]),
-            ("set B, view 1", batch["set_b"][0]), ("set B, view 2", batch["set_b_view2"][0])]
+    rows = [
+        ("set A, view 1", batch["set_a"][0]),
+        ("set A, view 2", batch["set_a_view2"][0]),
+        ("set B, view 1", batch["set_b"][0]),
+        ("set B, view 2", batch["set_b_view2"][0]),
+    ]
     figure, axes = plt.subplots(4, 12, figsize=(12, 4.4))
     for row, (title, images) in enumerate(rows):
         for column in range(12):
@@ -89,18 +99,23 @@ def main(argv):
     real_b = batch["real_b"][0].numpy()
     figure.suptitle(
         f"one pair of a {config.name} batch; for display {int(real_b.sum())} of the {len(real_b)} images "
-        f"of set B are real (slots {np.flatnonzero(real_b).tolist()})", fontsize=9,
+        f"of set B are real (slots {np.flatnonzero(real_b).tolist()})",
+        fontsize=9,
     )
     figure.savefig(os.path.join(FLAGS.figures_dir, "batch.png"), dpi=90, bbox_inches="tight")
     plt.close(figure)
 
     # 2. Lookup examples and error histograms on the real domain.
-    pool_images, pool_rotations, _ = pose.labelled_images(config, "train", "synthetic", FLAGS.dictionary_size, seed=0)
+    pool_images, pool_rotations, _ = pose.labelled_images(
+        config, "train", "synthetic", FLAGS.dictionary_size, seed=0
+    )
     query_images, query_rotations, _ = pose.labelled_images(config, "test", "real", FLAGS.queries, seed=1)
     errors = {}
     neighbours = {}
     for name, model in (("trained", encoder), ("untrained", untrained)):
-        index, _ = nearest_neighbours(embed(model, query_images), embed(model, pool_images), config.method.similarity)
+        index, _ = nearest_neighbours(
+            embed(model, query_images), embed(model, pool_images), config.method.similarity
+        )
         neighbours[name] = index
         errors[name] = pose_eval.geodesic_error(pool_rotations[index], query_rotations)
     shown = 12
@@ -121,8 +136,14 @@ def main(argv):
     figure, axis = plt.subplots(figsize=(5.5, 3.2))
     bins = np.linspace(0, 180, 19)
     for name, colour in (("untrained", "0.6"), ("trained", "C0")):
-        axis.hist(errors[name], bins=bins, histtype="step", linewidth=2, color=colour,
-                  label=f"{name}: median {np.median(errors[name]):.0f}°")
+        axis.hist(
+            errors[name],
+            bins=bins,
+            histtype="step",
+            linewidth=2,
+            color=colour,
+            label=f"{name}: median {np.median(errors[name]):.0f}°",
+        )
     axis.set_xlabel("lookup error on real-domain test images (degrees)")
     axis.set_ylabel("images")
     axis.legend(fontsize=8)
@@ -136,7 +157,9 @@ def main(argv):
         for tag in ("abc_loss",):
             steps, values = zip(*sorted(curves.get(tag, [])))
             axes[0].plot(steps, values, marker="o", label=tag)
-        axes[0].axhline(2 * np.log(config.batch.set_size), color="0.6", linestyle="--", label="chance, 2 ln N")
+        axes[0].axhline(
+            2 * np.log(config.batch.set_size), color="0.6", linestyle="--", label="chance, 2 ln N"
+        )
         axes[0].set_xlabel("step")
         axes[0].legend(fontsize=8)
         for tag, style in (("cycle_accuracy", "o-"), ("real_fraction", "s--")):
@@ -148,8 +171,14 @@ def main(argv):
         figure.savefig(os.path.join(FLAGS.figures_dir, "training.png"), dpi=100, bbox_inches="tight")
         plt.close(figure)
     with open(os.path.join(FLAGS.figures_dir, "summary.json"), "w") as handle:
-        json.dump({"medians_real_deg": {k: float(np.median(v)) for k, v in errors.items()},
-                   "metrics": results["domains"]}, handle, indent=2)
+        json.dump(
+            {
+                "medians_real_deg": {k: float(np.median(v)) for k, v in errors.items()},
+                "metrics": results["domains"],
+            },
+            handle,
+            indent=2,
+        )
 
 
 if __name__ == "__main__":

@@ -30,7 +30,12 @@ import numpy as np
 # cars; Table 1 (ICLR text L405-411), Pascal3D+ cars (LORD is not in it).
 PAPER = {
     "synthetic": {"CC-VAE": (12.7, 0.67), "ML-VAE": (9.3, 0.84), "LORD": (9.9, 0.69), "ABC": (5.8, 0.83)},
-    "real": {"ImageNet ResNet": (16.0, 0.65), "CC-VAE": (54.8, 0.26), "ML-VAE": (75.6, 0.27), "ABC": (14.1, 0.65)},
+    "real": {
+        "ImageNet ResNet": (16.0, 0.65),
+        "CC-VAE": (54.8, 0.26),
+        "ML-VAE": (75.6, 0.27),
+        "ABC": (14.1, 0.65),
+    },
 }
 METRICS = ("median_error_deg", "acc_at_30", "flip_median_error_deg", "flip_acc_at_30")
 DOMAINS = ("synthetic", "real")
@@ -52,32 +57,52 @@ def aggregate(per_seed: list[dict]) -> dict[str, dict[str, float]]:
     out = {}
     for metric in METRICS:
         values = np.array([seed[metric] for seed in per_seed], np.float64)
-        out[metric] = {"mean": float(values.mean()), "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
-                       "seeds": len(values)}
+        out[metric] = {
+            "mean": float(values.mean()),
+            "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
+            "seeds": len(values),
+        }
     return out
 
 
 def markdown(summary: dict, domain: str) -> str:
     """One domain's table: ours (mean ± std over seeds) beside the paper's."""
-    lines = ["| row | seeds | median error (deg) | Acc@30 | flip-inv. median (deg) | flip-inv. Acc@30 | paper median / Acc@30 |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| row | seeds | median error (deg) | Acc@30 | flip-inv. median (deg) | flip-inv. Acc@30 | paper median / Acc@30 |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, row in summary["rows"].items():
         values = row["domains"][domain]
         cells = [f"{values[m]['mean']:.3g} ± {values[m]['std']:.2g}" for m in METRICS]
         paper = PAPER[domain].get(name.split(" (")[0])  # "ABC (64 px)" is the paper's ABC row
-        lines.append(f"| {name} | {values[METRICS[0]]['seeds']} | " + " | ".join(cells)
-                     + f" | {f'{paper[0]} / {paper[1]}' if paper else '—'} |")
+        lines.append(
+            f"| {name} | {values[METRICS[0]]['seeds']} | "
+            + " | ".join(cells)
+            + f" | {f'{paper[0]} / {paper[1]}' if paper else '—'} |"
+        )
     return "\n".join(lines)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", required=True, help="NAME=DIR pairs, comma-separated: a row's name and its folder of seed_<k> runs (or one run).")
-    parser.add_argument("--output_dir", default="docs/figures/table_s1", help="Where summary.json and table_s1.md go.")
+    parser.add_argument(
+        "--rows",
+        required=True,
+        help="NAME=DIR pairs, comma-separated: a row's name and its folder of seed_<k> runs (or one run).",
+    )
+    parser.add_argument(
+        "--output_dir", default="docs/figures/table_s1", help="Where summary.json and table_s1.md go."
+    )
     parser.add_argument("--repeats", type=int, default=50, help="Random lookup dictionaries (paper: 50).")
-    parser.add_argument("--dictionary_size", type=int, default=1800, help="Images per dictionary (paper: 1800).")
+    parser.add_argument(
+        "--dictionary_size", type=int, default=1800, help="Images per dictionary (paper: 1800)."
+    )
     parser.add_argument("--queries", type=int, default=500, help="Test images per query domain.")
-    parser.add_argument("--pretrained_backbone", default="", help="ResNet50V2 notop weights file: adds the ImageNet-ResNet row (Table 1).")
+    parser.add_argument(
+        "--pretrained_backbone",
+        default="",
+        help="ResNet50V2 notop weights file: adds the ImageNet-ResNet row (Table 1).",
+    )
     return parser.parse_args(argv)
 
 
@@ -88,36 +113,61 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     rows = parse_rows(args.rows.split(","))
     settings = pose_accuracy.PoseEvalSettings(
-        dictionary_size=args.dictionary_size, repeats=args.repeats, num_queries=args.queries,
-        query_domains=DOMAINS, baselines=False,
+        dictionary_size=args.dictionary_size,
+        repeats=args.repeats,
+        num_queries=args.queries,
+        query_domains=DOMAINS,
+        baselines=False,
     )
-    summary: dict = {"settings": {"dictionary_size": args.dictionary_size, "repeats": args.repeats,
-                                  "queries": args.queries}, "rows": {}}
+    summary: dict = {
+        "settings": {
+            "dictionary_size": args.dictionary_size,
+            "repeats": args.repeats,
+            "queries": args.queries,
+        },
+        "rows": {},
+    }
     for index, (name, path) in enumerate(rows):
         runs = seed_run_dirs(path) or [path]
         # The pretrained row is measured once, with the first row's images.
-        extra = {"pretrained_backbone": args.pretrained_backbone} if args.pretrained_backbone and index == 0 else {}
+        extra = (
+            {"pretrained_backbone": args.pretrained_backbone}
+            if args.pretrained_backbone and index == 0
+            else {}
+        )
         per_seed = {domain: [] for domain in DOMAINS}
         pretrained = {domain: [] for domain in DOMAINS}
         for run_dir in runs:
             print(f"{name}: {run_dir}", flush=True)
-            result = pose_accuracy.evaluate_pose_run(run_dir, dataclasses.replace(settings, **extra), write=False)
+            result = pose_accuracy.evaluate_pose_run(
+                run_dir, dataclasses.replace(settings, **extra), write=False
+            )
             extra = {}
             for domain in DOMAINS:
                 found = result["domains"][domain]["rows"]
                 per_seed[domain].append({m: found[pose_accuracy.ROW_LOOKUP][m]["mean"] for m in METRICS})
                 if pose_accuracy.ROW_PRETRAINED in found:
-                    pretrained[domain].append({m: found[pose_accuracy.ROW_PRETRAINED][m]["mean"] for m in METRICS})
-        summary["rows"][name] = {"runs": runs, "per_seed": per_seed,
-                                 "domains": {domain: aggregate(per_seed[domain]) for domain in DOMAINS}}
+                    pretrained[domain].append(
+                        {m: found[pose_accuracy.ROW_PRETRAINED][m]["mean"] for m in METRICS}
+                    )
+        summary["rows"][name] = {
+            "runs": runs,
+            "per_seed": per_seed,
+            "domains": {domain: aggregate(per_seed[domain]) for domain in DOMAINS},
+        }
         if pretrained["synthetic"]:
-            summary["rows"]["ImageNet ResNet"] = {"runs": runs[:1], "per_seed": pretrained,
-                                                  "domains": {domain: aggregate(pretrained[domain]) for domain in DOMAINS}}
+            summary["rows"]["ImageNet ResNet"] = {
+                "runs": runs[:1],
+                "per_seed": pretrained,
+                "domains": {domain: aggregate(pretrained[domain]) for domain in DOMAINS},
+            }
     os.makedirs(args.output_dir, exist_ok=True)
     with open(os.path.join(args.output_dir, "summary.json"), "w") as handle:
         json.dump(summary, handle, indent=1)
-    text = (f"Synthetic queries (Table S1):\n\n{markdown(summary, 'synthetic')}\n\n"
-            f"Procedural \"real\" queries (Table 1's transfer):\n\n{markdown(summary, 'real')}\n")
+    text = (
+        f"Synthetic queries (Table S1):\n\n{markdown(summary, 'synthetic')}\n\n"
+        f'Procedural "real" queries (Table 1\'s transfer):\n\n{markdown(summary, "real")}\n'
+    )
     with open(os.path.join(args.output_dir, "table_s1.md"), "w") as handle:
         handle.write(text)
     print(text)

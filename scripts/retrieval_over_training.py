@@ -32,13 +32,18 @@ OUTPUT_JSON = "over_training.json"
 def checkpoint_grids(curve_dir: str) -> list[tuple[int, dict]]:
     """[(step, mnist_metrics.json)] of ``curve_dir``'s evaluated checkpoints, by step."""
     folder = os.path.join(curve_dir, "checkpoints")
-    steps = sorted(int(match.group(1)) for name in (os.listdir(folder) if os.path.isdir(folder) else [])
-                   if (match := re.fullmatch(r"step_(\d+)", name)))
+    steps = sorted(
+        int(match.group(1))
+        for name in (os.listdir(folder) if os.path.isdir(folder) else [])
+        if (match := re.fullmatch(r"step_(\d+)", name))
+    )
     found = [(step, os.path.join(folder, f"step_{step}", "mnist_metrics.json")) for step in steps]
     found = [(step, path) for step, path in found if os.path.isfile(path)]
     if not found:
-        raise ValueError(f"{curve_dir} holds no checkpoints/step_<S>/mnist_metrics.json: run evaluate.py "
-                         f"--checkpoints=... --output_dir={curve_dir} on an MNIST run first.")
+        raise ValueError(
+            f"{curve_dir} holds no checkpoints/step_<S>/mnist_metrics.json: run evaluate.py "
+            f"--checkpoints=... --output_dir={curve_dir} on an MNIST run first."
+        )
     result = []
     for step, path in found:
         with open(path) as handle:
@@ -48,10 +53,18 @@ def checkpoint_grids(curve_dir: str) -> list[tuple[int, dict]]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", required=True, help="NAME=DIR pairs, comma-separated: a method's name and the "
-                        "--output_dir of evaluate.py --checkpoints on one of its runs.")
-    parser.add_argument("--data_path", default="", help="The MNIST the checkpoints were evaluated on (IDX directory "
-                        "or .npz; none: the built-in procedural digits).")
+    parser.add_argument(
+        "--rows",
+        required=True,
+        help="NAME=DIR pairs, comma-separated: a method's name and the "
+        "--output_dir of evaluate.py --checkpoints on one of its runs.",
+    )
+    parser.add_argument(
+        "--data_path",
+        default="",
+        help="The MNIST the checkpoints were evaluated on (IDX directory "
+        "or .npz; none: the built-in procedural digits).",
+    )
     parser.add_argument("--output_dir", required=True, help="Where <row>.png and over_training.json go.")
     args = parser.parse_args(argv)
 
@@ -60,8 +73,9 @@ def main(argv: list[str] | None = None) -> None:
     from abc_tf.runs import experiments
 
     rows = parse_rows(args.rows.split(","))
-    config = experiments.get_preset("mnist").replace(source="auto" if args.data_path else "procedural",
-                                                     path=args.data_path)
+    config = experiments.get_preset("mnist").replace(
+        source="auto" if args.data_path else "procedural", path=args.data_path
+    )
     data = mnist.load_mnist(config)
     images, labels = np.asarray(data.x_test), np.asarray(data.y_test)
     os.makedirs(args.output_dir, exist_ok=True)
@@ -70,25 +84,40 @@ def main(argv: list[str] | None = None) -> None:
         panels, steps = [], {}
         for step, metrics in checkpoint_grids(curve_dir):
             if metrics["data_source"] != data.source or metrics["num_test_images"] != len(labels):
-                raise ValueError(f"{curve_dir} step {step} was evaluated on {metrics['num_test_images']} "
-                                 f"{metrics['data_source']} test images, not these {len(labels)} {data.source} ones: "
-                                 "pass the --data_path it was evaluated on.")
+                raise ValueError(
+                    f"{curve_dir} step {step} was evaluated on {metrics['num_test_images']} "
+                    f"{metrics['data_source']} test images, not these {len(labels)} {data.source} ones: "
+                    "pass the --data_path it was evaluated on."
+                )
             trained = metrics["trained"]
-            grid = retrieval.RetrievalGrid(**{key: np.asarray(value) for key, value in trained["retrieval_grid"].items()})
+            grid = retrieval.RetrievalGrid(
+                **{key: np.asarray(value) for key, value in trained["retrieval_grid"].items()}
+            )
             panels.append((f"step {step}", grid))
             steps[str(step)] = {
                 "queries": np.diag(grid.indices).tolist(),
                 "retrieval_row_style_spread": trained["retrieval_row_style_spread"],
-                "style_r2_held_out_digit": {factor: fits["ridge_within_digit_holdout_digit"]
-                                            for factor, fits in trained["style_r2"].items()
-                                            if "ridge_within_digit_holdout_digit" in fits},
+                "style_r2_held_out_digit": {
+                    factor: fits["ridge_within_digit_holdout_digit"]
+                    for factor, fits in trained["style_r2"].items()
+                    if "ridge_within_digit_holdout_digit" in fits
+                },
             }
         queries = {tuple(step["queries"]) for step in steps.values()}
         if len(queries) > 1:
-            raise ValueError(f"{curve_dir}: the checkpoints' grids have different queries (evaluated with different seeds).")
-        figure = os.path.join(args.output_dir, f"{re.sub(r'[^A-Za-z0-9]+', '_', name).strip('_').lower()}.png")
-        retrieval.plot_retrieval_grids(images, panels, figure, ink=True,
-                                       caption=f"{name}: red, the queries; column c, the nearest test image of digit c")
+            raise ValueError(
+                f"{curve_dir}: the checkpoints' grids have different queries (evaluated with different seeds)."
+            )
+        figure = os.path.join(
+            args.output_dir, f"{re.sub(r'[^A-Za-z0-9]+', '_', name).strip('_').lower()}.png"
+        )
+        retrieval.plot_retrieval_grids(
+            images,
+            panels,
+            figure,
+            ink=True,
+            caption=f"{name}: red, the queries; column c, the nearest test image of digit c",
+        )
         summary["rows"][name] = {"curve_dir": curve_dir, "figure": os.path.basename(figure), "steps": steps}
         print(f"{name}: {len(steps)} checkpoints -> {figure}")
     with open(os.path.join(args.output_dir, OUTPUT_JSON), "w") as handle:

@@ -34,14 +34,20 @@ flags.DEFINE_integer("seeds", 3, "Seeds per condition.")
 flags.DEFINE_integer("steps", 300, "Training steps per run.")
 flags.DEFINE_float("learning_rate", 3e-4, "Adam learning rate of the encoder.")
 flags.DEFINE_integer("embedding_dim", 64, "Embedding size d (the supplement's 64).")
-flags.DEFINE_boolean("mixed_precision", True, "Train in bfloat16 where the CPU computes it natively (AMX/AVX512-BF16: several "
-                     "times faster), float16 on GPUs, float32 elsewhere (abc_tf/runs/precision.py).")
+flags.DEFINE_boolean(
+    "mixed_precision",
+    True,
+    "Train in bfloat16 where the CPU computes it natively (AMX/AVX512-BF16: several "
+    "times faster), float16 on GPUs, float32 elsewhere (abc_tf/runs/precision.py).",
+)
 flags.DEFINE_integer("num_images", 2048, "Labelled images of the evaluation sample.")
 flags.DEFINE_integer("mine_steps", 1000, "MINE steps per network.")
 flags.DEFINE_float("mine_learning_rate", 1e-3, "MINE learning rate.")
 flags.DEFINE_integer("mine_eval_samples", 65536, "Samples of the final Donsker-Varadhan average.")
 flags.DEFINE_integer("probe_epochs", 60, "Epochs of each probe.")
-flags.DEFINE_boolean("probe_noisy_test", True, "Probes see the noise at test time too (I(U + noise; G) proxy).")
+flags.DEFINE_boolean(
+    "probe_noisy_test", True, "Probes see the noise at test time too (I(U + noise; G) proxy)."
+)
 flags.DEFINE_integer("num_sigmas", 12, "Points of the MINE noise sweeps of the Fig. S1c,d runs (0: none).")
 flags.DEFINE_integer("sweep_mine_steps", 500, "MINE steps per sigma of the sweeps.")
 
@@ -51,14 +57,20 @@ CONDITIONS: dict[str, tuple[str, dict]] = {
     "untrained": ("untrained network", {"inactive_factors": "none"}),
     "none": ("no inactive factor", {"inactive_factors": "none"}),
     "wall": ("wall hue inactive", {"inactive_factors": "wall_hue"}),
-    "wall_b_free": ("wall hue inactive, set B unconstrained", {"inactive_factors": "wall_hue", "curate_both_sets": False}),
+    "wall_b_free": (
+        "wall hue inactive, set B unconstrained",
+        {"inactive_factors": "wall_hue", "curate_both_sets": False},
+    ),
     "wall_object": ("wall & object hue inactive", {"inactive_factors": "wall_hue,object_hue"}),
     "wall_object_b_free": (
         "wall & object hue inactive, set B unconstrained",
         {"inactive_factors": "wall_hue,object_hue", "curate_both_sets": False},
     ),
     "all_hues": ("all three hues inactive", {"inactive_factors": HUES}),
-    "hue_augmentation": ("hue double augmentation (contrastive)", {"augmentation_baseline": True, "method": "contrastive"}),
+    "hue_augmentation": (
+        "hue double augmentation (contrastive)",
+        {"augmentation_baseline": True, "method": "contrastive"},
+    ),
 }
 SWEEP_CONDITIONS = ("wall", "all_hues")  # Fig. S1c,d
 
@@ -67,8 +79,11 @@ def base_config():
     from abc_tf.runs.experiments import get_preset
 
     return get_preset("shapes3d").replace(
-        steps=FLAGS.steps, log_every=FLAGS.steps, learning_rate=FLAGS.learning_rate,
-        embedding_dim=FLAGS.embedding_dim, mixed_precision=FLAGS.mixed_precision,
+        steps=FLAGS.steps,
+        log_every=FLAGS.steps,
+        learning_rate=FLAGS.learning_rate,
+        embedding_dim=FLAGS.embedding_dim,
+        mixed_precision=FLAGS.mixed_precision,
     )
 
 
@@ -92,7 +107,9 @@ def unconstrained_dataset(config, seed: int):
         a, b = tf.numpy_function(build, [step], [tf.uint8, tf.uint8], stateful=False)
         return {"set_a": tf.ensure_shape(a, shape), "set_b": tf.ensure_shape(b, shape)}
 
-    return tf.data.Dataset.counter(dtype=tf.int64).map(to_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    return (
+        tf.data.Dataset.counter(dtype=tf.int64).map(to_batch, num_parallel_calls=tf.data.AUTOTUNE).prefetch(2)
+    )
 
 
 def train_run(condition: str, config, run_dir: str):
@@ -105,7 +122,12 @@ def train_run(condition: str, config, run_dir: str):
         return training.train(config, run_dir, verbose=0).encoder
     model = training.build_model(config)
     encoder = model.networks()["encoder"]
-    model.fit(unconstrained_dataset(config, config.trainer.seed), epochs=1, steps_per_epoch=config.trainer.steps, verbose=0)
+    model.fit(
+        unconstrained_dataset(config, config.trainer.seed),
+        epochs=1,
+        steps_per_epoch=config.trainer.steps,
+        verbose=0,
+    )
     os.makedirs(run_dir, exist_ok=True)
     with open(os.path.join(run_dir, "config.json"), "w") as handle:
         handle.write(config.to_json())
@@ -120,7 +142,9 @@ def settings():
     return factor_isolation.IsolationSettings(
         num_images=FLAGS.num_images,
         mine=mine.MineSettings(
-            learning_rate=FLAGS.mine_learning_rate, steps=FLAGS.mine_steps, eval_samples=FLAGS.mine_eval_samples
+            learning_rate=FLAGS.mine_learning_rate,
+            steps=FLAGS.mine_steps,
+            eval_samples=FLAGS.mine_eval_samples,
         ),
         probe=probes.ProbeSettings(epochs=FLAGS.probe_epochs, noisy_test=FLAGS.probe_noisy_test),
     )
@@ -148,9 +172,13 @@ def run_condition(condition: str, seed: int, sample) -> dict:
     metrics["condition"] = label
     if seed == 0 and condition in SWEEP_CONDITIONS and FLAGS.num_sigmas:
         embeddings = embed(encoder, sample[0]).astype(np.float64)
-        sigmas = noise.sigma_grid(embeddings, config.method.length_scale(), FLAGS.num_sigmas, below=30.0, above=5.0)
+        sigmas = noise.sigma_grid(
+            embeddings, config.method.length_scale(), FLAGS.num_sigmas, below=30.0, above=5.0
+        )
         sweep_settings = mine.MineSettings(
-            learning_rate=FLAGS.mine_learning_rate, steps=FLAGS.sweep_mine_steps, eval_samples=FLAGS.mine_eval_samples // 2
+            learning_rate=FLAGS.mine_learning_rate,
+            steps=FLAGS.sweep_mine_steps,
+            eval_samples=FLAGS.mine_eval_samples // 2,
         )
         values = mine.mine_sigma_sweep(embeddings, sample[1], sigmas, sweep_settings, seed)
         metrics["sweep"] = {"estimator": "mine", "sigmas": sigmas.tolist(), "values": values.tolist()}
@@ -190,22 +218,36 @@ def summarise(results: dict[str, list[dict]]) -> dict:
         ("probe_accuracy", "probe accuracy", "conditions_probes.png"),
     ):
         table = {label: factor_isolation.seed_table(summary[c], key)[1] for label, c in labels.items()}
-        chance = [summary[next(iter(summary))]["chance"][n] for n in names] if key == "probe_accuracy" else None
+        chance = (
+            [summary[next(iter(summary))]["chance"][n] for n in names] if key == "probe_accuracy" else None
+        )
         plots.plot_conditions(
-            table, names, {label: summary[c]["inactive"] for label, c in labels.items()},
-            os.path.join(FLAGS.figures_dir, figure), ylabel, chance=chance, kind="box",
+            table,
+            names,
+            {label: summary[c]["inactive"] for label, c in labels.items()},
+            os.path.join(FLAGS.figures_dir, figure),
+            ylabel,
+            chance=chance,
+            kind="box",
             title=f"Shapes3D, d={FLAGS.embedding_dim}, sigma=sqrt(tau)=1, {FLAGS.seeds} seeds",
         )
     panels = []
     for condition in SWEEP_CONDITIONS:
         run = results.get(condition, [{}])[0]
         if "sweep" in run:
-            panels.append({
-                "sigmas": run["sweep"]["sigmas"], "values": run["sweep"]["values"], "inactive": run["inactive"],
-                "length_scale": run["length_scale"], "label": CONDITIONS[condition][0] + " (seed 0)",
-            })
+            panels.append(
+                {
+                    "sigmas": run["sweep"]["sigmas"],
+                    "values": run["sweep"]["values"],
+                    "inactive": run["inactive"],
+                    "length_scale": run["length_scale"],
+                    "label": CONDITIONS[condition][0] + " (seed 0)",
+                }
+            )
     if panels:
-        sweep_plots.plot_sweep_grid(panels, names, os.path.join(FLAGS.figures_dir, "mine_sweeps.png"), columns=len(panels))
+        sweep_plots.plot_sweep_grid(
+            panels, names, os.path.join(FLAGS.figures_dir, "mine_sweeps.png"), columns=len(panels)
+        )
     return summary
 
 
@@ -214,7 +256,10 @@ def markdown(summary: dict) -> str:
 
     names = list(FACTOR_NAMES)
     lines = []
-    for key, title, fmt in (("mine", "MINE I(U + noise; G), nats", "{:.2f}"), ("probe_accuracy", "probe accuracy", "{:.2f}")):
+    for key, title, fmt in (
+        ("mine", "MINE I(U + noise; G), nats", "{:.2f}"),
+        ("probe_accuracy", "probe accuracy", "{:.2f}"),
+    ):
         lines += [f"{title}, mean +- std over seeds (inactive factors in *italics*):", ""]
         lines.append("| condition | " + " | ".join(names) + " |")
         lines.append("|---" * (len(names) + 1) + "|")

@@ -34,7 +34,11 @@ flags.DEFINE_integer("seed", 0, "Seed of every run.")
 flags.DEFINE_integer("num_images", 8192, "Labelled images for the histogram estimates.")
 flags.DEFINE_integer("num_sigmas", 40, "Noise scales per sweep (the paper's 40).")
 flags.DEFINE_integer("noise_repeats", 4, "Noisy copies of the sample per sigma (denser noise sampling).")
-flags.DEFINE_float("min_information", 0.075, "Decay figure: only factors with at least this MI (nats) at the lowest noise in every run.")
+flags.DEFINE_float(
+    "min_information",
+    0.075,
+    "Decay figure: only factors with at least this MI (nats) at the lowest noise in every run.",
+)
 flags.DEFINE_string("output_dir", "runs/temperature_sweep", "Run directories.")
 flags.DEFINE_string("figures_dir", "docs/figures", "Figure folder.")
 
@@ -76,8 +80,13 @@ def main(argv) -> None:
     if min(temperatures) <= 0:
         raise app.UsageError("Temperatures must be positive.")
     base = get_preset("shapes3d").replace(
-        steps=FLAGS.steps, log_every=FLAGS.steps, learning_rate=FLAGS.learning_rate, embedding_dim=FLAGS.embedding_dim,
-        inactive_factors=FLAGS.inactive_factors, seed=FLAGS.seed, mixed_precision=True,
+        steps=FLAGS.steps,
+        log_every=FLAGS.steps,
+        learning_rate=FLAGS.learning_rate,
+        embedding_dim=FLAGS.embedding_dim,
+        inactive_factors=FLAGS.inactive_factors,
+        seed=FLAGS.seed,
+        mixed_precision=True,
     )
     images, factors = factor_isolation.labelled_sample(base, FLAGS.num_images, seed=1234)
     panels, records = [], []
@@ -92,37 +101,70 @@ def main(argv) -> None:
         embeddings = embed(encoder, images).astype(np.float64)
         length_scale = config.method.length_scale()
         sigmas = noise.sigma_grid(embeddings, length_scale, FLAGS.num_sigmas, below=30.0, above=5.0)
-        values = histogram_mi.histogram_sigma_sweep(embeddings, factors, sigmas, seed=FLAGS.seed, repeats=FLAGS.noise_repeats)
+        values = histogram_mi.histogram_sigma_sweep(
+            embeddings, factors, sigmas, seed=FLAGS.seed, repeats=FLAGS.noise_repeats
+        )
         decay = {n: half_decay_sigma(sigmas, values[:, i]) for i, n in enumerate(names)}
         inactive = factor_isolation.inactive_names(config)
         record = {
-            "temperature": tau, "length_scale": length_scale, "spread": noise.spread(embeddings),
-            "sigmas": sigmas.tolist(), "values": values.tolist(), "half_decay_sigma": decay,
-            "mi_at_length_scale": dict(zip(names, histogram_mi.histogram_sigma_sweep(
-                embeddings, factors, [length_scale], seed=FLAGS.seed, repeats=FLAGS.noise_repeats)[0].tolist())),
+            "temperature": tau,
+            "length_scale": length_scale,
+            "spread": noise.spread(embeddings),
+            "sigmas": sigmas.tolist(),
+            "values": values.tolist(),
+            "half_decay_sigma": decay,
+            "mi_at_length_scale": dict(
+                zip(
+                    names,
+                    histogram_mi.histogram_sigma_sweep(
+                        embeddings, factors, [length_scale], seed=FLAGS.seed, repeats=FLAGS.noise_repeats
+                    )[0].tolist(),
+                )
+            ),
             "seconds": time.time() - start,
         }
         records.append(record)
-        panels.append({"sigmas": sigmas, "values": values, "inactive": inactive, "length_scale": length_scale,
-                       "label": f"tau = {tau:g} (sqrt(tau) = {length_scale:.2g}), {FLAGS.inactive_factors} inactive"})
-        print(f"tau={tau:g}: spread {record['spread']:.3g}, MI at sqrt(tau): "
-              + ", ".join(f"{n} {v:.2f}" for n, v in record["mi_at_length_scale"].items())
-              + "; half-decay sigma: " + ", ".join(f"{n} {v:.3g}" if v else f"{n} -" for n, v in decay.items()), flush=True)
+        panels.append(
+            {
+                "sigmas": sigmas,
+                "values": values,
+                "inactive": inactive,
+                "length_scale": length_scale,
+                "label": f"tau = {tau:g} (sqrt(tau) = {length_scale:.2g}), {FLAGS.inactive_factors} inactive",
+            }
+        )
+        print(
+            f"tau={tau:g}: spread {record['spread']:.3g}, MI at sqrt(tau): "
+            + ", ".join(f"{n} {v:.2f}" for n, v in record["mi_at_length_scale"].items())
+            + "; half-decay sigma: "
+            + ", ".join(f"{n} {v:.3g}" if v else f"{n} -" for n, v in decay.items()),
+            flush=True,
+        )
 
     os.makedirs(FLAGS.figures_dir, exist_ok=True)
-    sweep_plots.plot_sweep_grid(panels, names, os.path.join(FLAGS.figures_dir, "temperature_sweep.png"), columns=2,
-                          title=f"Histogram MI against noise, d = {FLAGS.embedding_dim}", ylabel="I(U+noise; G) [nats]")
+    sweep_plots.plot_sweep_grid(
+        panels,
+        names,
+        os.path.join(FLAGS.figures_dir, "temperature_sweep.png"),
+        columns=2,
+        title=f"Histogram MI against noise, d = {FLAGS.embedding_dim}",
+        ylabel="I(U+noise; G) [nats]",
+    )
     figure = plots.new_figure(4.6, 3.4)
     axes = figure.add_subplot(1, 1, 1)
     scales = np.array([r["length_scale"] for r in records])
     for i, name in enumerate(names):
         # Only curves that carry information in every run: a decay of noise-level MI means nothing.
-        if any(r["values"][0][i] < FLAGS.min_information or r["half_decay_sigma"][name] is None for r in records):
+        if any(
+            r["values"][0][i] < FLAGS.min_information or r["half_decay_sigma"][name] is None for r in records
+        ):
             continue
         points = [(s, r["half_decay_sigma"][name]) for s, r in zip(scales, records)]
         if points:
             xs, ys = zip(*points)
-            axes.plot(xs, ys, "o--" if name in FLAGS.inactive_factors.split(",") else "o-", label=name, markersize=4)
+            axes.plot(
+                xs, ys, "o--" if name in FLAGS.inactive_factors.split(",") else "o-", label=name, markersize=4
+            )
     axes.plot(scales, scales, "k:", label="sigma = sqrt(tau)")
     axes.set_xscale("log")
     axes.set_yscale("log")
@@ -137,7 +179,11 @@ def main(argv) -> None:
     figure.tight_layout()
     plots.save_figure(figure, os.path.join(FLAGS.figures_dir, "temperature_decay.png"))
     with open(os.path.join(FLAGS.figures_dir, "temperature_sweep.json"), "w") as handle:
-        json.dump({"inactive_factors": FLAGS.inactive_factors, "steps": FLAGS.steps, "runs": records}, handle, indent=1)
+        json.dump(
+            {"inactive_factors": FLAGS.inactive_factors, "steps": FLAGS.steps, "runs": records},
+            handle,
+            indent=1,
+        )
     print("Wrote", os.path.join(FLAGS.figures_dir, "temperature_sweep.png"))
 
 

@@ -17,7 +17,9 @@ import pytest
 
 SEED = 0
 RAM_DISK = "/dev/shm"
-RAM_DISK_ROOM = 4 * 2**30  # bytes free that the suite needs there: its largest test directories at once, with room to spare
+RAM_DISK_ROOM = (
+    4 * 2**30
+)  # bytes free that the suite needs there: its largest test directories at once, with room to spare
 
 
 def use_a_ram_disk_for_test_directories() -> None:
@@ -28,10 +30,16 @@ def use_a_ram_disk_for_test_directories() -> None:
     a root (pytest's ``PYTEST_DEBUG_TEMPROOT``), the system's temporary directory as before. Passed
     tests' directories are removed as they pass (``tmp_path_retention_policy`` in pyproject.toml),
     so the suite holds a few hundred MB there at a time."""
-    if "PYTEST_DEBUG_TEMPROOT" in os.environ or not os.path.isdir(RAM_DISK) or not os.access(RAM_DISK, os.W_OK):
+    if (
+        "PYTEST_DEBUG_TEMPROOT" in os.environ
+        or not os.path.isdir(RAM_DISK)
+        or not os.access(RAM_DISK, os.W_OK)
+    ):
         return
     if shutil.disk_usage(RAM_DISK).free >= RAM_DISK_ROOM:
-        os.environ["PYTEST_DEBUG_TEMPROOT"] = RAM_DISK  # read by pytest's tmp_path_factory, and inherited by xdist's workers
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = (
+            RAM_DISK  # read by pytest's tmp_path_factory, and inherited by xdist's workers
+        )
 
 
 use_a_ram_disk_for_test_directories()
@@ -144,7 +152,10 @@ def two_replicas():
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "saved_model: the test reads the SavedModel that a run exports (see skip_saved_model_export)")
+    config.addinivalue_line(
+        "markers",
+        "saved_model: the test reads the SavedModel that a run exports (see skip_saved_model_export)",
+    )
     # xdist's controller process runs no test: only its workers (or the one process of -n 0) split.
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         split_the_cpu_into_two_logical_devices()
@@ -193,8 +204,6 @@ def small_mnist():
     return small_arrays()
 
 
-
-
 @pytest.fixture(autouse=True)
 def cheap_mine_in_training_runs(monkeypatch):
     """Runs trained in-process by a test measure MINE with 20 steps (``callbacks.CHEAP_MINE``: 300)
@@ -206,7 +215,9 @@ def cheap_mine_in_training_runs(monkeypatch):
 
     from abc_tf.evaluation import callbacks
 
-    monkeypatch.setattr(callbacks, "CHEAP_MINE", dataclasses.replace(callbacks.CHEAP_MINE, steps=20, eval_samples=1024))
+    monkeypatch.setattr(
+        callbacks, "CHEAP_MINE", dataclasses.replace(callbacks.CHEAP_MINE, steps=20, eval_samples=1024)
+    )
 
 
 @pytest.fixture

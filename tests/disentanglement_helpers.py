@@ -76,4 +76,3 @@ def flat(results: dict) -> dict[str, float]:
         for key, value in values.items()
         if key != "per_factor"
     }
-

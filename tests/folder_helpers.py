@@ -26,12 +26,21 @@ def make_folder(root: str, sizes: dict[str, int], image_size: tuple[int, int] = 
     for group_index, (name, count) in enumerate(sorted(sizes.items())):
         os.makedirs(os.path.join(root, name), exist_ok=True)
         for index in range(count):
-            write_png(os.path.join(root, name, f"img_{index:03d}.png"), coded_image(group_index, index, *image_size))
+            write_png(
+                os.path.join(root, name, f"img_{index:03d}.png"), coded_image(group_index, index, *image_size)
+            )
 
 
 def config_for(root: str, **overrides):
     """The folders preset reading ``root``: 8x8 images, sets of 3, two pairs, no augmentation."""
-    settings = dict(path=str(root), image_size=8, set_size=3, pairs_per_step=2, augmentations="", double_augmentation=False)
+    settings = dict(
+        path=str(root),
+        image_size=8,
+        set_size=3,
+        pairs_per_step=2,
+        augmentations="",
+        double_augmentation=False,
+    )
     settings.update(overrides)
     return get_preset("folders").replace(**settings)
 

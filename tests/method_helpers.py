@@ -21,13 +21,17 @@ SMALL = dict(steps=4, log_every=2)
 def tiny_configs() -> dict[str, ExperimentConfig]:
     """{method: its config}: every method package's ``SMOKE`` run and the toy two-network method
     (register ``two_network`` and the toy family before training it)."""
-    return {**experiments.smoke_configs(),
-            "two_network": TOY.replace(method=TwoNetworkConfig(name="two_network", temperature=TOY.method.temperature),
-                                       **SMALL)}
+    return {
+        **experiments.smoke_configs(),
+        "two_network": TOY.replace(
+            method=TwoNetworkConfig(name="two_network", temperature=TOY.method.temperature), **SMALL
+        ),
+    }
 
 
-def fit_losses(config: ExperimentConfig, steps: int, strategy=None, eagerly: bool = False
-               ) -> tuple[keras.Model, list[float]]:
+def fit_losses(
+    config: ExperimentConfig, steps: int, strategy=None, eagerly: bool = False
+) -> tuple[keras.Model, list[float]]:
     """(the model, the loss of each of ``steps`` steps) of ``config``'s method, built as the
     trainer builds it (its precision policy, its seed; under ``strategy`` if given) and trained
     by ``fit`` on its family's stream, one Keras epoch a step; ``eagerly``: its step run op by

@@ -40,7 +40,11 @@ def small_arrays() -> dict[str, np.ndarray]:
 def raw_idx_bytes(array: np.ndarray) -> bytes:
     """IDX written by hand from the format description (independent of mnist_formats.write_idx)."""
     code = {np.dtype(np.uint8): 0x08}[array.dtype]
-    return struct.pack(">BBBB", 0, 0, code, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape) + array.tobytes()
+    return (
+        struct.pack(">BBBB", 0, 0, code, array.ndim)
+        + struct.pack(f">{array.ndim}I", *array.shape)
+        + array.tobytes()
+    )
 
 
 def write_idx_dir(directory, arrays, compress: bool, dotted: bool = False) -> None:

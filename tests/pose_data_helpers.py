@@ -10,8 +10,14 @@ from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.geometry import euler_to_matrix
 
 SMALL = pose_procedural.ProceduralSizes(
-    train_instances=3, views_per_instance=6, real_train_images=4, real_views_per_instance=2, test_instances=2,
-    test_images=4, dictionary_images=4, background_images=3,
+    train_instances=3,
+    views_per_instance=6,
+    real_train_images=4,
+    real_views_per_instance=2,
+    test_instances=2,
+    test_images=4,
+    dictionary_images=4,
+    background_images=3,
 )
 
 
@@ -64,7 +70,10 @@ def write_split_folder(tmp_path) -> None:
     """Three one-example instances m1, m2, m3 (azimuths 0 and 1): m2 the test split, m3 dev."""
     view = render_view((4, 20, 4, 20))
     for name in ("m1", "m2", "m3"):
-        write_record(str(tmp_path / f"{name}.tfrecord"), [(view, np.array([0.0, 0.1, 0.0]), view, np.array([1.0, 0.1, 0.0]))])
+        write_record(
+            str(tmp_path / f"{name}.tfrecord"),
+            [(view, np.array([0.0, 0.1, 0.0]), view, np.array([1.0, 0.1, 0.0]))],
+        )
     (tmp_path / "test.txt").write_text("m2\n")
     (tmp_path / "dev.txt").write_text("m3\n")
 
@@ -78,6 +87,8 @@ def write_list_case(tmp_path):
     tf.io.write_file(str(tmp_path / "2008_000002.jpg"), tf.io.encode_jpeg(tf.constant(other), quality=100))
     list_path = tmp_path / "car_test.txt"
     # 1-based inclusive boxes: left 21 top 11 right 50 bottom 30 is exactly the green block.
-    list_path.write_text("# image left top right bottom azimuth elevation tilt\n"
-                         "2008_000001.jpg 21 11 50 30 30 10 5\n\n2008_000002.jpg 1 1 30 30 -90.5 0 0\n")
+    list_path.write_text(
+        "# image left top right bottom azimuth elevation tilt\n"
+        "2008_000001.jpg 21 11 50 30 30 10 5\n\n2008_000002.jpg 1 1 30 30 -90.5 0 0\n"
+    )
     return list_path

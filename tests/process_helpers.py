@@ -22,14 +22,17 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": os.pathsep.join(
 def run_script(script: str, *args: str, cwd, **kwargs) -> subprocess.CompletedProcess:
     """``python <ROOT>/<script> args...`` in ``cwd``, output captured as text."""
     kwargs.setdefault("env", ENV)
-    return subprocess.run([sys.executable, os.path.join(ROOT, script), *args], capture_output=True, text=True,
-                          cwd=cwd, **kwargs)
+    return subprocess.run(
+        [sys.executable, os.path.join(ROOT, script), *args], capture_output=True, text=True, cwd=cwd, **kwargs
+    )
 
 
 def run_code(code: str, *args: str, cwd=ROOT, **kwargs) -> subprocess.CompletedProcess:
     """``python -c code args...``, output captured as text."""
     kwargs.setdefault("env", ENV)
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, **kwargs
+    )
 
 
 def start_code(code: str, *args: str, cwd=ROOT, **kwargs) -> subprocess.Popen:
@@ -61,7 +64,7 @@ def modules_loaded_by(script: str, *args: str) -> tuple[int, str, set[str]]:
     completed = run_code(_MODULES_LOADED, os.path.join(ROOT, script), *args)
     *output, line = completed.stdout.splitlines()
     assert line.startswith("MODULES"), completed.stdout[-3000:] + completed.stderr[-3000:]
-    result = json.loads(line[len("MODULES"):])
+    result = json.loads(line[len("MODULES") :])
     return result["code"], "\n".join(output) + "\n" + completed.stderr, set(result["modules"])
 
 
@@ -96,9 +99,16 @@ def wait_for_marker(process: subprocess.Popen, marker, seconds: float = MARKER_S
         ended = process.poll() is not None
         if ended or time.monotonic() > deadline:
             process.kill()
-            output = "".join(part if isinstance(part, str) else part.decode(errors="replace")
-                             for part in process.communicate(timeout=60) if part)
-            what = f"ended with exit code {process.returncode}" if ended else f"did not get there within {seconds} s"
+            output = "".join(
+                part if isinstance(part, str) else part.decode(errors="replace")
+                for part in process.communicate(timeout=60)
+                if part
+            )
+            what = (
+                f"ended with exit code {process.returncode}"
+                if ended
+                else f"did not get there within {seconds} s"
+            )
             raise AssertionError(f"the child process {what} before writing {marker}:\n{output[-3000:]}")
         time.sleep(0.01)
 

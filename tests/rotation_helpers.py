@@ -9,7 +9,11 @@ import numpy as np
 def random_euler(rng: np.random.Generator, count: int, max_elevation: float = 1.5) -> np.ndarray:
     """[count, 3]: azimuth in [0, 2 pi), elevation in [-max_elevation, max_elevation], tilt in [-pi, pi)."""
     return np.stack(
-        [rng.uniform(0, 2 * np.pi, count), rng.uniform(-max_elevation, max_elevation, count), rng.uniform(-np.pi, np.pi, count)],
+        [
+            rng.uniform(0, 2 * np.pi, count),
+            rng.uniform(-max_elevation, max_elevation, count),
+            rng.uniform(-np.pi, np.pi, count),
+        ],
         axis=-1,
     )
 

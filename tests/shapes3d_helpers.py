@@ -9,8 +9,14 @@ import numpy as np
 from abc_tf.data.shapes3d import sources
 
 # The real label values of 3dshapes.h5, written here independently of the library.
-REAL_VALUES = [np.arange(10) / 10, np.arange(10) / 10, np.arange(10) / 10, np.linspace(0.75, 1.25, 8),
-               np.arange(4.0), np.linspace(-30, 30, 15)]
+REAL_VALUES = [
+    np.arange(10) / 10,
+    np.arange(10) / 10,
+    np.arange(10) / 10,
+    np.linspace(0.75, 1.25, 8),
+    np.arange(4.0),
+    np.linspace(-30, 30, 15),
+]
 
 
 def real_layout_labels() -> np.ndarray:
@@ -35,8 +41,9 @@ def write_h5(path, labels=None, num=480000, coded_rows=()):
     (zero) ones cost nothing on disk; ``coded_rows`` get images that carry their labels."""
     labels = real_layout_labels() if labels is None else labels
     with h5py.File(path, "w") as handle:
-        images = handle.create_dataset("images", shape=(num, 64, 64, 3), dtype=np.uint8,
-                                       chunks=(1, 64, 64, 3), compression="gzip")
+        images = handle.create_dataset(
+            "images", shape=(num, 64, 64, 3), dtype=np.uint8, chunks=(1, 64, 64, 3), compression="gzip"
+        )
         handle.create_dataset("labels", data=labels)
         if len(coded_rows):
             indices = sources.labels_to_indices(labels[np.asarray(coded_rows)], "test")

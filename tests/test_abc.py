@@ -80,14 +80,19 @@ def test_uint8_and_float_images_embed_the_same():
     # k / 255 divided in float32, or in float64 and rounded to float32, is one float32 (a byte's
     # repeating binary expansion never sits on a rounding tie): the same inputs, so equal outputs.
     np.testing.assert_allclose(
-        model(tf.constant(images)).numpy(), model(tf.constant(images / 255.0, tf.float32)).numpy(), rtol=1e-5, atol=1e-6
+        model(tf.constant(images)).numpy(),
+        model(tf.constant(images / 255.0, tf.float32)).numpy(),
+        rtol=1e-5,
+        atol=1e-6,
     )
 
 
 def test_double_augmentation_and_compiled_execution():
     model = ABCModel(models.build("s4"))
     model.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=True, steps_per_execution=3)
-    history = model.fit(grouped_batches(pairs=2, seed=5, views=True), epochs=1, steps_per_epoch=6, verbose=0).history
+    history = model.fit(
+        grouped_batches(pairs=2, seed=5, views=True), epochs=1, steps_per_epoch=6, verbose=0
+    ).history
     assert np.isfinite(history["loss"][0])
     assert int(model.optimizer.iterations.numpy()) == 6
 
@@ -96,7 +101,9 @@ def test_head_is_trained_jointly_and_logged():
     head = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16)])
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     model = compiled_model(head=head, head_loss=loss_fn, head_weight=0.5)
-    history = model.fit(grouped_batches(pairs=2, seed=7, labels=True), epochs=2, steps_per_epoch=8, verbose=0).history
+    history = model.fit(
+        grouped_batches(pairs=2, seed=7, labels=True), epochs=2, steps_per_epoch=8, verbose=0
+    ).history
     assert set(history) == {"loss", "abc_loss", "cycle_accuracy", "head_loss"}
     assert history["head_loss"][-1] < history["head_loss"][0]
     # Running means over 8 steps of losses of one sign, kept apart and summed after: about 30
@@ -122,4 +129,6 @@ def test_abc_on_an_augmentation_baseline_batch_takes_the_second_view_as_set_b():
     embedded = model.embed_sets(baseline)
     expected, _ = losses.abc_loss(embedded["set_a"], embedded["set_a_view2"])
     # The same embeddings through the same loss: equal.
-    np.testing.assert_allclose(model.compute_terms(baseline, 0, training=False)["abc_loss"].numpy(), expected.numpy(), rtol=1e-5)
+    np.testing.assert_allclose(
+        model.compute_terms(baseline, 0, training=False)["abc_loss"].numpy(), expected.numpy(), rtol=1e-5
+    )

@@ -41,7 +41,8 @@ def tiny_networks(dtype: str = "float32", seed: int = 3) -> tuple[keras.Model, k
     keras.utils.set_random_seed(seed)
     images = keras.Input(shape=SHAPE, dtype=dtype, name="images")
     hidden = keras.layers.Dense(HIDDEN, activation="tanh", name="hidden", dtype=dtype)(
-        keras.layers.Flatten(dtype=dtype)(images))
+        keras.layers.Flatten(dtype=dtype)(images)
+    )
     heads = [keras.layers.Dense(LATENT, name=name, dtype=dtype)(hidden) for name in networks.OUTPUTS]
     posterior = keras.Model(images, heads, name="posterior")
     posterior.get_layer("log_variance").bias.assign(np.linspace(-1, 1, LATENT))
@@ -52,9 +53,13 @@ def tiny_networks(dtype: str = "float32", seed: int = 3) -> tuple[keras.Model, k
     return posterior, decoder
 
 
-def tiny_model(aggregation: str = "argmax", averaging: str = "group_vae", beta: float = 2.0) -> ada_model.AdaGvaeModel:
+def tiny_model(
+    aggregation: str = "argmax", averaging: str = "group_vae", beta: float = 2.0
+) -> ada_model.AdaGvaeModel:
     posterior, decoder = tiny_networks()
-    model = ada_model.AdaGvaeModel(posterior, decoder, beta=beta, aggregation=aggregation, averaging=averaging, seed=3)
+    model = ada_model.AdaGvaeModel(
+        posterior, decoder, beta=beta, aggregation=aggregation, averaging=averaging, seed=3
+    )
     model.compile(optimizer=keras.optimizers.Adam(1e-4))
     return model
 
@@ -68,17 +73,30 @@ def tiny_batch(seed: int = 0) -> dict[str, np.ndarray]:
 
 def weights_of(posterior: keras.Model, decoder: keras.Model) -> dict[str, np.ndarray]:
     """Every kernel and bias, float64, by "<network>/<layer>/<kernel|bias>"."""
-    return {f"{network.name}/{layer.name}/{part}": np.asarray(getattr(layer, part), np.float64)
-            for network in (posterior, decoder) for layer in network.layers if hasattr(layer, "kernel")
-            for part in ("kernel", "bias")}
+    return {
+        f"{network.name}/{layer.name}/{part}": np.asarray(getattr(layer, part), np.float64)
+        for network in (posterior, decoder)
+        for layer in network.layers
+        if hasattr(layer, "kernel")
+        for part in ("kernel", "bias")
+    }
 
 
-def numpy_terms(weights: dict, x1: np.ndarray, x2: np.ndarray, noise: np.ndarray, aggregation: str, averaging: str,
-                beta: float, labels: np.ndarray | None = None) -> dict:
+def numpy_terms(
+    weights: dict,
+    x1: np.ndarray,
+    x2: np.ndarray,
+    noise: np.ndarray,
+    aggregation: str,
+    averaging: str,
+    beta: float,
+    labels: np.ndarray | None = None,
+) -> dict:
     """The loss of a batch of pairs in float64, restated from the paper and the authors'
     weak_vae.py in their own form (variances, not log-space): images [B, H, W, C] in [0, 1],
     noise [B, 2, d]. Also "kept" (the dimensions keeping their own posterior) and "scale_*", the
     sum of the magnitudes each term adds up (for tolerances)."""
+
     def dense(x, network, layer):
         return x @ weights[f"{network}/{layer}/kernel"] + weights[f"{network}/{layer}/bias"]
 
@@ -106,15 +124,23 @@ def numpy_terms(weights: dict, x1: np.ndarray, x2: np.ndarray, noise: np.ndarray
         z = mean + np.sqrt(variance) * noise[:, index]
         logits = dense(np.tanh(dense(z, "decoder", "hidden")), "decoder", "logits")
         pixels = x.reshape(len(x), -1)
-        nll = np.sum(np.logaddexp(0, logits) - pixels * logits, axis=1)  # sigmoid cross-entropy summed over pixels
+        nll = np.sum(
+            np.logaddexp(0, logits) - pixels * logits, axis=1
+        )  # sigmoid cross-entropy summed over pixels
         kl = 0.5 * np.sum(mean**2 + variance - np.log(variance) - 1, axis=1)
         terms["reconstruction"] += 0.5 * np.mean(nll)
         terms["kl"] += 0.5 * np.mean(kl)
-        terms["scale_reconstruction"] += 0.5 * np.mean(np.sum(np.logaddexp(0, np.abs(logits)) + np.abs(pixels * logits), 1))
-        terms["scale_kl"] += 0.5 * np.mean(0.5 * np.sum(mean**2 + variance + np.abs(np.log(variance)) + 1, axis=1))
+        terms["scale_reconstruction"] += 0.5 * np.mean(
+            np.sum(np.logaddexp(0, np.abs(logits)) + np.abs(pixels * logits), 1)
+        )
+        terms["scale_kl"] += 0.5 * np.mean(
+            0.5 * np.sum(mean**2 + variance + np.abs(np.log(variance)) + 1, axis=1)
+        )
     terms["loss"] = terms["reconstruction"] + beta * terms["kl"]
     terms["shared_dimensions"] = np.mean(np.sum(~kept, axis=1))
-    terms["condition"] = max(1.0, np.abs(l1).max(), np.abs(l2).max())  # exp(x) magnifies a relative error by |x|
+    terms["condition"] = max(
+        1.0, np.abs(l1).max(), np.abs(l2).max()
+    )  # exp(x) magnifies a relative error by |x|
     return terms
 
 
@@ -131,14 +157,24 @@ def test_a_steps_loss_and_its_terms_match_the_numpy_restatement(aggregation, ave
     # The step's noise, drawn as compute_terms draws it from (seed, step 0).
     noise = np.asarray(model.noise_at(0, PAIRS), np.float64)
     assert noise.shape == (PAIRS, 2, LATENT)
-    expected = numpy_terms(weights_of(model.posterior, model.decoder), x1, x2, noise, aggregation, averaging, beta,
-                           batch[ada_model.LABEL_KEY])
+    expected = numpy_terms(
+        weights_of(model.posterior, model.decoder),
+        x1,
+        x2,
+        noise,
+        aggregation,
+        averaging,
+        beta,
+        batch[ada_model.LABEL_KEY],
+    )
     if aggregation == "argmax":  # the batch mixes shared and kept dimensions
         assert 0 < expected["shared_dimensions"] < LATENT - 1
     # Each term within the float32 roundings of its chain (ROUNDINGS), relative to the magnitudes
     # it adds up (the KL's v - 1 - log v cancels), times the log-variances' condition.
-    tolerance = {name: rounding_rtol(ROUNDINGS, expected["condition"]) * expected[f"scale_{name}"]
-                 for name in ("reconstruction", "kl")}
+    tolerance = {
+        name: rounding_rtol(ROUNDINGS, expected["condition"]) * expected[f"scale_{name}"]
+        for name in ("reconstruction", "kl")
+    }
     tolerance["loss"] = tolerance["reconstruction"] + beta * tolerance["kl"]
 
     tensors = {key: tf.constant(value) for key, value in batch.items()}
@@ -148,8 +184,16 @@ def test_a_steps_loss_and_its_terms_match_the_numpy_restatement(aggregation, ave
     # The shared dimensions are counted exactly (the float32 mask is the float64 one): a sum of
     # small integers, divided once, is the float32 nearest the exact mean.
     assert float(terms["shared_dimensions"]) == float(np.float32(expected["shared_dimensions"]))
-    out = ada_model.pair_terms(model.posterior, model.decoder, tf.constant(x1, tf.float32), tf.constant(x2, tf.float32),
-                               model.noise_at(0, PAIRS), aggregation, averaging, tensors[ada_model.LABEL_KEY])
+    out = ada_model.pair_terms(
+        model.posterior,
+        model.decoder,
+        tf.constant(x1, tf.float32),
+        tf.constant(x2, tf.float32),
+        model.noise_at(0, PAIRS),
+        aggregation,
+        averaging,
+        tensors[ada_model.LABEL_KEY],
+    )
     np.testing.assert_array_equal(np.asarray(out["kept"]), expected["kept"])
     # The logged loss of one training step is the same loss, at step 0's noise.
     logs = model.train_step(tensors)
@@ -159,10 +203,20 @@ def test_a_steps_loss_and_its_terms_match_the_numpy_restatement(aggregation, ave
 def test_the_labelled_variant_keeps_exactly_the_changed_factor_s_dimension():
     model, batch = tiny_model("labels"), tiny_batch()
     x1, x2 = (tf.constant(batch[key], tf.float32) / 255.0 for key in ("x1", "x2"))
-    out = ada_model.pair_terms(model.posterior, model.decoder, x1, x2, model.noise_at(0, PAIRS), "labels", "group_vae",
-                               tf.constant(batch[ada_model.LABEL_KEY]))
+    out = ada_model.pair_terms(
+        model.posterior,
+        model.decoder,
+        x1,
+        x2,
+        model.noise_at(0, PAIRS),
+        "labels",
+        "group_vae",
+        tf.constant(batch[ada_model.LABEL_KEY]),
+    )
     np.testing.assert_array_equal(np.argmax(np.asarray(out["kept"]), axis=1), batch[ada_model.LABEL_KEY])
-    assert np.asarray(out["kept"]).sum() == PAIRS and np.all(np.asarray(out["shared_dimensions"]) == LATENT - 1)
+    assert np.asarray(out["kept"]).sum() == PAIRS and np.all(
+        np.asarray(out["shared_dimensions"]) == LATENT - 1
+    )
 
 
 def test_the_averaged_posteriors():
@@ -173,10 +227,20 @@ def test_the_averaged_posteriors():
     # float32 exp, logsumexp and a few products of log-variances up to 3: a handful of roundings,
     # condition 3 (exp(x)).
     atol = rounding_rtol(8, 3) * 10
-    mean, log_var = (np.asarray(value) for value in ada_model.averaged_posterior(*(tf.constant(v, tf.float32) for v in (m1, l1, m2, l2)), "group_vae"))
+    mean, log_var = (
+        np.asarray(value)
+        for value in ada_model.averaged_posterior(
+            *(tf.constant(v, tf.float32) for v in (m1, l1, m2, l2)), "group_vae"
+        )
+    )
     np.testing.assert_allclose(mean, (m1 + m2) / 2, atol=atol)
     np.testing.assert_allclose(log_var, np.log((v1 + v2) / 2), atol=atol)
-    mean, log_var = (np.asarray(value) for value in ada_model.averaged_posterior(*(tf.constant(v, tf.float32) for v in (m1, l1, m2, l2)), "mlvae"))
+    mean, log_var = (
+        np.asarray(value)
+        for value in ada_model.averaged_posterior(
+            *(tf.constant(v, tf.float32) for v in (m1, l1, m2, l2)), "mlvae"
+        )
+    )
     variance = 2 * v1 * v2 / (v1 + v2)
     np.testing.assert_allclose(mean, (m1 / v1 + m2 / v2) * variance / 2, atol=atol)
     np.testing.assert_allclose(log_var, np.log(variance), atol=atol)
@@ -189,7 +253,9 @@ def test_the_averaged_posteriors():
     # compute_kl is twice KL(q1 || q2), from the first posterior to the second (not symmetric).
     kl = 0.5 * (l2 - l1 + (v1 + (m1 - m2) ** 2) / v2 - 1)
     np.testing.assert_allclose(ada_model.pair_divergence(m1, l1, m2, l2), 2 * kl, rtol=1e-12)
-    assert not np.allclose(ada_model.pair_divergence(m1, l1, m2, l2), ada_model.pair_divergence(m2, l2, m1, l1))
+    assert not np.allclose(
+        ada_model.pair_divergence(m1, l1, m2, l2), ada_model.pair_divergence(m2, l2, m1, l1)
+    )
 
 
 # ---------------------------------------------------------------- 2. the adaptive mask
@@ -201,8 +267,13 @@ def kept_of(rows) -> np.ndarray:
 
 def authors_kept(rows: np.ndarray) -> np.ndarray:
     """dlib's aggregate_argmax, row by row: tf.histogram_fixed_width_bins(row, [min, max], nbins=2) == 1."""
-    return np.stack([np.asarray(tf.histogram_fixed_width_bins(row, [tf.reduce_min(row), tf.reduce_max(row)], nbins=2))
-                     == 1 for row in tf.constant(np.asarray(rows, np.float32))])
+    return np.stack(
+        [
+            np.asarray(tf.histogram_fixed_width_bins(row, [tf.reduce_min(row), tf.reduce_max(row)], nbins=2))
+            == 1
+            for row in tf.constant(np.asarray(rows, np.float32))
+        ]
+    )
 
 
 def test_the_adaptive_mask_on_hand_made_divergences():
@@ -226,7 +297,9 @@ def test_the_adaptive_mask_on_hand_made_divergences():
         np.testing.assert_array_equal(authors_kept([row])[0], want, err_msg=name)
     # Rows are independent: a batch gives each row its own bins.
     rows = [case[0] for case in cases.values() if len(case[0]) == 4]
-    np.testing.assert_array_equal(kept_of(rows), np.array([case[1] for case in cases.values() if len(case[0]) == 4]))
+    np.testing.assert_array_equal(
+        kept_of(rows), np.array([case[1] for case in cases.values() if len(case[0]) == 4])
+    )
 
 
 def test_the_adaptive_mask_is_the_authors_histogram_bins():
@@ -243,13 +316,17 @@ def test_the_adaptive_mask_is_the_authors_histogram_bins():
 
 
 def test_the_labels_mask_is_one_hot():
-    np.testing.assert_array_equal(np.asarray(ada_model.label_kept(tf.constant([0, 3, 1]), 4)), np.eye(4, dtype=bool)[[0, 3, 1]])
+    np.testing.assert_array_equal(
+        np.asarray(ada_model.label_kept(tf.constant([0, 3, 1]), 4)), np.eye(4, dtype=bool)[[0, 3, 1]]
+    )
 
 
 # ---------------------------------------------------------------- 3. gradients in float64
 
 
-@pytest.mark.parametrize("aggregation, averaging", [("argmax", "group_vae"), ("argmax", "mlvae"), ("labels", "group_vae")])
+@pytest.mark.parametrize(
+    "aggregation, averaging", [("argmax", "group_vae"), ("argmax", "mlvae"), ("labels", "group_vae")]
+)
 def test_gradients_match_finite_differences_in_float64(aggregation, averaging):
     posterior, decoder = tiny_networks("float64", seed=7)
     batch, beta = tiny_batch(1), 2.0
@@ -257,12 +334,24 @@ def test_gradients_match_finite_differences_in_float64(aggregation, averaging):
     noise = np.random.default_rng(2).normal(size=(PAIRS, 2, LATENT))
     labels = batch[ada_model.LABEL_KEY]
     weights = weights_of(posterior, decoder)
-    layers = {f"{network.name}/{layer.name}/{part}": getattr(layer, part)
-              for network in (posterior, decoder) for layer in network.layers if hasattr(layer, "kernel")
-              for part in ("kernel", "bias")}
+    layers = {
+        f"{network.name}/{layer.name}/{part}": getattr(layer, part)
+        for network in (posterior, decoder)
+        for layer in network.layers
+        if hasattr(layer, "kernel")
+        for part in ("kernel", "bias")
+    }
     with tf.GradientTape() as tape:
-        out = ada_model.pair_terms(posterior, decoder, tf.constant(x1), tf.constant(x2), tf.constant(noise), aggregation,
-                                   averaging, tf.constant(labels))
+        out = ada_model.pair_terms(
+            posterior,
+            decoder,
+            tf.constant(x1),
+            tf.constant(x2),
+            tf.constant(noise),
+            aggregation,
+            averaging,
+            tf.constant(labels),
+        )
         loss = tf.reduce_mean(out["reconstruction"]) + beta * tf.reduce_mean(out["kl"])
     assert loss.dtype == tf.float64
     expected = numpy_terms(weights, x1, x2, noise, aggregation, averaging, beta, labels)
@@ -312,8 +401,11 @@ def test_a_killed_run_resumes_to_what_an_unbroken_run_trains(tmp_path, monkeypat
     # stream replays the unbroken run's batches from the resumed step, so that what the method
     # owns is compared: its (seed, step) noise, its networks and Adam's state in the checkpoint.
     fresh_batches = training.make_family_dataset
-    monkeypatch.setattr(training, "make_family_dataset",
-                        lambda family, config, start_step: fresh_batches(family, config, 0).skip(start_step))
+    monkeypatch.setattr(
+        training,
+        "make_family_dataset",
+        lambda family, config, start_step: fresh_batches(family, config, 0).skip(start_step),
+    )
     unbroken = training.train(SMOKE, str(tmp_path / "unbroken"), verbose=0)
     assert unbroken.final_step == 4 and set(ada_model.LOG_NAMES) <= set(unbroken.history)
     assert all(np.isfinite(value) for values in unbroken.history.values() for value in values)
@@ -324,13 +416,17 @@ def test_a_killed_run_resumes_to_what_an_unbroken_run_trains(tmp_path, monkeypat
 
     run_dir = str(tmp_path / "killed")
     with pytest.raises(RuntimeError, match="killed"):
-        training.train(SMOKE, run_dir, verbose=0, callbacks=[keras.callbacks.LambdaCallback(on_epoch_end=crash)])
+        training.train(
+            SMOKE, run_dir, verbose=0, callbacks=[keras.callbacks.LambdaCallback(on_epoch_end=crash)]
+        )
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [2]
     resumed = training.train(SMOKE, run_dir, verbose=0)
     assert resumed.final_step == 4 and len(resumed.history["loss"]) == 1
     # The same batches, noise, weights and Adam moments through the same kernels: equal.
     assert resumed.history["loss"][-1] == unbroken.history["loss"][-1]
-    for ours, theirs in zip(network_weights(run_dir, SMOKE), network_weights(str(tmp_path / "unbroken"), SMOKE)):
+    for ours, theirs in zip(
+        network_weights(run_dir, SMOKE), network_weights(str(tmp_path / "unbroken"), SMOKE)
+    ):
         np.testing.assert_array_equal(ours, theirs)
     # The run's encoder embeds images as the posterior's means.
     run = load_run(run_dir)
@@ -357,19 +453,27 @@ def test_the_networks_are_disentanglement_lib_s():
     assert [tuple(output.shape) for output in posterior.outputs] == [(None, 10), (None, 10)]
     convolutions = [posterior.get_layer(f"e{index}") for index in range(1, 5)]
     assert [(layer.filters, layer.kernel_size, layer.strides, layer.padding) for layer in convolutions] == [
-        (32, (4, 4), (2, 2), "same"), (32, (4, 4), (2, 2), "same"), (64, (2, 2), (2, 2), "same"), (64, (2, 2), (2, 2), "same")]
+        (32, (4, 4), (2, 2), "same"),
+        (32, (4, 4), (2, 2), "same"),
+        (64, (2, 2), (2, 2), "same"),
+        (64, (2, 2), (2, 2), "same"),
+    ]
     assert tuple(convolutions[-1].output.shape) == (None, 4, 4, 64) and posterior.get_layer("e5").units == 256
     # Parameters by hand: convolutions k*k*in*out + out, then 1024*256 + 256 and two heads 256*10 + 10.
-    assert posterior.count_params() == (16 * 3 * 32 + 32) + (16 * 32 * 32 + 32) + (4 * 32 * 64 + 64) + (4 * 64 * 64 + 64) \
-        + (1024 * 256 + 256) + 2 * (256 * 10 + 10)
+    assert posterior.count_params() == (16 * 3 * 32 + 32) + (16 * 32 * 32 + 32) + (4 * 32 * 64 + 64) + (
+        4 * 64 * 64 + 64
+    ) + (1024 * 256 + 256) + 2 * (256 * 10 + 10)
     decoder = networks.bernoulli_decoder()
     assert tuple(decoder.output.shape) == (None, 64, 64, 3)
     assert [decoder.get_layer(name).units for name in ("d1", "d2")] == [256, 1024]
-    assert [(decoder.get_layer(f"d{index}").filters, decoder.get_layer(f"d{index}").kernel_size) for index in range(3, 7)] == [
-        (64, (4, 4)), (32, (4, 4)), (32, (4, 4)), (3, (4, 4))]
+    assert [
+        (decoder.get_layer(f"d{index}").filters, decoder.get_layer(f"d{index}").kernel_size)
+        for index in range(3, 7)
+    ] == [(64, (4, 4)), (32, (4, 4)), (32, (4, 4)), (3, (4, 4))]
     assert decoder.get_layer("d6").activation.__name__ == "linear"  # logits
-    assert decoder.count_params() == (10 * 256 + 256) + (256 * 1024 + 1024) + (16 * 64 * 64 + 64) + (16 * 64 * 32 + 32) \
-        + (16 * 32 * 32 + 32) + (16 * 32 * 3 + 3)
+    assert decoder.count_params() == (10 * 256 + 256) + (256 * 1024 + 1024) + (16 * 64 * 64 + 64) + (
+        16 * 64 * 32 + 32
+    ) + (16 * 32 * 32 + 32) + (16 * 32 * 3 + 3)
     with pytest.raises(ValueError, match=r"take 64 x 64 images, not \(32, 32, 3\)"):
         networks.gaussian_encoder(input_shape=(32, 32, 3))
 
@@ -377,25 +481,38 @@ def test_the_networks_are_disentanglement_lib_s():
 def test_the_declaration():
     method, config_class = methods.get_method("ada_gvae"), experiments.method_config_class("ada_gvae")
     assert config_class is ada_gvae.CONFIG is ada_gvae.AdaGvaeConfig
-    assert config_class.batch_format == "pairs" and not config_class.trains_encoder and config_class(name=method.name).length_scale() is None
+    assert (
+        config_class.batch_format == "pairs"
+        and not config_class.trains_encoder
+        and config_class(name=method.name).length_scale() is None
+    )
     paper = get_preset("shapes3d_ada_gvae")
     assert method.supervision_for(paper).startswith("pairs that differ in one factor, which one unknown")
-    assert method.supervision_for(paper.replace(aggregation="labels")) == "pairs that differ in one factor, and which factor it is"
+    assert (
+        method.supervision_for(paper.replace(aggregation="labels"))
+        == "pairs that differ in one factor, and which factor it is"
+    )
     assert method.label_for(paper) == "ada_gvae"
     assert method.label_for(paper.replace(averaging="mlvae")) == "ada_gvae (Ada-ML-VAE)"
     assert method.label_for(paper.replace(aggregation="labels")) == "ada_gvae (GVAE with the changed factor)"
     assert not method.accepts_two_view_sets and not method.needs_training_bank
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"aggregation": "adaptive"}, r"--method.aggregation='adaptive'; choose one of argmax, labels"),
-    ({"averaging": "product"}, r"--method.averaging='product'; choose one of group_vae, mlvae"),
-    ({"beta": -1.0}, r"--method.beta must be a finite number >= 0"),
-    ({"beta": float("inf")}, r"--method.beta must be a finite number >= 0"),
-    ({"latent_dim": 0}, r"--method.latent_dim must be positive"),
-    ({"aggregation": "labels", "latent_dim": 5}, r"--method.latent_dim=5 is below the 6 factors of data 'shapes3d'"),
-    ({"data": "mnist", "source": "procedural"}, r"--method=ada_gvae trains on 'pairs' batches"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"aggregation": "adaptive"}, r"--method.aggregation='adaptive'; choose one of argmax, labels"),
+        ({"averaging": "product"}, r"--method.averaging='product'; choose one of group_vae, mlvae"),
+        ({"beta": -1.0}, r"--method.beta must be a finite number >= 0"),
+        ({"beta": float("inf")}, r"--method.beta must be a finite number >= 0"),
+        ({"latent_dim": 0}, r"--method.latent_dim must be positive"),
+        (
+            {"aggregation": "labels", "latent_dim": 5},
+            r"--method.latent_dim=5 is below the 6 factors of data 'shapes3d'",
+        ),
+        ({"data": "mnist", "source": "procedural"}, r"--method=ada_gvae trains on 'pairs' batches"),
+    ],
+)
 def test_bad_settings_fail_before_training(overrides, message):
     with pytest.raises(ValueError, match=message):
         training.check_config(experiments.choose(SMOKE, **overrides))
@@ -407,8 +524,17 @@ def test_the_presets_and_the_smoke_config_validate_and_build():
     # dlib shared.gin: num_latent 10, batch 64 (pairs), 300,000 steps, Adam 1e-4 (0.9, 0.999, 1e-8);
     # beta 1 (shared.gin vae.beta, weakly_supervised/train_test.gin group_vae.beta; the sweep 1-16).
     assert (method.name, method.latent_dim, method.beta, method.aggregation, method.averaging) == (
-        "ada_gvae", 10, 1.0, "argmax", "group_vae")
-    assert (paper.batch.pairs_per_step, paper.trainer.steps, paper.trainer.learning_rate) == (64, 300_000, 1e-4)
+        "ada_gvae",
+        10,
+        1.0,
+        "argmax",
+        "group_vae",
+    )
+    assert (paper.batch.pairs_per_step, paper.trainer.steps, paper.trainer.learning_rate) == (
+        64,
+        300_000,
+        1e-4,
+    )
     assert ada_model.ADAM_BETAS == (0.9, 0.999) and ada_model.ADAM_EPSILON == 1e-8
     assert (paper.data.family, paper.data.source, paper.model) == ("shapes3d", "auto", None)
     assert quick.method == paper.method and quick.data == paper.data and quick.trainer.steps <= 2000
@@ -416,10 +542,18 @@ def test_the_presets_and_the_smoke_config_validate_and_build():
     for config in (paper, quick, SMOKE):
         training.check_config(config)
         model = training.build_model(config)
-        assert isinstance(model, ada_model.AdaGvaeModel) and set(model.networks()) == {"encoder", "posterior", "decoder"}
+        assert isinstance(model, ada_model.AdaGvaeModel) and set(model.networks()) == {
+            "encoder",
+            "posterior",
+            "decoder",
+        }
         assert tuple(model.networks()["encoder"].output.shape) == (None, 10)
         optimizer = model.optimizer
-        assert (float(optimizer.beta_1), float(optimizer.beta_2), float(optimizer.epsilon)) == (0.9, 0.999, 1e-8)
+        assert (float(optimizer.beta_1), float(optimizer.beta_2), float(optimizer.epsilon)) == (
+            0.9,
+            0.999,
+            1e-8,
+        )
         assert float(keras.ops.convert_to_numpy(optimizer.learning_rate)) == pytest.approx(1e-4)
     # One seed, one set of initial weights.
     first, second = training.build_model(SMOKE), training.build_model(SMOKE)

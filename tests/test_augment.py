@@ -31,7 +31,11 @@ def test_spec_parsing_and_amplitude_ranges():
 
 
 def test_double_augment_gives_independent_views():
-    batch = {"set_a": tf.cast(face_stack() * 255, tf.uint8), "set_b": tf.cast(face_stack() * 255, tf.uint8), "other": tf.constant(1)}
+    batch = {
+        "set_a": tf.cast(face_stack() * 255, tf.uint8),
+        "set_b": tf.cast(face_stack() * 255, tf.uint8),
+        "other": tf.constant(1),
+    }
     spec = augment.parse_augmentations("contrast:0.3,saturation:0.3,crop:0.2")
     out = augment.double_augment(batch, spec, SETS_SEED)
     assert sorted(out) == ["other", "set_a", "set_a_view2", "set_b", "set_b_view2"]
@@ -44,7 +48,9 @@ def test_double_augment_gives_independent_views():
     graph = tf.function(lambda b: augment.double_augment(b, spec, SETS_SEED))(batch)
     # The graph may regroup the ops' float32 sums (contrast's mean of 10 x 12 pixels, the HSV
     # conversions, the crop's bilinear taps): about 130 roundings of values in [0, 1].
-    np.testing.assert_allclose(graph["set_b_view2"].numpy(), out["set_b_view2"].numpy(), atol=rounding_rtol(130))
+    np.testing.assert_allclose(
+        graph["set_b_view2"].numpy(), out["set_b_view2"].numpy(), atol=rounding_rtol(130)
+    )
 
 
 def test_pose_augment_identity_and_real_images_unpainted():
@@ -66,7 +72,9 @@ def test_pose_augment_identity_and_real_images_unpainted():
 
 
 def test_spec_strings_accept_the_pose_augmentations():
-    pairs = augment.parse_augmentations("translate:0.1,brightness:0.2,sobel:0.3,gaussian_noise:0.02,salt_pepper:0.01")
+    pairs = augment.parse_augmentations(
+        "translate:0.1,brightness:0.2,sobel:0.3,gaussian_noise:0.02,salt_pepper:0.01"
+    )
     augment.validate_augmentations(pairs)
     out = augment.augment_stack(smooth_stack(), pairs, SEED)
     assert out.shape == smooth_stack().shape

@@ -60,14 +60,18 @@ def test_contrast_scales_deviations_from_the_mean_within_the_amplitude():
     deviation_out = (out - mean_in).reshape(6, -1)
     # One factor per image: the output deviations are the input ones times a scalar.
     factor = np.sum(deviation_in * deviation_out, axis=1) / np.sum(deviation_in**2, axis=1)
-    np.testing.assert_allclose(deviation_out, factor[:, None] * deviation_in, atol=tolerance)  # the means' rounding again
+    np.testing.assert_allclose(
+        deviation_out, factor[:, None] * deviation_in, atol=tolerance
+    )  # the means' rounding again
     assert np.all((factor >= 0.5 - 1e-4) & (factor <= 1.5 + 1e-4)) and np.std(factor) > 0.05
 
 
 def test_saturation_keeps_gray_and_one_channel_images():
     gray = tf.tile(face_stack(channels=1), [1, 1, 1, 1, 3])
     # Gray has saturation 0 and the HSV round trip gives back its value: equal.
-    np.testing.assert_allclose(augment.random_saturation(gray, 0.8, SETS_SEED).numpy(), gray.numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        augment.random_saturation(gray, 0.8, SETS_SEED).numpy(), gray.numpy(), atol=1e-6
+    )
     single = face_stack(channels=1)
     np.testing.assert_array_equal(augment.random_saturation(single, 0.8, SETS_SEED).numpy(), single.numpy())
     # Luma is unchanged when nothing clips.
@@ -119,7 +123,9 @@ def test_random_hue_draws_one_shift_per_image():
         assert np.abs((shift - shift[0] + 0.5) % 1.0 - 0.5).max() < 0.01
         shifts.append(shift[0])
     assert np.unique(np.round(shifts, 3)).size == 6
-    np.testing.assert_allclose(augment.random_hue(images, 0.0, tf.constant([1, 2])).numpy(), images.numpy() / 255.0)
+    np.testing.assert_allclose(
+        augment.random_hue(images, 0.0, tf.constant([1, 2])).numpy(), images.numpy() / 255.0
+    )
     with pytest.raises(ValueError, match="hue amplitude"):
         augment.random_hue(images, 0.7, tf.constant([1, 2]))
 
@@ -163,7 +169,9 @@ def test_translate_moves_content_by_at_most_the_amplitude():
     assert np.std(shift) > 0.3  # shifts differ between images
     # Nearest fill replicates the edge of a constant image: it stays constant.
     flat = np.full((4, size, size, 3), 0.4, np.float32)
-    np.testing.assert_allclose(augment.random_translate(flat, 0.3, SEED).numpy(), 0.4, atol=1e-6)  # 4 roundings of 0.4
+    np.testing.assert_allclose(
+        augment.random_translate(flat, 0.3, SEED).numpy(), 0.4, atol=1e-6
+    )  # 4 roundings of 0.4
 
 
 def test_translate_rejects_bad_arguments():
@@ -235,5 +243,3 @@ def test_paint_background_crops_come_from_the_pool():
     assert np.all(np.isclose(out, first[:, None, None, :]))  # one background per image
     assert all(any(np.allclose(c, colour / 255.0) for colour in colours) for c in first)
     assert len({tuple(c) for c in np.round(first, 3)}) > 1  # backgrounds drawn per image
-
-

@@ -32,7 +32,9 @@ def test_c_vitae_infers_the_appearance_from_the_aligned_image_and_warps_the_temp
     out = vitae.infer(networks, CVitaeConfig.structure, x, noise)
     # infer runs the very ops below on the same tensors (theta: a zero kernel plus the bias): equal.
     np.testing.assert_allclose(out["theta"], np.tile(theta, (4, 1)), atol=1e-6)
-    aligned = spatial_transformer.warp(x, spatial_transformer.affine_matrices(np.tile(theta, (4, 1)), inverse=True))
+    aligned = spatial_transformer.warp(
+        x, spatial_transformer.affine_matrices(np.tile(theta, (4, 1)), inverse=True)
+    )
     np.testing.assert_allclose(out["aligned"], aligned, atol=1e-6)
     mean, variance = networks["appearance_posterior"](aligned)
     np.testing.assert_allclose(out["appearance_mean"], mean, atol=1e-6)
@@ -47,12 +49,20 @@ def test_c_vitae_infers_the_appearance_from_the_aligned_image_and_warps_the_temp
 
 
 def test_the_package_declares_the_variant_its_config_and_the_paper_s_presets():
-    assert methods.get_method("c_vitae").name == "c_vitae" and experiments.method_config_class("c_vitae") is CVitaeConfig
+    assert (
+        methods.get_method("c_vitae").name == "c_vitae"
+        and experiments.method_config_class("c_vitae") is CVitaeConfig
+    )
     assert methods.get_method("c_vitae").measures == "abc_tf.evaluation.tasks:likelihood_measures"
     paper, quick = get_preset("mnist_c_vitae"), get_preset("mnist_c_vitae_quick")
     # Table 1's MLPs, d = 4 split 2 + 2, Adam 1e-4, batches of 512, 211,200 steps (abc_tf/methods/vae).
-    assert (paper.method.name, paper.method.latent_dim, paper.trainer.learning_rate, paper.batch.batch_size,
-            paper.trainer.steps) == ("c_vitae", 4, 1e-4, 512, 211_200)
+    assert (
+        paper.method.name,
+        paper.method.latent_dim,
+        paper.trainer.learning_rate,
+        paper.batch.batch_size,
+        paper.trainer.steps,
+    ) == ("c_vitae", 4, 1e-4, 512, 211_200)
     assert quick.method.name == "c_vitae" and quick.trainer.steps == 5000
     smoke = experiments.smoke_configs()["c_vitae"]
     smoke.validate()

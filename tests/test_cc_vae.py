@@ -48,9 +48,13 @@ def lively(model: cc_vae.CcVaeModel) -> cc_vae.CcVaeModel:
     """``model`` with the heads and the decoder's linear and last layers scaled up, so that the
     codes move the images: at the authors' init the decoder's output is nearly flat (0.5), and
     a mistaken pairing would hardly change the terms."""
-    for network, name, factor in ((model.decoder, "deconv_3", 20.0), (model.decoder, "class_input", 10.0),
-                                  (model.decoder, "style_input", 10.0), (model.posterior, "class_code", 4.0),
-                                  (model.posterior, "style_mean", 4.0)):
+    for network, name, factor in (
+        (model.decoder, "deconv_3", 20.0),
+        (model.decoder, "class_input", 10.0),
+        (model.decoder, "style_input", 10.0),
+        (model.posterior, "class_code", 4.0),
+        (model.posterior, "style_mean", 4.0),
+    ):
         layer = network.get_layer(name)
         layer.kernel.assign(layer.kernel * factor)
     return model
@@ -66,9 +70,13 @@ def tiny_batch(seed: int = 0) -> dict[str, np.ndarray]:
 
 def weights_of(model: cc_vae.CcVaeModel) -> dict[str, np.ndarray]:
     """Every kernel and bias, float64, by "<network>/<layer>/<kernel|bias>"."""
-    return {f"{network.name}/{layer.name}/{part}": np.asarray(getattr(layer, part), np.float64)
-            for network in (model.posterior, model.decoder) for layer in network.layers if hasattr(layer, "kernel")
-            for part in ("kernel", "bias")}
+    return {
+        f"{network.name}/{layer.name}/{part}": np.asarray(getattr(layer, part), np.float64)
+        for network in (model.posterior, model.decoder)
+        for layer in network.layers
+        if hasattr(layer, "kernel")
+        for part in ("kernel", "bias")
+    }
 
 
 def conv(x, kernel, bias):
@@ -109,23 +117,38 @@ def leaky(x):
 def encode(w, images, record):
     x = images
     for index in (1, 2, 3):
-        x = np.maximum(instance_norm(conv(x, w[f"posterior/conv_{index}/kernel"], w[f"posterior/conv_{index}/bias"]),
-                                     record), 0)
+        x = np.maximum(
+            instance_norm(
+                conv(x, w[f"posterior/conv_{index}/kernel"], w[f"posterior/conv_{index}/bias"]), record
+            ),
+            0,
+        )
     flat = x.reshape(len(x), -1)  # channels-last, as Keras' Flatten
-    return [flat @ w[f"posterior/{name}/kernel"] + w[f"posterior/{name}/bias"] for name in cc_vae_networks.ENCODER_OUTPUTS]
+    return [
+        flat @ w[f"posterior/{name}/kernel"] + w[f"posterior/{name}/bias"]
+        for name in cc_vae_networks.ENCODER_OUTPUTS
+    ]
 
 
 def decode(w, style, code, record):
-    parts = [leaky(value @ w[f"decoder/{name}_input/kernel"] + w[f"decoder/{name}_input/bias"])
-             for name, value in (("style", style), ("class", code))]
+    parts = [
+        leaky(value @ w[f"decoder/{name}_input/kernel"] + w[f"decoder/{name}_input/bias"])
+        for name, value in (("style", style), ("class", code))
+    ]
     x = np.concatenate(parts, axis=1).reshape(len(style), 2, 2, -1)
     for index in (1, 2):
-        x = leaky(instance_norm(transposed(x, w[f"decoder/deconv_{index}/kernel"], w[f"decoder/deconv_{index}/bias"], 0),
-                                record))
+        x = leaky(
+            instance_norm(
+                transposed(x, w[f"decoder/deconv_{index}/kernel"], w[f"decoder/deconv_{index}/bias"], 0),
+                record,
+            )
+        )
     return 1 / (1 + np.exp(-transposed(x, w["decoder/deconv_3/kernel"], w["decoder/deconv_3/bias"], 1)))
 
 
-def numpy_terms(w: dict, set_a: np.ndarray, set_b: np.ndarray, draws: dict, code_weights: dict | None = None) -> dict:
+def numpy_terms(
+    w: dict, set_a: np.ndarray, set_b: np.ndarray, draws: dict, code_weights: dict | None = None
+) -> dict:
     """Both cycles in float64, restated from the authors' training.py with our pairing: images
     [P, N, H, W, C] in [0, 1]; pair k of stack p is (order[p, 2k], order[p, 2k + 1]). The
     reverse cycle's class codes are detached: computed with ``code_weights`` (default ``w``), so
@@ -145,7 +168,9 @@ def numpy_terms(w: dict, set_a: np.ndarray, set_b: np.ndarray, draws: dict, code
     terms = {"reconstruction": np.mean((r1 - x1) ** 2) + np.mean((r2 - x2) ** 2)}
     kl_sum = sum(-0.5 * np.sum(1 + lv - mu**2 - np.exp(lv)) for mu, lv in ((mu1, lv1), (mu2, lv2)))
     terms["kl"] = kl_sum / (batch * pixels)
-    terms["forward_loss"] = WEIGHTS["reconstruction_weight"] * terms["reconstruction"] + WEIGHTS["kl_weight"] * terms["kl"]
+    terms["forward_loss"] = (
+        WEIGHTS["reconstruction_weight"] * terms["reconstruction"] + WEIGHTS["kl_weight"] * terms["kl"]
+    )
     # Reverse cycle: z ~ N(0, I) with the class codes of set A's first members and set B's images.
     b = set_b[rows, order[:, 1::2]].reshape(-1, *SHAPE)
     codes = code_weights or w
@@ -158,8 +183,12 @@ def numpy_terms(w: dict, set_a: np.ndarray, set_b: np.ndarray, draws: dict, code
     terms["loss"] = terms["forward_loss"] + terms["reverse_loss"]
     # Magnitudes: a squared difference errs by 2 |r - x| times r's error; KL's var + mu^2 - 1 - lv
     # cancels; |a - b| errs by the errors of a and b.
-    terms["scale_reconstruction"] = sum(np.mean(2 * np.abs(r - x) * (np.abs(r) + np.abs(x))) for r, x in ((r1, x1), (r2, x2)))
-    terms["scale_kl"] = sum(0.5 * np.sum(np.exp(lv) + mu**2 + 1 + np.abs(lv)) for mu, lv in ((mu1, lv1), (mu2, lv2))) / (batch * pixels)
+    terms["scale_reconstruction"] = sum(
+        np.mean(2 * np.abs(r - x) * (np.abs(r) + np.abs(x))) for r, x in ((r1, x1), (r2, x2))
+    )
+    terms["scale_kl"] = sum(
+        0.5 * np.sum(np.exp(lv) + mu**2 + 1 + np.abs(lv)) for mu, lv in ((mu1, lv1), (mu2, lv2))
+    ) / (batch * pixels)
     terms["scale_reverse_cycle"] = np.mean(np.abs(mean_a) + np.abs(mean_b))
     terms["condition"] = max(1.0, *record, np.abs(lv1).max(), np.abs(lv2).max())
     return terms
@@ -168,7 +197,9 @@ def numpy_terms(w: dict, set_a: np.ndarray, set_b: np.ndarray, draws: dict, code
 def tolerances(expected: dict) -> dict:
     rtol = rounding_rtol(ROUNDINGS, expected["condition"])
     found = {name: rtol * expected[f"scale_{name}"] for name in ("reconstruction", "kl", "reverse_cycle")}
-    found["forward_loss"] = WEIGHTS["reconstruction_weight"] * found["reconstruction"] + WEIGHTS["kl_weight"] * found["kl"]
+    found["forward_loss"] = (
+        WEIGHTS["reconstruction_weight"] * found["reconstruction"] + WEIGHTS["kl_weight"] * found["kl"]
+    )
     found["reverse_loss"] = WEIGHTS["reverse_cycle_weight"] * found["reverse_cycle"]
     found["loss"] = found["forward_loss"] + found["reverse_loss"]
     return found
@@ -184,7 +215,11 @@ def test_both_cycles_terms_and_gradients_match_numpy():
     weights = weights_of(model)
     # The step's draws, as the forward update draws them from (seed, step).
     draws = {key: np.asarray(value) for key, value in model.draws_at(0, P, N).items()}
-    assert draws["order"].shape == (P, 4) and draws["style_noise"].shape == (P, 4, 3) and draws["z"].shape == (P, 2, 3)
+    assert (
+        draws["order"].shape == (P, 4)
+        and draws["style_noise"].shape == (P, 4, 3)
+        and draws["z"].shape == (P, 2, 3)
+    )
     assert all(len(set(row)) == 4 and set(row) <= set(range(N)) for row in draws["order"])
     expected = numpy_terms(weights, set_a, set_b, draws)
     tolerance = tolerances(expected)
@@ -197,18 +232,29 @@ def test_both_cycles_terms_and_gradients_match_numpy():
     for name in ("reconstruction", "kl", "forward_loss", "reverse_cycle", "reverse_loss", "loss"):
         assert float(terms[name]) == pytest.approx(expected[name], abs=tolerance[name]), name
 
-    layers = {f"{network.name}/{layer.name}/{part}": getattr(layer, part)
-              for network in (model.posterior, model.decoder) for layer in network.layers if hasattr(layer, "kernel")
-              for part in ("kernel", "bias")}
+    layers = {
+        f"{network.name}/{layer.name}/{part}": getattr(layer, part)
+        for network in (model.posterior, model.decoder)
+        for layer in network.layers
+        if hasattr(layer, "kernel")
+        for part in ("kernel", "bias")
+    }
     # Gradients against central differences of the NumPy losses (float64: truncation h^2 ~ 1e-10,
     # rounding 1e-16 / h, both far below float32's roundings). A few entries of the larger kernels.
     checks = {
-        "forward_loss": [("posterior/style_log_variance/bias", None), ("posterior/class_code/bias", None),
-                         ("posterior/conv_2/kernel", [(0, 1, 0, 2), (4, 3, 1, 0)]), ("decoder/class_input/bias", None),
-                         ("decoder/deconv_3/bias", None), ("decoder/deconv_2/kernel", [(1, 2, 0, 3)])],
+        "forward_loss": [
+            ("posterior/style_log_variance/bias", None),
+            ("posterior/class_code/bias", None),
+            ("posterior/conv_2/kernel", [(0, 1, 0, 2), (4, 3, 1, 0)]),
+            ("decoder/class_input/bias", None),
+            ("decoder/deconv_3/bias", None),
+            ("decoder/deconv_2/kernel", [(1, 2, 0, 3)]),
+        ],
         # (Not the style mean's bias: it cancels in the difference of two style means.)
-        "reverse_loss": [("posterior/style_mean/kernel", [(0, 0), (7, 1), (30, 2)]),
-                         ("posterior/conv_3/kernel", [(2, 2, 1, 5), (0, 4, 3, 1)])],
+        "reverse_loss": [
+            ("posterior/style_mean/kernel", [(0, 0), (7, 1), (30, 2)]),
+            ("posterior/conv_3/kernel", [(2, 2, 1, 5), (0, 4, 3, 1)]),
+        ],
     }
     step = 1e-5
     for loss, checked in checks.items():
@@ -227,12 +273,19 @@ def test_both_cycles_terms_and_gradients_match_numpy():
             numeric = np.asarray(numeric)
             computed = np.asarray([np.asarray(gradient)[index] for index in entries])
             # float32 back-propagation: the same chain's roundings, relative to the largest component.
-            np.testing.assert_allclose(computed, numeric, rtol=0, err_msg=f"{loss}: {name}",
-                                       atol=rounding_rtol(2 * ROUNDINGS, expected["condition"]) * np.abs(numeric).max() + 1e-7)
+            np.testing.assert_allclose(
+                computed,
+                numeric,
+                rtol=0,
+                err_msg=f"{loss}: {name}",
+                atol=rounding_rtol(2 * ROUNDINGS, expected["condition"]) * np.abs(numeric).max() + 1e-7,
+            )
     # The reverse cycle reaches neither the specified head (its codes are detached) nor the
     # log-variance head; it does reach the decoder, which its update leaves alone.
-    unreached = tape.gradient(terms["reverse_loss"], [layers["posterior/class_code/kernel"],
-                                                      layers["posterior/style_log_variance/kernel"]])
+    unreached = tape.gradient(
+        terms["reverse_loss"],
+        [layers["posterior/class_code/kernel"], layers["posterior/style_log_variance/kernel"]],
+    )
     assert all(gradient is None for gradient in unreached)
 
 
@@ -250,16 +303,28 @@ def test_pairs_swap_codes_within_a_stack_and_the_reverse_cycle_crosses_stacks():
     for p in range(P):
         for k in range(2):
             first, second = batch["set_a"][p, order[p, 2 * k]], batch["set_a"][p, order[p, 2 * k + 1]]
-            (mean, _, code), (other_mean, _, other_code) = (model.posterior(image[None]) for image in (first, second))
+            (mean, _, code), (other_mean, _, other_code) = (
+                model.posterior(image[None]) for image in (first, second)
+            )
             # Each member from its own style and its partner's class code.
-            np.testing.assert_allclose(forward["reconstructed"][p, 2 * k], model.decoder([mean, other_code])[0], atol=atol)
-            np.testing.assert_allclose(forward["reconstructed"][p, 2 * k + 1], model.decoder([other_mean, code])[0], atol=atol)
+            np.testing.assert_allclose(
+                forward["reconstructed"][p, 2 * k], model.decoder([mean, other_code])[0], atol=atol
+            )
+            np.testing.assert_allclose(
+                forward["reconstructed"][p, 2 * k + 1], model.decoder([other_mean, code])[0], atol=atol
+            )
             # The reverse cycle: one z with the first member's code and with set B's image's.
             b_code = model.posterior(batch["set_b"][p, order[p, 2 * k + 1]][None])[2]
             row = p * 2 + k
-            np.testing.assert_allclose(reverse["generated"][0, row], model.decoder([z[p, k][None], code])[0], atol=atol)
-            np.testing.assert_allclose(reverse["generated"][1, row], model.decoder([z[p, k][None], b_code])[0], atol=atol)
-    np.testing.assert_allclose(reverse["style_means"][1], model.posterior(reverse["generated"][1])[0], atol=atol)
+            np.testing.assert_allclose(
+                reverse["generated"][0, row], model.decoder([z[p, k][None], code])[0], atol=atol
+            )
+            np.testing.assert_allclose(
+                reverse["generated"][1, row], model.decoder([z[p, k][None], b_code])[0], atol=atol
+            )
+    np.testing.assert_allclose(
+        reverse["style_means"][1], model.posterior(reverse["generated"][1])[0], atol=atol
+    )
 
 
 def test_the_draws_are_a_function_of_seed_and_step():
@@ -280,8 +345,11 @@ def test_a_step_is_the_forward_update_then_the_reverse_one():
     posterior, decoder = model.posterior.trainable_variables, model.decoder.trainable_variables
     assert updates[0].variables() == posterior + decoder
     reverse = {variable.path for variable in updates[1].variables()}
-    assert reverse == {variable.path for variable in posterior
-                       if not variable.path.startswith(("class_code/", "style_log_variance/"))}
+    assert reverse == {
+        variable.path
+        for variable in posterior
+        if not variable.path.startswith(("class_code/", "style_log_variance/"))
+    }
     tensors = {key: tf.constant(value) for key, value in tiny_batch(1).items()}
     before = model.compute_terms(tensors, tf.constant(0), True)
     decoder_before = [np.asarray(variable) for variable in decoder]
@@ -302,7 +370,11 @@ def test_a_step_is_the_forward_update_then_the_reverse_one():
 def test_the_networks_are_the_authors():
     posterior = cc_vae_networks.cc_vae_encoder()
     assert [tuple(output.shape) for output in posterior.outputs] == [(None, 16)] * 3
-    assert [posterior.get_layer(f"conv_{i}").output.shape[1:] for i in (1, 2, 3)] == [(13, 13, 16), (6, 6, 32), (2, 2, 64)]
+    assert [posterior.get_layer(f"conv_{i}").output.shape[1:] for i in (1, 2, 3)] == [
+        (13, 13, 16),
+        (6, 6, 32),
+        (2, 2, 64),
+    ]
     norm = posterior.get_layer("norm_1")
     assert norm.groups == 16 and not norm.center and not norm.scale and norm.epsilon == 1e-5
     # weights_init: N(0, 0.05^2) kernels, zero biases, for convolutions and linear layers.
@@ -310,10 +382,16 @@ def test_the_networks_are_the_authors():
     assert not np.any(np.asarray(posterior.get_layer("class_code").bias))
     decoder = cc_vae_networks.cc_vae_decoder()
     assert tuple(decoder.output.shape) == (None, 28, 28, 1)
-    assert [decoder.get_layer(f"deconv_{i}").output.shape[1:] for i in (1, 2, 3)] == [(6, 6, 32), (14, 14, 16), (30, 30, 1)]
+    assert [decoder.get_layer(f"deconv_{i}").output.shape[1:] for i in (1, 2, 3)] == [
+        (6, 6, 32),
+        (14, 14, 16),
+        (30, 30, 1),
+    ]
     # PyTorch 0.4's default for the transposed convolutions: U(+-1/sqrt(in x 16)).
     kernel = np.asarray(decoder.get_layer("deconv_1").kernel)
-    assert np.abs(kernel).max() <= 1 / math.sqrt(128 * 16) and np.std(kernel) == pytest.approx(1 / math.sqrt(3 * 128 * 16), rel=0.02)
+    assert np.abs(kernel).max() <= 1 / math.sqrt(128 * 16) and np.std(kernel) == pytest.approx(
+        1 / math.sqrt(3 * 128 * 16), rel=0.02
+    )
     images = np.asarray(decoder([np.random.default_rng(0).normal(size=(4, 16))] * 2))
     assert images.min() >= 0 and images.max() <= 1
     with pytest.raises(ValueError, match="authors' MNIST networks for 28 x 28 images"):
@@ -323,14 +401,22 @@ def test_the_networks_are_the_authors():
 def test_the_declaration():
     method, config_class = methods.get_method("cc_vae"), experiments.method_config_class("cc_vae")
     assert config_class is cc_vae_config.CcVaeConfig
-    assert config_class.batch_format == "sets" and not config_class.trains_encoder and config_class(name=method.name).length_scale() is None
+    assert (
+        config_class.batch_format == "sets"
+        and not config_class.trains_encoder
+        and config_class(name=method.name).length_scale() is None
+    )
     preset = get_preset("mnist_cc_vae")
-    assert method.supervision_for(preset).startswith("group membership: which images share the specified factor "
-                                                     "(the digit)")
+    assert method.supervision_for(preset).startswith(
+        "group membership: which images share the specified factor (the digit)"
+    )
     assert "(the object instance)" in method.supervision_for(get_preset("pose_cc_vae"))
     assert not method.accepts_two_view_sets
     assert method.label_for(preset) == "cc_vae"
-    assert method.label_for(preset.replace(reverse_cycle_weight=0.0, kl_weight=1.0)) == "cc_vae (forward cycle only, KL weight 1)"
+    assert (
+        method.label_for(preset.replace(reverse_cycle_weight=0.0, kl_weight=1.0))
+        == "cc_vae (forward cycle only, KL weight 1)"
+    )
 
 
 # ---------------------------------------------------------------- through the trainer
@@ -340,8 +426,15 @@ def test_the_declaration():
 def test_a_short_run_trains_resumes_and_its_networks_embed(tmp_path, small_mnist):
     run_dir = str(tmp_path / "run")
     config = get_preset("mnist_cc_vae_quick").replace(  # a constant rate (no drop): an optimizer variable
-        source="procedural", set_size=8, pairs_per_step=2, steps=4, log_every=2, jit_compile=False, eval_images=64,
-        lr_drop_step=0)
+        source="procedural",
+        set_size=8,
+        pairs_per_step=2,
+        steps=4,
+        log_every=2,
+        jit_compile=False,
+        eval_images=64,
+        lr_drop_step=0,
+    )
     result = training.train(config, run_dir, verbose=0)
     assert result.final_step == 4 and set(cc_vae.LOG_NAMES) <= set(result.history)
     assert all(np.isfinite(value) for values in result.history.values() for value in values)
@@ -357,21 +450,31 @@ def test_a_short_run_trains_resumes_and_its_networks_embed(tmp_path, small_mnist
     assert run.network("decoder") is not None
     # A stopped run resumes from its checkpoint, both optimizers with it; a learning rate changed
     # on resume reaches both (the checkpoint's rates would otherwise win for the second).
-    resumed = training.train(config.replace(steps=6, learning_rate=5e-4), run_dir, verbose=0,
-                             allow_changes=["trainer.learning_rate"])
+    resumed = training.train(
+        config.replace(steps=6, learning_rate=5e-4),
+        run_dir,
+        verbose=0,
+        allow_changes=["trainer.learning_rate"],
+    )
     assert resumed.final_step == 6
     saved = training.build_model(config)
     checkpoints.restore(saved, run_dir)
     assert [float(optimizer.learning_rate) for optimizer in saved.optimizers()] == pytest.approx([5e-4, 5e-4])
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"set_size": 1}, r"--batch.set_size must be at least 2"),
-    ({"kl_weight": -1.0}, r"--method.kl_weight must be a finite number >= 0"),
-    ({"reverse_cycle_weight": float("nan")}, r"--method.reverse_cycle_weight must be a finite number >= 0"),
-    ({"style_dim": 0}, r"--method.style_dim must be positive"),
-    ({"augmentation_baseline": True, "holdout_digit": "none"}, r"--method=cc_vae does not train on them"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"set_size": 1}, r"--batch.set_size must be at least 2"),
+        ({"kl_weight": -1.0}, r"--method.kl_weight must be a finite number >= 0"),
+        (
+            {"reverse_cycle_weight": float("nan")},
+            r"--method.reverse_cycle_weight must be a finite number >= 0",
+        ),
+        ({"style_dim": 0}, r"--method.style_dim must be positive"),
+        ({"augmentation_baseline": True, "holdout_digit": "none"}, r"--method=cc_vae does not train on them"),
+    ],
+)
 def test_bad_settings_fail_before_training(overrides, message):
     with pytest.raises(ValueError, match=message):
         training.check_config(get_preset("mnist_cc_vae_quick").replace(source="procedural", **overrides))
@@ -379,16 +482,27 @@ def test_bad_settings_fail_before_training(overrides, message):
 
 def test_images_that_the_networks_do_not_take_are_refused_before_training():
     config = experiments.config_for(data="mnist", method="cc_vae")
-    with pytest.raises(ValueError, match=r"--method=cc_vae --method.networks=mnist \(the authors' MNIST networks\) takes "
-                                         r"28 x 28 images; data 'mnist' gives \(64, 64, 3\). Use --method.networks=conv64"):
+    with pytest.raises(
+        ValueError,
+        match=r"--method=cc_vae --method.networks=mnist \(the authors' MNIST networks\) takes "
+        r"28 x 28 images; data 'mnist' gives \(64, 64, 3\). Use --method.networks=conv64",
+    ):
         cc_vae.build(config, (64, 64, 3))
     # Before any data is read: the family's image shape against the chosen networks.
-    with pytest.raises(ValueError, match=r"--method.networks=mnist \(the authors' MNIST networks\) takes 28 x 28 images; "
-                                         r"data 'pose' gives \(64, 64, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"--method.networks=mnist \(the authors' MNIST networks\) takes 28 x 28 images; "
+        r"data 'pose' gives \(64, 64, 3\)",
+    ):
         training.check_config(get_preset("pose_cc_vae_quick").replace(networks="mnist"))
-    with pytest.raises(ValueError, match=r"--method.networks=conv64 \(the 64 x 64 networks\) takes 64 x 64 images; "
-                                         r"data 'mnist' gives \(28, 28, 1\). Use --method.networks=mnist"):
-        training.check_config(get_preset("mnist_cc_vae_quick").replace(source="procedural", networks="conv64"))
+    with pytest.raises(
+        ValueError,
+        match=r"--method.networks=conv64 \(the 64 x 64 networks\) takes 64 x 64 images; "
+        r"data 'mnist' gives \(28, 28, 1\). Use --method.networks=mnist",
+    ):
+        training.check_config(
+            get_preset("mnist_cc_vae_quick").replace(source="procedural", networks="conv64")
+        )
     with pytest.raises(ValueError, match=r"data 'pose' gives \(32, 32, 3\). Use data of 64 x 64 images"):
         training.check_config(get_preset("pose_cc_vae_quick").replace(image_size=32))
     with pytest.raises(ValueError, match=r"--method.networks='resnet'; choose one of mnist, conv64"):
@@ -414,7 +528,11 @@ def test_the_presets_are_the_authors_settings():
     assert paper.trainer.lr_halving_steps == 0 and paper.trainer.lr_drop_factor == 0.1
     assert paper.trainer.lr_drop_step * 64 / 54_051 == pytest.approx(80, rel=1e-4)
     assert quick.trainer.steps < paper.trainer.lr_drop_step
-    assert quick.method == paper.method and quick.batch == paper.batch and quick.trainer.steps < paper.trainer.steps
+    assert (
+        quick.method == paper.method
+        and quick.batch == paper.batch
+        and quick.trainer.steps < paper.trainer.steps
+    )
     training.check_config(quick.replace(source="procedural"))
 
 
@@ -429,7 +547,11 @@ def test_the_64_by_64_networks():
     assert [tuple(output.shape) for output in posterior.outputs] == [(None, 3), (None, 3), (None, 2)]
     assert [layer.name for layer in posterior.layers[-3:]] == list(cc_vae_networks.ENCODER_OUTPUTS)
     assert [posterior.get_layer(f"conv_{i}").output.shape[1:] for i in (1, 2, 3, 4)] == [
-        (32, 32, 8), (16, 16, 16), (8, 8, 32), (4, 4, 64)]
+        (32, 32, 8),
+        (16, 16, 16),
+        (8, 8, 32),
+        (4, 4, 64),
+    ]
     norm = posterior.get_layer("norm_1")
     assert norm.groups == 8 and not norm.center and not norm.scale and norm.epsilon == 1e-5
     # The CC-VAE authors' weights_init: N(0, 0.05^2) kernels, zero biases.
@@ -439,7 +561,11 @@ def test_the_64_by_64_networks():
     assert tuple(decoder.output.shape) == (None, 64, 64, 3)
     assert decoder.get_layer("style_input").units == decoder.get_layer("class_input").units == 4 * 8 * 4 * 4
     assert [decoder.get_layer(f"deconv_{i}").output.shape[1:] for i in (1, 2, 3, 4)] == [
-        (8, 8, 32), (16, 16, 16), (32, 32, 8), (64, 64, 3)]
+        (8, 8, 32),
+        (16, 16, 16),
+        (32, 32, 8),
+        (64, 64, 3),
+    ]
     deconv = decoder.get_layer("deconv_1")
     assert deconv.kernel_size == (4, 4) and deconv.strides == (2, 2)
     rng = np.random.default_rng(0)
@@ -461,7 +587,12 @@ def test_the_pose_presets():
     assert (paper.batch.set_size, paper.batch.double_augmentation) == (32, False)
     assert paper.batch.pairs_per_step * paper.batch.set_size // 2 == 64
     method = paper.method
-    assert (method.networks, method.base_channels, method.style_dim, method.class_dim) == ("conv64", 32, 16, 16)
+    assert (method.networks, method.base_channels, method.style_dim, method.class_dim) == (
+        "conv64",
+        32,
+        16,
+        16,
+    )
     assert (method.reconstruction_weight, method.kl_weight, method.reverse_cycle_weight) == (2.0, 3.0, 10.0)
     assert paper.trainer.learning_rate == 1e-4 and paper.model is None
     # The authors' 100 epochs over the 4,000 procedural training renders in steps of 64 pairs.
@@ -478,8 +609,9 @@ def test_the_pose_presets():
 @pytest.mark.slow
 def test_a_short_pose_run_trains_and_its_encoder_embeds(tmp_path, monkeypatch):
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)  # 3 instances x 6 views
-    config = get_preset("pose_cc_vae_quick").replace(set_size=4, pairs_per_step=2, steps=2, log_every=2,
-                                                     base_channels=4, eval_images=16)
+    config = get_preset("pose_cc_vae_quick").replace(
+        set_size=4, pairs_per_step=2, steps=2, log_every=2, base_channels=4, eval_images=16
+    )
     result = training.train(config, str(tmp_path / "run"), verbose=0)
     assert result.final_step == 2 and set(cc_vae.LOG_NAMES) <= set(result.history)
     assert all(np.isfinite(value) for values in result.history.values() for value in values)
@@ -487,4 +619,6 @@ def test_a_short_pose_run_trains_and_its_encoder_embeds(tmp_path, monkeypatch):
     images = pose_procedural.training_images("car", 64, 0.5)[0][:5, ..., :3]
     codes = embed(run.encoder, images)
     assert codes.shape == (5, 16) and np.all(np.isfinite(codes))
-    np.testing.assert_allclose(codes, run.network("posterior")(images.astype(np.float32) / 255.0)[0], atol=1e-5)
+    np.testing.assert_allclose(
+        codes, run.network("posterior")(images.astype(np.float32) / 255.0)[0], atol=1e-5
+    )

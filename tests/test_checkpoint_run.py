@@ -30,7 +30,10 @@ def test_steps_are_chosen_among_those_kept(toy_run):
     assert checkpoint_run.select_steps(toy_run, "all") == [10, 20, 30, 40]
     assert checkpoint_run.select_steps(toy_run, "last") == [40]
     assert checkpoint_run.select_steps(toy_run, "30,10") == [10, 30]
-    with pytest.raises(ValueError, match=r"no checkpoint of step 15 \(kept: 10, 20, 30, 40; train with a larger --trainer.keep_checkpoints"):
+    with pytest.raises(
+        ValueError,
+        match=r"no checkpoint of step 15 \(kept: 10, 20, 30, 40; train with a larger --trainer.keep_checkpoints",
+    ):
         checkpoint_run.select_steps(toy_run, "10,15")
     with pytest.raises(ValueError, match="give all, last, or steps separated by commas"):
         checkpoint_run.select_steps(toy_run, "every")
@@ -49,7 +52,9 @@ def test_the_last_checkpoint_holds_the_finished_run_s_networks_and_an_earlier_on
     for restored, saved in zip(last.encoder.get_weights(), finished.encoder.get_weights()):
         np.testing.assert_array_equal(restored, saved)
     first = checkpoint_run.load_checkpoint_run(toy_run, 10)
-    assert any(not np.array_equal(a, b) for a, b in zip(first.encoder.get_weights(), last.encoder.get_weights()))
+    assert any(
+        not np.array_equal(a, b) for a, b in zip(first.encoder.get_weights(), last.encoder.get_weights())
+    )
     assert first.network("no_such_network") is None
 
 

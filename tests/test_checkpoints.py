@@ -24,7 +24,13 @@ def trained_model(steps: int, seed: int = 0) -> keras.Model:
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
     if steps:
         rng = np.random.default_rng(seed)
-        model.fit(rng.normal(size=(8 * steps, 4)), rng.normal(size=(8 * steps, 1)), batch_size=8, epochs=1, verbose=0)
+        model.fit(
+            rng.normal(size=(8 * steps, 4)),
+            rng.normal(size=(8 * steps, 1)),
+            batch_size=8,
+            epochs=1,
+            verbose=0,
+        )
     return model
 
 
@@ -33,7 +39,9 @@ def optimizer_state(model: keras.Model) -> list[np.ndarray]:
 
 
 def assert_same_state(model: keras.Model, other: keras.Model) -> None:
-    for mine, theirs in zip(model.get_weights() + optimizer_state(model), other.get_weights() + optimizer_state(other)):
+    for mine, theirs in zip(
+        model.get_weights() + optimizer_state(model), other.get_weights() + optimizer_state(other)
+    ):
         np.testing.assert_array_equal(mine, theirs)
 
 
@@ -62,12 +70,19 @@ def test_only_the_newest_checkpoints_are_kept(tmp_path):
         model.optimizer.iterations.assign(step)
         checkpoints.save(model, str(tmp_path), step=step, keep=2)
     assert steps(tmp_path) == [3, 4]
-    assert files(tmp_path) == ["checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index",
-                               "ckpt-4.data-00000-of-00001", "ckpt-4.index"]
+    assert files(tmp_path) == [
+        "checkpoint",
+        "ckpt-3.data-00000-of-00001",
+        "ckpt-3.index",
+        "ckpt-4.data-00000-of-00001",
+        "ckpt-4.index",
+    ]
 
 
 def test_a_save_is_numbered_by_the_optimizer_step(tmp_path):
-    with pytest.raises(ValueError, match="optimizer is at step 2: checkpoints are numbered by model.optimizer.iterations"):
+    with pytest.raises(
+        ValueError, match="optimizer is at step 2: checkpoints are numbered by model.optimizer.iterations"
+    ):
         checkpoints.save(trained_model(2), str(tmp_path), step=3, keep=2)
 
 
@@ -106,15 +121,24 @@ KILLED_SAVE = textwrap.dedent(
 @pytest.mark.slow
 def test_a_save_killed_before_its_state_is_written_leaves_the_previous_checkpoint_in_charge(tmp_path):
     env = {**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    killed = subprocess.run([sys.executable, "-c", KILLED_SAVE, str(tmp_path)], env=env, capture_output=True, text=True)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_SAVE, str(tmp_path)], env=env, capture_output=True, text=True
+    )
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     # The files of step 4 are all there, but the state file still names step 3 only.
-    assert files(tmp_path) == ["checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index",
-                               "ckpt-4.data-00000-of-00001", "ckpt-4.index"]
+    assert files(tmp_path) == [
+        "checkpoint",
+        "ckpt-3.data-00000-of-00001",
+        "ckpt-3.index",
+        "ckpt-4.data-00000-of-00001",
+        "ckpt-4.index",
+    ]
     assert steps(tmp_path) == [3]
     fresh = trained_model(0, seed=1)
     assert checkpoints.restore(fresh, str(tmp_path)) == 3
-    checkpoints.save(fresh, str(tmp_path), step=3, keep=2)  # the same step again: rewritten, leftovers cleared
+    checkpoints.save(
+        fresh, str(tmp_path), step=3, keep=2
+    )  # the same step again: rewritten, leftovers cleared
     assert files(tmp_path) == ["checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index"]
     assert steps(tmp_path) == [3]
 
@@ -127,10 +151,15 @@ def test_what_a_kill_leaves_at_other_moments_is_ignored_and_cleared_by_the_next_
     directory = checkpoints.checkpoint_dir(str(tmp_path))
     # Killed while writing step 4's data: the manager's temporary folder holds half a file.
     os.makedirs(os.path.join(directory, "ckpt-4_temp"))
-    with open(os.path.join(directory, "ckpt-4_temp", "part-00000-of-00001.data-00000-of-00001.tempstate123"), "wb") as handle:
+    with open(
+        os.path.join(directory, "ckpt-4_temp", "part-00000-of-00001.data-00000-of-00001.tempstate123"), "wb"
+    ) as handle:
         handle.write(b"\0" * 100)
     # Killed while merging step 5: a half-written index the state file does not name.
-    shutil.copy(os.path.join(directory, "ckpt-3.data-00000-of-00001"), os.path.join(directory, "ckpt-5.data-00000-of-00001"))
+    shutil.copy(
+        os.path.join(directory, "ckpt-3.data-00000-of-00001"),
+        os.path.join(directory, "ckpt-5.data-00000-of-00001"),
+    )
     with open(os.path.join(directory, "ckpt-5.index"), "wb") as handle:
         handle.write(open(os.path.join(directory, "ckpt-3.index"), "rb").read()[:20])
     # Killed while replacing the state file: its temporary copy.
@@ -146,8 +175,13 @@ def test_what_a_kill_leaves_at_other_moments_is_ignored_and_cleared_by_the_next_
 
     fresh.fit(np.ones((8, 4)), np.ones((8, 1)), verbose=0)
     checkpoints.save(fresh, str(tmp_path), step=4, keep=2)
-    assert files(tmp_path) == ["checkpoint", "ckpt-3.data-00000-of-00001", "ckpt-3.index",
-                               "ckpt-4.data-00000-of-00001", "ckpt-4.index"]
+    assert files(tmp_path) == [
+        "checkpoint",
+        "ckpt-3.data-00000-of-00001",
+        "ckpt-3.index",
+        "ckpt-4.data-00000-of-00001",
+        "ckpt-4.index",
+    ]
     assert steps(tmp_path) == [3, 4]
 
 
@@ -173,7 +207,10 @@ def test_no_readable_checkpoint_is_a_clear_error(tmp_path):
     prefix = checkpoints.save(model, str(tmp_path), step=1, keep=2)
     with open(prefix + ".index", "wb") as handle:
         handle.write(b"not an index file")
-    with pytest.warns(UserWarning), pytest.raises(ValueError, match="remove the folder to train from the start"):
+    with (
+        pytest.warns(UserWarning),
+        pytest.raises(ValueError, match="remove the folder to train from the start"),
+    ):
         checkpoints.restore(trained_model(0), str(tmp_path))
 
 
@@ -183,7 +220,10 @@ def test_a_full_disk_is_a_clear_error_that_keeps_the_older_checkpoints(tmp_path,
     model.fit(np.ones((8, 4)), np.ones((8, 1)), verbose=0)
     real_usage = shutil.disk_usage
     monkeypatch.setattr(checkpoints.shutil, "disk_usage", lambda path: real_usage(path)._replace(free=1000))
-    with pytest.raises(checkpoints.CheckpointError, match="No room for the checkpoint of step 2 .* older checkpoints are intact"):
+    with pytest.raises(
+        checkpoints.CheckpointError,
+        match="No room for the checkpoint of step 2 .* older checkpoints are intact",
+    ):
         checkpoints.save(model, str(tmp_path), step=2, keep=2)
     monkeypatch.setattr(checkpoints.shutil, "disk_usage", real_usage)
 
@@ -200,7 +240,9 @@ def test_a_full_disk_is_a_clear_error_that_keeps_the_older_checkpoints(tmp_path,
 def test_a_full_disk_before_the_first_checkpoint_says_none_is_kept(tmp_path, monkeypatch):
     real_usage = shutil.disk_usage
     monkeypatch.setattr(checkpoints.shutil, "disk_usage", lambda path: real_usage(path)._replace(free=1000))
-    with pytest.raises(checkpoints.CheckpointError, match="No checkpoint of this run was written before it, so none is kept"):
+    with pytest.raises(
+        checkpoints.CheckpointError, match="No checkpoint of this run was written before it, so none is kept"
+    ):
         checkpoints.save(trained_model(1), str(tmp_path), step=1, keep=2)
 
 
@@ -221,17 +263,30 @@ def test_without_a_usable_state_file_the_checkpoints_on_disk_are_used_and_kept(t
         os.remove(state)
     else:
         with open(state, "w") as handle:
-            handle.write("garbage {" if damage == "unreadable" else 'model_checkpoint_path: "ckpt-99"\nall_model_checkpoint_paths: "ckpt-99"\n')
-    expected = {"deleted": "is missing", "unreadable": "cannot be read", "names_none": "names no checkpoint whose files are there"}[damage]
-    with pytest.warns(UserWarning, match=f"checkpoint \\(the list of checkpoints\\) {expected}|checkpoint {expected}"):
+            handle.write(
+                "garbage {"
+                if damage == "unreadable"
+                else 'model_checkpoint_path: "ckpt-99"\nall_model_checkpoint_paths: "ckpt-99"\n'
+            )
+    expected = {
+        "deleted": "is missing",
+        "unreadable": "cannot be read",
+        "names_none": "names no checkpoint whose files are there",
+    }[damage]
+    with pytest.warns(
+        UserWarning, match=f"checkpoint \\(the list of checkpoints\\) {expected}|checkpoint {expected}"
+    ):
         assert steps(tmp_path) == [5, 10]
     fresh = trained_model(0, seed=1)
     with pytest.warns(UserWarning, match="using the checkpoints found beside it: ckpt-5, ckpt-10"):
         assert checkpoints.restore(fresh, str(tmp_path)) == 10
     assert_same_state(fresh, model)
     # The next save writes the state file anew from them: nothing trained is deleted or overwritten.
-    before = {name: os.path.getmtime(os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), name)) for name in files(tmp_path)
-              if name.startswith("ckpt-")}
+    before = {
+        name: os.path.getmtime(os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), name))
+        for name in files(tmp_path)
+        if name.startswith("ckpt-")
+    }
     fresh.optimizer.iterations.assign(15)
     checkpoints.save(fresh, str(tmp_path), step=15, keep=3)
     assert steps(tmp_path) == [5, 10, 15]
@@ -251,7 +306,10 @@ def test_a_checkpoint_with_half_its_files_is_not_taken_from_disk(tmp_path):
 def test_a_newest_checkpoint_without_its_index_is_skipped_with_a_warning(tmp_path):
     saved_steps(tmp_path, 5, 10)
     os.remove(os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), "ckpt-10.index"))
-    with pytest.warns(UserWarning, match="ckpt-10 is skipped: its index file .*ckpt-10.index is missing; the newest complete one is step 5"):
+    with pytest.warns(
+        UserWarning,
+        match="ckpt-10 is skipped: its index file .*ckpt-10.index is missing; the newest complete one is step 5",
+    ):
         assert steps(tmp_path) == [5]
 
 
@@ -279,7 +337,9 @@ FILE_SIZE_LIMIT = textwrap.dedent(
 @pytest.mark.slow
 def test_a_write_that_fails_inside_tensorflow_is_a_clear_error_that_keeps_the_older_checkpoints(tmp_path):
     env = {**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    result = subprocess.run([sys.executable, "-c", FILE_SIZE_LIMIT, str(tmp_path)], env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", FILE_SIZE_LIMIT, str(tmp_path)], env=env, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "CheckpointError: Writing the checkpoint of step 2 into" in result.stdout
     assert "failed (File too large). The older checkpoints are intact" in result.stdout
@@ -297,8 +357,12 @@ class TwoNetworks(keras.Model):
     def __init__(self, seed: int, build: bool = True):
         super().__init__()
         keras.utils.set_random_seed(seed)
-        self.generator = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(4)])
-        self.discriminator = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)])
+        self.generator = keras.Sequential(
+            [keras.Input((4,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(4)]
+        )
+        self.discriminator = keras.Sequential(
+            [keras.Input((4,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)]
+        )
         self.g_optimizer = keras.optimizers.Adam(1e-2)
         self.d_optimizer = keras.optimizers.Adam(keras.optimizers.schedules.ExponentialDecay(1e-2, 3, 0.5))
         self.compile(optimizer=self.g_optimizer)  # the one applied once per step: it counts the steps
@@ -326,7 +390,12 @@ class TwoNetworks(keras.Model):
 
 
 def full_state(model: TwoNetworks) -> list[np.ndarray]:
-    variables = model.generator.weights + model.discriminator.weights + model.g_optimizer.variables + model.d_optimizer.variables
+    variables = (
+        model.generator.weights
+        + model.discriminator.weights
+        + model.g_optimizer.variables
+        + model.d_optimizer.variables
+    )
     return [keras.ops.convert_to_numpy(v) for v in variables]
 
 
@@ -350,8 +419,12 @@ def test_a_model_with_two_networks_and_two_optimizers_resumes_as_if_never_stoppe
     assert int(resumed.d_optimizer.iterations.numpy()) == 6  # two discriminator updates per step
     resumed.fit(data[24:], batch_size=8, shuffle=False, verbose=0)
 
-    assert int(resumed.g_optimizer.iterations.numpy()) == 5 and int(resumed.d_optimizer.iterations.numpy()) == 10
-    assert float(resumed.d_optimizer.learning_rate.numpy()) == float(uninterrupted.d_optimizer.learning_rate.numpy())
+    assert (
+        int(resumed.g_optimizer.iterations.numpy()) == 5 and int(resumed.d_optimizer.iterations.numpy()) == 10
+    )
+    assert float(resumed.d_optimizer.learning_rate.numpy()) == float(
+        uninterrupted.d_optimizer.learning_rate.numpy()
+    )
     for mine, theirs in zip(full_state(resumed), full_state(uninterrupted)):
         np.testing.assert_array_equal(mine, theirs)
 
@@ -364,7 +437,9 @@ def test_a_model_with_two_optimizers_must_say_which_variables_each_updates(tmp_p
     model = TwoNetworks(seed=0)
     model.fit(np.ones((8, 4), "float32"), batch_size=8, verbose=0)
     checkpoints.save(model, str(tmp_path), step=1, keep=2)
-    with pytest.raises(ValueError, match="has 2 optimizers \\(d_optimizer, g_optimizer\\) and no optimizer_variables"):
+    with pytest.raises(
+        ValueError, match="has 2 optimizers \\(d_optimizer, g_optimizer\\) and no optimizer_variables"
+    ):
         checkpoints.restore(TwoNetworksWithoutOwners(seed=1, build=False), str(tmp_path))
 
 

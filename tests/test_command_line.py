@@ -21,16 +21,28 @@ def parse_error(*arguments: str) -> str:
     return str(error.value)
 
 
-@pytest.mark.parametrize("argument,message", [
-    ("--trainer.steps=ten", "--trainer.steps=ten is not an integer."),
-    ("--trainer.steps=1e3", "--trainer.steps=1e3 is not an integer; write it in digits: --trainer.steps=1000."),
-    ("--trainer.steps=2.5", "--trainer.steps=2.5 is not an integer."),
-    ("--trainer.learning_rate=fast", "--trainer.learning_rate=fast is not a number."),
-    ("--trainer.jit_compile=garbage", "--trainer.jit_compile=garbage is not true or false; pass --trainer.jit_compile, "
-                                      "--notrainer.jit_compile, --trainer.jit_compile=true or --trainer.jit_compile=false."),
-    ("--trainer.step=3", "Unknown command line flag 'trainer.step'. Did you mean: trainer.steps ? (--help lists the flags)."),
-    ("--trainer.steps", "Missing value for flag --trainer.steps (--help lists the flags)."),
-])
+@pytest.mark.parametrize(
+    "argument,message",
+    [
+        ("--trainer.steps=ten", "--trainer.steps=ten is not an integer."),
+        (
+            "--trainer.steps=1e3",
+            "--trainer.steps=1e3 is not an integer; write it in digits: --trainer.steps=1000.",
+        ),
+        ("--trainer.steps=2.5", "--trainer.steps=2.5 is not an integer."),
+        ("--trainer.learning_rate=fast", "--trainer.learning_rate=fast is not a number."),
+        (
+            "--trainer.jit_compile=garbage",
+            "--trainer.jit_compile=garbage is not true or false; pass --trainer.jit_compile, "
+            "--notrainer.jit_compile, --trainer.jit_compile=true or --trainer.jit_compile=false.",
+        ),
+        (
+            "--trainer.step=3",
+            "Unknown command line flag 'trainer.step'. Did you mean: trainer.steps ? (--help lists the flags).",
+        ),
+        ("--trainer.steps", "Missing value for flag --trainer.steps (--help lists the flags)."),
+    ],
+)
 def test_each_absl_error_becomes_one_line_naming_the_flag(argument, message):
     assert command_line.describe_flag_error(parse_error(argument)) == message
 
@@ -40,7 +52,9 @@ def test_the_packages_warnings_are_one_line_and_others_keep_their_place(monkeypa
     command_line.plain_warnings("train.py")
     ours = warnings.formatwarning("Checkpoint ckpt-10 is skipped", UserWarning, command_line.__file__, 12)
     assert ours == "train.py: warning: Checkpoint ckpt-10 is skipped\n"
-    theirs = warnings.formatwarning("deprecated", DeprecationWarning, "/usr/lib/python3/keras/ops.py", 7, line="x = 1")
+    theirs = warnings.formatwarning(
+        "deprecated", DeprecationWarning, "/usr/lib/python3/keras/ops.py", 7, line="x = 1"
+    )
     assert theirs.startswith("/usr/lib/python3/keras/ops.py:7: DeprecationWarning: deprecated")
 
 
@@ -55,7 +69,8 @@ E0000 00:00:1795867580.000000   10232 gpu_device.cc:99] Could not load dynamic l
 
 def test_start_up_noise_is_held_back_and_other_lines_kept():
     assert command_line.without_start_up_noise(START_UP) == [
-        "E0000 00:00:1795867580.000000   10232 gpu_device.cc:99] Could not load dynamic library 'libcudnn.so.9'"]
+        "E0000 00:00:1795867580.000000   10232 gpu_device.cc:99] Could not load dynamic library 'libcudnn.so.9'"
+    ]
 
 
 @pytest.mark.slow
@@ -65,10 +80,19 @@ def test_a_fresh_process_starts_tensorflow_without_the_start_up_lines():
     import sys
 
     environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
-    code = ("from abc_tf import command_line; command_line.quiet_tensorflow_start(); import os, sys, tensorflow as tf; "
-            "tf.constant(1) + 1; print(os.environ['TF_CPP_MIN_LOG_LEVEL'])")
-    result = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True,
-                            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = (
+        "from abc_tf import command_line; command_line.quiet_tensorflow_start(); import os, sys, tensorflow as tf; "
+        "tf.constant(1) + 1; print(os.environ['TF_CPP_MIN_LOG_LEVEL'])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=environment,
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "1"  # TensorFlow's information lines stay out for the rest of the run
-    assert not [line for line in result.stderr.splitlines() if command_line._START_UP_NOISE.search(line)], result.stderr
+    assert not [line for line in result.stderr.splitlines() if command_line._START_UP_NOISE.search(line)], (
+        result.stderr
+    )

@@ -30,17 +30,36 @@ def test_a_field_declared_by_two_parts_is_refused():
         steps: int = config_lib.field(3, "A method field named like the trainer's.")
 
     with pytest.raises(TypeError, match="field 'steps' is declared by both the trainer and the method part"):
-        ExperimentConfig(name="x", trainer=TrainerConfig(), data=MnistConfig(family="mnist"), batch=SetBatch(),
-                         method=Clashing(name="abc"), model=EncoderConfig())
+        ExperimentConfig(
+            name="x",
+            trainer=TrainerConfig(),
+            data=MnistConfig(family="mnist"),
+            batch=SetBatch(),
+            method=Clashing(name="abc"),
+            model=EncoderConfig(),
+        )
 
 
 def test_the_batch_and_model_parts_follow_the_method():
-    with pytest.raises(ValueError, match="method 'abc' trains on 'sets' batches; the config's batch part is ImageBatch"):
-        ExperimentConfig(name="x", trainer=TrainerConfig(), data=MnistConfig(family="mnist"), batch=ImageBatch(),
-                         method=AbcConfig(name="abc"), model=EncoderConfig())
+    with pytest.raises(
+        ValueError, match="method 'abc' trains on 'sets' batches; the config's batch part is ImageBatch"
+    ):
+        ExperimentConfig(
+            name="x",
+            trainer=TrainerConfig(),
+            data=MnistConfig(family="mnist"),
+            batch=ImageBatch(),
+            method=AbcConfig(name="abc"),
+            model=EncoderConfig(),
+        )
     with pytest.raises(ValueError, match="method 'abc' needs model part"):
-        ExperimentConfig(name="x", trainer=TrainerConfig(), data=MnistConfig(family="mnist"), batch=SetBatch(),
-                         method=AbcConfig(name="abc"))
+        ExperimentConfig(
+            name="x",
+            trainer=TrainerConfig(),
+            data=MnistConfig(family="mnist"),
+            batch=SetBatch(),
+            method=AbcConfig(name="abc"),
+        )
 
 
 def test_replace_routes_each_field_to_its_part_and_names_the_parts_fields():
@@ -49,8 +68,11 @@ def test_replace_routes_each_field_to_its_part_and_names_the_parts_fields():
     assert (changed.trainer.steps, changed.method.temperature, changed.batch.set_size) == (7, 0.5, 16)
     assert (changed.data.holdout_digit, changed.model.embedding_dim) == ("none", 4)
     assert changed.replace(trainer=config.trainer, name="again").trainer == config.trainer
-    with pytest.raises(ValueError, match=r"This config has no field 'batch_size' \(data family 'mnist', method 'abc'\)\. "
-                                         r"Its fields: trainer: steps, .*; batch: set_size, pairs_per_step"):
+    with pytest.raises(
+        ValueError,
+        match=r"This config has no field 'batch_size' \(data family 'mnist', method 'abc'\)\. "
+        r"Its fields: trainer: steps, .*; batch: set_size, pairs_per_step",
+    ):
         config.replace(batch_size=8)
     with pytest.raises(ValueError, match="chooses another config class: use abc_tf.runs.experiments.choose"):
         config.replace(family="pose")
@@ -62,7 +84,9 @@ def test_config_json_round_trip_and_unknown_fields():
     assert experiments.from_json(config.to_json()) == config
     values = json.loads(config.to_json())
     values["method"]["colour"] = "red"
-    with pytest.raises(ValueError, match=r"the method part has unknown fields \['colour'\]; AbcConfig's fields: name, "):
+    with pytest.raises(
+        ValueError, match=r"the method part has unknown fields \['colour'\]; AbcConfig's fields: name, "
+    ):
         experiments.from_json(json.dumps(values))
     values = json.loads(config.to_json())
     values["optimizer"] = {}
@@ -104,12 +128,24 @@ def test_validate_names_the_flag_and_read_config_names_the_file(tmp_path):
 
 CONFIG_JSON_EDITS = [  # (an edit of a run's config.json, what read_config says of it)
     (lambda values: values["trainer"].update(steps="ten"), "(trainer.steps is 'ten', not an integer)."),
-    (lambda values: values["model"].update(embedding_dim="8"), "(model.embedding_dim is '8', not an integer)."),
+    (
+        lambda values: values["model"].update(embedding_dim="8"),
+        "(model.embedding_dim is '8', not an integer).",
+    ),
     (lambda values: values["method"].update(temperature=None), "(method.temperature is None, not a number)."),
     (lambda values: values["data"].update(inactive_factors=3), "(data.inactive_factors is 3, not a string)."),
-    (lambda values: values.update(trainer=[1, 2]), "(its trainer part is a JSON list, not an object of fields)."),
-    (lambda values: values.update(optimizer={}), "(unknown parts ['optimizer']; a config has name and the parts"),
-    (lambda values: values["method"].pop("name"), "(its method part needs a name and its data part a family (strings))."),
+    (
+        lambda values: values.update(trainer=[1, 2]),
+        "(its trainer part is a JSON list, not an object of fields).",
+    ),
+    (
+        lambda values: values.update(optimizer={}),
+        "(unknown parts ['optimizer']; a config has name and the parts",
+    ),
+    (
+        lambda values: values["method"].pop("name"),
+        "(its method part needs a name and its data part a family (strings)).",
+    ),
 ]
 
 
@@ -126,8 +162,13 @@ def test_a_config_json_of_wrong_types_names_the_file_and_the_field(tmp_path, edi
 def test_a_config_json_that_is_not_an_object_names_the_file(tmp_path):
     path = tmp_path / "config.json"
     path.write_text("[1, 2]")
-    with pytest.raises(ValueError, match=re.escape(f"{path} is not a readable run config (it holds a JSON list, not an "
-                                                   "object of the parts trainer, model, data, batch, method).")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            f"{path} is not a readable run config (it holds a JSON list, not an "
+            "object of the parts trainer, model, data, batch, method)."
+        ),
+    ):
         experiments.read_config(str(path))
 
 
@@ -146,19 +187,43 @@ def test_abc_presets_hold_the_paper_settings():
     shapes = experiments.get_preset("shapes3d")
     assert (shapes.model.architecture, shapes.model.embedding_dim, shapes.batch.set_size) == ("s3", 64, 32)
     assert (shapes.method.similarity, shapes.method.temperature) == ("l2sq", 1.0)
-    assert (shapes.trainer.learning_rate, shapes.trainer.steps, shapes.data.inactive_factors) == (3e-5, 2000, "wall_hue")
+    assert (shapes.trainer.learning_rate, shapes.trainer.steps, shapes.data.inactive_factors) == (
+        3e-5,
+        2000,
+        "wall_hue",
+    )
     mnist = experiments.get_preset("mnist")
     assert (mnist.model.architecture, mnist.model.embedding_dim, mnist.batch.set_size) == ("s4", 8, 64)
-    assert (mnist.method.similarity, mnist.method.temperature, mnist.trainer.learning_rate, mnist.trainer.steps) == (
-        "l2sq", 1.0, 1e-4, 500)
+    assert (
+        mnist.method.similarity,
+        mnist.method.temperature,
+        mnist.trainer.learning_rate,
+        mnist.trainer.steps,
+    ) == ("l2sq", 1.0, 1e-4, 500)
     yaleb = experiments.get_preset("yaleb_illumination")
-    assert (yaleb.model.architecture, yaleb.method.similarity, yaleb.trainer.learning_rate) == ("s6", "l2", 3e-4)
-    assert (yaleb.batch.set_size, yaleb.batch.double_augmentation, yaleb.data.inactive_factors) == (64, True, "person,pose")
+    assert (yaleb.model.architecture, yaleb.method.similarity, yaleb.trainer.learning_rate) == (
+        "s6",
+        "l2",
+        3e-4,
+    )
+    assert (yaleb.batch.set_size, yaleb.batch.double_augmentation, yaleb.data.inactive_factors) == (
+        64,
+        True,
+        "person,pose",
+    )
     pose = experiments.get_preset("pose_lookup_car")
-    assert (pose.model.architecture, pose.data.image_size, pose.batch.pairs_per_step, pose.method.similarity) == (
-        "s5", 128, 4, "cosine")
-    assert (pose.method.temperature, pose.trainer.learning_rate, pose.trainer.lr_halving_steps, pose.trainer.steps) == (
-        0.1, 1e-4, 10000, 40000)
+    assert (
+        pose.model.architecture,
+        pose.data.image_size,
+        pose.batch.pairs_per_step,
+        pose.method.similarity,
+    ) == ("s5", 128, 4, "cosine")
+    assert (
+        pose.method.temperature,
+        pose.trainer.learning_rate,
+        pose.trainer.lr_halving_steps,
+        pose.trainer.steps,
+    ) == (0.1, 1e-4, 10000, 40000)
     for preset in experiments.presets().values():
         preset.validate()
 
@@ -169,21 +234,29 @@ def test_regression_presets_hold_table_2_settings():
         alone = experiments.get_preset(f"pose_regression_only_{category}")
         for preset in (joint, alone):
             preset.validate()
-            assert (preset.method.temperature, preset.trainer.learning_rate, preset.trainer.lr_halving_steps,
-                    preset.trainer.steps) == (0.05, 1e-4, 20000, 60000)
+            assert (
+                preset.method.temperature,
+                preset.trainer.learning_rate,
+                preset.trainer.lr_halving_steps,
+                preset.trainer.steps,
+            ) == (0.05, 1e-4, 20000, 60000)
             assert preset.method.regression_weight == 1.0 and preset.data.pose_category == category
         assert joint.method.abc_weight == 1.0 and joint.data.real_fraction == 0.02
         assert alone.method.abc_weight == 0.0 and alone.data.real_fraction == 0.0
     quick = experiments.get_preset("pose_regression_quick")
     assert quick.replace(name="pose_quick", temperature=0.1, real_fraction=0.1, regression_weight=0.0) == (
-        experiments.get_preset("pose_quick"))
+        experiments.get_preset("pose_quick")
+    )
 
 
 def test_regression_needs_pose_data_and_something_to_train():
     from abc_tf import methods  # loads the method's module (TensorFlow)
 
-    with pytest.raises(ValueError, match="--method.regression_weight=1.0: the spherical-regression head trains on set A's "
-                                         "pose labels, and data family 'mnist' has none"):
+    with pytest.raises(
+        ValueError,
+        match="--method.regression_weight=1.0: the spherical-regression head trains on set A's "
+        "pose labels, and data family 'mnist' has none",
+    ):
         methods.check_config(experiments.config_for(data="mnist", regression_weight=1.0))
     pose = experiments.config_for(data="pose", similarity="cosine", temperature=0.1, regression_weight=1.0)
     pose.validate()

@@ -26,14 +26,18 @@ def grouped_batches(pairs: int, seed: int, views: bool = False):
 def test_contrastive_loss_type_uses_the_two_views():
     model = ABCModel(models.build("s4"), loss_type="contrastive")
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
-    history = model.fit(grouped_batches(pairs=1, seed=6, views=True), epochs=1, steps_per_epoch=2, verbose=0).history
+    history = model.fit(
+        grouped_batches(pairs=1, seed=6, views=True), epochs=1, steps_per_epoch=2, verbose=0
+    ).history
     assert np.isfinite(history["abc_loss"][0])
 
 
 def test_the_package_declares_the_contrastive_loss_on_two_views():
     method = methods.get_method("contrastive")
     assert method.name == "contrastive" and method.accepts_two_view_sets
-    assert method.supervision_for(experiments.get_preset("shapes3d_hue_baseline")).startswith("none beyond the augmentations")
+    assert method.supervision_for(experiments.get_preset("shapes3d_hue_baseline")).startswith(
+        "none beyond the augmentations"
+    )
     assert experiments.method_config_class("contrastive") is ContrastiveConfig
     smoke = experiments.smoke_configs()["contrastive"]
     smoke.validate()

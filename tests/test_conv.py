@@ -10,8 +10,14 @@ from model_helpers import conv, dense, trainable_count
 def test_s3_matches_table():
     # 64 -> 62 -> 60 -> (60-3)//2+1 = 29 -> 27 -> 25 -> (25-3)//2+1 = 12; flatten 12*12*128.
     want = (
-        conv(3, 32) + conv(32, 32) + conv(32, 64) + conv(64, 64) + conv(64, 128) + conv(128, 128)
-        + dense(12 * 12 * 128, 128) + dense(128, 64)
+        conv(3, 32)
+        + conv(32, 32)
+        + conv(32, 64)
+        + conv(64, 64)
+        + conv(64, 128)
+        + conv(128, 128)
+        + dense(12 * 12 * 128, 128)
+        + dense(128, 64)
     )
     model = models.build("s3")
     assert model.output_shape == (None, 64)
@@ -32,8 +38,14 @@ def test_s4_matches_table():
 def test_s6_matches_table(channels):
     # 64 -> 62 -> 30 -> 28 -> 13 -> 11 -> 5; flatten 5*5*256.
     want = (
-        conv(channels, 64) + conv(64, 64) + conv(64, 128) + conv(128, 128) + conv(128, 256) + conv(256, 256)
-        + dense(5 * 5 * 256, 128) + dense(128, 64)
+        conv(channels, 64)
+        + conv(64, 64)
+        + conv(64, 128)
+        + conv(128, 128)
+        + conv(128, 256)
+        + conv(256, 256)
+        + dense(5 * 5 * 256, 128)
+        + dense(128, 64)
     )
     model = models.build("s6", channels=channels)
     assert model.input_shape == (None, 64, 64, channels)

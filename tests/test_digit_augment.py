@@ -22,8 +22,11 @@ def coded_config(tmp_path, small_mnist, method=None, **overrides):
     """The preset on the coded MNIST; ``method``: another method trained on sets."""
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    return choose(PRESET, method=method,
-                  **{"path": path, "class_split": -1, "set_size": 16, "pairs_per_step": 2, **overrides})
+    return choose(
+        PRESET,
+        method=method,
+        **{"path": path, "class_split": -1, "set_size": 16, "pairs_per_step": 2, **overrides},
+    )
 
 
 def decoded(images: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -87,12 +90,14 @@ def test_the_transform_is_augmentor_s_rotate_and_zoom():
     rng = np.random.default_rng(3)
     image = np.zeros((28, 28), np.uint8)
     for row, col in rng.integers(5, 19, size=(4, 2)):
-        image[row:row + 5, col:col + 3] = 255
+        image[row : row + 5, col : col + 3] = 255
     image[4:8, 16:24] = 255  # asymmetric, so a wrong turn or flip shows
     rows, cols = np.mgrid[:28, :28]
     # A zoom below 1 after a rotation also shows that what the rotation's crop cut off stays out.
     for degrees, factor in ((20, 1.1), (-13, 0.9), (7, 1.0), (0, 0.93), (-20, 0.9), (17, 0.91)):
-        ours = digit_augment.transform(image[None, ..., None] / 255.0, tf.constant([degrees]), tf.constant([factor])).numpy()[0, ..., 0]
+        ours = digit_augment.transform(
+            image[None, ..., None] / 255.0, tf.constant([degrees]), tf.constant([factor])
+        ).numpy()[0, ..., 0]
         theirs = pil_augmentor(image, degrees, factor)
         for out in (ours, theirs):
             assert out.sum() > 20
@@ -119,10 +124,12 @@ def test_augmentation_keeps_the_digit_and_is_seeded():
     for before, after in zip(images.reshape(8, -1), out.reshape(8, -1)):
         assert np.corrcoef(before, after)[0, 1] > 0.4
     # The ink grows at most by the rotate crop's largest stretch of the area and the zoom's square.
-    stretch = max(28 * 28 / ((box[2] - box[0]) * (box[3] - box[1]))
-                  for _, _, box in (digit_augment.rotation_crop(d, 28, 28) for d in range(21)))
+    stretch = max(
+        28 * 28 / ((box[2] - box[0]) * (box[3] - box[1]))
+        for _, _, box in (digit_augment.rotation_crop(d, 28, 28) for d in range(21))
+    )
     ink = out.sum(axis=(1, 2, 3)) / images.sum(axis=(1, 2, 3))
-    assert np.all((ink > 0.9 ** 2 * 0.95) & (ink < stretch * 1.1 ** 2 * 1.05)), ink
+    assert np.all((ink > 0.9**2 * 0.95) & (ink < stretch * 1.1**2 * 1.05)), ink
     # The elastic field is ours and opt in: it moves the same draws' images further.
     elastic = digit_augment.augment(images, seed, elastic_pixels=1.0).numpy()
     assert not np.allclose(elastic, out) and np.abs(elastic - out).mean() < np.abs(out - images).mean()
@@ -139,8 +146,9 @@ def test_augmentation_compiles_with_xla():
     still = compiled(images, seed, max_degrees=0.0, zoom=(1.0, 1.0), elastic_pixels=0.0).numpy()
     np.testing.assert_allclose(still, images, atol=1e-5)  # as above: the identity's coordinates round
     moved = compiled(images, seed).numpy()
-    assert moved.shape == images.shape and np.all((moved >= 0) & (moved <= 1)) and not np.allclose(moved, images)
-
+    assert (
+        moved.shape == images.shape and np.all((moved >= 0) & (moved <= 1)) and not np.allclose(moved, images)
+    )
 
 
 @pytest.mark.slow
@@ -150,7 +158,7 @@ def test_view_pairs_are_two_augmentations_of_one_draw():
     images = np.zeros((40, 28, 28), np.uint8)
     for image in images:
         for row, col in rng.integers(4, 19, size=(3, 2)):
-            image[row:row + 5, col:col + 5] = 255
+            image[row : row + 5, col : col + 5] = 255
     batch = next(iter(digit_augment.make_view_pair_dataset(images, set_size=16, pairs_per_step=3, seed=5)))
     assert set(batch) == {"set_a", "set_a_view2"}
     for value in batch.values():
@@ -174,7 +182,9 @@ def test_view_pairs_share_their_sources(monkeypatch, small_mnist):
     for batch in digit_augment.make_view_pair_dataset(images, 16, 3, seed=6).take(3):
         np.testing.assert_array_equal(batch["set_a"].numpy(), batch["set_a_view2"].numpy())
         digits, rows = decoded(batch["set_a"].numpy())
-        np.testing.assert_allclose(batch["set_a"].numpy(), images[rows][..., None] / 255.0, atol=1e-6)  # k / 255 in float32: 6e-8
+        np.testing.assert_allclose(
+            batch["set_a"].numpy(), images[rows][..., None] / 255.0, atol=1e-6
+        )  # k / 255 in float32: 6e-8
         assert all(len(set(row)) == 16 for row in rows)  # distinct images within a set
     with pytest.raises(ValueError, match="set_size"):
         digit_augment.make_view_pair_dataset(images[:10], 16, 1, seed=0)
@@ -201,22 +211,37 @@ def test_mnist_baseline_draws_every_training_digit_but_the_held_out_one(monkeypa
 
 def test_mnist_baseline_is_for_abc_and_contrastive_only(tmp_path, small_mnist, monkeypatch):
     # A method on single images has no sets to augment: its batch part lacks the field.
-    with pytest.raises(ValueError, match=r"no field 'augmentation_baseline' \(data family 'mnist', method 'vae'\)\. "
-                                         r"Its fields: .*; batch: batch_size;"):
+    with pytest.raises(
+        ValueError,
+        match=r"no field 'augmentation_baseline' \(data family 'mnist', method 'vae'\)\. "
+        r"Its fields: .*; batch: batch_size;",
+    ):
         choose(PRESET, method="vae", augmentation_baseline=True)
     # A method on sets that does not train on two views is refused before any work.
-    monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))
-    with pytest.raises(ValueError, match=r"^--batch.augmentation_baseline streams two augmented views .*; "
-                                         r"--method=two_network does not train on them\. Methods that do: abc, contrastive\.$"):
+    monkeypatch.setitem(
+        methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"^--batch.augmentation_baseline streams two augmented views .*; "
+        r"--method=two_network does not train on them\. Methods that do: abc, contrastive\.$",
+    ):
         training.check_config(coded_config(tmp_path, small_mnist, method="two_network"))
-    with pytest.raises(ValueError, match="^--method=contrastive trains on two views of every image: set --batch.double_augmentation"):
-        training.check_config(coded_config(tmp_path, small_mnist, method="contrastive", augmentation_baseline=False))
+    with pytest.raises(
+        ValueError,
+        match="^--method=contrastive trains on two views of every image: set --batch.double_augmentation",
+    ):
+        training.check_config(
+            coded_config(tmp_path, small_mnist, method="contrastive", augmentation_baseline=False)
+        )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["abc", "contrastive"])
 def test_a_few_steps_train_on_the_baseline(tmp_path, small_mnist, method):
-    config = coded_config(tmp_path, small_mnist, method=method, steps=3, log_every=3, set_size=8, pairs_per_step=1)
+    config = coded_config(
+        tmp_path, small_mnist, method=method, steps=3, log_every=3, set_size=8, pairs_per_step=1
+    )
     result = training.train(config, str(tmp_path / method), verbose=0)
     assert result.final_step == 3
     assert np.isfinite(result.history["loss"]).all() and "cycle_accuracy" in result.history

@@ -51,7 +51,13 @@ def test_nmi_and_ent_of_a_small_matrix_worked_by_hand():
 
 def test_count_matrix_counts_pairs():
     matrix = digit_clusters.count_matrix([0, 0, 1, 2, 2, 2], [3, 3, 1, 0, 0, 5], size=6)
-    assert matrix[0, 3] == 2 and matrix[1, 1] == 1 and matrix[2, 0] == 2 and matrix[2, 5] == 1 and matrix.sum() == 6
+    assert (
+        matrix[0, 3] == 2
+        and matrix[1, 1] == 1
+        and matrix[2, 0] == 2
+        and matrix[2, 5] == 1
+        and matrix.sum() == 6
+    )
 
 
 def test_nearest_neighbour_and_kmeans_on_separable_and_random_features():
@@ -76,7 +82,9 @@ def test_the_code_grid_shows_each_code_with_the_same_noise():
     def echo(inputs):  # "generates" an image whose pixels say its code and its first noise value
         code = keras.ops.cast(keras.ops.argmax(inputs[:, -10:], axis=1), "float32")[:, None, None, None]
         noise = keras.ops.abs(inputs[:, :1])[:, :, None, None]
-        return keras.ops.ones_like(keras.ops.zeros((keras.ops.shape(inputs)[0], 28, 28, 1))) * (0.05 * code + 0.001 * noise)
+        return keras.ops.ones_like(keras.ops.zeros((keras.ops.shape(inputs)[0], 28, 28, 1))) * (
+            0.05 * code + 0.001 * noise
+        )
 
     generator = keras.Sequential([keras.Input((72,)), keras.layers.Lambda(echo)])
     grid = digit_clusters.code_grid(generator, columns=3, seed=0, num_codes=10)
@@ -85,7 +93,9 @@ def test_the_code_grid_shows_each_code_with_the_same_noise():
     # float32 0.05 k + 0.001 |noise|: 3 roundings of values < 0.5 per cell, 2e-7 between two.
     np.testing.assert_allclose(cells[:, 0] - cells[0, 0], 0.05 * np.arange(10), atol=1e-5)
     # The same noise in every row: each row differs from row 0 by its code alone.
-    np.testing.assert_allclose(cells - cells[0], np.broadcast_to((0.05 * np.arange(10))[:, None], cells.shape), atol=1e-5)
+    np.testing.assert_allclose(
+        cells - cells[0], np.broadcast_to((0.05 * np.arange(10))[:, None], cells.shape), atol=1e-5
+    )
 
 
 @pytest.mark.slow
@@ -94,13 +104,16 @@ def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
     # A plain graph: the preset's XLA compile takes seconds on a CPU (tests/test_methods.py compiles it).
-    config = get_preset("mnist_elastic_infogan_quick").replace(path=path, log_every=2, batch_size=16,
-                                                                class_split=1, jit_compile=False, steps=4)
+    config = get_preset("mnist_elastic_infogan_quick").replace(
+        path=path, log_every=2, batch_size=16, class_split=1, jit_compile=False, steps=4
+    )
     training.train(config, str(tmp_path / "run"), verbose=0)
     run = load_run(str(tmp_path / "run"))
     cache = str(tmp_path / "cache")
     result = digit_clusters.evaluate_run(run, str(tmp_path / "eval"), per_code=6, cache_dir=cache)
-    assert 0.0 <= result["classifier"]["test_accuracy"] <= 1.0 and os.path.isfile(result["classifier"]["file"])
+    assert 0.0 <= result["classifier"]["test_accuracy"] <= 1.0 and os.path.isfile(
+        result["classifier"]["file"]
+    )
     generated = result["generated"]
     assert np.asarray(generated["code_digit_matrix"]).sum() == 60 and 0 <= generated["nmi"] <= 1
     # ENT is NaN exactly when some digit was never made (a tiny run's classifier may miss some).
@@ -108,18 +121,27 @@ def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist
     assert math.isnan(generated["ent"]) or 0 <= generated["ent"] <= math.log(10) + 1e-9
     found = result["nearest_neighbour"]  # the supplement's 1-NN of Q on the split's images
     assert found["images"] == len(mnist.load_mnist(config).y_train)  # split 1 scaled to the small pool
-    assert 0 <= found["accuracy"] <= 1 and 0 <= found["untrained"] <= 1 and found["paper_random_init"] == 0.4865
+    assert (
+        0 <= found["accuracy"] <= 1 and 0 <= found["untrained"] <= 1 and found["paper_random_init"] == 0.4865
+    )
     assert set(result["representation"]) == {"nearest_neighbour_accuracy", "kmeans_nmi", "num_images"}
     assert result["class_split"]["class_split"] == 1 and len(result["prior"]["prior"]) == 10
-    assert result["figures"] == [digit_clusters.FIGURE, digit_clusters.SAMPLES_FIGURE, digit_clusters.PRIOR_FIGURE]
+    assert result["figures"] == [
+        digit_clusters.FIGURE,
+        digit_clusters.SAMPLES_FIGURE,
+        digit_clusters.PRIOR_FIGURE,
+    ]
     for figure in result["figures"]:
         assert os.path.getsize(tmp_path / "eval" / figure) > 0
     headline = result["headline"]
-    np.testing.assert_equal([headline["NMI (code vs digit)"], headline["ENT"]], [generated["nmi"], generated["ent"]])  # NaN too
+    np.testing.assert_equal(
+        [headline["NMI (code vs digit)"], headline["ENT"]], [generated["nmi"], generated["ent"]]
+    )  # NaN too
     assert headline["largest prior"] == max(result["prior"]["prior"])
     assert headline["1-NN (Q, split's images)"] == found["accuracy"]
     assert headline["prior L1 to truth"] == pytest.approx(
-        np.abs(np.sort(result["prior"]["prior"]) - np.sort(result["prior"]["true_proportions"])).sum())
+        np.abs(np.sort(result["prior"]["prior"]) - np.sort(result["prior"]["true_proportions"])).sum()
+    )
     json.dumps(result)  # goes into metrics.json
     # The second evaluation loads the cached classifier instead of training one.
     monkeypatch.setattr(digit_clusters, "train_classifier", lambda *args, **kwargs: pytest.fail("retrained"))

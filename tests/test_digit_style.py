@@ -30,7 +30,10 @@ def test_slant_sign_and_thickness_on_hand_made_bars():
         assert np.all(np.diff(widths) > 0.3)
         # A 16 px bar has area 16 w and perimeter 2 (16 + w): 2 A / P = 16 w / (16 + w).
         np.testing.assert_allclose(widths, 16 * true_widths / (16 + true_widths), rtol=0.1)
-    assert digit_style.slant(np.zeros((1, 28, 28), np.uint8))[0] == 0 and digit_style.stroke_thickness(np.zeros((1, 28, 28)))[0] == 0
+    assert (
+        digit_style.slant(np.zeros((1, 28, 28), np.uint8))[0] == 0
+        and digit_style.stroke_thickness(np.zeros((1, 28, 28)))[0] == 0
+    )
 
 
 def test_style_measures_of_uint8_float_and_channel_images_agree():

@@ -18,7 +18,9 @@ def test_procedural_digits_are_deterministic_and_split_like_mnist():
     assert train.images.dtype == np.uint8 and np.bincount(train.labels, minlength=10).tolist() == [12] * 10
     assert not np.array_equal(train.images[:40], test.images)
     # Ink on black like MNIST: bright strokes, a border that is (almost always) dark.
-    border = np.concatenate([train.images[:, [0, -1], :].reshape(120, -1), train.images[:, :, [0, -1]].reshape(120, -1)], 1)
+    border = np.concatenate(
+        [train.images[:, [0, -1], :].reshape(120, -1), train.images[:, :, [0, -1]].reshape(120, -1)], 1
+    )
     assert train.images.max() == 255 and np.mean(border.max(axis=1) > 30) < 0.05
     # Default split sizes are MNIST's.
     parameters = inspect.signature(renderer.procedural_mnist).parameters
@@ -32,6 +34,8 @@ def test_procedural_style_factors_show_in_the_measures():
     assert np.all(digit_style.slant(right.images) > digit_style.slant(left.images))
     thin = renderer.render_digits(40, 3, labels, {"thickness": 1.6})
     thick = renderer.render_digits(40, 3, labels, {"thickness": 4.0})
-    assert np.all(digit_style.stroke_thickness(thick.images) > digit_style.stroke_thickness(thin.images) + 1.0)
+    assert np.all(
+        digit_style.stroke_thickness(thick.images) > digit_style.stroke_thickness(thin.images) + 1.0
+    )
     with pytest.raises(ValueError, match="Unknown style factor 'colour'"):
         renderer.render_digits(2, 0, style_overrides={"colour": 1.0})

@@ -14,7 +14,18 @@ import numpy as np
 import pytest
 
 from abc_tf.evaluation.estimators import disentanglement as dis
-from disentanglement_helpers import ENTANGLED, NAMES, SIZES, SMALL, NoisyLinear, RandomCodes, flat, identity, permuted_rescaled
+from disentanglement_helpers import (
+    ENTANGLED,
+    NAMES,
+    SIZES,
+    SMALL,
+    NoisyLinear,
+    RandomCodes,
+    flat,
+    identity,
+    permuted_rescaled,
+)
+
 
 @pytest.fixture(scope="module")
 def identity_scores():
@@ -58,7 +69,9 @@ def test_zero_representation():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mixing, noise", [(np.eye(3), 0.01), (ENTANGLED, 0.5)], ids=["identity", "entangled"])
+@pytest.mark.parametrize(
+    "mixing, noise", [(np.eye(3), 0.01), (ENTANGLED, 0.5)], ids=["identity", "entangled"]
+)
 def test_permuted_and_rescaled_codes_give_the_same_scores(mixing, noise):
     # The same factors and noise draws reach both sources, so only the codes' coordinates differ.
     plain = flat(dis.all_scores(NoisyLinear(mixing, noise=noise), SMALL, seed=3))
@@ -114,7 +127,6 @@ def test_seeded_and_independent_of_which_scores_run(identity_scores):
     alone = dis.all_scores(identity(), SMALL, seed=3, scores=["factor_vae", "sap"])
     assert alone["factor_vae"] == identity_scores["factor_vae"]
     assert alone["sap"] == identity_scores["sap"]
-
 
 
 def test_array_scores_equal_all_scores_on_the_same_sets(identity_scores):

@@ -30,9 +30,7 @@ def test_mig_of_a_two_factor_example_by_hand():
 
 def test_discretize_matches_the_library_histogram_bins():
     codes = np.random.default_rng(0).normal(size=(500, 3))
-    expected = np.stack(
-        [np.digitize(c, np.histogram(c, 20)[1][:-1]) - 1 for c in codes.T], axis=1
-    )
+    expected = np.stack([np.digitize(c, np.histogram(c, 20)[1][:-1]) - 1 for c in codes.T], axis=1)
     np.testing.assert_array_equal(arrays.discretize(codes, 20), expected)
 
 
@@ -81,7 +79,6 @@ def test_sap_continuous_matrix_is_squared_correlation():
     np.testing.assert_array_equal(matrix[2], 0.0)  # a constant code scores 0
 
 
-
 def test_sap_with_continuous_factors_scores_the_identity_near_one_and_noise_near_zero():
     # The library's identity test uses continuous factors (squared correlation); discrete
     # factors' 1-D SVMs score far below 1 (tests/test_disentanglement.py).
@@ -115,13 +112,18 @@ def test_dci_histogram_trees_find_the_importances_the_exact_trees_find():
     # Each factor is one code dimension plus a little noise; four more dimensions are noise.
     rng = np.random.default_rng(0)
     factors = np.stack([rng.integers(0, 4, 600), rng.integers(0, 3, 600)], axis=1)
-    codes = np.concatenate([factors + 0.2 * rng.normal(size=factors.shape), rng.normal(size=(600, 4))], axis=1)
+    codes = np.concatenate(
+        [factors + 0.2 * rng.normal(size=factors.shape), rng.normal(size=(600, 4))], axis=1
+    )
     scores = {
-        trees: arrays.dci(codes[:400], factors[:400], codes[400:], factors[400:], seed=0, n_jobs=1, trees=trees)
+        trees: arrays.dci(
+            codes[:400], factors[:400], codes[400:], factors[400:], seed=0, n_jobs=1, trees=trees
+        )
         for trees in arrays.DCI_TREES
     }
-    importance, _, _ = arrays.dci_importance(codes[:400], factors[:400], codes[400:], factors[400:], seed=0,
-                                             n_jobs=1, trees="histogram")
+    importance, _, _ = arrays.dci_importance(
+        codes[:400], factors[:400], codes[400:], factors[400:], seed=0, n_jobs=1, trees="histogram"
+    )
     assert importance.shape == (6, 2)
     np.testing.assert_allclose(importance.sum(axis=0), 1.0, rtol=1e-9)
     assert np.argmax(importance, axis=0).tolist() == [0, 1]

@@ -44,9 +44,16 @@ def test_factor_vae_threshold_in_units_of_the_codes_spread():
     scales = (0.01, 1.0, 10.0)
     scores = {
         (scale, relative): sampled.factor_vae_score(
-            NoisyLinear(mixing, scale=scale), batch_size=16, num_train=100, num_eval=50,
-            num_variance_estimate=500, prune_relative=relative, seed=0)
-        for scale in scales for relative in (True, False)
+            NoisyLinear(mixing, scale=scale),
+            batch_size=16,
+            num_train=100,
+            num_eval=50,
+            num_variance_estimate=500,
+            prune_relative=relative,
+            seed=0,
+        )
+        for scale in scales
+        for relative in (True, False)
     }
     assert all(scores[scale, True] == scores[1.0, True] for scale in scales)
     assert scores[1.0, True]["num_active_dims"] == 3 and scores[1.0, True]["eval_accuracy"] > 0.9
@@ -67,7 +74,6 @@ def test_grid_source_and_draw():
     np.testing.assert_array_equal(codes, factors * 2.0)
     with pytest.raises(ValueError):
         sampled.GridSource((3, 2), lambda f: f, names=("one",))
-
 
 
 def test_bad_sources_and_settings_raise():

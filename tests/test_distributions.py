@@ -17,7 +17,9 @@ def test_gaussian_kl_to_the_standard_normal_matches_numpy():
     # The sum cancels near v = 1: its float32 roundings (exp, 3 terms of 3 dimensions) are on the
     # terms' sizes, not on the result's.
     size = 0.5 * np.sum(variance + mean.astype(np.float64) ** 2 + 1.0 + np.abs(log_variance), axis=-1)
-    np.testing.assert_allclose(gaussian_kl(mean, log_variance), expected, rtol=0, atol=rounding_rtol(8) * size.max())
+    np.testing.assert_allclose(
+        gaussian_kl(mean, log_variance), expected, rtol=0, atol=rounding_rtol(8) * size.max()
+    )
     np.testing.assert_allclose(gaussian_kl(np.zeros((1, 3), np.float32), np.zeros((1, 3), np.float32)), [0.0])
 
 

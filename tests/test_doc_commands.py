@@ -42,15 +42,21 @@ def planned(tmp_path):
 def test_extraction_joins_lines_drops_comments_and_keeps_line_numbers(tmp_path):
     commands, _ = planned(tmp_path)
     assert [c.where for c in commands] == [f"doc.md:{n}" for n in (7, 9, 10, 11, 13, 14, 18)]
-    assert commands[0].text == ("python train.py --experiment=mnist --data.path=data/mnist --trainer.steps=500 "
-                                "--output_dir=runs/a")
+    assert commands[0].text == (
+        "python train.py --experiment=mnist --data.path=data/mnist --trainer.steps=500 --output_dir=runs/a"
+    )
     assert commands[1].text.startswith("python train.py --experiment=pose_quick $FAST")
 
 
 def test_train_commands_run_two_steps_in_the_scratch_folder(tmp_path):
     _, (first, second, third, *_) = planned(tmp_path)
-    assert first.args == ["train.py", "--experiment=mnist", "--data.path=data/mnist", "--output_dir=/scratch/runs/a",
-                          *(f"--{k}={v}" for k, v in doc_commands.TRAIN_FAST.items())]
+    assert first.args == [
+        "train.py",
+        "--experiment=mnist",
+        "--data.path=data/mnist",
+        "--output_dir=/scratch/runs/a",
+        *(f"--{k}={v}" for k, v in doc_commands.TRAIN_FAST.items()),
+    ]
     assert not first.skip
     # No --output_dir: train.py's runs/<experiment>; $FAST expanded; --seeds kept.
     assert second.args[1:4] == ["--experiment=pose_quick", "--method.temperature=0.5", "--seeds=2"]
@@ -64,7 +70,10 @@ def test_train_commands_run_two_steps_in_the_scratch_folder(tmp_path):
 def test_a_step_count_only_the_preset_sets_is_scaled_when_the_run_would_refuse_it():
     assert doc_commands.preset_step_counts(["--experiment=pose_quick"]) == ["data.titration_interval"]
     assert doc_commands.preset_step_counts(["--experiment=pose_quick", "--data.titration_interval=0"]) == []
-    assert doc_commands.preset_step_counts(["--experiment=pose_lord_quick"]) == ["data.titration_interval", "method.stage1_steps"]
+    assert doc_commands.preset_step_counts(["--experiment=pose_lord_quick"]) == [
+        "data.titration_interval",
+        "method.stage1_steps",
+    ]
     assert doc_commands.preset_step_counts(["--experiment=mnist"]) == []
     assert doc_commands.preset_step_counts(["--experiment=no_such_preset"]) == []
 
@@ -75,14 +84,23 @@ def test_evaluate_commands_read_what_earlier_commands_wrote(tmp_path):
     assert "--output_dir=/scratch/runs/cmp" in compare.args and "--compare_untrained" in compare.args
     assert "--mine_steps=10" in compare.args and "--mine_steps=5000" not in compare.args
     assert not compare.skip
-    assert needs_skipped.skip == "needs runs/b (no earlier command writes it)"  # its train command was skipped
+    assert (
+        needs_skipped.skip == "needs runs/b (no earlier command writes it)"
+    )  # its train command was skipped
     assert not curve.skip and "--checkpoints=all" in curve.args  # a seed of a --seeds run
     assert placeholder.skip == "needs <preset>"  # --trainer.steps=<more> is replaced; [--seeds=N] is optional
     assert "--seeds=N" not in " ".join(placeholder.args)
 
 
 def test_list_finds_the_readme_train_commands():
-    done = subprocess.run([sys.executable, "-m", "scripts.doc_commands", "--list"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.doc_commands", "--list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
-    assert any(line.startswith("README.md:") and "python train.py" in line for line in done.stdout.splitlines())
+    assert any(
+        line.startswith("README.md:") and "python train.py" in line for line in done.stdout.splitlines()
+    )

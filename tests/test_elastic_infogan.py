@@ -33,7 +33,9 @@ def test_gumbel_softmax_codes_follow_the_prior_and_are_nearly_one_hot():
     logits = tf.constant(np.log(prior) + 1.7, tf.float32)  # any shift: p = softmax(pi)
     gumbel = einfogan.sample_gumbel([40_000, 10], tf.constant([3, 4], tf.int64))
     codes = einfogan.gumbel_softmax(logits, gumbel).numpy()
-    np.testing.assert_allclose(codes.sum(axis=1), 1.0, atol=1e-5)  # a softmax over 10, summed: rounding_rtol(12) = 3e-6
+    np.testing.assert_allclose(
+        codes.sum(axis=1), 1.0, atol=1e-5
+    )  # a softmax over 10, summed: rounding_rtol(12) = 3e-6
     shares = np.bincount(codes.argmax(axis=1), minlength=10) / len(codes)
     np.testing.assert_allclose(shares, prior, atol=0.008)  # ~3.5 standard errors at p = 0.3
     assert np.mean(codes.max(axis=1)) > 0.9  # temperature 0.1: close to one-hot
@@ -60,10 +62,15 @@ def test_nt_xent_matches_a_numpy_restatement():
         # Two float32 evaluations: the norms and dot products of 5-d unit vectors round about 20
         # times, which dividing by tau multiplies into the logits; the softmax's 11-term sums and
         # the mean over 12 add about 30, against a loss of about 2.5.
-        np.testing.assert_allclose(einfogan.nt_xent(h1, h2, temperature).numpy(), np_nt_xent(h1, h2, temperature),
-                                   rtol=rounding_rtol(50, condition=1 / temperature))
+        np.testing.assert_allclose(
+            einfogan.nt_xent(h1, h2, temperature).numpy(),
+            np_nt_xent(h1, h2, temperature),
+            rtol=rounding_rtol(50, condition=1 / temperature),
+        )
     # Identical views of orthogonal features: the loss is at its floor, -log(e^2 / (e^2 + 2(n-1)... )).
-    assert einfogan.nt_xent(np.eye(4, dtype=np.float32), np.eye(4, dtype=np.float32)).numpy() < np_nt_xent(h1, h2, 0.5)
+    assert einfogan.nt_xent(np.eye(4, dtype=np.float32), np.eye(4, dtype=np.float32)).numpy() < np_nt_xent(
+        h1, h2, 0.5
+    )
 
 
 def test_info_loss_and_bce_are_the_cross_entropies():
@@ -73,8 +80,11 @@ def test_info_loss_and_bce_are_the_cross_entropies():
     # float32 against float64 on exact inputs: log-sum-exps of 3 terms and BCE's log(1 + e^-x) (exp
     # multiplies by |x| <= 2) and a mean, about 5 roundings: rounding_rtol(5, condition=2) = 2.4e-6.
     np.testing.assert_allclose(einfogan.info_loss(logits, code).numpy(), expected, rtol=1e-5)
-    np.testing.assert_allclose(einfogan.bce(np.array([[0.0], [2.0]], np.float32), 1.0).numpy(),
-                               np.mean([np.log(2.0), np.log(1 + np.exp(-2.0))]), rtol=1e-5)
+    np.testing.assert_allclose(
+        einfogan.bce(np.array([[0.0], [2.0]], np.float32), 1.0).numpy(),
+        np.mean([np.log(2.0), np.log(1 + np.exp(-2.0))]),
+        rtol=1e-5,
+    )
 
 
 def test_the_augmentation_is_the_data_layers():
@@ -105,7 +115,9 @@ def test_nt_xent_is_q_s_head_on_the_d_step_s_own_trunk_passes():
     def head(features):
         return model.q_features(features, training=True)
 
-    expected = einfogan.nt_xent(head(model.trunk(images, training=True)), head(model.trunk(augmented, training=True)))
+    expected = einfogan.nt_xent(
+        head(model.trunk(images, training=True)), head(model.trunk(augmented, training=True))
+    )
     joint = head(model.trunk(tf.concat([images, augmented], axis=0), training=True))
     one_pass = einfogan.nt_xent(joint[:8], joint[8:])
     logs = model.train_step({"images": tf.constant(real)})
@@ -113,12 +125,15 @@ def test_nt_xent_is_q_s_head_on_the_d_step_s_own_trunk_passes():
     assert abs(float(one_pass) - float(expected)) > 0.01 * float(expected)  # measured: 2.8% apart
 
 
-@pytest.mark.parametrize("overrides, flag", [
-    ({"prior": "skewed"}, "--method.prior"),
-    ({"contrastive_weight": -1.0}, "--method.contrastive_weight"),
-    ({"ntxent_temperature": 0.0}, "--method.ntxent_temperature"),
-    ({"noise_dim": 0}, "--method.noise_dim"),
-])
+@pytest.mark.parametrize(
+    "overrides, flag",
+    [
+        ({"prior": "skewed"}, "--method.prior"),
+        ({"contrastive_weight": -1.0}, "--method.contrastive_weight"),
+        ({"ntxent_temperature": 0.0}, "--method.ntxent_temperature"),
+        ({"noise_dim": 0}, "--method.noise_dim"),
+    ],
+)
 def test_bad_settings_are_refused_before_training(overrides, flag):
     with pytest.raises(ValueError, match=flag):
         training.check_config(QUICK.replace(source="procedural", **overrides))
@@ -128,10 +143,19 @@ def test_the_ablations_are_named_with_what_they_are_told():
     """Comparison tables name the paper's baselines and state what each variant is told."""
     method = einfogan.METHOD
     assert method.label_for(QUICK) == "elastic_infogan"
-    assert method.label_for(get_preset("mnist_gumbel_infogan_quick")) == "elastic_infogan (Gumbel-softmax: learned prior, no NT-Xent)"
-    assert method.label_for(get_preset("mnist_infogan_quick")) == "elastic_infogan (InfoGAN: uniform prior, no NT-Xent)"
+    assert (
+        method.label_for(get_preset("mnist_gumbel_infogan_quick"))
+        == "elastic_infogan (Gumbel-softmax: learned prior, no NT-Xent)"
+    )
+    assert (
+        method.label_for(get_preset("mnist_infogan_quick"))
+        == "elastic_infogan (InfoGAN: uniform prior, no NT-Xent)"
+    )
     assert "augmentations" in method.supervision_for(QUICK)
-    assert method.supervision_for(get_preset("mnist_infogan_quick")) == "none: unlabelled images; class imbalance unknown"
+    assert (
+        method.supervision_for(get_preset("mnist_infogan_quick"))
+        == "none: unlabelled images; class imbalance unknown"
+    )
 
 
 def test_other_families_images_are_refused():
@@ -158,13 +182,28 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     np.savez(path, **small_mnist)
     # A plain graph: the preset's XLA compile takes seconds per model on a CPU, and every
     # method's step is compiled with XLA once in tests/test_methods.py.
-    config = QUICK.replace(path=path, steps=6, log_every=3, batch_size=16, class_split=3, ntxent_temperature=1.0,
-                           jit_compile=False)
+    config = QUICK.replace(
+        path=path,
+        steps=6,
+        log_every=3,
+        batch_size=16,
+        class_split=3,
+        ntxent_temperature=1.0,
+        jit_compile=False,
+    )
     run_dir = str(tmp_path / "run")
     result = training.train(config, run_dir, verbose=0)
     assert result.final_step == 6
-    assert {"loss", "d_loss", "g_loss", "info_loss", "ntxent_loss", "prior_max", "generated_diversity",
-            "prior_sorted_l1"} <= set(result.history)
+    assert {
+        "loss",
+        "d_loss",
+        "g_loss",
+        "info_loss",
+        "ntxent_loss",
+        "prior_max",
+        "generated_diversity",
+        "prior_sorted_l1",
+    } <= set(result.history)
     assert all(np.isfinite(result.history["loss"]))
     for name in ("encoder", "generator", "discriminator", "q"):
         assert os.path.isfile(os.path.join(run_dir, f"{name}.keras"))
@@ -172,7 +211,9 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     assert split["class_split"] == 3 and len(split["proportions"]) == 10
     prior = json.load(open(os.path.join(run_dir, infogan_monitor.PRIOR_FILE)))
     assert prior["step"] == 6 and abs(sum(prior["prior"]) - 1) < 1e-5
-    assert [entry["step"] for entry in prior["history"]] == [3, 6] and prior["history"][-1]["prior"] == prior["prior"]
+    assert [entry["step"] for entry in prior["history"]] == [3, 6] and prior["history"][-1]["prior"] == prior[
+        "prior"
+    ]
     np.testing.assert_allclose(prior["true_proportions"], np.array(split["counts"]) / sum(split["counts"]))
     tags, images = scalars(os.path.join(run_dir, "logs", einfogan.LOG_SUBDIR))
     assert {"prior/0", "prior_sorted/learned_0", "prior_sorted/true_9", "samples_per_code"} <= tags | images
@@ -189,7 +230,9 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
     assert model.ntxent_temperature == 1.0  # the authors' run script's setting, from the config
     assert checkpoints.restore(model, run_dir) == 6
     assert int(model.d_optimizer.iterations.numpy()) == 6 and int(model.optimizer.iterations.numpy()) == 6
-    np.testing.assert_allclose(model.prior(), prior["prior"], rtol=1e-6)  # the same logits, the same softmax: equal
+    np.testing.assert_allclose(
+        model.prior(), prior["prior"], rtol=1e-6
+    )  # the same logits, the same softmax: equal
     assert not np.allclose(model.prior_logits.numpy(), 0.0), "the learned prior did not move"
     # Resuming with more steps continues from the checkpoint.
     more = training.train(config.replace(steps=9), run_dir, verbose=0)
@@ -202,7 +245,9 @@ def test_a_tiny_run_trains_logs_saves_and_restores(tmp_path, small_mnist):
 def test_the_infogan_ablation_keeps_its_prior_uniform(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    config = get_preset("mnist_infogan_quick").replace(path=path, steps=3, log_every=3, batch_size=16, jit_compile=False)
+    config = get_preset("mnist_infogan_quick").replace(
+        path=path, steps=3, log_every=3, batch_size=16, jit_compile=False
+    )
     result = training.train(config, str(tmp_path / "run"), verbose=0)
     assert result.history["ntxent_loss"] == [0.0]
     prior = json.load(open(tmp_path / "run" / infogan_monitor.PRIOR_FILE))["prior"]

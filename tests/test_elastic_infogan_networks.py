@@ -41,7 +41,9 @@ def test_chain_shares_the_weights_of_its_parts():
     trunk, q_features = models.build("infogan_trunk"), models.build("infogan_q_features")
     encoder = infogan.chain(trunk, q_features, name="encoder")
     images = np.random.default_rng(1).uniform(size=(3, 28, 28, 1)).astype(np.float32)
-    np.testing.assert_allclose(encoder(images).numpy(), q_features(trunk(images)).numpy(), atol=1e-6)  # the same layers: equal
+    np.testing.assert_allclose(
+        encoder(images).numpy(), q_features(trunk(images)).numpy(), atol=1e-6
+    )  # the same layers: equal
     assert {id(v) for v in encoder.weights} == {id(v) for v in trunk.weights + q_features.weights}
 
 
@@ -50,15 +52,25 @@ def test_the_weights_start_as_the_authors():
     batch normalisation at scale 1, offset 0. Each kernel's sample std lies within five of its
     standard errors (0.02 / sqrt(2 n) for n values) of 0.02."""
     keras.utils.set_random_seed(0)
-    networks = [models.build(name) for name in ("infogan_generator", "infogan_trunk", "infogan_d_head",
-                                                 "infogan_q_features", "infogan_q_logits")]
+    networks = [
+        models.build(name)
+        for name in (
+            "infogan_generator",
+            "infogan_trunk",
+            "infogan_d_head",
+            "infogan_q_features",
+            "infogan_q_logits",
+        )
+    ]
     kernels = []
     for network in networks:
         for layer in network.layers:
             if hasattr(layer, "kernel"):
                 values = layer.kernel.numpy().ravel()
                 kernels.append(values)
-                assert abs(values.std() - infogan.INIT_STDDEV) < 5 * infogan.INIT_STDDEV / np.sqrt(2 * values.size), layer.name
+                assert abs(values.std() - infogan.INIT_STDDEV) < 5 * infogan.INIT_STDDEV / np.sqrt(
+                    2 * values.size
+                ), layer.name
                 assert abs(values.mean()) < 5 * infogan.INIT_STDDEV / np.sqrt(values.size), layer.name
             if getattr(layer, "bias", None) is not None:
                 np.testing.assert_array_equal(layer.bias.numpy(), 0.0)

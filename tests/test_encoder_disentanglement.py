@@ -17,9 +17,17 @@ from abc_tf.evaluation.estimators import disentanglement as dis
 from abc_tf.evaluation.tasks import encoder_disentanglement as ed
 
 TINY = dis.ScoreSettings(
-    beta_vae_batch_size=4, beta_vae_num_train=20, beta_vae_num_eval=10,
-    factor_vae_batch_size=4, factor_vae_num_train=20, factor_vae_num_eval=10, factor_vae_num_variance_estimate=100,
-    num_train=100, num_test=50, dci_num_train=100, n_jobs=1,
+    beta_vae_batch_size=4,
+    beta_vae_num_train=20,
+    beta_vae_num_eval=10,
+    factor_vae_batch_size=4,
+    factor_vae_num_train=20,
+    factor_vae_num_eval=10,
+    factor_vae_num_variance_estimate=100,
+    num_train=100,
+    num_test=50,
+    dci_num_train=100,
+    n_jobs=1,
 )
 
 
@@ -61,20 +69,30 @@ def labelled_only_sample(config, num_images, seed):
 
 
 LABELLED_ONLY = DataFamily(
-    name="labelled_only", image_shape=lambda config: (8, 8, 3), make_dataset=None,
+    name="labelled_only",
+    image_shape=lambda config: (8, 8, 3),
+    make_dataset=None,
     known_factors=KnownFactors(("red", "unseen"), (4, 3), labelled_only_sample, lambda config: (0,)),
 )
 
 
 def test_a_family_without_images_of_gets_the_array_scores_and_says_why_not_the_others(monkeypatch):
-    monkeypatch.setitem(data.DATA_FAMILIES, "labelled_only", ("test_encoder_disentanglement:LABELLED_ONLY", "abc_tf.config:DataConfig"))
+    monkeypatch.setitem(
+        data.DATA_FAMILIES,
+        "labelled_only",
+        ("test_encoder_disentanglement:LABELLED_ONLY", "abc_tf.config:DataConfig"),
+    )
     config = experiments.config_for(data="labelled_only")
     result = ed.evaluate_disentanglement(MeanColour(), config, TINY, seed=0)
     assert list(result["results"]) == ["mig", "dci", "sap"] and result["observations"] == "labelled sample"
-    assert set(result["skipped"]) == {"beta_vae", "factor_vae"} and "images_of" in result["skipped"]["beta_vae"]
+    assert (
+        set(result["skipped"]) == {"beta_vae", "factor_vae"} and "images_of" in result["skipped"]["beta_vae"]
+    )
     assert result["codes"] == TINY.num_array_train() + TINY.num_test
     # Red carries the first factor alone, nothing carries the second.
-    assert result["results"]["mig"]["per_factor"]["red"] > 0.5 > result["results"]["mig"]["per_factor"]["unseen"]
+    assert (
+        result["results"]["mig"]["per_factor"]["red"] > 0.5 > result["results"]["mig"]["per_factor"]["unseen"]
+    )
     with pytest.raises(ValueError, match="cannot draw images of given factor values"):
         ed.factor_source(MeanColour(), config)
 
@@ -86,5 +104,8 @@ def test_bad_requests_raise(tmp_path):
         ed.evaluate_disentanglement(MeanColour(), experiments.config_for(data="folders"), TINY, seed=0)
     with pytest.raises(ValueError, match="No disentanglement score"):
         ed.plot_scores({"trained": {}}, str(tmp_path / "none.png"))
-    ed.plot_scores({"trained": {"mig": [0.1, 0.3], "sap": [0.2, 0.2]}, "untrained": {"mig": 0.05}}, str(tmp_path / "s.png"))
+    ed.plot_scores(
+        {"trained": {"mig": [0.1, 0.3], "sap": [0.2, 0.2]}, "untrained": {"mig": 0.05}},
+        str(tmp_path / "s.png"),
+    )
     assert (tmp_path / "s.png").stat().st_size > 0

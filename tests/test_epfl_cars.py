@@ -87,7 +87,10 @@ def test_epfl_azimuths_follow_capture_times(tmp_path):
 def test_epfl_sets_are_frames_of_one_sequence(tmp_path):
     make_epfl(str(tmp_path))
     config = epfl_config(tmp_path, pairs_per_step=2)
-    assert get_family("epfl_cars").image_shape(get_preset("epfl_cars")) == (64, 64, 3) and get_preset("epfl_cars").batch.set_size == 81
+    assert (
+        get_family("epfl_cars").image_shape(get_preset("epfl_cars")) == (64, 64, 3)
+        and get_preset("epfl_cars").batch.set_size == 81
+    )
     dataset = get_family("epfl_cars").make_dataset(config, seed=0)
     assert dataset.element_spec["set_a"].shape == (2, 8, 8, 8, 3)
     for batch in dataset.take(5):

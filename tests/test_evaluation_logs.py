@@ -23,8 +23,14 @@ from abc_tf.runs.hparams import HParamsLogger
 from evaluate_helpers import evaluate_each
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHEAP = ["--num_images=48", "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256", "--probe_epochs=1",
-         "--disentanglement=none"]
+CHEAP = [
+    "--num_images=48",
+    "--mine_steps=10",
+    "--mine_batch_size=16",
+    "--mine_eval_samples=256",
+    "--probe_epochs=1",
+    "--disentanglement=none",
+]
 
 
 pytestmark = pytest.mark.slow
@@ -32,13 +38,21 @@ pytestmark = pytest.mark.slow
 
 def test_the_numeric_leaves_of_metrics_become_tags():
     metrics = {
-        "mine": {"floor_hue": 0.5, "shape": -0.01}, "probe": {"shape": {"accuracy": 0.9, "chance": 0.25}},
+        "mine": {"floor_hue": 0.5, "shape": -0.01},
+        "probe": {"shape": {"accuracy": 0.9, "chance": 0.25}},
         "disentanglement": {"scores": {"mig": 0.1}, "settings": {"num_train": 1000}, "codes": 1500},
-        "untrained": {"mine": {"shape": 0.0}}, "config": {"trainer": {"steps": 10}}, "figures": ["pca.png"],
-        "pca_explained_variance": [0.6, 0.3], "inactive": [], "length_scale": None, "flag": True, "bad": float("nan"),
+        "untrained": {"mine": {"shape": 0.0}},
+        "config": {"trainer": {"steps": 10}},
+        "figures": ["pca.png"],
+        "pca_explained_variance": [0.6, 0.3],
+        "inactive": [],
+        "length_scale": None,
+        "flag": True,
+        "bad": float("nan"),
     }
     assert evaluation_logs.scalars(metrics) == {
-        "mine/floor_hue": 0.5, "mine/shape": -0.01,
+        "mine/floor_hue": 0.5,
+        "mine/shape": -0.01,
         "probe/shape/accuracy": 0.9,  # not its chance level, nor the scores' code count: no measures
         "disentanglement/scores/mig": 0.1,
         "untrained/mine/shape": 0.0,
@@ -46,7 +60,9 @@ def test_the_numeric_leaves_of_metrics_become_tags():
 
 
 def test_a_figure_is_tagged_by_its_path_below_the_output_folder(tmp_path):
-    assert evaluation_logs.image_tag(str(tmp_path / "untrained" / "pca.png"), str(tmp_path)) == "untrained/pca"
+    assert (
+        evaluation_logs.image_tag(str(tmp_path / "untrained" / "pca.png"), str(tmp_path)) == "untrained/pca"
+    )
     assert evaluation_logs.image_tag("/elsewhere/retrieval.png", str(tmp_path)) == "retrieval"
 
 
@@ -75,8 +91,18 @@ def evaluated(tmp_path_factory):
     before = files_under(root)
     [in_place] = evaluate_each([(REPO, [f"--run_dir={root / 'runs' / 'abc'}", *CHEAP])])
     middle = files_under(root)
-    [elsewhere] = evaluate_each([(REPO, [f"--run_dir={root / 'runs' / 'abc' / 'seed_1'}",
-                                         f"--output_dir={root / 'evaluations' / 'seed_1_again'}", *CHEAP])])
+    [elsewhere] = evaluate_each(
+        [
+            (
+                REPO,
+                [
+                    f"--run_dir={root / 'runs' / 'abc' / 'seed_1'}",
+                    f"--output_dir={root / 'evaluations' / 'seed_1_again'}",
+                    *CHEAP,
+                ],
+            )
+        ]
+    )
     return root, [in_place, elsewhere], [middle - before, files_under(root) - middle]
 
 
@@ -84,8 +110,10 @@ def listed_files(stdout: str) -> list[str]:
     """The paths of evaluate.py's closing ``Wrote N files:`` list, which must end its output."""
     lines = stdout.rstrip("\n").splitlines()
     start = max(index for index, line in enumerate(lines) if line.startswith("Wrote "))
-    files = [line.strip() for line in lines[start + 1:]]
-    assert lines[start] == f"Wrote {len(files)} files:" and all(line.startswith("  ") for line in lines[start + 1:])
+    files = [line.strip() for line in lines[start + 1 :]]
+    assert lines[start] == f"Wrote {len(files)} files:" and all(
+        line.startswith("  ") for line in lines[start + 1 :]
+    )
     return files
 
 
@@ -97,7 +125,9 @@ def test_evaluate_py_ends_by_listing_every_file_it_wrote(evaluated):
         assert len(listed) == len(set(listed)) and set(listed) == new_files
     names = {os.path.relpath(path, root) for path in added[0]}
     for seed in ("seed_0", "seed_1"):
-        assert {f"runs/abc/{seed}/{name}" for name in ("pca.png", "mi_mine.png", "probes.png", "metrics.json")} <= names
+        assert {
+            f"runs/abc/{seed}/{name}" for name in ("pca.png", "mi_mine.png", "probes.png", "metrics.json")
+        } <= names
         assert any(name.startswith(f"runs/abc/{seed}/logs/evaluation/events.out.tfevents.") for name in names)
     assert {"runs/abc/metrics.json", "runs/abc/seeds_mine.png", "runs/abc/seeds_probe_accuracy.png"} <= names
 
@@ -107,9 +137,13 @@ def read_events(folder: str) -> dict[str, tuple[str, list]]:
     (TensorFlow 2 writes scalars and images as tensors, named by their plugin)."""
     [path] = glob.glob(os.path.join(folder, "events.out.tfevents.*"))
     events = EventAccumulator(path, size_guidance={"tensors": 0}).Reload()
-    return {tag: (events.SummaryMetadata(tag).plugin_data.plugin_name,
-                  [(event.step, tensor_util.make_ndarray(event.tensor_proto)) for event in events.Tensors(tag)])
-            for tag in events.Tags()["tensors"]}
+    return {
+        tag: (
+            events.SummaryMetadata(tag).plugin_data.plugin_name,
+            [(event.step, tensor_util.make_ndarray(event.tensor_proto)) for event in events.Tensors(tag)],
+        )
+        for tag in events.Tags()["tensors"]
+    }
 
 
 def test_each_seed_logs_its_measures_and_figures_at_its_last_step(evaluated):
@@ -119,7 +153,11 @@ def test_each_seed_logs_its_measures_and_figures_at_its_last_step(evaluated):
         events = read_events(evaluation_logs.log_dir(str(run_dir)))
         metrics = json.loads((run_dir / "metrics.json").read_text())
         plugin, [(step, value)] = events["mine/floor_hue"]
-        assert plugin == "scalars" and step == 40 and float(value) == pytest.approx(metrics["mine"]["floor_hue"], abs=1e-6)
+        assert (
+            plugin == "scalars"
+            and step == 40
+            and float(value) == pytest.approx(metrics["mine"]["floor_hue"], abs=1e-6)
+        )
         _, [(_, value)] = events["probe/shape/accuracy"]
         assert float(value) == pytest.approx(metrics["probe"]["shape"]["accuracy"])
         images = {tag for tag, (plugin, _) in events.items() if plugin == "images"}
@@ -135,11 +173,21 @@ def hparams_table(logdir) -> dict[str, dict[tuple[str, str], tuple[int, float]]]
     multiplexer.AddRunsFromDirectory(str(logdir))
     multiplexer.Reload()
     provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
-    backend = backend_context.Context(base_plugin.TBContext(logdir=str(logdir), data_provider=provider, multiplexer=multiplexer))
-    request = api_pb2.ListSessionGroupsRequest(start_index=0, slice_size=100, allowed_statuses=[api_pb2.STATUS_UNKNOWN])
+    backend = backend_context.Context(
+        base_plugin.TBContext(logdir=str(logdir), data_provider=provider, multiplexer=multiplexer)
+    )
+    request = api_pb2.ListSessionGroupsRequest(
+        start_index=0, slice_size=100, allowed_statuses=[api_pb2.STATUS_UNKNOWN]
+    )
     response = list_session_groups.Handler(context.RequestContext(), backend, "", request).run()
-    return {session.name: {(value.name.group, value.name.tag): (value.training_step, value.value) for value in session.metric_values}
-            for group in response.session_groups for session in group.sessions}
+    return {
+        session.name: {
+            (value.name.group, value.name.tag): (value.training_step, value.value)
+            for value in session.metric_values
+        }
+        for group in response.session_groups
+        for session in group.sessions
+    }
 
 
 def test_the_hparams_table_shows_every_run_s_evaluation_beside_its_settings(evaluated):

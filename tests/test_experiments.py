@@ -23,17 +23,33 @@ def test_every_registered_family_and_method_has_its_config_class():
     for name in methods.METHODS:
         cls = experiments.method_config_class(name)
         assert cls.batch_format in ("sets", "pairs", "images") and cls(name=name).name == name
-    with pytest.raises(ValueError, match=re.escape(f"Unknown method 'gan'; choose one of: {', '.join(sorted(methods.METHODS))}.")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(f"Unknown method 'gan'; choose one of: {', '.join(sorted(methods.METHODS))}."),
+    ):
         experiments.method_config_class("gan")
 
 
 def test_presets_live_beside_their_methods_and_name_themselves():
     presets = experiments.presets()
     assert all(name == preset.name for name, preset in presets.items())
-    assert {"shapes3d", "shapes3d_demo", "mnist", "pose_quick", "mnist_vae_quick", "mnist_u_vitae", "shapes3d_pmp_quick",
-            "mnist_ml_vae_quick", "mnist_cc_vae_quick", "pose_lord_quick", "mnist_elastic_infogan_quick"} <= set(presets)
+    assert {
+        "shapes3d",
+        "shapes3d_demo",
+        "mnist",
+        "pose_quick",
+        "mnist_vae_quick",
+        "mnist_u_vitae",
+        "shapes3d_pmp_quick",
+        "mnist_ml_vae_quick",
+        "mnist_cc_vae_quick",
+        "pose_lord_quick",
+        "mnist_elastic_infogan_quick",
+    } <= set(presets)
     assert {preset.method.name for preset in presets.values()} == set(methods.METHODS)
-    assert isinstance(presets["mnist_vae_quick"].method, VaeConfig) and presets["mnist_vae_quick"].model is None
+    assert (
+        isinstance(presets["mnist_vae_quick"].method, VaeConfig) and presets["mnist_vae_quick"].model is None
+    )
 
 
 def test_choose_keeps_the_method_fields_the_classes_share_and_starts_another_family_from_its_defaults():
@@ -42,9 +58,18 @@ def test_choose_keeps_the_method_fields_the_classes_share_and_starts_another_fam
     assert isinstance(vae.batch, ImageBatch) and vae.model is None and isinstance(vae.method, VaeConfig)
     assert (vae.data, vae.trainer) == (mnist.data, mnist.trainer)  # the family and trainer are untouched
     contrastive = experiments.choose(mnist, method="contrastive")
-    assert (contrastive.method.name, contrastive.method.temperature, contrastive.batch) == ("contrastive", 0.5, mnist.batch)
+    assert (contrastive.method.name, contrastive.method.temperature, contrastive.batch) == (
+        "contrastive",
+        0.5,
+        mnist.batch,
+    )
     pose = experiments.choose(mnist, data="pose", model="s5_small", set_size=8)
-    assert (pose.data.family, pose.data.source, pose.model.architecture, pose.batch.set_size) == ("pose", "auto", "s5_small", 8)
+    assert (pose.data.family, pose.data.source, pose.model.architecture, pose.batch.set_size) == (
+        "pose",
+        "auto",
+        "s5_small",
+        8,
+    )
     assert pose.name == "mnist_on_pose" and pose.data == experiments.data_config_class("pose")(family="pose")
     pmp = experiments.choose(experiments.get_preset("shapes3d"), method="pmp")
     assert isinstance(pmp.batch, PairBatch) and pmp.batch.pairs_per_step == 1
@@ -54,12 +79,19 @@ def test_choose_keeps_the_method_fields_the_classes_share_and_starts_another_fam
 
 def test_override_takes_dotted_fields_and_names_the_parts_fields():
     config = experiments.get_preset("mnist_vae_quick")
-    changed = experiments.override(config, {"trainer.steps": 3, "method.latent_dim": 6, "data.holdout_digit": "none"})
+    changed = experiments.override(
+        config, {"trainer.steps": 3, "method.latent_dim": 6, "data.holdout_digit": "none"}
+    )
     assert (changed.trainer.steps, changed.method.latent_dim, changed.data.holdout_digit) == (3, 6, "none")
-    with pytest.raises(ValueError, match=r"--method\.temperature: method 'vae' \(VaeConfig\) has no field 'temperature'; "
-                                         r"its fields: latent_dim, kl_warmup, affine_augmentation\."):
+    with pytest.raises(
+        ValueError,
+        match=r"--method\.temperature: method 'vae' \(VaeConfig\) has no field 'temperature'; "
+        r"its fields: latent_dim, kl_warmup, affine_augmentation\.",
+    ):
         experiments.override(config, {"method.temperature": 0.5})
-    with pytest.raises(ValueError, match="--model.embedding_dim: this run has no model part; its parts: trainer, data"):
+    with pytest.raises(
+        ValueError, match="--model.embedding_dim: this run has no model part; its parts: trainer, data"
+    ):
         experiments.override(config, {"model.embedding_dim": 8})
     with pytest.raises(ValueError, match="--method.name: method 'vae'"):  # chosen with --method
         experiments.override(config, {"method.name": "abc"})
@@ -75,14 +107,20 @@ def test_config_for_builds_a_config_of_the_classes_defaults():
 def test_a_flat_config_json_loads_into_parts(path):
     flat = json.loads(path.read_text())
     config = experiments.read_config(str(path))
-    assert (config.name, config.data.family, config.method.name) == (flat["name"], flat["data"], flat["method"])
+    assert (config.name, config.data.family, config.method.name) == (
+        flat["name"],
+        flat["data"],
+        flat["method"],
+    )
     renamed = {experiments.RENAMED_FLAT_FIELDS.get(name, name): value for name, value in flat.items()}
     renamed["latent_dim"] = flat["embedding_dim"]  # the VAE's latent size was embedding_dim
     for part in config.parts().values():
         defaults = type(part)()
         for name in part.field_names():
             # A field added after the flat layout (lr_drop_step) reads as its default.
-            expected = {"family": flat["data"], "name": flat["method"]}.get(name, renamed.get(name, getattr(defaults, name)))
+            expected = {"family": flat["data"], "name": flat["method"]}.get(
+                name, renamed.get(name, getattr(defaults, name))
+            )
             assert getattr(part, name) == expected, name
     # Written again, it is in parts, and reads back the same.
     assert experiments.from_json(config.to_json()) == config and "trainer" in json.loads(config.to_json())

@@ -74,7 +74,11 @@ def test_saved_model_in_a_fresh_process_matches_keras(exported, tmp_path):
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": ""}
     subprocess.run(
         [sys.executable, str(script), path, str(tmp_path / "inputs.npz"), str(tmp_path / "outputs.npz")],
-        check=True, cwd=str(tmp_path), env=env, capture_output=True, timeout=300,
+        check=True,
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        timeout=300,
     )
     served = dict(np.load(tmp_path / "outputs.npz"))
 
@@ -86,7 +90,9 @@ def test_saved_model_in_a_fresh_process_matches_keras(exported, tmp_path):
     # of three sines and cosines, by 3 times that).
     tolerance = rounding_rtol(1400 + 100)
     for suffix in ("", "_uint8"):
-        np.testing.assert_allclose(served[f"embed{suffix}/embeddings"], embeddings, rtol=tolerance, atol=tolerance)
+        np.testing.assert_allclose(
+            served[f"embed{suffix}/embeddings"], embeddings, rtol=tolerance, atol=tolerance
+        )
         # The queries are dictionary entries 0..5: lookup finds each itself, with its pose.
         np.testing.assert_array_equal(served[f"lookup_pose{suffix}/neighbour_index"], np.arange(6))
         # The cosine of an embedding with itself: 1 - O(tolerance^2), and 8-d norms and a dot product
@@ -94,16 +100,26 @@ def test_saved_model_in_a_fresh_process_matches_keras(exported, tmp_path):
         np.testing.assert_allclose(served[f"lookup_pose{suffix}/similarity"], 1.0, atol=1e-5)
         # The dictionary's own angles, rounded once to float32 (|angle| < 2 pi: 4e-7).
         np.testing.assert_allclose(served[f"lookup_pose{suffix}/euler"], euler[:6], atol=1e-6)
-        errors = geometry.geodesic_error(served[f"lookup_pose{suffix}/rotation"], geometry.euler_to_matrix(euler[:6]))
+        errors = geometry.geodesic_error(
+            served[f"lookup_pose{suffix}/rotation"], geometry.euler_to_matrix(euler[:6])
+        )
         assert np.all(errors < 1e-3)
         np.testing.assert_allclose(served[f"regress_pose{suffix}/euler"], angles, atol=tolerance)
-        np.testing.assert_allclose(served[f"regress_pose{suffix}/rotation"], geometry.euler_to_matrix(angles), atol=3 * tolerance)
+        np.testing.assert_allclose(
+            served[f"regress_pose{suffix}/rotation"], geometry.euler_to_matrix(angles), atol=3 * tolerance
+        )
 
 
 def test_signatures_have_named_inputs_and_outputs(exported):
     loaded = tf.saved_model.load(exported[0])
     assert set(loaded.signatures) == {
-        "serving_default", "embed", "embed_uint8", "lookup_pose", "lookup_pose_uint8", "regress_pose", "regress_pose_uint8",
+        "serving_default",
+        "embed",
+        "embed_uint8",
+        "lookup_pose",
+        "lookup_pose_uint8",
+        "regress_pose",
+        "regress_pose_uint8",
     }
     lookup = loaded.signatures["lookup_pose_uint8"]
     assert list(lookup.structured_input_signature[1]) == ["images"]
@@ -115,40 +131,66 @@ def test_signatures_have_named_inputs_and_outputs(exported):
 def test_bad_images_get_clear_errors(exported):
     loaded = tf.saved_model.load(exported[0])
     image = np.zeros(IMAGE_SHAPE, np.float32)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"lookup_pose: images must have shape \[batch, 16, 16, 3\]"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match=r"lookup_pose: images must have shape \[batch, 16, 16, 3\]"
+    ):
         loaded.lookup_pose(image)  # no batch axis
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"regress_pose_uint8: images must have shape \[batch, 16, 16, 3\]"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"regress_pose_uint8: images must have shape \[batch, 16, 16, 3\]",
+    ):
         loaded.regress_pose_uint8(np.zeros((2, 32, 32, 3), np.uint8))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="float images must lie in \\[0, 1\\]; pass 0..255 pixels as uint8 to embed_uint8"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match="float images must lie in \\[0, 1\\]; pass 0..255 pixels as uint8 to embed_uint8",
+    ):
         loaded.embed(np.full((1, *IMAGE_SHAPE), 200.0, np.float32))
-
 
 
 def test_inputs_of_the_wrong_dtype_or_range_are_refused_naming_the_right_endpoint(exported):
     path, encoder, _, images, _ = exported
     loaded = tf.saved_model.load(path)
     floats = images[:3] / 255.0  # NumPy float64 in [0, 1]: a cast to uint8 would make them all black
-    with pytest.raises(tf.errors.InvalidArgumentError, match="lookup_pose_uint8 takes uint8 pixels 0..255, got dtype float64; call lookup_pose"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match="lookup_pose_uint8 takes uint8 pixels 0..255, got dtype float64; call lookup_pose",
+    ):
         loaded.lookup_pose_uint8(floats)
-    with pytest.raises(tf.errors.InvalidArgumentError, match="embed_uint8 takes uint8 pixels 0..255, got dtype float32; call embed"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match="embed_uint8 takes uint8 pixels 0..255, got dtype float32; call embed",
+    ):
         loaded.embed_uint8(floats.astype(np.float32))
-    with pytest.raises(tf.errors.InvalidArgumentError, match="embed takes float images in \\[0, 1\\], got dtype uint8; call embed_uint8"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match="embed takes float images in \\[0, 1\\], got dtype uint8; call embed_uint8",
+    ):
         loaded.embed(images[:3])
-    with pytest.raises(tf.errors.InvalidArgumentError, match="lookup_pose_uint8: integer pixels must lie in 0..255"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError, match="lookup_pose_uint8: integer pixels must lie in 0..255"
+    ):
         loaded.lookup_pose_uint8(images[:3].astype(np.int32) + 200)  # 455 would wrap around to 199
     # Accepted: integer pixels in range, float64 images in [0, 1]; both give the uint8 answers.
     want = loaded.lookup_pose_uint8(images[:3])["neighbour_index"].numpy()
-    np.testing.assert_array_equal(loaded.lookup_pose_uint8(images[:3].astype(np.int64))["neighbour_index"], want)
+    np.testing.assert_array_equal(
+        loaded.lookup_pose_uint8(images[:3].astype(np.int64))["neighbour_index"], want
+    )
     np.testing.assert_array_equal(loaded.lookup_pose(floats)["neighbour_index"], want)
 
 
 def test_an_empty_batch_gives_empty_outputs_of_the_right_shapes(exported):
     loaded = tf.saved_model.load(exported[0])
-    for endpoint, images in (("", np.zeros((0, *IMAGE_SHAPE), np.float32)), ("_uint8", np.zeros((0, *IMAGE_SHAPE), np.uint8))):
+    for endpoint, images in (
+        ("", np.zeros((0, *IMAGE_SHAPE), np.float32)),
+        ("_uint8", np.zeros((0, *IMAGE_SHAPE), np.uint8)),
+    ):
         assert loaded.__getattribute__("embed" + endpoint)(images)["embeddings"].shape == (0, 8)
         lookup = loaded.__getattribute__("lookup_pose" + endpoint)(images)
         assert {key: tuple(value.shape) for key, value in lookup.items()} == {
-            "rotation": (0, 3, 3), "euler": (0, 3), "neighbour_index": (0,), "similarity": (0,)
+            "rotation": (0, 3, 3),
+            "euler": (0, 3),
+            "neighbour_index": (0,),
+            "similarity": (0,),
         }
         assert loaded.__getattribute__("regress_pose" + endpoint)(images)["rotation"].shape == (0, 3, 3)
 
@@ -162,7 +204,9 @@ def test_concurrent_callers_of_one_loaded_model_get_the_answers_of_one_caller(ex
         together = list(pool.map(loaded.lookup_pose_uint8, batches))
     for one, many in zip(alone, together):
         np.testing.assert_array_equal(many["neighbour_index"], one["neighbour_index"])
-        np.testing.assert_allclose(many["similarity"], one["similarity"], rtol=1e-5, atol=1e-6)  # one graph, one input: equal
+        np.testing.assert_allclose(
+            many["similarity"], one["similarity"], rtol=1e-5, atol=1e-6
+        )  # one graph, one input: equal
 
 
 def test_export_refuses_inconsistent_dictionaries(tmp_path):
@@ -195,4 +239,6 @@ def test_lookup_pose_answers_with_the_pose_of_the_most_similar_key(tmp_path):
         # Cosines of 8-d vectors normalised by two ops: about 20 roundings of |s| <= 1, 5e-6.
         np.testing.assert_allclose(got["similarity"], scores[np.arange(batch), want], rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(got["euler"], euler[want].astype(np.float32))
-        np.testing.assert_array_equal(got["rotation"], geometry.euler_to_matrix(euler[want]).astype(np.float32))
+        np.testing.assert_array_equal(
+            got["rotation"], geometry.euler_to_matrix(euler[want]).astype(np.float32)
+        )

@@ -30,16 +30,28 @@ TINY = factor_isolation.IsolationSettings(
 
 
 def test_inactive_names_and_labels_follow_the_config():
-    assert factor_isolation.inactive_names(experiments.config_for(inactive_factors="0,2")) == ("floor_hue", "wall_hue")
+    assert factor_isolation.inactive_names(experiments.config_for(inactive_factors="0,2")) == (
+        "floor_hue",
+        "wall_hue",
+    )
     assert factor_isolation.inactive_names(experiments.config_for(inactive_factors="none")) == ()
     baseline = experiments.config_for(augmentation_baseline=True)
     # Shapes3D declares the factors its baseline's random hue varies (KnownFactors.augmented_by_baseline).
     assert set(factor_isolation.inactive_names(baseline)) == {"floor_hue", "wall_hue", "object_hue"}
-    assert factor_isolation.condition_label(experiments.config_for(curate_both_sets=False)) == "wall_hue inactive, set B unconstrained"
+    assert (
+        factor_isolation.condition_label(experiments.config_for(curate_both_sets=False))
+        == "wall_hue inactive, set B unconstrained"
+    )
     # The augmentation baselines: Shapes3D's augments the hues away; MNIST's fixes no factor.
     baseline = experiments.config_for(augmentation_baseline=True, method="contrastive")
-    assert factor_isolation.condition_label(baseline) == "floor_hue/wall_hue/object_hue augmented away (contrastive)"
-    assert factor_isolation.condition_label(experiments.choose(baseline, data="mnist", method="abc")) == "double augmentation (abc)"
+    assert (
+        factor_isolation.condition_label(baseline)
+        == "floor_hue/wall_hue/object_hue augmented away (contrastive)"
+    )
+    assert (
+        factor_isolation.condition_label(experiments.choose(baseline, data="mnist", method="abc"))
+        == "double augmentation (abc)"
+    )
     # MNIST's config has no curate_both_sets: its set B is a stack of one other digit.
     assert factor_isolation.condition_label(experiments.get_preset("mnist")) == "digit inactive"
     with pytest.raises(ValueError, match="no labelled factor sample"):
@@ -58,9 +70,13 @@ class PairsOnlyConfig(MethodConfig):
 
 def test_noise_follows_the_method_s_length_scale_or_the_embeddings_spread(monkeypatch):
     embeddings = np.random.default_rng(0).normal(scale=3.0, size=(500, 4))
-    sigma, rule = factor_isolation.noise_sigma(experiments.config_for(similarity="l2sq", temperature=0.25), embeddings)
+    sigma, rule = factor_isolation.noise_sigma(
+        experiments.config_for(similarity="l2sq", temperature=0.25), embeddings
+    )
     assert (sigma, rule) == (0.5, "length scale")
-    monkeypatch.setitem(methods.METHODS, "no_scale", ("test_factor_isolation:NO_SCALE", "abc_tf.config:MethodConfig"))
+    monkeypatch.setitem(
+        methods.METHODS, "no_scale", ("test_factor_isolation:NO_SCALE", "abc_tf.config:MethodConfig")
+    )
     sigma, rule = factor_isolation.noise_sigma(experiments.config_for(method="no_scale"), embeddings)
     assert rule == "0.1 x spread" and sigma == pytest.approx(0.1 * spread(embeddings)) and 0.25 < sigma < 0.35
     assert "0.1 x the embedding's own spread" in factor_isolation.NOISE_RULE
@@ -77,16 +93,30 @@ def test_codes_without_a_length_scale_are_measured_in_units_of_their_spread():
     unit = factor_isolation.measuring_unit(factor_isolation.RELATIVE_RULE, codes)
     assert unit == pytest.approx(spread(codes))
     assert factor_isolation.measuring_unit("length scale", codes) == 1.0
-    settings = dataclasses.replace(TINY, num_sigmas=0, probe=probes.ProbeSettings(epochs=20, batch_size=32, learning_rate=1e-2))
-    tiny = factor_isolation.evaluate_embeddings(codes, factors, ["a", "b"], 0.1 * unit, settings, num_classes=[4, 3], unit=unit)
-    scaled = factor_isolation.evaluate_embeddings(codes / unit, factors, ["a", "b"], 0.1, settings, num_classes=[4, 3])
+    settings = dataclasses.replace(
+        TINY, num_sigmas=0, probe=probes.ProbeSettings(epochs=20, batch_size=32, learning_rate=1e-2)
+    )
+    tiny = factor_isolation.evaluate_embeddings(
+        codes, factors, ["a", "b"], 0.1 * unit, settings, num_classes=[4, 3], unit=unit
+    )
+    scaled = factor_isolation.evaluate_embeddings(
+        codes / unit, factors, ["a", "b"], 0.1, settings, num_classes=[4, 3]
+    )
     assert tiny["probe"] == scaled["probe"] and tiny["mine"] == pytest.approx(scaled["mine"])
-    assert tiny["sigma"] == pytest.approx(0.1 * unit) and tiny["spread"] == pytest.approx(unit) and tiny["unit"] == unit
+    assert (
+        tiny["sigma"] == pytest.approx(0.1 * unit)
+        and tiny["spread"] == pytest.approx(unit)
+        and tiny["unit"] == unit
+    )
     assert tiny["probe"]["a"]["accuracy"] > 0.9
 
 
 def test_only_set_methods_have_inactive_factors(monkeypatch):
-    monkeypatch.setitem(methods.METHODS, "pairs_only", ("test_factor_isolation:PAIRS", "test_factor_isolation:PairsOnlyConfig"))
+    monkeypatch.setitem(
+        methods.METHODS,
+        "pairs_only",
+        ("test_factor_isolation:PAIRS", "test_factor_isolation:PairsOnlyConfig"),
+    )
     config = experiments.config_for(method="pairs_only", inactive_factors="wall_hue")
     assert factor_isolation.inactive_names(config) == ()
     assert factor_isolation.condition_label(config) == "pairs_only (pairs)"
@@ -104,7 +134,13 @@ def test_evaluate_embeddings_writes_metrics_and_figures(tmp_path):
     # d = 2: the histogram estimate is there too, and the sweep uses it.
     assert metrics["histogram"]["a"] == pytest.approx(np.log(4), rel=0.05)
     assert metrics["sweep"]["estimator"] == "histogram" and len(metrics["sweep"]["sigmas"]) == 3
-    assert sorted(metrics["figures"]) == ["mi_histogram.png", "mi_mine.png", "mi_sweep.png", "pca.png", "probes.png"]
+    assert sorted(metrics["figures"]) == [
+        "mi_histogram.png",
+        "mi_mine.png",
+        "mi_sweep.png",
+        "pca.png",
+        "probes.png",
+    ]
     for name in metrics["figures"]:
         assert os.path.getsize(tmp_path / name) > 0
     json.dumps(metrics)  # JSON-ready
@@ -112,14 +148,22 @@ def test_evaluate_embeddings_writes_metrics_and_figures(tmp_path):
 
 def test_aggregate_and_seed_dirs(tmp_path):
     runs = [
-        {"mine": {"a": 1.0, "b": 0.0}, "probe": {"a": {"accuracy": 0.9, "chance": 0.25}, "b": {"accuracy": 0.3, "chance": 0.5}}},
-        {"mine": {"a": 3.0, "b": 0.0}, "probe": {"a": {"accuracy": 0.7, "chance": 0.25}, "b": {"accuracy": 0.5, "chance": 0.5}}},
+        {
+            "mine": {"a": 1.0, "b": 0.0},
+            "probe": {"a": {"accuracy": 0.9, "chance": 0.25}, "b": {"accuracy": 0.3, "chance": 0.5}},
+        },
+        {
+            "mine": {"a": 3.0, "b": 0.0},
+            "probe": {"a": {"accuracy": 0.7, "chance": 0.25}, "b": {"accuracy": 0.5, "chance": 0.5}},
+        },
     ]
     runs[0]["disentanglement"] = {"scores": {"mig": 0.2, "sap": 0.1}}
     runs[1]["disentanglement"] = {"scores": {"mig": 0.4}}
     summary = factor_isolation.aggregate(runs)
     assert summary["num_runs"] == 2
-    assert summary["disentanglement"] == {"mig": {"mean": pytest.approx(0.3), "std": pytest.approx(0.1), "values": [0.2, 0.4]}}
+    assert summary["disentanglement"] == {
+        "mig": {"mean": pytest.approx(0.3), "std": pytest.approx(0.1), "values": [0.2, 0.4]}
+    }
     assert summary["mine"]["a"] == {"mean": 2.0, "std": 1.0, "values": [1.0, 3.0]}
     assert summary["probe_accuracy"]["b"]["mean"] == pytest.approx(0.4)
     names, table = factor_isolation.seed_table(summary, "mine")
@@ -141,9 +185,14 @@ def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
     (run_dir / "config.json").write_text(config.to_json())
     training.untrained_encoder(config).save(str(run_dir / "encoder.keras"))
     flags = [
-        f"--run_dir={run_dir}", "--num_images=48",
-        "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256", "--probe_epochs=0",
-        "--disentanglement=fast", "--disentanglement_scores=mig,sap",  # the fast preset's 1,500 shared codes
+        f"--run_dir={run_dir}",
+        "--num_images=48",
+        "--mine_steps=10",
+        "--mine_batch_size=16",
+        "--mine_eval_samples=256",
+        "--probe_epochs=0",
+        "--disentanglement=fast",
+        "--disentanglement_scores=mig,sap",  # the fast preset's 1,500 shared codes
     ]
     result, bad = evaluate_each([(REPO, flags), (REPO, [f"--run_dir={tmp_path / 'missing'}"])])
     assert result["code"] == 0, result["stderr"][-2000:]
@@ -167,10 +216,20 @@ def test_aggregate_numbers_merges_every_number_of_the_seeds_at_its_own_path():
     from abc_tf.evaluation.tasks import aggregate_numbers
 
     seeds = [
-        {"trained": {"style_r2": {"slant": 0.5}, "pca": [0.6, 0.3]}, "holdout_digit": 9, "source": "idx", "figure": "a.png",
-         "flag": True},
-        {"trained": {"style_r2": {"slant": 0.7}, "pca": [0.5, 0.4]}, "holdout_digit": 9, "source": "idx", "figure": "b.png",
-         "flag": False},
+        {
+            "trained": {"style_r2": {"slant": 0.5}, "pca": [0.6, 0.3]},
+            "holdout_digit": 9,
+            "source": "idx",
+            "figure": "a.png",
+            "flag": True,
+        },
+        {
+            "trained": {"style_r2": {"slant": 0.7}, "pca": [0.5, 0.4]},
+            "holdout_digit": 9,
+            "source": "idx",
+            "figure": "b.png",
+            "flag": False,
+        },
     ]
     merged = aggregate_numbers(seeds)
     slant = merged["trained"]["style_r2"]["slant"]

@@ -37,15 +37,19 @@ def test_every_registered_family_is_a_data_family_with_its_fields(name):
 
 def test_stream_names_the_format_and_unknown_formats_are_refused():
     sets, pairs = (lambda config, seed, start_step=0: "sets"), (lambda config, seed, start_step=0: "pairs")
-    family = DataFamily(name="two", image_shape=lambda config: (4, 4, 1), make_dataset=sets,
-                        other_streams={"pairs": pairs})
+    family = DataFamily(
+        name="two", image_shape=lambda config: (4, 4, 1), make_dataset=sets, other_streams={"pairs": pairs}
+    )
     assert family.batch_formats == ("sets", "pairs")
     assert family.stream("sets") is sets and family.stream("pairs") is pairs
     assert DataFamily(name="one", image_shape=None, make_dataset=sets).batch_formats == ("sets",)
     with pytest.raises(ValueError, match="Data family 'bad' declares unknown batch formats \\['triples'\\]"):
         DataFamily(name="bad", image_shape=None, make_dataset=sets, other_streams={"triples": pairs})
     # The optional parts do nothing by default.
-    assert family.check_config(experiments.config_for()) is None and family.training_callbacks(experiments.config_for()) == []
+    assert (
+        family.check_config(experiments.config_for()) is None
+        and family.training_callbacks(experiments.config_for()) == []
+    )
 
 
 def test_the_registry_names_the_known_families_and_refuses_fields_of_others():
@@ -55,26 +59,41 @@ def test_the_registry_names_the_known_families_and_refuses_fields_of_others():
     assert "holdout_digit" in experiments.data_config_class("mnist").field_names()
     assert "image_size" not in experiments.data_config_class("mnist").field_names()
     mnist = experiments.config_for(data="mnist", source="procedural")
-    with pytest.raises(ValueError, match="data family 'mnist' \\(MnistConfig\\) has no field 'image_size'; its fields: source, path, holdout_digit"):
+    with pytest.raises(
+        ValueError,
+        match="data family 'mnist' \\(MnistConfig\\) has no field 'image_size'; its fields: source, path, holdout_digit",
+    ):
         experiments.override(mnist, {"data.image_size": 32})
     with pytest.raises(ValueError, match="This config has no field 'image_size' \\(data family 'mnist'"):
         mnist.replace(image_size=32)
-    assert data.check_config(experiments.config_for(data="mnist", source="procedural")) is data.get_family("mnist")
+    assert data.check_config(experiments.config_for(data="mnist", source="procedural")) is data.get_family(
+        "mnist"
+    )
 
 
 def test_factors_augmented_by_the_baseline_are_known_factors():
     def declare(augmented):
-        return KnownFactors(("digit", "slant"), (10, 4), labelled_sample=None, inactive=None, augmented_by_baseline=augmented)
+        return KnownFactors(
+            ("digit", "slant"), (10, 4), labelled_sample=None, inactive=None, augmented_by_baseline=augmented
+        )
 
     assert declare(()).augmented_by_baseline == () and declare(("slant",)).augmented_by_baseline == ("slant",)
     with pytest.raises(ValueError, match=r"augmented_by_baseline names \['hue'\], not among the factors"):
         declare(("slant", "hue"))
-    assert data.get_family("shapes3d").known_factors.augmented_by_baseline == ("floor_hue", "wall_hue", "object_hue")
+    assert data.get_family("shapes3d").known_factors.augmented_by_baseline == (
+        "floor_hue",
+        "wall_hue",
+        "object_hue",
+    )
 
 
 def test_grouped_images_give_their_group_index():
-    grouped = GroupedImages(images=np.zeros((5, 2, 2, 1), np.uint8), group_names=["a", "b", "c"],
-                            groups=np.array([0, 0, 2, 2, 2], np.int32), files=[str(i) for i in range(5)])
+    grouped = GroupedImages(
+        images=np.zeros((5, 2, 2, 1), np.uint8),
+        group_names=["a", "b", "c"],
+        groups=np.array([0, 0, 2, 2, 2], np.int32),
+        files=[str(i) for i in range(5)],
+    )
     index = grouped.group_index()
     assert index.counts.tolist() == [2, 0, 3] and index.offsets.tolist() == [0, 2, 2]
     assert tuple(index.names) == ("a", "b", "c")

@@ -7,7 +7,9 @@ from scripts import flags_page
 
 def test_the_committed_flags_page_is_current():
     with open(flags_page.PAGE, encoding="utf-8") as handle:
-        assert handle.read() == flags_page.page(), "docs/FLAGS.md is out of date: run python -m scripts.flags_page"
+        assert handle.read() == flags_page.page(), (
+            "docs/FLAGS.md is out of date: run python -m scripts.flags_page"
+        )
 
 
 def test_the_page_lists_every_preset_and_every_field():

@@ -133,7 +133,9 @@ def test_batches_are_reproducible_from_the_seed(tmp_path):
 @pytest.mark.slow
 def test_double_augmentation_gives_two_float_views(tmp_path):
     make_folder(str(tmp_path), {"a": 4, "b": 4})
-    config = config_for(tmp_path, augmentations="contrast:0.5,saturation:0.5,crop:0.3", double_augmentation=True)
+    config = config_for(
+        tmp_path, augmentations="contrast:0.5,saturation:0.5,crop:0.3", double_augmentation=True
+    )
     batch = next(iter(folders.make_dataset(config, seed=0)))
     assert sorted(batch) == ["set_a", "set_a_view2", "set_b", "set_b_view2"]
     for value in batch.values():
@@ -192,8 +194,14 @@ def test_family_registration_and_a_short_training_run(tmp_path):
     make_folder(str(tmp_path / "data"), {"a": 6, "b": 6, "c": 6}, image_size=(20, 16))
     assert get_family("folders") is folders.FAMILY
     config = config_for(
-        tmp_path / "data", image_size=32, set_size=4, pairs_per_step=1, steps=2, log_every=1,
-        augmentations="contrast:0.3,saturation:0.3,crop:0.2", double_augmentation=True,
+        tmp_path / "data",
+        image_size=32,
+        set_size=4,
+        pairs_per_step=1,
+        steps=2,
+        log_every=1,
+        augmentations="contrast:0.3,saturation:0.3,crop:0.2",
+        double_augmentation=True,
     )
     assert folders.image_shape(config) == (32, 32, 3)
     result = training.train(config, str(tmp_path / "run"), verbose=0)

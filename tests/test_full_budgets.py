@@ -19,8 +19,15 @@ def test_lord_s_budget_is_split_at_its_stage_switch_and_the_others_run_whole():
 def test_the_table_projects_each_budget_in_hours(monkeypatch):
     monkeypatch.setattr(full_budgets.report, "machine_line", lambda: "machine")
     monkeypatch.setattr(full_budgets.report, "precision_line", lambda: "precision")
-    result = {"step_s": 0.36, "pipeline_s": 0.04, "images": 256, "budget": 10_000, "jit_compile": False, "mixed": True,
-              "peak_mib": 2048.0}
+    result = {
+        "step_s": 0.36,
+        "pipeline_s": 0.04,
+        "images": 256,
+        "budget": 10_000,
+        "jit_compile": False,
+        "mixed": True,
+        "peak_mib": 2048.0,
+    }
     results = {row: dict(result) for row, _, _ in full_budgets.ROWS}
     results["LORD stage 1"].update(step_s=6.0, pipeline_s=0.0, budget=36_000)  # 60 hours
     results["LORD stage 2"].update(step_s=5.0, pipeline_s=0.0, budget=7_200)  # 10 hours

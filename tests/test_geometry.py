@@ -17,7 +17,9 @@ def test_euler_matrix_euler_round_trip_and_tf_twin():
     euler = random_euler(np.random.default_rng(0), 500)
     rotations = geometry.euler_to_matrix(euler)
     assert rotations.shape == (500, 3, 3)
-    np.testing.assert_allclose(rotations @ np.swapaxes(rotations, 1, 2), np.broadcast_to(np.eye(3), (500, 3, 3)), atol=1e-12)
+    np.testing.assert_allclose(
+        rotations @ np.swapaxes(rotations, 1, 2), np.broadcast_to(np.eye(3), (500, 3, 3)), atol=1e-12
+    )
     np.testing.assert_allclose(np.linalg.det(rotations), 1.0, atol=1e-12)
     np.testing.assert_allclose(geometry.matrix_to_euler(rotations), euler, atol=1e-9)
     np.testing.assert_allclose(geometry.euler_to_matrix_tf(tf.constant(euler)).numpy(), rotations, atol=1e-12)
@@ -54,7 +56,9 @@ def project_with_matrix(point, rotation, center, focal=1.0):
     return focal * camera[:2] / -camera[2]
 
 
-@pytest.mark.parametrize("azimuth, elevation, theta", [(0, 0, 0), (90, 0, 0), (30, 20, 15), (250, 45, -40), (180, -10, 170)])
+@pytest.mark.parametrize(
+    "azimuth, elevation, theta", [(0, 0, 0), (90, 0, 0), (30, 20, 15), (250, 45, -40), (180, -10, 170)]
+)
 def test_pascal3d_conversion_reproduces_the_toolbox_projection(azimuth, elevation, theta):
     rotation = geometry.pascal3d_to_matrix(azimuth, elevation, theta)
     a, e = np.deg2rad([azimuth, elevation])
@@ -63,7 +67,9 @@ def test_pascal3d_conversion_reproduces_the_toolbox_projection(azimuth, elevatio
     np.testing.assert_allclose(rotation.T @ [0, 0, -1], -center / 5.0, atol=1e-12)
     for point in np.random.default_rng(1).normal(0, 0.5, (5, 3)):
         np.testing.assert_allclose(
-            project_with_matrix(point, rotation, center), pascal3d_toolbox_projection(point, azimuth, elevation, theta), atol=1e-9
+            project_with_matrix(point, rotation, center),
+            pascal3d_toolbox_projection(point, azimuth, elevation, theta),
+            atol=1e-9,
         )
 
 
@@ -78,10 +84,14 @@ def test_pascal3d_worked_examples():
     np.testing.assert_allclose(rotation @ [0, 1, 0], [0, 1, 0], atol=1e-12)
     # Same azimuth and elevation, opposite tilt in the authors' convention.
     np.testing.assert_allclose(geometry.pascal3d_to_euler(90, 10, 30), np.deg2rad([90, 10, -30]))
-    np.testing.assert_allclose(geometry.euler_to_pascal3d(geometry.pascal3d_to_euler(250, -5, 12)), [250, -5, 12])
+    np.testing.assert_allclose(
+        geometry.euler_to_pascal3d(geometry.pascal3d_to_euler(250, -5, 12)), [250, -5, 12]
+    )
     # The conventions differ by the tilt-dependent factor Rz(theta + t) = Rz(2 theta) for t = theta.
     authors_same_numbers = geometry.euler_to_matrix(np.deg2rad([40, 20, 25]))
-    np.testing.assert_allclose(geometry.pascal3d_to_matrix(40, 20, 25), rot_z(np.deg2rad(50)) @ authors_same_numbers, atol=1e-12)
+    np.testing.assert_allclose(
+        geometry.pascal3d_to_matrix(40, 20, 25), rot_z(np.deg2rad(50)) @ authors_same_numbers, atol=1e-12
+    )
 
 
 # ----------------------------------------------------------------------------- errors
@@ -93,16 +103,25 @@ def test_geodesic_error_known_angles():
     for rot in (rot_x, rot_y, rot_z):
         np.testing.assert_allclose(geometry.geodesic_error(identity, rot(np.pi / 2)), 90.0, atol=1e-9)
         np.testing.assert_allclose(geometry.geodesic_error(identity, rot(np.pi)), 180.0, atol=1e-9)
-        np.testing.assert_allclose(geometry.geodesic_error(rot(0.1), rot(0.1 + np.deg2rad(30))), 30.0, atol=1e-9)
+        np.testing.assert_allclose(
+            geometry.geodesic_error(rot(0.1), rot(0.1 + np.deg2rad(30))), 30.0, atol=1e-9
+        )
     # An azimuth change of d degrees is a rotation by d degrees (no sqrt(2) factor).
     base = random_euler(np.random.default_rng(2), 20)
     shifted = base + [np.deg2rad(25), 0, 0]
-    np.testing.assert_allclose(geometry.geodesic_error(geometry.euler_to_matrix(base), geometry.euler_to_matrix(shifted)), 25.0, atol=1e-9)
+    np.testing.assert_allclose(
+        geometry.geodesic_error(geometry.euler_to_matrix(base), geometry.euler_to_matrix(shifted)),
+        25.0,
+        atol=1e-9,
+    )
 
 
 def test_geodesic_error_equals_the_arccos_formula_and_is_symmetric():
     rng = np.random.default_rng(3)
-    first, second = geometry.euler_to_matrix(random_euler(rng, 300)), geometry.euler_to_matrix(random_euler(rng, 300))
+    first, second = (
+        geometry.euler_to_matrix(random_euler(rng, 300)),
+        geometry.euler_to_matrix(random_euler(rng, 300)),
+    )
     trace = np.trace(np.swapaxes(first, 1, 2) @ second, axis1=1, axis2=2)
     want = np.rad2deg(np.arccos(np.clip((trace - 1) / 2, -1, 1)))
     # float64: a few roundings of eps64 through arccos, whose condition 1 / sin(angle) stays far

@@ -18,11 +18,28 @@ def test_gpu_benchmark_on_a_machine_without_a_gpu_says_so_and_exits_0(monkeypatc
 
 
 def test_gpu_scaling_section_reads_saved_child_output(tmp_path):
-    row = {"precision": "float32", "pairs": 1, "set_size": 32, "images_per_step": 64, "steps_per_s": 100.0,
-           "images_per_s": 6400.0, "peak_memory_mb": 10.0}
-    result = {"experiment": "mnist", "device": "GPU", "jax": "0", "keras": "3", "scaling": {
-        "steps": [row, {"precision": "float32", "pairs": 16, "set_size": 1024, "failed": "skipped: time budget"}],
-        "loss": [{"pairs": 1, "set_size": 32, "seconds": 0.002}]}}
+    row = {
+        "precision": "float32",
+        "pairs": 1,
+        "set_size": 32,
+        "images_per_step": 64,
+        "steps_per_s": 100.0,
+        "images_per_s": 6400.0,
+        "peak_memory_mb": 10.0,
+    }
+    result = {
+        "experiment": "mnist",
+        "device": "GPU",
+        "jax": "0",
+        "keras": "3",
+        "scaling": {
+            "steps": [
+                row,
+                {"precision": "float32", "pairs": 16, "set_size": 1024, "failed": "skipped: time budget"},
+            ],
+            "loss": [{"pairs": 1, "set_size": 32, "seconds": 0.002}],
+        },
+    }
     path = tmp_path / "child.txt"
     path.write_text("log line\nRESULT" + json.dumps(result) + "\n")
     body = gpu.scaling_body([gpu.run_output(str(path))])
@@ -32,10 +49,30 @@ def test_gpu_scaling_section_reads_saved_child_output(tmp_path):
 
 def test_gpu_tensorflow_sections_from_child_results(monkeypatch):
     # The TensorFlow GPU path cannot run here; its sections are checked on stand-in child results.
-    rates = {name: 10.0 for name in ("eager", "fit", "fit_spe10", "fit_xla", "fit_mixed", "fit_mixed_spe10", "fit_mixed_pipeline")}
-    mnist = {"experiment": "mnist", "model": "s4", "images_per_step": 128, "gflop_per_step": 1.0, "matmul_gflops": 100.0,
-             "matmul_gflops_mixed": 200.0, "pipeline_steps_per_s": 50.0, "rates": rates, "peak_rss_mb": 1.0,
-             "mixed_policy": "mixed_float16"}
+    rates = {
+        name: 10.0
+        for name in (
+            "eager",
+            "fit",
+            "fit_spe10",
+            "fit_xla",
+            "fit_mixed",
+            "fit_mixed_spe10",
+            "fit_mixed_pipeline",
+        )
+    }
+    mnist = {
+        "experiment": "mnist",
+        "model": "s4",
+        "images_per_step": 128,
+        "gflop_per_step": 1.0,
+        "matmul_gflops": 100.0,
+        "matmul_gflops_mixed": 200.0,
+        "pipeline_steps_per_s": 50.0,
+        "rates": rates,
+        "peak_rss_mb": 1.0,
+        "mixed_policy": "mixed_float16",
+    }
     children = iter([mnist, {"failed": "out of memory"}, {"failed": "out of memory"}])
     monkeypatch.setattr(gpu, "run_child", lambda arguments, env=None: next(children))
     monkeypatch.setattr(gpu, "gpu_name", lambda: "Test GPU")

@@ -22,7 +22,9 @@ def test_keras_ops_restatement_of_the_loss_matches_abc_tf_losses():
         for views in (sets[:2], sets):
             expected, _ = losses.abc_loss(*views[:2], similarity, temperature, *views[2:])
             got = gpu_keras.abc_loss_ops(*views[:2], similarity, temperature, *views[2:])
-            np.testing.assert_allclose(float(got), float(expected), rtol=rounding_rtol(40, condition=size / temperature))
+            np.testing.assert_allclose(
+                float(got), float(expected), rtol=rounding_rtol(40, condition=size / temperature)
+            )
 
 
 def test_gpu_keras_lays_out_each_preset_batch():

@@ -17,18 +17,27 @@ MEASURE = "pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/med
 
 
 def spec(tmp_path, **overrides) -> grid.GridSpec:
-    settings = dict(experiment="pose_ml_vae_quick",
-                    axes=(grid.Axis.parse("trainer.learning_rate=1e-4,1e-3"), grid.Axis.parse("method.style_dim=8,16,32")),
-                    measure=grid.Measure.parse(MEASURE), output_dir=str(tmp_path / "grid"),
-                    train_flags=("--data.image_size=32",), holdout_flags=("--data.validation_instances=10",),
-                    evaluate_flags=("--pose_query_split=validation",))
+    settings = dict(
+        experiment="pose_ml_vae_quick",
+        axes=(
+            grid.Axis.parse("trainer.learning_rate=1e-4,1e-3"),
+            grid.Axis.parse("method.style_dim=8,16,32"),
+        ),
+        measure=grid.Measure.parse(MEASURE),
+        output_dir=str(tmp_path / "grid"),
+        train_flags=("--data.image_size=32",),
+        holdout_flags=("--data.validation_instances=10",),
+        evaluate_flags=("--pose_query_split=validation",),
+    )
     settings.update(overrides)
     return grid.GridSpec(**settings)
 
 
 def errors_by_point(learning_rate: str, style_dim: str, seed: int) -> float:
     """The made-up validation error of a point's run: lowest at 1e-3 and 16."""
-    return {"1e-4": 10.0, "1e-3": 5.0}[learning_rate] + {"8": 2.0, "16": 0.0, "32": 1.0}[style_dim] + 0.1 * seed
+    return (
+        {"1e-4": 10.0, "1e-3": 5.0}[learning_rate] + {"8": 2.0, "16": 0.0, "32": 1.0}[style_dim] + 0.1 * seed
+    )
 
 
 class FakeScripts:
@@ -45,7 +54,9 @@ class FakeScripts:
         if "--check_only=true" in arguments:
             self.checks.append(arguments)
             if self.refuse and any(self.refuse in argument for argument in arguments):
-                raise RuntimeError(f"abc_tf train exited with 2: --{self.refuse} cannot work (its output: {log_file})")
+                raise RuntimeError(
+                    f"abc_tf train exited with 2: --{self.refuse} cannot work (its output: {log_file})"
+                )
             return
         self.calls.append(arguments)
         values = dict(argument[2:].split("=", 1) for argument in arguments[1:])
@@ -53,37 +64,62 @@ class FakeScripts:
             raise RuntimeError(f"{arguments[0]} exited with 1; its output: {log_file}")
         if arguments[0] == "train":
             seeds = int(values["seeds"])
-            folders = [values["output_dir"]] if seeds == 1 else [os.path.join(values["output_dir"], f"seed_{k}") for k in range(seeds)]
+            folders = (
+                [values["output_dir"]]
+                if seeds == 1
+                else [os.path.join(values["output_dir"], f"seed_{k}") for k in range(seeds)]
+            )
             for k, folder in enumerate(folders):
                 os.makedirs(folder, exist_ok=True)
                 for name in ("encoder.keras", "config.json"):
                     open(os.path.join(folder, name), "w").close()
-                json.dump({"learning_rate": values["trainer.learning_rate"], "style_dim": values["method.style_dim"], "seed": k},
-                          open(os.path.join(folder, "point.json"), "w"))
+                json.dump(
+                    {
+                        "learning_rate": values["trainer.learning_rate"],
+                        "style_dim": values["method.style_dim"],
+                        "seed": k,
+                    },
+                    open(os.path.join(folder, "point.json"), "w"),
+                )
         else:
             run_dir, eval_dir = values["run_dir"], values["output_dir"]
             point = json.load(open(os.path.join(run_dir, "point.json")))
             os.makedirs(eval_dir, exist_ok=True)
             error = errors_by_point(point["learning_rate"], point["style_dim"], point["seed"])
-            json.dump({"domains": {"synthetic": {"rows": {"trained encoder (lookup)": {"median_error_deg": {"mean": error}}}}}},
-                      open(os.path.join(eval_dir, "pose_metrics.json"), "w"))
+            json.dump(
+                {
+                    "domains": {
+                        "synthetic": {
+                            "rows": {"trained encoder (lookup)": {"median_error_deg": {"mean": error}}}
+                        }
+                    }
+                },
+                open(os.path.join(eval_dir, "pose_metrics.json"), "w"),
+            )
 
 
 def test_every_combination_is_a_point_in_order_with_a_folder_of_its_own():
     axes = (grid.Axis.parse("trainer.learning_rate=1e-4,1e-3"), grid.Axis.parse("--method.style_dim=8,16,32"))
     found = grid.points(axes)
     assert [point.flags for point in found[:4]] == [
-        ["--trainer.learning_rate=1e-4", "--method.style_dim=8"], ["--trainer.learning_rate=1e-4", "--method.style_dim=16"],
-        ["--trainer.learning_rate=1e-4", "--method.style_dim=32"], ["--trainer.learning_rate=1e-3", "--method.style_dim=8"]]
+        ["--trainer.learning_rate=1e-4", "--method.style_dim=8"],
+        ["--trainer.learning_rate=1e-4", "--method.style_dim=16"],
+        ["--trainer.learning_rate=1e-4", "--method.style_dim=32"],
+        ["--trainer.learning_rate=1e-3", "--method.style_dim=8"],
+    ]
     assert len(found) == 6 and len({point.name for point in found}) == 6
     assert found[0].name == "learning_rate=1e-4__style_dim=8"
     assert grid.Point((("data.path", "a b/c"),)).name == "path=a_b_c"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("learning_rate=1e-3", "write part.field=VALUE,VALUE"), ("trainer.learning_rate=", "write part.field=VALUE,VALUE"),
-    ("trainer.steps=1,1", "repeats a value"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("learning_rate=1e-3", "write part.field=VALUE,VALUE"),
+        ("trainer.learning_rate=", "write part.field=VALUE,VALUE"),
+        ("trainer.steps=1,1", "repeats a value"),
+    ],
+)
 def test_a_bad_axis_is_refused_naming_it(text, message):
     with pytest.raises(ValueError, match=message):
         grid.Axis.parse(text)
@@ -95,9 +131,16 @@ def test_the_grid_trains_and_evaluates_each_point_then_picks_the_best_by_the_mea
     result = grid.run_grid(chosen, runner=scripts, say=lambda line: None)
     trains = [call for call in scripts.calls if call[0] == "train"]
     assert len(trains) == 6 and len(scripts.calls) == 6 + 12  # one training per point, an evaluation per run
-    assert trains[0] == ["train", "--experiment=pose_ml_vae_quick", "--data.image_size=32", "--data.validation_instances=10",
-                         "--trainer.learning_rate=1e-4", "--method.style_dim=8", "--seeds=2",
-                         f"--output_dir={tmp_path / 'grid' / 'learning_rate=1e-4__style_dim=8'}"]
+    assert trains[0] == [
+        "train",
+        "--experiment=pose_ml_vae_quick",
+        "--data.image_size=32",
+        "--data.validation_instances=10",
+        "--trainer.learning_rate=1e-4",
+        "--method.style_dim=8",
+        "--seeds=2",
+        f"--output_dir={tmp_path / 'grid' / 'learning_rate=1e-4__style_dim=8'}",
+    ]
     evaluations = [call for call in scripts.calls if call[0] == "evaluate"]
     assert "--pose_query_split=validation" in evaluations[0]
     assert evaluations[0][-1].endswith(os.path.join("seed_0", grid.EVAL_DIR))
@@ -105,19 +148,26 @@ def test_the_grid_trains_and_evaluates_each_point_then_picks_the_best_by_the_mea
     assert result["pick"]["flags"] == ["--trainer.learning_rate=1e-3", "--method.style_dim=16"]
     assert result["pick"]["mean"] == pytest.approx(5.05)
     # The command that measures the pick keeps the fixed settings and drops the hold-out.
-    assert result["pick"]["train_command"] == ("python train.py --experiment=pose_ml_vae_quick --data.image_size=32 "
-                                               "--trainer.learning_rate=1e-3 --method.style_dim=16 --seeds=3 "
-                                               f"--output_dir={tmp_path / 'grid' / 'pick'}")
+    assert result["pick"]["train_command"] == (
+        "python train.py --experiment=pose_ml_vae_quick --data.image_size=32 "
+        "--trainer.learning_rate=1e-3 --method.style_dim=16 --seeds=3 "
+        f"--output_dir={tmp_path / 'grid' / 'pick'}"
+    )
     row = next(row for row in result["points"] if row["name"] == "learning_rate=1e-4__style_dim=32")
     assert row["values"] == pytest.approx([11.0, 11.1]) and row["std"] == pytest.approx(0.05)
     folder = tmp_path / "grid"
     assert json.load(open(folder / grid.GRID_FILE))["pick"] == result["pick"]
     table = (folder / grid.TABLE_FILE).read_text()
-    assert "| 1e-3 | 16 | **5.05 ± 0.05** | 5, 5.1 |" in table and "| 1e-4 | 8 | 12.05 ± 0.05 | 12, 12.1 |" in table
+    assert (
+        "| 1e-3 | 16 | **5.05 ± 0.05** | 5, 5.1 |" in table
+        and "| 1e-4 | 8 | 12.05 ± 0.05 | 12, 12.1 |" in table
+    )
     assert table.rstrip().endswith(f"`{result['pick']['train_command']}`")
     assert (folder / grid.FIGURE_FILE).stat().st_size > 0
     # "max" picks the other end.
-    assert grid.summarise(dataclasses.replace(chosen, goal="max"), grid.points(chosen.axes))["pick"]["mean"] == pytest.approx(12.05)
+    assert grid.summarise(dataclasses.replace(chosen, goal="max"), grid.points(chosen.axes))["pick"][
+        "mean"
+    ] == pytest.approx(12.05)
 
 
 def test_a_killed_grid_resumes_without_training_a_finished_point_again(tmp_path):
@@ -131,7 +181,10 @@ def test_a_killed_grid_resumes_without_training_a_finished_point_again(tmp_path)
     result = grid.run_grid(spec(tmp_path), runner=again, say=lambda line: None)
     names = [call[-1] for call in again.calls]
     assert not any("style_dim=8" in name and "learning_rate=1e-4" in name for name in names)
-    assert [call[0] for call in again.calls[:2]] == ["evaluate", "train"]  # point 2's evaluation, point 3's run
+    assert [call[0] for call in again.calls[:2]] == [
+        "evaluate",
+        "train",
+    ]  # point 2's evaluation, point 3's run
     assert len(again.calls) == 1 + 2 * 4 and len(result["points"]) == 6
 
 
@@ -154,8 +207,9 @@ def test_a_failed_command_is_reported_with_its_error_line(tmp_path, monkeypatch)
     log = tmp_path / "point" / "grid_check.log"
     with pytest.raises(RuntimeError) as raised:
         grid.run_script(["train", "--method.temperature=-1", "--check_only=true"], str(log))
-    assert str(raised.value) == (f"abc_tf train exited with 2: --method.temperature must be positive, got -1.0. "
-                                 f"(its output: {log})")
+    assert str(raised.value) == (
+        f"abc_tf train exited with 2: --method.temperature must be positive, got -1.0. (its output: {log})"
+    )
 
 
 def test_a_measure_the_evaluation_did_not_write_is_named(tmp_path):
@@ -165,21 +219,65 @@ def test_a_measure_the_evaluation_did_not_write_is_named(tmp_path):
         grid.run_grid(bad, runner=scripts, say=lambda line: None)
 
 
-@pytest.mark.parametrize("arguments, message", [
-    (["--vary=trainer.learning_rate=1e-3,1e-4", f"--measure={MEASURE}"], "--experiment: name the preset"),
-    (["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3"], "--measure: name the value"),
-    (["--experiment=pose_ml_vae_quick", f"--measure={MEASURE}"], "--vary: name at least one field"),
-    (["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3", "--measure=metrics.txt:a"], "write FILE.json:KEY"),
-    (["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}",
-      "--train_flags=--trainer.learning_rate=1"], "--train_flags sets a varied field: --trainer.learning_rate=1"),
-    (["--experiment=no_such_preset", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}"], "no_such_preset"),
-    (["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}",
-      "--holdout_flags=--trainer.learning_rate=1"], "--holdout_flags sets a varied field: --trainer.learning_rate=1"),
-    (["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}", "--seeds=0"],
-     "--seeds must be a positive integer"),
-    (["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}", "--pick_seeds=0"],
-     "--pick_seeds must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--vary=trainer.learning_rate=1e-3,1e-4", f"--measure={MEASURE}"], "--experiment: name the preset"),
+        (
+            ["--experiment=pose_ml_vae_quick", "--vary=trainer.learning_rate=1e-3"],
+            "--measure: name the value",
+        ),
+        (["--experiment=pose_ml_vae_quick", f"--measure={MEASURE}"], "--vary: name at least one field"),
+        (
+            [
+                "--experiment=pose_ml_vae_quick",
+                "--vary=trainer.learning_rate=1e-3",
+                "--measure=metrics.txt:a",
+            ],
+            "write FILE.json:KEY",
+        ),
+        (
+            [
+                "--experiment=pose_ml_vae_quick",
+                "--vary=trainer.learning_rate=1e-3",
+                f"--measure={MEASURE}",
+                "--train_flags=--trainer.learning_rate=1",
+            ],
+            "--train_flags sets a varied field: --trainer.learning_rate=1",
+        ),
+        (
+            ["--experiment=no_such_preset", "--vary=trainer.learning_rate=1e-3", f"--measure={MEASURE}"],
+            "no_such_preset",
+        ),
+        (
+            [
+                "--experiment=pose_ml_vae_quick",
+                "--vary=trainer.learning_rate=1e-3",
+                f"--measure={MEASURE}",
+                "--holdout_flags=--trainer.learning_rate=1",
+            ],
+            "--holdout_flags sets a varied field: --trainer.learning_rate=1",
+        ),
+        (
+            [
+                "--experiment=pose_ml_vae_quick",
+                "--vary=trainer.learning_rate=1e-3",
+                f"--measure={MEASURE}",
+                "--seeds=0",
+            ],
+            "--seeds must be a positive integer",
+        ),
+        (
+            [
+                "--experiment=pose_ml_vae_quick",
+                "--vary=trainer.learning_rate=1e-3",
+                f"--measure={MEASURE}",
+                "--pick_seeds=0",
+            ],
+            "--pick_seeds must be a positive integer",
+        ),
+    ],
+)
 def test_bad_flags_are_refused_before_anything_is_trained(arguments, message, tmp_path, capsys):
     assert grid_cli.command(["grid.py", *arguments, f"--output_dir={tmp_path / 'grid'}"]) == 2
     assert message in capsys.readouterr().err
@@ -189,11 +287,17 @@ def test_bad_flags_are_refused_before_anything_is_trained(arguments, message, tm
 @pytest.mark.slow
 def test_a_two_point_grid_through_train_py_and_evaluate_py(tmp_path, capsys):
     folder = tmp_path / "grid"
-    arguments = ["grid.py", "--experiment=shapes3d_demo", "--vary=trainer.learning_rate=1e-3,1e-4",
-                 "--train_flags=--trainer.steps=4 --trainer.log_every=2 --trainer.eval_every=0 --trainer.eval_images=32 "
-                 "--batch.set_size=8",
-                 "--evaluate_flags=--mine_steps=0 --probe_epochs=1 --num_images=64 --disentanglement=none",
-                 "--measure=metrics.json:probe/object_hue/accuracy", "--goal=max", f"--output_dir={folder}"]
+    arguments = [
+        "grid.py",
+        "--experiment=shapes3d_demo",
+        "--vary=trainer.learning_rate=1e-3,1e-4",
+        "--train_flags=--trainer.steps=4 --trainer.log_every=2 --trainer.eval_every=0 --trainer.eval_images=32 "
+        "--batch.set_size=8",
+        "--evaluate_flags=--mine_steps=0 --probe_epochs=1 --num_images=64 --disentanglement=none",
+        "--measure=metrics.json:probe/object_hue/accuracy",
+        "--goal=max",
+        f"--output_dir={folder}",
+    ]
     assert grid_cli.command(arguments) == 0, capsys.readouterr().err[-3000:]
     result = json.load(open(folder / grid.GRID_FILE))
     assert [row["name"] for row in result["points"]] == ["learning_rate=1e-3", "learning_rate=1e-4"]

@@ -181,11 +181,18 @@ def test_eligible_groups_name_the_flags_and_log_the_skipped(caplog):
     with caplog.at_level(logging.WARNING, logger="abc_tf.data.groups"):
         np.testing.assert_array_equal(index.eligible(4, needed=2), [0, 1])
     assert "c (2)" in caplog.text and "empty (0)" in caplog.text
-    with pytest.raises(ValueError, match=r"--batch.set_size=5: only 1 of 4 group\(s\) hold that many images, 2 needed"):
+    with pytest.raises(
+        ValueError, match=r"--batch.set_size=5: only 1 of 4 group\(s\) hold that many images, 2 needed"
+    ):
         index.eligible(5, needed=2)
-    with pytest.raises(ValueError, match=r"--batch.set_size=6: .*largest: 5.*Lower --batch.set_size or pass --data.sample_with_replacement"):
+    with pytest.raises(
+        ValueError,
+        match=r"--batch.set_size=6: .*largest: 5.*Lower --batch.set_size or pass --data.sample_with_replacement",
+    ):
         index.eligible(6, replace_flag="sample_with_replacement")
-    with pytest.raises(ValueError, match=r"too small: a \(5\), b \(4\), c \(2\), empty \(0\)\)\. Lower --batch.set_size\.$"):
+    with pytest.raises(
+        ValueError, match=r"too small: a \(5\), b \(4\), c \(2\), empty \(0\)\)\. Lower --batch.set_size\.$"
+    ):
         index.eligible(6, what="images")
     # With replacement any non-empty group can give a set.
     np.testing.assert_array_equal(index.eligible(6, replace=True), [0, 1, 2])
@@ -203,8 +210,12 @@ def test_draw_stream_gives_each_step_its_chunk_row_and_resumes_anywhere():
         items = index.draw_within(rng, chosen, 3).reshape(groups.CHUNK_STEPS, 2, 3)
         return items, chosen.reshape(groups.CHUNK_STEPS, 2).astype(np.int32)
 
-    first = [(int(step), items.numpy()) for step, (items, _) in
-             groups.draw_stream(draw_chunk, [tf.int64, tf.int32], [(2, 3), (2,)]).take(groups.CHUNK_STEPS + 5)]
+    first = [
+        (int(step), items.numpy())
+        for step, (items, _) in groups.draw_stream(draw_chunk, [tf.int64, tf.int32], [(2, 3), (2,)]).take(
+            groups.CHUNK_STEPS + 5
+        )
+    ]
     assert [step for step, _ in first] == list(range(groups.CHUNK_STEPS + 5))
     for step, items in first:
         np.testing.assert_array_equal(items, groups.step_draws(draw_chunk, step)[0])
@@ -235,4 +246,6 @@ def test_draw_groups_in_proportion_to_weights_and_avoiding_a_given_group():
     with pytest.raises(ValueError, match="weights must be 4 finite values"):
         index.draw_groups(rng, 3, among=among, weights=np.array([1.0, -1.0, 1.0, 1.0]))
     with pytest.raises(ValueError, match="leave no group"):
-        index.draw_groups(rng, 3, among=among, exclude=np.array([1, 1, 1]), weights=np.array([0.0, 1.0, 0.0, 0.0]))
+        index.draw_groups(
+            rng, 3, among=among, exclude=np.array([1, 1, 1]), weights=np.array([0.0, 1.0, 0.0, 0.0])
+        )

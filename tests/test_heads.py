@@ -18,4 +18,6 @@ def test_probe_matches_table():
     assert model.output_shape == (None, 10)
     assert trainable_count(model) == dense(64, 32) + 2 * dense(32, 32) + dense(32, 10)
     probabilities = model.predict(np.random.default_rng(0).normal(size=(5, 64)), verbose=0)
-    np.testing.assert_allclose(probabilities.sum(-1), 1.0, rtol=1e-5)  # a float32 softmax over 10, summed: rounding_rtol(12) = 3e-6
+    np.testing.assert_allclose(
+        probabilities.sum(-1), 1.0, rtol=1e-5
+    )  # a float32 softmax over 10, summed: rounding_rtol(12) = 3e-6

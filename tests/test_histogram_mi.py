@@ -10,6 +10,7 @@ import pytest
 from abc_tf.evaluation.estimators import histogram_mi as hmi
 from mi_cases import GAUSSIAN_MI, correlated_gaussians, separated_clusters
 
+
 def test_histogram_correlated_gaussians_within_ten_percent():
     x, y = correlated_gaussians(100_000)
     rng = np.random.default_rng(1)
@@ -53,7 +54,6 @@ def test_histogram_entropy_and_binning():
     assert [len(edge) - 1 for edge in edges] == [10, 10]
     classes = hmi.quantile_bins(np.arange(100.0), 4)
     assert np.bincount(classes).tolist() == [25, 25, 25, 25]
-
 
 
 def test_bad_inputs_raise_clear_errors():

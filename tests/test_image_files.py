@@ -34,9 +34,13 @@ def test_read_image_formats_agree(tmp_path):
     np.testing.assert_array_equal(image_files.read_image(tmp_path / "g15.pnm", 1)[..., 0], gray // 17 * 17)
     # PBM (1 = black) in a .pnm file.
     (tmp_path / "b.pnm").write_bytes(b"P1\n3 2\n1 0 1\n0 1 0\n")
-    np.testing.assert_array_equal(image_files.read_image(tmp_path / "b.pnm", 1)[..., 0], [[0, 255, 0], [255, 0, 255]])
+    np.testing.assert_array_equal(
+        image_files.read_image(tmp_path / "b.pnm", 1)[..., 0], [[0, 255, 0], [255, 0, 255]]
+    )
     # Channel conversion: gray -> RGB repeats, RGB -> gray is luma.
-    np.testing.assert_array_equal(image_files.read_image(tmp_path / "g.pgm", 3), np.repeat(gray[..., None], 3, axis=-1))
+    np.testing.assert_array_equal(
+        image_files.read_image(tmp_path / "g.pgm", 3), np.repeat(gray[..., None], 3, axis=-1)
+    )
     luma = image_files.read_image(tmp_path / "a.png", 1)[..., 0].astype(float)
     expected = rgb.astype(float) @ np.array([0.2989, 0.5870, 0.1140])
     assert np.max(np.abs(luma - expected)) <= 0.5 + 1e-6
@@ -65,7 +69,9 @@ def test_resize_keeps_content_and_shrinks_without_aliasing():
 def test_image_folder_is_read_recursively_and_sorted(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     for index, path in enumerate(["x.png", "a/y.jpg", "a/b/z.png"]):
-        tf.io.write_file(str(tmp_path / path), tf.io.encode_png(tf.fill([10 + index, 12, 3], tf.constant(50, tf.uint8))))
+        tf.io.write_file(
+            str(tmp_path / path), tf.io.encode_png(tf.fill([10 + index, 12, 3], tf.constant(50, tf.uint8)))
+        )
     (tmp_path / ".hidden.png").write_bytes(b"not read")
     (tmp_path / "notes.txt").write_text("not an image")
     images = image_files.load_image_folder(str(tmp_path), 8, 3, "--data.real_data_path")

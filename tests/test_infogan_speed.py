@@ -23,7 +23,11 @@ def test_the_eager_loop_computes_the_compiled_step(variant, monkeypatch):
     # weights, and Adam's first step moves a D weight whose gradient is rounding-sized by a full
     # lr one way or the other, which G's gradient then carries on, past any rounding bound (on an
     # AVX2 host 1.8% of the weights moved apart by more than 1% of the step).
-    monkeypatch.setattr(optimizers, "adam", lambda learning_rate, betas=None, epsilon=None: keras.optimizers.SGD(learning_rate))
+    monkeypatch.setattr(
+        optimizers,
+        "adam",
+        lambda learning_rate, betas=None, epsilon=None: keras.optimizers.SGD(learning_rate),
+    )
     config = infogan_speed.config_for(variant, jit_compile=False).replace(batch_size=8)
     batch = infogan_speed._batch(config)
     eager, compiled = training.build_model(config), training.build_model(config)
@@ -42,7 +46,9 @@ def test_the_eager_loop_computes_the_compiled_step(variant, monkeypatch):
     # gradient on 8 samples, g - mean(g) - x_hat mean(g x_hat) with |x_hat| <= sqrt(7), sums terms
     # up to 9 times the largest gradient (the condition).
     assert isinstance(eager.d_optimizer, keras.optimizers.SGD)
-    assert_same_sgd_step(before, eager.trainable_variables, compiled.trainable_variables, roundings=10_000, condition=9)
+    assert_same_sgd_step(
+        before, eager.trainable_variables, compiled.trainable_variables, roundings=10_000, condition=9
+    )
     # Both optimizers stepped once in each.
     for model in (eager, compiled):
         assert int(model.optimizer.iterations.numpy()) == 1 and int(model.d_optimizer.iterations.numpy()) == 1
@@ -50,21 +56,43 @@ def test_the_eager_loop_computes_the_compiled_step(variant, monkeypatch):
 
 def test_the_ablation_is_uniform_infogan():
     config = infogan_speed.config_for("infogan", jit_compile=True)
-    assert config.method.prior == "uniform" and config.method.contrastive_weight == 0 and config.trainer.jit_compile
+    assert (
+        config.method.prior == "uniform"
+        and config.method.contrastive_weight == 0
+        and config.trainer.jit_compile
+    )
     assert config.data.source == "procedural" and config.batch.batch_size == 64
 
 
 def _evaluation() -> dict:
-    seconds = {"classifier_training": 60.0, "classifier_cached": 0.5, "generated": 2.0, "embedding": 1.5,
-               "nearest_neighbour": 3.0, "kmeans": 4.0, "q_code": 1.0}
-    return {"seconds": seconds, "classifier_accuracy": 0.9876, "test_images": 10_000, "train_images": 60_000, "split_images": 40_000,
-            "feature_dim": 128, "per_code": 1000}
+    seconds = {
+        "classifier_training": 60.0,
+        "classifier_cached": 0.5,
+        "generated": 2.0,
+        "embedding": 1.5,
+        "nearest_neighbour": 3.0,
+        "kmeans": 4.0,
+        "q_code": 1.0,
+    }
+    return {
+        "seconds": seconds,
+        "classifier_accuracy": 0.9876,
+        "test_images": 10_000,
+        "train_images": 60_000,
+        "split_images": 40_000,
+        "feature_dim": 128,
+        "per_code": 1000,
+    }
 
 
 def test_the_table_reads_the_rates():
     rates = {"elastic_eager": 2.0, "elastic_fit": 8.0, "infogan_fit": 10.0, "infogan_fit_xla": 12.0}
-    result = {"rates": rates, "failed": {"elastic_fit_xla": "Detected unsupported operations: ResizeBicubic"},
-              "images_per_step": 64, "parameters": 12_345}
+    result = {
+        "rates": rates,
+        "failed": {"elastic_fit_xla": "Detected unsupported operations: ResizeBicubic"},
+        "images_per_step": 64,
+        "parameters": 12_345,
+    }
     memory = {"elastic_eager": 700.0, "elastic_fit": 750.0, "infogan_fit": 720.0}
     text = infogan_speed.table(result, memory, _evaluation(), steps=10, rounds=3, load_start=1.0)
     assert "| Elastic-InfoGAN, eager: `train_step` op by op | 2.00 | 128 | 1.0x | 700 |" in text
@@ -74,7 +102,10 @@ def test_the_table_reads_the_rates():
     assert "compiled `fit`, XLA | 12.00 | 768 | 6.0x | - |" in text
     assert "the graph is 4.0x the eager loop, XLA does not compile the step (why: above) (met)" in text
     assert "runs 1.25x as fast as the full step, so they take 20% of its time" in text
-    assert "| the digit classifier's training (once: 3 epochs of all the training images, then cached) | 60.0 |" in text
+    assert (
+        "| the digit classifier's training (once: 3 epochs of all the training images, then cached) | 60.0 |"
+        in text
+    )
     # cached: 0.5 + 2 + 1.5 + 3 + 4 + 1 = 12.0; the first: 12.0 - 0.5 + 60 = 71.5
     assert "with the classifier cached: 12.0 s; the first on a machine: 71.5 s" in text
     assert "60,000 training and 10,000 test images, of which" in text and "keeps 40,000 for the GAN" in text

@@ -18,7 +18,9 @@ def test_keypointnet_record_round_trips_to_crop_and_rotation(tmp_path):
     euler0, euler1 = np.array([0.7, 0.3, 0.0]), np.array([4.0, 0.1, 0.0])
     img0, img1 = render_view((5, 13, 8, 16)), render_view((2, 30, 10, 26))  # 8 x 8 (no resize) and 28 x 16
     write_record(str(tmp_path / "abc123.tfrecord"), [(img0, euler0, img1, euler1)])
-    images, euler, instances, names = keypointnet.read_keypointnet([str(tmp_path / "abc123.tfrecord")], 8, 0.5)
+    images, euler, instances, names = keypointnet.read_keypointnet(
+        [str(tmp_path / "abc123.tfrecord")], 8, 0.5
+    )
     assert images.shape == (2, 8, 8, 4) and images.dtype == np.uint8
     assert names == ["abc123"] and instances.tolist() == [0, 0]
     # The record holds the modelview in float32 (6e-8 of each entry), which atan2 and asin carry
@@ -88,8 +90,12 @@ def test_elevation_filter_and_grouping_by_instance(tmp_path):
 
 def test_keypointnet_splits_follow_test_txt(tmp_path):
     write_split_folder(tmp_path)
-    assert [os.path.basename(f) for f in keypointnet.keypointnet_files(str(tmp_path), "train")] == ["m1.tfrecord"]
-    assert [os.path.basename(f) for f in keypointnet.keypointnet_files(str(tmp_path), "test")] == ["m2.tfrecord"]
+    assert [os.path.basename(f) for f in keypointnet.keypointnet_files(str(tmp_path), "train")] == [
+        "m1.tfrecord"
+    ]
+    assert [os.path.basename(f) for f in keypointnet.keypointnet_files(str(tmp_path), "test")] == [
+        "m2.tfrecord"
+    ]
     with pytest.raises(ValueError, match="neither a .tfrecord file nor a folder"):
         keypointnet.keypointnet_files(str(tmp_path / "missing"), "train")
     (tmp_path / "empty").mkdir()

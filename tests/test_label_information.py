@@ -25,7 +25,9 @@ def test_evaluate_run_reports_trained_and_untrained_per_label(tmp_path):
     write_stand_in_run(run_dir, config)
     encoder = load_run(str(run_dir)).encoder
     report = label_information.evaluate_run(
-        str(run_dir), probe_settings=probes.ProbeSettings(epochs=1, batch_size=8), mine_settings=None,
+        str(run_dir),
+        probe_settings=probes.ProbeSettings(epochs=1, batch_size=8),
+        mine_settings=None,
         relative_sigma=0.1,
     )
     assert set(report) == {"trained", "untrained"}
@@ -56,20 +58,36 @@ def test_label_information_handles_partial_and_constant_labels(monkeypatch):
     partial = (np.arange(40) % 3).astype(np.int32)
     partial[:8] = -1  # unknown for 8 images
     grouped = GroupedImages(
-        images=np.zeros((40, 2, 2, 1), np.uint8), group_names=list("abcd"), groups=groups,
+        images=np.zeros((40, 2, 2, 1), np.uint8),
+        group_names=list("abcd"),
+        groups=groups,
         files=[str(i) for i in range(40)],
-        labels={"group": groups, "partial": partial, "parity": groups % 2, "constant": np.zeros(40, np.int32)},
+        labels={
+            "group": groups,
+            "partial": partial,
+            "parity": groups % 2,
+            "constant": np.zeros(40, np.int32),
+        },
     )
     embeddings = np.random.default_rng(0).normal(size=(40, 3))
-    scores = label_information.label_information(embeddings, grouped, sigma=0.1, mine_settings=mine.MineSettings())
+    scores = label_information.label_information(
+        embeddings, grouped, sigma=0.1, mine_settings=mine.MineSettings()
+    )
     assert list(scores) == ["group", "partial", "parity"]  # the one-class label is skipped
     assert calls == [
-        ("probe", ["group", "parity"], 40, 0.1), ("mine", 2, 40, 0.1),
-        ("probe", ["partial"], 32, 0.1), ("mine", 1, 32, 0.1),
+        ("probe", ["group", "parity"], 40, 0.1),
+        ("mine", 2, 40, 0.1),
+        ("probe", ["partial"], 32, 0.1),
+        ("mine", 1, 32, 0.1),
     ]
     assert scores["group"].count == 40 and scores["partial"].count == 32 and scores["partial"].classes == 3
     assert scores["group"].chance == pytest.approx(0.25) and scores["parity"].mutual_information == 1.25
     assert scores["partial"].mutual_information == 0.25 and scores["group"].sigma == 0.1
-    assert label_information.label_information(embeddings, grouped, 0.1, mine_settings=None)["group"].mutual_information is None
+    assert (
+        label_information.label_information(embeddings, grouped, 0.1, mine_settings=None)[
+            "group"
+        ].mutual_information
+        is None
+    )
     with pytest.raises(ValueError, match="Unknown labels"):
         label_information.label_information(embeddings, grouped, 0.1, names=["colour"], mine_settings=None)

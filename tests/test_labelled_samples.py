@@ -15,15 +15,25 @@ from folder_helpers import make_folder
 def test_known_factors_come_with_their_sizes_and_the_inactive_ones():
     sample = tasks.labelled_sample(experiments.config_for(inactive_factors="wall_hue,shape"), 40, seed=3)
     assert sample.images.shape == (40, 64, 64, 3) and sample.factors.shape == (40, 6)
-    assert sample.names[:3] == ("floor_hue", "wall_hue", "object_hue") and sample.sizes == (10, 10, 10, 8, 4, 15)
+    assert sample.names[:3] == ("floor_hue", "wall_hue", "object_hue") and sample.sizes == (
+        10,
+        10,
+        10,
+        8,
+        4,
+        15,
+    )
     assert sample.inactive == ("wall_hue", "shape")
     assert np.all(sample.factors < np.array(sample.sizes))
 
 
 def test_grouped_images_give_their_complete_labels_the_group_s_constant_ones_inactive(tmp_path):
     make_folder(str(tmp_path / "data"), {"a": 6, "b": 6, "c": 6})
-    rows = ["filename,colour,partial"] + [f"{group}/img_{index:03d}.png,{index % 3},{'' if index == 0 else index % 2}"
-                                         for group in "abc" for index in range(6)]
+    rows = ["filename,colour,partial"] + [
+        f"{group}/img_{index:03d}.png,{index % 3},{'' if index == 0 else index % 2}"
+        for group in "abc"
+        for index in range(6)
+    ]
     (tmp_path / "data" / "labels.csv").write_text("\n".join(rows) + "\n")
     config = get_preset("folders").replace(path=str(tmp_path / "data"), image_size=8)
     sample = tasks.labelled_sample(config, 12, seed=0)
@@ -35,8 +45,14 @@ def test_grouped_images_give_their_complete_labels_the_group_s_constant_ones_ina
 
 
 def test_pose_renders_are_binned_by_azimuth_and_elevation():
-    config = experiments.config_for(data="pose", source="procedural", image_size=16, similarity="cosine",
-                              temperature=0.1, real_fraction=0.0)
+    config = experiments.config_for(
+        data="pose",
+        source="procedural",
+        image_size=16,
+        similarity="cosine",
+        temperature=0.1,
+        real_fraction=0.0,
+    )
     sample = tasks.labelled_sample(config, 48, seed=1)
     assert sample.names == ("azimuth", "elevation") and sample.sizes == (8, 3) and sample.inactive == ()
     assert sample.factors[:, 0].min() >= 0 and sample.factors[:, 0].max() < 8

@@ -17,8 +17,21 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 # Lowest first. A module may import modules of its own layer and of the layers below.
 LAYERS = [
-    ("maths", ("abc_tf", "abc_tf.geometry", "abc_tf.losses", "abc_tf.schedules", "abc_tf.config", "abc_tf.registry",
-               "abc_tf.lookup", "abc_tf.json_files", "abc_tf.optimizers", "abc_tf.command_line")),
+    (
+        "maths",
+        (
+            "abc_tf",
+            "abc_tf.geometry",
+            "abc_tf.losses",
+            "abc_tf.schedules",
+            "abc_tf.config",
+            "abc_tf.registry",
+            "abc_tf.lookup",
+            "abc_tf.json_files",
+            "abc_tf.optimizers",
+            "abc_tf.command_line",
+        ),
+    ),
     ("models", ("models",)),
     ("data", ("abc_tf.data",)),
     ("methods", ("abc_tf.methods",)),
@@ -86,8 +99,11 @@ def test_no_package_imports_inside_functions():
             continue
         for function in ast.walk(tree):
             if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                inside += [f"{name}.{function.name}" for node in ast.walk(function)
-                           if isinstance(node, (ast.Import, ast.ImportFrom)) and imported_modules(node, name)]
+                inside += [
+                    f"{name}.{function.name}"
+                    for node in ast.walk(function)
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) and imported_modules(node, name)
+                ]
     assert not inside, f"imports inside functions (move them to the top, or the code to its layer): {inside}"
 
 
@@ -95,16 +111,23 @@ def test_no_package_imports_inside_functions():
 def test_imports_only_its_own_layer_or_below(name):
     layer = layer_of(name)
     above = sorted(
-        imported for node in ast.walk(MODULES[name]) for imported in imported_modules(node, name)
+        imported
+        for node in ast.walk(MODULES[name])
+        for imported in imported_modules(node, name)
         if layer_of(imported) > layer
     )
     assert not above, f"{name} ({LAYERS[layer][0]}) imports higher layers: {above}"
 
 
 def test_models_import_nothing_of_abc_tf():
-    offenders = sorted(name for name in MODULES if name.startswith("models")
-                       for node in ast.walk(MODULES[name]) for imported in imported_modules(node, name)
-                       if imported.startswith("abc_tf"))
+    offenders = sorted(
+        name
+        for name in MODULES
+        if name.startswith("models")
+        for node in ast.walk(MODULES[name])
+        for imported in imported_modules(node, name)
+        if imported.startswith("abc_tf")
+    )
     assert not offenders
 
 
@@ -128,7 +151,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         path.pop()
@@ -156,15 +179,21 @@ def test_the_cycle_finder_finds_a_cycle():
 # other modules by tests/test_<name>_<module>.py or tests/test_<module>.py.
 PLUGGABLE = ("abc_tf.methods", "abc_tf.data")
 PACKAGE_CORE = ("", "model", "family", "networks")
-KNOWN_TESTS = {"abc_tf.data": "test_family.py",  # the family registry, tested with the family interface
-              "abc_tf.methods": "test_methods.py",  # the method registry and interface
-              "abc_tf.methods.base": "test_methods.py", "models": "test_models.py", "models.architectures": "test_models.py",
-              # The ABC paper's baselines' networks, shared by ML-VAE and CC-VAE at 64 x 64: tested with each method.
-              "models.ml_vae_networks": "test_ml_vae.py", "models.cc_vae_networks": "test_cc_vae.py",
-              "models.vae64_networks": "test_ml_vae.py",
-              # The commands: the abc_tf dispatcher, and each command's module by its name.
-              "abc_tf.cli": "test_cli.py", "abc_tf.__main__": "test_cli.py",
-              "abc_tf.evaluation.grid_search": "test_grid.py"}
+KNOWN_TESTS = {
+    "abc_tf.data": "test_family.py",  # the family registry, tested with the family interface
+    "abc_tf.methods": "test_methods.py",  # the method registry and interface
+    "abc_tf.methods.base": "test_methods.py",
+    "models": "test_models.py",
+    "models.architectures": "test_models.py",
+    # The ABC paper's baselines' networks, shared by ML-VAE and CC-VAE at 64 x 64: tested with each method.
+    "models.ml_vae_networks": "test_ml_vae.py",
+    "models.cc_vae_networks": "test_cc_vae.py",
+    "models.vae64_networks": "test_ml_vae.py",
+    # The commands: the abc_tf dispatcher, and each command's module by its name.
+    "abc_tf.cli": "test_cli.py",
+    "abc_tf.__main__": "test_cli.py",
+    "abc_tf.evaluation.grid_search": "test_grid.py",
+}
 ENTRY_POINTS = ("train", "evaluate", "grid")
 
 
@@ -188,11 +217,17 @@ def is_package_of_methods_or_families(name: str) -> bool:
 
 def test_every_module_has_its_test_module():
     packages = {name.rpartition(".")[0] for name in MODULES}
-    expected = {name: mirroring_tests(name) for name in MODULES
-                if name in KNOWN_TESTS or name not in packages or is_package_of_methods_or_families(name)}
+    expected = {
+        name: mirroring_tests(name)
+        for name in MODULES
+        if name in KNOWN_TESTS or name not in packages or is_package_of_methods_or_families(name)
+    }
     expected.update({name: (f"test_{name}.py",) for name in ENTRY_POINTS})
-    missing = sorted(f"{name} -> tests/{' or '.join(tests)}" for name, tests in expected.items()
-                     if not any((ROOT / "tests" / test).is_file() for test in tests))
+    missing = sorted(
+        f"{name} -> tests/{' or '.join(tests)}"
+        for name, tests in expected.items()
+        if not any((ROOT / "tests" / test).is_file() for test in tests)
+    )
     assert not missing, f"modules without their test module: {missing}"
 
 
@@ -217,7 +252,9 @@ def names_a_choice(node: ast.AST) -> bool:
     ``run.config.method.name``, or ``family.name`` / ``get_method(...).name``."""
     if isinstance(node, ast.Attribute) and node.attr == "name":
         return identifier(node.value).endswith(DECLARATION_SUFFIXES)
-    return isinstance(node, ast.Attribute) and node.attr == "family" and identifier(node.value).endswith("data")
+    return (
+        isinstance(node, ast.Attribute) and node.attr == "family" and identifier(node.value).endswith("data")
+    )
 
 
 def is_string_constant(node: ast.AST) -> bool:
@@ -236,7 +273,8 @@ def name_comparisons(tree: ast.AST) -> list[str]:
             sides = [node.left, *node.comparators]
             for op, left, right in zip(node.ops, sides, sides[1:]):
                 if isinstance(op, EQUALITY_OPS) and (
-                    (names_a_choice(left) and is_string_constant(right)) or (names_a_choice(right) and is_string_constant(left))
+                    (names_a_choice(left) and is_string_constant(right))
+                    or (names_a_choice(right) and is_string_constant(left))
                 ):
                     found.append(f"{node.lineno}: {ast.unparse(node)}")
     return found
@@ -278,8 +316,11 @@ def top_level_imports(tree: ast.Module) -> set[str]:
 
 def test_nothing_of_the_package_imports_an_entry_point():
     entry_points = set(ENTRY_POINTS + ENTRY_POINT_PACKAGES)
-    offenders = sorted(f"{name} imports {sorted(top_level_imports(tree) & entry_points)}"
-                       for name, tree in MODULES.items() if top_level_imports(tree) & entry_points)
+    offenders = sorted(
+        f"{name} imports {sorted(top_level_imports(tree) & entry_points)}"
+        for name, tree in MODULES.items()
+        if top_level_imports(tree) & entry_points
+    )
     assert not offenders
 
 
@@ -293,28 +334,50 @@ def test_entry_point_folders_are_packages(package):
 def python_files() -> list[pathlib.Path]:
     """The repository's own Python files: the entry points, the package, the tests."""
     folders = ("abc_tf", "models", "tests") + ENTRY_POINT_PACKAGES
-    return sorted(ROOT.glob("*.py")) + sorted(path for folder in folders for path in (ROOT / folder).rglob("*.py"))
+    return sorted(ROOT.glob("*.py")) + sorted(
+        path for folder in folders for path in (ROOT / folder).rglob("*.py")
+    )
 
 
 def edits_sys_path(tree: ast.Module) -> bool:
     """Whether the code calls a method of ``sys.path`` (insert, append, ...) or assigns to it."""
+
     def is_sys_path(node: ast.AST) -> bool:
         if isinstance(node, ast.Subscript):
             node = node.value
-        return (isinstance(node, ast.Attribute) and node.attr == "path"
-                and isinstance(node.value, ast.Name) and node.value.id == "sys")
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr == "path"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "sys"
+        )
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_sys_path(node.func.value):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and is_sys_path(node.func.value)
+        ):
             return True
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AugAssign)
+            else []
+        )
         if any(is_sys_path(target) for target in targets):
             return True
     return False
 
 
 def test_edits_sys_path_finds_the_edits():
-    for code in ("sys.path.insert(0, ROOT)", "sys.path.append(ROOT)", "sys.path += [ROOT]", "sys.path[:0] = [ROOT]"):
+    for code in (
+        "sys.path.insert(0, ROOT)",
+        "sys.path.append(ROOT)",
+        "sys.path += [ROOT]",
+        "sys.path[:0] = [ROOT]",
+    ):
         assert edits_sys_path(ast.parse(code)), code
     assert not edits_sys_path(ast.parse("import sys\nprint(sys.path, os.path.join('a', 'b'))"))
 
@@ -324,7 +387,11 @@ def test_no_file_edits_sys_path():
     # modules, and pytest puts the root and tests/ on the path (pyproject.toml).
     files = python_files()
     assert len(files) > len(MODULES)  # the walk found the checkout, not an empty folder
-    offenders = [str(path.relative_to(ROOT)) for path in files if edits_sys_path(ast.parse(path.read_text(), str(path)))]
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in files
+        if edits_sys_path(ast.parse(path.read_text(), str(path)))
+    ]
     assert not offenders, f"sys.path edited in {offenders}; run the file as a module from the repository root"
 
 
@@ -338,14 +405,20 @@ def qualified_file_name(path: pathlib.Path) -> str:
 
 
 def test_no_two_modules_share_a_file_name():
-    files = [path for folder in ("abc_tf", "models") for path in sorted((ROOT / folder).rglob("*.py"))
-             if path.name != "__init__.py"]
+    files = [
+        path
+        for folder in ("abc_tf", "models")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path.name != "__init__.py"
+    ]
     assert files
     paths_of: dict[str, list[str]] = {}
     for path in files:
         paths_of.setdefault(qualified_file_name(path), []).append(str(path.relative_to(ROOT)))
     shared = {name: paths for name, paths in paths_of.items() if len(paths) > 1}
-    assert not shared, f"modules sharing a file name (rename the lower one, as models/pmp_networks.py): {shared}"
+    assert not shared, (
+        f"modules sharing a file name (rename the lower one, as models/pmp_networks.py): {shared}"
+    )
 
 
 # Helpers used across modules are public: a leading underscore means "this module
@@ -365,9 +438,14 @@ def private_reaches(tree: ast.Module) -> list[tuple[int, str]]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            imported |= {alias.asname or alias.name.split(".")[0] for alias in node.names
-                         if alias.name.split(".")[0] in CODE_ROOTS}
-        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in CODE_ROOTS):
+            imported |= {
+                alias.asname or alias.name.split(".")[0]
+                for alias in node.names
+                if alias.name.split(".")[0] in CODE_ROOTS
+            }
+        elif isinstance(node, ast.ImportFrom) and (
+            node.level or (node.module or "").split(".")[0] in CODE_ROOTS
+        ):
             imported |= {alias.asname or alias.name for alias in node.names}
             found += [(node.lineno, ast.unparse(node)) for alias in node.names if is_private(alias.name)]
     for node in ast.walk(tree):
@@ -382,10 +460,16 @@ def private_reaches(tree: ast.Module) -> list[tuple[int, str]]:
 
 def test_no_code_uses_another_module_s_private_names():
     files = [ROOT / f"{name}.py" for name in ENTRY_POINTS] + [
-        path for folder in ("abc_tf", "models") + ENTRY_POINT_PACKAGES for path in sorted((ROOT / folder).rglob("*.py"))]
+        path
+        for folder in ("abc_tf", "models") + ENTRY_POINT_PACKAGES
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    ]
     assert len(files) > len(MODULES)  # the walk found the checkout, not an empty folder
-    found = [f"{path.relative_to(ROOT)}:{line}: {source}" for path in files
-             for line, source in private_reaches(ast.parse(path.read_text(), str(path)))]
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {source}"
+        for path in files
+        for line, source in private_reaches(ast.parse(path.read_text(), str(path)))
+    ]
     assert not found, f"private names used from another module (make them public): {found}"
 
 

@@ -25,8 +25,10 @@ METRICS = {
 DIGIT_STYLE = {
     "trained": {
         "retrieval_row_style_spread": {"slant": 0.6, "thickness": 0.45},
-        "style_r2": {"slant": {"ridge_within_digit_holdout_digit": 0.65, "ridge_raw_seen_digits": 0.9},
-                     "ink": {"ridge_within_digit_holdout_digit": 0.5}},
+        "style_r2": {
+            "slant": {"ridge_within_digit_holdout_digit": 0.65, "ridge_raw_seen_digits": 0.9},
+            "ink": {"ridge_within_digit_holdout_digit": 0.5},
+        },
     },
     "untrained": {"retrieval_row_style_spread": {"slant": 0.98, "thickness": 0.8}},
 }
@@ -34,9 +36,15 @@ DIGIT_STYLE = {
 
 def test_the_curve_keeps_each_scalar_measure_by_name_and_drops_what_is_not_finite():
     assert learning_curves.curve_measures(METRICS) == {
-        "probe floor_hue": 0.9, "probe shape": 0.4, "mig": 0.05, "dci_disentanglement": 0.2,
-        "1-NN digit accuracy": 0.8, "k-means NMI digit": 0.5, "test ELBO": -150.0,
-        "kNN digit accuracy (code)": 0.9, "kNN digit accuracy (appearance)": 0.7,
+        "probe floor_hue": 0.9,
+        "probe shape": 0.4,
+        "mig": 0.05,
+        "dci_disentanglement": 0.2,
+        "1-NN digit accuracy": 0.8,
+        "k-means NMI digit": 0.5,
+        "test ELBO": -150.0,
+        "kNN digit accuracy (code)": 0.9,
+        "kNN digit accuracy (appearance)": 0.7,
     }
 
 
@@ -44,8 +52,10 @@ def test_a_digit_style_curve_follows_the_retrieval_rows_and_the_held_out_digit_s
     # Supplement L116 (Fig. S7): how a method's retrieval grid changes over training; the
     # untrained network's values are not the run's.
     assert learning_curves.curve_measures(DIGIT_STYLE) == {
-        "retrieval row spread slant": 0.6, "retrieval row spread thickness": 0.45,
-        "style R2 slant (held-out digit)": 0.65, "style R2 ink (held-out digit)": 0.5,
+        "retrieval row spread slant": 0.6,
+        "retrieval row spread thickness": 0.45,
+        "style R2 slant (held-out digit)": 0.65,
+        "style R2 ink (held-out digit)": 0.5,
     }
 
 
@@ -67,7 +77,9 @@ def test_a_reference_to_a_measure_not_measured_is_refused(tmp_path):
 
 def test_references_parse_from_measure_equals_value():
     assert learning_curves.parse_references(["NMI (code vs digit)=0.889", "ENT=0.213"]) == {
-        "NMI (code vs digit)": 0.889, "ENT": 0.213}
+        "NMI (code vs digit)": 0.889,
+        "ENT": 0.213,
+    }
     for bad in ("ENT", "ENT=high", "=0.2"):
         with pytest.raises(ValueError, match="write MEASURE=VALUE"):
             learning_curves.parse_references([bad])

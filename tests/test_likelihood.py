@@ -47,10 +47,16 @@ class FixedDecoder(keras.Model):
 
 def tiny_vae(seed: int) -> tuple[dict, dict]:
     rng = np.random.default_rng(seed)
-    params = {"W": rng.normal(scale=0.5, size=(4, 2)), "v": rng.uniform(0.2, 0.8, size=2),
-              "U": rng.normal(size=(2, 4)), "b": rng.normal(scale=0.3, size=4)}
-    return {"appearance_posterior": FixedPosterior(params["W"], params["v"]),
-            "appearance_decoder": FixedDecoder(params["U"], params["b"])}, params
+    params = {
+        "W": rng.normal(scale=0.5, size=(4, 2)),
+        "v": rng.uniform(0.2, 0.8, size=2),
+        "U": rng.normal(size=(2, 4)),
+        "b": rng.normal(scale=0.3, size=4),
+    }
+    return {
+        "appearance_posterior": FixedPosterior(params["W"], params["v"]),
+        "appearance_decoder": FixedDecoder(params["U"], params["b"]),
+    }, params
 
 
 def np_terms(x: np.ndarray, z: np.ndarray, params: dict) -> tuple[float, float, float]:
@@ -107,8 +113,16 @@ def test_the_importance_weighted_bound_is_above_the_elbo_rises_with_k_and_nears_
     z = np.stack(np.meshgrid(grid, grid, indexing="ij"), -1).reshape(-1, 2).astype(np.float32)
     probabilities = np.asarray(networks["appearance_decoder"](z), np.float64).reshape(len(z), 4)
     prior = np.exp(-0.5 * np.sum(z.astype(np.float64) ** 2, axis=1)) / (2 * np.pi) * (grid[1] - grid[0]) ** 2
-    exact = np.array([np.log(np.sum(prior * np.prod(np.where(x[b].reshape(4) > 0.5, probabilities, 1 - probabilities), axis=1)))
-                      for b in range(len(x))])
+    exact = np.array(
+        [
+            np.log(
+                np.sum(
+                    prior * np.prod(np.where(x[b].reshape(4) > 0.5, probabilities, 1 - probabilities), axis=1)
+                )
+            )
+            for b in range(len(x))
+        ]
+    )
     assert np.mean(exact) >= np.mean(many["iw_log_likelihood"]) - 1e-3
     assert np.mean(many["iw_log_likelihood"]) == pytest.approx(np.mean(exact), abs=0.05)
 
@@ -128,9 +142,16 @@ def test_log_mean_exp_and_knn_accuracy():
 def test_only_vae_family_runs_on_class_labelled_images_are_measured():
     # Refused from the run's declarations alone, before any network or image is read.
     for data, method in (("shapes3d", "vae"), ("mnist", "abc")):  # no class labels; not a VAE variant
-        run = Run(run_dir="unused", config=experiments.choose(get_preset("mnist"), data=data, method=method), encoder=None)
-        with pytest.raises(ValueError, match=f"take runs of the VAE model \\(vae, u_vitae, c_vitae: a VaeConfig\\) on a "
-                                             f"family of class-labelled images \\(mnist\\), not {method} on {data}"):
+        run = Run(
+            run_dir="unused",
+            config=experiments.choose(get_preset("mnist"), data=data, method=method),
+            encoder=None,
+        )
+        with pytest.raises(
+            ValueError,
+            match=f"take runs of the VAE model \\(vae, u_vitae, c_vitae: a VaeConfig\\) on a "
+            f"family of class-labelled images \\(mnist\\), not {method} on {data}",
+        ):
             likelihood.evaluate_run(run)
 
 
@@ -138,16 +159,26 @@ def test_only_vae_family_runs_on_class_labelled_images_are_measured():
 def test_a_short_run_s_measures(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    config = get_preset("mnist_c_vitae_quick").replace(path=path, batch_size=16, steps=2, log_every=2, jit_compile=False)
+    config = get_preset("mnist_c_vitae_quick").replace(
+        path=path, batch_size=16, steps=2, log_every=2, jit_compile=False
+    )
     training.train(config, str(tmp_path / "run"), verbose=0)
     metrics = likelihood.evaluate_run(load_run(str(tmp_path / "run")), samples=4, seed=0)
     assert metrics["num_test_images"] == 40 and metrics["importance_samples"] == 4
     assert metrics["iw_log_likelihood"] >= metrics["elbo"] - 1.0
-    assert metrics["elbo"] == pytest.approx(-(metrics["reconstruction"] + metrics["kl_appearance"] + metrics["kl_perspective"]))
+    assert metrics["elbo"] == pytest.approx(
+        -(metrics["reconstruction"] + metrics["kl_appearance"] + metrics["kl_perspective"])
+    )
     for space in ("code", "appearance", "perspective"):
-        assert 0.0 <= metrics["knn_accuracy"][space]["all"] <= 1.0 and "held_out_digit" in metrics["knn_accuracy"][space]
+        assert (
+            0.0 <= metrics["knn_accuracy"][space]["all"] <= 1.0
+            and "held_out_digit" in metrics["knn_accuracy"][space]
+        )
     assert "Test ELBO" in likelihood.summary(metrics)
-    assert metrics["headline"] == {"test ELBO": metrics["elbo"], "IWAE log p(x)": metrics["iw_log_likelihood"]}
+    assert metrics["headline"] == {
+        "test ELBO": metrics["elbo"],
+        "IWAE log p(x)": metrics["iw_log_likelihood"],
+    }
     (tmp_path / "run" / "appearance_decoder.keras").unlink()
     with pytest.raises(ValueError, match="lacks appearance_decoder.keras"):
         likelihood.evaluate_run(load_run(str(tmp_path / "run")))

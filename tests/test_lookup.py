@@ -16,19 +16,26 @@ from tolerance_helpers import rounding_rtol
 def test_tiled_nearest_neighbours_agree_with_the_full_matrix(similarity):
     rng = np.random.default_rng(0)
     queries, keys = rng.normal(size=(37, 6)), rng.normal(size=(101, 6))
-    full = losses.pairwise_similarity(tf.constant(queries, tf.float32), tf.constant(keys, tf.float32), similarity).numpy()
+    full = losses.pairwise_similarity(
+        tf.constant(queries, tf.float32), tf.constant(keys, tf.float32), similarity
+    ).numpy()
     # Tiles of 300 numbers: 37 queries by 8 keys (by 1 key for l1, whose differences count D).
     index, score = lookup.nearest_neighbours(queries, keys, similarity, max_elements=300)
     np.testing.assert_array_equal(index, np.argmax(full, axis=1))
     # Tiles of other shapes take other matmul blockings: D = 6 products, the norms and the inputs'
     # rounding (l2sq: |q|^2 + |k|^2 - 2 q.k) on terms up to (|q| + |k|)^2.
-    tolerance = rounding_rtol(6 + 3) * (np.linalg.norm(queries, axis=1).max() + np.linalg.norm(keys, axis=1).max()) ** 2
+    tolerance = (
+        rounding_rtol(6 + 3)
+        * (np.linalg.norm(queries, axis=1).max() + np.linalg.norm(keys, axis=1).max()) ** 2
+    )
     np.testing.assert_allclose(score, full.max(axis=1), rtol=0, atol=tolerance)
     tiles = list(lookup.similarity_tiles(queries, keys, similarity, max_elements=300))
     columns = 1 if similarity == "l1" else 8
     assert [(q, k) for q, k, _ in tiles] == [(0, k) for k in range(0, 101, columns)]
     assert all(scores.shape == (37, min(columns, 101 - k)) for _, k, scores in tiles)
-    np.testing.assert_allclose(lookup.similarity_matrix(queries, keys, similarity), full, rtol=0, atol=tolerance)
+    np.testing.assert_allclose(
+        lookup.similarity_matrix(queries, keys, similarity), full, rtol=0, atol=tolerance
+    )
 
 
 def test_nearest_neighbour_ranks_by_the_training_similarity():
@@ -62,7 +69,9 @@ def test_nearest_keys_in_the_graph_equals_one_search_over_all_keys(similarity):
     # the last tile partial (37 keys), and a padded last chunk of queries.
     @tf.function(input_signature=[tf.TensorSpec([None, 8], tf.float32)])
     def search(queries):
-        return lookup.nearest_keys(queries, stored, similarity, max_scores=16, max_rows=lookup.QUERIES_PER_TILE)
+        return lookup.nearest_keys(
+            queries, stored, similarity, max_scores=16, max_rows=lookup.QUERIES_PER_TILE
+        )
 
     for batch in (1, 5, 20):
         queries = rng.random((batch, 8), dtype=np.float32)
@@ -73,4 +82,6 @@ def test_nearest_keys_in_the_graph_equals_one_search_over_all_keys(similarity):
         # Other tiles, other blockings (and the keys normalised once for cosine): D = 8 products and
         # the norms, on terms up to (|q| + |k|)^2.
         size = (np.linalg.norm(queries, axis=1).max() + np.linalg.norm(keys, axis=1).max()) ** 2
-        np.testing.assert_allclose(best, scores[np.arange(batch), want], rtol=0, atol=rounding_rtol(8 + 3) * size)
+        np.testing.assert_allclose(
+            best, scores[np.arange(batch), want], rtol=0, atol=rounding_rtol(8 + 3) * size
+        )

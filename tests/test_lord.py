@@ -39,8 +39,17 @@ ROUNDINGS = GENERATOR + ENCODER + 192 + 6 + 30
 
 
 def tiny_config(**overrides):
-    fields = dict(DIMS, content_std=STD, content_decay=DECAY, code_weight=CODE_WEIGHT, latent_lr_multiplier=MULTIPLIER,
-                  stage1_steps=2, steps=4, seed=3, image_size=16)
+    fields = dict(
+        DIMS,
+        content_std=STD,
+        content_decay=DECAY,
+        code_weight=CODE_WEIGHT,
+        latent_lr_multiplier=MULTIPLIER,
+        stage1_steps=2,
+        steps=4,
+        seed=3,
+        image_size=16,
+    )
     return experiments.config_for(data="pose", method="lord", **{**fields, **overrides})
 
 
@@ -53,8 +62,13 @@ def tiny_model(**overrides) -> lord.LordModel:
 
 
 def tiny_batch(seed: int = 0) -> dict[str, tf.Tensor]:
-    return {"set_a": tf.constant(np.random.default_rng(seed).integers(0, 256, size=(P, N, *SHAPE), dtype=np.uint8)),
-            "index_a": tf.constant([[4, 0, 2], [1, 5, 3]], tf.int64), "group_a": tf.constant([2, 0], tf.int64)}
+    return {
+        "set_a": tf.constant(
+            np.random.default_rng(seed).integers(0, 256, size=(P, N, *SHAPE), dtype=np.uint8)
+        ),
+        "index_a": tf.constant([[4, 0, 2], [1, 5, 3]], tf.int64),
+        "group_a": tf.constant([2, 0], tf.int64),
+    }
 
 
 # ---------------------------------------------------------------- NumPy restatement
@@ -62,8 +76,13 @@ def tiny_batch(seed: int = 0) -> dict[str, tf.Tensor]:
 
 def weights_of(*networks: keras.Model) -> dict[str, np.ndarray]:
     """Every kernel and bias, float64, by "<network>/<layer>/<kernel|bias>"."""
-    return {f"{network.name}/{layer.name}/{part}": np.asarray(getattr(layer, part), np.float64)
-            for network in networks for layer in network.layers if hasattr(layer, "kernel") for part in ("kernel", "bias")}
+    return {
+        f"{network.name}/{layer.name}/{part}": np.asarray(getattr(layer, part), np.float64)
+        for network in networks
+        for layer in network.layers
+        if hasattr(layer, "kernel")
+        for part in ("kernel", "bias")
+    }
 
 
 def conv(x, kernel, bias, stride=1):
@@ -94,7 +113,9 @@ def generate(w, content, class_code, record):
     for i in (1, 2):
         x = np.repeat(np.repeat(x, 2, axis=1), 2, axis=2)
         x = leaky(conv(x, w[f"generator/conv_{i}/kernel"], w[f"generator/conv_{i}/bias"]))
-        pairs = (class_code @ w[f"generator/modulation_{i}/kernel"] + w[f"generator/modulation_{i}/bias"]).reshape(-1, 1, 1, 8, 2)
+        pairs = (
+            class_code @ w[f"generator/modulation_{i}/kernel"] + w[f"generator/modulation_{i}/bias"]
+        ).reshape(-1, 1, 1, 8, 2)
         mean, std = x.mean(axis=(1, 2), keepdims=True), x.std(axis=(1, 2), keepdims=True)
         record.append(float(np.max(np.abs(x).max(axis=(1, 2), keepdims=True) / std)))
         x = (x - mean) / (std + 1e-7) * pairs[..., 1] + pairs[..., 0]
@@ -119,8 +140,11 @@ def pixel_error(generated, images):
 def images_and_codes(batch, content_table, class_table):
     """The batch's 6 images in [0, 1] and their optimised codes (multiplier x table rows; the class
     code of an image its set's group's)."""
-    return (batch["set_a"].astype(np.float64).reshape(-1, *SHAPE) / 255.0, MULTIPLIER * content_table[batch["index_a"].reshape(-1)],
-            MULTIPLIER * class_table[np.repeat(batch["group_a"], N)])
+    return (
+        batch["set_a"].astype(np.float64).reshape(-1, *SHAPE) / 255.0,
+        MULTIPLIER * content_table[batch["index_a"].reshape(-1)],
+        MULTIPLIER * class_table[np.repeat(batch["group_a"], N)],
+    )
 
 
 def numpy_stage1(w, content_table, class_table, batch, noise) -> dict:
@@ -139,18 +163,25 @@ def numpy_stage2(w, content_table, class_table, batch) -> dict:
     record, (images, target_content, target_class) = [], images_and_codes(batch, content_table, class_table)
     content, class_code = encode(w, "encoder", images), encode(w, "class_encoder", images)
     generated = generate(w, content, class_code, record)
-    terms = {"amortized_reconstruction": pixel_error(generated, images).mean(),
-             "content_error": np.mean((content - target_content) ** 2), "class_error": np.mean((class_code - target_class) ** 2)}
-    terms["amortized_loss"] = terms["amortized_reconstruction"] + CODE_WEIGHT * (terms["content_error"] + terms["class_error"])
-    terms["scale"] = (255.0 * np.mean(np.abs(generated) + np.abs(images))
-                      + CODE_WEIGHT * 2 * (np.mean((np.abs(content) + np.abs(target_content)) ** 2)
-                                           + np.mean((np.abs(class_code) + np.abs(target_class)) ** 2)))
+    terms = {
+        "amortized_reconstruction": pixel_error(generated, images).mean(),
+        "content_error": np.mean((content - target_content) ** 2),
+        "class_error": np.mean((class_code - target_class) ** 2),
+    }
+    terms["amortized_loss"] = terms["amortized_reconstruction"] + CODE_WEIGHT * (
+        terms["content_error"] + terms["class_error"]
+    )
+    terms["scale"] = 255.0 * np.mean(np.abs(generated) + np.abs(images)) + CODE_WEIGHT * 2 * (
+        np.mean((np.abs(content) + np.abs(target_content)) ** 2)
+        + np.mean((np.abs(class_code) + np.abs(target_class)) ** 2)
+    )
     terms["condition"] = max(1.0, *record)
     return terms
 
 
 def numeric_gradient(loss, array: np.ndarray, entries, step: float = 1e-6) -> np.ndarray:
     """Central differences of ``loss(moved array)`` at ``entries`` of ``array`` (float64)."""
+
     def shifted(index, delta):
         moved = array.copy()
         moved[index] += delta
@@ -183,7 +214,10 @@ def test_stage_one_terms_and_their_gradients_in_the_code_tables_match_numpy():
 
     # The gradient in the table rows: the batch's rows (float32 back-propagation against central
     # differences of the float64 loss), and zeros for the rows and groups the batch does not hold.
-    for table, other, rows, is_content in ((content_table, class_table, range(6), True), (class_table, content_table, (0, 2), False)):
+    for table, other, rows, is_content in (
+        (content_table, class_table, range(6), True),
+        (class_table, content_table, (0, 2), False),
+    ):
         variable = model.content_table if is_content else model.class_table
         gradient = np.asarray(tf.convert_to_tensor(tape.gradient(terms["latent_loss"], variable)))
 
@@ -194,8 +228,12 @@ def test_stage_one_terms_and_their_gradients_in_the_code_tables_match_numpy():
         entries = [(row, k) for row in rows for k in range(table.shape[1])]
         numeric = numeric_gradient(loss, table, entries)
         computed = np.asarray([gradient[index] for index in entries])
-        np.testing.assert_allclose(computed, numeric, rtol=0, atol=rounding_rtol(2 * ROUNDINGS, expected["condition"])
-                                   * np.abs(numeric).max() + 1e-6)
+        np.testing.assert_allclose(
+            computed,
+            numeric,
+            rtol=0,
+            atol=rounding_rtol(2 * ROUNDINGS, expected["condition"]) * np.abs(numeric).max() + 1e-6,
+        )
         unused = [row for row in range(len(table)) if row not in rows]
         assert not np.any(gradient[unused])
 
@@ -216,11 +254,21 @@ def test_stage_two_terms_and_their_gradients_match_numpy():
     assert float(terms["loss"]) == float(terms["amortized_loss"]) and float(terms["stage"]) == 2.0
     assert all(float(terms[name]) == 0.0 for name in lord.LATENT_TERMS)  # stage 1 idle
 
-    layers = {f"{net.name}/{layer.name}/{part}": getattr(layer, part) for net in (model.generator, model.content_encoder,
-              model.class_encoder) for layer in net.layers if hasattr(layer, "kernel") for part in ("kernel", "bias")}
-    checked = [("encoder/code_linear/bias", None), ("class_encoder/code_linear/bias", None),
-               ("encoder/conv_1/kernel", [(0, 3, 1, 0), (6, 2, 2, 1)]), ("class_encoder/dense_1/kernel", [(5, 3), (7, 0)]),
-               ("generator/conv_out_2/bias", None), ("generator/modulation_2/kernel", [(1, 6), (0, 13)])]
+    layers = {
+        f"{net.name}/{layer.name}/{part}": getattr(layer, part)
+        for net in (model.generator, model.content_encoder, model.class_encoder)
+        for layer in net.layers
+        if hasattr(layer, "kernel")
+        for part in ("kernel", "bias")
+    }
+    checked = [
+        ("encoder/code_linear/bias", None),
+        ("class_encoder/code_linear/bias", None),
+        ("encoder/conv_1/kernel", [(0, 3, 1, 0), (6, 2, 2, 1)]),
+        ("class_encoder/dense_1/kernel", [(5, 3), (7, 0)]),
+        ("generator/conv_out_2/bias", None),
+        ("generator/modulation_2/kernel", [(1, 6), (0, 13)]),
+    ]
     gradients = tape.gradient(terms["amortized_loss"], [layers[name] for name, _ in checked])
     for (name, entries), gradient in zip(checked, gradients):
         entries = entries or list(np.ndindex(w[name].shape))
@@ -230,10 +278,17 @@ def test_stage_two_terms_and_their_gradients_match_numpy():
 
         numeric = numeric_gradient(loss, w[name], entries)
         computed = np.asarray([np.asarray(gradient)[index] for index in entries])
-        np.testing.assert_allclose(computed, numeric, rtol=0, err_msg=name,
-                                   atol=rounding_rtol(2 * ROUNDINGS, expected["condition"]) * np.abs(numeric).max() + 1e-6)
+        np.testing.assert_allclose(
+            computed,
+            numeric,
+            rtol=0,
+            err_msg=name,
+            atol=rounding_rtol(2 * ROUNDINGS, expected["condition"]) * np.abs(numeric).max() + 1e-6,
+        )
     # The optimised codes are targets: no gradient reaches the tables in stage 2.
-    assert all(g is None for g in tape.gradient(terms["amortized_loss"], [model.content_table, model.class_table]))
+    assert all(
+        g is None for g in tape.gradient(terms["amortized_loss"], [model.content_table, model.class_table])
+    )
 
 
 def snapshot(variables) -> list[np.ndarray]:
@@ -259,7 +314,14 @@ def test_the_stage_switch_sets_the_rates_moves_other_variables_and_starts_the_en
         model.optimizer.iterations.assign(step)  # steps 2 to 998 skipped: the same code path
         before = [snapshot(tables), snapshot(encoders), snapshot(generator), np.array(bias)]
         logs = model.fit(dataset, epochs=epoch + 1, initial_epoch=epoch, steps_per_epoch=1, verbose=0).history
-        seen.append((moved(before[0], tables), moved(before[1], encoders), moved(before[2], generator), logs["stage"][0]))
+        seen.append(
+            (
+                moved(before[0], tables),
+                moved(before[1], encoders),
+                moved(before[2], generator),
+                logs["stage"][0],
+            )
+        )
         rates = float(model.optimizer.learning_rate), float(model.encoder_optimizer.learning_rate)
         expected = (float(lord.cosine_rate(step, 1000, 3e-5, 1e-5)), 0.0) if step < 1000 else (0.0, 1e-4)
         assert rates == pytest.approx(expected, rel=1e-6)
@@ -281,10 +343,16 @@ def test_the_xla_step_reads_the_tables_and_weights_as_parameters_so_it_compiles_
     tables into the program and compiled the step again at every step (9 to 11 s a step of the
     tests' tiny config on 2 CPU cores, against 0.02 s when it is compiled once)."""
     model = tiny_model()
-    hlo = tf.function(model.train_step, jit_compile=True).experimental_get_compiler_ir(tiny_batch())(stage="hlo")
+    hlo = tf.function(model.train_step, jit_compile=True).experimental_get_compiler_ir(tiny_batch())(
+        stage="hlo"
+    )
     variables = [model.content_table, model.class_table, *model.generator.trainable_variables]
-    baked = {variable.path for variable in variables if len(variable.shape) >= 2
-             and re.search(rf"f32\[{','.join(map(str, variable.shape))}\]\{{[0-9,]*\}} constant\(", hlo)}
+    baked = {
+        variable.path
+        for variable in variables
+        if len(variable.shape) >= 2
+        and re.search(rf"f32\[{','.join(map(str, variable.shape))}\]\{{[0-9,]*\}} constant\(", hlo)
+    }
     assert not baked, baked
 
 
@@ -296,16 +364,31 @@ def test_the_networks_are_the_authors():
     assert tuple(generator.output.shape) == (None, 64, 64, 3)
     assert generator.get_layer("dense_1").output.shape[1:] == (4 * 4 * 32,)
     assert generator.get_layer("to_map").output.shape[1:] == (4, 4, 256)
-    assert [generator.get_layer(f"adain_{i}").output.shape[1:3] for i in (1, 2, 3, 4)] == [(8, 8), (16, 16), (32, 32), (64, 64)]
-    assert generator.get_layer("modulation_1").output.shape[1:] == (512,) and generator.get_layer("conv_out_1").filters == 64
+    assert [generator.get_layer(f"adain_{i}").output.shape[1:3] for i in (1, 2, 3, 4)] == [
+        (8, 8),
+        (16, 16),
+        (32, 32),
+        (64, 64),
+    ]
+    assert (
+        generator.get_layer("modulation_1").output.shape[1:] == (512,)
+        and generator.get_layer("conv_out_1").filters == 64
+    )
     encoder = lord_networks.lord_encoder()
     assert [encoder.get_layer(f"conv_{i}").output.shape[1:] for i in range(1, 6)] == [
-        (64, 64, 64), (32, 32, 128), (16, 16, 256), (8, 8, 256), (4, 4, 256)]
+        (64, 64, 64),
+        (32, 32, 128),
+        (16, 16, 256),
+        (8, 8, 256),
+        (4, 4, 256),
+    ]
     assert tuple(encoder.output.shape) == (None, 128) and encoder.get_layer("dense_2").units == 256
     # Nearest upsampling as Keras' UpSampling2D; AdaIN standardises each image's channels.
     x = np.random.default_rng(0).normal(size=(2, 3, 5, 4)).astype(np.float32)
     np.testing.assert_array_equal(lord_networks.NearestUpsample()(x), keras.layers.UpSampling2D(2)(x))
-    out = np.asarray(lord_networks.AdaptiveInstanceNorm()([x, np.tile([[0.5, 2.0]], (2, 4)).astype(np.float32)]))
+    out = np.asarray(
+        lord_networks.AdaptiveInstanceNorm()([x, np.tile([[0.5, 2.0]], (2, 4)).astype(np.float32)])
+    )
     np.testing.assert_allclose(out.mean(axis=(1, 2)), 0.5, atol=1e-5)
     np.testing.assert_allclose(out.std(axis=(1, 2)), 2.0, rtol=1e-5)
     with pytest.raises(ValueError, match="must be multiples of 16"):
@@ -320,25 +403,46 @@ def test_the_perceptual_loss_reads_a_local_vgg_file(tmp_path):
     path, rng = str(tmp_path / "vgg16_notop.weights.h5"), np.random.default_rng(4)
     vgg = keras.applications.VGG16(include_top=False, weights=None, input_shape=(32, 32, 3))
     vgg.save_weights(path)  # random weights: what matters is that the file's are the ones used
-    model = lord.build_model(tiny_config(reconstruction="perceptual", vgg_weights=path), (32, 32, 3), IMAGES, GROUPS)
+    model = lord.build_model(
+        tiny_config(reconstruction="perceptual", vgg_weights=path), (32, 32, 3), IMAGES, GROUPS
+    )
     images, generated = (rng.uniform(size=(3, 32, 32, 3)).astype(np.float32) for _ in range(2))
     features = keras.Model(vgg.input, [vgg.get_layer(name).output for name in lord_networks.VGG_LAYERS])
     prepared = [keras.applications.vgg16.preprocess_input(255.0 * x) for x in (generated, images)]
-    expected = np.mean([np.abs(np.asarray(a) - np.asarray(b)).reshape(3, -1).mean(axis=1)
-                        for a, b in zip(features(prepared[0]), features(prepared[1]))], axis=0)
+    expected = np.mean(
+        [
+            np.abs(np.asarray(a) - np.asarray(b)).reshape(3, -1).mean(axis=1)
+            for a, b in zip(features(prepared[0]), features(prepared[1]))
+        ],
+        axis=0,
+    )
     # 13 float32 convolutions on batches of 6 and of 3 (other kernels may be chosen): 1e-3 is far
     # above their rounding and far below what other weights would change.
     np.testing.assert_allclose(lord.perceptual_error(model.vgg, images, generated), expected, rtol=1e-3)
-    assert methods.get_method("lord").label_for(tiny_config(reconstruction="perceptual", vgg_weights=path)) == "lord"
+    assert (
+        methods.get_method("lord").label_for(tiny_config(reconstruction="perceptual", vgg_weights=path))
+        == "lord"
+    )
 
 
 def test_the_declaration():
     method, config_class = methods.get_method("lord"), experiments.method_config_class("lord")
-    assert config_class is lord_config.LordConfig and config_class.batch_format == "sets" and not config_class.trains_encoder
-    assert method.needs_training_bank and config_class(name="lord").length_scale() is None and not method.accepts_two_view_sets
+    assert (
+        config_class is lord_config.LordConfig
+        and config_class.batch_format == "sets"
+        and not config_class.trains_encoder
+    )
+    assert (
+        method.needs_training_bank
+        and config_class(name="lord").length_scale() is None
+        and not method.accepts_two_view_sets
+    )
     assert method.supervision.startswith("group membership")
     assert method.label_for(get_preset("pose_lord")) == "lord (pixel loss)"
-    assert method.label_for(get_preset("pose_lord").replace(content_std=0.0)) == "lord (pixel loss, no content noise)"
+    assert (
+        method.label_for(get_preset("pose_lord").replace(content_std=0.0))
+        == "lord (pixel loss, no content noise)"
+    )
 
 
 # ---------------------------------------------------------------- through the trainer
@@ -348,21 +452,27 @@ def test_the_declaration():
 def test_a_run_killed_at_the_switch_resumes_into_stage_two(tmp_path, monkeypatch):
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
     run_dir = str(tmp_path / "run")
-    config = get_preset("pose_lord_quick").replace(image_size=16, set_size=3, steps=4, stage1_steps=2, log_every=2, **DIMS)
+    config = get_preset("pose_lord_quick").replace(
+        image_size=16, set_size=3, steps=4, stage1_steps=2, log_every=2, **DIMS
+    )
 
     def crash(epoch, logs):
         if epoch == 0:  # after the checkpoint of step 2, the last of stage 1
             raise RuntimeError("killed")
 
     with pytest.raises(RuntimeError, match="killed"):
-        training.train(config, run_dir, verbose=0, callbacks=[keras.callbacks.LambdaCallback(on_epoch_end=crash)])
+        training.train(
+            config, run_dir, verbose=0, callbacks=[keras.callbacks.LambdaCallback(on_epoch_end=crash)]
+        )
     at_switch, initial = training.build_model(config), training.build_model(config)
     # The encoders' Adam is set to 0 steps before each stage-1 step, which counts one.
     assert checkpoints.restore(at_switch, run_dir) == 2 and int(at_switch.encoder_optimizer.iterations) == 1
     # Stage 1 (compiled, as the trainer runs it) trained the codes, not the encoders.
     assert moved(snapshot([initial.content_table]), [at_switch.content_table])
     for network in ("content_encoder", "class_encoder"):
-        assert not moved(snapshot(getattr(initial, network).weights), getattr(at_switch, network).weights), network
+        assert not moved(snapshot(getattr(initial, network).weights), getattr(at_switch, network).weights), (
+            network
+        )
     result = training.train(config, run_dir, verbose=0)
     assert result.final_step == 4 and result.history["stage"] == [2.0]
     assert all(np.isfinite(value) for values in result.history.values() for value in values)
@@ -372,27 +482,49 @@ def test_a_run_killed_at_the_switch_resumes_into_stage_two(tmp_path, monkeypatch
     # Stage 2 left the codes as stage 1 left them and trained the encoders.
     np.testing.assert_array_equal(done.content_table, at_switch.content_table)
     np.testing.assert_array_equal(done.class_table, at_switch.class_table)
-    assert moved(snapshot(at_switch.content_encoder.trainable_variables), done.content_encoder.trainable_variables)
-    run, images = load_run(run_dir), np.random.default_rng(0).integers(0, 256, size=(5, 16, 16, 3), dtype=np.uint8)
+    assert moved(
+        snapshot(at_switch.content_encoder.trainable_variables), done.content_encoder.trainable_variables
+    )
+    run, images = (
+        load_run(run_dir),
+        np.random.default_rng(0).integers(0, 256, size=(5, 16, 16, 3), dtype=np.uint8),
+    )
     codes = embed(run.encoder, images)
     assert codes.shape == (5, DIMS["content_dim"]) and np.all(np.isfinite(codes))
     # The same weights through predict's graph and an eager call (kernels may differ): float32 rounding only.
-    np.testing.assert_allclose(codes, done.content_encoder(images.astype(np.float32) / 255.0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        codes, done.content_encoder(images.astype(np.float32) / 255.0), rtol=1e-4, atol=1e-4
+    )
     assert run.network("class_encoder") is not None and run.network("generator") is not None
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"stage1_steps": 1500}, r"--method.stage1_steps=1500 must be below --trainer.steps=1500"),
-    ({"lr_halving_steps": 100}, r"--trainer.lr_halving_steps and --trainer.lr_drop_step must be 0 for --method=lord"),
-    ({"lr_drop_step": 100}, r"--trainer.lr_halving_steps and --trainer.lr_drop_step must be 0 for --method=lord"),
-    ({"reconstruction": "perceptual"}, r"--method.reconstruction=perceptual needs --method.vgg_weights"),
-    ({"reconstruction": "perceptual", "vgg_weights": "/no/such/vgg.h5"}, r"--method.vgg_weights=/no/such/vgg.h5 does not exist"),
-    ({"reconstruction": "vgg"}, r"--method.reconstruction='vgg'; choose one of pixel, perceptual"),
-    ({"image_size": 72}, r"--method.n_adain_layers=4 with data 'pose'.*multiples of 16"),
-    ({"adain_dim": 4}, r"--method.adain_dim must be at least 8"),
-    ({"content_decay": -1.0}, r"--method.content_decay must be a finite number >= 0"),
-    ({"data": "mnist", "n_adain_layers": 2}, r"--method=lord learns a code per training image.*Families that do: pose"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"stage1_steps": 1500}, r"--method.stage1_steps=1500 must be below --trainer.steps=1500"),
+        (
+            {"lr_halving_steps": 100},
+            r"--trainer.lr_halving_steps and --trainer.lr_drop_step must be 0 for --method=lord",
+        ),
+        (
+            {"lr_drop_step": 100},
+            r"--trainer.lr_halving_steps and --trainer.lr_drop_step must be 0 for --method=lord",
+        ),
+        ({"reconstruction": "perceptual"}, r"--method.reconstruction=perceptual needs --method.vgg_weights"),
+        (
+            {"reconstruction": "perceptual", "vgg_weights": "/no/such/vgg.h5"},
+            r"--method.vgg_weights=/no/such/vgg.h5 does not exist",
+        ),
+        ({"reconstruction": "vgg"}, r"--method.reconstruction='vgg'; choose one of pixel, perceptual"),
+        ({"image_size": 72}, r"--method.n_adain_layers=4 with data 'pose'.*multiples of 16"),
+        ({"adain_dim": 4}, r"--method.adain_dim must be at least 8"),
+        ({"content_decay": -1.0}, r"--method.content_decay must be a finite number >= 0"),
+        (
+            {"data": "mnist", "n_adain_layers": 2},
+            r"--method=lord learns a code per training image.*Families that do: pose",
+        ),
+    ],
+)
 def test_bad_settings_fail_before_training(overrides, message):
     with pytest.raises(ValueError, match=message):
         training.check_config(experiments.choose(get_preset("pose_lord_quick"), **overrides))
@@ -405,10 +537,19 @@ def test_the_presets_are_the_authors_settings():
     paper, quick = get_preset("pose_lord"), get_preset("pose_lord_quick")
     method, data = paper.method, paper.data
     # lord config.py L2-9: the codes, the noise and penalty, the generator.
-    assert (method.content_dim, method.class_dim, method.content_std, method.content_decay) == (128, 256, 1.0, 1e-3)
+    assert (method.content_dim, method.class_dim, method.content_std, method.content_decay) == (
+        128,
+        256,
+        1.0,
+        1e-3,
+    )
     assert (method.n_adain_layers, method.adain_dim, method.base_channels) == (4, 256, 64)
     # network.py L114-125 (stage 1: cosine 3e-4 -> 1e-5, codes x10), L150-153 (stage 2: 1e-4, weights 1e4).
-    assert (paper.trainer.learning_rate, method.min_learning_rate, method.latent_lr_multiplier) == (3e-4, 1e-5, 10.0)
+    assert (paper.trainer.learning_rate, method.min_learning_rate, method.latent_lr_multiplier) == (
+        3e-4,
+        1e-5,
+        10.0,
+    )
     assert (method.encoder_learning_rate, method.code_weight) == (1e-4, 1e4) and lord.BETAS == (0.5, 0.999)
     # Batches of 64 (config.py L18, L23): two sets of 32 views of one instance; 1000 and 200
     # epochs (L19, L24) of the procedural bank's 100 x 40 renders.
@@ -418,8 +559,17 @@ def test_the_presets_are_the_authors_settings():
     assert method.stage1_steps == 1000 * epoch and paper.trainer.steps - method.stage1_steps == 200 * epoch
     assert paper.trainer.lr_halving_steps == 0 and paper.model is None
     # Clean 64 x 64 renders (ABC supplement L219): no backgrounds, crops, colours or real images.
-    assert (data.image_size, data.real_fraction, data.crop_amplitude, data.augmentation_amplitude) == (64, 0.0, 0.0, 0.0)
+    assert (data.image_size, data.real_fraction, data.crop_amplitude, data.augmentation_amplitude) == (
+        64,
+        0.0,
+        0.0,
+        0.0,
+    )
     assert not data.paint_backgrounds and data.source == "auto"
-    assert quick.data == paper.data and quick.trainer.steps < paper.trainer.steps and not quick.trainer.jit_compile
+    assert (
+        quick.data == paper.data
+        and quick.trainer.steps < paper.trainer.steps
+        and not quick.trainer.jit_compile
+    )
     assert quick.method.stage1_steps * 6 == quick.trainer.steps * 5  # the authors' 1000 : 200 split
     training.check_config(quick)

@@ -67,11 +67,14 @@ def test_pairwise_similarity_matches_definition(kind):
     # as |x|^2 + |y|^2 - 2 x.y) of terms up to (|x| + |y|)^2.
     scale = (np.linalg.norm(x, axis=1).max() + np.linalg.norm(y, axis=1).max()) ** 2
     tolerance = rounding_rtol(5 + 3)
-    np.testing.assert_allclose(got.numpy()[0], np_similarity(x, y, kind), rtol=tolerance, atol=tolerance * scale)
+    np.testing.assert_allclose(
+        got.numpy()[0], np_similarity(x, y, kind), rtol=tolerance, atol=tolerance * scale
+    )
 
 
 @pytest.mark.parametrize(
-    "kind,tau,shape", list(itertools.product(SIMILARITIES, (0.05, 1.0), ((1, 5, 5, 3), (3, 8, 6, 4), (2, 4, 9, 16))))
+    "kind,tau,shape",
+    list(itertools.product(SIMILARITIES, (0.05, 1.0), ((1, 5, 5, 3), (3, 8, 6, 4), (2, 4, 9, 16)))),
 )
 def test_abc_loss_matches_numpy_reference(kind, tau, shape):
     p, n, m, d = shape
@@ -91,7 +94,13 @@ def test_double_augmentation_matches_numpy_reference(kind):
     rng = np.random.default_rng(3)
     a, a2 = rng.normal(size=(2, 2, 6, 4))
     b, b2 = rng.normal(size=(2, 2, 5, 4))
-    got, _ = losses.abc_loss(*(tf.constant(v, tf.float32) for v in (a, b)), kind, 0.5, tf.constant(a2, tf.float32), tf.constant(b2, tf.float32))
+    got, _ = losses.abc_loss(
+        *(tf.constant(v, tf.float32) for v in (a, b)),
+        kind,
+        0.5,
+        tf.constant(a2, tf.float32),
+        tf.constant(b2, tf.float32),
+    )
     want, _ = np_abc(a, b, kind, 0.5, a2, b2)
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-3, atol=1e-3)
 
@@ -103,7 +112,9 @@ def test_double_augmentation_with_equal_views_is_the_plain_loss(kind):
     b = tf.constant(rng.normal(size=(3, 7, 4)), tf.float32)
     plain, plain_accuracy = losses.abc_loss(a, b, kind, 0.3)
     double, double_accuracy = losses.abc_loss(a, b, kind, 0.3, a, b)
-    np.testing.assert_allclose(double.numpy(), plain.numpy(), rtol=1e-6)  # the same ops on the same tensors: equal
+    np.testing.assert_allclose(
+        double.numpy(), plain.numpy(), rtol=1e-6
+    )  # the same ops on the same tensors: equal
     assert double_accuracy.numpy() == plain_accuracy.numpy()
 
 
@@ -148,7 +159,9 @@ def test_gradients_are_finite_at_small_temperature(kind):
 def test_contrastive_loss_matches_numpy_reference():
     rng = np.random.default_rng(7)
     v1, v2 = rng.normal(size=(2, 3, 10, 4))
-    got, accuracy = losses.contrastive_loss(tf.constant(v1, tf.float32), tf.constant(v2, tf.float32), "l2sq", 0.5)
+    got, accuracy = losses.contrastive_loss(
+        tf.constant(v1, tf.float32), tf.constant(v2, tf.float32), "l2sq", 0.5
+    )
     want, want_accuracy = [], []
     for p in range(3):
         logits = np_similarity(v1[p], v2[p], "l2sq") / 0.5
@@ -158,8 +171,12 @@ def test_contrastive_loss_matches_numpy_reference():
     # over terms up to (|v1| + |v2|)^2, divided by tau = 0.5; log-softmax moves by at most twice a
     # logit's error.
     scale = (np.linalg.norm(v1, axis=-1).max() + np.linalg.norm(v2, axis=-1).max()) ** 2
-    np.testing.assert_allclose(got.numpy(), np.mean(want), rtol=0, atol=2 * rounding_rtol(4 + 3) * scale / 0.5)
-    np.testing.assert_allclose(accuracy.numpy(), np.mean(want_accuracy), atol=1e-6)  # a mean of 0s and 1s, as above
+    np.testing.assert_allclose(
+        got.numpy(), np.mean(want), rtol=0, atol=2 * rounding_rtol(4 + 3) * scale / 0.5
+    )
+    np.testing.assert_allclose(
+        accuracy.numpy(), np.mean(want_accuracy), atol=1e-6
+    )  # a mean of 0s and 1s, as above
 
 
 def test_unknown_similarity_is_a_clear_error():
@@ -177,7 +194,9 @@ def test_keras_loss_wrapper_round_trips_its_config_and_matches():
     assert isinstance(rebuilt, losses.ABCLoss)
     assert (rebuilt.similarity, rebuilt.temperature) == ("cosine", 0.1)
     want, _ = losses.abc_loss(a, b, "cosine", 0.1)
-    np.testing.assert_allclose(rebuilt(None, (a, b)).numpy(), want.numpy(), rtol=1e-6)  # the same function: equal
+    np.testing.assert_allclose(
+        rebuilt(None, (a, b)).numpy(), want.numpy(), rtol=1e-6
+    )  # the same function: equal
 
 
 def test_dynamic_shapes_in_a_traced_function():
@@ -194,7 +213,9 @@ def test_dynamic_shapes_in_a_traced_function():
         # Two float32 evaluations (NumPy's and the graph's): two squared distances of D <= 8 with
         # their norms, a softmax and a soft neighbour over M <= 6, a log-softmax over N <= 5, means:
         # about 40 roundings of terms up to (|a| + |b|)^2 < 64 against a loss of about 2.
-        np.testing.assert_allclose(got.numpy(), np_abc(a, b, "l2sq", 1.0)[0], rtol=rounding_rtol(40, condition=64))
+        np.testing.assert_allclose(
+            got.numpy(), np_abc(a, b, "l2sq", 1.0)[0], rtol=rounding_rtol(40, condition=64)
+        )
 
 
 @pytest.mark.slow
@@ -232,4 +253,6 @@ def test_coordinate_chunks_bound_the_difference_tensor():
     x, y = tf.zeros([16, 1024, 64]), tf.zeros([16, 1024, 64])
     chunk = losses._coordinate_chunk(x, y)
     assert 16 * 1024 * 1024 * chunk <= losses.DIFFERENCE_ELEMENTS
-    assert losses._coordinate_chunk(tf.zeros([4, 32, 64]), tf.zeros([4, 32, 64])) is None  # small: whole tensor
+    assert (
+        losses._coordinate_chunk(tf.zeros([4, 32, 64]), tf.zeros([4, 32, 64])) is None
+    )  # small: whole tensor

@@ -49,7 +49,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(autouse=True)
 def registered(monkeypatch, toy_family):
-    monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))
+    monkeypatch.setitem(
+        methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
+    )
     # LORD's tiny run reads the built-in pose bank: rendered at its test size, not a real run's 4,000 views.
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
 
@@ -64,7 +66,9 @@ def test_abc_with_the_augmentation_baseline_says_so():
     from abc_tf.runs.experiments import get_preset
 
     abc = methods.get_method("abc")
-    assert abc.label_for(get_preset("mnist")) == "abc" and abc.supervision_for(get_preset("mnist")).startswith("set membership")
+    assert abc.label_for(get_preset("mnist")) == "abc" and abc.supervision_for(
+        get_preset("mnist")
+    ).startswith("set membership")
     baseline = get_preset("mnist_abc_augmentation")
     assert abc.label_for(baseline) == "abc (augmentation baseline)"
     assert abc.supervision_for(baseline).startswith("none beyond the augmentations")
@@ -87,15 +91,24 @@ def test_build_encoder_passes_weights_only_to_declared_builders_and_keeps_their_
 
     monkeypatch.setitem(models.architectures._BUILDERS, "broken", broken)
     monkeypatch.setitem(models.architectures._BUILDERS, "pretrained", pretrained)
-    monkeypatch.setattr(models.architectures, "_PRETRAINED", models.architectures._PRETRAINED | {"broken", "pretrained"})
+    monkeypatch.setattr(
+        models.architectures, "_PRETRAINED", models.architectures._PRETRAINED | {"broken", "pretrained"}
+    )
     shape = (28, 28, 1)
     # A TypeError raised by a builder is a bug and surfaces as one, with or without weights.
     for weights in ("", "imagenet"):
         with pytest.raises(TypeError, match="a bug inside the builder"):
             build_encoder(experiments.choose(TOY, model="broken", backbone_weights=weights), shape)
-    assert build_encoder(experiments.choose(TOY, model="pretrained", backbone_weights="w.h5"), shape).weights_given == "w.h5"
+    assert (
+        build_encoder(
+            experiments.choose(TOY, model="pretrained", backbone_weights="w.h5"), shape
+        ).weights_given
+        == "w.h5"
+    )
     # Models without a declared backbone refuse the flag before building anything.
-    with pytest.raises(ValueError, match="--model.backbone_weights: model 's4' has no pretrained backbone \\(.*s5"):
+    with pytest.raises(
+        ValueError, match="--model.backbone_weights: model 's4' has no pretrained backbone \\(.*s5"
+    ):
         build_encoder(TOY.replace(backbone_weights="imagenet"), shape)
     assert models.takes_pretrained_weights("s5") and not models.takes_pretrained_weights("s5_small")
 
@@ -146,8 +159,14 @@ def test_a_killed_two_network_run_resumes_at_the_same_step(tmp_path):
     config_path = tmp_path / "config.json"
     config_path.write_text(config.to_json())
     run_dir, marker = tmp_path / "run", tmp_path / "second_checkpoint"
-    process = start_code(KILLABLE_RUN, str(config_path), str(run_dir), str(marker), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT)
+    process = start_code(
+        KILLABLE_RUN,
+        str(config_path),
+        str(run_dir),
+        str(marker),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     wait_for_marker(process, marker)
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=60)
@@ -162,18 +181,38 @@ def test_a_killed_two_network_run_resumes_at_the_same_step(tmp_path):
 
 
 def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluator(tmp_path):
-    config = experiments.choose(TOY, data="shapes3d", model="s3", embedding_dim=4, set_size=8, pairs_per_step=1, steps=4,
-                         log_every=2, inactive_factors="wall_hue")
+    config = experiments.choose(
+        TOY,
+        data="shapes3d",
+        model="s3",
+        embedding_dim=4,
+        set_size=8,
+        pairs_per_step=1,
+        steps=4,
+        log_every=2,
+        inactive_factors="wall_hue",
+    )
     run_dir = str(tmp_path / "run")
     training.train(config, run_dir, verbose=0)
     # evaluate.py's command line, with the method registered as a user would (the fixture
     # ``registered``): the run, then its learning curve (each checkpoint, steps 2 and 4, rebuilt
     # from the method's model and evaluated alike).
-    flags = [f"--run_dir={run_dir}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16",
-             "--mine_eval_samples=256", "--probe_epochs=0", "--disentanglement=none"]
+    flags = [
+        f"--run_dir={run_dir}",
+        "--num_images=48",
+        "--mine_steps=10",
+        "--mine_batch_size=16",
+        "--mine_eval_samples=256",
+        "--probe_epochs=0",
+        "--disentanglement=none",
+    ]
     curve_dir = str(tmp_path / "curve")
     evaluated, curve_evaluated = evaluate_each(
-        [(tmp_path, flags), (tmp_path, [*flags, "--checkpoints=all", f"--output_dir={curve_dir}", "--probe_epochs=1"])])
+        [
+            (tmp_path, flags),
+            (tmp_path, [*flags, "--checkpoints=all", f"--output_dir={curve_dir}", "--probe_epochs=1"]),
+        ]
+    )
     assert evaluated["code"] == 0, evaluated["stderr"][-2000:]
     metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
     assert metrics["inactive"] == ["wall_hue"] and len(metrics["mine"]) == 6
@@ -206,9 +245,14 @@ def test_a_method_package_without_a_smoke_run_is_named(tmp_path, monkeypatch):
     package.mkdir()
     (package / "__init__.py").write_text("from abc_tf.methods.abc import AbcConfig as CONFIG\nPRESETS = {}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(methods.METHODS, "no_smoke", ("no_smoke_method.model:METHOD", "no_smoke_method:CONFIG",
-                                                      "no_smoke_method"))
-    with pytest.raises(ValueError, match="The method package no_smoke_method declares no SMOKE run of 'no_smoke'"):
+    monkeypatch.setitem(
+        methods.METHODS,
+        "no_smoke",
+        ("no_smoke_method.model:METHOD", "no_smoke_method:CONFIG", "no_smoke_method"),
+    )
+    with pytest.raises(
+        ValueError, match="The method package no_smoke_method declares no SMOKE run of 'no_smoke'"
+    ):
         experiments.smoke_configs()
 
 
@@ -251,10 +295,26 @@ def test_each_method_s_smoke_run_is_evaluated_by_evaluate_py(configs, name, tmp_
     monkeypatch.setattr("abc_tf.evaluation.tasks.digit_clusters.DEFAULT_CACHE", str(tmp_path / "cache"))
     run_dir = str(tmp_path / "run")
     training.train(configs[name], run_dir, verbose=0)
-    [evaluated] = evaluate_each([(tmp_path, [
-        f"--run_dir={run_dir}", "--num_images=48", "--mine_steps=10", "--mine_batch_size=16", "--mine_eval_samples=256",
-        "--probe_epochs=1", "--disentanglement=none", "--measure_images=64", "--pose_dictionary_size=16",
-        "--pose_repeats=2", "--pose_queries=8"])])
+    [evaluated] = evaluate_each(
+        [
+            (
+                tmp_path,
+                [
+                    f"--run_dir={run_dir}",
+                    "--num_images=48",
+                    "--mine_steps=10",
+                    "--mine_batch_size=16",
+                    "--mine_eval_samples=256",
+                    "--probe_epochs=1",
+                    "--disentanglement=none",
+                    "--measure_images=64",
+                    "--pose_dictionary_size=16",
+                    "--pose_repeats=2",
+                    "--pose_queries=8",
+                ],
+            )
+        ]
+    )
     assert evaluated["code"] == 0, evaluated["stderr"][-3000:]
     metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
     # The method's own measures ran and were kept (a method without any has none).
@@ -273,6 +333,13 @@ def test_each_method_trains_on_two_replicas_as_on_one_device(configs, name, tmp_
     # The replicas split the batch each method reads (its batch format's), and a batch they cannot
     # split is refused naming its flag, before the model is built.
     field = configs[name].batch.global_batch_field
-    assert field == {"sets": "pairs_per_step", "pairs": "pairs_per_step", "images": "batch_size"}[configs[name].method.batch_format]
+    assert (
+        field
+        == {"sets": "pairs_per_step", "pairs": "pairs_per_step", "images": "batch_size"}[
+            configs[name].method.batch_format
+        ]
+    )
     with pytest.raises(ValueError, match=rf"^--batch.{field}=3 must be a multiple of the 2 replicas"):
-        training.prepare(configs[name].replace(**{field: 3}), str(tmp_path / "odd"), strategy=mirrored, verbose=0)
+        training.prepare(
+            configs[name].replace(**{field: 3}), str(tmp_path / "odd"), strategy=mirrored, verbose=0
+        )

@@ -69,12 +69,21 @@ def test_moving_average_first_step_equals_the_plain_gradient():
     learning_rate = 1e-2
     steps = []
     for moving_average in (None, 0.01):
-        settings = mine.MineSettings(learning_rate=learning_rate, batch_size=64, steps=1, eval_samples=64,
-                                   moving_average=moving_average)
+        settings = mine.MineSettings(
+            learning_rate=learning_rate,
+            batch_size=64,
+            steps=1,
+            eval_samples=64,
+            moving_average=moving_average,
+        )
         estimator = mine.MineEstimator(512, 2, 1, settings, seed=3)
         estimator.set_data(embeddings, labels)
         estimator.estimate(0.0, seed=4)
-        steps.append(np.concatenate([(v.numpy() - v0).ravel() for v, v0 in zip(estimator.variables, estimator.initial_values)]))
+        steps.append(
+            np.concatenate(
+                [(v.numpy() - v0).ravel() for v, v0 in zip(estimator.variables, estimator.initial_values)]
+            )
+        )
     plain, averaged = steps
     # Adam's first step is learning_rate * g / (|g| + 1e-7): about +-learning_rate wherever the
     # gradient is well above 1e-7. There, a gradient of another direction flips or shrinks the
@@ -84,14 +93,15 @@ def test_moving_average_first_step_equals_the_plain_gradient():
     np.testing.assert_allclose(averaged[clear], plain[clear], rtol=0, atol=1e-5)
 
 
-
 @pytest.mark.slow
 def test_a_process_reuses_one_estimator_per_shape_and_it_estimates_as_a_new_one():
     embeddings, labels = separated_clusters(256, 2)
     other = np.random.default_rng(7).normal(size=(256, 2))
     settings = mine.MineSettings(learning_rate=1e-2, batch_size=64, steps=20, eval_samples=256)
     first = mine.mine_mutual_information(embeddings, labels, 0.1, settings, seed=3)
-    seed_4 = mine.mine_mutual_information(other, labels, 0.3, settings, seed=4)  # other data, noise and weights
+    seed_4 = mine.mine_mutual_information(
+        other, labels, 0.3, settings, seed=4
+    )  # other data, noise and weights
     reused = mine.estimator_for(256, 2, 1, settings)
     traces = reused._train.experimental_get_tracing_count()
     again = mine.mine_mutual_information(embeddings, labels, 0.1, settings, seed=3)
@@ -103,14 +113,19 @@ def test_a_process_reuses_one_estimator_per_shape_and_it_estimates_as_a_new_one(
         fresh = mine.MineEstimator(256, 2, 1, settings, seed=seed)
         fresh.set_data(data, labels)
         assert float(fresh.estimate(sigma, seed * 1000)[0]) == value
-        np.testing.assert_array_equal(np.concatenate([v.ravel() for v in reused.initial_values_for(seed)]),
-                                      np.concatenate([v.ravel() for v in fresh.initial_values]))
+        np.testing.assert_array_equal(
+            np.concatenate([v.ravel() for v in reused.initial_values_for(seed)]),
+            np.concatenate([v.ravel() for v in fresh.initial_values]),
+        )
 
 
 def test_paper_defaults():
     settings = mine.MineSettings()
     assert (settings.learning_rate, settings.batch_size, settings.steps, settings.eval_samples) == (
-        3e-4, 256, 20_000, 256_000,
+        3e-4,
+        256,
+        20_000,
+        256_000,
     )
 
 

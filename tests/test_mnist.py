@@ -34,8 +34,11 @@ def test_auto_source_detects_idx_directories_and_npz_files(tmp_path, small_mnist
 
 
 def test_source_choice_errors(tmp_path):
-    with pytest.raises(ValueError, match="--data.source='h5' is not a source of data family 'mnist'; choose one of "
-                                         "auto, procedural, idx, npz, tfds."):
+    with pytest.raises(
+        ValueError,
+        match="--data.source='h5' is not a source of data family 'mnist'; choose one of "
+        "auto, procedural, idx, npz, tfds.",
+    ):
         mnist.resolve_source(mnist_config(source="h5"))
     with pytest.raises(ValueError, match="--data.source=idx needs --data.path"):
         mnist.resolve_source(mnist_config(source="idx"))
@@ -65,7 +68,9 @@ def test_the_true_style_survives_the_cache_and_an_imbalanced_split(monkeypatch):
         mnist._load_cached.cache_clear()  # no small render left for later tests
     assert len(data.y_train) < 300 and len(data.y_test) == 30
     assert set(data.test_style) == set(digit_renderer.STYLE_FACTORS)
-    np.testing.assert_array_equal(data.test_style["slant"], small(mnist_formats.PROCEDURAL_DATA_SEED)[1].style["slant"])
+    np.testing.assert_array_equal(
+        data.test_style["slant"], small(mnist_formats.PROCEDURAL_DATA_SEED)[1].style["slant"]
+    )
     assert not data.test_style["slant"].flags.writeable
 
 
@@ -94,7 +99,9 @@ def test_stacks_are_pure_and_never_show_the_held_out_digit(tmp_path, small_mnist
         for digits, indices in ((digit_a, index_a), (digit_b, index_b)):
             assert np.all(digits == digits[:, :1]), "a stack mixes digits"
             assert np.all(small_mnist["y_train"][indices] == digits), "image/label mismatch"
-            assert all(len(set(row)) == len(row) for row in indices.tolist()), "an image repeats within a stack"
+            assert all(len(set(row)) == len(row) for row in indices.tolist()), (
+                "an image repeats within a stack"
+            )
         assert np.all(digit_a[:, 0] != digit_b[:, 0]), "a pair shows the same digit"
         seen.update(digit_a[:, 0].tolist() + digit_b[:, 0].tolist())
     assert 9 not in seen and seen == set(range(9))
@@ -124,7 +131,10 @@ def test_bad_stack_settings_fail_clearly(tmp_path, small_mnist):
     np.savez(path, **small_mnist)
     with pytest.raises(ValueError, match="holdout_digit must be a digit 0-9 or 'none', got '10'"):
         mnist.make_dataset(mnist_config(path=path, holdout_digit="10"), seed=0)
-    with pytest.raises(ValueError, match=r"--batch.set_size=64: only 0 of 9 group\(s\) hold that many training images.*digit 0 \(12\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"--batch.set_size=64: only 0 of 9 group\(s\) hold that many training images.*digit 0 \(12\)",
+    ):
         mnist.make_dataset(mnist_config(path=path), seed=0)
     with pytest.raises(ValueError, match="at least two training digits"):
         mnist.make_stack_dataset(small_mnist["x_train"], small_mnist["y_train"], [4], 4, 1, False, 0)
@@ -169,7 +179,9 @@ def test_the_family_declares_its_labelled_digits_their_proportions_and_the_split
     labelled = family.class_labelled_images(config)
     np.testing.assert_array_equal(labelled.test_images[..., 0], small_mnist["x_test"])
     np.testing.assert_array_equal(labelled.test_labels, small_mnist["y_test"])
-    np.testing.assert_array_equal(labelled.train_images[..., 0], small_mnist["x_train"])  # the held-out 9s too
+    np.testing.assert_array_equal(
+        labelled.train_images[..., 0], small_mnist["x_train"]
+    )  # the held-out 9s too
     np.testing.assert_array_equal(labelled.train_labels, small_mnist["y_train"])
     assert labelled.train_labels.dtype == np.int64 and labelled.held_out == 9
     # 12 training images of each digit but the 9: 12 / 108 and 1 / 9 are the same correctly
@@ -181,4 +193,8 @@ def test_the_family_declares_its_labelled_digits_their_proportions_and_the_split
     counts = mnist_imbalance.class_counts(mnist_imbalance.split_counts(5), np.full(10, 16))
     np.testing.assert_array_equal(family.class_proportions(split), counts / counts.sum())  # the same division
     described = family.class_split_description(split)
-    assert described["class_split"] == 5 and described["pool"] == "all" and described["counts"] == counts.tolist()
+    assert (
+        described["class_split"] == 5
+        and described["pool"] == "all"
+        and described["counts"] == counts.tolist()
+    )

@@ -52,7 +52,9 @@ def test_npz_loader_and_its_errors(tmp_path, small_mnist):
     # Float images in [0, 1] and [N, 28, 28, 1] shapes are accepted and become uint8.
     floats = dict(small_mnist, x_train=small_mnist["x_train"][..., None] / 255.0)
     np.savez(tmp_path / "float.npz", **floats)
-    np.testing.assert_array_equal(mnist_formats.load_npz(str(tmp_path / "float.npz")).x_train, small_mnist["x_train"])
+    np.testing.assert_array_equal(
+        mnist_formats.load_npz(str(tmp_path / "float.npz")).x_train, small_mnist["x_train"]
+    )
     np.savez(tmp_path / "partial.npz", x_train=small_mnist["x_train"], y_train=small_mnist["y_train"])
     with pytest.raises(ValueError, match=r"lacks arrays \['x_test', 'y_test'\]"):
         mnist_formats.load_npz(str(tmp_path / "partial.npz"))
@@ -68,8 +70,11 @@ def test_one_idx_file_as_the_path_asks_for_its_folder(tmp_path, small_mnist, com
     write_idx_dir(tmp_path / "idx", small_mnist, compress)
     path = str(tmp_path / "idx" / ("train-images-idx3-ubyte" + (".gz" if compress else "")))
     kind = "gzipped file" if compress else "file"
-    with pytest.raises(ValueError, match=f"MNIST --data.path='{path}' is a single {kind}; give the folder that holds the "
-                                         "four IDX files \\(train-images-idx3-ubyte, train-labels-idx1-ubyte, "):
+    with pytest.raises(
+        ValueError,
+        match=f"MNIST --data.path='{path}' is a single {kind}; give the folder that holds the "
+        "four IDX files \\(train-images-idx3-ubyte, train-labels-idx1-ubyte, ",
+    ):
         mnist_formats.load_npz(path)
 
 
@@ -78,7 +83,9 @@ def test_tfds_loader_needs_a_prepared_mnist(monkeypatch, tmp_path):
     import tensorflow_datasets as tfds
 
     # An empty data_dir says it is not prepared.
-    with pytest.raises(ValueError, match=r"tfds 'mnist' is not prepared.* or use --data.source=idx/npz with --data.path\.$"):
+    with pytest.raises(
+        ValueError, match=r"tfds 'mnist' is not prepared.* or use --data.source=idx/npz with --data.path\.$"
+    ):
         mnist_formats.load_tfds(str(tmp_path))
     assert not mnist_formats.tfds_prepared(str(tmp_path))
     with tfds.testing.mock_data(num_examples=30):
@@ -128,8 +135,14 @@ def text_file(path) -> str:
 
 
 DAMAGED_FILES = {
-    "truncated MNIST .gz": (lambda tmp: mnist_formats.read_idx(gz_idx(tmp / "x.gz", truncate=True)), "Cannot read IDX file {tmp}/x.gz"),
-    "corrupt MNIST .gz": (lambda tmp: mnist_formats.read_idx(gz_idx(tmp / "x.gz", corrupt=True)), "Cannot read IDX file {tmp}/x.gz"),
+    "truncated MNIST .gz": (
+        lambda tmp: mnist_formats.read_idx(gz_idx(tmp / "x.gz", truncate=True)),
+        "Cannot read IDX file {tmp}/x.gz",
+    ),
+    "corrupt MNIST .gz": (
+        lambda tmp: mnist_formats.read_idx(gz_idx(tmp / "x.gz", corrupt=True)),
+        "Cannot read IDX file {tmp}/x.gz",
+    ),
     "truncated .npz": (
         lambda tmp: mnist_formats.load_npz(truncated(npz_file(tmp / "m.npz", **arrays()))),
         "Cannot read MNIST .npz file '{tmp}/m.npz'",
@@ -139,7 +152,9 @@ DAMAGED_FILES = {
         "MNIST .npz file '{tmp}/m.npz' (--data.path) is not an .npz archive (it starts with b'x_trai')",
     ),
     "object-array .npz": (
-        lambda tmp: mnist_formats.load_npz(npz_file(tmp / "m.npz", **{**arrays(), "y_train": np.array([object()] * 20)})),
+        lambda tmp: mnist_formats.load_npz(
+            npz_file(tmp / "m.npz", **{**arrays(), "y_train": np.array([object()] * 20)})
+        ),
         "Cannot read MNIST .npz file '{tmp}/m.npz': Object arrays cannot be loaded",
     ),
 }

@@ -17,11 +17,56 @@ from mnist_helpers import mnist_config
 # commit caaccbbe29526920c79cef6c182a36bc130da5e8) after truncating to integers, as their
 # create_mnist.py does: each split's images, and each digit's over the 50 splits.
 FILE_SPLIT_TOTALS = [
-    42794, 33102, 36406, 37336, 44223, 36642, 38653, 34449, 44477, 38335,
-    33705, 40352, 35853, 38183, 40604, 45393, 36635, 39632, 35820, 40168,
-    36227, 34121, 46552, 31527, 32108, 31515, 30911, 33326, 36083, 42526,
-    48122, 29640, 45136, 36527, 43711, 45894, 38141, 41028, 36153, 44215,
-    33479, 39103, 33009, 36246, 34370, 30162, 44398, 37554, 38777, 34238,
+    42794,
+    33102,
+    36406,
+    37336,
+    44223,
+    36642,
+    38653,
+    34449,
+    44477,
+    38335,
+    33705,
+    40352,
+    35853,
+    38183,
+    40604,
+    45393,
+    36635,
+    39632,
+    35820,
+    40168,
+    36227,
+    34121,
+    46552,
+    31527,
+    32108,
+    31515,
+    30911,
+    33326,
+    36083,
+    42526,
+    48122,
+    29640,
+    45136,
+    36527,
+    43711,
+    45894,
+    38141,
+    41028,
+    36153,
+    44215,
+    33479,
+    39103,
+    33009,
+    36246,
+    34370,
+    30162,
+    44398,
+    37554,
+    38777,
+    34238,
 ]
 FILE_DIGIT_TOTALS = [174021, 191193, 188910, 216868, 174928, 201371, 158264, 188253, 209953, 193800]
 # MNIST's images of each digit: the 60,000 training images, and all 70,000.
@@ -33,7 +78,9 @@ def test_the_stored_counts_are_the_authors_file_s():
     counts = mnist_imbalance.AUTHORS_COUNTS
     assert counts.shape == (50, 10) and counts.dtype == np.int64
     # Split 1 (their --ind 1): docs/PAPERS.md section P3's row, truncated as create_mnist.py does.
-    np.testing.assert_array_equal(mnist_imbalance.split_counts(1), [6300, 1585, 1407, 6134, 5812, 4882, 2424, 4785, 6125, 3340])
+    np.testing.assert_array_equal(
+        mnist_imbalance.split_counts(1), [6300, 1585, 1407, 6134, 5812, 4882, 2424, 4785, 6125, 3340]
+    )
     assert counts[0].sum() == 42_794
     np.testing.assert_array_equal(counts.sum(axis=1), FILE_SPLIT_TOTALS)
     np.testing.assert_array_equal(counts.sum(axis=0), FILE_DIGIT_TOTALS)
@@ -69,8 +116,10 @@ def test_bad_splits_and_pools_are_refused():
 def test_counts_are_the_authors_where_the_pool_allows_else_scaled_down():
     # The 70,000 images hold every split as it is.
     for split in range(1, 51):
-        np.testing.assert_array_equal(mnist_imbalance.class_counts(mnist_imbalance.split_counts(split), MNIST_ALL),
-                                      mnist_imbalance.split_counts(split))
+        np.testing.assert_array_equal(
+            mnist_imbalance.class_counts(mnist_imbalance.split_counts(split), MNIST_ALL),
+            mnist_imbalance.split_counts(split),
+        )
     # A smaller pool keeps the proportions at the largest size it allows: s = min(60/100, 90/50) = 0.6.
     wanted, available = np.array([100, 50, 50] + [10] * 7), np.array([60, 90, 90] + [10] * 7)
     np.testing.assert_array_equal(mnist_imbalance.class_counts(wanted, available), [60, 30, 30] + [6] * 7)
@@ -101,7 +150,9 @@ def test_a_split_of_a_70k_pool_keeps_the_authors_counts():
     assert len(kept) == 42_794
     described = mnist_imbalance.describe(1, labels, "all")
     assert described["counts"] == described["authors_counts"] == mnist_imbalance.split_counts(1).tolist()
-    assert described["pool"] == "all" and described["pool_images"] == 70_000 and "--ind 1" in described["source"]
+    assert (
+        described["pool"] == "all" and described["pool_images"] == 70_000 and "--ind 1" in described["source"]
+    )
 
 
 def coded_index(images: np.ndarray) -> np.ndarray:
@@ -123,12 +174,16 @@ def test_a_split_draws_from_training_and_test_images_and_leaves_the_test_set_alo
     np.testing.assert_array_equal(split.y_train, labels[order])
     assert np.any(coded_index(split.x_train) >= 1000)  # some test images (coded from 1000 on)
     # The pool of 16 images per digit scales split 5 down: s = 16 / 6300.
-    np.testing.assert_array_equal(np.bincount(split.y_train, minlength=10),
-                                  mnist_imbalance.class_counts(mnist_imbalance.split_counts(5), np.full(10, 16)))
+    np.testing.assert_array_equal(
+        np.bincount(split.y_train, minlength=10),
+        mnist_imbalance.class_counts(mnist_imbalance.split_counts(5), np.full(10, 16)),
+    )
     # --data.class_split_pool=train: training images only.
     train_only = mnist.load_mnist(mnist_config(path=path, class_split=5, class_split_pool="train"))
     assert np.all(coded_index(train_only.x_train) < 1000)
-    np.testing.assert_array_equal(train_only.x_train, whole.x_train[mnist_imbalance.subsample(whole.y_train, 5)])
+    np.testing.assert_array_equal(
+        train_only.x_train, whole.x_train[mnist_imbalance.subsample(whole.y_train, 5)]
+    )
 
 
 def test_the_images_stream_draws_from_the_split(tmp_path, small_mnist):

@@ -19,7 +19,9 @@ from mnist_helpers import mnist_config
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.parametrize("method", [None, "vae"])  # ABC's similarity; a method without one (squared Euclidean)
+@pytest.mark.parametrize(
+    "method", [None, "vae"]
+)  # ABC's similarity; a method without one (squared Euclidean)
 def test_evaluate_mnist_run_writes_figures_and_metrics(tmp_path, method):
     # A small procedural test split stands in for MNIST through an .npz.
     train, test = renderer.procedural_mnist(seed=1, train_size=200, test_size=200)
@@ -49,7 +51,9 @@ def test_evaluate_mnist_run_writes_figures_and_metrics(tmp_path, method):
 def pixel_encoder(pixel: int, seed: int) -> keras.Model:
     """A linear encoder [28, 28, 1] -> 4 whose first output is the image's pixel ``pixel``
     (flattened index) and whose others are random mixtures of all pixels."""
-    encoder = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(4, use_bias=False)])
+    encoder = keras.Sequential(
+        [keras.Input((28, 28, 1)), keras.layers.Flatten(), keras.layers.Dense(4, use_bias=False)]
+    )
     weights = np.random.default_rng(seed).normal(size=(784, 4)) * 0.01
     weights[:, 0] = 0.0
     weights[pixel, 0] = 1.0
@@ -64,7 +68,10 @@ def test_true_style_r2_on_procedural_like_data(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     labels = np.repeat(np.arange(10), 40).astype(np.uint8)
     # Each digit's mean removed, so that the raw and the within-digit targets are the same.
-    style = {name: regression.centre_by_class(rng.uniform(-1.0, 1.0, len(labels)), labels) for name in renderer.STYLE_FACTORS}
+    style = {
+        name: regression.centre_by_class(rng.uniform(-1.0, 1.0, len(labels)), labels)
+        for name in renderer.STYLE_FACTORS
+    }
     images = rng.integers(0, 256, (len(labels), 28, 28)).astype(np.uint8)
     images[:, 0, 0] = np.round((style["slant"] + 1.5) * 85.0)  # pixel 0 is linear in slant
     images[:, 0, 1] = np.round((style["shift_x"] + 1.5) * 85.0)  # pixel 1 is linear in shift_x
@@ -72,16 +79,29 @@ def test_true_style_r2_on_procedural_like_data(tmp_path, monkeypatch):
     monkeypatch.setattr(mnist_style.mnist, "load_mnist", lambda config: data)
     config = mnist_config(set_size=8)
     metrics = mnist_style.evaluate_mnist_run(
-        pixel_encoder(0, seed=1), config, str(tmp_path / "eval"), untrained=pixel_encoder(1, seed=2), probe_epochs=1)
+        pixel_encoder(0, seed=1),
+        config,
+        str(tmp_path / "eval"),
+        untrained=pixel_encoder(1, seed=2),
+        probe_epochs=1,
+    )
     written = json.loads((tmp_path / "eval" / mnist_style.METRICS_FILE).read_text())
     for model in ("trained", "untrained"):
         true_style = written[model]["true_style_r2"]
         assert set(true_style) == set(renderer.STYLE_FACTORS)
         for entry in true_style.values():
-            assert {"ridge_raw_seen_digits", "knn_within_digit_seen_digits", "ridge_within_digit_holdout_digit"} <= set(entry)
+            assert {
+                "ridge_raw_seen_digits",
+                "knn_within_digit_seen_digits",
+                "ridge_within_digit_holdout_digit",
+            } <= set(entry)
     for model, factor in (("trained", "slant"), ("untrained", "shift_x")):
         true_style = metrics[model]["true_style_r2"]
-        for key in ("ridge_raw_seen_digits", "ridge_within_digit_seen_digits", "ridge_within_digit_holdout_digit"):
+        for key in (
+            "ridge_raw_seen_digits",
+            "ridge_within_digit_seen_digits",
+            "ridge_within_digit_holdout_digit",
+        ):
             assert true_style[factor][key] > 0.99
             assert true_style["thickness"][key] < 0.2
     line = mnist_style.true_style_summary(metrics)

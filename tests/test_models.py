@@ -11,7 +11,9 @@ from models import architectures
 
 
 def test_every_table_is_registered_and_pretrained_backbones_are_declared():
-    assert {"s3", "s4", "s5", "s5_small", "s6", "spherical_regression", "mine", "probe"} <= set(models.names())
+    assert {"s3", "s4", "s5", "s5_small", "s6", "spherical_regression", "mine", "probe"} <= set(
+        models.names()
+    )
     assert models.names() == sorted(models.names())
     assert [name for name in models.names() if models.takes_pretrained_weights(name)] == ["s5"]
 

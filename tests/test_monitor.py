@@ -46,11 +46,15 @@ def test_a_fit_writes_at_the_intervals_with_one_fixed_batch_and_closes_the_write
     model = methods.get_method("abc").build(CONFIG, IMAGE_SHAPE)
     monitor = RecordingMonitor(str(tmp_path / "logs"), every=20)
     # The trainer's shape: one epoch per logging interval of log_every (10) steps.
-    history = model.fit(make_dataset(CONFIG, seed=0), epochs=4, steps_per_epoch=10, callbacks=[monitor], verbose=0)
+    history = model.fit(
+        make_dataset(CONFIG, seed=0), epochs=4, steps_per_epoch=10, callbacks=[monitor], verbose=0
+    )
     assert monitor.written == [20, 40] and monitor.finished == 1 and monitor._writer is None
     assert monitor.means[0] == monitor.means[1]  # drawn once
     assert "monitored" in history.history
-    events = EventAccumulator(glob.glob(str(tmp_path / "logs" / "events.*"))[0], size_guidance={"tensors": 0}).Reload()
+    events = EventAccumulator(
+        glob.glob(str(tmp_path / "logs" / "events.*"))[0], size_guidance={"tensors": 0}
+    ).Reload()
     steps = [event.step for event in events.Tensors("seen_step")]
     values = [float(np.asarray(tf.make_ndarray(event.tensor_proto))) for event in events.Tensors("seen_step")]
     assert steps == [20, 40] and values == [20.0, 40.0]

@@ -16,7 +16,9 @@ def test_adam_defaults_are_keras_and_the_run_schedule_halves_and_drops():
     assert (constant.beta_1, constant.beta_2, constant.epsilon) == (0.9, 0.999, 1e-7)
     assert np.isclose(float(constant.learning_rate), 1e-3)
     trainer = TrainerConfig(learning_rate=1e-3, lr_halving_steps=10, lr_drop_step=15)
-    schedule = keras.optimizers.schedules.deserialize(optimizers.run_adam(trainer).get_config()["learning_rate"])
+    schedule = keras.optimizers.schedules.deserialize(
+        optimizers.run_adam(trainer).get_config()["learning_rate"]
+    )
     assert np.allclose([float(schedule(step)) for step in (9, 10, 15)], [1e-3, 5e-4, 5e-5])
     assert float(optimizers.run_adam(TrainerConfig(learning_rate=1e-3)).learning_rate) == pytest.approx(1e-3)
 

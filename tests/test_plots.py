@@ -47,8 +47,12 @@ def test_every_figure_writes_a_png(tmp_path):
         "bars": plots.plot_factor_distribution(values, NAMES, inactive, tmp_path / "bars.png", kind="bars"),
         "violin": plots.plot_factor_distribution(values, NAMES, inactive, tmp_path / "violin.png"),
         "box": plots.plot_factor_distribution(values[:1], NAMES, inactive, tmp_path / "box.png", kind="box"),
-        "probes": plots.plot_probe_accuracies(values, [0.1, 0.1, 0.1, 0.125, 0.25, 1 / 15], NAMES, inactive, tmp_path / "probes.png"),
-        "conditions": plots.plot_conditions({"a": values, "b": values * 2}, NAMES, {"b": inactive}, tmp_path / "conditions.png"),
+        "probes": plots.plot_probe_accuracies(
+            values, [0.1, 0.1, 0.1, 0.125, 0.25, 1 / 15], NAMES, inactive, tmp_path / "probes.png"
+        ),
+        "conditions": plots.plot_conditions(
+            {"a": values, "b": values * 2}, NAMES, {"b": inactive}, tmp_path / "conditions.png"
+        ),
     }
     for name in paths:
         assert _is_png(tmp_path / f"{name}.png"), name

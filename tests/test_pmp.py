@@ -36,7 +36,9 @@ def float32_policy():
 
 def random_codes(seed: int, batch: int = 5, k: int = 3, d: int = 4) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    return rng.normal(size=(batch, k, d)).astype(np.float32), rng.normal(size=(batch, k, d)).astype(np.float32)
+    return rng.normal(size=(batch, k, d)).astype(np.float32), rng.normal(size=(batch, k, d)).astype(
+        np.float32
+    )
 
 
 # ---------------------------------------------------------------- NumPy restatements (loops, no vectorising)
@@ -84,7 +86,9 @@ def test_sparsity_loss_is_eq_1_averaged_over_images_and_coordinates():
     codes, _ = random_codes(0)
     # Two float32 evaluations: 60 products of one sign summed, each with the sum of the k = 3
     # codes minus its own (rounding relative to sum |c|, about 3 times |others| for normal codes).
-    np.testing.assert_allclose(pmp.sparsity_loss(tf.constant(codes)), np_sparsity(codes), rtol=rounding_rtol(60 + 3, condition=3))
+    np.testing.assert_allclose(
+        pmp.sparsity_loss(tf.constant(codes)), np_sparsity(codes), rtol=rounding_rtol(60 + 3, condition=3)
+    )
     # Codes on disjoint coordinates cost nothing.
     disjoint = np.zeros((2, 3, 4), np.float32)
     disjoint[:, 0, 0], disjoint[:, 1, 1], disjoint[:, 2, 2:] = 1.0, -2.0, 3.0
@@ -99,7 +103,9 @@ def test_the_changed_subspace_is_picked_on_distances_normalised_by_the_batch_spr
     codes1 = np.stack([wide, narrow], axis=1)[:, :, None].astype(np.float32)  # [B=4, k=2, d=1]
     codes2 = np.stack([wide + 2, narrow + 1], axis=1)[:, :, None].astype(np.float32)
     squared, changed = pmp.pair_distances(tf.constant(codes1), tf.constant(codes2))
-    np.testing.assert_allclose(squared, [[4.0, 1.0]] * 4, rtol=1e-5)  # 2 exactly; 0.1k + 1 - 0.1k: 2 roundings of 1
+    np.testing.assert_allclose(
+        squared, [[4.0, 1.0]] * 4, rtol=1e-5
+    )  # 2 exactly; 0.1k + 1 - 0.1k: 2 roundings of 1
     np.testing.assert_array_equal(changed, [[0.0, 1.0]] * 4)
     assert np_changed(codes1, codes2)[1].tolist() == [1] * 4
     # Random codes: the same choice as the restatement, one subspace per pair.
@@ -111,7 +117,9 @@ def test_the_changed_subspace_is_picked_on_distances_normalised_by_the_batch_spr
     np.testing.assert_allclose(squared, expected_squared, rtol=1e-5)
     np.testing.assert_array_equal(np.argmax(changed, axis=1), expected_changed)
     assert np.all(np.sum(changed, axis=1) == 1)
-    np.testing.assert_allclose(pmp.distance_loss(squared, changed), np_distance(expected_squared, expected_changed), rtol=1e-5)
+    np.testing.assert_allclose(
+        pmp.distance_loss(squared, changed), np_distance(expected_squared, expected_changed), rtol=1e-5
+    )
 
 
 def test_distance_loss_gradients_stop_at_the_argmax_and_the_margin():
@@ -145,14 +153,20 @@ def test_usage_loss():
     # Two float32 softmaxes of 1000 D (logits up to 10: exp multiplies their rounding by 10) over
     # k = 4, means over 7 pairs; 100 mean_i (1/k - m_i)^2 moves by at most 100 x 2 x 0.75 / 4 x 2
     # = 75 times an m_i's error.
-    np.testing.assert_allclose(pmp.usage_loss(squared), np_usage(squared.numpy()), rtol=0,
-                               atol=75 * rounding_rtol(4 + 7 + 2, condition=10))
+    np.testing.assert_allclose(
+        pmp.usage_loss(squared),
+        np_usage(squared.numpy()),
+        rtol=0,
+        atol=75 * rounding_rtol(4 + 7 + 2, condition=10),
+    )
     # Every pair changing a different subspace, equally often: no penalty.
     balanced = tf.constant(np.eye(4, dtype=np.float32))
     assert float(pmp.usage_loss(balanced)) < 1e-10
     # All pairs changing subspace 0: 100 * ((1/4 - 1)^2 + 3 (1/4)^2) / 4.
     # Quarters and their squares are exact in float32; the factor 100 and the mean round twice.
-    np.testing.assert_allclose(pmp.usage_loss(tf.constant([[1.0, 0, 0, 0]] * 3)), 100 * (0.75**2 + 3 / 16) / 4, rtol=1e-5)
+    np.testing.assert_allclose(
+        pmp.usage_loss(tf.constant([[1.0, 0, 0, 0]] * 3)), 100 * (0.75**2 + 3 / 16) / 4, rtol=1e-5
+    )
 
 
 def test_consistency_loss_decodes_the_mixes_and_compares_their_codes():
@@ -160,10 +174,16 @@ def test_consistency_loss_decodes_the_mixes_and_compares_their_codes():
     codes1, codes2 = random_codes(4, batch, k, d)
     mixes = pmp.draw_mixes(tf.constant(batch), k, tf.constant([7, 1], tf.int64)).numpy()
     assert mixes.shape == (2 * batch,) and len(set(mixes.tolist())) == 2 * batch and mixes.max() < k * batch
-    np.testing.assert_array_equal(mixes, pmp.draw_mixes(tf.constant(batch), k, tf.constant([7, 1], tf.int64)).numpy())
-    assert not np.array_equal(mixes, pmp.draw_mixes(tf.constant(batch), k, tf.constant([7, 2], tf.int64)).numpy())
+    np.testing.assert_array_equal(
+        mixes, pmp.draw_mixes(tf.constant(batch), k, tf.constant([7, 1], tf.int64)).numpy()
+    )
+    assert not np.array_equal(
+        mixes, pmp.draw_mixes(tf.constant(batch), k, tf.constant([7, 2], tf.int64)).numpy()
+    )
     mixed = pmp.mix_codes(tf.constant(codes1), tf.constant(codes2), tf.constant(mixes)).numpy()
-    recode_matrix = np.random.default_rng(5).normal(size=(d, k * d)).astype(np.float32)  # a stand-in for f(g(z))
+    recode_matrix = (
+        np.random.default_rng(5).normal(size=(d, k * d)).astype(np.float32)
+    )  # a stand-in for f(g(z))
 
     def recode(z):
         return tf.reshape(tf.matmul(z, recode_matrix), [-1, k, d])
@@ -177,7 +197,9 @@ def test_consistency_loss_decodes_the_mixes_and_compares_their_codes():
         total += np.sum(((z_mix @ recode_matrix).reshape(k, d) - expected) ** 2)
     # Two float32 evaluations: a sum of k = 4 codes, a product of d = 2, 24 squares of one sign
     # summed, the differences cancelling to about half the terms' size: rounding_rtol(30, 4) = 3e-5.
-    np.testing.assert_allclose(pmp.consistency_loss(tf.constant(mixed), recode), total / (len(mixes) * k * d), rtol=1e-4)
+    np.testing.assert_allclose(
+        pmp.consistency_loss(tf.constant(mixed), recode), total / (len(mixes) * k * d), rtol=1e-4
+    )
 
 
 def test_schedule_warm_up_and_ramps():
@@ -189,12 +211,16 @@ def test_schedule_warm_up_and_ramps():
     # float32 against float64: t = step / total and 25 (t - centre) round 3 times, and exp
     # multiplies that by its argument (up to 5 at step 300, 2.5 at step 400, 7.5 below).
     b1, b2, b3 = weights(300)
-    np.testing.assert_allclose([b1, b2, b3], [np.exp(-2.5), np.exp(-5.0), 1 - np.exp(-2.5)], rtol=rounding_rtol(3, condition=5))
+    np.testing.assert_allclose(
+        [b1, b2, b3], [np.exp(-2.5), np.exp(-5.0), 1 - np.exp(-2.5)], rtol=rounding_rtol(3, condition=5)
+    )
     assert weights(400) == pytest.approx([1.0, np.exp(-2.5), 0.0], rel=rounding_rtol(3, condition=2.5))
     assert weights(500) == [1.0, 1.0, 0.0] and weights(999) == [1.0, 1.0, 0.0]
     b1s = [weights(step)[0] for step in range(251, 1000, 7)]
     assert b1s == sorted(b1s)
-    assert weights(100, warmup=0.0)[0] == pytest.approx(np.exp(25 * (0.1 - 0.4)), rel=rounding_rtol(3, condition=7.5))
+    assert weights(100, warmup=0.0)[0] == pytest.approx(
+        np.exp(25 * (0.1 - 0.4)), rel=rounding_rtol(3, condition=7.5)
+    )
     # L_cons starts once b2 exceeds 0.01: t > 0.5 - ln(100) / 25.
     assert weights(315)[1] < pmp.CONSISTENCY_FROM < weights(317)[1]
 
@@ -234,7 +260,10 @@ def test_the_method_declaration():
     method, config_class = methods.get_method("pmp"), experiments.method_config_class("pmp")
     assert config_class.batch_format == "pairs" and "num_subspaces" in config_class.field_names()
     assert "pair_factors" in TINY.batch.field_names() and TINY.batch.global_batch_field == "pairs_per_step"
-    assert "differ in exactly one factor" in method.supervision and config_class(name="pmp").length_scale() is None
+    assert (
+        "differ in exactly one factor" in method.supervision
+        and config_class(name="pmp").length_scale() is None
+    )
     model = training.build_model(TINY)
     assert set(model.networks()) == {"encoder", "features", "projectors", "decoder"}
     images = fixed_batch(TINY)["x1"]
@@ -255,7 +284,9 @@ def test_the_method_declaration():
 @pytest.mark.slow
 def test_a_short_quick_run_trains_logs_and_keeps_its_networks(tmp_path):
     run_dir = str(tmp_path / "run")
-    config = QUICK.replace(steps=8, log_every=4, eval_every=4, pairs_per_step=4)  # the preset, bfloat16 included
+    config = QUICK.replace(
+        steps=8, log_every=4, eval_every=4, pairs_per_step=4
+    )  # the preset, bfloat16 included
     result = training.train(config, run_dir, verbose=0)
     assert result.final_step == 8
     assert set(LOG_KEYS) <= set(result.history) and len(result.history["rec_loss"]) == 2
@@ -266,14 +297,17 @@ def test_a_short_quick_run_trains_logs_and_keeps_its_networks(tmp_path):
     assert encoder(np.zeros((2, 64, 64, 3), np.float32)).shape == (2, 10)
     # The method's TensorBoard logs: the usage histogram and scalars every log step, the image
     # grid every eval_every steps.
-    events = event_accumulator.EventAccumulator(os.path.join(run_dir, "logs", pmp.LOG_SUBDIR),
-                                                size_guidance={"tensors": 0})
+    events = event_accumulator.EventAccumulator(
+        os.path.join(run_dir, "logs", pmp.LOG_SUBDIR), size_guidance={"tensors": 0}
+    )
     events.Reload()
     tags = set(events.Tags()["tensors"])
     assert {"subspace_usage", "reconstruction_and_swaps"} | {f"subspace_usage/{i}" for i in range(10)} <= tags
     assert [event.step for event in events.Tensors("subspace_usage")] == [4, 8]
     assert [event.step for event in events.Tensors("reconstruction_and_swaps")] == [4, 8]
-    usage = [float(tf.make_ndarray(events.Tensors(f"subspace_usage/{i}")[-1].tensor_proto)) for i in range(10)]
+    usage = [
+        float(tf.make_ndarray(events.Tensors(f"subspace_usage/{i}")[-1].tensor_proto)) for i in range(10)
+    ]
     assert sum(usage) == pytest.approx(1.0)
     grid = tf.io.decode_png(tf.make_ndarray(events.Tensors("reconstruction_and_swaps")[-1].tensor_proto)[2])
     assert grid.shape == (4 * 64, 14 * 64, 3)  # 4 pairs x (x1, rec, 10 swaps, rec, x2)
@@ -295,14 +329,20 @@ def test_a_run_s_checkpoint_restores_into_a_fresh_model_and_the_run_resumes(tmp_
     assert resumed.final_step == 12 and len(resumed.history["loss"]) == 1
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"pair_factors": "colour"}, r"--batch.pair_factors: unknown factor 'colour'"),
-    ({"num_subspaces": 1}, r"--method.num_subspaces must be at least 2"),
-    ({"warmup": 1.0}, r"--method.warmup must lie in \[0, 1\)"),
-    ({"consistency_weight": -1.0}, r"--method.consistency_weight must be a finite number >= 0"),
-    ({"augmentations": "hue:0.1"}, r"--data.augmentations does not apply to pairs"),
-    ({"data": "mnist", "source": "procedural", "eval_every": 0}, r"--method=pmp trains on 'pairs' batches; data family 'mnist' streams sets"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"pair_factors": "colour"}, r"--batch.pair_factors: unknown factor 'colour'"),
+        ({"num_subspaces": 1}, r"--method.num_subspaces must be at least 2"),
+        ({"warmup": 1.0}, r"--method.warmup must lie in \[0, 1\)"),
+        ({"consistency_weight": -1.0}, r"--method.consistency_weight must be a finite number >= 0"),
+        ({"augmentations": "hue:0.1"}, r"--data.augmentations does not apply to pairs"),
+        (
+            {"data": "mnist", "source": "procedural", "eval_every": 0},
+            r"--method=pmp trains on 'pairs' batches; data family 'mnist' streams sets",
+        ),
+    ],
+)
 def test_bad_settings_fail_before_training(tmp_path, overrides, message):
     run_dir = tmp_path / "run"
     with pytest.raises(ValueError, match=message):
@@ -314,12 +354,23 @@ def test_pmp_fields_are_refused_for_other_methods():
     # ABC's parts have neither PMP's subspaces nor its pairs; the set size is ABC's batch field.
     abc = get_preset("shapes3d")
     fields = {key.partition(".")[2] for key in abc.flat()}
-    assert [name for name in ("num_subspaces", "pair_factors", "set_size") if name not in fields] == ["num_subspaces", "pair_factors"]
-    with pytest.raises(ValueError, match=r"--method.num_subspaces: method 'abc' \(AbcConfig\) has no field "
-                                         r"'num_subspaces'; its fields: similarity, temperature"):
+    assert [name for name in ("num_subspaces", "pair_factors", "set_size") if name not in fields] == [
+        "num_subspaces",
+        "pair_factors",
+    ]
+    with pytest.raises(
+        ValueError,
+        match=r"--method.num_subspaces: method 'abc' \(AbcConfig\) has no field "
+        r"'num_subspaces'; its fields: similarity, temperature",
+    ):
         experiments.override(abc, {"method.num_subspaces": 4})
-    with pytest.raises(ValueError, match=r"--batch.pair_factors: the batch part \(SetBatch\) has no field "
-                                         r"'pair_factors'; its fields: set_size, pairs_per_step"):
+    with pytest.raises(
+        ValueError,
+        match=r"--batch.pair_factors: the batch part \(SetBatch\) has no field "
+        r"'pair_factors'; its fields: set_size, pairs_per_step",
+    ):
         experiments.override(abc, {"batch.pair_factors": "shape"})
-    with pytest.raises(ValueError, match=r"This config has no field 'num_subspaces' \(data family 'shapes3d', method 'abc'\)"):
+    with pytest.raises(
+        ValueError, match=r"This config has no field 'num_subspaces' \(data family 'shapes3d', method 'abc'\)"
+    ):
         abc.replace(num_subspaces=4)

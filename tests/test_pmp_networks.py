@@ -60,7 +60,9 @@ def test_decoder_is_table_1():
     assert decoder.count_params() == 448_131
     assert decoder.get_layer("upconv4").activation is keras.activations.linear
     # A one-channel variant (dSprites-like) changes only the last layer.
-    assert models.build("pmp_decoder", embedding_dim=D, output_shape=(64, 64, 1)).count_params() == 448_131 - 2 * (16 * 32 + 1)
+    assert models.build(
+        "pmp_decoder", embedding_dim=D, output_shape=(64, 64, 1)
+    ).count_params() == 448_131 - 2 * (16 * 32 + 1)
 
 
 def test_same_padding_is_the_table_s_padding_1():
@@ -75,7 +77,9 @@ def test_same_padding_is_the_table_s_padding_1():
     # Two convolutions (another padding, another kernel path): 4 x 4 x 3 = 48 products of pixels
     # in [0, 1] summed, so within rounding_rtol(48) of the sum of the kernel's |weights|.
     kernel = same.get_weights()[0]
-    np.testing.assert_allclose(out, explicit(padded), atol=rounding_rtol(48) * np.abs(kernel).sum(axis=(0, 1, 2)).max())
+    np.testing.assert_allclose(
+        out, explicit(padded), atol=rounding_rtol(48) * np.abs(kernel).sum(axis=(0, 1, 2)).max()
+    )
     # Transposed: padding 1 crops one row and column on each side of the full ('valid') output.
     codes = rng.random((2, 4, 4, 5)).astype(np.float32)
     same_t = keras.layers.Conv2DTranspose(3, 4, strides=2, padding="same")
@@ -88,7 +92,9 @@ def test_same_padding_is_the_table_s_padding_1():
     # Stride 2: each output sums (4 / 2)^2 x 5 = 20 products of codes in [0, 1], and at most all
     # of the kernel's |weights|.
     kernel = same_t.get_weights()[0]
-    np.testing.assert_allclose(out, full[:, 1:-1, 1:-1], atol=rounding_rtol(20) * np.abs(kernel).sum(axis=(0, 1, 3)).max())
+    np.testing.assert_allclose(
+        out, full[:, 1:-1, 1:-1], atol=rounding_rtol(20) * np.abs(kernel).sum(axis=(0, 1, 3)).max()
+    )
 
 
 def test_projectors_are_k_separate_two_layer_networks_and_z_is_their_sum():
@@ -108,7 +114,9 @@ def test_projectors_are_k_separate_two_layer_networks_and_z_is_their_sum():
         size = (np.abs(features) @ np.abs(w1[i]) + np.abs(b1[i])) @ np.abs(w2[i]) + np.abs(b2[i])
         np.testing.assert_allclose(codes[:, i], expected, rtol=0, atol=rounding_rtol(2 * D + 2) * size.max())
     # Each projector starts like a Dense layer: Glorot-uniform over its own d x d kernel.
-    fresh = models.build("pmp_projectors", embedding_dim=D, num_subspaces=K).get_layer("projectors").get_weights()
+    fresh = (
+        models.build("pmp_projectors", embedding_dim=D, num_subspaces=K).get_layer("projectors").get_weights()
+    )
     assert np.abs(fresh[0]).max() <= np.sqrt(6 / (2 * D)) and np.all(fresh[1] == 0)
 
     encoder = models.build("pmp_encoder", embedding_dim=D)
@@ -116,19 +124,25 @@ def test_projectors_are_k_separate_two_layer_networks_and_z_is_their_sum():
     images = rng.random((3, 64, 64, 3)).astype(np.float32)
     # The same codes (the same layers and shapes), summed over K by the model and by NumPy.
     codes = np.asarray(projectors(encoder(images)))
-    np.testing.assert_allclose(z_model(images), codes.sum(axis=1), rtol=0, atol=rounding_rtol(K) * np.abs(codes).sum(axis=1).max())
+    np.testing.assert_allclose(
+        z_model(images), codes.sum(axis=1), rtol=0, atol=rounding_rtol(K) * np.abs(codes).sum(axis=1).max()
+    )
     # The representation shares the weights: it holds no variables of its own.
     assert len(z_model.weights) == len(encoder.weights) + len(projectors.weights)
 
 
 def test_the_representation_saves_and_loads(tmp_path):
     encoder = models.build("pmp_encoder", embedding_dim=4)
-    z_model = pmp_networks.representation(encoder, models.build("pmp_projectors", embedding_dim=4, num_subspaces=3))
+    z_model = pmp_networks.representation(
+        encoder, models.build("pmp_projectors", embedding_dim=4, num_subspaces=3)
+    )
     path = str(tmp_path / "encoder.keras")
     z_model.save(path)
     loaded = keras.saving.load_model(path, compile=False)
     images = np.random.default_rng(2).random((2, 64, 64, 3)).astype(np.float32)
-    np.testing.assert_allclose(loaded(images), z_model(images), rtol=1e-5, atol=1e-6)  # the same layers and weights: equal
+    np.testing.assert_allclose(
+        loaded(images), z_model(images), rtol=1e-5, atol=1e-6
+    )  # the same layers and weights: equal
 
 
 def test_outputs_stay_float32_under_mixed_precision():
@@ -146,8 +160,10 @@ def test_outputs_stay_float32_under_mixed_precision():
     assert decoder(features).dtype == "float32"
 
 
-@pytest.mark.parametrize("builder, kwargs", [("pmp_encoder", {"input_shape": (60, 64, 3)}),
-                                             ("pmp_decoder", {"output_shape": (64, 40, 1)})])
+@pytest.mark.parametrize(
+    "builder, kwargs",
+    [("pmp_encoder", {"input_shape": (60, 64, 3)}), ("pmp_decoder", {"output_shape": (64, 40, 1)})],
+)
 def test_sizes_the_table_cannot_take_are_refused(builder, kwargs):
     with pytest.raises(ValueError, match="multiples of 16 \\(Table 1: 64x64\\)"):
         models.build(builder, embedding_dim=D, **kwargs)

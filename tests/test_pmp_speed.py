@@ -31,15 +31,32 @@ def test_the_authors_structure_computes_our_loss():
     # The codes differ by float32 reordering (k projectors one by one against one batched einsum,
     # add_n against a sum over k), which the decoder and the recoding encoder carry to the loss:
     # about 3,500 roundings on the chain (their fan-ins), of terms of one sign at the end.
-    np.testing.assert_allclose(pmp_speed.authors_loss(model, batch, 35), ours["loss"] + model.weight_decay_term(), rtol=rounding_rtol(3500))
+    np.testing.assert_allclose(
+        pmp_speed.authors_loss(model, batch, 35),
+        ours["loss"] + model.weight_decay_term(),
+        rtol=rounding_rtol(3500),
+    )
     assert all(0 < float(ours[b]) < 1 for b in ("beta1", "beta2", "beta3")) and float(ours["dis_loss"]) > 0
 
 
 def test_the_table_reads_the_rates():
-    rates = {"eager_authors": 2.0, "eager": 2.5, "fit": 5.0, "fit_mixed": 6.0, "fit_mixed_spe10": 6.5,
-             "fit_mixed_pipeline": 6.2, "fit_warmup": 10.0, "floor_mixed": 7.0}
-    result = {"images_per_step": 64, "rates": rates, "pipeline_steps_per_s": 130.0, "mixed_policy": "mixed_bfloat16",
-              "parameters": 831_717}
+    rates = {
+        "eager_authors": 2.0,
+        "eager": 2.5,
+        "fit": 5.0,
+        "fit_mixed": 6.0,
+        "fit_mixed_spe10": 6.5,
+        "fit_mixed_pipeline": 6.2,
+        "fit_warmup": 10.0,
+        "floor_mixed": 7.0,
+    }
+    result = {
+        "images_per_step": 64,
+        "rates": rates,
+        "pipeline_steps_per_s": 130.0,
+        "mixed_policy": "mixed_bfloat16",
+        "parameters": 831_717,
+    }
     memory = {"eager_authors": 800.0, "eager": 810.0, "fit": 900.0, "fit_mixed": 880.0}
     text = pmp_speed.table(result, memory, steps=10, rounds=3, load_start=1.0)
     assert "| compiled `fit`, mixed, steps_per_execution=10 | 6.50 | 416 | 3.2x | 2.6x | - |" in text

@@ -27,8 +27,17 @@ from pose_data_helpers import SMALL, write_list_case, write_split_folder
 def config(model: str | None = None, **overrides) -> ExperimentConfig:
     """A small procedural pose config; ``model``: another encoder architecture."""
     base = experiments.config_for(
-        data="pose", source="procedural", image_size=16, set_size=4, pairs_per_step=2, steps=100,
-        double_augmentation=True, real_fraction=0.5, titration_interval=10, similarity="cosine", temperature=0.1,
+        data="pose",
+        source="procedural",
+        image_size=16,
+        set_size=4,
+        pairs_per_step=2,
+        steps=100,
+        double_augmentation=True,
+        real_fraction=0.5,
+        titration_interval=10,
+        similarity="cosine",
+        temperature=0.1,
     )
     return experiments.choose(base, model=model, **overrides)
 
@@ -109,7 +118,9 @@ def test_a_validation_split_holds_the_last_training_instances_out_of_training_an
     rendered.clear()
     pose.labelled_images(config(), "train", "synthetic", 64, seed=5)
     assert set(rendered[0][1].tolist()) == {0, 1, 2}
-    with pytest.raises(ValueError, match="needs training instances held out: set --data.validation_instances"):
+    with pytest.raises(
+        ValueError, match="needs training instances held out: set --data.validation_instances"
+    ):
         pose.labelled_images(config(), "validation", "synthetic", 4)
     with pytest.raises(ValueError, match="validation split has synthetic renders only"):
         pose.labelled_images(cfg, "validation", "real", 4)
@@ -131,10 +142,15 @@ def toy_banks(instances: int = 5, views: int = 6, real: int = 7, size: int = 16)
     synthetic = np.zeros((rows, size, size, 4), np.uint8)
     synthetic[..., 0] = np.repeat(np.arange(instances), views)[:, None, None] * 10
     synthetic[..., 3] = 255
-    euler = np.stack([np.tile(np.arange(views), instances), np.repeat(np.arange(instances), views), np.zeros(rows)], 1)
+    euler = np.stack(
+        [np.tile(np.arange(views), instances), np.repeat(np.arange(instances), views), np.zeros(rows)], 1
+    )
     return pose.PoseBanks(
-        synthetic, euler.astype(np.float32), np.repeat(np.arange(instances), views).astype(np.int32),
-        [f"i{k}" for k in range(instances)], np.full((real, size, size, 3), 250, np.uint8),
+        synthetic,
+        euler.astype(np.float32),
+        np.repeat(np.arange(instances), views).astype(np.int32),
+        [f"i{k}" for k in range(instances)],
+        np.full((real, size, size, 3), 250, np.uint8),
         np.full((3, size, size, 3), 40, np.uint8),
     )
 
@@ -142,7 +158,9 @@ def toy_banks(instances: int = 5, views: int = 6, real: int = 7, size: int = 16)
 def test_backgrounds_are_painted_from_their_own_pool_not_from_the_real_images():
     banks = toy_banks()
     banks.synthetic[..., :] = 0  # fully transparent renders: every pixel is background
-    cfg = config(set_size=6, real_fraction=0.5, titration_interval=0, crop_amplitude=0.0, augmentation_amplitude=0.0)
+    cfg = config(
+        set_size=6, real_fraction=0.5, titration_interval=0, crop_amplitude=0.0, augmentation_amplitude=0.0
+    )
     batch = next(iter(pose.dataset_from_banks(banks, cfg, seed=0, start_step=50)))
     # Set A holds renders only: painted from the background pool (40), never from the real
     # images (250) that set B draws.
@@ -160,7 +178,9 @@ def test_background_source_flag_and_builtin_default(tmp_path, monkeypatch):
     banks = pose.load_banks(config())
     np.testing.assert_array_equal(banks.backgrounds, builtin)
     (tmp_path / "scenes" / "a").mkdir(parents=True)
-    tf.io.write_file(str(tmp_path / "scenes" / "a" / "forest.png"), tf.io.encode_png(np.full((20, 30, 3), 90, np.uint8)))
+    tf.io.write_file(
+        str(tmp_path / "scenes" / "a" / "forest.png"), tf.io.encode_png(np.full((20, 30, 3), 90, np.uint8))
+    )
     banks = pose.load_banks(config(background_data_path=str(tmp_path / "scenes")))
     assert banks.backgrounds.shape == (1, 16, 16, 3) and np.all(banks.backgrounds == 90)
     assert len(banks.real) == SMALL.real_train_images  # the real images of set B are unchanged
@@ -192,7 +212,9 @@ def test_set_a_holds_one_instance_and_distinct_views():
     # No instance has 7 views: an error naming both flags, unless repeats are allowed.
     with pytest.raises(ValueError, match=r"--batch.set_size=7: .*views.*--data.sample_with_replacement"):
         pose.step_indices(banks, config(set_size=7), seed=0)
-    repeated = pose.step_indices(banks, config(set_size=7, sample_with_replacement=True), seed=0)(0)["index_a"]
+    repeated = pose.step_indices(banks, config(set_size=7, sample_with_replacement=True), seed=0)(0)[
+        "index_a"
+    ]
     assert np.all(banks.instances[repeated] == banks.instances[repeated[:, :1]])
     assert all(len(set(row)) < 7 for row in repeated)
 
@@ -202,7 +224,16 @@ def test_batches_have_the_documented_keys_and_labels():
     banks = toy_banks()
     cfg = config(set_size=6, pairs_per_step=2)
     batch = next(iter(pose.dataset_from_banks(banks, cfg, seed=3, start_step=5)))
-    assert set(batch) == {"set_a", "set_a_view2", "set_b", "set_b_view2", "labels_a", "real_b", "index_a", "group_a"}
+    assert set(batch) == {
+        "set_a",
+        "set_a_view2",
+        "set_b",
+        "set_b_view2",
+        "labels_a",
+        "real_b",
+        "index_a",
+        "group_a",
+    }
     for key in ("set_a", "set_a_view2", "set_b", "set_b_view2"):
         assert batch[key].shape == (2, 6, 16, 16, 3) and batch[key].dtype == tf.uint8
     assert not np.array_equal(batch["set_a"].numpy(), batch["set_a_view2"].numpy())  # two augmentations
@@ -219,11 +250,20 @@ def test_clean_renders_are_the_bank_rows_that_index_a_names(monkeypatch):
     """Without augmentation or backgrounds, set A's images are exactly the renders (on black)
     that ``index_a`` names, and ``training_bank`` counts the rows and instances they index."""
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
-    cfg = config(set_size=3, double_augmentation=False, real_fraction=0.0, crop_amplitude=0.0,
-                 augmentation_amplitude=0.0, paint_backgrounds=False)
+    cfg = config(
+        set_size=3,
+        double_augmentation=False,
+        real_fraction=0.0,
+        crop_amplitude=0.0,
+        augmentation_amplitude=0.0,
+        paint_backgrounds=False,
+    )
     banks = pose.load_banks(cfg)
     assert len(banks.backgrounds) == 0
-    assert pose.FAMILY.training_bank(cfg) == (SMALL.train_instances * SMALL.views_per_instance, SMALL.train_instances)
+    assert pose.FAMILY.training_bank(cfg) == (
+        SMALL.train_instances * SMALL.views_per_instance,
+        SMALL.train_instances,
+    )
     batch = next(iter(pose.dataset_from_banks(banks, cfg, seed=1)))
     rows = batch["index_a"].numpy()
     np.testing.assert_array_equal(batch["set_a"].numpy(), banks.synthetic[rows][..., :3])
@@ -241,16 +281,31 @@ def test_real_fraction_in_set_b_follows_the_schedule():
         counts = real_b.sum(axis=1)
         assert set(counts.tolist()) <= {int(np.floor(expected * 8)), int(np.ceil(expected * 8))}
     # The batch shows it: real images (constant 250) are the first slots of set B.
-    cfg = config(set_size=8, pairs_per_step=4, real_fraction=1.0, titration_interval=0,
-                 crop_amplitude=0.0, augmentation_amplitude=0.0, double_augmentation=False)
+    cfg = config(
+        set_size=8,
+        pairs_per_step=4,
+        real_fraction=1.0,
+        titration_interval=0,
+        crop_amplitude=0.0,
+        augmentation_amplitude=0.0,
+        double_augmentation=False,
+    )
     batch = next(iter(pose.dataset_from_banks(banks, cfg, seed=1)))
     assert np.all(batch["real_b"].numpy()) and np.all(batch["set_b"].numpy() == 250)
 
 
 def test_resumed_dataset_continues_the_schedule():
     banks = toy_banks()
-    cfg = config(set_size=4, pairs_per_step=64, real_fraction=1.0, titration_interval=10, steps=40,
-                 crop_amplitude=0.0, augmentation_amplitude=0.0, double_augmentation=False)
+    cfg = config(
+        set_size=4,
+        pairs_per_step=64,
+        real_fraction=1.0,
+        titration_interval=10,
+        steps=40,
+        crop_amplitude=0.0,
+        augmentation_amplitude=0.0,
+        double_augmentation=False,
+    )
     first = next(iter(pose.dataset_from_banks(banks, cfg, seed=0, start_step=0)))
     resumed = next(iter(pose.dataset_from_banks(banks, cfg, seed=0, start_step=35)))
     assert first["real_b"].numpy().mean() == 0.0
@@ -278,9 +333,15 @@ def test_bad_settings_raise_value_errors_naming_the_flag():
         ({"source": "keypointnet"}, "needs --data.path"),
         ({"source": "keypointnet", "path": os.path.dirname(__file__)}, "--data.real_data_path"),
         ({"source": "keypointnet", "path": "x"}, "--data.path=x does not exist"),
-        ({"source": "h5"}, "--data.source='h5' is not a source of data family 'pose'; choose one of auto, procedural, "
-                           "keypointnet."),
-        ({"real_data_path": os.path.dirname(__file__)}, "--data.real_data_path is read with KeypointNet renders only"),
+        (
+            {"source": "h5"},
+            "--data.source='h5' is not a source of data family 'pose'; choose one of auto, procedural, "
+            "keypointnet.",
+        ),
+        (
+            {"real_data_path": os.path.dirname(__file__)},
+            "--data.real_data_path is read with KeypointNet renders only",
+        ),
         ({"paint_backgrounds": False, "background_data_path": "x"}, "--data.paint_backgrounds"),
     ]:
         with pytest.raises(ValueError, match=flag):
@@ -292,10 +353,27 @@ def test_presets():
     for preset in (car, chair):
         preset.validate()
         pose.check_config(preset)
-        assert (preset.method.similarity, preset.method.temperature, preset.trainer.learning_rate) == ("cosine", 0.1, 1e-4)
-        assert (preset.trainer.lr_halving_steps, preset.trainer.steps, preset.batch.pairs_per_step, preset.batch.set_size) == (10000, 40000, 4, 32)
-        assert preset.batch.double_augmentation and preset.model.architecture == "s5" and preset.data.image_size == 128
-        assert (preset.data.real_fraction, preset.data.titration_interval, preset.data.crop_amplitude) == (0.1, 4000, 0.1)
+        assert (preset.method.similarity, preset.method.temperature, preset.trainer.learning_rate) == (
+            "cosine",
+            0.1,
+            1e-4,
+        )
+        assert (
+            preset.trainer.lr_halving_steps,
+            preset.trainer.steps,
+            preset.batch.pairs_per_step,
+            preset.batch.set_size,
+        ) == (10000, 40000, 4, 32)
+        assert (
+            preset.batch.double_augmentation
+            and preset.model.architecture == "s5"
+            and preset.data.image_size == 128
+        )
+        assert (preset.data.real_fraction, preset.data.titration_interval, preset.data.crop_amplitude) == (
+            0.1,
+            4000,
+            0.1,
+        )
     assert pose.max_elevation(car) == 0.5 and pose.max_elevation(chair) == 1.3
     quick = get_preset("pose_quick")
     pose.check_config(quick)
@@ -307,9 +385,20 @@ def test_training_passes_the_start_step_and_logs_the_titration(tmp_path, monkeyp
     from abc_tf.runs import training
 
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
-    cfg = config(model="s5_small", image_size=32, set_size=4, pairs_per_step=1, steps=4, log_every=2,
-                 titration_interval=2, real_fraction=0.5, embedding_dim=8, double_augmentation=False,
-                 crop_amplitude=0.0, augmentation_amplitude=0.0)  # light graphs: a fast test
+    cfg = config(
+        model="s5_small",
+        image_size=32,
+        set_size=4,
+        pairs_per_step=1,
+        steps=4,
+        log_every=2,
+        titration_interval=2,
+        real_fraction=0.5,
+        embedding_dim=8,
+        double_augmentation=False,
+        crop_amplitude=0.0,
+        augmentation_amplitude=0.0,
+    )  # light graphs: a fast test
     seen_starts = []
     original = pose.make_dataset
 

@@ -24,8 +24,12 @@ def test_synthetic_renders_are_premultiplied_rgba_on_transparency():
 def test_real_photos_are_opaque_and_seeded():
     photos, _ = pose_domains.render_real("car", "test", np.array([0, 0, 1]), EULER, 16, seed=4)
     assert photos.shape == (3, 16, 16, 3) and photos.dtype == np.uint8
-    np.testing.assert_array_equal(pose_domains.render_real("car", "test", np.array([0, 0, 1]), EULER, 16, seed=4)[0], photos)
-    assert not np.array_equal(pose_domains.render_real("car", "test", np.array([0, 0, 1]), EULER, 16, seed=5)[0], photos)
+    np.testing.assert_array_equal(
+        pose_domains.render_real("car", "test", np.array([0, 0, 1]), EULER, 16, seed=4)[0], photos
+    )
+    assert not np.array_equal(
+        pose_domains.render_real("car", "test", np.array([0, 0, 1]), EULER, 16, seed=5)[0], photos
+    )
     # Clutter behind the object: the corners are not black as on a synthetic render.
     assert photos[:, [0, -1]][:, :, [0, -1]].max() > 0
 
@@ -33,4 +37,6 @@ def test_real_photos_are_opaque_and_seeded():
 def test_clutter_backgrounds_and_uint8_conversion():
     scenes = pose_domains.clutter_backgrounds(np.random.default_rng(0), 4, 12)
     assert scenes.shape == (4, 12, 12, 3) and 0.0 <= scenes.min() and scenes.max() <= 1.0
-    np.testing.assert_array_equal(pose_domains.to_uint8(np.array([-0.1, 0.0, 0.5, 1.0, 1.2])), [0, 0, 128, 255, 255])
+    np.testing.assert_array_equal(
+        pose_domains.to_uint8(np.array([-0.1, 0.0, 0.5, 1.0, 1.2])), [0, 0, 128, 255, 255]
+    )

@@ -16,6 +16,7 @@ def resnet50v2_to_conv4_parameters() -> int:
     each block is batch norm + ReLU on its input (pre-activation), 1x1 and 3x3 convolutions
     without biases, each followed by batch norm, a final 1x1 convolution with a bias, and a 1x1
     projection shortcut with a bias in a stage's first block. Batch norm: 4 per channel."""
+
     def block(c_in: int, mid: int, shortcut: bool) -> int:
         out = 4 * mid
         total = 4 * c_in + c_in * mid + 4 * mid + 9 * mid * mid + 4 * mid + (mid * out + out)
@@ -61,7 +62,9 @@ def test_s5_weights_failure_is_a_clear_error(tmp_path, monkeypatch):
     from keras.src.applications import resnet
 
     def no_network(*args, **kwargs):
-        raise Exception("URL fetch failure on https://storage.googleapis.com/...: None -- [Errno -3] no network")
+        raise Exception(
+            "URL fetch failure on https://storage.googleapis.com/...: None -- [Errno -3] no network"
+        )
 
     monkeypatch.setattr(resnet.file_utils, "get_file", no_network)
     with pytest.raises(ValueError, match="Cannot load ResNet50V2 weights 'imagenet' .*internet needed"):
@@ -83,4 +86,6 @@ def test_s5_small_adds_strided_layers_so_the_head_sees_most_of_a_larger_image(si
     encoder = models.build("s5_small", embedding_dim=16, input_shape=(side, side, 3))
     assert encoder.get_layer("backbone").output.shape[1:] == (features, features, 128)
     convs = [layer for layer in encoder.layers if layer.name.startswith("conv")]
-    assert len(convs) == 5 + extra and all(layer.strides == (2, 2) and layer.filters == 128 for layer in convs[5:])
+    assert len(convs) == 5 + extra and all(
+        layer.strides == (2, 2) and layer.filters == 128 for layer in convs[5:]
+    )

@@ -22,7 +22,11 @@ def test_head_matches_table():
     x = rng.normal(size=(3, 64)).astype(np.float32)
     # 7 x and x normalise to unit vectors a few roundings apart (7 x rounds, and the 64-term
     # norms), which the head's layers (fan-ins 64 and 128) carry to magnitudes <= 1.
-    np.testing.assert_allclose(head(7.0 * x)["magnitude"].numpy(), head(x)["magnitude"].numpy(), atol=rounding_rtol(1 + 64 + 64 + 128))
+    np.testing.assert_allclose(
+        head(7.0 * x)["magnitude"].numpy(),
+        head(x)["magnitude"].numpy(),
+        atol=rounding_rtol(1 + 64 + 64 + 128),
+    )
 
 
 def test_spherical_exponential_is_unit_norm_with_finite_gradients():
@@ -31,9 +35,13 @@ def test_spherical_exponential_is_unit_norm_with_finite_gradients():
         tape.watch(logits)
         values = pose_head.SphericalExponential()(logits)
         total = tf.reduce_sum(values)
-    np.testing.assert_allclose(tf.norm(values, axis=-1).numpy(), 1.0, atol=1e-6)  # ~6 roundings of 1 against exact: 4e-7
+    np.testing.assert_allclose(
+        tf.norm(values, axis=-1).numpy(), 1.0, atol=1e-6
+    )  # ~6 roundings of 1 against exact: 4e-7
     assert np.all(values.numpy() >= 0)
-    np.testing.assert_allclose(values.numpy()[0], [np.sqrt(0.5)] * 2, atol=1e-7)  # sqrt(0.5) rounded once: 3e-8
+    np.testing.assert_allclose(
+        values.numpy()[0], [np.sqrt(0.5)] * 2, atol=1e-7
+    )  # sqrt(0.5) rounded once: 3e-8
     assert np.all(np.isfinite(tape.gradient(total, logits).numpy()))
 
 
@@ -41,7 +49,10 @@ def ideal_outputs(angles):
     """Head outputs that encode ``angles`` [B, 3] exactly."""
     magnitude = np.stack([np.abs(np.sin(angles)), np.abs(np.cos(angles))], axis=-1)
     quadrant = pose_head.quadrant_labels(angles).numpy()
-    return {"magnitude": tf.constant(magnitude, tf.float32), "quadrant_logits": tf.constant(20.0 * np.eye(4)[quadrant], tf.float32)}
+    return {
+        "magnitude": tf.constant(magnitude, tf.float32),
+        "quadrant_logits": tf.constant(20.0 * np.eye(4)[quadrant], tf.float32),
+    }
 
 
 def test_decoding_recovers_angles_in_all_four_quadrants():

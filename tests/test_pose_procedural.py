@@ -34,7 +34,9 @@ def test_builtin_backgrounds_are_cluttered_scenes(monkeypatch):
 def test_labelled_images_in_both_domains(monkeypatch):
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
     rng = lambda: np.random.default_rng(5)  # noqa: E731
-    images, rotations, euler = pose_procedural.labelled_images("chair", "test", "synthetic", 3, 16, 1.3, rng())
+    images, rotations, euler = pose_procedural.labelled_images(
+        "chair", "test", "synthetic", 3, 16, 1.3, rng()
+    )
     assert images.shape == (3, 16, 16, 3) and np.all(euler[:, 2] == 0)  # synthetic: no tilt
     np.testing.assert_allclose(rotations, euler_to_matrix(euler))
     real, _, real_euler = pose_procedural.labelled_images("chair", "test", "real", 3, 16, 1.3, rng())

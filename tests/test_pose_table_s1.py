@@ -14,16 +14,24 @@ def test_rows_are_name_dir_pairs():
 
 
 def test_seeds_aggregate_to_mean_and_sample_std_and_the_paper_stands_beside_ours():
-    seeds = [dict(median_error_deg=10.0, acc_at_30=0.8, flip_median_error_deg=8.0, flip_acc_at_30=0.9),
-             dict(median_error_deg=14.0, acc_at_30=0.6, flip_median_error_deg=9.0, flip_acc_at_30=0.95)]
+    seeds = [
+        dict(median_error_deg=10.0, acc_at_30=0.8, flip_median_error_deg=8.0, flip_acc_at_30=0.9),
+        dict(median_error_deg=14.0, acc_at_30=0.6, flip_median_error_deg=9.0, flip_acc_at_30=0.95),
+    ]
     out = table.aggregate(seeds)
     assert out["median_error_deg"]["mean"] == 12.0 and out["median_error_deg"]["seeds"] == 2
     np.testing.assert_allclose(out["acc_at_30"]["std"], np.std([0.8, 0.6], ddof=1))
     assert table.aggregate(seeds[:1])["acc_at_30"]["std"] == 0.0
-    summary = {"rows": {"ABC": {"domains": {"synthetic": out, "real": out}},
-                        "mine": {"domains": {"synthetic": out, "real": out}}}}
+    summary = {
+        "rows": {
+            "ABC": {"domains": {"synthetic": out, "real": out}},
+            "mine": {"domains": {"synthetic": out, "real": out}},
+        }
+    }
     text = table.markdown(summary, "synthetic")
-    assert "| ABC | 2 | 12 ± 2.8 | 0.7 ± 0.14 |" in text and text.rstrip().endswith("| — |")  # no paper row "mine"
+    assert "| ABC | 2 | 12 ± 2.8 | 0.7 ± 0.14 |" in text and text.rstrip().endswith(
+        "| — |"
+    )  # no paper row "mine"
     assert "| 5.8 / 0.83 |" in text  # Table S1's ABC row
     assert "| 14.1 / 0.65 |" in table.markdown(summary, "real")  # Table 1's ABC cars row
 

@@ -19,10 +19,17 @@ AMX = precision.Host(cpu_flags=frozenset({"avx2", "amx_tile", "amx_bf16"}))
 AVX2_ONLY = precision.Host(cpu_flags=frozenset({"sse4_2", "avx2", "fma"}))
 
 
-@pytest.mark.parametrize("host, policy", [
-    (GPU, "mixed_float16"), (TPU, "mixed_bfloat16"), (AVX512_BF16, "mixed_bfloat16"), (AMX, "mixed_bfloat16"),
-    (AVX2_ONLY, "float32"), (precision.Host(), "float32"),
-])
+@pytest.mark.parametrize(
+    "host, policy",
+    [
+        (GPU, "mixed_float16"),
+        (TPU, "mixed_bfloat16"),
+        (AVX512_BF16, "mixed_bfloat16"),
+        (AMX, "mixed_bfloat16"),
+        (AVX2_ONLY, "float32"),
+        (precision.Host(), "float32"),
+    ],
+)
 def test_each_host_gets_the_precision_it_computes_fast(host, policy):
     chosen = precision.choose(True, host)
     assert chosen.policy == policy
@@ -40,8 +47,10 @@ def test_the_fallback_warns_in_one_line_naming_the_missing_flags_and_float32():
 
 def test_cpu_flags_are_read_from_every_flags_line(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512_bf16\nmodel name\t: X\n\n"
-                       "processor\t: 1\nflags\t\t: fpu avx2 amx_bf16\n")
+    cpuinfo.write_text(
+        "processor\t: 0\nflags\t\t: fpu avx2 avx512_bf16\nmodel name\t: X\n\n"
+        "processor\t: 1\nflags\t\t: fpu avx2 amx_bf16\n"
+    )
     flags = precision.cpu_flags(str(cpuinfo))
     if sys.platform.startswith("linux"):
         assert flags == {"fpu", "avx2", "avx512_bf16", "amx_bf16"}
@@ -57,7 +66,14 @@ def test_this_host_is_what_the_trainer_uses(monkeypatch):
     assert training.precision_policy(experiments.config_for(mixed_precision=True)) == "mixed_bfloat16"
 
 
-@pytest.mark.parametrize("name", sorted(name for name, preset in experiments.presets().items() if preset.trainer.mixed_precision))
+@pytest.mark.parametrize(
+    "name", sorted(name for name, preset in experiments.presets().items() if preset.trainer.mixed_precision)
+)
 def test_presets_with_mixed_precision_never_get_emulated_bfloat16(name):
-    assert precision.choose(experiments.presets()[name].trainer.mixed_precision, AVX2_ONLY).policy == "float32"
-    assert precision.choose(experiments.presets()[name].trainer.mixed_precision, AVX512_BF16).policy == "mixed_bfloat16"
+    assert (
+        precision.choose(experiments.presets()[name].trainer.mixed_precision, AVX2_ONLY).policy == "float32"
+    )
+    assert (
+        precision.choose(experiments.presets()[name].trainer.mixed_precision, AVX512_BF16).policy
+        == "mixed_bfloat16"
+    )

@@ -21,8 +21,10 @@ def signals_as_in_a_terminal():
     """Python's own SIGINT and SIGTERM handlers for each test, whatever the process started
     with: a shell starts a background job (CI, nohup) with SIGINT ignored, and a run leaves an
     ignored signal ignored (tested below)."""
-    previous = {number: signal.signal(number, handler) for number, handler in
-                ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL))}
+    previous = {
+        number: signal.signal(number, handler)
+        for number, handler in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL))
+    }
     yield
     for number, handler in previous.items():
         signal.signal(number, handler)
@@ -57,12 +59,24 @@ def fit(run_dir, signal_at: SignalAt, steps: int = 20, every: int = 5) -> keras.
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
     model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
     rng = np.random.default_rng(0)
-    dataset = tf.data.Dataset.from_tensor_slices((rng.normal(size=(64, 4)), rng.normal(size=(64, 1)))).batch(8).repeat()
+    dataset = (
+        tf.data.Dataset.from_tensor_slices((rng.normal(size=(64, 4)), rng.normal(size=(64, 1))))
+        .batch(8)
+        .repeat()
+    )
     stopper = preemption.StopOnSignal(str(run_dir), keep=5, every=every, last_step=steps)
     with stopper:
-        model.fit(dataset, epochs=steps // every, steps_per_epoch=every, verbose=0, callbacks=[
-            signal_at, checkpoints.SaveCheckpoint(str(run_dir), 5, every, steps), stopper,
-        ])
+        model.fit(
+            dataset,
+            epochs=steps // every,
+            steps_per_epoch=every,
+            verbose=0,
+            callbacks=[
+                signal_at,
+                checkpoints.SaveCheckpoint(str(run_dir), 5, every, steps),
+                stopper,
+            ],
+        )
     return model
 
 
@@ -75,8 +89,10 @@ def test_sigterm_stops_at_the_end_of_the_step_and_checkpoints_it(tmp_path):
     with pytest.raises(preemption.RunPreempted) as stopped:
         fit(tmp_path, SignalAt(7, signal.SIGTERM))
     assert (stopped.value.step, stopped.value.signal_number) == (7, signal.SIGTERM)
-    assert str(stopped.value) == (f"Stopped by SIGTERM; {tmp_path} keeps its checkpoint at step 7, the step it reached. "
-                                  "Run the same command again to resume from it.")
+    assert str(stopped.value) == (
+        f"Stopped by SIGTERM; {tmp_path} keeps its checkpoint at step 7, the step it reached. "
+        "Run the same command again to resume from it."
+    )
     assert saved_steps(tmp_path) == [5, 7]
     assert signal.getsignal(signal.SIGTERM) is before  # the handler is put back
 
@@ -84,8 +100,14 @@ def test_sigterm_stops_at_the_end_of_the_step_and_checkpoints_it(tmp_path):
 def test_a_stop_on_a_log_step_keeps_the_checkpoint_already_written(tmp_path, monkeypatch):
     saves = []
     real_save = checkpoints.save
-    monkeypatch.setattr(checkpoints, "save", lambda model, run_dir, step, *args, **kwargs: (
-        saves.append(step), real_save(model, run_dir, step, *args, **kwargs))[1])
+    monkeypatch.setattr(
+        checkpoints,
+        "save",
+        lambda model, run_dir, step, *args, **kwargs: (
+            saves.append(step),
+            real_save(model, run_dir, step, *args, **kwargs),
+        )[1],
+    )
     with pytest.raises(preemption.RunPreempted, match="keeps its checkpoint at step 10"):
         fit(tmp_path, SignalAt(10, signal.SIGTERM))
     assert saves == [5, 10]
@@ -93,7 +115,9 @@ def test_a_stop_on_a_log_step_keeps_the_checkpoint_already_written(tmp_path, mon
 
 def test_ctrl_c_stops_at_the_step_end_and_a_second_one_at_once(tmp_path):
     before = signal.getsignal(signal.SIGINT)
-    with pytest.raises(preemption.RunPreempted, match=r"^Interrupted; .* keeps its checkpoint at step 3, the step it reached"):
+    with pytest.raises(
+        preemption.RunPreempted, match=r"^Interrupted; .* keeps its checkpoint at step 3, the step it reached"
+    ):
         fit(tmp_path / "once", SignalAt(3, signal.SIGINT))
     assert saved_steps(tmp_path / "once") == [3]
     with pytest.raises(KeyboardInterrupt):

@@ -23,7 +23,9 @@ def clustered(n: int = 1500, k: int = 4, seed: int = 0):
 
 def test_probe_reads_separated_factor_and_not_the_independent_one():
     embeddings, factors = clustered()
-    result = probes.probe_accuracies(embeddings, factors, sigma=0.05, names=["kept", "ignored"], settings=FAST)
+    result = probes.probe_accuracies(
+        embeddings, factors, sigma=0.05, names=["kept", "ignored"], settings=FAST
+    )
     assert result.names == ["kept", "ignored"]
     np.testing.assert_allclose(result.chance, [1 / 4, 1 / 3])
     assert result.accuracy[0] > 0.95
@@ -40,7 +42,9 @@ def test_noise_far_above_the_spread_leaves_chance_accuracy():
 
 def test_declared_class_counts_set_chance_and_are_checked():
     embeddings, factors = clustered()
-    result = probes.probe_accuracies(embeddings, factors, 0.0, num_classes=[10, 3], settings=probes.ProbeSettings(epochs=2))
+    result = probes.probe_accuracies(
+        embeddings, factors, 0.0, num_classes=[10, 3], settings=probes.ProbeSettings(epochs=2)
+    )
     np.testing.assert_allclose(result.chance, [0.1, 1 / 3])
     with pytest.raises(ValueError, match="0..K-1"):
         probes.probe_accuracies(embeddings, factors, 0.0, num_classes=[2, 3], settings=FAST)
@@ -52,7 +56,9 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="sigma"):
         probes.probe_accuracies(np.zeros((10, 2)), np.zeros((10, 1)), -1.0)
     with pytest.raises(ValueError, match="test_fraction"):
-        probes.probe_accuracies(np.zeros((10, 2)), np.zeros((10, 1)), 0.1, settings=probes.ProbeSettings(test_fraction=1.5))
+        probes.probe_accuracies(
+            np.zeros((10, 2)), np.zeros((10, 1)), 0.1, settings=probes.ProbeSettings(test_fraction=1.5)
+        )
 
 
 def test_probes_of_one_shape_are_traced_once_and_train_as_if_fresh():
@@ -61,7 +67,11 @@ def test_probes_of_one_shape_are_traced_once_and_train_as_if_fresh():
     start = probes.build_probes(3, (4, 3))
 
     def trained(trainer: probes.ProbeTrainer, points, labels, sigma, seed) -> list[np.ndarray]:
-        return [w for network in trainer.train(start, points, labels, sigma, FAST, seed) for w in network.get_weights()]
+        return [
+            w
+            for network in trainer.train(start, points, labels, sigma, FAST, seed)
+            for w in network.get_weights()
+        ]
 
     fresh = trained(probes.ProbeTrainer(3, (4, 3)), embeddings, factors, 0.05, 2)
     reused_trainer = probes.ProbeTrainer(3, (4, 3))

@@ -102,9 +102,18 @@ def test_mine_reports_between_its_compiled_chunks_and_estimates_the_same():
     with progress.reporting(every=0, stream=out):
         chunked = mine.mine_sigma_sweep(embeddings, factors, [0.1, 0.2], settings, seed=1)
     lines = out.getvalue().splitlines()
-    assert [line.split(": ")[1].split(" ")[0] for line in lines] == ["10/60", "20/60", "30/60", "40/60", "50/60", "60/60"]
+    assert [line.split(": ")[1].split(" ")[0] for line in lines] == [
+        "10/60",
+        "20/60",
+        "30/60",
+        "40/60",
+        "50/60",
+        "60/60",
+    ]
     assert lines[0].startswith("[evaluate]   MINE (2 factors, 2 noise scales): 10/60 steps")
-    whole = mine.mine_sigma_sweep(embeddings, factors, [0.1, 0.2], dataclasses.replace(settings, chunk_steps=30), seed=1)
+    whole = mine.mine_sigma_sweep(
+        embeddings, factors, [0.1, 0.2], dataclasses.replace(settings, chunk_steps=30), seed=1
+    )
     np.testing.assert_array_equal(chunked, whole)  # the chunks change nothing of the estimate
 
 
@@ -115,7 +124,10 @@ def test_probes_report_their_epochs_and_train_the_same_in_chunks(monkeypatch):
     out = io.StringIO()
     with progress.reporting(every=0, stream=out):
         chunked = probes.probe_accuracies(embeddings, factors, 0.1, settings=settings, seed=2)
-    assert [line.split(": ")[1].split(",")[0] for line in out.getvalue().splitlines()] == ["5/7 epochs", "7/7 epochs"]
+    assert [line.split(": ")[1].split(",")[0] for line in out.getvalue().splitlines()] == [
+        "5/7 epochs",
+        "7/7 epochs",
+    ]
     monkeypatch.setattr(probes, "EPOCHS_PER_CALL", 7)
     whole = probes.probe_accuracies(embeddings, factors, 0.1, settings=settings, seed=2)
     np.testing.assert_array_equal(chunked.accuracy, whole.accuracy)
@@ -127,7 +139,10 @@ def test_dci_reports_each_factor_whose_trees_are_done():
     out = io.StringIO()
     with progress.reporting(every=0, stream=out):
         disentanglement_arrays.dci(codes, factors, codes, factors, seed=0, n_jobs=1)
-    assert [line.split(": ")[1].split(",")[0] for line in out.getvalue().splitlines()] == ["1/2 factors", "2/2 factors"]
+    assert [line.split(": ")[1].split(",")[0] for line in out.getvalue().splitlines()] == [
+        "1/2 factors",
+        "2/2 factors",
+    ]
 
 
 def test_recording_lists_each_file_once_and_blocks_nest(tmp_path):
@@ -146,7 +161,11 @@ def test_reported_lists_the_files_written_last_and_nothing_after_an_error(capsys
     with progress.reported():
         print("summary")
         progress.wrote(tmp_path / "metrics.json")
-    assert capsys.readouterr().out.splitlines() == ["summary", "Wrote 1 file:", f"  {tmp_path / 'metrics.json'}"]
+    assert capsys.readouterr().out.splitlines() == [
+        "summary",
+        "Wrote 1 file:",
+        f"  {tmp_path / 'metrics.json'}",
+    ]
     with pytest.raises(ValueError):
         with progress.reported():
             progress.wrote(tmp_path / "metrics.json")

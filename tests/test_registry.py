@@ -62,7 +62,9 @@ def config_class(name: str) -> type:
 def test_an_entry_names_the_declaration_and_its_config_class():
     entry = registry.Entry("module", "module:Config")
     assert entry.declaration == "module" and entry.config == "module:Config"
-    assert entry == ("module", "module:Config", "") and registry.Entry(*("a", "a:B")) == registry.Entry("a", "a:B")
+    assert entry == ("module", "module:Config", "") and registry.Entry(*("a", "a:B")) == registry.Entry(
+        "a", "a:B"
+    )
 
 
 def test_resolve_imports_the_named_module_and_takes_its_declaration():
@@ -110,9 +112,15 @@ def test_config_class_is_loaded_without_the_declaration_and_holds_the_names_fiel
 def test_config_class_refuses_unknown_names_and_classes_of_another_base():
     with pytest.raises(ValueError, match="^Unknown thing 'slow'; choose one of: "):
         config_class("slow")
-    with pytest.raises(TypeError, match=f"^{__name__}:Declared is not a Settings \\(the config class of thing 'not_settings'\\).$"):
+    with pytest.raises(
+        TypeError,
+        match=f"^{__name__}:Declared is not a Settings \\(the config class of thing 'not_settings'\\).$",
+    ):
         config_class("not_settings")
-    with pytest.raises(TypeError, match=f"^{__name__}:NOT_A_DECLARATION is not a Settings \\(the config class of thing 'wrong_type'\\)"):
+    with pytest.raises(
+        TypeError,
+        match=f"^{__name__}:NOT_A_DECLARATION is not a Settings \\(the config class of thing 'wrong_type'\\)",
+    ):
         config_class("wrong_type")
     with pytest.raises(TypeError, match="is not a Settings"):
         registry.config_class({"pair": ("m", f"{__name__}:Declared")}, "pair", "thing", Settings)

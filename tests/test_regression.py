@@ -15,8 +15,12 @@ def test_r2_ridge_knn_and_class_centring_on_known_answers():
     np.testing.assert_allclose(regression.ridge_predict(x, y, x[:5], alpha=0.0), y[:5], atol=1e-9)
     # The 2 nearest of 0, 1, 10, 11 to 0.4 are 0 and 1.
     points = np.array([[0.0], [1.0], [10.0], [11.0]])
-    assert regression.knn_predict(points, np.array([1.0, 3.0, 5.0, 7.0]), np.array([[0.4]]), k=2)[0] == pytest.approx(2.0)
-    np.testing.assert_allclose(regression.centre_by_class([1.0, 3.0, 10.0, 14.0], np.array([0, 0, 1, 1])), [-1, 1, -2, 2])
+    assert regression.knn_predict(points, np.array([1.0, 3.0, 5.0, 7.0]), np.array([[0.4]]), k=2)[
+        0
+    ] == pytest.approx(2.0)
+    np.testing.assert_allclose(
+        regression.centre_by_class([1.0, 3.0, 10.0, 14.0], np.array([0, 0, 1, 1])), [-1, 1, -2, 2]
+    )
 
 
 def test_style_predictability_scores_informative_embeddings_high():

@@ -92,7 +92,9 @@ def test_the_training_bank_and_backgrounds_read_back_equal_to_a_fresh_render(cac
     # Bypassing the in-process cache (__wrapped__), as a new process would.
     fresh = pose_procedural._render_training_images("car", 16, 0.5, SMALL)
     for _ in range(2):
-        synthetic, euler, instances, names, real = pose_procedural._training_images.__wrapped__("car", 16, 0.5, SMALL)
+        synthetic, euler, instances, names, real = pose_procedural._training_images.__wrapped__(
+            "car", 16, 0.5, SMALL
+        )
         for kept, rendered in zip((synthetic, euler, instances, real), fresh, strict=True):
             np.testing.assert_array_equal(kept, rendered)
         assert names == ["car_0000", "car_0001", "car_0002"]

@@ -43,19 +43,28 @@ def test_a_child_answers_what_its_name_asks_and_the_parent_nothing(capsys):
 
 def test_the_precision_line_says_what_mixed_precision_gets_on_the_host(monkeypatch):
     monkeypatch.setattr(precision, "this_host", lambda: precision.Host(cpu_flags=frozenset({"avx2"})))
-    assert report.precision_line().startswith("`--trainer.mixed_precision` on this host: float32 (the CPU has no native bfloat16")
+    assert report.precision_line().startswith(
+        "`--trainer.mixed_precision` on this host: float32 (the CPU has no native bfloat16"
+    )
     assert report.precision_line().endswith(": float32 instead of emulated bfloat16).")
     monkeypatch.setattr(precision, "this_host", lambda: precision.Host(cpu_flags=frozenset({"amx_bf16"})))
-    assert report.precision_line() == ("`--trainer.mixed_precision` on this host: mixed_bfloat16 "
-                                       "(the CPU computes bfloat16 natively: amx_bf16).")
+    assert report.precision_line() == (
+        "`--trainer.mixed_precision` on this host: mixed_bfloat16 "
+        "(the CPU computes bfloat16 natively: amx_bf16)."
+    )
 
 
 def test_run_children_runs_each_child_with_the_shared_arguments_and_keeps_their_labels(monkeypatch, capsys):
     calls = []
-    monkeypatch.setattr(report, "run_child", lambda module, args: calls.append((module, args)) or {"child": args[1]})
-    results = report.run_children("benchmarks.x", {"ML-VAE": "pose_ml_vae:all", "LORD": "pose_lord:stage2"},
-                                  ["--steps", "3"])
+    monkeypatch.setattr(
+        report, "run_child", lambda module, args: calls.append((module, args)) or {"child": args[1]}
+    )
+    results = report.run_children(
+        "benchmarks.x", {"ML-VAE": "pose_ml_vae:all", "LORD": "pose_lord:stage2"}, ["--steps", "3"]
+    )
     assert results == {"ML-VAE": {"child": "pose_ml_vae:all"}, "LORD": {"child": "pose_lord:stage2"}}
-    assert calls == [("benchmarks.x", ["--child", "pose_ml_vae:all", "--steps", "3"]),
-                     ("benchmarks.x", ["--child", "pose_lord:stage2", "--steps", "3"])]
+    assert calls == [
+        ("benchmarks.x", ["--child", "pose_ml_vae:all", "--steps", "3"]),
+        ("benchmarks.x", ["--child", "pose_lord:stage2", "--steps", "3"]),
+    ]
     assert capsys.readouterr().out.splitlines()[0].startswith("ML-VAE {'child': 'pose_ml_vae:all'} (")

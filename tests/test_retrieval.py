@@ -32,13 +32,15 @@ def test_retrieval_grid_rows_hold_the_right_classes(tmp_path):
     l2 = retrieval.retrieval_grid(embeddings, labels, range(10), similarity="l2", seed=3)
     assert np.array_equal(l2.indices, grid.indices)
     distances = np.linalg.norm(embeddings[grid.indices] - embeddings[np.diag(grid.indices)][:, None], axis=-1)
-    np.testing.assert_allclose(grid.similarity, -distances**2, atol=1e-9)
+    np.testing.assert_allclose(grid.similarity, -(distances**2), atol=1e-9)
     np.testing.assert_allclose(l2.similarity, -np.sqrt(distances**2 + 1e-9), atol=1e-9)
     images = rng.integers(0, 255, size=(len(labels), 28, 28), dtype=np.uint8)
     retrieval.plot_retrieval_grids(images, [("a", grid), ("b", grid)], str(tmp_path / "grid.png"), ink=True)
     assert (tmp_path / "grid.png").stat().st_size > 1000
     colour = rng.integers(0, 255, size=(len(labels), 12, 16, 3), dtype=np.uint8)
-    retrieval.plot_retrieval_grids(colour, [("c", grid)], str(tmp_path / "colour.png"), class_names=list("abcdefghij"))
+    retrieval.plot_retrieval_grids(
+        colour, [("c", grid)], str(tmp_path / "colour.png"), class_names=list("abcdefghij")
+    )
     assert (tmp_path / "colour.png").stat().st_size > 1000
     with pytest.raises(ValueError, match=r"no image of class\(es\) \[9\]"):
         retrieval.retrieval_grid(embeddings[labels < 9], labels[labels < 9], range(10))
@@ -48,11 +50,16 @@ def test_group_retrieval_draws_its_figure_and_finds_each_group_s_nearest(tmp_pat
     rng = np.random.default_rng(0)
     groups = np.repeat(np.arange(12), 10)
     images = rng.integers(0, 255, size=(len(groups), *IMAGE_SHAPE), dtype=np.uint8)
-    grouped = GroupedImages(images, [f"person_{g:02d}" for g in range(12)], groups.astype(np.int32),
-                            [f"{g}/{k}.png" for g, k in zip(groups, range(len(groups)))])
+    grouped = GroupedImages(
+        images,
+        [f"person_{g:02d}" for g in range(12)],
+        groups.astype(np.int32),
+        [f"{g}/{k}.png" for g, k in zip(groups, range(len(groups)))],
+    )
     encoder = methods.get_method("abc").build(CONFIG, IMAGE_SHAPE).encoder
-    result = retrieval.group_retrieval([("trained", encoder), ("untrained", encoder)], grouped, "l2sq",
-                                       str(tmp_path / "groups.png"), seed=1)
+    result = retrieval.group_retrieval(
+        [("trained", encoder), ("untrained", encoder)], grouped, "l2sq", str(tmp_path / "groups.png"), seed=1
+    )
     assert (tmp_path / "groups.png").stat().st_size > 1000
     shown = result["groups"]
     assert len(shown) == retrieval.GROUPS_SHOWN and result["trained"] == result["untrained"]

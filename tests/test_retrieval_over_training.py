@@ -25,9 +25,15 @@ def write_checkpoint(curve_dir, step, source, labels, seed=0, embedding_seed=0):
     grid = retrieval.retrieval_grid(embeddings, labels, range(10), seed=seed)
     folder = os.path.join(curve_dir, "checkpoints", f"step_{step}")
     os.makedirs(folder)
-    metrics = {"data_source": source, "num_test_images": len(labels), "trained": {
-        "retrieval_grid": grid.as_dict(), "retrieval_row_style_spread": {"slant": 0.5 + step / 1000, "thickness": 0.7},
-        "style_r2": {"slant": {"ridge_within_digit_holdout_digit": 0.6, "ridge_raw_seen_digits": 0.9}}}}
+    metrics = {
+        "data_source": source,
+        "num_test_images": len(labels),
+        "trained": {
+            "retrieval_grid": grid.as_dict(),
+            "retrieval_row_style_spread": {"slant": 0.5 + step / 1000, "thickness": 0.7},
+            "style_r2": {"slant": {"ridge_within_digit_holdout_digit": 0.6, "ridge_raw_seen_digits": 0.9}},
+        },
+    }
     with open(os.path.join(folder, "mnist_metrics.json"), "w") as handle:
         json.dump(metrics, handle)
     return grid

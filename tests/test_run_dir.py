@@ -32,11 +32,15 @@ def test_load_run_reads_the_config_and_the_encoder_and_other_networks_on_demand(
     run = load_run(str(tmp_path / "run"))
     assert run.run_dir == str(tmp_path / "run") and run.config == CONFIG
     images = np.random.default_rng(0).uniform(size=(3, 6, 6, 1)).astype(np.float32)
-    np.testing.assert_allclose(run.encoder(images).numpy(), encoder(images).numpy(), rtol=1e-6)  # the same weights and ops: equal
+    np.testing.assert_allclose(
+        run.encoder(images).numpy(), encoder(images).numpy(), rtol=1e-6
+    )  # the same weights and ops: equal
     assert run.network("head") is None  # the run has no head
     head = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     head.save(network_file(str(tmp_path / "run"), "head"))
-    np.testing.assert_allclose(run.network("head")(np.ones((1, 4))).numpy(), head(np.ones((1, 4))).numpy(), rtol=1e-6)  # equal
+    np.testing.assert_allclose(
+        run.network("head")(np.ones((1, 4))).numpy(), head(np.ones((1, 4))).numpy(), rtol=1e-6
+    )  # equal
     # --config replaces run_dir/config.json.
     other = tmp_path / "other.json"
     other.write_text(CONFIG.replace(seed=7).to_json())
@@ -46,15 +50,21 @@ def test_load_run_reads_the_config_and_the_encoder_and_other_networks_on_demand(
 def test_load_run_errors_name_the_missing_or_damaged_file(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    with pytest.raises(ValueError, match=f"{run_dir} is not a finished training run: {run_dir / 'config.json'} is missing"):
+    with pytest.raises(
+        ValueError, match=f"{run_dir} is not a finished training run: {run_dir / 'config.json'} is missing"
+    ):
         load_run(str(run_dir))
     (run_dir / "config.json").write_text(CONFIG.to_json())
-    with pytest.raises(ValueError, match=f"{run_dir} is not a finished training run: {run_dir / 'encoder.keras'} is missing"):
+    with pytest.raises(
+        ValueError, match=f"{run_dir} is not a finished training run: {run_dir / 'encoder.keras'} is missing"
+    ):
         load_run(str(run_dir))
     (run_dir / "encoder.keras").write_bytes(b"PK\x03\x04 not a whole archive")
     with pytest.raises(ValueError) as error:
         load_run(str(run_dir))
-    assert str(error.value).startswith(f"{run_dir / 'encoder.keras'} cannot be read (") and "\n" not in str(error.value)
+    assert str(error.value).startswith(f"{run_dir / 'encoder.keras'} cannot be read (") and "\n" not in str(
+        error.value
+    )
     (run_dir / "config.json").write_text('{"name": "shapes3d", "steps": 6')  # cut off by a full disk
     with pytest.raises(ValueError, match="is not a readable run config"):
         load_run(str(run_dir))
@@ -96,8 +106,14 @@ def test_embed_takes_uint8_or_float_images_in_batches_and_dict_outputs():
         np.testing.assert_allclose(embedded, whole, rtol=0, atol=tolerance)
     np.testing.assert_allclose(embed(encoder, images / 255.0), whole, rtol=0, atol=tolerance)
     # Any callable on float images in [0, 1] (a SavedModel signature); dict outputs stay dicts.
-    outputs = embed(lambda batch: {"mean": np.asarray(batch).mean(axis=(1, 2, 3)), "first": batch[:, 0, 0]}, images, 3)
-    assert set(outputs) == {"mean", "first"} and outputs["mean"].shape == (7,) and outputs["first"].shape == (7, 1)
+    outputs = embed(
+        lambda batch: {"mean": np.asarray(batch).mean(axis=(1, 2, 3)), "first": batch[:, 0, 0]}, images, 3
+    )
+    assert (
+        set(outputs) == {"mean", "first"}
+        and outputs["mean"].shape == (7,)
+        and outputs["first"].shape == (7, 1)
+    )
     # A float32 mean of 36 values of one sign against float64: rounding_rtol(36 + 2) = 9e-6.
     np.testing.assert_allclose(outputs["mean"], images.mean(axis=(1, 2, 3)) / 255.0, rtol=1e-5)
     for bad in (np.zeros((0, 6, 6, 1)), np.zeros((6, 6, 1))):
@@ -117,7 +133,9 @@ def test_embed_calls_a_keras_model_through_one_traced_function_equal_to_its_eage
     # another order, well within 1e-5 of the largest |code|.
     tolerance = 1e-5 * max(1.0, float(np.abs(eager).max()))
     for batch_size in (3, 4, 10):
-        np.testing.assert_allclose(embed(encoder, images, batch_size=batch_size)["code"], eager, rtol=0, atol=tolerance)
+        np.testing.assert_allclose(
+            embed(encoder, images, batch_size=batch_size)["code"], eager, rtol=0, atol=tolerance
+        )
     traced = traced_call(encoder)
     assert traced is traced_call(encoder)  # one function per model, kept between calls
     assert traced.experimental_get_tracing_count() <= 2  # batch sizes generalise after one retrace

@@ -18,7 +18,9 @@ def test_a_held_lock_refuses_a_second_writer_naming_the_holder(tmp_path):
         holder = json.loads((tmp_path / "run" / ".lock").read_text())
         assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
         in_use = f"run directory {run_dir} is in use by train.py (pid {os.getpid()} on host {socket.gethostname()}, since "
-        with pytest.raises(run_lock.RunDirInUse, match=r"\(pid .*; wait for it to finish or use another --output_dir\.$") as refused:
+        with pytest.raises(
+            run_lock.RunDirInUse, match=r"\(pid .*; wait for it to finish or use another --output_dir\.$"
+        ) as refused:
             run_lock.RunLock(run_dir)
         assert str(refused.value).startswith(in_use)
         with pytest.raises(run_lock.RunDirInUse, match="; evaluate later.$") as probed:
@@ -41,9 +43,16 @@ def test_a_lock_left_by_a_dead_process_is_taken_over_with_a_warning(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     # What a SIGKILLed train.py leaves: its JSON, and no flock (the kernel dropped it).
-    (run_dir / ".lock").write_text(json.dumps({"command": "train.py", "pid": 4321, "host": "node7", "since": "2026-01-02T03:04:05+00:00"}))
-    with pytest.warns(UserWarning, match=r"\.lock was left by train.py \(pid 4321 on host node7, since 2026-01-02T03:04:05\+00:00\), "
-                                         "which no longer runs; taking the run directory over"):
+    (run_dir / ".lock").write_text(
+        json.dumps(
+            {"command": "train.py", "pid": 4321, "host": "node7", "since": "2026-01-02T03:04:05+00:00"}
+        )
+    )
+    with pytest.warns(
+        UserWarning,
+        match=r"\.lock was left by train.py \(pid 4321 on host node7, since 2026-01-02T03:04:05\+00:00\), "
+        "which no longer runs; taking the run directory over",
+    ):
         lock = run_lock.RunLock(str(run_dir), command="train.py")
     with lock:
         assert json.loads((run_dir / ".lock").read_text())["pid"] == os.getpid()
@@ -56,7 +65,9 @@ def test_a_lock_file_not_written_yet_still_refuses(tmp_path):
     descriptor = os.open(run_dir / ".lock", os.O_RDWR | os.O_CREAT)
     try:
         run_lock.fcntl.flock(descriptor, run_lock.fcntl.LOCK_EX)
-        with pytest.raises(run_lock.RunDirInUse, match="in use by another process \\(its lock file does not say which\\)"):
+        with pytest.raises(
+            run_lock.RunDirInUse, match="in use by another process \\(its lock file does not say which\\)"
+        ):
             run_lock.check_free(str(run_dir))
     finally:
         os.close(descriptor)

@@ -22,7 +22,9 @@ def test_learning_rate_drops_once_and_combines_with_halving():
     rates = [float(dropped(step)) for step in (0, 79, 80, 1000)]
     np.testing.assert_allclose(rates, [1e-3, 1e-3, 1e-4, 1e-4], rtol=1e-6)  # two float32 roundings
     both = schedules.learning_rate(1e-3, halving_steps=20, drop_step=30, drop_factor=0.5)
-    np.testing.assert_allclose([float(both(step)) for step in (19, 20, 30, 40)], [1e-3, 5e-4, 2.5e-4, 1.25e-4], rtol=1e-6)
+    np.testing.assert_allclose(
+        [float(both(step)) for step in (19, 20, 30, 40)], [1e-3, 5e-4, 2.5e-4, 1.25e-4], rtol=1e-6
+    )
     restored = keras.optimizers.schedules.deserialize(keras.optimizers.schedules.serialize(both))
     assert float(restored(40)) == float(both(40))
 
@@ -38,7 +40,9 @@ def test_titration_schedule_values():
     assert schedules.real_fraction(39999, 0.1, 4000, 40000) == pytest.approx(0.1)
     assert schedules.real_fraction(0, 0.1, 0, 40000) == 0.1  # no titration
     steps = tf.constant([0, 4000, 36000, 50000], tf.int64)
-    np.testing.assert_allclose(schedules.real_fraction(steps, 0.1, 4000, 40000).numpy(), [0, 0.1 / 9, 0.1, 0.1], rtol=1e-6)
+    np.testing.assert_allclose(
+        schedules.real_fraction(steps, 0.1, 4000, 40000).numpy(), [0, 0.1 / 9, 0.1, 0.1], rtol=1e-6
+    )
 
 
 def test_titration_schedule_tensor_steps_of_other_dtypes_and_without_titration():

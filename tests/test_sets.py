@@ -11,8 +11,9 @@ import pytest
 from abc_tf.data import sets
 from abc_tf.data.shapes3d.family import FACTOR_NAMES, FACTOR_SIZES, GRID
 
-WALL, OBJECT, FLOOR, SCALE, SHAPE, ORIENTATION = (FACTOR_NAMES.index(n) for n in (
-    "wall_hue", "object_hue", "floor_hue", "scale", "shape", "orientation"))
+WALL, OBJECT, FLOOR, SCALE, SHAPE, ORIENTATION = (
+    FACTOR_NAMES.index(n) for n in ("wall_hue", "object_hue", "floor_hue", "scale", "shape", "orientation")
+)
 
 
 def test_mixed_radix_has_orientation_fastest():
@@ -79,7 +80,10 @@ def test_curation_is_reproducible_and_seed_dependent():
 def test_set_size_larger_than_distinct_images_is_an_error_unless_replacement_is_asked():
     # Everything but shape inactive: 4 distinct images per set.
     inactive = GRID.parse_factors("0,1,2,3,5")
-    with pytest.raises(ValueError, match=r"^--batch.set_size=32 exceeds the 4 distinct images.*pass --data.sample_with_replacement"):
+    with pytest.raises(
+        ValueError,
+        match=r"^--batch.set_size=32 exceeds the 4 distinct images.*pass --data.sample_with_replacement",
+    ):
         sets.SetCurator(GRID, inactive, set_size=32)
     curator = sets.SetCurator(GRID, inactive, set_size=32, replace=True)
     factors = curator.factors(curator.curated(np.random.default_rng(9), 3))
@@ -107,7 +111,10 @@ def test_item_table_curation_groups_the_items_present():
     np.testing.assert_array_equal(curator.factors(ids), items[ids])
     assert np.unique(curator.unconstrained(rng, 1)).size == 8
     # No group of one wall hue and shape holds 500 items.
-    with pytest.raises(ValueError, match=r"--batch.set_size=500: only 0 of .* group\(s\).*pass --data.sample_with_replacement"):
+    with pytest.raises(
+        ValueError,
+        match=r"--batch.set_size=500: only 0 of .* group\(s\).*pass --data.sample_with_replacement",
+    ):
         sets.SetCurator(GRID, (WALL, SHAPE), set_size=500, items=items)
 
 

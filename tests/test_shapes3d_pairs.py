@@ -96,13 +96,22 @@ def test_item_tables_pair_the_items_present_only():
     # scale, item 4 has none (its wall hue is unique), so it is never drawn for scale.
     scale = sources.FACTOR_NAMES.index("scale")
     base = np.zeros(6, np.int64)
-    table = np.array([base, base + np.eye(6, dtype=np.int64)[scale], base + 2 * np.eye(6, dtype=np.int64)[scale],
-                      base + 2 * np.eye(6, dtype=np.int64)[scale], base + np.eye(6, dtype=np.int64)[1]])
+    table = np.array(
+        [
+            base,
+            base + np.eye(6, dtype=np.int64)[scale],
+            base + 2 * np.eye(6, dtype=np.int64)[scale],
+            base + 2 * np.eye(6, dtype=np.int64)[scale],
+            base + np.eye(6, dtype=np.int64)[1],
+        ]
+    )
     first, second, _ = pairs.PairSampler(GRID, [scale], items=table).draw(np.random.default_rng(4), 9000)
     assert 4 not in first and 4 not in second
     partners_of_0 = np.bincount(second[first == 0], minlength=5)
     assert partners_of_0[0] == 0 and partners_of_0[4] == 0
-    assert np.all(np.abs(partners_of_0[1:4] - partners_of_0[1:4].mean()) < 5 * np.sqrt(partners_of_0[1:4].mean()))
+    assert np.all(
+        np.abs(partners_of_0[1:4] - partners_of_0[1:4].mean()) < 5 * np.sqrt(partners_of_0[1:4].mean())
+    )
     for one, two in zip(first, second):
         assert np.sum(table[one] != table[two]) == 1
 
@@ -153,7 +162,12 @@ def _mock_shapes3d(records: np.ndarray):
 def test_tfds_pipeline_on_a_partial_grid():
     tfds = pytest.importorskip("tensorflow_datasets")
     # 64 records: floor hue 0-1 x scale 0-7 x shape 0-3, the other factors fixed.
-    records = np.array([[floor, 0, 0, scale, shape, 0] for floor, scale, shape in itertools.product(range(2), range(8), range(4))])
+    records = np.array(
+        [
+            [floor, 0, 0, scale, shape, 0]
+            for floor, scale, shape in itertools.product(range(2), range(8), range(4))
+        ]
+    )
     with tfds.testing.mock_data(as_dataset_fn=_mock_shapes3d(records)):
         cfg = config(source="tfds", pairs_per_step=8, pair_factors="floor_hue,scale,shape")
         for batch in pairs.make_pairs_dataset(cfg, seed=1).take(3):
@@ -161,19 +175,27 @@ def test_tfds_pipeline_on_a_partial_grid():
             assert np.all((first != second).sum(axis=1) == 1)
             assert np.all(first[:, [1, 2, 5]] == 0) and np.all(second[:, [1, 2, 5]] == 0)
         # Every factor by default: the wall hue never varies among these records.
-        with pytest.raises(ValueError, match=r"--batch.pair_factors: among the 64 images .* no two differ in wall_hue alone"):
+        with pytest.raises(
+            ValueError, match=r"--batch.pair_factors: among the 64 images .* no two differ in wall_hue alone"
+        ):
             pairs.make_pairs_dataset(config(source="tfds", pairs_per_step=8), seed=1)
 
 
 # ---------------------------------------------------------------- bad settings
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"pair_factors": "colour"}, r"--batch.pair_factors: unknown factor 'colour'\. Use factor names \(floor_hue"),
-    ({"pair_factors": " , "}, r"--batch.pair_factors names no factor"),
-    ({"augmentations": "hue:0.1"}, r"--data.augmentations does not apply to pairs"),
-    ({"source": "mnist"}, r"--data.source='mnist' is not a source of data family 'shapes3d'"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            {"pair_factors": "colour"},
+            r"--batch.pair_factors: unknown factor 'colour'\. Use factor names \(floor_hue",
+        ),
+        ({"pair_factors": " , "}, r"--batch.pair_factors names no factor"),
+        ({"augmentations": "hue:0.1"}, r"--data.augmentations does not apply to pairs"),
+        ({"source": "mnist"}, r"--data.source='mnist' is not a source of data family 'shapes3d'"),
+    ],
+)
 def test_bad_settings_are_clear_errors_before_any_data(overrides, message):
     with pytest.raises(ValueError, match=message):
         pairs.check_config(config(**overrides))

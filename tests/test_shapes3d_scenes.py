@@ -52,8 +52,11 @@ def test_hues_map_to_their_colours():
             assert error.max() < 0.01, (surface, value)
             assert np.all(hsv[pure, 1] > 0.97)  # fully saturated
     # Named colours: hue 0 is red, hue 0.3 yellow-green, hue 0.6 blue-ish.
-    np.testing.assert_allclose(render.hue_to_rgb(np.array([0.0, 0.3, 0.6])),  # float64, a few roundings
-                               [[1, 0, 0], [0.2, 1, 0], [0, 0.4, 1]], atol=1e-6)
+    np.testing.assert_allclose(
+        render.hue_to_rgb(np.array([0.0, 0.3, 0.6])),  # float64, a few roundings
+        [[1, 0, 0], [0.2, 1, 0], [0, 0.4, 1]],
+        atol=1e-6,
+    )
 
 
 def test_object_grows_with_scale_and_shapes_differ():

@@ -26,7 +26,9 @@ def config(**overrides):
 @pytest.fixture(scope="module")
 def h5_file(tmp_path_factory):
     rows = np.random.default_rng(3).choice(480000, size=40, replace=False)
-    return str(write_h5(tmp_path_factory.mktemp("h5") / "3dshapes.h5", coded_rows=np.sort(rows))), np.sort(rows)
+    return str(write_h5(tmp_path_factory.mktemp("h5") / "3dshapes.h5", coded_rows=np.sort(rows))), np.sort(
+        rows
+    )
 
 
 def test_index_arithmetic_matches_the_label_order_of_the_file(h5_file):
@@ -54,7 +56,10 @@ def test_h5_in_memory_reads_the_same_images(tmp_path, monkeypatch):
     ids = np.random.default_rng(5).integers(0, 480, size=(3, 7))
     lazy, in_memory = sources.H5Source(str(path)), sources.H5Source(str(path), in_memory=True)
     np.testing.assert_array_equal(in_memory.images(ids), lazy.images(ids))
-    np.testing.assert_array_equal(decode_image(in_memory.images(ids)), sources.labels_to_indices(labels[ids.ravel()], "t").reshape(3, 7, 6))
+    np.testing.assert_array_equal(
+        decode_image(in_memory.images(ids)),
+        sources.labels_to_indices(labels[ids.ravel()], "t").reshape(3, 7, 6),
+    )
 
 
 def test_h5_pipeline_returns_the_curated_images(tmp_path):
@@ -105,7 +110,9 @@ def test_h5_bad_files_are_clear_errors(tmp_path, h5_file):
 
 
 def test_tfds_not_prepared_says_what_is_missing(tmp_path):
-    with pytest.raises(ValueError, match=r"'shapes3d' is not prepared under .*shapes3d/2\.0\.0.*tfds build shapes3d"):
+    with pytest.raises(
+        ValueError, match=r"'shapes3d' is not prepared under .*shapes3d/2\.0\.0.*tfds build shapes3d"
+    ):
         s3d.make_dataset(config(source="tfds", path=str(tmp_path)), seed=0)
 
 
@@ -115,13 +122,19 @@ def test_tfds_backend_on_mock_data():
     with tfds.testing.mock_data(num_examples=300):
         source = sources.TfdsSource()
         # The mock holds 300 random records (a subset of the grid, maybe with repeats).
-        records = list(tfds.as_numpy(tfds_builders.builder("shapes3d").as_dataset(split="train", shuffle_files=False)))
+        records = list(
+            tfds.as_numpy(tfds_builders.builder("shapes3d").as_dataset(split="train", shuffle_files=False))
+        )
         expected_factors = np.array([[r[f"label_{n}"] for n in sources.FACTOR_NAMES] for r in records])
         np.testing.assert_array_equal(source.items, expected_factors)
         ids = np.array([[7, 3], [299, 7]])
-        np.testing.assert_array_equal(source.images(ids), np.stack([records[i]["image"] for i in ids.ravel()]).reshape(2, 2, 64, 64, 3))
+        np.testing.assert_array_equal(
+            source.images(ids), np.stack([records[i]["image"] for i in ids.ravel()]).reshape(2, 2, 64, 64, 3)
+        )
         cfg = config(source="tfds", set_size=4, pairs_per_step=3)
-        curator = sets.SetCurator(sources.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size, items=source.items)
+        curator = sets.SetCurator(
+            sources.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size, items=source.items
+        )
         ids_a, ids_b = s3d.step_item_ids(curator, cfg, seed=1, step=0)
         batch = next(iter(s3d.make_dataset(cfg, seed=1)))
         for key, ids in (("set_a", ids_a), ("set_b", ids_b)):

@@ -44,8 +44,12 @@ def makes_optimizer(node: ast.AST) -> bool:
     if not isinstance(node, ast.Call):
         return False
     called = ast.unparse(node.func)
-    return (called.startswith("keras.optimizers.") and not called.startswith("keras.optimizers.schedules.")
-            and called != "keras.optimizers.LossScaleOptimizer" and called.rpartition(".")[2][:1].isupper())
+    return (
+        called.startswith("keras.optimizers.")
+        and not called.startswith("keras.optimizers.schedules.")
+        and called != "keras.optimizers.LossScaleOptimizer"
+        and called.rpartition(".")[2][:1].isupper()
+    )
 
 
 def test_one_optimizer_factory():

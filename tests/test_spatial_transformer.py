@@ -33,8 +33,12 @@ def test_expm_matches_tensorflow_and_the_inverse_is_minus_theta():
     generators = st.generator(theta)
     expected = tf.linalg.expm(generators).numpy()
     np.testing.assert_allclose(st.expm(generators), expected, rtol=0, atol=EPS32 * np.abs(expected).max())
-    forward = np.concatenate([np.asarray(st.affine_matrices(theta)), np.tile([[[0, 0, 1]]], (5, 1, 1))], axis=1)
-    backward = np.concatenate([np.asarray(st.affine_matrices(theta, inverse=True)), np.tile([[[0, 0, 1]]], (5, 1, 1))], axis=1)
+    forward = np.concatenate(
+        [np.asarray(st.affine_matrices(theta)), np.tile([[[0, 0, 1]]], (5, 1, 1))], axis=1
+    )
+    backward = np.concatenate(
+        [np.asarray(st.affine_matrices(theta, inverse=True)), np.tile([[[0, 0, 1]]], (5, 1, 1))], axis=1
+    )
     size = (np.abs(forward) @ np.abs(backward)).max()  # the product's terms
     np.testing.assert_allclose(forward @ backward, np.tile(np.eye(3), (5, 1, 1)), atol=2 * EPS32 * size)
 
@@ -114,6 +118,9 @@ def test_the_layer_saves_and_loads_in_a_keras_file(tmp_path):
     model.save(path)
     loaded = keras.saving.load_model(path)
     rng = np.random.default_rng(3)
-    x, t = rng.uniform(size=(2, 8, 8, 1)).astype(np.float32), rng.normal(scale=0.3, size=(2, 6)).astype(np.float32)
+    x, t = (
+        rng.uniform(size=(2, 8, 8, 1)).astype(np.float32),
+        rng.normal(scale=0.3, size=(2, 6)).astype(np.float32),
+    )
     np.testing.assert_allclose(loaded([x, t]), model([x, t]), atol=1e-6)  # the same layer: equal
     assert loaded.layers[-1].inverse

@@ -13,8 +13,16 @@ NAMES = ["floor_hue", "wall_hue", "object_hue", "scale", "shape", "orientation"]
 @pytest.mark.slow
 def test_a_sweep_and_a_grid_of_sweeps_write_pngs(tmp_path):
     rng = np.random.default_rng(1)
-    sweep_plots.plot_mi_sweep(np.logspace(-2, 1, 7), rng.uniform(size=(7, 6)), NAMES, ["wall_hue"], 1.0, tmp_path / "sweep.png")
-    panel = {"sigmas": [0.1, 1.0], "values": np.ones((2, 6)), "inactive": ["wall_hue"], "length_scale": 0.5, "label": "x"}
+    sweep_plots.plot_mi_sweep(
+        np.logspace(-2, 1, 7), rng.uniform(size=(7, 6)), NAMES, ["wall_hue"], 1.0, tmp_path / "sweep.png"
+    )
+    panel = {
+        "sigmas": [0.1, 1.0],
+        "values": np.ones((2, 6)),
+        "inactive": ["wall_hue"],
+        "length_scale": 0.5,
+        "label": "x",
+    }
     sweep_plots.plot_sweep_grid([panel] * 3, NAMES, tmp_path / "grid.png")
     for name in ("sweep", "grid"):
         assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name

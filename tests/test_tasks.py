@@ -39,20 +39,28 @@ def test_settings_refuse_an_unknown_preset_or_score():
         tasks.EvaluationSettings(isolation=IsolationSettings(num_images=3)).validate()
 
 
-def test_a_family_whose_task_is_not_registered_is_refused_naming_the_tasks(trained_toy_run, toy_family, monkeypatch):
+def test_a_family_whose_task_is_not_registered_is_refused_naming_the_tasks(
+    trained_toy_run, toy_family, monkeypatch
+):
     run = load_run(trained_toy_run.run_dir)
     monkeypatch.setattr("toy_family.FAMILY", dataclasses.replace(FAMILY, evaluation_task="toy_positions"))
-    with pytest.raises(ValueError, match=r"Data family 'toy' names the evaluation task 'toy_positions', which is not "
-                                         r"registered \(abc_tf.evaluation.tasks.TASKS: digit_style, factors, labels, pose, "
-                                         r"or a \"module:NAME\" of its own\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Data family 'toy' names the evaluation task 'toy_positions', which is not "
+        r"registered \(abc_tf.evaluation.tasks.TASKS: digit_style, factors, labels, pose, "
+        r"or a \"module:NAME\" of its own\)",
+    ):
         tasks.evaluate_run(run, "unused", tasks.EvaluationSettings())
     monkeypatch.setattr("toy_family.FAMILY", dataclasses.replace(FAMILY, evaluation_task="toy_family:FAMILY"))
-    with pytest.raises(TypeError, match="evaluation_task 'toy_family:FAMILY' is not an abc_tf.evaluation.tasks.Task"):
+    with pytest.raises(
+        TypeError, match="evaluation_task 'toy_family:FAMILY' is not an abc_tf.evaluation.tasks.Task"
+    ):
         tasks.evaluate_run(run, "unused", tasks.EvaluationSettings())
 
 
-def test_a_task_and_measures_registered_at_test_time_run_and_write_metrics(trained_toy_run, toy_family, monkeypatch,
-                                                                            tmp_path, capsys):
+def test_a_task_and_measures_registered_at_test_time_run_and_write_metrics(
+    trained_toy_run, toy_family, monkeypatch, tmp_path, capsys
+):
     seen = []
 
     def count_dimensions(run, out_dir, settings):
@@ -69,7 +77,9 @@ def test_a_task_and_measures_registered_at_test_time_run_and_write_metrics(train
     monkeypatch.setattr("test_tasks.own_measure", own_measure, raising=False)  # Method.measures names it
     monkeypatch.setitem(tasks.TASKS, "dimensions", tasks.Task(count_dimensions))
     abc = methods.get_method("abc")
-    monkeypatch.setattr("abc_tf.methods.abc.model.METHOD", dataclasses.replace(abc, measures="test_tasks:own_measure"))
+    monkeypatch.setattr(
+        "abc_tf.methods.abc.model.METHOD", dataclasses.replace(abc, measures="test_tasks:own_measure")
+    )
     settings = tasks.EvaluationSettings(isolation=IsolationSettings(sample_seed=7))
     run = load_run(trained_toy_run.run_dir)
     metrics = tasks.evaluate_run(run, str(tmp_path / "out"), settings)
@@ -77,7 +87,9 @@ def test_a_task_and_measures_registered_at_test_time_run_and_write_metrics(train
     assert json.loads((tmp_path / "out" / "metrics.json").read_text()) == metrics
     assert (tmp_path / "out" / "figure.txt").exists() and seen == [("task", 7), ("measures", "abc")]
     # A saved model (no method networks) gets the family's task only.
-    assert tasks.evaluate_run(run, str(tmp_path / "saved"), settings, method_measures=False) == {"dimensions": 8}
+    assert tasks.evaluate_run(run, str(tmp_path / "saved"), settings, method_measures=False) == {
+        "dimensions": 8
+    }
 
 
 def test_evaluate_py_on_the_user_s_own_folders_without_labels_draws_the_group_retrieval(tmp_path):

@@ -44,15 +44,21 @@ def run_train(train_in_process):
 # ----------------------------------------------------------------------------- flags
 
 
-@pytest.mark.parametrize("experiment", ["shapes3d_demo", "mnist_vae_quick", "shapes3d_pmp_quick", "pose_quick"])
+@pytest.mark.parametrize(
+    "experiment", ["shapes3d_demo", "mnist_vae_quick", "shapes3d_pmp_quick", "pose_quick"]
+)
 def test_every_field_of_the_chosen_parts_is_a_flag_through_its_part(experiment):
     try:
         train.parse_flags(["train.py", f"--experiment={experiment}"])
         help_text = train.FLAGS.get_help()
         config = get_preset(experiment)
         dotted = {name for name in train.FLAGS if "." in name}
-        expected = {f"{part_name}.{name}" for part_name, part in config.parts().items()
-                    for name in part.field_names() if name not in config_lib.SELECTORS.values()}
+        expected = {
+            f"{part_name}.{name}"
+            for part_name, part in config.parts().items()
+            for name in part.field_names()
+            if name not in config_lib.SELECTORS.values()
+        }
         assert dotted == expected
         assert all(f"--{name}" in help_text or f"--[no]{name}" in help_text for name in expected)
     finally:
@@ -62,44 +68,77 @@ def test_every_field_of_the_chosen_parts_is_a_flag_through_its_part(experiment):
 # A field the run's family, method or batch format does not have cannot be passed:
 # among them the seven that one side declared and the other read before configs had parts.
 NOT_THE_RUNS_FIELDS = [
-    (["--experiment=mnist_vae_quick", "--method.temperature=0.5"],
-     "--method.temperature: method 'vae' (VaeConfig) has no field 'temperature'; its fields: latent_dim, kl_warmup, "
-     "affine_augmentation."),
-    (["--experiment=mnist", "--batch.batch_size=8"],
-     "--batch.batch_size: the batch part (SetBatch) has no field 'batch_size'; its fields: set_size, pairs_per_step, "
-     "double_augmentation, augmentation_baseline."),
-    (["--experiment=shapes3d_demo", "--batch.pair_factors=shape"],
-     "--batch.pair_factors: the batch part (SetBatch) has no field 'pair_factors'"),
-    (["--experiment=shapes3d_hue_baseline", "--method.regression_weight=1"],
-     "--method.regression_weight: method 'contrastive' (ContrastiveConfig) has no field 'regression_weight'; its "
-     "fields: similarity, temperature."),
-    (["--experiment=mnist", "--method.regression_weight=1"],  # ABC has the head, MNIST no pose labels
-     "--method.regression_weight=1.0: the spherical-regression head trains on set A's pose labels, and data family "
-     "'mnist' has none"),
-    (["--experiment=shapes3d_demo", "--data.class_split=1"],
-     "--data.class_split: data family 'shapes3d' (Shapes3DConfig) has no field 'class_split'; its fields: source, path, "
-     "inactive_factors, curate_both_sets, sample_with_replacement, data_in_memory, augmentations."),
-    (["--experiment=mnist_vae_quick", "--batch.augmentation_baseline"],
-     "--batch.augmentation_baseline: the batch part (ImageBatch) has no field 'augmentation_baseline'; its fields: "
-     "batch_size."),
-    (["--experiment=shapes3d_pmp_quick", "--batch.augmentation_baseline"],
-     "--batch.augmentation_baseline: the batch part (PairBatch) has no field 'augmentation_baseline'; its fields: "
-     "pairs_per_step, pair_factors."),
-    (["--experiment=mnist_elastic_infogan_quick", "--nobatch.double_augmentation"],
-     "--batch.double_augmentation: the batch part (ImageBatch) has no field 'double_augmentation'"),
-    (["--experiment=mnist", "--method.eval_every=5"],  # the trainer's field, given to another part
-     "--method.eval_every: method 'abc' (AbcConfig) has no field 'eval_every'; its fields: similarity, temperature, "
-     "regression_weight, abc_weight."),
-    (["--experiment=mnist_elastic_infogan_quick", "--model.embedding_dim=8"],
-     "--model.embedding_dim: method 'elastic_infogan' has no model part (its networks are its own); this run's parts: "
-     "trainer, data, batch, method."),
-    (["--experiment=mnist", "--method=vae", "--method.similarity=l2"],  # --method chooses the class the flags follow
-     "--method.similarity: method 'vae' (VaeConfig) has no field 'similarity'"),
-    (["--experiment=mnist_vae_quick", "--method.name=abc"], "--method.name: method 'vae' (VaeConfig) has no field 'name'"),
+    (
+        ["--experiment=mnist_vae_quick", "--method.temperature=0.5"],
+        "--method.temperature: method 'vae' (VaeConfig) has no field 'temperature'; its fields: latent_dim, kl_warmup, "
+        "affine_augmentation.",
+    ),
+    (
+        ["--experiment=mnist", "--batch.batch_size=8"],
+        "--batch.batch_size: the batch part (SetBatch) has no field 'batch_size'; its fields: set_size, pairs_per_step, "
+        "double_augmentation, augmentation_baseline.",
+    ),
+    (
+        ["--experiment=shapes3d_demo", "--batch.pair_factors=shape"],
+        "--batch.pair_factors: the batch part (SetBatch) has no field 'pair_factors'",
+    ),
+    (
+        ["--experiment=shapes3d_hue_baseline", "--method.regression_weight=1"],
+        "--method.regression_weight: method 'contrastive' (ContrastiveConfig) has no field 'regression_weight'; its "
+        "fields: similarity, temperature.",
+    ),
+    (
+        ["--experiment=mnist", "--method.regression_weight=1"],  # ABC has the head, MNIST no pose labels
+        "--method.regression_weight=1.0: the spherical-regression head trains on set A's pose labels, and data family "
+        "'mnist' has none",
+    ),
+    (
+        ["--experiment=shapes3d_demo", "--data.class_split=1"],
+        "--data.class_split: data family 'shapes3d' (Shapes3DConfig) has no field 'class_split'; its fields: source, path, "
+        "inactive_factors, curate_both_sets, sample_with_replacement, data_in_memory, augmentations.",
+    ),
+    (
+        ["--experiment=mnist_vae_quick", "--batch.augmentation_baseline"],
+        "--batch.augmentation_baseline: the batch part (ImageBatch) has no field 'augmentation_baseline'; its fields: "
+        "batch_size.",
+    ),
+    (
+        ["--experiment=shapes3d_pmp_quick", "--batch.augmentation_baseline"],
+        "--batch.augmentation_baseline: the batch part (PairBatch) has no field 'augmentation_baseline'; its fields: "
+        "pairs_per_step, pair_factors.",
+    ),
+    (
+        ["--experiment=mnist_elastic_infogan_quick", "--nobatch.double_augmentation"],
+        "--batch.double_augmentation: the batch part (ImageBatch) has no field 'double_augmentation'",
+    ),
+    (
+        ["--experiment=mnist", "--method.eval_every=5"],  # the trainer's field, given to another part
+        "--method.eval_every: method 'abc' (AbcConfig) has no field 'eval_every'; its fields: similarity, temperature, "
+        "regression_weight, abc_weight.",
+    ),
+    (
+        ["--experiment=mnist_elastic_infogan_quick", "--model.embedding_dim=8"],
+        "--model.embedding_dim: method 'elastic_infogan' has no model part (its networks are its own); this run's parts: "
+        "trainer, data, batch, method.",
+    ),
+    (
+        [
+            "--experiment=mnist",
+            "--method=vae",
+            "--method.similarity=l2",
+        ],  # --method chooses the class the flags follow
+        "--method.similarity: method 'vae' (VaeConfig) has no field 'similarity'",
+    ),
+    (
+        ["--experiment=mnist_vae_quick", "--method.name=abc"],
+        "--method.name: method 'vae' (VaeConfig) has no field 'name'",
+    ),
 ]
 
 
-@pytest.mark.parametrize("flags,message", NOT_THE_RUNS_FIELDS, ids=[" ".join(flags) for flags, _ in NOT_THE_RUNS_FIELDS])
+@pytest.mark.parametrize(
+    "flags,message", NOT_THE_RUNS_FIELDS, ids=[" ".join(flags) for flags, _ in NOT_THE_RUNS_FIELDS]
+)
 def test_a_field_the_run_does_not_have_exits_2_naming_the_parts_fields(run_train, tmp_path, flags, message):
     assert_one_clear_error(*run_train(*flags, f"--output_dir={tmp_path / 'run'}"), message)
     assert not (tmp_path / "run").exists()
@@ -107,55 +146,126 @@ def test_a_field_the_run_does_not_have_exits_2_naming_the_parts_fields(run_train
 
 def test_choosing_a_method_gives_its_parts_and_keeps_shared_fields():
     try:
-        train.parse_flags(["train.py", "--experiment=mnist", "--method=contrastive", "--method.temperature=0.2",
-                           "--batch.double_augmentation"])
+        train.parse_flags(
+            [
+                "train.py",
+                "--experiment=mnist",
+                "--method=contrastive",
+                "--method.temperature=0.2",
+                "--batch.double_augmentation",
+            ]
+        )
         config = train.resolve_config()
     finally:
         train.FLAGS.unparse_flags()
-    assert (config.method.name, config.method.temperature, config.batch.double_augmentation) == ("contrastive", 0.2, True)
+    assert (config.method.name, config.method.temperature, config.batch.double_augmentation) == (
+        "contrastive",
+        0.2,
+        True,
+    )
     assert config.data == get_preset("mnist").data and config.model == get_preset("mnist").model
 
 
 BAD_FLAGS = [
     # (flags, message); {tmp} is the test's folder, {file} an existing file, {folder} a folder of images.
     (["--experiment=shapes4d"], "Unknown experiment 'shapes4d'; known experiments:"),
-    (["--batch.set_size=0"], "--batch.set_size must be at least 2 (a set or group of one image teaches nothing"),
-    (["--batch.set_size=1"], "--batch.set_size must be at least 2 (a set or group of one image teaches nothing about what "
-                             "images share), got 1."),
-    (["--output_dir="], "--output_dir is empty (an unset shell variable?); name the run directory, or leave the flag out"),
-    (["--trainer.mixed_precision=garbage"], "--trainer.mixed_precision=garbage is not true or false; pass "
-                                            "--trainer.mixed_precision, --notrainer.mixed_precision, "),
+    (
+        ["--batch.set_size=0"],
+        "--batch.set_size must be at least 2 (a set or group of one image teaches nothing",
+    ),
+    (
+        ["--batch.set_size=1"],
+        "--batch.set_size must be at least 2 (a set or group of one image teaches nothing about what "
+        "images share), got 1.",
+    ),
+    (
+        ["--output_dir="],
+        "--output_dir is empty (an unset shell variable?); name the run directory, or leave the flag out",
+    ),
+    (
+        ["--trainer.mixed_precision=garbage"],
+        "--trainer.mixed_precision=garbage is not true or false; pass "
+        "--trainer.mixed_precision, --notrainer.mixed_precision, ",
+    ),
     (["--trainer.steps=ten"], "--trainer.steps=ten is not an integer."),
-    (["--trainer.steps=1e3"], "--trainer.steps=1e3 is not an integer; write it in digits: --trainer.steps=1000."),
+    (
+        ["--trainer.steps=1e3"],
+        "--trainer.steps=1e3 is not an integer; write it in digits: --trainer.steps=1000.",
+    ),
     (["--trainer.learning_rate=fast"], "--trainer.learning_rate=fast is not a number."),
-    (["--trainer.step=10"], "--trainer.step: the trainer part (TrainerConfig) has no field 'step'; its fields: steps, "),
-    (["--output_dir={tmp}/run", "--trainer.steps"], "Missing value for flag --trainer.steps (--help lists the flags)."),
+    (
+        ["--trainer.step=10"],
+        "--trainer.step: the trainer part (TrainerConfig) has no field 'step'; its fields: steps, ",
+    ),
+    (
+        ["--output_dir={tmp}/run", "--trainer.steps"],
+        "Missing value for flag --trainer.steps (--help lists the flags).",
+    ),
     (["10"], "unexpected arguments: 10 (flags are written --name=value)."),
     # /sys takes no new file, even from root (a read-only folder would not stop root).
-    (["--output_dir=/sys/abc_tf_run"], "--output_dir=/sys/abc_tf_run cannot be written: creating a file in /sys failed ("),
+    (
+        ["--output_dir=/sys/abc_tf_run"],
+        "--output_dir=/sys/abc_tf_run cannot be written: creating a file in /sys failed (",
+    ),
     (["--model.embedding_dim=-3"], "--model.embedding_dim must be positive, got -3"),
     (["--trainer.steps=0"], "--trainer.steps must be positive, got 0"),
-    (["--method.similarity=dot"], "Unknown --method.similarity='dot'; choose one of l2sq, l2, l1, linf, cosine"),
+    (
+        ["--method.similarity=dot"],
+        "Unknown --method.similarity='dot'; choose one of l2sq, l2, l1, linf, cosine",
+    ),
     (["--method.temperature=0"], "--method.temperature must be positive, got 0.0"),
     (["--trainer.learning_rate=-1e-3"], "--trainer.learning_rate must be positive, got -0.001"),
     (["--seeds=0"], "--seeds must be a positive integer"),
     (["--trainer.keep_checkpoints=0"], "--trainer.keep_checkpoints must be positive, got 0"),
-    (["--trainer.strategy=gpu"], "Unknown --trainer.strategy='gpu'; choose one of default, mirrored, multi_worker, tpu"),
+    (
+        ["--trainer.strategy=gpu"],
+        "Unknown --trainer.strategy='gpu'; choose one of default, mirrored, multi_worker, tpu",
+    ),
     (["--data=faces"], "Unknown data family 'faces'; choose one of:"),
     (["--model=s9"], "Unknown model 's9'; known models:"),
-    (["--model.backbone_weights=imagenet"], "--model.backbone_weights: model 's3' has no pretrained backbone"),
-    (["--trainer.strategy=multi_worker"], "--trainer.strategy=multi_worker needs the TF_CONFIG environment variable"),
+    (
+        ["--model.backbone_weights=imagenet"],
+        "--model.backbone_weights: model 's3' has no pretrained backbone",
+    ),
+    (
+        ["--trainer.strategy=multi_worker"],
+        "--trainer.strategy=multi_worker needs the TF_CONFIG environment variable",
+    ),
     (["--trainer.strategy=tpu"], "--trainer.strategy=tpu found no TPU to connect to"),
-    (["--experiment=mnist", "--data.image_size=32"], "--data.image_size: data family 'mnist' (MnistConfig) has no field 'image_size'"),
-    (["--experiment=mnist", "--data.inactive_factors=bogus"], "--data.inactive_factors: data family 'mnist' (MnistConfig) has no field"),
-    (["--experiment=folders", "--data.path={folder}", "--data.inactive_factors=bogus"], "--data.inactive_factors='bogus' for data=folders: a set is one group folder; use 'group'."),
-    (["--experiment=mnist", "--batch.double_augmentation"], "--batch.double_augmentation: MNIST's stacks have no augmented second view"),
-    (["--experiment=pose_quick", "--data.real_data_path={tmp}/missing"], "--data.real_data_path={tmp}/missing does not exist"),
+    (
+        ["--experiment=mnist", "--data.image_size=32"],
+        "--data.image_size: data family 'mnist' (MnistConfig) has no field 'image_size'",
+    ),
+    (
+        ["--experiment=mnist", "--data.inactive_factors=bogus"],
+        "--data.inactive_factors: data family 'mnist' (MnistConfig) has no field",
+    ),
+    (
+        ["--experiment=folders", "--data.path={folder}", "--data.inactive_factors=bogus"],
+        "--data.inactive_factors='bogus' for data=folders: a set is one group folder; use 'group'.",
+    ),
+    (
+        ["--experiment=mnist", "--batch.double_augmentation"],
+        "--batch.double_augmentation: MNIST's stacks have no augmented second view",
+    ),
+    (
+        ["--experiment=pose_quick", "--data.real_data_path={tmp}/missing"],
+        "--data.real_data_path={tmp}/missing does not exist",
+    ),
     (["--experiment=mnist", "--data.path={tmp}/missing.npz"], "--data.path={tmp}/missing.npz does not exist"),
     (["--output_dir={file}"], "--output_dir={file} is an existing file, not a directory"),
-    (["--allow_config_change=model.embedding_dim"], "--allow_config_change: model.embedding_dim cannot change within a run"),
-    (["--experiment=folders", "--data.path={folder}", "--data.image_size=8"], "--model=s6 cannot take images of shape (8, 8, 3) (--data.image_size=8)"),
-    (["--experiment=mnist", "--data.path={file}"], "(--data.path) is not an .npz archive (it starts with b'not da')"),
+    (
+        ["--allow_config_change=model.embedding_dim"],
+        "--allow_config_change: model.embedding_dim cannot change within a run",
+    ),
+    (
+        ["--experiment=folders", "--data.path={folder}", "--data.image_size=8"],
+        "--model=s6 cannot take images of shape (8, 8, 3) (--data.image_size=8)",
+    ),
+    (
+        ["--experiment=mnist", "--data.path={file}"],
+        "(--data.path) is not an .npz archive (it starts with b'not da')",
+    ),
 ]
 
 
@@ -174,29 +284,45 @@ def test_bad_flags_fail_with_one_line_before_any_work(run_train, tmp_path, flags
     arguments = [flag.format(**values) for flag in flags]
     if not any(flag.startswith("--output_dir") for flag in arguments):
         arguments.append(f"--output_dir={tmp_path / 'run'}")
-    assert_one_clear_error(*run_train(*(["--check_only"] if check_only else []), *arguments), message.format(**values))
+    assert_one_clear_error(
+        *run_train(*(["--check_only"] if check_only else []), *arguments), message.format(**values)
+    )
     assert not (tmp_path / "run").exists()
 
 
 def test_check_only_passes_good_settings_and_writes_nothing(run_train, tmp_path):
-    code, errors = run_train("--experiment=mnist", "--trainer.steps=7", "--seeds=2", "--check_only", f"--output_dir={tmp_path / 'run'}")
+    code, errors = run_train(
+        "--experiment=mnist",
+        "--trainer.steps=7",
+        "--seeds=2",
+        "--check_only",
+        f"--output_dir={tmp_path / 'run'}",
+    )
     assert code == 0 and not (tmp_path / "run").exists(), errors[-3000:]
 
 
 def test_the_command_line_exits_2_with_one_line_and_no_traceback(tmp_path):
     result = run_script("train.py", "--batch.set_size=1", f"--output_dir={tmp_path / 'run'}", cwd=tmp_path)
-    assert_one_clear_error(result.returncode, result.stderr, "train.py: error: --batch.set_size must be at least 2")
+    assert_one_clear_error(
+        result.returncode, result.stderr, "train.py: error: --batch.set_size must be at least 2"
+    )
     assert not (tmp_path / "run").exists()
 
 
 ANSWERED_BEFORE_MAIN = [  # (flags, exit code, the answer) before train.main, the run's modules unneeded
     (["--help"], 0, "--experiment: Preset: one of"),
     (["--trainer.steps=many"], 2, "train.py: error: --trainer.steps=many is not an integer."),
-    (["--no_such_flag"], 2, "train.py: error: Unknown command line flag 'no_such_flag' (--help lists the flags)."),
+    (
+        ["--no_such_flag"],
+        2,
+        "train.py: error: Unknown command line flag 'no_such_flag' (--help lists the flags).",
+    ),
 ]
 
 
-@pytest.mark.parametrize("flags,expected_code,answer", ANSWERED_BEFORE_MAIN, ids=[flags[0] for flags, _, _ in ANSWERED_BEFORE_MAIN])
+@pytest.mark.parametrize(
+    "flags,expected_code,answer", ANSWERED_BEFORE_MAIN, ids=[flags[0] for flags, _, _ in ANSWERED_BEFORE_MAIN]
+)
 def test_help_and_flag_errors_answer_without_loading_tensorflow(flags, expected_code, answer):
     # Loading TensorFlow takes seconds; the flags need only abc_tf.config, and the registries
     # (abc_tf.data, abc_tf.methods) load their modules on first use.
@@ -209,8 +335,10 @@ def test_damaged_config_json_in_the_run_directory(run_train, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "config.json").write_text('{"name": "shapes3d", "steps": 6')  # cut off by a full disk
-    assert_one_clear_error(*run_train("--trainer.steps=10", f"--output_dir={run_dir}"),
-                           f"{run_dir / 'config.json'} is not a readable run config")
+    assert_one_clear_error(
+        *run_train("--trainer.steps=10", f"--output_dir={run_dir}"),
+        f"{run_dir / 'config.json'} is not a readable run config",
+    )
 
 
 def test_a_config_json_edited_to_a_wrong_type_is_refused_not_recorded_as_a_change(run_train, tmp_path):
@@ -219,15 +347,22 @@ def test_a_config_json_edited_to_a_wrong_type_is_refused_not_recorded_as_a_chang
     values = json.loads(get_preset("shapes3d_demo").to_json())
     values["trainer"]["steps"] = "ten"
     (run_dir / "config.json").write_text(json.dumps(values))
-    assert_one_clear_error(*run_train(f"--output_dir={run_dir}"), f"{run_dir / 'config.json'} is not a readable run "
-                                                                  "config (trainer.steps is 'ten', not an integer).")
+    assert_one_clear_error(
+        *run_train(f"--output_dir={run_dir}"),
+        f"{run_dir / 'config.json'} is not a readable run config (trainer.steps is 'ten', not an integer).",
+    )
     assert sorted(os.listdir(run_dir)) == ["config.json"]  # no config_history.json
 
 
 # ----------------------------------------------------------------------------- faults while training
 
 TOY_FLAGS = [
-    "--experiment=shapes3d", "--data=toy", "--model=s4", "--model.embedding_dim=8", "--batch.set_size=12", "--batch.pairs_per_step=2",
+    "--experiment=shapes3d",
+    "--data=toy",
+    "--model=s4",
+    "--model.embedding_dim=8",
+    "--batch.set_size=12",
+    "--batch.pairs_per_step=2",
     "--method.temperature=0.1",
     "--trainer.steps_per_execution=1",  # a stop lands on any step, not only at a compiled call's end
 ]
@@ -239,7 +374,14 @@ RESTORE_CTRL_C = "import signal; signal.signal(signal.SIGINT, signal.default_int
 @pytest.mark.slow
 def test_nan_stop_says_what_is_kept_and_the_advised_command_works(run_train, toy_family, tmp_path):
     run_dir = tmp_path / "run"
-    diverging = [*TOY_FLAGS, "--trainer.learning_rate=1e9", "--method.temperature=0.001", "--trainer.steps=20", "--trainer.log_every=10", f"--output_dir={run_dir}"]
+    diverging = [
+        *TOY_FLAGS,
+        "--trainer.learning_rate=1e9",
+        "--method.temperature=0.001",
+        "--trainer.steps=20",
+        "--trainer.log_every=10",
+        f"--output_dir={run_dir}",
+    ]
     code, stderr = run_train(*diverging)
     assert code == 1, stderr[-3000:]
     assert "The loss became nan at step" in stderr and "no checkpoint had been written yet" in stderr
@@ -254,9 +396,17 @@ def test_nan_stop_says_what_is_kept_and_the_advised_command_works(run_train, toy
 @pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     run_dir, marker = tmp_path / "run", tmp_path / "at_step_6"
-    flags = [*TOY_FLAGS, "--trainer.learning_rate=1e-3", "--trainer.steps=100000", "--trainer.log_every=5", f"--output_dir={run_dir}"]
+    flags = [
+        *TOY_FLAGS,
+        "--trainer.learning_rate=1e-3",
+        "--trainer.steps=100000",
+        "--trainer.log_every=5",
+        f"--output_dir={run_dir}",
+    ]
     # Held at step 6, after its first checkpoint, until the interrupt lands: no race with the run.
-    returncode, stderr = signal_held_run(RESTORE_CTRL_C + TRAIN_TOY_HELD_AT_STEP, 6, marker, flags, signal.SIGINT)
+    returncode, stderr = signal_held_run(
+        RESTORE_CTRL_C + TRAIN_TOY_HELD_AT_STEP, 6, marker, flags, signal.SIGINT
+    )
     assert returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr
     assert "Interrupted; " in stderr and "Run the same command again to resume from it." in stderr
@@ -277,7 +427,9 @@ TRAIN_TOY_HELD_AT_STEP = (
 def signal_held_run(code: str, step: int, marker, flags: list[str], signal_number: int) -> tuple[int, str]:
     """Runs ``code`` (a train.py held at ``step``, see TRAIN_TOY_HELD_AT_STEP) in a child, sends it
     ``signal_number`` once it holds there, and returns its exit code and stderr."""
-    process = start_code(code, str(step), str(marker), *flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_code(
+        code, str(step), str(marker), *flags, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         wait_for_marker(process, marker)
         process.send_signal(signal_number)
@@ -300,13 +452,27 @@ def scalars(log_dir, tag: str) -> dict[int, float]:
 
 
 @pytest.mark.slow
-def test_sigterm_stops_at_the_step_end_with_its_checkpoint_and_the_same_command_resumes_exactly(run_train, toy_family, tmp_path):
+def test_sigterm_stops_at_the_step_end_with_its_checkpoint_and_the_same_command_resumes_exactly(
+    run_train, toy_family, tmp_path
+):
     run_dir, marker = tmp_path / "run", tmp_path / "at_step_7"
-    flags = [*TOY_FLAGS, "--trainer.learning_rate=1e-3", "--trainer.lr_halving_steps=8", "--trainer.steps=20", "--trainer.log_every=5",
-             "--trainer.keep_checkpoints=5", f"--output_dir={run_dir}"]
+    flags = [
+        *TOY_FLAGS,
+        "--trainer.learning_rate=1e-3",
+        "--trainer.lr_halving_steps=8",
+        "--trainer.steps=20",
+        "--trainer.log_every=5",
+        "--trainer.keep_checkpoints=5",
+        f"--output_dir={run_dir}",
+    ]
     returncode, stderr = signal_held_run(TRAIN_TOY_HELD_AT_STEP, 7, marker, flags, signal.SIGTERM)
-    assert_one_clear_error(returncode, stderr, f"train.py: error: Stopped by SIGTERM; {run_dir} keeps its checkpoint at "
-                           "step 7, the step it reached. Run the same command again to resume from it.", expected_code=143)
+    assert_one_clear_error(
+        returncode,
+        stderr,
+        f"train.py: error: Stopped by SIGTERM; {run_dir} keeps its checkpoint at "
+        "step 7, the step it reached. Run the same command again to resume from it.",
+        expected_code=143,
+    )
     assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [5, 7]
 
     code, stderr = run_train(*flags)  # the same command
@@ -319,12 +485,20 @@ def test_sigterm_stops_at_the_step_end_with_its_checkpoint_and_the_same_command_
     assert learning_rates == pytest.approx({step: 1e-3 * 0.5 ** (step // 8) for step in (5, 10, 15, 20)})
 
 
-def test_a_second_train_py_on_a_run_directory_in_use_exits_2_naming_the_holder(run_train, toy_family, tmp_path):
+def test_a_second_train_py_on_a_run_directory_in_use_exits_2_naming_the_holder(
+    run_train, toy_family, tmp_path
+):
     run_dir = tmp_path / "run"
-    with run_lock.RunLock(str(run_dir), command="train.py"):  # a train.py of this process: one flock per open file
+    with run_lock.RunLock(
+        str(run_dir), command="train.py"
+    ):  # a train.py of this process: one flock per open file
         code, stderr = run_train(*TOY_FLAGS, "--trainer.steps=10", f"--output_dir={run_dir}")
-    assert_one_clear_error(code, stderr, f"run directory {run_dir} is in use by train.py (pid {os.getpid()} on host "
-                                         f"{socket.gethostname()}, since ")
+    assert_one_clear_error(
+        code,
+        stderr,
+        f"run directory {run_dir} is in use by train.py (pid {os.getpid()} on host "
+        f"{socket.gethostname()}, since ",
+    )
     assert stderr.strip().endswith("; wait for it to finish or use another --output_dir."), stderr[-3000:]
     assert os.listdir(run_dir) == [".lock"]
 
@@ -334,27 +508,45 @@ def test_a_lock_left_by_a_killed_train_py_is_taken_over_with_a_warning(run_train
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     # What a SIGKILLed train.py leaves: its name in the lock file, and no flock (the kernel dropped it).
-    (run_dir / ".lock").write_text(json.dumps({"command": "train.py", "pid": 4321, "host": "node7",
-                                               "since": "2026-01-02T03:04:05+00:00"}))
-    with pytest.warns(UserWarning, match=r"\.lock was left by train.py \(pid 4321 on host node7, since "
-                                         r"2026-01-02T03:04:05\+00:00\), which no longer runs; taking the run directory over"):
-        code, stderr = run_train(*TOY_FLAGS, "--trainer.steps=10", "--trainer.log_every=5", f"--output_dir={run_dir}")
+    (run_dir / ".lock").write_text(
+        json.dumps(
+            {"command": "train.py", "pid": 4321, "host": "node7", "since": "2026-01-02T03:04:05+00:00"}
+        )
+    )
+    with pytest.warns(
+        UserWarning,
+        match=r"\.lock was left by train.py \(pid 4321 on host node7, since "
+        r"2026-01-02T03:04:05\+00:00\), which no longer runs; taking the run directory over",
+    ):
+        code, stderr = run_train(
+            *TOY_FLAGS, "--trainer.steps=10", "--trainer.log_every=5", f"--output_dir={run_dir}"
+        )
     assert code == 0, stderr[-3000:]
     assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [5, 10]
     assert (run_dir / ".lock").read_text() == ""  # released at the end
 
 
 def test_nan_advice_after_a_checkpoint_continues_with_the_change_allowed(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["train.py", "--experiment=shapes3d_demo", "--trainer.learning_rate=1e-3", "--output_dir=runs/x"])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        ["train.py", "--experiment=shapes3d_demo", "--trainer.learning_rate=1e-3", "--output_dir=runs/x"],
+    )
     train.parse_flags(["train.py"])  # parsed flags, as app.run leaves them
     try:
-        error = training_logs.NonFiniteLossError("The loss became nan at step 26; ...", step=26, checkpoint_step=20)
+        error = training_logs.NonFiniteLossError(
+            "The loss became nan at step 26; ...", step=26, checkpoint_step=20
+        )
         advice = train._nan_advice(error, get_preset("shapes3d_demo").replace(learning_rate=1e-3), "runs/x")
     finally:
         train.FLAGS.unparse_flags()
     assert advice.splitlines()[0] == "Continue from step 20 with a lower learning rate:"
     assert advice.splitlines()[1].split() == [
-        "python", "train.py", "--experiment=shapes3d_demo", "--output_dir=runs/x", "--trainer.learning_rate=0.0001",
+        "python",
+        "train.py",
+        "--experiment=shapes3d_demo",
+        "--output_dir=runs/x",
+        "--trainer.learning_rate=0.0001",
         "--allow_config_change=trainer.learning_rate",
     ]
 
@@ -366,18 +558,31 @@ def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_pa
     monkeypatch.setattr(sys, "argv", ["train.py", f"--output_dir={tmp_path}"])
     images = np.zeros((8, 4, 4, 3), np.uint8)
     callback = callbacks.FactorIsolationCallback(
-        images, np.zeros((8, len(NAMES)), int), NAMES, 1.0, str(tmp_path / "logs"), 0, inactive=["wall_hue"],
+        images,
+        np.zeros((8, len(NAMES)), int),
+        NAMES,
+        1.0,
+        str(tmp_path / "logs"),
+        0,
+        inactive=["wall_hue"],
         num_classes=[10, 10, 10, 4],
     )
     callback.history.append(RECORD)
-    result = training.TrainResult(networks={"encoder": None}, history={"loss": [1.0]}, run_dir=str(tmp_path), final_step=600)
+    result = training.TrainResult(
+        networks={"encoder": None}, history={"loss": [1.0]}, run_dir=str(tmp_path), final_step=600
+    )
     table = train._isolation_summary([callback], get_preset("shapes3d_demo"), result)
     assert "wall_hue       inactive" in table and table.splitlines()[3].endswith("dropped")
-    assert os.path.exists(tmp_path / run_summary.SUMMARY_JSON) and os.path.exists(tmp_path / run_summary.SUMMARY_PNG)
+    assert os.path.exists(tmp_path / run_summary.SUMMARY_JSON) and os.path.exists(
+        tmp_path / run_summary.SUMMARY_PNG
+    )
     train._print_summary(result, table)
     printed = capsys.readouterr().out
     assert table in printed
-    assert f"tensorboard --logdir {tmp_path / 'logs'}" in printed and f"python evaluate.py --run_dir={tmp_path}" in printed
+    assert (
+        f"tensorboard --logdir {tmp_path / 'logs'}" in printed
+        and f"python evaluate.py --run_dir={tmp_path}" in printed
+    )
     assert f"python train.py --output_dir={tmp_path} --trainer.steps=<more>" in printed
 
 
@@ -392,8 +597,14 @@ def test_a_run_directory_with_a_flat_config_json_resumes_and_evaluates(run_train
     config.json (copied from such a run, at a smaller size) is accepted by the same command,
     which resumes the run, and evaluate.py measures it."""
     run_dir = tmp_path / "demo"
-    flags = ["--experiment=shapes3d_demo", "--batch.set_size=8", "--trainer.log_every=10", "--trainer.eval_every=0",
-             "--trainer.eval_images=32", f"--output_dir={run_dir}"]
+    flags = [
+        "--experiment=shapes3d_demo",
+        "--batch.set_size=8",
+        "--trainer.log_every=10",
+        "--trainer.eval_every=0",
+        "--trainer.eval_images=32",
+        f"--output_dir={run_dir}",
+    ]
     code, stderr = run_train(*flags, "--trainer.steps=10")
     assert code == 0, stderr[-3000:]
     flat = json.load(open(FLAT_DEMO))
@@ -406,16 +617,33 @@ def test_a_run_directory_with_a_flat_config_json_resumes_and_evaluates(run_train
     written = json.load(open(run_dir / "config.json"))
     assert written["trainer"]["steps"] == 20 and written["batch"]["set_size"] == 8  # written again in parts
     history = json.load(open(run_dir / "config_history.json"))
-    assert history[-1]["changed"] == {"trainer.steps": {"old": 10, "new": 20},  # and the default steps per call
-                                      "trainer.steps_per_execution": {"old": 1, "new": 0}}
-    [result] = evaluate_each([(tmp_path, [f"--run_dir={run_dir}", "--mine_steps=0", "--probe_epochs=1",
-                                          "--num_images=32", "--disentanglement=none", f"--output_dir={tmp_path / 'eval'}"])])
+    assert history[-1]["changed"] == {
+        "trainer.steps": {"old": 10, "new": 20},  # and the default steps per call
+        "trainer.steps_per_execution": {"old": 1, "new": 0},
+    }
+    [result] = evaluate_each(
+        [
+            (
+                tmp_path,
+                [
+                    f"--run_dir={run_dir}",
+                    "--mine_steps=0",
+                    "--probe_epochs=1",
+                    "--num_images=32",
+                    "--disentanglement=none",
+                    f"--output_dir={tmp_path / 'eval'}",
+                ],
+            )
+        ]
+    )
     assert result["code"] == 0, result["stderr"][-3000:]
     assert json.load(open(tmp_path / "eval" / "metrics.json"))
 
 
 @pytest.mark.slow
-def test_a_run_whose_checkpoint_list_was_deleted_resumes_from_its_newest_checkpoint(run_train, toy_family, tmp_path):
+def test_a_run_whose_checkpoint_list_was_deleted_resumes_from_its_newest_checkpoint(
+    run_train, toy_family, tmp_path
+):
     run_dir = tmp_path / "run"
     flags = [*TOY_FLAGS, "--trainer.learning_rate=1e-3", "--trainer.log_every=5", f"--output_dir={run_dir}"]
     code, stderr = run_train(*flags, "--trainer.steps=10")
@@ -423,11 +651,17 @@ def test_a_run_whose_checkpoint_list_was_deleted_resumes_from_its_newest_checkpo
     folder = run_dir / "checkpoints"
     (folder / "checkpoint").unlink()
     kept = {name: (folder / name).read_bytes() for name in os.listdir(folder)}
-    with pytest.warns(UserWarning, match=r"checkpoints/checkpoint \(the list of checkpoints\) is missing; using the "
-                                         r"checkpoints found beside it: ckpt-5, ckpt-10\."):
+    with pytest.warns(
+        UserWarning,
+        match=r"checkpoints/checkpoint \(the list of checkpoints\) is missing; using the "
+        r"checkpoints found beside it: ckpt-5, ckpt-10\.",
+    ):
         code, stderr = run_train(*flags, "--trainer.steps=15")
     assert code == 0, stderr[-3000:]
-    assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [10, 15]  # resumed at 10, kept 2
+    assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [
+        10,
+        15,
+    ]  # resumed at 10, kept 2
     assert (folder / "ckpt-10.index").read_bytes() == kept["ckpt-10.index"]  # read, never written over
     assert sorted(scalars(run_dir / "logs" / "train", "loss")) == [5, 10, 15]
 
@@ -438,17 +672,26 @@ def test_a_change_to_a_finished_run_that_no_step_would_train_with_is_refused(run
     flags = [*TOY_FLAGS, "--trainer.steps=10", "--trainer.log_every=5", f"--output_dir={run_dir}"]
     code, stderr = run_train(*flags, "--trainer.learning_rate=1e-3")
     assert code == 0, stderr[-3000:]
-    assert_one_clear_error(*run_train(*flags, "--trainer.learning_rate=1e-4", "--allow_config_change=trainer.learning_rate"),
-                           f"{run_dir} has trained all its 10 steps, so no step would train with trainer.learning_rate "
-                           "changed; raise --trainer.steps to extend the run with the change")
+    assert_one_clear_error(
+        *run_train(*flags, "--trainer.learning_rate=1e-4", "--allow_config_change=trainer.learning_rate"),
+        f"{run_dir} has trained all its 10 steps, so no step would train with trainer.learning_rate "
+        "changed; raise --trainer.steps to extend the run with the change",
+    )
     assert not (run_dir / "config_history.json").exists()
-    code, stderr = run_train(*flags, "--trainer.steps=15", "--trainer.learning_rate=1e-4", "--allow_config_change=trainer.learning_rate")
+    code, stderr = run_train(
+        *flags,
+        "--trainer.steps=15",
+        "--trainer.learning_rate=1e-4",
+        "--allow_config_change=trainer.learning_rate",
+    )
     assert code == 0, stderr[-3000:]
     assert json.loads((run_dir / "config_history.json").read_text())[0]["step"] == 10
 
 
 @pytest.mark.slow
-def test_a_run_directory_that_cannot_be_written_is_refused_before_any_work(run_train, toy_family, tmp_path, monkeypatch):
+def test_a_run_directory_that_cannot_be_written_is_refused_before_any_work(
+    run_train, toy_family, tmp_path, monkeypatch
+):
     run_dir = tmp_path / "run"
     flags = [*TOY_FLAGS, "--trainer.log_every=5", f"--output_dir={run_dir}"]
     code, stderr = run_train(*flags, "--trainer.steps=5")
@@ -463,6 +706,8 @@ def test_a_run_directory_that_cannot_be_written_is_refused_before_any_work(run_t
         return real(*args, dir=dir, **kwargs)
 
     monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only)
-    assert_one_clear_error(*run_train(*flags, "--trainer.steps=10"),
-                           f"--output_dir={run_dir} cannot be written: creating a file in {run_dir} failed (Read-only file system).")
+    assert_one_clear_error(
+        *run_train(*flags, "--trainer.steps=10"),
+        f"--output_dir={run_dir} cannot be written: creating a file in {run_dir} failed (Read-only file system).",
+    )
     assert sorted(os.listdir(run_dir)) == before

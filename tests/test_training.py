@@ -49,10 +49,15 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy
     # The SavedModel's graph may fuse and reorder S4's sums: about 3,000 float32 roundings on an
     # embedding's chain (the conv fan-ins 9 + 4 x 288, the dense 1,568 and 128), of terms of size ~1.
     tolerance = rounding_rtol(3000)
-    np.testing.assert_allclose(saved.embed(images)["embeddings"].numpy(), want, rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(
+        saved.embed(images)["embeddings"].numpy(), want, rtol=tolerance, atol=tolerance
+    )
     as_uint8 = tf.cast(tf.round(images * 255.0), tf.uint8)
     np.testing.assert_allclose(  # x / 255 in float32 or in float64: the same float32 (tests/test_abc.py)
-        saved.embed_uint8(as_uint8)["embeddings"].numpy(), result.encoder(as_uint8 / 255).numpy(), rtol=tolerance, atol=tolerance
+        saved.embed_uint8(as_uint8)["embeddings"].numpy(),
+        result.encoder(as_uint8 / 255).numpy(),
+        rtol=tolerance,
+        atol=tolerance,
     )
 
 
@@ -72,9 +77,13 @@ def scalar_steps(log_dir: str, tag: str) -> list[int]:
         (40, 10, 5, [10, 20, 30, 40]),
     ],
 )
-def test_a_run_trains_exactly_its_steps_and_logs_on_the_interval(tmp_path, steps, log_every, per_execution, logged):
+def test_a_run_trains_exactly_its_steps_and_logs_on_the_interval(
+    tmp_path, steps, log_every, per_execution, logged
+):
     run_dir = str(tmp_path / "run")
-    config = TOY.replace(steps=steps, log_every=log_every, steps_per_execution=per_execution, keep_checkpoints=5)
+    config = TOY.replace(
+        steps=steps, log_every=log_every, steps_per_execution=per_execution, keep_checkpoints=5
+    )
     result = training.train(config, run_dir, verbose=0)
     assert result.final_step == steps
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == logged
@@ -87,13 +96,25 @@ def test_a_run_trains_exactly_its_steps_and_logs_on_the_interval(tmp_path, steps
 
 def test_auto_runs_several_steps_a_call_and_still_trains_exactly_its_steps(tmp_path):
     auto = TOY.replace(steps=40, log_every=10, steps_per_execution=0, keep_checkpoints=5)
-    assert [training.steps_per_execution(auto.replace(**fields)) for fields in (
-        {}, {"log_every": 4}, {"log_every": 7, "steps": 42}, {"log_every": 7}, {"eval_every": 15}, {"log_every": 100, "steps": 2000})] == [10, 4, 7, 1, 5, 10]
-    assert training.steps_per_execution(auto, start_step=6) == 2  # a resume between log steps: calls end on them
+    assert [
+        training.steps_per_execution(auto.replace(**fields))
+        for fields in (
+            {},
+            {"log_every": 4},
+            {"log_every": 7, "steps": 42},
+            {"log_every": 7},
+            {"eval_every": 15},
+            {"log_every": 100, "steps": 2000},
+        )
+    ] == [10, 4, 7, 1, 5, 10]
+    assert (
+        training.steps_per_execution(auto, start_step=6) == 2
+    )  # a resume between log steps: calls end on them
     run_dir = str(tmp_path / "run")
     seen = []
     per_call = keras.callbacks.LambdaCallback(
-        on_train_batch_end=lambda batch, logs: seen.append(int(per_call.model.optimizer.iterations.numpy())))
+        on_train_batch_end=lambda batch, logs: seen.append(int(per_call.model.optimizer.iterations.numpy()))
+    )
     result = training.train(auto, run_dir, verbose=0, callbacks=[per_call])
     assert result.final_step == 40 and seen == [10, 20, 30, 40]
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20, 30, 40]
@@ -105,7 +126,10 @@ def test_a_full_disk_stops_with_a_clear_message_and_keeps_the_older_checkpoints(
     training.train(TOY.replace(steps=20), run_dir, verbose=0)
     real_usage = shutil.disk_usage
     monkeypatch.setattr(shutil, "disk_usage", lambda path: real_usage(path)._replace(free=1000))
-    with pytest.raises(checkpoints.CheckpointError, match="No room for the checkpoint of step 30 .* older checkpoints are intact"):
+    with pytest.raises(
+        checkpoints.CheckpointError,
+        match="No room for the checkpoint of step 30 .* older checkpoints are intact",
+    ):
         training.train(TOY.replace(steps=40), run_dir, verbose=0)
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20]
     monkeypatch.setattr(shutil, "disk_usage", real_usage)
@@ -119,7 +143,9 @@ def test_a_full_disk_stops_with_a_clear_message_and_keeps_the_older_checkpoints(
     with pytest.raises(checkpoints.CheckpointError, match="failed \\(No space left on device\\)"):
         checkpoints.save(model, run_dir, 30, keep=2)
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [10, 20]
-    assert not [name for name in os.listdir(checkpoints.checkpoint_dir(run_dir)) if name.startswith("ckpt-30")]
+    assert not [
+        name for name in os.listdir(checkpoints.checkpoint_dir(run_dir)) if name.startswith("ckpt-30")
+    ]
 
 
 # After its second checkpoint (training.train's own callbacks run before those it is given), the
@@ -145,8 +171,14 @@ def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
     config_path = tmp_path / "config.json"
     config_path.write_text(config.to_json())
     run_dir, marker = tmp_path / "run", tmp_path / "second_checkpoint"
-    process = start_code(RESUMABLE_RUN, str(config_path), str(run_dir), str(marker), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT)
+    process = start_code(
+        RESUMABLE_RUN,
+        str(config_path),
+        str(run_dir),
+        str(marker),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     wait_for_marker(process, marker)
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=60)
@@ -165,9 +197,10 @@ def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
 
 # ----------------------------------------------------------------------------- distributed
 
+
 def child_result(output: str) -> dict:
     line = next(line for line in output.splitlines() if line.startswith("RESULT"))
-    return json.loads(line[len("RESULT"):])
+    return json.loads(line[len("RESULT") :])
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +220,12 @@ def replicas(tmp_path_factory, two_replicas) -> dict:
             odd = "no error"
         except ValueError as error:
             odd = str(error)
-    return {"one": single.history["loss"], "two": double.history["loss"], "replicas": mirrored.num_replicas_in_sync,
-            "odd": odd}
+    return {
+        "one": single.history["loss"],
+        "two": double.history["loss"],
+        "replicas": mirrored.num_replicas_in_sync,
+        "odd": odd,
+    }
 
 
 def test_one_and_two_replicas_give_the_same_losses(replicas):
@@ -207,22 +244,37 @@ def test_the_replicas_split_the_batch_the_method_reads():
     vae, abc = methods.get_method("vae"), methods.get_method("abc")
     images = experiments.config_for(data="mnist", method="vae", batch_size=8)
     training.check_replicas(images, vae, 2)
-    with pytest.raises(ValueError, match=r"^--batch.batch_size=9 must be a multiple of the 2 replicas .*--method=vae trains on images"):
+    with pytest.raises(
+        ValueError,
+        match=r"^--batch.batch_size=9 must be a multiple of the 2 replicas .*--method=vae trains on images",
+    ):
         training.check_replicas(images.replace(batch_size=9), vae, 2)
-    with pytest.raises(ValueError, match=r"^--batch.pairs_per_step=3 must be a multiple of the 4 replicas .*on set pairs"):
+    with pytest.raises(
+        ValueError, match=r"^--batch.pairs_per_step=3 must be a multiple of the 4 replicas .*on set pairs"
+    ):
         training.check_replicas(TOY.replace(pairs_per_step=3), abc, 4)
 
 
 def test_the_augmentation_baseline_is_for_methods_that_train_on_two_view_sets(monkeypatch):
     # Both families' baselines (unconstrained sets, second views, no set B) reach any method
     # declaring accepts_two_view_sets, and no other; checked before any data is read.
-    monkeypatch.setitem(methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig"))
-    for config in (get_preset("shapes3d_hue_baseline"), get_preset("mnist_abc_augmentation").replace(source="procedural")):
+    monkeypatch.setitem(
+        methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
+    )
+    for config in (
+        get_preset("shapes3d_hue_baseline"),
+        get_preset("mnist_abc_augmentation").replace(source="procedural"),
+    ):
         for accepting in ("abc", "contrastive"):
-            assert training.check_config(experiments.choose(config, method=accepting))[1].accepts_two_view_sets
+            assert training.check_config(experiments.choose(config, method=accepting))[
+                1
+            ].accepts_two_view_sets
         refused = experiments.choose(config, method="two_network")  # trains on sets, but not on two views
-        with pytest.raises(ValueError, match=r"^--batch.augmentation_baseline .* --method=two_network does not train on "
-                                             r"them\. Methods that do: abc, contrastive\.$"):
+        with pytest.raises(
+            ValueError,
+            match=r"^--batch.augmentation_baseline .* --method=two_network does not train on "
+            r"them\. Methods that do: abc, contrastive\.$",
+        ):
             training.check_config(refused)
     # A method on single images has no such field: its batch part is another class.
     with pytest.raises(ValueError, match="has no field 'augmentation_baseline'"):
@@ -234,20 +286,31 @@ def test_a_method_that_needs_a_training_bank_is_refused_on_a_family_without_one(
     banked = dataclasses.replace(toy_method.TWO_NETWORK, name="banked", needs_training_bank=True)
     monkeypatch.setattr(toy_method, "BANKED", banked, raising=False)
     monkeypatch.setitem(methods.METHODS, "banked", ("toy_method:BANKED", "toy_method:TwoNetworkConfig"))
-    with pytest.raises(ValueError, match=r"^--method=banked learns a code per training image and group, .*data family "
-                                         r"'mnist' has none\. Families that do: pose\.$"):
-        training.check_config(experiments.choose(get_preset("mnist").replace(source="procedural"), method="banked"))
+    with pytest.raises(
+        ValueError,
+        match=r"^--method=banked learns a code per training image and group, .*data family "
+        r"'mnist' has none\. Families that do: pose\.$",
+    ):
+        training.check_config(
+            experiments.choose(get_preset("mnist").replace(source="procedural"), method="banked")
+        )
 
 
-@pytest.mark.parametrize("host, policy, warned", [
-    (precision.Host(cpu_flags=frozenset({"avx2"})), "float32", True),
-    (precision.Host(cpu_flags=frozenset({"avx2", "avx512_bf16"})), "mixed_bfloat16", False),
-])
+@pytest.mark.parametrize(
+    "host, policy, warned",
+    [
+        (precision.Host(cpu_flags=frozenset({"avx2"})), "float32", True),
+        (precision.Host(cpu_flags=frozenset({"avx2", "avx512_bf16"})), "mixed_bfloat16", False),
+    ],
+)
 def test_mixed_precision_falls_back_to_float32_with_one_warning_line_on_a_cpu_without_bfloat16(
-        tmp_path, capsys, monkeypatch, host, policy, warned):
+    tmp_path, capsys, monkeypatch, host, policy, warned
+):
     monkeypatch.setattr(precision, "this_host", lambda: host)  # a simulated host
     try:
-        result = training.train(TOY.replace(mixed_precision=True, steps=2, log_every=2), str(tmp_path / "run"), verbose=0)
+        result = training.train(
+            TOY.replace(mixed_precision=True, steps=2, log_every=2), str(tmp_path / "run"), verbose=0
+        )
     finally:
         keras.mixed_precision.set_global_policy("float32")  # build_model set the run's
     assert result.precision == policy
@@ -284,9 +347,16 @@ def test_two_workers_train_like_one_process_and_only_the_chief_writes_the_run(tm
     cluster = {"worker": [f"localhost:{port}" for port in free_ports(2)]}
     workers = [
         start_code(
-            WORKER, str(tmp_path / "cluster"), "multi_worker",
-            env={**ENV, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            WORKER,
+            str(tmp_path / "cluster"),
+            "multi_worker",
+            env={
+                **ENV,
+                "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         for index in range(2)
     ]
@@ -306,8 +376,13 @@ def test_two_workers_train_like_one_process_and_only_the_chief_writes_the_run(tm
         np.testing.assert_allclose(result["loss"][0], expected["loss"][0], rtol=1e-4)
         np.testing.assert_allclose(result["loss"], expected["loss"], rtol=2e-3)
     run = tmp_path / "cluster"
-    assert sorted(os.listdir(run / "checkpoints")) == ["checkpoint", "ckpt-12.data-00000-of-00001", "ckpt-12.index",
-                                                       "ckpt-8.data-00000-of-00001", "ckpt-8.index"]
+    assert sorted(os.listdir(run / "checkpoints")) == [
+        "checkpoint",
+        "ckpt-12.data-00000-of-00001",
+        "ckpt-12.index",
+        "ckpt-8.data-00000-of-00001",
+        "ckpt-8.index",
+    ]
     assert (run / "saved_model").is_dir() and (run / "encoder.keras").is_file()
     assert sorted(os.listdir(run / "workers")) == ["worker_1"]  # the other worker's logs and exports
 
@@ -336,14 +411,23 @@ def test_a_sigterm_to_one_worker_stops_all_after_the_same_step_and_the_chief_che
     marker = tmp_path / "worker_1_at_step_7"
     workers = [
         start_code(
-            PREEMPTED_WORKER, str(tmp_path / "run"), *([str(marker)] if index == 1 else []),
-            env={**ENV, "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})},
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            PREEMPTED_WORKER,
+            str(tmp_path / "run"),
+            *([str(marker)] if index == 1 else []),
+            env={
+                **ENV,
+                "TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}}),
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         for index in range(2)
     ]
     try:
-        wait_for_marker(workers[1], marker)  # worker 1 waits at step 7; the chief waits for it in the next collective
+        wait_for_marker(
+            workers[1], marker
+        )  # worker 1 waits at step 7; the chief waits for it in the next collective
         workers[1].send_signal(signal.SIGTERM)
         outputs = [worker.communicate(timeout=600)[0] for worker in workers]
     finally:

@@ -28,7 +28,10 @@ def test_the_stop_names_the_step_and_what_the_run_directory_keeps(tmp_path, monk
     stop.on_train_batch_end(0, {})  # no loss logged: nothing to check
     with pytest.raises(training_logs.NonFiniteLossError) as error:
         stop.on_train_batch_end(0, {"loss": float("inf")})
-    assert str(error.value) == "The loss became inf at step 7; no checkpoint had been written yet, so nothing of this run is kept."
+    assert (
+        str(error.value)
+        == "The loss became inf at step 7; no checkpoint had been written yet, so nothing of this run is kept."
+    )
     assert (error.value.step, error.value.checkpoint_step) == (7, None)
     assert isinstance(error.value, training_logs.RunStopped)
     kept = os.path.join(str(tmp_path), "checkpoints", "ckpt-5")
@@ -50,7 +53,9 @@ def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_good_checkpoin
     good = keras.models.load_model(os.path.join(trained_toy_run.run_dir, "encoder.keras")).get_weights()
     # Huge learning rate at a tiny temperature diverges.
     diverging = TOY.replace(learning_rate=1e9, temperature=1e-3, seed=4)
-    with pytest.raises(training_logs.NonFiniteLossError, match="The loss became nan at step .*no checkpoint had been written"):
+    with pytest.raises(
+        training_logs.NonFiniteLossError, match="The loss became nan at step .*no checkpoint had been written"
+    ):
         training.train(diverging, str(tmp_path / "bad"), verbose=0)
     assert checkpoints.list_checkpoints(str(tmp_path / "bad")) == []
     assert all(np.all(np.isfinite(w)) for w in good)
@@ -85,7 +90,11 @@ def test_a_loss_turning_nan_mid_run_keeps_the_checkpoints_before_it(tmp_path):
     # The same settings are refused, naming the flag that lets the run continue from step 20.
     with pytest.raises(ValueError, match="add --allow_config_change=trainer.learning_rate"):
         training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0)
-    result = training.train(config.replace(learning_rate=1e-4), run_dir, verbose=0, allow_changes=["trainer.learning_rate"])
+    result = training.train(
+        config.replace(learning_rate=1e-4), run_dir, verbose=0, allow_changes=["trainer.learning_rate"]
+    )
     assert result.final_step == 40 and result.history["learning_rate"] == pytest.approx([1e-4, 1e-4])
     history = json.load(open(os.path.join(run_dir, config_history.CONFIG_HISTORY_FILE)))
-    assert history[-1]["step"] == 20 and history[-1]["changed"] == {"trainer.learning_rate": {"old": 1e-3, "new": 1e-4}}
+    assert history[-1]["step"] == 20 and history[-1]["changed"] == {
+        "trainer.learning_rate": {"old": 1e-3, "new": 1e-4}
+    }

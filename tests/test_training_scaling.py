@@ -5,11 +5,18 @@ from benchmarks import training_scaling as scaling
 
 def test_training_scaling_reading_is_computed_from_the_rows():
     s3, s4 = list(scaling.MODELS)
-    steps = [dict(model=s3, policy=policy, pairs=pairs, size=size, seconds=seconds, peak_mb=1.0)
-             for policy in ("float32", scaling.MIXED) for pairs, size, seconds in ((1, 512, 2.0), (16, 32, 1.0))]
-    encoder = [dict(model=model, policy="float32", images=100, seconds=1.0, peak_mb=1.0) for model in (s3, s4)]
-    loss = [dict(similarity="l2sq", dim=64, pairs=1, size=100, seconds=2.0, peak_mb=1.0),
-            dict(similarity="l1", dim=64, pairs=4, size=100, seconds=6.0, peak_mb=50.0)]
+    steps = [
+        dict(model=s3, policy=policy, pairs=pairs, size=size, seconds=seconds, peak_mb=1.0)
+        for policy in ("float32", scaling.MIXED)
+        for pairs, size, seconds in ((1, 512, 2.0), (16, 32, 1.0))
+    ]
+    encoder = [
+        dict(model=model, policy="float32", images=100, seconds=1.0, peak_mb=1.0) for model in (s3, s4)
+    ]
+    loss = [
+        dict(similarity="l2sq", dim=64, pairs=1, size=100, seconds=2.0, peak_mb=1.0),
+        dict(similarity="l1", dim=64, pairs=4, size=100, seconds=6.0, peak_mb=50.0),
+    ]
     whole = [dict(pairs=4, size=100, dim=64, seconds=3.0, peak_mb=200.0)]
     text = "\n".join(scaling.reading({"steps": steps, "encoder": encoder, "loss": loss, "whole_l1": whole}))
     assert "one pair of sets of 512 takes 2.00x (float32) and 2.00x (mixed_bfloat16)" in text

@@ -21,7 +21,9 @@ def random_images(seed: int, batch: int = 6) -> np.ndarray:
 def test_importance_weights_are_the_elbo_terms_at_the_sample():
     networks = vitae.build_networks(UVitaeConfig.structure, 4, (28, 28, 1))
     x = random_images(2)
-    out = vitae.infer(networks, UVitaeConfig.structure, x, vitae.draw_noise(6, (2, 2), tf.constant([3, 4], tf.int64)))
+    out = vitae.infer(
+        networks, UVitaeConfig.structure, x, vitae.draw_noise(6, (2, 2), tf.constant([3, 4], tf.int64))
+    )
     terms = vitae.elbo_terms(x, out)
     # E_q[log w] = ELBO; with single samples, log w and -rec - KLs differ by a zero-mean term only.
     log_w = vitae.log_weights(x, out)
@@ -31,12 +33,20 @@ def test_importance_weights_are_the_elbo_terms_at_the_sample():
 
 
 def test_the_package_declares_the_variant_its_config_and_the_paper_s_presets():
-    assert methods.get_method("u_vitae").name == "u_vitae" and experiments.method_config_class("u_vitae") is UVitaeConfig
+    assert (
+        methods.get_method("u_vitae").name == "u_vitae"
+        and experiments.method_config_class("u_vitae") is UVitaeConfig
+    )
     assert methods.get_method("u_vitae").measures == "abc_tf.evaluation.tasks:likelihood_measures"
     paper, quick = get_preset("mnist_u_vitae"), get_preset("mnist_u_vitae_quick")
     # Table 1's MLPs, d = 4 split 2 + 2, Adam 1e-4, batches of 512, 211,200 steps (abc_tf/methods/vae).
-    assert (paper.method.name, paper.method.latent_dim, paper.trainer.learning_rate, paper.batch.batch_size,
-            paper.trainer.steps) == ("u_vitae", 4, 1e-4, 512, 211_200)
+    assert (
+        paper.method.name,
+        paper.method.latent_dim,
+        paper.trainer.learning_rate,
+        paper.batch.batch_size,
+        paper.trainer.steps,
+    ) == ("u_vitae", 4, 1e-4, 512, 211_200)
     assert quick.method.name == "u_vitae" and quick.trainer.steps == 5000
     smoke = experiments.smoke_configs()["u_vitae"]
     smoke.validate()

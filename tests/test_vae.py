@@ -54,8 +54,13 @@ def test_bernoulli_log_likelihood_kl_and_log_density_match_numpy():
     rng = np.random.default_rng(0)
     x = rng.uniform(size=(3, 2, 2, 1)).astype(np.float32)
     p = rng.uniform(0.05, 0.95, size=(3, 2, 2, 1)).astype(np.float32)
-    expected = [sum(x[b].flat[i] * math.log(p[b].flat[i]) + (1 - x[b].flat[i]) * math.log(1 - p[b].flat[i])
-                    for i in range(4)) for b in range(3)]
+    expected = [
+        sum(
+            x[b].flat[i] * math.log(p[b].flat[i]) + (1 - x[b].flat[i]) * math.log(1 - p[b].flat[i])
+            for i in range(4)
+        )
+        for b in range(3)
+    ]
     # float32 against float64 on the same float32 inputs: 1 - p is exact for p >= 1/2 (and rounds
     # once below), then 4 terms of one sign: rounding_rtol(7) = 1.7e-6.
     np.testing.assert_allclose(vitae.bernoulli_log_likelihood(x, p), expected, rtol=1e-5)
@@ -64,18 +69,32 @@ def test_bernoulli_log_likelihood_kl_and_log_density_match_numpy():
 
     mean = rng.normal(size=(3, 2)).astype(np.float32)
     variance = rng.uniform(0.1, 2.0, size=(3, 2)).astype(np.float32)
-    kl = [sum(0.5 * (variance[b, i] + mean[b, i] ** 2 - 1 - math.log(variance[b, i])) for i in range(2)) for b in range(3)]
+    kl = [
+        sum(0.5 * (variance[b, i] + mean[b, i] ** 2 - 1 - math.log(variance[b, i])) for i in range(2))
+        for b in range(3)
+    ]
     z = rng.normal(size=(3, 2)).astype(np.float32)
-    density = [sum(-0.5 * math.log(2 * math.pi * variance[b, i]) - (z[b, i] - mean[b, i]) ** 2 / (2 * variance[b, i])
-                   for i in range(2)) for b in range(3)]
+    density = [
+        sum(
+            -0.5 * math.log(2 * math.pi * variance[b, i]) - (z[b, i] - mean[b, i]) ** 2 / (2 * variance[b, i])
+            for i in range(2)
+        )
+        for b in range(3)
+    ]
     density_size = 0.5 * np.sum(np.abs(np.log(2 * np.pi * variance)) + (z - mean) ** 2 / variance, axis=1)
-    np.testing.assert_allclose(vitae.gaussian_log_density(z, mean, variance), density, rtol=0,
-                               atol=rounding_rtol(6) * density_size.max())
+    np.testing.assert_allclose(
+        vitae.gaussian_log_density(z, mean, variance),
+        density,
+        rtol=0,
+        atol=rounding_rtol(6) * density_size.max(),
+    )
     # KL(q || N(0, I)) = E_q[log q - log p]: a Monte Carlo check of the two together.
     draws = mean[0] + np.sqrt(variance[0]) * rng.normal(size=(200_000, 2)).astype(np.float32)
     tiled_mean, tiled_var = np.tile(mean[:1], (len(draws), 1)), np.tile(variance[:1], (len(draws), 1))
-    monte_carlo = np.mean(vitae.gaussian_log_density(draws, tiled_mean, tiled_var)
-                          - vitae.gaussian_log_density(draws, np.zeros_like(draws), np.ones_like(draws)))
+    monte_carlo = np.mean(
+        vitae.gaussian_log_density(draws, tiled_mean, tiled_var)
+        - vitae.gaussian_log_density(draws, np.zeros_like(draws), np.ones_like(draws))
+    )
     assert monte_carlo == pytest.approx(kl[0], abs=0.02)
 
 
@@ -94,9 +113,16 @@ def test_kl_weight_rises_over_the_warm_up():
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_method_declarations_and_networks(variant, mnist_npz):
     method, config_class = methods.get_method(variant), experiments.method_config_class(variant)
-    assert config_class.batch_format == "images" and method.supervision.startswith("none:") and config_class(name=method.name).length_scale() is None
+    assert (
+        config_class.batch_format == "images"
+        and method.supervision.startswith("none:")
+        and config_class(name=method.name).length_scale() is None
+    )
     assert {"latent_dim", "kl_warmup", "affine_augmentation"} <= set(config_class.field_names())
-    assert "batch_size" in BATCH_CONFIGS[config_class.batch_format].field_names() and not config_class.trains_encoder
+    assert (
+        "batch_size" in BATCH_CONFIGS[config_class.batch_format].field_names()
+        and not config_class.trains_encoder
+    )
     config = tiny(variant, mnist_npz)
     model = training.build_model(config)
     networks = model.networks()
@@ -108,7 +134,9 @@ def test_the_method_declarations_and_networks(variant, mnist_npz):
     assert z.shape == (3, 4)
     if variant != "vae":
         # The same layers on the same images: equal.
-        np.testing.assert_allclose(z, np.concatenate([networks["appearance"](x), networks["perspective"](x)], axis=1), atol=1e-6)
+        np.testing.assert_allclose(
+            z, np.concatenate([networks["appearance"](x), networks["perspective"](x)], axis=1), atol=1e-6
+        )
         assert networks["decoder"]([z[:, :2], z[:, 2:]]).shape == (3, 28, 28, 1)
     # The same seed builds the same initial weights.
     for one, two in zip(model.get_weights(), training.build_model(config).get_weights()):
@@ -125,7 +153,9 @@ def test_train_steps_lower_the_negative_elbo(mnist_npz):
     for _ in range(30):
         logs = step(batch)
     assert float(logs["loss"]) < first and float(logs["kl_weight"]) == 1.0
-    assert float(logs["loss"]) == pytest.approx(float(logs["reconstruction"] + logs["kl_appearance"] + logs["kl_perspective"]), rel=0.05)
+    assert float(logs["loss"]) == pytest.approx(
+        float(logs["reconstruction"] + logs["kl_appearance"] + logs["kl_perspective"]), rel=0.05
+    )
 
 
 # ---------------------------------------------------------------- through the trainer
@@ -143,9 +173,13 @@ def test_a_short_c_vitae_run_trains_logs_and_its_networks_load_and_embed(tmp_pat
     codes = embed(run.encoder, small_mnist["x_test"][:10, ..., None])
     assert codes.shape == (10, 4) and np.all(np.isfinite(codes))
     # The encoder's z_A is the appearance network's output, the same layers in the same batches: equal.
-    np.testing.assert_allclose(codes[:, :2], embed(run.network("appearance"), small_mnist["x_test"][:10, ..., None]), atol=1e-5)
+    np.testing.assert_allclose(
+        codes[:, :2], embed(run.network("appearance"), small_mnist["x_test"][:10, ..., None]), atol=1e-5
+    )
     assert run.network("decoder") is not None and run.network("affine_decoder") is not None
-    events = event_accumulator.EventAccumulator(os.path.join(run_dir, "logs", vitae.LOG_SUBDIR), size_guidance={"tensors": 0})
+    events = event_accumulator.EventAccumulator(
+        os.path.join(run_dir, "logs", vitae.LOG_SUBDIR), size_guidance={"tensors": 0}
+    )
     events.Reload()
     assert [event.step for event in events.Tensors("traversals")] == [2, 4]
     grid = tf.io.decode_png(tf.make_ndarray(events.Tensors("traversals")[-1].tensor_proto)[2])
@@ -182,13 +216,18 @@ def test_a_nan_loss_stops_the_run_at_its_last_good_checkpoint(tmp_path, mnist_np
     assert all(np.all(np.isfinite(w)) for w in model.get_weights())
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"kl_warmup": 1.5}, r"--method.kl_warmup must lie in \[0, 1\]"),
-    ({"latent_dim": 3}, r"--method.latent_dim must be even for --method=c_vitae"),
-    ({"data": "shapes3d", "source": "procedural", "path": ""},
-     r"--method=c_vitae trains on 'images' batches; data family 'shapes3d' streams sets, pairs"),
-    ({"kl_warmup": float("nan")}, r"--method.kl_warmup must lie in \[0, 1\]"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"kl_warmup": 1.5}, r"--method.kl_warmup must lie in \[0, 1\]"),
+        ({"latent_dim": 3}, r"--method.latent_dim must be even for --method=c_vitae"),
+        (
+            {"data": "shapes3d", "source": "procedural", "path": ""},
+            r"--method=c_vitae trains on 'images' batches; data family 'shapes3d' streams sets, pairs",
+        ),
+        ({"kl_warmup": float("nan")}, r"--method.kl_warmup must lie in \[0, 1\]"),
+    ],
+)
 def test_bad_settings_fail_before_training(tmp_path, mnist_npz, overrides, message):
     run_dir = tmp_path / "run"
     with pytest.raises(ValueError, match=message):
@@ -199,20 +238,35 @@ def test_bad_settings_fail_before_training(tmp_path, mnist_npz, overrides, messa
 def test_vitae_fields_are_refused_for_other_methods():
     # ABC's config has no VAE field; the set size is its batch part's.
     abc = experiments.method_config_class("abc")
-    assert [name for name in ("kl_warmup", "affine_augmentation", "latent_dim") if name in abc.field_names()] == []
+    assert [
+        name for name in ("kl_warmup", "affine_augmentation", "latent_dim") if name in abc.field_names()
+    ] == []
     assert get_preset("mnist").replace(set_size=8).batch.set_size == 8
-    with pytest.raises(ValueError, match=r"--method.kl_warmup: method 'abc' \(AbcConfig\) has no field 'kl_warmup'; "
-                                         r"its fields: similarity, temperature"):
+    with pytest.raises(
+        ValueError,
+        match=r"--method.kl_warmup: method 'abc' \(AbcConfig\) has no field 'kl_warmup'; "
+        r"its fields: similarity, temperature",
+    ):
         experiments.override(get_preset("mnist"), {"method.kl_warmup": 0.2})
-    with pytest.raises(ValueError, match=r"This config has no field 'kl_warmup' \(data family 'mnist', method 'abc'\)"):
+    with pytest.raises(
+        ValueError, match=r"This config has no field 'kl_warmup' \(data family 'mnist', method 'abc'\)"
+    ):
         get_preset("mnist").replace(kl_warmup=0.2)
 
 
 def test_the_presets():
     for variant in VARIANTS:
         paper, quick = get_preset(f"mnist_{variant}"), get_preset(f"mnist_{variant}_quick")
-        assert (paper.method.name, paper.batch.batch_size, paper.trainer.learning_rate, paper.method.latent_dim, paper.data.holdout_digit) == (variant, 512, 1e-4, 4, "9")
+        assert (
+            paper.method.name,
+            paper.batch.batch_size,
+            paper.trainer.learning_rate,
+            paper.method.latent_dim,
+            paper.data.holdout_digit,
+        ) == (variant, 512, 1e-4, 4, "9")
         assert paper.model is None
-        assert paper.trainer.steps * paper.batch.batch_size / 54_051 == pytest.approx(2000, rel=0.001)  # 2000 epochs
+        assert paper.trainer.steps * paper.batch.batch_size / 54_051 == pytest.approx(
+            2000, rel=0.001
+        )  # 2000 epochs
         assert quick.method.name == variant and quick.trainer.steps < 10_000
         training.check_config(quick.replace(source="procedural"))

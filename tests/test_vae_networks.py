@@ -21,7 +21,9 @@ def test_table_1_shapes_and_parameter_counts():
     encoder = models.build("gaussian_encoder", latent_dim=4)
     mean, variance = encoder(np.zeros((3, 28, 28, 1), np.float32))
     assert mean.shape == variance.shape == (3, 4)
-    mlp = dense(784, 128) + dense(128, 64) + dense(64, 4)  # 128-64-d, once for the mean, once for the variance
+    mlp = (
+        dense(784, 128) + dense(128, 64) + dense(64, 4)
+    )  # 128-64-d, once for the mean, once for the variance
     assert encoder.count_params() == 2 * mlp
     decoder = models.build("bernoulli_decoder", latent_dim=4)
     assert decoder(np.zeros((3, 4), np.float32)).shape == (3, 28, 28, 1)
@@ -40,7 +42,9 @@ def test_variances_are_positive_and_probabilities_in_the_unit_interval():
             layer.bias.assign(np.full(2, -50.0, np.float32))  # softplus underflows to 0
     _, variance = encoder(rng.uniform(size=(4, 28, 28, 1)).astype(np.float32))
     assert np.all(np.asarray(variance) >= vitae_networks.VARIANCE_FLOOR * 0.99)
-    probabilities = np.asarray(models.build("bernoulli_decoder", latent_dim=2)(rng.normal(size=(4, 2)).astype(np.float32) * 10))
+    probabilities = np.asarray(
+        models.build("bernoulli_decoder", latent_dim=2)(rng.normal(size=(4, 2)).astype(np.float32) * 10)
+    )
     assert probabilities.min() >= 0.0 and probabilities.max() <= 1.0
 
 
@@ -55,24 +59,37 @@ def test_the_compositions_save_and_load_with_their_weights(tmp_path):
     rng = np.random.default_rng(2)
     perspective = models.build("gaussian_encoder", latent_dim=2, model_name="perspective_posterior")
     affine = models.build("affine_decoder", latent_dim=2)
-    affine.get_layer("theta").bias.assign(rng.normal(scale=0.2, size=6).astype(np.float32))  # a non-trivial warp
+    affine.get_layer("theta").bias.assign(
+        rng.normal(scale=0.2, size=6).astype(np.float32)
+    )  # a non-trivial warp
     appearance = models.build("gaussian_encoder", latent_dim=2, model_name="appearance_posterior")
     template = models.build("bernoulli_decoder", latent_dim=2, model_name="appearance_decoder")
     x = rng.uniform(size=(3, 28, 28, 1)).astype(np.float32)
     built = {
-        "encoder": vitae_networks.vitae_codes(perspective, affine, appearance, True, output="encoder", name="encoder"),
-        "appearance": vitae_networks.vitae_codes(perspective, affine, appearance, True, output="appearance", name="appearance"),
+        "encoder": vitae_networks.vitae_codes(
+            perspective, affine, appearance, True, output="encoder", name="encoder"
+        ),
+        "appearance": vitae_networks.vitae_codes(
+            perspective, affine, appearance, True, output="appearance", name="appearance"
+        ),
         "perspective": vitae_networks.mean_of(perspective, name="perspective"),
     }
     codes = np.asarray(built["encoder"](x))
     # The compositions call these very networks and the same warp on the same images: equal.
     np.testing.assert_allclose(codes[:, 2:], perspective(x)[0], atol=1e-6)
-    aligned = spatial_transformer.warp(x, spatial_transformer.affine_matrices(affine(perspective(x)[0]), inverse=True))
+    aligned = spatial_transformer.warp(
+        x, spatial_transformer.affine_matrices(affine(perspective(x)[0]), inverse=True)
+    )
     np.testing.assert_allclose(codes[:, :2], appearance(aligned)[0], atol=1e-5)
     generator = vitae_networks.vitae_generator(template, affine)
     z = rng.normal(size=(3, 2)).astype(np.float32)
-    for name, model, inputs in [*((name, model, x) for name, model in built.items()), ("decoder", generator, [z, z])]:
+    for name, model, inputs in [
+        *((name, model, x) for name, model in built.items()),
+        ("decoder", generator, [z, z]),
+    ]:
         path = str(tmp_path / f"{name}.keras")
         model.save(path)
         loaded = keras.saving.load_model(path, compile=False)
-        np.testing.assert_allclose(loaded(inputs), model(inputs), atol=1e-6)  # the same layers and weights: equal
+        np.testing.assert_allclose(
+            loaded(inputs), model(inputs), atol=1e-6
+        )  # the same layers and weights: equal

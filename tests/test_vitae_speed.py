@@ -25,8 +25,12 @@ def fixed_noise(monkeypatch):
     rng = np.random.default_rng(0)
     draws = {space: rng.standard_normal([8, 2]).astype(np.float32) for space in ("appearance", "perspective")}
     maps = np.tile(np.array([[[0.9, -0.2, 0.1], [0.2, 0.9, -0.05]]], np.float32), [8, 1, 1])
-    monkeypatch.setattr(vitae, "draw_noise", lambda batch, dims, seed: {k: tf.constant(v) for k, v in draws.items()})
-    monkeypatch.setattr(vitae, "random_affine", lambda images, seed: spatial_transformer.warp(images, tf.constant(maps)))
+    monkeypatch.setattr(
+        vitae, "draw_noise", lambda batch, dims, seed: {k: tf.constant(v) for k, v in draws.items()}
+    )
+    monkeypatch.setattr(
+        vitae, "random_affine", lambda images, seed: spatial_transformer.warp(images, tf.constant(maps))
+    )
 
 
 @pytest.mark.parametrize("jit_compile", [False, True])
@@ -66,13 +70,30 @@ def test_the_warp_modes_agree():
 
 
 def test_the_table_reads_the_rates():
-    warp = {f"{mode}_{batch}": rate for batch in (128, 512)
-            for mode, rate in zip(vitae_speed.WARP_MODES, (100.0 * 512 / batch, 400.0 * 512 / batch, 800.0 * 512 / batch))}
+    warp = {
+        f"{mode}_{batch}": rate
+        for batch in (128, 512)
+        for mode, rate in zip(
+            vitae_speed.WARP_MODES, (100.0 * 512 / batch, 400.0 * 512 / batch, 800.0 * 512 / batch)
+        )
+    }
     rates = {setting: 10.0 for setting in vitae_speed.SETTINGS}
-    rates.update(c_vitae_eager_512=2.0, c_vitae_fit_512=5.0, c_vitae_fit_xla_512=8.0,
-                 c_vitae_eager_128=10.0, c_vitae_fit_128=20.0, c_vitae_fit_xla_128=40.0)
-    result = {"warp": warp, "rates": rates, "pipeline": {"512": 4.0, "128": 30.0}, "stream": {"512": 50.0, "128": 90.0},
-              "procedural_images": 54_000, "parameters": 12_345}
+    rates.update(
+        c_vitae_eager_512=2.0,
+        c_vitae_fit_512=5.0,
+        c_vitae_fit_xla_512=8.0,
+        c_vitae_eager_128=10.0,
+        c_vitae_fit_128=20.0,
+        c_vitae_fit_xla_128=40.0,
+    )
+    result = {
+        "warp": warp,
+        "rates": rates,
+        "pipeline": {"512": 4.0, "128": 30.0},
+        "stream": {"512": 50.0, "128": 90.0},
+        "procedural_images": 54_000,
+        "parameters": 12_345,
+    }
     memory = {"c_vitae_fit_512": 700.0}
     text = vitae_speed.table(result, memory, steps=20, rounds=3, load_start=1.0)
     # 1e6 / (100 calls/s * 512 images) = 19.5 us per image
@@ -89,6 +110,12 @@ def test_the_table_reads_the_rates():
 
 def test_the_goal_can_fail():
     rates = {setting: 10.0 for setting in vitae_speed.SETTINGS}
-    result = {"warp": {f"{m}_{b}": 1.0 for m in vitae_speed.WARP_MODES for b in (128, 512)}, "rates": rates,
-              "pipeline": {"512": 1.0, "128": 1.0}, "stream": {"512": 1.0, "128": 1.0}, "procedural_images": 1, "parameters": 1}
+    result = {
+        "warp": {f"{m}_{b}": 1.0 for m in vitae_speed.WARP_MODES for b in (128, 512)},
+        "rates": rates,
+        "pipeline": {"512": 1.0, "128": 1.0},
+        "stream": {"512": 1.0, "128": 1.0},
+        "procedural_images": 1,
+        "parameters": 1,
+    }
     assert "(not met)" in vitae_speed.table(result, {}, steps=1, rounds=1, load_start=0.0)

@@ -100,7 +100,9 @@ def test_yaleb_preset_shapes_and_views(tmp_path):
 
 
 def test_yaleb_bad_input(tmp_path, caplog):
-    with pytest.raises(ValueError, match="--data.source=files needs --data.path: a folder of images, the yaleb data set"):
+    with pytest.raises(
+        ValueError, match="--data.source=files needs --data.path: a folder of images, the yaleb data set"
+    ):
         yaleb.FAMILY.make_dataset(yaleb_config(""), seed=0)
     with pytest.raises(ValueError, match="no person folders"):
         yaleb.FAMILY.make_dataset(yaleb_config(tmp_path), seed=0)

@@ -38,7 +38,9 @@ def assert_same_adam_step(before, ours, theirs) -> None:
     error, times at most 1, and the weights round by eps |w|: within 1e-2 s wherever the gradient
     is 100 times its rounding error from zero, which leaves at most a few in a thousand out (the
     mass of a gradient's spread within 1e-6 of zero); a step of another gradient moves most of them."""
-    steps = [(np.asarray(one) - start, np.asarray(two) - start) for start, one, two in zip(before, ours, theirs)]
+    steps = [
+        (np.asarray(one) - start, np.asarray(two) - start) for start, one, two in zip(before, ours, theirs)
+    ]
     full = max(np.abs(one).max() for one, _ in steps)
     assert full > 0, "no weight moved"
     gaps = np.concatenate([np.abs(one - two).ravel() for one, two in steps])
@@ -55,7 +57,10 @@ def assert_same_sgd_step(before, ours, theirs, roundings: float, condition: floa
     first step (which moves every weight by about lr, whatever its gradient), SGD passes a
     rounding-sized gradient gap on as a rounding-sized step: a chained update (a GAN's G step
     after its D step) stays within rounding of the other path."""
-    steps = [(np.asarray(one) - start, np.asarray(two) - start, start) for start, one, two in zip(before, ours, theirs)]
+    steps = [
+        (np.asarray(one) - start, np.asarray(two) - start, start)
+        for start, one, two in zip(before, ours, theirs)
+    ]
     full = max(np.abs(one).max() for one, _, _ in steps)
     assert full > 0, "no weight moved"
     allowed = rounding_rtol(roundings, condition) * full

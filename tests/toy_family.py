@@ -36,9 +36,12 @@ ENTRY = registry.Entry("toy_family", "toy_family:ToyConfig")
 # its parts, so that importing this module needs no registration. One step a compiled call, so a
 # test's callback sees every step (the default, auto, is tested in tests/test_training.py).
 CONFIG = ExperimentConfig(
-    name="toy", trainer=TrainerConfig(learning_rate=1e-3, steps=40, log_every=10, seed=3, steps_per_execution=1),
-    data=ToyConfig(family="toy"), batch=SetBatch(set_size=12, pairs_per_step=2),
-    method=AbcConfig(name="abc", temperature=0.1), model=EncoderConfig(architecture="s4", embedding_dim=8),
+    name="toy",
+    trainer=TrainerConfig(learning_rate=1e-3, steps=40, log_every=10, seed=3, steps_per_execution=1),
+    data=ToyConfig(family="toy"),
+    batch=SetBatch(set_size=12, pairs_per_step=2),
+    method=AbcConfig(name="abc", temperature=0.1),
+    model=EncoderConfig(architecture="s4", embedding_dim=8),
 )
 # The finished run that tests only read, trained once per session (the ``trained_toy_run``
 # fixture of tests/conftest.py): CONFIG with the learning rate halved at steps 20 and 40.
@@ -55,8 +58,11 @@ def draw_set(rng: np.random.Generator, set_size: int) -> tuple[np.ndarray, np.nd
     return images, positions
 
 
-def batches(pairs: int, set_size: int, seed: int, views: bool = False, labels: bool = False) -> tf.data.Dataset:
+def batches(
+    pairs: int, set_size: int, seed: int, views: bool = False, labels: bool = False
+) -> tf.data.Dataset:
     """Endless set-pair batches in the ABCModel format."""
+
     def generate():
         # A new iterator restarts the stream, as a seeded tf.data pipeline would.
         rng = np.random.default_rng(seed)
@@ -79,7 +85,9 @@ def batches(pairs: int, set_size: int, seed: int, views: bool = False, labels: b
 
 
 def make_dataset(config, seed: int, start_step: int = 0) -> tf.data.Dataset:
-    return batches(config.batch.pairs_per_step, config.batch.set_size, seed, views=config.batch.double_augmentation)
+    return batches(
+        config.batch.pairs_per_step, config.batch.set_size, seed, views=config.batch.double_augmentation
+    )
 
 
 def image_shape(config) -> tuple[int, int, int]:
@@ -96,7 +104,9 @@ def labelled_sample(config, num_images: int, seed: int) -> LabelledSample:
     drawn = [draw_set(rng, 1) for _ in range(num_images)]
     images = np.concatenate([images for images, _ in drawn])
     levels = np.minimum((images[:, 0, 0, 0] / 0.5 * BACKGROUND_BINS).astype(np.int64), BACKGROUND_BINS - 1)
-    factors = np.stack([np.concatenate([positions for _, positions in drawn]), levels], axis=1).astype(np.int64)
+    factors = np.stack([np.concatenate([positions for _, positions in drawn]), levels], axis=1).astype(
+        np.int64
+    )
     return LabelledSample(images, factors, ("position", "background"), (16, BACKGROUND_BINS), ("background",))
 
 
@@ -105,12 +115,15 @@ def evaluate_positions(run, out_dir: str, settings) -> dict:
     sample = labelled_sample(run.config, settings.isolation.num_images, settings.sample_seed)
     embeddings = embed(run.encoder, sample.images)
     plots.plot_embeddings_pca(embeddings, sample.factors, sample.names, os.path.join(out_dir, "pca.png"))
-    return {"position_1nn": digit_clusters.nearest_neighbour_accuracy(embeddings, sample.factors[:, 0], seed=0),
-            "figures": ["pca.png"]}
+    return {
+        "position_1nn": digit_clusters.nearest_neighbour_accuracy(embeddings, sample.factors[:, 0], seed=0),
+        "figures": ["pca.png"],
+    }
 
 
 # The family's own evaluation task, named by the family as ``"module:NAME"`` (tests/test_shape.py
 # evaluates it through evaluate.py), as a user's family names theirs.
 TASK = tasks.Task(evaluate_positions, labelled_sample)
-FAMILY = DataFamily(name="toy", image_shape=image_shape, make_dataset=make_dataset,
-                    evaluation_task="toy_family:TASK")
+FAMILY = DataFamily(
+    name="toy", image_shape=image_shape, make_dataset=make_dataset, evaluation_task="toy_family:TASK"
+)

@@ -30,12 +30,21 @@ class TwoNetworkConfig(MethodConfig):
 
 
 class TwoNetworkModel(MethodModel):
-    def __init__(self, encoder: keras.Model, decoder: keras.Model, similarity: str, temperature: float,
-                 decoder_learning_rate: float = 1e-3, **kwargs):
+    def __init__(
+        self,
+        encoder: keras.Model,
+        decoder: keras.Model,
+        similarity: str,
+        temperature: float,
+        decoder_learning_rate: float = 1e-3,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.encoder, self.decoder = encoder, decoder
         self.similarity, self.temperature = similarity, temperature
-        self.decoder_optimizer = loss_scaled(optimizers.adam(decoder_learning_rate))  # as compile's under mixed_float16
+        self.decoder_optimizer = loss_scaled(
+            optimizers.adam(decoder_learning_rate)
+        )  # as compile's under mixed_float16
         self.track(("loss", "abc_loss", "reconstruction_loss"))
         self.built = True
 
@@ -50,9 +59,17 @@ class TwoNetworkModel(MethodModel):
         return network.trainable_variables
 
     def updates(self) -> list[Update]:
-        return [Update(self._encoder_terms, self.optimizer, lambda: self.encoder.trainable_variables, loss="abc_loss"),
-                Update(self._decoder_terms, self.decoder_optimizer, lambda: self.decoder.trainable_variables,
-                       loss="reconstruction_loss")]
+        return [
+            Update(
+                self._encoder_terms, self.optimizer, lambda: self.encoder.trainable_variables, loss="abc_loss"
+            ),
+            Update(
+                self._decoder_terms,
+                self.decoder_optimizer,
+                lambda: self.decoder.trainable_variables,
+                loss="reconstruction_loss",
+            ),
+        ]
 
     def _encoder_terms(self, batch, step, training, earlier):
         set_a, set_b = to_float_images(batch["set_a"]), to_float_images(batch["set_b"])
@@ -62,15 +79,19 @@ class TwoNetworkModel(MethodModel):
         embedded_a = tf.cast(self.encoder(flat_a, training=training), tf.float32)
         embedded_b = tf.cast(self.encoder(flat_b, training=training), tf.float32)
         abc, _ = losses.abc_loss(
-            tf.reshape(embedded_a, [pairs, size, -1]), tf.reshape(embedded_b, [pairs, size, -1]),
-            self.similarity, self.temperature,
+            tf.reshape(embedded_a, [pairs, size, -1]),
+            tf.reshape(embedded_b, [pairs, size, -1]),
+            self.similarity,
+            self.temperature,
         )
         # The decoder's update reads the embeddings from before the encoder's update.
         return {"abc_loss": abc, "embedded_a": tf.stop_gradient(embedded_a), "flat_a": flat_a}
 
     def _decoder_terms(self, batch, step, training, earlier):
         flat_a = earlier["flat_a"]
-        target = tf.reshape(tf.nn.avg_pool2d(flat_a, POOL, POOL, "VALID"), [tf.shape(flat_a)[0], -1])  # float32
+        target = tf.reshape(
+            tf.nn.avg_pool2d(flat_a, POOL, POOL, "VALID"), [tf.shape(flat_a)[0], -1]
+        )  # float32
         reconstruction = tf.cast(self.decoder(earlier["embedded_a"], training=training), tf.float32)
         rec = tf.reduce_mean(tf.square(reconstruction - target))
         return {"reconstruction_loss": rec, "loss": earlier["abc_loss"] + rec}
@@ -81,11 +102,20 @@ def build(config, image_shape) -> TwoNetworkModel:
     height, width, channels = image_shape
     outputs = (height // POOL) * (width // POOL) * channels
     decoder = keras.Sequential(
-        [keras.Input((config.model.embedding_dim,)), keras.layers.Dense(32, activation="relu"), keras.layers.Dense(outputs)],
+        [
+            keras.Input((config.model.embedding_dim,)),
+            keras.layers.Dense(32, activation="relu"),
+            keras.layers.Dense(outputs),
+        ],
         name="decoder",
     )
-    model = TwoNetworkModel(encoder, decoder, config.method.similarity, config.method.temperature,
-                            config.method.decoder_learning_rate)
+    model = TwoNetworkModel(
+        encoder,
+        decoder,
+        config.method.similarity,
+        config.method.temperature,
+        config.method.decoder_learning_rate,
+    )
     model.compile_for(config.trainer, optimizers.run_adam(config.trainer))
     return model
 

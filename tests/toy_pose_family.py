@@ -19,7 +19,9 @@ IMAGE_SHAPE = (SIZE, SIZE, 3)
 
 
 def random_euler(rng: np.random.Generator, count: int) -> np.ndarray:
-    return np.stack([rng.uniform(0, 2 * np.pi, count), rng.uniform(-0.5, 0.5, count), np.zeros(count)], axis=-1)
+    return np.stack(
+        [rng.uniform(0, 2 * np.pi, count), rng.uniform(-0.5, 0.5, count), np.zeros(count)], axis=-1
+    )
 
 
 def render(euler: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
@@ -71,6 +73,9 @@ def image_shape(config) -> tuple[int, int, int]:
 # family's config class (its fields too): ``abc_tf.data.DATA_FAMILIES["pose"] = ENTRY``.
 ENTRY = registry.Entry("toy_pose_family", "abc_tf.data.pose:PoseConfig")
 FAMILY = DataFamily(
-    name="pose", image_shape=image_shape, make_dataset=make_dataset,
-    pose_views=labelled_images, evaluation_task="pose",
+    name="pose",
+    image_shape=image_shape,
+    make_dataset=make_dataset,
+    pose_views=labelled_images,
+    evaluation_task="pose",
 )

@@ -26,7 +26,9 @@ COMMANDS = {
 
 def usage() -> str:
     listed = "\n".join(f"  {name:9s} {summary}" for name, (_, summary) in COMMANDS.items())
-    return f"usage: abc_tf <command> [flags]\n\nCommands:\n{listed}\n\nabc_tf <command> --help lists its flags."
+    return (
+        f"usage: abc_tf <command> [flags]\n\nCommands:\n{listed}\n\nabc_tf <command> --help lists its flags."
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,8 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name = argv[1]
     if name not in COMMANDS:
-        print(f"abc_tf: error: unknown command {name!r}; commands: {', '.join(COMMANDS)} (abc_tf --help).",
-              file=sys.stderr)
+        print(
+            f"abc_tf: error: unknown command {name!r}; commands: {', '.join(COMMANDS)} (abc_tf --help).",
+            file=sys.stderr,
+        )
         return 2
     command_line.INVOCATION = "abc_tf"
     module = importlib.import_module(COMMANDS[name][0])

@@ -26,22 +26,58 @@ from absl import flags
 from abc_tf import command_line
 
 FLAGS = flags.FlagValues()
-flags.DEFINE_string("experiment", None, "The preset every point starts from (train.py --experiment).", flag_values=FLAGS)
-flags.DEFINE_multi_string("vary", [], "A field and its values, part.field=VALUE,VALUE,... (repeat the flag for more "
-                          "fields; every combination is a point).", flag_values=FLAGS)
-flags.DEFINE_string("train_flags", "", "Further train.py flags of every point (the fixed settings), as one string.",
-                    flag_values=FLAGS)
-flags.DEFINE_string("holdout_flags", "", "train.py flags of the search's runs only (the validation hold-out, e.g. "
-                    "--data.validation_instances=10), left out of the pick's command.", flag_values=FLAGS)
-flags.DEFINE_string("evaluate_flags", "", "evaluate.py flags of every evaluation, as one string (what to measure on).",
-                    flag_values=FLAGS)
-flags.DEFINE_string("measure", None, "FILE.json:KEY/KEY/...: the value of the evaluation's JSON file that picks the "
-                    "point.", flag_values=FLAGS)
-flags.DEFINE_enum("goal", "min", ["min", "max"], "Pick the point with the lowest (min) or highest (max) mean.",
-                  flag_values=FLAGS)
-flags.DEFINE_integer("seeds", 1, "Runs per point (train.py --seeds); a point's value is their mean.", flag_values=FLAGS)
-flags.DEFINE_integer("pick_seeds", 3, "Seeds of the printed command that measures the pick.", flag_values=FLAGS)
-flags.DEFINE_string("output_dir", None, "The grid's folder (default: runs/grid_<experiment>).", flag_values=FLAGS)
+flags.DEFINE_string(
+    "experiment", None, "The preset every point starts from (train.py --experiment).", flag_values=FLAGS
+)
+flags.DEFINE_multi_string(
+    "vary",
+    [],
+    "A field and its values, part.field=VALUE,VALUE,... (repeat the flag for more "
+    "fields; every combination is a point).",
+    flag_values=FLAGS,
+)
+flags.DEFINE_string(
+    "train_flags",
+    "",
+    "Further train.py flags of every point (the fixed settings), as one string.",
+    flag_values=FLAGS,
+)
+flags.DEFINE_string(
+    "holdout_flags",
+    "",
+    "train.py flags of the search's runs only (the validation hold-out, e.g. "
+    "--data.validation_instances=10), left out of the pick's command.",
+    flag_values=FLAGS,
+)
+flags.DEFINE_string(
+    "evaluate_flags",
+    "",
+    "evaluate.py flags of every evaluation, as one string (what to measure on).",
+    flag_values=FLAGS,
+)
+flags.DEFINE_string(
+    "measure",
+    None,
+    "FILE.json:KEY/KEY/...: the value of the evaluation's JSON file that picks the point.",
+    flag_values=FLAGS,
+)
+flags.DEFINE_enum(
+    "goal",
+    "min",
+    ["min", "max"],
+    "Pick the point with the lowest (min) or highest (max) mean.",
+    flag_values=FLAGS,
+)
+flags.DEFINE_integer(
+    "seeds", 1, "Runs per point (train.py --seeds); a point's value is their mean.", flag_values=FLAGS
+)
+flags.DEFINE_integer(
+    "pick_seeds", 3, "Seeds of the printed command that measures the pick.", flag_values=FLAGS
+)
+flags.DEFINE_string(
+    "output_dir", None, "The grid's folder (default: runs/grid_<experiment>).", flag_values=FLAGS
+)
+
 
 def spec_from_flags():
     from abc_tf.evaluation import grid_search as grid
@@ -54,10 +90,15 @@ def spec_from_flags():
 
     experiments.get_preset(FLAGS.experiment)  # an unknown preset fails here, listing the known ones
     return grid.GridSpec(
-        experiment=FLAGS.experiment, axes=tuple(grid.Axis.parse(text) for text in FLAGS.vary),
-        measure=grid.Measure.parse(FLAGS.measure), output_dir=FLAGS.output_dir or f"runs/grid_{FLAGS.experiment}",
-        goal=FLAGS.goal, seeds=FLAGS.seeds, train_flags=tuple(shlex.split(FLAGS.train_flags)),
-        holdout_flags=tuple(shlex.split(FLAGS.holdout_flags)), evaluate_flags=tuple(shlex.split(FLAGS.evaluate_flags)),
+        experiment=FLAGS.experiment,
+        axes=tuple(grid.Axis.parse(text) for text in FLAGS.vary),
+        measure=grid.Measure.parse(FLAGS.measure),
+        output_dir=FLAGS.output_dir or f"runs/grid_{FLAGS.experiment}",
+        goal=FLAGS.goal,
+        seeds=FLAGS.seeds,
+        train_flags=tuple(shlex.split(FLAGS.train_flags)),
+        holdout_flags=tuple(shlex.split(FLAGS.holdout_flags)),
+        evaluate_flags=tuple(shlex.split(FLAGS.evaluate_flags)),
         pick_seeds=FLAGS.pick_seeds,
     )
 

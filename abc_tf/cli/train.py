@@ -28,25 +28,46 @@ from abc_tf.runs import experiments
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string("experiment", "shapes3d_demo", f"Preset: one of {', '.join(sorted(experiments.presets()))}.")
+flags.DEFINE_string(
+    "experiment", "shapes3d_demo", f"Preset: one of {', '.join(sorted(experiments.presets()))}."
+)
 flags.DEFINE_string("data", None, "Data family (a key of abc_tf.data.DATA_FAMILIES; default: the preset's).")
-flags.DEFINE_string("method", None, "Training method (a key of abc_tf.methods.METHODS; default: the preset's).")
-flags.DEFINE_string("model", None, "Encoder architecture (a key of the models registry; default: the preset's), "
-                    "for methods that train one.")
-flags.DEFINE_string("output_dir", None, "Run directory (default: runs/<the run's name>: the preset, and "
-                    "_on_<family> with another --data), relative to the current folder.")
+flags.DEFINE_string(
+    "method", None, "Training method (a key of abc_tf.methods.METHODS; default: the preset's)."
+)
+flags.DEFINE_string(
+    "model",
+    None,
+    "Encoder architecture (a key of the models registry; default: the preset's), for methods that train one.",
+)
+flags.DEFINE_string(
+    "output_dir",
+    None,
+    "Run directory (default: runs/<the run's name>: the preset, and "
+    "_on_<family> with another --data), relative to the current folder.",
+)
 flags.DEFINE_integer("seeds", 1, "Number of seeds to train, one run directory each.")
-flags.DEFINE_boolean("check_only", False, "Make every check train.py makes before it reads data (the flags, the config, "
-                     "the data's paths, the run directory, the model's build) and exit: 0 with one line, or 2 with the "
-                     "error. Nothing is written.")
+flags.DEFINE_boolean(
+    "check_only",
+    False,
+    "Make every check train.py makes before it reads data (the flags, the config, "
+    "the data's paths, the run directory, the model's build) and exit: 0 with one line, or 2 with the "
+    "error. Nothing is written.",
+)
 flags.DEFINE_list(
-    "allow_config_change", [],
+    "allow_config_change",
+    [],
     "Fields (<part>.<field>) that may differ from the run directory's config.json when resuming from its newest "
     "checkpoint, e.g. trainer.learning_rate after a NaN stop (recorded in config_history.json). A raised "
     "--trainer.steps needs no mention.",
 )
 
-_FLAG_DEFINERS = {str: flags.DEFINE_string, int: flags.DEFINE_integer, float: flags.DEFINE_float, bool: flags.DEFINE_boolean}
+_FLAG_DEFINERS = {
+    str: flags.DEFINE_string,
+    int: flags.DEFINE_integer,
+    float: flags.DEFINE_float,
+    bool: flags.DEFINE_boolean,
+}
 _CHOOSERS = ("experiment", *config_lib.SELECTORS)
 _DOTTED = re.compile(r"^--(?:no)?(" + "|".join(config_lib.PART_NAMES) + r")\.([^=]*)")
 
@@ -84,8 +105,10 @@ def parse_flags(argv: list[str]) -> list[str]:
                 continue
             part_name, name = match.groups()
             if part_name not in config.parts():
-                raise ValueError(f"--{part_name}.{name}: method {config.method.name!r} has no {part_name} part "
-                                 f"(its networks are its own); this run's parts: {', '.join(config.parts())}.")
+                raise ValueError(
+                    f"--{part_name}.{name}: method {config.method.name!r} has no {part_name} part "
+                    f"(its networks are its own); this run's parts: {', '.join(config.parts())}."
+                )
             if name not in experiments.settable_fields(type(config.parts()[part_name]), part_name):
                 raise ValueError(experiments.unknown_field_message(config, part_name, name))
     except ValueError as error:
@@ -103,8 +126,9 @@ def parse_flags(argv: list[str]) -> list[str]:
 
 def resolve_config() -> config_lib.ExperimentConfig:
     """The preset with the choices and every flag given on the command line applied, validated."""
-    config = experiments.choose(experiments.get_preset(FLAGS.experiment), data=FLAGS.data, method=FLAGS.method,
-                                model=FLAGS.model)
+    config = experiments.choose(
+        experiments.get_preset(FLAGS.experiment), data=FLAGS.data, method=FLAGS.method, model=FLAGS.model
+    )
     overrides = {name: FLAGS[name].value for name in FLAGS if "." in name and FLAGS[name].present}
     resolved = experiments.override(config, overrides)
     resolved.validate()
@@ -122,13 +146,20 @@ def main(argv: list[str]) -> None:
         if FLAGS.seeds <= 0:
             raise ValueError(f"--seeds must be a positive integer, got {FLAGS.seeds}.")
         if FLAGS["output_dir"].present and not FLAGS.output_dir.strip():
-            raise ValueError("--output_dir is empty (an unset shell variable?); name the run directory, or leave the "
-                             "flag out for runs/<experiment>.")
+            raise ValueError(
+                "--output_dir is empty (an unset shell variable?); name the run directory, or leave the "
+                "flag out for runs/<experiment>."
+            )
         base = resolve_config()
         output_dir = FLAGS.output_dir or os.path.join("runs", base.name)
-        runs = [(base, output_dir)] if FLAGS.seeds == 1 else [
-            (base.replace(seed=base.trainer.seed + k), os.path.join(output_dir, f"seed_{k}")) for k in range(FLAGS.seeds)
-        ]
+        runs = (
+            [(base, output_dir)]
+            if FLAGS.seeds == 1
+            else [
+                (base.replace(seed=base.trainer.seed + k), os.path.join(output_dir, f"seed_{k}"))
+                for k in range(FLAGS.seeds)
+            ]
+        )
         # Imported here so that --help and flag errors answer without loading TensorFlow.
         from abc_tf.runs import checkpoints
         from abc_tf.runs import preemption, training, training_logs
@@ -137,9 +168,11 @@ def main(argv: list[str]) -> None:
         if FLAGS.check_only:
             for run_config, run_dir in runs:
                 training.prepare(run_config, run_dir, allow_changes=FLAGS.allow_config_change, verbose=0)
-            print(f"{command_line.program('train')}: checked: {base.name} ({base.method.name} on {base.data.family}, "
-                  f"{training.data_description(base)}) can train into {output_dir}"
-                  f"{f' ({FLAGS.seeds} seeds)' if FLAGS.seeds > 1 else ''}.")
+            print(
+                f"{command_line.program('train')}: checked: {base.name} ({base.method.name} on {base.data.family}, "
+                f"{training.data_description(base)}) can train into {output_dir}"
+                f"{f' ({FLAGS.seeds} seeds)' if FLAGS.seeds > 1 else ''}."
+            )
             return
         for run_config, run_dir in runs:
             # The settings, the run directory and the model first, once: the callbacks read the
@@ -169,7 +202,9 @@ def _stop(message: str, code: int) -> None:
 def _command(replace: dict[str, str]) -> str:
     """This command line with the flags in ``replace`` set to new values."""
     kept = [arg for arg in sys.argv[1:] if arg.split("=")[0].lstrip("-") not in replace]
-    return " ".join([command_line.command("train"), *kept, *(f"--{name}={value}" for name, value in replace.items())])
+    return " ".join(
+        [command_line.command("train"), *kept, *(f"--{name}={value}" for name, value in replace.items())]
+    )
 
 
 def _nan_advice(error, config, run_dir: str) -> str:
@@ -209,13 +244,18 @@ def _isolation_summary(callbacks, config, result) -> str | None:
     for callback in callbacks:
         if isinstance(callback, FactorIsolationCallback) and callback.history:
             summary = run_summary.factor_summary(
-                callback.history[-1], callback.names, callback.inactive,
+                callback.history[-1],
+                callback.names,
+                callback.inactive,
                 callback.num_classes or [len(set(column)) for column in callback.factors.T],
-                callback.history[-1]["sigma"], len(callback.images),
+                callback.history[-1]["sigma"],
+                len(callback.images),
             )
             break
     else:
-        summary = run_summary.summary_from_data(config, result.encoder, result.final_step, config.trainer.eval_images, config.trainer.seed)
+        summary = run_summary.summary_from_data(
+            config, result.encoder, result.final_step, config.trainer.eval_images, config.trainer.seed
+        )
     if summary is None:
         return None
     run_summary.write(result.run_dir, summary)
@@ -246,7 +286,9 @@ def _print_summary(result, isolation: str | None = None) -> None:
         print("\n" + isolation)
     print("\nNext:")
     print(f"  tensorboard --logdir {os.path.join(result.run_dir, 'logs')}")
-    print(f"  {command_line.command('evaluate')} --run_dir={result.run_dir}     # full measures (the paper's MINE), figures")
+    print(
+        f"  {command_line.command('evaluate')} --run_dir={result.run_dir}     # full measures (the paper's MINE), figures"
+    )
     print(f"  {_command({'trainer.steps': '<more>'})}     # extend this run")
 
 

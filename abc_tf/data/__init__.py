@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     from abc_tf.data.family import DataFamily
 
 ENTRY_POINT_GROUP = "abc_tf.data"
-DATA_FAMILIES: dict[str, registry.Entry] = registry.discover(__name__, __path__, ENTRY_POINT_GROUP, "family:FAMILY",
-                                                             "data family")
+DATA_FAMILIES: dict[str, registry.Entry] = registry.discover(
+    __name__, __path__, ENTRY_POINT_GROUP, "family:FAMILY", "data family"
+)
 
 
 def get_family(name: str) -> DataFamily:

@@ -14,19 +14,37 @@ from typing import Callable, Mapping, Sequence
 import tensorflow as tf
 
 from abc_tf.data.augment_ops import (
-    AUGMENTATIONS, add_sobel, check_amplitude, flatten_stack, gaussian_noise, paint_background, random_brightness,
-    random_hue, random_translate, salt_and_pepper, to_float,
+    AUGMENTATIONS,
+    add_sobel,
+    check_amplitude,
+    flatten_stack,
+    gaussian_noise,
+    paint_background,
+    random_brightness,
+    random_hue,
+    random_translate,
+    salt_and_pepper,
+    to_float,
 )
 
 
 # Amplitudes of the S5 colouring augmentations at ``augmentation_amplitude`` = 1. The paper
 # gives no numbers; these keep a car recognisable (see tests/test_augment.py and the figure
 # of RESULTS.md, Pose isolation).
-POSE_COLOUR_AMPLITUDES = {"brightness": 0.2, "hue": 0.1, "gaussian_noise": 0.03, "salt_pepper": 0.01, "sobel": 0.3}
+POSE_COLOUR_AMPLITUDES = {
+    "brightness": 0.2,
+    "hue": 0.1,
+    "gaussian_noise": 0.03,
+    "salt_pepper": 0.01,
+    "sobel": 0.3,
+}
 
 
 def _split_by_mask(
-    mask: tf.Tensor, images: tf.Tensor, if_true: Callable[[tf.Tensor], tf.Tensor], if_false: Callable[[tf.Tensor], tf.Tensor]
+    mask: tf.Tensor,
+    images: tf.Tensor,
+    if_true: Callable[[tf.Tensor], tf.Tensor],
+    if_false: Callable[[tf.Tensor], tf.Tensor],
 ) -> tf.Tensor:
     """``if_true`` on the images where ``mask`` (shape ``images.shape[:-3]``) holds, ``if_false``
     on the others, in their places: each image pays for one branch only (``tf.where`` would
@@ -63,7 +81,8 @@ def pose_augment(
     if crop_amplitude > 0:
         # Photos are filled from their edges, renders with transparency.
         images = _split_by_mask(
-            is_real, images,
+            is_real,
+            images,
             lambda photos: random_translate(photos, crop_amplitude, seeds[0], fill_mode="nearest"),
             lambda renders: random_translate(renders, crop_amplitude, seeds[7], fill_mode="constant"),
         )
@@ -73,7 +92,9 @@ def pose_augment(
         rgb = paint_background(rgb, alpha, backgrounds, 1.0, seeds[1])
     amp = {name: value * float(colour_amplitude) for name, value in POSE_COLOUR_AMPLITUDES.items()}
     if amp["hue"] > 0:
-        rgb = _split_by_mask(is_real, rgb, lambda photos: random_hue(photos, min(amp["hue"], 0.5), seeds[2]), tf.identity)
+        rgb = _split_by_mask(
+            is_real, rgb, lambda photos: random_hue(photos, min(amp["hue"], 0.5), seeds[2]), tf.identity
+        )
     rgb = random_brightness(rgb, min(amp["brightness"], 1.0), seeds[3])
     rgb = add_sobel(rgb, amp["sobel"], seeds[4])
     rgb = gaussian_noise(rgb, amp["gaussian_noise"], seeds[5])
@@ -102,7 +123,9 @@ def parse_augmentations(spec: str) -> tuple[tuple[str, float], ...]:
         try:
             amplitude = float(value)
         except ValueError:
-            raise ValueError(f"--data.augmentations: amplitude of {name!r} is not a number: {value!r}.") from None
+            raise ValueError(
+                f"--data.augmentations: amplitude of {name!r} is not a number: {value!r}."
+            ) from None
         if any(name == seen for seen, _ in pairs):
             raise ValueError(f"--data.augmentations names {name!r} twice.")
         pairs.append((name, amplitude))

@@ -49,8 +49,14 @@ def _per_image_uniform(flat: tf.Tensor, low: float, high: float, seed: tf.Tensor
 # Amplitudes must lie in [0, bound): the bound of each op by name (none: any amplitude >= 0).
 # 1 + 1e-9 admits 1 itself (e.g. saturation 1: full desaturation possible).
 AMPLITUDE_BOUNDS = {
-    "contrast": 1.0, "saturation": 1.0 + 1e-9, "crop": 1.0, "hue": 0.5 + 1e-9, "translate": 1.0,
-    "brightness": 1.0 + 1e-9, "salt_pepper": 1.0 + 1e-9, "paint_background": 1.0 + 1e-9,
+    "contrast": 1.0,
+    "saturation": 1.0 + 1e-9,
+    "crop": 1.0,
+    "hue": 0.5 + 1e-9,
+    "translate": 1.0,
+    "brightness": 1.0 + 1e-9,
+    "salt_pepper": 1.0 + 1e-9,
+    "paint_background": 1.0 + 1e-9,
 }
 
 
@@ -152,7 +158,9 @@ def random_hue(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tenso
 _FILL_MODES = ("nearest", "constant", "reflect", "wrap")
 
 
-def random_translate(images: tf.Tensor, amplitude: float, seed: tf.Tensor, fill_mode: str = "nearest") -> tf.Tensor:
+def random_translate(
+    images: tf.Tensor, amplitude: float, seed: tf.Tensor, fill_mode: str = "nearest"
+) -> tf.Tensor:
     """Random translation of the bounding box by up to ``a`` of its width and height (S5).
 
     The images are tight crops, so moving the crop window by (dx, dy) = (u W, v H) with
@@ -171,13 +179,19 @@ def random_translate(images: tf.Tensor, amplitude: float, seed: tf.Tensor, fill_
     flat = tf.cast(flat, tf.float32)
     count = tf.shape(flat)[0]
     size = tf.cast(tf.shape(flat)[1:3], tf.float32)  # (H, W)
-    shift = tf.random.stateless_uniform([count, 2], seed=seed, minval=-amplitude, maxval=amplitude) * size[::-1]
+    shift = (
+        tf.random.stateless_uniform([count, 2], seed=seed, minval=-amplitude, maxval=amplitude) * size[::-1]
+    )
     # Projective transform rows map output (x, y) to input (x + dx, y + dy).
     ones, zeros = tf.ones([count]), tf.zeros([count])
     transforms = tf.stack([ones, zeros, shift[:, 0], zeros, ones, shift[:, 1], zeros, zeros], axis=1)
     out = tf.raw_ops.ImageProjectiveTransformV3(
-        images=flat, transforms=transforms, output_shape=tf.shape(flat)[1:3], fill_value=0.0,
-        interpolation="BILINEAR", fill_mode=fill_mode.upper(),
+        images=flat,
+        transforms=transforms,
+        output_shape=tf.shape(flat)[1:3],
+        fill_value=0.0,
+        interpolation="BILINEAR",
+        fill_mode=fill_mode.upper(),
     )
     return tf.reshape(tf.cast(out, images.dtype), shape)
 
@@ -241,7 +255,11 @@ def add_sobel(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor
 
 
 def paint_background(
-    images: tf.Tensor, alpha: tf.Tensor, backgrounds: tf.Tensor, amplitude: float, seed: tf.Tensor,
+    images: tf.Tensor,
+    alpha: tf.Tensor,
+    backgrounds: tf.Tensor,
+    amplitude: float,
+    seed: tf.Tensor,
     min_crop: float = 0.3,
 ) -> tf.Tensor:
     """Paints the background of renders with random crops of real images (S5).

@@ -168,12 +168,16 @@ class DataSources:
         ValueError naming the flag for a source the family lacks, a path a built-in source would
         ignore, a path that does not exist, or one whose contents fit no source."""
         if source not in self.names:
-            raise ValueError(f"--data.source={source!r} is not a source of data family {family!r}; "
-                             f"choose one of {', '.join(self.names)}.")
+            raise ValueError(
+                f"--data.source={source!r} is not a source of data family {family!r}; "
+                f"choose one of {', '.join(self.names)}."
+            )
         if source in self.built_in:
             if path:
-                raise ValueError(f"--data.source={source} reads no file, so --data.path={path} would be ignored; "
-                                 "leave --data.source at auto to read the path, or drop --data.path.")
+                raise ValueError(
+                    f"--data.source={source} reads no file, so --data.path={path} would be ignored; "
+                    "leave --data.source at auto to read the path, or drop --data.path."
+                )
             return source, ""
         if not path:
             if source != "auto" and source not in self.path_optional:
@@ -181,19 +185,26 @@ class DataSources:
             if source != "auto":
                 return source, ""
             if self.default is None:
-                raise ValueError(f"data family {family!r} has no built-in data; give --data.path: {self.expected()}.")
+                raise ValueError(
+                    f"data family {family!r} has no built-in data; give --data.path: {self.expected()}."
+                )
             return self.default(), ""
         if not self.reading:
-            raise ValueError(f"data family {family!r} reads no file, so --data.path={path} would be ignored; "
-                             "drop --data.path.")
+            raise ValueError(
+                f"data family {family!r} reads no file, so --data.path={path} would be ignored; "
+                "drop --data.path."
+            )
         if not os.path.exists(path) and source not in self.path_optional:  # tfds makes its folder
-            raise ValueError(f"--data.path={path} does not exist; data family {family!r} reads {self.expected()}.")
+            raise ValueError(
+                f"--data.path={path} does not exist; data family {family!r} reads {self.expected()}."
+            )
         if source != "auto":
             return source, path
         found = self.detect(path)
         if found is None:
-            raise ValueError(f"--data.path={path} holds nothing data family {family!r} reads; expected "
-                             f"{self.expected()}.")
+            raise ValueError(
+                f"--data.path={path} holds nothing data family {family!r} reads; expected {self.expected()}."
+            )
         return found, path
 
     def describe(self, family: str, source: str, path: str) -> str:
@@ -201,7 +212,11 @@ class DataSources:
         source, path = self.resolve(family, source, path)
         if source in self.built_in:
             return f"built-in {source} data"
-        return f"{source} data from {os.path.abspath(path)}" if path else f"{source} data from its default folder"
+        return (
+            f"{source} data from {os.path.abspath(path)}"
+            if path
+            else f"{source} data from its default folder"
+        )
 
 
 # A family that declares no sources: its built-in data, and no file read.
@@ -280,7 +295,9 @@ class DataFamily:
     def __post_init__(self):
         unknown = sorted(set(self.other_streams) - set(BATCH_FORMATS))
         if unknown:
-            raise ValueError(f"Data family {self.name!r} declares unknown batch formats {unknown}; known: {BATCH_FORMATS}.")
+            raise ValueError(
+                f"Data family {self.name!r} declares unknown batch formats {unknown}; known: {BATCH_FORMATS}."
+            )
 
     def source(self, config: "ExperimentConfig") -> tuple[str, str]:
         """(source, path) that ``config``'s data part names, ``auto`` resolved (:class:`DataSources`)."""

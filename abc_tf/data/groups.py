@@ -63,8 +63,12 @@ def chunk_rng(seed: int, chunk: int) -> np.random.Generator:
     return np.random.default_rng([int(seed) % (1 << 63), int(chunk), CHUNK_STEPS])
 
 
-def draw_stream(draw_chunk: Callable[[int], Sequence[np.ndarray]], dtypes: Sequence[tf.DType],
-                shapes: Sequence[tuple[int, ...]], start_step: int = 0) -> tf.data.Dataset:
+def draw_stream(
+    draw_chunk: Callable[[int], Sequence[np.ndarray]],
+    dtypes: Sequence[tf.DType],
+    shapes: Sequence[tuple[int, ...]],
+    start_step: int = 0,
+) -> tf.data.Dataset:
     """Endless ``(step, arrays)`` for steps ``start_step, start_step + 1, ...``.
 
     draw_chunk: ``chunk -> arrays``, each ``[CHUNK_STEPS, *shape]``: the draws of the steps of
@@ -74,15 +78,20 @@ def draw_stream(draw_chunk: Callable[[int], Sequence[np.ndarray]], dtypes: Seque
     dtypes, shapes = list(dtypes), [tuple(shape) for shape in shapes]
 
     def call(chunk: np.int64) -> list[np.ndarray]:
-        return [np.asarray(array, dtype.as_numpy_dtype) for array, dtype in zip(draw_chunk(int(chunk)), dtypes)]
+        return [
+            np.asarray(array, dtype.as_numpy_dtype) for array, dtype in zip(draw_chunk(int(chunk)), dtypes)
+        ]
 
     def chunk_arrays(chunk: tf.Tensor) -> tuple[tf.Tensor, ...]:
         arrays = tf.numpy_function(call, [chunk], dtypes, stateful=False)
         return tuple(tf.ensure_shape(array, (CHUNK_STEPS,) + shape) for array, shape in zip(arrays, shapes))
 
-    draws = (tf.data.Dataset.counter(start=start_step // CHUNK_STEPS, dtype=tf.int64)
-             .map(chunk_arrays, num_parallel_calls=2, deterministic=True)
-             .unbatch().skip(start_step % CHUNK_STEPS))
+    draws = (
+        tf.data.Dataset.counter(start=start_step // CHUNK_STEPS, dtype=tf.int64)
+        .map(chunk_arrays, num_parallel_calls=2, deterministic=True)
+        .unbatch()
+        .skip(start_step % CHUNK_STEPS)
+    )
     return tf.data.Dataset.zip((tf.data.Dataset.counter(start=start_step, dtype=tf.int64), draws))
 
 
@@ -91,7 +100,9 @@ def step_draws(draw_chunk: Callable[[int], Sequence[np.ndarray]], step: int) -> 
     return [array[step % CHUNK_STEPS] for array in draw_chunk(step // CHUNK_STEPS)]
 
 
-def sample_distinct(rng: np.random.Generator, population: np.ndarray, count: int, replace: bool = False) -> np.ndarray:
+def sample_distinct(
+    rng: np.random.Generator, population: np.ndarray, count: int, replace: bool = False
+) -> np.ndarray:
     """Per row, ``count`` uniform random integers in [0, population[row]).
 
     Args:
@@ -160,8 +171,9 @@ class GroupIndex:
         return np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
 
     @classmethod
-    def from_groups(cls, groups: np.ndarray, num_groups: int | None = None,
-                    names: Sequence[str] | None = None) -> "GroupIndex":
+    def from_groups(
+        cls, groups: np.ndarray, num_groups: int | None = None, names: Sequence[str] | None = None
+    ) -> "GroupIndex":
         """Items already sorted by group: ``groups`` int [N] non-decreasing (empty groups allowed)."""
         groups = np.asarray(groups, np.int64)
         if groups.size and np.any(np.diff(groups) < 0):
@@ -171,8 +183,9 @@ class GroupIndex:
         return cls(counts, None, _names(names, num_groups))
 
     @classmethod
-    def from_keys(cls, keys: np.ndarray, groups: Sequence[int] | None = None,
-                  names: Sequence[str] | None = None) -> tuple["GroupIndex", np.ndarray]:
+    def from_keys(
+        cls, keys: np.ndarray, groups: Sequence[int] | None = None, names: Sequence[str] | None = None
+    ) -> tuple["GroupIndex", np.ndarray]:
         """Items in any order, grouped by an integer key each (a stable sort, done once).
 
         groups: the keys that form groups, in this order, empty ones included (items with other
@@ -189,7 +202,9 @@ class GroupIndex:
         starts = np.searchsorted(sorted_keys, group_keys, side="left")
         counts = (np.searchsorted(sorted_keys, group_keys, side="right") - starts).astype(np.int64)
         # The wanted groups' slices of the sort order, concatenated: no per-item scan.
-        kept = np.concatenate([order[s : s + c] for s, c in zip(starts, counts)]) if len(counts) else order[:0]
+        kept = (
+            np.concatenate([order[s : s + c] for s, c in zip(starts, counts)]) if len(counts) else order[:0]
+        )
         return cls(counts, kept, _names(names, len(group_keys))), group_keys
 
     @classmethod
@@ -209,8 +224,14 @@ class GroupIndex:
         name = self.names[group] if self.names is not None else str(group)
         return f"{name} ({int(self.counts[group])})"
 
-    def eligible(self, set_size: int, needed: int = 1, replace: bool = False, what: str = "images",
-                 replace_flag: str | None = None) -> np.ndarray:
+    def eligible(
+        self,
+        set_size: int,
+        needed: int = 1,
+        replace: bool = False,
+        what: str = "images",
+        replace_flag: str | None = None,
+    ) -> np.ndarray:
         """Group ids (ascending) that hold ``set_size`` items (one, with replacement); the others
         are logged as skipped.
 
@@ -228,12 +249,23 @@ class GroupIndex:
                 f"Lower --batch.set_size{hint}."
             )
         if short.size:
-            logger.warning("%d group(s) hold fewer than --batch.set_size=%d %s and are skipped: %s",
-                           short.size, set_size, what, listed)
+            logger.warning(
+                "%d group(s) hold fewer than --batch.set_size=%d %s and are skipped: %s",
+                short.size,
+                set_size,
+                what,
+                listed,
+            )
         return eligible
 
-    def draw_groups(self, rng: np.random.Generator, num: int, among: np.ndarray | None = None,
-                    exclude: np.ndarray | None = None, weights: np.ndarray | None = None) -> np.ndarray:
+    def draw_groups(
+        self,
+        rng: np.random.Generator,
+        num: int,
+        among: np.ndarray | None = None,
+        exclude: np.ndarray | None = None,
+        weights: np.ndarray | None = None,
+    ) -> np.ndarray:
         """``num`` group ids drawn uniformly from ``among`` (ascending ids; default: every group).
 
         exclude: int [num] group ids of ``among``: draw i is uniform over the others (at least
@@ -247,7 +279,9 @@ class GroupIndex:
             if among.size < 2:
                 raise ValueError("Drawing a group other than a given one needs at least two groups.")
             position = np.searchsorted(among, exclude)
-            if np.any(position >= among.size) or np.any(among[np.minimum(position, among.size - 1)] != exclude):
+            if np.any(position >= among.size) or np.any(
+                among[np.minimum(position, among.size - 1)] != exclude
+            ):
                 raise ValueError("draw_groups: every excluded group must be one of the groups drawn from.")
         if weights is not None:
             return among[_weighted_draws(rng, num, np.asarray(weights, np.float64), among.size, position)]
@@ -256,25 +290,32 @@ class GroupIndex:
         # A shift in 1..n-1 modulo n: uniform over the other n - 1 groups.
         return among[(position + rng.integers(1, among.size, size=num)) % among.size]
 
-    def draw_within(self, rng: np.random.Generator, groups: np.ndarray, count: int, replace: bool = False) -> np.ndarray:
+    def draw_within(
+        self, rng: np.random.Generator, groups: np.ndarray, count: int, replace: bool = False
+    ) -> np.ndarray:
         """Item ids int64 [len(groups), count]: ``count`` items of each group, uniformly,
         distinct unless ``replace`` (in a random order)."""
         groups = np.asarray(groups, np.int64)
         positions = self.offsets[groups, None] + sample_distinct(rng, self.counts[groups], count, replace)
         return positions if self.order is None else self.order[positions]
 
-    def draw_from_all(self, rng: np.random.Generator, num: int, count: int, replace: bool = False) -> np.ndarray:
+    def draw_from_all(
+        self, rng: np.random.Generator, num: int, count: int, replace: bool = False
+    ) -> np.ndarray:
         """Item ids int64 [num, count]: ``count`` items of the whole collection per row, uniformly,
         distinct unless ``replace``."""
         total = self.num_items
         if not replace and count > total:
-            raise ValueError(f"--batch.set_size={count} exceeds the {total} images of the collection (unconstrained set).")
+            raise ValueError(
+                f"--batch.set_size={count} exceeds the {total} images of the collection (unconstrained set)."
+            )
         positions = sample_distinct(rng, np.full(num, total), count, replace)
         return positions if self.order is None else self.order[positions]
 
 
-def _weighted_draws(rng: np.random.Generator, num: int, weights: np.ndarray, size: int,
-                    excluded: np.ndarray | None) -> np.ndarray:
+def _weighted_draws(
+    rng: np.random.Generator, num: int, weights: np.ndarray, size: int, excluded: np.ndarray | None
+) -> np.ndarray:
     """Positions 0..size-1, ``num`` draws in proportion to ``weights`` [size]; draw i never
     takes ``excluded[i]`` (its weight set to 0 for that draw). Inverse CDF, one row per draw."""
     if weights.shape != (size,) or np.any(weights < 0) or not np.all(np.isfinite(weights)):

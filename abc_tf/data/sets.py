@@ -79,7 +79,9 @@ class FactorGrid:
         flat = np.asarray(flat, dtype=np.int64)
         return (flat[..., None] // self.strides) % np.asarray(self.sizes, dtype=np.int64)
 
-    def parse_factors(self, spec: str | Sequence[str | int], flag: str = "data.inactive_factors") -> tuple[int, ...]:
+    def parse_factors(
+        self, spec: str | Sequence[str | int], flag: str = "data.inactive_factors"
+    ) -> tuple[int, ...]:
         """Factor positions (sorted, unique) named by ``spec``.
 
         ``spec`` is a comma-separated string or a sequence; each entry is a factor name or an
@@ -136,7 +138,9 @@ class SetCurator:
         if self.set_size < 1:
             raise ValueError(f"set_size must be positive, got {set_size}.")
         if any(i < 0 or i >= grid.num_factors for i in self.inactive):
-            raise ValueError(f"Inactive factor positions {self.inactive} out of range for {grid.num_factors} factors.")
+            raise ValueError(
+                f"Inactive factor positions {self.inactive} out of range for {grid.num_factors} factors."
+            )
         if not self.active:
             raise ValueError(
                 f"All {grid.num_factors} factors ({', '.join(grid.names)}) are inactive: every set would show "
@@ -160,20 +164,32 @@ class SetCurator:
         else:
             items = np.asarray(items, dtype=np.int64)
             if items.ndim != 2 or items.shape[1] != grid.num_factors or items.shape[0] == 0:
-                raise ValueError(f"items must be a non-empty [num_items, {grid.num_factors}] array, got {items.shape}.")
+                raise ValueError(
+                    f"items must be a non-empty [num_items, {grid.num_factors}] array, got {items.shape}."
+                )
             if np.any(items < 0) or np.any(items >= sizes):
                 raise ValueError(f"items hold factor indices outside the grid sizes {grid.sizes}.")
             self.items = items
             self.num_items = items.shape[0]
             # Group the items by their inactive values once.
-            keys = items[:, list(self.inactive)] @ _strides(self._inactive_sizes) if self.inactive else np.zeros(len(items), np.int64)
+            keys = (
+                items[:, list(self.inactive)] @ _strides(self._inactive_sizes)
+                if self.inactive
+                else np.zeros(len(items), np.int64)
+            )
             self._groups, _ = GroupIndex.from_keys(keys)
-            self._eligible = self._groups.eligible(self.set_size, replace=self.replace, replace_flag=replace_flag,
-                                                   what=f"images sharing one value of {inactive_names}")
+            self._eligible = self._groups.eligible(
+                self.set_size,
+                replace=self.replace,
+                replace_flag=replace_flag,
+                what=f"images sharing one value of {inactive_names}",
+            )
             self.active_points = int(self._groups.counts[self._eligible].max())
         self._all = GroupIndex.whole(self.num_items)
         if not self.replace and self.set_size > self.num_items:
-            raise ValueError(f"--batch.set_size={self.set_size} exceeds the {self.num_items} images of the data set{hint}.")
+            raise ValueError(
+                f"--batch.set_size={self.set_size} exceeds the {self.num_items} images of the data set{hint}."
+            )
 
     def factors(self, ids: np.ndarray) -> np.ndarray:
         """Item ids [...] -> factor indices [..., F] (int64)."""
@@ -184,7 +200,9 @@ class SetCurator:
     def curated(self, rng: np.random.Generator, num_sets: int) -> np.ndarray:
         """Item ids [num_sets, set_size] of sets with one random value per inactive factor."""
         if self.items is None:
-            values = rng.integers(0, self._inactive_sizes, size=(num_sets, len(self.inactive)), dtype=np.int64)
+            values = rng.integers(
+                0, self._inactive_sizes, size=(num_sets, len(self.inactive)), dtype=np.int64
+            )
             offsets = sample_distinct(rng, np.full(num_sets, self.active_points), self.set_size, self.replace)
             active_values = (offsets[..., None] // _strides(self._active_sizes)) % self._active_sizes
             factors = np.empty((num_sets, self.set_size, self.grid.num_factors), dtype=np.int64)

@@ -91,8 +91,14 @@ class FactorIsolationCallback(TrainingMonitor):
             raise ValueError(
                 f"Labelled sample mismatch: {len(images)} images, factors {factors.shape}, {len(names)} names."
             )
-        if projector_points < 0 or sprite_size <= 0 or int(np.ceil(np.sqrt(projector_points))) * sprite_size > 8192:
-            raise ValueError("projector_points and sprite_size must give a sprite of at most 8192 x 8192 pixels.")
+        if (
+            projector_points < 0
+            or sprite_size <= 0
+            or int(np.ceil(np.sqrt(projector_points))) * sprite_size > 8192
+        ):
+            raise ValueError(
+                "projector_points and sprite_size must give a sprite of at most 8192 x 8192 pixels."
+            )
         self.images = images
         self.factors = factors
         self.names = list(names)
@@ -124,29 +130,45 @@ class FactorIsolationCallback(TrainingMonitor):
             raise training_logs.non_finite_stop(
                 f"The encoder's embeddings of the run's labelled sample became NaN or infinite at step {step} "
                 "although the loss stayed finite: the weights diverged",
-                step, self._run_dir(), "its newest checkpoint (it may hold the diverged weights)",
+                step,
+                self._run_dir(),
+                "its newest checkpoint (it may hold the diverged weights)",
             )
         spread = noise.spread(embeddings)
-        sigma = self.length_scale if self.length_scale is not None else factor_isolation.RELATIVE_NOISE * spread
+        sigma = (
+            self.length_scale if self.length_scale is not None else factor_isolation.RELATIVE_NOISE * spread
+        )
         record: dict = {"step": step, "spread": spread, "sigma": sigma}
         # Without a length scale, measured in units of the spread (factor_isolation.measuring_unit).
         unit = 1.0 if self.length_scale is not None else max(spread, 1e-12)
         measured, measured_sigma = embeddings / unit, sigma / unit
         if self.probe_settings is not None:
             result = probes.probe_accuracies(
-                measured, self.factors, measured_sigma, self.names, self.num_classes, self.probe_settings, self.seed
+                measured,
+                self.factors,
+                measured_sigma,
+                self.names,
+                self.num_classes,
+                self.probe_settings,
+                self.seed,
             )
             record["probe_accuracy"] = dict(zip(self.names, result.accuracy.tolist()))
         if self.mine_settings is not None:
             if self._mine is None:  # built and traced once in the process, reused by every measurement
-                self._mine = mine.estimator_for(len(embeddings), int(embeddings.shape[1]), len(self.names), self.mine_settings)
+                self._mine = mine.estimator_for(
+                    len(embeddings), int(embeddings.shape[1]), len(self.names), self.mine_settings
+                )
             self._mine.set_data(measured, self.factors)
             estimate = self._mine.estimate(measured_sigma, self.seed, weights_seed=self.seed)
             record["mine"] = dict(zip(self.names, estimate.tolist()))
         if embeddings.shape[1] <= 3:
             noisy = noise.add_noise(measured, measured_sigma, np.random.default_rng(self.seed))
-            record["histogram"] = dict(zip(self.names, histogram_mi.histogram_mutual_information(noisy, self.factors)))
-        figure = plots.plot_embeddings_pca(embeddings, self.factors, self.names, title=f"step {step}", seed=self.seed)
+            record["histogram"] = dict(
+                zip(self.names, histogram_mi.histogram_mutual_information(noisy, self.factors))
+            )
+        figure = plots.plot_embeddings_pca(
+            embeddings, self.factors, self.names, title=f"step {step}", seed=self.seed
+        )
         png = plots.figure_to_png(figure)
         with self.writer.as_default(step=step):
             tf.summary.scalar("isolation/embedding_spread", record["spread"])
@@ -185,8 +207,12 @@ class FactorIsolationCallback(TrainingMonitor):
                 self.measure(step)
         if self.projector_points:
             write_projector_files(
-                self.log_dir, self._last_embeddings[: self.projector_points], self.factors[: self.projector_points],
-                self.names, self.images[: self.projector_points], self.sprite_size,
+                self.log_dir,
+                self._last_embeddings[: self.projector_points],
+                self.factors[: self.projector_points],
+                self.names,
+                self.images[: self.projector_points],
+                self.sprite_size,
             )
 
 
@@ -224,7 +250,9 @@ def write_projector_files(
     if factors.ndim == 1:
         factors = factors[:, None]
     if len(embeddings) != len(factors) or factors.shape[1] != len(names):
-        raise ValueError(f"Projector: {len(embeddings)} embeddings, factors {factors.shape}, {len(names)} names.")
+        raise ValueError(
+            f"Projector: {len(embeddings)} embeddings, factors {factors.shape}, {len(names)} names."
+        )
     os.makedirs(log_dir, exist_ok=True)
     np.savetxt(os.path.join(log_dir, PROJECTOR_TENSORS), embeddings, delimiter="\t", fmt="%.6g")
     with open(os.path.join(log_dir, PROJECTOR_METADATA), "w") as handle:
@@ -262,14 +290,24 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
     sample = tasks.labelled_sample(config, num_images, seed=1234)
     if sample is None:
         if every:
-            raise ValueError(f"--trainer.eval_every={every}: the {config.data.family} data has no labelled sample to measure on "
-                             "(abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column besides the groups).")
+            raise ValueError(
+                f"--trainer.eval_every={every}: the {config.data.family} data has no labelled sample to measure on "
+                "(abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column besides the groups)."
+            )
         return []
     length_scale = config.method.length_scale()
     return [
         FactorIsolationCallback(
-            sample.images, sample.factors, sample.names, length_scale,
-            os.path.join(run_dir, "logs", LOG_SUBDIR), every, inactive=sample.inactive, num_classes=sample.sizes,
-            seed=config.trainer.seed, projector_points=min(len(sample.images), 1024), mine_settings=CHEAP_MINE,
+            sample.images,
+            sample.factors,
+            sample.names,
+            length_scale,
+            os.path.join(run_dir, "logs", LOG_SUBDIR),
+            every,
+            inactive=sample.inactive,
+            num_classes=sample.sizes,
+            seed=config.trainer.seed,
+            projector_points=min(len(sample.images), 1024),
+            mine_settings=CHEAP_MINE,
         )
     ]

@@ -47,7 +47,12 @@ from abc_tf.config import ExperimentConfig
 from abc_tf.runs.experiments import read_config
 from abc_tf.evaluation import progress, tasks
 from abc_tf.evaluation.estimators import disentanglement as dis, plots
-from abc_tf.evaluation.tasks import digit_clusters, encoder_disentanglement, factor_isolation, labelled_samples
+from abc_tf.evaluation.tasks import (
+    digit_clusters,
+    encoder_disentanglement,
+    factor_isolation,
+    labelled_samples,
+)
 from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, embed, load_run, network_file, seed_run_dirs
 from abc_tf.runs.training import untrained_encoder
 
@@ -56,7 +61,10 @@ METRICS_FILE = "metrics.json"  # what evaluate.py --run_dir writes into a run di
 FILES = ("comparison.md", "comparison.json", "comparison.png")
 MEASURES_DIR = "method_measures"  # figures of the method measures measured by the comparison
 RUN_JOIN = "+"  # DIR+DIR: one row of several runs
-CLUSTER_MEASURES = (("nearest_neighbour", "1-NN accuracy per factor"), ("kmeans_nmi", "k-means NMI per factor"))
+CLUSTER_MEASURES = (
+    ("nearest_neighbour", "1-NN accuracy per factor"),
+    ("kmeans_nmi", "k-means NMI per factor"),
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,32 +128,49 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
         for seed_dir in seeds:
             for path in (os.path.join(seed_dir, CONFIG_FILE), network_file(seed_dir, ENCODER)):
                 if not os.path.isfile(path):
-                    raise ValueError(f"--compare: {seed_dir} is not a finished training run: {path} is missing.")
+                    raise ValueError(
+                        f"--compare: {seed_dir} is not a finished training run: {path} is missing."
+                    )
             if not os.path.isfile(network_file(seed_dir, network)):
-                raise ValueError(f"--compare: {spec}: the run {seed_dir} has no network {network!r} "
-                                 f"({network_file(seed_dir, network)} is missing).")
+                raise ValueError(
+                    f"--compare: {spec}: the run {seed_dir} has no network {network!r} "
+                    f"({network_file(seed_dir, network)} is missing)."
+                )
         names = list(dict.fromkeys(os.path.basename(os.path.normpath(part)) for part in parts))
         label = RUN_JOIN.join(names) + ("" if network == ENCODER else f"@{network}")
-        rows.append(Row(label, tuple(seeds), tuple(read_config(os.path.join(d, CONFIG_FILE)) for d in seeds), network))
+        rows.append(
+            Row(label, tuple(seeds), tuple(read_config(os.path.join(d, CONFIG_FILE)) for d in seeds), network)
+        )
     labels = [row.label for row in rows]
     if len(set(labels)) < len(labels) or (untrained and UNTRAINED in labels):
         rows = [dataclasses.replace(row, label=os.path.normpath(path)) for row, path in zip(rows, run_dirs)]
     first = rows[0].configs[0]
     if not tasks.offers_labelled_sample(first):
-        raise ValueError(f"--compare: data family {first.data.family!r} has no labelled sample to compare rows on "
-                         "(abc_tf.evaluation.tasks.labelled_samples).")
+        raise ValueError(
+            f"--compare: data family {first.data.family!r} has no labelled sample to compare rows on "
+            "(abc_tf.evaluation.tasks.labelled_samples)."
+        )
+
     def images(config):  # every row embeds the first row's sample: one family, one image shape
         return f"{config.data.family!r} run on {tuple(data.get_family(config.data.family).image_shape(config))} images"
+
     for row in rows:
         for config in row.configs:
             if images(config) != images(first):
-                raise ValueError(f"--compare: {row.label} is a {images(config)}, {rows[0].label} a {images(first)}; rows are "
-                                 "compared on one labelled sample of one data family and image shape.")
+                raise ValueError(
+                    f"--compare: {row.label} is a {images(config)}, {rows[0].label} a {images(first)}; rows are "
+                    "compared on one labelled sample of one data family and image shape."
+                )
     return rows + [Row(UNTRAINED, (), (first,))] if untrained else rows
 
 
-def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig, sample: labelled_samples.LabelledSample,
-             settings: ComparisonSettings) -> dict[str, Any]:
+def _measure(
+    encoder,
+    config: ExperimentConfig,
+    sample_config: ExperimentConfig,
+    sample: labelled_samples.LabelledSample,
+    settings: ComparisonSettings,
+) -> dict[str, Any]:
     """The measures of one encoder (one seed of a row) on the shared sample, JSON-ready."""
     factors, names = sample.factors, list(sample.names)
     start = time.perf_counter()
@@ -153,24 +178,37 @@ def _measure(encoder, config: ExperimentConfig, sample_config: ExperimentConfig,
     sigma, rule = factor_isolation.noise_sigma(config, embeddings)
     isolation = dataclasses.replace(settings.isolation, sigma=None, num_sigmas=0)
     metrics = factor_isolation.evaluate_embeddings(
-        embeddings, factors, names, sigma, isolation, num_classes=sample.sizes, seed=config.trainer.seed,
+        embeddings,
+        factors,
+        names,
+        sigma,
+        isolation,
+        num_classes=sample.sizes,
+        seed=config.trainer.seed,
         unit=factor_isolation.measuring_unit(rule, embeddings),
     )
     metrics.update(noise_rule=rule, isolation_seconds=time.perf_counter() - start)
     metrics["nearest_neighbour"] = {
-        name: digit_clusters.nearest_neighbour_accuracy(embeddings, factors[:, i], seed=0) for i, name in enumerate(names)}
+        name: digit_clusters.nearest_neighbour_accuracy(embeddings, factors[:, i], seed=0)
+        for i, name in enumerate(names)
+    }
     metrics["kmeans_nmi"] = {
-        name: digit_clusters.kmeans_nmi(embeddings, factors[:, i], seed=0, clusters=len(np.unique(factors[:, i])))
-        for i, name in enumerate(names)}
+        name: digit_clusters.kmeans_nmi(
+            embeddings, factors[:, i], seed=0, clusters=len(np.unique(factors[:, i]))
+        )
+        for i, name in enumerate(names)
+    }
     if settings.scores is not None and data.get_family(sample_config.data.family).known_factors is not None:
         metrics["disentanglement"] = encoder_disentanglement.evaluate_disentanglement(
-            encoder, sample_config, settings.scores, settings.isolation.sample_seed, settings.score_names)
+            encoder, sample_config, settings.scores, settings.isolation.sample_seed, settings.score_names
+        )
     del metrics["figures"], metrics["inactive"]
     return metrics
 
 
-def method_measures(run_dir: str, config: ExperimentConfig, out_dir: str, settings: ComparisonSettings,
-                    log=print) -> dict[str, float]:
+def method_measures(
+    run_dir: str, config: ExperimentConfig, out_dir: str, settings: ComparisonSettings, log=print
+) -> dict[str, float]:
     """The headline measures of the run's method (its declared ``measures``): read from the
     run's metrics.json where ``evaluate.py --run_dir`` wrote them (``"method"`` -> ``"headline"``),
     else measured now into ``out_dir`` (``tasks.measures_of``); {} for a method without its own."""
@@ -183,8 +221,12 @@ def method_measures(run_dir: str, config: ExperimentConfig, out_dir: str, settin
             headline = json.load(handle).get("method", {}).get("headline")
         if headline is not None:
             return headline
-    log(f"  {run_dir}: its own measures ({name.rpartition(':')[2]}) are not in its metrics.json; measuring them now")
-    measured = tasks.measures_of(name)(load_run(run_dir), out_dir, tasks.EvaluationSettings(isolation=settings.isolation))
+    log(
+        f"  {run_dir}: its own measures ({name.rpartition(':')[2]}) are not in its metrics.json; measuring them now"
+    )
+    measured = tasks.measures_of(name)(
+        load_run(run_dir), out_dir, tasks.EvaluationSettings(isolation=settings.isolation)
+    )
     return measured.get("headline", {})
 
 
@@ -193,36 +235,56 @@ def _aggregate_measures(seeds: list[dict[str, Any]], row: dict[str, Any]) -> Non
     mean, std and values of what every run has."""
     for key, _ in CLUSTER_MEASURES:
         names = list(seeds[0][key])
-        row[key] = {name: factor_isolation.mean_std_values([seed[key][name] for seed in seeds]) for name in names}
+        row[key] = {
+            name: factor_isolation.mean_std_values([seed[key][name] for seed in seeds]) for name in names
+        }
     found = [seed.get("method_measures") or {} for seed in seeds]
     labels = [label for label in found[0] if all(label in f for f in found)]
     if labels:
-        row["method_measures"] = {label: factor_isolation.mean_std_values([f[label] for f in found]) for label in labels}
+        row["method_measures"] = {
+            label: factor_isolation.mean_std_values([f[label] for f in found]) for label in labels
+        }
 
 
 def _describe(row: Row, sample: labelled_samples.LabelledSample) -> dict[str, Any]:
     config, method = row.configs[0], methods.get_method(row.configs[0].method.name)
     if not row.run_dirs:
-        return {"method": f"{method.name} (untrained)", "steps": 0, "inactive": [], "condition": "untrained network",
-                "supervision": "none: the untrained encoder of the first run's config (its architecture and initial weights)"}
-    return {"method": method.label_for(config) + ("" if row.network == ENCODER else f" ({row.network})"), "steps": config.trainer.steps,
-            "supervision": method.supervision_for(config) or "(not declared)",
-            "inactive": list(labelled_samples.inactive_of(config, sample)),
-            "condition": labelled_samples.condition_of(config, sample)}
+        return {
+            "method": f"{method.name} (untrained)",
+            "steps": 0,
+            "inactive": [],
+            "condition": "untrained network",
+            "supervision": "none: the untrained encoder of the first run's config (its architecture and initial weights)",
+        }
+    return {
+        "method": method.label_for(config) + ("" if row.network == ENCODER else f" ({row.network})"),
+        "steps": config.trainer.steps,
+        "supervision": method.supervision_for(config) or "(not declared)",
+        "inactive": list(labelled_samples.inactive_of(config, sample)),
+        "condition": labelled_samples.condition_of(config, sample),
+    }
 
 
-
-def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings = ComparisonSettings(),
-            untrained: bool = False, log=print) -> dict[str, Any]:
+def compare(
+    run_dirs: Sequence[str],
+    out_dir: str,
+    settings: ComparisonSettings = ComparisonSettings(),
+    untrained: bool = False,
+    log=print,
+) -> dict[str, Any]:
     """Evaluates the rows of ``run_dirs`` (and the untrained row) and writes :data:`FILES` into
     ``out_dir``; returns the JSON written. ``log`` gets a line per encoder evaluated."""
     settings.validate()
     rows = rows_of(run_dirs, untrained)
     sample_config = rows[0].configs[0]
-    sample = tasks.labelled_sample(sample_config, settings.isolation.num_images, settings.isolation.sample_seed)
+    sample = tasks.labelled_sample(
+        sample_config, settings.isolation.num_images, settings.isolation.sample_seed
+    )
     if sample is None:
-        raise ValueError(f"--compare: the {sample_config.data.family!r} data of {rows[0].run_dirs[0]} has no label to compare "
-                         "rows on (abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column besides the groups).")
+        raise ValueError(
+            f"--compare: the {sample_config.data.family!r} data of {rows[0].run_dirs[0]} has no label to compare "
+            "rows on (abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column besides the groups)."
+        )
     names = list(sample.names)
     results = []
     for row in rows:
@@ -231,26 +293,47 @@ def compare(run_dirs: Sequence[str], out_dir: str, settings: ComparisonSettings 
             log(f"Comparing {row.label}: {run_dir or 'the untrained encoder of ' + rows[0].run_dirs[0]}")
             encoder = load_run(run_dir).network(row.network) if run_dir else untrained_encoder(config)
             measured = _measure(encoder, config, sample_config, sample, settings)
-            own = method_measures(run_dir, config, os.path.join(out_dir, MEASURES_DIR, f"{row.label}_{index}"), settings,
-                                  log) if run_dir else None
+            own = (
+                method_measures(
+                    run_dir,
+                    config,
+                    os.path.join(out_dir, MEASURES_DIR, f"{row.label}_{index}"),
+                    settings,
+                    log,
+                )
+                if run_dir
+                else None
+            )
             seeds.append(dict(measured, run_dir=run_dir, method_measures=own))
         summary = factor_isolation.aggregate(seeds)
-        summary.update(_describe(row, sample), label=row.label, run_dirs=list(row.run_dirs),
-                       embedding_dim=seeds[0]["embedding_dim"], noise_rule=seeds[0]["noise_rule"],
-                       sigma=factor_isolation.mean_std_values([seed["sigma"] for seed in seeds]), seeds=seeds)
+        summary.update(
+            _describe(row, sample),
+            label=row.label,
+            run_dirs=list(row.run_dirs),
+            embedding_dim=seeds[0]["embedding_dim"],
+            noise_rule=seeds[0]["noise_rule"],
+            sigma=factor_isolation.mean_std_values([seed["sigma"] for seed in seeds]),
+            seeds=seeds,
+        )
         _aggregate_measures(seeds, summary)
         if seeds[0].get("disentanglement", {}).get("skipped"):
             summary["disentanglement_skipped"] = seeds[0]["disentanglement"]["skipped"]
         elif settings.scores is not None and "disentanglement" not in seeds[0]:
             summary["disentanglement_skipped"] = {
-                name: f"data family {sample_config.data.family!r} has no known factors, only labels" for name in settings.score_names}
+                name: f"data family {sample_config.data.family!r} has no known factors, only labels"
+                for name in settings.score_names
+            }
         results.append(summary)
     result = {
         "caption": caption(sample_config, settings, len(sample.images)),
         "noise_rule": factor_isolation.NOISE_RULE,
-        "sample": {"data": sample_config.data.family, "data_source": data.get_family(sample_config.data.family).source(sample_config)[0],
-                   "num_images": len(sample.images),
-                   "sample_seed": settings.isolation.sample_seed, "from": rows[0].run_dirs[0]},
+        "sample": {
+            "data": sample_config.data.family,
+            "data_source": data.get_family(sample_config.data.family).source(sample_config)[0],
+            "num_images": len(sample.images),
+            "sample_seed": settings.isolation.sample_seed,
+            "from": rows[0].run_dirs[0],
+        },
         "factors": names,
         "disentanglement_preset": settings.preset if settings.scores is not None else "none",
         "rows": results,
@@ -280,10 +363,16 @@ def caption(sample_config: ExperimentConfig, settings: ComparisonSettings, num_i
     )
     if "factor_vae" not in settings.score_names:
         return text
-    unit = (" x the codes' spread (RMS per-dimension standard deviation), so that codes of any overall scale are "
-            "pruned alike" if settings.scores.factor_vae_prune_relative else " (the raw value, as disentanglement_lib)")
-    return text + (f" FactorVAE leaves out the code dimensions whose standard deviation is below "
-                   f"{settings.scores.factor_vae_prune_threshold:g}{unit}.")
+    unit = (
+        " x the codes' spread (RMS per-dimension standard deviation), so that codes of any overall scale are "
+        "pruned alike"
+        if settings.scores.factor_vae_prune_relative
+        else " (the raw value, as disentanglement_lib)"
+    )
+    return text + (
+        f" FactorVAE leaves out the code dimensions whose standard deviation is below "
+        f"{settings.scores.factor_vae_prune_threshold:g}{unit}."
+    )
 
 
 def _cell(summary: dict[str, Any] | None, digits: int = 3) -> str:
@@ -295,7 +384,9 @@ def _cell(summary: dict[str, Any] | None, digits: int = 3) -> str:
 
 
 def _table(header: Sequence[str], lines: Sequence[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(line) + " |" for line in lines]
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(line) + " |" for line in lines
+    ]
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -305,31 +396,60 @@ def markdown(result: dict[str, Any]) -> str:
     out = [f"# Comparison of {len(rows)} rows", "", result["caption"], "", "## Runs", ""]
     out += _table(
         ["row", "method", "supervision", "embedding dim", "training steps", "runs", "noise sigma (rule)"],
-        [[row["label"], row["method"], row["supervision"], str(row["embedding_dim"]), str(row["steps"]),
-          str(max(len(row["run_dirs"]), 1)), f"{_cell(row['sigma'], 4)} ({row['noise_rule']})"] for row in rows],
+        [
+            [
+                row["label"],
+                row["method"],
+                row["supervision"],
+                str(row["embedding_dim"]),
+                str(row["steps"]),
+                str(max(len(row["run_dirs"]), 1)),
+                f"{_cell(row['sigma'], 4)} ({row['noise_rule']})",
+            ]
+            for row in rows
+        ],
     )
 
     def marked(row, name):
         return "*" if name in row["inactive"] else ""
 
-    for key, title in (("mine", "MINE information per factor (nats)"), ("probe_accuracy", "Probe test accuracy per factor")):
+    for key, title in (
+        ("mine", "MINE information per factor (nats)"),
+        ("probe_accuracy", "Probe test accuracy per factor"),
+    ):
         if any(key in row for row in rows):
-            lines = [[row["label"]] + [_cell(row.get(key, {}).get(n)) + marked(row, n) for n in names] for row in rows]
+            lines = [
+                [row["label"]] + [_cell(row.get(key, {}).get(n)) + marked(row, n) for n in names]
+                for row in rows
+            ]
             if key == "probe_accuracy":
                 chance = next(row["chance"] for row in rows if "chance" in row)
                 lines.append(["chance"] + [f"{chance[n]:.3f}" for n in names])
             out += ["", f"## {title}", ""] + _table(["row"] + names, lines)
     for key, title in CLUSTER_MEASURES:
         if any(key in row for row in rows):
-            lines = [[row["label"]] + [_cell(row.get(key, {}).get(n)) + marked(row, n) for n in names] for row in rows]
+            lines = [
+                [row["label"]] + [_cell(row.get(key, {}).get(n)) + marked(row, n) for n in names]
+                for row in rows
+            ]
             out += ["", f"## {title}", ""] + _table(["row"] + names, lines)
     labels = list(dict.fromkeys(label for row in rows for label in row.get("method_measures", {})))
     if labels:
-        lines = [[row["label"]] + [_cell(row.get("method_measures", {}).get(label)) for label in labels] for row in rows]
+        lines = [
+            [row["label"]] + [_cell(row.get("method_measures", {}).get(label)) for label in labels]
+            for row in rows
+        ]
         out += ["", "## The methods' own measures", ""] + _table(["row"] + labels, lines)
-    keys = [(key, label) for key, _, _, label in dis.HEADLINE if any(key in row.get("disentanglement", {}) for row in rows)]
+    keys = [
+        (key, label)
+        for key, _, _, label in dis.HEADLINE
+        if any(key in row.get("disentanglement", {}) for row in rows)
+    ]
     if keys:
-        lines = [[row["label"]] + [_cell(row.get("disentanglement", {}).get(key)) for key, _ in keys] for row in rows]
+        lines = [
+            [row["label"]] + [_cell(row.get("disentanglement", {}).get(key)) for key, _ in keys]
+            for row in rows
+        ]
         out += ["", f"## Disentanglement scores (preset {result['disentanglement_preset']})", ""]
         out += _table(["row"] + [label for _, label in keys], lines)
     skipped: dict[tuple[str, str], list[str]] = {}
@@ -340,16 +460,22 @@ def markdown(result: dict[str, Any]) -> str:
         which = "every row" if len(labels) == len(rows) else ", ".join(labels)
         out.append(f"\n{score} not computed for {which}: {reason}.")
     for row in rows:
-        collapsed = [seed for seed in row["seeds"]
-                     if seed.get("disentanglement", {}).get("results", {}).get("factor_vae", {}).get("num_active_dims") == 0]
+        collapsed = [
+            seed
+            for seed in row["seeds"]
+            if seed.get("disentanglement", {}).get("results", {}).get("factor_vae", {}).get("num_active_dims")
+            == 0
+        ]
         if collapsed:
             settings = collapsed[0]["disentanglement"]["settings"]
             threshold = f"{settings['factor_vae_prune_threshold']:g}"
             if settings.get("factor_vae_prune_relative"):  # absent from results written before it
                 threshold += " x the codes' spread"
-            out.append(f"\n{row['label']}: FactorVAE found no code dimension with standard deviation >= {threshold} "
-                       f"(the embedding's spread is {collapsed[0]['spread']:.3g}) in {len(collapsed)} of "
-                       f"{len(row['seeds'])} seeds and scores 0 there, as disentanglement_lib defines it.")
+            out.append(
+                f"\n{row['label']}: FactorVAE found no code dimension with standard deviation >= {threshold} "
+                f"(the embedding's spread is {collapsed[0]['spread']:.3g}) in {len(collapsed)} of "
+                f"{len(row['seeds'])} seeds and scores 0 there, as disentanglement_lib defines it."
+            )
     return "\n".join(out) + "\n"
 
 
@@ -375,12 +501,25 @@ def plot(result: dict[str, Any], path: str) -> None:
         panels.append(("I(U; G) [nats]", names, _series(rows, "mine", names), None))
     if any("probe_accuracy" in row for row in rows):
         chance = next(row["chance"] for row in rows if "chance" in row)
-        panels.append(("probe accuracy", names, _series(rows, "probe_accuracy", names), [chance[n] for n in names]))
+        panels.append(
+            ("probe accuracy", names, _series(rows, "probe_accuracy", names), [chance[n] for n in names])
+        )
     if any("nearest_neighbour" in row for row in rows):
         panels.append(("1-NN accuracy", names, _series(rows, "nearest_neighbour", names), None))
-    keys = [(key, label) for key, _, _, label in dis.HEADLINE if any(key in row.get("disentanglement", {}) for row in rows)]
+    keys = [
+        (key, label)
+        for key, _, _, label in dis.HEADLINE
+        if any(key in row.get("disentanglement", {}) for row in rows)
+    ]
     if keys:
-        panels.append(("score", [label for _, label in keys], _series(rows, "disentanglement", [k for k, _ in keys]), None))
+        panels.append(
+            (
+                "score",
+                [label for _, label in keys],
+                _series(rows, "disentanglement", [k for k, _ in keys]),
+                None,
+            )
+        )
     if not panels:
         raise ValueError("Nothing was measured: enable MINE, probes or the disentanglement scores.")
     plots.plot_comparison(panels, path, f"{len(rows)} rows on one {result['sample']['data']} sample")

@@ -41,8 +41,21 @@ LOG_SUBDIR = "evaluation"  # under <out_dir>/logs, next to train/ and isolation/
 # table row's hparams), the evaluation's settings and sizes, timings, chance levels, and the
 # disentanglement scores' per-factor detail (their headline is under "scores"). Each would be a
 # column of the HParams table.
-NOT_MEASURES = ("config", "settings", "sigma", "unit", "length_scale", "embedding_dim", "num_images", "spread",
-                "chance", "codes", "seconds", "encode_seconds", "results")
+NOT_MEASURES = (
+    "config",
+    "settings",
+    "sigma",
+    "unit",
+    "length_scale",
+    "embedding_dim",
+    "num_images",
+    "spread",
+    "chance",
+    "codes",
+    "seconds",
+    "encode_seconds",
+    "results",
+)
 
 
 def log_dir(out_dir: str) -> str:
@@ -98,5 +111,10 @@ def write(run: Run, out_dir: str, metrics: dict[str, Any], figures: Sequence[str
 def _event_files(out_dir: str) -> set[str]:
     """The TensorBoard event files in ``out_dir/logs`` and :func:`log_dir`."""
     folders = (os.path.join(out_dir, "logs"), log_dir(out_dir))
-    return {os.path.join(folder, name) for folder in folders if os.path.isdir(folder)
-            for name in os.listdir(folder) if name.startswith("events.out.tfevents.")}
+    return {
+        os.path.join(folder, name)
+        for folder in folders
+        if os.path.isdir(folder)
+        for name in os.listdir(folder)
+        if name.startswith("events.out.tfevents.")
+    }

@@ -63,8 +63,10 @@ class Axis:
         name = name.strip().removeprefix("--")
         listed = tuple(value.strip() for value in values.split(",") if value.strip())
         if not _FIELD.match(name) or not listed:
-            raise ValueError(f"--vary={text!r}: write part.field=VALUE,VALUE,... (e.g. trainer.learning_rate=1e-4,1e-3); "
-                             "part is trainer, data, batch, method or model.")
+            raise ValueError(
+                f"--vary={text!r}: write part.field=VALUE,VALUE,... (e.g. trainer.learning_rate=1e-4,1e-3); "
+                "part is trainer, data, batch, method or model."
+            )
         if len(set(listed)) != len(listed):
             raise ValueError(f"--vary={text!r} repeats a value.")
         return cls(name, listed)
@@ -83,8 +85,10 @@ class Measure:
         file, _, path = text.partition(":")
         keys = tuple(key for key in path.split("/") if key)
         if not file.endswith(".json") or not keys:
-            raise ValueError(f"--measure={text!r}: write FILE.json:KEY/KEY/... (e.g. "
-                             "pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean).")
+            raise ValueError(
+                f"--measure={text!r}: write FILE.json:KEY/KEY/... (e.g. "
+                "pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean)."
+            )
         return cls(file, keys)
 
     def read(self, eval_dir: str) -> float:
@@ -95,7 +99,9 @@ class Measure:
         for depth, key in enumerate(self.keys):
             if not isinstance(node, dict) or key not in node:
                 found = ", ".join(map(str, node)) if isinstance(node, dict) else type(node).__name__
-                raise ValueError(f"--measure: {path} has no {'/'.join(self.keys[: depth + 1])!r} (found there: {found}).")
+                raise ValueError(
+                    f"--measure: {path} has no {'/'.join(self.keys[: depth + 1])!r} (found there: {found})."
+                )
             node = node[key]
         if not isinstance(node, (int, float)) or isinstance(node, bool):
             raise ValueError(f"--measure: {path}'s {'/'.join(self.keys)!r} is not a number: {node!r}.")
@@ -151,8 +157,10 @@ class Point:
     @property
     def name(self) -> str:
         """Its folder: ``field=value`` joined by ``__`` (the part dropped; characters a path cannot hold replaced)."""
-        return "__".join(re.sub(r"[^A-Za-z0-9_.+=-]", "_", f"{field.split('.', 1)[1]}={value}")
-                         for field, value in self.settings)
+        return "__".join(
+            re.sub(r"[^A-Za-z0-9_.+=-]", "_", f"{field.split('.', 1)[1]}={value}")
+            for field, value in self.settings
+        )
 
     @property
     def flags(self) -> list[str]:
@@ -161,8 +169,10 @@ class Point:
 
 def points(axes: Sequence[Axis]) -> list[Point]:
     """Every combination of the axes' values, the first axis varying slowest."""
-    return [Point(tuple(zip((axis.field for axis in axes), combination)))
-            for combination in itertools.product(*(axis.values for axis in axes))]
+    return [
+        Point(tuple(zip((axis.field for axis in axes), combination)))
+        for combination in itertools.product(*(axis.values for axis in axes))
+    ]
 
 
 def run_dirs(spec: GridSpec, point: Point) -> list[str]:
@@ -173,7 +183,9 @@ def run_dirs(spec: GridSpec, point: Point) -> list[str]:
 
 def finished(run_dir: str) -> bool:
     """Whether ``run_dir`` holds a finished training run (its final networks are written last)."""
-    return os.path.isfile(os.path.join(run_dir, "encoder.keras")) and os.path.isfile(os.path.join(run_dir, "config.json"))
+    return os.path.isfile(os.path.join(run_dir, "encoder.keras")) and os.path.isfile(
+        os.path.join(run_dir, "config.json")
+    )
 
 
 Runner = Callable[[list[str], str], None]
@@ -198,11 +210,20 @@ def run_script(arguments: list[str], log_file: str) -> None:
 
 def train_arguments(spec: GridSpec, point: Point) -> list[str]:
     """The ``abc_tf train`` command line of ``point``'s runs (the command's name, then its flags)."""
-    return ["train", f"--experiment={spec.experiment}", *spec.train_flags, *spec.holdout_flags, *point.flags,
-            f"--seeds={spec.seeds}", f"--output_dir={os.path.join(spec.output_dir, point.name)}"]
+    return [
+        "train",
+        f"--experiment={spec.experiment}",
+        *spec.train_flags,
+        *spec.holdout_flags,
+        *point.flags,
+        f"--seeds={spec.seeds}",
+        f"--output_dir={os.path.join(spec.output_dir, point.name)}",
+    ]
 
 
-def run_grid(spec: GridSpec, runner: Runner = run_script, say: Callable[[str], None] = print) -> dict[str, Any]:
+def run_grid(
+    spec: GridSpec, runner: Runner = run_script, say: Callable[[str], None] = print
+) -> dict[str, Any]:
     """Trains and evaluates every point of ``spec`` not done yet, one after another, then writes
     the grid's files; returns grid.json's content."""
     spec.validate()
@@ -213,8 +234,10 @@ def run_grid(spec: GridSpec, runner: Runner = run_script, say: Callable[[str], N
     # the last point would otherwise stop the grid only after the others had trained.
     for point in to_train:
         try:
-            runner([*train_arguments(spec, point), "--check_only=true"],
-                   os.path.join(spec.output_dir, point.name, "grid_check.log"))
+            runner(
+                [*train_arguments(spec, point), "--check_only=true"],
+                os.path.join(spec.output_dir, point.name, "grid_check.log"),
+            )
         except RuntimeError as refused:  # a bad setting, as grid.py's own flag errors
             raise ValueError(str(refused)) from None
     for index, point in enumerate(grid, 1):
@@ -227,8 +250,10 @@ def run_grid(spec: GridSpec, runner: Runner = run_script, say: Callable[[str], N
             eval_dir = os.path.join(run_dir, EVAL_DIR)
             if not os.path.isfile(os.path.join(eval_dir, spec.measure.file)):
                 say(f"[grid] {index}/{len(grid)} evaluating {run_dir}")
-                runner(["evaluate", f"--run_dir={run_dir}", *spec.evaluate_flags, f"--output_dir={eval_dir}"],
-                       os.path.join(run_dir, "grid_evaluate.log"))
+                runner(
+                    ["evaluate", f"--run_dir={run_dir}", *spec.evaluate_flags, f"--output_dir={eval_dir}"],
+                    os.path.join(run_dir, "grid_evaluate.log"),
+                )
     result = summarise(spec, grid)
     write(spec, result)
     return result
@@ -242,18 +267,42 @@ def summarise(spec: GridSpec, grid: Sequence[Point]) -> dict[str, Any]:
         values = [spec.measure.read(os.path.join(run_dir, EVAL_DIR)) for run_dir in runs]
         mean = sum(values) / len(values)
         std = math.sqrt(sum((value - mean) ** 2 for value in values) / len(values))
-        rows.append({"name": point.name, "settings": dict(point.settings), "flags": point.flags, "runs": runs,
-                     "values": values, "mean": mean, "std": std})
+        rows.append(
+            {
+                "name": point.name,
+                "settings": dict(point.settings),
+                "flags": point.flags,
+                "runs": runs,
+                "values": values,
+                "mean": mean,
+                "std": std,
+            }
+        )
     best = (min if spec.goal == "min" else max)(rows, key=lambda row: row["mean"])
-    train = [*command_line.command("train").split(), f"--experiment={spec.experiment}", *spec.train_flags, *best["flags"],
-             f"--seeds={spec.pick_seeds}", f"--output_dir={os.path.join(spec.output_dir, 'pick')}"]
+    train = [
+        *command_line.command("train").split(),
+        f"--experiment={spec.experiment}",
+        *spec.train_flags,
+        *best["flags"],
+        f"--seeds={spec.pick_seeds}",
+        f"--output_dir={os.path.join(spec.output_dir, 'pick')}",
+    ]
     return {
-        "experiment": spec.experiment, "measure": str(spec.measure), "goal": spec.goal, "seeds": spec.seeds,
+        "experiment": spec.experiment,
+        "measure": str(spec.measure),
+        "goal": spec.goal,
+        "seeds": spec.seeds,
         "axes": {axis.field: list(axis.values) for axis in spec.axes},
-        "train_flags": list(spec.train_flags), "holdout_flags": list(spec.holdout_flags),
+        "train_flags": list(spec.train_flags),
+        "holdout_flags": list(spec.holdout_flags),
         "evaluate_flags": list(spec.evaluate_flags),
-        "points": rows, "pick": {"name": best["name"], "flags": best["flags"], "mean": best["mean"],
-                                 "train_command": shlex.join(train)},
+        "points": rows,
+        "pick": {
+            "name": best["name"],
+            "flags": best["flags"],
+            "mean": best["mean"],
+            "train_command": shlex.join(train),
+        },
     }
 
 
@@ -262,9 +311,13 @@ def markdown(result: dict[str, Any]) -> str:
     value, the pick in bold; then the command that measures the pick."""
     fields = list(result["axes"])
     header = [*fields, f"{result['measure']} ({result['goal']})", "runs"]
-    lines = [f"Grid over `{result['experiment']}` ({result['seeds']} seed(s) a point); pick: "
-             f"`{' '.join(result['pick']['flags'])}`.", "",
-             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [
+        f"Grid over `{result['experiment']}` ({result['seeds']} seed(s) a point); pick: "
+        f"`{' '.join(result['pick']['flags'])}`.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
     for row in result["points"]:
         cell = f"{row['mean']:.4g} ± {row['std']:.2g}" if len(row["values"]) > 1 else f"{row['mean']:.4g}"
         if row["name"] == result["pick"]["name"]:
@@ -285,9 +338,17 @@ def plot(result: dict[str, Any], path: str) -> None:
     for x, row in enumerate(rows):
         axes.plot([x] * len(row["values"]), row["values"], "k.", markersize=4)
     axes.set_xticks(range(len(rows)))
-    axes.set_xticklabels(["\n".join(f"{field.split('.', 1)[1]}={value}" for field, value in row["settings"].items())
-                          for row in rows], fontsize=6, rotation=90)
-    axes.set_ylabel(result["measure"].rsplit("/", 2)[-2] if "/" in result["measure"] else result["measure"], fontsize=8)
+    axes.set_xticklabels(
+        [
+            "\n".join(f"{field.split('.', 1)[1]}={value}" for field, value in row["settings"].items())
+            for row in rows
+        ],
+        fontsize=6,
+        rotation=90,
+    )
+    axes.set_ylabel(
+        result["measure"].rsplit("/", 2)[-2] if "/" in result["measure"] else result["measure"], fontsize=8
+    )
     axes.set_title(f"{result['experiment']}: pick (orange) by {result['goal']}", fontsize=9)
     figure.tight_layout()
     plots.save_figure(figure, path)

@@ -32,8 +32,13 @@ def curve_measures(metrics: dict) -> dict[str, float]:
     held-out digit (Fig. 4 / S7 over training)."""
     measures: dict[str, float] = {}
     measures.update((metrics.get("method") or {}).get("headline") or {})
-    representation = (metrics.get("method") or {}).get("representation") or metrics.get("digit_clusters") or {}
-    for key, label in (("nearest_neighbour_accuracy", "1-NN digit accuracy"), ("kmeans_nmi", "k-means NMI digit")):
+    representation = (
+        (metrics.get("method") or {}).get("representation") or metrics.get("digit_clusters") or {}
+    )
+    for key, label in (
+        ("nearest_neighbour_accuracy", "1-NN digit accuracy"),
+        ("kmeans_nmi", "k-means NMI digit"),
+    ):
         if key in representation:
             measures[label] = representation[key]
     for space, knn in ((metrics.get("method") or {}).get("knn_accuracy") or {}).items():
@@ -50,11 +55,19 @@ def curve_measures(metrics: dict) -> dict[str, float]:
     for factor, probe in (metrics.get("probe") or {}).items():
         if isinstance(probe, dict) and "accuracy" in probe:
             measures[f"probe {factor}"] = probe["accuracy"]
-    return {name: float(value) for name, value in measures.items() if isinstance(value, (int, float)) and math.isfinite(value)}
+    return {
+        name: float(value)
+        for name, value in measures.items()
+        if isinstance(value, (int, float)) and math.isfinite(value)
+    }
 
 
-def write_curve(points: Sequence[tuple[int, dict[str, float]]], out_dir: str, title: str,
-                references: Mapping[str, float] | None = None) -> dict:
+def write_curve(
+    points: Sequence[tuple[int, dict[str, float]]],
+    out_dir: str,
+    title: str,
+    references: Mapping[str, float] | None = None,
+) -> dict:
     """Writes ``curve.json`` ({"steps", "measures": {name: [value per step]}, "references"}) and
     ``curve.png`` under ``out_dir``; returns the JSON's content. A measure missing at a step
     is NaN there (null in the JSON)."""
@@ -64,10 +77,15 @@ def write_curve(points: Sequence[tuple[int, dict[str, float]]], out_dir: str, ti
     references = dict(references or {})
     unknown = sorted(set(references) - set(names))
     if unknown:
-        raise ValueError(f"--curve_reference names {', '.join(unknown)}, which the evaluation does not measure "
-                         f"(measured: {', '.join(names)}).")
-    curve = {"steps": steps, "measures": {name: [None if math.isnan(v) else v for v in values]
-                                          for name, values in table.items()}, "references": references}
+        raise ValueError(
+            f"--curve_reference names {', '.join(unknown)}, which the evaluation does not measure "
+            f"(measured: {', '.join(names)})."
+        )
+    curve = {
+        "steps": steps,
+        "measures": {name: [None if math.isnan(v) else v for v in values] for name, values in table.items()},
+        "references": references,
+    }
     os.makedirs(out_dir, exist_ok=True)
     json_files.write_json(os.path.join(out_dir, CURVE_JSON), curve, sort_keys=True)
     progress.wrote(os.path.join(out_dir, CURVE_JSON))
@@ -75,8 +93,13 @@ def write_curve(points: Sequence[tuple[int, dict[str, float]]], out_dir: str, ti
     return curve
 
 
-def plot_curve(steps: Sequence[int], table: Mapping[str, Sequence[float]], path: str, title: str,
-               references: Mapping[str, float] | None = None):
+def plot_curve(
+    steps: Sequence[int],
+    table: Mapping[str, Sequence[float]],
+    path: str,
+    title: str,
+    references: Mapping[str, float] | None = None,
+):
     """A panel per measure: its value at each checkpoint against the step; a paper's value as a
     dashed horizontal line."""
     names = list(table)
@@ -111,5 +134,7 @@ def parse_references(pairs: Sequence[str]) -> dict[str, float]:
         except ValueError:
             separator = ""
         if not separator or not name.strip():
-            raise ValueError(f"--curve_reference={pair!r}: write MEASURE=VALUE, e.g. 'NMI (code vs digit)=0.889'.")
+            raise ValueError(
+                f"--curve_reference={pair!r}: write MEASURE=VALUE, e.g. 'NMI (code vs digit)=0.889'."
+            )
     return references

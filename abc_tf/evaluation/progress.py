@@ -44,7 +44,9 @@ class _Reporting:
     stream: TextIO | None  # None: sys.stdout when a line is written (pytest and tests swap it)
 
 
-_REPORTING: contextvars.ContextVar[_Reporting | None] = contextvars.ContextVar("progress_reporting", default=None)
+_REPORTING: contextvars.ContextVar[_Reporting | None] = contextvars.ContextVar(
+    "progress_reporting", default=None
+)
 _WRITTEN: contextvars.ContextVar[tuple[list[str], ...]] = contextvars.ContextVar("files_written", default=())
 # The Progress whose line a terminal shows unended (rewritten in place); reporters nest (the
 # disentanglement codes, DCI's trees inside), so the last to write ends it.
@@ -52,8 +54,12 @@ _open_line: "Progress | None" = None
 
 
 @contextlib.contextmanager
-def reporting(every: float = 10.0, prefix: str = "[evaluate]", clock: Callable[[], float] = time.monotonic,
-              stream: TextIO | None = None) -> Iterator[None]:
+def reporting(
+    every: float = 10.0,
+    prefix: str = "[evaluate]",
+    clock: Callable[[], float] = time.monotonic,
+    stream: TextIO | None = None,
+) -> Iterator[None]:
     """Within the block, every :class:`Progress` made prints a line at most every ``every``
     seconds (the first after ``every`` seconds, so a computation shorter than that says
     nothing), starting with ``prefix``, to ``stream`` (default stdout). On a terminal the line

@@ -20,7 +20,12 @@ from typing import Sequence
 import numpy as np
 
 from abc_tf import json_files
-from abc_tf.evaluation.callbacks import CHEAP_MINE, CHEAP_PROBES, SUMMARY_PROGRESS_EVERY, SUMMARY_PROGRESS_PREFIX
+from abc_tf.evaluation.callbacks import (
+    CHEAP_MINE,
+    CHEAP_PROBES,
+    SUMMARY_PROGRESS_EVERY,
+    SUMMARY_PROGRESS_PREFIX,
+)
 from abc_tf.evaluation.tasks import factor_isolation
 from abc_tf.evaluation.estimators import mine, plots, probes
 from abc_tf.evaluation import progress, tasks
@@ -67,14 +72,16 @@ def factor_summary(
         chance = 1.0 / classes
         mi = mutual_information.get(name)
         acc = accuracy.get(name)
-        rows.append({
-            "factor": name,
-            "trained_as": "inactive" if name in inactive else "active",
-            "mutual_information_nats": None if mi is None else float(mi),
-            "probe_accuracy": None if acc is None else float(acc),
-            "chance": chance,
-            "verdict": verdict(mi, acc, chance),
-        })
+        rows.append(
+            {
+                "factor": name,
+                "trained_as": "inactive" if name in inactive else "active",
+                "mutual_information_nats": None if mi is None else float(mi),
+                "probe_accuracy": None if acc is None else float(acc),
+                "chance": chance,
+                "verdict": verdict(mi, acc, chance),
+            }
+        )
     return {
         "step": int(record["step"]),
         "sigma": float(sigma),
@@ -87,6 +94,7 @@ def factor_summary(
 
 def format_table(summary: dict) -> str:
     """The summary as an aligned text table with a heading line."""
+
     def number(value, digits):
         # MINE's bound dips just below 0 when there is nothing to find; information is >= 0.
         return "-" if value is None else f"{max(value, 0.0):.{digits}f}"
@@ -112,16 +120,25 @@ def write(run_dir: str, summary: dict) -> tuple[str, str]:
     json_files.write_json(json_path, summary)
     png_path = os.path.join(run_dir, SUMMARY_PNG)
     plots.plot_factor_summary(
-        summary["factors"], png_path,
+        summary["factors"],
+        png_path,
         title=f"step {summary['step']}, noise sigma {summary['sigma']:g} (inactive factors shaded)",
     )
     return json_path, png_path
 
 
-def _measure(embeddings: np.ndarray, factors: np.ndarray, names: Sequence[str], num_classes: Sequence[int],
-             sigma: float, seed: int) -> dict:
+def _measure(
+    embeddings: np.ndarray,
+    factors: np.ndarray,
+    names: Sequence[str],
+    num_classes: Sequence[int],
+    sigma: float,
+    seed: int,
+) -> dict:
     """Cheap probes and MINE per factor, as FactorIsolationCallback measures them."""
-    accuracy = probes.probe_accuracies(embeddings, factors, sigma, list(names), list(num_classes), CHEAP_PROBES, seed)
+    accuracy = probes.probe_accuracies(
+        embeddings, factors, sigma, list(names), list(num_classes), CHEAP_PROBES, seed
+    )
     information = np.atleast_1d(mine.mine_mutual_information(embeddings, factors, sigma, CHEAP_MINE, seed))
     return {
         "probe_accuracy": dict(zip(names, accuracy.accuracy.tolist())),
@@ -142,4 +159,6 @@ def summary_from_data(config, encoder, step: int, num_images: int = 512, seed: i
     with progress.reporting(SUMMARY_PROGRESS_EVERY, SUMMARY_PROGRESS_PREFIX):
         measured = _measure(embeddings / unit, sample.factors, sample.names, sample.sizes, sigma / unit, seed)
     record = {"step": step, **measured}
-    return factor_summary(record, sample.names, sample.inactive, sample.sizes, sigma, len(sample.images), rule)
+    return factor_summary(
+        record, sample.names, sample.inactive, sample.sizes, sigma, len(sample.images), rule
+    )

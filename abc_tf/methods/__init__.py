@@ -23,7 +23,9 @@ if TYPE_CHECKING:  # base.py loads with the first method (Keras, TensorFlow): tr
     from abc_tf.methods.base import Method
 
 ENTRY_POINT_GROUP = "abc_tf.methods"
-METHODS: dict[str, registry.Entry] = registry.discover(__name__, __path__, ENTRY_POINT_GROUP, "model:METHOD", "method")
+METHODS: dict[str, registry.Entry] = registry.discover(
+    __name__, __path__, ENTRY_POINT_GROUP, "model:METHOD", "method"
+)
 
 
 def get_method(name: str) -> Method:

@@ -200,7 +200,11 @@ class MethodModel(keras.Model):
     def compile_for(self, trainer: TrainerConfig, optimizer: keras.optimizers.Optimizer) -> None:
         """``compile`` with the run's ``optimizer`` (the one whose ``iterations`` count the
         steps) and the trainer's XLA and steps-per-execution settings."""
-        self.compile(optimizer=optimizer, jit_compile=trainer.jit_compile, steps_per_execution=max(1, trainer.steps_per_execution))
+        self.compile(
+            optimizer=optimizer,
+            jit_compile=trainer.jit_compile,
+            steps_per_execution=max(1, trainer.steps_per_execution),
+        )
 
     def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
         """The representation of images [B, H, W, C] (uint8, or floats in [0, 1]): the
@@ -221,7 +225,9 @@ class MethodModel(keras.Model):
         """{name: network} kept by a finished run as ``<name>.keras``; "encoder" is required."""
         raise NotImplementedError
 
-    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+    def compute_terms(
+        self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
+    ) -> dict[str, tf.Tensor]:
         """The loss terms of ``batch`` at optimizer step ``step``, "loss" the one minimised
         (float32 scalars; entries not tracked are ignored by the logs)."""
         raise NotImplementedError
@@ -229,8 +235,13 @@ class MethodModel(keras.Model):
     def updates(self) -> list[Update]:
         """The updates of one training step, in order: by default one, ``compile``'s optimizer
         minimising :meth:`compute_terms`' "loss" over every trainable variable."""
-        return [Update(lambda batch, step, training, earlier: self.compute_terms(batch, step, training),
-                       self.optimizer, lambda: self.trainable_variables)]
+        return [
+            Update(
+                lambda batch, step, training, earlier: self.compute_terms(batch, step, training),
+                self.optimizer,
+                lambda: self.trainable_variables,
+            )
+        ]
 
     def train_step(self, batch):
         step, terms = self.optimizer.iterations, {}
@@ -267,8 +278,10 @@ class MethodModel(keras.Model):
         # (its networks are), so only the optimizers' slots remain to be made.
         unbuilt = [name for name, network in self.networks().items() if not network.built]
         if unbuilt:
-            raise ValueError(f"{type(self).__name__}: the networks {', '.join(unbuilt)} are not built; a method's "
-                             "build function builds its networks (with their input shapes) before its model.")
+            raise ValueError(
+                f"{type(self).__name__}: the networks {', '.join(unbuilt)} are not built; a method's "
+                "build function builds its networks (with their input shapes) before its model."
+            )
         for optimizer in self.optimizers():
             if not optimizer.built:
                 with self.distribute_strategy.scope():
@@ -305,7 +318,16 @@ def build_encoder(config: ExperimentConfig, image_shape: tuple[int, int, int]) -
     kwargs = {}
     if config.model.backbone_weights:
         if not models.takes_pretrained_weights(config.model.architecture):
-            with_backbone = ", ".join(name for name in models.names() if models.takes_pretrained_weights(name))
-            raise ValueError(f"--model.backbone_weights: model {config.model.architecture!r} has no pretrained backbone ({with_backbone} has).")
+            with_backbone = ", ".join(
+                name for name in models.names() if models.takes_pretrained_weights(name)
+            )
+            raise ValueError(
+                f"--model.backbone_weights: model {config.model.architecture!r} has no pretrained backbone ({with_backbone} has)."
+            )
         kwargs["weights"] = config.model.backbone_weights
-    return models.build(config.model.architecture, embedding_dim=config.model.embedding_dim, input_shape=tuple(image_shape), **kwargs)
+    return models.build(
+        config.model.architecture,
+        embedding_dim=config.model.embedding_dim,
+        input_shape=tuple(image_shape),
+        **kwargs,
+    )

@@ -20,7 +20,9 @@ def select_steps(run_dir: str, which: str) -> list[int]:
     steps separated by commas. A ValueError lists the steps kept when one is missing."""
     kept = [step for step, _ in checkpoints.list_checkpoints(run_dir)]
     if not kept:
-        raise ValueError(f"{run_dir} keeps no checkpoint (train.py writes them every --trainer.log_every steps).")
+        raise ValueError(
+            f"{run_dir} keeps no checkpoint (train.py writes them every --trainer.log_every steps)."
+        )
     if which == "all":
         return kept
     if which == "last":

@@ -62,6 +62,7 @@ import warnings
 import keras
 import tensorflow as tf
 from google.protobuf import text_format
+
 # The manager's state file format; TensorFlow exports no public class for it.
 from tensorflow.python.training import checkpoint_state_pb2
 
@@ -101,7 +102,9 @@ def _on_disk(directory: str) -> list[tuple[int, str]]:
         match = _CHECKPOINT.match(prefix) if name.endswith(".index") else None
         if not match:
             continue
-        shards = [shard for other in names if other.startswith(prefix + ".data-") and (shard := _SHARD.match(other))]
+        shards = [
+            shard for other in names if other.startswith(prefix + ".data-") and (shard := _SHARD.match(other))
+        ]
         totals = {int(shard.group(2)) for shard in shards}
         if len(totals) == 1 and {int(shard.group(1)) for shard in shards} == set(range(totals.pop())):
             found.append((int(match.group(1)), os.path.join(directory, prefix)))
@@ -147,8 +150,10 @@ def list_checkpoints(run_dir: str) -> list[tuple[int, str]]:
     directory = checkpoint_dir(run_dir)
     found, why = _checkpoints(directory)
     if why:
-        warnings.warn(f"{why}; using the checkpoints found beside it: "
-                      f"{', '.join(os.path.basename(prefix) for _, prefix in found)}.")
+        warnings.warn(
+            f"{why}; using the checkpoints found beside it: "
+            f"{', '.join(os.path.basename(prefix) for _, prefix in found)}."
+        )
         return found
     state = _state(directory)
     if found and state:
@@ -157,8 +162,10 @@ def list_checkpoints(run_dir: str) -> list[tuple[int, str]]:
             match = _CHECKPOINT.match(os.path.basename(prefix))
             if match and int(match.group(1)) > newest:
                 path = os.path.join(directory, os.path.basename(prefix))
-                warnings.warn(f"Checkpoint {path} is skipped: its index file {path}.index is missing; "
-                              f"the newest complete one is step {newest}.")
+                warnings.warn(
+                    f"Checkpoint {path} is skipped: its index file {path}.index is missing; "
+                    f"the newest complete one is step {newest}."
+                )
     return found
 
 
@@ -173,11 +180,15 @@ def optimizers_of(model: keras.Model) -> dict[str, keras.optimizers.Optimizer]:
     attributes = vars(model)
     for name in sorted(attributes):
         value = attributes[name]
-        if isinstance(value, keras.optimizers.Optimizer) and all(value is not seen for seen in found.values()):
+        if isinstance(value, keras.optimizers.Optimizer) and all(
+            value is not seen for seen in found.values()
+        ):
             found[name] = value
     listed = getattr(model, "optimizers", None)
     if callable(listed):  # abc_tf.methods.base.MethodModel says which optimizers it has
-        hidden = [optimizer for optimizer in listed() if all(optimizer is not seen for seen in found.values())]
+        hidden = [
+            optimizer for optimizer in listed() if all(optimizer is not seen for seen in found.values())
+        ]
         if hidden:
             raise ValueError(
                 f"{type(model).__name__}.optimizers() names {len(hidden)} optimizer(s) that are not attributes of "
@@ -195,13 +206,20 @@ def checkpoint_of(model: keras.Model) -> tf.train.Checkpoint:
 
 
 def _state_bytes(model: keras.Model) -> int:
-    variables = {id(v): v for v in list(model.weights) + [v for o in optimizers_of(model).values() for v in o.variables]}
-    return sum(int(tf.TensorShape(v.shape).num_elements()) * tf.as_dtype(v.dtype).size for v in variables.values())
+    variables = {
+        id(v): v
+        for v in list(model.weights) + [v for o in optimizers_of(model).values() for v in o.variables]
+    }
+    return sum(
+        int(tf.TensorShape(v.shape).num_elements()) * tf.as_dtype(v.dtype).size for v in variables.values()
+    )
 
 
 def _step(model: keras.Model) -> int:
     if model.optimizer is None:
-        raise ValueError("Checkpoints are numbered by model.optimizer.iterations: compile the model with its optimizer.")
+        raise ValueError(
+            "Checkpoints are numbered by model.optimizer.iterations: compile the model with its optimizer."
+        )
     return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
 
 
@@ -253,8 +271,11 @@ def _write_state(directory: str, prefixes: list[str], timestamps: list[float]) -
     else:
         state = checkpoint_state_pb2.CheckpointState(
             model_checkpoint_path=os.path.basename(prefixes[-1]),
-            all_model_checkpoint_paths=[os.path.basename(prefix) for prefix in prefixes],  # as the manager writes them
-            all_model_checkpoint_timestamps=timestamps if len(timestamps) == len(prefixes) else [])
+            all_model_checkpoint_paths=[
+                os.path.basename(prefix) for prefix in prefixes
+            ],  # as the manager writes them
+            all_model_checkpoint_timestamps=timestamps if len(timestamps) == len(prefixes) else [],
+        )
         temporary = os.path.join(directory, _STATE_TEMP + ".abc_tf")
         with open(temporary, "w") as handle:
             handle.write(text_format.MessageToString(state))
@@ -271,7 +292,11 @@ def _forget(directory: str, name: str) -> None:
     paths = list(state.all_model_checkpoint_paths)
     timestamps = list(state.all_model_checkpoint_timestamps)
     kept = [i for i, path in enumerate(paths) if os.path.basename(path) != name]
-    _write_state(directory, [paths[i] for i in kept], [timestamps[i] for i in kept] if len(timestamps) == len(paths) else [])
+    _write_state(
+        directory,
+        [paths[i] for i in kept],
+        [timestamps[i] for i in kept] if len(timestamps) == len(paths) else [],
+    )
 
 
 def _adopt(directory: str) -> None:
@@ -422,7 +447,9 @@ def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
         except ValueError as error:  # a value of another shape than its variable's
             raise _misfit(prefix, error) from None
         except Exception as error:  # noqa: BLE001 - a damaged file fails in many ways (DataLossError, IndexError, ...)
-            warnings.warn(f"Checkpoint {prefix} could not be read ({_first_line(error)}); trying the one before it.")
+            warnings.warn(
+                f"Checkpoint {prefix} could not be read ({_first_line(error)}); trying the one before it."
+            )
             continue
         try:
             status.assert_consumed()  # every value went to a variable, every variable got a value
@@ -436,7 +463,9 @@ def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
             )
         return step
     if asked is not None:
-        raise ValueError(f"The checkpoint of step {asked} in {directory} could not be read (see the warning above).")
+        raise ValueError(
+            f"The checkpoint of step {asked} in {directory} could not be read (see the warning above)."
+        )
     raise ValueError(
         f"No checkpoint in {directory} could be read (see the warnings above); "
         "remove the folder to train from the start."
@@ -449,8 +478,11 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
     resolver = strategy.cluster_resolver
     if resolver is None or not resolver.task_type:  # one process (abc_tf.methods.base.is_multi_worker)
         return True
-    return resolver.task_type == "chief" or (resolver.task_type == "worker" and resolver.task_id == 0
-                                              and "chief" not in resolver.cluster_spec().as_dict())
+    return resolver.task_type == "chief" or (
+        resolver.task_type == "worker"
+        and resolver.task_id == 0
+        and "chief" not in resolver.cluster_spec().as_dict()
+    )
 
 
 class SaveCheckpoint(keras.callbacks.Callback):
@@ -462,9 +494,17 @@ class SaveCheckpoint(keras.callbacks.Callback):
     after (:func:`save`), since saving may run collective operations all workers must join.
     """
 
-    def __init__(self, run_dir: str, keep: int, every: int = 1, last_step: int | None = None, write: bool = True):
+    def __init__(
+        self, run_dir: str, keep: int, every: int = 1, last_step: int | None = None, write: bool = True
+    ):
         super().__init__()
-        self.run_dir, self.keep, self.every, self.last_step, self.write = run_dir, int(keep), int(every), last_step, write
+        self.run_dir, self.keep, self.every, self.last_step, self.write = (
+            run_dir,
+            int(keep),
+            int(every),
+            last_step,
+            write,
+        )
 
     def on_epoch_end(self, epoch, logs=None):
         step = _step(self.model)

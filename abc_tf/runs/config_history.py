@@ -20,8 +20,16 @@ from abc_tf.runs.run_dir import CONFIG_FILE, check_writable
 # Settings a run may change between two of its checkpoints (--allow_config_change): they shape
 # the optimisation and the bookkeeping, not the data or the network the checkpoint belongs to.
 CHANGEABLE_FIELDS = (
-    "trainer.learning_rate", "trainer.lr_halving_steps", "trainer.lr_drop_step", "trainer.lr_drop_factor", "method.temperature", "trainer.log_every",
-    "trainer.keep_checkpoints", "trainer.steps_per_execution", "trainer.jit_compile", "trainer.eval_every",
+    "trainer.learning_rate",
+    "trainer.lr_halving_steps",
+    "trainer.lr_drop_step",
+    "trainer.lr_drop_factor",
+    "method.temperature",
+    "trainer.log_every",
+    "trainer.keep_checkpoints",
+    "trainer.steps_per_execution",
+    "trainer.jit_compile",
+    "trainer.eval_every",
     "trainer.eval_images",
 )
 STEPS = "trainer.steps"
@@ -54,7 +62,9 @@ def _same_data(first: ExperimentConfig, second: ExperimentConfig) -> bool:
         return False
 
 
-def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
+def config_changes(
+    run_dir: str, config: ExperimentConfig, allow_changes: Sequence[str] = ()
+) -> dict[str, tuple]:
     """{"<part>.<field>": (old, new)} between ``run_dir``'s config.json and ``config``; raises ValueError
     when the change is not allowed. Reads only small files, so it runs before any heavy work.
 
@@ -67,8 +77,11 @@ def config_changes(run_dir: str, config: ExperimentConfig, allow_changes: Sequen
         return {}
     previous = read_config(path)
     before, after = previous.flat(), config.flat()
-    changed = {name: (before.get(name), after.get(name)) for name in sorted(set(before) | set(after))
-               if before.get(name) != after.get(name)}
+    changed = {
+        name: (before.get(name), after.get(name))
+        for name in sorted(set(before) | set(after))
+        if before.get(name) != after.get(name)
+    }
     if "data.source" in changed and _same_data(previous, config):
         del changed["data.source"]  # "procedural" written before "auto" existed, now auto's choice
     saved = checkpoints.list_checkpoints(run_dir)
@@ -126,14 +139,20 @@ def check_is_run_dir(run_dir: str) -> None:
             return
         if is_run_config(values):
             return
-        raise ValueError(f"--output_dir={run_dir} is not a run directory: its config.json was not written by "
-                         "train.py (no run format mark). Nothing was read or written; choose a new or empty folder.")
+        raise ValueError(
+            f"--output_dir={run_dir} is not a run directory: its config.json was not written by "
+            "train.py (no run format mark). Nothing was read or written; choose a new or empty folder."
+        )
     listed = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "")
-    raise ValueError(f"--output_dir={run_dir} is not a run directory: it holds {listed} but no config.json. Nothing "
-                     "was written; choose a new or empty folder.")
+    raise ValueError(
+        f"--output_dir={run_dir} is not a run directory: it holds {listed} but no config.json. Nothing "
+        "was written; choose a new or empty folder."
+    )
 
 
-def check_run_dir(config: ExperimentConfig, run_dir: str, allow_changes: Sequence[str] = ()) -> dict[str, tuple]:
+def check_run_dir(
+    config: ExperimentConfig, run_dir: str, allow_changes: Sequence[str] = ()
+) -> dict[str, tuple]:
     """The checks of ``run_dir`` that need no data or model (a file in its place, a folder that
     is not a run's, another train.py training into it, a damaged or different config.json);
     returns the accepted config changes (see :func:`config_changes`)."""
@@ -160,10 +179,12 @@ def write_config(config: ExperimentConfig, run_dir: str, changes: dict[str, tupl
                     history = json.load(handle)
             except (OSError, ValueError):
                 history = []  # a damaged history must not stop the run; it restarts here
-        history.append({
-            "step": step,
-            "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "changed": {name: {"old": old, "new": new} for name, (old, new) in sorted(changes.items())},
-        })
+        history.append(
+            {
+                "step": step,
+                "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "changed": {name: {"old": old, "new": new} for name, (old, new) in sorted(changes.items())},
+            }
+        )
         json_files.write_json(history_path, history)
     json_files.write_json(path, to_run_json(config), sort_keys=True)

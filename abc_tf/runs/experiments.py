@@ -16,14 +16,25 @@ import os
 from typing import Any
 
 from abc_tf import data, methods, registry
-from abc_tf.config import (BATCH_CONFIGS, PART_NAMES, SELECTORS, DataConfig, EncoderConfig, ExperimentConfig,
-                           MethodConfig, Part, TrainerConfig)
+from abc_tf.config import (
+    BATCH_CONFIGS,
+    PART_NAMES,
+    SELECTORS,
+    DataConfig,
+    EncoderConfig,
+    ExperimentConfig,
+    MethodConfig,
+    Part,
+    TrainerConfig,
+)
 
 
 def _packages(found: dict | None = None) -> dict[str, str]:
     """{name: its package} for every method found as a package (not one a test added by hand),
     or every entry of the registry ``found``."""
-    entries = {name: registry.Entry(*entry) for name, entry in (methods.METHODS if found is None else found).items()}
+    entries = {
+        name: registry.Entry(*entry) for name, entry in (methods.METHODS if found is None else found).items()
+    }
     return {name: entry.package for name, entry in entries.items() if entry.package}
 
 
@@ -31,8 +42,11 @@ def presets() -> dict[str, ExperimentConfig]:
     """Every preset by name: the ``PRESETS`` of every method package found, and of every data
     family package that declares some (a user's family with its own runs of a method)."""
     found: dict[str, ExperimentConfig] = {}
-    family_packages = [package for package in _packages(data.DATA_FAMILIES).values()
-                       if hasattr(importlib.import_module(package), "PRESETS")]
+    family_packages = [
+        package
+        for package in _packages(data.DATA_FAMILIES).values()
+        if hasattr(importlib.import_module(package), "PRESETS")
+    ]
     for package in [*_packages().values(), *family_packages]:
         for name, preset in registry.load(package, "PRESETS").items():
             if name in found or name != preset.name:
@@ -48,8 +62,10 @@ def smoke_configs() -> dict[str, ExperimentConfig]:
     for name, package in _packages().items():
         smoke = getattr(importlib.import_module(package), "SMOKE", None)
         if not isinstance(smoke, ExperimentConfig) or smoke.method.name != name:
-            raise ValueError(f"The method package {package} declares no SMOKE run of {name!r} (an ExperimentConfig of "
-                             "the method: the smallest run it trains, for the every-method checks).")
+            raise ValueError(
+                f"The method package {package} declares no SMOKE run of {name!r} (an ExperimentConfig of "
+                "the method: the smallest run it trains, for the every-method checks)."
+            )
         found[name] = smoke
     return found
 
@@ -77,12 +93,21 @@ def method_config_class(method: str) -> type[MethodConfig]:
 
 def _carried(cls: type[Part], old: Part | None, **fixed: Any) -> Part:
     """A ``cls`` with the values of ``old``'s fields of the same name, ``fixed`` set."""
-    values = {} if old is None else {name: getattr(old, name) for name in old.field_names() if name in cls.field_names()}
+    values = (
+        {}
+        if old is None
+        else {name: getattr(old, name) for name in old.field_names() if name in cls.field_names()}
+    )
     return cls(**{**values, **fixed})
 
 
-def choose(config: ExperimentConfig, data: str | None = None, method: str | None = None,
-           model: str | None = None, **fields: Any) -> ExperimentConfig:
+def choose(
+    config: ExperimentConfig,
+    data: str | None = None,
+    method: str | None = None,
+    model: str | None = None,
+    **fields: Any,
+) -> ExperimentConfig:
     """``config`` with another data family, method or encoder architecture, then ``fields``
     replaced by name. Another family starts from its own defaults (nothing of the old family's
     data part is carried over) and the run is named ``<preset>_on_<family>``. Another method's
@@ -94,8 +119,11 @@ def choose(config: ExperimentConfig, data: str | None = None, method: str | None
     if data not in (None, config.data.family):
         data_part, name = data_config_class(data)(family=data), f"{config.name}_on_{data}"
     method_class = method_config_class(method) if method is not None else type(config.method)
-    method_part = config.method if method in (None, config.method.name) else _carried(
-        method_class, config.method, name=method)
+    method_part = (
+        config.method
+        if method in (None, config.method.name)
+        else _carried(method_class, config.method, name=method)
+    )
     batch_class = BATCH_CONFIGS[method_class.batch_format]
     batch_part = config.batch if type(config.batch) is batch_class else _carried(batch_class, config.batch)
     model_part = None
@@ -104,9 +132,17 @@ def choose(config: ExperimentConfig, data: str | None = None, method: str | None
         if model is not None:
             model_part = model_part.replace(architecture=model)
     elif model is not None:
-        raise ValueError(f"--model={model}: method {method_part.name!r} has no encoder to choose (its networks are its own).")
-    return ExperimentConfig(name=name, trainer=config.trainer, data=data_part, batch=batch_part,
-                            method=method_part, model=model_part).replace(**fields)
+        raise ValueError(
+            f"--model={model}: method {method_part.name!r} has no encoder to choose (its networks are its own)."
+        )
+    return ExperimentConfig(
+        name=name,
+        trainer=config.trainer,
+        data=data_part,
+        batch=batch_part,
+        method=method_part,
+        model=model_part,
+    ).replace(**fields)
 
 
 # The mark train.py writes into every config.json: a folder whose config.json has it is a run
@@ -135,7 +171,9 @@ def from_dict(values: dict[str, Any]) -> ExperimentConfig:
     """The config of a config.json: the parts written since parts exist, or the flat layout
     written before (every field at the top, the method once named ``"loss"``)."""
     if not isinstance(values, dict):
-        raise ValueError(f"it holds a JSON {type(values).__name__}, not an object of the parts {', '.join(PART_NAMES)}")
+        raise ValueError(
+            f"it holds a JSON {type(values).__name__}, not an object of the parts {', '.join(PART_NAMES)}"
+        )
     values = {key: value for key, value in values.items() if key != RUN_FORMAT_KEY}
     if "trainer" not in values:
         return from_flat(values)
@@ -144,12 +182,21 @@ def from_dict(values: dict[str, Any]) -> ExperimentConfig:
         raise ValueError(f"unknown parts {unknown}; a config has name and the parts {', '.join(PART_NAMES)}")
     for part_name in PART_NAMES:
         if values.get(part_name) is not None and not isinstance(values[part_name], dict):
-            raise ValueError(f"its {part_name} part is a JSON {type(values[part_name]).__name__}, not an object of fields")
-    if not isinstance((values.get("method") or {}).get("name"), str) or not isinstance((values.get("data") or {}).get("family"), str):
+            raise ValueError(
+                f"its {part_name} part is a JSON {type(values[part_name]).__name__}, not an object of fields"
+            )
+    if not isinstance((values.get("method") or {}).get("name"), str) or not isinstance(
+        (values.get("data") or {}).get("family"), str
+    ):
         raise ValueError("its method part needs a name and its data part a family (strings)")
     method_class = method_config_class(values["method"]["name"])
-    parts = {"trainer": TrainerConfig, "data": data_config_class(values["data"]["family"]),
-             "batch": BATCH_CONFIGS[method_class.batch_format], "method": method_class, "model": EncoderConfig}
+    parts = {
+        "trainer": TrainerConfig,
+        "data": data_config_class(values["data"]["family"]),
+        "batch": BATCH_CONFIGS[method_class.batch_format],
+        "method": method_class,
+        "model": EncoderConfig,
+    }
     built = {}
     for part_name, cls in parts.items():
         given = values.get(part_name)
@@ -158,8 +205,10 @@ def from_dict(values: dict[str, Any]) -> ExperimentConfig:
             continue
         stray = sorted(set(given) - set(cls.field_names()))
         if stray:
-            raise ValueError(f"the {part_name} part has unknown fields {stray}; {cls.__name__}'s fields: "
-                             f"{', '.join(cls.field_names())}")
+            raise ValueError(
+                f"the {part_name} part has unknown fields {stray}; {cls.__name__}'s fields: "
+                f"{', '.join(cls.field_names())}"
+            )
         built[part_name] = cls(**given)
         built[part_name].check_types()
     return ExperimentConfig(name=values.get("name", "custom"), **built)
@@ -167,11 +216,19 @@ def from_dict(values: dict[str, Any]) -> ExperimentConfig:
 
 # The flat layout's fields whose names changed when they moved into a part.
 RENAMED_FLAT_FIELDS = {
-    "data_source": "source", "data_path": "path", "model": "architecture", "pmp_warmup": "warmup",
-    "pmp_distance_weight": "distance_weight", "pmp_sparsity_weight": "sparsity_weight",
-    "pmp_consistency_weight": "consistency_weight", "pmp_usage_weight": "usage_weight", "infogan_prior": "prior",
-    "infogan_contrastive_weight": "contrastive_weight", "infogan_noise_dim": "noise_dim",
-    "infogan_ntxent_temperature": "ntxent_temperature", "infogan_elastic_field": "elastic_field",
+    "data_source": "source",
+    "data_path": "path",
+    "model": "architecture",
+    "pmp_warmup": "warmup",
+    "pmp_distance_weight": "distance_weight",
+    "pmp_sparsity_weight": "sparsity_weight",
+    "pmp_consistency_weight": "consistency_weight",
+    "pmp_usage_weight": "usage_weight",
+    "infogan_prior": "prior",
+    "infogan_contrastive_weight": "contrastive_weight",
+    "infogan_noise_dim": "noise_dim",
+    "infogan_ntxent_temperature": "ntxent_temperature",
+    "infogan_elastic_field": "elastic_field",
 }
 
 
@@ -187,11 +244,19 @@ def from_flat(values: dict[str, Any]) -> ExperimentConfig:
     if not method_class.trains_encoder and "latent_dim" in method_class.field_names():
         renamed["latent_dim"] = renamed.get("embedding_dim", 4)
     renamed["family"], renamed["name"] = renamed.get("data", "shapes3d"), renamed.get("method", "abc")
-    classes = {"trainer": TrainerConfig, "data": data_config_class(renamed["family"]),
-               "batch": BATCH_CONFIGS[method_class.batch_format], "method": method_class,
-               "model": EncoderConfig if method_class.trains_encoder else None}
-    parts = {part_name: None if cls is None else cls(**{name: renamed[name] for name in cls.field_names() if name in renamed})
-             for part_name, cls in classes.items()}
+    classes = {
+        "trainer": TrainerConfig,
+        "data": data_config_class(renamed["family"]),
+        "batch": BATCH_CONFIGS[method_class.batch_format],
+        "method": method_class,
+        "model": EncoderConfig if method_class.trains_encoder else None,
+    }
+    parts = {
+        part_name: None
+        if cls is None
+        else cls(**{name: renamed[name] for name in cls.field_names() if name in renamed})
+        for part_name, cls in classes.items()
+    }
     for part in parts.values():
         if part is not None:
             part.check_types()
@@ -223,7 +288,9 @@ def override(config: ExperimentConfig, dotted: dict[str, Any]) -> ExperimentConf
         if name not in parts[part_name].field_names() or name == SELECTORS.get(part_name):
             raise ValueError(unknown_field_message(config, part_name, name))
         by_part.setdefault(part_name, {})[name] = value
-    return dataclasses.replace(config, **{part: parts[part].replace(**values) for part, values in by_part.items()})
+    return dataclasses.replace(
+        config, **{part: parts[part].replace(**values) for part, values in by_part.items()}
+    )
 
 
 def settable_fields(part: type[Part], part_name: str) -> tuple[str, ...]:
@@ -233,20 +300,27 @@ def settable_fields(part: type[Part], part_name: str) -> tuple[str, ...]:
 
 def unknown_field_message(config: ExperimentConfig, part_name: str, name: str) -> str:
     owner = {"data": f"data family {config.data.family!r}", "method": f"method {config.method.name!r}"}.get(
-        part_name, f"the {part_name} part")
+        part_name, f"the {part_name} part"
+    )
     part = config.parts()[part_name]
-    return (f"--{part_name}.{name}: {owner} ({type(part).__name__}) has no field {name!r}; its fields: "
-            f"{', '.join(settable_fields(type(part), part_name))}.")
+    return (
+        f"--{part_name}.{name}: {owner} ({type(part).__name__}) has no field {name!r}; its fields: "
+        f"{', '.join(settable_fields(type(part), part_name))}."
+    )
 
 
-def config_for(data: str = "shapes3d", method: str = "abc", model: str | None = None, name: str = "custom",
-               **fields: Any) -> ExperimentConfig:
+def config_for(
+    data: str = "shapes3d", method: str = "abc", model: str | None = None, name: str = "custom", **fields: Any
+) -> ExperimentConfig:
     """A config of the classes' defaults for data family ``data`` and ``method`` (and encoder
     ``model``), with ``fields`` replaced by name: a run in Python without a preset."""
     method_class = method_config_class(method)
     config = ExperimentConfig(
-        name=name, trainer=TrainerConfig(), data=data_config_class(data)(family=data),
-        batch=BATCH_CONFIGS[method_class.batch_format](), method=method_class(name=method),
+        name=name,
+        trainer=TrainerConfig(),
+        data=data_config_class(data)(family=data),
+        batch=BATCH_CONFIGS[method_class.batch_format](),
+        method=method_class(name=method),
         model=EncoderConfig() if method_class.trains_encoder else None,
     )
     return choose(config, model=model).replace(**fields)

@@ -62,7 +62,11 @@ def checked_images(images: tf.Tensor, image_shape: tuple[int, int, int], endpoin
     )
     checks = [
         tf.debugging.Assert(
-            dims_ok, [f"{endpoint}: images must have shape {expected} (add a batch axis for one image); got shape", shape]
+            dims_ok,
+            [
+                f"{endpoint}: images must have shape {expected} (add a batch axis for one image); got shape",
+                shape,
+            ],
         )
     ]
     if images.dtype.is_integer and images.dtype != tf.uint8:
@@ -77,7 +81,9 @@ def checked_images(images: tf.Tensor, image_shape: tuple[int, int, int], endpoin
         checks.append(
             tf.debugging.Assert(
                 in_range,
-                [f"{endpoint}: float images must lie in [0, 1]; pass 0..255 pixels as uint8 to {endpoint}_uint8"],
+                [
+                    f"{endpoint}: float images must lie in [0, 1]; pass 0..255 pixels as uint8 to {endpoint}_uint8"
+                ],
             )
         )
     with tf.control_dependencies(checks):
@@ -104,7 +110,10 @@ def _add_endpoints(
         def serve(images, endpoint=endpoint, other=other, wanted=wanted, accepted=dtypes):
             if images.dtype not in accepted:
                 refuse = tf.debugging.Assert(
-                    False, [f"{endpoint} takes {wanted}, got dtype {images.dtype.name}; call {other} for these images"]
+                    False,
+                    [
+                        f"{endpoint} takes {wanted}, got dtype {images.dtype.name}; call {other} for these images"
+                    ],
                 )
                 with tf.control_dependencies([refuse]):
                     return {"refused": tf.zeros([0])}
@@ -126,7 +135,10 @@ def _encoder_archive(encoder: keras.Model) -> keras.export.ExportArchive:
     archive = keras.export.ExportArchive()
     archive.track(encoder)
     _add_endpoints(
-        archive, "embed", image_shape, lambda images: {"embeddings": tf.cast(encoder(images, training=False), tf.float32)}
+        archive,
+        "embed",
+        image_shape,
+        lambda images: {"embeddings": tf.cast(encoder(images, training=False), tf.float32)},
     )
     return archive
 
@@ -159,7 +171,9 @@ def export_pose(
     dictionary_embeddings = np.asarray(dictionary_embeddings, np.float32)
     dictionary_euler = np.asarray(dictionary_euler, np.float64)
     if dictionary_embeddings.ndim != 2 or dictionary_embeddings.shape[0] == 0:
-        raise ValueError(f"dictionary_embeddings must be [N, D] with N > 0, got shape {dictionary_embeddings.shape}.")
+        raise ValueError(
+            f"dictionary_embeddings must be [N, D] with N > 0, got shape {dictionary_embeddings.shape}."
+        )
     if dictionary_euler.shape != (dictionary_embeddings.shape[0], 3):
         raise ValueError(
             f"dictionary_euler must be [N, 3] = [{dictionary_embeddings.shape[0]}, 3], got {dictionary_euler.shape}."
@@ -167,7 +181,9 @@ def export_pose(
     losses.pairwise_similarity(tf.zeros([1, 1]), tf.zeros([1, 1]), similarity)  # raises on an unknown name
     embedding_dim = int(encoder.output_shape[-1])
     if dictionary_embeddings.shape[1] != embedding_dim:
-        raise ValueError(f"dictionary_embeddings have {dictionary_embeddings.shape[1]} dims; the encoder gives {embedding_dim}.")
+        raise ValueError(
+            f"dictionary_embeddings have {dictionary_embeddings.shape[1]} dims; the encoder gives {embedding_dim}."
+        )
 
     # Variables, not graph constants: they are saved beside the graph, which a protobuf caps at
     # 2 GB (about 7 million keys of d=64). Cosine keys are stored L2-normalised, so that a call
@@ -177,7 +193,9 @@ def export_pose(
     keys = tf.Variable(dictionary_embeddings, trainable=False, name="dictionary_embeddings")
     euler = tf.Variable(dictionary_euler.astype(np.float32), trainable=False, name="dictionary_euler")
     rotations = tf.Variable(
-        geometry.euler_to_matrix(dictionary_euler).astype(np.float32), trainable=False, name="dictionary_rotations"
+        geometry.euler_to_matrix(dictionary_euler).astype(np.float32),
+        trainable=False,
+        name="dictionary_rotations",
     )
     max_scores = MAX_SCORES if max_scores is None else max_scores
 
@@ -208,7 +226,10 @@ def export_pose(
 
 
 def export_run(
-    config: ExperimentConfig, networks: dict[str, keras.Model], path: str, dictionary_size: int = 1800,
+    config: ExperimentConfig,
+    networks: dict[str, keras.Model],
+    path: str,
+    dictionary_size: int = 1800,
     seed: int | None = None,
 ) -> None:
     """The SavedModel of a run at ``path``: ``embed`` from ``networks["encoder"]``; on a family
@@ -223,4 +244,6 @@ def export_run(
     images, _, euler = family.pose_views(
         config, "train", "synthetic", dictionary_size, seed=config.trainer.seed if seed is None else seed
     )
-    export_pose(encoder, path, embed(encoder, images), euler, config.embedding_similarity, head=networks.get("head"))
+    export_pose(
+        encoder, path, embed(encoder, images), euler, config.embedding_similarity, head=networks.get("head")
+    )

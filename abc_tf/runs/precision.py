@@ -94,7 +94,9 @@ def choose(mixed_precision: bool, host: Host | None = None) -> Precision:
     if host.tpu:
         return Precision("mixed_bfloat16", "a TPU computes bfloat16 natively")
     if host.native_bfloat16:
-        return Precision("mixed_bfloat16", f"the CPU computes bfloat16 natively: {', '.join(host.native_bfloat16)}")
+        return Precision(
+            "mixed_bfloat16", f"the CPU computes bfloat16 natively: {', '.join(host.native_bfloat16)}"
+        )
     reason = f"the CPU has no native bfloat16 (neither {' nor '.join(NATIVE_BFLOAT16_FLAGS)} among its flags)"
     warning = (
         f"warning: --trainer.mixed_precision: {reason}, where bfloat16 is emulated and slower than float32; "

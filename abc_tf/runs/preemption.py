@@ -44,7 +44,11 @@ class RunPreempted(Exception):
     def __init__(self, run_dir: str, step: int, signal_number: int):
         self.run_dir, self.step, self.signal_number = run_dir, int(step), int(signal_number)
         # Ctrl-C's words are those of an interrupt outside a step (train.py), with the step reached.
-        stopped = "Interrupted" if signal_number == signal.SIGINT else f"Stopped by {signal.Signals(signal_number).name}"
+        stopped = (
+            "Interrupted"
+            if signal_number == signal.SIGINT
+            else f"Stopped by {signal.Signals(signal_number).name}"
+        )
         super().__init__(
             f"{stopped}; {run_dir} keeps its checkpoint at step {step}, the step it reached. "
             "Run the same command again to resume from it."
@@ -61,10 +65,23 @@ class StopOnSignal(keras.callbacks.Callback):
     workers agree on the step (module docstring).
     """
 
-    def __init__(self, run_dir: str, keep: int, every: int, last_step: int, write: bool = True,
-                 strategy: tf.distribute.Strategy | None = None):
+    def __init__(
+        self,
+        run_dir: str,
+        keep: int,
+        every: int,
+        last_step: int,
+        write: bool = True,
+        strategy: tf.distribute.Strategy | None = None,
+    ):
         super().__init__()
-        self.run_dir, self.keep, self.every, self.last_step, self.write = run_dir, int(keep), int(every), last_step, write
+        self.run_dir, self.keep, self.every, self.last_step, self.write = (
+            run_dir,
+            int(keep),
+            int(every),
+            last_step,
+            write,
+        )
         self.signal: int | None = None  # the first stop request's signal number
         self._previous: dict[int, object] = {}
         self._strategy = strategy
@@ -137,4 +154,6 @@ class StopOnSignal(keras.callbacks.Callback):
         # A request during the last epoch's end: every step is trained and checkpointed, but
         # the exports are not written yet (the same command writes them).
         if self.signal is not None:
-            raise RunPreempted(self.run_dir, int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)), self.signal)
+            raise RunPreempted(
+                self.run_dir, int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)), self.signal
+            )

@@ -55,8 +55,10 @@ def check_writable(path: str, flag: str, advice: str = "") -> None:
         with tempfile.NamedTemporaryFile(dir=existing, prefix=".abc_tf_write_check_"):
             pass
     except OSError as error:
-        raise ValueError(f"{flag}={path} cannot be written: creating a file in {existing} failed "
-                         f"({error.strerror or error}){'; ' + advice if advice else ''}.") from None
+        raise ValueError(
+            f"{flag}={path} cannot be written: creating a file in {existing} failed "
+            f"({error.strerror or error}){'; ' + advice if advice else ''}."
+        ) from None
 
 
 def load_keras_file(path: str) -> keras.Model:
@@ -115,7 +117,9 @@ def load_run(run_dir: str, config_path: str | None = None) -> Run:
     A run that a train.py is training (abc_tf.runs.run_lock) is refused: its networks are
     exported at the end, so until then they are missing or those of the run before an extension.
     """
-    run_lock.check_free(run_dir, advice="evaluate it once that run has finished (its networks are exported at its end)")
+    run_lock.check_free(
+        run_dir, advice="evaluate it once that run has finished (its networks are exported at its end)"
+    )
     config_path = config_path or os.path.join(run_dir, CONFIG_FILE)
     encoder_path = network_file(run_dir, ENCODER)
     for path in (config_path, encoder_path):
@@ -129,11 +133,16 @@ def seed_run_dirs(run_dir: str) -> list[str]:
     if not os.path.isdir(run_dir):
         return []
     found = [(int(match.group(1)), name) for name in os.listdir(run_dir) if (match := _SEED_DIR.match(name))]
-    return [os.path.join(run_dir, name) for _, name in sorted(found)
-            if os.path.isfile(os.path.join(run_dir, name, CONFIG_FILE))]
+    return [
+        os.path.join(run_dir, name)
+        for _, name in sorted(found)
+        if os.path.isfile(os.path.join(run_dir, name, CONFIG_FILE))
+    ]
 
 
-def embed(model: keras.Model | Callable, images: np.ndarray, batch_size: int = 256) -> np.ndarray | dict[str, np.ndarray]:
+def embed(
+    model: keras.Model | Callable, images: np.ndarray, batch_size: int = 256
+) -> np.ndarray | dict[str, np.ndarray]:
     """Runs ``model`` on uint8 (0..255) or float ([0, 1]) images [N, H, W, C] in batches.
 
     ``model``: a Keras model, or any callable on float32 images in [0, 1] (a SavedModel

@@ -38,7 +38,7 @@ def _holder_text(descriptor: int) -> str:
 
 
 def describe(holder_text: str) -> str:
-    """"train.py (pid P on host H, since T)" from a lock file's JSON; a plain phrase when it
+    """ "train.py (pid P on host H, since T)" from a lock file's JSON; a plain phrase when it
     does not say (written a moment after the lock is taken, so a reader may find it empty)."""
     try:
         holder = json.loads(holder_text)
@@ -110,15 +110,19 @@ class RunLock:
             locked = _try_lock(descriptor)
         except OSError as error:
             os.close(descriptor)
-            warnings.warn(f"Cannot lock {path} ({error.strerror}); nothing stops a second train.py from writing "
-                          f"into {run_dir} at the same time.")
+            warnings.warn(
+                f"Cannot lock {path} ({error.strerror}); nothing stops a second train.py from writing "
+                f"into {run_dir} at the same time."
+            )
             return
         previous = _holder_text(descriptor)
         if not locked:
             os.close(descriptor)
             raise _in_use(run_dir, previous, TRAIN_ADVICE)
         if previous.strip():  # a clean release empties the file: this holder died holding it
-            warnings.warn(f"{path} was left by {describe(previous)}, which no longer runs; taking the run directory over.")
+            warnings.warn(
+                f"{path} was left by {describe(previous)}, which no longer runs; taking the run directory over."
+            )
         holder = {
             "command": command or _command(),
             "pid": os.getpid(),

@@ -72,7 +72,9 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
     baseline's two-view sets only to a method declaring ``accepts_two_view_sets``)."""
     config.validate()
     family = data.get_family(config.data.family)
-    if config.method.batch_format not in family.batch_formats:  # before the family's checks, which read the batch
+    if (
+        config.method.batch_format not in family.batch_formats
+    ):  # before the family's checks, which read the batch
         raise ValueError(
             f"--method={config.method.name} trains on {config.method.batch_format!r} batches; data family "
             f"{family.name!r} streams {', '.join(family.batch_formats)}."
@@ -101,8 +103,11 @@ def data_description(config: ExperimentConfig, family: DataFamily | None = None)
     defaults, in words: what the run's first line and ``--check_only`` say."""
     family = family or data.get_family(config.data.family)
     defaults = type(config.data)(family=config.data.family)
-    changed = [f"{name}={getattr(config.data, name)}" for name in config.data.field_names()
-               if name not in ("family", "source", "path") and getattr(config.data, name) != getattr(defaults, name)]
+    changed = [
+        f"{name}={getattr(config.data, name)}"
+        for name in config.data.field_names()
+        if name not in ("family", "source", "path") and getattr(config.data, name) != getattr(defaults, name)
+    ]
     return family.describe_data(config) + (f"; {', '.join(changed)}" if changed else "")
 
 
@@ -110,11 +115,18 @@ def build_model(config: ExperimentConfig, seed: int | None = None, policy: str |
     """The untrained, compiled model of ``config``'s method; the same seed gives the same
     initial weights (the seed is ``config.trainer.seed`` unless given). ``policy`` overrides the
     precision this host gets (benchmarks/gpu_readiness.py: a GPU's mixed_float16 on a CPU)."""
-    return _build(config, data.get_family(config.data.family), methods.get_method(config.method.name), seed, policy)
+    return _build(
+        config, data.get_family(config.data.family), methods.get_method(config.method.name), seed, policy
+    )
 
 
-def _build(config: ExperimentConfig, family: DataFamily, method: Method, seed: int | None = None,
-           policy: str | None = None) -> MethodModel:
+def _build(
+    config: ExperimentConfig,
+    family: DataFamily,
+    method: Method,
+    seed: int | None = None,
+    policy: str | None = None,
+) -> MethodModel:
     # The policy is global Keras state read when layers are created, so it is set here.
     keras.mixed_precision.set_global_policy(policy or precision_policy(config))
     keras.utils.set_random_seed(config.trainer.seed if seed is None else seed)
@@ -165,7 +177,9 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
         return tf.distribute.MirroredStrategy()
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:
-            raise ValueError("--trainer.strategy=multi_worker needs the TF_CONFIG environment variable describing the cluster.")
+            raise ValueError(
+                "--trainer.strategy=multi_worker needs the TF_CONFIG environment variable describing the cluster."
+            )
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
         try:
@@ -244,8 +258,13 @@ class PreparedRun:
     start_step: int
 
 
-def prepare(config: ExperimentConfig, run_dir: str, strategy: tf.distribute.Strategy | None = None,
-            allow_changes: Sequence[str] = (), verbose: int = 2) -> PreparedRun:
+def prepare(
+    config: ExperimentConfig,
+    run_dir: str,
+    strategy: tf.distribute.Strategy | None = None,
+    allow_changes: Sequence[str] = (),
+    verbose: int = 2,
+) -> PreparedRun:
     """Everything that can fail on user input before data is read, once: the config's values,
     its family's and method's checks (each resolved here, once), the run directory against its
     config, the replicas' share of the batch, and the model, built in the strategy's scope (an
@@ -267,7 +286,9 @@ def prepare(config: ExperimentConfig, run_dir: str, strategy: tf.distribute.Stra
     saved = checkpoints.list_checkpoints(run_dir)
     with strategy.scope():
         model = _build(config, family, method)
-    return PreparedRun(config, run_dir, family, method, strategy, model, changes, saved[-1][0] if saved else 0)
+    return PreparedRun(
+        config, run_dir, family, method, strategy, model, changes, saved[-1][0] if saved else 0
+    )
 
 
 def train(
@@ -284,7 +305,9 @@ def train(
     return run(prepare(config, run_dir, strategy, allow_changes, verbose), callbacks, verbose)
 
 
-def run(prepared: PreparedRun, callbacks: Sequence[keras.callbacks.Callback] = (), verbose: int = 2) -> TrainResult:
+def run(
+    prepared: PreparedRun, callbacks: Sequence[keras.callbacks.Callback] = (), verbose: int = 2
+) -> TrainResult:
     """Trains the run :func:`prepare` checked: builds its data stream, then (locked: one writer
     per run directory) writes its config, restores, fits and exports."""
     config, strategy = prepared.config, prepared.strategy
@@ -295,21 +318,48 @@ def run(prepared: PreparedRun, callbacks: Sequence[keras.callbacks.Callback] = (
     # config.json to contradict its correction.
     chief = checkpoints.is_chief(strategy)
     with run_lock.RunLock(prepared.run_dir) if chief else contextlib.nullcontext():
-        return _train_into(config, prepared.run_dir, prepared.family, prepared.method, prepared.model, dataset, strategy,
-                           chief, prepared.changes, prepared.start_step, callbacks, verbose)
+        return _train_into(
+            config,
+            prepared.run_dir,
+            prepared.family,
+            prepared.method,
+            prepared.model,
+            dataset,
+            strategy,
+            chief,
+            prepared.changes,
+            prepared.start_step,
+            callbacks,
+            verbose,
+        )
 
 
 def _constant_rate(optimizer: keras.optimizers.Optimizer):
     """The variable holding ``optimizer``'s learning rate, None for a schedule (a function of
     the restored step)."""
-    optimizer = getattr(optimizer, "inner_optimizer", optimizer)  # a LossScaleOptimizer's own rate is its inner one's
+    optimizer = getattr(
+        optimizer, "inner_optimizer", optimizer
+    )  # a LossScaleOptimizer's own rate is its inner one's
     rate = optimizer._learning_rate  # noqa: SLF001 - Keras keeps no public handle on the variable
-    return None if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule) or callable(rate) else rate
+    return (
+        None if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule) or callable(rate) else rate
+    )
 
 
-def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, method: Method, model: MethodModel,
-                dataset: tf.data.Dataset, strategy: tf.distribute.Strategy, chief: bool, changes: dict,
-                start_step: int, callbacks: Sequence[keras.callbacks.Callback], verbose: int) -> TrainResult:
+def _train_into(
+    config: ExperimentConfig,
+    run_dir: str,
+    family: DataFamily,
+    method: Method,
+    model: MethodModel,
+    dataset: tf.data.Dataset,
+    strategy: tf.distribute.Strategy,
+    chief: bool,
+    changes: dict,
+    start_step: int,
+    callbacks: Sequence[keras.callbacks.Callback],
+    verbose: int,
+) -> TrainResult:
     """What :func:`train` does once ``run_dir`` is checked (and locked): write the config,
     restore, fit, export."""
     output_dir = run_dir if chief else os.path.join(run_dir, "workers", _task_name(strategy))
@@ -321,7 +371,11 @@ def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, meth
         # configured value, which the freshly built optimizers hold, wins (it differs after
         # --allow_config_change=learning_rate). Every optimizer's: a method's second optimizer
         # may have a rate of its own.
-        configured = [(variable, variable.numpy()) for variable in map(_constant_rate, model.optimizers()) if variable is not None]
+        configured = [
+            (variable, variable.numpy())
+            for variable in map(_constant_rate, model.optimizers())
+            if variable is not None
+        ]
         restored_step = checkpoints.restore(model, run_dir)
         for variable, rate in configured:
             variable.assign(rate)
@@ -330,11 +384,16 @@ def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, meth
         dataset = make_family_dataset(family, config, start_step)
     if start_step:
         changed = f" with {', '.join(sorted(changes))} changed" if changes else ""
-        print(f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.trainer.steps}{changed}.")
+        print(
+            f"Resuming {run_dir} from its checkpoint at step {start_step} of {config.trainer.steps}{changed}."
+        )
     elif verbose:  # the first log line comes only after --trainer.log_every steps
-        print(f"Training {config.name} (--method={config.method.name} on --data={config.data.family}, "
-              f"{data_description(config, family)}) into {run_dir}: {config.trainer.steps} steps, a line and a "
-              f"checkpoint every {config.trainer.log_every}.", flush=True)
+        print(
+            f"Training {config.name} (--method={config.method.name} on --data={config.data.family}, "
+            f"{data_description(config, family)}) into {run_dir}: {config.trainer.steps} steps, a line and a "
+            f"checkpoint every {config.trainer.log_every}.",
+            flush=True,
+        )
     if is_multi_worker(strategy):
         # The pipelines draw their sets from seeds, not files: every worker builds the same
         # batches and keeps its own share of each.
@@ -352,26 +411,46 @@ def _train_into(config: ExperimentConfig, run_dir: str, family: DataFamily, meth
             f"log steps (--trainer.log_every={config.trainer.log_every}, --trainer.steps={config.trainer.steps}{resumed}); running "
             f"{model.steps_per_execution} step(s) per execution instead."
         )
-    logger = IntervalLogger(os.path.join(output_dir, "logs", "train"), config.trainer.log_every, config.trainer.steps, verbose)
+    logger = IntervalLogger(
+        os.path.join(output_dir, "logs", "train"), config.trainer.log_every, config.trainer.steps, verbose
+    )
     all_callbacks = [
         StopOnNonFiniteLoss(run_dir),
-        checkpoints.SaveCheckpoint(run_dir, config.trainer.keep_checkpoints, config.trainer.log_every, config.trainer.steps, write=chief),
+        checkpoints.SaveCheckpoint(
+            run_dir,
+            config.trainer.keep_checkpoints,
+            config.trainer.log_every,
+            config.trainer.steps,
+            write=chief,
+        ),
         # Family callbacks (pose: the titration logger) add to the logs before they are written.
         *family.training_callbacks(config),
         # The method's own logs (PMP: usage histograms, image grids), under output_dir/logs.
         *method.training_callbacks(config, os.path.join(output_dir, "logs")),
         logger,
-        HParamsLogger(config, os.path.join(output_dir, "logs")),  # the config on TensorBoard's HParams dashboard
+        HParamsLogger(
+            config, os.path.join(output_dir, "logs")
+        ),  # the config on TensorBoard's HParams dashboard
         *callbacks,
     ]
     # SIGTERM and Ctrl-C stop the run at the end of a step, with a checkpoint of it
     # (preemption.RunPreempted); last, so that every other callback has seen that step.
-    stopper = preemption.StopOnSignal(run_dir, config.trainer.keep_checkpoints, config.trainer.log_every, config.trainer.steps, write=chief,
-                                      strategy=strategy if is_multi_worker(strategy) else None)
+    stopper = preemption.StopOnSignal(
+        run_dir,
+        config.trainer.keep_checkpoints,
+        config.trainer.log_every,
+        config.trainer.steps,
+        write=chief,
+        strategy=strategy if is_multi_worker(strategy) else None,
+    )
     with stopper:
         model.fit(
-            dataset, epochs=config.trainer.steps // epoch, steps_per_epoch=epoch, initial_epoch=start_step // epoch,
-            callbacks=[*all_callbacks, stopper], verbose=0,
+            dataset,
+            epochs=config.trainer.steps // epoch,
+            steps_per_epoch=epoch,
+            initial_epoch=start_step // epoch,
+            callbacks=[*all_callbacks, stopper],
+            verbose=0,
             shuffle=False,  # the pipelines draw random sets themselves
         )
     networks = model.networks()

@@ -12,6 +12,7 @@ import tensorflow as tf
 from abc_tf.methods.monitor import TrainingMonitor
 from abc_tf.runs import checkpoints
 
+
 class RunStopped(RuntimeError):
     """Training stopped on a problem that is not a bad flag (NaN loss, full disk); the message
     says what the run directory holds and how to go on."""
@@ -40,10 +41,17 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
         loss = (logs or {}).get("loss")
         if loss is not None and not np.isfinite(float(loss)):
             step = int(self.model.optimizer.iterations.numpy())
-            raise non_finite_stop(f"The loss became {float(loss)} at step {step}", step, self.run_dir, "its newest good checkpoint")
+            raise non_finite_stop(
+                f"The loss became {float(loss)} at step {step}",
+                step,
+                self.run_dir,
+                "its newest good checkpoint",
+            )
 
 
-def non_finite_stop(what: str, step: int, run_dir: str, newest: str = "its newest checkpoint") -> NonFiniteLossError:
+def non_finite_stop(
+    what: str, step: int, run_dir: str, newest: str = "its newest checkpoint"
+) -> NonFiniteLossError:
     """The error that stops a run whose training diverged at ``step``: ``what`` happened, and which
     checkpoint of ``run_dir`` is kept (``newest`` names it)."""
     saved = checkpoints.list_checkpoints(run_dir)

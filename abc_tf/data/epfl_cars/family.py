@@ -60,13 +60,17 @@ class EpflMetadata:
         return self.file_pattern % (sequence, frame)
 
 
-def _int_line(path: str, lines: list[str], index: int, what: str, count: int | None = None) -> tuple[int, ...]:
+def _int_line(
+    path: str, lines: list[str], index: int, what: str, count: int | None = None
+) -> tuple[int, ...]:
     try:
         values = tuple(int(float(token)) for token in lines[index].split())
     except (IndexError, ValueError):
         raise ValueError(f"{path}, line {index + 1}: expected integers ({what}).") from None
     if count is not None and len(values) != count:
-        raise ValueError(f"{path}, line {index + 1}: {len(values)} values for {what}, {count} expected (one per sequence).")
+        raise ValueError(
+            f"{path}, line {index + 1}: {len(values)} values for {what}, {count} expected (one per sequence)."
+        )
     return values
 
 
@@ -87,7 +91,9 @@ def read_epfl_metadata(path: str | os.PathLike) -> EpflMetadata:
     try:
         pattern % (1, 1)
     except (TypeError, ValueError):
-        raise ValueError(f"{path}, line 3: {pattern!r} is no file name pattern with two integer fields.") from None
+        raise ValueError(
+            f"{path}, line 3: {pattern!r} is no file name pattern with two integer fields."
+        ) from None
     full_turn = _int_line(path, lines, 4, "frame of a full turn", count)
     front = _int_line(path, lines, 5, "frontal frame", count)
     directions = _int_line(path, lines, 6, "rotation direction", count)
@@ -96,11 +102,17 @@ def read_epfl_metadata(path: str | os.PathLike) -> EpflMetadata:
         if frames[sequence] <= 0:
             raise ValueError(f"{path}, line 2: sequence {number} has {frames[sequence]} frames.")
         if not 1 <= front[sequence] <= frames[sequence]:
-            raise ValueError(f"{path}, line 6: frontal frame {front[sequence]} of sequence {number} is outside 1..{frames[sequence]}.")
+            raise ValueError(
+                f"{path}, line 6: frontal frame {front[sequence]} of sequence {number} is outside 1..{frames[sequence]}."
+            )
         if full_turn[sequence] < 2:
-            raise ValueError(f"{path}, line 5: full-turn frame {full_turn[sequence]} of sequence {number} must be at least 2.")
+            raise ValueError(
+                f"{path}, line 5: full-turn frame {full_turn[sequence]} of sequence {number} must be at least 2."
+            )
         if directions[sequence] not in (1, -1):
-            raise ValueError(f"{path}, line 7: rotation direction of sequence {number} is {directions[sequence]}, not 1 or -1.")
+            raise ValueError(
+                f"{path}, line 7: rotation direction of sequence {number} is {directions[sequence]}, not 1 or -1."
+            )
     return EpflMetadata(count, width, height, frames, pattern, bbox_pattern, full_turn, front, directions)
 
 
@@ -137,7 +149,9 @@ def epfl_azimuths(metadata: EpflMetadata, times: list[np.ndarray] | None = None)
             t = times[sequence]
         period = t[metadata.full_turn_frames[sequence] - 1] - t[0]
         if not period > 0:
-            raise ValueError(f"EPFL metadata: sequence {sequence + 1} has a non-positive full-turn time ({period}).")
+            raise ValueError(
+                f"EPFL metadata: sequence {sequence + 1} has a non-positive full-turn time ({period})."
+            )
         relative = t[:count] - t[metadata.front_frames[sequence] - 1]
         azimuths.append(np.mod(metadata.directions[sequence] * relative * 360.0 / period, 360.0))
     return azimuths
@@ -160,7 +174,9 @@ def _epfl_root(root: str | os.PathLike) -> Path:
     )
 
 
-def load_epfl(root: str | os.PathLike, image_size: int, channels: int = 3, bins: int = AZIMUTH_BINS) -> GroupedImages:
+def load_epfl(
+    root: str | os.PathLike, image_size: int, channels: int = 3, bins: int = AZIMUTH_BINS
+) -> GroupedImages:
     """EPFL multi-view cars as grouped images, one group per sequence (car).
 
     Raises ValueError naming the first missing frame file.
@@ -194,7 +210,9 @@ def load_epfl(root: str | os.PathLike, image_size: int, channels: int = 3, bins:
 
 def _read_epfl(config: ExperimentConfig) -> GroupedImages:
     if folders.parse_inactive(config.data.inactive_factors) != "car":
-        raise ValueError(f"--data.inactive_factors={config.data.inactive_factors!r} for epfl_cars: a set is one car's sequence; use 'car'.")
+        raise ValueError(
+            f"--data.inactive_factors={config.data.inactive_factors!r} for epfl_cars: a set is one car's sequence; use 'car'."
+        )
     return load_epfl(config.data.path, config.data.image_size, config.data.image_channels)
 
 

@@ -63,12 +63,20 @@ def scan_groups(root: str | os.PathLike) -> tuple[list[str], list[list[str]]]:
         raise ValueError(f"--data.path {root} is not a directory (one sub-folder per group expected).")
     group_dirs = sorted(p for p in root_path.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not group_dirs:
-        raise ValueError(f"--data.path {root} holds no sub-folders; put each group's images in a folder of its own.")
+        raise ValueError(
+            f"--data.path {root} holds no sub-folders; put each group's images in a folder of its own."
+        )
     loose = [p.name for p in root_path.iterdir() if is_image_file(p)]
     if loose:
-        logger.warning("%s: %d image(s) directly in the data directory belong to no group and are ignored (e.g. %s).", root, len(loose), loose[0])
+        logger.warning(
+            "%s: %d image(s) directly in the data directory belong to no group and are ignored (e.g. %s).",
+            root,
+            len(loose),
+            loose[0],
+        )
     files = [
-        sorted(str(p.relative_to(root_path)) for p in group_dir.rglob("*") if is_image_file(p)) for group_dir in group_dirs
+        sorted(str(p.relative_to(root_path)) for p in group_dir.rglob("*") if is_image_file(p))
+        for group_dir in group_dirs
     ]
     return [p.name for p in group_dirs], files
 
@@ -86,7 +94,9 @@ def load_grouped_folder(
     files = [file for names in group_files for file in names]
     groups = np.repeat(np.arange(len(group_names), dtype=np.int32), [len(names) for names in group_files])
     if not files:
-        raise ValueError(f"--data.path {root}: no images in any group folder (formats: {', '.join(IMAGE_EXTENSIONS)}).")
+        raise ValueError(
+            f"--data.path {root}: no images in any group folder (formats: {', '.join(IMAGE_EXTENSIONS)})."
+        )
     labels = {"group": groups.copy()}
     label_values = {"group": np.array(group_names, dtype=object)}
     if labels_csv is None and os.path.exists(os.path.join(root, LABELS_FILE)):
@@ -96,7 +106,9 @@ def load_grouped_folder(
             raise ValueError(f"Label CSV {labels_csv} does not exist.")
         for name, values in read_labels_csv(labels_csv, files).items():
             if name == "group":
-                raise ValueError(f"{labels_csv}: the column name 'group' is reserved for the folder of each image.")
+                raise ValueError(
+                    f"{labels_csv}: the column name 'group' is reserved for the folder of each image."
+                )
             labels[name], label_values[name] = encode_labels(values)
     images = load_images([os.path.join(root, file) for file in files], image_size, channels)
     return GroupedImages(images, group_names, groups, files, labels, label_values)
@@ -129,7 +141,9 @@ def grouped_set_dataset(
     unconstrained = not config.data.curate_both_sets
     eligible = index.eligible(set_size, needed=1 if unconstrained else 2)
     if unconstrained and index.num_items < set_size:
-        raise ValueError(f"--batch.set_size={set_size} exceeds the {index.num_items} images of the collection (unconstrained set B).")
+        raise ValueError(
+            f"--batch.set_size={set_size} exceeds the {index.num_items} images of the collection (unconstrained set B)."
+        )
 
     def draw_chunk(chunk: int) -> tuple[np.ndarray, np.ndarray]:
         rng = chunk_rng(seed, chunk)
@@ -139,7 +153,9 @@ def grouped_set_dataset(
         if unconstrained:
             set_b = index.draw_from_all(rng, rows, set_size)
         else:
-            set_b = index.draw_within(rng, index.draw_groups(rng, rows, among=eligible, exclude=group_a), set_size)
+            set_b = index.draw_within(
+                rng, index.draw_groups(rng, rows, among=eligible, exclude=group_a), set_size
+            )
         return set_a.reshape(CHUNK_STEPS, pairs, set_size), set_b.reshape(CHUNK_STEPS, pairs, set_size)
 
     images = tf.constant(grouped.images)
@@ -149,7 +165,9 @@ def grouped_set_dataset(
         batch = {"set_a": tf.gather(images, rows[0]), "set_b": tf.gather(images, rows[1])}
         if augmentations or config.batch.double_augmentation:
             augment_seed = tf.random.experimental.stateless_fold_in(base_seed, step)
-            batch = augment.double_augment(batch, augmentations, augment_seed, double=config.batch.double_augmentation)
+            batch = augment.double_augment(
+                batch, augmentations, augment_seed, double=config.batch.double_augmentation
+            )
         return batch
 
     dataset = draw_stream(draw_chunk, [tf.int64] * 2, [(pairs, set_size)] * 2).map(
@@ -177,7 +195,9 @@ def check_config(config: ExperimentConfig) -> None:
 def load(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImages:
     """The grouped folder of ``config.data.path`` at the config's image size and channels."""
     check_config(config)
-    return load_grouped_folder(config.data.path, config.data.image_size, config.data.image_channels, labels_csv)
+    return load_grouped_folder(
+        config.data.path, config.data.image_size, config.data.image_channels, labels_csv
+    )
 
 
 def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
@@ -192,7 +212,9 @@ def check_folders_config(config: ExperimentConfig) -> None:
     """The image settings, and ``inactive_factors``: a set is drawn within one group folder."""
     check_config(config)
     if config.data.inactive_factors != "group":
-        raise ValueError(f"--data.inactive_factors={config.data.inactive_factors!r} for data=folders: a set is one group folder; use 'group'.")
+        raise ValueError(
+            f"--data.inactive_factors={config.data.inactive_factors!r} for data=folders: a set is one group folder; use 'group'."
+        )
 
 
 def parse_inactive(text: str) -> str:
@@ -216,7 +238,9 @@ def file_layout_family(name: str, read: Callable[[ExperimentConfig], GroupedImag
         """The data set from ``config.data.path``; its labels come from the file names
         (``labels_csv`` must be None)."""
         if labels_csv is not None:
-            raise ValueError(f"labels_csv applies to data=folders only; {name} labels come from its file names.")
+            raise ValueError(
+                f"labels_csv applies to data=folders only; {name} labels come from its file names."
+            )
         check_config(config)
         sources.resolve(name, config.data.source, config.data.path)
         return read(config)

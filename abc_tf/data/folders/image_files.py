@@ -114,7 +114,9 @@ def resize_images(images: Sequence[np.ndarray], size: int) -> np.ndarray:
         for start in range(0, len(indices), _RESIZE_CHUNK):
             chunk = indices[start : start + _RESIZE_CHUNK]
             stacked = tf.constant(np.stack([images[i] for i in chunk]))
-            resized = tf.image.resize(tf.cast(stacked, tf.float32), [size, size], method="bilinear", antialias=True)
+            resized = tf.image.resize(
+                tf.cast(stacked, tf.float32), [size, size], method="bilinear", antialias=True
+            )
             out[chunk] = tf.cast(tf.clip_by_value(tf.round(resized), 0.0, 255.0), tf.uint8).numpy()
     return out
 

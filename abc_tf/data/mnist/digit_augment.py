@@ -49,7 +49,12 @@ def _bilinear(images: tf.Tensor, rows: tf.Tensor, cols: tf.Tensor) -> tf.Tensor:
         for dc in (0.0, 1.0):
             r, c = row0 + dr, col0 + dc
             weight = (1.0 - tf.abs(rows - r)) * (1.0 - tf.abs(cols - c))
-            inside = (r >= 0) & (r <= tf.cast(height - 1, tf.float32)) & (c >= 0) & (c <= tf.cast(width - 1, tf.float32))
+            inside = (
+                (r >= 0)
+                & (r <= tf.cast(height - 1, tf.float32))
+                & (c >= 0)
+                & (c <= tf.cast(width - 1, tf.float32))
+            )
             ri = tf.clip_by_value(tf.cast(r, tf.int32), 0, height - 1)
             ci = tf.clip_by_value(tf.cast(c, tf.int32), 0, width - 1)
             values = tf.gather_nd(images, tf.stack([batch, ri, ci], axis=-1))
@@ -72,21 +77,26 @@ def rotation_crop(degrees: int, width: int, height: int) -> tuple[int, int, tupl
         return width, height, (0, 0, width, height)
     radians = -math.radians(degrees)  # PIL's matrix maps the canvas back onto the image
     cos, sin = round(math.cos(radians), 15), round(math.sin(radians), 15)
-    corners = [(x - width / 2.0, y - height / 2.0) for x, y in ((0, 0), (width, 0), (width, height), (0, height))]
+    corners = [
+        (x - width / 2.0, y - height / 2.0) for x, y in ((0, 0), (width, 0), (width, height), (0, height))
+    ]
     xs = [cos * x + sin * y + width / 2.0 for x, y in corners]
     ys = [-sin * x + cos * y + height / 2.0 for x, y in corners]
     canvas_w = int(math.ceil(max(xs)) - math.floor(min(xs)))
     canvas_h = int(math.ceil(max(ys)) - math.floor(min(ys)))
     angle = math.radians(abs(degrees))
     ratio = math.sin(angle) / math.sin(math.pi / 2 - angle)
-    e = ratio * (canvas_h - canvas_w * ratio) - ratio ** 2
+    e = ratio * (canvas_h - canvas_w * ratio) - ratio**2
     a = ratio * (canvas_w - e)
-    box = tuple(int(math.floor(value + 0.5)) for value in (e, a, canvas_w - e, canvas_h - a))  # Python 2's round
+    box = tuple(
+        int(math.floor(value + 0.5)) for value in (e, a, canvas_w - e, canvas_h - a)
+    )  # Python 2's round
     return canvas_w, canvas_h, box
 
 
-def transform_parameters(seed: tf.Tensor, total, max_degrees: int = MAX_ROTATION_DEGREES,
-                         zoom: tuple[float, float] = ZOOM_RANGE) -> tuple[tf.Tensor, tf.Tensor]:
+def transform_parameters(
+    seed: tf.Tensor, total, max_degrees: int = MAX_ROTATION_DEGREES, zoom: tuple[float, float] = ZOOM_RANGE
+) -> tuple[tf.Tensor, tf.Tensor]:
     """Augmentor's draws for ``total`` images: whole degrees int32 [total] (a side, then 0..max
     on it) and zoom factors float32 [total] (uniform in ``zoom``, rounded to 2 decimals)."""
     seeds = tf.random.experimental.stateless_split(seed, 3)
@@ -97,22 +107,31 @@ def transform_parameters(seed: tf.Tensor, total, max_degrees: int = MAX_ROTATION
     return degrees, factors
 
 
-def transform(images: tf.Tensor, degrees: tf.Tensor, factors: tf.Tensor, max_degrees: int = MAX_ROTATION_DEGREES,
-              displacement: tf.Tensor | None = None) -> tf.Tensor:
+def transform(
+    images: tf.Tensor,
+    degrees: tf.Tensor,
+    factors: tf.Tensor,
+    max_degrees: int = MAX_ROTATION_DEGREES,
+    displacement: tf.Tensor | None = None,
+) -> tf.Tensor:
     """Each float image [B, H, W, C] (H and W known when traced) rotated as Augmentor does by
     ``degrees`` [B] (whole, at most ``max_degrees``), zoomed by ``factors`` [B] and displaced by
     ``displacement`` [B, H, W, 2] pixels (rows, columns) if given, in one bilinear resampling."""
     images = tf.cast(images, tf.float32)
     height, width = int(images.shape[1]), int(images.shape[2])
     limit = int(max_degrees)
-    table = np.array([(w, h, *box) for w, h, box in (rotation_crop(d, width, height) for d in range(-limit, limit + 1))],
-                     np.float32)
+    table = np.array(
+        [(w, h, *box) for w, h, box in (rotation_crop(d, width, height) for d in range(-limit, limit + 1))],
+        np.float32,
+    )
     crop = tf.gather(tf.constant(table), tf.cast(degrees, tf.int32) + limit)  # [B, 6]
     canvas_w, canvas_h, left, top, right, bottom = (crop[:, i, None, None] for i in range(6))
     radians = tf.cast(degrees, tf.float32)[:, None, None] * (math.pi / 180.0)
     factors = tf.cast(factors, tf.float32)[:, None, None]
     # Pixel centres in continuous coordinates (corners at whole numbers), as PIL samples them.
-    y, x = tf.meshgrid(tf.range(height, dtype=tf.float32) + 0.5, tf.range(width, dtype=tf.float32) + 0.5, indexing="ij")
+    y, x = tf.meshgrid(
+        tf.range(height, dtype=tf.float32) + 0.5, tf.range(width, dtype=tf.float32) + 0.5, indexing="ij"
+    )
     # Zoom: the output is the centre cut of the image resized to round(f W) x round(f H).
     zoomed_w, zoomed_h = tf.floor(factors * width + 0.5), tf.floor(factors * height + 0.5)
     x, y = x + tf.floor(zoomed_w / 2.0 - width / 2.0), y + tf.floor(zoomed_h / 2.0 - height / 2.0)
@@ -132,9 +151,14 @@ def transform(images: tf.Tensor, degrees: tf.Tensor, factors: tf.Tensor, max_deg
     return _bilinear(images, sample_rows, sample_cols) * inside[..., None]
 
 
-def augment(images: tf.Tensor, seed: tf.Tensor, max_degrees: int = MAX_ROTATION_DEGREES,
-            zoom: tuple[float, float] = ZOOM_RANGE, elastic_pixels: float = 0.0,
-            rows: tuple[tf.Tensor, tf.Tensor] | None = None) -> tf.Tensor:
+def augment(
+    images: tf.Tensor,
+    seed: tf.Tensor,
+    max_degrees: int = MAX_ROTATION_DEGREES,
+    zoom: tuple[float, float] = ZOOM_RANGE,
+    elastic_pixels: float = 0.0,
+    rows: tuple[tf.Tensor, tf.Tensor] | None = None,
+) -> tf.Tensor:
     """T(x) of float images [B, H, W, C]: Augmentor's rotate by whole degrees up to
     +-max_degrees and zoom by a factor in ``zoom`` (:func:`transform_parameters`,
     :func:`transform`), and with ``elastic_pixels`` > 0 a smooth random displacement of about
@@ -148,19 +172,29 @@ def augment(images: tf.Tensor, seed: tf.Tensor, max_degrees: int = MAX_ROTATION_
     degrees, factors = transform_parameters(seeds[0], total, max_degrees, zoom)
     displacement = None
     if elastic_pixels > 0:
-        coarse = tf.random.stateless_normal([total, ELASTIC_GRID, ELASTIC_GRID, 2], seeds[1])[first : first + batch]
-        displacement = tf.image.resize(coarse * elastic_pixels, tf.shape(images)[1:3], method="bilinear")  # smooth
-    return transform(images, degrees[first : first + batch], factors[first : first + batch], max_degrees, displacement)
+        coarse = tf.random.stateless_normal([total, ELASTIC_GRID, ELASTIC_GRID, 2], seeds[1])[
+            first : first + batch
+        ]
+        displacement = tf.image.resize(
+            coarse * elastic_pixels, tf.shape(images)[1:3], method="bilinear"
+        )  # smooth
+    return transform(
+        images, degrees[first : first + batch], factors[first : first + batch], max_degrees, displacement
+    )
 
 
-def make_view_pair_dataset(images: np.ndarray, set_size: int, pairs_per_step: int, seed: int) -> tf.data.Dataset:
+def make_view_pair_dataset(
+    images: np.ndarray, set_size: int, pairs_per_step: int, seed: int
+) -> tf.data.Dataset:
     """Endless ``{"set_a", "set_a_view2"}`` [P, S, 28, 28, 1] float32 in [0, 1] from ``images``
     [N, 28, 28] uint8: each of the P sets is S distinct images drawn uniformly from all N, and
     the two keys are two independent :func:`augment` views of the same images. A pure function
     of (seed, step)."""
     count, size, pairs = len(images), int(set_size), int(pairs_per_step)
     if count < size:
-        raise ValueError(f"--batch.set_size={size} exceeds the {count} training images of the augmentation baseline.")
+        raise ValueError(
+            f"--batch.set_size={size} exceeds the {count} training images of the augmentation baseline."
+        )
 
     def draw_chunk(chunk: int) -> tuple[np.ndarray]:
         rng = chunk_rng(seed, chunk)
@@ -171,10 +205,14 @@ def make_view_pair_dataset(images: np.ndarray, set_size: int, pairs_per_step: in
 
     def views(step: tf.Tensor, draws: tuple[tf.Tensor]) -> dict[str, tf.Tensor]:
         sources = tf.cast(tf.gather(pool, tf.reshape(draws[0], [-1])), tf.float32) / 255.0
-        seeds = tf.random.experimental.stateless_split(tf.stack([tf.constant(int(seed) % (1 << 63), tf.int64), step]), 2)
+        seeds = tf.random.experimental.stateless_split(
+            tf.stack([tf.constant(int(seed) % (1 << 63), tf.int64), step]), 2
+        )
         shape = [pairs, size, *images.shape[1:], 1]
-        return {key: tf.reshape(augment(sources, seeds[index]), shape)
-                for index, key in enumerate(("set_a", "set_a_view2"))}
+        return {
+            key: tf.reshape(augment(sources, seeds[index]), shape)
+            for index, key in enumerate(("set_a", "set_a_view2"))
+        }
 
     dataset = draw_stream(draw_chunk, [tf.int64], [(pairs, size)]).map(
         views, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True

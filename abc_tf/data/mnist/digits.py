@@ -37,7 +37,9 @@ CHUNK = 1024
 STYLE_FACTORS = ("slant", "thickness", "scale", "aspect", "rotation", "shift_x", "shift_y")
 
 
-def _arc(cx: float, cy: float, rx: float, ry: float, start_deg: float, end_deg: float, n: int = 40) -> np.ndarray:
+def _arc(
+    cx: float, cy: float, rx: float, ry: float, start_deg: float, end_deg: float, n: int = 40
+) -> np.ndarray:
     """Elliptic arc in the unit box; angles in degrees, 0 = right, 90 = down (y points down)."""
     angles = np.deg2rad(np.linspace(start_deg, end_deg, n))
     return np.stack([cx + rx * np.cos(angles), cy + ry * np.sin(angles)], axis=-1)
@@ -65,8 +67,14 @@ TEMPLATES: dict[int, list[list[np.ndarray]]] = {
     ],
     2: [
         [_chain(_arc(0.5, 0.28, 0.34, 0.28, 200, 360, 24), _poly((0.84, 0.28), (0.12, 1.0), (0.92, 1.0)))],
-        [_chain(_arc(0.5, 0.26, 0.32, 0.26, 190, 380, 26), _poly((0.78, 0.42), (0.1, 0.98)),
-                _arc(0.3, 0.86, 0.16, 0.12, 180, 330, 10), _poly((0.44, 0.8), (0.95, 0.97)))],
+        [
+            _chain(
+                _arc(0.5, 0.26, 0.32, 0.26, 190, 380, 26),
+                _poly((0.78, 0.42), (0.1, 0.98)),
+                _arc(0.3, 0.86, 0.16, 0.12, 180, 330, 10),
+                _poly((0.44, 0.8), (0.95, 0.97)),
+            )
+        ],
     ],
     3: [
         [_chain(_arc(0.48, 0.25, 0.32, 0.25, 200, 450, 30), _arc(0.48, 0.73, 0.36, 0.27, -90, 160, 30))],
@@ -90,8 +98,13 @@ TEMPLATES: dict[int, list[list[np.ndarray]]] = {
     ],
     9: [
         [_chain(_arc(0.45, 0.28, 0.3, 0.28, 0, 360, 40), _poly((0.75, 0.28), (0.68, 1.0)))],
-        [_chain(_arc(0.45, 0.28, 0.3, 0.28, 0, 360, 40), _poly((0.75, 0.28), (0.72, 0.7)),
-                _arc(0.5, 0.7, 0.22, 0.3, 0, 120, 12))],
+        [
+            _chain(
+                _arc(0.45, 0.28, 0.3, 0.28, 0, 360, 40),
+                _poly((0.75, 0.28), (0.72, 0.7)),
+                _arc(0.5, 0.7, 0.22, 0.3, 0, 120, 12),
+            )
+        ],
     ],
 }
 
@@ -177,8 +190,11 @@ def _render_chunk(
     # Smooth wobble: two low-frequency sinusoids per axis move the skeleton by up to ~0.05
     # of the height, so each image has its own handwriting-like distortions.
     phase = points[..., ::-1] * np.pi * 2.0  # use the other coordinate as the wave argument
-    points = points + wobble[:, None, 0, :] * np.sin(phase + wobble[:, None, 1, :]) \
+    points = (
+        points
+        + wobble[:, None, 0, :] * np.sin(phase + wobble[:, None, 1, :])
         + wobble[:, None, 2, :] * np.sin(2.0 * phase + wobble[:, None, 3, :])
+    )
     # Affine style: scale (height in px, aspect on x), slant (shear), rotation, shift.
     height = style["scale"][:, None]
     x = points[..., 0] * height * style["aspect"][:, None]
@@ -207,7 +223,9 @@ def _render_chunk(
     inv_s2 = (1.0 / (2.0 * sigma**2)).astype(np.float32)[:, None, None]
     # The exponent is capped at 20 (weights >= 2e-9) because float32 subnormals from the far
     # tails would make the matmul about 50 times slower; the cap changes no pixel value.
-    weight_x = np.exp(-np.minimum(((grid - x[..., None].astype(np.float32)) ** 2) * inv_s2, 20.0))  # [B, K, 28]
+    weight_x = np.exp(
+        -np.minimum(((grid - x[..., None].astype(np.float32)) ** 2) * inv_s2, 20.0)
+    )  # [B, K, 28]
     weight_y = np.exp(-np.minimum(((grid - y[..., None].astype(np.float32)) ** 2) * inv_s2, 20.0))
     # Normalised so that a straight stroke's profile peaks at 1: the line integral of the
     # 2-D Gaussian is sqrt(2 pi) sigma times the 1-D profile.
@@ -253,8 +271,13 @@ def render_digits(
             raise ValueError(f"Unknown style factor {name!r}; factors: {', '.join(STYLE_FACTORS)}.")
         style[name] = np.broadcast_to(np.asarray(value, np.float64), (count,)).copy()
     wobble = np.concatenate(
-        [rng.normal(0.0, 0.025, (count, 1, 2)), rng.uniform(0, 2 * np.pi, (count, 1, 2)),
-         rng.normal(0.0, 0.015, (count, 1, 2)), rng.uniform(0, 2 * np.pi, (count, 1, 2))], axis=1
+        [
+            rng.normal(0.0, 0.025, (count, 1, 2)),
+            rng.uniform(0, 2 * np.pi, (count, 1, 2)),
+            rng.normal(0.0, 0.015, (count, 1, 2)),
+            rng.uniform(0, 2 * np.pi, (count, 1, 2)),
+        ],
+        axis=1,
     )
     images = np.empty((count, IMAGE_SIZE, IMAGE_SIZE), np.uint8)
     for start in range(0, count, CHUNK):
@@ -265,7 +288,9 @@ def render_digits(
     return RenderedDigits(images=images, labels=labels.astype(np.uint8), style=style)
 
 
-def procedural_mnist(seed: int = 0, train_size: int = 60_000, test_size: int = 10_000) -> tuple[RenderedDigits, RenderedDigits]:
+def procedural_mnist(
+    seed: int = 0, train_size: int = 60_000, test_size: int = 10_000
+) -> tuple[RenderedDigits, RenderedDigits]:
     """A train/test split shaped like MNIST's (60k/10k by default); the splits use
     independent seeds derived from ``seed``, so they share no images."""
     train_seed, test_seed = np.random.SeedSequence(seed).spawn(2)

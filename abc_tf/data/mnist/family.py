@@ -56,7 +56,16 @@ from abc_tf.data.mnist import imbalance as mnist_imbalance
 from abc_tf.data.family import ClassLabelledImages, DataFamily, DataSources, KnownFactors, quantile_bins
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream
 from abc_tf.data.mnist.formats import (
-    IDX_FILES, IMAGE_SHAPE, NUM_CLASSES, MnistData, check_npz_start, find_idx_files, load_idx_dir, load_npz, load_procedural, load_tfds,
+    IDX_FILES,
+    IMAGE_SHAPE,
+    NUM_CLASSES,
+    MnistData,
+    check_npz_start,
+    find_idx_files,
+    load_idx_dir,
+    load_npz,
+    load_procedural,
+    load_tfds,
     tfds_prepared,
 )
 
@@ -78,15 +87,21 @@ def _detect(path: str) -> str | None:
     if tfds_prepared(path):
         return "tfds"
     missing = "; ".join(f"{IDX_FILES[key][0]}[.gz]" for key, value in found.items() if value is None)
-    raise ValueError(f"--data.path={path} is a folder without the MNIST IDX files (missing: {missing}) and without "
-                     "a prepared tfds 'mnist'.")
+    raise ValueError(
+        f"--data.path={path} is a folder without the MNIST IDX files (missing: {missing}) and without "
+        "a prepared tfds 'mnist'."
+    )
 
 
 SOURCES = DataSources(
-    reading={"idx": "a folder with the four MNIST IDX files (plain or .gz)",
-             "npz": "an .npz file with x_train, y_train, x_test and y_test",
-             "tfds": "a tfds data folder (downloaded there on first use when online; default ~/tensorflow_datasets)"},
-    built_in=("procedural",), detect=_detect, path_optional=("tfds",),
+    reading={
+        "idx": "a folder with the four MNIST IDX files (plain or .gz)",
+        "npz": "an .npz file with x_train, y_train, x_test and y_test",
+        "tfds": "a tfds data folder (downloaded there on first use when online; default ~/tensorflow_datasets)",
+    },
+    built_in=("procedural",),
+    detect=_detect,
+    path_optional=("tfds",),
     default=lambda: "tfds" if tfds_prepared(None) else "procedural",
 )
 
@@ -116,7 +131,9 @@ def class_split_pool(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
     (``class_split_pool``, :func:`abc_tf.data.mnist.imbalance.pool`)."""
     source, path = resolve_source(config)
     data = _load_cached(source, os.path.abspath(path) if path else "")
-    return mnist_imbalance.pool(data.x_train, data.y_train, data.x_test, data.y_test, config.data.class_split_pool)
+    return mnist_imbalance.pool(
+        data.x_train, data.y_train, data.x_test, data.y_test, config.data.class_split_pool
+    )
 
 
 def load_mnist(config: ExperimentConfig) -> MnistData:
@@ -183,8 +200,10 @@ def make_stack_dataset(
     if len(digits) == 0:
         raise ValueError("No digits left for training (holdout_digit removes the only one).")
     if not allow_same_digit and len(digits) < 2:
-        raise ValueError(f"Two different digits per step need at least two training digits, got {list(digits)}; "
-                         "set --data.allow_same_digit or change --holdout_digit.")
+        raise ValueError(
+            f"Two different digits per step need at least two training digits, got {list(digits)}; "
+            "set --data.allow_same_digit or change --holdout_digit."
+        )
     # One group per training digit; every digit must give a stack (a skipped digit would
     # change the experiment), so all of them are needed.
     index, _ = GroupIndex.from_keys(labels, groups=digits, names=[f"digit {d}" for d in digits])
@@ -197,7 +216,10 @@ def make_stack_dataset(
         rows = CHUNK_STEPS * pairs
         first = index.draw_groups(rng, rows, weights=weights)
         second = index.draw_groups(rng, rows, exclude=None if allow_same_digit else first, weights=weights)
-        stacks = [index.draw_within(rng, digits, set_size).reshape(CHUNK_STEPS, pairs, set_size) for digits in (first, second)]
+        stacks = [
+            index.draw_within(rng, digits, set_size).reshape(CHUNK_STEPS, pairs, set_size)
+            for digits in (first, second)
+        ]
         return (*stacks, first.reshape(CHUNK_STEPS, pairs), second.reshape(CHUNK_STEPS, pairs))
 
     pool = tf.constant(np.asarray(images)[..., None])
@@ -207,7 +229,10 @@ def make_stack_dataset(
         rows_a, rows_b, first, second = draws
         batch = {"set_a": tf.gather(pool, rows_a), "set_b": tf.gather(pool, rows_b)}
         if with_digits:
-            batch["digit_a"], batch["digit_b"] = tf.gather(digit_values, first), tf.gather(digit_values, second)
+            batch["digit_a"], batch["digit_b"] = (
+                tf.gather(digit_values, first),
+                tf.gather(digit_values, second),
+            )
         return batch
 
     shapes = [(pairs, set_size)] * 2 + [(pairs,)] * 2
@@ -224,15 +249,25 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
     digits = training_digits(config)  # validates holdout_digit before loading anything
     if config.batch.augmentation_baseline:  # unconstrained sets, two augmented views (no digit used)
         images, _ = training_images(config)
-        return digit_augment.make_view_pair_dataset(images, config.batch.set_size, config.batch.pairs_per_step, seed)
+        return digit_augment.make_view_pair_dataset(
+            images, config.batch.set_size, config.batch.pairs_per_step, seed
+        )
     data = load_mnist(config)
     return make_stack_dataset(
-        data.x_train, data.y_train, digits, config.batch.set_size, config.batch.pairs_per_step,
-        config.data.allow_same_digit, seed, proportional=config.data.class_split != mnist_imbalance.NO_SPLIT,
+        data.x_train,
+        data.y_train,
+        digits,
+        config.batch.set_size,
+        config.batch.pairs_per_step,
+        config.data.allow_same_digit,
+        seed,
+        proportional=config.data.class_split != mnist_imbalance.NO_SPLIT,
     )
 
 
-def make_image_dataset(images: np.ndarray, batch_size: int, seed: int, start_step: int = 0) -> tf.data.Dataset:
+def make_image_dataset(
+    images: np.ndarray, batch_size: int, seed: int, start_step: int = 0
+) -> tf.data.Dataset:
     """Endless batches ``{"images": [batch_size, 28, 28, 1] uint8}`` of ``images`` [N, 28, 28]
     drawn uniformly with replacement across steps (distinct within a step when N allows), a pure
     function of (seed, step) like the stacks."""
@@ -250,7 +285,9 @@ def make_image_dataset(images: np.ndarray, batch_size: int, seed: int, start_ste
 
     pool = tf.constant(np.asarray(images)[..., None])
     dataset = draw_stream(draw_chunk, [tf.int64], [(batch,)], start_step).map(
-        lambda step, draws: {"images": tf.gather(pool, draws[0])}, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        lambda step, draws: {"images": tf.gather(pool, draws[0])},
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
     )
     return dataset.prefetch(tf.data.AUTOTUNE)
 
@@ -280,8 +317,10 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
 def check_config(config: ExperimentConfig) -> None:
     """The MNIST checks that read no image: the held-out digit, the class split, the source and its files."""
     if getattr(config.batch, "double_augmentation", False):
-        raise ValueError("--batch.double_augmentation: MNIST's stacks have no augmented second view (its two-view "
-                         "sets are those of --batch.augmentation_baseline).")
+        raise ValueError(
+            "--batch.double_augmentation: MNIST's stacks have no augmented second view (its two-view "
+            "sets are those of --batch.augmentation_baseline)."
+        )
     training_digits(config)
     mnist_imbalance.check_split(config.data.class_split)
     mnist_imbalance.check_pool(config.data.class_split_pool)
@@ -299,13 +338,19 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
     digit 0-9, slant and stroke thickness in STYLE_BINS quantile bins of the sample."""
     digits = load_mnist(config)
     if not 0 < num_images <= len(digits.y_test):
-        raise ValueError(f"num_images must lie in 1..{len(digits.y_test)} (the MNIST test images), got {num_images}.")
+        raise ValueError(
+            f"num_images must lie in 1..{len(digits.y_test)} (the MNIST test images), got {num_images}."
+        )
     rows = np.sort(np.random.default_rng(int(seed) % (1 << 63)).permutation(len(digits.y_test))[:num_images])
     images = digits.x_test[rows]
     style = digit_style.style_measures(images)
     factors = np.stack(
-        [digits.y_test[rows].astype(np.int32), quantile_bins(style["slant"], STYLE_BINS),
-         quantile_bins(style["thickness"], STYLE_BINS)], axis=1,
+        [
+            digits.y_test[rows].astype(np.int32),
+            quantile_bins(style["slant"], STYLE_BINS),
+            quantile_bins(style["thickness"], STYLE_BINS),
+        ],
+        axis=1,
     )
     return images[..., np.newaxis], factors.astype(np.int64)
 
@@ -315,8 +360,10 @@ def class_labelled_images(config: ExperimentConfig) -> ClassLabelledImages:
     their digits, and the held-out digit."""
     digits = load_mnist(config)
     return ClassLabelledImages(
-        train_images=np.asarray(digits.x_train)[..., np.newaxis], train_labels=np.asarray(digits.y_train, np.int64),
-        test_images=np.asarray(digits.x_test)[..., np.newaxis], test_labels=np.asarray(digits.y_test, np.int64),
+        train_images=np.asarray(digits.x_train)[..., np.newaxis],
+        train_labels=np.asarray(digits.y_train, np.int64),
+        test_images=np.asarray(digits.x_test)[..., np.newaxis],
+        test_labels=np.asarray(digits.y_test, np.int64),
         held_out=parse_holdout_digit(config.data.holdout_digit),
     )
 
@@ -346,7 +393,9 @@ FAMILY = DataFamily(
     make_dataset=make_dataset,
     check_config=check_config,
     other_streams={"images": make_images_dataset},
-    known_factors=KnownFactors(FACTOR_NAMES, (NUM_CLASSES, STYLE_BINS, STYLE_BINS), labelled_sample, lambda config: (0,)),
+    known_factors=KnownFactors(
+        FACTOR_NAMES, (NUM_CLASSES, STYLE_BINS, STYLE_BINS), labelled_sample, lambda config: (0,)
+    ),
     class_labelled_images=class_labelled_images,
     class_proportions=class_proportions,
     class_split_description=class_split_description,

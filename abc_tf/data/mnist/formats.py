@@ -79,7 +79,9 @@ def read_idx(path: str) -> np.ndarray:
     shape = tuple(int(size) for size in np.frombuffer(content, ">u4", count=ndim, offset=4))
     expected = header + int(np.prod(shape)) * dtype.itemsize
     if len(content) != expected:
-        raise ValueError(f"{path}: IDX header says shape {shape} ({expected} bytes) but the file has {len(content)} bytes.")
+        raise ValueError(
+            f"{path}: IDX header says shape {shape} ({expected} bytes) but the file has {len(content)} bytes."
+        )
     return np.frombuffer(content, dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
 
 
@@ -105,18 +107,26 @@ def _check_arrays(arrays: dict[str, np.ndarray], where: str) -> dict[str, np.nda
         if images.ndim == 4 and images.shape[-1] == 1:
             images = images[..., 0]
         if images.ndim != 3 or images.shape[1:] != IMAGE_SHAPE[:2]:
-            raise ValueError(f"{where}: x_{split} must be [N, 28, 28] (or [N, 28, 28, 1]) images, got shape {images.shape}.")
+            raise ValueError(
+                f"{where}: x_{split} must be [N, 28, 28] (or [N, 28, 28, 1]) images, got shape {images.shape}."
+            )
         if labels.ndim == 2 and labels.shape[1] == 10:  # one-hot labels
             labels = labels.argmax(axis=1)
         if labels.shape != (images.shape[0],):
-            raise ValueError(f"{where}: y_{split} must hold one label per image ({images.shape[0]}), got shape {labels.shape}.")
-        if labels.size and (labels.min() < 0 or labels.max() >= NUM_CLASSES or np.any(labels != np.round(labels))):
+            raise ValueError(
+                f"{where}: y_{split} must hold one label per image ({images.shape[0]}), got shape {labels.shape}."
+            )
+        if labels.size and (
+            labels.min() < 0 or labels.max() >= NUM_CLASSES or np.any(labels != np.round(labels))
+        ):
             raise ValueError(f"{where}: y_{split} must hold digits 0..9.")
         if images.dtype != np.uint8:
             if np.issubdtype(images.dtype, np.floating) and images.size and images.max() <= 1.0:
                 images = images * 255.0  # float images in [0, 1]
             if images.size and (images.min() < 0 or images.max() > 255):
-                raise ValueError(f"{where}: x_{split} must hold pixel values in 0..255 (or floats in [0, 1]).")
+                raise ValueError(
+                    f"{where}: x_{split} must hold pixel values in 0..255 (or floats in [0, 1])."
+                )
             images = np.round(images).astype(np.uint8)
         out[f"x_{split}"], out[f"y_{split}"] = images, labels.astype(np.uint8)
     return out
@@ -156,11 +166,15 @@ def check_npz_start(path: str) -> None:
     with open(path, "rb") as handle:
         magic = handle.read(6)
     if magic.startswith((b"\x1f\x8b", b"\x00\x00\x08")):  # gzip, or an IDX file of unsigned bytes
-        raise ValueError(f"MNIST --data.path={path!r} is a single {'gzipped ' if magic[0] == 0x1F else ''}file; give the "
-                         f"folder that holds the four IDX files ({', '.join(names[0] for names in IDX_FILES.values())}, "
-                         "plain or .gz), or an .npz archive.")
+        raise ValueError(
+            f"MNIST --data.path={path!r} is a single {'gzipped ' if magic[0] == 0x1F else ''}file; give the "
+            f"folder that holds the four IDX files ({', '.join(names[0] for names in IDX_FILES.values())}, "
+            "plain or .gz), or an .npz archive."
+        )
     if not magic.startswith((b"PK\x03\x04", b"\x93NUMPY")):  # NumPy would suggest unpickling it
-        raise ValueError(f"MNIST .npz file {path!r} (--data.path) is not an .npz archive (it starts with {magic!r}).")
+        raise ValueError(
+            f"MNIST .npz file {path!r} (--data.path) is not an .npz archive (it starts with {magic!r})."
+        )
 
 
 def load_npz(path: str) -> MnistData:
@@ -225,12 +239,20 @@ def load_tfds(data_dir: str | None = None, download: bool = False) -> MnistData:
         pieces = list(tfds.as_numpy(dataset))
         arrays[f"x_{split}"] = np.concatenate([images for images, _ in pieces])
         arrays[f"y_{split}"] = np.concatenate([labels for _, labels in pieces])
-    return MnistData(**_check_arrays(arrays, f"tfds mnist ({builder.data_dir})"), source=f"tfds:{builder.data_dir}")
+    return MnistData(
+        **_check_arrays(arrays, f"tfds mnist ({builder.data_dir})"), source=f"tfds:{builder.data_dir}"
+    )
 
 
 def load_procedural(seed: int = PROCEDURAL_DATA_SEED) -> MnistData:
     """The built-in stand-in: 60,000 + 10,000 rendered digits (abc_tf.data.mnist.digits),
     with the style factors each test image was rendered with (``test_style``)."""
     train, test = digit_renderer.procedural_mnist(seed)
-    return MnistData(train.images, train.labels, test.images, test.labels, source=f"procedural:seed={seed}",
-                     test_style={name: test.style[name] for name in digit_renderer.STYLE_FACTORS})
+    return MnistData(
+        train.images,
+        train.labels,
+        test.images,
+        test.labels,
+        source=f"procedural:seed={seed}",
+        test_style={name: test.style[name] for name in digit_renderer.STYLE_FACTORS},
+    )

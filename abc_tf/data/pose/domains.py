@@ -21,6 +21,7 @@ from abc_tf.data.pose.objects import make_instance, stack_instances
 from abc_tf.data.pose.ray_cast import Lighting, render
 from abc_tf.geometry import euler_to_matrix
 
+
 def synthetic_lighting(count: int) -> Lighting:
     """KeypointNet-like renders: one light above-left of the camera, fixed, no highlights."""
     light = np.array([-0.35, 0.55, 0.76])
@@ -34,7 +35,12 @@ def real_lighting(rng: np.random.Generator, rotations: np.ndarray) -> Lighting:
     sun_azimuth = rng.uniform(0, 2 * np.pi, count)
     sun_elevation = rng.uniform(0.25, 1.4, count)
     sun_world = np.stack(
-        [np.cos(sun_elevation) * np.cos(sun_azimuth), np.cos(sun_elevation) * np.sin(sun_azimuth), np.sin(sun_elevation)], -1
+        [
+            np.cos(sun_elevation) * np.cos(sun_azimuth),
+            np.cos(sun_elevation) * np.sin(sun_azimuth),
+            np.sin(sun_elevation),
+        ],
+        -1,
     )
     light = np.einsum("bij,bj->bi", rotations, sun_world)
     return Lighting(light, rng.uniform(0.35, 0.7, count), rng.uniform(0.3, 0.9, count))
@@ -72,14 +78,22 @@ def render_synthetic(
     instance_ids = np.asarray(instance_ids)
     cache = {int(i): make_instance(category, pool, int(i)) for i in np.unique(instance_ids)}
     objects = stack_instances([cache[int(i)] for i in instance_ids])
-    rgb, alpha, rotations = render(objects, euler, size, synthetic_lighting(len(instance_ids)), supersample=supersample)
+    rgb, alpha, rotations = render(
+        objects, euler, size, synthetic_lighting(len(instance_ids)), supersample=supersample
+    )
     return np.concatenate([to_uint8(rgb), to_uint8(alpha)[..., None]], axis=-1), rotations
 
 
 def render_real(
-    category: str, pool: str, instance_ids: np.ndarray, euler: np.ndarray, size: int, seed: int, supersample: int = 2
+    category: str,
+    pool: str,
+    instance_ids: np.ndarray,
+    euler: np.ndarray,
+    size: int,
+    seed: int,
+    supersample: int = 2,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """"Real"-domain photos: (RGB uint8 [B, size, size, 3], rotations [B, 3, 3]).
+    """ "Real"-domain photos: (RGB uint8 [B, size, size, 3], rotations [B, 3, 3]).
 
     Other materials and palettes, a random sun, jittered boxes, clutter behind the object,
     then Gaussian blur (sigma 0.2..1.0 px), a gamma change and sensor noise (sigma up to 0.04).

@@ -72,7 +72,6 @@ from abc_tf.data.pose.objects import CATEGORIES, DEFAULT_MAX_ELEVATION
 from abc_tf.geometry import euler_to_matrix
 
 
-
 def _detect(path: str) -> str | None:
     """``keypointnet`` for a .tfrecord file or a folder holding some; None otherwise."""
     if os.path.isfile(path):
@@ -82,7 +81,9 @@ def _detect(path: str) -> str | None:
 
 SOURCES = DataSources(
     reading={"keypointnet": "a folder of KeypointNet .tfrecord files, or one such file"},
-    built_in=("procedural",), detect=_detect, default=lambda: "procedural",
+    built_in=("procedural",),
+    detect=_detect,
+    default=lambda: "procedural",
 )
 # The paths only the keypointnet source reads: the procedural data has its own real domain.
 _KEYPOINTNET_PATHS = ("real_data_path", "pose_test_list", "pose_test_images")
@@ -91,6 +92,8 @@ _KEYPOINTNET_PATHS = ("real_data_path", "pose_test_list", "pose_test_images")
 def source(config: ExperimentConfig) -> str:
     """The source ``config`` reads, ``auto`` resolved."""
     return SOURCES.resolve("pose", config.data.source, config.data.path)[0]
+
+
 DOMAINS = ("synthetic", "real")
 
 
@@ -142,25 +145,35 @@ def kept_training_rows(instances: np.ndarray, num_instances: int, held_out: int)
     """Bool [N]: the rows of ``instances`` (indices 0..num_instances-1) not held out (the last
     ``held_out`` instances are). ValueError when nothing would be left to train on."""
     if held_out >= num_instances:
-        raise ValueError(f"--data.validation_instances={held_out} leaves no training instance (the data has {num_instances}).")
+        raise ValueError(
+            f"--data.validation_instances={held_out} leaves no training instance (the data has {num_instances})."
+        )
     return np.asarray(instances) < num_instances - held_out
 
 
 def check_config(config: ExperimentConfig) -> None:
     """Raises ValueError naming the flag when a pose setting cannot work."""
     if config.data.pose_category not in CATEGORIES:
-        raise ValueError(f"--data.pose_category must be one of {', '.join(CATEGORIES)}, got {config.data.pose_category!r}.")
+        raise ValueError(
+            f"--data.pose_category must be one of {', '.join(CATEGORIES)}, got {config.data.pose_category!r}."
+        )
     if source(config) == "procedural":
         for name in _KEYPOINTNET_PATHS:
             if getattr(config.data, name):
-                raise ValueError(f"--data.{name} is read with KeypointNet renders only (--data.path=<tfrecords>); the "
-                                 "built-in procedural data has its own real images, so it would be ignored.")
+                raise ValueError(
+                    f"--data.{name} is read with KeypointNet renders only (--data.path=<tfrecords>); the "
+                    "built-in procedural data has its own real images, so it would be ignored."
+                )
     if not 0.0 <= config.data.max_elevation <= np.pi / 2:
-        raise ValueError(f"--data.max_elevation must lie in [0, pi/2] radians (0: category default), got {config.data.max_elevation}.")
+        raise ValueError(
+            f"--data.max_elevation must lie in [0, pi/2] radians (0: category default), got {config.data.max_elevation}."
+        )
     if not 0.0 <= config.data.real_fraction <= 1.0:
         raise ValueError(f"--data.real_fraction must lie in [0, 1], got {config.data.real_fraction}.")
     if config.data.titration_interval < 0:
-        raise ValueError(f"--data.titration_interval must be >= 0 (0: no titration), got {config.data.titration_interval}.")
+        raise ValueError(
+            f"--data.titration_interval must be >= 0 (0: no titration), got {config.data.titration_interval}."
+        )
     if config.data.real_fraction > 0 and config.data.titration_interval >= config.trainer.steps:
         raise ValueError(
             f"--data.titration_interval={config.data.titration_interval} is not below --trainer.steps={config.trainer.steps}: real images "
@@ -169,18 +182,26 @@ def check_config(config: ExperimentConfig) -> None:
     if not 0.0 <= config.data.crop_amplitude < 1.0:
         raise ValueError(f"--data.crop_amplitude must lie in [0, 1), got {config.data.crop_amplitude}.")
     if not 0.0 <= config.data.augmentation_amplitude <= 5.0:
-        raise ValueError(f"--data.augmentation_amplitude must lie in [0, 5], got {config.data.augmentation_amplitude}.")
+        raise ValueError(
+            f"--data.augmentation_amplitude must lie in [0, 5], got {config.data.augmentation_amplitude}."
+        )
     if config.data.augmentations:
         raise ValueError(
             "--data.augmentations is not used by data=pose; its augmentations (supplement S5) are set by "
             "--data.crop_amplitude and --augmentation_amplitude."
         )
     if config.data.background_data_path and not config.data.paint_backgrounds:
-        raise ValueError("--data.background_data_path names backgrounds, but --data.paint_backgrounds=false paints none.")
+        raise ValueError(
+            "--data.background_data_path names backgrounds, but --data.paint_backgrounds=false paints none."
+        )
     if config.data.image_channels != 3:
-        raise ValueError(f"data=pose works on RGB images: --data.image_channels must be 3, got {config.data.image_channels}.")
+        raise ValueError(
+            f"data=pose works on RGB images: --data.image_channels must be 3, got {config.data.image_channels}."
+        )
     if config.data.image_size < 16:
-        raise ValueError(f"--data.image_size must be at least 16 for pose images, got {config.data.image_size}.")
+        raise ValueError(
+            f"--data.image_size must be at least 16 for pose images, got {config.data.image_size}."
+        )
     if source(config) == "keypointnet" and config.data.real_fraction > 0 and not config.data.real_data_path:
         raise ValueError(
             "--data.real_fraction > 0 needs unlabelled real images: give --data.real_data_path (a folder of images), "
@@ -203,7 +224,9 @@ def load_backgrounds(config: ExperimentConfig) -> np.ndarray:
         size = config.data.image_size
         return np.zeros((0, size, size, 3), np.uint8)
     if config.data.background_data_path:
-        return load_image_folder(config.data.background_data_path, config.data.image_size, 3, "--data.background_data_path")
+        return load_image_folder(
+            config.data.background_data_path, config.data.image_size, 3, "--data.background_data_path"
+        )
     return pose_procedural.backgrounds(config.data.image_size)
 
 
@@ -212,16 +235,25 @@ def load_banks(config: ExperimentConfig) -> PoseBanks:
     check_config(config)
     size, elev = config.data.image_size, max_elevation(config)
     if source(config) == "procedural":
-        synthetic, euler, instances, names, real = pose_procedural.training_images(config.data.pose_category, size, elev)
+        synthetic, euler, instances, names, real = pose_procedural.training_images(
+            config.data.pose_category, size, elev
+        )
     else:
-        synthetic, euler, instances, names = read_keypointnet(keypointnet_files(config.data.path, "train"), size, elev)
+        synthetic, euler, instances, names = read_keypointnet(
+            keypointnet_files(config.data.path, "train"), size, elev
+        )
         real = np.zeros((0, size, size, 3), np.uint8)
         if config.data.real_data_path:
             real = load_image_folder(config.data.real_data_path, size, 3, "--data.real_data_path")
     held_out = held_out_instances(config)
     if held_out:
         kept = kept_training_rows(instances, len(names), held_out)
-        synthetic, euler, instances, names = synthetic[kept], euler[kept], instances[kept], names[: len(names) - held_out]
+        synthetic, euler, instances, names = (
+            synthetic[kept],
+            euler[kept],
+            instances[kept],
+            names[: len(names) - held_out],
+        )
     return PoseBanks(synthetic, euler, instances, names, real, load_backgrounds(config))
 
 
@@ -249,24 +281,42 @@ def labelled_images(
         raise ValueError(f"num_images must be positive, got {num_images}.")
     held_out = held_out_instances(config)
     if split == "validation" and not held_out:
-        raise ValueError("The validation split needs training instances held out: set --data.validation_instances "
-                         "(for training and evaluation alike).")
+        raise ValueError(
+            "The validation split needs training instances held out: set --data.validation_instances "
+            "(for training and evaluation alike)."
+        )
     if split == "validation" and domain != "synthetic":
-        raise ValueError(f"The validation split has synthetic renders only (the training instances'), not {domain!r}.")
+        raise ValueError(
+            f"The validation split has synthetic renders only (the training instances'), not {domain!r}."
+        )
     size, elev = config.data.image_size, max_elevation(config)
     if source(config) == "procedural":
-        return _procedural_views(config.data.pose_category, split, domain, num_images, size, elev, int(seed),
-                                 held_out, pose_procedural.PROCEDURAL)
+        return _procedural_views(
+            config.data.pose_category,
+            split,
+            domain,
+            num_images,
+            size,
+            elev,
+            int(seed),
+            held_out,
+            pose_procedural.PROCEDURAL,
+        )
     rng = _views_rng(seed, split, domain)
     if domain == "real":
         if split != "test":
-            raise ValueError("The real images of --data.real_data_path carry no pose; labelled real images come from --data.pose_test_list (split 'test').")
+            raise ValueError(
+                "The real images of --data.real_data_path carry no pose; labelled real images come from --data.pose_test_list (split 'test')."
+            )
         if not config.data.pose_test_list:
             raise ValueError("Labelled real images need --data.pose_test_list (a Pascal3D+-style list).")
-        images, rotations, euler = read_pose_list(config.data.pose_test_list, config.data.pose_test_images or None, size)
+        images, rotations, euler = read_pose_list(
+            config.data.pose_test_list, config.data.pose_test_images or None, size
+        )
     else:
         rgba, euler, instances, names = read_keypointnet(
-            keypointnet_files(config.data.path, "test" if split == "test" else "train"), size, elev)
+            keypointnet_files(config.data.path, "test" if split == "test" else "train"), size, elev
+        )
         if split != "test" and held_out:
             kept = kept_training_rows(instances, len(names), held_out)
             rgba, euler = (rgba[kept], euler[kept]) if split == "train" else (rgba[~kept], euler[~kept])
@@ -284,17 +334,29 @@ def _views_rng(seed: int, split: str, domain: str) -> np.random.Generator:
 
 
 @functools.lru_cache(maxsize=4)
-def _procedural_views(category: str, split: str, domain: str, num_images: int | None, size: int, elev: float, seed: int,
-                      held_out: int, sizes: pose_procedural.ProceduralSizes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _procedural_views(
+    category: str,
+    split: str,
+    domain: str,
+    num_images: int | None,
+    size: int,
+    elev: float,
+    seed: int,
+    held_out: int,
+    sizes: pose_procedural.ProceduralSizes,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The procedural views of :func:`labelled_images`, kept for the next call with the same
     arguments (evaluating several runs or checkpoints renders a dictionary pool once; 7200
     renders at 64 px take about a minute here), and on disk for the next process
     (:mod:`abc_tf.data.pose.render_cache`). Read-only: callers share the arrays."""
     # sizes: a key only (tests shrink pose_procedural.PROCEDURAL).
     views = render_cache.cached(
-        "pose_views", (category, split, domain, num_images, size, elev, seed, held_out, sizes),
-        lambda: pose_procedural.labelled_images(category, split, domain, num_images, size, elev,
-                                                _views_rng(seed, split, domain), held_out))
+        "pose_views",
+        (category, split, domain, num_images, size, elev, seed, held_out, sizes),
+        lambda: pose_procedural.labelled_images(
+            category, split, domain, num_images, size, elev, _views_rng(seed, split, domain), held_out
+        ),
+    )
     for array in views:
         array.setflags(write=False)
     return views
@@ -317,7 +379,9 @@ def index_draws(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callab
     index = banks.group_index()
     eligible = index.eligible(set_size, replace=replace, what="views", replace_flag="sample_with_replacement")
     if index.num_items < set_size:
-        raise ValueError(f"--batch.set_size={set_size} exceeds the {index.num_items} renders (unconstrained set B).")
+        raise ValueError(
+            f"--batch.set_size={set_size} exceeds the {index.num_items} renders (unconstrained set B)."
+        )
     num_real = len(banks.real)
     if config.data.real_fraction > 0 and num_real == 0:
         raise ValueError("--data.real_fraction > 0 but there are no real images (--data.real_data_path).")
@@ -329,8 +393,15 @@ def index_draws(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callab
         index_a = index.draw_within(rng, index.draw_groups(rng, rows, among=eligible), set_size, replace)
         index_b = index.draw_from_all(rng, rows, set_size)
         steps = range(chunk * CHUNK_STEPS, (chunk + 1) * CHUNK_STEPS)
-        fraction = np.array([schedules.real_fraction(step, config.data.real_fraction, config.data.titration_interval, config.trainer.steps)
-                             for step in steps], np.float32)
+        fraction = np.array(
+            [
+                schedules.real_fraction(
+                    step, config.data.real_fraction, config.data.titration_interval, config.trainer.steps
+                )
+                for step in steps
+            ],
+            np.float32,
+        )
         real_count = np.floor(fraction[:, np.newaxis] * set_size + rng.random((CHUNK_STEPS, pairs)))
         real_b = np.arange(set_size) < real_count[..., np.newaxis]
         index_real = sample_distinct(rng, np.full(rows, max(num_real, 1)), set_size, replace=True)
@@ -339,7 +410,9 @@ def index_draws(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callab
     return draw_chunk
 
 
-def step_indices(banks: PoseBanks, config: ExperimentConfig, seed: int) -> Callable[[int], dict[str, np.ndarray]]:
+def step_indices(
+    banks: PoseBanks, config: ExperimentConfig, seed: int
+) -> Callable[[int], dict[str, np.ndarray]]:
     """``f(step) -> {key of INDEX_KEYS: array}``: the rows step ``step`` of :func:`dataset_from_banks`
     draws (tests and diagnostics; a pure function of (seed, step))."""
     draw_chunk = index_draws(banks, config, seed)
@@ -359,21 +432,28 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
     return dataset_from_banks(banks, config, seed, start_step)
 
 
-def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
+def dataset_from_banks(
+    banks: PoseBanks, config: ExperimentConfig, seed: int, start_step: int = 0
+) -> tf.data.Dataset:
     """The batches of :func:`make_dataset` drawn from given banks (tests pass small ones)."""
     if start_step < 0:
         raise ValueError(f"start_step must be >= 0, got {start_step}.")
     draw_chunk = index_draws(banks, config, seed)
     pairs, set_size = config.batch.pairs_per_step, config.batch.set_size
-    draws = draw_stream(draw_chunk, [tf.int64] * 3 + [tf.bool, tf.float32], [(pairs, set_size)] * 4 + [()], start_step)
+    draws = draw_stream(
+        draw_chunk, [tf.int64] * 3 + [tf.bool, tf.float32], [(pairs, set_size)] * 4 + [()], start_step
+    )
 
     # Variables, not constants: a captured constant is serialised into the dataset graph (2 GB limit).
     synthetic = tf.Variable(banks.synthetic, trainable=False, name="pose_renders")
     euler = tf.constant(banks.euler, tf.float32)
     instances = tf.constant(banks.instances, tf.int64)
     has_real = len(banks.real) > 0
-    real = tf.Variable(banks.real if has_real else np.zeros((1,) + banks.synthetic.shape[1:3] + (3,), np.uint8),
-                       trainable=False, name="pose_real_images")
+    real = tf.Variable(
+        banks.real if has_real else np.zeros((1,) + banks.synthetic.shape[1:3] + (3,), np.uint8),
+        trainable=False,
+        name="pose_real_images",
+    )
     # Backgrounds come from their own pool, never from the real images of set B (module docstring).
     backgrounds = None
     if len(banks.backgrounds):
@@ -390,14 +470,25 @@ def dataset_from_banks(banks: PoseBanks, config: ExperimentConfig, seed: int, st
         rgba_a = tf.gather(synthetic, chosen["index_a"])
         rgba_b = tf.gather(synthetic, chosen["index_b"])
         photos = tf.gather(real, chosen["index_real"])
-        photos = tf.concat([photos, tf.fill(tf.concat([tf.shape(photos)[:-1], [1]], 0), tf.constant(255, tf.uint8))], -1)
+        photos = tf.concat(
+            [photos, tf.fill(tf.concat([tf.shape(photos)[:-1], [1]], 0), tf.constant(255, tf.uint8))], -1
+        )
         real_b = chosen["real_b"]
         rgba_b = tf.where(real_b[..., tf.newaxis, tf.newaxis, tf.newaxis], photos, rgba_b)
-        seeds = tf.random.experimental.stateless_split(tf.random.experimental.stateless_fold_in(aug_seed, step), num=4)
+        seeds = tf.random.experimental.stateless_split(
+            tf.random.experimental.stateless_fold_in(aug_seed, step), num=4
+        )
         # index_a / group_a: each image's row in the banks and each set's instance (training_bank).
-        batch = {"labels_a": tf.gather(euler, chosen["index_a"]), "real_b": real_b, "index_a": chosen["index_a"],
-                 "group_a": tf.gather(instances, chosen["index_a"][:, 0])}
-        for key, rgba, is_real, offset in (("set_a", rgba_a, tf.zeros_like(real_b), 0), ("set_b", rgba_b, real_b, 2)):
+        batch = {
+            "labels_a": tf.gather(euler, chosen["index_a"]),
+            "real_b": real_b,
+            "index_a": chosen["index_a"],
+            "group_a": tf.gather(instances, chosen["index_a"][:, 0]),
+        }
+        for key, rgba, is_real, offset in (
+            ("set_a", rgba_a, tf.zeros_like(real_b), 0),
+            ("set_b", rgba_b, real_b, 2),
+        ):
             images = tf.cast(rgba, tf.float32) / 255.0
             for view in range(views):
                 out = augment.pose_augment(images, is_real, backgrounds, crop, colour, seeds[offset + view])

@@ -20,7 +20,10 @@ from abc_tf.geometry import matrix_to_euler
 
 logger = logging.getLogger(__name__)
 
-SPLITS = ("train", "test")  # the files' splits; the pose family adds "validation" (training instances held out)
+SPLITS = (
+    "train",
+    "test",
+)  # the files' splits; the pose family adds "validation" (training instances held out)
 TEST_LIST_FILE = "test.txt"  # KeypointNet: instances of the test split
 DEV_LIST_FILE = "dev.txt"  # KeypointNet: validation instances, kept out of training
 
@@ -85,7 +88,9 @@ def keypointnet_files(data_path: str, split: str) -> list[str]:
     path = Path(data_path)
     if path.is_file():
         if split == "test":
-            raise ValueError(f"--data.path {data_path} is one file; a test split needs a folder with {TEST_LIST_FILE}.")
+            raise ValueError(
+                f"--data.path {data_path} is one file; a test split needs a folder with {TEST_LIST_FILE}."
+            )
         return [str(path)]
     if not path.is_dir():
         raise ValueError(f"--data.path {data_path} is neither a .tfrecord file nor a folder of them.")
@@ -128,7 +133,11 @@ def read_keypointnet(
     def decode(serialized):
         example = _parse_example(serialized)
         views = [tight_crop(tf.image.decode_png(example[f"img{v}"], channels=4), image_size) for v in (0, 1)]
-        return tf.stack([v[0] for v in views]), tf.stack([v[1] for v in views]), tf.stack([example["mv0"], example["mv1"]])
+        return (
+            tf.stack([v[0] for v in views]),
+            tf.stack([v[1] for v in views]),
+            tf.stack([example["mv0"], example["mv1"]]),
+        )
 
     for file in files:
         dataset = tf.data.TFRecordDataset(file).map(decode, num_parallel_calls=tf.data.AUTOTUNE).batch(64)
@@ -158,10 +167,17 @@ def read_keypointnet(
     if dropped_elevation or dropped_empty:
         logger.info(
             "KeypointNet: dropped %d views above %.2f rad elevation and %d with an empty alpha channel.",
-            dropped_elevation, max_elevation_rad, dropped_empty,
+            dropped_elevation,
+            max_elevation_rad,
+            dropped_empty,
         )
     if not names:
-        raise ValueError(f"No KeypointNet views left in {len(files)} file(s) after the elevation filter ({max_elevation_rad} rad).")
+        raise ValueError(
+            f"No KeypointNet views left in {len(files)} file(s) after the elevation filter ({max_elevation_rad} rad)."
+        )
     return (
-        np.concatenate(images), np.concatenate(eulers).astype(np.float32), np.concatenate(instances), names,
+        np.concatenate(images),
+        np.concatenate(eulers).astype(np.float32),
+        np.concatenate(instances),
+        names,
     )

@@ -66,8 +66,12 @@ class _Parts:
     def build(self) -> Instance:
         kind, center, size, axis, colour, gloss = zip(*self.rows)
         return Instance(
-            np.array(kind, np.int64), np.array(center, np.float64), np.array(size, np.float64),
-            np.array(axis, np.int64), np.clip(np.array(colour, np.float64), 0.0, 1.0), np.array(gloss, np.float64),
+            np.array(kind, np.int64),
+            np.array(center, np.float64),
+            np.array(size, np.float64),
+            np.array(axis, np.int64),
+            np.clip(np.array(colour, np.float64), 0.0, 1.0),
+            np.array(gloss, np.float64),
         )
 
 
@@ -86,7 +90,11 @@ def _paint_colour(rng: np.random.Generator, real: bool) -> np.ndarray:
     choice = rng.uniform()
     if choice < 0.6:  # achromatic paints
         return np.full(3, rng.choice([0.2, 0.4, 0.6, 0.8, 0.92]) + rng.normal(0, 0.03))
-    return _hsv(rng.choice([0.0, 0.02, 0.6, 0.62, 0.1, 0.35]) + rng.normal(0, 0.02), rng.uniform(0.5, 0.9), rng.uniform(0.3, 0.8))
+    return _hsv(
+        rng.choice([0.0, 0.02, 0.6, 0.62, 0.1, 0.35]) + rng.normal(0, 0.02),
+        rng.uniform(0.5, 0.9),
+        rng.uniform(0.3, 0.8),
+    )
 
 
 def make_car(rng: np.random.Generator, real: bool = False) -> Instance:
@@ -103,14 +111,30 @@ def make_car(rng: np.random.Generator, real: bool = False) -> Instance:
     body_top = body_bottom + body_h
     hood_l, hood_h = length * rng.uniform(0.18, 0.3), body_h * rng.uniform(0.55, 0.75)
     rear_l = length - hood_l
-    parts.box((-length / 2 + rear_l / 2, 0.0, (body_bottom + body_top) / 2), (rear_l / 2, width / 2, body_h / 2), paint, gloss)
-    parts.box((length / 2 - hood_l / 2, 0.0, body_bottom + hood_h / 2), (hood_l / 2, width / 2, hood_h / 2), paint, gloss)
+    parts.box(
+        (-length / 2 + rear_l / 2, 0.0, (body_bottom + body_top) / 2),
+        (rear_l / 2, width / 2, body_h / 2),
+        paint,
+        gloss,
+    )
+    parts.box(
+        (length / 2 - hood_l / 2, 0.0, body_bottom + hood_h / 2),
+        (hood_l / 2, width / 2, hood_h / 2),
+        paint,
+        gloss,
+    )
     cabin_l = length * rng.uniform(0.32, 0.5)
     cabin_x = length * rng.uniform(-0.2, -0.06)  # toward the back
     cabin_h = rng.uniform(0.32, 0.62)
-    glass = 0.55 * paint + 0.45 * np.array([0.08, 0.1, 0.14]) if not real else np.array([0.05, 0.07, 0.1]) + rng.uniform(0, 0.1)
+    glass = (
+        0.55 * paint + 0.45 * np.array([0.08, 0.1, 0.14])
+        if not real
+        else np.array([0.05, 0.07, 0.1]) + rng.uniform(0, 0.1)
+    )
     parts.box(
-        (cabin_x, 0.0, body_top + cabin_h / 2), (cabin_l / 2, width * rng.uniform(0.38, 0.47), cabin_h / 2), glass,
+        (cabin_x, 0.0, body_top + cabin_h / 2),
+        (cabin_l / 2, width * rng.uniform(0.38, 0.47), cabin_h / 2),
+        glass,
         0.9 if real else 0.0,
     )
     wheel_x = length / 2 - radius - rng.uniform(0.25, 0.55)
@@ -133,10 +157,18 @@ def make_chair(rng: np.random.Generator, real: bool = False) -> Instance:
     parts = _Parts()
     width, depth = rng.uniform(0.40, 0.62), rng.uniform(0.38, 0.60)
     seat_t, seat_z = rng.uniform(0.04, 0.10), rng.uniform(0.38, 0.50)
-    frame = _hsv(rng.uniform(), rng.uniform(0.0, 0.8), rng.uniform(0.15, 0.9)) if not real else (
-        np.array([0.45, 0.3, 0.15]) * rng.uniform(0.5, 1.3) if rng.uniform() < 0.5 else np.full(3, rng.uniform(0.1, 0.7))
+    frame = (
+        _hsv(rng.uniform(), rng.uniform(0.0, 0.8), rng.uniform(0.15, 0.9))
+        if not real
+        else (
+            np.array([0.45, 0.3, 0.15]) * rng.uniform(0.5, 1.3)
+            if rng.uniform() < 0.5
+            else np.full(3, rng.uniform(0.1, 0.7))
+        )
     )
-    cushion = _hsv(rng.uniform(), rng.uniform(0.3, 1.0), rng.uniform(0.35, 1.0)) if rng.uniform() < 0.6 else frame
+    cushion = (
+        _hsv(rng.uniform(), rng.uniform(0.3, 1.0), rng.uniform(0.35, 1.0)) if rng.uniform() < 0.6 else frame
+    )
     gloss = rng.uniform(0.1, 0.5) if real else 0.0
     parts.box((0.0, 0.0, seat_z), (depth / 2, width / 2, seat_t / 2), cushion, gloss)
     leg = rng.uniform(0.018, 0.04)
@@ -153,17 +185,37 @@ def make_chair(rng: np.random.Generator, real: bool = False) -> Instance:
     back_x = -depth / 2 + back_t / 2
     back_bottom = seat_z + seat_t / 2
     if rng.uniform() < 0.5:  # solid panel
-        parts.box((back_x, 0.0, back_bottom + back_h / 2), (back_t / 2, width * rng.uniform(0.4, 0.5), back_h / 2), cushion, gloss)
+        parts.box(
+            (back_x, 0.0, back_bottom + back_h / 2),
+            (back_t / 2, width * rng.uniform(0.4, 0.5), back_h / 2),
+            cushion,
+            gloss,
+        )
     else:  # two posts and a top rail
         for sy in (-1.0, 1.0):
-            parts.box((back_x, sy * (width / 2 - leg), back_bottom + back_h / 2), (back_t / 2, leg, back_h / 2), frame, gloss)
+            parts.box(
+                (back_x, sy * (width / 2 - leg), back_bottom + back_h / 2),
+                (back_t / 2, leg, back_h / 2),
+                frame,
+                gloss,
+            )
         rail_h = back_h * rng.uniform(0.2, 0.45)
-        parts.box((back_x, 0.0, back_bottom + back_h - rail_h / 2), (back_t / 2, width / 2, rail_h / 2), cushion, gloss)
+        parts.box(
+            (back_x, 0.0, back_bottom + back_h - rail_h / 2),
+            (back_t / 2, width / 2, rail_h / 2),
+            cushion,
+            gloss,
+        )
     if rng.uniform() < 0.3:  # armrests on two supports
         arm_z = back_bottom + rng.uniform(0.15, 0.25)
         for sy in (-1.0, 1.0):
             parts.box((0.0, sy * width / 2, arm_z), (depth / 2, 0.025, 0.02), frame, gloss)
-            parts.box((depth / 2 - 0.03, sy * width / 2, (back_bottom + arm_z) / 2), (0.02, 0.02, (arm_z - back_bottom) / 2), frame, gloss)
+            parts.box(
+                (depth / 2 - 0.03, sy * width / 2, (back_bottom + arm_z) / 2),
+                (0.02, 0.02, (arm_z - back_bottom) / 2),
+                frame,
+                gloss,
+            )
     return parts.build()
 
 
@@ -189,7 +241,9 @@ def stack_instances(instances: Sequence[Instance]) -> Instance:
         for kind, slots in ((BOX, MAX_BOXES), (CYLINDER, MAX_CYLINDERS)):
             chosen = np.flatnonzero(instance.kind == kind)
             if len(chosen) > slots:
-                raise ValueError(f"An instance has {len(chosen)} primitives of kind {kind}, more than {slots}.")
+                raise ValueError(
+                    f"An instance has {len(chosen)} primitives of kind {kind}, more than {slots}."
+                )
             order.append(np.concatenate([chosen, np.full(slots - len(chosen), -1)]))
         order = np.concatenate(order)
         pad = order < 0
@@ -198,7 +252,9 @@ def stack_instances(instances: Sequence[Instance]) -> Instance:
             values[pad] = 1e6 if name == "center" else 0
             fields[name].append(values)
     stacked = {name: np.stack(values) for name, values in fields.items()}
-    stacked["kind"] = np.broadcast_to(np.repeat([BOX, CYLINDER], [MAX_BOXES, MAX_CYLINDERS]), stacked["kind"].shape).copy()
+    stacked["kind"] = np.broadcast_to(
+        np.repeat([BOX, CYLINDER], [MAX_BOXES, MAX_CYLINDERS]), stacked["kind"].shape
+    ).copy()
     return Instance(**stacked)
 
 

@@ -15,7 +15,9 @@ from abc_tf.data.folders.image_files import read_image, resize_images
 from abc_tf.geometry import euler_to_matrix, pascal3d_to_euler
 
 
-def read_pose_list(list_path: str, image_dir: str | None, image_size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def read_pose_list(
+    list_path: str, image_dir: str | None, image_size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Reads a Pascal3D+-style test list: one object per line,
     ``image left top right bottom azimuth elevation tilt`` (box in 1-based inclusive pixels,
     angles in degrees, Pascal3D+ convention; '#' starts a comment).
@@ -39,7 +41,9 @@ def read_pose_list(list_path: str, image_dir: str | None, image_size: int) -> tu
         fields = text.split()
         where = f"{list_path}, line {number}"
         if len(fields) != 8:
-            raise ValueError(f"{where}: expected 'image left top right bottom azimuth elevation tilt', got {len(fields)} fields.")
+            raise ValueError(
+                f"{where}: expected 'image left top right bottom azimuth elevation tilt', got {len(fields)} fields."
+            )
         try:
             left, top, right, bottom, azimuth, elevation, tilt = (float(v) for v in fields[1:])
         except ValueError:
@@ -55,7 +59,9 @@ def read_pose_list(list_path: str, image_dir: str | None, image_size: int) -> tu
         y0, y1 = max(0, int(round(top)) - 1), min(height, int(round(bottom)))
         x0, x1 = max(0, int(round(left)) - 1), min(width, int(round(right)))
         if y1 <= y0 or x1 <= x0:
-            raise ValueError(f"{where}: the box ({left}, {top}, {right}, {bottom}) is empty inside the {width}x{height} image.")
+            raise ValueError(
+                f"{where}: the box ({left}, {top}, {right}, {bottom}) is empty inside the {width}x{height} image."
+            )
         crops.append(image[y0:y1, x0:x1])
         angles.append((azimuth, elevation, tilt))
     if not crops:

@@ -41,8 +41,12 @@ def projected_boxes(objects: Instance, rotations: np.ndarray) -> np.ndarray:
     for row in range(2):
         r = rotations[:, row, :]  # [B, 3]
         box_extent = (np.abs(r)[:, None, :] * objects.size).sum(-1, keepdims=True)  # [B, K, 1]
-        r_axis = np.take_along_axis(np.broadcast_to(r[:, None, :], objects.size.shape), objects.axis[..., None], axis=-1)
-        cyl_extent = objects.size[..., 0:1] * np.abs(r_axis) + objects.size[..., 1:2] * np.sqrt(np.clip(1 - r_axis**2, 0, 1))
+        r_axis = np.take_along_axis(
+            np.broadcast_to(r[:, None, :], objects.size.shape), objects.axis[..., None], axis=-1
+        )
+        cyl_extent = objects.size[..., 0:1] * np.abs(r_axis) + objects.size[..., 1:2] * np.sqrt(
+            np.clip(1 - r_axis**2, 0, 1)
+        )
         extent = np.where(objects.kind[..., None] == BOX, box_extent, cyl_extent)[..., 0]
         low = np.where(present, centres[..., row] - extent, np.inf).min(axis=1)
         high = np.where(present, centres[..., row] + extent, -np.inf).max(axis=1)
@@ -175,7 +179,9 @@ def render(
     grid = (np.arange(fine) + 0.5) / fine  # pixel centres in [0, 1]
     xs = boxes[:, 0:1] + grid[None, :] * (boxes[:, 1:2] - boxes[:, 0:1])  # [B, fine] left -> right
     ys = boxes[:, 3:4] - grid[None, :] * (boxes[:, 3:4] - boxes[:, 2:3])  # [B, fine] top -> bottom
-    cam = np.stack(np.broadcast_arrays(xs[:, None, :], ys[:, :, None], _RAY_START), axis=-1).reshape(count, -1, 3)
+    cam = np.stack(np.broadcast_arrays(xs[:, None, :], ys[:, :, None], _RAY_START), axis=-1).reshape(
+        count, -1, 3
+    )
     # Camera -> object frame: p_obj = R^T p_cam; rays travel along camera -z.
     origins = np.einsum("bji,brj->bri", rotations, cam)
     direction = -rotations[:, 2, :]
@@ -190,12 +196,23 @@ def render(
         rows = np.minimum(np.arange(start, start + per_block), count - 1)
         cast_rays = _cast_rays_xla if per_block * fine * fine >= _XLA_MIN_RAYS else _cast_rays_plain
         block_rgb, block_alpha = cast_rays(
-            f32(origins[rows]), f32(direction[rows]), f32(objects.center[rows]), f32(objects.size[rows]),
-            f32(np.eye(3)[objects.axis[rows, MAX_BOXES:]]), f32(objects.colour[rows]), f32(objects.gloss[rows]),
-            f32(light_obj[rows]), f32(lighting.ambient[rows]), f32(lighting.specular[rows]), f32(lighting.shininess),
+            f32(origins[rows]),
+            f32(direction[rows]),
+            f32(objects.center[rows]),
+            f32(objects.size[rows]),
+            f32(np.eye(3)[objects.axis[rows, MAX_BOXES:]]),
+            f32(objects.colour[rows]),
+            f32(objects.gloss[rows]),
+            f32(light_obj[rows]),
+            f32(lighting.ambient[rows]),
+            f32(lighting.specular[rows]),
+            f32(lighting.shininess),
         )
         used = min(per_block, count - start)
-        rgb[start : start + used], alpha[start : start + used] = block_rgb.numpy()[:used], block_alpha.numpy()[:used]
+        rgb[start : start + used], alpha[start : start + used] = (
+            block_rgb.numpy()[:used],
+            block_alpha.numpy()[:used],
+        )
     rgb = np.clip(rgb, 0.0, 1.0).reshape(count, fine, fine, 3)
     alpha = alpha.reshape(count, fine, fine)
     if supersample > 1:  # box filter: antialiased edges and fractional alpha

@@ -76,6 +76,12 @@ def cached(name: str, key: tuple, render: Callable[[], tuple[np.ndarray, ...]]) 
             os.remove(partial)
         if directory not in _unwritable:
             _unwritable.add(directory)
-            _log.warning("Renders are not kept between processes: %s cannot be written (%s). Set %s to a writable "
-                         "directory, or to '%s'.", directory, error, CACHE_ENV, OFF)
+            _log.warning(
+                "Renders are not kept between processes: %s cannot be written (%s). Set %s to a writable "
+                "directory, or to '%s'.",
+                directory,
+                error,
+                CACHE_ENV,
+                OFF,
+            )
     return arrays

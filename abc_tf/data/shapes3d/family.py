@@ -28,7 +28,13 @@ from abc_tf.data.groups import GroupIndex, step_rng
 from abc_tf.data.shapes3d import pairs as shapes3d_pairs
 from abc_tf.data.shapes3d.pairs import make_pairs_dataset
 from abc_tf.data.shapes3d.sources import (
-    SOURCES, FACTOR_NAMES, FACTOR_SIZES, GRID, IMAGE_SHAPE, Source, open_source,
+    SOURCES,
+    FACTOR_NAMES,
+    FACTOR_SIZES,
+    GRID,
+    IMAGE_SHAPE,
+    Source,
+    open_source,
 )
 
 HUE_BASELINE_MAX_DELTA = 0.5  # tf.image.random_hue(image, 0.5), as the paper's baseline
@@ -65,7 +71,9 @@ def _check_config(config: ExperimentConfig) -> tuple[tuple[int, ...], tuple[tupl
             )
         return (), augmentations
     if config.batch.double_augmentation and not augmentations:
-        raise ValueError("--batch.double_augmentation needs --data.augmentations (e.g. 'hue:0.1') to make the two views differ.")
+        raise ValueError(
+            "--batch.double_augmentation needs --data.augmentations (e.g. 'hue:0.1') to make the two views differ."
+        )
     inactive = inactive_factors(config)
     if not inactive:
         raise ValueError(
@@ -82,7 +90,9 @@ def make_curator(config: ExperimentConfig, source: Source, inactive: tuple[int, 
     )
 
 
-def step_item_ids(curator: sets.SetCurator, config: ExperimentConfig, seed: int, step: int) -> tuple[np.ndarray, ...]:
+def step_item_ids(
+    curator: sets.SetCurator, config: ExperimentConfig, seed: int, step: int
+) -> tuple[np.ndarray, ...]:
     """Item ids of the sets of training step ``step``: ``(set_a, set_b)``, each int64 [P, N].
 
     Under ``augmentation_baseline`` only ``(set_a,)``, an unconstrained batch. Set B is
@@ -127,13 +137,18 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
             second = augment_ops.random_hue(batch["set_a"], HUE_BASELINE_MAX_DELTA, views[1])
             return {"set_a": first, "set_a_view2": second}
         if augmentations:
-            return augment.double_augment(batch, augmentations, step_seed, double=config.batch.double_augmentation)
+            return augment.double_augment(
+                batch, augmentations, step_seed, double=config.batch.double_augmentation
+            )
         return batch
 
     dataset = tf.data.Dataset.counter(start=0, dtype=tf.int64)
     dataset = dataset.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    logger.info("Shapes3D sets from the %s; inactive factors: %s.", source.description,
-                 ", ".join(FACTOR_NAMES[i] for i in inactive) or "none (hue baseline)")
+    logger.info(
+        "Shapes3D sets from the %s; inactive factors: %s.",
+        source.description,
+        ", ".join(FACTOR_NAMES[i] for i in inactive) or "none (hue baseline)",
+    )
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
@@ -152,8 +167,12 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
     items = source.items
     total = GRID.num_points if items is None else items.shape[0]
     if num_images > total:
-        raise ValueError(f"Asked for {num_images} distinct Shapes3D images; the {source.description} holds {total}.")
-    ids = GroupIndex.whole(total).draw_from_all(np.random.default_rng(int(seed) % (1 << 63)), 1, num_images)[0]
+        raise ValueError(
+            f"Asked for {num_images} distinct Shapes3D images; the {source.description} holds {total}."
+        )
+    ids = GroupIndex.whole(total).draw_from_all(np.random.default_rng(int(seed) % (1 << 63)), 1, num_images)[
+        0
+    ]
     factors = GRID.unravel(ids) if items is None else items[ids]
     return source.images(ids), factors
 
@@ -203,6 +222,12 @@ FAMILY = DataFamily(
     check_config=check_config,
     other_streams={"pairs": make_pairs_dataset},
     sources=SOURCES,
-    known_factors=KnownFactors(FACTOR_NAMES, FACTOR_SIZES, labelled_sample, inactive_factors, images_of,
-                               augmented_by_baseline=HUE_FACTORS),
+    known_factors=KnownFactors(
+        FACTOR_NAMES,
+        FACTOR_SIZES,
+        labelled_sample,
+        inactive_factors,
+        images_of,
+        augmented_by_baseline=HUE_FACTORS,
+    ),
 )

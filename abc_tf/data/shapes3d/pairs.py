@@ -73,8 +73,13 @@ class _FactorPartners:
         group_of_run = group_of_run.astype(np.int64)
         partners = groups.counts[group_of_run] - runs.counts
         return cls(
-            order=runs.order, run_of_position=run_of_position, run_offsets=runs.offsets, run_counts=runs.counts,
-            group_of_run=group_of_run, group_offsets=groups.offsets, group_counts=groups.counts,
+            order=runs.order,
+            run_of_position=run_of_position,
+            run_offsets=runs.offsets,
+            run_counts=runs.counts,
+            group_of_run=group_of_run,
+            group_offsets=groups.offsets,
+            group_counts=groups.counts,
             eligible=np.flatnonzero(partners[run_of_position] > 0).astype(np.int64),
         )
 
@@ -109,9 +114,13 @@ class PairSampler:
         self.grid = grid
         self.changing = np.array(sorted(set(int(f) for f in changing)), dtype=np.int64)
         if self.changing.size == 0:
-            raise ValueError(f"--{flag} names no factor: a pair must be able to change one ({', '.join(grid.names)}).")
+            raise ValueError(
+                f"--{flag} names no factor: a pair must be able to change one ({', '.join(grid.names)})."
+            )
         if np.any(self.changing < 0) or np.any(self.changing >= grid.num_factors):
-            raise ValueError(f"Changing factor positions {self.changing.tolist()} out of range for {grid.num_factors} factors.")
+            raise ValueError(
+                f"Changing factor positions {self.changing.tolist()} out of range for {grid.num_factors} factors."
+            )
         sizes = np.asarray(grid.sizes, dtype=np.int64)
         single = [grid.names[f] for f in self.changing if sizes[f] < 2]
         if single:
@@ -125,7 +134,9 @@ class PairSampler:
         if self.items is None:
             return
         if self.items.ndim != 2 or self.items.shape[1] != grid.num_factors or self.items.shape[0] == 0:
-            raise ValueError(f"items must be a non-empty [num_items, {grid.num_factors}] array, got {self.items.shape}.")
+            raise ValueError(
+                f"items must be a non-empty [num_items, {grid.num_factors}] array, got {self.items.shape}."
+            )
         if np.any(self.items < 0) or np.any(self.items >= sizes):
             raise ValueError(f"items hold factor indices outside the grid sizes {grid.sizes}.")
         for factor in self.changing.tolist():
@@ -168,7 +179,9 @@ def check_config(config: ExperimentConfig) -> tuple[int, ...]:
     """The pair settings that need no data; returns the changing factors."""
     SOURCES.resolve("shapes3d", config.data.source, config.data.path)
     if config.data.augmentations:
-        raise ValueError(f"--data.augmentations does not apply to pairs (--method={config.method.name}): the pairs are not augmented.")
+        raise ValueError(
+            f"--data.augmentations does not apply to pairs (--method={config.method.name}): the pairs are not augmented."
+        )
     changing = changing_factors(config)
     PairSampler(GRID, changing)  # refuses an empty list or a factor with one value, before any data is read
     return changing
@@ -202,6 +215,9 @@ def make_pairs_dataset(config: ExperimentConfig, seed: int, start_step: int = 0)
 
     dataset = tf.data.Dataset.counter(start=0, dtype=tf.int64)
     dataset = dataset.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    logger.info("Shapes3D pairs from the %s; changing factors: %s.", source.description,
-                ", ".join(GRID.names[f] for f in changing))
+    logger.info(
+        "Shapes3D pairs from the %s; changing factors: %s.",
+        source.description,
+        ", ".join(GRID.names[f] for f in changing),
+    )
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -84,7 +84,9 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _camera_rays(orientation_deg: float, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Camera origin [3] and unit ray directions [size, size, 3] (row 0 = top of the image)."""
     azimuth = np.deg2rad(orientation_deg)
-    origin = np.array([_CAMERA_DISTANCE * np.sin(azimuth), _CAMERA_HEIGHT, _CAMERA_DISTANCE * np.cos(azimuth)])
+    origin = np.array(
+        [_CAMERA_DISTANCE * np.sin(azimuth), _CAMERA_HEIGHT, _CAMERA_DISTANCE * np.cos(azimuth)]
+    )
     forward = _CAMERA_TARGET - origin
     forward /= np.linalg.norm(forward)
     right = np.cross(forward, [0.0, 1.0, 0.0])
@@ -98,7 +100,9 @@ def _camera_rays(orientation_deg: float, size: int) -> tuple[np.ndarray, np.ndar
     return origin, dirs / np.linalg.norm(dirs, axis=-1, keepdims=True)
 
 
-def _hit_sphere(o: np.ndarray, d: np.ndarray, centre: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
+def _hit_sphere(
+    o: np.ndarray, d: np.ndarray, centre: np.ndarray, radius: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Nearest hit t [N] (inf where missed) and outward normal [N, 3] of rays o + t d."""
     oc = o - centre
     b = _dot(oc, d)
@@ -131,7 +135,9 @@ def _hit_box(o: np.ndarray, d: np.ndarray, half: float) -> tuple[np.ndarray, np.
     return t, normal
 
 
-def _hit_cylinder(o: np.ndarray, d: np.ndarray, radius: float, height: float) -> tuple[np.ndarray, np.ndarray]:
+def _hit_cylinder(
+    o: np.ndarray, d: np.ndarray, radius: float, height: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Upright cylinder around the y axis from y = 0 to y = height, with a top cap."""
     a = d[:, 0] ** 2 + d[:, 2] ** 2
     b = o[..., 0] * d[:, 0] + o[..., 2] * d[:, 2]
@@ -155,7 +161,9 @@ def _hit_cylinder(o: np.ndarray, d: np.ndarray, radius: float, height: float) ->
     return t, normal
 
 
-def _hit_capsule(o: np.ndarray, d: np.ndarray, pa: np.ndarray, pb: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
+def _hit_capsule(
+    o: np.ndarray, d: np.ndarray, pa: np.ndarray, pb: np.ndarray, radius: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Capsule around the segment pa-pb: the cylinder part, else the nearer end sphere."""
     ba = pb - pa
     oa = o - pa
@@ -285,7 +293,9 @@ def render(factors: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
     """
     factors = np.asarray(factors)
     if factors.shape[-1:] != (6,) or not np.issubdtype(factors.dtype, np.integer):
-        raise ValueError(f"render expects integer factor indices of shape [..., 6], got {factors.dtype} {factors.shape}.")
+        raise ValueError(
+            f"render expects integer factor indices of shape [..., 6], got {factors.dtype} {factors.shape}."
+        )
     sizes = np.array([NUM_HUES, NUM_HUES, NUM_HUES, len(SCALES), len(SHAPES), len(ORIENTATIONS_DEG)])
     if np.any(factors < 0) or np.any(factors >= sizes):
         raise ValueError(f"Factor indices out of range; each must lie in [0, {sizes.tolist()}).")

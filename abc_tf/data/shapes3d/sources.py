@@ -40,7 +40,12 @@ FACTOR_NAMES: tuple[str, ...] = ("floor_hue", "wall_hue", "object_hue", "scale",
 FACTOR_SIZES: tuple[int, ...] = (10, 10, 10, 8, 4, 15)
 # The authors' command-line digits.
 AUTHOR_DIGITS: dict[str, str] = {
-    "0": "wall_hue", "1": "object_hue", "2": "floor_hue", "3": "scale", "4": "shape", "5": "orientation",
+    "0": "wall_hue",
+    "1": "object_hue",
+    "2": "floor_hue",
+    "3": "scale",
+    "4": "shape",
+    "5": "orientation",
 }
 GRID = sets.FactorGrid(FACTOR_NAMES, FACTOR_SIZES, AUTHOR_DIGITS)
 NUM_IMAGES = GRID.num_points  # 480,000
@@ -48,7 +53,12 @@ IMAGE_SHAPE: tuple[int, int, int] = (64, 64, 3)
 SHAPE_NAMES: tuple[str, ...] = render.SHAPES
 # Label values stored in 3dshapes.h5 (column order = FACTOR_NAMES); tfds stores the indices.
 FACTOR_VALUES: tuple[np.ndarray, ...] = (
-    render.HUES, render.HUES, render.HUES, render.SCALES, np.arange(4, dtype=np.float64), render.ORIENTATIONS_DEG,
+    render.HUES,
+    render.HUES,
+    render.HUES,
+    render.SCALES,
+    np.arange(4, dtype=np.float64),
+    render.ORIENTATIONS_DEG,
 )
 SHAPES3D_URL = "https://storage.googleapis.com/3d-shapes/3dshapes.h5"
 
@@ -64,7 +74,10 @@ def _detect(path: str) -> str | None:
 
 SOURCES = DataSources(
     reading={"h5": "the file 3dshapes.h5", "tfds": "a tfds data folder with a prepared shapes3d"},
-    built_in=("procedural",), detect=_detect, default=lambda: "procedural", path_optional=("tfds",),
+    built_in=("procedural",),
+    detect=_detect,
+    default=lambda: "procedural",
+    path_optional=("tfds",),
 )
 # Labels are compared with FACTOR_VALUES within this tolerance (they are float32/64 copies).
 _LABEL_TOLERANCE = 1e-3
@@ -104,7 +117,9 @@ def _read_or_raise(path: str, what: str, read):
     try:
         return read()
     except (OSError, RuntimeError, KeyError) as error:
-        raise ValueError(f"--data.path={path}: cannot read {what} ({error}); the file may be truncated or damaged.") from None
+        raise ValueError(
+            f"--data.path={path}: cannot read {what} ({error}); the file may be truncated or damaged."
+        ) from None
 
 
 def labels_to_indices(labels: np.ndarray, where: str) -> np.ndarray:
@@ -149,7 +164,9 @@ class H5Source:
                 "nothing is downloaded at run time)."
             )
         if not os.path.isfile(path):
-            raise ValueError(f"--data.path={path}: no such file. Download 3dshapes.h5 from {SHAPES3D_URL} and pass its path.")
+            raise ValueError(
+                f"--data.path={path}: no such file. Download 3dshapes.h5 from {SHAPES3D_URL} and pass its path."
+            )
         try:
             self._file = h5py.File(path, "r")
         except OSError as error:
@@ -159,7 +176,9 @@ class H5Source:
             ) from None
         for name in ("images", "labels"):
             if name not in self._file:
-                raise ValueError(f"--data.path={path} has no dataset {name!r} (found {sorted(self._file)}); expected 3dshapes.h5.")
+                raise ValueError(
+                    f"--data.path={path} has no dataset {name!r} (found {sorted(self._file)}); expected 3dshapes.h5."
+                )
         images, labels = self._file["images"], self._file["labels"]
         expected_images = (NUM_IMAGES,) + IMAGE_SHAPE
         if images.shape != expected_images or images.dtype != np.uint8:
@@ -167,7 +186,9 @@ class H5Source:
                 f"--data.path={path}: 'images' is {images.dtype} {images.shape}, expected uint8 {expected_images}."
             )
         if labels.shape != (NUM_IMAGES, len(FACTOR_NAMES)):
-            raise ValueError(f"--data.path={path}: 'labels' has shape {labels.shape}, expected {(NUM_IMAGES, len(FACTOR_NAMES))}.")
+            raise ValueError(
+                f"--data.path={path}: 'labels' has shape {labels.shape}, expected {(NUM_IMAGES, len(FACTOR_NAMES))}."
+            )
         # The flat index is only meaningful if row i carries the factors of grid point i.
         values = _read_or_raise(path, "'labels'", lambda: labels[()])
         indices = labels_to_indices(values, f"--data.path={path}")
@@ -183,7 +204,9 @@ class H5Source:
         if self._array is None and chunks is not None and chunks[0] > 64:
             logger.warning(
                 "%s stores %d images per chunk: every random image read decompresses a whole chunk. "
-                "--data.data_in_memory avoids that (5.9 GB of RAM).", path, chunks[0],
+                "--data.data_in_memory avoids that (5.9 GB of RAM).",
+                path,
+                chunks[0],
             )
         self.description = f"h5 file {path}" + (" (in memory)" if in_memory else "")
 
@@ -231,14 +254,20 @@ class TfdsSource:
             encoded.append(batch["image"])
             labels.append(np.stack([batch[key] for key in keys], axis=1))
         if not encoded:
-            raise ValueError(f"--data.source=tfds: the prepared 'shapes3d' in {builder.data_dir} holds no records.")
+            raise ValueError(
+                f"--data.source=tfds: the prepared 'shapes3d' in {builder.data_dir} holds no records."
+            )
         self._encoded = np.concatenate(encoded)
         factors = np.concatenate(labels).astype(np.int64)
         if np.any(factors < 0) or np.any(factors >= np.asarray(FACTOR_SIZES)):
-            raise ValueError(f"--data.source=tfds: labels in {builder.data_dir} lie outside the factor sizes {FACTOR_SIZES}.")
+            raise ValueError(
+                f"--data.source=tfds: labels in {builder.data_dir} lie outside the factor sizes {FACTOR_SIZES}."
+            )
         first = _decode_png(self._encoded[0])
         if first.shape != IMAGE_SHAPE:
-            raise ValueError(f"--data.source=tfds: images in {builder.data_dir} are {first.shape}, expected {IMAGE_SHAPE}.")
+            raise ValueError(
+                f"--data.source=tfds: images in {builder.data_dir} are {first.shape}, expected {IMAGE_SHAPE}."
+            )
         flat = GRID.ravel(factors)
         if flat.size == NUM_IMAGES and np.unique(flat).size == NUM_IMAGES:
             # The full grid: keep arithmetic curation, with a table from flat index to record.
@@ -250,7 +279,10 @@ class TfdsSource:
             self.items = factors
             logger.warning(
                 "tfds shapes3d in %s holds %d records, not the %d grid points once each: sets are drawn "
-                "from the records present.", builder.data_dir, flat.size, NUM_IMAGES,
+                "from the records present.",
+                builder.data_dir,
+                flat.size,
+                NUM_IMAGES,
             )
         self.description = f"tfds shapes3d in {builder.data_dir} ({flat.size} records)"
 
@@ -258,7 +290,11 @@ class TfdsSource:
         ids = np.asarray(ids, dtype=np.int64)
         records = ids if self._record_of is None else self._record_of[ids]
         flat = [_decode_png(data) for data in self._encoded[records.reshape(-1)]]
-        return np.stack(flat).reshape(ids.shape + IMAGE_SHAPE) if flat else np.zeros(ids.shape + IMAGE_SHAPE, np.uint8)
+        return (
+            np.stack(flat).reshape(ids.shape + IMAGE_SHAPE)
+            if flat
+            else np.zeros(ids.shape + IMAGE_SHAPE, np.uint8)
+        )
 
 
 def _decode_png(data: bytes) -> np.ndarray:

@@ -44,7 +44,9 @@ def scan_yaleb(root: str | os.PathLike) -> tuple[list[str], list[tuple[str, str,
     """
     root_path = Path(root)
     if not str(root) or not root_path.is_dir():
-        raise ValueError(f"--data.path {str(root)!r} is not a directory (Extended YaleB person folders expected).")
+        raise ValueError(
+            f"--data.path {str(root)!r} is not a directory (Extended YaleB person folders expected)."
+        )
     person_dirs = sorted(p for p in root_path.iterdir() if p.is_dir() and p.name.lower().startswith("yaleb"))
     if not person_dirs:
         raise ValueError(
@@ -65,7 +67,9 @@ def scan_yaleb(root: str | os.PathLike) -> tuple[list[str], list[tuple[str, str,
             person, pose, azimuth, elevation = match.groups()
             if person.lower() != person_dir.name.lower():
                 raise ValueError(f"{path}: image of {person} in the folder of {person_dir.name}.")
-            entries.append((str(path.relative_to(root_path)), person_dir.name, int(pose), int(azimuth), int(elevation)))
+            entries.append(
+                (str(path.relative_to(root_path)), person_dir.name, int(pose), int(azimuth), int(elevation))
+            )
     # Sorted by person, pose, then light: rows of one group are contiguous for either grouping.
     entries.sort(key=lambda e: (e[1], e[2], e[3], e[4]))
     return [p.name for p in person_dirs], entries
@@ -87,7 +91,9 @@ def load_yaleb(
         )
     person_names, entries = scan_yaleb(root)
     if not entries:
-        raise ValueError(f"--data.path {root}: no lit YaleB images (yaleBXX_PxxA...E....pgm) in any person folder.")
+        raise ValueError(
+            f"--data.path {root}: no lit YaleB images (yaleBXX_PxxA...E....pgm) in any person folder."
+        )
     files = [e[0] for e in entries]
     person, pose, azimuth, elevation = (np.array([e[k] for e in entries]) for k in (1, 2, 3, 4))
     if YALEB_GROUPINGS[inactive] == ("person",):
@@ -101,14 +107,20 @@ def load_yaleb(
         groups = np.array([group_of[f"{p}/P{q:02d}"] for p, q in zip(person, pose)], np.int32)
     images = load_images([os.path.join(root, f) for f in files], image_size, channels)
     labels, label_values = {}, {}
-    for name, values in (("person", person.tolist()), ("pose", pose.tolist()),
-                         ("light_azimuth", azimuth.tolist()), ("light_elevation", elevation.tolist())):
+    for name, values in (
+        ("person", person.tolist()),
+        ("pose", pose.tolist()),
+        ("light_azimuth", azimuth.tolist()),
+        ("light_elevation", elevation.tolist()),
+    ):
         labels[name], label_values[name] = encode_labels(values)
     return GroupedImages(images, group_names, groups, files, labels, label_values)
 
 
 def _read_yaleb(config: ExperimentConfig) -> GroupedImages:
-    return load_yaleb(config.data.path, config.data.image_size, config.data.image_channels, config.data.inactive_factors)
+    return load_yaleb(
+        config.data.path, config.data.image_size, config.data.image_channels, config.data.inactive_factors
+    )
 
 
 FAMILY = folders.file_layout_family("yaleb", _read_yaleb)

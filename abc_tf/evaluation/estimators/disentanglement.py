@@ -76,7 +76,12 @@ from typing import Sequence
 import numpy as np
 
 from abc_tf.evaluation.estimators.disentanglement_arrays import DCI_TREES, dci, mig, names_of, sap
-from abc_tf.evaluation.estimators.disentanglement_sampled import FactorSource, beta_vae_score, draw, factor_vae_score
+from abc_tf.evaluation.estimators.disentanglement_sampled import (
+    FactorSource,
+    beta_vae_score,
+    draw,
+    factor_vae_score,
+)
 
 SCORES: tuple[str, ...] = ("beta_vae", "factor_vae", "mig", "dci", "sap")
 # The scores that need observations drawn with one factor held fixed (a FactorSource).
@@ -93,6 +98,7 @@ HEADLINE: tuple[tuple[str, str, str, str], ...] = (
     ("sap", "sap", "sap", "SAP"),
 )
 PRESETS: tuple[str, ...] = ("none", "fast", "full", "library")
+
 
 @dataclasses.dataclass(frozen=True)
 class ScoreSettings:
@@ -150,9 +156,16 @@ class ScoreSettings:
         between runs scored with one preset only. Time per run: module docstring, "Cost".
         """
         return cls(
-            beta_vae_batch_size=16, beta_vae_num_train=300, beta_vae_num_eval=150,
-            factor_vae_batch_size=32, factor_vae_num_train=150, factor_vae_num_eval=75,
-            factor_vae_num_variance_estimate=1_000, num_train=1_000, num_test=500, dci_num_train=1_000,
+            beta_vae_batch_size=16,
+            beta_vae_num_train=300,
+            beta_vae_num_eval=150,
+            factor_vae_batch_size=32,
+            factor_vae_num_train=150,
+            factor_vae_num_eval=75,
+            factor_vae_num_variance_estimate=1_000,
+            num_train=1_000,
+            num_test=500,
+            dci_num_train=1_000,
             dci_trees="histogram",
         )
 
@@ -185,7 +198,9 @@ class ScoreSettings:
         if self.dci_trees not in DCI_TREES:
             raise ValueError(f"dci_trees must be one of {', '.join(DCI_TREES)}, got {self.dci_trees!r}.")
         if not self.factor_vae_prune_threshold >= 0:
-            raise ValueError(f"factor_vae_prune_threshold must be >= 0, got {self.factor_vae_prune_threshold}.")
+            raise ValueError(
+                f"factor_vae_prune_threshold must be >= 0, got {self.factor_vae_prune_threshold}."
+            )
 
     def codes_drawn(self, scores: Sequence[str] = SCORES) -> int:
         """How many codes :func:`all_scores` asks the source for (the encoder's work)."""
@@ -255,17 +270,25 @@ def all_scores(
     for name in scores:
         if name == "beta_vae":
             results[name] = beta_vae_score(
-                source, batch_size=settings.beta_vae_batch_size, num_train=settings.beta_vae_num_train,
-                num_eval=settings.beta_vae_num_eval, standardize=settings.standardize,
-                seed=stream[name], chunk_size=chunk,
+                source,
+                batch_size=settings.beta_vae_batch_size,
+                num_train=settings.beta_vae_num_train,
+                num_eval=settings.beta_vae_num_eval,
+                standardize=settings.standardize,
+                seed=stream[name],
+                chunk_size=chunk,
             )
         elif name == "factor_vae":
             results[name] = factor_vae_score(
-                source, batch_size=settings.factor_vae_batch_size, num_train=settings.factor_vae_num_train,
-                num_eval=settings.factor_vae_num_eval, prune_threshold=settings.factor_vae_prune_threshold,
+                source,
+                batch_size=settings.factor_vae_batch_size,
+                num_train=settings.factor_vae_num_train,
+                num_eval=settings.factor_vae_num_eval,
+                prune_threshold=settings.factor_vae_prune_threshold,
                 prune_relative=settings.factor_vae_prune_relative,
                 variance_codes=train[0][: settings.factor_vae_num_variance_estimate],
-                seed=stream[name], chunk_size=chunk,
+                seed=stream[name],
+                chunk_size=chunk,
             )
     array_names = [name for name in scores if name in ARRAY_SCORES]
     if array_names:
@@ -293,7 +316,9 @@ def array_scores(
     needed = {"mig": settings.num_train, "dci": settings.dci_num_train, "sap": settings.num_train}
     short = [name for name in scores if train[0].shape[0] < needed[name]]
     if short:
-        raise ValueError(f"{short} need {max(needed[n] for n in short)} training observations, got {train[0].shape[0]}.")
+        raise ValueError(
+            f"{short} need {max(needed[n] for n in short)} training observations, got {train[0].shape[0]}."
+        )
     if test is None and set(scores) & {"dci", "sap"}:
         raise ValueError("DCI and SAP need a test set.")
     names = names_of(factor_names, np.shape(train[1])[1])
@@ -302,19 +327,32 @@ def array_scores(
     for name in scores:
         if name == "mig":
             n = settings.num_train
-            results[name] = mig(train[0][:n], train[1][:n], num_bins=settings.mig_num_bins, factor_names=names)
+            results[name] = mig(
+                train[0][:n], train[1][:n], num_bins=settings.mig_num_bins, factor_names=names
+            )
         elif name == "dci":
             n = settings.dci_num_train
             results[name] = dci(
-                train[0][:n], train[1][:n], test[0], test[1],
-                factor_names=names, seed=stream[name], n_jobs=settings.n_jobs, trees=settings.dci_trees,
+                train[0][:n],
+                train[1][:n],
+                test[0],
+                test[1],
+                factor_names=names,
+                seed=stream[name],
+                n_jobs=settings.n_jobs,
+                trees=settings.dci_trees,
             )
         elif name == "sap":
             n = settings.num_train
             results[name] = sap(
-                train[0][:n], train[1][:n], test[0], test[1],
-                continuous_factors=settings.sap_continuous_factors, standardize=settings.standardize,
-                factor_names=names, seed=stream[name],
+                train[0][:n],
+                train[1][:n],
+                test[0],
+                test[1],
+                continuous_factors=settings.sap_continuous_factors,
+                standardize=settings.standardize,
+                factor_names=names,
+                seed=stream[name],
             )
     return results
 

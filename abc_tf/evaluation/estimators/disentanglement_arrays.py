@@ -144,7 +144,10 @@ def discrete_mutual_information(discrete_codes: np.ndarray, factors: np.ndarray)
     """I(z_j; v_k) in nats for discrete codes [n, d] and factors [n, k]: float [d, k]."""
     d, k = discrete_codes.shape[1], factors.shape[1]
     return np.array(
-        [[sk_metrics.mutual_info_score(factors[:, i], discrete_codes[:, j]) for i in range(k)] for j in range(d)]
+        [
+            [sk_metrics.mutual_info_score(factors[:, i], discrete_codes[:, j]) for i in range(k)]
+            for j in range(d)
+        ]
     ).reshape(d, k)
 
 
@@ -184,8 +187,14 @@ def _fit_gbt(train_x, train_y, test_x, test_y, seed: int, trees: str = "exact"):
     else:
         # The exact trees' schedule (100 stages of depth-3 trees, learning rate 0.1) on binned
         # codes; no early stopping, so every stage is kept as in the exact trees.
-        model = HistGradientBoostingClassifier(max_iter=100, learning_rate=0.1, max_depth=3, max_leaf_nodes=None,
-                                               early_stopping=False, random_state=seed)
+        model = HistGradientBoostingClassifier(
+            max_iter=100,
+            learning_rate=0.1,
+            max_depth=3,
+            max_leaf_nodes=None,
+            early_stopping=False,
+            random_state=seed,
+        )
         model.fit(train_x, train_y)
         importance = _histogram_importance(model, train_x.shape[1])
     return np.abs(importance), model.score(train_x, train_y), model.score(test_x, test_y)
@@ -237,7 +246,8 @@ def dci_importance(
     # threads (Shapes3D on 2 threads: 29 and 28 of the 57 values).
     order = sorted(range(factors.shape[1]), key=lambda i: -np.unique(factors[:, i]).size)
     done = joblib.Parallel(n_jobs=n_jobs, prefer="threads", return_as="generator")(
-        joblib.delayed(_fit_gbt)(codes, factors[:, i], test_codes, test_factors[:, i], seeds[i], trees) for i in order
+        joblib.delayed(_fit_gbt)(codes, factors[:, i], test_codes, test_factors[:, i], seeds[i], trees)
+        for i in order
     )
     fits = {}
     # The trees are nearly all of the scores' own time (disentanglement.py, "Cost"): progress
@@ -332,7 +342,9 @@ def sap_score_matrix(
     factors = check_factors(factors, codes.shape[0])
     d, k = codes.shape[1], factors.shape[1]
     if continuous_factors:
-        scores = np.stack([r_regression(codes, factors[:, i].astype(np.float64)) ** 2 for i in range(k)], axis=1)
+        scores = np.stack(
+            [r_regression(codes, factors[:, i].astype(np.float64)) ** 2 for i in range(k)], axis=1
+        )
         scores[np.var(codes, axis=0, ddof=1) <= _MIN_CODE_VARIANCE] = 0.0
         return scores
     if test_codes is None or test_factors is None:
@@ -340,8 +352,10 @@ def sap_score_matrix(
     test_codes = check_codes(test_codes, "test_codes")
     test_factors = check_factors(test_factors, test_codes.shape[0], "test_factors")
     if test_codes.shape[1] != d or test_factors.shape[1] != k:
-        raise ValueError(f"Test set [{test_codes.shape[1]} dims, {test_factors.shape[1]} factors] "
-                         f"does not match the training set [{d}, {k}].")
+        raise ValueError(
+            f"Test set [{test_codes.shape[1]} dims, {test_factors.shape[1]} factors] "
+            f"does not match the training set [{d}, {k}]."
+        )
     if standardize:
         scaler = StandardScaler().fit(codes)
         codes, test_codes = scaler.transform(codes), scaler.transform(test_codes)
@@ -350,8 +364,8 @@ def sap_score_matrix(
     for j in range(d):
         for i in range(k):
             classifier = LinearSVC(C=0.01, class_weight="balanced", random_state=sklearn_seed(rng))
-            classifier.fit(codes[:, j:j + 1], factors[:, i])
-            scores[j, i] = classifier.score(test_codes[:, j:j + 1], test_factors[:, i])
+            classifier.fit(codes[:, j : j + 1], factors[:, i])
+            scores[j, i] = classifier.score(test_codes[:, j : j + 1], test_factors[:, i])
     return scores
 
 

@@ -67,7 +67,13 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from abc_tf.evaluation.estimators.disentanglement_arrays import Seed, check_codes, check_factors, rng_of, sklearn_seed
+from abc_tf.evaluation.estimators.disentanglement_arrays import (
+    Seed,
+    check_codes,
+    check_factors,
+    rng_of,
+    sklearn_seed,
+)
 
 
 class FactorSource(Protocol):
@@ -80,11 +86,9 @@ class FactorSource(Protocol):
 
     factor_names: Sequence[str]
 
-    def sample_factors(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        ...
+    def sample_factors(self, n: int, rng: np.random.Generator) -> np.ndarray: ...
 
-    def codes(self, factors: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        ...
+    def codes(self, factors: np.ndarray, rng: np.random.Generator) -> np.ndarray: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,12 +149,14 @@ def _sample_factors(source: FactorSource, n: int, k: int, rng: np.random.Generat
     return check_factors(factors, n, "source.sample_factors(...)")
 
 
-def draw(source: FactorSource, n: int, seed: Seed = None, chunk_size: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+def draw(
+    source: FactorSource, n: int, seed: Seed = None, chunk_size: int = 4096
+) -> tuple[np.ndarray, np.ndarray]:
     """Codes float [n, d] and factors int [n, k] of n random observations of ``source``."""
     rng = rng_of(seed)
     k = _num_factors(source)
     factors = _sample_factors(source, n, k, rng)
-    parts = [_source_codes(source, factors[i:i + chunk_size], rng) for i in range(0, n, chunk_size)]
+    parts = [_source_codes(source, factors[i : i + chunk_size], rng) for i in range(0, n, chunk_size)]
     return np.concatenate(parts, axis=0), factors
 
 
@@ -256,7 +262,9 @@ def majority_vote_accuracy(train_votes: np.ndarray, eval_votes: np.ndarray | Non
     train_votes = np.asarray(train_votes)
     votes = train_votes if eval_votes is None else np.asarray(eval_votes)
     if votes.shape != train_votes.shape or votes.ndim != 2:
-        raise ValueError(f"Vote matrices must be [k, d] of one shape, got {train_votes.shape} and {votes.shape}.")
+        raise ValueError(
+            f"Vote matrices must be [k, d] of one shape, got {train_votes.shape} and {votes.shape}."
+        )
     total = votes.sum()
     if total == 0:
         return 0.0

@@ -146,7 +146,9 @@ def histogram_sigma_sweep(
     stacked_factors = np.concatenate([factors] * repeats)
     return np.stack(
         [
-            histogram_mutual_information(add_noise(stacked_embeddings, float(s), rng), stacked_factors, total_bins)
+            histogram_mutual_information(
+                add_noise(stacked_embeddings, float(s), rng), stacked_factors, total_bins
+            )
             for s in sigmas
         ]
     )

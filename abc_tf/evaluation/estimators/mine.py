@@ -91,7 +91,9 @@ def debiased_log_average(
     log_value = tf.convert_to_tensor(log_value, tf.float32)
     log_decay = math.log1p(-alpha) if alpha < 1 else -np.inf  # log(1 - alpha)
     # logaddexp(log(1 - alpha) + log m_{t-1}, log(alpha) + log x_t); -inf terms drop out.
-    log_average = tf.reduce_logsumexp(tf.stack([log_decay + log_average, math.log(alpha) + log_value]), axis=0)
+    log_average = tf.reduce_logsumexp(
+        tf.stack([log_decay + log_average, math.log(alpha) + log_value]), axis=0
+    )
     step = tf.cast(step, tf.float32)
     return log_average, log_average - tf.math.log(1.0 - (1.0 - alpha) ** step)
 
@@ -110,10 +112,19 @@ class MineEstimator:
       settings: training and evaluation settings; seed: the networks' initial weights.
     """
 
-    def __init__(self, num_points: int, embedding_dim: int, num_factors: int, settings: MineSettings = MineSettings(), seed: int = 0):
+    def __init__(
+        self,
+        num_points: int,
+        embedding_dim: int,
+        num_factors: int,
+        settings: MineSettings = MineSettings(),
+        seed: int = 0,
+    ):
         settings.validate()
         if num_points < 2 or embedding_dim < 1 or num_factors < 1:
-            raise ValueError(f"MINE needs N >= 2 points, D >= 1 and F >= 1 factors, got {num_points}, {embedding_dim}, {num_factors}.")
+            raise ValueError(
+                f"MINE needs N >= 2 points, D >= 1 and F >= 1 factors, got {num_points}, {embedding_dim}, {num_factors}."
+            )
         self.settings = settings
         self.num_factors = num_factors
         self.shape = (num_points, embedding_dim, num_factors)
@@ -140,13 +151,18 @@ class MineEstimator:
         """The F statistics networks with the initial weights that ``seed`` draws."""
         keras.utils.set_random_seed(seed)
         with float32_policy():
-            return [models.build("mine", embedding_dim=self.shape[1], factor_dim=1) for _ in range(self.num_factors)]
+            return [
+                models.build("mine", embedding_dim=self.shape[1], factor_dim=1)
+                for _ in range(self.num_factors)
+            ]
 
     def initial_values_for(self, seed: int) -> list[np.ndarray]:
         """The initial weights of an estimator built with ``seed`` (networks built once to read
         them; the traced graph is not rebuilt)."""
         if seed not in self._initial_values:
-            self._initial_values[seed] = [v.numpy() for network in self._networks(seed) for v in network.trainable_variables]
+            self._initial_values[seed] = [
+                v.numpy() for network in self._networks(seed) for v in network.trainable_variables
+            ]
         return self._initial_values[seed]
 
     def set_data(self, embeddings: np.ndarray, factors: np.ndarray) -> None:
@@ -181,7 +197,9 @@ class MineEstimator:
         seed = tf.stack([self.seed, self.step * 4 + salt])
         keys = tf.random.experimental.stateless_split(seed, 3)
         joint_index = tf.random.stateless_uniform([batch_size], keys[0], 0, self.num_points, dtype=tf.int64)
-        marginal_index = tf.random.stateless_uniform([batch_size], keys[1], 0, self.num_points, dtype=tf.int64)
+        marginal_index = tf.random.stateless_uniform(
+            [batch_size], keys[1], 0, self.num_points, dtype=tf.int64
+        )
         u = tf.gather(self.embeddings, joint_index)
         u = u + self.sigma * tf.random.stateless_normal(tf.shape(u), keys[2])
         return u, tf.gather(self.factors, joint_index), tf.gather(self.factors, marginal_index)
@@ -244,8 +262,9 @@ class MineEstimator:
             )
         return joint_sum, marginal_lse
 
-    def estimate(self, sigma: float, seed: int, weights_seed: int | None = None,
-                 progress: Progress | None = None) -> np.ndarray:
+    def estimate(
+        self, sigma: float, seed: int, weights_seed: int | None = None, progress: Progress | None = None
+    ) -> np.ndarray:
         """Trains all networks from their initial weights (those an estimator built with
         ``weights_seed`` starts from; by default this one's) at noise ``sigma`` on the loaded
         data, drawing batches and noise from ``seed``; returns the DV estimate [F] in nats.
@@ -256,7 +275,11 @@ class MineEstimator:
         self.reset(sigma, seed, weights_seed)
         settings = self.settings
         label = f"MINE ({self.num_factors} factors)"
-        with Progress(label, settings.steps) if progress is None else contextlib.nullcontext(progress) as progress:
+        with (
+            Progress(label, settings.steps)
+            if progress is None
+            else contextlib.nullcontext(progress) as progress
+        ):
             start, trained = progress.done, 0
             while trained < settings.steps:
                 steps = min(settings.steps - trained, settings.chunk_steps)
@@ -265,7 +288,9 @@ class MineEstimator:
                 progress.update(start + trained)
         chunk = min(settings.eval_samples, 8192)
         num_chunks = max(1, int(math.ceil(settings.eval_samples / chunk)))
-        joint_sum, marginal_lse = self._evaluate(tf.constant(chunk, tf.int32), tf.constant(num_chunks, tf.int64))
+        joint_sum, marginal_lse = self._evaluate(
+            tf.constant(chunk, tf.int32), tf.constant(num_chunks, tf.int64)
+        )
         total = float(chunk * num_chunks)
         return joint_sum.numpy() / total - (marginal_lse.numpy() - math.log(total))
 
@@ -278,7 +303,9 @@ def _standardise(factors: np.ndarray) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=16)
-def estimator_for(num_points: int, embedding_dim: int, num_factors: int, settings: MineSettings) -> MineEstimator:
+def estimator_for(
+    num_points: int, embedding_dim: int, num_factors: int, settings: MineSettings
+) -> MineEstimator:
     """The process's :class:`MineEstimator` for N, D, F and ``settings``, built and traced on first
     use. Every estimate restarts it from the initial weights of the seed it is given and a fresh
     optimizer (:meth:`MineEstimator.estimate`'s ``weights_seed``), so a reused estimator returns
@@ -312,12 +339,20 @@ def mine_sigma_sweep(
     sigmas = [float(s) for s in sigmas]
     if any(s < 0 or not math.isfinite(s) for s in sigmas):
         raise ValueError(f"Noise sigmas must be finite and >= 0, got {sigmas}.")
-    estimator = estimator_for(int(embeddings.shape[0]), int(embeddings.shape[1]), int(factors.shape[1]), settings)
+    estimator = estimator_for(
+        int(embeddings.shape[0]), int(embeddings.shape[1]), int(factors.shape[1]), settings
+    )
     estimator.set_data(embeddings, factors)
-    label = f"MINE ({factors.shape[1]} factors" + (f", {len(sigmas)} noise scales)" if len(sigmas) > 1 else ")")
+    label = f"MINE ({factors.shape[1]} factors" + (
+        f", {len(sigmas)} noise scales)" if len(sigmas) > 1 else ")"
+    )
     with Progress(label, len(sigmas) * settings.steps) as progress:
-        return np.stack([estimator.estimate(sigma, seed * 1000 + index, weights_seed=seed, progress=progress)
-                         for index, sigma in enumerate(sigmas)])
+        return np.stack(
+            [
+                estimator.estimate(sigma, seed * 1000 + index, weights_seed=seed, progress=progress)
+                for index, sigma in enumerate(sigmas)
+            ]
+        )
 
 
 def mine_mutual_information(

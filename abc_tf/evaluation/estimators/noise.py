@@ -83,7 +83,11 @@ def spread(embeddings: np.ndarray) -> float:
 
 
 def sigma_grid(
-    embeddings: np.ndarray, length_scale: float, num: int = PAPER_NUM_SIGMAS, below: float = 100.0, above: float = 10.0
+    embeddings: np.ndarray,
+    length_scale: float,
+    num: int = PAPER_NUM_SIGMAS,
+    below: float = 100.0,
+    above: float = 10.0,
 ) -> np.ndarray:
     """Log-spaced noise scales [num] for a sweep: from min(length scale, spread) / ``below`` to
     max(length scale, spread) * ``above``, where spread is :func:`spread` of the embeddings.

@@ -70,7 +70,9 @@ def figure_to_png(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
-def finish_figure(figure: Figure, path: str | os.PathLike | None, title: str | None = None, axes=None) -> Figure:
+def finish_figure(
+    figure: Figure, path: str | os.PathLike | None, title: str | None = None, axes=None
+) -> Figure:
     """Titles the figure (``axes``' own title when given, else one above all panels), lays it
     out, writes it to ``path`` unless that is None, and returns it."""
     if title:
@@ -95,7 +97,12 @@ def principal_components(
     """
     embeddings = np.asarray(embeddings, dtype=np.float64)
     reference = embeddings if basis_of is None else np.asarray(basis_of, dtype=np.float64)
-    if embeddings.ndim != 2 or reference.ndim != 2 or reference.shape[0] < 2 or embeddings.shape[1] != reference.shape[1]:
+    if (
+        embeddings.ndim != 2
+        or reference.ndim != 2
+        or reference.shape[0] < 2
+        or embeddings.shape[1] != reference.shape[1]
+    ):
         raise ValueError(
             f"PCA needs embeddings [N, D] and a basis [M, D] with M >= 2, got {embeddings.shape} and {reference.shape}."
         )
@@ -130,7 +137,9 @@ def plot_embeddings_pca(
     if factors.ndim == 1:
         factors = factors[:, None]
     if factors.shape != (embeddings.shape[0], len(names)):
-        raise ValueError(f"Factors {factors.shape} do not match {embeddings.shape[0]} points and {len(names)} names.")
+        raise ValueError(
+            f"Factors {factors.shape} do not match {embeddings.shape[0]} points and {len(names)} names."
+        )
     if embeddings.shape[0] > max_points:
         keep = np.random.default_rng(seed).choice(embeddings.shape[0], max_points, replace=False)
         embeddings, factors = embeddings[keep], factors[keep]
@@ -188,8 +197,14 @@ def _chance_lines(axes, chance: Sequence[float] | None) -> None:
         axes.hlines(level, index - 0.4, index + 0.4, colors="k", linestyles="dashed", linewidth=1, zorder=3)
 
 
-def _draw_bars(axes, heights: np.ndarray, names: Sequence[str], inactive: Sequence[str],
-               chance: Sequence[float] | None, ylabel: str) -> np.ndarray:
+def _draw_bars(
+    axes,
+    heights: np.ndarray,
+    names: Sequence[str],
+    inactive: Sequence[str],
+    chance: Sequence[float] | None,
+    ylabel: str,
+) -> np.ndarray:
     """A bar per factor [F] on shaded inactive columns, with chance levels; returns the positions."""
     _shade_inactive(axes, names, inactive)
     positions = np.arange(len(names))
@@ -220,8 +235,15 @@ def plot_factor_distribution(
     return finish_figure(figure, path, title, axes)
 
 
-def _draw_distribution(axes, values: np.ndarray, names: Sequence[str], inactive: Sequence[str], kind: str,
-                       chance: Sequence[float] | None, ylabel: str) -> None:
+def _draw_distribution(
+    axes,
+    values: np.ndarray,
+    names: Sequence[str],
+    inactive: Sequence[str],
+    kind: str,
+    chance: Sequence[float] | None,
+    ylabel: str,
+) -> None:
     if kind == "bars":
         positions = _draw_bars(axes, values.mean(axis=0), names, inactive, chance, ylabel)
         if values.shape[0] > 1:
@@ -265,7 +287,9 @@ def plot_conditions(
     for row, (label, values) in enumerate(results.items()):
         axes = figure.add_subplot(rows, 1, row + 1, sharey=shared)
         shared = shared or axes
-        _draw_distribution(axes, _as_seed_matrix(values, len(names)), names, inactive.get(label, ()), kind, chance, ylabel)
+        _draw_distribution(
+            axes, _as_seed_matrix(values, len(names)), names, inactive.get(label, ()), kind, chance, ylabel
+        )
         axes.set_title(label, fontsize=9)
         if row < rows - 1:
             axes.set_xticklabels([])
@@ -286,7 +310,9 @@ def plot_probe_accuracies(
     return finish_figure(figure, path)
 
 
-def plot_factor_summary(rows: Sequence[dict], path: str | os.PathLike | None = None, title: str | None = None) -> Figure:
+def plot_factor_summary(
+    rows: Sequence[dict], path: str | os.PathLike | None = None, title: str | None = None
+) -> Figure:
     """Two panels per factor, MI (nats) and probe accuracy with chance levels; inactive factors
     shaded; a missing value (None) leaves its bar out. The end-of-run summary figure.
 
@@ -305,13 +331,25 @@ def plot_factor_summary(rows: Sequence[dict], path: str | os.PathLike | None = N
     for column, (values, label, levels) in enumerate(panels, start=1):
         axes = figure.add_subplot(1, 2, column)
         # MINE's bound can dip just below 0 where there is no information; drawn as 0.
-        _draw_bars(axes, np.maximum(np.nan_to_num(np.asarray(values, np.float64)), 0.0), names, inactive, levels, label)
+        _draw_bars(
+            axes,
+            np.maximum(np.nan_to_num(np.asarray(values, np.float64)), 0.0),
+            names,
+            inactive,
+            levels,
+            label,
+        )
         axes.set_ylim(bottom=0.0)
     return finish_figure(figure, path, title)
 
 
-def _draw_grouped_bars(axes, groups: Sequence[str], series: Mapping[str, np.ndarray], ylabel: str,
-                       chance: Sequence[float] | None = None) -> None:
+def _draw_grouped_bars(
+    axes,
+    groups: Sequence[str],
+    series: Mapping[str, np.ndarray],
+    ylabel: str,
+    chance: Sequence[float] | None = None,
+) -> None:
     """A bar group per entry of ``groups`` [G], in it a bar per series (label -> values [G], or
     [S, G] over seeds: the mean, every seed a dot); NaN values leave their bar out."""
     width = 0.8 / max(len(series), 1)
@@ -319,7 +357,9 @@ def _draw_grouped_bars(axes, groups: Sequence[str], series: Mapping[str, np.ndar
         values = _as_seed_matrix(values, len(groups))
         present = np.isfinite(values)
         counts = present.sum(axis=0)
-        means = np.where(counts > 0, np.where(present, values, 0.0).sum(axis=0) / np.maximum(counts, 1), np.nan)
+        means = np.where(
+            counts > 0, np.where(present, values, 0.0).sum(axis=0) / np.maximum(counts, 1), np.nan
+        )
         positions = np.arange(len(groups)) + (index - (len(series) - 1) / 2) * width
         axes.bar(positions, means, width=0.9 * width, color=f"C{index}", label=label, zorder=2)
         if values.shape[0] > 1:
@@ -356,7 +396,9 @@ def plot_comparison(
     if not panels:
         raise ValueError("plot_comparison needs at least one panel.")
     rows = max(len(series) for _, _, series, _ in panels)
-    figure = new_figure(max(6.0, 0.3 * rows * max(len(groups) for _, groups, _, _ in panels) + 1.5), 2.6 * len(panels) + 0.4)
+    figure = new_figure(
+        max(6.0, 0.3 * rows * max(len(groups) for _, groups, _, _ in panels) + 1.5), 2.6 * len(panels) + 0.4
+    )
     for index, (ylabel, groups, series, chance) in enumerate(panels, start=1):
         _draw_grouped_bars(figure.add_subplot(len(panels), 1, index), groups, series, ylabel, chance)
     return finish_figure(figure, path, title)

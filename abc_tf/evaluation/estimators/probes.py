@@ -50,7 +50,9 @@ class ProbeSettings:
 
     def validate(self) -> None:
         if self.epochs <= 0 or self.batch_size <= 0:
-            raise ValueError(f"Probe epochs and batch_size must be positive, got {self.epochs}, {self.batch_size}.")
+            raise ValueError(
+                f"Probe epochs and batch_size must be positive, got {self.epochs}, {self.batch_size}."
+            )
         if not 0 < self.test_fraction < 1:
             raise ValueError(f"Probe test_fraction must lie in (0, 1), got {self.test_fraction}.")
         if not self.learning_rate > 0:
@@ -67,7 +69,8 @@ class ProbeResult:
 
     def as_dict(self) -> dict[str, dict[str, float]]:
         return {
-            name: {"accuracy": float(a), "chance": float(c)} for name, a, c in zip(self.names, self.accuracy, self.chance)
+            name: {"accuracy": float(a), "chance": float(c)}
+            for name, a, c in zip(self.names, self.accuracy, self.chance)
         }
 
 
@@ -142,8 +145,12 @@ def probe_accuracies(
     test_inputs = embeddings[test]
     if settings.noisy_test and sigma > 0:
         test_inputs = test_inputs + rng.normal(scale=sigma, size=test_inputs.shape).astype(np.float32)
-    accuracy = np.array([np.mean(np.argmax(network(test_inputs).numpy(), axis=-1) == labels[test, index])
-                         for index, network in enumerate(networks)])
+    accuracy = np.array(
+        [
+            np.mean(np.argmax(network(test_inputs).numpy(), axis=-1) == labels[test, index])
+            for index, network in enumerate(networks)
+        ]
+    )
     chance = 1.0 / np.asarray(num_classes, dtype=np.float64)
     return ProbeResult(accuracy=accuracy, chance=chance, names=names)
 
@@ -152,7 +159,10 @@ def build_probes(embedding_dim: int, num_classes: Sequence[int]) -> list[keras.M
     """One probe per factor (``models.build("probe")``, at least two classes), in float32 whatever
     the global policy (not the bfloat16 one a mixed-precision encoder may have set)."""
     with float32_policy():
-        return [models.build("probe", embedding_dim=embedding_dim, num_classes=max(classes, 2)) for classes in num_classes]
+        return [
+            models.build("probe", embedding_dim=embedding_dim, num_classes=max(classes, 2))
+            for classes in num_classes
+        ]
 
 
 class ProbeTrainer:
@@ -170,12 +180,28 @@ class ProbeTrainer:
         self.optimizer = optimizers.adam(ProbeSettings.learning_rate)
         self.optimizer.build(self.variables)
         scalar = tf.TensorSpec([], tf.int64)
-        self._run = tf.function(self._train_epochs, input_signature=[
-            tf.TensorSpec([None, embedding_dim], tf.float32), tf.TensorSpec([None, len(num_classes)], tf.int32),
-            tf.TensorSpec([], tf.float32), scalar, scalar, scalar, scalar])
+        self._run = tf.function(
+            self._train_epochs,
+            input_signature=[
+                tf.TensorSpec([None, embedding_dim], tf.float32),
+                tf.TensorSpec([None, len(num_classes)], tf.int32),
+                tf.TensorSpec([], tf.float32),
+                scalar,
+                scalar,
+                scalar,
+                scalar,
+            ],
+        )
 
-    def train(self, initial: Sequence[keras.Model], embeddings: np.ndarray, labels: np.ndarray, sigma: float,
-              settings: ProbeSettings, seed: int) -> list[keras.Model]:
+    def train(
+        self,
+        initial: Sequence[keras.Model],
+        embeddings: np.ndarray,
+        labels: np.ndarray,
+        sigma: float,
+        settings: ProbeSettings,
+        seed: int,
+    ) -> list[keras.Model]:
         """``settings.epochs`` passes over (embeddings [N, D], labels [N, F]) in batches of
         ``settings.batch_size`` (a fresh order each epoch, the last batch smaller), probe f learning
         column f from the embeddings plus fresh N(0, sigma^2) noise per batch, by Adam on the mean
@@ -186,17 +212,34 @@ class ProbeTrainer:
             variable.assign(tf.zeros_like(variable))
         # The learning rate is one of the optimizer's variables too; zeroing took it away.
         self.optimizer.learning_rate = settings.learning_rate
-        inputs = (tf.constant(embeddings, tf.float32), tf.constant(labels, tf.int32), tf.constant(sigma, tf.float32))
+        inputs = (
+            tf.constant(embeddings, tf.float32),
+            tf.constant(labels, tf.int32),
+            tf.constant(sigma, tf.float32),
+        )
         with Progress(f"probes ({labels.shape[1]} factors)", settings.epochs, "epochs") as progress:
             for first in range(0, settings.epochs, EPOCHS_PER_CALL):
                 epochs = min(EPOCHS_PER_CALL, settings.epochs - first)
-                self._run(*inputs, tf.constant(first, tf.int64), tf.constant(epochs, tf.int64),
-                          tf.constant(settings.batch_size, tf.int64), tf.constant(seed, tf.int64))
+                self._run(
+                    *inputs,
+                    tf.constant(first, tf.int64),
+                    tf.constant(epochs, tf.int64),
+                    tf.constant(settings.batch_size, tf.int64),
+                    tf.constant(seed, tf.int64),
+                )
                 progress.update(first + epochs)
         return self.networks
 
-    def _train_epochs(self, points: tf.Tensor, targets: tf.Tensor, sigma: tf.Tensor, first: tf.Tensor,
-                      epochs: tf.Tensor, batch_size: tf.Tensor, seed: tf.Tensor) -> None:
+    def _train_epochs(
+        self,
+        points: tf.Tensor,
+        targets: tf.Tensor,
+        sigma: tf.Tensor,
+        first: tf.Tensor,
+        epochs: tf.Tensor,
+        batch_size: tf.Tensor,
+        seed: tf.Tensor,
+    ) -> None:
         """Epochs ``first`` .. ``first + epochs - 1``: each epoch's order and noise depend on its
         number only, so the epochs may be split between calls at will."""
         size = tf.shape(points, out_type=tf.int64)[0]
@@ -208,12 +251,21 @@ class ProbeTrainer:
                 rows = order[start : start + batch_size]
                 batch = tf.gather(points, rows)
                 # With sigma = 0 the noise adds exact zeros.
-                batch += sigma * tf.random.stateless_normal(tf.shape(batch), tf.stack([seed, 2 * (epoch * size + start) + 1]))
+                batch += sigma * tf.random.stateless_normal(
+                    tf.shape(batch), tf.stack([seed, 2 * (epoch * size + start) + 1])
+                )
                 batch_targets = tf.gather(targets, rows)
                 with tf.GradientTape() as tape:
-                    loss = tf.add_n([tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
-                        batch_targets[:, index], network(batch, training=True)))
-                        for index, network in enumerate(self.networks)])
+                    loss = tf.add_n(
+                        [
+                            tf.reduce_mean(
+                                keras.losses.sparse_categorical_crossentropy(
+                                    batch_targets[:, index], network(batch, training=True)
+                                )
+                            )
+                            for index, network in enumerate(self.networks)
+                        ]
+                    )
                 self.optimizer.apply(tape.gradient(loss, self.variables), self.variables)
 
 

@@ -19,7 +19,9 @@ def r2_score(target: np.ndarray, prediction: np.ndarray) -> float:
     return float(1.0 - np.sum((target - prediction) ** 2) / total) if total > 0 else float("nan")
 
 
-def ridge_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, alpha: float = 1e-3) -> np.ndarray:
+def ridge_predict(
+    train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, alpha: float = 1e-3
+) -> np.ndarray:
     """Ridge regression on standardised features (alpha relative to the number of points)."""
     mean, scale = train_x.mean(axis=0), train_x.std(axis=0) + 1e-12
     a = (train_x - mean) / scale
@@ -29,16 +31,18 @@ def ridge_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, 
     return b @ weights + train_y.mean()
 
 
-def knn_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, k: int = 10, chunk: int = 2048) -> np.ndarray:
+def knn_predict(
+    train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, k: int = 10, chunk: int = 2048
+) -> np.ndarray:
     """Mean target of the k nearest training points (Euclidean, the embedding's own metric)."""
     k = min(k, len(train_x))
     train_norms = np.sum(train_x**2, axis=1)
     out = np.empty(len(test_x))
     for start in range(0, len(test_x), chunk):
-        block = test_x[start:start + chunk]
+        block = test_x[start : start + chunk]
         distances = np.sum(block**2, axis=1)[:, None] + train_norms[None, :] - 2.0 * block @ train_x.T
         nearest = np.argpartition(distances, k - 1, axis=1)[:, :k]
-        out[start:start + chunk] = train_y[nearest].mean(axis=1)
+        out[start : start + chunk] = train_y[nearest].mean(axis=1)
     return out
 
 
@@ -71,18 +75,23 @@ def style_predictability(
     seen = np.flatnonzero(labels != (-1 if holdout_digit is None else holdout_digit))
     held = np.flatnonzero(labels == holdout_digit) if holdout_digit is not None else np.zeros(0, np.int64)
     order = np.random.default_rng(seed).permutation(seen)
-    fit, score = order[: len(order) // 2], order[len(order) // 2:]
+    fit, score = order[: len(order) // 2], order[len(order) // 2 :]
     results: dict[str, dict[str, float]] = {}
     for name, values in measures.items():
         values = np.asarray(values, np.float64)
         targets = {"raw": values, "within_digit": centre_by_class(values, labels)}
         entry: dict[str, float] = {}
         for variant, target in targets.items():
-            for method, predict in (("ridge", ridge_predict), ("knn", lambda a, b, c: knn_predict(a, b, c, k))):
+            for method, predict in (
+                ("ridge", ridge_predict),
+                ("knn", lambda a, b, c: knn_predict(a, b, c, k)),
+            ):
                 evaluation = np.concatenate([score, held])
                 prediction = predict(embeddings[fit], target[fit], embeddings[evaluation])
                 entry[f"{method}_{variant}_seen_digits"] = r2_score(target[score], prediction[: len(score)])
                 if len(held):
-                    entry[f"{method}_{variant}_holdout_digit"] = r2_score(target[held], prediction[len(score):])
+                    entry[f"{method}_{variant}_holdout_digit"] = r2_score(
+                        target[held], prediction[len(score) :]
+                    )
         results[name] = entry
     return results

@@ -16,7 +16,9 @@ def _draw_sweep(axes, sigmas, values, names, inactive, length_scale) -> None:
     colours = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
     for index, name in enumerate(names):
         style = "--" if name in inactive else "-"
-        axes.plot(sigmas, values[:, index], style, color=colours[index % len(colours)], label=name, linewidth=1.4)
+        axes.plot(
+            sigmas, values[:, index], style, color=colours[index % len(colours)], label=name, linewidth=1.4
+        )
     if length_scale is not None:
         axes.axvline(length_scale, color="k", linestyle=":", linewidth=1.2)
     axes.set_xscale("log")
@@ -38,7 +40,9 @@ def plot_mi_sweep(
     sigmas = np.asarray(sigmas, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     if values.shape != (len(sigmas), len(names)):
-        raise ValueError(f"Sweep values {values.shape} do not match {len(sigmas)} sigmas x {len(names)} factors.")
+        raise ValueError(
+            f"Sweep values {values.shape} do not match {len(sigmas)} sigmas x {len(names)} factors."
+        )
     plots.check_inactive(names, inactive)
     figure = plots.new_figure(4.8, 3.2)
     axes = figure.add_subplot(1, 1, 1)
@@ -67,7 +71,11 @@ def plot_sweep_grid(
         axes = figure.add_subplot(rows, columns, index + 1, sharex=shared, sharey=shared)
         shared = shared or axes
         _draw_sweep(
-            axes, np.asarray(panel["sigmas"]), np.asarray(panel["values"]), names, panel.get("inactive", ()),
+            axes,
+            np.asarray(panel["sigmas"]),
+            np.asarray(panel["values"]),
+            names,
+            panel.get("inactive", ()),
             panel.get("length_scale"),
         )
         axes.set_title(panel.get("label", ""), fontsize=8)

@@ -20,7 +20,17 @@ import os
 from typing import Callable
 
 from abc_tf import data, json_files, methods, registry
-from abc_tf.evaluation.tasks import (digit_clusters, encoder_disentanglement, factor_isolation, label_information, labelled_samples, likelihood, mnist_style, pose_accuracy, retrieval)
+from abc_tf.evaluation.tasks import (
+    digit_clusters,
+    encoder_disentanglement,
+    factor_isolation,
+    label_information,
+    labelled_samples,
+    likelihood,
+    mnist_style,
+    pose_accuracy,
+    retrieval,
+)
 from abc_tf.evaluation import evaluation_logs, learning_curves, progress
 from abc_tf.evaluation.estimators import plots, probes
 from abc_tf.evaluation.estimators.disentanglement import SCORES, ScoreSettings
@@ -74,27 +84,37 @@ class EvaluationSettings:
             raise ValueError(f"measure_images must be >= 0 (0: the whole sets), got {self.measure_images}.")
         unknown = [name for name in self.disentanglement_scores if name not in SCORES]
         if unknown or not self.disentanglement_scores:
-            raise ValueError(f"disentanglement_scores: unknown or no scores {unknown or list(self.disentanglement_scores)}; "
-                             f"choose from {', '.join(SCORES)}.")
+            raise ValueError(
+                f"disentanglement_scores: unknown or no scores {unknown or list(self.disentanglement_scores)}; "
+                f"choose from {', '.join(SCORES)}."
+            )
 
 
-def add_disentanglement(encoder, config, out_dir: str, metrics: dict, settings: EvaluationSettings,
-                        untrained: tuple | None = None) -> None:
+def add_disentanglement(
+    encoder, config, out_dir: str, metrics: dict, settings: EvaluationSettings, untrained: tuple | None = None
+) -> None:
     """Adds the disentanglement scores to ``metrics`` (and, for ``untrained`` = (untrained
     encoder, its metrics), to those) and draws disentanglement.png, unless the preset is "none"."""
     scores = settings.scores
     if scores is None:
         return
     series = {}
-    for label, (network, target) in {"trained": (encoder, metrics), "untrained": untrained or (None, None)}.items():
+    for label, (network, target) in {
+        "trained": (encoder, metrics),
+        "untrained": untrained or (None, None),
+    }.items():
         if network is not None:
             with stage(f"disentanglement scores of the {label} encoder ({settings.disentanglement} preset)"):
                 target["disentanglement"] = encoder_disentanglement.evaluate_disentanglement(
-                    network, config, scores, settings.sample_seed, settings.disentanglement_scores)
+                    network, config, scores, settings.sample_seed, settings.disentanglement_scores
+                )
             series[label] = target["disentanglement"]["scores"]
     if series["trained"]:
-        encoder_disentanglement.plot_scores(series, os.path.join(out_dir, encoder_disentanglement.FIGURE),
-                                            f"disentanglement ({settings.disentanglement} preset)")
+        encoder_disentanglement.plot_scores(
+            series,
+            os.path.join(out_dir, encoder_disentanglement.FIGURE),
+            f"disentanglement ({settings.disentanglement} preset)",
+        )
         figures = metrics.setdefault("figures", [])
         if isinstance(figures, dict):  # mnist_style names its figures by what they show
             figures["disentanglement"] = os.path.join(out_dir, encoder_disentanglement.FIGURE)
@@ -113,7 +133,12 @@ def evaluate_factors(run: Run, out_dir: str, settings: EvaluationSettings) -> di
         network = untrained_encoder(config)
         with stage("factor isolation of the untrained encoder"):
             metrics["untrained"] = factor_isolation.evaluate_encoder(
-                network, config, isolation, os.path.join(out_dir, "untrained"), sample, title="untrained network",
+                network,
+                config,
+                isolation,
+                os.path.join(out_dir, "untrained"),
+                sample,
+                title="untrained network",
             )
         untrained = (network, metrics["untrained"])
     add_disentanglement(run.encoder, config, out_dir, metrics, settings, untrained)
@@ -129,9 +154,12 @@ def evaluate_digit_style(run: Run, out_dir: str, settings: EvaluationSettings) -
     # Every method's representation gets the digit-cluster measures of Elastic-InfoGAN's paper
     # (1-NN accuracy, k-means NMI), so ABC, VAE and GAN rows read alike.
     with stage("digit clusters (1-NN, k-means NMI)"):
-        metrics["digit_clusters"] = digit_clusters.representation_scores(run.encoder, run.config, settings.sample_seed)
+        metrics["digit_clusters"] = digit_clusters.representation_scores(
+            run.encoder, run.config, settings.sample_seed
+        )
         metrics["untrained"]["digit_clusters"] = digit_clusters.representation_scores(
-            untrained_encoder(run.config), run.config, settings.sample_seed)
+            untrained_encoder(run.config), run.config, settings.sample_seed
+        )
     add_disentanglement(run.encoder, run.config, out_dir, metrics, settings)
     return metrics
 
@@ -142,16 +170,25 @@ def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dic
     isolation, config = settings.isolation, run.config
     grouped = label_information.load_labelled(config)
     with stage("probes and MINE per label, trained and untrained"):
-        metrics = label_information.to_dict(label_information.trained_vs_untrained(
-            config, run.encoder, grouped,
-            label_information.LabelSettings(probe_settings=isolation.probe or probes.ProbeSettings(),
-                                            mine_settings=isolation.mine),
-        ))
+        metrics = label_information.to_dict(
+            label_information.trained_vs_untrained(
+                config,
+                run.encoder,
+                grouped,
+                label_information.LabelSettings(
+                    probe_settings=isolation.probe or probes.ProbeSettings(), mine_settings=isolation.mine
+                ),
+            )
+        )
     path = os.path.join(out_dir, RETRIEVAL_FIGURE)
     with stage("retrieval grid across groups"):
         metrics["retrieval"] = retrieval.group_retrieval(
-            [("trained", run.encoder), ("untrained", untrained_encoder(config))], grouped, config.embedding_similarity, path,
-            seed=settings.sample_seed)
+            [("trained", run.encoder), ("untrained", untrained_encoder(config))],
+            grouped,
+            config.embedding_similarity,
+            path,
+            seed=settings.sample_seed,
+        )
     metrics["figures"] = {"retrieval": path}
     return metrics
 
@@ -165,7 +202,9 @@ def evaluate_pose(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
         print(pose_accuracy.format_table(metrics, domain))
     if settings.pose_export_dir:
         networks = {"encoder": run.encoder, "head": run.network("head")}
-        export.export_run(run.config, networks, settings.pose_export_dir, dictionary_size=settings.pose.dictionary_size)
+        export.export_run(
+            run.config, networks, settings.pose_export_dir, dictionary_size=settings.pose.dictionary_size
+        )
         progress.wrote(settings.pose_export_dir)
         print(f"Wrote the pose SavedModel to {settings.pose_export_dir}")
     return metrics
@@ -184,7 +223,9 @@ def digit_cluster_measures(run: Run, out_dir: str, settings: EvaluationSettings)
     """Elastic-InfoGAN: NMI and ENT of the code of generated digits, 1-NN and k-means NMI of the
     encoder (abc_tf.evaluation.tasks.digit_clusters)."""
     with stage("the code's digit clusters (NMI, ENT, 1-NN)"):
-        metrics = digit_clusters.evaluate_run(run, out_dir, seed=settings.sample_seed, max_images=settings.measure_images)
+        metrics = digit_clusters.evaluate_run(
+            run, out_dir, seed=settings.sample_seed, max_images=settings.measure_images
+        )
     print(digit_clusters.summary(metrics))
     return metrics
 
@@ -238,9 +279,15 @@ def task_of(config) -> Task:
     name = data.get_family(config.data.family).evaluation_task
     task = declared_task(name)
     if task is None:
-        declared = f"names the evaluation task {name!r}, which is not registered" if name else "declares no evaluation task"
-        raise ValueError(f"Data family {config.data.family!r} {declared} (abc_tf.evaluation.tasks.TASKS: "
-                         f"{', '.join(sorted(TASKS))}, or a \"module:NAME\" of its own).")
+        declared = (
+            f"names the evaluation task {name!r}, which is not registered"
+            if name
+            else "declares no evaluation task"
+        )
+        raise ValueError(
+            f"Data family {config.data.family!r} {declared} (abc_tf.evaluation.tasks.TASKS: "
+            f'{", ".join(sorted(TASKS))}, or a "module:NAME" of its own).'
+        )
     return task
 
 
@@ -253,11 +300,20 @@ def offers_labelled_sample(config) -> bool:
 def labelled_sample(config, num_images: int, seed: int) -> labelled_samples.LabelledSample | None:
     """The labelled sample of ``config``'s family (its task's), or None where it has none."""
     task = declared_task(data.get_family(config.data.family).evaluation_task)
-    return None if task is None or task.labelled_sample is None else task.labelled_sample(config, num_images, seed)
+    return (
+        None
+        if task is None or task.labelled_sample is None
+        else task.labelled_sample(config, num_images, seed)
+    )
 
 
-def evaluate_run(run: Run, out_dir: str, settings: EvaluationSettings, method_measures: bool = True,
-                 tensorboard: bool = True) -> dict:
+def evaluate_run(
+    run: Run,
+    out_dir: str,
+    settings: EvaluationSettings,
+    method_measures: bool = True,
+    tensorboard: bool = True,
+) -> dict:
     """The family's task on ``run`` and (``method_measures``: the run has the method's own
     networks) the method's measures; written to ``out_dir/metrics.json`` and returned, and
     (``tensorboard``) with the figures written into ``out_dir/logs/evaluation``
@@ -292,23 +348,39 @@ def evaluate_seeds(runs: list[Run], out_dirs: list[str], out_dir: str, settings:
         return summary
     summary = factor_isolation.aggregate(results)
     first = results[0]
-    summary.update(condition=first["condition"], inactive=first["inactive"], runs=run_dirs, sigma=first["sigma"])
-    for key, label in (("mine", "I(U; G) [nats]"), ("histogram", "I(U; G) [nats]"), ("probe_accuracy", "test accuracy")):
+    summary.update(
+        condition=first["condition"], inactive=first["inactive"], runs=run_dirs, sigma=first["sigma"]
+    )
+    for key, label in (
+        ("mine", "I(U; G) [nats]"),
+        ("histogram", "I(U; G) [nats]"),
+        ("probe_accuracy", "test accuracy"),
+    ):
         if key in summary:
             names, table = factor_isolation.seed_table(summary, key)
             chance = [summary["chance"][n] for n in names] if key == "probe_accuracy" else None
             plots.plot_factor_distribution(
-                table, names, first["inactive"], os.path.join(out_dir, f"seeds_{key}.png"), label,
-                title=f"{summary['condition']} ({len(runs)} seeds)", chance=chance,
+                table,
+                names,
+                first["inactive"],
+                os.path.join(out_dir, f"seeds_{key}.png"),
+                label,
+                title=f"{summary['condition']} ({len(runs)} seeds)",
+                chance=chance,
             )
     if all("untrained" in result for result in results):
         summary["untrained"] = factor_isolation.aggregate([result["untrained"] for result in results])
     if "disentanglement" in summary:
-        series = {label: {key: value["values"] for key, value in part["disentanglement"].items()}
-                  for label, part in (("trained", summary), ("untrained", summary.get("untrained", {})))
-                  if "disentanglement" in part}
-        encoder_disentanglement.plot_scores(series, os.path.join(out_dir, "seeds_disentanglement.png"),
-                                            f"{summary['condition']} ({len(runs)} seeds)")
+        series = {
+            label: {key: value["values"] for key, value in part["disentanglement"].items()}
+            for label, part in (("trained", summary), ("untrained", summary.get("untrained", {})))
+            if "disentanglement" in part
+        }
+        encoder_disentanglement.plot_scores(
+            series,
+            os.path.join(out_dir, "seeds_disentanglement.png"),
+            f"{summary['condition']} ({len(runs)} seeds)",
+        )
     json_files.write_json(os.path.join(out_dir, METRICS_FILE), summary, sort_keys=True)
     progress.wrote(os.path.join(out_dir, METRICS_FILE))
     return summary
@@ -331,8 +403,15 @@ def aggregate_numbers(results: list[dict]) -> dict:
     return merged
 
 
-def evaluate_checkpoints(run_dir: str, out_dir: str, settings: EvaluationSettings, steps: str,
-                         references: dict[str, float], network: str = "encoder", config_path: str | None = None) -> dict:
+def evaluate_checkpoints(
+    run_dir: str,
+    out_dir: str,
+    settings: EvaluationSettings,
+    steps: str,
+    references: dict[str, float],
+    network: str = "encoder",
+    config_path: str | None = None,
+) -> dict:
     """Each checkpoint of ``run_dir`` that ``steps`` chooses ("all", "last" or "S,S,...")
     evaluated like a finished run into ``out_dir/checkpoints/step_<S>``, and the learning curve
     of their measures (curve.json, curve.png, ``references`` as dashed lines). No TensorBoard
@@ -343,8 +422,15 @@ def evaluate_checkpoints(run_dir: str, out_dir: str, settings: EvaluationSetting
     for index, step in enumerate(chosen, 1):
         with stage(f"checkpoint {index}/{len(chosen)}: step {step}"):
             run = checkpoint_run.load_checkpoint_run(run_dir, step, config_path).embedding_with(network)
-            metrics = evaluate_run(run, os.path.join(out_dir, "checkpoints", f"step_{step}"), settings, tensorboard=False)
+            metrics = evaluate_run(
+                run, os.path.join(out_dir, "checkpoints", f"step_{step}"), settings, tensorboard=False
+            )
             points.append((step, learning_curves.curve_measures(metrics)))
-        print(f"  step {step}: " + ", ".join(f"{name} {value:.4g}" for name, value in sorted(points[-1][1].items())))
-    title = f"{os.path.basename(os.path.normpath(run_dir))}: {run.config.method.name} on {run.config.data.family}"
+        print(
+            f"  step {step}: "
+            + ", ".join(f"{name} {value:.4g}" for name, value in sorted(points[-1][1].items()))
+        )
+    title = (
+        f"{os.path.basename(os.path.normpath(run_dir))}: {run.config.method.name} on {run.config.data.family}"
+    )
     return learning_curves.write_curve(points, out_dir, title, references)

@@ -84,8 +84,11 @@ def matrix_nmi(matrix: np.ndarray) -> float:
     matrix = np.asarray(matrix, np.int64)
     codes, digits = np.nonzero(matrix)
     counts = matrix[codes, digits]
-    return float(normalized_mutual_info_score(np.repeat(digits, counts), np.repeat(codes, counts),
-                                              average_method="geometric"))
+    return float(
+        normalized_mutual_info_score(
+            np.repeat(digits, counts), np.repeat(codes, counts), average_method="geometric"
+        )
+    )
 
 
 def count_matrix(codes: np.ndarray, digits: np.ndarray, size: int = NUM_DIGITS) -> np.ndarray:
@@ -95,7 +98,9 @@ def count_matrix(codes: np.ndarray, digits: np.ndarray, size: int = NUM_DIGITS) 
     return matrix
 
 
-def nearest_neighbour_accuracy(features: np.ndarray, labels: np.ndarray, seed: int = 0, query_fraction: float = 0.2) -> float:
+def nearest_neighbour_accuracy(
+    features: np.ndarray, labels: np.ndarray, seed: int = 0, query_fraction: float = 0.2
+) -> float:
     """Accuracy of Euclidean 1-NN classification of a random ``query_fraction`` of the items
     against the rest."""
     features, labels = np.asarray(features, np.float64), np.asarray(labels)
@@ -105,7 +110,7 @@ def nearest_neighbour_accuracy(features: np.ndarray, labels: np.ndarray, seed: i
     reference_norms = (features[references] ** 2).sum(axis=1)
     correct = 0
     for start in range(0, len(queries), 512):  # tiles keep the distance matrix small
-        chunk = queries[start:start + 512]
+        chunk = queries[start : start + 512]
         distances = reference_norms[None, :] - 2.0 * features[chunk] @ features[references].T
         correct += int((labels[references][np.argmin(distances, axis=1)] == labels[chunk]).sum())
     return correct / len(queries)
@@ -115,8 +120,14 @@ def first_images(data: mnist.MnistData, max_images: int) -> mnist.MnistData:
     """``data`` with at most ``max_images`` images in each split, the first ones (0: all)."""
     if not max_images:
         return data
-    return dataclasses.replace(data, x_train=data.x_train[:max_images], y_train=data.y_train[:max_images],
-                               x_test=data.x_test[:max_images], y_test=data.y_test[:max_images], test_style=None)
+    return dataclasses.replace(
+        data,
+        x_train=data.x_train[:max_images],
+        y_train=data.y_train[:max_images],
+        x_test=data.x_test[:max_images],
+        y_test=data.y_test[:max_images],
+        test_style=None,
+    )
 
 
 def split_nearest_neighbour(network, config: ExperimentConfig, seed: int = 0, max_images: int = 0) -> float:
@@ -130,7 +141,9 @@ def split_nearest_neighbour(network, config: ExperimentConfig, seed: int = 0, ma
 
 def kmeans_nmi(features: np.ndarray, labels: np.ndarray, seed: int = 0, clusters: int = NUM_DIGITS) -> float:
     """NMI between a k-means clustering (k = ``clusters``) of ``features`` and ``labels``."""
-    assignment = KMeans(n_clusters=clusters, n_init=4, random_state=seed).fit_predict(np.asarray(features, np.float64))
+    assignment = KMeans(n_clusters=clusters, n_init=4, random_state=seed).fit_predict(
+        np.asarray(features, np.float64)
+    )
     return float(normalized_mutual_info_score(labels, assignment))
 
 
@@ -139,12 +152,19 @@ def kmeans_nmi(features: np.ndarray, labels: np.ndarray, seed: int = 0, clusters
 
 def build_classifier() -> keras.Model:
     """The authors' evaluation CNN: images [B, 28, 28, 1] in [0, 1] -> digit logits [B, 10]."""
-    return keras.Sequential([
-        keras.Input((28, 28, 1)),
-        keras.layers.Conv2D(20, 5, activation="relu"), keras.layers.MaxPooling2D(2),
-        keras.layers.Conv2D(50, 5, activation="relu"), keras.layers.MaxPooling2D(2),
-        keras.layers.Flatten(), keras.layers.Dense(500, activation="relu"), keras.layers.Dense(NUM_DIGITS),
-    ], name="digit_classifier")
+    return keras.Sequential(
+        [
+            keras.Input((28, 28, 1)),
+            keras.layers.Conv2D(20, 5, activation="relu"),
+            keras.layers.MaxPooling2D(2),
+            keras.layers.Conv2D(50, 5, activation="relu"),
+            keras.layers.MaxPooling2D(2),
+            keras.layers.Flatten(),
+            keras.layers.Dense(500, activation="relu"),
+            keras.layers.Dense(NUM_DIGITS),
+        ],
+        name="digit_classifier",
+    )
 
 
 def fingerprint(data: mnist.MnistData) -> str:
@@ -155,21 +175,33 @@ def fingerprint(data: mnist.MnistData) -> str:
     return digest.hexdigest()[:12]
 
 
-def train_classifier(data: mnist.MnistData, epochs: int = CLASSIFIER_EPOCHS, seed: int = 0) -> tuple[keras.Model, float]:
+def train_classifier(
+    data: mnist.MnistData, epochs: int = CLASSIFIER_EPOCHS, seed: int = 0
+) -> tuple[keras.Model, float]:
     """The classifier trained on ``data``'s training images; (model, its test accuracy)."""
     keras.utils.set_random_seed(seed)
     model = build_classifier()
-    model.compile(optimizer=optimizers.adam(1e-3),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    model.compile(
+        optimizer=optimizers.adam(1e-3),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+    )
     to_float = lambda images: np.asarray(images, np.float32)[..., None] / 255.0  # noqa: E731
-    model.fit(to_float(data.x_train), np.asarray(data.y_train, np.int64), batch_size=CLASSIFIER_BATCH, epochs=epochs,
-              verbose=0, shuffle=True)
+    model.fit(
+        to_float(data.x_train),
+        np.asarray(data.y_train, np.int64),
+        batch_size=CLASSIFIER_BATCH,
+        epochs=epochs,
+        verbose=0,
+        shuffle=True,
+    )
     predictions = np.argmax(model.predict(to_float(data.x_test), batch_size=1024, verbose=0), axis=1)
     return model, float(np.mean(predictions == data.y_test))
 
 
-def digit_classifier(config: ExperimentConfig, cache_dir: str = DEFAULT_CACHE,
-                     max_images: int = 0) -> tuple[keras.Model, float, str]:
+def digit_classifier(
+    config: ExperimentConfig, cache_dir: str = DEFAULT_CACHE, max_images: int = 0
+) -> tuple[keras.Model, float, str]:
     """(classifier, test accuracy, its file) for the MNIST ``config`` reads: loaded from
     ``cache_dir`` when trained before on the same data, else trained on the whole training set
     (no class split, no held-out digit; ``max_images`` > 0: the first that many of each split)
@@ -179,13 +211,19 @@ def digit_classifier(config: ExperimentConfig, cache_dir: str = DEFAULT_CACHE,
     info = path[: -len(".keras")] + ".json"
     if os.path.isfile(path) and os.path.isfile(info):
         with open(info) as handle:
-            return keras.saving.load_model(path, compile=False), float(json.load(handle)["test_accuracy"]), path
+            return (
+                keras.saving.load_model(path, compile=False),
+                float(json.load(handle)["test_accuracy"]),
+                path,
+            )
     model, accuracy = train_classifier(data)
     os.makedirs(cache_dir, exist_ok=True)
     partial = f"{path}.{os.getpid()}.tmp.keras"  # its own name: two processes may train it at once
     model.save(partial)
     os.replace(partial, path)
-    json_files.write_json(info, {"test_accuracy": accuracy, "epochs": CLASSIFIER_EPOCHS, "source": data.source})
+    json_files.write_json(
+        info, {"test_accuracy": accuracy, "epochs": CLASSIFIER_EPOCHS, "source": data.source}
+    )
     progress.wrote(path)
     progress.wrote(info)
     return model, accuracy, path
@@ -196,15 +234,20 @@ def classify(classifier: keras.Model, images: np.ndarray) -> np.ndarray:
     return np.argmax(embed(classifier, images, batch_size=1024), axis=1).astype(np.int64)
 
 
-def generated_codes_and_digits(generator: keras.Model, classifier: keras.Model, per_code: int, seed: int = 0,
-                               num_codes: int = NUM_DIGITS) -> tuple[np.ndarray, np.ndarray]:
+def generated_codes_and_digits(
+    generator: keras.Model, classifier: keras.Model, per_code: int, seed: int = 0, num_codes: int = NUM_DIGITS
+) -> tuple[np.ndarray, np.ndarray]:
     """(codes, digits) int64 [num_codes * per_code]: ``per_code`` images of each one-hot code,
     z ~ N(0, I), and the digit the classifier sees in each."""
     noise_dim = int(generator.input_shape[-1]) - num_codes
     rng = np.random.default_rng(seed)
     codes = np.repeat(np.arange(num_codes), per_code)
-    inputs = np.concatenate([rng.standard_normal((len(codes), noise_dim)), np.eye(num_codes)[codes]], axis=1).astype(np.float32)
-    images = np.concatenate([np.asarray(generator(inputs[i:i + 1024], training=False)) for i in range(0, len(inputs), 1024)])
+    inputs = np.concatenate(
+        [rng.standard_normal((len(codes), noise_dim)), np.eye(num_codes)[codes]], axis=1
+    ).astype(np.float32)
+    images = np.concatenate(
+        [np.asarray(generator(inputs[i : i + 1024], training=False)) for i in range(0, len(inputs), 1024)]
+    )
     return codes, classify(classifier, images)
 
 
@@ -217,8 +260,15 @@ def plot_matrix(matrix: np.ndarray, path: str, title: str) -> None:
     image = axes.imshow(shares, cmap="viridis", vmin=0.0, vmax=1.0)
     for (row, col), count in np.ndenumerate(matrix):
         if count:
-            axes.text(col, row, str(count), ha="center", va="center", fontsize=6,
-                      color="black" if shares[row, col] > 0.5 else "white")
+            axes.text(
+                col,
+                row,
+                str(count),
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="black" if shares[row, col] > 0.5 else "white",
+            )
     axes.set_xlabel("digit (classifier)")
     axes.set_ylabel("categorical code")
     axes.set_xticks(range(matrix.shape[1]))
@@ -227,14 +277,20 @@ def plot_matrix(matrix: np.ndarray, path: str, title: str) -> None:
     plots.finish_figure(figure, path, title)
 
 
-def code_grid(generator: keras.Model, columns: int = GRID_COLUMNS, seed: int = 0, num_codes: int = NUM_DIGITS) -> np.ndarray:
+def code_grid(
+    generator: keras.Model, columns: int = GRID_COLUMNS, seed: int = 0, num_codes: int = NUM_DIGITS
+) -> np.ndarray:
     """float [num_codes * 28, columns * 28] in [0, 1]: row k is code k (one-hot) with each of
     ``columns`` noise vectors z ~ N(0, I), the same z in every row."""
     noise_dim = int(generator.input_shape[-1]) - num_codes
     z = np.random.default_rng(seed).standard_normal((columns, noise_dim))
-    inputs = np.concatenate([np.tile(z, (num_codes, 1)), np.repeat(np.eye(num_codes), columns, axis=0)], axis=1)
+    inputs = np.concatenate(
+        [np.tile(z, (num_codes, 1)), np.repeat(np.eye(num_codes), columns, axis=0)], axis=1
+    )
     images = np.clip(np.asarray(generator(inputs.astype(np.float32), training=False))[..., 0], 0.0, 1.0)
-    return images.reshape(num_codes, columns, 28, 28).transpose(0, 2, 1, 3).reshape(num_codes * 28, columns * 28)
+    return (
+        images.reshape(num_codes, columns, 28, 28).transpose(0, 2, 1, 3).reshape(num_codes * 28, columns * 28)
+    )
 
 
 def plot_code_grid(grid: np.ndarray, path: str, title: str, num_codes: int = NUM_DIGITS) -> None:
@@ -287,12 +343,21 @@ def representation_scores(encoder, config: ExperimentConfig, seed: int = 0, max_
     (at most ``max_images``, 0: all)."""
     data = first_images(mnist.load_mnist(config), max_images)
     features = embed(encoder, data.x_test[..., None])
-    return {"nearest_neighbour_accuracy": nearest_neighbour_accuracy(features, data.y_test, seed),
-            "kmeans_nmi": kmeans_nmi(features, data.y_test, seed), "num_images": int(len(data.y_test))}
+    return {
+        "nearest_neighbour_accuracy": nearest_neighbour_accuracy(features, data.y_test, seed),
+        "kmeans_nmi": kmeans_nmi(features, data.y_test, seed),
+        "num_images": int(len(data.y_test)),
+    }
 
 
-def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, cache_dir: str = DEFAULT_CACHE,
-                 max_images: int = 0) -> dict:
+def evaluate_run(
+    run: Run,
+    out_dir: str,
+    per_code: int = 1000,
+    seed: int = 0,
+    cache_dir: str = DEFAULT_CACHE,
+    max_images: int = 0,
+) -> dict:
     """Every measure of a run whose method has a generator with a categorical code (networks
     "generator", optionally "q") on MNIST: metrics.json's "method" entry, and the figure.
     ``max_images`` > 0: at most that many images in each set read or generated (a check that
@@ -306,23 +371,38 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
     if generator is not None:
         codes, digits = generated_codes_and_digits(generator, classifier, per_code, seed)
         matrix = count_matrix(codes, digits)
-        result["generated"] = {"nmi": matrix_nmi(matrix), "ent": ent(matrix), "per_code": per_code,
-                               "code_digit_matrix": matrix.tolist(),
-                               "digits_never_made": np.flatnonzero(matrix.sum(axis=0) == 0).tolist()}
-        plot_matrix(matrix, os.path.join(out_dir, FIGURE),
-                    f"code x digit: NMI {result['generated']['nmi']:.3f}, ENT {result['generated']['ent']:.3f}")
-        plot_code_grid(code_grid(generator, seed=seed), os.path.join(out_dir, SAMPLES_FIGURE),
-                       f"{config.method.name}: samples per categorical code (columns: noise vectors)")
+        result["generated"] = {
+            "nmi": matrix_nmi(matrix),
+            "ent": ent(matrix),
+            "per_code": per_code,
+            "code_digit_matrix": matrix.tolist(),
+            "digits_never_made": np.flatnonzero(matrix.sum(axis=0) == 0).tolist(),
+        }
+        plot_matrix(
+            matrix,
+            os.path.join(out_dir, FIGURE),
+            f"code x digit: NMI {result['generated']['nmi']:.3f}, ENT {result['generated']['ent']:.3f}",
+        )
+        plot_code_grid(
+            code_grid(generator, seed=seed),
+            os.path.join(out_dir, SAMPLES_FIGURE),
+            f"{config.method.name}: samples per categorical code (columns: noise vectors)",
+        )
         result["figures"] = [FIGURE, SAMPLES_FIGURE]
     result["representation"] = representation_scores(run.encoder, config, seed, max_images)
     q = run.network("q")
     if q is not None:  # Q's own code of real test images, against their digits
         data = first_images(mnist.load_mnist(config), max_images)
-        result["q_code_nmi"] = float(normalized_mutual_info_score(data.y_test, classify(q, data.x_test[..., None])))
+        result["q_code_nmi"] = float(
+            normalized_mutual_info_score(data.y_test, classify(q, data.x_test[..., None]))
+        )
         result["nearest_neighbour"] = {
             "accuracy": split_nearest_neighbour(q, config, seed, max_images),
-            "untrained": split_nearest_neighbour(build_model(config).networks()["q"], config, seed, max_images),
-            "paper_random_init": PAPER_RANDOM_INIT_NN, "images": int(len(data.y_train)),
+            "untrained": split_nearest_neighbour(
+                build_model(config).networks()["q"], config, seed, max_images
+            ),
+            "paper_random_init": PAPER_RANDOM_INIT_NN,
+            "images": int(len(data.y_train)),
         }
     for name in ("prior.json", "class_split.json", "training_warnings.json"):
         file = os.path.join(run.run_dir, name)
@@ -333,9 +413,15 @@ def evaluate_run(run: Run, out_dir: str, per_code: int = 1000, seed: int = 0, ca
         history = [entry for entry in result["prior"]["history"] if entry["step"] <= run.step]
         at_step = [entry["prior"] for entry in history if entry["step"] == run.step]
         # A step the callback did not log (none: checkpoints fall on log steps) leaves no prior to report.
-        result["prior"] = {**result["prior"], "step": run.step, "history": history, "prior": at_step[0]} if at_step else None
+        result["prior"] = (
+            {**result["prior"], "step": run.step, "history": history, "prior": at_step[0]}
+            if at_step
+            else None
+        )
     if result.get("prior"):
-        plot_prior(result["prior"], os.path.join(out_dir, PRIOR_FIGURE), f"{config.method.name}: the class prior")
+        plot_prior(
+            result["prior"], os.path.join(out_dir, PRIOR_FIGURE), f"{config.method.name}: the class prior"
+        )
         result.setdefault("figures", []).append(PRIOR_FIGURE)
     result["headline"] = headline(result)
     return result
@@ -349,7 +435,9 @@ def headline(result: dict) -> dict[str, float]:
     the sorted true proportions (codes and digits correspond in no known order)."""
     measures = {}
     if "generated" in result:
-        measures.update({"NMI (code vs digit)": result["generated"]["nmi"], "ENT": result["generated"]["ent"]})
+        measures.update(
+            {"NMI (code vs digit)": result["generated"]["nmi"], "ENT": result["generated"]["ent"]}
+        )
     if "q_code_nmi" in result:
         measures["Q's code NMI"] = result["q_code_nmi"]
     if "nearest_neighbour" in result:
@@ -368,16 +456,22 @@ def summary(result: dict) -> str:
     lines = [f"  digit classifier: test accuracy {result['classifier']['test_accuracy']:.4f}"]
     if "generated" in result:
         generated = result["generated"]
-        lines.append(f"  generated images ({generated['per_code']} per code): NMI {generated['nmi']:.4f}, ENT {generated['ent']:.4f}")
+        lines.append(
+            f"  generated images ({generated['per_code']} per code): NMI {generated['nmi']:.4f}, ENT {generated['ent']:.4f}"
+        )
     representation = result["representation"]
-    lines.append(f"  encoder on {representation['num_images']} real test images: 1-NN accuracy "
-                 f"{representation['nearest_neighbour_accuracy']:.4f}, k-means NMI {representation['kmeans_nmi']:.4f}")
+    lines.append(
+        f"  encoder on {representation['num_images']} real test images: 1-NN accuracy "
+        f"{representation['nearest_neighbour_accuracy']:.4f}, k-means NMI {representation['kmeans_nmi']:.4f}"
+    )
     if "q_code_nmi" in result:
         lines.append(f"  Q's code of real test images: NMI {result['q_code_nmi']:.4f}")
     if "nearest_neighbour" in result:
         found = result["nearest_neighbour"]
-        lines.append(f"  1-NN of Q's code on the split's {found['images']} images (80/20): {found['accuracy']:.4f} "
-                     f"(untrained {found['untrained']:.4f}; the paper's random init {found['paper_random_init']})")
+        lines.append(
+            f"  1-NN of Q's code on the split's {found['images']} images (80/20): {found['accuracy']:.4f} "
+            f"(untrained {found['untrained']:.4f}; the paper's random init {found['paper_random_init']})"
+        )
     if "prior" in result:
         prior = result["prior"]
         lines.append("  learned prior: " + ", ".join(f"{p:.3f}" for p in prior["prior"]))

@@ -43,7 +43,9 @@ def known_factors(config: ExperimentConfig) -> KnownFactors:
     """The known factors of ``config``'s family; ValueError for a family without them."""
     factors = data.get_family(config.data.family).known_factors
     if factors is None:
-        raise ValueError(f"Data family {config.data.family!r} declares no known factors; disentanglement scores need them.")
+        raise ValueError(
+            f"Data family {config.data.family!r} declares no known factors; disentanglement scores need them."
+        )
     return factors
 
 
@@ -63,7 +65,9 @@ def factor_source(encoder: Callable, config: ExperimentConfig, timer: _Timer | N
     ``images_of``."""
     factors = known_factors(config)
     if factors.images_of is None:
-        raise ValueError(f"Data family {config.data.family!r} cannot draw images of given factor values (no images_of).")
+        raise ValueError(
+            f"Data family {config.data.family!r} cannot draw images of given factor values (no images_of)."
+        )
 
     def encode(values: np.ndarray) -> np.ndarray:
         start = time.perf_counter()
@@ -96,7 +100,9 @@ def evaluate_disentanglement(
     scores = tuple(scores)
     unknown = [name for name in scores if name not in dis.SCORES]
     if unknown or not scores:
-        raise ValueError(f"Unknown or no disentanglement scores {unknown or list(scores)}; choose from {', '.join(dis.SCORES)}.")
+        raise ValueError(
+            f"Unknown or no disentanglement scores {unknown or list(scores)}; choose from {', '.join(dis.SCORES)}."
+        )
     settings.validate()
     start = time.perf_counter()
     timer = _Timer()
@@ -104,15 +110,19 @@ def evaluate_disentanglement(
     if factors.images_of is not None:
         observations = "factor grid (images_of)"
         # At most this many codes: FactorVAE draws none for a code whose dimensions all collapsed.
-        with Progress("disentanglement: images made and embedded", settings.codes_drawn(scores), "codes") as progress:
+        with Progress(
+            "disentanglement: images made and embedded", settings.codes_drawn(scores), "codes"
+        ) as progress:
             timer.progress = progress
             results = dis.all_scores(factor_source(encoder, config, timer), settings, seed, scores)
     else:
         observations = "labelled sample"
         for name in scores:
             if name in dis.SAMPLED_SCORES:
-                skipped[name] = (f"data family {config.data.family!r} cannot draw images of given factor values "
-                                 "(KnownFactors.images_of is None): only the scores on a labelled sample run")
+                skipped[name] = (
+                    f"data family {config.data.family!r} cannot draw images of given factor values "
+                    "(KnownFactors.images_of is None): only the scores on a labelled sample run"
+                )
         kept = [name for name in scores if name in dis.ARRAY_SCORES]
         results = _array_scores(encoder, config, factors, settings, seed, kept, timer) if kept else {}
     return {
@@ -127,16 +137,25 @@ def evaluate_disentanglement(
     }
 
 
-def _array_scores(encoder, config, factors: KnownFactors, settings: dis.ScoreSettings, seed: int,
-                  scores: Sequence[str], timer: _Timer) -> dict[str, dict]:
+def _array_scores(
+    encoder,
+    config,
+    factors: KnownFactors,
+    settings: dis.ScoreSettings,
+    seed: int,
+    scores: Sequence[str],
+    timer: _Timer,
+) -> dict[str, dict]:
     """MIG, DCI and SAP on one labelled sample: its first rows train, the last ``num_test`` test."""
     num_train, num_test = settings.num_array_train(), settings.num_test
     started = time.perf_counter()
     try:
         images, values = factors.labelled_sample(config, num_train + num_test, seed)
     except ValueError as error:
-        raise ValueError(f"Disentanglement scores need {num_train + num_test} labelled images "
-                         f"({num_train} training, {num_test} test; a smaller preset needs fewer): {error}") from None
+        raise ValueError(
+            f"Disentanglement scores need {num_train + num_test} labelled images "
+            f"({num_train} training, {num_test} test; a smaller preset needs fewer): {error}"
+        ) from None
     codes = embed(encoder, images)
     timer.seconds += time.perf_counter() - started
     timer.codes += codes.shape[0]
@@ -148,7 +167,9 @@ def _array_scores(encoder, config, factors: KnownFactors, settings: dis.ScoreSet
 def plot_scores(series: Mapping[str, Mapping[str, Any]], path: str, title: str | None = None) -> None:
     """The bar figure: one group per score of :data:`dis.HEADLINE` that any series has, one bar
     per series (label -> ``{key: value}`` as in ``"scores"``, or ``{key: [values over seeds]}``)."""
-    keys = [(key, label) for key, _, _, label in dis.HEADLINE if any(key in values for values in series.values())]
+    keys = [
+        (key, label) for key, _, _, label in dis.HEADLINE if any(key in values for values in series.values())
+    ]
     if not keys:
         raise ValueError("No disentanglement score to plot.")
     table = {}

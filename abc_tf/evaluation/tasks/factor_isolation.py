@@ -76,7 +76,9 @@ class IsolationSettings:
         if self.num_sigmas < 0 or self.num_sigmas == 1:
             raise ValueError(f"num_sigmas must be 0 (no sweep) or at least 2, got {self.num_sigmas}.")
         if self.sweep_estimator not in ("auto", "mine", "histogram"):
-            raise ValueError(f"sweep_estimator must be auto, mine or histogram, got {self.sweep_estimator!r}.")
+            raise ValueError(
+                f"sweep_estimator must be auto, mine or histogram, got {self.sweep_estimator!r}."
+            )
         if self.sigma is not None and self.sigma < 0:
             raise ValueError(f"sigma must be >= 0, got {self.sigma}.")
         if self.mine is not None:
@@ -121,7 +123,11 @@ def condition_label(config: ExperimentConfig) -> str:
     if config.batch.augmentation_baseline:
         # The family's augmentation (Shapes3D: hue; MNIST: rotation, zoom, elastic) is the only signal.
         dropped = inactive_names(config)
-        return f"double augmentation ({config.method.name})" if not dropped else f"{'/'.join(dropped)} augmented away ({config.method.name})"
+        return (
+            f"double augmentation ({config.method.name})"
+            if not dropped
+            else f"{'/'.join(dropped)} augmented away ({config.method.name})"
+        )
     inactive = inactive_names(config)
     label = "no inactive factor" if not inactive else ", ".join(inactive) + " inactive"
     # Families that say nothing curate set B like set A (MNIST: a stack of another digit).
@@ -235,7 +241,9 @@ def evaluate_embeddings(
         noisy = add_noise(measured, measured_sigma, np.random.default_rng(seed))
         metrics["histogram"] = _per_factor(names, histogram_mutual_information(noisy, factors))
     if settings.probe is not None:
-        result = probes.probe_accuracies(measured, factors, measured_sigma, names, num_classes, settings.probe, seed)
+        result = probes.probe_accuracies(
+            measured, factors, measured_sigma, names, num_classes, settings.probe, seed
+        )
         metrics["probe"] = result.as_dict()
     if settings.num_sigmas:
         estimator = settings.sweep_estimator
@@ -255,22 +263,35 @@ def evaluate_embeddings(
             draw(os.path.join(out_dir, figure_name))
             metrics["figures"].append(figure_name)
 
-        save("pca.png", lambda p: plots.plot_embeddings_pca(embeddings, factors, names, p, settings.pca_points, title, seed))
+        save(
+            "pca.png",
+            lambda p: plots.plot_embeddings_pca(
+                embeddings, factors, names, p, settings.pca_points, title, seed
+            ),
+        )
         for key in ("mine", "histogram"):
             if key in metrics:
                 save(
                     f"mi_{key}.png",
                     lambda p, key=key: plots.plot_factor_distribution(
-                        [metrics[key][n] for n in names], names, inactive, p,
-                        title=f"{title} ({key}, sigma={sigma:.3g})", kind="bars",
+                        [metrics[key][n] for n in names],
+                        names,
+                        inactive,
+                        p,
+                        title=f"{title} ({key}, sigma={sigma:.3g})",
+                        kind="bars",
                     ),
                 )
         if "probe" in metrics:
             save(
                 "probes.png",
                 lambda p: plots.plot_probe_accuracies(
-                    [metrics["probe"][n]["accuracy"] for n in names], [metrics["probe"][n]["chance"] for n in names],
-                    names, inactive, p, title=f"{title} (sigma={sigma:.3g})",
+                    [metrics["probe"][n]["accuracy"] for n in names],
+                    [metrics["probe"][n]["chance"] for n in names],
+                    names,
+                    inactive,
+                    p,
+                    title=f"{title} (sigma={sigma:.3g})",
                 ),
             )
         if "sweep" in metrics:
@@ -278,7 +299,12 @@ def evaluate_embeddings(
             save(
                 "mi_sweep.png",
                 lambda p: sweep_plots.plot_mi_sweep(
-                    np.array(sweep["sigmas"]), np.array(sweep["values"]), names, inactive, length_scale, p,
+                    np.array(sweep["sigmas"]),
+                    np.array(sweep["values"]),
+                    names,
+                    inactive,
+                    length_scale,
+                    p,
                     title=f"{title} ({sweep['estimator']})",
                 ),
             )
@@ -299,12 +325,22 @@ def evaluate_encoder(
     is None for a method without one."""
     settings.validate()
     names = factor_names(config)
-    images, factors = sample if sample is not None else labelled_sample(config, settings.num_images, settings.sample_seed)
+    images, factors = (
+        sample if sample is not None else labelled_sample(config, settings.num_images, settings.sample_seed)
+    )
     embeddings = embed(encoder, images)
     sigma, rule = noise_sigma(config, embeddings)
     metrics = evaluate_embeddings(
-        embeddings, factors, names, sigma, settings, inactive_names(config), factor_sizes(config),
-        out_dir, condition_label(config) if title is None else title, seed=config.trainer.seed,
+        embeddings,
+        factors,
+        names,
+        sigma,
+        settings,
+        inactive_names(config),
+        factor_sizes(config),
+        out_dir,
+        condition_label(config) if title is None else title,
+        seed=config.trainer.seed,
         unit=measuring_unit(rule if settings.sigma is None else "given sigma", embeddings),
     )
     metrics["noise_rule"] = rule if settings.sigma is None else "given sigma"
@@ -338,7 +374,9 @@ def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     if all("disentanglement" in run for run in runs):
         scores = [run["disentanglement"]["scores"] for run in runs]
         keys = [key for key in scores[0] if all(key in s for s in scores)]
-        result["disentanglement"] = _summary(keys, np.array([[s[key] for key in keys] for s in scores]).reshape(len(runs), -1))
+        result["disentanglement"] = _summary(
+            keys, np.array([[s[key] for key in keys] for s in scores]).reshape(len(runs), -1)
+        )
     return result
 
 

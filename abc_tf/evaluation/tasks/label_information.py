@@ -38,7 +38,9 @@ def load_labelled(config: ExperimentConfig, labels_csv: str | None = None) -> Gr
     ``data_path/labels.csv``."""
     grouped_images = data.get_family(config.data.family).grouped_images
     if grouped_images is None:
-        raise ValueError(f"Data family {config.data.family!r} has no labelled image loader (yaleb, epfl_cars, folders do).")
+        raise ValueError(
+            f"Data family {config.data.family!r} has no labelled image loader (yaleb, epfl_cars, folders do)."
+        )
     return grouped_images(config, labels_csv)
 
 
@@ -116,7 +118,9 @@ def label_information(
     for batch in batches:
         rows = np.all(np.stack([grouped.labels[n] >= 0 for n in batch], axis=1), axis=1)
         factors = np.stack([grouped.labels[n][rows] for n in batch], axis=1)
-        probe = probes.probe_accuracies(embeddings[rows], factors, sigma, names=batch, settings=probe_settings, seed=seed)
+        probe = probes.probe_accuracies(
+            embeddings[rows], factors, sigma, names=batch, settings=probe_settings, seed=seed
+        )
         if mine_settings is not None:
             mi = np.atleast_1d(
                 mine.mine_mutual_information(embeddings[rows], factors, sigma, mine_settings, seed)
@@ -158,7 +162,9 @@ def trained_vs_untrained(
         if relative is not None:
             scale = max(noise.spread(embeddings), 1e-12)
             scores = label_information(embeddings / scale, grouped, relative, *measure)
-            result[key] = {name: dataclasses.replace(score, sigma=relative * scale) for name, score in scores.items()}
+            result[key] = {
+                name: dataclasses.replace(score, sigma=relative * scale) for name, score in scores.items()
+            }
         else:
             sigma = config.method.length_scale() if settings.sigma is None else float(settings.sigma)
             result[key] = label_information(embeddings, grouped, sigma, *measure)
@@ -178,12 +184,20 @@ def evaluate_run(
     (its ``config.json`` and ``encoder.keras``)."""
     run = load_run(run_dir)
     grouped = load_labelled(run.config, labels_csv)
-    return trained_vs_untrained(run.config, run.encoder, grouped, LabelSettings(names, probe_settings, mine_settings, sigma, relative_sigma))
+    return trained_vs_untrained(
+        run.config,
+        run.encoder,
+        grouped,
+        LabelSettings(names, probe_settings, mine_settings, sigma, relative_sigma),
+    )
 
 
 def to_dict(result: dict[str, dict[str, LabelScore]]) -> dict:
     """``result`` as plain dicts, ready for JSON."""
-    return {key: {name: dataclasses.asdict(score) for name, score in scores.items()} for key, scores in result.items()}
+    return {
+        key: {name: dataclasses.asdict(score) for name, score in scores.items()}
+        for key, scores in result.items()
+    }
 
 
 def markdown_table(result: dict[str, dict[str, LabelScore]]) -> str:
@@ -209,5 +223,7 @@ def markdown_table(result: dict[str, dict[str, LabelScore]]) -> str:
     if trained:
         first = next(iter(trained))
         lines.append("")
-        lines.append(f"Noise sigma: untrained {untrained[first].sigma:.3g}, trained {trained[first].sigma:.3g}.")
+        lines.append(
+            f"Noise sigma: untrained {untrained[first].sigma:.3g}, trained {trained[first].sigma:.3g}."
+        )
     return "\n".join(lines)

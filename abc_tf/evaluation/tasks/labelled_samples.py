@@ -42,16 +42,24 @@ class LabelledSample:
 
 def known_factor_sample(config: ExperimentConfig, num_images: int, seed: int) -> LabelledSample:
     images, factors = factor_isolation.labelled_sample(config, num_images, seed)
-    return LabelledSample(images, np.asarray(factors, np.int64), factor_isolation.factor_names(config),
-                          factor_isolation.factor_sizes(config), factor_isolation.inactive_names(config))
+    return LabelledSample(
+        images,
+        np.asarray(factors, np.int64),
+        factor_isolation.factor_names(config),
+        factor_isolation.factor_sizes(config),
+        factor_isolation.inactive_names(config),
+    )
 
 
 def grouping_labels(grouped: GroupedImages) -> list[str]:
     """The labels constant within every group: a set is drawn within one group, so these are
     the factors a run fixes within a set (the person and pose of yaleb, the car of epfl_cars)."""
     groups = len(grouped.group_names)
-    return [name for name, values in grouped.labels.items()
-            if len(np.unique(np.stack([grouped.groups, values], axis=1), axis=0)) == groups]
+    return [
+        name
+        for name, values in grouped.labels.items()
+        if len(np.unique(np.stack([grouped.groups, values], axis=1), axis=0)) == groups
+    ]
 
 
 def grouped_label_sample(config: ExperimentConfig, num_images: int, seed: int) -> LabelledSample | None:
@@ -67,8 +75,12 @@ def grouped_label_sample(config: ExperimentConfig, num_images: int, seed: int) -
 
 
 def pose_sample(config: ExperimentConfig, num_images: int, seed: int) -> LabelledSample:
-    images, _, euler = data.get_family(config.data.family).pose_views(config, "test", "synthetic", num_images, seed)
-    azimuth = np.floor(np.mod(euler[:, 0], 2 * np.pi) / (2 * np.pi / AZIMUTH_BINS)).astype(np.int64) % AZIMUTH_BINS
+    images, _, euler = data.get_family(config.data.family).pose_views(
+        config, "test", "synthetic", num_images, seed
+    )
+    azimuth = (
+        np.floor(np.mod(euler[:, 0], 2 * np.pi) / (2 * np.pi / AZIMUTH_BINS)).astype(np.int64) % AZIMUTH_BINS
+    )
     factors = np.stack([azimuth, quantile_bins(euler[:, 1], ELEVATION_BINS)], axis=1).astype(np.int64)
     return LabelledSample(images, factors, ("azimuth", "elevation"), (AZIMUTH_BINS, ELEVATION_BINS))
 

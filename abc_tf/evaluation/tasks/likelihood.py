@@ -41,7 +41,9 @@ def networks_of(run: Run) -> dict:
     networks = {name: run.network(name) for name in names}
     missing = [name for name, network in networks.items() if network is None]
     if missing:
-        raise ValueError(f"{run.run_dir} lacks {', '.join(f'{name}.keras' for name in missing)}: not a finished {run.config.method.name} run.")
+        raise ValueError(
+            f"{run.run_dir} lacks {', '.join(f'{name}.keras' for name in missing)}: not a finished {run.config.method.name} run."
+        )
     return networks
 
 
@@ -51,18 +53,30 @@ def log_mean_exp(values: np.ndarray, axis: int = 0) -> np.ndarray:
     return np.squeeze(top, axis) + np.log(np.mean(np.exp(values - top), axis=axis))
 
 
-def bounds(networks: dict, structure: Structure, images: np.ndarray, samples: int = SAMPLES, seed: int = 0,
-           dims: tuple[int, int] | None = None) -> dict[str, np.ndarray]:
+def bounds(
+    networks: dict,
+    structure: Structure,
+    images: np.ndarray,
+    samples: int = SAMPLES,
+    seed: int = 0,
+    dims: tuple[int, int] | None = None,
+) -> dict[str, np.ndarray]:
     """Per image of ``images`` [N, H, W, C] (uint8 or float in [0, 1]): "elbo", "reconstruction",
     "kl_appearance", "kl_perspective" and "iw_log_likelihood" (nats, float64 [N]) from ``samples``
     draws each, under the variant's ``structure``. ``dims``: (d_A, d_P), by default read from
     the posteriors' output shapes."""
     if dims is None:
-        dims = tuple(int(networks[name].output_shape[0][-1]) if name in networks else 0
-                     for name in ("appearance_posterior", "perspective_posterior"))
+        dims = tuple(
+            int(networks[name].output_shape[0][-1]) if name in networks else 0
+            for name in ("appearance_posterior", "perspective_posterior")
+        )
     per_pass = max(1, ROWS_PER_PASS // samples)
-    results: dict[str, list[np.ndarray]] = {name: [] for name in ("reconstruction", "kl_appearance", "kl_perspective", "log_weights")}
-    progress = Progress(f"ELBO and importance-weighted log p(x), {samples} samples each", len(images), "images")
+    results: dict[str, list[np.ndarray]] = {
+        name: [] for name in ("reconstruction", "kl_appearance", "kl_perspective", "log_weights")
+    }
+    progress = Progress(
+        f"ELBO and importance-weighted log p(x), {samples} samples each", len(images), "images"
+    )
     for start in range(0, len(images), per_pass):
         progress.update(start)
         x = tf.convert_to_tensor(np.asarray(images[start : start + per_pass]))
@@ -74,7 +88,9 @@ def bounds(networks: dict, structure: Structure, images: np.ndarray, samples: in
         terms = vitae.elbo_terms(tiled, inferred)
         for name in ("reconstruction", "kl_appearance", "kl_perspective"):
             results[name].append(np.asarray(terms[name], np.float64).reshape(count, samples))
-        results["log_weights"].append(np.asarray(vitae.log_weights(tiled, inferred), np.float64).reshape(count, samples))
+        results["log_weights"].append(
+            np.asarray(vitae.log_weights(tiled, inferred), np.float64).reshape(count, samples)
+        )
     progress.close()
     stacked = {name: np.concatenate(parts) for name, parts in results.items()}
     out = {name: stacked[name].mean(axis=1) for name in ("reconstruction", "kl_appearance", "kl_perspective")}
@@ -83,18 +99,25 @@ def bounds(networks: dict, structure: Structure, images: np.ndarray, samples: in
     return out
 
 
-def knn_accuracy(reference: np.ndarray, reference_labels: np.ndarray, queries: np.ndarray, query_labels: np.ndarray,
-                 k: int = NEIGHBOURS) -> float:
+def knn_accuracy(
+    reference: np.ndarray,
+    reference_labels: np.ndarray,
+    queries: np.ndarray,
+    query_labels: np.ndarray,
+    k: int = NEIGHBOURS,
+) -> float:
     """Fraction of ``queries`` [Q, d] whose majority label among their k nearest ``reference``
     [R, d] rows (Euclidean; ties to the smaller label) is their own."""
     reference, queries = np.asarray(reference, np.float64), np.asarray(queries, np.float64)
-    norms = np.sum(reference ** 2, axis=1)
+    norms = np.sum(reference**2, axis=1)
     correct = 0
     for start in range(0, len(queries), 1024):
         block = queries[start : start + 1024]
         distances = norms[None, :] - 2.0 * block @ reference.T  # + |q|^2, the same for every row
         nearest = np.argpartition(distances, k - 1, axis=1)[:, :k]
-        votes = np.apply_along_axis(np.bincount, 1, reference_labels[nearest], minlength=int(reference_labels.max()) + 1)
+        votes = np.apply_along_axis(
+            np.bincount, 1, reference_labels[nearest], minlength=int(reference_labels.max()) + 1
+        )
         correct += int(np.sum(np.argmax(votes, axis=1) == query_labels[start : start + 1024]))
     return correct / len(queries)
 
@@ -106,17 +129,25 @@ def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0, max_images: in
     method = run.config.method
     class_labelled_images = data.get_family(run.config.data.family).class_labelled_images
     if not isinstance(method, VaeConfig) or class_labelled_images is None:
-        raise ValueError(f"The likelihood measures take runs of the VAE model (vae, u_vitae, c_vitae: a VaeConfig) on a "
-                         f"family of class-labelled images (mnist), not {method.name} on {run.config.data.family}.")
+        raise ValueError(
+            f"The likelihood measures take runs of the VAE model (vae, u_vitae, c_vitae: a VaeConfig) on a "
+            f"family of class-labelled images (mnist), not {method.name} on {run.config.data.family}."
+        )
     digits = class_labelled_images(run.config)
     test_images, test_labels = digits.test_images, digits.test_labels
     if max_images:
         test_images, test_labels = test_images[:max_images], test_labels[:max_images]
     per_image = bounds(networks_of(run), method.structure, test_images, samples, seed)
     metrics: dict[str, Any] = {name: float(np.mean(values)) for name, values in per_image.items()}
-    metrics.update(importance_samples=int(samples), num_test_images=int(len(test_labels)), units="nats per image")
+    metrics.update(
+        importance_samples=int(samples), num_test_images=int(len(test_labels)), units="nats per image"
+    )
 
-    rows = np.sort(np.random.default_rng(seed).permutation(len(digits.train_labels))[:min(REFERENCE_IMAGES, max_images or REFERENCE_IMAGES)])
+    rows = np.sort(
+        np.random.default_rng(seed).permutation(len(digits.train_labels))[
+            : min(REFERENCE_IMAGES, max_images or REFERENCE_IMAGES)
+        ]
+    )
     reference_images = digits.train_images[rows]
     reference_labels = digits.train_labels[rows]
     spaces = {"code": run.encoder}
@@ -129,7 +160,9 @@ def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0, max_images: in
         knn[name] = {"all": knn_accuracy(reference, reference_labels, queries, test_labels)}
         if holdout is not None:
             unseen = test_labels == holdout
-            knn[name]["held_out_digit"] = knn_accuracy(reference, reference_labels, queries[unseen], test_labels[unseen])
+            knn[name]["held_out_digit"] = knn_accuracy(
+                reference, reference_labels, queries[unseen], test_labels[unseen]
+            )
     metrics["knn_accuracy"] = knn
     # What a side-by-side comparison shows (abc_tf.evaluation.comparison reads it from metrics.json).
     metrics["headline"] = {"test ELBO": metrics["elbo"], "IWAE log p(x)": metrics["iw_log_likelihood"]}
@@ -138,11 +171,15 @@ def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0, max_images: in
 
 def summary(metrics: dict[str, Any]) -> str:
     """A few lines for the terminal."""
-    lines = [f"Test ELBO {metrics['elbo']:.2f} nats (reconstruction {metrics['reconstruction']:.2f}, "
-             f"KL appearance {metrics['kl_appearance']:.2f}, KL perspective {metrics['kl_perspective']:.2f}); "
-             f"importance-weighted log p(x) {metrics['iw_log_likelihood']:.2f} (K = {metrics['importance_samples']})"]
+    lines = [
+        f"Test ELBO {metrics['elbo']:.2f} nats (reconstruction {metrics['reconstruction']:.2f}, "
+        f"KL appearance {metrics['kl_appearance']:.2f}, KL perspective {metrics['kl_perspective']:.2f}); "
+        f"importance-weighted log p(x) {metrics['iw_log_likelihood']:.2f} (K = {metrics['importance_samples']})"
+    ]
     for name, values in metrics["knn_accuracy"].items():
         if isinstance(values, dict):
             held = f", held-out digit {values['held_out_digit']:.3f}" if "held_out_digit" in values else ""
-            lines.append(f"kNN digit accuracy (k = {metrics['knn_accuracy']['k']}) from {name}: {values['all']:.3f}{held}")
+            lines.append(
+                f"kNN digit accuracy (k = {metrics['knn_accuracy']['k']}) from {name}: {values['all']:.3f}{held}"
+            )
     return "\n".join(lines)

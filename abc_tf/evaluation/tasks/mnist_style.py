@@ -46,10 +46,20 @@ from abc_tf.runs.training import untrained_encoder
 NUM_CLASSES = 10
 METRICS_FILE = "mnist_metrics.json"
 # Digit colours of the figures (matplotlib's tab10, one per class).
-_TAB10 = np.array([
-    [0.12, 0.47, 0.71], [1.00, 0.50, 0.05], [0.17, 0.63, 0.17], [0.84, 0.15, 0.16], [0.58, 0.40, 0.74],
-    [0.55, 0.34, 0.29], [0.89, 0.47, 0.76], [0.50, 0.50, 0.50], [0.74, 0.74, 0.13], [0.09, 0.75, 0.81],
-])
+_TAB10 = np.array(
+    [
+        [0.12, 0.47, 0.71],
+        [1.00, 0.50, 0.05],
+        [0.17, 0.63, 0.17],
+        [0.84, 0.15, 0.16],
+        [0.58, 0.40, 0.74],
+        [0.55, 0.34, 0.29],
+        [0.89, 0.47, 0.76],
+        [0.50, 0.50, 0.50],
+        [0.74, 0.74, 0.13],
+        [0.09, 0.75, 0.81],
+    ]
+)
 
 
 # ----------------------------------------------------------------------------- retrieval
@@ -97,7 +107,13 @@ def plot_pca_thumbnails(
         labels = np.asarray(labels).astype(np.int64)
         # At most 3000 dots: enough to show the density, and keeps the PNG small.
         dots = rng.permutation(len(projection))[:3000]
-        axis.scatter(projection[dots, 0], projection[dots, 1], s=1.5, c=0.4 + 0.6 * _TAB10[labels[dots] % 10], linewidths=0)
+        axis.scatter(
+            projection[dots, 0],
+            projection[dots, 1],
+            s=1.5,
+            c=0.4 + 0.6 * _TAB10[labels[dots] % 10],
+            linewidths=0,
+        )
         for index in _spread_selection(projection, cells, rng):
             thumbnail = OffsetImage(_ink_thumbnail(gray[index], _TAB10[labels[index] % 10] * 0.8), zoom=0.75)
             axis.add_artist(AnnotationBbox(thumbnail, projection[index], frameon=False, pad=0.0))
@@ -180,13 +196,24 @@ def evaluate_mnist_run(
     seen_mask = labels != (-1 if holdout is None else holdout)
     for name, model in (("untrained", untrained), ("trained", encoder)):
         embeddings = embed(model, images[..., np.newaxis], batch_size=2000)
-        grid = retrieval.retrieval_grid(embeddings, labels, range(NUM_CLASSES), similarity=config.embedding_similarity, seed=seed)
+        grid = retrieval.retrieval_grid(
+            embeddings, labels, range(NUM_CLASSES), similarity=config.embedding_similarity, seed=seed
+        )
         grids.append((name, grid))
         # The components of the training digits' embeddings; the held-out digit shown in them.
         projection, _ = plots.principal_components(embeddings, 2, basis_of=embeddings[seen_mask])
-        pca_panels.append((f"{name}: digits seen in training", projection[seen_mask], images[seen_mask], labels[seen_mask]))
+        pca_panels.append(
+            (f"{name}: digits seen in training", projection[seen_mask], images[seen_mask], labels[seen_mask])
+        )
         if holdout is not None:
-            pca_panels.append((f"{name}: held-out digit {holdout}", projection[~seen_mask], images[~seen_mask], labels[~seen_mask]))
+            pca_panels.append(
+                (
+                    f"{name}: held-out digit {holdout}",
+                    projection[~seen_mask],
+                    images[~seen_mask],
+                    labels[~seen_mask],
+                )
+            )
         _, all_ratios = plots.principal_components(embeddings[seen_mask], embeddings.shape[1])
         digit_probe = {}
         # With noise at the length scale the embedding's own units matter (the paper's probe).
@@ -202,8 +229,13 @@ def evaluate_mnist_run(
             ("no_noise_standardised", standardised, 0.0),
         ):
             result = probes.probe_accuracies(
-                inputs, labels, sigma, names=["digit"], num_classes=[NUM_CLASSES],
-                settings=probes.ProbeSettings(epochs=probe_epochs), seed=seed,
+                inputs,
+                labels,
+                sigma,
+                names=["digit"],
+                num_classes=[NUM_CLASSES],
+                settings=probes.ProbeSettings(epochs=probe_epochs),
+                seed=seed,
             )
             digit_probe[label] = float(result.accuracy[0])
         digit_probe["chance"] = 1.0 / NUM_CLASSES
@@ -220,16 +252,25 @@ def evaluate_mnist_run(
         }
         if data.test_style is not None:  # the procedural digits: the renderer's true style factors
             metrics[name]["true_style_r2"] = regression.style_predictability(
-                embeddings, data.test_style, labels, holdout, seed=seed)
+                embeddings, data.test_style, labels, holdout, seed=seed
+            )
     names = [f"{digit}*" if digit == holdout else str(digit) for digit in range(NUM_CLASSES)]
     retrieval.plot_retrieval_grids(
-        images, grids, os.path.join(out_dir, "retrieval.png"), class_names=names, ink=True,
-        caption="red: queries; columns: nearest test image of each digit" + ("; * held out of training" if holdout is not None else ""),
+        images,
+        grids,
+        os.path.join(out_dir, "retrieval.png"),
+        class_names=names,
+        ink=True,
+        caption="red: queries; columns: nearest test image of each digit"
+        + ("; * held out of training" if holdout is not None else ""),
     )
     # Panels as in the paper: untrained | trained, seen digits above the held-out digit.
     ordered = [pca_panels[i] for i in ((0, 2, 1, 3) if holdout is not None else (0, 1))]
     plot_pca_thumbnails(ordered, os.path.join(out_dir, "pca.png"), columns=2, seed=seed)
-    metrics["figures"] = {"retrieval": os.path.join(out_dir, "retrieval.png"), "pca": os.path.join(out_dir, "pca.png")}
+    metrics["figures"] = {
+        "retrieval": os.path.join(out_dir, "retrieval.png"),
+        "pca": os.path.join(out_dir, "pca.png"),
+    }
     json_files.write_json(os.path.join(out_dir, METRICS_FILE), metrics, sort_keys=True)
     progress.wrote(os.path.join(out_dir, METRICS_FILE))
     return metrics
@@ -271,13 +312,17 @@ def _pc_style_correlation(
     for split, mask in (("seen_digits", seen_mask), ("holdout_digit", ~seen_mask)):
         if not np.any(mask):
             continue
-        pcs = np.stack([regression.centre_by_class(projection[mask, k], labels[mask]) for k in range(2)], axis=1)
+        pcs = np.stack(
+            [regression.centre_by_class(projection[mask, k], labels[mask]) for k in range(2)], axis=1
+        )
         entry = {}
         for name in ("slant", "thickness"):
             target = regression.centre_by_class(measures[name][mask], labels[mask])
             for k in range(2):
                 denominator = np.sqrt(np.sum(pcs[:, k] ** 2) * np.sum(target**2))
-                entry[f"abs_corr_pc{k + 1}_{name}"] = float(abs(np.sum(pcs[:, k] * target)) / denominator) if denominator > 0 else float("nan")
+                entry[f"abs_corr_pc{k + 1}_{name}"] = (
+                    float(abs(np.sum(pcs[:, k] * target)) / denominator) if denominator > 0 else float("nan")
+                )
             weights, *_ = np.linalg.lstsq(pcs, target, rcond=None)
             entry[f"pc_plane_r2_{name}"] = regression.r2_score(target, pcs @ weights)
         out[split] = entry

@@ -35,7 +35,9 @@ def flip_invariant(errors_deg: np.ndarray) -> np.ndarray:
     return np.minimum(errors_deg, 180.0 - errors_deg)
 
 
-def pose_metrics(errors_deg: np.ndarray, thresholds_deg: Sequence[float] = DEFAULT_THRESHOLDS_DEG) -> dict[str, float]:
+def pose_metrics(
+    errors_deg: np.ndarray, thresholds_deg: Sequence[float] = DEFAULT_THRESHOLDS_DEG
+) -> dict[str, float]:
     """Median error (degrees) and the fraction of errors below each threshold.
 
     Returns ``{"median_error_deg": ..., "acc_at_30": ..., ...}`` (threshold printed as ``%g``).
@@ -55,7 +57,9 @@ def error_metrics(
     """Metrics of predicted against true rotations [N, 3, 3], plain and flip-invariant (``flip_`` prefix)."""
     errors = geodesic_error(predicted, truth)
     metrics = pose_metrics(errors, thresholds_deg)
-    metrics.update({f"flip_{key}": value for key, value in pose_metrics(flip_invariant(errors), thresholds_deg).items()})
+    metrics.update(
+        {f"flip_{key}": value for key, value in pose_metrics(flip_invariant(errors), thresholds_deg).items()}
+    )
     return metrics
 
 
@@ -77,7 +81,9 @@ def backbone_model(encoder: keras.Model, layer_name: str = "backbone") -> keras.
             if not isinstance(layer, keras.layers.InputLayer) and len(layer.output.shape) == 4
         ]
         if not maps:
-            raise ValueError(f"Encoder {encoder.name!r} has no layer {layer_name!r} and no feature-map layer.") from None
+            raise ValueError(
+                f"Encoder {encoder.name!r} has no layer {layer_name!r} and no feature-map layer."
+            ) from None
         features = maps[-1].output
     flat = keras.layers.Flatten(name="backbone_features")(features)
     return keras.Model(encoder.input, flat, name=f"{encoder.name}_backbone")
@@ -133,14 +139,19 @@ def lookup_evaluation(
     if len(query_embeddings) != len(query_rotations) or pool_size != len(pool_rotations):
         raise ValueError("Each embedding needs one rotation (queries and pool).")
     if not 0 < dictionary_size <= pool_size:
-        raise ValueError(f"dictionary_size must lie in 1..{pool_size} (the pool of known poses), got {dictionary_size}.")
+        raise ValueError(
+            f"dictionary_size must lie in 1..{pool_size} (the pool of known poses), got {dictionary_size}."
+        )
     if repeats <= 0:
         raise ValueError(f"repeats must be positive, got {repeats}.")
     rng = np.random.default_rng(seed)
     # Sorted, so that gathering a dictionary's columns reads each row forwards (7x faster than
     # random order for large pools); int32: half the memory, and 2^31 embeddings would not fit.
     members = np.stack(
-        [np.sort(rng.choice(pool_size, size=dictionary_size, replace=False)).astype(np.int32) for _ in range(repeats)]
+        [
+            np.sort(rng.choice(pool_size, size=dictionary_size, replace=False)).astype(np.int32)
+            for _ in range(repeats)
+        ]
     )
     neighbours = np.zeros((repeats, len(query_embeddings)), np.int64)
     best = np.full(neighbours.shape, -np.inf, np.float32)
@@ -162,7 +173,9 @@ def lookup_evaluation(
 
 
 def regression_metrics(
-    predicted_euler: np.ndarray, true_rotations: np.ndarray, thresholds_deg: Sequence[float] = DEFAULT_THRESHOLDS_DEG
+    predicted_euler: np.ndarray,
+    true_rotations: np.ndarray,
+    thresholds_deg: Sequence[float] = DEFAULT_THRESHOLDS_DEG,
 ) -> dict[str, float]:
     """Metrics of regressed Euler angles [N, 3] (radians) against true rotations [N, 3, 3]."""
     return error_metrics(euler_to_matrix(predicted_euler), true_rotations, thresholds_deg)
@@ -221,17 +234,23 @@ class PoseEvalSettings:
             if getattr(self, name) <= 0:
                 raise ValueError(f"Pose evaluation {name} must be positive, got {getattr(self, name)}.")
         if self.pool_size and self.pool_size < self.dictionary_size:
-            raise ValueError(f"pool_size ({self.pool_size}) must be at least dictionary_size ({self.dictionary_size}).")
+            raise ValueError(
+                f"pool_size ({self.pool_size}) must be at least dictionary_size ({self.dictionary_size})."
+            )
         if self.num_queries < 0:
             raise ValueError(f"num_queries must be >= 0, got {self.num_queries}.")
         unknown = sorted(set(self.query_domains) - {"real", "synthetic"})
         if unknown or not self.query_domains:
-            raise ValueError(f"query_domains must name 'real' and/or 'synthetic', got {list(self.query_domains)}.")
+            raise ValueError(
+                f"query_domains must name 'real' and/or 'synthetic', got {list(self.query_domains)}."
+            )
         if self.query_split not in ("test", "validation"):
             raise ValueError(f"query_split must be 'test' or 'validation', got {self.query_split!r}.")
         if self.query_split == "validation" and set(self.query_domains) != {"synthetic"}:
-            raise ValueError("The validation split has synthetic renders only: query domains 'synthetic', "
-                             f"got {list(self.query_domains)}.")
+            raise ValueError(
+                "The validation split has synthetic renders only: query domains 'synthetic', "
+                f"got {list(self.query_domains)}."
+            )
 
     @property
     def resolved_pool_size(self) -> int:
@@ -250,7 +269,10 @@ def pretrained_backbone_model(weights: str, image_shape: tuple[int, int, int]) -
 
 
 def evaluate_pose_run(
-    run_dir: str, settings: PoseEvalSettings = PoseEvalSettings(), out_dir: str | None = None, write: bool = True,
+    run_dir: str,
+    settings: PoseEvalSettings = PoseEvalSettings(),
+    out_dir: str | None = None,
+    write: bool = True,
     run: Run | None = None,
 ) -> dict:
     """Pose metrics of a pose run directory; written to ``(out_dir or run_dir)/pose_metrics.json``.
@@ -268,9 +290,15 @@ def evaluate_pose_run(
     family = data.get_family(config.data.family)
     pose_views = family.pose_views
     if pose_views is None:
-        raise ValueError(f"{run_dir} trained on data {config.data.family!r}, which has no images of known pose; pose evaluation needs them.")
+        raise ValueError(
+            f"{run_dir} trained on data {config.data.family!r}, which has no images of known pose; pose evaluation needs them."
+        )
     # Built first: weights that cannot be read fail before any image is rendered.
-    pretrained = pretrained_backbone_model(settings.pretrained_backbone, family.image_shape(config)) if settings.pretrained_backbone else None
+    pretrained = (
+        pretrained_backbone_model(settings.pretrained_backbone, family.image_shape(config))
+        if settings.pretrained_backbone
+        else None
+    )
     pool_images, pool_rotations, _ = pose_views(
         config, "train", "synthetic", settings.resolved_pool_size, seed=settings.seed
     )
@@ -291,20 +319,33 @@ def evaluate_pose_run(
         "embedding_dims": {name: int(pool.shape[1]) for name, pool in pools.items()},
         "domains": {},
     }
-    lookups = progress.Progress("pose lookups (query domain x representation)",
-                                len(settings.query_domains) * len(models_to_lookup), "lookups")
+    lookups = progress.Progress(
+        "pose lookups (query domain x representation)",
+        len(settings.query_domains) * len(models_to_lookup),
+        "lookups",
+    )
     for offset, domain in enumerate(settings.query_domains):
         query_images, query_rotations, _ = pose_views(
-            config, settings.query_split, domain, settings.num_queries or None, seed=settings.seed + 1 + offset
+            config,
+            settings.query_split,
+            domain,
+            settings.num_queries or None,
+            seed=settings.seed + 1 + offset,
         )
         rows: dict = {}
         for name, model in models_to_lookup.items():
             # Backbone features use cosine, as the paper's "ResNet" row; the others the run's similarity.
             similarity = "cosine" if name in (ROW_BACKBONE, ROW_PRETRAINED) else config.embedding_similarity
             lookup = lookup_evaluation(
-                embed(model, query_images, settings.batch_size), query_rotations, pools[name], pool_rotations,
-                similarity=similarity, dictionary_size=settings.dictionary_size, repeats=settings.repeats,
-                seed=settings.seed, thresholds_deg=settings.thresholds_deg,
+                embed(model, query_images, settings.batch_size),
+                query_rotations,
+                pools[name],
+                pool_rotations,
+                similarity=similarity,
+                dictionary_size=settings.dictionary_size,
+                repeats=settings.repeats,
+                seed=settings.seed,
+                thresholds_deg=settings.thresholds_deg,
             )
             rows[name] = lookup.summary()
             lookups.update(lookups.done + 1)
@@ -330,6 +371,7 @@ def format_table(results: dict, domain: str = "real") -> str:
         "|---|---|---|---|---|",
     ]
     for name, metrics in rows.items():
+
         def cell(key: str) -> str:
             value = metrics[key]
             if isinstance(value, dict):

@@ -37,7 +37,11 @@ class RetrievalGrid:
     classes: np.ndarray
 
     def as_dict(self) -> dict[str, Any]:
-        return {"indices": self.indices.tolist(), "similarity": self.similarity.tolist(), "classes": self.classes.tolist()}
+        return {
+            "indices": self.indices.tolist(),
+            "similarity": self.similarity.tolist(),
+            "classes": self.classes.tolist(),
+        }
 
 
 def retrieval_grid(
@@ -79,12 +83,17 @@ def retrieval_grid(
     ).numpy()
     indices = np.array(
         [
-            [query if col == row else candidates[np.argmax(similarities[row, candidates])] for col, candidates in enumerate(members)]
+            [
+                query if col == row else candidates[np.argmax(similarities[row, candidates])]
+                for col, candidates in enumerate(members)
+            ]
             for row, query in enumerate(query_indices)
         ],
         np.int64,
     )
-    return RetrievalGrid(indices=indices, similarity=np.take_along_axis(similarities, indices, axis=1), classes=classes)
+    return RetrievalGrid(
+        indices=indices, similarity=np.take_along_axis(similarities, indices, axis=1), classes=classes
+    )
 
 
 def _display(images: np.ndarray, ink: bool) -> np.ndarray:
@@ -99,8 +108,12 @@ def _display(images: np.ndarray, ink: bool) -> np.ndarray:
 
 
 def plot_retrieval_grids(
-    images: np.ndarray, grids: Sequence[tuple[str, RetrievalGrid]], path: str, class_names: Sequence[str] | None = None,
-    ink: bool = False, caption: str = "red: queries; column c: the nearest image of class c to the row's query",
+    images: np.ndarray,
+    grids: Sequence[tuple[str, RetrievalGrid]],
+    path: str,
+    class_names: Sequence[str] | None = None,
+    ink: bool = False,
+    caption: str = "red: queries; column c: the nearest image of class c to the row's query",
 ) -> None:
     """Writes the grids side by side as a PNG, queries boxed on the diagonal; ``class_names``
     label the rows and columns (default: the class values), ``ink`` shows gray images as dark
@@ -115,11 +128,23 @@ def plot_retrieval_grids(
         mosaic = np.ones((size * cell_h + 1, size * cell_w + 1) + shown.shape[3:])
         for row in range(size):
             for col in range(size):
-                mosaic[row * cell_h + 1: (row + 1) * cell_h, col * cell_w + 1: (col + 1) * cell_w] = shown[grid.indices[row, col]]
-        axis.imshow(mosaic, cmap="gray" if mosaic.ndim == 2 else None, vmin=0, vmax=1, interpolation="nearest")
+                mosaic[row * cell_h + 1 : (row + 1) * cell_h, col * cell_w + 1 : (col + 1) * cell_w] = shown[
+                    grid.indices[row, col]
+                ]
+        axis.imshow(
+            mosaic, cmap="gray" if mosaic.ndim == 2 else None, vmin=0, vmax=1, interpolation="nearest"
+        )
         for k in range(size):
-            axis.add_patch(Rectangle((k * cell_w + 0.5, k * cell_h + 0.5), width, height, fill=False, edgecolor="red",
-                                     linewidth=1.5))
+            axis.add_patch(
+                Rectangle(
+                    (k * cell_w + 0.5, k * cell_h + 0.5),
+                    width,
+                    height,
+                    fill=False,
+                    edgecolor="red",
+                    linewidth=1.5,
+                )
+            )
         names = [str(name) for name in (class_names if class_names is not None else grid.classes)]
         axis.set_xticks([k * cell_w + width / 2 + 0.5 for k in range(size)], names, fontsize=6, rotation=90)
         axis.set_yticks([k * cell_h + height / 2 + 0.5 for k in range(size)], names, fontsize=6)
@@ -130,19 +155,38 @@ def plot_retrieval_grids(
     plots.save_figure(figure, path, colours=96)
 
 
-def group_retrieval(encoders: Sequence[tuple[str, keras.Model]], grouped: GroupedImages, similarity: str, path: str,
-                    seed: int = 0) -> dict:
+def group_retrieval(
+    encoders: Sequence[tuple[str, keras.Model]],
+    grouped: GroupedImages,
+    similarity: str,
+    path: str,
+    seed: int = 0,
+) -> dict:
     """The retrieval grid over groups of ``grouped`` for each (title, encoder): up to
     GROUPS_SHOWN groups drawn with ``seed``, up to IMAGES_PER_GROUP candidates each, the same
     queries for every encoder; the figure at ``path``, the grids returned by title."""
     rng = np.random.default_rng(seed)
-    groups = np.sort(rng.choice(len(grouped.group_names), min(GROUPS_SHOWN, len(grouped.group_names)), replace=False))
-    rows = np.concatenate([rng.permutation(np.flatnonzero(grouped.groups == g))[:IMAGES_PER_GROUP] for g in groups])
+    groups = np.sort(
+        rng.choice(len(grouped.group_names), min(GROUPS_SHOWN, len(grouped.group_names)), replace=False)
+    )
+    rows = np.concatenate(
+        [rng.permutation(np.flatnonzero(grouped.groups == g))[:IMAGES_PER_GROUP] for g in groups]
+    )
     images, labels = grouped.images[rows], grouped.groups[rows]
     queries = [int(rng.choice(np.flatnonzero(labels == g))) for g in groups]
-    grids = [(title, retrieval_grid(embed(encoder, images), labels, groups, queries, similarity)) for title, encoder in encoders]
+    grids = [
+        (title, retrieval_grid(embed(encoder, images), labels, groups, queries, similarity))
+        for title, encoder in encoders
+    ]
     names = [grouped.group_names[g][:14] for g in groups]
-    plot_retrieval_grids(images, grids, path, class_names=names,
-                         caption="red: one query per group; column g: the nearest image of group g to the row's query")
-    return {"groups": [grouped.group_names[g] for g in groups],
-            **{title: {"indices": rows[grid.indices].tolist()} for title, grid in grids}}
+    plot_retrieval_grids(
+        images,
+        grids,
+        path,
+        class_names=names,
+        caption="red: one query per group; column g: the nearest image of group g to the row's query",
+    )
+    return {
+        "groups": [grouped.group_names[g] for g in groups],
+        **{title: {"indices": rows[grid.indices].tolist()} for title, grid in grids},
+    }

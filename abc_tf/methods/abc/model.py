@@ -78,13 +78,17 @@ class ABCModel(MethodModel):
         sets = [to_float_images(batch[key]) for key in keys]
         sizes = [tf.shape(images)[1] for images in sets]
         pairs = tf.shape(sets[0])[0]
-        flat = tf.concat([tf.reshape(images, tf.concat([[-1], tf.shape(images)[2:]], 0)) for images in sets], axis=0)
+        flat = tf.concat(
+            [tf.reshape(images, tf.concat([[-1], tf.shape(images)[2:]], 0)) for images in sets], axis=0
+        )
         # The loss runs in float32 even when the encoder computes in mixed precision.
         embeddings = tf.cast(self.encoder(flat, training=training), tf.float32)
         pieces = tf.split(embeddings, [pairs * size for size in sizes], axis=0)
         return {key: tf.reshape(piece, [pairs, size, -1]) for key, piece, size in zip(keys, pieces, sizes)}
 
-    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+    def compute_terms(
+        self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
+    ) -> dict[str, tf.Tensor]:
         """The ABC (or contrastive) loss of one batch, its cycle accuracy and the head's loss."""
         del step  # the loss has no schedule
         embedded = self.embed_sets(batch, training=training)
@@ -94,7 +98,9 @@ class ABCModel(MethodModel):
             )
         elif "set_b" not in embedded:
             # Augmentation baseline: set B is set A's second view, the correspondence the augmentation.
-            abc, accuracy = losses.abc_loss(embedded["set_a"], embedded["set_a_view2"], self.similarity, self.temperature)
+            abc, accuracy = losses.abc_loss(
+                embedded["set_a"], embedded["set_a_view2"], self.similarity, self.temperature
+            )
         else:
             abc, accuracy = losses.abc_loss(
                 embedded["set_a"],
@@ -124,7 +130,9 @@ class ABCModel(MethodModel):
     def get_config(self) -> dict:
         if self.head is not None:
             # A head loss is an arbitrary callable; its owner rebuilds the model from the config.
-            raise NotImplementedError("ABCModel with a head is saved as weights; rebuild it from the experiment config.")
+            raise NotImplementedError(
+                "ABCModel with a head is saved as weights; rebuild it from the experiment config."
+            )
         return {
             "encoder": keras.saving.serialize_keras_object(self.encoder),
             "similarity": self.similarity,
@@ -153,8 +161,13 @@ def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_typ
         head = models.build("spherical_regression", embedding_dim=config.model.embedding_dim)
         head_loss = pose_head.spherical_regression_loss
     model = ABCModel(
-        encoder, similarity=config.method.similarity, temperature=config.method.temperature, loss_type=loss_type,
-        abc_weight=getattr(config.method, "abc_weight", 1.0), head=head, head_loss=head_loss,
+        encoder,
+        similarity=config.method.similarity,
+        temperature=config.method.temperature,
+        loss_type=loss_type,
+        abc_weight=getattr(config.method, "abc_weight", 1.0),
+        head=head,
+        head_loss=head_loss,
         head_weight=regression_weight,
     )
     model.compile_for(config.trainer, optimizers.run_adam(config.trainer))
@@ -180,17 +193,23 @@ def _check_contrastive(config: ExperimentConfig) -> None:
 def _abc_supervision(config: ExperimentConfig) -> str:
     if config.batch.augmentation_baseline:
         return "none beyond the augmentations: each set and its second set are two augmented views of the same images"
-    return "set membership: which images share the inactive factors (the factors themselves unknown to the loss)"
+    return (
+        "set membership: which images share the inactive factors (the factors themselves unknown to the loss)"
+    )
 
 
 METHOD = Method(
-    name="abc", build=lambda config, image_shape: _build(config, image_shape, "abc"),
-    supervision=_abc_supervision, check_config=_check_abc,
+    name="abc",
+    build=lambda config, image_shape: _build(config, image_shape, "abc"),
+    supervision=_abc_supervision,
+    check_config=_check_abc,
     variant=lambda config: "augmentation baseline" if config.batch.augmentation_baseline else "",
     accepts_two_view_sets=True,  # the second view stands in for set B (compute_terms)
 )
 CONTRASTIVE = Method(
-    name="contrastive", build=lambda config, image_shape: _build(config, image_shape, "contrastive"),
+    name="contrastive",
+    build=lambda config, image_shape: _build(config, image_shape, "contrastive"),
     supervision="none beyond the augmentations: two augmented views of each image are one identity",
-    check_config=_check_contrastive, accepts_two_view_sets=True,
+    check_config=_check_contrastive,
+    accepts_two_view_sets=True,
 )

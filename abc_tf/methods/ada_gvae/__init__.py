@@ -37,24 +37,40 @@ from abc_tf.config import ExperimentConfig, MethodConfig, PairBatch, TrainerConf
 from abc_tf.data.shapes3d import Shapes3DConfig
 
 # The authors' names: the aggregate_* functions of weak_vae.py and the model classes' gin names.
-AGGREGATIONS = ("argmax", "labels")  # aggregate_argmax (adaptive, no labels), aggregate_labels (changed factor given)
+AGGREGATIONS = (
+    "argmax",
+    "labels",
+)  # aggregate_argmax (adaptive, no labels), aggregate_labels (changed factor given)
 AVERAGINGS = ("group_vae", "mlvae")  # GroupVAEBase.model_fn, MLVae.model_fn
 
 
 @dataclasses.dataclass(frozen=True)
 class AdaGvaeConfig(MethodConfig):
     batch_format: ClassVar[str] = "pairs"
-    trains_encoder: ClassVar[bool] = False  # its own encoder and decoder (dlib's conv_encoder / deconv_decoder)
+    trains_encoder: ClassVar[bool] = (
+        False  # its own encoder and decoder (dlib's conv_encoder / deconv_decoder)
+    )
     latent_dim: int = field(10, "Latent dimensions (dlib shared.gin: encoder.num_latent = 10).")
-    beta: float = field(1.0, "Weight of the KL terms to the prior, the beta of beta-VAE (dlib sweeps 1, 2, 4, 6, 8, 16; its gin files bind 1).")
-    aggregation: str = field("argmax", "Which dimensions a pair shares (averaged) and which keep their own posterior: 'argmax' (Ada-GVAE: the dimensions whose KL(q(z_i|x1) || q(z_i|x2)) lies in the lower of two equal-width bins between the pair's smallest and largest are shared; dlib aggregate_argmax) or 'labels' (GVAE: the changed factor's index is the one dimension kept, every other shared; dlib aggregate_labels; needs batches carrying the changed factor, which the Shapes3D pairs stream does not).")
-    averaging: str = field("group_vae", "The shared dimensions' posterior: 'group_vae' (mean of the means, mean of the variances; dlib GroupVAEBase) or 'mlvae' (ML-VAE's product: variance 2 v1 v2 / (v1 + v2), mean (m1 / v1 + m2 / v2) v1 v2 / (v1 + v2); dlib MLVae).")
+    beta: float = field(
+        1.0,
+        "Weight of the KL terms to the prior, the beta of beta-VAE (dlib sweeps 1, 2, 4, 6, 8, 16; its gin files bind 1).",
+    )
+    aggregation: str = field(
+        "argmax",
+        "Which dimensions a pair shares (averaged) and which keep their own posterior: 'argmax' (Ada-GVAE: the dimensions whose KL(q(z_i|x1) || q(z_i|x2)) lies in the lower of two equal-width bins between the pair's smallest and largest are shared; dlib aggregate_argmax) or 'labels' (GVAE: the changed factor's index is the one dimension kept, every other shared; dlib aggregate_labels; needs batches carrying the changed factor, which the Shapes3D pairs stream does not).",
+    )
+    averaging: str = field(
+        "group_vae",
+        "The shared dimensions' posterior: 'group_vae' (mean of the means, mean of the variances; dlib GroupVAEBase) or 'mlvae' (ML-VAE's product: variance 2 v1 v2 / (v1 + v2), mean (m1 / v1 + m2 / v2) v1 v2 / (v1 + v2); dlib MLVae).",
+    )
 
     def validate(self) -> None:
         super().validate()
         self.check_positive("latent_dim")
         if self.aggregation not in AGGREGATIONS:
-            raise ValueError(f"--method.aggregation={self.aggregation!r}; choose one of {', '.join(AGGREGATIONS)}.")
+            raise ValueError(
+                f"--method.aggregation={self.aggregation!r}; choose one of {', '.join(AGGREGATIONS)}."
+            )
         if self.averaging not in AVERAGINGS:
             raise ValueError(f"--method.averaging={self.averaging!r}; choose one of {', '.join(AVERAGINGS)}.")
         if not self.beta >= 0 or self.beta == float("inf"):
@@ -75,8 +91,11 @@ AUTHORS_LEARNING_RATE = 1e-4  # dlib shared.gin: vae/AdamOptimizer.learning_rate
 # (train_weak_lib.simple_dynamics). log_every and eval_every as PMP's preset [ours].
 _PAPER = ExperimentConfig(
     name="shapes3d_ada_gvae",
-    trainer=TrainerConfig(steps=AUTHORS_STEPS, learning_rate=AUTHORS_LEARNING_RATE, log_every=1000, eval_every=15_000),
-    data=Shapes3DConfig(family="shapes3d"), batch=PairBatch(pairs_per_step=AUTHORS_PAIRS),
+    trainer=TrainerConfig(
+        steps=AUTHORS_STEPS, learning_rate=AUTHORS_LEARNING_RATE, log_every=1000, eval_every=15_000
+    ),
+    data=Shapes3DConfig(family="shapes3d"),
+    batch=PairBatch(pairs_per_step=AUTHORS_PAIRS),
     method=AdaGvaeConfig(name="ada_gvae"),
 )
 PRESETS: dict[str, ExperimentConfig] = {
@@ -84,13 +103,16 @@ PRESETS: dict[str, ExperimentConfig] = {
     # [ours] About 5 minutes of training on 2 CPU cores: the same networks, loss and optimiser, 16
     # pairs a step, 1,500 steps, the plain graph (measured on a shared 2-core host: 0.22 s a step
     # of 16 pairs, 0.68 s of the authors' 64; XLA 0.21 s, no faster).
-    "shapes3d_ada_gvae_quick": _PAPER.replace(name="shapes3d_ada_gvae_quick", steps=1500, pairs_per_step=16,
-                                              log_every=250, eval_every=750),
+    "shapes3d_ada_gvae_quick": _PAPER.replace(
+        name="shapes3d_ada_gvae_quick", steps=1500, pairs_per_step=16, log_every=250, eval_every=750
+    ),
 }
 
 # The smallest run, for tests and readiness checks: 4 steps of 2 built-in procedural Shapes3D
 # pairs (64 x 64, the only size the family streams), no measurement before the end, 64
 # labelled images for the end-of-run one. No file is read.
-SMOKE = _PAPER.replace(name="ada_gvae_smoke", steps=4, log_every=2, eval_every=0, eval_images=64, pairs_per_step=2)
+SMOKE = _PAPER.replace(
+    name="ada_gvae_smoke", steps=4, log_every=2, eval_every=0, eval_images=64, pairs_per_step=2
+)
 # The preset a user runs first; benchmarks/gpu_readiness.py measures the method's step on it.
 QUICK = "shapes3d_ada_gvae_quick"

@@ -60,17 +60,23 @@ from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
 
 LOG_NAMES = ("loss", "reconstruction", "kl", "shared_dimensions")
-LABEL_KEY = "changed_factor"  # int [B] of a pairs batch: the index of the factor the pair changes ("labels" only)
+LABEL_KEY = (
+    "changed_factor"  # int [B] of a pairs batch: the index of the factor the pair changes ("labels" only)
+)
 ADAM_BETAS, ADAM_EPSILON = (0.9, 0.999), 1e-8  # dlib shared.gin: vae/AdamOptimizer beta1, beta2, epsilon
 
 
 # ---------------------------------------------------------------- the pair's posteriors
 
 
-def pair_divergence(mean1: tf.Tensor, log_var1: tf.Tensor, mean2: tf.Tensor, log_var2: tf.Tensor) -> tf.Tensor:
+def pair_divergence(
+    mean1: tf.Tensor, log_var1: tf.Tensor, mean2: tf.Tensor, log_var2: tf.Tensor
+) -> tf.Tensor:
     """Per dimension [B, d]: v1/v2 + (m2 - m1)^2/v2 - 1 + log v2 - log v1, i.e. 2 KL(q1 || q2)
     (the authors' ``compute_kl``; the ratios taken as exp of log-variance differences)."""
-    return tf.exp(log_var1 - log_var2) + tf.square(mean2 - mean1) * tf.exp(-log_var2) - 1.0 + log_var2 - log_var1
+    return (
+        tf.exp(log_var1 - log_var2) + tf.square(mean2 - mean1) * tf.exp(-log_var2) - 1.0 + log_var2 - log_var1
+    )
 
 
 def adaptive_kept(divergence: tf.Tensor) -> tf.Tensor:
@@ -91,8 +97,9 @@ def label_kept(labels: tf.Tensor, latent_dim: int) -> tf.Tensor:
     return tf.cast(tf.one_hot(tf.cast(labels, tf.int32), latent_dim, dtype=tf.int32), tf.bool)
 
 
-def averaged_posterior(mean1: tf.Tensor, log_var1: tf.Tensor, mean2: tf.Tensor, log_var2: tf.Tensor,
-                       averaging: str) -> tuple[tf.Tensor, tf.Tensor]:
+def averaged_posterior(
+    mean1: tf.Tensor, log_var1: tf.Tensor, mean2: tf.Tensor, log_var2: tf.Tensor, averaging: str
+) -> tuple[tf.Tensor, tf.Tensor]:
     """(mean, log-variance) [B, d] of the shared dimensions (module docstring, 4)."""
     log_sum = tf.reduce_logsumexp(tf.stack([log_var1, log_var2]), axis=0)  # log(v1 + v2)
     if averaging == "group_vae":
@@ -102,8 +109,16 @@ def averaged_posterior(mean1: tf.Tensor, log_var1: tf.Tensor, mean2: tf.Tensor, 
     return weight1 * mean1 + (1.0 - weight1) * mean2, math.log(2.0) + log_var1 + log_var2 - log_sum
 
 
-def pair_terms(posterior: keras.Model, decoder: keras.Model, x1: tf.Tensor, x2: tf.Tensor, noise: tf.Tensor,
-               aggregation: str, averaging: str, labels: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+def pair_terms(
+    posterior: keras.Model,
+    decoder: keras.Model,
+    x1: tf.Tensor,
+    x2: tf.Tensor,
+    noise: tf.Tensor,
+    aggregation: str,
+    averaging: str,
+    labels: tf.Tensor | None = None,
+) -> dict[str, tf.Tensor]:
     """One pass over a batch of pairs: float images ``x1``, ``x2`` [B, H, W, C] in [0, 1],
     ``noise`` [B, 2, d] standard normal (image 1, image 2), ``labels`` int [B] ("labels" only).
 
@@ -121,8 +136,14 @@ def pair_terms(posterior: keras.Model, decoder: keras.Model, x1: tf.Tensor, x2: 
     else:
         kept = adaptive_kept(tf.stop_gradient(divergence))
     shared_mean, shared_log_var = averaged_posterior(mean1, log_var1, mean2, log_var2, averaging)
-    out = {"divergence": divergence, "kept": kept, "mean1": mean1, "log_var1": log_var1, "mean2": mean2,
-           "log_var2": log_var2}
+    out = {
+        "divergence": divergence,
+        "kept": kept,
+        "mean1": mean1,
+        "log_var1": log_var1,
+        "mean2": mean2,
+        "log_var2": log_var2,
+    }
     noise = tf.cast(noise, mean.dtype)
     codes, kls = [], []
     for index, (own_mean, own_log_var) in enumerate(((mean1, log_var1), (mean2, log_var2))):
@@ -142,7 +163,9 @@ def pair_terms(posterior: keras.Model, decoder: keras.Model, x1: tf.Tensor, x2: 
 def draw_noise(seed: tf.Tensor, pairs, latent_dim: int) -> tf.Tensor:
     """Standard normal [pairs, 2, latent_dim] from a stateless seed [2]; under a distribution
     strategy this replica's rows of the global batch's draws (``draw_rows``)."""
-    return draw_rows(lambda rows: tf.random.stateless_normal(tf.stack([rows, 2, latent_dim]), seed=seed), pairs)
+    return draw_rows(
+        lambda rows: tf.random.stateless_normal(tf.stack([rows, 2, latent_dim]), seed=seed), pairs
+    )
 
 
 # ---------------------------------------------------------------- the model
@@ -160,8 +183,16 @@ class AdaGvaeModel(MethodModel):
       seed: of the reparameterisation noise (with the step: stateless).
     """
 
-    def __init__(self, posterior: keras.Model, decoder: keras.Model, beta: float = 1.0, aggregation: str = "argmax",
-                 averaging: str = "group_vae", seed: int = 0, **kwargs):
+    def __init__(
+        self,
+        posterior: keras.Model,
+        decoder: keras.Model,
+        beta: float = 1.0,
+        aggregation: str = "argmax",
+        averaging: str = "group_vae",
+        seed: int = 0,
+        **kwargs,
+    ):
         super().__init__(seed=seed, **kwargs)
         self.posterior = posterior
         self.decoder = decoder
@@ -174,27 +205,41 @@ class AdaGvaeModel(MethodModel):
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.representation, "posterior": self.posterior, "decoder": self.decoder}
 
-
     def noise_at(self, step, pairs) -> tf.Tensor:
         """The reparameterisation noise [pairs, 2, d] of step ``step`` (:func:`draw_noise` from (seed, step))."""
         seed = self.step_seed(step)
         return draw_noise(seed, pairs, self.latent_dim)
 
-    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+    def compute_terms(
+        self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
+    ) -> dict[str, tf.Tensor]:
         """The beta-VAE loss of both images of every pair (module docstring). No layer acts
         differently in training."""
         del training
         labels = None
         if self.aggregation == "labels":
             if LABEL_KEY not in batch:
-                raise ValueError(f"--method.aggregation=labels reads each pair's changed factor ({LABEL_KEY!r}), which "
-                                 f"this data's pairs batches do not carry (they hold {', '.join(sorted(batch))}); use "
-                                 "--method.aggregation=argmax.")
+                raise ValueError(
+                    f"--method.aggregation=labels reads each pair's changed factor ({LABEL_KEY!r}), which "
+                    f"this data's pairs batches do not carry (they hold {', '.join(sorted(batch))}); use "
+                    "--method.aggregation=argmax."
+                )
             labels = batch[LABEL_KEY]
         x1, x2 = to_float_images(batch["x1"]), to_float_images(batch["x2"])
-        out = pair_terms(self.posterior, self.decoder, x1, x2, self.noise_at(step, tf.shape(x1)[0]), self.aggregation,
-                         self.averaging, labels)
-        terms = {name: tf.reduce_mean(tf.cast(out[name], tf.float32)) for name in ("reconstruction", "kl", "shared_dimensions")}
+        out = pair_terms(
+            self.posterior,
+            self.decoder,
+            x1,
+            x2,
+            self.noise_at(step, tf.shape(x1)[0]),
+            self.aggregation,
+            self.averaging,
+            labels,
+        )
+        terms = {
+            name: tf.reduce_mean(tf.cast(out[name], tf.float32))
+            for name in ("reconstruction", "kl", "shared_dimensions")
+        }
         terms["loss"] = terms["reconstruction"] + self.beta * terms["kl"]
         return terms
 
@@ -205,8 +250,10 @@ class AdaGvaeModel(MethodModel):
 def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
     """ValueError naming the data when its images are not 64 x 64 (the authors' networks' size)."""
     if tuple(image_shape[:2]) != (networks.IMAGE_SIZE,) * 2:
-        raise ValueError(f"--method={config.method.name} trains disentanglement_lib's 64 x 64 networks; data "
-                         f"{config.data.family!r} gives images of {tuple(image_shape)}.")
+        raise ValueError(
+            f"--method={config.method.name} trains disentanglement_lib's 64 x 64 networks; data "
+            f"{config.data.family!r} gives images of {tuple(image_shape)}."
+        )
 
 
 def check_config(config: ExperimentConfig) -> None:
@@ -216,12 +263,16 @@ def check_config(config: ExperimentConfig) -> None:
     if config.method.aggregation == "labels":
         factors = family.known_factors
         if factors is None:
-            raise ValueError(f"--method.aggregation=labels: data {config.data.family!r} has no known factors to label "
-                             "the pairs with; use --method.aggregation=argmax.")
+            raise ValueError(
+                f"--method.aggregation=labels: data {config.data.family!r} has no known factors to label "
+                "the pairs with; use --method.aggregation=argmax."
+            )
         if config.method.latent_dim < len(factors.names):
-            raise ValueError(f"--method.aggregation=labels makes latent dimension i learn factor i: "
-                             f"--method.latent_dim={config.method.latent_dim} is below the {len(factors.names)} factors "
-                             f"of data {config.data.family!r}.")
+            raise ValueError(
+                f"--method.aggregation=labels makes latent dimension i learn factor i: "
+                f"--method.latent_dim={config.method.latent_dim} is below the {len(factors.names)} factors "
+                f"of data {config.data.family!r}."
+            )
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> AdaGvaeModel:
@@ -231,8 +282,14 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> AdaGva
     method = config.method
     posterior = networks.gaussian_encoder(method.latent_dim, tuple(image_shape))
     decoder = networks.bernoulli_decoder(method.latent_dim, tuple(image_shape))
-    model = AdaGvaeModel(posterior, decoder, beta=method.beta, aggregation=method.aggregation,
-                         averaging=method.averaging, seed=config.trainer.seed)
+    model = AdaGvaeModel(
+        posterior,
+        decoder,
+        beta=method.beta,
+        aggregation=method.aggregation,
+        averaging=method.averaging,
+        seed=config.trainer.seed,
+    )
     model.compile_for(config.trainer, optimizers.run_adam(config.trainer, ADAM_BETAS, ADAM_EPSILON))
     return model
 
@@ -240,8 +297,12 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> AdaGva
 def variant(config: ExperimentConfig) -> str:
     """The authors' name of the configured model where it is not Ada-GVAE (gin names of weak_vae.py)."""
     method = config.method
-    name = {("argmax", "group_vae"): "", ("labels", "group_vae"): "GVAE with the changed factor",
-            ("argmax", "mlvae"): "Ada-ML-VAE", ("labels", "mlvae"): "ML-VAE with the changed factor"}
+    name = {
+        ("argmax", "group_vae"): "",
+        ("labels", "group_vae"): "GVAE with the changed factor",
+        ("argmax", "mlvae"): "Ada-ML-VAE",
+        ("labels", "mlvae"): "ML-VAE with the changed factor",
+    }
     return name[(method.aggregation, method.averaging)]
 
 
@@ -253,6 +314,9 @@ def supervision(config: ExperimentConfig) -> str:
 
 
 METHOD = Method(
-    name="ada_gvae", build=build, supervision=supervision, check_config=check_config,
+    name="ada_gvae",
+    build=build,
+    supervision=supervision,
+    check_config=check_config,
     variant=variant,
 )

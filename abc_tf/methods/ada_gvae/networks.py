@@ -32,26 +32,32 @@ OUTPUTS = ("mean", "log_variance")
 def check_shape(shape: tuple[int, ...], what: str) -> None:
     """ValueError unless ``shape`` is (64, 64, C)."""
     if len(shape) != 3 or tuple(shape[:2]) != (IMAGE_SIZE, IMAGE_SIZE):
-        raise ValueError(f"{what}: disentanglement_lib's conv_encoder / deconv_decoder take {IMAGE_SIZE} x {IMAGE_SIZE} "
-                         f"images, not {tuple(shape)}.")
+        raise ValueError(
+            f"{what}: disentanglement_lib's conv_encoder / deconv_decoder take {IMAGE_SIZE} x {IMAGE_SIZE} "
+            f"images, not {tuple(shape)}."
+        )
 
 
-def gaussian_encoder(latent_dim: int = 10, input_shape: tuple[int, int, int] = (64, 64, 3),
-                     name: str = "posterior") -> keras.Model:
+def gaussian_encoder(
+    latent_dim: int = 10, input_shape: tuple[int, int, int] = (64, 64, 3), name: str = "posterior"
+) -> keras.Model:
     """q(z | x): images -> [means, log-variances], each [B, latent_dim] float32 (``conv_encoder``)."""
     check_shape(input_shape, name)
     images = keras.Input(shape=tuple(input_shape), name="images")
     x = images
     for index, (filters, kernel) in enumerate(ENCODER_LAYERS, start=1):
-        x = keras.layers.Conv2D(filters, kernel, strides=STRIDE, padding="same", activation="relu", name=f"e{index}")(x)
+        x = keras.layers.Conv2D(
+            filters, kernel, strides=STRIDE, padding="same", activation="relu", name=f"e{index}"
+        )(x)
     x = keras.layers.Flatten(name="flatten")(x)
     x = keras.layers.Dense(HIDDEN, activation="relu", name=f"e{len(ENCODER_LAYERS) + 1}")(x)
     heads = [keras.layers.Dense(latent_dim, name=output, dtype="float32")(x) for output in OUTPUTS]
     return keras.Model(images, heads, name=name)
 
 
-def bernoulli_decoder(latent_dim: int = 10, output_shape: tuple[int, int, int] = (64, 64, 3),
-                      name: str = "decoder") -> keras.Model:
+def bernoulli_decoder(
+    latent_dim: int = 10, output_shape: tuple[int, int, int] = (64, 64, 3), name: str = "decoder"
+) -> keras.Model:
     """p(x | z): z [B, latent_dim] -> pixel logits [B, 64, 64, C] float32 (``deconv_decoder``)."""
     check_shape(output_shape, name)
     z = keras.Input(shape=(latent_dim,), name="z")
@@ -59,10 +65,17 @@ def bernoulli_decoder(latent_dim: int = 10, output_shape: tuple[int, int, int] =
     x = keras.layers.Dense(DECODER_MAP[0] * DECODER_MAP[1] * DECODER_MAP[2], activation="relu", name="d2")(x)
     x = keras.layers.Reshape(DECODER_MAP, name="map")(x)
     for index, filters in enumerate(DECODER_LAYERS, start=3):
-        x = keras.layers.Conv2DTranspose(filters, KERNEL, strides=STRIDE, padding="same", activation="relu",
-                                         name=f"d{index}")(x)
-    logits = keras.layers.Conv2DTranspose(output_shape[-1], KERNEL, strides=STRIDE, padding="same", dtype="float32",
-                                          name=f"d{len(DECODER_LAYERS) + 3}")(x)
+        x = keras.layers.Conv2DTranspose(
+            filters, KERNEL, strides=STRIDE, padding="same", activation="relu", name=f"d{index}"
+        )(x)
+    logits = keras.layers.Conv2DTranspose(
+        output_shape[-1],
+        KERNEL,
+        strides=STRIDE,
+        padding="same",
+        dtype="float32",
+        name=f"d{len(DECODER_LAYERS) + 3}",
+    )(x)
     return keras.Model(z, logits, name=name)
 
 

@@ -4,5 +4,8 @@ from __future__ import annotations
 
 from abc_tf.methods.vae.model import declare_variant
 
-METHOD = declare_variant("c_vitae", "single unlabelled images; a spatial transformer models the perspective, "
-                                    "the appearance is inferred from the aligned image")
+METHOD = declare_variant(
+    "c_vitae",
+    "single unlabelled images; a spatial transformer models the perspective, "
+    "the appearance is inferred from the aligned image",
+)

@@ -64,13 +64,30 @@ NETWORKS = ("mnist", "conv64")
 class CcVaeConfig(MethodConfig):
     batch_format: ClassVar[str] = "sets"
     trains_encoder: ClassVar[bool] = False  # the authors' convolutional networks (models/cc_vae_networks.py)
-    style_dim: int = field(16, "Size of the unspecified (style) code z, a Gaussian posterior (the authors' style_dim: 16).")
-    class_dim: int = field(16, "Size of the specified (class) code s, deterministic (the authors' class_dim: 16).")
-    networks: str = field("mnist", "The encoder and decoder: 'mnist' (the authors' MNIST networks, 28 x 28 images) or 'conv64' (the networks for 64 x 64 images the ABC authors used for both VAE baselines on pose, after CC-VAE's supplement; sizes ours: models/vae64_networks.py).")
-    base_channels: int = field(16, "Channels of the encoder's first convolution; mnist: the others have 2x and 4x, the decoder's 8x, 2x, 1x (the authors: 16); conv64: the others 2x, 4x, 8x, the decoder's 4x, 2x, 1x [ours].")
-    reconstruction_weight: float = field(2.0, "Weight of the forward cycle's reconstruction error (the authors' reconstruction_coef: 2).")
-    kl_weight: float = field(3.0, "Weight of the KL of q(z | x) to N(0, I) (the authors' kl_divergence_coef: 3).")
-    reverse_cycle_weight: float = field(10.0, "Weight of the reverse cycle's L1 loss (the authors' reverse_cycle_coef: 10; 0: forward cycle only).")
+    style_dim: int = field(
+        16, "Size of the unspecified (style) code z, a Gaussian posterior (the authors' style_dim: 16)."
+    )
+    class_dim: int = field(
+        16, "Size of the specified (class) code s, deterministic (the authors' class_dim: 16)."
+    )
+    networks: str = field(
+        "mnist",
+        "The encoder and decoder: 'mnist' (the authors' MNIST networks, 28 x 28 images) or 'conv64' (the networks for 64 x 64 images the ABC authors used for both VAE baselines on pose, after CC-VAE's supplement; sizes ours: models/vae64_networks.py).",
+    )
+    base_channels: int = field(
+        16,
+        "Channels of the encoder's first convolution; mnist: the others have 2x and 4x, the decoder's 8x, 2x, 1x (the authors: 16); conv64: the others 2x, 4x, 8x, the decoder's 4x, 2x, 1x [ours].",
+    )
+    reconstruction_weight: float = field(
+        2.0, "Weight of the forward cycle's reconstruction error (the authors' reconstruction_coef: 2)."
+    )
+    kl_weight: float = field(
+        3.0, "Weight of the KL of q(z | x) to N(0, I) (the authors' kl_divergence_coef: 3)."
+    )
+    reverse_cycle_weight: float = field(
+        10.0,
+        "Weight of the reverse cycle's L1 loss (the authors' reverse_cycle_coef: 10; 0: forward cycle only).",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -94,9 +111,14 @@ LR_DROP_FACTOR = 0.1
 
 PRESETS: dict[str, ExperimentConfig] = {
     "mnist_cc_vae": ExperimentConfig(
-        name="mnist_cc_vae", trainer=TrainerConfig(
-            steps=AUTHORS_STEPS, learning_rate=LEARNING_RATE, log_every=1000, lr_drop_factor=LR_DROP_FACTOR,
-            lr_drop_step=round(AUTHORS_DROP_EPOCH * TRAINING_IMAGES / AUTHORS_PAIRS)),  # 67,564
+        name="mnist_cc_vae",
+        trainer=TrainerConfig(
+            steps=AUTHORS_STEPS,
+            learning_rate=LEARNING_RATE,
+            log_every=1000,
+            lr_drop_factor=LR_DROP_FACTOR,
+            lr_drop_step=round(AUTHORS_DROP_EPOCH * TRAINING_IMAGES / AUTHORS_PAIRS),
+        ),  # 67,564
         data=MnistConfig(family="mnist", source="auto", holdout_digit="9"),
         batch=SetBatch(set_size=GROUP_SIZE, pairs_per_step=AUTHORS_PAIRS // (GROUP_SIZE // 2)),
         method=CcVaeConfig(name="cc_vae"),
@@ -108,7 +130,10 @@ PRESETS: dict[str, ExperimentConfig] = {
 # full preset's 84,455 steps take about 2.4 hours a seed at that rate; on another 2-core host the
 # XLA step ran at 0.045 s on both cores (70 min a seed) and 0.08 s on one [ours].
 PRESETS["mnist_cc_vae_quick"] = PRESETS["mnist_cc_vae"].replace(
-    name="mnist_cc_vae_quick", steps=3500, log_every=500, jit_compile=True,
+    name="mnist_cc_vae_quick",
+    steps=3500,
+    log_every=500,
+    jit_compile=True,
 )
 
 # Table S1 (synthetic cars, ABC supplement L66-70) on the built-in procedural cars at 64 x 64
@@ -129,28 +154,52 @@ PRESETS["mnist_cc_vae_quick"] = PRESETS["mnist_cc_vae"].replace(
 POSE_GROUP_SIZE = 32  # ABC's pose stack size (docs/PAPERS.md section 3: 4 pairs of sets of 32)
 POSE_TRAINING_RENDERS = 4000  # ProceduralSizes(): train_instances 100 x views_per_instance 40
 POSE_STEPS = round(AUTHORS_EPOCHS * POSE_TRAINING_RENDERS / AUTHORS_PAIRS)  # 6,250
-POSE_DATA = PoseConfig(family="pose", image_size=64, real_fraction=0.0, crop_amplitude=0.0,
-                       augmentation_amplitude=0.0, paint_backgrounds=False)
+POSE_DATA = PoseConfig(
+    family="pose",
+    image_size=64,
+    real_fraction=0.0,
+    crop_amplitude=0.0,
+    augmentation_amplitude=0.0,
+    paint_backgrounds=False,
+)
 PRESETS["pose_cc_vae"] = ExperimentConfig(
-    name="pose_cc_vae", trainer=TrainerConfig(
-        steps=POSE_STEPS, learning_rate=LEARNING_RATE, log_every=500, lr_drop_factor=LR_DROP_FACTOR,
-        lr_drop_step=round(AUTHORS_DROP_EPOCH * POSE_TRAINING_RENDERS / AUTHORS_PAIRS)),  # 5,000
+    name="pose_cc_vae",
+    trainer=TrainerConfig(
+        steps=POSE_STEPS,
+        learning_rate=LEARNING_RATE,
+        log_every=500,
+        lr_drop_factor=LR_DROP_FACTOR,
+        lr_drop_step=round(AUTHORS_DROP_EPOCH * POSE_TRAINING_RENDERS / AUTHORS_PAIRS),
+    ),  # 5,000
     data=POSE_DATA,
-    batch=SetBatch(set_size=POSE_GROUP_SIZE, pairs_per_step=AUTHORS_PAIRS // (POSE_GROUP_SIZE // 2),
-                   double_augmentation=False),
+    batch=SetBatch(
+        set_size=POSE_GROUP_SIZE,
+        pairs_per_step=AUTHORS_PAIRS // (POSE_GROUP_SIZE // 2),
+        double_augmentation=False,
+    ),
     method=CcVaeConfig(name="cc_vae", networks="conv64", base_channels=32),
 )
 # About 5 minutes of training on 2 CPU cores [ours]: the same networks, data and groups of 32,
 # 2 stacks (32 pairs) per step, 1,000 steps (16 epochs of the renders) at about 0.3 s a step,
 # the plain graph (XLA took 183 ms a step of one stack here against 140 ms without it).
 PRESETS["pose_cc_vae_quick"] = PRESETS["pose_cc_vae"].replace(
-    name="pose_cc_vae_quick", pairs_per_step=2, steps=1000, log_every=250,
+    name="pose_cc_vae_quick",
+    pairs_per_step=2,
+    steps=1000,
+    log_every=250,
 )
 
 CONFIG = CcVaeConfig
 # The smallest run the method trains (tests/test_methods.py's every-method checks: XLA, mixed_float16
 # with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
 # (benchmarks/gpu_readiness.py measures each method's step on it).
-SMOKE = PRESETS["mnist_cc_vae_quick"].replace(name="cc_vae_smoke", source="procedural", jit_compile=False, set_size=8,
-                                            pairs_per_step=2, steps=4, log_every=2)
+SMOKE = PRESETS["mnist_cc_vae_quick"].replace(
+    name="cc_vae_smoke",
+    source="procedural",
+    jit_compile=False,
+    set_size=8,
+    pairs_per_step=2,
+    steps=4,
+    log_every=2,
+)
 QUICK = "mnist_cc_vae_quick"

@@ -79,8 +79,13 @@ def _encode(posterior: keras.Model, images: tf.Tensor, training: bool) -> list[t
     return [tf.cast(value, tf.float32) for value in posterior(_flat(images), training=training)]
 
 
-def forward_cycle(posterior: keras.Model, decoder: keras.Model, sets: tf.Tensor, draws: dict[str, tf.Tensor],
-                  training: bool = True) -> dict[str, tf.Tensor]:
+def forward_cycle(
+    posterior: keras.Model,
+    decoder: keras.Model,
+    sets: tf.Tensor,
+    draws: dict[str, tf.Tensor],
+    training: bool = True,
+) -> dict[str, tf.Tensor]:
     """The forward cycle of float images ``sets`` [P, N, H, W, C] in [0, 1], a group per stack.
 
     draws: "order" int [P, 2K], the stack's positions in pair order (pair k: 2k and 2k + 1);
@@ -95,21 +100,35 @@ def forward_cycle(posterior: keras.Model, decoder: keras.Model, sets: tf.Tensor,
     noise = tf.reshape(draws["style_noise"], tf.shape(style_mean))
     style = style_mean + tf.exp(0.5 * style_log_variance) * noise
     # Each member takes its partner's specified code: swap the two members of every pair.
-    partner = tf.reshape(tf.reverse(tf.reshape(class_code, [groups * members // 2, 2, -1]), axis=[1]), tf.shape(class_code))
+    partner = tf.reshape(
+        tf.reverse(tf.reshape(class_code, [groups * members // 2, 2, -1]), axis=[1]), tf.shape(class_code)
+    )
     reconstructed = tf.cast(decoder([style, partner], training=training), tf.float32)
     flat = _flat(images)
-    squared_error = tf.reduce_mean(tf.reshape(tf.square(reconstructed - flat), [groups * members, -1]), axis=1)
+    squared_error = tf.reduce_mean(
+        tf.reshape(tf.square(reconstructed - flat), [groups * members, -1]), axis=1
+    )
     pixels = tf.cast(tf.reduce_prod(shape[2:]), tf.float32)
     kl_image = gaussian_kl(style_mean, style_log_variance)
     # Two means over the pairs' members (first, second) = twice the mean over all; the KL sum
     # over both members divided by pairs x pixels = twice the mean over all / pixels.
-    return {"reconstruction": 2.0 * tf.reduce_mean(squared_error), "kl": 2.0 * tf.reduce_mean(kl_image) / pixels,
-            "squared_error": tf.reshape(squared_error, [groups, members]), "kl_image": tf.reshape(kl_image, [groups, members]),
-            "reconstructed": tf.reshape(reconstructed, shape)}
+    return {
+        "reconstruction": 2.0 * tf.reduce_mean(squared_error),
+        "kl": 2.0 * tf.reduce_mean(kl_image) / pixels,
+        "squared_error": tf.reshape(squared_error, [groups, members]),
+        "kl_image": tf.reshape(kl_image, [groups, members]),
+        "reconstructed": tf.reshape(reconstructed, shape),
+    }
 
 
-def reverse_cycle(posterior: keras.Model, decoder: keras.Model, set_a: tf.Tensor, set_b: tf.Tensor,
-                  draws: dict[str, tf.Tensor], training: bool = True) -> dict[str, tf.Tensor]:
+def reverse_cycle(
+    posterior: keras.Model,
+    decoder: keras.Model,
+    set_a: tf.Tensor,
+    set_b: tf.Tensor,
+    draws: dict[str, tf.Tensor],
+    training: bool = True,
+) -> dict[str, tf.Tensor]:
     """The reverse cycle of float images ``set_a``, ``set_b`` [P, N, H, W, C] (two groups per p).
 
     draws: "order" [P, 2K] (as :func:`forward_cycle`): pair k takes ``set_a[p, order[p, 2k]]``
@@ -125,9 +144,11 @@ def reverse_cycle(posterior: keras.Model, decoder: keras.Model, set_a: tf.Tensor
     generated = tf.cast(decoder([tf.concat([z, z], axis=0), class_code], training=training), tf.float32)
     style_mean = tf.cast(posterior(generated, training=training)[0], tf.float32)
     style_means = tf.reshape(style_mean, [2, tf.shape(z)[0], -1])
-    return {"reverse_cycle": tf.reduce_mean(tf.abs(style_means[0] - style_means[1])),
-            "generated": tf.reshape(generated, tf.concat([[2, tf.shape(z)[0]], tf.shape(generated)[1:]], 0)),
-            "style_means": style_means}
+    return {
+        "reverse_cycle": tf.reduce_mean(tf.abs(style_means[0] - style_means[1])),
+        "generated": tf.reshape(generated, tf.concat([[2, tf.shape(z)[0]], tf.shape(generated)[1:]], 0)),
+        "style_means": style_means,
+    }
 
 
 def draw_step(seed: tf.Tensor, groups, size, style_dim: int) -> dict[str, tf.Tensor]:
@@ -147,9 +168,11 @@ def draw_step(seed: tf.Tensor, groups, size, style_dim: int) -> dict[str, tf.Ten
     def normal(count, seed):
         return lambda rows: tf.random.stateless_normal(tf.stack([rows, count, style_dim]), seed=seed)
 
-    return {"order": tf.cast(draw_rows(shuffle, groups), tf.int32),
-            "style_noise": draw_rows(normal(2 * pairs, noise_seed), groups),
-            "z": draw_rows(normal(pairs, z_seed), groups)}
+    return {
+        "order": tf.cast(draw_rows(shuffle, groups), tf.int32),
+        "style_noise": draw_rows(normal(2 * pairs, noise_seed), groups),
+        "z": draw_rows(normal(pairs, z_seed), groups),
+    }
 
 
 # ---------------------------------------------------------------- the model
@@ -166,8 +189,15 @@ class CcVaeModel(MethodModel):
       seed: of the step's draws (with the step: stateless).
     """
 
-    def __init__(self, posterior: keras.Model, decoder: keras.Model, weights: dict[str, float],
-                 reverse_optimizer: keras.optimizers.Optimizer, seed: int = 0, **kwargs):
+    def __init__(
+        self,
+        posterior: keras.Model,
+        decoder: keras.Model,
+        weights: dict[str, float],
+        reverse_optimizer: keras.optimizers.Optimizer,
+        seed: int = 0,
+        **kwargs,
+    ):
         super().__init__(seed=seed, **kwargs)
         self.posterior = posterior
         self.decoder = decoder
@@ -179,9 +209,12 @@ class CcVaeModel(MethodModel):
         self.track(LOG_NAMES)
 
     def networks(self) -> dict[str, keras.Model]:
-        return {"encoder": self.representation, "specified": self.specified, "posterior": self.posterior,
-                "decoder": self.decoder}
-
+        return {
+            "encoder": self.representation,
+            "specified": self.specified,
+            "posterior": self.posterior,
+            "decoder": self.decoder,
+        }
 
     # compile's optimizer (self.optimizer) steps the forward cycle, reverse_optimizer the reverse.
     def optimizers(self) -> list[keras.optimizers.Optimizer]:
@@ -193,8 +226,11 @@ class CcVaeModel(MethodModel):
     def reverse_variables(self) -> list:
         """The encoder's variables but the specified and log-variance heads' (the reverse cycle
         reads neither: their gradient there is zero, and so is Adam's step)."""
-        heads = {id(variable) for name in ("class_code", "style_log_variance")
-                 for variable in self.posterior.get_layer(name).trainable_variables}
+        heads = {
+            id(variable)
+            for name in ("class_code", "style_log_variance")
+            for variable in self.posterior.get_layer(name).trainable_variables
+        }
         return [variable for variable in self.posterior.trainable_variables if id(variable) not in heads]
 
     def optimizer_variables(self, optimizer) -> list:
@@ -206,8 +242,10 @@ class CcVaeModel(MethodModel):
         return draw_step(seed, groups, size, self.style_dim)
 
     def updates(self) -> list[Update]:
-        return [Update(self.forward_terms, self.optimizer, self.forward_variables, loss="forward_loss"),
-                Update(self.reverse_terms, self.reverse_optimizer, self.reverse_variables, loss="reverse_loss")]
+        return [
+            Update(self.forward_terms, self.optimizer, self.forward_variables, loss="forward_loss"),
+            Update(self.reverse_terms, self.reverse_optimizer, self.reverse_variables, loss="reverse_loss"),
+        ]
 
     def forward_terms(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
         """The forward cycle on set A's stacks, and the step's draws for the reverse cycle."""
@@ -216,18 +254,34 @@ class CcVaeModel(MethodModel):
         shape = tf.shape(sets)
         draws = self.draws_at(step, shape[0], shape[1])
         out = forward_cycle(self.posterior, self.decoder, sets, draws, training)
-        forward_loss = self.loss_weights["reconstruction"] * out["reconstruction"] + self.loss_weights["kl"] * out["kl"]
-        return {"reconstruction": out["reconstruction"], "kl": out["kl"], "forward_loss": forward_loss, **draws}
+        forward_loss = (
+            self.loss_weights["reconstruction"] * out["reconstruction"] + self.loss_weights["kl"] * out["kl"]
+        )
+        return {
+            "reconstruction": out["reconstruction"],
+            "kl": out["kl"],
+            "forward_loss": forward_loss,
+            **draws,
+        }
 
     def reverse_terms(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
         """The reverse cycle with the forward update's draws (``earlier``), across set A and set B."""
         del step
         draws = {name: earlier[name] for name in DRAWS}
-        out = reverse_cycle(self.posterior, self.decoder, to_float_images(batch["set_a"]),
-                            to_float_images(batch["set_b"]), draws, training)
+        out = reverse_cycle(
+            self.posterior,
+            self.decoder,
+            to_float_images(batch["set_a"]),
+            to_float_images(batch["set_b"]),
+            draws,
+            training,
+        )
         reverse_loss = self.loss_weights["reverse_cycle"] * out["reverse_cycle"]
-        return {"reverse_cycle": out["reverse_cycle"], "reverse_loss": reverse_loss,
-                "loss": earlier["forward_loss"] + reverse_loss}
+        return {
+            "reverse_cycle": out["reverse_cycle"],
+            "reverse_loss": reverse_loss,
+            "loss": earlier["forward_loss"] + reverse_loss,
+        }
 
     def compute_terms(self, batch, step, training) -> dict[str, tf.Tensor]:
         """Both cycles' terms at the current weights (no update between them)."""
@@ -240,8 +294,10 @@ class CcVaeModel(MethodModel):
 
 
 # --method.networks: (encoder, decoder) in the models registry, and the image size they take.
-NETWORKS = {"mnist": (("cc_vae_encoder", "cc_vae_decoder"), cc_vae_networks.IMAGE_SIZE),
-            "conv64": (("cc_vae_encoder_64", "cc_vae_decoder_64"), vae64_networks.IMAGE_SIZE)}
+NETWORKS = {
+    "mnist": (("cc_vae_encoder", "cc_vae_decoder"), cc_vae_networks.IMAGE_SIZE),
+    "conv64": (("cc_vae_encoder_64", "cc_vae_decoder_64"), vae64_networks.IMAGE_SIZE),
+}
 
 
 def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
@@ -251,8 +307,10 @@ def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) ->
         other = [name for name, (_, side) in NETWORKS.items() if tuple(image_shape[:2]) == (side, side)]
         hint = f"Use --method.networks={other[0]}" if other else f"Use data of {size} x {size} images"
         what = "the authors' MNIST networks" if config.method.networks == "mnist" else "the 64 x 64 networks"
-        raise ValueError(f"--method=cc_vae --method.networks={config.method.networks} ({what}) takes {size} x {size} "
-                         f"images; data {config.data.family!r} gives {tuple(image_shape)}. {hint}.")
+        raise ValueError(
+            f"--method=cc_vae --method.networks={config.method.networks} ({what}) takes {size} x {size} "
+            f"images; data {config.data.family!r} gives {tuple(image_shape)}. {hint}."
+        )
 
 
 def check_config(config: ExperimentConfig) -> None:
@@ -267,8 +325,10 @@ def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) 
     method = config.method
     encoder, decoder = NETWORKS[method.networks][0]
     dims = dict(style_dim=method.style_dim, class_dim=method.class_dim, base_channels=method.base_channels)
-    return {"posterior": models.build(encoder, input_shape=tuple(image_shape), **dims),
-            "decoder": models.build(decoder, output_shape=tuple(image_shape), **dims)}
+    return {
+        "posterior": models.build(encoder, input_shape=tuple(image_shape), **dims),
+        "decoder": models.build(decoder, output_shape=tuple(image_shape), **dims),
+    }
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> CcVaeModel:
@@ -280,10 +340,17 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> CcVaeM
         # The authors' optim.Adam (training.py L67-77) with PyTorch's default epsilon.
         return optimizers.run_adam(trainer, epsilon=optimizers.PYTORCH_ADAM_EPSILON)
 
-    model = CcVaeModel(networks["posterior"], networks["decoder"],
-                       weights={"reconstruction": method.reconstruction_weight, "kl": method.kl_weight,
-                                "reverse_cycle": method.reverse_cycle_weight},
-                       reverse_optimizer=adam(), seed=trainer.seed)
+    model = CcVaeModel(
+        networks["posterior"],
+        networks["decoder"],
+        weights={
+            "reconstruction": method.reconstruction_weight,
+            "kl": method.kl_weight,
+            "reverse_cycle": method.reverse_cycle_weight,
+        },
+        reverse_optimizer=adam(),
+        seed=trainer.seed,
+    )
     model.compile_for(trainer, adam())
     return model
 
@@ -310,6 +377,9 @@ def supervision(config: ExperimentConfig) -> str:
 
 
 METHOD = Method(
-    name="cc_vae", build=build, supervision=supervision,
-    check_config=check_config, variant=variant,
+    name="cc_vae",
+    build=build,
+    supervision=supervision,
+    check_config=check_config,
+    variant=variant,
 )

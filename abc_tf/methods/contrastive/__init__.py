@@ -14,6 +14,12 @@ PRESETS: dict = {}
 # with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
 # (benchmarks/gpu_readiness.py measures each method's step on it).
 SMOKE = ABC_PRESETS["shapes3d_hue_baseline"].replace(
-    name="contrastive_smoke", model=EncoderConfig(architecture="s3", embedding_dim=8), set_size=8, pairs_per_step=2,
-    eval_every=0, steps=4, log_every=2)
+    name="contrastive_smoke",
+    model=EncoderConfig(architecture="s3", embedding_dim=8),
+    set_size=8,
+    pairs_per_step=2,
+    eval_every=0,
+    steps=4,
+    log_every=2,
+)
 QUICK = "shapes3d_hue_baseline"

@@ -17,11 +17,22 @@ PRIORS = ("learned", "uniform")
 class ElasticInfoGanConfig(MethodConfig):
     batch_format: ClassVar[str] = "images"
     trains_encoder: ClassVar[bool] = False  # its networks are fixed; Q's 128 penultimate features embed
-    prior: str = field("learned", "The categorical code's class prior, 'learned' (softmax of trained logits, initialised uniform) or 'uniform' (fixed: InfoGAN).")
-    contrastive_weight: float = field(10.0, "Weight of the NT-Xent loss on Q's features of real images and their augmentations (0: off).")
+    prior: str = field(
+        "learned",
+        "The categorical code's class prior, 'learned' (softmax of trained logits, initialised uniform) or 'uniform' (fixed: InfoGAN).",
+    )
+    contrastive_weight: float = field(
+        10.0, "Weight of the NT-Xent loss on Q's features of real images and their augmentations (0: off)."
+    )
     noise_dim: int = field(62, "Dimensions of the generator's Gaussian noise z (besides the 10-way code).")
-    ntxent_temperature: float = field(1.0, "Temperature of the NT-Xent loss (1, what the authors' run script passes; their main.py's default is 0.5).")
-    elastic_field: bool = field(False, "Add a smooth random displacement of about one pixel to the augmentation T (ours; the authors' T is rotation and zoom only).")
+    ntxent_temperature: float = field(
+        1.0,
+        "Temperature of the NT-Xent loss (1, what the authors' run script passes; their main.py's default is 0.5).",
+    )
+    elastic_field: bool = field(
+        False,
+        "Add a smooth random displacement of about one pixel to the augmentation T (ours; the authors' T is rotation and zoom only).",
+    )
 
 
 # The authors' settings on class-imbalanced MNIST: all ten digits, their split 1
@@ -32,22 +43,29 @@ class ElasticInfoGanConfig(MethodConfig):
 _ELASTIC_INFOGAN = ExperimentConfig(
     name="mnist_elastic_infogan",
     trainer=TrainerConfig(
-        steps=133_600, learning_rate=2e-4, log_every=1000,
+        steps=133_600,
+        learning_rate=2e-4,
+        log_every=1000,
         jit_compile=True,  # XLA: 1.2x the plain graph on this CPU (BENCHMARKS.md, "Elastic-InfoGAN training step")
     ),
-    data=MnistConfig(family="mnist", source="auto", holdout_digit="none", class_split=1), batch=ImageBatch(batch_size=64),
+    data=MnistConfig(family="mnist", source="auto", holdout_digit="none", class_split=1),
+    batch=ImageBatch(batch_size=64),
     method=ElasticInfoGanConfig(name="elastic_infogan"),
 )
 PRESETS: dict[str, ExperimentConfig] = {"mnist_elastic_infogan": _ELASTIC_INFOGAN}
 # About 3 minutes on 2 CPU cores: the same model and data over 1,500 steps (2.2 epochs of split 1).
-PRESETS["mnist_elastic_infogan_quick"] = _ELASTIC_INFOGAN.replace(name="mnist_elastic_infogan_quick", steps=1500,
-                                                                  log_every=100)
+PRESETS["mnist_elastic_infogan_quick"] = _ELASTIC_INFOGAN.replace(
+    name="mnist_elastic_infogan_quick", steps=1500, log_every=100
+)
 # The paper's two baselines as settings of the same model, at the quick length.
 PRESETS["mnist_infogan_quick"] = PRESETS["mnist_elastic_infogan_quick"].replace(
-    name="mnist_infogan_quick", prior="uniform", contrastive_weight=0.0,
+    name="mnist_infogan_quick",
+    prior="uniform",
+    contrastive_weight=0.0,
 )
 PRESETS["mnist_gumbel_infogan_quick"] = PRESETS["mnist_elastic_infogan_quick"].replace(
-    name="mnist_gumbel_infogan_quick", contrastive_weight=0.0,
+    name="mnist_gumbel_infogan_quick",
+    contrastive_weight=0.0,
 )
 
 CONFIG = ElasticInfoGanConfig
@@ -55,6 +73,13 @@ CONFIG = ElasticInfoGanConfig
 # with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
 # (benchmarks/gpu_readiness.py measures each method's step on it).
 SMOKE = PRESETS["mnist_elastic_infogan_quick"].replace(
-    name="elastic_infogan_smoke", source="procedural", jit_compile=False, class_split=3, ntxent_temperature=1.0,
-    batch_size=8, steps=4, log_every=2)
+    name="elastic_infogan_smoke",
+    source="procedural",
+    jit_compile=False,
+    class_split=3,
+    ntxent_temperature=1.0,
+    batch_size=8,
+    steps=4,
+    log_every=2,
+)
 QUICK = "mnist_elastic_infogan_quick"

@@ -72,8 +72,16 @@ from abc_tf import optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.mnist import digit_augment
 from abc_tf.data.mnist.digit_augment import augment  # T, the identity-preserving augmentation
-from abc_tf.methods.base import (Method, MethodModel, Update, draw_rows, gather_replicas, loss_scaled, replica_rows,
-                                 to_float_images)
+from abc_tf.methods.base import (
+    Method,
+    MethodModel,
+    Update,
+    draw_rows,
+    gather_replicas,
+    loss_scaled,
+    replica_rows,
+    to_float_images,
+)
 from abc_tf.methods.elastic_infogan.monitor import InfoGANMonitor
 from abc_tf.methods.elastic_infogan import networks as infogan_networks
 
@@ -81,7 +89,10 @@ from abc_tf.methods.elastic_infogan import networks as infogan_networks
 NUM_CATEGORIES = infogan_networks.NUM_CATEGORIES
 GUMBEL_TEMPERATURE = 0.1  # supplement 4.4: samples very close to one-hot
 NTXENT_TEMPERATURE = 1.0  # [code]: the authors' run.sh passes --mytemp 1 (their main.py's default is 0.5)
-ADAM_BETAS = (0.5, 0.999)  # [code]; the learning rate is --trainer.learning_rate (2e-4 in the presets, supplement 4.4)
+ADAM_BETAS = (
+    0.5,
+    0.999,
+)  # [code]; the learning rate is --trainer.learning_rate (2e-4 in the presets, supplement 4.4)
 PRIORS = ("learned", "uniform")
 LOG_SUBDIR = "elastic_infogan"
 LOSS_NAMES = ("d_loss", "g_loss", "info_loss", "ntxent_loss")
@@ -96,7 +107,9 @@ def sample_gumbel(shape, seed: tf.Tensor) -> tf.Tensor:
     return -tf.math.log(-tf.math.log(uniform))
 
 
-def gumbel_softmax(prior_logits: tf.Tensor, gumbel: tf.Tensor, temperature: float = GUMBEL_TEMPERATURE) -> tf.Tensor:
+def gumbel_softmax(
+    prior_logits: tf.Tensor, gumbel: tf.Tensor, temperature: float = GUMBEL_TEMPERATURE
+) -> tf.Tensor:
     """The code c [B, K] = softmax((log p + g) / temperature), p = softmax(prior_logits [K])."""
     log_prior = tf.nn.log_softmax(tf.cast(prior_logits, tf.float32))
     return tf.nn.softmax((log_prior[None, :] + gumbel) / temperature, axis=-1)
@@ -118,13 +131,17 @@ def nt_xent(features: tf.Tensor, augmented: tf.Tensor, temperature: float = NTXE
 def bce(logits: tf.Tensor, target: float) -> tf.Tensor:
     """Mean binary cross-entropy of real/fake logits against ``target`` (1 real, 0 fake)."""
     logits = tf.cast(logits, tf.float32)
-    return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.fill(tf.shape(logits), target), logits=logits))
+    return tf.reduce_mean(
+        tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.fill(tf.shape(logits), target), logits=logits)
+    )
 
 
 def info_loss(code_logits: tf.Tensor, code: tf.Tensor) -> tf.Tensor:
     """Cross-entropy of Q's code logits [B, K] against the drawn code's argmax."""
     labels = tf.stop_gradient(tf.argmax(code, axis=-1))
-    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=tf.cast(code_logits, tf.float32)))
+    return tf.reduce_mean(
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=tf.cast(code_logits, tf.float32))
+    )
 
 
 # ---------------------------------------------------------------- the model
@@ -133,10 +150,22 @@ def info_loss(code_logits: tf.Tensor, code: tf.Tensor) -> tf.Tensor:
 class ElasticInfoGANModel(MethodModel):
     """G, the D/Q trunk, D's head, Q's head and the prior logits pi; two Adam optimizers."""
 
-    def __init__(self, generator: keras.Model, trunk: keras.Model, d_head: keras.Model, q_features: keras.Model,
-                 q_logits: keras.Model, learned_prior: bool, contrastive_weight: float, noise_dim: int,
-                 learning_rate: float | keras.optimizers.schedules.LearningRateSchedule = 2e-4, seed: int = 0, ntxent_temperature: float = NTXENT_TEMPERATURE,
-                 elastic_pixels: float = 0.0, **kwargs):
+    def __init__(
+        self,
+        generator: keras.Model,
+        trunk: keras.Model,
+        d_head: keras.Model,
+        q_features: keras.Model,
+        q_logits: keras.Model,
+        learned_prior: bool,
+        contrastive_weight: float,
+        noise_dim: int,
+        learning_rate: float | keras.optimizers.schedules.LearningRateSchedule = 2e-4,
+        seed: int = 0,
+        ntxent_temperature: float = NTXENT_TEMPERATURE,
+        elastic_pixels: float = 0.0,
+        **kwargs,
+    ):
         super().__init__(seed=seed, **kwargs)
         self.generator, self.trunk, self.d_head = generator, trunk, d_head
         self.q_features, self.q_logits = q_features, q_logits
@@ -148,15 +177,24 @@ class ElasticInfoGANModel(MethodModel):
         self.ntxent_temperature = float(ntxent_temperature)
         self.elastic_pixels = float(elastic_pixels)  # T's elastic displacement (0: the authors' T)
         # pi: zeros are the uniform prior the paper starts from; fixed for InfoGAN.
-        self.prior_logits = self.add_weight(shape=(NUM_CATEGORIES,), initializer="zeros", name="prior_logits",
-                                            trainable=self.learned_prior, dtype="float32")
+        self.prior_logits = self.add_weight(
+            shape=(NUM_CATEGORIES,),
+            initializer="zeros",
+            name="prior_logits",
+            trainable=self.learned_prior,
+            dtype="float32",
+        )
         # Loss-scaled under mixed_float16 (compile wraps only its own optimizer).
         self.d_optimizer = loss_scaled(optimizers.adam(learning_rate, betas=ADAM_BETAS))
         self.track(("loss", *LOSS_NAMES))
 
     def networks(self) -> dict[str, keras.Model]:
-        return {"encoder": self.encoder, "generator": self.generator, "discriminator": self.discriminator, "q": self.q}
-
+        return {
+            "encoder": self.encoder,
+            "generator": self.generator,
+            "discriminator": self.discriminator,
+            "q": self.q,
+        }
 
     def prior(self) -> np.ndarray:
         """The class prior p = softmax(pi) [K] as NumPy."""
@@ -171,20 +209,28 @@ class ElasticInfoGANModel(MethodModel):
 
     def _g_variables(self) -> list:
         prior = [self.prior_logits] if self.learned_prior else []
-        return (self.generator.trainable_variables + self.q_features.trainable_variables
-                + self.q_logits.trainable_variables + prior)
+        return (
+            self.generator.trainable_variables
+            + self.q_features.trainable_variables
+            + self.q_logits.trainable_variables
+            + prior
+        )
 
     def optimizer_variables(self, optimizer) -> list:
         return self._d_variables() if optimizer is self.d_optimizer else self._g_variables()
 
     def generate(self, z: tf.Tensor, code: tf.Tensor, training: bool = False) -> tf.Tensor:
         """Images [B, 28, 28, 1] in [0, 1] of noise z [B, noise_dim] and codes [B, K]."""
-        return tf.cast(self.generator(tf.concat([z, tf.cast(code, z.dtype)], axis=1), training=training), tf.float32)
+        return tf.cast(
+            self.generator(tf.concat([z, tf.cast(code, z.dtype)], axis=1), training=training), tf.float32
+        )
 
     def updates(self) -> list[Update]:
         # The D step, then the G step against the updated D.
-        return [Update(self._discriminator_terms, self.d_optimizer, self._d_variables, loss="d_loss"),
-                Update(self._generator_terms, self.optimizer, self._g_variables, loss="g_loss")]
+        return [
+            Update(self._discriminator_terms, self.d_optimizer, self._d_variables, loss="d_loss"),
+            Update(self._generator_terms, self.optimizer, self._g_variables, loss="g_loss"),
+        ]
 
     def _discriminator_terms(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
         """Real images against G's, on the trunk and D's head; the step's draws, and the trunk's
@@ -195,16 +241,21 @@ class ElasticInfoGANModel(MethodModel):
         seeds = tf.random.experimental.stateless_split(self.step_seed(step), 3)
         # Under a distribution strategy each replica takes its rows of the global batch's draws.
         drawn = {
-            "z": draw_rows(lambda rows: tf.random.stateless_normal(tf.stack([rows, self.noise_dim]), seeds[0]), size),
+            "z": draw_rows(
+                lambda rows: tf.random.stateless_normal(tf.stack([rows, self.noise_dim]), seeds[0]), size
+            ),
             "gumbel": draw_rows(lambda rows: sample_gumbel(tf.stack([rows, NUM_CATEGORIES]), seeds[1]), size),
         }
-        fake = self.generate(drawn["z"], gumbel_softmax(self.prior_logits, drawn["gumbel"]), training=training)
+        fake = self.generate(
+            drawn["z"], gumbel_softmax(self.prior_logits, drawn["gumbel"]), training=training
+        )
         drawn["real_features"] = self.trunk(real, training=training)
         if self.contrastive_weight > 0:
             augmented = augment(real, seeds[2], elastic_pixels=self.elastic_pixels, rows=replica_rows(size))
             drawn["augmented_features"] = tf.stop_gradient(self.trunk(augmented, training=training))
-        d_loss = (bce(self.d_head(drawn["real_features"], training=training), 1.0)
-                  + bce(self.d_head(self.trunk(fake, training=training), training=training), 0.0))
+        d_loss = bce(self.d_head(drawn["real_features"], training=training), 1.0) + bce(
+            self.d_head(self.trunk(fake, training=training), training=training), 0.0
+        )
         return {"d_loss": d_loss, **drawn}
 
     def _generator_terms(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
@@ -218,14 +269,25 @@ class ElasticInfoGANModel(MethodModel):
         g_loss = adversarial + info
         if self.contrastive_weight > 0:
             # Q's head on the D step's trunk features of x and of T(x), one pass each.
-            pen = tf.cast(self.q_features(tf.stop_gradient(earlier["real_features"]), training=training), tf.float32)
-            pen_augmented = tf.cast(self.q_features(earlier["augmented_features"], training=training), tf.float32)
+            pen = tf.cast(
+                self.q_features(tf.stop_gradient(earlier["real_features"]), training=training), tf.float32
+            )
+            pen_augmented = tf.cast(
+                self.q_features(earlier["augmented_features"], training=training), tf.float32
+            )
             # The negatives are the whole global batch's, as on one device.
-            contrastive = nt_xent(gather_replicas(pen), gather_replicas(pen_augmented), self.ntxent_temperature)
+            contrastive = nt_xent(
+                gather_replicas(pen), gather_replicas(pen_augmented), self.ntxent_temperature
+            )
             g_loss += self.contrastive_weight * contrastive
         else:
             contrastive = tf.constant(0.0)
-        return {"loss": earlier["d_loss"] + g_loss, "g_loss": g_loss, "info_loss": info, "ntxent_loss": contrastive}
+        return {
+            "loss": earlier["d_loss"] + g_loss,
+            "g_loss": g_loss,
+            "info_loss": info,
+            "ntxent_loss": contrastive,
+        }
 
     def code_grid(self, z: np.ndarray) -> np.ndarray:
         """uint8 [K H, n W, 1]: row k shows code k (one-hot) with each of the n noise vectors z [n, noise_dim]."""
@@ -259,19 +321,28 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> Elasti
     """G, the trunk, D's head and Q's two layers, in that order (one seed, one set of initial
     weights), compiled with the G step's Adam."""
     if tuple(image_shape) != infogan_networks.IMAGE_SHAPE:
-        raise ValueError(f"--method=elastic_infogan has InfoGAN's MNIST networks (28x28x1 images); data "
-                         f"{config.data.family!r} gives {tuple(image_shape)}.")
+        raise ValueError(
+            f"--method=elastic_infogan has InfoGAN's MNIST networks (28x28x1 images); data "
+            f"{config.data.family!r} gives {tuple(image_shape)}."
+        )
     generator = models.build("infogan_generator", noise_dim=config.method.noise_dim)
     trunk = models.build("infogan_trunk")
     d_head = models.build("infogan_d_head")
     q_features = models.build("infogan_q_features")
     q_logits = models.build("infogan_q_logits")
     model = ElasticInfoGANModel(
-        generator, trunk, d_head, q_features, q_logits, learned_prior=config.method.prior == "learned",
-        contrastive_weight=config.method.contrastive_weight, noise_dim=config.method.noise_dim,
+        generator,
+        trunk,
+        d_head,
+        q_features,
+        q_logits,
+        learned_prior=config.method.prior == "learned",
+        contrastive_weight=config.method.contrastive_weight,
+        noise_dim=config.method.noise_dim,
         ntxent_temperature=config.method.ntxent_temperature,
         elastic_pixels=digit_augment.ELASTIC_PIXELS if config.method.elastic_field else 0.0,
-        learning_rate=optimizers.run_learning_rate(config.trainer), seed=config.trainer.seed,
+        learning_rate=optimizers.run_learning_rate(config.trainer),
+        seed=config.trainer.seed,
     )
     optimizer = optimizers.run_adam(config.trainer, betas=ADAM_BETAS)
     model.compile_for(config.trainer, optimizer)
@@ -284,7 +355,11 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 
 def supervision(config: ExperimentConfig) -> str:
     """What the GAN is told: with NT-Xent, which augmented images are one image; nothing else."""
-    told = "identity-preserving augmentations of real images" if config.method.contrastive_weight > 0 else "unlabelled images"
+    told = (
+        "identity-preserving augmentations of real images"
+        if config.method.contrastive_weight > 0
+        else "unlabelled images"
+    )
     return f"none: {told}; class imbalance unknown"
 
 
@@ -299,7 +374,11 @@ def variant(config: ExperimentConfig) -> str:
 
 
 METHOD = Method(
-    name="elastic_infogan", build=build, check_config=check_config,
-    supervision=supervision, training_callbacks=training_callbacks, variant=variant,
+    name="elastic_infogan",
+    build=build,
+    check_config=check_config,
+    supervision=supervision,
+    training_callbacks=training_callbacks,
+    variant=variant,
     measures="abc_tf.evaluation.tasks:digit_cluster_measures",
 )

@@ -38,10 +38,14 @@ def failures(prior: np.ndarray, generated_diversity: float) -> list[str]:
     """What looks broken (module docstring): a collapsed prior, mode collapse; [] when nothing."""
     found = []
     if float(np.max(prior)) > PRIOR_COLLAPSE:
-        found.append(f"collapsed prior: code {int(np.argmax(prior))} has probability {float(np.max(prior)):.3f} > {PRIOR_COLLAPSE}")
+        found.append(
+            f"collapsed prior: code {int(np.argmax(prior))} has probability {float(np.max(prior)):.3f} > {PRIOR_COLLAPSE}"
+        )
     if generated_diversity < DIVERSITY_COLLAPSE:
-        found.append(f"mode collapse: generated images vary {generated_diversity:.3f} times as much as real ones "
-                     f"(< {DIVERSITY_COLLAPSE})")
+        found.append(
+            f"mode collapse: generated images vary {generated_diversity:.3f} times as much as real ones "
+            f"(< {DIVERSITY_COLLAPSE})"
+        )
     return found
 
 
@@ -59,7 +63,9 @@ class InfoGANMonitor(TrainingMonitor):
         self._true, self._real = None, None
         rng = np.random.default_rng(config.trainer.seed + 1)
         self._z = rng.standard_normal((GRID_COLUMNS, config.method.noise_dim)).astype(np.float32)
-        self._diversity_z = rng.standard_normal((NUM_CATEGORIES * GRID_COLUMNS, config.method.noise_dim)).astype(np.float32)
+        self._diversity_z = rng.standard_normal(
+            (NUM_CATEGORIES * GRID_COLUMNS, config.method.noise_dim)
+        ).astype(np.float32)
         self.warnings: list[dict] = []
         self._history: list[dict] = []  # the prior at every log step, for prior.json
 
@@ -67,12 +73,18 @@ class InfoGANMonitor(TrainingMonitor):
         family = data.get_family(self.config.data.family)
         if family.class_proportions is not None:
             self._true = family.class_proportions(self.config)
-        split = family.class_split_description(self.config) if family.class_split_description is not None else None
+        split = (
+            family.class_split_description(self.config)
+            if family.class_split_description is not None
+            else None
+        )
         if split is not None:
             json_files.write_json(os.path.join(self.run_dir, CLASS_SPLIT_FILE), split)
         if family.class_labelled_images is not None:  # the reference of the diversity check
             images = family.class_labelled_images(self.config).train_images[..., 0]
-            rows = np.random.default_rng(self.config.trainer.seed + 2).choice(len(images), min(len(images), 500), replace=False)
+            rows = np.random.default_rng(self.config.trainer.seed + 2).choice(
+                len(images), min(len(images), 500), replace=False
+            )
             self._real = images[rows].astype(np.float32) / 255.0
         path = os.path.join(self.run_dir, WARNINGS_FILE)
         if os.path.isfile(path):  # a resumed run keeps what was found before
@@ -81,7 +93,9 @@ class InfoGANMonitor(TrainingMonitor):
         path, start = os.path.join(self.run_dir, PRIOR_FILE), self.step()
         if os.path.isfile(path):  # a resumed run keeps the prior's history up to its checkpoint
             with open(path) as handle:
-                self._history = [entry for entry in json.load(handle).get("history", []) if entry["step"] <= start]
+                self._history = [
+                    entry for entry in json.load(handle).get("history", []) if entry["step"] <= start
+                ]
 
     def _generated(self) -> np.ndarray:
         codes = np.repeat(np.eye(NUM_CATEGORIES, dtype=np.float32), GRID_COLUMNS, axis=0)
@@ -103,15 +117,23 @@ class InfoGANMonitor(TrainingMonitor):
             logs["prior_sorted_l1"] = float(np.abs(learned - true).sum())
         if not self._history or self._history[-1]["step"] < step:
             self._history.append({"step": step, "prior": [float(p) for p in prior]})
-        json_files.write_json(os.path.join(self.run_dir, PRIOR_FILE), {
-            "step": step, "prior": [float(p) for p in prior],
-            "true_proportions": None if self._true is None else [float(p) for p in self._true],
-            "history": self._history,
-        })
+        json_files.write_json(
+            os.path.join(self.run_dir, PRIOR_FILE),
+            {
+                "step": step,
+                "prior": [float(p) for p in prior],
+                "true_proportions": None if self._true is None else [float(p) for p in self._true],
+                "history": self._history,
+            },
+        )
         for problem in failures(prior, spread):
             _log.warning("Elastic-InfoGAN at step %d: %s", step, problem)
             print(f"WARNING: Elastic-InfoGAN at step {step}: {problem}")
             self.warnings.append({"step": step, "problem": problem})
             json_files.write_json(os.path.join(self.run_dir, WARNINGS_FILE), self.warnings)
-        tf.summary.image("samples_per_code", self.model.code_grid(self._z)[None], max_outputs=1,
-                         description="row k: categorical code k, one column per noise vector")
+        tf.summary.image(
+            "samples_per_code",
+            self.model.code_grid(self._z)[None],
+            max_outputs=1,
+            description="row k: categorical code k, one column per noise vector",
+        )

@@ -53,13 +53,29 @@ def infogan_generator(noise_dim: int = NOISE_DIM, num_categories: int = NUM_CATE
     x = keras.layers.Dense(128 * 7 * 7, use_bias=False, kernel_initializer=_weights(), name="fc2")(x)
     x = keras.layers.ReLU()(keras.layers.BatchNormalization(synchronized=True, name="bn2")(x))
     x = keras.layers.Reshape((7, 7, 128))(x)
-    x = keras.layers.Conv2DTranspose(64, KERNEL, strides=STRIDE, padding="same", use_bias=False,
-                                     kernel_initializer=_weights(), name="upconv1")(x)
+    x = keras.layers.Conv2DTranspose(
+        64,
+        KERNEL,
+        strides=STRIDE,
+        padding="same",
+        use_bias=False,
+        kernel_initializer=_weights(),
+        name="upconv1",
+    )(x)
     x = keras.layers.ReLU()(keras.layers.BatchNormalization(synchronized=True, name="bn3")(x))
-    x = keras.layers.Conv2DTranspose(1, KERNEL, strides=STRIDE, padding="same", activation="tanh",
-                                     kernel_initializer=_weights(), name="upconv2",
-                                     dtype="float32")(x)
-    outputs = keras.layers.Rescaling(0.5, offset=0.5, name="to_unit_range", dtype="float32")(x)  # [-1, 1] -> [0, 1]
+    x = keras.layers.Conv2DTranspose(
+        1,
+        KERNEL,
+        strides=STRIDE,
+        padding="same",
+        activation="tanh",
+        kernel_initializer=_weights(),
+        name="upconv2",
+        dtype="float32",
+    )(x)
+    outputs = keras.layers.Rescaling(0.5, offset=0.5, name="to_unit_range", dtype="float32")(
+        x
+    )  # [-1, 1] -> [0, 1]
     return keras.Model(inputs, outputs, name="generator")
 
 
@@ -68,10 +84,19 @@ def infogan_trunk(input_shape: tuple[int, int, int] = IMAGE_SHAPE) -> keras.Mode
     """The shared D/Q trunk: images [B, 28, 28, 1] in [0, 1] -> [B, 1024]."""
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     x = keras.layers.Rescaling(2.0, offset=-1.0, name="to_tanh_range")(inputs)  # as the generator's tanh
-    x = keras.layers.Conv2D(64, KERNEL, strides=STRIDE, padding="same", kernel_initializer=_weights(), name="conv1")(x)
+    x = keras.layers.Conv2D(
+        64, KERNEL, strides=STRIDE, padding="same", kernel_initializer=_weights(), name="conv1"
+    )(x)
     x = keras.layers.LeakyReLU(LEAK)(x)
-    x = keras.layers.Conv2D(128, KERNEL, strides=STRIDE, padding="same", use_bias=False, kernel_initializer=_weights(),
-                            name="conv2")(x)
+    x = keras.layers.Conv2D(
+        128,
+        KERNEL,
+        strides=STRIDE,
+        padding="same",
+        use_bias=False,
+        kernel_initializer=_weights(),
+        name="conv2",
+    )(x)
     x = keras.layers.LeakyReLU(LEAK)(keras.layers.BatchNormalization(synchronized=True, name="bn1")(x))
     x = keras.layers.Flatten()(x)
     x = keras.layers.Dense(TRUNK_UNITS, use_bias=False, kernel_initializer=_weights(), name="fc")(x)
@@ -101,7 +126,9 @@ def infogan_q_features() -> keras.Model:
 def infogan_q_logits(num_categories: int = NUM_CATEGORIES) -> keras.Model:
     """Q's last layer: its features [B, 128] -> code logits [B, num_categories] (float32)."""
     inputs = keras.Input(shape=(Q_UNITS,), name="q_features")
-    logits = keras.layers.Dense(num_categories, kernel_initializer=_weights(), name="logits", dtype="float32")(inputs)
+    logits = keras.layers.Dense(
+        num_categories, kernel_initializer=_weights(), name="logits", dtype="float32"
+    )(inputs)
     return keras.Model(inputs, logits, name="q_logits")
 
 

@@ -54,31 +54,71 @@ class LordConfig(MethodConfig):
     trains_encoder: ClassVar[bool] = False  # the authors' networks (abc_tf/methods/lord/networks.py)
     content_dim: int = field(128, "Size of the per-image content code (the authors: 128).")
     class_dim: int = field(256, "Size of the per-group class code (the authors: 256).")
-    content_std: float = field(1.0, "Std of the Gaussian noise added to the content codes in stage 1 (the authors: 1).")
-    content_decay: float = field(1e-3, "Weight of the content codes' activation penalty, decay x the sum of ||c||^2 over the step's images (the authors' Keras l2 activity regulariser: 0.001).")
-    n_adain_layers: int = field(4, "Upsampling AdaIN layers of the generator; the image size must be a multiple of 2^n (the authors: 4).")
+    content_std: float = field(
+        1.0, "Std of the Gaussian noise added to the content codes in stage 1 (the authors: 1)."
+    )
+    content_decay: float = field(
+        1e-3,
+        "Weight of the content codes' activation penalty, decay x the sum of ||c||^2 over the step's images (the authors' Keras l2 activity regulariser: 0.001).",
+    )
+    n_adain_layers: int = field(
+        4,
+        "Upsampling AdaIN layers of the generator; the image size must be a multiple of 2^n (the authors: 4).",
+    )
     adain_dim: int = field(256, "Channels of the generator's AdaIN layers (the authors: 256; at least 8).")
-    base_channels: int = field(64, "Width of the encoders (b, 2b, 4b, 4b, 4b channels, 4b units) and of the generator's last hidden convolution (b) (the authors: 64).")
-    stage1_steps: int = field(1600, "Steps of stage 1 (latent optimisation); the rest of --trainer.steps is stage 2 (the encoders).")
-    min_learning_rate: float = field(1e-5, "Stage 1's cosine schedule goes from --trainer.learning_rate to this at --method.stage1_steps (the authors: 3e-4 to 1e-5).")
-    latent_lr_multiplier: float = field(10.0, "Stage 1's learning rate of the code tables relative to the generator's (the authors: 10).")
+    base_channels: int = field(
+        64,
+        "Width of the encoders (b, 2b, 4b, 4b, 4b channels, 4b units) and of the generator's last hidden convolution (b) (the authors: 64).",
+    )
+    stage1_steps: int = field(
+        1600, "Steps of stage 1 (latent optimisation); the rest of --trainer.steps is stage 2 (the encoders)."
+    )
+    min_learning_rate: float = field(
+        1e-5,
+        "Stage 1's cosine schedule goes from --trainer.learning_rate to this at --method.stage1_steps (the authors: 3e-4 to 1e-5).",
+    )
+    latent_lr_multiplier: float = field(
+        10.0, "Stage 1's learning rate of the code tables relative to the generator's (the authors: 10)."
+    )
     encoder_learning_rate: float = field(1e-4, "Stage 2's learning rate, constant (the authors: 1e-4).")
-    code_weight: float = field(1e4, "Stage 2's weight of each code's mean squared error against the optimised codes (the authors: 1e4).")
-    reconstruction: str = field("pixel", "Reconstruction loss: 'pixel' (mean absolute error on the 0-255 scale) [ours], or 'perceptual' (the authors' VGG16 loss; needs --method.vgg_weights).")
-    vgg_weights: str = field("", "A local Keras VGG16 no-top weights file (vgg16_weights_tf_dim_ordering_tf_kernels_notop.h5) for --method.reconstruction=perceptual.", path=True)
+    code_weight: float = field(
+        1e4,
+        "Stage 2's weight of each code's mean squared error against the optimised codes (the authors: 1e4).",
+    )
+    reconstruction: str = field(
+        "pixel",
+        "Reconstruction loss: 'pixel' (mean absolute error on the 0-255 scale) [ours], or 'perceptual' (the authors' VGG16 loss; needs --method.vgg_weights).",
+    )
+    vgg_weights: str = field(
+        "",
+        "A local Keras VGG16 no-top weights file (vgg16_weights_tf_dim_ordering_tf_kernels_notop.h5) for --method.reconstruction=perceptual.",
+        path=True,
+    )
 
     def validate(self) -> None:
         super().validate()
-        self.check_positive("content_dim", "class_dim", "n_adain_layers", "base_channels", "stage1_steps",
-                            "min_learning_rate", "latent_lr_multiplier", "encoder_learning_rate")
+        self.check_positive(
+            "content_dim",
+            "class_dim",
+            "n_adain_layers",
+            "base_channels",
+            "stage1_steps",
+            "min_learning_rate",
+            "latent_lr_multiplier",
+            "encoder_learning_rate",
+        )
         if self.adain_dim < 8:
-            raise ValueError(f"--method.adain_dim must be at least 8 (the generator's first layer has adain_dim / 8 channels), got {self.adain_dim}.")
+            raise ValueError(
+                f"--method.adain_dim must be at least 8 (the generator's first layer has adain_dim / 8 channels), got {self.adain_dim}."
+            )
         for name in ("content_std", "content_decay", "code_weight"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise ValueError(f"--method.{name} must be a finite number >= 0, got {value}.")
         if self.reconstruction not in RECONSTRUCTIONS:
-            raise ValueError(f"--method.reconstruction={self.reconstruction!r}; choose one of {', '.join(RECONSTRUCTIONS)}.")
+            raise ValueError(
+                f"--method.reconstruction={self.reconstruction!r}; choose one of {', '.join(RECONSTRUCTIONS)}."
+            )
 
 
 AUTHORS_BATCH = 64  # config.py L18, L23
@@ -88,8 +128,14 @@ STAGE1_STEPS = round(AUTHORS_EPOCHS[0] * TRAINING_IMAGES / AUTHORS_BATCH)  # 62,
 STAGE2_STEPS = round(AUTHORS_EPOCHS[1] * TRAINING_IMAGES / AUTHORS_BATCH)  # 12,500
 # Clean 64 x 64 renders, as the ABC authors gave LORD (supplement L219): no backgrounds, crops,
 # colour augmentations or real images, so that each bank row is one fixed image (its code).
-POSE = PoseConfig(family="pose", image_size=64, real_fraction=0.0, crop_amplitude=0.0,
-                  augmentation_amplitude=0.0, paint_backgrounds=False)
+POSE = PoseConfig(
+    family="pose",
+    image_size=64,
+    real_fraction=0.0,
+    crop_amplitude=0.0,
+    augmentation_amplitude=0.0,
+    paint_backgrounds=False,
+)
 
 PRESETS: dict[str, ExperimentConfig] = {
     "pose_lord": ExperimentConfig(
@@ -107,8 +153,15 @@ PRESETS: dict[str, ExperimentConfig] = {
 # shorter codes and 16 images a step, for 1,500 steps (6 epochs of the bank). The plain graph, not
 # XLA: XLA on the CPU runs the convolutions inside a tf.cond (the stages) some 45 times slower.
 PRESETS["pose_lord_quick"] = PRESETS["pose_lord"].replace(
-    name="pose_lord_quick", steps=1500, log_every=250, set_size=8, stage1_steps=1250, content_dim=32, class_dim=64,
-    adain_dim=32, base_channels=16,
+    name="pose_lord_quick",
+    steps=1500,
+    log_every=250,
+    set_size=8,
+    stage1_steps=1250,
+    content_dim=32,
+    class_dim=64,
+    adain_dim=32,
+    base_channels=16,
 )
 
 CONFIG = LordConfig
@@ -116,6 +169,18 @@ CONFIG = LordConfig
 # with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
 # (benchmarks/gpu_readiness.py measures each method's step on it).
 # The procedural pose bank at 16 x 16 (its smallest), stage 2 from step 2.
-SMOKE = PRESETS["pose_lord_quick"].replace(name="lord_smoke", image_size=16, set_size=4, pairs_per_step=2, stage1_steps=2,
-                                       n_adain_layers=2, adain_dim=8, base_channels=4, content_dim=4, class_dim=4, steps=4, log_every=2)
+SMOKE = PRESETS["pose_lord_quick"].replace(
+    name="lord_smoke",
+    image_size=16,
+    set_size=4,
+    pairs_per_step=2,
+    stage1_steps=2,
+    n_adain_layers=2,
+    adain_dim=8,
+    base_channels=4,
+    content_dim=4,
+    class_dim=4,
+    steps=4,
+    log_every=2,
+)
 QUICK = "pose_lord_quick"

@@ -74,7 +74,15 @@ import tensorflow as tf
 import models
 from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
-from abc_tf.methods.base import Method, MethodModel, Update, draw_rows, loss_scaled, replica_rows, to_float_images
+from abc_tf.methods.base import (
+    Method,
+    MethodModel,
+    Update,
+    draw_rows,
+    loss_scaled,
+    replica_rows,
+    to_float_images,
+)
 from abc_tf.methods.lord import networks as lord_networks
 
 LOG_NAMES = ("loss", "reconstruction", "content_penalty", "content_error", "class_error")
@@ -116,30 +124,61 @@ def _flat(values: tf.Tensor) -> tf.Tensor:
     return tf.reshape(values, tf.concat([[shape[0] * shape[1]], shape[2:]], 0))
 
 
-def latent_terms(generator: keras.Model, error, images: tf.Tensor, content: tf.Tensor, class_codes: tf.Tensor,
-                 noise: tf.Tensor, content_std: float, content_decay: float, total_images) -> dict[str, tf.Tensor]:
+def latent_terms(
+    generator: keras.Model,
+    error,
+    images: tf.Tensor,
+    content: tf.Tensor,
+    class_codes: tf.Tensor,
+    noise: tf.Tensor,
+    content_std: float,
+    content_decay: float,
+    total_images,
+) -> dict[str, tf.Tensor]:
     """Stage 1 on float images [P, N, H, W, C]: ``content`` [P, N, d_c] and ``class_codes`` [P,
     N, d_y] the images' codes, ``noise`` [P, N, d_c] standard normal; ``error`` (images,
     generated) -> [B]; ``total_images`` the step's images over all replicas."""
     generated = generator([_flat(content + content_std * noise), _flat(class_codes)])
     reconstruction = tf.reduce_mean(error(_flat(images), generated))
-    penalty = content_decay * tf.cast(total_images, tf.float32) * tf.reduce_mean(tf.reduce_sum(tf.square(content), -1))
-    return {"latent_loss": reconstruction + penalty, "latent_reconstruction": reconstruction, "content_penalty": penalty}
+    penalty = (
+        content_decay
+        * tf.cast(total_images, tf.float32)
+        * tf.reduce_mean(tf.reduce_sum(tf.square(content), -1))
+    )
+    return {
+        "latent_loss": reconstruction + penalty,
+        "latent_reconstruction": reconstruction,
+        "content_penalty": penalty,
+    }
 
 
-def amortized_terms(generator: keras.Model, content_encoder: keras.Model, class_encoder: keras.Model, error,
-                    images: tf.Tensor, content: tf.Tensor, class_codes: tf.Tensor, code_weight: float,
-                    training: bool = True) -> dict[str, tf.Tensor]:
+def amortized_terms(
+    generator: keras.Model,
+    content_encoder: keras.Model,
+    class_encoder: keras.Model,
+    error,
+    images: tf.Tensor,
+    content: tf.Tensor,
+    class_codes: tf.Tensor,
+    code_weight: float,
+    training: bool = True,
+) -> dict[str, tf.Tensor]:
     """Stage 2 on float images [P, N, H, W, C] against the optimised codes ``content`` [P, N,
     d_c] and ``class_codes`` [P, N, d_y] (targets: no gradient reaches them)."""
     flat = _flat(images)
     predicted_content = content_encoder(flat, training=training)
     predicted_class = class_encoder(flat, training=training)
-    reconstruction = tf.reduce_mean(error(flat, generator([predicted_content, predicted_class], training=training)))
+    reconstruction = tf.reduce_mean(
+        error(flat, generator([predicted_content, predicted_class], training=training))
+    )
     content_error = tf.reduce_mean(tf.square(predicted_content - tf.stop_gradient(_flat(content))))
     class_error = tf.reduce_mean(tf.square(predicted_class - tf.stop_gradient(_flat(class_codes))))
-    return {"amortized_loss": reconstruction + code_weight * (content_error + class_error),
-            "amortized_reconstruction": reconstruction, "content_error": content_error, "class_error": class_error}
+    return {
+        "amortized_loss": reconstruction + code_weight * (content_error + class_error),
+        "amortized_reconstruction": reconstruction,
+        "content_error": content_error,
+        "class_error": class_error,
+    }
 
 
 def _idle(names: tuple[str, ...], variables: list) -> dict[str, tf.Tensor]:
@@ -165,25 +204,54 @@ class LordModel(MethodModel):
       seed: of the content noise (with the step: stateless).
     """
 
-    def __init__(self, generator: keras.Model, content_encoder: keras.Model, class_encoder: keras.Model,
-                 num_images: int, num_groups: int, settings, encoder_optimizer: keras.optimizers.Optimizer,
-                 vgg: keras.Model | None = None, max_rate: float = 3e-4, seed: int = 0, **kwargs):
+    def __init__(
+        self,
+        generator: keras.Model,
+        content_encoder: keras.Model,
+        class_encoder: keras.Model,
+        num_images: int,
+        num_groups: int,
+        settings,
+        encoder_optimizer: keras.optimizers.Optimizer,
+        vgg: keras.Model | None = None,
+        max_rate: float = 3e-4,
+        seed: int = 0,
+        **kwargs,
+    ):
         super().__init__(seed=seed, **kwargs)
-        self.generator, self.content_encoder, self.class_encoder, self.vgg = generator, content_encoder, class_encoder, vgg
+        self.generator, self.content_encoder, self.class_encoder, self.vgg = (
+            generator,
+            content_encoder,
+            class_encoder,
+            vgg,
+        )
         self.content_dim, self.class_dim = int(settings.content_dim), int(settings.class_dim)
         self.stage1_steps = int(settings.stage1_steps)
         self.content_std, self.content_decay = float(settings.content_std), float(settings.content_decay)
         self.code_weight, self.multiplier = float(settings.code_weight), float(settings.latent_lr_multiplier)
-        self.rates = (float(max_rate), float(settings.min_learning_rate), float(settings.encoder_learning_rate))
-        init = keras.initializers.RandomUniform(-EMBEDDING_INIT / self.multiplier, EMBEDDING_INIT / self.multiplier)
-        self.content_table = self.add_weight(shape=(int(num_images), self.content_dim), initializer=init, name="content_table")
-        self.class_table = self.add_weight(shape=(int(num_groups), self.class_dim), initializer=init, name="class_table")
+        self.rates = (
+            float(max_rate),
+            float(settings.min_learning_rate),
+            float(settings.encoder_learning_rate),
+        )
+        init = keras.initializers.RandomUniform(
+            -EMBEDDING_INIT / self.multiplier, EMBEDDING_INIT / self.multiplier
+        )
+        self.content_table = self.add_weight(
+            shape=(int(num_images), self.content_dim), initializer=init, name="content_table"
+        )
+        self.class_table = self.add_weight(
+            shape=(int(num_groups), self.class_dim), initializer=init, name="class_table"
+        )
         self.encoder_optimizer = loss_scaled(encoder_optimizer)  # compile wraps only its own
         self.track(LOG_NAMES, values_at_step=("stage",))
 
     def networks(self) -> dict[str, keras.Model]:
-        return {"encoder": self.content_encoder, "class_encoder": self.class_encoder, "generator": self.generator}
-
+        return {
+            "encoder": self.content_encoder,
+            "class_encoder": self.class_encoder,
+            "generator": self.generator,
+        }
 
     def content_codes(self, index: tf.Tensor) -> tf.Tensor:
         """The optimised content codes of bank rows ``index`` (any shape) -> [..., d_c]."""
@@ -201,14 +269,20 @@ class LordModel(MethodModel):
         return self.content_codes(batch["index_a"]), self.class_codes(groups)
 
     def error(self, images: tf.Tensor, generated: tf.Tensor) -> tf.Tensor:
-        return pixel_error(images, generated) if self.vgg is None else perceptual_error(self.vgg, images, generated)
+        return (
+            pixel_error(images, generated)
+            if self.vgg is None
+            else perceptual_error(self.vgg, images, generated)
+        )
 
     def noise_at(self, step, groups, size) -> tf.Tensor:
         """The content noise of step ``step``, [groups, size, d_c] standard normal from (seed, step)
         (under a distribution strategy, this replica's rows of the global batch's draws)."""
         seed = self.step_seed(step)
         dim = self.content_dim
-        return draw_rows(lambda rows: tf.random.stateless_normal(tf.stack([rows, size, dim]), seed=seed), groups)
+        return draw_rows(
+            lambda rows: tf.random.stateless_normal(tf.stack([rows, size, dim]), seed=seed), groups
+        )
 
     # compile's optimizer (self.optimizer) steps stage 1, encoder_optimizer stage 2.
     def optimizers(self) -> list[keras.optimizers.Optimizer]:
@@ -218,15 +292,22 @@ class LordModel(MethodModel):
         return [self.content_table, self.class_table] + self.generator.trainable_variables
 
     def amortized_variables(self) -> list:
-        return (self.content_encoder.trainable_variables + self.class_encoder.trainable_variables
-                + self.generator.trainable_variables)
+        return (
+            self.content_encoder.trainable_variables
+            + self.class_encoder.trainable_variables
+            + self.generator.trainable_variables
+        )
 
     def optimizer_variables(self, optimizer) -> list:
         return self.amortized_variables() if optimizer is self.encoder_optimizer else self.latent_variables()
 
     def updates(self) -> list[Update]:
-        return [Update(self.latent_update, self.optimizer, self.latent_variables, loss="latent_loss"),
-                Update(self.amortized_update, self.encoder_optimizer, self.amortized_variables, loss="amortized_loss")]
+        return [
+            Update(self.latent_update, self.optimizer, self.latent_variables, loss="latent_loss"),
+            Update(
+                self.amortized_update, self.encoder_optimizer, self.amortized_variables, loss="amortized_loss"
+            ),
+        ]
 
     def latent_update(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
         """Stage 1's terms (zeros in stage 2), its rate set for the step, and the step itself
@@ -246,8 +327,17 @@ class LordModel(MethodModel):
         def stage1():
             shape = tf.shape(content)
             total = replica_rows(shape[0])[1] * shape[1]
-            return latent_terms(self.generator, self.error, to_float_images(batch["set_a"]), content, class_codes,
-                                self.noise_at(step, shape[0], shape[1]), self.content_std, self.content_decay, total)
+            return latent_terms(
+                self.generator,
+                self.error,
+                to_float_images(batch["set_a"]),
+                content,
+                class_codes,
+                self.noise_at(step, shape[0], shape[1]),
+                self.content_std,
+                self.content_decay,
+                total,
+            )
 
         terms = tf.cond(active, stage1, lambda: _idle(LATENT_TERMS, self.latent_variables()))
         return {**terms, "step": step}
@@ -262,8 +352,17 @@ class LordModel(MethodModel):
 
         def stage2():
             content, class_codes = self.image_codes(batch)
-            return amortized_terms(self.generator, self.content_encoder, self.class_encoder, self.error,
-                                   to_float_images(batch["set_a"]), content, class_codes, self.code_weight, training)
+            return amortized_terms(
+                self.generator,
+                self.content_encoder,
+                self.class_encoder,
+                self.error,
+                to_float_images(batch["set_a"]),
+                content,
+                class_codes,
+                self.code_weight,
+                training,
+            )
 
         terms = tf.cond(active, stage2, lambda: _idle(AMORTIZED_TERMS, self.amortized_variables()))
         latent = {name: earlier.get(name, 0.0) for name in LATENT_TERMS}
@@ -287,18 +386,26 @@ def check_config(config: ExperimentConfig) -> None:
     (ValueError naming the flag), before any data is read."""
     method, trainer = config.method, config.trainer
     if method.stage1_steps >= trainer.steps:
-        raise ValueError(f"--method.stage1_steps={method.stage1_steps} must be below --trainer.steps={trainer.steps}: the "
-                         "steps after it train the encoders, which give the representation.")
+        raise ValueError(
+            f"--method.stage1_steps={method.stage1_steps} must be below --trainer.steps={trainer.steps}: the "
+            "steps after it train the encoders, which give the representation."
+        )
     if trainer.lr_halving_steps or trainer.lr_drop_step:
-        raise ValueError("--trainer.lr_halving_steps and --trainer.lr_drop_step must be 0 for --method=lord: its stages "
-                         "have their own schedules "
-                         "(stage 1 a cosine to --method.min_learning_rate, stage 2 --method.encoder_learning_rate).")
+        raise ValueError(
+            "--trainer.lr_halving_steps and --trainer.lr_drop_step must be 0 for --method=lord: its stages "
+            "have their own schedules "
+            "(stage 1 a cosine to --method.min_learning_rate, stage 2 --method.encoder_learning_rate)."
+        )
     if method.min_learning_rate > trainer.learning_rate:
-        raise ValueError(f"--method.min_learning_rate={method.min_learning_rate} exceeds --trainer.learning_rate="
-                         f"{trainer.learning_rate}, stage 1's initial rate.")
+        raise ValueError(
+            f"--method.min_learning_rate={method.min_learning_rate} exceeds --trainer.learning_rate="
+            f"{trainer.learning_rate}, stage 1's initial rate."
+        )
     if method.reconstruction == "perceptual" and not method.vgg_weights:
-        raise ValueError("--method.reconstruction=perceptual needs --method.vgg_weights: a local Keras VGG16 no-top weights "
-                         "file (ImageNet weights are not downloaded here). Or use --method.reconstruction=pixel.")
+        raise ValueError(
+            "--method.reconstruction=perceptual needs --method.vgg_weights: a local Keras VGG16 no-top weights "
+            "file (ImageNet weights are not downloaded here). Or use --method.reconstruction=pixel."
+        )
     if method.vgg_weights and not os.path.isfile(method.vgg_weights):
         raise ValueError(f"--method.vgg_weights={method.vgg_weights} is not a file.")
     if method.vgg_weights and method.reconstruction != "perceptual":
@@ -307,7 +414,9 @@ def check_config(config: ExperimentConfig) -> None:
     try:
         lord_networks.check_image_shape(shape, method.n_adain_layers)
     except ValueError as error:
-        raise ValueError(f"--method.n_adain_layers={method.n_adain_layers} with data {config.data.family!r}: {error}") from None
+        raise ValueError(
+            f"--method.n_adain_layers={method.n_adain_layers} with data {config.data.family!r}: {error}"
+        ) from None
 
 
 def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
@@ -316,27 +425,53 @@ def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) 
     lord_networks.check_image_shape(image_shape, method.n_adain_layers)
     shape = tuple(image_shape)
     networks = {
-        "generator": models.build("lord_generator", content_dim=method.content_dim, class_dim=method.class_dim,
-                                  n_adain_layers=method.n_adain_layers, adain_dim=method.adain_dim,
-                                  base_channels=method.base_channels, output_shape=shape),
-        "encoder": models.build("lord_encoder", code_dim=method.content_dim, base_channels=method.base_channels,
-                                input_shape=shape, model_name="encoder"),
-        "class_encoder": models.build("lord_encoder", code_dim=method.class_dim, base_channels=method.base_channels,
-                                      input_shape=shape, model_name="class_encoder"),
+        "generator": models.build(
+            "lord_generator",
+            content_dim=method.content_dim,
+            class_dim=method.class_dim,
+            n_adain_layers=method.n_adain_layers,
+            adain_dim=method.adain_dim,
+            base_channels=method.base_channels,
+            output_shape=shape,
+        ),
+        "encoder": models.build(
+            "lord_encoder",
+            code_dim=method.content_dim,
+            base_channels=method.base_channels,
+            input_shape=shape,
+            model_name="encoder",
+        ),
+        "class_encoder": models.build(
+            "lord_encoder",
+            code_dim=method.class_dim,
+            base_channels=method.base_channels,
+            input_shape=shape,
+            model_name="class_encoder",
+        ),
     }
     if method.reconstruction == "perceptual":
         networks["vgg"] = models.build("lord_vgg_features", weights=method.vgg_weights, input_shape=shape)
     return networks
 
 
-def build_model(config: ExperimentConfig, image_shape: tuple[int, int, int], num_images: int,
-                num_groups: int) -> LordModel:
+def build_model(
+    config: ExperimentConfig, image_shape: tuple[int, int, int], num_images: int, num_groups: int
+) -> LordModel:
     """The compiled model for a bank of ``num_images`` images in ``num_groups`` groups."""
     networks = build_networks(config, image_shape)
     trainer = config.trainer
-    model = LordModel(networks["generator"], networks["encoder"], networks["class_encoder"], num_images, num_groups,
-                      config.method, encoder_optimizer=optimizers.adam(config.method.encoder_learning_rate, betas=BETAS),
-                      vgg=networks.get("vgg"), max_rate=trainer.learning_rate, seed=trainer.seed)
+    model = LordModel(
+        networks["generator"],
+        networks["encoder"],
+        networks["class_encoder"],
+        num_images,
+        num_groups,
+        config.method,
+        encoder_optimizer=optimizers.adam(config.method.encoder_learning_rate, betas=BETAS),
+        vgg=networks.get("vgg"),
+        max_rate=trainer.learning_rate,
+        seed=trainer.seed,
+    )
     model.compile_for(trainer, optimizers.adam(trainer.learning_rate, betas=BETAS))
     return model
 
@@ -345,7 +480,9 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> LordMo
     """The model sized by the family's training bank (``DataFamily.training_bank``)."""
     bank = data.get_family(config.data.family).training_bank
     if bank is None:
-        raise ValueError(f"--method=lord needs a data family with a training bank; {config.data.family!r} has none.")
+        raise ValueError(
+            f"--method=lord needs a data family with a training bank; {config.data.family!r} has none."
+        )
     num_images, num_groups = bank(config)
     return build_model(config, image_shape, num_images, num_groups)
 
@@ -362,8 +499,11 @@ def variant(config: ExperimentConfig) -> str:
 
 
 METHOD = Method(
-    name="lord", build=build,
+    name="lord",
+    build=build,
     supervision="group membership: which images show one object (the class, from the sets), and the identity of each "
-                "training image (a code per bank image)",
-    check_config=check_config, variant=variant, needs_training_bank=True,
+    "training image (a code per bank image)",
+    check_config=check_config,
+    variant=variant,
+    needs_training_bank=True,
 )

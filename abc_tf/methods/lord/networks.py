@@ -38,7 +38,13 @@ from models.architectures import register
 
 LEAKY_SLOPE = 0.3  # keras.layers.LeakyReLU's default alpha, the authors' (network.py L247 and on)
 ADAIN_EPSILON = 1e-7  # network.py L387
-VGG_LAYERS = ("block1_conv2", "block2_conv2", "block3_conv2", "block4_conv3", "block5_pool")  # indices 2, 5, 8, 13, 18
+VGG_LAYERS = (
+    "block1_conv2",
+    "block2_conv2",
+    "block3_conv2",
+    "block4_conv3",
+    "block5_pool",
+)  # indices 2, 5, 8, 13, 18
 VGG_LAYER_INDICES = (2, 5, 8, 13, 18)  # lord config.py L12
 
 
@@ -83,20 +89,31 @@ def check_image_shape(shape: tuple[int, int, int], n_adain_layers: int) -> None:
     """ValueError unless the generator can make images of ``shape``: height and width multiples of 2^n."""
     factor = 2**n_adain_layers
     if shape[0] % factor or shape[1] % factor:
-        raise ValueError(f"LORD's generator doubles a {factor}-times smaller map {n_adain_layers} times: the image height and "
-                         f"width must be multiples of {factor}, not {tuple(shape)}.")
+        raise ValueError(
+            f"LORD's generator doubles a {factor}-times smaller map {n_adain_layers} times: the image height and "
+            f"width must be multiples of {factor}, not {tuple(shape)}."
+        )
 
 
 @register("lord_generator")
-def lord_generator(content_dim: int = 128, class_dim: int = 256, n_adain_layers: int = 4, adain_dim: int = 256,
-                   base_channels: int = 64, output_shape: tuple[int, int, int] = (64, 64, 3),
-                   model_name: str = "generator") -> keras.Model:
+def lord_generator(
+    content_dim: int = 128,
+    class_dim: int = 256,
+    n_adain_layers: int = 4,
+    adain_dim: int = 256,
+    base_channels: int = 64,
+    output_shape: tuple[int, int, int] = (64, 64, 3),
+    model_name: str = "generator",
+) -> keras.Model:
     """[content code, class code] -> images in [0, 1] (module docstring)."""
     check_image_shape(output_shape, n_adain_layers)
     height, width = output_shape[0] // 2**n_adain_layers, output_shape[1] // 2**n_adain_layers
     content = keras.Input(shape=(content_dim,), name="content_code")
     class_code = keras.Input(shape=(class_dim,), name="class_code")
-    modulation = [keras.layers.Dense(2 * adain_dim, name=f"modulation_{i + 1}")(class_code) for i in range(n_adain_layers)]
+    modulation = [
+        keras.layers.Dense(2 * adain_dim, name=f"modulation_{i + 1}")(class_code)
+        for i in range(n_adain_layers)
+    ]
     x = content
     for i, divisor in enumerate((8, 4, 1)):
         x = keras.layers.Dense(height * width * (adain_dim // divisor), name=f"dense_{i + 1}")(x)
@@ -115,13 +132,19 @@ def lord_generator(content_dim: int = 128, class_dim: int = 256, n_adain_layers:
 
 
 @register("lord_encoder")
-def lord_encoder(code_dim: int = 128, base_channels: int = 64, input_shape: tuple[int, int, int] = (64, 64, 3),
-                 model_name: str = "encoder") -> keras.Model:
+def lord_encoder(
+    code_dim: int = 128,
+    base_channels: int = 64,
+    input_shape: tuple[int, int, int] = (64, 64, 3),
+    model_name: str = "encoder",
+) -> keras.Model:
     """Images -> a code of ``code_dim`` (module docstring); float32 out."""
     images = keras.Input(shape=tuple(input_shape), name="images")
     b = base_channels
     x = images
-    for i, (filters, kernel, stride) in enumerate(((b, 7, 1), (2 * b, 4, 2), (4 * b, 4, 2), (4 * b, 4, 2), (4 * b, 4, 2))):
+    for i, (filters, kernel, stride) in enumerate(
+        ((b, 7, 1), (2 * b, 4, 2), (4 * b, 4, 2), (4 * b, 4, 2), (4 * b, 4, 2))
+    ):
         x = keras.layers.Conv2D(filters, kernel, strides=stride, padding="same", name=f"conv_{i + 1}")(x)
         x = _leaky(f"conv_{i + 1}_act")(x)
     x = keras.layers.Flatten(name="flatten")(x)
@@ -137,10 +160,16 @@ def lord_encoder(code_dim: int = 128, base_channels: int = 64, input_shape: tupl
 def lord_vgg_features(weights: str, input_shape: tuple[int, int, int] = (64, 64, 3)) -> keras.Model:
     """Images in [0, 1] ([B, H, W, 1 or 3]) -> the five feature maps of :data:`VGG_LAYERS` (float32),
     VGG16 with the ImageNet weights of the Keras no-top weights file ``weights`` (not trained)."""
-    vgg = keras.applications.VGG16(include_top=False, weights=weights, input_shape=(input_shape[0], input_shape[1], 3))
+    vgg = keras.applications.VGG16(
+        include_top=False, weights=weights, input_shape=(input_shape[0], input_shape[1], 3)
+    )
     vgg.trainable = False
     images = keras.Input(shape=tuple(input_shape), name="images")
-    x = images if input_shape[-1] == 3 else keras.layers.Concatenate(name="to_rgb")([images] * 3)  # network.py L285-286
-    x = keras.layers.Lambda(lambda t: keras.applications.vgg16.preprocess_input(t * 255.0), name="vgg_input")(x)
+    x = (
+        images if input_shape[-1] == 3 else keras.layers.Concatenate(name="to_rgb")([images] * 3)
+    )  # network.py L285-286
+    x = keras.layers.Lambda(lambda t: keras.applications.vgg16.preprocess_input(t * 255.0), name="vgg_input")(
+        x
+    )
     features = keras.Model(vgg.inputs, [vgg.get_layer(name).output for name in VGG_LAYERS], name="vgg16")(x)
     return keras.Model(images, [ops.cast(feature, "float32") for feature in features], name="vgg_features")

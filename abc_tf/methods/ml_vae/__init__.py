@@ -38,16 +38,36 @@ NETWORKS = ("mnist", "conv64")
 @dataclasses.dataclass(frozen=True)
 class MlVaeConfig(MethodConfig):
     batch_format: ClassVar[str] = "sets"
-    trains_encoder: ClassVar[bool] = False  # the authors' MLPs (models/ml_vae_networks.py), not the models registry's
+    trains_encoder: ClassVar[bool] = (
+        False  # the authors' MLPs (models/ml_vae_networks.py), not the models registry's
+    )
     style_dim: int = field(10, "Size of the per-image style code s (the authors' MNIST code: 10).")
     content_dim: int = field(10, "Size of the group's content code c (the authors' class_dim: 10).")
-    networks: str = field("mnist", "The encoder and decoder: 'mnist' (the authors' MNIST MLPs, any image size) or 'conv64' (the convolutional networks for 64 x 64 images the ABC authors used for both VAE baselines on pose, after CC-VAE's supplement; sizes ours: models/vae64_networks.py).")
-    hidden_units: int = field(500, "Units of the encoder's and the decoder's one tanh hidden layer (the authors: 500; networks=mnist).")
-    base_channels: int = field(32, "Channels of the conv64 encoder's first convolution; the others have 2x, 4x, 8x, the decoder's 4x, 2x, 1x (networks=conv64 only) [ours].")
-    likelihood: str = field("gaussian", "p(x | s, c) per pixel: 'gaussian' (the authors' code: mean and tanh-squashed log-variance from the decoder) or 'bernoulli' (sigmoid of the decoder's logits; pixels in [0, 1] read as probabilities) [ours].")
-    content_sample: str = field("group", "Content samples per step: 'group' (one draw of c per group, shared by its images [ours: the ML-VAE paper is not among our sources to check its algorithm]) or 'image' (one draw per image from its group's posterior: the authors' final code, group_wise_reparameterize_each). Both estimate the same ELBO.")
+    networks: str = field(
+        "mnist",
+        "The encoder and decoder: 'mnist' (the authors' MNIST MLPs, any image size) or 'conv64' (the convolutional networks for 64 x 64 images the ABC authors used for both VAE baselines on pose, after CC-VAE's supplement; sizes ours: models/vae64_networks.py).",
+    )
+    hidden_units: int = field(
+        500,
+        "Units of the encoder's and the decoder's one tanh hidden layer (the authors: 500; networks=mnist).",
+    )
+    base_channels: int = field(
+        32,
+        "Channels of the conv64 encoder's first convolution; the others have 2x, 4x, 8x, the decoder's 4x, 2x, 1x (networks=conv64 only) [ours].",
+    )
+    likelihood: str = field(
+        "gaussian",
+        "p(x | s, c) per pixel: 'gaussian' (the authors' code: mean and tanh-squashed log-variance from the decoder) or 'bernoulli' (sigmoid of the decoder's logits; pixels in [0, 1] read as probabilities) [ours].",
+    )
+    content_sample: str = field(
+        "group",
+        "Content samples per step: 'group' (one draw of c per group, shared by its images [ours: the ML-VAE paper is not among our sources to check its algorithm]) or 'image' (one draw per image from its group's posterior: the authors' final code, group_wise_reparameterize_each). Both estimate the same ELBO.",
+    )
     kl_weight: float = field(1.0, "Weight of both KL terms (the authors' kl_divergence_coef: 1).")
-    sample_std: float = field(1.0, "Standard deviation of the noise that reparameterises the content draw: c = mean + sqrt(variance) * sample_std * eps, eps ~ N(0, I). 1: a draw from the group's posterior, as the authors' final code (group_wise_reparameterize_each, HEAD 6de7264). Their README reports that 0.1 (their first commit 522572d, utils.py L101-103, one draw per group) reproduced the paper's results where 1 let the decoder ignore the content code. Below 1 the loss is no longer the ELBO.")
+    sample_std: float = field(
+        1.0,
+        "Standard deviation of the noise that reparameterises the content draw: c = mean + sqrt(variance) * sample_std * eps, eps ~ N(0, I). 1: a draw from the group's posterior, as the authors' final code (group_wise_reparameterize_each, HEAD 6de7264). Their README reports that 0.1 (their first commit 522572d, utils.py L101-103, one draw per group) reproduced the paper's results where 1 let the decoder ignore the content code. Below 1 the loss is no longer the ELBO.",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -55,9 +75,13 @@ class MlVaeConfig(MethodConfig):
         if self.networks not in NETWORKS:
             raise ValueError(f"--method.networks={self.networks!r}; choose one of {', '.join(NETWORKS)}.")
         if self.likelihood not in LIKELIHOODS:
-            raise ValueError(f"--method.likelihood={self.likelihood!r}; choose one of {', '.join(LIKELIHOODS)}.")
+            raise ValueError(
+                f"--method.likelihood={self.likelihood!r}; choose one of {', '.join(LIKELIHOODS)}."
+            )
         if self.content_sample not in CONTENT_SAMPLES:
-            raise ValueError(f"--method.content_sample={self.content_sample!r}; choose one of {', '.join(CONTENT_SAMPLES)}.")
+            raise ValueError(
+                f"--method.content_sample={self.content_sample!r}; choose one of {', '.join(CONTENT_SAMPLES)}."
+            )
         if not self.kl_weight >= 0 or self.kl_weight == float("inf"):
             raise ValueError(f"--method.kl_weight must be a finite number >= 0, got {self.kl_weight}.")
         if not 0 < self.sample_std < float("inf"):
@@ -75,7 +99,8 @@ AUTHORS_STEPS = round(AUTHORS_EPOCHS * TRAINING_IMAGES / AUTHORS_BATCH)
 
 PRESETS: dict[str, ExperimentConfig] = {
     "mnist_ml_vae": ExperimentConfig(
-        name="mnist_ml_vae", trainer=TrainerConfig(steps=AUTHORS_STEPS, learning_rate=1e-3, log_every=1000),
+        name="mnist_ml_vae",
+        trainer=TrainerConfig(steps=AUTHORS_STEPS, learning_rate=1e-3, log_every=1000),
         data=MnistConfig(family="mnist", source="auto", holdout_digit="9"),
         batch=SetBatch(set_size=GROUP_SIZE, pairs_per_step=AUTHORS_BATCH // GROUP_SIZE),
         method=MlVaeConfig(name="ml_vae"),
@@ -85,7 +110,10 @@ PRESETS: dict[str, ExperimentConfig] = {
 # training images), the step compiled with XLA (about 38 steps/s: BENCHMARKS.md's XLA table of
 # every method's step). The full preset's 84,455 steps take about 40 minutes a seed.
 PRESETS["mnist_ml_vae_quick"] = PRESETS["mnist_ml_vae"].replace(
-    name="mnist_ml_vae_quick", steps=8000, log_every=1000, jit_compile=True,
+    name="mnist_ml_vae_quick",
+    steps=8000,
+    log_every=1000,
+    jit_compile=True,
 )
 
 # Table S1 (synthetic cars, ABC supplement L66-70) on the built-in procedural cars at 64 x 64
@@ -107,15 +135,26 @@ PRESETS["mnist_ml_vae_quick"] = PRESETS["mnist_ml_vae"].replace(
 # - steps: the authors' 400 epochs counted over the 4,000 procedural training renders (100
 #   instances x 40 views, abc_tf.data.pose.procedural.ProceduralSizes) in steps of 256: 6,250.
 #   With --data.source=keypointnet, scale --trainer.steps with the number of renders.
-POSE_GROUP_SIZE = 32  # ABC's pose stack (docs/PAPERS.md section 3: 4 pairs of sets of 32), the group size (L217)
+POSE_GROUP_SIZE = (
+    32  # ABC's pose stack (docs/PAPERS.md section 3: 4 pairs of sets of 32), the group size (L217)
+)
 POSE_TRAINING_RENDERS = 4000  # ProceduralSizes(): train_instances 100 x views_per_instance 40
 POSE_STEPS = round(AUTHORS_EPOCHS * POSE_TRAINING_RENDERS / AUTHORS_BATCH)  # 6,250
-POSE_DATA = PoseConfig(family="pose", image_size=64, real_fraction=0.0, crop_amplitude=0.0,
-                       augmentation_amplitude=0.0, paint_backgrounds=False)
+POSE_DATA = PoseConfig(
+    family="pose",
+    image_size=64,
+    real_fraction=0.0,
+    crop_amplitude=0.0,
+    augmentation_amplitude=0.0,
+    paint_backgrounds=False,
+)
 PRESETS["pose_ml_vae"] = ExperimentConfig(
-    name="pose_ml_vae", trainer=TrainerConfig(steps=POSE_STEPS, learning_rate=1e-3, log_every=500),
+    name="pose_ml_vae",
+    trainer=TrainerConfig(steps=POSE_STEPS, learning_rate=1e-3, log_every=500),
     data=POSE_DATA,
-    batch=SetBatch(set_size=POSE_GROUP_SIZE, pairs_per_step=AUTHORS_BATCH // POSE_GROUP_SIZE, double_augmentation=False),
+    batch=SetBatch(
+        set_size=POSE_GROUP_SIZE, pairs_per_step=AUTHORS_BATCH // POSE_GROUP_SIZE, double_augmentation=False
+    ),
     method=MlVaeConfig(name="ml_vae", networks="conv64", likelihood="bernoulli", base_channels=32),
 )
 # About 4 to 5 minutes of training on 2 CPU cores [ours]: the same networks, data and groups of
@@ -123,13 +162,23 @@ PRESETS["pose_ml_vae"] = ExperimentConfig(
 # epochs of the renders) at about 0.15 s a step, the plain graph (XLA took 134 ms a step of one
 # group here against 72 ms without it).
 PRESETS["pose_ml_vae_quick"] = PRESETS["pose_ml_vae"].replace(
-    name="pose_ml_vae_quick", pairs_per_step=2, steps=1500, log_every=250,
+    name="pose_ml_vae_quick",
+    pairs_per_step=2,
+    steps=1500,
+    log_every=250,
 )
 
 CONFIG = MlVaeConfig
 # The smallest run the method trains (tests/test_methods.py's every-method checks: XLA, mixed_float16
 # with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
 # (benchmarks/gpu_readiness.py measures each method's step on it).
-SMOKE = PRESETS["mnist_ml_vae_quick"].replace(name="ml_vae_smoke", source="procedural", jit_compile=False, set_size=8,
-                                            pairs_per_step=2, steps=4, log_every=2)
+SMOKE = PRESETS["mnist_ml_vae_quick"].replace(
+    name="ml_vae_smoke",
+    source="procedural",
+    jit_compile=False,
+    set_size=8,
+    pairs_per_step=2,
+    steps=4,
+    log_every=2,
+)
 QUICK = "mnist_ml_vae_quick"

@@ -91,8 +91,14 @@ def pixel_log_likelihood(images: tf.Tensor, decoded, likelihood: str) -> tf.Tens
     return tf.reduce_sum(tf.reshape(per_pixel, [tf.shape(x)[0], -1]), axis=1)
 
 
-def elbo_terms(posterior: keras.Model, decoder: keras.Model, likelihood: str, sets: tf.Tensor,
-               noise: dict[str, tf.Tensor], sample_std: float = 1.0) -> dict[str, tf.Tensor]:
+def elbo_terms(
+    posterior: keras.Model,
+    decoder: keras.Model,
+    likelihood: str,
+    sets: tf.Tensor,
+    noise: dict[str, tf.Tensor],
+    sample_std: float = 1.0,
+) -> dict[str, tf.Tensor]:
     """One pass of inference and generation for float images ``sets`` [P, N, H, W, C] (a group
     per set).
 
@@ -108,19 +114,30 @@ def elbo_terms(posterior: keras.Model, decoder: keras.Model, likelihood: str, se
     groups, size = shape[0], shape[1]
     flat = tf.reshape(sets, tf.concat([[groups * size], shape[2:]], 0))
     codes = [tf.cast(value, tf.float32) for value in posterior(flat)]
-    out = {name: tf.reshape(value, [groups, size, -1]) for name, value in zip(ml_vae_networks.ENCODER_OUTPUTS, codes)}
-    out["group_mean"], out["group_log_variance"] = group_posterior(out["content_mean"], out["content_log_variance"])
+    out = {
+        name: tf.reshape(value, [groups, size, -1])
+        for name, value in zip(ml_vae_networks.ENCODER_OUTPUTS, codes)
+    }
+    out["group_mean"], out["group_log_variance"] = group_posterior(
+        out["content_mean"], out["content_log_variance"]
+    )
     out["style"] = out["style_mean"] + tf.exp(0.5 * out["style_log_variance"]) * noise["style"]
-    content = out["group_mean"][:, None] + tf.exp(0.5 * out["group_log_variance"])[:, None] * (sample_std * noise["content"])
+    content = out["group_mean"][:, None] + tf.exp(0.5 * out["group_log_variance"])[:, None] * (
+        sample_std * noise["content"]
+    )
     out["content"] = tf.broadcast_to(content, [groups, size, tf.shape(content)[-1]])
-    decoded = decoder([tf.reshape(out["style"], [groups * size, -1]), tf.reshape(out["content"], [groups * size, -1])])
+    decoded = decoder(
+        [tf.reshape(out["style"], [groups * size, -1]), tf.reshape(out["content"], [groups * size, -1])]
+    )
     out["reconstruction"] = tf.reshape(-pixel_log_likelihood(flat, decoded, likelihood), [groups, size])
     out["kl_style"] = gaussian_kl(out["style_mean"], out["style_log_variance"])
     out["kl_content"] = gaussian_kl(out["group_mean"], out["group_log_variance"])
     return out
 
 
-def draw_noise(seed: tf.Tensor, groups, size, style_dim: int, content_dim: int, per_image: bool) -> dict[str, tf.Tensor]:
+def draw_noise(
+    seed: tf.Tensor, groups, size, style_dim: int, content_dim: int, per_image: bool
+) -> dict[str, tf.Tensor]:
     """Standard normal draws of :func:`elbo_terms` for ``groups`` groups of ``size`` from a
     stateless seed [2]: "style" [groups, size, d_s], "content" [groups, size or 1, d_c]. Under a
     distribution strategy, this replica's rows of the global batch's draws (``draw_rows``)."""
@@ -132,8 +149,10 @@ def draw_noise(seed: tf.Tensor, groups, size, style_dim: int, content_dim: int, 
 
     style = draw_rows(normal(style_dim, style_seed), groups * size)
     content = draw_rows(normal(content_dim, content_seed), groups * per_group)
-    return {"style": tf.reshape(style, [groups, size, style_dim]),
-            "content": tf.reshape(content, [groups, per_group, content_dim])}
+    return {
+        "style": tf.reshape(style, [groups, size, style_dim]),
+        "content": tf.reshape(content, [groups, per_group, content_dim]),
+    }
 
 
 # ---------------------------------------------------------------- the model
@@ -152,9 +171,17 @@ class MlVaeModel(MethodModel):
       seed: of the reparameterisation noise (with the step: stateless).
     """
 
-    def __init__(self, posterior: keras.Model, decoder: keras.Model, likelihood: str = "gaussian",
-                 content_per_image: bool = False, kl_weight: float = 1.0, sample_std: float = 1.0, seed: int = 0,
-                 **kwargs):
+    def __init__(
+        self,
+        posterior: keras.Model,
+        decoder: keras.Model,
+        likelihood: str = "gaussian",
+        content_per_image: bool = False,
+        kl_weight: float = 1.0,
+        sample_std: float = 1.0,
+        seed: int = 0,
+        **kwargs,
+    ):
         super().__init__(seed=seed, **kwargs)
         self.posterior = posterior
         self.decoder = decoder
@@ -169,26 +196,39 @@ class MlVaeModel(MethodModel):
         self.track(LOG_NAMES)
 
     def networks(self) -> dict[str, keras.Model]:
-        return {"encoder": self.representation, "content": self.content, "posterior": self.posterior,
-                "decoder": self.decoder}
-
+        return {
+            "encoder": self.representation,
+            "content": self.content,
+            "posterior": self.posterior,
+            "decoder": self.decoder,
+        }
 
     def noise_at(self, step, groups, size) -> dict[str, tf.Tensor]:
         """The reparameterisation noise of the step ``step`` (:func:`draw_noise` from (seed, step))."""
         seed = self.step_seed(step)
         return draw_noise(seed, groups, size, self.style_dim, self.content_dim, self.content_per_image)
 
-    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+    def compute_terms(
+        self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
+    ) -> dict[str, tf.Tensor]:
         """The negative ELBO per image of set A's groups (module docstring). The networks have no
         layer that acts differently in training."""
         del training
         sets = to_float_images(batch["set_a"])
         shape = tf.shape(sets)
-        out = elbo_terms(self.posterior, self.decoder, self.likelihood, sets, self.noise_at(step, shape[0], shape[1]),
-                         self.sample_std)
+        out = elbo_terms(
+            self.posterior,
+            self.decoder,
+            self.likelihood,
+            sets,
+            self.noise_at(step, shape[0], shape[1]),
+            self.sample_std,
+        )
         terms = {name: tf.reduce_mean(out[name]) for name in ("reconstruction", "kl_style", "kl_content")}
         group_size = tf.cast(shape[1], tf.float32)
-        terms["loss"] = terms["reconstruction"] + self.kl_weight * (terms["kl_style"] + terms["kl_content"] / group_size)
+        terms["loss"] = terms["reconstruction"] + self.kl_weight * (
+            terms["kl_style"] + terms["kl_content"] / group_size
+        )
         return terms
 
 
@@ -199,9 +239,11 @@ def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) ->
     """ValueError naming --method.networks when the chosen networks cannot take ``image_shape``
     (the MNIST MLPs take any size; conv64 takes 64 x 64)."""
     if config.method.networks == "conv64" and tuple(image_shape[:2]) != (vae64_networks.IMAGE_SIZE,) * 2:
-        raise ValueError(f"--method.networks=conv64 takes 64 x 64 images; data {config.data.family!r} gives "
-                         f"{tuple(image_shape)}. Use --method.networks=mnist (the authors' MLPs, any size), or data of "
-                         "64 x 64 images (e.g. --data.image_size=64).")
+        raise ValueError(
+            f"--method.networks=conv64 takes 64 x 64 images; data {config.data.family!r} gives "
+            f"{tuple(image_shape)}. Use --method.networks=mnist (the authors' MLPs, any size), or data of "
+            "64 x 64 images (e.g. --data.image_size=64)."
+        )
 
 
 def check_config(config: ExperimentConfig) -> None:
@@ -215,24 +257,36 @@ def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) 
     method = config.method
     if method.networks == "conv64":
         names = ("ml_vae_encoder_64", "ml_vae_decoder_64")
-        dims = dict(style_dim=method.style_dim, content_dim=method.content_dim, base_channels=method.base_channels)
+        dims = dict(
+            style_dim=method.style_dim, content_dim=method.content_dim, base_channels=method.base_channels
+        )
     else:
         names = ("ml_vae_encoder", "ml_vae_decoder")
         dims = dict(style_dim=method.style_dim, content_dim=method.content_dim, units=method.hidden_units)
     return {
         "posterior": models.build(names[0], input_shape=tuple(image_shape), **dims),
-        "decoder": models.build(names[1], output_shape=tuple(image_shape), likelihood=method.likelihood, **dims),
+        "decoder": models.build(
+            names[1], output_shape=tuple(image_shape), likelihood=method.likelihood, **dims
+        ),
     }
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> MlVaeModel:
     """The networks and Adam (the authors': betas (0.9, 0.999), PyTorch's epsilon) at the config's rate."""
     networks = build_networks(config, image_shape)
-    model = MlVaeModel(networks["posterior"], networks["decoder"], likelihood=config.method.likelihood,
-                       content_per_image=config.method.content_sample == "image", kl_weight=config.method.kl_weight,
-                       sample_std=config.method.sample_std, seed=config.trainer.seed)
+    model = MlVaeModel(
+        networks["posterior"],
+        networks["decoder"],
+        likelihood=config.method.likelihood,
+        content_per_image=config.method.content_sample == "image",
+        kl_weight=config.method.kl_weight,
+        sample_std=config.method.sample_std,
+        seed=config.trainer.seed,
+    )
     # The authors' optim.Adam (training.py L100-104) with PyTorch's default epsilon.
-    model.compile_for(config.trainer, optimizers.run_adam(config.trainer, epsilon=optimizers.PYTORCH_ADAM_EPSILON))
+    model.compile_for(
+        config.trainer, optimizers.run_adam(config.trainer, epsilon=optimizers.PYTORCH_ADAM_EPSILON)
+    )
     return model
 
 
@@ -257,6 +311,9 @@ def supervision(config: ExperimentConfig) -> str:
 
 
 METHOD = Method(
-    name="ml_vae", build=build, supervision=supervision,
-    check_config=check_config, variant=variant,
+    name="ml_vae",
+    build=build,
+    supervision=supervision,
+    check_config=check_config,
+    variant=variant,
 )

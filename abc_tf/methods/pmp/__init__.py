@@ -13,11 +13,16 @@ from abc_tf.data.shapes3d import Shapes3DConfig
 class PmpConfig(MethodConfig):
     batch_format: ClassVar[str] = "pairs"
     num_subspaces: int = field(10, "Number k of latent subspaces, one projector each.")
-    warmup: float = field(0.25, "Fraction of the steps trained on the reconstruction loss alone before the other terms ramp in (the authors' code 0.25, their supplement 0.2).")
+    warmup: float = field(
+        0.25,
+        "Fraction of the steps trained on the reconstruction loss alone before the other terms ramp in (the authors' code 0.25, their supplement 0.2).",
+    )
     distance_weight: float = field(0.1, "Maximum weight of the distance loss L_dis (0: off).")
     sparsity_weight: float = field(0.1, "Maximum weight of the sparsity loss L_spar (0: off).")
     consistency_weight: float = field(100.0, "Maximum weight of the consistency loss L_cons (0: off).")
-    usage_weight: float = field(1e-4, "Initial weight of the subspace-usage loss L_reg, decaying as L_dis ramps in (0: off).")
+    usage_weight: float = field(
+        1e-4, "Initial weight of the subspace-usage loss L_reg, decaying as L_dis ramps in (0: off)."
+    )
 
 
 # Paper settings: Table 1's networks, d = 10, k = 10, batches of 32 pairs, Adam 5e-4 (0.9, 0.99),
@@ -25,9 +30,12 @@ class PmpConfig(MethodConfig):
 # 480,000 pairs (450,000 steps), the epochs of the authors' notebook (run there on Cars3D) [ours].
 # Pairs change any of the six factors.
 _PMP = ExperimentConfig(
-    name="shapes3d_pmp", trainer=TrainerConfig(steps=450_000, learning_rate=5e-4, log_every=1000, eval_every=15_000),
-    data=Shapes3DConfig(family="shapes3d"), batch=PairBatch(pairs_per_step=32),
-    method=PmpConfig(name="pmp", num_subspaces=10), model=EncoderConfig(architecture="pmp_encoder", embedding_dim=10),
+    name="shapes3d_pmp",
+    trainer=TrainerConfig(steps=450_000, learning_rate=5e-4, log_every=1000, eval_every=15_000),
+    data=Shapes3DConfig(family="shapes3d"),
+    batch=PairBatch(pairs_per_step=32),
+    method=PmpConfig(name="pmp", num_subspaces=10),
+    model=EncoderConfig(architecture="pmp_encoder", embedding_dim=10),
 )
 PRESETS: dict[str, ExperimentConfig] = {
     "shapes3d_pmp": _PMP,
@@ -36,14 +44,16 @@ PRESETS: dict[str, ExperimentConfig] = {
     # CPUs that compute it natively (BENCHMARKS.md, "PMP training step (CPU)"), float16 on GPUs
     # and float32 on other CPUs, where bfloat16 would be slower (abc_tf/runs/precision.py); the
     # reconstruction loss falls from 0.13 to about 0.013.
-    "shapes3d_pmp_quick": _PMP.replace(name="shapes3d_pmp_quick", steps=1500, log_every=100, eval_every=500,
-                                       mixed_precision=True),
+    "shapes3d_pmp_quick": _PMP.replace(
+        name="shapes3d_pmp_quick", steps=1500, log_every=100, eval_every=500, mixed_precision=True
+    ),
 }
 
 CONFIG = PmpConfig
 # The smallest run the method trains (tests/test_methods.py's every-method checks: XLA, mixed_float16
 # with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
 # (benchmarks/gpu_readiness.py measures each method's step on it).
-SMOKE = PRESETS["shapes3d_pmp_quick"].replace(name="pmp_smoke", pairs_per_step=2, mixed_precision=False, eval_every=0,
-                                          steps=4, log_every=2)
+SMOKE = PRESETS["shapes3d_pmp_quick"].replace(
+    name="pmp_smoke", pairs_per_step=2, mixed_precision=False, eval_every=0, steps=4, log_every=2
+)
 QUICK = "shapes3d_pmp_quick"

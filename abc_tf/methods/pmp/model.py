@@ -110,7 +110,9 @@ def pair_distances(codes1: tf.Tensor, codes2: tf.Tensor) -> tuple[tf.Tensor, tf.
     gram = tf.matmul(every, every, transpose_b=True)
     euclidean = tf.sqrt(tf.maximum(norms[:, :, None] + norms[:, None, :] - 2.0 * gram, 0.0))
     scale = tf.reduce_mean(euclidean, axis=[1, 2]) + 1e-8  # [k]
-    changed = tf.one_hot(tf.argmax(tf.stop_gradient(squared) / scale, axis=1), tf.shape(codes1)[1], dtype=tf.float32)
+    changed = tf.one_hot(
+        tf.argmax(tf.stop_gradient(squared) / scale, axis=1), tf.shape(codes1)[1], dtype=tf.float32
+    )
     return squared, changed
 
 
@@ -158,7 +160,9 @@ class SubspaceUsage(keras.metrics.Metric):
 
     def __init__(self, num_subspaces: int, name: str = "subspace_usage", **kwargs):
         super().__init__(name=name, **kwargs)
-        self.counts = self.add_variable(shape=(num_subspaces,), initializer="zeros", name="counts", aggregation="sum")
+        self.counts = self.add_variable(
+            shape=(num_subspaces,), initializer="zeros", name="counts", aggregation="sum"
+        )
 
     def update_state(self, changed):
         self.counts.assign_add(tf.reduce_sum(tf.cast(changed, self.counts.dtype), axis=0))
@@ -182,8 +186,17 @@ class PMPModel(MethodModel):
       seed: of the consistency loss's mixes (with the step: stateless, the same after a resume).
     """
 
-    def __init__(self, features: keras.Model, projectors: keras.Model, decoder: keras.Model, total_steps: int,
-                 warmup: float, weights: dict[str, float], seed: int = 0, **kwargs):
+    def __init__(
+        self,
+        features: keras.Model,
+        projectors: keras.Model,
+        decoder: keras.Model,
+        total_steps: int,
+        warmup: float,
+        weights: dict[str, float],
+        seed: int = 0,
+        **kwargs,
+    ):
         super().__init__(seed=seed, **kwargs)
         self.features, self.projectors, self.decoder = features, projectors, decoder
         self.representation = pmp_networks.representation(features, projectors, name="encoder")
@@ -194,18 +207,25 @@ class PMPModel(MethodModel):
         self.usage = SubspaceUsage(self.num_subspaces)
 
     def networks(self) -> dict[str, keras.Model]:
-        return {"encoder": self.representation, "features": self.features, "projectors": self.projectors,
-                "decoder": self.decoder}
-
+        return {
+            "encoder": self.representation,
+            "features": self.features,
+            "projectors": self.projectors,
+            "decoder": self.decoder,
+        }
 
     def codes(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
         """Subspace codes [B, k, d] (float32) of float images."""
-        return tf.cast(self.projectors(self.features(images, training=training), training=training), tf.float32)
+        return tf.cast(
+            self.projectors(self.features(images, training=training), training=training), tf.float32
+        )
 
     def decode(self, z: tf.Tensor, training: bool = False) -> tf.Tensor:
         return tf.cast(self.decoder(z, training=training), tf.float32)
 
-    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+    def compute_terms(
+        self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
+    ) -> dict[str, tf.Tensor]:
         """The terms of the module docstring; "objective" adds the weight decay to "loss"."""
         x1, x2 = to_float_images(batch["x1"]), to_float_images(batch["x2"])
         images = tf.concat([x1, x2], axis=0)
@@ -216,8 +236,14 @@ class PMPModel(MethodModel):
         squared, changed = pair_distances(codes1, codes2)
         b1, b2, b3 = loss_weights(step, self.total_steps, self.warmup)
         terms = {
-            "rec_loss": rec, "spar_loss": sparsity_loss(codes), "dis_loss": distance_loss(squared, changed),
-            "reg_loss": usage_loss(squared), "changed": changed, "beta1": b1, "beta2": b2, "beta3": b3,
+            "rec_loss": rec,
+            "spar_loss": sparsity_loss(codes),
+            "dis_loss": distance_loss(squared, changed),
+            "reg_loss": usage_loss(squared),
+            "changed": changed,
+            "beta1": b1,
+            "beta2": b2,
+            "beta3": b3,
         }
         if self.loss_weights["cons"] > 0:
             seed = self.step_seed(step)
@@ -230,13 +256,17 @@ class PMPModel(MethodModel):
                 # CPU cores). Computed at every step instead, and zeroed while b2 <= 0.01.
                 terms["cons_loss"] = tf.cast(b2 > CONSISTENCY_FROM, tf.float32) * consistency()
             else:
-                terms["cons_loss"] = tf.cond(b2 > CONSISTENCY_FROM, consistency, lambda: tf.constant(0.0, tf.float32))
+                terms["cons_loss"] = tf.cond(
+                    b2 > CONSISTENCY_FROM, consistency, lambda: tf.constant(0.0, tf.float32)
+                )
         else:
             terms["cons_loss"] = tf.constant(0.0, tf.float32)
         w = self.loss_weights
         terms["loss"] = (
-            rec + b1 * (w["dis"] * terms["dis_loss"] + w["spar"] * terms["spar_loss"])
-            + b2 * w["cons"] * terms["cons_loss"] + b3 * w["reg"] * terms["reg_loss"]
+            rec
+            + b1 * (w["dis"] * terms["dis_loss"] + w["spar"] * terms["spar_loss"])
+            + b2 * w["cons"] * terms["cons_loss"]
+            + b3 * w["reg"] * terms["reg_loss"]
         )
         terms["objective"] = terms["loss"] + self.weight_decay_term()
         if training:
@@ -245,12 +275,22 @@ class PMPModel(MethodModel):
 
     def weight_decay_term(self) -> tf.Tensor:
         """0.5 * 1e-6 * ||w||^2 over every trainable variable: PyTorch Adam's weight_decay."""
-        return 0.5 * WEIGHT_DECAY * tf.add_n([tf.reduce_sum(tf.square(tf.cast(v, tf.float32))) for v in self.trainable_variables])
+        return (
+            0.5
+            * WEIGHT_DECAY
+            * tf.add_n([tf.reduce_sum(tf.square(tf.cast(v, tf.float32))) for v in self.trainable_variables])
+        )
 
     def updates(self) -> list[Update]:
         # The weight decay is minimised with the loss but not logged (PyTorch's Adam weight_decay).
-        return [Update(lambda batch, step, training, earlier: self.compute_terms(batch, step, training),
-                       self.optimizer, lambda: self.trainable_variables, loss="objective")]
+        return [
+            Update(
+                lambda batch, step, training, earlier: self.compute_terms(batch, step, training),
+                self.optimizer,
+                lambda: self.trainable_variables,
+                loss="objective",
+            )
+        ]
 
     def swap_grid(self, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
         """uint8 image [n H, (k + 4) W, C]: per pair a row x1 | g(z1) | k swaps | g(z2) | x2, swap i
@@ -264,9 +304,13 @@ class PMPModel(MethodModel):
         # Mix m = i * n + b takes subspace i from x2_b and the others from x1_b.
         swapped = self.decode(tf.reduce_sum(mix_codes(codes2, codes1, tf.range(k * n)), axis=1))
         swapped = tf.transpose(tf.reshape(swapped, tf.concat([[k, n], tf.shape(x1)[1:]], 0)), [1, 0, 2, 3, 4])
-        row = tf.concat([x1[:, None], rec1[:, None], swapped, rec2[:, None], x2[:, None]], axis=1)  # [n, k+4, H, W, C]
+        row = tf.concat(
+            [x1[:, None], rec1[:, None], swapped, rec2[:, None], x2[:, None]], axis=1
+        )  # [n, k+4, H, W, C]
         shape = tf.shape(row)
-        grid = tf.reshape(tf.transpose(row, [0, 2, 1, 3, 4]), [shape[0] * shape[2], shape[1] * shape[3], shape[4]])
+        grid = tf.reshape(
+            tf.transpose(row, [0, 2, 1, 3, 4]), [shape[0] * shape[2], shape[1] * shape[3], shape[4]]
+        )
         return np.asarray(tf.cast(tf.round(tf.clip_by_value(grid, 0.0, 1.0) * 255.0), tf.uint8))
 
 
@@ -296,22 +340,35 @@ class PMPMonitor(TrainingMonitor):
         if self.due(step, self.config.trainer.eval_every):
             pairs = self.fixed_batch(self.config, "pairs", GRID_PAIRS)
             grid = self.model.swap_grid(pairs["x1"], pairs["x2"])
-            tf.summary.image("reconstruction_and_swaps", grid[None], max_outputs=1,
-                             description="per pair: x1, its reconstruction, x1 with subspace i of x2 (i = 1..k), "
-                                         "the reconstruction of x2, x2")
+            tf.summary.image(
+                "reconstruction_and_swaps",
+                grid[None],
+                max_outputs=1,
+                description="per pair: x1, its reconstruction, x1 with subspace i of x2 (i = 1..k), "
+                "the reconstruction of x2, x2",
+            )
 
 
 # ---------------------------------------------------------------- the declaration
 
-WEIGHT_FIELDS = {"dis": "distance_weight", "spar": "sparsity_weight", "cons": "consistency_weight", "reg": "usage_weight"}
+WEIGHT_FIELDS = {
+    "dis": "distance_weight",
+    "spar": "sparsity_weight",
+    "cons": "consistency_weight",
+    "reg": "usage_weight",
+}
 
 
 def check_config(config: ExperimentConfig) -> None:
     """PMP's settings (ValueError naming the flag), before any data or network."""
     if config.method.num_subspaces < 2:
-        raise ValueError(f"--method.num_subspaces must be at least 2 (L_dis compares the changed subspace with the others), got {config.method.num_subspaces}.")
+        raise ValueError(
+            f"--method.num_subspaces must be at least 2 (L_dis compares the changed subspace with the others), got {config.method.num_subspaces}."
+        )
     if not 0.0 <= config.method.warmup < 1.0:
-        raise ValueError(f"--method.warmup must lie in [0, 1), a fraction of the steps, got {config.method.warmup}.")
+        raise ValueError(
+            f"--method.warmup must lie in [0, 1), a fraction of the steps, got {config.method.warmup}."
+        )
     for field in WEIGHT_FIELDS.values():
         value = getattr(config.method, field)
         if not (np.isfinite(value) and value >= 0):
@@ -322,11 +379,20 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> PMPMod
     """f (``config.model.architecture``), the projectors and g, in that order (one seed, one set of initial
     weights), compiled with the authors' Adam."""
     features = build_encoder(config, image_shape)
-    projectors = models.build("pmp_projectors", embedding_dim=config.model.embedding_dim, num_subspaces=config.method.num_subspaces)
-    decoder = models.build("pmp_decoder", embedding_dim=config.model.embedding_dim, output_shape=tuple(image_shape))
+    projectors = models.build(
+        "pmp_projectors", embedding_dim=config.model.embedding_dim, num_subspaces=config.method.num_subspaces
+    )
+    decoder = models.build(
+        "pmp_decoder", embedding_dim=config.model.embedding_dim, output_shape=tuple(image_shape)
+    )
     model = PMPModel(
-        features, projectors, decoder, total_steps=config.trainer.steps, warmup=config.method.warmup,
-        weights={name: getattr(config.method, field) for name, field in WEIGHT_FIELDS.items()}, seed=config.trainer.seed,
+        features,
+        projectors,
+        decoder,
+        total_steps=config.trainer.steps,
+        warmup=config.method.warmup,
+        weights={name: getattr(config.method, field) for name, field in WEIGHT_FIELDS.items()},
+        seed=config.trainer.seed,
     )
     optimizer = optimizers.run_adam(config.trainer, betas=ADAM_BETAS, epsilon=ADAM_EPSILON)
     model.compile_for(config.trainer, optimizer)
@@ -338,7 +404,9 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 
 
 METHOD = Method(
-    name="pmp", build=build, check_config=check_config,
+    name="pmp",
+    build=build,
+    check_config=check_config,
     supervision="pairs that differ in exactly one factor, which one unknown (Locatello et al. 2020 weak supervision)",
     training_callbacks=training_callbacks,
 )

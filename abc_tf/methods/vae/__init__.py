@@ -35,9 +35,17 @@ class VaeConfig(MethodConfig):
     batch_format: ClassVar[str] = "images"
     trains_encoder: ClassVar[bool] = False  # Table 1's MLPs, not an encoder of the models registry
     structure: ClassVar[Structure] = Structure()  # the VAE: one latent space, no perspective
-    latent_dim: int = field(4, "Size of the whole latent: the VAE's d; VITAE's d_A + d_P, split in halves (the paper: 4).")
-    kl_warmup: float = field(0.5, "Fraction of the steps over which the KL weight rises linearly from 0 to 1 (the paper: half of training; 0: weight 1 from the start).")
-    affine_augmentation: bool = field(True, "Warp every training image by a random rotation (up to 20 degrees) and translation (up to 10% of the size), as the authors' disentanglement script does (RandomAffine(20, translate 0.1); their final main.py has the line commented out; their poster's MNIST is randomly translated and rotated).")
+    latent_dim: int = field(
+        4, "Size of the whole latent: the VAE's d; VITAE's d_A + d_P, split in halves (the paper: 4)."
+    )
+    kl_warmup: float = field(
+        0.5,
+        "Fraction of the steps over which the KL weight rises linearly from 0 to 1 (the paper: half of training; 0: weight 1 from the start).",
+    )
+    affine_augmentation: bool = field(
+        True,
+        "Warp every training image by a random rotation (up to 20 degrees) and translation (up to 10% of the size), as the authors' disentanglement script does (RandomAffine(20, translate 0.1); their final main.py has the line commented out; their poster's MNIST is randomly translated and rotated).",
+    )
 
     def validate(self) -> None:
         super().validate()
@@ -53,16 +61,24 @@ def variant_presets(config_class: type[VaeConfig], variant: str) -> dict[str, Ex
     """The paper's MNIST run of ``variant`` (vae, u_vitae, c_vitae; its config class
     ``config_class``) and its quick run, by name."""
     paper = ExperimentConfig(
-        name=f"mnist_{variant}", trainer=TrainerConfig(steps=211_200, learning_rate=1e-4, log_every=1000),
-        data=MnistConfig(family="mnist", source="auto", holdout_digit="9"), batch=ImageBatch(batch_size=512),
+        name=f"mnist_{variant}",
+        trainer=TrainerConfig(steps=211_200, learning_rate=1e-4, log_every=1000),
+        data=MnistConfig(family="mnist", source="auto", holdout_digit="9"),
+        batch=ImageBatch(batch_size=512),
         method=config_class(name=variant, latent_dim=4),
     )
     # About 1.5 minutes on 2 CPU cores: 5,000 steps of batches of 128 at Adam 1e-3 [ours], the KL
     # weight rising over the first half, compiled with XLA (3x the plain graph's speed for these
     # small MLPs and the warp). C-VITAE reaches a test ELBO of about -154 nats and
     # importance-weighted log p(x) -151 (README.md, "VITAE (peer method)").
-    quick = paper.replace(name=f"mnist_{variant}_quick", batch_size=128, learning_rate=1e-3, steps=5000, log_every=250,
-                          jit_compile=True)
+    quick = paper.replace(
+        name=f"mnist_{variant}_quick",
+        batch_size=128,
+        learning_rate=1e-3,
+        steps=5000,
+        log_every=250,
+        jit_compile=True,
+    )
     return {paper.name: paper, quick.name: quick}
 
 
@@ -70,7 +86,8 @@ def variant_smoke(config_class: type[VaeConfig], variant: str) -> ExperimentConf
     """The smallest run of ``variant`` (tests/test_methods.py's every-method checks), on the
     procedural digits."""
     return variant_presets(config_class, variant)[f"mnist_{variant}_quick"].replace(
-        name=f"{variant}_smoke", source="procedural", jit_compile=False, batch_size=8, steps=4, log_every=2)
+        name=f"{variant}_smoke", source="procedural", jit_compile=False, batch_size=8, steps=4, log_every=2
+    )
 
 
 CONFIG = VaeConfig

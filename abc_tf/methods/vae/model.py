@@ -85,7 +85,9 @@ def bernoulli_log_likelihood(images: tf.Tensor, probabilities: tf.Tensor) -> tf.
 
 def gaussian_log_density(z: tf.Tensor, mean: tf.Tensor, variance: tf.Tensor) -> tf.Tensor:
     """log N(z; mean, diag variance) [B] of [B, d]."""
-    return -0.5 * tf.reduce_sum(tf.math.log(2.0 * math.pi * variance) + tf.square(z - mean) / variance, axis=1)
+    return -0.5 * tf.reduce_sum(
+        tf.math.log(2.0 * math.pi * variance) + tf.square(z - mean) / variance, axis=1
+    )
 
 
 def kl_weight(step, warmup_steps: float) -> tf.Tensor:
@@ -103,7 +105,9 @@ def latent_dims(structure: Structure, embedding_dim: int) -> tuple[int, int]:
     return (embedding_dim // 2, embedding_dim // 2) if structure.perspective else (embedding_dim, 0)
 
 
-def infer(networks: dict[str, keras.Model], structure: Structure, images: tf.Tensor, noise: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+def infer(
+    networks: dict[str, keras.Model], structure: Structure, images: tf.Tensor, noise: dict[str, tf.Tensor]
+) -> dict[str, tf.Tensor]:
     """One pass of inference and generation for float images [B, H, W, C].
 
     networks: "appearance_posterior" (images -> [mean, variance]) and "appearance_decoder"
@@ -123,14 +127,19 @@ def infer(networks: dict[str, keras.Model], structure: Structure, images: tf.Ten
         theta = networks["affine_decoder"](z_p)
         out.update(perspective_mean=mean, perspective_variance=variance, perspective_z=z_p, theta=theta)
         if structure.aligned_appearance:
-            appearance_input = spatial_transformer.warp(images, spatial_transformer.affine_matrices(theta, inverse=True))
+            appearance_input = spatial_transformer.warp(
+                images, spatial_transformer.affine_matrices(theta, inverse=True)
+            )
             out["aligned"] = appearance_input
     mean, variance = networks["appearance_posterior"](appearance_input)
     z_a = mean + tf.sqrt(variance) * noise["appearance"]
     template = networks["appearance_decoder"](z_a)
     out.update(appearance_mean=mean, appearance_variance=variance, appearance_z=z_a, template=template)
-    out["probabilities"] = (spatial_transformer.warp(template, spatial_transformer.affine_matrices(out["theta"]))
-                            if structure.perspective else template)
+    out["probabilities"] = (
+        spatial_transformer.warp(template, spatial_transformer.affine_matrices(out["theta"]))
+        if structure.perspective
+        else template
+    )
     return out
 
 
@@ -138,10 +147,14 @@ def elbo_terms(images: tf.Tensor, inferred: dict[str, tf.Tensor]) -> dict[str, t
     """Per image [B]: "reconstruction" (-log p(x | z)), "kl_appearance", "kl_perspective" (0 for the VAE)."""
     terms = {
         "reconstruction": -bernoulli_log_likelihood(images, inferred["probabilities"]),
-        "kl_appearance": gaussian_kl(inferred["appearance_mean"], tf.math.log(inferred["appearance_variance"])),
+        "kl_appearance": gaussian_kl(
+            inferred["appearance_mean"], tf.math.log(inferred["appearance_variance"])
+        ),
     }
     if "perspective_mean" in inferred:
-        terms["kl_perspective"] = gaussian_kl(inferred["perspective_mean"], tf.math.log(inferred["perspective_variance"]))
+        terms["kl_perspective"] = gaussian_kl(
+            inferred["perspective_mean"], tf.math.log(inferred["perspective_variance"])
+        )
     else:
         terms["kl_perspective"] = tf.zeros_like(terms["kl_appearance"])
     return terms
@@ -163,11 +176,14 @@ def draw_noise(batch, dims: tuple[int, int], seed: tf.Tensor) -> dict[str, tf.Te
     """Standard normal draws [batch, d_A] and [batch, d_P] from a stateless seed [2]; under a
     distribution strategy, this replica's rows of the global batch's draws (``draw_rows``)."""
     seeds = tf.random.experimental.stateless_split(seed, 2)
+
     def normal(dim: int, seed: tf.Tensor):
         return lambda rows: tf.random.stateless_normal(tf.stack([rows, dim]), seed=seed)
 
-    return {space: draw_rows(normal(dim, seeds[index]), batch)
-            for index, (space, dim) in enumerate(zip(("appearance", "perspective"), dims))}
+    return {
+        space: draw_rows(normal(dim, seeds[index]), batch)
+        for index, (space, dim) in enumerate(zip(("appearance", "perspective"), dims))
+    }
 
 
 def random_affine(images: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
@@ -175,7 +191,10 @@ def random_affine(images: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
     uniform translation in +-10% of the width and height (the normalised grid spans 2); the
     draws per image as for :func:`draw_noise`."""
     batch = tf.shape(images)[0]
-    draws = draw_rows(lambda rows: tf.random.stateless_uniform(tf.stack([rows, 3]), seed=seed, minval=-1.0, maxval=1.0), batch)
+    draws = draw_rows(
+        lambda rows: tf.random.stateless_uniform(tf.stack([rows, 3]), seed=seed, minval=-1.0, maxval=1.0),
+        batch,
+    )
     angle = draws[:, 0] * math.radians(ROTATION_DEGREES)
     shift = draws[:, 1:] * (2.0 * TRANSLATION)
     cos, sin = tf.cos(angle), tf.sin(angle)
@@ -197,8 +216,15 @@ class VITAEModel(MethodModel):
       seed: of the samples' and the augmentation's noise (with the step: stateless).
     """
 
-    def __init__(self, structure: Structure, networks: dict[str, keras.Model], warmup_steps: float, augment: bool,
-                 seed: int = 0, **kwargs):
+    def __init__(
+        self,
+        structure: Structure,
+        networks: dict[str, keras.Model],
+        warmup_steps: float,
+        augment: bool,
+        seed: int = 0,
+        **kwargs,
+    ):
         super().__init__(seed=seed, **kwargs)
         self.structure = structure
         self.parts = dict(networks)
@@ -212,7 +238,12 @@ class VITAEModel(MethodModel):
             self.perspective_posterior = networks["perspective_posterior"]
             self.affine_decoder = networks["affine_decoder"]
             self.perspective = vitae_networks.mean_of(self.perspective_posterior, name="perspective")
-            parts = (self.perspective_posterior, self.affine_decoder, self.appearance_posterior, structure.aligned_appearance)
+            parts = (
+                self.perspective_posterior,
+                self.affine_decoder,
+                self.appearance_posterior,
+                structure.aligned_appearance,
+            )
             self.appearance = vitae_networks.vitae_codes(*parts, output="appearance", name="appearance")
             self.representation = vitae_networks.vitae_codes(*parts, output="encoder", name="encoder")
             self.generator = vitae_networks.vitae_generator(self.appearance_decoder, self.affine_decoder)
@@ -227,14 +258,15 @@ class VITAEModel(MethodModel):
             kept.update(appearance=self.appearance, perspective=self.perspective, decoder=self.generator)
         return kept
 
-
     def decode(self, z_appearance: tf.Tensor, z_perspective: tf.Tensor | None = None) -> tf.Tensor:
         """Pixel probabilities [B, H, W, C] of latent codes (z_perspective ignored by the VAE)."""
         if not self.structure.perspective:
             return self.appearance_decoder(z_appearance)
         return self.generator([z_appearance, z_perspective])
 
-    def compute_terms(self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool) -> dict[str, tf.Tensor]:
+    def compute_terms(
+        self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
+    ) -> dict[str, tf.Tensor]:
         """The negative ELBO's terms at ``step`` (its KL weight); images warped when augmenting.
         The networks have no layer that acts differently in training."""
         del training
@@ -243,10 +275,14 @@ class VITAEModel(MethodModel):
         augment_seed, noise_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
         if self.augment:
             images = random_affine(images, augment_seed)
-        inferred = infer(self.parts, self.structure, images, draw_noise(tf.shape(images)[0], self.dims, noise_seed))
+        inferred = infer(
+            self.parts, self.structure, images, draw_noise(tf.shape(images)[0], self.dims, noise_seed)
+        )
         terms = {name: tf.reduce_mean(value) for name, value in elbo_terms(images, inferred).items()}
         terms["kl_weight"] = kl_weight(step, self.warmup_steps)
-        terms["loss"] = terms["reconstruction"] + terms["kl_weight"] * (terms["kl_appearance"] + terms["kl_perspective"])
+        terms["loss"] = terms["reconstruction"] + terms["kl_weight"] * (
+            terms["kl_appearance"] + terms["kl_perspective"]
+        )
         return terms
 
     # ------------------------------------------------------------ figures
@@ -255,7 +291,10 @@ class VITAEModel(MethodModel):
         """uint8 [rows H, n W, C]: the images, (C-VITAE) their aligned x', the reconstruction
         from the posterior means, and (VITAE) the appearance template dec_A before the warp."""
         x = to_float_images(tf.convert_to_tensor(images))
-        zeros = {"appearance": tf.zeros([tf.shape(x)[0], self.dims[0]]), "perspective": tf.zeros([tf.shape(x)[0], self.dims[1]])}
+        zeros = {
+            "appearance": tf.zeros([tf.shape(x)[0], self.dims[0]]),
+            "perspective": tf.zeros([tf.shape(x)[0], self.dims[1]]),
+        }
         inferred = infer(self.parts, self.structure, x, zeros)
         rows = [x] + ([inferred["aligned"]] if "aligned" in inferred else []) + [inferred["probabilities"]]
         if self.structure.perspective:
@@ -268,13 +307,15 @@ class VITAEModel(MethodModel):
         x = to_float_images(tf.convert_to_tensor(image[None]))
         zeros = {"appearance": tf.zeros([1, self.dims[0]]), "perspective": tf.zeros([1, self.dims[1]])}
         inferred = infer(self.parts, self.structure, x, zeros)
-        codes = tf.concat([inferred["appearance_mean"]] + ([inferred["perspective_mean"]] if self.dims[1] else []), axis=1)
+        codes = tf.concat(
+            [inferred["appearance_mean"]] + ([inferred["perspective_mean"]] if self.dims[1] else []), axis=1
+        )
         values = np.linspace(-TRAVERSAL_RANGE, TRAVERSAL_RANGE, TRAVERSAL_STEPS, dtype=np.float32)
         rows = []
         for dim in range(sum(self.dims)):
             swept = np.repeat(np.asarray(codes), TRAVERSAL_STEPS, axis=0)
             swept[:, dim] = values
-            rows.append(np.asarray(self.decode(swept[:, : self.dims[0]], swept[:, self.dims[0]:])))
+            rows.append(np.asarray(self.decode(swept[:, : self.dims[0]], swept[:, self.dims[0] :])))
         return tile(rows)
 
 
@@ -297,12 +338,20 @@ class VITAEMonitor(TrainingMonitor):
         if not self.due(step, self.config.trainer.eval_every or self.config.trainer.log_every):
             return
         images = self.fixed_batch(self.config, "images", GRID_IMAGES)["images"]
-        tf.summary.image("reconstructions", self.model.reconstruction_grid(images)[None], max_outputs=1,
-                         description="rows: the images, (c_vitae) the aligned images x', the reconstructions "
-                                     "from the posterior means, (VITAE) the appearance templates before the warp")
-        tf.summary.image("traversals", self.model.traversal_grid(images[0])[None], max_outputs=1,
-                         description="one row per latent dimension, appearance first, then perspective, "
-                                     f"swept over -{TRAVERSAL_RANGE}..{TRAVERSAL_RANGE}")
+        tf.summary.image(
+            "reconstructions",
+            self.model.reconstruction_grid(images)[None],
+            max_outputs=1,
+            description="rows: the images, (c_vitae) the aligned images x', the reconstructions "
+            "from the posterior means, (VITAE) the appearance templates before the warp",
+        )
+        tf.summary.image(
+            "traversals",
+            self.model.traversal_grid(images[0])[None],
+            max_outputs=1,
+            description="one row per latent dimension, appearance first, then perspective, "
+            f"swept over -{TRAVERSAL_RANGE}..{TRAVERSAL_RANGE}",
+        )
 
 
 # ---------------------------------------------------------------- the declarations
@@ -312,39 +361,68 @@ def check_config(config: ExperimentConfig) -> None:
     """The variant's settings (ValueError naming the flag), before any data or network."""
     method = config.method
     if not 0.0 <= method.kl_warmup <= 1.0:
-        raise ValueError(f"--method.kl_warmup must lie in [0, 1], a fraction of the steps, got {method.kl_warmup}.")
+        raise ValueError(
+            f"--method.kl_warmup must lie in [0, 1], a fraction of the steps, got {method.kl_warmup}."
+        )
     if method.structure.perspective and (method.latent_dim < 2 or method.latent_dim % 2):
-        raise ValueError(f"--method.latent_dim must be even for --method={method.name} (half appearance z_A, half "
-                         f"perspective z_P; the paper: 4), got {method.latent_dim}.")
+        raise ValueError(
+            f"--method.latent_dim must be even for --method={method.name} (half appearance z_A, half "
+            f"perspective z_P; the paper: 4), got {method.latent_dim}."
+        )
 
 
-def build_networks(structure: Structure, embedding_dim: int, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
+def build_networks(
+    structure: Structure, embedding_dim: int, image_shape: tuple[int, int, int]
+) -> dict[str, keras.Model]:
     """The networks of :func:`infer`, built in a fixed order (one seed, one set of weights)."""
     dim_a, dim_p = latent_dims(structure, embedding_dim)
     shape = tuple(image_shape)
     if not structure.perspective:
         return {
-            "appearance_posterior": models.build("gaussian_encoder", latent_dim=dim_a, input_shape=shape, model_name="posterior"),
-            "appearance_decoder": models.build("bernoulli_decoder", latent_dim=dim_a, output_shape=shape, model_name="decoder"),
+            "appearance_posterior": models.build(
+                "gaussian_encoder", latent_dim=dim_a, input_shape=shape, model_name="posterior"
+            ),
+            "appearance_decoder": models.build(
+                "bernoulli_decoder", latent_dim=dim_a, output_shape=shape, model_name="decoder"
+            ),
         }
     encoder_units, decoder_units = vitae_networks.VITAE_ENCODER_UNITS, vitae_networks.VITAE_DECODER_UNITS
     return {
-        "perspective_posterior": models.build("gaussian_encoder", latent_dim=dim_p, units=encoder_units,
-                                              input_shape=shape, model_name="perspective_posterior"),
+        "perspective_posterior": models.build(
+            "gaussian_encoder",
+            latent_dim=dim_p,
+            units=encoder_units,
+            input_shape=shape,
+            model_name="perspective_posterior",
+        ),
         "affine_decoder": models.build("affine_decoder", latent_dim=dim_p, units=decoder_units),
-        "appearance_posterior": models.build("gaussian_encoder", latent_dim=dim_a, units=encoder_units,
-                                             input_shape=shape, model_name="appearance_posterior"),
-        "appearance_decoder": models.build("bernoulli_decoder", latent_dim=dim_a, units=decoder_units,
-                                           output_shape=shape, model_name="appearance_decoder"),
+        "appearance_posterior": models.build(
+            "gaussian_encoder",
+            latent_dim=dim_a,
+            units=encoder_units,
+            input_shape=shape,
+            model_name="appearance_posterior",
+        ),
+        "appearance_decoder": models.build(
+            "bernoulli_decoder",
+            latent_dim=dim_a,
+            units=decoder_units,
+            output_shape=shape,
+            model_name="appearance_decoder",
+        ),
     }
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> VITAEModel:
     """The networks of the config's structure and Adam (the paper's, at the config's learning rate)."""
     structure = config.method.structure
-    model = VITAEModel(structure, build_networks(structure, config.method.latent_dim, image_shape),
-                       warmup_steps=config.method.kl_warmup * config.trainer.steps, augment=config.method.affine_augmentation,
-                       seed=config.trainer.seed)
+    model = VITAEModel(
+        structure,
+        build_networks(structure, config.method.latent_dim, image_shape),
+        warmup_steps=config.method.kl_warmup * config.trainer.steps,
+        augment=config.method.affine_augmentation,
+        seed=config.trainer.seed,
+    )
     model.compile_for(config.trainer, optimizers.run_adam(config.trainer))
     return model
 
@@ -356,9 +434,14 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 def declare_variant(variant: str, told: str) -> Method:
     """The declaration of ``variant`` (vae, u_vitae, c_vitae: each its own package, its config
     declaring its structure); ``told``: what it is given, in words."""
-    return Method(name=variant, build=build, check_config=check_config,
-                  supervision=f"none: {told}", training_callbacks=training_callbacks,
-                  measures="abc_tf.evaluation.tasks:likelihood_measures")
+    return Method(
+        name=variant,
+        build=build,
+        check_config=check_config,
+        supervision=f"none: {told}",
+        training_callbacks=training_callbacks,
+        measures="abc_tf.evaluation.tasks:likelihood_measures",
+    )
 
 
 METHOD = declare_variant("vae", "single unlabelled images (a VAE with a Bernoulli likelihood)")

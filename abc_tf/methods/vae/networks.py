@@ -56,36 +56,48 @@ class AddFloor(keras.layers.Layer):
 
 
 @register("gaussian_encoder")
-def gaussian_encoder(latent_dim: int = 4, units: tuple[int, ...] = VAE_ENCODER_UNITS,
-                     input_shape: tuple[int, int, int] = (28, 28, 1), model_name: str = "gaussian_encoder") -> keras.Model:
+def gaussian_encoder(
+    latent_dim: int = 4,
+    units: tuple[int, ...] = VAE_ENCODER_UNITS,
+    input_shape: tuple[int, int, int] = (28, 28, 1),
+    model_name: str = "gaussian_encoder",
+) -> keras.Model:
     """q(z | x): images -> [mean [B, d], variance [B, d]] (float32)."""
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     flat = keras.layers.Flatten(name="flatten")(inputs)
     mean = keras.layers.Dense(latent_dim, name="mean", dtype="float32")(_mlp(flat, tuple(units), "mean"))
-    variance = keras.layers.Dense(latent_dim, activation="softplus", name="variance_softplus", dtype="float32")(
-        _mlp(flat, tuple(units), "variance"))
+    variance = keras.layers.Dense(
+        latent_dim, activation="softplus", name="variance_softplus", dtype="float32"
+    )(_mlp(flat, tuple(units), "variance"))
     variance = AddFloor(name="variance", dtype="float32")(variance)
     return keras.Model(inputs, [mean, variance], name=model_name)
 
 
 @register("bernoulli_decoder")
-def bernoulli_decoder(latent_dim: int = 4, units: tuple[int, ...] = VAE_DECODER_UNITS,
-                      output_shape: tuple[int, int, int] = (28, 28, 1), model_name: str = "bernoulli_decoder") -> keras.Model:
+def bernoulli_decoder(
+    latent_dim: int = 4,
+    units: tuple[int, ...] = VAE_DECODER_UNITS,
+    output_shape: tuple[int, int, int] = (28, 28, 1),
+    model_name: str = "bernoulli_decoder",
+) -> keras.Model:
     """p(x | z): z [B, d] -> pixel probabilities [B, H, W, C] (float32, sigmoid)."""
     inputs = keras.Input(shape=(latent_dim,), name="z")
     x = keras.layers.Dense(math.prod(output_shape), activation="sigmoid", name="pixels", dtype="float32")(
-        _mlp(inputs, tuple(units), "decoder"))
+        _mlp(inputs, tuple(units), "decoder")
+    )
     outputs = keras.layers.Reshape(tuple(output_shape), name="image", dtype="float32")(x)
     return keras.Model(inputs, outputs, name=model_name)
 
 
 @register("affine_decoder")
-def affine_decoder(latent_dim: int = 2, units: tuple[int, ...] = VITAE_DECODER_UNITS,
-                   model_name: str = "affine_decoder") -> keras.Model:
+def affine_decoder(
+    latent_dim: int = 2, units: tuple[int, ...] = VITAE_DECODER_UNITS, model_name: str = "affine_decoder"
+) -> keras.Model:
     """dec_P: z_P [B, d] -> theta [B, 6], starting at theta = 0 (the identity)."""
     inputs = keras.Input(shape=(latent_dim,), name="z_perspective")
     outputs = keras.layers.Dense(THETA_DIM, kernel_initializer="zeros", name="theta", dtype="float32")(
-        _mlp(inputs, tuple(units), "decoder"))
+        _mlp(inputs, tuple(units), "decoder")
+    )
     return keras.Model(inputs, outputs, name=model_name)
 
 
@@ -95,8 +107,14 @@ def mean_of(posterior: keras.Model, name: str) -> keras.Model:
     return keras.Model(inputs, posterior(inputs)[0], name=name)
 
 
-def vitae_codes(perspective: keras.Model, affine: keras.Model, appearance: keras.Model, conditional: bool,
-                output: str, name: str) -> keras.Model:
+def vitae_codes(
+    perspective: keras.Model,
+    affine: keras.Model,
+    appearance: keras.Model,
+    conditional: bool,
+    output: str,
+    name: str,
+) -> keras.Model:
     """Images -> VITAE posterior means, sharing the networks' weights: ``output`` "appearance"
     (z_A [B, d_A]) or "encoder" ([z_A, z_P] [B, d_A + d_P]). ``conditional`` (C-VITAE): z_A is
     read from x' = T_{-theta}(x), theta = dec_P(the mean of z_P); else from x.
@@ -113,7 +131,9 @@ def vitae_codes(perspective: keras.Model, affine: keras.Model, appearance: keras
     return keras.Model(inputs, keras.layers.Concatenate(name="codes", dtype="float32")([z_a, z_p]), name=name)
 
 
-def vitae_generator(appearance_decoder: keras.Model, affine: keras.Model, name: str = "decoder") -> keras.Model:
+def vitae_generator(
+    appearance_decoder: keras.Model, affine: keras.Model, name: str = "decoder"
+) -> keras.Model:
     """[z_A [B, d_A], z_P [B, d_P]] -> x^ = T_theta(dec_A(z_A)) with theta = dec_P(z_P): pixel
     probabilities [B, H, W, C]."""
     z_a = keras.Input(shape=appearance_decoder.input_shape[1:], name="z_appearance")
