@@ -50,7 +50,10 @@ def describe_flag_error(message: str) -> str:
         return f"{message.strip().removeprefix('flag ')} (--help lists the flags)."
     name, value = match.group("name"), match.group("value")
     if kind == "bool":
-        return f"--{name}={value} is not true or false; pass --{name}, --no{name}, --{name}=true or --{name}=false."
+        return (
+            f"--{name}={value} is not true or false; "
+            f"pass --{name}, --no{name}, --{name}=true or --{name}=false."
+        )
     if kind == "float":
         return f"--{name}={value} is not a number."
     try:

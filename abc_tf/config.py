@@ -115,7 +115,9 @@ class TrainerConfig(Part):
     )
     eval_every: int = field(
         0,
-        "Steps between factor-isolation measurements (probes, short MINE) written to TensorBoard, on the run's labelled sample: known factors, the labels of grouped images, pose bins (0: once, at the end).",
+        "Steps between factor-isolation measurements (probes, short MINE) written to TensorBoard, on the "
+        "run's labelled sample: known factors, the labels of grouped images, pose bins "
+        "(0: once, at the end).",
     )
     eval_images: int = field(
         512,
@@ -124,15 +126,19 @@ class TrainerConfig(Part):
     jit_compile: bool = field(False, "Compile the train step with XLA.")
     steps_per_execution: int = field(
         0,
-        "Train steps per compiled call; 0 (auto): the largest divisor of the steps between log and evaluation steps, up to 10.",
+        "Train steps per compiled call; 0 (auto): the largest divisor of the steps between log and "
+        "evaluation steps, up to 10.",
     )
     strategy: str = field(
         "default",
-        "tf.distribute strategy: default (one device), mirrored (all local GPUs), multi_worker (TF_CONFIG), tpu.",
+        "tf.distribute strategy: default (one device), mirrored (all local GPUs), "
+        "multi_worker (TF_CONFIG), tpu.",
     )
     mixed_precision: bool = field(
         False,
-        "Compute in the host's fast reduced precision, keeping embeddings and the loss in float32: float16 with loss scaling on GPUs, bfloat16 on TPUs and CPUs that compute it natively (AVX-512 BF16, AMX), float32 with a warning on other CPUs.",
+        "Compute in the host's fast reduced precision, keeping embeddings and the loss in float32: float16 "
+        "with loss scaling on GPUs, bfloat16 on TPUs and CPUs that compute it natively (AVX-512 BF16, "
+        "AMX), float32 with a warning on other CPUs.",
     )
 
     def validate(self) -> None:
@@ -160,7 +166,8 @@ class EncoderConfig(Part):
     embedding_dim: int = field(64, "Size d of the embedding.")
     backbone_weights: str = field(
         "",
-        "Pretrained weights of the encoder's backbone (s5: 'imagenet' as in the paper, needs internet or the cached file, or a weights file path; empty: random).",
+        "Pretrained weights of the encoder's backbone (s5: 'imagenet' as in the paper, needs internet or "
+        "the cached file, or a weights file path; empty: random).",
     )
 
     def validate(self) -> None:
@@ -193,7 +200,10 @@ class SetBatch(BatchConfig):
     )
     augmentation_baseline: bool = field(
         False,
-        "Double-augmentation baseline instead of curated sets: unconstrained sets and their second views, no set B (methods that accept two-view sets: abc, contrastive). Shapes3D: random_hue(0.5) (the paper's Fig. 3c baseline is contrastive); MNIST: Elastic-InfoGAN's augmentation T (the authors' rotation and zoom).",
+        "Double-augmentation baseline instead of curated sets: unconstrained sets and their second views, "
+        "no set B (methods that accept two-view sets: abc, contrastive). Shapes3D: random_hue(0.5) (the "
+        "paper's Fig. 3c baseline is contrastive); MNIST: Elastic-InfoGAN's augmentation T (the authors' "
+        "rotation and zoom).",
     )
 
     def validate(self) -> None:
@@ -217,7 +227,8 @@ class PairBatch(BatchConfig):
     pairs_per_step: int = field(1, "Pairs of images per training step.")
     pair_factors: str = field(
         "",
-        "Factors that may change between the two images of a pair, comma separated names or the authors' digits; one of them, drawn uniformly, changes in each pair (empty: every factor).",
+        "Factors that may change between the two images of a pair, comma separated names or the authors' "
+        "digits; one of them, drawn uniformly, changes in each pair (empty: every factor).",
     )
 
     def validate(self) -> None:
@@ -247,7 +258,8 @@ class DataConfig(Part):
 
     family: str = field(
         "",
-        "Data family: a package of abc_tf/data/, or one an installed distribution names (entry point group abc_tf.data).",
+        "Data family: a package of abc_tf/data/, or one an installed distribution names "
+        "(entry point group abc_tf.data).",
     )
     source: str = field(
         "auto",
@@ -270,7 +282,8 @@ class MethodConfig(Part):
     trains_encoder: ClassVar[bool] = True
     name: str = field(
         "",
-        "Training method: a package of abc_tf/methods/, or one an installed distribution names (entry point group abc_tf.methods).",
+        "Training method: a package of abc_tf/methods/, or one an installed distribution names "
+        "(entry point group abc_tf.methods).",
     )
 
     def length_scale(self) -> float | None:

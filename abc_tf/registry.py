@@ -38,7 +38,10 @@ def discover(package: str, path: Iterable[str], group: str, declaration: str, ki
     imported here: listing the names costs a folder scan and the distributions' metadata."""
     found = {info.name: f"{package}.{info.name}" for info in pkgutil.iter_modules(list(path)) if info.ispkg}
     for point in importlib.metadata.entry_points(group=group):
-        where = f"entry point {point.name!r} = {point.value!r} of the distribution {point.dist.name if point.dist else '?'}"
+        where = (
+            f"entry point {point.name!r} = {point.value!r} "
+            f"of the distribution {point.dist.name if point.dist else '?'}"
+        )
         if point.attr:
             raise ValueError(
                 f"The {where} names {point.value!r}; a {kind} entry point names its package (no ':')."

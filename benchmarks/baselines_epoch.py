@@ -88,13 +88,15 @@ def main() -> None:
         epoch, cpu_epoch = wall * steps_per_epoch, cpu * steps_per_epoch
         rows.append((method, preset, steps_per_epoch, counted, wall, cpu, epoch, cpu_epoch, paper))
         print(
-            f"{method}: {wall * 1000:.1f} ms/step wall, {cpu * 1000:.1f} ms CPU, {steps_per_epoch:g} steps/epoch",
+            f"{method}: {wall * 1000:.1f} ms/step wall, {cpu * 1000:.1f} ms CPU, "
+            f"{steps_per_epoch:g} steps/epoch",
             flush=True,
         )
     pipeline = pipeline_seconds_per_batch(get_preset("mnist").replace(path=args.data_path), 100)
     abc_cpu_epoch, abc_paper = rows[0][7], rows[0][8]
     table = "\n".join(
-        f"| {method} | `{preset}` | {steps_per_epoch:g} ({counted}) | {wall * 1000:.1f} | {cpu * 1000:.1f} | {epoch:.1f} | "
+        f"| {method} | `{preset}` | {steps_per_epoch:g} ({counted}) | {wall * 1000:.1f} | "
+        f"{cpu * 1000:.1f} | {epoch:.1f} | "
         f"{cpu_epoch:.1f} | {cpu_epoch / abc_cpu_epoch:.2f} | "
         + (f"{paper} | {paper / abc_paper:.2f} |" if paper else "- | - |")
         for method, preset, steps_per_epoch, counted, wall, cpu, epoch, cpu_epoch, paper in rows
@@ -104,7 +106,8 @@ def main() -> None:
     )
     command += f" --steps={args.steps} --repeats={args.repeats}"
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    body = f"""{machine_line()} Load average at the end (1, 5, 15 min): {load}
+    body = (
+        f"""{machine_line()} Load average at the end (1, 5, 15 min): {load}
 (the 2 cores are shared with other jobs, so absolute figures vary by tens of percent between runs;
 the methods ran one after another in one process, so their ratios are the figure to read).
 
@@ -112,8 +115,10 @@ Command: `{command}` (data: {source}). Each paper preset in float32 without XLA,
 `fit` on the MNIST stacks of 64 after a warm-up; median of {args.repeats} repeats of {args.steps} steps.
 An epoch is as each method's authors count one (the steps column; the module docstring gives the sources).
 
-| method | preset | steps per epoch (counted) | wall ms/step | CPU ms/step | wall s/epoch | CPU s/epoch | CPU / ABC (ours) | paper s/epoch (K80) | / ABC (paper) |
-|---|---|---|---|---|---|---|---|---|---|
+"""
+        "| method | preset | steps per epoch (counted) | wall ms/step | CPU ms/step | wall s/epoch | "
+        "CPU s/epoch | CPU / ABC (ours) | paper s/epoch (K80) | / ABC (paper) |\n"
+        f"""|---|---|---|---|---|---|---|---|---|---|
 {table}
 
 The live pipeline draws a batch of two stacks of 64 in {pipeline * 1000:.1f} ms on this machine
@@ -121,6 +126,7 @@ The live pipeline draws a batch of two stacks of 64 in {pipeline * 1000:.1f} ms 
 
 The paper's Table S2 also lists Sanchez et al. (70.2 s, 1.47 x ABC), which this project does not
 implement; ML-VAE is not in that table."""
+    )
     if not args.no_write:
         write_section("MNIST epoch time: ABC and the paper's baselines (Table S2)", body)
         save_results(

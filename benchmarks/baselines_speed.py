@@ -93,19 +93,25 @@ def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
     lines = [
         report.machine_line(),
         "",
-        f"Each row: {rounds} rounds of {steps} steps per model after a 2-step warm-up, one batch of the preset's own",
-        "pipeline fed from memory; the median steps/s per model. eager, graph, XLA: float32; mixed: the graph in",
+        f"Each row: {rounds} rounds of {steps} steps per model "
+        "after a 2-step warm-up, one batch of the preset's own",
+        "pipeline fed from memory; the median steps/s per "
+        "model. eager, graph, XLA: float32; mixed: the graph in",
         "the policy `--trainer.mixed_precision` gives this host ("
         + results[ROWS[0][0]]["mixed_policy"]
         + "). Ratios are over the",
-        "float32 eager loop. Images per step: the images the method reads (set A's stacks; ML-VAE, CC-VAE and",
-        "LORD ignore set B, except CC-VAE's reverse cycle, which encodes half a stack of it more). Peak RSS: the",
+        "float32 eager loop. Images per step: the images "
+        "the method reads (set A's stacks; ML-VAE, CC-VAE and",
+        "LORD ignore set B, except CC-VAE's reverse cycle, "
+        "which encodes half a stack of it more). Peak RSS: the",
         "process after all four models, data banks included. GFLOP/step: TensorFlow's profiler on the traced",
         "float32 step (- for LORD, whose stage switch holds both stages' work). float32 ceiling: the float32",
-        "rate of a 2048 x 2048 matrix product over the eager loop's GFLOP/s, the most any float32 loop could gain.",
+        "rate of a 2048 x 2048 matrix product over the eager "
+        "loop's GFLOP/s, the most any float32 loop could gain.",
         "",
-        "| row | preset | images/step | eager steps/s | graph steps/s | XLA steps/s | mixed steps/s | graph / eager | XLA / eager | mixed / eager | "
-        "best images/s | GFLOP/step | graph GFLOP/s (of matmul) | float32 ceiling | peak RSS (MiB) |",
+        "| row | preset | images/step | eager steps/s | graph steps/s | XLA steps/s | mixed steps/s | "
+        "graph / eager | XLA / eager | mixed / eager | best images/s | GFLOP/step | "
+        "graph GFLOP/s (of matmul) | float32 ceiling | peak RSS (MiB) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row, preset, _ in ROWS:
@@ -121,8 +127,9 @@ def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
             else "- | - | -"
         )
         lines.append(
-            f"| {row} | `{preset}` | {result['images']} | {rate['eager']:.2f} | {rate['graph']:.2f} | {rate['xla']:.2f} | "
-            f"{rate['mixed']:.2f} | {ratios} | {max(rate.values()) * result['images']:.0f} | {work} | {result['peak_mib']:.0f} |"
+            f"| {row} | `{preset}` | {result['images']} | {rate['eager']:.2f} | {rate['graph']:.2f} | "
+            f"{rate['xla']:.2f} | {rate['mixed']:.2f} | {ratios} | "
+            f"{max(rate.values()) * result['images']:.0f} | {work} | {result['peak_mib']:.0f} |"
         )
     lines += [
         "",

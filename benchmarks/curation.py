@@ -158,12 +158,13 @@ def main() -> None:
     lines = [
         machine_line(),
         "",
-        f"Backend: the procedural renderer for both curations; sets of {SET_SIZE} uint8 64x64x3 images with one "
-        f"random value per inactive factor. Filter scans: {args.scan_sets} sets each, in file order, rendered "
-        f"in blocks of {SCAN_BLOCK}. Goal: at least 1000x.",
+        f"Backend: the procedural renderer for both curations; sets of {SET_SIZE} uint8 64x64x3 images with "
+        f"one random value per inactive factor. Filter scans: {args.scan_sets} sets each, in file order, "
+        f"rendered in blocks of {SCAN_BLOCK}. Goal: at least 1000x.",
         "",
-        "| inactive factors | ours: sets/s (ids + images) | filter scan: sets/s (images of every row) | ratio "
-        "| ours: sets/s (ids only, 10^4 sets per call) | label-only scan (then renders its 32 matches): sets/s | ratio |",
+        "| inactive factors | ours: sets/s (ids + images) | filter scan: sets/s (images of every row) | "
+        "ratio | ours: sets/s (ids only, 10^4 sets per call) | "
+        "label-only scan (then renders its 32 matches): sets/s | ratio |",
         "|---|---|---|---|---|---|---|",
     ]
     results = {"scan_sets": args.scan_sets, "table_seconds": table_seconds, "rows": []}
@@ -204,10 +205,11 @@ def main() -> None:
         "|---|---|",
         f"| `render` (batches of 64, one thread) | {renderer:,.0f} |",
         f"| `make_dataset` pipeline (shapes3d preset, curation + rendering, prefetched) | {pipeline:,.0f} |",
-        f"| consumed by training: `ABCModel.fit`, S3 encoder, two sets of 32, fixed batch | {training:,.0f} |",
+        "| consumed by training: `ABCModel.fit`, S3 encoder, two sets of 32, fixed batch | "
+        f"{training:,.0f} |",
         "",
-        f"The pipeline delivers {pipeline / training:,.0f}x the images a training step consumes on this machine, "
-        "so training never waits for data.",
+        f"The pipeline delivers {pipeline / training:,.0f}x the images a training step consumes on this "
+        "machine, so training never waits for data.",
         "",
         load_line(load_start, "; other jobs share it, so absolute rates vary; the ratios are within one run"),
         "",

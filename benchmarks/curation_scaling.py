@@ -12,8 +12,8 @@ Three ways of curating are measured in one process, on the same grids:
 - ``sample_items(4096)``: the distinct labelled sample of the evaluation.
 
 sets/s: ids only (no images), 10^4 sets per call and one set per call (as the pipeline
-draws them); the best of three windows of ``--seconds``. Memory: ``tracemalloc`` peak over a call (numpy reports its buffers to it), so
-it counts what the call allocates, not the process.
+draws them); the best of three windows of ``--seconds``. Memory: ``tracemalloc`` peak over a
+call (numpy reports its buffers to it), so it counts what the call allocates, not the process.
 
   python -m benchmarks.curation_scaling [--seconds 1.0] [--no_write]
 """
@@ -162,40 +162,42 @@ def main() -> None:
     lines = [
         machine_line(),
         "",
-        f"Synthetic grids with the six factors of 3dshapes, value counts scaled together; no images. Sets of "
-        f"{SET_SIZE} with wall hue inactive; ids only. Full grid: `SetCurator(grid, inactive, {SET_SIZE})`, index "
-        "arithmetic (procedural and h5 backends). Item table: the same curator given one row of factor indices "
-        "per record (tfds backend). Memory: `tracemalloc` peak of the call, in MB.",
+        "Synthetic grids with the six factors of 3dshapes, value counts scaled together; no images. Sets of "
+        f"{SET_SIZE} with wall hue inactive; ids only. Full grid: `SetCurator(grid, inactive, {SET_SIZE})`, "
+        "index arithmetic (procedural and h5 backends). Item table: the same curator given one row of "
+        "factor indices per record (tfds backend). Memory: `tracemalloc` peak of the call, in MB.",
         "",
-        "| items | value counts | full grid: sets/s (10^4 per call) | full grid: sets/s (1 per call) "
-        "| full grid: MB per call of 10^4 sets | full grid: MB to build | item table: build s | item table: build MB "
-        f"(the table itself) | item table: sets/s (10^4 per call) | `sample_items({SAMPLE})`: s | `sample_items({SAMPLE})`: MB |",
+        "| items | value counts | full grid: sets/s (10^4 per call) | full grid: sets/s (1 per call) | "
+        "full grid: MB per call of 10^4 sets | full grid: MB to build | item table: build s | "
+        "item table: build MB (the table itself) | item table: sets/s (10^4 per call) | "
+        f"`sample_items({SAMPLE})`: s | `sample_items({SAMPLE})`: MB |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         table_mb = f"{r['table_build_mb']:.1f} ({r['table_items_mb']:.1f})" if "table_build_mb" in r else "-"
         lines.append(
-            f"| {r['items']:,} | {'x'.join(map(str, r['sizes']))} | {r['grid_sets_per_s']:,.0f} | {r['grid_single_per_s']:,.0f} "
-            f"| {r['grid_call_mb']:.1f} | {r['grid_build_mb']:.3f} | {cell(r, 'table_build_s', '.2f')} | {table_mb} "
-            f"| {cell(r, 'table_sets_per_s', ',.0f')} | {r['sample_s']:.3f} | {r['sample_mb']:.1f} |"
+            f"| {r['items']:,} | {'x'.join(map(str, r['sizes']))} | {r['grid_sets_per_s']:,.0f} | "
+            f"{r['grid_single_per_s']:,.0f} | {r['grid_call_mb']:.1f} | {r['grid_build_mb']:.3f} | "
+            f"{cell(r, 'table_build_s', '.2f')} | {table_mb} | {cell(r, 'table_sets_per_s', ',.0f')} | "
+            f"{r['sample_s']:.3f} | {r['sample_mb']:.1f} |"
         )
     first, last = rows[0], rows[-1]
     span = math.log10(last["items"] / first["items"])
     lines += [
         "",
         f"Over {span:.1f} decades of grid size the full-grid curation never slows down "
-        f"({first['grid_sets_per_s']:,.0f} -> {last['grid_sets_per_s']:,.0f} sets/s; if anything the smallest grid "
-        "is the slowest: 32 items drawn from only 2,000 (10^4 items, 5 wall hues) repeat one in about 23% of "
-        "the sets, which are then drawn again) and keeps its memory "
+        f"({first['grid_sets_per_s']:,.0f} -> {last['grid_sets_per_s']:,.0f} sets/s; if anything the "
+        "smallest grid is the slowest: 32 items drawn from only 2,000 (10^4 items, 5 wall hues) repeat one "
+        "in about 23% of the sets, which are then drawn again) and keeps its memory "
         f"({first['grid_call_mb']:.1f} -> {last['grid_call_mb']:.1f} MB per call of 10^4 sets, "
-        f"{last['grid_build_mb']:.3f} MB to build): O(1) in the grid size, as promised. "
-        "The item table's per-set rate is nearly flat as well; building it sorts the records once "
-        "(O(N log N) time; a transient about the table's own size, which a data source of N records holds "
-        "anyway), and its rate eases a little at 10^7 as the sort order (80 MB) no longer fits in cache. "
-        f"`sample_items({SAMPLE})` ranks one random key per item while the grid holds fewer than "
-        f"{SAMPLE}^2 items (the birthday regime, where redrawing repeats fails), so its memory grows with rows "
-        "of up to 2^20 items (3dshapes' 480,000 included); wider rows go through `Generator.choice` (Floyd's "
-        "algorithm, memory ~ the sample), so it stays flat beyond 10^6.",
+        f"{last['grid_build_mb']:.3f} MB to build): O(1) in the grid size, as promised. The item table's "
+        "per-set rate is nearly flat as well; building it sorts the records once (O(N log N) time; a "
+        "transient about the table's own size, which a data source of N records holds anyway), and its rate "
+        f"eases a little at 10^7 as the sort order (80 MB) no longer fits in cache. `sample_items({SAMPLE})` "
+        f"ranks one random key per item while the grid holds fewer than {SAMPLE}^2 items (the birthday "
+        "regime, where redrawing repeats fails), so its memory grows with rows of up to 2^20 items "
+        "(3dshapes' 480,000 included); wider rows go through `Generator.choice` (Floyd's algorithm, memory "
+        "~ the sample), so it stays flat beyond 10^6.",
         "",
         "![sets/s against data-set size](docs/figures/benchmarks/curation_scaling_rate.png)",
         "![memory against data-set size](docs/figures/benchmarks/curation_scaling_memory.png)",

@@ -41,11 +41,14 @@ def measure(steps: int, rounds: int) -> dict:
         key: rng.integers(0, 256, size=(config.batch.pairs_per_step, size) + shape, dtype=np.uint8)
         for key in ("set_a", "set_b")
     }
-    build = lambda: models.build(
-        config.model.architecture,
-        embedding_dim=config.model.embedding_dim,  # noqa: E731
-        input_shape=shape,
-    )
+
+    def build():
+        return models.build(
+            config.model.architecture,
+            embedding_dim=config.model.embedding_dim,
+            input_shape=shape,
+        )
+
     kwargs = {"similarity": config.method.similarity, "temperature": config.method.temperature}
     runners = {
         "eager": loops.eager_runner(build, batch, config.method.similarity, config.method.temperature),
@@ -92,9 +95,10 @@ def table(results: dict, command: str, load_start: float) -> str:
     lines = [
         f"{machine_line()} {load_line(load_start)}",
         "",
-        f"Command: `{command}`. The `{results['experiment']}` preset's step (S4, d=8, two sets of 64, l2sq ABC "
-        f"loss, Adam, float32) on one batch repeated from memory; each loop timed for {results['steps']} steps in "
-        f"turn, {results['rounds']} rounds, median. CPU milliseconds count every thread of the process.",
+        f"Command: `{command}`. The `{results['experiment']}` preset's step (S4, d=8, two sets of 64, l2sq "
+        f"ABC loss, Adam, float32) on one batch repeated from memory; each loop timed for {results['steps']} "
+        f"steps in turn, {results['rounds']} rounds, median. CPU milliseconds count every thread of the "
+        "process.",
         "",
         "| loop | steps/s | CPU ms/step | over eager | over a bare compiled step |",
         "|---|---|---|---|---|",

@@ -8,11 +8,11 @@ the values:
 - MINE (``MineEstimator``, six networks trained together): seconds per 1000 optimizer steps,
   from the difference of two estimates of 50 and 50 + ``--mine_steps`` steps on one warm
   estimator (the fastest of 3 of each); the rest of an estimate is the final
-  Donsker-Varadhan average over ``eval_samples`` = N samples. The paper's 20,000 steps are extrapolated from these few
-  hundred, not run.
-- probes (``probe_accuracies``, six probes trained together in one compiled call): the first call's tracing, then
-  seconds per epoch from warm runs of 1 and of E epochs (E x N about 1.3 million samples), extrapolated to the
-  default 30.
+  Donsker-Varadhan average over ``eval_samples`` = N samples. The paper's 20,000 steps are
+  extrapolated from these few hundred, not run.
+- probes (``probe_accuracies``, six probes trained together in one compiled call): the first
+  call's tracing, then seconds per epoch from warm runs of 1 and of E epochs (E x N about 1.3
+  million samples), extrapolated to the default 30.
 - histogram MI (``histogram_mutual_information``, D <= 3 only): one estimate.
 
   python -m benchmarks.evaluation_cost [--mine_steps 300] [--no_write]
@@ -181,51 +181,53 @@ def main() -> None:
     lines = [
         machine_line(),
         "",
-        f"Random embeddings [N, D] with the six factors of Shapes3D (value counts {FACTOR_SIZES}); noise sigma {SIGMA}.",
+        "Random embeddings [N, D] with the six factors of Shapes3D "
+        f"(value counts {FACTOR_SIZES}); noise sigma {SIGMA}.",
         "",
-        f"**MINE** (six statistics networks trained together, batch {mine.PAPER_BATCH_SIZE}, "
-        f"`eval_samples` = N). Seconds per 1000 steps: the difference of estimates of {FIRST_STEPS} and "
+        f"**MINE** (six statistics networks trained together, batch {mine.PAPER_BATCH_SIZE}, `eval_samples` "
+        f"= N). Seconds per 1000 steps: the difference of estimates of {FIRST_STEPS} and "
         f"{FIRST_STEPS + args.mine_steps} steps on one traced estimator, the fastest of {REPEATS} of each. "
-        "'rest': the remainder of an estimate "
-        "(the final Donsker-Varadhan average over N samples, the resets). The paper column is **extrapolated**, not "
-        f"run: {mine.PAPER_STEPS:,} steps at the measured rate plus the rest scaled to "
-        f"{mine.PAPER_EVAL_SAMPLES:,} samples, for one sigma; `--num_sigmas={sweep}` (the paper's sweep) "
-        f"costs {sweep} times that.",
+        "'rest': the remainder of an estimate (the final Donsker-Varadhan average over N samples, the "
+        f"resets). The paper column is **extrapolated**, not run: {mine.PAPER_STEPS:,} steps at the measured "
+        f"rate plus the rest scaled to {mine.PAPER_EVAL_SAMPLES:,} samples, for one sigma; "
+        f"`--num_sigmas={sweep}` (the paper's sweep) costs {sweep} times that.",
         "",
-        "Wall seconds are what this shared machine took; CPU seconds (all threads of the process) hardly depend "
-        "on the other jobs, and bound the wall time of an idle machine from above.",
+        "Wall seconds are what this shared machine took; CPU seconds (all threads of the process) hardly "
+        "depend on the other jobs, and bound the wall time of an idle machine from above.",
         "",
-        "| N | D | wall s per 1000 steps | CPU s per 1000 steps | rest of an estimate, wall s "
-        "| first estimate (build + trace), wall s | paper setting, one sigma (extrapolated): wall minutes | CPU minutes "
-        f"| {sweep}-sigma sweep (extrapolated): wall h |",
+        "| N | D | wall s per 1000 steps | CPU s per 1000 steps | rest of an estimate, wall s | "
+        "first estimate (build + trace), wall s | paper setting, one sigma (extrapolated): wall minutes | "
+        f"CPU minutes | {sweep}-sigma sweep (extrapolated): wall h |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in mine_rows:
         lines.append(
-            f"| {r['n']:,} | {r['d']} | {r['per_1k']:.2f} | {r['per_1k_cpu']:.2f} | {r['rest']:.2f} | {r['setup']:.1f} "
-            f"| {r['paper'] / 60:.1f} | {r['paper_cpu'] / 60:.1f} | {sweep * r['paper'] / 3600:.1f} |"
+            f"| {r['n']:,} | {r['d']} | {r['per_1k']:.2f} | {r['per_1k_cpu']:.2f} | {r['rest']:.2f} | "
+            f"{r['setup']:.1f} | {r['paper'] / 60:.1f} | {r['paper_cpu'] / 60:.1f} | "
+            f"{sweep * r['paper'] / 3600:.1f} |"
         )
     lines += [
         "",
-        f"**Probes** (six probes trained together in one compiled call, batch {probes.ProbeSettings().batch_size}, 80% of N trained). Seconds per "
-        "epoch from warm runs of 1 and of E epochs (E x N about 1.3 million samples); 'per call': the probes' "
-        "initial weights, the split and the test predictions; 'tracing': building and tracing the compiled loop, "
-        "once per process and shape of probes (the first call); a first call at the default "
-        f"{probes.ProbeSettings().epochs} epochs extrapolated.",
+        "**Probes** (six probes trained together in one compiled call, batch "
+        f"{probes.ProbeSettings().batch_size}, 80% of N trained). Seconds per epoch from warm runs of 1 and "
+        "of E epochs (E x N about 1.3 million samples); 'per call': the probes' initial weights, the split "
+        "and the test predictions; 'tracing': building and tracing the compiled loop, once per process and "
+        f"shape of probes (the first call); a first call at the default {probes.ProbeSettings().epochs} "
+        "epochs extrapolated.",
         "",
-        f"| N | D | E | wall s per epoch | CPU s per epoch | per call, wall s | tracing, wall s | first call, "
-        f"{probes.ProbeSettings().epochs} epochs (extrapolated): wall s | CPU s |",
+        "| N | D | E | wall s per epoch | CPU s per epoch | per call, wall s | tracing, wall s | "
+        f"first call, {probes.ProbeSettings().epochs} epochs (extrapolated): wall s | CPU s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in probe_rows:
         lines.append(
-            f"| {r['n']:,} | {r['d']} | {r['epochs']} | {r['per_epoch']:.2f} | {r['per_epoch_cpu']:.2f} | {r['fixed']:.2f} "
-            f"| {r['tracing']:.1f} | {r['full']:.0f} | {r['full_cpu']:.0f} |"
+            f"| {r['n']:,} | {r['d']} | {r['epochs']} | {r['per_epoch']:.2f} | {r['per_epoch_cpu']:.2f} | "
+            f"{r['fixed']:.2f} | {r['tracing']:.1f} | {r['full']:.0f} | {r['full_cpu']:.0f} |"
         )
     lines += [
         "",
-        f"**Histogram MI** (D <= 3 only; about sqrt(N) cells; six factors). One estimate; a {sweep}-sigma sweep "
-        f"is {sweep} of them.",
+        f"**Histogram MI** (D <= 3 only; about sqrt(N) cells; six factors). One estimate; a {sweep}-sigma "
+        f"sweep is {sweep} of them.",
         "",
         "| N | D | s per estimate |",
         "|---|---|---|",
@@ -242,21 +244,22 @@ def main() -> None:
     }
     lines += [
         "",
-        f"What a paper-setting evaluation costs on this machine: one MINE estimate ({mine.PAPER_STEPS:,} steps, "
-        f"{mine.PAPER_EVAL_SAMPLES:,} samples, six factors, `evaluate.py`'s default) takes "
-        f"{paper[0] / 60:.1f} to {paper[-1] / 60:.1f} min of wall time over these settings, and the {sweep}-sigma "
-        f"sweep of the paper's figures {sweep * paper[0] / 3600:.1f} to {sweep * paper[-1] / 3600:.1f} h; the probes "
-        f"({probes.ProbeSettings().epochs} epochs) take {min(r['full'] for r in probe_large):.0f} to "
-        f"{max(r['full'] for r in probe_large):.0f} s at N = {largest:,}; histogram MI is negligible.",
+        f"What a paper-setting evaluation costs on this machine: one MINE estimate ({mine.PAPER_STEPS:,} "
+        f"steps, {mine.PAPER_EVAL_SAMPLES:,} samples, six factors, `evaluate.py`'s default) takes "
+        f"{paper[0] / 60:.1f} to {paper[-1] / 60:.1f} min of wall time over these settings, and the "
+        f"{sweep}-sigma sweep of the paper's figures {sweep * paper[0] / 3600:.1f} to "
+        f"{sweep * paper[-1] / 3600:.1f} h; the probes ({probes.ProbeSettings().epochs} epochs) take "
+        f"{min(r['full'] for r in probe_large):.0f} to {max(r['full'] for r in probe_large):.0f} s at N = "
+        f"{largest:,}; histogram MI is negligible.",
         "",
-        "How each grows. A MINE step draws a batch of "
-        f"{mine.PAPER_BATCH_SIZE} from the N embeddings, so its cost does not depend on N "
-        f"({min(per_1k_cpu):.1f} to {max(per_1k_cpu):.1f} CPU s per 1000 steps over all {len(mine_rows)} settings) "
-        f"and mildly on D (D = {DIMS[-1]} costs {by_dim[DIMS[-1]] / by_dim[DIMS[0]]:.1f}x D = {DIMS[0]} in CPU "
-        "time: the first layer's (D + 1) x 128 weights sit next to two 128 x 128 layers); only the final "
-        "average grows, linearly, with the samples it averages. Probe epochs grow linearly with N and mildly "
-        "with D. Histogram MI holds about sqrt(N) cells and sorts each factor once (`np.unique`), so it grows "
-        f"as N log N: {hist_us[HISTOGRAM_SAMPLES[-2]]:.2f} us per sample at N = {HISTOGRAM_SAMPLES[-2]:,}, "
+        f"How each grows. A MINE step draws a batch of {mine.PAPER_BATCH_SIZE} from the N embeddings, so its "
+        f"cost does not depend on N ({min(per_1k_cpu):.1f} to {max(per_1k_cpu):.1f} CPU s per 1000 steps "
+        f"over all {len(mine_rows)} settings) and mildly on D (D = {DIMS[-1]} costs "
+        f"{by_dim[DIMS[-1]] / by_dim[DIMS[0]]:.1f}x D = {DIMS[0]} in CPU time: the first layer's (D + 1) x "
+        "128 weights sit next to two 128 x 128 layers); only the final average grows, linearly, with the "
+        "samples it averages. Probe epochs grow linearly with N and mildly with D. Histogram MI holds about "
+        "sqrt(N) cells and sorts each factor once (`np.unique`), so it grows as N log N: "
+        f"{hist_us[HISTOGRAM_SAMPLES[-2]]:.2f} us per sample at N = {HISTOGRAM_SAMPLES[-2]:,}, "
         f"{hist_us[HISTOGRAM_SAMPLES[-1]]:.2f} at N = {HISTOGRAM_SAMPLES[-1]:,}, the rest of the rise being "
         "arrays (48 MB of factors at 10^6) that no longer fit in cache; at "
         f"{max(r['seconds'] for r in histogram_rows):.2f} s per estimate at most it needs no fix. No other "

@@ -86,13 +86,17 @@ def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
         report.machine_line(),
         report.precision_line(),
         "",
-        f"Each row in a fresh process: {rounds} rounds of {steps} steps after a 2-step warm-up, the preset's own",
-        "batch fed from memory, as its run trains it (its XLA and precision settings); the median s/step. Pipeline:",
-        f"{steps} batches of the preset's live stream after its first. Images per step: set A's stacks (ABC reads set B too).",
+        f"Each row in a fresh process: {rounds} rounds of "
+        f"{steps} steps after a 2-step warm-up, the preset's own",
+        "batch fed from memory, as its run trains it (its XLA "
+        "and precision settings); the median s/step. Pipeline:",
+        f"{steps} batches of the preset's live stream after its "
+        "first. Images per step: set A's stacks (ABC reads set B too).",
         "Hours: the budget's steps times the step alone, and times step + pipeline (on 2 cores the two",
         "share the CPU, so a run takes about the sum; an idle machine assumed).",
         "",
-        "| row | preset | images/step | XLA | mixed | step s | pipeline s/batch | budget steps | hours (step) | hours (step + pipeline) | peak RSS (MiB) |",
+        "| row | preset | images/step | XLA | mixed | step s | pipeline s/batch | "
+        "budget steps | hours (step) | hours (step + pipeline) | peak RSS (MiB) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row, preset, _ in ROWS:
@@ -100,8 +104,8 @@ def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
         step, pipeline, budget = result["step_s"], result["pipeline_s"], result["budget"]
         lines.append(
             f"| {row} | `{preset}` | {result['images']} | {'yes' if result['jit_compile'] else 'no'} | "
-            f"{'yes' if result['mixed'] else 'no'} | {step:.2f} | {pipeline:.3f} | {budget:,} | {hours(budget, step)} | "
-            f"{hours(budget, step + pipeline)} | {result['peak_mib']:.0f} |"
+            f"{'yes' if result['mixed'] else 'no'} | {step:.2f} | {pipeline:.3f} | {budget:,} | "
+            f"{hours(budget, step)} | {hours(budget, step + pipeline)} | {result['peak_mib']:.0f} |"
         )
     lord = [results[row] for row, preset, _ in ROWS if preset == "pose_lord"]
     lord_hours = sum(part["budget"] * (part["step_s"] + part["pipeline_s"]) for part in lord) / 3600

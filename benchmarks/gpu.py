@@ -212,7 +212,8 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
     if mnist:
         lines += [
             "",
-            "MNIST (S4, two stacks of 64, l2sq): seconds per epoch of 60,000 images against the paper's 47.8 s",
+            "MNIST (S4, two stacks of 64, l2sq): seconds per "
+            "epoch of 60,000 images against the paper's 47.8 s",
             "on a Tesla K80 (Table S2):",
             "",
             "| precision | s/epoch | vs 47.8 s |",
@@ -226,9 +227,10 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
         for run in mnist.get("real", []):
             lines += [
                 "",
-                f"The paper's 500 steps on real MNIST ({run['precision']}): {run['wall_s']:.1f} s from building "
-                f"the model to the last step, compile included (paper: under 30 s on a V100); mean loss "
-                f"{run['loss_first_50']:.3f} over the first 50 steps, {run['loss_last_50']:.3f} over the last 50.",
+                f"The paper's 500 steps on real MNIST ({run['precision']}): {run['wall_s']:.1f} s from "
+                "building the model to the last step, compile included (paper: under 30 s on a V100); mean "
+                f"loss {run['loss_first_50']:.3f} over the first 50 steps, {run['loss_last_50']:.3f} over "
+                "the last 50.",
             ]
     pose = next((r for r in results if r["experiment"] == "pose_lookup_car" and "rates" in r), None)
     if pose:
@@ -236,13 +238,13 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
         steps = get_preset("pose_lookup_car").trainer.steps
         lines += [
             "",
-            f"The paper's pose run (S5, ResNet50V2 to conv4 + head, 128 px, 512 images a step, {steps:,} steps) "
-            f"would take {steps / best['steps_per_s'] / 60:.0f} min at the {best['precision']} rate.",
+            f"The paper's pose run (S5, ResNet50V2 to conv4 + head, 128 px, 512 images a step, {steps:,} "
+            f"steps) would take {steps / best['steps_per_s'] / 60:.0f} min at the {best['precision']} rate.",
         ]
     lines += [
         "",
-        "Command: `python -m benchmarks.gpu --backend=jax --batches=.gpu/mnist_batches.npz` (batches made with "
-        "`--make_batches` from MNIST_DIR, a folder of the four MNIST IDX files).",
+        "Command: `python -m benchmarks.gpu --backend=jax --batches=.gpu/mnist_batches.npz` (batches made "
+        "with `--make_batches` from MNIST_DIR, a folder of the four MNIST IDX files).",
     ]
     return "\n".join(lines)
 
@@ -256,13 +258,18 @@ def scaling_body(results: list[dict]) -> str:
 
     first = results[0]
     lines = [
-        f"Measured {datetime.date.today().isoformat()} on {first['device']}; JAX {first['jax']}, Keras {first['keras']}.",
+        f"Measured {datetime.date.today().isoformat()} on "
+        f"{first['device']}; JAX {first['jax']}, Keras {first['keras']}.",
         "",
-        'The same step as in "GPU benchmark (Keras 3 on JAX)" over set sizes N (= M) and pairs per step P, on',
-        "random uint8 sets; loss: the step's ABC loss alone (forward and backward, float32 [P, N, d] embeddings),",
-        "and its share of the float32 step. Peak MB: JAX's peak device memory, rows run smallest batch first.",
+        'The same step as in "GPU benchmark (Keras 3 on '
+        'JAX)" over set sizes N (= M) and pairs per step P, on',
+        "random uint8 sets; loss: the step's ABC loss alone "
+        "(forward and backward, float32 [P, N, d] embeddings),",
+        "and its share of the float32 step. Peak MB: JAX's "
+        "peak device memory, rows run smallest batch first.",
         "",
-        "| experiment | precision | P | N | images/step | steps/s | images/s | loss ms | loss share | peak GPU MB |",
+        "| experiment | precision | P | N | images/step | "
+        "steps/s | images/s | loss ms | loss share | peak GPU MB |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
@@ -277,9 +284,10 @@ def scaling_body(results: list[dict]) -> str:
             loss_s = loss.get((row["pairs"], row["set_size"]))
             share = f"{loss_s * row['steps_per_s']:.0%}" if loss_s and row["precision"] == "float32" else ""
             lines.append(
-                f"| {result['experiment']} ({get_preset(result['experiment']).model.architecture}) | {row['precision']} | "
-                f"{row['pairs']} | {row['set_size']} | {row['images_per_step']} | {row['steps_per_s']:.1f} | "
-                f"{row['images_per_s']:,.0f} | {f'{1e3 * loss_s:.2f}' if loss_s else '-'} | {share} | {row['peak_memory_mb']:,.0f} |"
+                f"| {result['experiment']} ({get_preset(result['experiment']).model.architecture}) | "
+                f"{row['precision']} | {row['pairs']} | {row['set_size']} | {row['images_per_step']} | "
+                f"{row['steps_per_s']:.1f} | {row['images_per_s']:,.0f} | "
+                f"{f'{1e3 * loss_s:.2f}' if loss_s else '-'} | {share} | {row['peak_memory_mb']:,.0f} |"
             )
     lines += [
         "",
@@ -287,7 +295,8 @@ def scaling_body(results: list[dict]) -> str:
         "",
         "Command: `python -m benchmarks.gpu --backend=jax --scaling` (children: "
         + "; ".join(
-            f"`python -m benchmarks.gpu_keras --experiment={name} --scaling --precisions={p} --seconds=1 --budget_s=150`"
+            f"`python -m benchmarks.gpu_keras --experiment={name} "
+            f"--scaling --precisions={p} --seconds=1 --budget_s=150`"
             for name, p in SCALING_RUNS.items()
         )
         + ")",
@@ -356,8 +365,8 @@ def main() -> None:
     backend = "jax" if args.allow_cpu and args.backend == "jax" else gpu_backend(args.backend)
     if not backend:
         print(
-            f"No GPU is visible to {'TensorFlow or JAX' if args.backend == 'auto' else args.backend} on this machine; "
-            "the GPU benchmark measured nothing. The CPU figures come from benchmarks/run_all.py."
+            f"No GPU is visible to {'TensorFlow or JAX' if args.backend == 'auto' else args.backend} on this "
+            "machine; the GPU benchmark measured nothing. The CPU figures come from benchmarks/run_all.py."
         )
         return
     if args.scaling:

@@ -116,7 +116,8 @@ def table(results: dict, steps: int, load_start: float) -> str:
         report.machine_line(),
         report.precision_line(),
         "",
-        "What each preset that turns `--trainer.mixed_precision` on computes in, here and on two simulated hosts",
+        "What each preset that turns `--trainer.mixed_precision` "
+        "on computes in, here and on two simulated hosts",
         "(`abc_tf.runs.precision.choose` with the host given). On a CPU without native bfloat16 the run",
         f"prints one line: `{precision.choose(True, precision.Host()).warning}`",
         "",
@@ -124,12 +125,16 @@ def table(results: dict, steps: int, load_start: float) -> str:
         "|---|---|---|---|",
         *presets_precision(),
         "",
-        "Every method's training step on its preset, compiled with XLA: float32, then mixed_float16 with loss scaling",
-        f"(the GPU precision, forced on this CPU). steps/s: {steps} steps after a 2-step warm-up (compile), one batch",
-        "fed from memory, schedules in their full phase; on this CPU float16 is emulated, so the mixed_float16",
+        "Every method's training step on its preset, compiled "
+        "with XLA: float32, then mixed_float16 with loss scaling",
+        "(the GPU precision, forced on this CPU). steps/s: "
+        f"{steps} steps after a 2-step warm-up (compile), one batch",
+        "fed from memory, schedules in their full phase; on "
+        "this CPU float16 is emulated, so the mixed_float16",
         "column shows that the step runs, not what a GPU gains.",
         "",
-        "| method | preset | compiles with XLA, finite loss | XLA float32 steps/s | mixed_float16: trains, finite loss | every optimizer loss-scaled | XLA mixed_float16 steps/s |",
+        "| method | preset | compiles with XLA, finite loss | XLA float32 steps/s | "
+        "mixed_float16: trains, finite loss | every optimizer loss-scaled | XLA mixed_float16 steps/s |",
         "|---|---|---|---|---|---|---|",
     ]
     for method, preset in experiments.quick_presets().items():

@@ -216,7 +216,8 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
         "images and an augmented view of each through the trunk and Q's penultimate layer), each with",
         "its own Adam. Fed from memory. Eager: `ElasticInfoGANModel.train_step` called op by op in a",
         "Python loop, as the authors' PyTorch code runs. Compiled rows are timed from the start to the",
-        f"end of a Keras epoch. Figures are the median of {rounds} interleaved rounds of {steps} train steps,",
+        "end of a Keras epoch. Figures are the median of "
+        f"{rounds} interleaved rounds of {steps} train steps,",
         "each after a warm-up. images/s: real images per second. Peak RSS: a process that builds that",
         "setting alone and trains it for 10 steps.",
         "",
@@ -254,18 +255,20 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
     if "infogan_fit" in rates and "elastic_fit" in rates:
         share = 1 - rates["elastic_fit"] / rates["infogan_fit"]
         lines.append(
-            f"The NT-Xent term (augmentation, the trunk and Q's layer on {2 * images} more images) and the learned prior: "
-            f"the compiled ablation runs {rates['infogan_fit'] / rates['elastic_fit']:.2f}x as fast as the full step, "
-            f"so they take {100 * share:.0f}% of its time."
+            f"The NT-Xent term (augmentation, the trunk and Q's layer on {2 * images} more images) and the "
+            f"learned prior: the compiled ablation runs {rates['infogan_fit'] / rates['elastic_fit']:.2f}x "
+            f"as fast as the full step, so they take {100 * share:.0f}% of its time."
         )
     seconds = evaluation["seconds"]
     lines += [
         "",
-        f"The evaluation (`abc_tf/evaluation/tasks/digit_clusters.py`) of a model of this shape (untrained weights: the",
+        "The evaluation (`abc_tf/evaluation/tasks/digit_clusters.py`) "
+        "of a model of this shape (untrained weights: the",
         f'cost does not depend on them), on the procedural MNIST (`data_source="procedural"`: '
         f"{evaluation['train_images']:,} training and {evaluation['test_images']:,} test images, of which",
         f"class split 1 keeps {evaluation['split_images']:,} for the GAN), so it runs without",
-        f"files; the classifier reached {evaluation['classifier_accuracy']:.4f} test accuracy on these easier digits.",
+        f"files; the classifier reached {evaluation['classifier_accuracy']:.4f} "
+        "test accuracy on these easier digits.",
         "Seconds, one run of each part:",
         "",
         "| part | seconds |",
@@ -277,8 +280,8 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
     lines += [
         "",
         f"An evaluation with the classifier cached: {later:.1f} s; the first on a machine: "
-        f"{later - seconds['classifier_cached'] + seconds['classifier_training']:.1f} s. The encoder's features are "
-        f"{evaluation['feature_dim']}-dimensional (Q's penultimate layer).",
+        f"{later - seconds['classifier_cached'] + seconds['classifier_training']:.1f} s. The encoder's "
+        f"features are {evaluation['feature_dim']}-dimensional (Q's penultimate layer).",
         "",
         report.load_line(load_start),
         "",

@@ -6,7 +6,8 @@ similarity (cosine); no images, no trained model.
 - ``lookup_pose``: a real SavedModel written by ``abc_tf.runs.export.export_pose`` with an encoder
   that only flattens its [1, 1, 64] "images", so a call is the dictionary search and nothing
   else; calls of 1 image (serving one at a time) and of 256.
-- ``nearest_neighbours`` (abc_tf.evaluation.tasks.pose_accuracy): exact top-1 by chunks of queries, 256 queries.
+- ``nearest_neighbours`` (abc_tf.evaluation.tasks.pose_accuracy): exact top-1 by chunks of
+  queries, 256 queries.
 - ``lookup_evaluation``: 500 queries (the procedural test set), 50 random dictionaries of N
   drawn from a pool of 4N (``PoseEvalSettings``' default pool), as ``evaluate.py`` runs it.
 
@@ -144,11 +145,12 @@ def measure(size: int, dim: int, similarity: str, seconds: float) -> dict:
     pool = np.concatenate([keys, rng.normal(size=((POOL_FACTOR - 1) * size, dim)).astype(np.float32)])
     pool_rotations = Rotation.random(len(pool), random_state=1).as_matrix()
     query_rotations = Rotation.random(EVAL_QUERIES, random_state=2).as_matrix()
-    call = (
-        lambda: pose_accuracy.lookup_evaluation(  # noqa: E731
+
+    def call():
+        return pose_accuracy.lookup_evaluation(
             queries[:EVAL_QUERIES], query_rotations, pool, pool_rotations, similarity, size, REPEATS, seed=0
         )
-    )
+
     start = time.perf_counter()
     row["eval_mb"], _ = added_peak_mb(call)
     row["eval_s"] = time.perf_counter() - start
@@ -226,24 +228,26 @@ def main() -> None:
     lines = [
         machine_line(),
         "",
-        f"Random embeddings of the pose presets' size d={dim}, {similarity} similarity; no images. `lookup_pose`: a "
-        "SavedModel written by `export_pose` around an encoder that only flattens its [1, 1, d] input, so a call is "
-        f"the dictionary search alone. `nearest_neighbours`: {BATCH} queries, exact top-1 by tiles. "
-        f"Evaluation: `lookup_evaluation`, {EVAL_QUERIES} queries, {REPEATS} random dictionaries of N drawn from a "
-        f"pool of {POOL_FACTOR}N, as `evaluate.py` runs it. Memory: peak resident MB a call adds to the process "
-        "(inputs already held not counted).",
+        f"Random embeddings of the pose presets' size d={dim}, {similarity} similarity; no images. "
+        "`lookup_pose`: a SavedModel written by `export_pose` around an encoder that only flattens "
+        f"its [1, 1, d] input, so a call is the dictionary search alone. `nearest_neighbours`: {BATCH} "
+        f"queries, exact top-1 by tiles. Evaluation: `lookup_evaluation`, {EVAL_QUERIES} queries, "
+        f"{REPEATS} random dictionaries of N drawn from a pool of {POOL_FACTOR}N, as `evaluate.py` runs it. "
+        "Memory: peak resident MB a call adds to the process (inputs already held not counted).",
         "",
-        f"| dictionary N | reading the keys once: ms | export s | `lookup_pose` 1 image: ms/call | MB | `lookup_pose` {BATCH} images: queries/s | MB "
-        f"| `nearest_neighbours` {BATCH}: queries/s | MB | evaluation, {REPEATS} dictionaries: s | MB "
-        "| evaluation: ns per query x dictionary entry | evaluation before tiling: MB held (computed) | pool embeddings MB |",
+        "| dictionary N | reading the keys once: ms | export s | `lookup_pose` 1 image: ms/call | MB | "
+        f"`lookup_pose` {BATCH} images: queries/s | MB | `nearest_neighbours` {BATCH}: queries/s | MB | "
+        f"evaluation, {REPEATS} dictionaries: s | MB | evaluation: ns per query x dictionary entry | "
+        "evaluation before tiling: MB held (computed) | pool embeddings MB |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['size']:,} | {1000 * r['scan_s']:.2f} | {r['export_s']:.1f} | {1000 * r['export_1_s']:.2f} | {r['export_1_mb']:.0f} "
-            f"| {BATCH / r['export_256_s']:,.0f} | {r['export_256_mb']:.0f} | {BATCH / r['nn_s']:,.0f} | {r['nn_mb']:.0f} "
-            f"| {r['eval_s']:.2f} | {r['eval_mb']:.0f} | {1e9 * r['eval_s'] / (REPEATS * EVAL_QUERIES * r['size']):.2f} "
-            f"| {r['old_eval_mb']:,.0f} | {r['pool_mb']:.0f} |"
+            f"| {r['size']:,} | {1000 * r['scan_s']:.2f} | {r['export_s']:.1f} | "
+            f"{1000 * r['export_1_s']:.2f} | {r['export_1_mb']:.0f} | {BATCH / r['export_256_s']:,.0f} | "
+            f"{r['export_256_mb']:.0f} | {BATCH / r['nn_s']:,.0f} | {r['nn_mb']:.0f} | {r['eval_s']:.2f} | "
+            f"{r['eval_mb']:.0f} | {1e9 * r['eval_s'] / (REPEATS * EVAL_QUERIES * r['size']):.2f} | "
+            f"{r['old_eval_mb']:,.0f} | {r['pool_mb']:.0f} |"
         )
     by_size = {r["size"]: r for r in rows}
     big, mid = by_size.get(10**6, rows[-1]), by_size.get(10**5, rows[-2] if len(rows) > 1 else rows[-1])
@@ -254,28 +258,28 @@ def main() -> None:
         "Time per query grows linearly with N: an exact search reads every key. With one image per call, "
         f"`lookup_pose` takes {1000 * mid['export_1_s']:.1f} ms at N = {mid['size']:,} and "
         f"{1000 * big['export_1_s']:.1f} ms at N = {big['size']:,}; batched calls amortise it "
-        f"({BATCH / big['export_256_s']:,.0f} queries/s at N = {big['size']:,}). **Brute force stops being enough "
-        f"for serving one image at a time at about {threshold:,.0f} keys on this CPU**, where a call passes 10 ms; "
-        f"at N = {big['size']:,} merely reading the {big['size'] * dim * 4 / 1e6:,.0f} MB of keys once takes "
-        f"{1000 * big['scan_s']:.0f} ms here, so no exact search can serve one image in a few ms. For batches, "
-        "and for the evaluation (exact by design), it holds to 10^6. No "
-        "approximate-search library is added: the paper's dictionaries hold 1,800 renders, where a query takes "
-        "well under a millisecond. A user who serves single images from 10^6 keys or more within a few "
-        "milliseconds would put the dictionary into faiss-cpu (`IndexHNSWFlat` with inner product on "
+        f"({BATCH / big['export_256_s']:,.0f} queries/s at N = {big['size']:,}). **Brute force stops being "
+        f"enough for serving one image at a time at about {threshold:,.0f} keys on this CPU**, where a call "
+        f"passes 10 ms; at N = {big['size']:,} merely reading the {big['size'] * dim * 4 / 1e6:,.0f} MB of "
+        f"keys once takes {1000 * big['scan_s']:.0f} ms here, so no exact search can serve one image in a "
+        "few ms. For batches, and for the evaluation (exact by design), it holds to 10^6. No "
+        "approximate-search library is added: the paper's dictionaries hold 1,800 renders, where a query "
+        "takes well under a millisecond. A user who serves single images from 10^6 keys or more within a "
+        "few milliseconds would put the dictionary into faiss-cpu (`IndexHNSWFlat` with inner product on "
         "L2-normalised keys for cosine), outside the SavedModel.",
         "",
         "Memory. `lookup_pose` (abc_tf/export.py) searches by tiles too, with a running best, and its "
         "dictionary holds the keys L2-normalised once at export (cosine), in variables rather than graph "
-        f"constants: {big['export_1_mb']:,.0f} MB for one image and {big['export_256_mb']:,.0f} MB for {BATCH} at "
-        f"N = {big['size']:,}. `lookup_pose`, `nearest_neighbours` and `lookup_evaluation` go "
-        "by tiles of at most 256 queries x 2^25 / 256 keys (128 MB of similarities), so their memory stays "
-        f"bounded ({big['nn_mb']:,.0f} and {big['eval_mb']:,.0f} MB at N = {big['size']:,} for the last two), where "
-        f"the whole [{EVAL_QUERIES}, {POOL_FACTOR}N] matrix plus an [{EVAL_QUERIES}, N] copy per dictionary would "
-        f"hold {big['old_eval_mb']:,.0f} MB at N = {big['size']:,}.",
+        f"constants: {big['export_1_mb']:,.0f} MB for one image and {big['export_256_mb']:,.0f} MB for "
+        f"{BATCH} at N = {big['size']:,}. `lookup_pose`, `nearest_neighbours` and `lookup_evaluation` go by "
+        "tiles of at most 256 queries x 2^25 / 256 keys (128 MB of similarities), so their memory stays "
+        f"bounded ({big['nn_mb']:,.0f} and {big['eval_mb']:,.0f} MB at N = {big['size']:,} for the last "
+        f"two), where the whole [{EVAL_QUERIES}, {POOL_FACTOR}N] matrix plus an [{EVAL_QUERIES}, N] copy per "
+        f"dictionary would hold {big['old_eval_mb']:,.0f} MB at N = {big['size']:,}.",
         "",
-        "The evaluation gathers each dictionary's members in sorted order (`np.take`), so it stays in cache as "
-        "the pool grows; its cost is linear, 50 dictionaries x 500 queries x N gathered similarities: "
-        "its ns per query and dictionary entry stay within the noise of this shared machine.",
+        "The evaluation gathers each dictionary's members in sorted order (`np.take`), so it stays in cache "
+        "as the pool grows; its cost is linear, 50 dictionaries x 500 queries x N gathered similarities: its "
+        "ns per query and dictionary entry stay within the noise of this shared machine.",
     ]
     body = (
         "\n".join(lines + summary)

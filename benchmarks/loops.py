@@ -208,7 +208,8 @@ def forward_macs(model: keras.Model) -> int:
 
 
 def training_gflop(encoder: keras.Model, images_per_step: int) -> float:
-    """About 3x the forward work (forward, gradient of the activations, gradient of the weights), 2 flop per MAC."""
+    """About 3x the forward work (forward, gradient of the activations, gradient of the weights),
+    2 flop per MAC."""
     return 3 * 2 * forward_macs(encoder) * images_per_step / 1e9
 
 

@@ -85,10 +85,12 @@ def main() -> None:
     pipeline = pipeline_seconds_per_batch(base, 200)
     print(f"data pipeline alone: {pipeline * 1000:.2f} ms/batch", flush=True)
 
-    # The documents name the user's MNIST folder MNIST_DIR, never a path of the measuring machine.
+    # The documents name the user's MNIST folder MNIST_DIR, never a path of the measuring
+    # machine.
     if args.data_path:
         source = source.replace(os.path.abspath(args.data_path), "MNIST_DIR") + (
-            "; MNIST_DIR: a folder holding the four MNIST IDX files, `train-images-idx3-ubyte[.gz]` and the others"
+            "; MNIST_DIR: a folder holding the four MNIST IDX files, "
+            "`train-images-idx3-ubyte[.gz]` and the others"
         )
     command = "python -m benchmarks.mnist_epoch" + (" --data_path=MNIST_DIR" if args.data_path else "")
     command += f" --steps={args.steps} --repeats={args.repeats}"
@@ -101,7 +103,8 @@ def main() -> None:
 (the 2 cores are shared with other jobs, so figures vary by tens of percent between runs).
 
 Command: `{command}` (data: {source}).
-One epoch = {IMAGES_PER_EPOCH:,} training images = {steps_per_epoch:g} steps of two stacks of {base.batch.set_size}
+One epoch = {IMAGES_PER_EPOCH:,} training images = {steps_per_epoch:g} steps of two stacks of \
+{base.batch.set_size}
 (S4 encoder, d={base.model.embedding_dim}, l2sq ABC loss, Adam), timed through `ABCModel.fit` on the real
 `mnist` data pipeline after a warm-up; median of {args.repeats} repeats of {args.steps} steps.
 Paper (supplement Table S2): {PAPER_SECONDS_PER_EPOCH_K80} s/epoch on an NVIDIA Tesla K80.

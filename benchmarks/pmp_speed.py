@@ -228,15 +228,18 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
     lines = [
         report.machine_line(),
         "",
-        f"Preset `{EXPERIMENT}` (Table 1 networks, d = k = 10, {result['parameters']:,} parameters): a step is",
-        f"{images // 2} pairs, {images} images through encoder and decoder, plus {images} decoded mixes re-encoded",
+        f"Preset `{EXPERIMENT}` (Table 1 networks, d = k = 10, {result['parameters']:,} parameters): "
+        "a step is",
+        f"{images // 2} pairs, {images} images through encoder and decoder, plus {images} decoded mixes "
+        "re-encoded",
         "for L_cons. The optimizer step is set to 3/4 of the run, so every loss term is computed (the",
         "warm-up row: reconstruction alone). The first five rows and the floor: median of",
         f"{rounds} interleaved rounds of {steps} steps each after a warm-up; the others measured after",
         "them. Compiled rows are timed from the start to the end of a Keras epoch. Peak RSS: a",
         "process that builds that setting alone and trains it for 10 steps.",
         "",
-        "| setting | steps/s | images/s | over eager (authors' structure) | over eager (our step) | peak RSS MB |",
+        "| setting | steps/s | images/s | over eager (authors' structure) | over eager (our step) "
+        "| peak RSS MB |",
         "|---|---|---|---|---|---|",
     ]
     for label, key in rows:
@@ -249,8 +252,9 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
     lines += [
         "",
         f"Goal: compiled >= 3x eager. Best compiled: {best / authors:.1f}x the eager loop in the",
-        f"authors' structure (the suite's yardstick, `benchmarks/loops.eager_runner`: the authors' way, op by",
-        f"op) and {best / ours:.1f}x our own step run eagerly; float32 alone: {rates['fit'] / authors:.1f}x and",
+        "authors' structure (the suite's yardstick, `benchmarks/loops.eager_runner`: the authors' way, op by",
+        f"op) and {best / ours:.1f}x our own step run eagerly; float32 alone: "
+        f"{rates['fit'] / authors:.1f}x and",
         f"{rates['fit'] / ours:.1f}x. The floor bounds what any compiled step could reach: "
         f"{rates['floor_mixed'] / authors:.1f}x and {rates['floor_mixed'] / ours:.1f}x the two eager loops.",
         f"The pairs pipeline alone delivers {result['pipeline_steps_per_s']:.1f} batches/s, "

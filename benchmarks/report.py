@@ -58,15 +58,18 @@ def write_section(title: str, body: str, path: str = BENCHMARKS_FILE) -> None:
 
 
 def load_line(load_start: float, cores: str = " shared with other jobs, so absolute rates vary") -> str:
-    """The 1-minute load average at the start (``load_start``) and now: what else ran on the shared machine."""
+    """The 1-minute load average at the start (``load_start``) and now: what else ran on the
+    shared machine."""
     return (
-        f"1-minute load average of the machine: {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end "
+        f"1-minute load average of the machine: {load_start:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end "
         f"({os.cpu_count()} cores{cores})."
     )
 
 
 def publish(title: str, body: str, write: bool, draw=None) -> None:
-    """Prints ``body``; with ``write``, draws the figures (``draw()``, into FIGURES) and writes the ``## title`` section."""
+    """Prints ``body``; with ``write``, draws the figures (``draw()``, into FIGURES) and writes the
+    ``## title`` section."""
     print(body)
     if write:
         if draw is not None:
@@ -93,7 +96,8 @@ def _plain(value: Any) -> Any:
 
 
 def argument_parser(doc: str, leaves: str = "BENCHMARKS.md and the figures") -> argparse.ArgumentParser:
-    """A script's parser: its docstring ``doc`` as help, and ``--no_write`` (print only, leave ``leaves`` alone)."""
+    """A script's parser: its docstring ``doc`` as help, and ``--no_write`` (print only, leave
+    ``leaves`` alone)."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no_write", action="store_true", help=f"Print only; leave {leaves} alone.")
     return parser

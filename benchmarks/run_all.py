@@ -121,13 +121,15 @@ def tables(results: list[dict], steps: int, rounds: int) -> str:
         machine_line(),
         precision_line(),
         "",
-        f"Median of {rounds} interleaved rounds of {steps} steps per setting, after a warm-up; steps/s, and in",
+        f"Median of {rounds} interleaved rounds of {steps} steps per setting, after a warm-up; "
+        "steps/s, and in",
         "brackets the speed-up over the eager loop measured in the same process. fit: `ABCModel.fit`",
         f"fed from memory, float32 unless 'mixed' ({policy}); spe: `steps_per_execution`; XLA:",
         "`jit_compile=True`; pipeline: fed by the experiment's own data pipeline as in training (one",
         "`fit` call, median of its epochs, measured after the others). Goal: best >= 3x eager.",
         "",
-        "| experiment | model | images/step | eager | fit | fit spe=10 | fit XLA | fit mixed | fit mixed spe=10 | fit mixed, pipeline | best images/s |",
+        "| experiment | model | images/step | eager | fit | fit spe=10 | fit XLA | fit mixed "
+        "| fit mixed spe=10 | fit mixed, pipeline | best images/s |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in results:
@@ -151,7 +153,9 @@ def tables(results: list[dict], steps: int, rounds: int) -> str:
         "data pipeline delivers alone over the best training rate (goal >= 2x). float32 ceiling: the",
         "float32 matmul rate over the eager loop's rate, the most any float32 loop could gain over it.",
         "",
-        "| experiment | GFLOP/step | eager GFLOP/s | fit float32 GFLOP/s | fit mixed GFLOP/s | matmul float32 / mixed GFLOP/s | float32 ceiling | pipeline steps/s | pipeline / training | peak RSS MB |",
+        "| experiment | GFLOP/step | eager GFLOP/s | fit float32 GFLOP/s | fit mixed GFLOP/s "
+        "| matmul float32 / mixed GFLOP/s | float32 ceiling | pipeline steps/s | pipeline / training "
+        "| peak RSS MB |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result in measured:
@@ -163,7 +167,8 @@ def tables(results: list[dict], steps: int, rounds: int) -> str:
             f"| {result['experiment']} | {work:.1f} | {rates['eager'] * work:.0f} | {full * work:.0f} "
             f"({full * work / result['matmul_gflops']:.0%} of matmul) | {mixed * work:.0f} | "
             f"{result['matmul_gflops']:.0f} / {result['matmul_gflops_mixed']:.0f} | "
-            f"{result['matmul_gflops'] / (rates['eager'] * work):.1f}x | {result['pipeline_steps_per_s']:.1f} | {result['pipeline_steps_per_s'] / best:.1f}x | "
+            f"{result['matmul_gflops'] / (rates['eager'] * work):.1f}x | "
+            f"{result['pipeline_steps_per_s']:.1f} | {result['pipeline_steps_per_s'] / best:.1f}x | "
             f"{result['peak_rss_mb']:.0f} |"
         )
     lines += [

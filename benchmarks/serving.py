@@ -49,7 +49,10 @@ SERVE = textwrap.dedent(
     loaded = tf.saved_model.load(model_dir)
     results = {"load_seconds": time.perf_counter() - started}
     rng = np.random.default_rng(0)
-    inputs = {batch: tf.constant(rng.integers(0, 256, (batch, 32, 32, 3), dtype=np.uint8)) for batch in (1, 32, 256)}
+    inputs = {
+        batch: tf.constant(rng.integers(0, 256, (batch, 32, 32, 3), dtype=np.uint8))
+        for batch in (1, 32, 256)
+    }
 
     def timed_call(function, images):
         start = time.perf_counter()
@@ -57,8 +60,11 @@ SERVE = textwrap.dedent(
         next(iter(outputs.values())).numpy()  # waits for the result
         return time.perf_counter() - start
 
-    cases = [(endpoint, batch, 1) for endpoint in ("embed_uint8", "lookup_pose_uint8") for batch in (1, 32, 256)]
-    cases.append(("lookup_pose_uint8", 32, 4))  # several callers sharing one loaded model (a server's threads)
+    cases = [
+        (endpoint, batch, 1) for endpoint in ("embed_uint8", "lookup_pose_uint8") for batch in (1, 32, 256)
+    ]
+    # several callers sharing one loaded model (a server's threads)
+    cases.append(("lookup_pose_uint8", 32, 4))
     rates, latencies = {case: [] for case in cases}, {case: [] for case in cases}
     pool = concurrent.futures.ThreadPoolExecutor(4)
     for round_index in range(rounds + 1):  # round 0 warms up and is not counted
@@ -78,7 +84,8 @@ SERVE = textwrap.dedent(
     results["rows"] = [
         {"endpoint": endpoint, "batch": batch, "threads": threads, "rounds": rounds,
          "images_per_second": float(np.median(rates[(endpoint, batch, threads)])),
-         **{f"p{q}_ms": 1e3 * float(np.percentile(latencies[(endpoint, batch, threads)], q)) for q in (50, 90, 99)}}
+         **{f"p{q}_ms": 1e3 * float(np.percentile(latencies[(endpoint, batch, threads)], q))
+            for q in (50, 90, 99)}}
         for endpoint, batch, threads in cases
     ]
     print("RESULT" + json.dumps(results))
@@ -151,19 +158,21 @@ def main(argv):
     single, shared = rows[("lookup_pose_uint8", 32, 1)], rows[("lookup_pose_uint8", 32, 4)]
     body = "\n\n".join(
         [
-            "`python -m benchmarks.serving`: the `pose_quick` SavedModel (S5-small encoder, 32 x 32 RGB, d = 64, "
-            f"a lookup dictionary of {DICTIONARY_SIZE} poses baked in), loaded with `tf.saved_model.load` in a fresh "
-            "process that cannot import the project, called as in the README (`m.embed_uint8(images)`, "
-            "`m.lookup_pose_uint8(images)`) with uint8 tensors. Latency is per call, from the call to the result "
-            f"in memory (percentiles over all timed calls); images/s is the median over {FLAGS.rounds} interleaved "
-            f"rounds (the 4-caller row: wall-clock of the round). Loading took {results['load_seconds']:.1f} s.",
+            "`python -m benchmarks.serving`: the `pose_quick` SavedModel (S5-small encoder, 32 x 32 RGB, "
+            f"d = 64, a lookup dictionary of {DICTIONARY_SIZE} poses baked in), loaded with "
+            "`tf.saved_model.load` in a fresh process that cannot import the project, called as in the "
+            "README (`m.embed_uint8(images)`, `m.lookup_pose_uint8(images)`) with uint8 tensors. Latency is "
+            "per call, from the call to the result in memory (percentiles over all timed calls); images/s "
+            f"is the median over {FLAGS.rounds} interleaved rounds (the 4-caller row: wall-clock of the "
+            f"round). Loading took {results['load_seconds']:.1f} s.",
             table(results),
-            f"Batch 1 costs {rows[('embed_uint8', 1, 1)]['p50_ms']:.1f} ms per call (median): per-call overhead of a "
-            "restored function (input checks, dtype dispatch) more than arithmetic; batches of 32 and more amortise "
-            f"it. 4 threads sharing one loaded model at batch 32: {shared['images_per_second']:.0f} images/s against "
-            f"{single['images_per_second']:.0f} for one caller ({shared['images_per_second'] / single['images_per_second']:.2f}x), "
-            "with the same answers as one caller (tests/test_export.py). The machine's 2 cores are shared with "
-            "other jobs, so absolute figures move between runs by tens of percent; the ratios within a run are "
+            f"Batch 1 costs {rows[('embed_uint8', 1, 1)]['p50_ms']:.1f} ms per call (median): per-call "
+            "overhead of a restored function (input checks, dtype dispatch) more than arithmetic; batches "
+            "of 32 and more amortise it. 4 threads sharing one loaded model at batch 32: "
+            f"{shared['images_per_second']:.0f} images/s against {single['images_per_second']:.0f} for one "
+            f"caller ({shared['images_per_second'] / single['images_per_second']:.2f}x), with the same "
+            "answers as one caller (tests/test_export.py). The machine's 2 cores are shared with other "
+            "jobs, so absolute figures move between runs by tens of percent; the ratios within a run are "
             "what to read.",
             report.machine_line(),
         ]

@@ -51,7 +51,8 @@ MIXED = "mixed_bfloat16"
 
 
 def peak_mb_of(run) -> tuple[float, float]:
-    """(seconds per call, peak MB that ``run()`` adds to TensorFlow's CPU allocator), after one warm-up call."""
+    """(seconds per call, peak MB that ``run()`` adds to TensorFlow's CPU allocator), after one
+    warm-up call."""
     run()
     tf.config.experimental.reset_memory_stats("CPU:0")
     baseline = tf.config.experimental.get_memory_info("CPU:0")["current"]
@@ -248,8 +249,10 @@ def tables(results: dict, command: str, load: tuple) -> str:
         machine_line(),
         f"1-minute load average {load[0]:.1f} at the start, {load[1]:.1f} at the end (2 cores, shared).",
         "",
-        "**Whole step** (`ABCModel.fit` from memory; seconds per step, images/s, and the peak MB the step adds",
-        "to TensorFlow's CPU allocator, beyond the model and optimizer state). Steps over 1,024 images (S3) or 4,096",
+        "**Whole step** (`ABCModel.fit` from memory; seconds per step, images/s, and the peak MB "
+        "the step adds",
+        "to TensorFlow's CPU allocator, beyond the model and optimizer state). Steps over 1,024 images "
+        "(S3) or 4,096",
         "(S4) are left out (S3 needs about 4.4 MB an image): the encoder's cost is linear in images,",
         "as the rows below show, so they cost their images over the images/s.",
         "",
@@ -271,14 +274,17 @@ def tables(results: dict, command: str, load: tuple) -> str:
     ]
     for r in results["encoder"]:
         lines.append(
-            f"| {r['model']} | {r['policy']} | {r['images']} | {r['seconds']:.3f} | {r['images'] / r['seconds']:,.0f} | {r['peak_mb']:,.0f} |"
+            f"| {r['model']} | {r['policy']} | {r['images']} | {r['seconds']:.3f} | "
+            f"{r['images'] / r['seconds']:,.0f} | {r['peak_mb']:,.0f} |"
         )
     encoder_rate = {(r["model"], r["policy"]): r["images"] / r["seconds"] for r in results["encoder"]}
     lines += [
         "",
         "**ABC loss alone** (forward and backward on [P, N, d] float32 embeddings, M = N; milliseconds, and",
-        "in brackets its share of a float32 step: loss / (loss + encoder time for the step's 2PN images at the",
-        f"encoder's largest-batch rate)). l1/linf above P N M d = 2^{MAX_COORDINATE_WORK.bit_length() - 1} are not timed (cost linear in it).",
+        "in brackets its share of a float32 step: loss / (loss + encoder time for the step's 2PN images "
+        "at the",
+        f"encoder's largest-batch rate)). l1/linf above P N M d = 2^{MAX_COORDINATE_WORK.bit_length() - 1} "
+        "are not timed (cost linear in it).",
         "",
     ]
     for dim, label in ((64, "shapes3d (S3, d=64)"), (8, "mnist (S4, d=8)")):
@@ -299,7 +305,8 @@ def tables(results: dict, command: str, load: tuple) -> str:
                 ]
                 encoder = 2 * pairs * size / rate
                 cells.append(
-                    f"{1e3 * match[0]['seconds']:.1f} ({match[0]['seconds'] / (match[0]['seconds'] + encoder):.0%})"
+                    f"{1e3 * match[0]['seconds']:.1f} "
+                    f"({match[0]['seconds'] / (match[0]['seconds'] + encoder):.0%})"
                     if match
                     else "-"
                 )
@@ -314,7 +321,8 @@ def tables(results: dict, command: str, load: tuple) -> str:
         lines.append("")
     lines += reading(results)
     lines += [
-        "**l1 with the difference tensor built whole** (as before the chunked form; P=4, d=64) against chunked:",
+        "**l1 with the difference tensor built whole** (as before the chunked form; P=4, d=64) "
+        "against chunked:",
         "",
         "| N | whole: ms | whole: peak MB | chunked: ms | chunked: peak MB |",
         "|---|---|---|---|---|",
@@ -335,7 +343,8 @@ def tables(results: dict, command: str, load: tuple) -> str:
     lines += [
         "",
         "Figures: ![step](docs/figures/benchmarks/training_step_scaling.png) "
-        "![loss time](docs/figures/benchmarks/loss_time_scaling.png) ![loss memory](docs/figures/benchmarks/loss_memory_scaling.png)",
+        "![loss time](docs/figures/benchmarks/loss_time_scaling.png) "
+        "![loss memory](docs/figures/benchmarks/loss_memory_scaling.png)",
         "",
         f"Command: `{command}`",
     ]
@@ -373,8 +382,8 @@ def reading(results: dict) -> list[str]:
             )
             share = largest["seconds"] / (largest["seconds"] + 2 * largest["size"] / encoder)
             lines.append(
-                f"- {similarity}, d=64, P=1: the loss at N={largest['size']} takes {1e3 * largest['seconds']:.0f} ms, "
-                f"{share:.0%} of a float32 S3 step."
+                f"- {similarity}, d=64, P=1: the loss at N={largest['size']} takes "
+                f"{1e3 * largest['seconds']:.0f} ms, {share:.0%} of a float32 S3 step."
             )
     whole = {r["size"]: r for r in results["whole_l1"]}
     chunked = {
@@ -384,8 +393,9 @@ def reading(results: dict) -> list[str]:
         size = max(set(whole) & set(chunked))
         lines.append(
             f"- l1 at P=4, N={size}, d=64: chunked {chunked[size]['peak_mb']:,.0f} MB against "
-            f"{whole[size]['peak_mb']:,.0f} MB whole, at {chunked[size]['seconds'] / whole[size]['seconds']:.1f}x the time "
-            "(the chunks run one after another); at P=16, N=1024 the whole tensor would need about 4 GB a copy."
+            f"{whole[size]['peak_mb']:,.0f} MB whole, at "
+            f"{chunked[size]['seconds'] / whole[size]['seconds']:.1f}x the time (the chunks run one after "
+            "another); at P=16, N=1024 the whole tensor would need about 4 GB a copy."
         )
     encoder_rate = {
         model: max(
@@ -424,10 +434,12 @@ def fit_table(results: dict, command: str) -> str:
         "",
         "The same ABCModel, Adam and batch (the preset's two sets, float32), trained by `ABCModel.fit` from",
         "memory and by a plain `tf.function` step (GradientTape, loss, `optimizer.apply`) in a Python loop;",
-        "interleaved rounds, medians of wall-clock steps/s and of CPU milliseconds per step (all threads; the",
+        "interleaved rounds, medians of wall-clock steps/s and of CPU milliseconds per step "
+        "(all threads; the",
         "steadier figure on a shared machine). Goal: fit / bare time per step <= 1.10.",
         "",
-        "| model | bare steps/s | fit steps/s | fit / bare wall time | bare CPU ms/step | fit CPU ms/step | fit / bare CPU time |",
+        "| model | bare steps/s | fit steps/s | fit / bare wall time | bare CPU ms/step | fit CPU ms/step "
+        "| fit / bare CPU time |",
         "|---|---|---|---|---|---|---|",
     ]
     for label, runs in results["fit_vs_bare"].items():

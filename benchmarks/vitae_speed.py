@@ -196,14 +196,19 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
     lines = [
         report.machine_line(),
         "",
-        f"Presets `{PAPER}` (batches of 512, the compiled graph) and `{QUICK}` (batches of 128, XLA): Table 1's",
-        f"MLPs, d_A = d_P = 2, {result['parameters']:,} trainable parameters in C-VITAE. Figures are the median of",
-        f"{rounds} interleaved rounds of {steps} calls of the warp, or {steps} train steps, each after a warm-up.",
+        f"Presets `{PAPER}` (batches of 512, the compiled graph) and `{QUICK}` (batches of 128, XLA): "
+        "Table 1's",
+        f"MLPs, d_A = d_P = 2, {result['parameters']:,} trainable parameters in C-VITAE. Figures are "
+        "the median of",
+        f"{rounds} interleaved rounds of {steps} calls of the warp, or {steps} train steps, each after "
+        "a warm-up.",
         "",
-        "The spatial transformer alone: theta [B, 6] -> T_theta = expm -> bilinear sampling of [B, 28, 28, 1]",
+        "The spatial transformer alone: theta [B, 6] -> T_theta = expm -> bilinear sampling of "
+        "[B, 28, 28, 1]",
         "images, forward and the gradient to theta and to the images, microseconds per image:",
         "",
-        "| batch | eager | tf.function | tf.function(jit_compile=True) | function over eager | XLA over eager |",
+        "| batch | eager | tf.function | tf.function(jit_compile=True) | function over eager "
+        "| XLA over eager |",
         "|---|---|---|---|---|---|",
     ]
     for batch in BATCHES:
@@ -218,7 +223,8 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         "augmentation on), fed from memory. Eager: `VITAEModel.train_step` called op by op in a Python",
         "loop, as the authors' PyTorch code runs. Compiled rows are timed from the start to the end of a",
         "Keras epoch. An epoch: the 54,051 training images of MNIST without its nines, in whole batches",
-        "(106 of 512, 423 of 128). Peak RSS: a process that builds that setting alone and trains it for 10 steps.",
+        "(106 of 512, 423 of 128). Peak RSS: a process that builds that setting alone and trains it "
+        "for 10 steps.",
         "",
         "| method | batch | loop | steps/s | images/s | over eager | MNIST epoch s | peak RSS MB |",
         "|---|---|---|---|---|---|---|---|",
@@ -234,8 +240,8 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         over = rate / rates[f"c_vitae_eager_{batch}"]
         mem = f"{memory[setting]:.0f}" if setting in memory else "-"
         lines.append(
-            f"| {names[variant]} | {batch} | {loops_named[kind]} | {rate:.2f} | {rate * batch:.0f} | {over:.1f}x | "
-            f"{epoch_seconds(rate, batch):.1f} | {mem} |"
+            f"| {names[variant]} | {batch} | {loops_named[kind]} | {rate:.2f} | {rate * batch:.0f} | "
+            f"{over:.1f}x | {epoch_seconds(rate, batch):.1f} | {mem} |"
         )
     lines += [
         "",
@@ -255,18 +261,21 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         f"Goal: compiled >= 3x the eager loop: {'; '.join(verdicts)}.",
         "",
         'MNIST epoch fed by the real "images" stream (`make_images_dataset`, one thread for the pipeline',
-        f"as in CPU training) in each preset's own setting. The stream read the procedural MNIST",
-        f'(`data_source="procedural"`, {result["procedural_images"]:,} training images without the nines), so',
+        "as in CPU training) in each preset's own setting. The stream read the procedural MNIST",
+        f'(`data_source="procedural"`, {result["procedural_images"]:,} training images without the '
+        "nines), so",
         "this runs without files; its batches have the real MNIST's shape and type, and the epoch is counted",
         "in the real MNIST's 54,051 images:",
         "",
-        "| preset | batch | loop | steps/s fed by the stream | from memory | MNIST epoch s | stream alone, batches/s |",
+        "| preset | batch | loop | steps/s fed by the stream | from memory | MNIST epoch s "
+        "| stream alone, batches/s |",
         "|---|---|---|---|---|---|---|",
     ]
     for preset, batch, kind in ((PAPER, 512, "fit"), (QUICK, 128, "fit_xla")):
         fed, alone = result["pipeline"][str(batch)], result["stream"][str(batch)]
         lines.append(
-            f"| `{preset}` | {batch} | {loops_named[kind]} | {fed:.2f} | {rates[f'c_vitae_{kind}_{batch}']:.2f} | "
+            f"| `{preset}` | {batch} | {loops_named[kind]} | {fed:.2f} | "
+            f"{rates[f'c_vitae_{kind}_{batch}']:.2f} | "
             f"{epoch_seconds(fed, batch):.1f} | {alone:.1f} |"
         )
     lines += [

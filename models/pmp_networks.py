@@ -33,7 +33,8 @@ def _check_size(shape: tuple[int, int, int], what: str) -> None:
     height, width, _ = shape
     if height % DOWNSAMPLING or width % DOWNSAMPLING or height <= 0 or width <= 0:
         raise ValueError(
-            f"{what} takes images whose sides are multiples of {DOWNSAMPLING} (Table 1: 64x64); got {tuple(shape)}."
+            f"{what} takes images whose sides are multiples of {DOWNSAMPLING} (Table 1: 64x64); "
+            f"got {tuple(shape)}."
         )
 
 

@@ -41,7 +41,8 @@ def _check_input_shape(name: str, input_shape, minimum: int) -> tuple[int, int, 
         raise ValueError(f"{name} takes RGB images (H, W, 3), got input_shape {input_shape}.")
     if min(input_shape[:2]) < minimum:
         raise ValueError(
-            f"{name} needs images of at least {minimum} x {minimum} pixels, got {input_shape[:2]} (--data.image_size)."
+            f"{name} needs images of at least {minimum} x {minimum} pixels, got {input_shape[:2]} "
+            "(--data.image_size)."
         )
     return input_shape
 
@@ -64,12 +65,13 @@ def _load_resnet_weights(model: keras.Model, weights: str, input_shape: tuple[in
         first_line = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ValueError(
             f"Cannot load ResNet50V2 weights {weights!r} ({first_line}). weights='imagenet' downloads "
-            "resnet50v2_weights_tf_dim_ordering_tf_kernels_notop.h5 on first use (internet needed, then cached "
-            "in ~/.keras/models); without internet copy that file there or pass its path (--model.backbone_weights=PATH); "
+            "resnet50v2_weights_tf_dim_ordering_tf_kernels_notop.h5 on first use (internet needed, "
+            "then cached in ~/.keras/models); without internet copy that file there or pass its path "
+            "(--model.backbone_weights=PATH); "
             "an empty --model.backbone_weights (weights=None) starts from random weights."
         ) from None
     for layer in reference.layers:
-        if layer.weights and layer.name in {l.name for l in model.layers}:
+        if layer.weights and layer.name in {own.name for own in model.layers}:
             model.get_layer(layer.name).set_weights(layer.get_weights())
 
 
@@ -103,9 +105,9 @@ def s5_small(embedding_dim: int = 64, input_shape: tuple[int, int, int] = (32, 3
     Larger inputs get further Conv128 stride-2 layers while one more still leaves at least 3 x 3,
     so the trunk's output stays small (3 x 3 at 32 px, 5 x 5 at 64, 6 x 6 at 128; ResNet's is
     4 x 4 for S5 at 128 px). Why: the head's 3x3 convolution then sees (nearly) the whole image
-    before the pooling, so the embedding can depend on where things are. Without them, at 64 px the head pooled 9 x 9
-    local features of a 19-pixel receptive field, every image's embedding came out alike, and
-    ABC sat at its chance loss 2 ln N (RESULTS.md, Table S1 at 64 x 64)."""
+    before the pooling, so the embedding can depend on where things are. Without them, at 64 px
+    the head pooled 9 x 9 local features of a 19-pixel receptive field, every image's embedding
+    came out alike, and ABC sat at its chance loss 2 ln N (RESULTS.md, Table S1 at 64 x 64)."""
     input_shape = _check_input_shape("s5_small", input_shape, 32)
     inputs = keras.Input(shape=input_shape, name="images")
     x = inputs

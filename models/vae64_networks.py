@@ -77,7 +77,8 @@ def _dense(units: int, name: str, **kwargs) -> keras.layers.Dense:
 
 
 def _transposed(filters: int, in_channels: int, name: str, **kwargs) -> keras.layers.Conv2DTranspose:
-    """A 4 x 4, stride 2, padding 1 transposed convolution (doubles the size) with PyTorch 0.4's default init."""
+    """A 4 x 4, stride 2, padding 1 transposed convolution (doubles the size) with PyTorch 0.4's
+    default init."""
     limit = 1.0 / math.sqrt(in_channels * KERNEL * KERNEL)
     uniform = keras.initializers.RandomUniform(-limit, limit)
     return keras.layers.Conv2DTranspose(
@@ -215,7 +216,8 @@ def cc_vae_decoder_64(
     output_shape: tuple[int, int, int] = (64, 64, 3),
     model_name: str = "decoder",
 ) -> keras.Model:
-    """CC-VAE's p(x | z, s) at 64 x 64: [style, class] -> images [B, 64, 64, C] in [0, 1] (sigmoid; float32)."""
+    """CC-VAE's p(x | z, s) at 64 x 64: [style, class] -> images [B, 64, 64, C] in [0, 1]
+    (sigmoid; float32)."""
     check_shape(output_shape, model_name)
     style = keras.Input(shape=(style_dim,), name="style")
     specified = keras.Input(shape=(class_dim,), name="class")

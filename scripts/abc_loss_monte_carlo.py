@@ -142,7 +142,8 @@ def main(argv) -> None:
             result = optimise(n, d, draws, FLAGS.similarity, FLAGS.seed)
             results.append(result)
             print(
-                f"n={n:4d} d={d} draws={draws:5d}: tau*={result['temperature']:.4g} loss={result['loss']:.4f}",
+                f"n={n:4d} d={d} draws={draws:5d}: "
+                f"tau*={result['temperature']:.4g} loss={result['loss']:.4f}",
                 flush=True,
             )
     plot(results, FLAGS.output)

@@ -53,9 +53,11 @@ def page() -> str:
         "# Presets and flags",
         "",
         "Written by `python -m scripts.flags_page` from the config classes (`abc_tf/config.py`, each data",
-        "family's and method's package, its `CONFIG`); do not edit by hand. `python train.py --experiment=X --help`",
+        "family's and method's package, its `CONFIG`); do not edit by hand. "
+        "`python train.py --experiment=X --help`",
         "lists the same flags for one preset. A flag left out keeps the preset's value; the presets' own",
-        "values and the papers' sources for them are in the method packages (`abc_tf/methods/<name>/__init__.py`).",
+        "values and the papers' sources for them are in the method packages "
+        "(`abc_tf/methods/<name>/__init__.py`).",
         "",
         "## Presets",
         "",
@@ -66,7 +68,8 @@ def page() -> str:
         model = preset.model.architecture if preset.model else "its own"
         batch = ", ".join(f"{field}={getattr(preset.batch, field)}" for field in preset.batch.field_names())
         lines.append(
-            f"| `{name}` | {preset.data.family} | {preset.method.name} | {model} | {preset.trainer.steps:,} | {_cell(batch)} |"
+            f"| `{name}` | {preset.data.family} | {preset.method.name} | {model} "
+            f"| {preset.trainer.steps:,} | {_cell(batch)} |"
         )
     lines += ["", "## Every run", "", f"### trainer ({_first_line(config_lib.TrainerConfig)})", ""]
     lines += _fields(config_lib.TrainerConfig, "trainer")

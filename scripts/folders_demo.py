@@ -150,8 +150,10 @@ def main() -> None:
             indent=2,
         )
     text = (
-        f"Final training loss {history['loss'][-1]:.3f}, cycle accuracy {history['cycle_accuracy'][-1]:.3f}.\n\n"
-        f"Noise sigma = length scale ({config.method.length_scale():g}):\n\n{label_information.markdown_table(measurements['sigma_length_scale'])}\n\n"
+        f"Final training loss {history['loss'][-1]:.3f}, "
+        f"cycle accuracy {history['cycle_accuracy'][-1]:.3f}.\n\n"
+        f"Noise sigma = length scale ({config.method.length_scale():g}):\n\n"
+        f"{label_information.markdown_table(measurements['sigma_length_scale'])}\n\n"
         f"Noise sigma = {args.relative_sigma:g} x each embedding's spread:\n\n"
         f"{label_information.markdown_table(measurements['sigma_relative'])}\n"
     )

@@ -33,7 +33,8 @@ flags.DEFINE_integer("queries", 500, "Test images per query domain.")
 
 
 def _training_curves(run_dir: str) -> dict[str, list[float]]:
-    """Training scalars of the run's TensorBoard logs (written against the optimizer step): {tag: [(step, value)]}."""
+    """Training scalars of the run's TensorBoard logs (written against the optimizer step):
+    {tag: [(step, value)]}."""
     import tensorflow as tf
 
     curves: dict[str, list] = {}

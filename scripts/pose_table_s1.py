@@ -68,7 +68,8 @@ def aggregate(per_seed: list[dict]) -> dict[str, dict[str, float]]:
 def markdown(summary: dict, domain: str) -> str:
     """One domain's table: ours (mean ± std over seeds) beside the paper's."""
     lines = [
-        "| row | seeds | median error (deg) | Acc@30 | flip-inv. median (deg) | flip-inv. Acc@30 | paper median / Acc@30 |",
+        "| row | seeds | median error (deg) | Acc@30 | flip-inv. median (deg) | flip-inv. Acc@30 "
+        "| paper median / Acc@30 |",
         "|---|---|---|---|---|---|---|",
     ]
     for name, row in summary["rows"].items():

@@ -4,7 +4,8 @@ MNIST retrieval grid of its embedding at each evaluated checkpoint, side by side
   python evaluate.py --run_dir=runs/fig4/ml_vae/seed_0 --checkpoints=1000,5000,20000,84455 \\
       --disentanglement=none --output_dir=runs/fig4/curve_ml_vae          # and the other methods
   python -m scripts.retrieval_over_training --data_path=MNIST_DIR \\
-      --rows=ABC=runs/fig4/curve_abc,ML-VAE=runs/fig4/curve_ml_vae --output_dir=docs/figures/fig4/over_training
+      --rows=ABC=runs/fig4/curve_abc,ML-VAE=runs/fig4/curve_ml_vae \\
+      --output_dir=docs/figures/fig4/over_training
 
 MNIST_DIR: a folder holding the four MNIST IDX files (train-images-idx3-ubyte[.gz] and the others).
 Each row is the output folder of ``evaluate.py --checkpoints`` on one run: the grids are those
@@ -106,7 +107,8 @@ def main(argv: list[str] | None = None) -> None:
         queries = {tuple(step["queries"]) for step in steps.values()}
         if len(queries) > 1:
             raise ValueError(
-                f"{curve_dir}: the checkpoints' grids have different queries (evaluated with different seeds)."
+                f"{curve_dir}: the checkpoints' grids have different queries "
+                "(evaluated with different seeds)."
             )
         figure = os.path.join(
             args.output_dir, f"{re.sub(r'[^A-Za-z0-9]+', '_', name).strip('_').lower()}.png"

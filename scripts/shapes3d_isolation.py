@@ -188,7 +188,8 @@ def run_condition(condition: str, seed: int, sample) -> dict:
     with open(metrics_path, "w") as handle:
         json.dump(metrics, handle, indent=2)
     print(
-        f"{condition} seed {seed}: train {metrics['train_seconds']:.0f} s, eval {metrics['eval_seconds']:.0f} s, "
+        f"{condition} seed {seed}: train {metrics['train_seconds']:.0f} s, "
+        f"eval {metrics['eval_seconds']:.0f} s, "
         f"MINE {', '.join(f'{k} {v:.2f}' for k, v in metrics['mine'].items())}",
         flush=True,
     )

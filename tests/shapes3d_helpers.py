@@ -20,7 +20,8 @@ REAL_VALUES = [
 
 
 def real_layout_labels() -> np.ndarray:
-    """labels (480000, 6) float64 in the 3dshapes order: floor, wall, object hue, scale, shape, orientation."""
+    """labels (480000, 6) float64 in the 3dshapes order: floor, wall, object hue, scale, shape,
+    orientation."""
     grids = np.meshgrid(*REAL_VALUES, indexing="ij")  # last factor fastest, like the file
     return np.stack([g.ravel() for g in grids], axis=1)
 

@@ -32,7 +32,8 @@ def test_steps_are_chosen_among_those_kept(toy_run):
     assert checkpoint_run.select_steps(toy_run, "30,10") == [10, 30]
     with pytest.raises(
         ValueError,
-        match=r"no checkpoint of step 15 \(kept: 10, 20, 30, 40; train with a larger --trainer.keep_checkpoints",
+        match=r"no checkpoint of step 15 \(kept: 10, 20, 30, 40; "
+        r"train with a larger --trainer.keep_checkpoints",
     ):
         checkpoint_run.select_steps(toy_run, "10,15")
     with pytest.raises(ValueError, match="give all, last, or steps separated by commas"):

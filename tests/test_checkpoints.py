@@ -308,7 +308,8 @@ def test_a_newest_checkpoint_without_its_index_is_skipped_with_a_warning(tmp_pat
     os.remove(os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), "ckpt-10.index"))
     with pytest.warns(
         UserWarning,
-        match="ckpt-10 is skipped: its index file .*ckpt-10.index is missing; the newest complete one is step 5",
+        match="ckpt-10 is skipped: its index file .*ckpt-10.index is missing; "
+        "the newest complete one is step 5",
     ):
         assert steps(tmp_path) == [5]
 
@@ -347,7 +348,7 @@ def test_a_write_that_fails_inside_tensorflow_is_a_clear_error_that_keeps_the_ol
     assert files(tmp_path) == ["checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index"]
 
 
-# ----------------------------------------------------------------------------- several networks, several optimizers
+# ----------------------------------------------------------------------- several networks, several optimizers
 
 
 class TwoNetworks(keras.Model):
@@ -454,7 +455,8 @@ def test_optimizer_state_that_does_not_fit_is_refused_not_left_half_restored(tmp
     fresh.d_optimizer.build(fresh.discriminator.trainable_variables)
     with pytest.raises(ValueError, match="ckpt-1 does not fit the model .*optimizer_variables"):
         checkpoints.restore(fresh, str(tmp_path))
-    # Fewer: the discriminator's optimizer built on nothing, its slots in the checkpoint would have nowhere to go.
+    # Fewer: the discriminator's optimizer built on nothing, its slots in the checkpoint would have
+    # nowhere to go.
     fresh = TwoNetworks(seed=1, build=False)
     fresh.g_optimizer.build(fresh.generator.trainable_variables)
     fresh.d_optimizer.build([])

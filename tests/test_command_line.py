@@ -38,7 +38,8 @@ def parse_error(*arguments: str) -> str:
         ),
         (
             "--trainer.step=3",
-            "Unknown command line flag 'trainer.step'. Did you mean: trainer.steps ? (--help lists the flags).",
+            "Unknown command line flag 'trainer.step'. Did you mean: trainer.steps ? "
+            "(--help lists the flags).",
         ),
         ("--trainer.steps", "Missing value for flag --trainer.steps (--help lists the flags)."),
     ],
@@ -58,18 +59,25 @@ def test_the_packages_warnings_are_one_line_and_others_keep_their_place(monkeypa
     assert theirs.startswith("/usr/lib/python3/keras/ops.py:7: DeprecationWarning: deprecated")
 
 
-START_UP = """WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
-I0000 00:00:1795867572.865371   10232 cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU will not be used.
-I0000 00:00:1795867576.614453   10232 cpu_feature_guard.cc:227] This TensorFlow binary is optimized to use available CPU instructions in performance-critical operations.
-To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow with the appropriate compiler flags.
-E0000 00:00:1795867579.895517   10232 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)
-E0000 00:00:1795867580.000000   10232 gpu_device.cc:99] Could not load dynamic library 'libcudnn.so.9'
-"""
+# TensorFlow's start-up output, each line ending in \n (the long ones split across literals).
+START_UP = (
+    "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+    "I0000 00:00:1795867572.865371   10232 cudart_stub.cc:31] Could not find cuda drivers on your machine, "
+    "GPU will not be used.\n"
+    "I0000 00:00:1795867576.614453   10232 cpu_feature_guard.cc:227] This TensorFlow binary is optimized "
+    "to use available CPU instructions in performance-critical operations.\n"
+    "To enable the following instructions: AVX2 FMA, in other operations, rebuild TensorFlow with the "
+    "appropriate compiler flags.\n"
+    "E0000 00:00:1795867579.895517   10232 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error: "
+    "Failed call to cuInit: UNKNOWN ERROR (303)\n"
+    "E0000 00:00:1795867580.000000   10232 gpu_device.cc:99] Could not load dynamic library 'libcudnn.so.9'\n"
+)
 
 
 def test_start_up_noise_is_held_back_and_other_lines_kept():
     assert command_line.without_start_up_noise(START_UP) == [
-        "E0000 00:00:1795867580.000000   10232 gpu_device.cc:99] Could not load dynamic library 'libcudnn.so.9'"
+        "E0000 00:00:1795867580.000000   10232 gpu_device.cc:99] "
+        "Could not load dynamic library 'libcudnn.so.9'"
     ]
 
 
@@ -81,7 +89,8 @@ def test_a_fresh_process_starts_tensorflow_without_the_start_up_lines():
 
     environment = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
     code = (
-        "from abc_tf import command_line; command_line.quiet_tensorflow_start(); import os, sys, tensorflow as tf; "
+        "from abc_tf import command_line; command_line.quiet_tensorflow_start(); "
+        "import os, sys, tensorflow as tf; "
         "tf.constant(1) + 1; print(os.environ['TF_CPP_MIN_LOG_LEVEL'])"
     )
     result = subprocess.run(

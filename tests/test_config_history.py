@@ -87,7 +87,8 @@ def test_allow_config_change_names_and_a_file_in_place_of_the_run(tmp_path):
     )
     with pytest.raises(
         ValueError,
-        match="--allow_config_change: trainer.seed, model.architecture, learning_rate cannot change within a run; "
+        match="--allow_config_change: trainer.seed, model.architecture, learning_rate "
+        "cannot change within a run; "
         "changeable: trainer.learning_rate,",
     ):
         config_history.check_allow_changes(["trainer.seed", "model.architecture", "learning_rate"])

@@ -67,14 +67,15 @@ def test_auto_takes_the_source_the_path_fits_and_the_built_in_data_without_one(t
         (
             "shapes3d_demo",
             {"path": "{tmp}/notes.txt"},
-            "--data.path={tmp}/notes.txt holds nothing data family 'shapes3d' reads; expected the file 3dshapes.h5 (source h5); "
-            "or a tfds data folder with a prepared shapes3d (source tfds).",
+            "--data.path={tmp}/notes.txt holds nothing data family 'shapes3d' reads; "
+            "expected the file 3dshapes.h5 (source h5); or a tfds data folder with a prepared shapes3d "
+            "(source tfds).",
         ),
         (
             "pose_quick",
             {"path": "{tmp}"},
-            "--data.path={tmp} holds nothing data family 'pose' reads; expected a folder of KeypointNet .tfrecord files, or "
-            "one such file (source keypointnet).",
+            "--data.path={tmp} holds nothing data family 'pose' reads; "
+            "expected a folder of KeypointNet .tfrecord files, or one such file (source keypointnet).",
         ),
         ("mnist", {"path": "{tmp}"}, "--data.path={tmp} is a folder without the MNIST IDX files (missing: "),
         (
@@ -85,14 +86,15 @@ def test_auto_takes_the_source_the_path_fits_and_the_built_in_data_without_one(t
         (
             "shapes3d_demo",
             {"source": "procedural", "path": "{tmp}"},
-            "--data.source=procedural reads no file, so --data.path={tmp} would be ignored; leave --data.source at auto to "
-            "read the path, or drop --data.path.",
+            "--data.source=procedural reads no file, so --data.path={tmp} would be ignored; "
+            "leave --data.source at auto to read the path, or drop --data.path.",
         ),
         ("mnist", {"source": "procedural", "path": "{tmp}"}, "--data.source=procedural reads no file"),
         (
             "shapes3d_demo",
             {"source": "zip"},
-            "--data.source='zip' is not a source of data family 'shapes3d'; choose one of auto, procedural, h5, tfds.",
+            "--data.source='zip' is not a source of data family 'shapes3d'; "
+            "choose one of auto, procedural, h5, tfds.",
         ),
         ("shapes3d_demo", {"path": "{tmp}/missing.h5"}, "--data.path={tmp}/missing.h5 does not exist."),
         (
@@ -103,8 +105,8 @@ def test_auto_takes_the_source_the_path_fits_and_the_built_in_data_without_one(t
         (
             "pose_quick",
             {"real_data_path": "{tmp}"},
-            "--data.real_data_path is read with KeypointNet renders only (--data.path=<tfrecords>); the built-in procedural "
-            "data has its own real images, so it would be ignored.",
+            "--data.real_data_path is read with KeypointNet renders only (--data.path=<tfrecords>); "
+            "the built-in procedural data has its own real images, so it would be ignored.",
         ),
         (
             "pose_quick",
@@ -152,8 +154,9 @@ def test_mnist_through_tfds_offline_says_what_to_do(tmp_path, monkeypatch):
     with pytest.raises(ValueError) as refused:
         formats.load_tfds(str(tmp_path), download=True)
     assert str(refused.value) == (
-        f"--data.source=tfds: tfds 'mnist' is not prepared under {Offline.data_dir} and downloading it failed (Failed "
-        "to establish a new connection: [Errno 101] Network is unreachable). Offline, pass --data.path=<a folder with "
+        f"--data.source=tfds: tfds 'mnist' is not prepared under {Offline.data_dir} "
+        "and downloading it failed (Failed to establish a new connection: "
+        "[Errno 101] Network is unreachable). Offline, pass --data.path=<a folder with "
         "the four MNIST IDX files> instead."
     )
 
@@ -203,13 +206,13 @@ def users_folder(folder, config_json: str | None) -> dict[str, str]:
     [
         (
             '{"my": "own config of another tool"}',
-            "--output_dir={folder} is not a run directory: its config.json was not written by train.py (no run format "
-            "mark). Nothing was read or written; choose a new or empty folder.",
+            "--output_dir={folder} is not a run directory: its config.json was not written by train.py "
+            "(no run format mark). Nothing was read or written; choose a new or empty folder.",
         ),
         (
             None,
-            "--output_dir={folder} is not a run directory: it holds checkpoints, notes.txt but no config.json. Nothing "
-            "was written; choose a new or empty folder.",
+            "--output_dir={folder} is not a run directory: it holds checkpoints, notes.txt "
+            "but no config.json. Nothing was written; choose a new or empty folder.",
         ),
     ],
 )

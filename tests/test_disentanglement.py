@@ -1,8 +1,9 @@
-"""Disentanglement scores through all_scores and array_scores (abc_tf/evaluation/estimators/disentanglement.py;
-docs/PAPERS.md section P4): the sanity cases of disentanglement_lib's own tests (identity representation
-near 1, random or zero near 0 / chance, duplicated codes), invariance to permuting and rescaling
-the codes, the settings and presets. The scores' parts: tests/test_disentanglement_arrays.py and
-tests/test_disentanglement_sampled.py. Point counts are small so the module runs in seconds.
+"""Disentanglement scores through all_scores and array_scores
+(abc_tf/evaluation/estimators/disentanglement.py; docs/PAPERS.md section P4): the sanity cases of
+disentanglement_lib's own tests (identity representation near 1, random or zero near 0 / chance,
+duplicated codes), invariance to permuting and rescaling the codes, the settings and presets. The
+scores' parts: tests/test_disentanglement_arrays.py and tests/test_disentanglement_sampled.py. Point
+counts are small so the module runs in seconds.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""InfoGAN's MNIST networks (abc_tf/methods/elastic_infogan/networks.py): shapes, ranges, float32 outputs, shared weights,
-the authors' initial weights."""
+"""InfoGAN's MNIST networks (abc_tf/methods/elastic_infogan/networks.py): shapes, ranges, float32
+outputs, shared weights, the authors' initial weights."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """EPFL multi-view cars in their distributed layout (abc_tf/data/epfl_cars: the family ``epfl_cars``).
 
-The tests write small data sets with the real file naming: JPEG car frames ``tripod_seq_01_001.jpg`` with the 7-line ``tripod-seq.txt`` and ``times.txt``.
+The tests write small data sets with the real file naming: JPEG car frames
+``tripod_seq_01_001.jpg`` with the 7-line ``tripod-seq.txt`` and ``times.txt``.
 """
 
 from __future__ import annotations

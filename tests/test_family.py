@@ -61,7 +61,8 @@ def test_the_registry_names_the_known_families_and_refuses_fields_of_others():
     mnist = experiments.config_for(data="mnist", source="procedural")
     with pytest.raises(
         ValueError,
-        match="data family 'mnist' \\(MnistConfig\\) has no field 'image_size'; its fields: source, path, holdout_digit",
+        match="data family 'mnist' \\(MnistConfig\\) has no field 'image_size'; "
+        "its fields: source, path, holdout_digit",
     ):
         experiments.override(mnist, {"data.image_size": 32})
     with pytest.raises(ValueError, match="This config has no field 'image_size' \\(data family 'mnist'"):

@@ -291,7 +291,8 @@ def test_a_two_point_grid_through_train_py_and_evaluate_py(tmp_path, capsys):
         "grid.py",
         "--experiment=shapes3d_demo",
         "--vary=trainer.learning_rate=1e-3,1e-4",
-        "--train_flags=--trainer.steps=4 --trainer.log_every=2 --trainer.eval_every=0 --trainer.eval_images=32 "
+        "--train_flags=--trainer.steps=4 --trainer.log_every=2 --trainer.eval_every=0 "
+        "--trainer.eval_images=32 "
         "--batch.set_size=8",
         "--evaluate_flags=--mine_steps=0 --probe_epochs=1 --num_images=64 --disentanglement=none",
         "--measure=metrics.json:probe/object_hue/accuracy",

@@ -187,7 +187,8 @@ def test_eligible_groups_name_the_flags_and_log_the_skipped(caplog):
         index.eligible(5, needed=2)
     with pytest.raises(
         ValueError,
-        match=r"--batch.set_size=6: .*largest: 5.*Lower --batch.set_size or pass --data.sample_with_replacement",
+        match=r"--batch.set_size=6: .*largest: 5.*"
+        r"Lower --batch.set_size or pass --data.sample_with_replacement",
     ):
         index.eligible(6, replace_flag="sample_with_replacement")
     with pytest.raises(

@@ -288,13 +288,16 @@ def test_no_code_compares_a_family_or_method_name_with_a_string():
 
 
 def test_the_name_check_finds_a_comparison():
-    source = """
+    source = (
+        """
 if config.method.name == "vae": pass
 if run.config.data.family not in ("mnist", "shapes3d"): pass
 if family.name != "yaleb": pass
 if "abc" == get_method(config.method.name).name: pass
-if config.data.family == other.data.family or config.method.name in METHODS or policy.name == "mixed_float16": pass
 """
+        "if config.data.family == other.data.family or config.method.name in METHODS "
+        'or policy.name == "mixed_float16": pass\n'
+    )
     assert [where.split(":")[0] for where in name_comparisons(ast.parse(source))] == ["2", "3", "4", "5"]
 
 

@@ -1,4 +1,5 @@
-"""Known-answer tests of the MINE estimator and its bias-corrected moving average (docs/PAPERS.md section 4)."""
+"""Known-answer tests of the MINE estimator and its bias-corrected moving average
+(docs/PAPERS.md section 4)."""
 
 from __future__ import annotations
 

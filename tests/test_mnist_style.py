@@ -1,5 +1,6 @@
-"""MNIST style evaluation (abc_tf.evaluation.tasks.mnist_style): a whole evaluation of an untrained encoder writing its figures and metrics; the
-R^2 of the renderer's true style factors when the data knows them."""
+"""MNIST style evaluation (abc_tf.evaluation.tasks.mnist_style): a whole evaluation of an untrained
+encoder writing its figures and metrics; the R^2 of the renderer's true style factors when the data
+knows them."""
 
 import json
 

@@ -55,9 +55,12 @@ def test_lookup_draws_seeded_random_dictionaries():
     rotations = geometry.euler_to_matrix(random_euler(rng, 300))
     embeddings = rng.normal(size=(300, 8))
     queries = rng.normal(size=(40, 8))
-    run = lambda seed: pose_accuracy.lookup_evaluation(
-        queries, rotations[:40], embeddings, rotations, dictionary_size=100, repeats=6, seed=seed
-    ).per_dictionary["median_error_deg"]
+
+    def run(seed):
+        return pose_accuracy.lookup_evaluation(
+            queries, rotations[:40], embeddings, rotations, dictionary_size=100, repeats=6, seed=seed
+        ).per_dictionary["median_error_deg"]
+
     np.testing.assert_array_equal(run(1), run(1))
     assert len(np.unique(run(1))) > 1  # the dictionaries differ
     with pytest.raises(ValueError, match="dictionary_size must lie in 1..300"):

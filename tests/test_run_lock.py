@@ -17,7 +17,10 @@ def test_a_held_lock_refuses_a_second_writer_naming_the_holder(tmp_path):
     with run_lock.RunLock(run_dir, command="train.py"):
         holder = json.loads((tmp_path / "run" / ".lock").read_text())
         assert holder["pid"] == os.getpid() and holder["host"] == socket.gethostname()
-        in_use = f"run directory {run_dir} is in use by train.py (pid {os.getpid()} on host {socket.gethostname()}, since "
+        in_use = (
+            f"run directory {run_dir} is in use by train.py "
+            f"(pid {os.getpid()} on host {socket.gethostname()}, since "
+        )
         with pytest.raises(
             run_lock.RunDirInUse, match=r"\(pid .*; wait for it to finish or use another --output_dir\.$"
         ) as refused:

@@ -29,20 +29,25 @@ DISTRIBUTION = {
     "abc_plugin_toys/__init__.py": "",
     "abc_plugin_toys/toy/__init__.py": "from toy_family import ToyConfig as CONFIG  # noqa: F401\n",
     "abc_plugin_toys/toy/family.py": "from toy_family import FAMILY  # noqa: F401\n",
-    "abc_plugin_toys/two_network/__init__.py": "from toy_method import TwoNetworkConfig as CONFIG  # noqa: F401\nPRESETS = {}\n",
+    "abc_plugin_toys/two_network/__init__.py": (
+        "from toy_method import TwoNetworkConfig as CONFIG  # noqa: F401\nPRESETS = {}\n"
+    ),
     "abc_plugin_toys/two_network/model.py": "from toy_method import TWO_NETWORK as METHOD  # noqa: F401\n",
     "abc_plugin_toys-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: abc-plugin-toys\nVersion: 0.1\n",
     "abc_plugin_toys-0.1.dist-info/entry_points.txt": (
-        "[abc_tf.data]\ntoy = abc_plugin_toys.toy\n\n[abc_tf.methods]\ntwo_network = abc_plugin_toys.two_network\n"
+        "[abc_tf.data]\ntoy = abc_plugin_toys.toy\n\n"
+        "[abc_tf.methods]\ntwo_network = abc_plugin_toys.two_network\n"
     ),
 }
 # train.py in a child; after its second checkpoint (step 20) it writes the marker file ARGV[1]
 # and waits to be killed (the isolation callback replaced by the hold).
 TRAIN_HELD_AFTER_SECOND_CHECKPOINT = (
-    "import sys, keras; from absl import app; from abc_tf.evaluation import callbacks; from process_helpers import hold; "
+    "import sys, keras; from absl import app; from abc_tf.evaluation import callbacks; "
+    "from process_helpers import hold; "
     "marker = sys.argv.pop(1); callbacks.evaluation_callbacks = lambda config, run_dir: "
     "[keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(marker))]; "
-    "from abc_tf.cli import train; sys.argv[0] = 'train.py'; app.run(train.main, flags_parser=train.parse_flags)"
+    "from abc_tf.cli import train; sys.argv[0] = 'train.py'; "
+    "app.run(train.main, flags_parser=train.parse_flags)"
 )
 FLAGS = [
     "--experiment=shapes3d",

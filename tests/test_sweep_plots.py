@@ -1,4 +1,5 @@
-"""abc_tf.evaluation.estimators.sweep_plots: the noise sweeps are written as PNGs and reject mismatched inputs."""
+"""abc_tf.evaluation.estimators.sweep_plots: the noise sweeps are written as PNGs and reject
+mismatched inputs."""
 
 from __future__ import annotations
 

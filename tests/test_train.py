@@ -70,13 +70,13 @@ def test_every_field_of_the_chosen_parts_is_a_flag_through_its_part(experiment):
 NOT_THE_RUNS_FIELDS = [
     (
         ["--experiment=mnist_vae_quick", "--method.temperature=0.5"],
-        "--method.temperature: method 'vae' (VaeConfig) has no field 'temperature'; its fields: latent_dim, kl_warmup, "
-        "affine_augmentation.",
+        "--method.temperature: method 'vae' (VaeConfig) has no field 'temperature'; "
+        "its fields: latent_dim, kl_warmup, affine_augmentation.",
     ),
     (
         ["--experiment=mnist", "--batch.batch_size=8"],
-        "--batch.batch_size: the batch part (SetBatch) has no field 'batch_size'; its fields: set_size, pairs_per_step, "
-        "double_augmentation, augmentation_baseline.",
+        "--batch.batch_size: the batch part (SetBatch) has no field 'batch_size'; "
+        "its fields: set_size, pairs_per_step, double_augmentation, augmentation_baseline.",
     ),
     (
         ["--experiment=shapes3d_demo", "--batch.pair_factors=shape"],
@@ -84,28 +84,29 @@ NOT_THE_RUNS_FIELDS = [
     ),
     (
         ["--experiment=shapes3d_hue_baseline", "--method.regression_weight=1"],
-        "--method.regression_weight: method 'contrastive' (ContrastiveConfig) has no field 'regression_weight'; its "
-        "fields: similarity, temperature.",
+        "--method.regression_weight: method 'contrastive' (ContrastiveConfig) "
+        "has no field 'regression_weight'; its fields: similarity, temperature.",
     ),
     (
         ["--experiment=mnist", "--method.regression_weight=1"],  # ABC has the head, MNIST no pose labels
-        "--method.regression_weight=1.0: the spherical-regression head trains on set A's pose labels, and data family "
-        "'mnist' has none",
+        "--method.regression_weight=1.0: the spherical-regression head trains on set A's pose labels, "
+        "and data family 'mnist' has none",
     ),
     (
         ["--experiment=shapes3d_demo", "--data.class_split=1"],
-        "--data.class_split: data family 'shapes3d' (Shapes3DConfig) has no field 'class_split'; its fields: source, path, "
-        "inactive_factors, curate_both_sets, sample_with_replacement, data_in_memory, augmentations.",
+        "--data.class_split: data family 'shapes3d' (Shapes3DConfig) has no field 'class_split'; "
+        "its fields: source, path, inactive_factors, curate_both_sets, sample_with_replacement, "
+        "data_in_memory, augmentations.",
     ),
     (
         ["--experiment=mnist_vae_quick", "--batch.augmentation_baseline"],
-        "--batch.augmentation_baseline: the batch part (ImageBatch) has no field 'augmentation_baseline'; its fields: "
-        "batch_size.",
+        "--batch.augmentation_baseline: the batch part (ImageBatch) has no field 'augmentation_baseline'; "
+        "its fields: batch_size.",
     ),
     (
         ["--experiment=shapes3d_pmp_quick", "--batch.augmentation_baseline"],
-        "--batch.augmentation_baseline: the batch part (PairBatch) has no field 'augmentation_baseline'; its fields: "
-        "pairs_per_step, pair_factors.",
+        "--batch.augmentation_baseline: the batch part (PairBatch) has no field 'augmentation_baseline'; "
+        "its fields: pairs_per_step, pair_factors.",
     ),
     (
         ["--experiment=mnist_elastic_infogan_quick", "--nobatch.double_augmentation"],
@@ -113,13 +114,13 @@ NOT_THE_RUNS_FIELDS = [
     ),
     (
         ["--experiment=mnist", "--method.eval_every=5"],  # the trainer's field, given to another part
-        "--method.eval_every: method 'abc' (AbcConfig) has no field 'eval_every'; its fields: similarity, temperature, "
-        "regression_weight, abc_weight.",
+        "--method.eval_every: method 'abc' (AbcConfig) has no field 'eval_every'; "
+        "its fields: similarity, temperature, regression_weight, abc_weight.",
     ),
     (
         ["--experiment=mnist_elastic_infogan_quick", "--model.embedding_dim=8"],
-        "--model.embedding_dim: method 'elastic_infogan' has no model part (its networks are its own); this run's parts: "
-        "trainer, data, batch, method.",
+        "--model.embedding_dim: method 'elastic_infogan' has no model part (its networks are its own); "
+        "this run's parts: trainer, data, batch, method.",
     ),
     (
         [
@@ -417,10 +418,12 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
 # and tests/preemption_helpers.HoldAtStep(ARGV[1], ARGV[2]) as the run's callback: the run waits
 # at that step for the stop request, so SIGTERM (or Ctrl-C) lands on it.
 TRAIN_TOY_HELD_AT_STEP = (
-    "import sys; from absl import app; from abc_tf import data; from abc_tf.evaluation import callbacks; data.DATA_FAMILIES['toy'] = ('toy_family', 'toy_family:ToyConfig'); "
+    "import sys; from absl import app; from abc_tf import data; from abc_tf.evaluation import callbacks; "
+    "data.DATA_FAMILIES['toy'] = ('toy_family', 'toy_family:ToyConfig'); "
     "from preemption_helpers import HoldAtStep; step, marker = sys.argv.pop(1), sys.argv.pop(1); "
     "callbacks.evaluation_callbacks = lambda config, run_dir: [HoldAtStep(step, marker)]; "
-    "from abc_tf.cli import train; sys.argv[0] = 'train.py'; app.run(train.main, flags_parser=train.parse_flags)"
+    "from abc_tf.cli import train; sys.argv[0] = 'train.py'; "
+    "app.run(train.main, flags_parser=train.parse_flags)"
 )
 
 
@@ -586,7 +589,7 @@ def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_pa
     assert f"python train.py --output_dir={tmp_path} --trainer.steps=<more>" in printed
 
 
-# ----------------------------------------------------------------------------- runs written before configs had parts
+# ---------------------------------------------------------------------- runs written before configs had parts
 
 FLAT_DEMO = os.path.join(os.path.dirname(__file__), "fixtures", "flat_configs", "shapes3d_demo.json")
 
@@ -708,6 +711,7 @@ def test_a_run_directory_that_cannot_be_written_is_refused_before_any_work(
     monkeypatch.setattr(tempfile, "NamedTemporaryFile", read_only)
     assert_one_clear_error(
         *run_train(*flags, "--trainer.steps=10"),
-        f"--output_dir={run_dir} cannot be written: creating a file in {run_dir} failed (Read-only file system).",
+        f"--output_dir={run_dir} cannot be written: "
+        f"creating a file in {run_dir} failed (Read-only file system).",
     )
     assert sorted(os.listdir(run_dir)) == before

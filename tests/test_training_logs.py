@@ -29,8 +29,8 @@ def test_the_stop_names_the_step_and_what_the_run_directory_keeps(tmp_path, monk
     with pytest.raises(training_logs.NonFiniteLossError) as error:
         stop.on_train_batch_end(0, {"loss": float("inf")})
     assert (
-        str(error.value)
-        == "The loss became inf at step 7; no checkpoint had been written yet, so nothing of this run is kept."
+        str(error.value) == "The loss became inf at step 7; no checkpoint had been written yet, "
+        "so nothing of this run is kept."
     )
     assert (error.value.step, error.value.checkpoint_step) == (7, None)
     assert isinstance(error.value, training_logs.RunStopped)

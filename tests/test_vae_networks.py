@@ -1,6 +1,6 @@
-"""The VAE / VITAE networks (abc_tf/methods/vae/networks.py): Table 1's shapes and hand-counted parameters, the
-variance floor, the perspective decoder starting at the identity, and the compositions saved
-and loaded as .keras files with their weights."""
+"""The VAE / VITAE networks (abc_tf/methods/vae/networks.py): Table 1's shapes and hand-counted
+parameters, the variance floor, the perspective decoder starting at the identity, and the
+compositions saved and loaded as .keras files with their weights."""
 
 from __future__ import annotations
 

@@ -81,7 +81,8 @@ flags.DEFINE_string(
 flags.DEFINE_string(
     "saved_model",
     None,
-    "Evaluate this exported SavedModel instead of run_dir's encoder.keras (needs --config or a config.json beside it).",
+    "Evaluate this exported SavedModel instead of run_dir's encoder.keras (needs --config or a config.json "
+    "beside it).",
     flag_values=FLAGS,
 )
 flags.DEFINE_string(
@@ -173,7 +174,8 @@ flags.DEFINE_enum(
 flags.DEFINE_string(
     "pose_pretrained_backbone",
     "",
-    "Pose: 'imagenet' or a ResNet50V2 notop weights file: adds the paper's ImageNet-pretrained ResNet row (no training, cosine).",
+    "Pose: 'imagenet' or a ResNet50V2 notop weights file: adds the paper's ImageNet-pretrained ResNet row "
+    "(no training, cosine).",
     flag_values=FLAGS,
 )
 flags.DEFINE_string(
@@ -200,7 +202,8 @@ flags.DEFINE_enum(
     "disentanglement",
     "fast",
     ["none", "fast", "full", "library"],
-    "Point counts of the disentanglement scores: none (skip), fast (23,100 codes, DCI's trees on binned codes; for a CPU), full "
+    "Point counts of the disentanglement scores: none (skip), fast (23,100 codes, DCI's trees on binned "
+    "codes; for a CPU), full "
     "(disentanglement_lib's counts, 2,895,000 codes, DCI on 5,000), library (also DCI on 10,000, no "
     "standardising); abc_tf.evaluation.estimators.disentanglement.ScoreSettings.",
     flag_values=FLAGS,
@@ -318,7 +321,8 @@ def run_of_flags(run_dir: str | None):
         config = read_config(FLAGS.config or os.path.join(run_dir, "config.json"))
         if data.get_family(config.data.family).known_factors is None:
             raise ValueError(
-                f"--saved_model is supported for data with known factors (shapes3d); {config.data.family} runs need --run_dir."
+                "--saved_model is supported for data with known factors (shapes3d); "
+                f"{config.data.family} runs need --run_dir."
             )
         return Run(run_dir, config, factor_isolation.saved_model_encoder(FLAGS.saved_model)), False
     if FLAGS.network != "encoder" and not os.path.isfile(network_file(run_dir, FLAGS.network)):

@@ -2,11 +2,11 @@
 evaluates each with evaluate.py, and picks the best by one measure (abc_tf.evaluation.grid_search).
 
   abc_tf grid --experiment=pose_ml_vae_quick \\
-      --vary=trainer.learning_rate=3e-4,1e-3,3e-3 --vary=method.style_dim=8,16 \\
-      --holdout_flags="--data.validation_instances=10" \\
-      --evaluate_flags="--pose_query_split=validation --pose_query_domains=synthetic --disentanglement=none" \\
-      --measure="pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean" \\
-      --goal=min --output_dir=runs/grid/ml_vae
+    --vary=trainer.learning_rate=3e-4,1e-3,3e-3 --vary=method.style_dim=8,16 \\
+    --holdout_flags="--data.validation_instances=10" \\
+    --evaluate_flags="--pose_query_split=validation --pose_query_domains=synthetic --disentanglement=none" \\
+    --measure="pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean" \\
+    --goal=min --output_dir=runs/grid/ml_vae
 
 The points are trained one after another into ``output_dir/<point>``; the same command after a
 kill resumes the run that was cut off and skips the finished points. (``python grid.py ...`` in a

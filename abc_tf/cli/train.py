@@ -57,9 +57,9 @@ flags.DEFINE_boolean(
 flags.DEFINE_list(
     "allow_config_change",
     [],
-    "Fields (<part>.<field>) that may differ from the run directory's config.json when resuming from its newest "
-    "checkpoint, e.g. trainer.learning_rate after a NaN stop (recorded in config_history.json). A raised "
-    "--trainer.steps needs no mention.",
+    "Fields (<part>.<field>) that may differ from the run directory's config.json when resuming from its "
+    "newest checkpoint, e.g. trainer.learning_rate after a NaN stop (recorded in config_history.json). "
+    "A raised --trainer.steps needs no mention.",
 )
 
 _FLAG_DEFINERS = {
@@ -169,7 +169,8 @@ def main(argv: list[str]) -> None:
             for run_config, run_dir in runs:
                 training.prepare(run_config, run_dir, allow_changes=FLAGS.allow_config_change, verbose=0)
             print(
-                f"{command_line.program('train')}: checked: {base.name} ({base.method.name} on {base.data.family}, "
+                f"{command_line.program('train')}: checked: {base.name} "
+                f"({base.method.name} on {base.data.family}, "
                 f"{training.data_description(base)}) can train into {output_dir}"
                 f"{f' ({FLAGS.seeds} seeds)' if FLAGS.seeds > 1 else ''}."
             )
@@ -212,7 +213,8 @@ def _nan_advice(error, config, run_dir: str) -> str:
     learning_rate = f"{config.trainer.learning_rate / 10:g}"
     if error.checkpoint_step is None:
         return (
-            "Start over with a lower learning rate (a run directory without a checkpoint takes new settings):\n"
+            "Start over with a lower learning rate "
+            "(a run directory without a checkpoint takes new settings):\n"
             f"  {_command({'trainer.learning_rate': learning_rate})}"
         )
     allowed = sorted(set(FLAGS.allow_config_change) | {"trainer.learning_rate"})
@@ -228,7 +230,10 @@ def _interrupted_message(run_dir: str) -> str:
 
     saved = checkpoints.list_checkpoints(run_dir)
     if not saved:
-        return f"Interrupted before the first checkpoint; {run_dir} holds no trained state. Run the same command to start again."
+        return (
+            f"Interrupted before the first checkpoint; {run_dir} holds no trained state. "
+            "Run the same command to start again."
+        )
     return (
         f"Interrupted; {run_dir} keeps its checkpoint at step {saved[-1][0]}. "
         "Run the same command again to resume from it."
@@ -287,7 +292,8 @@ def _print_summary(result, isolation: str | None = None) -> None:
     print("\nNext:")
     print(f"  tensorboard --logdir {os.path.join(result.run_dir, 'logs')}")
     print(
-        f"  {command_line.command('evaluate')} --run_dir={result.run_dir}     # full measures (the paper's MINE), figures"
+        f"  {command_line.command('evaluate')} --run_dir={result.run_dir}"
+        "     # full measures (the paper's MINE), figures"
     )
     print(f"  {_command({'trainer.steps': '<more>'})}     # extend this run")
 

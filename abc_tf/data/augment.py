@@ -116,7 +116,8 @@ def parse_augmentations(spec: str) -> tuple[tuple[str, float], ...]:
         name = name.strip()
         if name not in AUGMENTATIONS:
             raise ValueError(
-                f"--data.augmentations: unknown augmentation {name!r}; known: {', '.join(sorted(AUGMENTATIONS))}."
+                f"--data.augmentations: unknown augmentation {name!r}; known: "
+                f"{', '.join(sorted(AUGMENTATIONS))}."
             )
         if not sep:
             raise ValueError(f"--data.augmentations: {name!r} needs an amplitude, e.g. '{name}:0.2'.")

@@ -24,7 +24,9 @@ _LUMA_WEIGHTS = tuple(w / 0.9999 for w in (0.2989, 0.5870, 0.1140))
 
 
 def to_float(images: tf.Tensor) -> tf.Tensor:
-    """uint8 (0..255) -> float32 in [0, 1]; float images are only cast (as abc_tf.methods.base.to_float_images does)."""
+    """uint8 (0..255) -> float32 in [0, 1]; float images are only cast (as
+    abc_tf.methods.base.to_float_images does).
+    """
     images = tf.convert_to_tensor(images)
     if images.dtype == tf.uint8:
         return tf.cast(images, tf.float32) / 255.0
@@ -197,7 +199,9 @@ def random_translate(
 
 
 def random_brightness(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Adds d ~ U[-a, a] to every pixel of an image (``tf.image.adjust_brightness`` per image), clipped to [0, 1]."""
+    """Adds d ~ U[-a, a] to every pixel of an image (``tf.image.adjust_brightness`` per image),
+    clipped to [0, 1].
+    """
     amplitude = check_amplitude("brightness", amplitude)
     if amplitude == 0.0:
         return tf.convert_to_tensor(images)
@@ -214,7 +218,9 @@ def _level_and_pixel_seed(flat: tf.Tensor, amplitude: float, seed: tf.Tensor) ->
 
 
 def gaussian_noise(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Additive per-pixel normal noise; its standard deviation is drawn per image from U[0, a]. Clipped to [0, 1]."""
+    """Additive per-pixel normal noise; its standard deviation is drawn per image from U[0, a].
+    Clipped to [0, 1].
+    """
     amplitude = check_amplitude("gaussian_noise", amplitude)
     if amplitude == 0.0:
         return tf.convert_to_tensor(images)

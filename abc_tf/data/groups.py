@@ -244,9 +244,9 @@ class GroupIndex:
         if eligible.size < needed:
             hint = f" or pass --data.{replace_flag}" if replace_flag and not replace else ""
             raise ValueError(
-                f"--batch.set_size={set_size}: only {eligible.size} of {self.num_groups} group(s) hold that many {what}, "
-                f"{needed} needed (largest: {int(self.counts.max(initial=0))}; too small: {listed}). "
-                f"Lower --batch.set_size{hint}."
+                f"--batch.set_size={set_size}: only {eligible.size} of {self.num_groups} group(s) hold that "
+                f"many {what}, {needed} needed (largest: {int(self.counts.max(initial=0))}; too small: "
+                f"{listed}). Lower --batch.set_size{hint}."
             )
         if short.size:
             logger.warning(

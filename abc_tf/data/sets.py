@@ -143,8 +143,8 @@ class SetCurator:
             )
         if not self.active:
             raise ValueError(
-                f"All {grid.num_factors} factors ({', '.join(grid.names)}) are inactive: every set would show "
-                "one image only. Leave at least one factor active."
+                f"All {grid.num_factors} factors ({', '.join(grid.names)}) are inactive: every set would "
+                "show one image only. Leave at least one factor active."
             )
         sizes = np.asarray(grid.sizes, dtype=np.int64)
         self._inactive_sizes = sizes[list(self.inactive)]
@@ -158,8 +158,8 @@ class SetCurator:
             self.active_points = int(np.prod(self._active_sizes))
             if not self.replace and self.set_size > self.active_points:
                 raise ValueError(
-                    f"--batch.set_size={self.set_size} exceeds the {self.active_points} distinct images that share one value "
-                    f"of the inactive factors ({inactive_names}){hint}."
+                    f"--batch.set_size={self.set_size} exceeds the {self.active_points} distinct images that "
+                    f"share one value of the inactive factors ({inactive_names}){hint}."
                 )
         else:
             items = np.asarray(items, dtype=np.int64)

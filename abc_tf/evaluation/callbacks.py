@@ -89,7 +89,8 @@ class FactorIsolationCallback(TrainingMonitor):
         factors = np.asarray(factors)
         if len(images) != len(factors) or factors.ndim != 2 or factors.shape[1] != len(names):
             raise ValueError(
-                f"Labelled sample mismatch: {len(images)} images, factors {factors.shape}, {len(names)} names."
+                f"Labelled sample mismatch: {len(images)} images, "
+                f"factors {factors.shape}, {len(names)} names."
             )
         if (
             projector_points < 0
@@ -128,8 +129,8 @@ class FactorIsolationCallback(TrainingMonitor):
             # The loss can stay finite while the weights overflow (a learning rate far too high):
             # a diverged run, stopped as a NaN loss is, not a bad input.
             raise training_logs.non_finite_stop(
-                f"The encoder's embeddings of the run's labelled sample became NaN or infinite at step {step} "
-                "although the loss stayed finite: the weights diverged",
+                "The encoder's embeddings of the run's labelled sample became NaN or infinite at step "
+                f"{step} although the loss stayed finite: the weights diverged",
                 step,
                 self._run_dir(),
                 "its newest checkpoint (it may hold the diverged weights)",
@@ -291,8 +292,9 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
     if sample is None:
         if every:
             raise ValueError(
-                f"--trainer.eval_every={every}: the {config.data.family} data has no labelled sample to measure on "
-                "(abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column besides the groups)."
+                f"--trainer.eval_every={every}: the {config.data.family} data has no labelled sample to "
+                "measure on (abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column besides "
+                "the groups)."
             )
         return []
     length_scale = config.method.length_scale()

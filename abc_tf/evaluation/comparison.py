@@ -152,14 +152,17 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
         )
 
     def images(config):  # every row embeds the first row's sample: one family, one image shape
-        return f"{config.data.family!r} run on {tuple(data.get_family(config.data.family).image_shape(config))} images"
+        return (
+            f"{config.data.family!r} run on "
+            f"{tuple(data.get_family(config.data.family).image_shape(config))} images"
+        )
 
     for row in rows:
         for config in row.configs:
             if images(config) != images(first):
                 raise ValueError(
-                    f"--compare: {row.label} is a {images(config)}, {rows[0].label} a {images(first)}; rows are "
-                    "compared on one labelled sample of one data family and image shape."
+                    f"--compare: {row.label} is a {images(config)}, {rows[0].label} a {images(first)}; rows "
+                    "are compared on one labelled sample of one data family and image shape."
                 )
     return rows + [Row(UNTRAINED, (), (first,))] if untrained else rows
 
@@ -222,7 +225,8 @@ def method_measures(
         if headline is not None:
             return headline
     log(
-        f"  {run_dir}: its own measures ({name.rpartition(':')[2]}) are not in its metrics.json; measuring them now"
+        f"  {run_dir}: its own measures ({name.rpartition(':')[2]}) are not in its metrics.json; "
+        "measuring them now"
     )
     measured = tasks.measures_of(name)(
         load_run(run_dir), out_dir, tasks.EvaluationSettings(isolation=settings.isolation)
@@ -254,7 +258,9 @@ def _describe(row: Row, sample: labelled_samples.LabelledSample) -> dict[str, An
             "steps": 0,
             "inactive": [],
             "condition": "untrained network",
-            "supervision": "none: the untrained encoder of the first run's config (its architecture and initial weights)",
+            "supervision": (
+                "none: the untrained encoder of the first run's config (its architecture and initial weights)"
+            ),
         }
     return {
         "method": method.label_for(config) + ("" if row.network == ENCODER else f" ({row.network})"),
@@ -282,8 +288,9 @@ def compare(
     )
     if sample is None:
         raise ValueError(
-            f"--compare: the {sample_config.data.family!r} data of {rows[0].run_dirs[0]} has no label to compare "
-            "rows on (abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column besides the groups)."
+            f"--compare: the {sample_config.data.family!r} data of {rows[0].run_dirs[0]} has no label to "
+            "compare rows on (abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column "
+            "besides the groups)."
         )
     names = list(sample.names)
     results = []
@@ -346,20 +353,21 @@ def caption(sample_config: ExperimentConfig, settings: ComparisonSettings, num_i
     """The tables' caption: the shared sample, the noise rule, the scores' settings."""
     text = (
         f"Every row is measured on one labelled sample of {num_images} {sample_config.data.family} images "
-        f"(data source {data.get_family(sample_config.data.family).source(sample_config)[0]}, sample seed {settings.isolation.sample_seed}). "
-        f"MINE information (nats) and probe test accuracy per factor are measured with Gaussian noise added to "
-        f"the embeddings: {factor_isolation.NOISE_RULE}. 1-NN accuracy and k-means NMI per factor are measured "
-        "on the embeddings as they are. Values are mean ± standard deviation over a row's "
-        "runs (seeds, or the runs joined with +) where it has several; * marks the factors a run was trained "
-        "to leave out (inactive)."
+        f"(data source {data.get_family(sample_config.data.family).source(sample_config)[0]}, sample seed "
+        f"{settings.isolation.sample_seed}). MINE information (nats) and probe test accuracy per factor are "
+        f"measured with Gaussian noise added to the embeddings: {factor_isolation.NOISE_RULE}. 1-NN accuracy "
+        "and k-means NMI per factor are measured on the embeddings as they are. Values are mean ± standard "
+        "deviation over a row's runs (seeds, or the runs joined with +) where it has several; * marks the "
+        "factors a run was trained to leave out (inactive)."
     )
     if settings.scores is None:
         return text + " Disentanglement scores were not computed."
     text += (
-        f" Disentanglement scores (preset {settings.preset}: {settings.scores.codes_drawn(settings.score_names):,} "
-        f"codes per encoder, observations drawn with seed {settings.isolation.sample_seed} for every row): "
-        "BetaVAE and FactorVAE evaluation accuracy (chance 1 / number of factors), MIG, DCI disentanglement (D), "
-        "completeness (C) and informativeness (I, test accuracy), SAP."
+        f" Disentanglement scores (preset {settings.preset}: "
+        f"{settings.scores.codes_drawn(settings.score_names):,} codes per encoder, observations drawn with "
+        f"seed {settings.isolation.sample_seed} for every row): BetaVAE and FactorVAE evaluation accuracy "
+        "(chance 1 / number of factors), MIG, DCI disentanglement (D), completeness (C) and informativeness "
+        "(I, test accuracy), SAP."
     )
     if "factor_vae" not in settings.score_names:
         return text

@@ -156,7 +156,8 @@ class Point:
 
     @property
     def name(self) -> str:
-        """Its folder: ``field=value`` joined by ``__`` (the part dropped; characters a path cannot hold replaced)."""
+        """Its folder: ``field=value`` joined by ``__`` (the part dropped; characters a path cannot hold
+        replaced)."""
         return "__".join(
             re.sub(r"[^A-Za-z0-9_.+=-]", "_", f"{field.split('.', 1)[1]}={value}")
             for field, value in self.settings

@@ -322,7 +322,8 @@ def build_encoder(config: ExperimentConfig, image_shape: tuple[int, int, int]) -
                 name for name in models.names() if models.takes_pretrained_weights(name)
             )
             raise ValueError(
-                f"--model.backbone_weights: model {config.model.architecture!r} has no pretrained backbone ({with_backbone} has)."
+                f"--model.backbone_weights: model {config.model.architecture!r} has no pretrained backbone "
+                f"({with_backbone} has)."
             )
         kwargs["weights"] = config.model.backbone_weights
     return models.build(

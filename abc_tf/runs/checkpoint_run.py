@@ -35,7 +35,8 @@ def select_steps(run_dir: str, which: str) -> list[int]:
     if missing or not asked:
         raise ValueError(
             f"--checkpoints: {run_dir} keeps no checkpoint of step {', '.join(map(str, missing or asked))} "
-            f"(kept: {', '.join(map(str, kept))}; train with a larger --trainer.keep_checkpoints to keep more)."
+            f"(kept: {', '.join(map(str, kept))}; "
+            "train with a larger --trainer.keep_checkpoints to keep more)."
         )
     return asked
 

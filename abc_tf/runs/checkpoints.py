@@ -41,9 +41,9 @@ whose files are there (deleted by hand, a partial copy of the folder) gives way 
 anew from them: a run is never started again over checkpoints it did not read. The next
 :func:`save` deletes what a killed write left behind (``ckpt-<n>_temp/``, unlisted
 ``ckpt-<n>.*`` files, ``checkpoint.tmp*``); saving a step the state file names already takes it
-out of the state file first, as the manager rewrites its files in place. Keras's BackupAndRestore, by contrast, overwrites
-one weights file in place and writes the epoch counter as a second file afterwards: a kill
-between the two resumes new weights at an old step and trains past the end.
+out of the state file first, as the manager rewrites its files in place. Keras's BackupAndRestore,
+by contrast, overwrites one weights file in place and writes the epoch counter as a second file
+afterwards: a kill between the two resumes new weights at an old step and trains past the end.
 
 Multi-worker runs (MultiWorkerMirroredStrategy) follow TensorFlow's pattern: every worker saves,
 since a save may run collective operations, but only the chief (:func:`is_chief`) into
@@ -191,8 +191,9 @@ def optimizers_of(model: keras.Model) -> dict[str, keras.optimizers.Optimizer]:
         ]
         if hidden:
             raise ValueError(
-                f"{type(model).__name__}.optimizers() names {len(hidden)} optimizer(s) that are not attributes of "
-                "the model; a checkpoint saves the optimizers found as attributes: assign each to one."
+                f"{type(model).__name__}.optimizers() names {len(hidden)} optimizer(s) "
+                "that are not attributes of the model; "
+                "a checkpoint saves the optimizers found as attributes: assign each to one."
             )
     return found
 
@@ -342,8 +343,9 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = T
     step, keep = int(step), int(keep)
     if _step(model) != step:
         raise ValueError(
-            f"save(step={step}) of a model whose optimizer is at step {_step(model)}: checkpoints are numbered "
-            "by model.optimizer.iterations (compile the model with the optimizer applied once per step)."
+            f"save(step={step}) of a model whose optimizer is at step {_step(model)}: "
+            "checkpoints are numbered by model.optimizer.iterations "
+            "(compile the model with the optimizer applied once per step)."
         )
     directory = checkpoint_dir(run_dir) if write else tempfile.mkdtemp(prefix="abc_tf_worker_checkpoint_")
     name = f"{PREFIX}-{step}"
@@ -397,8 +399,8 @@ def build_optimizers(model: keras.Model) -> None:
         else:
             raise ValueError(
                 f"{type(model).__name__} has {len(optimizers)} optimizers ({', '.join(optimizers)}) and no "
-                "optimizer_variables(optimizer) method saying which variables each updates; define it so that "
-                "a restore can build them before loading their state."
+                "optimizer_variables(optimizer) method saying which variables each updates; "
+                "define it so that a restore can build them before loading their state."
             )
 
 
@@ -458,8 +460,8 @@ def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
         restored = _step(model)
         if restored != step:
             raise ValueError(
-                f"Checkpoint {prefix} holds optimizer step {restored}, not {step}; delete its files ({prefix}.*) "
-                "to resume from the one before it."
+                f"Checkpoint {prefix} holds optimizer step {restored}, not {step}; "
+                f"delete its files ({prefix}.*) to resume from the one before it."
             )
         return step
     if asked is not None:

@@ -93,15 +93,18 @@ def config_changes(
         listed = "; ".join(f"{name}: {changed[name][0]!r} -> {changed[name][1]!r}" for name in refused)
         hint = ""
         if all(name in CHANGEABLE_FIELDS for name in refused):
-            hint = f" To continue from its checkpoint at step {newest} with these settings, add --allow_config_change={','.join(refused)}."
+            hint = (
+                f" To continue from its checkpoint at step {newest} with these settings, "
+                f"add --allow_config_change={','.join(refused)}."
+            )
         raise ValueError(
             f"{run_dir} holds a run with a different config ({listed}); resume with the same settings "
             f"or choose another --output_dir.{hint}"
         )
     if config.trainer.steps < newest:
         raise ValueError(
-            f"--trainer.steps={config.trainer.steps} is below the step of {run_dir}'s newest checkpoint ({newest}); "
-            "a run can only be extended."
+            f"--trainer.steps={config.trainer.steps} is below the step of {run_dir}'s newest checkpoint "
+            f"({newest}); a run can only be extended."
         )
     if config.trainer.steps == newest:  # no step will train: a speed setting is not worth recording
         changed = {name: change for name, change in changed.items() if name not in SPEED_FIELDS}
@@ -109,8 +112,10 @@ def config_changes(
     if allowed and config.trainer.steps == newest:
         # Recording the change would tell a later reader that steps trained with it.
         raise ValueError(
-            f"{run_dir} has trained all its {newest} steps, so no step would train with {', '.join(allowed)} changed; "
-            f"raise --trainer.steps to extend the run with the change, or drop the change to export the run again."
+            f"{run_dir} has trained all its {newest} steps, "
+            f"so no step would train with {', '.join(allowed)} changed; "
+            "raise --trainer.steps to extend the run with the change, "
+            "or drop the change to export the run again."
         )
     return changed
 

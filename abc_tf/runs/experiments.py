@@ -133,7 +133,8 @@ def choose(
             model_part = model_part.replace(architecture=model)
     elif model is not None:
         raise ValueError(
-            f"--model={model}: method {method_part.name!r} has no encoder to choose (its networks are its own)."
+            f"--model={model}: method {method_part.name!r} has no encoder to choose "
+            "(its networks are its own)."
         )
     return ExperimentConfig(
         name=name,

@@ -82,7 +82,8 @@ def checked_images(images: tf.Tensor, image_shape: tuple[int, int, int], endpoin
             tf.debugging.Assert(
                 in_range,
                 [
-                    f"{endpoint}: float images must lie in [0, 1]; pass 0..255 pixels as uint8 to {endpoint}_uint8"
+                    f"{endpoint}: float images must lie in [0, 1]; "
+                    f"pass 0..255 pixels as uint8 to {endpoint}_uint8"
                 ],
             )
         )
@@ -112,7 +113,8 @@ def _add_endpoints(
                 refuse = tf.debugging.Assert(
                     False,
                     [
-                        f"{endpoint} takes {wanted}, got dtype {images.dtype.name}; call {other} for these images"
+                        f"{endpoint} takes {wanted}, got dtype {images.dtype.name}; "
+                        f"call {other} for these images"
                     ],
                 )
                 with tf.control_dependencies([refuse]):
@@ -176,13 +178,15 @@ def export_pose(
         )
     if dictionary_euler.shape != (dictionary_embeddings.shape[0], 3):
         raise ValueError(
-            f"dictionary_euler must be [N, 3] = [{dictionary_embeddings.shape[0]}, 3], got {dictionary_euler.shape}."
+            f"dictionary_euler must be [N, 3] = [{dictionary_embeddings.shape[0]}, 3], "
+            f"got {dictionary_euler.shape}."
         )
     losses.pairwise_similarity(tf.zeros([1, 1]), tf.zeros([1, 1]), similarity)  # raises on an unknown name
     embedding_dim = int(encoder.output_shape[-1])
     if dictionary_embeddings.shape[1] != embedding_dim:
         raise ValueError(
-            f"dictionary_embeddings have {dictionary_embeddings.shape[1]} dims; the encoder gives {embedding_dim}."
+            f"dictionary_embeddings have {dictionary_embeddings.shape[1]} dims; "
+            f"the encoder gives {embedding_dim}."
         )
 
     # Variables, not graph constants: they are saved beside the graph, which a protobuf caps at

@@ -67,13 +67,15 @@ def load_keras_file(path: str) -> keras.Model:
         raise ValueError(f"{path} is missing.")
     if os.path.getsize(path) == 0:
         raise ValueError(
-            f"{path} is empty (the run was stopped while exporting it); run the same train.py command again to rewrite it."
+            f"{path} is empty (the run was stopped while exporting it); "
+            "run the same train.py command again to rewrite it."
         )
     try:
         return keras.saving.load_model(path, compile=False)
     except Exception as error:  # Keras raises ValueError, OSError, zipfile errors, ... for a damaged file
         raise ValueError(
-            f"{path} cannot be read ({type(error).__name__}); run the same train.py command again to rewrite it."
+            f"{path} cannot be read ({type(error).__name__}); "
+            "run the same train.py command again to rewrite it."
         ) from None
 
 

@@ -121,7 +121,8 @@ class RunLock:
             raise _in_use(run_dir, previous, TRAIN_ADVICE)
         if previous.strip():  # a clean release empties the file: this holder died holding it
             warnings.warn(
-                f"{path} was left by {describe(previous)}, which no longer runs; taking the run directory over."
+                f"{path} was left by {describe(previous)}, which no longer runs; "
+                "taking the run directory over."
             )
         holder = {
             "command": command or _command(),

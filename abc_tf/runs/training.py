@@ -85,8 +85,9 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
     if method.needs_training_bank and family.training_bank is None:
         banked = [name for name in data.DATA_FAMILIES if data.get_family(name).training_bank is not None]
         raise ValueError(
-            f"--method={method.name} learns a code per training image and group, so it needs a fixed bank of training "
-            f"images indexed in the batches; data family {family.name!r} has none. Families that do: {', '.join(banked)}."
+            f"--method={method.name} learns a code per training image and group, "
+            "so it needs a fixed bank of training images indexed in the batches; "
+            f"data family {family.name!r} has none. Families that do: {', '.join(banked)}."
         )
     method.check_config(config)
     if getattr(config.batch, "augmentation_baseline", False) and not method.accepts_two_view_sets:
@@ -138,8 +139,8 @@ def _build(
             raise
         size = f" (--data.image_size={config.data.image_size})" if hasattr(config.data, "image_size") else ""
         raise ValueError(
-            f"--model={config.model.architecture} cannot take images of shape {image_shape}{size}: its convolutions "
-            "shrink them to nothing; use larger images."
+            f"--model={config.model.architecture} cannot take images of shape {image_shape}{size}: "
+            "its convolutions shrink them to nothing; use larger images."
         ) from None
 
 
@@ -157,9 +158,10 @@ def check_replicas(config: ExperimentConfig, method: Method, replicas: int) -> N
     batch = config.batch.global_batch
     if batch % replicas:
         raise ValueError(
-            f"--batch.{config.batch.global_batch_field}={batch} must be a multiple of the {replicas} replicas of the distribution "
-            f"strategy: --method={method.name} trains on {BATCH_UNITS.get(config.method.batch_format, 'batches')}, "
-            "which the replicas split."
+            f"--batch.{config.batch.global_batch_field}={batch} "
+            f"must be a multiple of the {replicas} replicas of the distribution strategy: "
+            f"--method={method.name} trains on "
+            f"{BATCH_UNITS.get(config.method.batch_format, 'batches')}, which the replicas split."
         )
 
 
@@ -178,7 +180,8 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
     if name == "multi_worker":
         if "TF_CONFIG" not in os.environ:
             raise ValueError(
-                "--trainer.strategy=multi_worker needs the TF_CONFIG environment variable describing the cluster."
+                "--trainer.strategy=multi_worker needs the TF_CONFIG environment variable "
+                "describing the cluster."
             )
         return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "tpu":
@@ -407,9 +410,11 @@ def _train_into(
     if config.trainer.steps_per_execution and model.steps_per_execution != config.trainer.steps_per_execution:
         resumed = f", resuming from step {start_step}" if epoch != steps_per_log(config) else ""
         warnings.warn(
-            f"--trainer.steps_per_execution={config.trainer.steps_per_execution} does not divide the {epoch} steps between "
-            f"log steps (--trainer.log_every={config.trainer.log_every}, --trainer.steps={config.trainer.steps}{resumed}); running "
-            f"{model.steps_per_execution} step(s) per execution instead."
+            f"--trainer.steps_per_execution={config.trainer.steps_per_execution} "
+            f"does not divide the {epoch} steps between log steps "
+            f"(--trainer.log_every={config.trainer.log_every}, "
+            f"--trainer.steps={config.trainer.steps}{resumed}); "
+            f"running {model.steps_per_execution} step(s) per execution instead."
         )
     logger = IntervalLogger(
         os.path.join(output_dir, "logs", "train"), config.trainer.log_every, config.trainer.steps, verbose

@@ -103,15 +103,18 @@ def read_epfl_metadata(path: str | os.PathLike) -> EpflMetadata:
             raise ValueError(f"{path}, line 2: sequence {number} has {frames[sequence]} frames.")
         if not 1 <= front[sequence] <= frames[sequence]:
             raise ValueError(
-                f"{path}, line 6: frontal frame {front[sequence]} of sequence {number} is outside 1..{frames[sequence]}."
+                f"{path}, line 6: frontal frame {front[sequence]} of sequence {number} is outside "
+                f"1..{frames[sequence]}."
             )
         if full_turn[sequence] < 2:
             raise ValueError(
-                f"{path}, line 5: full-turn frame {full_turn[sequence]} of sequence {number} must be at least 2."
+                f"{path}, line 5: full-turn frame {full_turn[sequence]} of sequence {number} must be at "
+                "least 2."
             )
         if directions[sequence] not in (1, -1):
             raise ValueError(
-                f"{path}, line 7: rotation direction of sequence {number} is {directions[sequence]}, not 1 or -1."
+                f"{path}, line 7: rotation direction of sequence {number} is {directions[sequence]}, not 1 "
+                "or -1."
             )
     return EpflMetadata(count, width, height, frames, pattern, bbox_pattern, full_turn, front, directions)
 
@@ -211,7 +214,8 @@ def load_epfl(
 def _read_epfl(config: ExperimentConfig) -> GroupedImages:
     if folders.parse_inactive(config.data.inactive_factors) != "car":
         raise ValueError(
-            f"--data.inactive_factors={config.data.inactive_factors!r} for epfl_cars: a set is one car's sequence; use 'car'."
+            f"--data.inactive_factors={config.data.inactive_factors!r} for epfl_cars: a set is one car's "
+            "sequence; use 'car'."
         )
     return load_epfl(config.data.path, config.data.image_size, config.data.image_channels)
 

@@ -14,12 +14,14 @@ class ImageFolderConfig(DataConfig):
     image_channels: int = field(3, "Channels images are converted to: 1 (gray) or 3 (RGB).")
     inactive_factors: str = field(
         "group",
-        "What a set shares. folders: 'group'; yaleb: 'person,pose' (illumination active) or 'person' (pose and illumination active); epfl_cars: 'car'.",
+        "What a set shares. folders: 'group'; yaleb: 'person,pose' (illumination active) or 'person' (pose "
+        "and illumination active); epfl_cars: 'car'.",
     )
     curate_both_sets: bool = field(True, "Curate set B like set A (False: set B drawn from every group).")
     augmentations: str = field(
         "",
-        "Per-image augmentations 'name:amplitude,...' applied in order (contrast, saturation, crop; see abc_tf.data.augment); twice under --batch.double_augmentation.",
+        "Per-image augmentations 'name:amplitude,...' applied in order (contrast, saturation, crop; see "
+        "abc_tf.data.augment); twice under --batch.double_augmentation.",
     )
 
     def validate(self) -> None:

@@ -24,8 +24,8 @@ Documented choices on messy input (tested in tests/test_folders.py):
 - set A and set B come from two different groups; with ``--data.curate_both_sets=false`` set B is
   drawn from all images of all groups (unconstrained).
 
-The same machinery serves Extended YaleB and EPFL cars (``abc_tf/data/yaleb``, ``abc_tf/data/epfl_cars``, through :func:`file_layout_family`): their
-groups are a person (and pose) or a car's sequence.
+The same machinery serves Extended YaleB and EPFL cars (``abc_tf/data/yaleb``, ``abc_tf/data/epfl_cars``,
+through :func:`file_layout_family`): their groups are a person (and pose) or a car's sequence.
 """
 
 from __future__ import annotations
@@ -142,7 +142,8 @@ def grouped_set_dataset(
     eligible = index.eligible(set_size, needed=1 if unconstrained else 2)
     if unconstrained and index.num_items < set_size:
         raise ValueError(
-            f"--batch.set_size={set_size} exceeds the {index.num_items} images of the collection (unconstrained set B)."
+            f"--batch.set_size={set_size} exceeds the {index.num_items} images of the collection "
+            "(unconstrained set B)."
         )
 
     def draw_chunk(chunk: int) -> tuple[np.ndarray, np.ndarray]:
@@ -213,7 +214,8 @@ def check_folders_config(config: ExperimentConfig) -> None:
     check_config(config)
     if config.data.inactive_factors != "group":
         raise ValueError(
-            f"--data.inactive_factors={config.data.inactive_factors!r} for data=folders: a set is one group folder; use 'group'."
+            f"--data.inactive_factors={config.data.inactive_factors!r} for data=folders: a set is one group "
+            "folder; use 'group'."
         )
 
 

@@ -182,7 +182,9 @@ def sample_style(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
 def _render_chunk(
     labels: np.ndarray, variants: np.ndarray, style: dict[str, np.ndarray], wobble: np.ndarray
 ) -> np.ndarray:
-    """Renders one chunk: labels/variants [B], style values [B], wobble [B, 4, 2] -> float32 [B, 28, 28] in [0, 1]."""
+    """Renders one chunk: labels/variants [B], style values [B], wobble [B, 4, 2] -> float32
+    [B, 28, 28] in [0, 1].
+    """
     bank_points, bank_weights, bank_tangents, _ = _BANK
     points = bank_points[variants]  # [B, K, 2], unit box centred on 0
     weights = bank_weights[variants]  # [B, K]

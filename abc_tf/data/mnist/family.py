@@ -28,9 +28,9 @@ training and test, as the authors; or the training images), are the training ima
 anything is drawn, so the "images" stream follows the split's proportions, and the stack
 sampler draws each stack's digit in proportion to its training images (set B's among the
 digits other than set A's), as stacks made from the imbalanced data would come: a rare digit
-makes few stacks, not the same number of stacks from fewer images. Without a split the digits are drawn uniformly (the paper's
-setting; MNIST's classes are within 10% of equal). The test images stay whole; from the pool of
-all 70,000 a split also trains on some of them (split 1 on 6,022 of the 10,000).
+makes few stacks, not the same number of stacks from fewer images. Without a split the digits are drawn
+uniformly (the paper's setting; MNIST's classes are within 10% of equal). The test images stay whole; from the
+pool of all 70,000 a split also trains on some of them (split 1 on 6,022 of the 10,000).
 
 Augmentation baseline (``augmentation_baseline``: Elastic-InfoGAN's signal for ABC and
 the contrastive loss): ``{"set_a", "set_a_view2"}`` [P, S, 28, 28, 1] float32 in [0, 1], P sets
@@ -97,7 +97,9 @@ SOURCES = DataSources(
     reading={
         "idx": "a folder with the four MNIST IDX files (plain or .gz)",
         "npz": "an .npz file with x_train, y_train, x_test and y_test",
-        "tfds": "a tfds data folder (downloaded there on first use when online; default ~/tensorflow_datasets)",
+        "tfds": (
+            "a tfds data folder (downloaded there on first use when online; default ~/tensorflow_datasets)"
+        ),
     },
     built_in=("procedural",),
     detect=_detect,
@@ -149,8 +151,8 @@ def load_mnist(config: ExperimentConfig) -> MnistData:
         data = dataclasses.replace(data, x_train=images[kept], y_train=labels[kept])
     if source == "procedural" and config.data.source == "auto":
         _log.warning(
-            "No MNIST found (no --data.path, no prepared tfds 'mnist'): using the built-in procedural digits. "
-            "Point --data.path at a directory of MNIST IDX files or an .npz to use real MNIST."
+            "No MNIST found (no --data.path, no prepared tfds 'mnist'): using the built-in procedural "
+            "digits. Point --data.path at a directory of MNIST IDX files or an .npz to use real MNIST."
         )
     _log.info("MNIST data: %s (%d train, %d test images)", data.source, len(data.y_train), len(data.y_test))
     return data

@@ -108,13 +108,15 @@ def _check_arrays(arrays: dict[str, np.ndarray], where: str) -> dict[str, np.nda
             images = images[..., 0]
         if images.ndim != 3 or images.shape[1:] != IMAGE_SHAPE[:2]:
             raise ValueError(
-                f"{where}: x_{split} must be [N, 28, 28] (or [N, 28, 28, 1]) images, got shape {images.shape}."
+                f"{where}: x_{split} must be [N, 28, 28] (or [N, 28, 28, 1]) images, got shape "
+                f"{images.shape}."
             )
         if labels.ndim == 2 and labels.shape[1] == 10:  # one-hot labels
             labels = labels.argmax(axis=1)
         if labels.shape != (images.shape[0],):
             raise ValueError(
-                f"{where}: y_{split} must hold one label per image ({images.shape[0]}), got shape {labels.shape}."
+                f"{where}: y_{split} must hold one label per image ({images.shape[0]}), got shape "
+                f"{labels.shape}."
             )
         if labels.size and (
             labels.min() < 0 or labels.max() >= NUM_CLASSES or np.any(labels != np.round(labels))
@@ -223,8 +225,9 @@ def load_tfds(data_dir: str | None = None, download: bool = False) -> MnistData:
         except Exception as error:  # noqa: BLE001 - offline, a proxy, a full disk: all end the same way
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(
-                f"--data.source=tfds: tfds 'mnist' is not prepared under {builder.data_dir} and downloading it failed "
-                f"({reason[:200]}). Offline, pass --data.path=<a folder with the four MNIST IDX files> instead."
+                f"--data.source=tfds: tfds 'mnist' is not prepared under {builder.data_dir} and downloading "
+                f"it failed ({reason[:200]}). Offline, pass --data.path=<a folder with the four MNIST IDX "
+                "files> instead."
             ) from None
     if not tfds_builders.is_prepared(builder):
         raise ValueError(

@@ -158,7 +158,9 @@ def describe(split: int, labels: np.ndarray, which: str) -> dict:
     kept = np.bincount(np.asarray(labels)[subsample(labels, split)], minlength=NUM_CLASSES)
     return {
         "class_split": int(split),
-        "source": f"the authors' splits/50_data_imbalance.npy, row {int(split) - 1} (their --ind {int(split)})",
+        "source": (
+            f"the authors' splits/50_data_imbalance.npy, row {int(split) - 1} (their --ind {int(split)})"
+        ),
         "pool": which,
         "pool_images": int(len(labels)),
         "authors_counts": [int(c) for c in wanted],

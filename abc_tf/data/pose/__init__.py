@@ -21,7 +21,8 @@ class PoseConfig(DataConfig):
     )
     titration_interval: int = field(
         4000,
-        "The real fraction steps up every this many steps, from 0 to real_fraction (0: no titration, real_fraction from the start).",
+        "The real fraction steps up every this many steps, from 0 to real_fraction (0: no titration, "
+        "real_fraction from the start).",
     )
     crop_amplitude: float = field(
         0.1, "Random translation of the bounding box, as a fraction of its height and width."
@@ -37,12 +38,14 @@ class PoseConfig(DataConfig):
     )
     background_data_path: str = field(
         "",
-        "Folder of images whose random crops are painted behind the synthetic renders (the paper: ImageNet-A, images without the category's objects); empty: built-in procedural clutter scenes.",
+        "Folder of images whose random crops are painted behind the synthetic renders (the paper: "
+        "ImageNet-A, images without the category's objects); empty: built-in procedural clutter scenes.",
         path=True,
     )
     paint_backgrounds: bool = field(
         True,
-        "Paint backgrounds behind the synthetic renders (False: renders on black, the clean images of the synthetic-domain evaluation; the reconstruction baselines train on these).",
+        "Paint backgrounds behind the synthetic renders (False: renders on black, the clean images of the "
+        "synthetic-domain evaluation; the reconstruction baselines train on these).",
     )
     pose_test_list: str = field(
         "",
@@ -54,7 +57,9 @@ class PoseConfig(DataConfig):
     )
     validation_instances: int = field(
         0,
-        "Hold the last N training instances out of training and out of the lookup dictionaries; evaluate.py --pose_query_split=validation queries their synthetic renders (tuning without the test instances; 0: none).",
+        "Hold the last N training instances out of training and out of the lookup dictionaries; evaluate.py "
+        "--pose_query_split=validation queries their synthetic renders (tuning without the test instances; "
+        "0: none).",
     )
 
     def validate(self) -> None:

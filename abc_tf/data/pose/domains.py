@@ -74,7 +74,9 @@ def to_uint8(images: np.ndarray) -> np.ndarray:
 def render_synthetic(
     category: str, pool: str, instance_ids: np.ndarray, euler: np.ndarray, size: int, supersample: int = 2
 ) -> tuple[np.ndarray, np.ndarray]:
-    """KeypointNet-like renders: (RGBA uint8 [B, size, size, 4] with RGB premultiplied, rotations [B, 3, 3])."""
+    """KeypointNet-like renders: (RGBA uint8 [B, size, size, 4] with RGB premultiplied,
+    rotations [B, 3, 3]).
+    """
     instance_ids = np.asarray(instance_ids)
     cache = {int(i): make_instance(category, pool, int(i)) for i in np.unique(instance_ids)}
     objects = stack_instances([cache[int(i)] for i in instance_ids])

@@ -146,7 +146,8 @@ def kept_training_rows(instances: np.ndarray, num_instances: int, held_out: int)
     ``held_out`` instances are). ValueError when nothing would be left to train on."""
     if held_out >= num_instances:
         raise ValueError(
-            f"--data.validation_instances={held_out} leaves no training instance (the data has {num_instances})."
+            f"--data.validation_instances={held_out} leaves no training instance (the data has "
+            f"{num_instances})."
         )
     return np.asarray(instances) < num_instances - held_out
 
@@ -166,7 +167,8 @@ def check_config(config: ExperimentConfig) -> None:
                 )
     if not 0.0 <= config.data.max_elevation <= np.pi / 2:
         raise ValueError(
-            f"--data.max_elevation must lie in [0, pi/2] radians (0: category default), got {config.data.max_elevation}."
+            "--data.max_elevation must lie in [0, pi/2] radians (0: category default), got "
+            f"{config.data.max_elevation}."
         )
     if not 0.0 <= config.data.real_fraction <= 1.0:
         raise ValueError(f"--data.real_fraction must lie in [0, 1], got {config.data.real_fraction}.")
@@ -176,8 +178,9 @@ def check_config(config: ExperimentConfig) -> None:
         )
     if config.data.real_fraction > 0 and config.data.titration_interval >= config.trainer.steps:
         raise ValueError(
-            f"--data.titration_interval={config.data.titration_interval} is not below --trainer.steps={config.trainer.steps}: real images "
-            "would never enter set B. Lower --data.titration_interval, or set --data.real_fraction=0."
+            f"--data.titration_interval={config.data.titration_interval} is not below "
+            f"--trainer.steps={config.trainer.steps}: real images would never enter set B. Lower "
+            "--data.titration_interval, or set --data.real_fraction=0."
         )
     if not 0.0 <= config.data.crop_amplitude < 1.0:
         raise ValueError(f"--data.crop_amplitude must lie in [0, 1), got {config.data.crop_amplitude}.")
@@ -196,7 +199,8 @@ def check_config(config: ExperimentConfig) -> None:
         )
     if config.data.image_channels != 3:
         raise ValueError(
-            f"data=pose works on RGB images: --data.image_channels must be 3, got {config.data.image_channels}."
+            "data=pose works on RGB images: --data.image_channels must be 3, got "
+            f"{config.data.image_channels}."
         )
     if config.data.image_size < 16:
         raise ValueError(
@@ -204,8 +208,8 @@ def check_config(config: ExperimentConfig) -> None:
         )
     if source(config) == "keypointnet" and config.data.real_fraction > 0 and not config.data.real_data_path:
         raise ValueError(
-            "--data.real_fraction > 0 needs unlabelled real images: give --data.real_data_path (a folder of images), "
-            "or set --data.real_fraction=0."
+            "--data.real_fraction > 0 needs unlabelled real images: give --data.real_data_path (a folder of "
+            "images), or set --data.real_fraction=0."
         )
 
 
@@ -264,9 +268,10 @@ def labelled_images(
 
     split: "train" = instances used in training (the lookup dictionary: their poses never enter
       ABC training), "test" = held-out instances, or "validation" = the training instances
-      ``--data.validation_instances`` holds out of training and of "train" (synthetic only). domain: "synthetic" = clean renders on
-      black, or "real" = the real domain (procedural: other materials, lighting, clutter,
-      noise, blur; files: the Pascal3D+-style ``--data.pose_test_list``, split "test" only).
+      ``--data.validation_instances`` holds out of training and of "train" (synthetic only). domain:
+      "synthetic" = clean renders on black, or "real" = the real domain (procedural: other materials,
+      lighting, clutter, noise, blur; files: the Pascal3D+-style ``--data.pose_test_list``, split "test"
+      only).
     num_images: how many (None: all the files hold, or 1800 train / 500 test procedural);
       fewer files than asked gives all of them; a random subset (``seed``) otherwise.
     Returns (uint8 [n, S, S, 3], rotations float64 [n, 3, 3], Euler angles float64 [n, 3] in
@@ -306,7 +311,8 @@ def labelled_images(
     if domain == "real":
         if split != "test":
             raise ValueError(
-                "The real images of --data.real_data_path carry no pose; labelled real images come from --data.pose_test_list (split 'test')."
+                "The real images of --data.real_data_path carry no pose; labelled real images come from "
+                "--data.pose_test_list (split 'test')."
             )
         if not config.data.pose_test_list:
             raise ValueError("Labelled real images need --data.pose_test_list (a Pascal3D+-style list).")

@@ -173,7 +173,8 @@ def read_keypointnet(
         )
     if not names:
         raise ValueError(
-            f"No KeypointNet views left in {len(files)} file(s) after the elevation filter ({max_elevation_rad} rad)."
+            f"No KeypointNet views left in {len(files)} file(s) after the elevation filter "
+            f"({max_elevation_rad} rad)."
         )
     return (
         np.concatenate(images),

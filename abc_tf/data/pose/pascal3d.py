@@ -42,7 +42,8 @@ def read_pose_list(
         where = f"{list_path}, line {number}"
         if len(fields) != 8:
             raise ValueError(
-                f"{where}: expected 'image left top right bottom azimuth elevation tilt', got {len(fields)} fields."
+                f"{where}: expected 'image left top right bottom azimuth elevation tilt', got {len(fields)} "
+                "fields."
             )
         try:
             left, top, right, bottom, azimuth, elevation, tilt = (float(v) for v in fields[1:])
@@ -60,7 +61,8 @@ def read_pose_list(
         x0, x1 = max(0, int(round(left)) - 1), min(width, int(round(right)))
         if y1 <= y0 or x1 <= x0:
             raise ValueError(
-                f"{where}: the box ({left}, {top}, {right}, {bottom}) is empty inside the {width}x{height} image."
+                f"{where}: the box ({left}, {top}, {right}, {bottom}) is empty inside the {width}x{height} "
+                "image."
             )
         crops.append(image[y0:y1, x0:x1])
         angles.append((azimuth, elevation, tilt))

@@ -17,15 +17,18 @@ class Shapes3DConfig(DataConfig):
     )
     sample_with_replacement: bool = field(
         False,
-        "Allow repeated images inside a set (needed when set_size exceeds the distinct images that share the inactive values).",
+        "Allow repeated images inside a set (needed when set_size exceeds the distinct images that share the "
+        "inactive values).",
     )
     data_in_memory: bool = field(
         False,
-        "h5: read all images into RAM first (5.9 GB for the real file) instead of reading each set from disk.",
+        "h5: read all images into RAM first (5.9 GB for the real file) instead of reading each set from "
+        "disk.",
     )
     augmentations: str = field(
         "",
-        "Per-image augmentations 'name:amplitude,...' applied in order (hue, contrast, saturation, crop; see abc_tf.data.augment); twice under --batch.double_augmentation.",
+        "Per-image augmentations 'name:amplitude,...' applied in order (hue, contrast, saturation, crop; see "
+        "abc_tf.data.augment); twice under --batch.double_augmentation.",
     )
 
 

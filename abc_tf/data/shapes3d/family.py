@@ -66,13 +66,14 @@ def _check_config(config: ExperimentConfig) -> tuple[tuple[int, ...], tuple[tupl
     if config.batch.augmentation_baseline:
         if augmentations or config.batch.double_augmentation:
             raise ValueError(
-                "--batch.augmentation_baseline makes its own two random_hue(0.5) views; leave --data.augmentations and "
-                "--batch.double_augmentation unset."
+                "--batch.augmentation_baseline makes its own two random_hue(0.5) views; leave "
+                "--data.augmentations and --batch.double_augmentation unset."
             )
         return (), augmentations
     if config.batch.double_augmentation and not augmentations:
         raise ValueError(
-            "--batch.double_augmentation needs --data.augmentations (e.g. 'hue:0.1') to make the two views differ."
+            "--batch.double_augmentation needs --data.augmentations (e.g. 'hue:0.1') to make the two views "
+            "differ."
         )
     inactive = inactive_factors(config)
     if not inactive:

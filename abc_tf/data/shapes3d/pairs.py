@@ -119,7 +119,8 @@ class PairSampler:
             )
         if np.any(self.changing < 0) or np.any(self.changing >= grid.num_factors):
             raise ValueError(
-                f"Changing factor positions {self.changing.tolist()} out of range for {grid.num_factors} factors."
+                f"Changing factor positions {self.changing.tolist()} out of range for {grid.num_factors} "
+                "factors."
             )
         sizes = np.asarray(grid.sizes, dtype=np.int64)
         single = [grid.names[f] for f in self.changing if sizes[f] < 2]
@@ -145,8 +146,8 @@ class PairSampler:
                 values = np.unique(self.items[:, factor]).size
                 raise ValueError(
                     f"--{flag}: among the {self.items.shape[0]} images of the data source no two differ in "
-                    f"{grid.names[factor]} alone ({values} value(s) present), so no pair can change it; leave it "
-                    f"out of --{flag} or use a source with more of the grid."
+                    f"{grid.names[factor]} alone ({values} value(s) present), so no pair can change it; "
+                    f"leave it out of --{flag} or use a source with more of the grid."
                 )
             self._partners[factor] = partners
 
@@ -180,7 +181,8 @@ def check_config(config: ExperimentConfig) -> tuple[int, ...]:
     SOURCES.resolve("shapes3d", config.data.source, config.data.path)
     if config.data.augmentations:
         raise ValueError(
-            f"--data.augmentations does not apply to pairs (--method={config.method.name}): the pairs are not augmented."
+            f"--data.augmentations does not apply to pairs (--method={config.method.name}): the pairs are "
+            "not augmented."
         )
     changing = changing_factors(config)
     PairSampler(GRID, changing)  # refuses an empty list or a factor with one value, before any data is read

@@ -135,8 +135,8 @@ def labels_to_indices(labels: np.ndarray, where: str) -> np.ndarray:
         worst = distance.min(axis=1).max(initial=0.0)
         if worst > _LABEL_TOLERANCE * max(1.0, float(np.abs(values).max())):
             raise ValueError(
-                f"{where}: labels[:, {column}] ({FACTOR_NAMES[column]}) holds values that are not 3dshapes values "
-                f"{np.round(values, 4).tolist()} (off by up to {worst:.4g})."
+                f"{where}: labels[:, {column}] ({FACTOR_NAMES[column]}) holds values that are not 3dshapes "
+                f"values {np.round(values, 4).tolist()} (off by up to {worst:.4g})."
             )
     return indices
 
@@ -165,29 +165,33 @@ class H5Source:
             )
         if not os.path.isfile(path):
             raise ValueError(
-                f"--data.path={path}: no such file. Download 3dshapes.h5 from {SHAPES3D_URL} and pass its path."
+                f"--data.path={path}: no such file. Download 3dshapes.h5 from {SHAPES3D_URL} and pass its "
+                "path."
             )
         try:
             self._file = h5py.File(path, "r")
         except OSError as error:
             raise ValueError(
-                f"--data.path={path} cannot be opened as HDF5 ({error}); the file is truncated, damaged or not "
-                f"an h5 file. Download it again from {SHAPES3D_URL}."
+                f"--data.path={path} cannot be opened as HDF5 ({error}); the file is truncated, damaged or "
+                f"not an h5 file. Download it again from {SHAPES3D_URL}."
             ) from None
         for name in ("images", "labels"):
             if name not in self._file:
                 raise ValueError(
-                    f"--data.path={path} has no dataset {name!r} (found {sorted(self._file)}); expected 3dshapes.h5."
+                    f"--data.path={path} has no dataset {name!r} (found {sorted(self._file)}); expected "
+                    "3dshapes.h5."
                 )
         images, labels = self._file["images"], self._file["labels"]
         expected_images = (NUM_IMAGES,) + IMAGE_SHAPE
         if images.shape != expected_images or images.dtype != np.uint8:
             raise ValueError(
-                f"--data.path={path}: 'images' is {images.dtype} {images.shape}, expected uint8 {expected_images}."
+                f"--data.path={path}: 'images' is {images.dtype} {images.shape}, expected uint8 "
+                f"{expected_images}."
             )
         if labels.shape != (NUM_IMAGES, len(FACTOR_NAMES)):
             raise ValueError(
-                f"--data.path={path}: 'labels' has shape {labels.shape}, expected {(NUM_IMAGES, len(FACTOR_NAMES))}."
+                f"--data.path={path}: 'labels' has shape {labels.shape}, expected "
+                f"{(NUM_IMAGES, len(FACTOR_NAMES))}."
             )
         # The flat index is only meaningful if row i carries the factors of grid point i.
         values = _read_or_raise(path, "'labels'", lambda: labels[()])
@@ -195,8 +199,8 @@ class H5Source:
         rows = np.flatnonzero(GRID.ravel(indices) != np.arange(NUM_IMAGES))
         if rows.size:
             raise ValueError(
-                f"--data.path={path}: labels are not in the 3dshapes order ({', '.join(FACTOR_NAMES)}, the last "
-                f"varying fastest); first mismatch at row {rows[0]}: {values[rows[0]].tolist()}."
+                f"--data.path={path}: labels are not in the 3dshapes order ({', '.join(FACTOR_NAMES)}, the "
+                f"last varying fastest); first mismatch at row {rows[0]}: {values[rows[0]].tolist()}."
             )
         self._images = images
         self._array = _read_or_raise(path, "'images'", lambda: images[()]) if in_memory else None
@@ -242,11 +246,11 @@ class TfdsSource:
             root = data_dir or os.path.join(os.path.expanduser("~"), "tensorflow_datasets")
             raise ValueError(
                 f"--data.source=tfds: the tfds data set 'shapes3d' is not prepared under {root} "
-                f"(expected its version folder {builder.data_dir}; {type(error).__name__}). Nothing is downloaded at "
-                f"run time. Prepare it on a machine with internet (`tfds build shapes3d --data_dir={root}`, which "
-                f"fetches {SHAPES3D_URL}) and copy the folder {os.path.join(root, 'shapes3d')} here, pass another "
-                "tfds data directory with --data.path, or read the h5 file directly with "
-                "--data.source=h5 --data.path=/path/to/3dshapes.h5."
+                f"(expected its version folder {builder.data_dir}; {type(error).__name__}). Nothing is "
+                "downloaded at run time. Prepare it on a machine with internet (`tfds build shapes3d "
+                f"--data_dir={root}`, which fetches {SHAPES3D_URL}) and copy the folder "
+                f"{os.path.join(root, 'shapes3d')} here, pass another tfds data directory with --data.path, "
+                "or read the h5 file directly with --data.source=h5 --data.path=/path/to/3dshapes.h5."
             ) from None
         encoded, labels = [], []
         keys = [f"label_{name}" for name in FACTOR_NAMES]
@@ -261,7 +265,8 @@ class TfdsSource:
         factors = np.concatenate(labels).astype(np.int64)
         if np.any(factors < 0) or np.any(factors >= np.asarray(FACTOR_SIZES)):
             raise ValueError(
-                f"--data.source=tfds: labels in {builder.data_dir} lie outside the factor sizes {FACTOR_SIZES}."
+                f"--data.source=tfds: labels in {builder.data_dir} lie outside the factor sizes "
+                f"{FACTOR_SIZES}."
             )
         first = _decode_png(self._encoded[0])
         if first.shape != IMAGE_SHAPE:

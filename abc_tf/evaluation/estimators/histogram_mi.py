@@ -92,7 +92,8 @@ def histogram_mutual_information(
     factors, single = as_factors(factors, embeddings.shape[0])
     if embeddings.shape[1] > 3:
         raise ValueError(
-            f"Histogram MI needs low-dimensional embeddings (D <= 3), got D = {embeddings.shape[1]}; use MINE."
+            "Histogram MI needs low-dimensional embeddings (D <= 3), "
+            f"got D = {embeddings.shape[1]}; use MINE."
         )
     edges = histogram_edges(embeddings, total_bins)
     cells = _bin_index(embeddings, edges)

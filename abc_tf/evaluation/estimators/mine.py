@@ -123,7 +123,8 @@ class MineEstimator:
         settings.validate()
         if num_points < 2 or embedding_dim < 1 or num_factors < 1:
             raise ValueError(
-                f"MINE needs N >= 2 points, D >= 1 and F >= 1 factors, got {num_points}, {embedding_dim}, {num_factors}."
+                "MINE needs N >= 2 points, D >= 1 and F >= 1 factors, "
+                f"got {num_points}, {embedding_dim}, {num_factors}."
             )
         self.settings = settings
         self.num_factors = num_factors

@@ -104,7 +104,8 @@ def principal_components(
         or embeddings.shape[1] != reference.shape[1]
     ):
         raise ValueError(
-            f"PCA needs embeddings [N, D] and a basis [M, D] with M >= 2, got {embeddings.shape} and {reference.shape}."
+            "PCA needs embeddings [N, D] and a basis [M, D] with M >= 2, "
+            f"got {embeddings.shape} and {reference.shape}."
         )
     mean = reference.mean(axis=0)
     _, singular, components = np.linalg.svd(reference - mean, full_matrices=False)

@@ -107,7 +107,8 @@ def probe_accuracies(
         factors = factors[:, None]
     if embeddings.ndim != 2 or factors.ndim != 2 or embeddings.shape[0] != factors.shape[0]:
         raise ValueError(
-            f"Probes need embeddings [N, D] and factors [N, F] with the same N, got {embeddings.shape}, {factors.shape}."
+            "Probes need embeddings [N, D] and factors [N, F] with the same N, "
+            f"got {embeddings.shape}, {factors.shape}."
         )
     if sigma < 0:
         raise ValueError(f"Probe noise sigma must be >= 0, got {sigma}.")

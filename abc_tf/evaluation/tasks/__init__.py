@@ -1,16 +1,15 @@
 """Evaluation as declared tasks: what ``evaluate.py`` runs on a run directory.
 
 A data family names the task that evaluates a representation on its labels
-(``DataFamily.evaluation_task``, a key of :data:`TASKS`, or the ``"module:NAME"`` of a
-:class:`Task` of its own); a method with measures that only its
-own networks allow names their function (``Method.measures``, ``"module:function"``: a VAE's test
-likelihood, a GAN's code clusters, here; a plug-in method's in its own package). Both are ``(run, out_dir, settings) -> dict``: they read an
+(``DataFamily.evaluation_task``, a key of :data:`TASKS`, or the ``"module:NAME"`` of a :class:`Task`
+of its own); a method with measures that only its own networks allow names their function
+(``Method.measures``, ``"module:function"``: a VAE's test likelihood, a GAN's code clusters, here; a
+plug-in method's in its own package). Both are ``(run, out_dir, settings) -> dict``: they read an
 :class:`EvaluationSettings`, never flags, write their figures under ``out_dir`` and return what
-``metrics.json`` holds (the method's measures under its "method" entry). A new family uses a
-task here or names its own. :func:`evaluate_run` also writes
-the measures and figures into the TensorBoard logs beside metrics.json
-(abc_tf.evaluation.evaluation_logs), and every file written is recorded
-(abc_tf.evaluation.progress.wrote) for evaluate.py's closing list.
+``metrics.json`` holds (the method's measures under its "method" entry). A new family uses a task
+here or names its own. :func:`evaluate_run` also writes the measures and figures into the
+TensorBoard logs beside metrics.json (abc_tf.evaluation.evaluation_logs), and every file written is
+recorded (abc_tf.evaluation.progress.wrote) for evaluate.py's closing list.
 """
 
 from __future__ import annotations
@@ -85,8 +84,8 @@ class EvaluationSettings:
         unknown = [name for name in self.disentanglement_scores if name not in SCORES]
         if unknown or not self.disentanglement_scores:
             raise ValueError(
-                f"disentanglement_scores: unknown or no scores {unknown or list(self.disentanglement_scores)}; "
-                f"choose from {', '.join(SCORES)}."
+                "disentanglement_scores: unknown or no scores "
+                f"{unknown or list(self.disentanglement_scores)}; choose from {', '.join(SCORES)}."
             )
 
 
@@ -194,7 +193,8 @@ def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dic
 
 
 def evaluate_pose(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """Pose lookup and regression metrics of one run (abc_tf.evaluation.tasks.pose_accuracy), optional SavedModel."""
+    """Pose lookup and regression metrics of one run (abc_tf.evaluation.tasks.pose_accuracy), optional
+    SavedModel."""
     with stage("pose lookup in random dictionaries (trained, untrained, backbone)"):
         metrics = pose_accuracy.evaluate_pose_run(run.run_dir, settings.pose, out_dir=out_dir, run=run)
     for domain in metrics["domains"]:
@@ -211,7 +211,8 @@ def evaluate_pose(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
 
 
 def likelihood_measures(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """VAE and VITAE: test ELBO, importance-weighted log p(x), kNN digit accuracy (abc_tf.evaluation.tasks.likelihood)."""
+    """VAE and VITAE: test ELBO, importance-weighted log p(x), kNN digit accuracy
+    (abc_tf.evaluation.tasks.likelihood)."""
     del out_dir
     with stage("test ELBO and importance-weighted log p(x)"):
         metrics = likelihood.evaluate_run(run, seed=settings.sample_seed, max_images=settings.measure_images)

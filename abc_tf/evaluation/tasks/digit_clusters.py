@@ -457,7 +457,8 @@ def summary(result: dict) -> str:
     if "generated" in result:
         generated = result["generated"]
         lines.append(
-            f"  generated images ({generated['per_code']} per code): NMI {generated['nmi']:.4f}, ENT {generated['ent']:.4f}"
+            f"  generated images ({generated['per_code']} per code): "
+            f"NMI {generated['nmi']:.4f}, ENT {generated['ent']:.4f}"
         )
     representation = result["representation"]
     lines.append(

@@ -101,7 +101,8 @@ def evaluate_disentanglement(
     unknown = [name for name in scores if name not in dis.SCORES]
     if unknown or not scores:
         raise ValueError(
-            f"Unknown or no disentanglement scores {unknown or list(scores)}; choose from {', '.join(dis.SCORES)}."
+            f"Unknown or no disentanglement scores {unknown or list(scores)}; "
+            f"choose from {', '.join(dis.SCORES)}."
         )
     settings.validate()
     start = time.perf_counter()

@@ -40,8 +40,8 @@ RELATIVE_NOISE = 0.1
 RELATIVE_RULE = f"{RELATIVE_NOISE:g} x spread"
 NOISE_RULE = (
     "noise sigma = the method's length scale when its loss has one (sqrt(tau) for l2sq, tau for l2/l1/linf, "
-    f"1 for cosine), else {RELATIVE_NOISE:g} x the embedding's own spread (RMS per-coordinate standard deviation "
-    "of the sample's embeddings)"
+    f"1 for cosine), else {RELATIVE_NOISE:g} x the embedding's own spread "
+    "(RMS per-coordinate standard deviation of the sample's embeddings)"
 )
 
 
@@ -92,8 +92,8 @@ def known_factors(config: ExperimentConfig) -> KnownFactors:
     factors = data.get_family(config.data.family).known_factors
     if factors is None:
         raise ValueError(
-            f"Data family {config.data.family!r} has no labelled factor sample; factor isolation is measured on "
-            "families with known factors (shapes3d)."
+            f"Data family {config.data.family!r} has no labelled factor sample; "
+            "factor isolation is measured on families with known factors (shapes3d)."
         )
     return factors
 

@@ -207,7 +207,8 @@ def markdown_table(result: dict[str, dict[str, LabelScore]]) -> str:
     """
     trained, untrained = result["trained"], result["untrained"]
     lines = [
-        "| label | classes | chance | probe acc. untrained | probe acc. trained | MI untrained (nats) | MI trained (nats) |",
+        "| label | classes | chance | probe acc. untrained | probe acc. trained "
+        "| MI untrained (nats) | MI trained (nats) |",
         "|---|---|---|---|---|---|---|",
     ]
 

@@ -42,7 +42,8 @@ def networks_of(run: Run) -> dict:
     missing = [name for name, network in networks.items() if network is None]
     if missing:
         raise ValueError(
-            f"{run.run_dir} lacks {', '.join(f'{name}.keras' for name in missing)}: not a finished {run.config.method.name} run."
+            f"{run.run_dir} lacks {', '.join(f'{name}.keras' for name in missing)}: "
+            f"not a finished {run.config.method.name} run."
         )
     return networks
 
@@ -174,12 +175,14 @@ def summary(metrics: dict[str, Any]) -> str:
     lines = [
         f"Test ELBO {metrics['elbo']:.2f} nats (reconstruction {metrics['reconstruction']:.2f}, "
         f"KL appearance {metrics['kl_appearance']:.2f}, KL perspective {metrics['kl_perspective']:.2f}); "
-        f"importance-weighted log p(x) {metrics['iw_log_likelihood']:.2f} (K = {metrics['importance_samples']})"
+        f"importance-weighted log p(x) {metrics['iw_log_likelihood']:.2f} "
+        f"(K = {metrics['importance_samples']})"
     ]
     for name, values in metrics["knn_accuracy"].items():
         if isinstance(values, dict):
             held = f", held-out digit {values['held_out_digit']:.3f}" if "held_out_digit" in values else ""
             lines.append(
-                f"kNN digit accuracy (k = {metrics['knn_accuracy']['k']}) from {name}: {values['all']:.3f}{held}"
+                f"kNN digit accuracy (k = {metrics['knn_accuracy']['k']}) "
+                f"from {name}: {values['all']:.3f}{held}"
             )
     return "\n".join(lines)

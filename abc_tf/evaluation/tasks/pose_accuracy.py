@@ -291,7 +291,8 @@ def evaluate_pose_run(
     pose_views = family.pose_views
     if pose_views is None:
         raise ValueError(
-            f"{run_dir} trained on data {config.data.family!r}, which has no images of known pose; pose evaluation needs them."
+            f"{run_dir} trained on data {config.data.family!r}, which has no images of known pose; "
+            "pose evaluation needs them."
         )
     # Built first: weights that cannot be read fail before any image is rendered.
     pretrained = (

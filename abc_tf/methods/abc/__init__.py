@@ -36,7 +36,9 @@ class ContrastiveConfig(MethodConfig):
             )
 
     def length_scale(self) -> float:
-        """The scale below which similarity / temperature changes by less than 1 (docs/PAPERS.md section 1)."""
+        """The scale below which similarity / temperature changes by less than 1
+        (docs/PAPERS.md section 1).
+        """
         return length_scale(self.similarity, self.temperature)
 
     @property

@@ -121,7 +121,7 @@ class ABCModel(MethodModel):
             terms["loss"] = terms["loss"] + self.head_weight * head_loss
         # Regularisation losses of the encoder or head (none in the paper's tables).
         if self.losses:
-            terms["loss"] = terms["loss"] + tf.add_n([tf.cast(l, tf.float32) for l in self.losses])
+            terms["loss"] = terms["loss"] + tf.add_n([tf.cast(loss, tf.float32) for loss in self.losses])
         return terms
 
     def networks(self) -> dict[str, keras.Model]:
@@ -177,8 +177,9 @@ def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_typ
 def _check_abc(config: ExperimentConfig) -> None:
     if config.method.regression_weight > 0 and data.get_family(config.data.family).pose_views is None:
         raise ValueError(
-            f"--method.regression_weight={config.method.regression_weight}: the spherical-regression head trains on "
-            f"set A's pose labels, and data family {config.data.family!r} has none (--data=pose streams them)."
+            f"--method.regression_weight={config.method.regression_weight}: the spherical-regression head "
+            f"trains on set A's pose labels, and data family {config.data.family!r} has none (--data=pose "
+            "streams them)."
         )
 
 
@@ -192,7 +193,10 @@ def _check_contrastive(config: ExperimentConfig) -> None:
 
 def _abc_supervision(config: ExperimentConfig) -> str:
     if config.batch.augmentation_baseline:
-        return "none beyond the augmentations: each set and its second set are two augmented views of the same images"
+        return (
+            "none beyond the augmentations: each set and its second set are two augmented views of the same "
+            "images"
+        )
     return (
         "set membership: which images share the inactive factors (the factors themselves unknown to the loss)"
     )

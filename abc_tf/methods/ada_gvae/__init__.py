@@ -53,15 +53,22 @@ class AdaGvaeConfig(MethodConfig):
     latent_dim: int = field(10, "Latent dimensions (dlib shared.gin: encoder.num_latent = 10).")
     beta: float = field(
         1.0,
-        "Weight of the KL terms to the prior, the beta of beta-VAE (dlib sweeps 1, 2, 4, 6, 8, 16; its gin files bind 1).",
+        "Weight of the KL terms to the prior, the beta of beta-VAE (dlib sweeps 1, 2, 4, 6, 8, 16; its gin "
+        "files bind 1).",
     )
     aggregation: str = field(
         "argmax",
-        "Which dimensions a pair shares (averaged) and which keep their own posterior: 'argmax' (Ada-GVAE: the dimensions whose KL(q(z_i|x1) || q(z_i|x2)) lies in the lower of two equal-width bins between the pair's smallest and largest are shared; dlib aggregate_argmax) or 'labels' (GVAE: the changed factor's index is the one dimension kept, every other shared; dlib aggregate_labels; needs batches carrying the changed factor, which the Shapes3D pairs stream does not).",
+        "Which dimensions a pair shares (averaged) and which keep their own posterior: 'argmax' (Ada-GVAE: "
+        "the dimensions whose KL(q(z_i|x1) || q(z_i|x2)) lies in the lower of two equal-width bins between "
+        "the pair's smallest and largest are shared; dlib aggregate_argmax) or 'labels' (GVAE: the changed "
+        "factor's index is the one dimension kept, every other shared; dlib aggregate_labels; needs batches "
+        "carrying the changed factor, which the Shapes3D pairs stream does not).",
     )
     averaging: str = field(
         "group_vae",
-        "The shared dimensions' posterior: 'group_vae' (mean of the means, mean of the variances; dlib GroupVAEBase) or 'mlvae' (ML-VAE's product: variance 2 v1 v2 / (v1 + v2), mean (m1 / v1 + m2 / v2) v1 v2 / (v1 + v2); dlib MLVae).",
+        "The shared dimensions' posterior: 'group_vae' (mean of the means, mean of the variances; dlib "
+        "GroupVAEBase) or 'mlvae' (ML-VAE's product: variance 2 v1 v2 / (v1 + v2), mean (m1 / v1 + m2 / v2) "
+        "v1 v2 / (v1 + v2); dlib MLVae).",
     )
 
     def validate(self) -> None:

@@ -104,7 +104,8 @@ def averaged_posterior(
     log_sum = tf.reduce_logsumexp(tf.stack([log_var1, log_var2]), axis=0)  # log(v1 + v2)
     if averaging == "group_vae":
         return 0.5 * (mean1 + mean2), log_sum - math.log(2.0)
-    # mlvae: v = 2 v1 v2 / (v1 + v2); mean = (m1 v2 + m2 v1) / (v1 + v2), weights v2 / (v1 + v2) = sigmoid(lv2 - lv1).
+    # mlvae: v = 2 v1 v2 / (v1 + v2); mean = (m1 v2 + m2 v1) / (v1 + v2),
+    # weights v2 / (v1 + v2) = sigmoid(lv2 - lv1).
     weight1 = tf.sigmoid(log_var2 - log_var1)
     return weight1 * mean1 + (1.0 - weight1) * mean2, math.log(2.0) + log_var1 + log_var2 - log_sum
 
@@ -206,7 +207,9 @@ class AdaGvaeModel(MethodModel):
         return {"encoder": self.representation, "posterior": self.posterior, "decoder": self.decoder}
 
     def noise_at(self, step, pairs) -> tf.Tensor:
-        """The reparameterisation noise [pairs, 2, d] of step ``step`` (:func:`draw_noise` from (seed, step))."""
+        """The reparameterisation noise [pairs, 2, d] of step ``step`` (:func:`draw_noise` from
+        (seed, step)).
+        """
         seed = self.step_seed(step)
         return draw_noise(seed, pairs, self.latent_dim)
 
@@ -257,7 +260,9 @@ def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) ->
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """The networks fit the family's images, and "labels" has a latent dimension per factor (before any data is read)."""
+    """The networks fit the family's images, and "labels" has a latent dimension per factor
+    (before any data is read).
+    """
     family = data.get_family(config.data.family)
     check_image_shape(config, tuple(family.image_shape(config)))
     if config.method.aggregation == "labels":

@@ -1,5 +1,6 @@
 """C-VITAE: U-VITAE whose appearance is inferred from the aligned image (docs/PAPERS.md section P2).
-Its config is the VAE's (abc_tf/methods/vae) with its own structure, its presets the paper's MNIST run and a quick one."""
+Its config is the VAE's (abc_tf/methods/vae) with its own structure, its presets the paper's MNIST run and a
+quick one."""
 
 from __future__ import annotations
 

@@ -72,11 +72,14 @@ class CcVaeConfig(MethodConfig):
     )
     networks: str = field(
         "mnist",
-        "The encoder and decoder: 'mnist' (the authors' MNIST networks, 28 x 28 images) or 'conv64' (the networks for 64 x 64 images the ABC authors used for both VAE baselines on pose, after CC-VAE's supplement; sizes ours: models/vae64_networks.py).",
+        "The encoder and decoder: 'mnist' (the authors' MNIST networks, 28 x 28 images) or 'conv64' (the "
+        "networks for 64 x 64 images the ABC authors used for both VAE baselines on pose, after CC-VAE's "
+        "supplement; sizes ours: models/vae64_networks.py).",
     )
     base_channels: int = field(
         16,
-        "Channels of the encoder's first convolution; mnist: the others have 2x and 4x, the decoder's 8x, 2x, 1x (the authors: 16); conv64: the others 2x, 4x, 8x, the decoder's 4x, 2x, 1x [ours].",
+        "Channels of the encoder's first convolution; mnist: the others have 2x and 4x, the decoder's 8x, "
+        "2x, 1x (the authors: 16); conv64: the others 2x, 4x, 8x, the decoder's 4x, 2x, 1x [ours].",
     )
     reconstruction_weight: float = field(
         2.0, "Weight of the forward cycle's reconstruction error (the authors' reconstruction_coef: 2)."

@@ -43,8 +43,8 @@ Networks (``networks``): "mnist", the authors' MNIST convolutional networks
 (``models/cc_vae_networks.py``, 28 x 28), or "conv64", the networks for 64 x 64 images
 (``models/vae64_networks.py``; the ABC authors followed CC-VAE's supplement there, L217). Kept by
 a run: ``encoder`` (images -> mu, the unspecified code's mean: the style representation the ABC
-paper compares, Fig. 4 / S7; on pose, where the group is one object instance, the pose), ``specified`` (images -> s), ``posterior`` (all three outputs)
-and ``decoder`` ([z, s] -> images).
+paper compares, Fig. 4 / S7; on pose, where the group is one object instance, the pose),
+``specified`` (images -> s), ``posterior`` (all three outputs) and ``decoder`` ([z, s] -> images).
 """
 
 from __future__ import annotations
@@ -332,7 +332,9 @@ def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) 
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> CcVaeModel:
-    """The networks and the two Adams (the authors': betas (0.9, 0.999), PyTorch's epsilon) at the config's rate."""
+    """The networks and the two Adams (the authors': betas (0.9, 0.999), PyTorch's epsilon) at
+    the config's rate.
+    """
     networks = build_networks(config, image_shape)
     trainer, method = config.trainer, config.method
 
@@ -371,7 +373,9 @@ def variant(config: ExperimentConfig) -> str:
 
 
 def supervision(config: ExperimentConfig) -> str:
-    """What the groups tell the method: which images share the specified factor, named by the data family (its ``set_shares``)."""
+    """What the groups tell the method: which images share the specified factor, named by the
+    data family (its ``set_shares``).
+    """
     shared = data.get_family(config.data.family).set_shares
     return f"group membership: which images share the specified factor ({shared}), from the sets"
 

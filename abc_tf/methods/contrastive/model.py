@@ -1,4 +1,6 @@
-"""The contrastive method's declaration: ABC's model computing the NT-Xent loss (abc_tf/methods/abc/model.py)."""
+"""The contrastive method's declaration: ABC's model computing the NT-Xent loss
+(abc_tf/methods/abc/model.py).
+"""
 
 from __future__ import annotations
 

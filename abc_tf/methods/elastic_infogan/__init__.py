@@ -19,7 +19,8 @@ class ElasticInfoGanConfig(MethodConfig):
     trains_encoder: ClassVar[bool] = False  # its networks are fixed; Q's 128 penultimate features embed
     prior: str = field(
         "learned",
-        "The categorical code's class prior, 'learned' (softmax of trained logits, initialised uniform) or 'uniform' (fixed: InfoGAN).",
+        "The categorical code's class prior, 'learned' (softmax of trained logits, initialised uniform) or "
+        "'uniform' (fixed: InfoGAN).",
     )
     contrastive_weight: float = field(
         10.0, "Weight of the NT-Xent loss on Q's features of real images and their augmentations (0: off)."
@@ -27,11 +28,13 @@ class ElasticInfoGanConfig(MethodConfig):
     noise_dim: int = field(62, "Dimensions of the generator's Gaussian noise z (besides the 10-way code).")
     ntxent_temperature: float = field(
         1.0,
-        "Temperature of the NT-Xent loss (1, what the authors' run script passes; their main.py's default is 0.5).",
+        "Temperature of the NT-Xent loss (1, what the authors' run script passes; their main.py's default is "
+        "0.5).",
     )
     elastic_field: bool = field(
         False,
-        "Add a smooth random displacement of about one pixel to the augmentation T (ours; the authors' T is rotation and zoom only).",
+        "Add a smooth random displacement of about one pixel to the augmentation T (ours; the authors' T is "
+        "rotation and zoom only).",
     )
 
 
@@ -46,7 +49,8 @@ _ELASTIC_INFOGAN = ExperimentConfig(
         steps=133_600,
         learning_rate=2e-4,
         log_every=1000,
-        jit_compile=True,  # XLA: 1.2x the plain graph on this CPU (BENCHMARKS.md, "Elastic-InfoGAN training step")
+        # XLA: 1.2x the plain graph on this CPU (BENCHMARKS.md, "Elastic-InfoGAN training step")
+        jit_compile=True,
     ),
     data=MnistConfig(family="mnist", source="auto", holdout_digit="none", class_split=1),
     batch=ImageBatch(batch_size=64),

@@ -2,8 +2,8 @@
 
 An InfoGAN on single unlabelled images (the "images" batch format) whose 10-way categorical
 code c follows a *learned* class prior p = softmax(pi), so that the code can find the digits
-of class-imbalanced data. Networks (``abc_tf/methods/elastic_infogan/networks.py``): a generator G, a trunk shared by the
-discriminator D and the code predictor Q, D's real/fake head and Q's head (FC 128 penultimate
+of class-imbalanced data. Networks (``abc_tf/methods/elastic_infogan/networks.py``): a generator G, a trunk
+shared by the discriminator D and the code predictor Q, D's real/fake head and Q's head (FC 128 penultimate
 layer, FC 10).
 
 Each training step, for a batch of B real images x (float in [0, 1]) and B draws of
@@ -35,7 +35,8 @@ would.
 Distributed (``--trainer.strategy=mirrored`` ...; the replicas split ``batch_size``), a step is one
 device's step: every replica draws its rows of the global batch's z, g and augmentation, the
 batch normalisation of G and the trunk averages over the global batch (``synchronized``
-layers, ``abc_tf/methods/elastic_infogan/networks.py``) and NT-Xent takes its negatives from the whole global batch.
+layers, ``abc_tf/methods/elastic_infogan/networks.py``) and NT-Xent takes its negatives from the whole global
+batch.
 
 Ablations of the same model (the paper's baselines): ``method.prior=uniform`` fixes p at
 1/10 (pi is not trained) and ``method.contrastive_weight=0`` drops NT-Xent; both together are
@@ -290,7 +291,9 @@ class ElasticInfoGANModel(MethodModel):
         }
 
     def code_grid(self, z: np.ndarray) -> np.ndarray:
-        """uint8 [K H, n W, 1]: row k shows code k (one-hot) with each of the n noise vectors z [n, noise_dim]."""
+        """uint8 [K H, n W, 1]: row k shows code k (one-hot) with each of the n noise vectors
+        z [n, noise_dim].
+        """
         z = tf.convert_to_tensor(z, tf.float32)
         n = tf.shape(z)[0]
         codes = tf.repeat(tf.eye(NUM_CATEGORIES), n, axis=0)  # row-major: code k, then noise j

@@ -39,7 +39,8 @@ def failures(prior: np.ndarray, generated_diversity: float) -> list[str]:
     found = []
     if float(np.max(prior)) > PRIOR_COLLAPSE:
         found.append(
-            f"collapsed prior: code {int(np.argmax(prior))} has probability {float(np.max(prior)):.3f} > {PRIOR_COLLAPSE}"
+            f"collapsed prior: code {int(np.argmax(prior))} has probability {float(np.max(prior)):.3f} > "
+            f"{PRIOR_COLLAPSE}"
         )
     if generated_diversity < DIVERSITY_COLLAPSE:
         found.append(

@@ -59,23 +59,27 @@ class LordConfig(MethodConfig):
     )
     content_decay: float = field(
         1e-3,
-        "Weight of the content codes' activation penalty, decay x the sum of ||c||^2 over the step's images (the authors' Keras l2 activity regulariser: 0.001).",
+        "Weight of the content codes' activation penalty, decay x the sum of ||c||^2 over the step's images "
+        "(the authors' Keras l2 activity regulariser: 0.001).",
     )
     n_adain_layers: int = field(
         4,
-        "Upsampling AdaIN layers of the generator; the image size must be a multiple of 2^n (the authors: 4).",
+        "Upsampling AdaIN layers of the generator; the image size must be a multiple of 2^n (the authors: "
+        "4).",
     )
     adain_dim: int = field(256, "Channels of the generator's AdaIN layers (the authors: 256; at least 8).")
     base_channels: int = field(
         64,
-        "Width of the encoders (b, 2b, 4b, 4b, 4b channels, 4b units) and of the generator's last hidden convolution (b) (the authors: 64).",
+        "Width of the encoders (b, 2b, 4b, 4b, 4b channels, 4b units) and of the generator's last hidden "
+        "convolution (b) (the authors: 64).",
     )
     stage1_steps: int = field(
         1600, "Steps of stage 1 (latent optimisation); the rest of --trainer.steps is stage 2 (the encoders)."
     )
     min_learning_rate: float = field(
         1e-5,
-        "Stage 1's cosine schedule goes from --trainer.learning_rate to this at --method.stage1_steps (the authors: 3e-4 to 1e-5).",
+        "Stage 1's cosine schedule goes from --trainer.learning_rate to this at --method.stage1_steps (the "
+        "authors: 3e-4 to 1e-5).",
     )
     latent_lr_multiplier: float = field(
         10.0, "Stage 1's learning rate of the code tables relative to the generator's (the authors: 10)."
@@ -87,11 +91,13 @@ class LordConfig(MethodConfig):
     )
     reconstruction: str = field(
         "pixel",
-        "Reconstruction loss: 'pixel' (mean absolute error on the 0-255 scale) [ours], or 'perceptual' (the authors' VGG16 loss; needs --method.vgg_weights).",
+        "Reconstruction loss: 'pixel' (mean absolute error on the 0-255 scale) [ours], or 'perceptual' (the "
+        "authors' VGG16 loss; needs --method.vgg_weights).",
     )
     vgg_weights: str = field(
         "",
-        "A local Keras VGG16 no-top weights file (vgg16_weights_tf_dim_ordering_tf_kernels_notop.h5) for --method.reconstruction=perceptual.",
+        "A local Keras VGG16 no-top weights file (vgg16_weights_tf_dim_ordering_tf_kernels_notop.h5) for "
+        "--method.reconstruction=perceptual.",
         path=True,
     )
 
@@ -109,7 +115,8 @@ class LordConfig(MethodConfig):
         )
         if self.adain_dim < 8:
             raise ValueError(
-                f"--method.adain_dim must be at least 8 (the generator's first layer has adain_dim / 8 channels), got {self.adain_dim}."
+                "--method.adain_dim must be at least 8 (the generator's first layer has adain_dim / 8 "
+                f"channels), got {self.adain_dim}."
             )
         for name in ("content_std", "content_decay", "code_weight"):
             value = getattr(self, name)
@@ -117,7 +124,8 @@ class LordConfig(MethodConfig):
                 raise ValueError(f"--method.{name} must be a finite number >= 0, got {value}.")
         if self.reconstruction not in RECONSTRUCTIONS:
             raise ValueError(
-                f"--method.reconstruction={self.reconstruction!r}; choose one of {', '.join(RECONSTRUCTIONS)}."
+                f"--method.reconstruction={self.reconstruction!r}; choose one of "
+                f"{', '.join(RECONSTRUCTIONS)}."
             )
 
 

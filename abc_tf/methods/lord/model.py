@@ -403,8 +403,8 @@ def check_config(config: ExperimentConfig) -> None:
         )
     if method.reconstruction == "perceptual" and not method.vgg_weights:
         raise ValueError(
-            "--method.reconstruction=perceptual needs --method.vgg_weights: a local Keras VGG16 no-top weights "
-            "file (ImageNet weights are not downloaded here). Or use --method.reconstruction=pixel."
+            "--method.reconstruction=perceptual needs --method.vgg_weights: a local Keras VGG16 no-top "
+            "weights file (ImageNet weights are not downloaded here). Or use --method.reconstruction=pixel."
         )
     if method.vgg_weights and not os.path.isfile(method.vgg_weights):
         raise ValueError(f"--method.vgg_weights={method.vgg_weights} is not a file.")
@@ -501,8 +501,10 @@ def variant(config: ExperimentConfig) -> str:
 METHOD = Method(
     name="lord",
     build=build,
-    supervision="group membership: which images show one object (the class, from the sets), and the identity of each "
-    "training image (a code per bank image)",
+    supervision=(
+        "group membership: which images show one object (the class, from the sets), and the identity of each "
+        "training image (a code per bank image)"
+    ),
     check_config=check_config,
     variant=variant,
     needs_training_bank=True,

@@ -8,8 +8,8 @@ written anew here in Keras 3). Widths for ``base_channels`` b = 64, the authors'
   reshape to [n, adain_dim, 2], offset at index 0, scale at 1, L379-380). The content code goes
   through three linear layers of h w adain_dim / 8, h w adain_dim / 4 and h w adain_dim units,
   each with a leaky ReLU (h = H / 2^n, w = W / 2^n), reshaped to [h, w, adain_dim] (L243-255);
-  then n times: nearest upsampling x2 (:class:`NearestUpsample`), a 3 x 3 convolution of adain_dim channels, a leaky ReLU and
-  AdaIN with that layer's parameters (L257-262); then a 5 x 5 convolution of b channels (the
+  then n times: nearest upsampling x2 (:class:`NearestUpsample`), a 3 x 3 convolution of adain_dim channels, a
+  leaky ReLU and AdaIN with that layer's parameters (L257-262); then a 5 x 5 convolution of b channels (the
   authors' 64) with a leaky ReLU, and a 7 x 7 convolution of C channels with a sigmoid (L264-268).
   The authors keep the modulation as a model of its own (``class_modulation``); it trains with
   the generator in both stages, so it is part of the generator here.
@@ -90,8 +90,8 @@ def check_image_shape(shape: tuple[int, int, int], n_adain_layers: int) -> None:
     factor = 2**n_adain_layers
     if shape[0] % factor or shape[1] % factor:
         raise ValueError(
-            f"LORD's generator doubles a {factor}-times smaller map {n_adain_layers} times: the image height and "
-            f"width must be multiples of {factor}, not {tuple(shape)}."
+            f"LORD's generator doubles a {factor}-times smaller map {n_adain_layers} times: the image height "
+            f"and width must be multiples of {factor}, not {tuple(shape)}."
         )
 
 

@@ -45,7 +45,9 @@ class MlVaeConfig(MethodConfig):
     content_dim: int = field(10, "Size of the group's content code c (the authors' class_dim: 10).")
     networks: str = field(
         "mnist",
-        "The encoder and decoder: 'mnist' (the authors' MNIST MLPs, any image size) or 'conv64' (the convolutional networks for 64 x 64 images the ABC authors used for both VAE baselines on pose, after CC-VAE's supplement; sizes ours: models/vae64_networks.py).",
+        "The encoder and decoder: 'mnist' (the authors' MNIST MLPs, any image size) or 'conv64' (the "
+        "convolutional networks for 64 x 64 images the ABC authors used for both VAE baselines on pose, "
+        "after CC-VAE's supplement; sizes ours: models/vae64_networks.py).",
     )
     hidden_units: int = field(
         500,
@@ -53,20 +55,30 @@ class MlVaeConfig(MethodConfig):
     )
     base_channels: int = field(
         32,
-        "Channels of the conv64 encoder's first convolution; the others have 2x, 4x, 8x, the decoder's 4x, 2x, 1x (networks=conv64 only) [ours].",
+        "Channels of the conv64 encoder's first convolution; the others have 2x, 4x, 8x, the decoder's 4x, "
+        "2x, 1x (networks=conv64 only) [ours].",
     )
     likelihood: str = field(
         "gaussian",
-        "p(x | s, c) per pixel: 'gaussian' (the authors' code: mean and tanh-squashed log-variance from the decoder) or 'bernoulli' (sigmoid of the decoder's logits; pixels in [0, 1] read as probabilities) [ours].",
+        "p(x | s, c) per pixel: 'gaussian' (the authors' code: mean and tanh-squashed log-variance from the "
+        "decoder) or 'bernoulli' (sigmoid of the decoder's logits; pixels in [0, 1] read as probabilities) "
+        "[ours].",
     )
     content_sample: str = field(
         "group",
-        "Content samples per step: 'group' (one draw of c per group, shared by its images [ours: the ML-VAE paper is not among our sources to check its algorithm]) or 'image' (one draw per image from its group's posterior: the authors' final code, group_wise_reparameterize_each). Both estimate the same ELBO.",
+        "Content samples per step: 'group' (one draw of c per group, shared by its images [ours: the ML-VAE "
+        "paper is not among our sources to check its algorithm]) or 'image' (one draw per image from its "
+        "group's posterior: the authors' final code, group_wise_reparameterize_each). Both estimate the same "
+        "ELBO.",
     )
     kl_weight: float = field(1.0, "Weight of both KL terms (the authors' kl_divergence_coef: 1).")
     sample_std: float = field(
         1.0,
-        "Standard deviation of the noise that reparameterises the content draw: c = mean + sqrt(variance) * sample_std * eps, eps ~ N(0, I). 1: a draw from the group's posterior, as the authors' final code (group_wise_reparameterize_each, HEAD 6de7264). Their README reports that 0.1 (their first commit 522572d, utils.py L101-103, one draw per group) reproduced the paper's results where 1 let the decoder ignore the content code. Below 1 the loss is no longer the ELBO.",
+        "Standard deviation of the noise that reparameterises the content draw: c = mean + sqrt(variance) * "
+        "sample_std * eps, eps ~ N(0, I). 1: a draw from the group's posterior, as the authors' final code "
+        "(group_wise_reparameterize_each, HEAD 6de7264). Their README reports that 0.1 (their first commit "
+        "522572d, utils.py L101-103, one draw per group) reproduced the paper's results where 1 let the "
+        "decoder ignore the content code. Below 1 the loss is no longer the ELBO.",
     )
 
     def validate(self) -> None:
@@ -80,7 +92,8 @@ class MlVaeConfig(MethodConfig):
             )
         if self.content_sample not in CONTENT_SAMPLES:
             raise ValueError(
-                f"--method.content_sample={self.content_sample!r}; choose one of {', '.join(CONTENT_SAMPLES)}."
+                f"--method.content_sample={self.content_sample!r}; choose one of "
+                f"{', '.join(CONTENT_SAMPLES)}."
             )
         if not self.kl_weight >= 0 or self.kl_weight == float("inf"):
             raise ValueError(f"--method.kl_weight must be a finite number >= 0, got {self.kl_weight}.")

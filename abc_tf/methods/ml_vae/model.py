@@ -306,8 +306,13 @@ def variant(config: ExperimentConfig) -> str:
 
 
 def supervision(config: ExperimentConfig) -> str:
-    """What the groups tell the method: which images share the content, named by the data family (its ``set_shares``)."""
-    return f"group membership: which images share the content ({data.get_family(config.data.family).set_shares}), from the sets"
+    """What the groups tell the method: which images share the content, named by the data
+    family (its ``set_shares``).
+    """
+    return (
+        "group membership: which images share the content "
+        f"({data.get_family(config.data.family).set_shares}), from the sets"
+    )
 
 
 METHOD = Method(

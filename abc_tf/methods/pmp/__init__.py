@@ -15,7 +15,8 @@ class PmpConfig(MethodConfig):
     num_subspaces: int = field(10, "Number k of latent subspaces, one projector each.")
     warmup: float = field(
         0.25,
-        "Fraction of the steps trained on the reconstruction loss alone before the other terms ramp in (the authors' code 0.25, their supplement 0.2).",
+        "Fraction of the steps trained on the reconstruction loss alone before the other terms ramp in (the "
+        "authors' code 0.25, their supplement 0.2).",
     )
     distance_weight: float = field(0.1, "Maximum weight of the distance loss L_dis (0: off).")
     sparsity_weight: float = field(0.1, "Maximum weight of the sparsity loss L_spar (0: off).")

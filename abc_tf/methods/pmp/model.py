@@ -363,7 +363,8 @@ def check_config(config: ExperimentConfig) -> None:
     """PMP's settings (ValueError naming the flag), before any data or network."""
     if config.method.num_subspaces < 2:
         raise ValueError(
-            f"--method.num_subspaces must be at least 2 (L_dis compares the changed subspace with the others), got {config.method.num_subspaces}."
+            "--method.num_subspaces must be at least 2 (L_dis compares the changed subspace with the "
+            f"others), got {config.method.num_subspaces}."
         )
     if not 0.0 <= config.method.warmup < 1.0:
         raise ValueError(
@@ -407,6 +408,8 @@ METHOD = Method(
     name="pmp",
     build=build,
     check_config=check_config,
-    supervision="pairs that differ in exactly one factor, which one unknown (Locatello et al. 2020 weak supervision)",
+    supervision=(
+        "pairs that differ in exactly one factor, which one unknown (Locatello et al. 2020 weak supervision)"
+    ),
     training_callbacks=training_callbacks,
 )

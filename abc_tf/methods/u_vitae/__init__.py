@@ -1,5 +1,6 @@
 """U-VITAE: the VAE with a spatial transformer that models the perspective (docs/PAPERS.md section P2).
-Its config is the VAE's (abc_tf/methods/vae) with its own structure, its presets the paper's MNIST run and a quick one."""
+Its config is the VAE's (abc_tf/methods/vae) with its own structure, its presets the paper's MNIST run and a
+quick one."""
 
 from __future__ import annotations
 

@@ -40,11 +40,14 @@ class VaeConfig(MethodConfig):
     )
     kl_warmup: float = field(
         0.5,
-        "Fraction of the steps over which the KL weight rises linearly from 0 to 1 (the paper: half of training; 0: weight 1 from the start).",
+        "Fraction of the steps over which the KL weight rises linearly from 0 to 1 (the paper: half of "
+        "training; 0: weight 1 from the start).",
     )
     affine_augmentation: bool = field(
         True,
-        "Warp every training image by a random rotation (up to 20 degrees) and translation (up to 10% of the size), as the authors' disentanglement script does (RandomAffine(20, translate 0.1); their final main.py has the line commented out; their poster's MNIST is randomly translated and rotated).",
+        "Warp every training image by a random rotation (up to 20 degrees) and translation (up to 10% of the "
+        "size), as the authors' disentanglement script does (RandomAffine(20, translate 0.1); their final "
+        "main.py has the line commented out; their poster's MNIST is randomly translated and rotated).",
     )
 
     def validate(self) -> None:

@@ -7,11 +7,13 @@ perspective: x^ = T_theta(dec_A(z_A)), theta = dec_P(z_P) in R^6, T_theta the di
 affine map expm([[t1 t2 t3], [t4 t5 t6], [0 0 0]]) (``models/spatial_transformer.py``).
 Inference (:func:`infer`), by the variant config's :class:`~abc_tf.methods.vae.Structure`:
 
-- vae (no perspective): one latent space z (d = ``--method.latent_dim``, 4 in the paper), q(z | x), x^ = dec(z).
+- vae (no perspective): one latent space z (d = ``--method.latent_dim``, 4 in the paper), q(z | x),
+  x^ = dec(z).
 - u_vitae (a perspective space): q_P(z_P | x) and q_A(z_A | x), both from the image
   (d_A = d_P = latent_dim / 2).
-- c_vitae (a perspective space and the appearance aligned): q_P(z_P | x); theta = dec_P(z_P); x' = T_{-theta}(x), the image with the perspective
-  undone; q_A(z_A | x'). The appearance is inferred from the aligned image.
+- c_vitae (a perspective space and the appearance aligned): q_P(z_P | x); theta = dec_P(z_P);
+  x' = T_{-theta}(x), the image with the perspective undone; q_A(z_A | x'). The appearance is
+  inferred from the aligned image.
 
 The loss is the negative ELBO with a KL warm-up, for a batch of B images (mean over images):
 
@@ -31,15 +33,15 @@ repository) describes the MNIST of its results table as randomly translated and 
 The noise of the samples and of the augmentation is drawn from (seed, step): a resumed run
 draws what an unbroken one would.
 
-Networks (``abc_tf/methods/vae/networks.py``): the supplement's Table 1 MLPs, VITAE's with about half the units
-for both spaces alike [ours: the supplement (L49) says the appearance networks benefit from a
+Networks (``abc_tf/methods/vae/networks.py``): the supplement's Table 1 MLPs, VITAE's with about half the
+units for both spaces alike [ours: the supplement (L49) says the appearance networks benefit from a
 little more capacity than the perspective ones, without numbers; the authors' released code
 builds both spaces from the same 512-256 MLPs with batch norm].
 
 Logs: ``loss``, ``reconstruction`` (-log p(x | z), nats per image), ``kl_appearance``,
 ``kl_perspective`` and ``kl_weight``; :class:`VITAEMonitor` writes every ``eval_every`` steps
-(0: every ``log_every`` steps) and at the end reconstructions (for c_vitae also the aligned images x') and a traversal grid
-of every latent dimension (a row each: the appearance dimensions first, then the perspective
+(0: every ``log_every`` steps) and at the end reconstructions (for c_vitae also the aligned images x') and a
+traversal grid of every latent dimension (a row each: the appearance dimensions first, then the perspective
 ones) under ``logs/vitae``.
 """
 
