@@ -17,10 +17,12 @@ On a finished Shapes3D run (the README's ``runs/demo``), in one process:
 Writes docs/figures/benchmarks/evaluation_stages.json and the section of BENCHMARKS.md.
 
   python -m benchmarks.evaluation_stages --run_dir=runs/demo [--evaluate] [--no_write]
+  python -m benchmarks.evaluation_stages --table_only   # the section again from the JSON
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 import numpy as np
 
@@ -36,6 +39,7 @@ from benchmarks import report
 TITLE = "Evaluation of a Shapes3D run, stage by stage (CPU)"
 FILE = "docs/figures/benchmarks/evaluation_stages.json"
 SEEDS = (0, 1, 2)
+DCI_KEYS = ("dci_disentanglement", "dci_completeness", "dci_informativeness")
 
 
 def _cpu(function):
@@ -152,47 +156,56 @@ def _link(path: str, value: float, digits: int) -> str:
     return f"[{value:.{digits}f}]({FILE}#/{path})"
 
 
-def table(results: dict, command: str, load_start: float) -> str:
-    stages = results["stages"]
+def _stage_rows(stages: dict) -> list[str]:
+    def cell(key: str, digits: int = 1) -> str:
+        return _link(f"stages/{key}", stages[key], digits)
+
+    return [
+        f"| embed, eager Keras call (as before) | {cell('embed_eager_cpu_s')} | |",
+        f"| embed, traced call (now) | {cell('embed_traced_cpu_s')} | largest code difference "
+        f"{cell('embed_largest_difference', 1)} |",
+        f"| render, NumPy (as before and now) | {cell('render_numpy_cpu_s')} | |",
+        f"| render, graph (`tf.gather` and a batched matmul) | {cell('render_graph_cpu_s')} | pixels "
+        f"differing from NumPy's: {cell('render_pixels_differing', 0)} |",
+        f"| ray cast of the weight tables (once a process) | {cell('weight_tables_cpu_s')} | |",
+    ]
+
+
+def table(results: dict, command: str, load_start: float | None) -> str:
+    load = "" if load_start is None else " " + report.load_line(load_start)
     lines = [
-        f"{report.machine_line()} {report.load_line(load_start)}",
+        results.get("machine", report.machine_line()) + load,
         "",
         f"Command: `{command}`. CPU seconds count every thread of the process.",
         "",
-        f"| stage ({stages['images']} images) | as before | now | differences |",
-        "|---|---|---|---|",
-        f"| embed (S3 encoder) | eager Keras call {_link('stages/embed_eager_cpu_s', stages['embed_eager_cpu_s'], 1)} | "
-        f"traced call {_link('stages/embed_traced_cpu_s', stages['embed_traced_cpu_s'], 1)} | largest code "
-        f"difference {_link('stages/embed_largest_difference', stages['embed_largest_difference'], 1)} |",
-        f"| render (warm) | NumPy {_link('stages/render_numpy_cpu_s', stages['render_numpy_cpu_s'], 1)} | NumPy "
-        f"(a graph render takes {_link('stages/render_graph_cpu_s', stages['render_graph_cpu_s'], 1)}) | pixels "
-        f"differing from the graph render: {stages['render_pixels_differing']} |",
-        f"| weight tables (ray cast once a process) | {_link('stages/weight_tables_cpu_s', stages['weight_tables_cpu_s'], 1)} "
-        "| the same | - |",
+        f'| stage, {results["stages"]["images"]} images of the "fast" preset | CPU s | note |',
+        "|---|---|---|",
+        *_stage_rows(results["stages"]),
         "",
-        "DCI of the \"fast\" preset (1,000 training and 500 test codes of the run's encoder), the trees' CPU seconds:",
+        'DCI of the "fast" preset (1,000 training and 500 test codes of the run\'s encoder), the',
+        "trees' CPU seconds and the scores, per seed:",
         "",
         "| trees | seed | CPU s | D | C | I (test) |",
         "|---|---|---|---|---|---|",
     ]
     for index, row in enumerate(results["dci"]["rows"]):
-        path = f"dci/rows/{index}"
-        lines.append(
-            f"| {row['trees']} | {row['seed']} | {_link(path + '/cpu_s', row['cpu_s'], 1)} | "
-            f"{_link(path + '/dci_disentanglement', row['dci_disentanglement'], 3)} | "
-            f"{_link(path + '/dci_completeness', row['dci_completeness'], 3)} | "
-            f"{_link(path + '/dci_informativeness', row['dci_informativeness'], 3)} |"
-        )
+        cells = [_link(f"dci/rows/{index}/cpu_s", row["cpu_s"], 1)]
+        cells += [_link(f"dci/rows/{index}/{key}", row[key], 3) for key in DCI_KEYS]
+        lines.append(f"| {row['trees']} | {row['seed']} | " + " | ".join(cells) + " |")
     if "evaluate" in results:
+        run = results["evaluate"]
         lines += [
             "",
-            f"`abc_tf evaluate --run_dir={results['run_dir']}` (MINE's 20,000 steps, the fast disentanglement "
-            f"preset): {_link('evaluate/wall_s', results['evaluate']['wall_s'], 0)} s wall, "
-            f"{_link('evaluate/cpu_s', results['evaluate']['cpu_s'], 0)} CPU seconds. Its stages, wall seconds:",
+            f'`abc_tf evaluate --run_dir={results["run_dir"]}` (MINE\'s 20,000 steps, the "fast" '
+            f"disentanglement preset): {_link('evaluate/wall_s', run['wall_s'], 0)} s wall, "
+            f"{_link('evaluate/cpu_s', run['cpu_s'], 0)} CPU seconds. Its stages:",
+            "",
+            "| stage | wall s |",
+            "|---|---|",
         ]
-        lines += [
-            f"- {stage}: {seconds:.0f}" for stage, seconds in results["evaluate"]["stages_wall_s"].items()
-        ]
+        for stage, seconds in run["stages_wall_s"].items():
+            pointer = "evaluate/stages_wall_s/" + urllib.parse.quote(stage, safe="")
+            lines.append(f"| {stage} | {_link(pointer, seconds, 0)} |")
     return "\n".join(lines)
 
 
@@ -200,19 +213,31 @@ def main() -> None:
     parser = report.argument_parser(__doc__)
     parser.add_argument("--run_dir", default="runs/demo", help="A finished Shapes3D run.")
     parser.add_argument("--evaluate", action="store_true", help="Also time the whole evaluation of the run.")
+    parser.add_argument(
+        "--table_only", action="store_true", help=f"Write the section from {FILE}; measure nothing."
+    )
     args = parser.parse_args()
+    if args.table_only:
+        with open(os.path.join(report.ROOT, FILE)) as handle:
+            results = json.load(handle)
+        command = results.get(
+            "command", "python -m benchmarks.evaluation_stages --run_dir=runs/demo --evaluate"
+        )
+        report.publish(TITLE, table(results, command, None), not args.no_write)
+        return
     load_start = os.getloadavg()[0]
     results = {"run_dir": args.run_dir, "stages": measure_embedding_and_rendering(args.run_dir)}
     print(results, flush=True)
     results["dci"] = measure_dci(args.run_dir)
     if args.evaluate:
         results["evaluate"] = measure_evaluate(args.run_dir)
-    if not args.no_write:
-        report.save_results("evaluation_stages", results)
-    command = f"python -m benchmarks.evaluation_stages --run_dir={args.run_dir}" + (
+    results["command"] = f"python -m benchmarks.evaluation_stages --run_dir={args.run_dir}" + (
         " --evaluate" if args.evaluate else ""
     )
-    report.publish(TITLE, table(results, command, load_start), not args.no_write)
+    results["machine"] = f"{report.machine_line()} {report.load_line(load_start)}"
+    if not args.no_write:
+        report.save_results("evaluation_stages", results)
+    report.publish(TITLE, table(results, results["command"], None), not args.no_write)
 
 
 if __name__ == "__main__":

@@ -2,11 +2,12 @@
 
 In one process, for each method's quick preset (the run its package names as ``QUICK``): the
 model built as ``train.py`` builds it (the preset's precision and XLA setting, the steps per
-call that the default flags give), trained by ``fit`` on one batch of the preset's own pipeline repeated from memory. Per
-method it reports the step's floating-point work (TensorFlow's profiler on the traced
-``train_step``), steps/s (median of rounds) and the fraction of the host's float32 matrix-product
-rate that the step reaches. The matrix-product rate is timed just before and just after each
-method, so a burst of load from other jobs hits both sides of the ratio.
+call that the default flags give), trained by ``fit`` on one batch of the preset's own
+pipeline repeated from memory. Per method it reports the step's floating-point work
+(TensorFlow's profiler on the traced ``train_step``), steps/s (median of rounds) and the
+fraction of the host's float32 matrix-product rate that the step reaches. The matrix-product
+rate is timed just before and just after each method, so a burst of load from other jobs hits
+both sides of the ratio.
 
 Writes docs/figures/benchmarks/method_speed.json and the section of BENCHMARKS.md.
 
@@ -89,38 +90,44 @@ def _link(index: int, key: str, text: str) -> str:
     return f"[{text}]({FILE}#/rows/{index}/{key})"
 
 
+def _row(index: int, row: dict) -> str:
+    setting = row["policy"] + (", XLA" if row["jit_compile"] else "")
+    rate = _link(index, "steps_per_s", f"{row['steps_per_s']:.2f}")
+    if row["gflop_per_step"] is None:
+        work = f"- | {rate} | - | -"
+    else:
+        work = " | ".join(
+            [
+                _link(index, "gflop_per_step", f"{row['gflop_per_step']:.2f}"),
+                rate,
+                _link(index, "gflops", f"{row['gflops']:.0f}"),
+                _link(index, "of_matmul", f"{row['of_matmul']:.2f}"),
+            ]
+        )
+    return (
+        f"| {row['method']} | `{row['preset']}` | {row['batch_format']} | {setting} | "
+        f"{row['steps_per_execution']} | {work} |"
+    )
+
+
 def table(results: dict, command: str, load_start: float) -> str:
     lines = [
         f"{report.machine_line()} {report.load_line(load_start)}",
         "",
-        f"Command: `{command}`. Each method's quick preset built as `train.py` builds it with its default",
-        "flags (its precision policy and XLA setting, the steps per call `auto` gives), trained by `fit` on one batch of the preset's own",
-        f"pipeline repeated from memory: {results['rounds']} rounds of {results['steps']} steps, median. GFLOP/step:",
-        "TensorFlow's profiler on the traced `train_step` (forward, gradients and the optimizer). Of matmul: the",
-        "step's GFLOP/s over the float32 rate of a 2048 x 2048 matrix product timed just before and after it in",
-        "the same process. A step whose graph holds a conditional (a schedule switched inside the step) has no",
-        "count: the profiler adds the work of both branches.",
+        f"Command: `{command}`. Each method's quick preset built as `train.py` builds it with its",
+        "default flags (its precision policy and XLA setting, the steps per call `auto` gives),",
+        "trained by `fit` on one batch of the preset's own pipeline repeated from memory:",
+        f"{results['rounds']} rounds of {results['steps']} steps, median. GFLOP/step: TensorFlow's profiler",
+        "on the traced `train_step` (forward, gradients and the optimizer). Of matmul: the step's",
+        "GFLOP/s over the float32 rate of a 2048 x 2048 matrix product timed just before and after",
+        "it in the same process. A step whose graph holds a conditional (a schedule switched inside",
+        "the step) has no count: the profiler adds the work of both branches.",
         "",
-        "| method | quick preset | batch format | policy, XLA | steps a call | GFLOP/step | steps/s | GFLOP/s | of matmul |",
+        "| method | quick preset | batch format | policy | steps a call | GFLOP/step | steps/s | GFLOP/s "
+        "| of matmul |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for index, row in enumerate(results["rows"]):
-        work = (
-            ("- | " + _link(index, "steps_per_s", f"{row['steps_per_s']:.2f}") + " | - | -")
-            if row["gflop_per_step"] is None
-            else (
-                _link(index, "gflop_per_step", f"{row['gflop_per_step']:.2f}")
-                + " | "
-                + _link(index, "steps_per_s", f"{row['steps_per_s']:.2f}")
-                + " | "
-                + _link(index, "gflops", f"{row['gflops']:.0f}")
-                + " | "
-                + _link(index, "of_matmul", f"{row['of_matmul']:.2f}")
-            )
-        )
-        lines.append(
-            f"| {row['method']} | `{row['preset']}` | {row['batch_format']} | {row['policy']}{', XLA' if row['jit_compile'] else ''} | {row['steps_per_execution']} | {work} |"
-        )
+    lines += [_row(index, row) for index, row in enumerate(results["rows"])]
     return "\n".join(lines)
 
 
