@@ -58,29 +58,79 @@ def discover(package: str, path: Iterable[str], group: str, declaration: str, ki
     }
 
 
+# The section of docs/ARCHITECTURE.md that lists what a package of each kind declares.
+GUIDE = {
+    "method": 'docs/ARCHITECTURE.md, "Adding a method"',
+    "data family": 'docs/ARCHITECTURE.md, "Adding a data family"',
+}
+
+
+class ContractError(ValueError):
+    """A method or family package that misses part of its contract or declares another name:
+    one line naming the package, what is wrong and where the contract is written."""
+
+
+def _guide(kind: str) -> str:
+    return f"see {GUIDE.get(kind, 'docs/ARCHITECTURE.md')}"
+
+
+def load_declared(reference: str, kind: str, what: str, package: str = "") -> Any:
+    """:func:`load`, with a :class:`ContractError` when the module or its attribute is missing
+    (``what``: the attribute's role, e.g. "its Method declaration"; ``package``: the package the
+    reference is part of, named in the message)."""
+    module_name, _, attribute = reference.partition(":")
+    package = package or module_name
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name is None or not (module_name + ".").startswith(error.name + "."):
+            raise  # a module the package itself imports is missing: its own traceback says which
+        raise ContractError(
+            f"The {kind} package {package} has no module {module_name} ({what}); {_guide(kind)}."
+        ) from None
+    if not hasattr(module, attribute):
+        raise ContractError(
+            f"The {kind} package {package}: {module_name} declares no {attribute} ({what}); {_guide(kind)}."
+        )
+    return getattr(module, attribute)
+
+
 def resolve(
     registry: dict[str, Entry], name: str, kind: str, declaration_type: str, default_attribute: str
 ) -> Any:
     """The declaration registered as ``name`` (its :class:`Entry`'s ``declaration``); ValueError
-    naming the known names.
+    naming the known names, :class:`ContractError` for a package that declares none, another
+    type or another name.
 
     ``declaration_type`` ("module:CLASS", the type every declaration must be) is named the same
     way and loaded with the first declaration, so importing a registry imports none of the
     modules it names: ``train.py --help`` answers without TensorFlow.
     """
     entry = _entry(registry, name, kind)
-    declared = load(entry.declaration, default_attribute)
-    if not isinstance(declared, load(declaration_type)) or declared.name != name:
-        raise TypeError(f"{entry.declaration} does not declare the {kind} {name!r}.")
+    cls = load(declaration_type)
+    reference = entry.declaration if ":" in entry.declaration else f"{entry.declaration}:{default_attribute}"
+    declared = load_declared(reference, kind, f"its {cls.__name__} declaration", entry.package)
+    if not isinstance(declared, cls):
+        raise ContractError(
+            f"{reference} is a {type(declared).__name__}, not a {declaration_type}; {_guide(kind)}."
+        )
+    if declared.name != name:
+        raise ContractError(
+            f"{reference} declares the {kind} {declared.name!r}, but the package is found as {name!r} (its "
+            f"folder or entry point name); make the two the same ({_guide(kind)})."
+        )
     return declared
 
 
 def config_class(registry: dict[str, Entry], name: str, kind: str, base: type) -> type:
     """The config class registered with ``name`` (a subclass of ``base``)."""
-    reference = _entry(registry, name, kind).config
-    cls = load(reference)
+    entry = _entry(registry, name, kind)
+    reference = entry.config
+    cls = load_declared(reference, kind, f"its config class, a {base.__name__}", entry.package)
     if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise TypeError(f"{reference} is not a {base.__name__} (the config class of {kind} {name!r}).")
+        raise ContractError(
+            f"{reference} is not a {base.__name__} (the config class of {kind} {name!r}); {_guide(kind)}."
+        )
     return cls
 
 

@@ -74,7 +74,10 @@ def test_resolve_imports_the_named_module_and_takes_its_declaration():
 
 
 def test_resolve_takes_entries_registered_as_plain_pairs():
-    with pytest.raises(TypeError, match=f"{__name__}:FAST does not declare the thing 'pair'"):
+    with pytest.raises(
+        registry.ContractError,
+        match=f"{__name__}:FAST declares the thing 'fast', but the package is found as 'pair'",
+    ):
         resolve("pair")  # the pair's declaration is read: FAST is named "fast", not "pair"
     assert config_class("pair") is FastSettings
 
@@ -89,12 +92,33 @@ def test_resolve_refuses_unknown_names_and_wrong_declarations():
     known = "fast, misnamed, missing, not_settings, pair, plain, wrong_type"
     with pytest.raises(ValueError, match=f"^Unknown thing 'slow'; choose one of: {known}.$"):
         resolve("slow")
-    with pytest.raises(TypeError, match=f"{__name__}:MISNAMED does not declare the thing 'misnamed'"):
+    # A plug-in's mistakes are one line each: the package, what is wrong, and the docs' section.
+    with pytest.raises(
+        registry.ContractError,
+        match=f"^{__name__}:MISNAMED declares the thing '[a-z_]+', but the "
+        "package is found as 'misnamed' \\(its folder or entry point name\\); make the two the same",
+    ):
         resolve("misnamed")
-    with pytest.raises(TypeError, match="does not declare the thing 'wrong_type'"):
+    with pytest.raises(registry.ContractError, match=f"^{__name__}:NOT_A_DECLARATION is a [A-Za-z]+, not a "):
         resolve("wrong_type")
-    with pytest.raises(ModuleNotFoundError):
+    with pytest.raises(
+        registry.ContractError,
+        match="^The thing package no_such_module_anywhere has no module no_such_module_anywhere "
+        "\\(its Declared declaration\\); see docs/ARCHITECTURE.md.$",
+    ):
         resolve("missing")
+    with pytest.raises(
+        registry.ContractError,
+        match=f"^The thing package {__name__}: {__name__} declares no ABSENT \\(its Declared declaration\\)",
+    ):
+        registry.resolve(
+            {"absent": registry.Entry(f"{__name__}:ABSENT", "")},
+            "absent",
+            "thing",
+            f"{__name__}:Declared",
+            "",
+        )
+    assert all("\n" not in str(error) for error in [registry.ContractError("one line")])
 
 
 def test_config_class_is_loaded_without_the_declaration_and_holds_the_names_fields():
@@ -113,14 +137,14 @@ def test_config_class_refuses_unknown_names_and_classes_of_another_base():
     with pytest.raises(ValueError, match="^Unknown thing 'slow'; choose one of: "):
         config_class("slow")
     with pytest.raises(
-        TypeError,
-        match=f"^{__name__}:Declared is not a Settings \\(the config class of thing 'not_settings'\\).$",
+        registry.ContractError,
+        match=f"^{__name__}:Declared is not a Settings \\(the config class of thing 'not_settings'\\); see ",
     ):
         config_class("not_settings")
     with pytest.raises(
-        TypeError,
+        registry.ContractError,
         match=f"^{__name__}:NOT_A_DECLARATION is not a Settings \\(the config class of thing 'wrong_type'\\)",
     ):
         config_class("wrong_type")
-    with pytest.raises(TypeError, match="is not a Settings"):
+    with pytest.raises(registry.ContractError, match="is not a Settings"):
         registry.config_class({"pair": ("m", f"{__name__}:Declared")}, "pair", "thing", Settings)
