@@ -90,6 +90,13 @@ def make_dataset(config, seed: int, start_step: int = 0) -> tf.data.Dataset:
     )
 
 
+def make_images(config, seed: int, start_step: int = 0) -> tf.data.Dataset:
+    """The "images" format: single unlabelled images (no class labels: the family declares none)."""
+    return make_dataset(config, seed, start_step).map(
+        lambda batch: {"images": tf.reshape(batch["set_a"], (-1, *IMAGE_SHAPE))}
+    )
+
+
 def image_shape(config) -> tuple[int, int, int]:
     return IMAGE_SHAPE
 
@@ -125,5 +132,9 @@ def evaluate_positions(run, out_dir: str, settings) -> dict:
 # evaluates it through evaluate.py), as a user's family names theirs.
 TASK = tasks.Task(evaluate_positions, labelled_sample)
 FAMILY = DataFamily(
-    name="toy", image_shape=image_shape, make_dataset=make_dataset, evaluation_task="toy_family:TASK"
+    name="toy",
+    image_shape=image_shape,
+    make_dataset=make_dataset,
+    other_streams={"images": make_images},
+    evaluation_task="toy_family:TASK",
 )

@@ -124,6 +124,14 @@ def parse_flags(argv: list[str]) -> list[str]:
         _stop(command_line.describe_flag_error(str(error)), 2)
 
 
+def _say_skipped_measures(config: config_lib.ExperimentConfig) -> None:
+    """One line per measure of evaluate.py this run will not get, and why, before training."""
+    from abc_tf.runs import training
+
+    for name, reason in training.measures_skipped(config).items():
+        print(f"{command_line.program('evaluate')} will skip the {name} measures: {reason}.", flush=True)
+
+
 def resolve_config() -> config_lib.ExperimentConfig:
     """The preset with the choices and every flag given on the command line applied, validated."""
     config = experiments.choose(
@@ -174,7 +182,9 @@ def main(argv: list[str]) -> None:
                 f"{training.data_description(base)}) can train into {output_dir}"
                 f"{f' ({FLAGS.seeds} seeds)' if FLAGS.seeds > 1 else ''}."
             )
+            _say_skipped_measures(base)
             return
+        _say_skipped_measures(base)
         for run_config, run_dir in runs:
             # The settings, the run directory and the model first, once: the callbacks read the
             # family's labelled data, which can take a while.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
@@ -221,6 +221,26 @@ class DataSources:
 
 # A family that declares no sources: its built-in data, and no file read.
 BUILT_IN_ONLY = DataSources(built_in=("generated",), default=lambda: "generated")
+
+
+# What a method or an evaluation may need of a family, by the DataFamily field that gives it
+# (declared, not None), with what it is in words (the messages that name a missing one).
+CAPABILITIES = {
+    "known_factors": "known factors of variation for each image",
+    "class_labelled_images": "training and test images with class labels",
+    "grouped_images": "every image with its group label",
+    "pose_views": "images with their 3D rotations",
+    "training_bank": "a fixed bank of training images indexed in the batches",
+}
+
+
+def missing_capabilities(family: "DataFamily", needs: Sequence[str]) -> list[str]:
+    """The capabilities of ``needs`` (keys of :data:`CAPABILITIES`) that ``family`` does not
+    declare, each as "name (what it is)"; ValueError for a name that is no capability."""
+    unknown = [need for need in needs if need not in CAPABILITIES]
+    if unknown:
+        raise ValueError(f"Unknown capabilities {unknown}; known: {', '.join(CAPABILITIES)}.")
+    return [f"{need} ({CAPABILITIES[need]})" for need in needs if getattr(family, need) is None]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -119,6 +119,9 @@ class Method:
     measures: the measures that only the method's own networks allow (a VAE's likelihood): the
       ``"module:function"`` of a ``(run, out_dir, settings) -> dict`` function (the evaluation
       package's, or one in the method's own package); "" when its data family's task says all.
+    measures_need: the capabilities of a data family (``abc_tf.data.family.CAPABILITIES``) that
+      ``measures`` read; on a family without one, train.py says before training that the
+      measures will be skipped, and evaluate.py skips them and says why.
     accepts_two_view_sets: whether it trains on "sets" batches of two augmented views of
       unconstrained sets and no set B (``set_a``, ``set_a_view2``: a family's
       ``--batch.augmentation_baseline``); the trainer refuses the baseline for a method without it.
@@ -134,6 +137,7 @@ class Method:
     training_callbacks: Callable[[ExperimentConfig, str], list["keras.callbacks.Callback"]] = _no_callbacks
     variant: Callable[[ExperimentConfig], str] = _no_variant
     measures: str = ""
+    measures_need: tuple[str, ...] = ()
     accepts_two_view_sets: bool = False
     needs_training_bank: bool = False
 

@@ -39,7 +39,7 @@ import tensorflow as tf
 from abc_tf import data, methods
 
 from abc_tf.config import ExperimentConfig
-from abc_tf.data.family import DataFamily
+from abc_tf.data.family import DataFamily, missing_capabilities
 from abc_tf.methods.base import Method, MethodModel, is_multi_worker
 from abc_tf.runs import checkpoints, config_history, export, precision, preemption, run_lock
 from abc_tf.runs.run_dir import ENCODER, SAVED_MODEL_DIR, network_file
@@ -97,6 +97,21 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
             f"--method={method.name} does not train on them. Methods that do: {', '.join(accepting)}."
         )
     return family, method
+
+
+def measures_skipped(config: ExperimentConfig) -> dict[str, str]:
+    """{measure: why} for the measures of evaluate.py that a run of ``config`` will not get: the
+    method's own measures when its data family lacks a capability they need
+    (``Method.measures_need``). Empty when every measure applies."""
+    family = data.get_family(config.data.family)
+    method = methods.get_method(config.method.name)
+    missing = missing_capabilities(family, method.measures_need) if method.measures else []
+    if not missing:
+        return {}
+    return {
+        "method": f"{method.name}'s own measures need {' and '.join(missing)}, which data family "
+        f"{family.name!r} does not give"
+    }
 
 
 def data_description(config: ExperimentConfig, family: DataFamily | None = None) -> str:

@@ -36,7 +36,7 @@ from abc_tf.evaluation.estimators.disentanglement import SCORES, ScoreSettings
 from abc_tf.evaluation.progress import stage
 from abc_tf.runs import checkpoint_run, export
 from abc_tf.runs.run_dir import Run
-from abc_tf.runs.training import untrained_encoder
+from abc_tf.runs.training import measures_skipped, untrained_encoder
 
 METRICS_FILE = "metrics.json"
 RETRIEVAL_FIGURE = "retrieval.png"
@@ -323,8 +323,13 @@ def evaluate_run(
     with progress.recording() as written:
         metrics = task_of(run.config).evaluate(run, out_dir, settings)
         measures = methods.get_method(run.config.method.name).measures
-        if method_measures and measures:
+        skipped = measures_skipped(run.config)
+        if method_measures and measures and "method" not in skipped:
             metrics["method"] = measures_of(measures)(run, out_dir, settings)
+        if skipped:
+            metrics["skipped"] = skipped
+            for name, reason in skipped.items():
+                print(f"skipped: {name} measures: {reason}.", flush=True)
         json_files.write_json(os.path.join(out_dir, METRICS_FILE), metrics, sort_keys=True)
         progress.wrote(os.path.join(out_dir, METRICS_FILE))
     if tensorboard:

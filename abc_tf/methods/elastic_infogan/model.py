@@ -384,4 +384,5 @@ METHOD = Method(
     training_callbacks=training_callbacks,
     variant=variant,
     measures="abc_tf.evaluation.tasks:digit_cluster_measures",
+    measures_need=("class_labelled_images",),
 )

@@ -443,6 +443,7 @@ def declare_variant(variant: str, told: str) -> Method:
         supervision=f"none: {told}",
         training_callbacks=training_callbacks,
         measures="abc_tf.evaluation.tasks:likelihood_measures",
+        measures_need=("class_labelled_images",),
     )
 
 
