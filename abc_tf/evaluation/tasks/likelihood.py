@@ -132,7 +132,7 @@ def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0, max_images: in
     if not isinstance(method, VaeConfig) or class_labelled_images is None:
         raise ValueError(
             f"The likelihood measures take runs of the VAE model (vae, u_vitae, c_vitae: a VaeConfig) on a "
-            f"family of class-labelled images (mnist), not {method.name} on {run.config.data.family}."
+            f"family that declares class_labelled_images, not {method.name} on {run.config.data.family}."
         )
     digits = class_labelled_images(run.config)
     test_images, test_labels = digits.test_images, digits.test_labels
