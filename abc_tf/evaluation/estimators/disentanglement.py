@@ -64,7 +64,7 @@ counts: ``ScoreSettings().codes_drawn()`` = 2,895,000 codes (BetaVAE 1,920,000, 
 encoder on those 2 cores. ``ScoreSettings.fast()`` (the preset "fast", evaluate.py's default;
 its counts at :meth:`ScoreSettings.fast`) draws 23,100 codes instead, and grows DCI's trees on
 binned codes (``dci_trees="histogram"``): the same schedule about 6x faster. On a demo run its
-D and C came out about 0.02 above the exact trees' at each of three seeds, more than their seed
+D and C came out 0.02 to 0.03 above the exact trees' at each of three seeds, more than their seed
 spread, and I within it (BENCHMARKS.md, "Evaluation of a Shapes3D run, stage by stage"): compare
 DCI values between runs scored with one preset only. The "full" and "library" presets keep the
 exact trees.
