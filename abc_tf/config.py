@@ -230,6 +230,11 @@ class PairBatch(BatchConfig):
         "Factors that may change between the two images of a pair, comma separated names or the authors' "
         "digits; one of them, drawn uniformly, changes in each pair (empty: every factor).",
     )
+    pair_labels: bool = field(
+        False,
+        "Put the index of each pair's changed factor in its batch (key 'changed_factor'), for a method told "
+        "which factor changed (GVAE: --method=ada_gvae --method.aggregation=labels).",
+    )
 
     def validate(self) -> None:
         super().validate()

@@ -439,10 +439,18 @@ def test_a_killed_run_resumes_to_what_an_unbroken_run_trains(tmp_path, monkeypat
     assert run.network("decoder") is not None
 
 
-def test_the_labelled_variant_is_refused_on_pairs_without_the_changed_factor(tmp_path):
-    # The Shapes3D pairs stream draws the changed factor but does not put it in its batches.
-    with pytest.raises(ValueError, match=r"--method.aggregation=labels reads each pair's changed factor"):
-        training.train(SMOKE.replace(aggregation="labels"), str(tmp_path / "run"), verbose=0)
+def test_the_labelled_variant_trains_on_pairs_that_carry_the_changed_factor(tmp_path):
+    # The Shapes3D pairs stream puts the changed factor in its batches under --batch.pair_labels.
+    with pytest.raises(
+        ValueError,
+        match=r"--method.aggregation=labels reads each pair's changed factor "
+        r"\('changed_factor'\): add --batch.pair_labels",
+    ):
+        training.check_config(SMOKE.replace(aggregation="labels"))
+    result = training.train(
+        SMOKE.replace(aggregation="labels", pair_labels=True), str(tmp_path / "run"), verbose=0
+    )
+    assert np.isfinite(result.history["loss"][-1])
 
 
 # ---------------------------------------------------------------- 5. networks, declaration, presets

@@ -75,11 +75,11 @@ def test_pair_factors_restrict_the_changing_factors():
 
 def test_draws_are_a_pure_function_of_seed_and_step():
     sampler = pairs.PairSampler(GRID, range(6))
-    first = pairs.step_pair_ids(sampler, seed=5, step=3, num=16)
+    first = pairs.step_pair_ids(sampler, seed=5, step=3, num=16)[0]
     assert first.shape == (2, 16) and first.dtype == np.int64
-    np.testing.assert_array_equal(first, pairs.step_pair_ids(sampler, seed=5, step=3, num=16))
-    assert not np.array_equal(first, pairs.step_pair_ids(sampler, seed=5, step=4, num=16))
-    assert not np.array_equal(first, pairs.step_pair_ids(sampler, seed=6, step=3, num=16))
+    np.testing.assert_array_equal(first, pairs.step_pair_ids(sampler, seed=5, step=3, num=16)[0])
+    assert not np.array_equal(first, pairs.step_pair_ids(sampler, seed=5, step=4, num=16)[0])
+    assert not np.array_equal(first, pairs.step_pair_ids(sampler, seed=6, step=3, num=16)[0])
 
 
 def test_item_tables_pair_the_items_present_only():
@@ -127,19 +127,25 @@ def test_procedural_pipeline_gives_the_drawn_pairs():
     for step, batch in enumerate(batches):
         assert set(batch) == {"x1", "x2"}
         assert batch["x1"].shape == (6, 64, 64, 3) and batch["x1"].dtype == tf.uint8
-        ids = pairs.step_pair_ids(sampler, 9, step, 6)
+        ids = pairs.step_pair_ids(sampler, 9, step, 6)[0]
         np.testing.assert_array_equal(batch["x1"].numpy(), source.images(ids[0]))
         np.testing.assert_array_equal(batch["x2"].numpy(), source.images(ids[1]))
     again = next(iter(pairs.make_pairs_dataset(cfg, seed=9)))
     np.testing.assert_array_equal(again["x2"].numpy(), batches[0]["x2"].numpy())
     # The family streams the format, and the stream is this one.
     assert s3d.FAMILY.stream("pairs") is pairs.make_pairs_dataset
+    # --batch.pair_labels adds the changed factor's position, as drawn.
+    labelled = next(iter(pairs.make_pairs_dataset(config(pairs_per_step=6, pair_labels=True), seed=9)))
+    ids, changed = pairs.step_pair_ids(sampler, 9, 0, 6)
+    assert set(labelled) == {"x1", "x2", "changed_factor"} and labelled["changed_factor"].dtype == tf.int64
+    np.testing.assert_array_equal(labelled["changed_factor"].numpy(), changed)
+    np.testing.assert_array_equal(np.argmax(GRID.unravel(ids[0]) != GRID.unravel(ids[1]), axis=1), changed)
 
 
 def test_h5_pipeline_gives_pairs_that_differ_in_one_factor(tmp_path):
     cfg = config(source="h5", pairs_per_step=5)
     sampler = pairs.PairSampler(GRID, range(6))
-    ids = np.concatenate([pairs.step_pair_ids(sampler, 4, step, 5).ravel() for step in range(2)])
+    ids = np.concatenate([pairs.step_pair_ids(sampler, 4, step, 5)[0].ravel() for step in range(2)])
     path = write_h5(tmp_path / "3dshapes.h5", coded_rows=np.unique(ids))
     for batch in pairs.make_pairs_dataset(cfg.replace(path=str(path)), seed=4).take(2):
         first, second = decode_image(batch["x1"].numpy()), decode_image(batch["x2"].numpy())

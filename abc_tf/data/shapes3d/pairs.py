@@ -16,10 +16,11 @@ A data source holding part of the grid (a partial tfds copy, :class:`PairSampler
 table) draws ``x1`` among the items that have a partner differing in the chosen factor alone,
 and ``x2`` uniformly among those partners (see :class:`_FactorPartners`).
 
-Which factor changed is drawn but never put in the batch: the method does not learn it.
-Batches: ``{"x1": uint8 [B, 64, 64, 3], "x2": uint8 [B, 64, 64, 3]}`` with
-``B = --batch.pairs_per_step``, from the same backends as the sets (procedural, h5, tfds), each
-step a pure function of (seed, step).
+Which factor changed is drawn, and put in the batch only with ``--batch.pair_labels`` (for GVAE,
+which is told it). Batches: ``{"x1": uint8 [B, 64, 64, 3], "x2": uint8 [B, 64, 64, 3]}``, with
+``"changed_factor": int64 [B]`` (the factor's position in the grid's order) under
+``--batch.pair_labels``; ``B = --batch.pairs_per_step``, from the same backends as the sets
+(procedural, h5, tfds), each step a pure function of (seed, step).
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ class PairSampler:
 
     def draw(self, rng: np.random.Generator, num: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``num`` pairs: item ids ``first``, ``second`` (int64 [num] each) and the position of the
-        factor that changed (int64 [num], for tests and statistics; never part of a batch)."""
+        factor that changed (int64 [num]; in the batch only with ``--batch.pair_labels``)."""
         changed = self.changing[rng.integers(0, self.changing.size, size=num)]
         if self.items is None:
             first = rng.integers(0, self.grid.num_points, size=num, dtype=np.int64)
@@ -189,10 +190,11 @@ def check_config(config: ExperimentConfig) -> tuple[int, ...]:
     return changing
 
 
-def step_pair_ids(sampler: PairSampler, seed: int, step: int, num: int) -> np.ndarray:
-    """Item ids int64 [2, num] of training step ``step``'s pairs: a pure function of (seed, step)."""
-    first, second, _ = sampler.draw(step_rng(seed, step), num)
-    return np.stack([first, second])
+def step_pair_ids(sampler: PairSampler, seed: int, step: int, num: int) -> tuple[np.ndarray, np.ndarray]:
+    """Item ids int64 [2, num] of training step ``step``'s pairs and the changed factors int64
+    [num]: a pure function of (seed, step)."""
+    first, second, changed = sampler.draw(step_rng(seed, step), num)
+    return np.stack([first, second]), changed
 
 
 def make_pairs_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
@@ -207,13 +209,17 @@ def make_pairs_dataset(config: ExperimentConfig, seed: int, start_step: int = 0)
     sampler = PairSampler(GRID, changing, items=source.items)
     num = config.batch.pairs_per_step
 
-    def build(step: np.int64) -> np.ndarray:
-        return source.images(step_pair_ids(sampler, seed, int(step), num))  # one read for both images
+    def build(step: np.int64) -> tuple[np.ndarray, np.ndarray]:
+        ids, changed = step_pair_ids(sampler, seed, int(step), num)
+        return source.images(ids), changed  # one read for both images
 
     def to_batch(step: tf.Tensor) -> dict[str, tf.Tensor]:
-        images = tf.numpy_function(build, [step], tf.uint8, stateful=False)
+        images, changed = tf.numpy_function(build, [step], (tf.uint8, tf.int64), stateful=False)
         images = tf.ensure_shape(images, (2, num) + IMAGE_SHAPE)
-        return {"x1": images[0], "x2": images[1]}
+        batch = {"x1": images[0], "x2": images[1]}
+        if config.batch.pair_labels:
+            batch["changed_factor"] = tf.ensure_shape(changed, (num,))
+        return batch
 
     dataset = tf.data.Dataset.counter(start=0, dtype=tf.int64)
     dataset = dataset.map(to_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

@@ -61,8 +61,8 @@ class AdaGvaeConfig(MethodConfig):
         "Which dimensions a pair shares (averaged) and which keep their own posterior: 'argmax' (Ada-GVAE: "
         "the dimensions whose KL(q(z_i|x1) || q(z_i|x2)) lies in the lower of two equal-width bins between "
         "the pair's smallest and largest are shared; dlib aggregate_argmax) or 'labels' (GVAE: the changed "
-        "factor's index is the one dimension kept, every other shared; dlib aggregate_labels; needs batches "
-        "carrying the changed factor, which the Shapes3D pairs stream does not).",
+        "factor's index is the one dimension kept, every other shared; dlib aggregate_labels; needs "
+        "--batch.pair_labels).",
     )
     averaging: str = field(
         "group_vae",

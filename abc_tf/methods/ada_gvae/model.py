@@ -266,6 +266,11 @@ def check_config(config: ExperimentConfig) -> None:
     family = data.get_family(config.data.family)
     check_image_shape(config, tuple(family.image_shape(config)))
     if config.method.aggregation == "labels":
+        if not config.batch.pair_labels:
+            raise ValueError(
+                f"--method.aggregation=labels reads each pair's changed factor ({LABEL_KEY!r}): add "
+                "--batch.pair_labels, or use --method.aggregation=argmax."
+            )
         factors = family.known_factors
         if factors is None:
             raise ValueError(
