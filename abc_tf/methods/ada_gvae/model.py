@@ -266,11 +266,6 @@ def check_config(config: ExperimentConfig) -> None:
     family = data.get_family(config.data.family)
     check_image_shape(config, tuple(family.image_shape(config)))
     if config.method.aggregation == "labels":
-        if not config.batch.pair_labels:
-            raise ValueError(
-                f"--method.aggregation=labels reads each pair's changed factor ({LABEL_KEY!r}): add "
-                "--batch.pair_labels, or use --method.aggregation=argmax."
-            )
         factors = family.known_factors
         if factors is None:
             raise ValueError(
@@ -282,6 +277,11 @@ def check_config(config: ExperimentConfig) -> None:
                 f"--method.aggregation=labels makes latent dimension i learn factor i: "
                 f"--method.latent_dim={config.method.latent_dim} is below the {len(factors.names)} factors "
                 f"of data {config.data.family!r}."
+            )
+        if not config.batch.pair_labels:
+            raise ValueError(
+                f"--method.aggregation=labels reads each pair's changed factor ({LABEL_KEY!r}): add "
+                "--batch.pair_labels, or use --method.aggregation=argmax."
             )
 
 
