@@ -280,16 +280,24 @@ class MethodConfig(Part):
     """The base of a method's config class; ``name`` is the value of ``--method``.
 
     batch_format: the batch format the method trains on (a key of :data:`BATCH_CONFIGS`).
-    trains_encoder: whether the run has a ``model`` part (the encoder chosen with ``--model``).
+    has_model_part: whether the run has a ``model`` part (the encoder chosen with ``--model``).
     """
 
     batch_format: ClassVar[str] = "sets"
-    trains_encoder: ClassVar[bool] = True
+    has_model_part: ClassVar[bool] = True
     name: str = field(
         "",
         "Training method: a package of abc_tf/methods/, or one an installed distribution names "
         "(entry point group abc_tf.methods).",
     )
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "trains_encoder" in vars(cls):  # the attribute's earlier name: a plug-in would lose it silently
+            raise TypeError(
+                f"{cls.__module__}.{cls.__name__} sets trains_encoder, now named has_model_part (whether the "
+                "run has a model part chosen with --model); rename it."
+            )
 
     def length_scale(self) -> float | None:
         """The scale in embedding space below which the method's loss sees no difference
@@ -340,9 +348,9 @@ class ExperimentConfig:
                 f"method {self.method.name!r} trains on {type(self.method).batch_format!r} batches; "
                 f"the config's batch part is {type(self.batch).__name__}."
             )
-        if (self.model is not None) != type(self.method).trains_encoder:
+        if (self.model is not None) != type(self.method).has_model_part:
             raise ValueError(
-                f"method {self.method.name!r} {'needs' if type(self.method).trains_encoder else 'has no'} "
+                f"method {self.method.name!r} {'needs' if type(self.method).has_model_part else 'has no'} "
                 "model part (--model)."
             )
         owners: dict[str, str] = {}

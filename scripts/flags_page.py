@@ -87,7 +87,7 @@ def page() -> str:
     for method in sorted(methods.METHODS):
         cls = experiments.method_config_class(method)
         what = f"trains on {cls.batch_format}" + (
-            "" if cls.trains_encoder else "; its networks are its own (no `--model`)"
+            "" if cls.has_model_part else "; its networks are its own (no `--model`)"
         )
         lines += [f"### `--method={method}` ({what})", ""] + _fields(cls, "method") + [""]
     return "\n".join(lines).rstrip() + "\n"

@@ -491,7 +491,7 @@ def test_the_declaration():
     assert config_class is ada_gvae.CONFIG is ada_gvae.AdaGvaeConfig
     assert (
         config_class.batch_format == "pairs"
-        and not config_class.trains_encoder
+        and not config_class.has_model_part
         and config_class(name=method.name).length_scale() is None
     )
     paper = get_preset("shapes3d_ada_gvae")

@@ -403,7 +403,7 @@ def test_the_declaration():
     assert config_class is cc_vae_config.CcVaeConfig
     assert (
         config_class.batch_format == "sets"
-        and not config_class.trains_encoder
+        and not config_class.has_model_part
         and config_class(name=method.name).length_scale() is None
     )
     preset = get_preset("mnist_cc_vae")

@@ -5,12 +5,13 @@ JSON round trip, validation naming the flag, the loss's length scale; and ABC's 
 import dataclasses
 import json
 import re
+from typing import ClassVar
 
 import pytest
 
 from abc_tf import config as config_lib
 from abc_tf.runs import experiments
-from abc_tf.config import EncoderConfig, ExperimentConfig, ImageBatch, SetBatch, TrainerConfig
+from abc_tf.config import EncoderConfig, ExperimentConfig, ImageBatch, MethodConfig, SetBatch, TrainerConfig
 from abc_tf.data.mnist import MnistConfig
 from abc_tf.methods.abc import AbcConfig
 
@@ -265,3 +266,11 @@ def test_regression_needs_pose_data_and_something_to_train():
         pose.replace(regression_weight=0.0, abc_weight=0.0).validate()
     with pytest.raises(ValueError, match="--method.abc_weight must be a finite number >= 0"):
         pose.replace(abc_weight=-1.0).validate()
+
+
+def test_a_method_config_with_the_old_name_of_has_model_part_is_refused():
+    with pytest.raises(TypeError, match="sets trains_encoder, now named has_model_part"):
+
+        @dataclasses.dataclass(frozen=True)
+        class OldStyle(MethodConfig):
+            trains_encoder: ClassVar[bool] = False

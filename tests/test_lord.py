@@ -430,7 +430,7 @@ def test_the_declaration():
     assert (
         config_class is lord_config.LordConfig
         and config_class.batch_format == "sets"
-        and not config_class.trains_encoder
+        and not config_class.has_model_part
     )
     assert (
         method.needs_training_bank

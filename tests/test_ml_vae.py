@@ -288,7 +288,7 @@ def test_the_declaration():
     assert config_class is ml_vae_config.MlVaeConfig
     assert (
         config_class.batch_format == "sets"
-        and not config_class.trains_encoder
+        and not config_class.has_model_part
         and config_class(name=method.name).length_scale() is None
     )
     assert method.supervision_for(get_preset("mnist_ml_vae")).startswith(

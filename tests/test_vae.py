@@ -121,7 +121,7 @@ def test_the_method_declarations_and_networks(variant, mnist_npz):
     assert {"latent_dim", "kl_warmup", "affine_augmentation"} <= set(config_class.field_names())
     assert (
         "batch_size" in BATCH_CONFIGS[config_class.batch_format].field_names()
-        and not config_class.trains_encoder
+        and not config_class.has_model_part
     )
     config = tiny(variant, mnist_npz)
     model = training.build_model(config)

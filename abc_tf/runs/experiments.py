@@ -127,7 +127,7 @@ def choose(
     batch_class = BATCH_CONFIGS[method_class.batch_format]
     batch_part = config.batch if type(config.batch) is batch_class else _carried(batch_class, config.batch)
     model_part = None
-    if method_class.trains_encoder:
+    if method_class.has_model_part:
         model_part = config.model or EncoderConfig()
         if model is not None:
             model_part = model_part.replace(architecture=model)
@@ -242,7 +242,7 @@ def from_flat(values: dict[str, Any]) -> ExperimentConfig:
         values["method"] = values.pop("loss")
     renamed = {RENAMED_FLAT_FIELDS.get(name, name): value for name, value in values.items()}
     method_class = method_config_class(renamed.get("method", "abc"))
-    if not method_class.trains_encoder and "latent_dim" in method_class.field_names():
+    if not method_class.has_model_part and "latent_dim" in method_class.field_names():
         renamed["latent_dim"] = renamed.get("embedding_dim", 4)
     renamed["family"], renamed["name"] = renamed.get("data", "shapes3d"), renamed.get("method", "abc")
     classes = {
@@ -250,7 +250,7 @@ def from_flat(values: dict[str, Any]) -> ExperimentConfig:
         "data": data_config_class(renamed["family"]),
         "batch": BATCH_CONFIGS[method_class.batch_format],
         "method": method_class,
-        "model": EncoderConfig if method_class.trains_encoder else None,
+        "model": EncoderConfig if method_class.has_model_part else None,
     }
     parts = {
         part_name: None
@@ -322,7 +322,7 @@ def config_for(
         data=data_config_class(data)(family=data),
         batch=BATCH_CONFIGS[method_class.batch_format](),
         method=method_class(name=method),
-        model=EncoderConfig() if method_class.trains_encoder else None,
+        model=EncoderConfig() if method_class.has_model_part else None,
     )
     return choose(config, model=model).replace(**fields)
 

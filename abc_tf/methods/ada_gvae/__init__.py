@@ -47,7 +47,7 @@ AVERAGINGS = ("group_vae", "mlvae")  # GroupVAEBase.model_fn, MLVae.model_fn
 @dataclasses.dataclass(frozen=True)
 class AdaGvaeConfig(MethodConfig):
     batch_format: ClassVar[str] = "pairs"
-    trains_encoder: ClassVar[bool] = (
+    has_model_part: ClassVar[bool] = (
         False  # its own encoder and decoder (dlib's conv_encoder / deconv_decoder)
     )
     latent_dim: int = field(10, "Latent dimensions (dlib shared.gin: encoder.num_latent = 10).")

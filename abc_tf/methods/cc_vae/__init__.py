@@ -63,7 +63,7 @@ NETWORKS = ("mnist", "conv64")
 @dataclasses.dataclass(frozen=True)
 class CcVaeConfig(MethodConfig):
     batch_format: ClassVar[str] = "sets"
-    trains_encoder: ClassVar[bool] = False  # the authors' convolutional networks (models/cc_vae_networks.py)
+    has_model_part: ClassVar[bool] = False  # the authors' convolutional networks (models/cc_vae_networks.py)
     style_dim: int = field(
         16, "Size of the unspecified (style) code z, a Gaussian posterior (the authors' style_dim: 16)."
     )

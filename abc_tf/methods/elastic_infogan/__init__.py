@@ -16,7 +16,7 @@ PRIORS = ("learned", "uniform")
 @dataclasses.dataclass(frozen=True)
 class ElasticInfoGanConfig(MethodConfig):
     batch_format: ClassVar[str] = "images"
-    trains_encoder: ClassVar[bool] = False  # its networks are fixed; Q's 128 penultimate features embed
+    has_model_part: ClassVar[bool] = False  # its networks are fixed; Q's 128 penultimate features embed
     prior: str = field(
         "learned",
         "The categorical code's class prior, 'learned' (softmax of trained logits, initialised uniform) or "

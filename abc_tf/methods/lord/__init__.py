@@ -51,7 +51,7 @@ RECONSTRUCTIONS = ("pixel", "perceptual")
 @dataclasses.dataclass(frozen=True)
 class LordConfig(MethodConfig):
     batch_format: ClassVar[str] = "sets"
-    trains_encoder: ClassVar[bool] = False  # the authors' networks (abc_tf/methods/lord/networks.py)
+    has_model_part: ClassVar[bool] = False  # the authors' networks (abc_tf/methods/lord/networks.py)
     content_dim: int = field(128, "Size of the per-image content code (the authors: 128).")
     class_dim: int = field(256, "Size of the per-group class code (the authors: 256).")
     content_std: float = field(

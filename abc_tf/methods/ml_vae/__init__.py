@@ -38,7 +38,7 @@ NETWORKS = ("mnist", "conv64")
 @dataclasses.dataclass(frozen=True)
 class MlVaeConfig(MethodConfig):
     batch_format: ClassVar[str] = "sets"
-    trains_encoder: ClassVar[bool] = (
+    has_model_part: ClassVar[bool] = (
         False  # the authors' MLPs (models/ml_vae_networks.py), not the models registry's
     )
     style_dim: int = field(10, "Size of the per-image style code s (the authors' MNIST code: 10).")

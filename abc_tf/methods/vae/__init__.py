@@ -33,7 +33,7 @@ class Structure:
 @dataclasses.dataclass(frozen=True)
 class VaeConfig(MethodConfig):
     batch_format: ClassVar[str] = "images"
-    trains_encoder: ClassVar[bool] = False  # Table 1's MLPs, not an encoder of the models registry
+    has_model_part: ClassVar[bool] = False  # Table 1's MLPs, not an encoder of the models registry
     structure: ClassVar[Structure] = Structure()  # the VAE: one latent space, no perspective
     latent_dim: int = field(
         4, "Size of the whole latent: the VAE's d; VITAE's d_A + d_P, split in halves (the paper: 4)."
