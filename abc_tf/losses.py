@@ -8,7 +8,6 @@ log-softmax, which subtract their maximum, so tau down to 0.01 is safe.
 
 from __future__ import annotations
 
-import keras
 import tensorflow as tf
 
 from abc_tf.config import SIMILARITIES
@@ -215,37 +214,3 @@ def contrastive_loss(
     own_index = tf.range(tf.shape(logits)[-1], dtype=tf.int64)
     correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1), own_index), tf.float32)
     return tf.reduce_mean(cross_entropy), tf.reduce_mean(correct)
-
-
-@keras.saving.register_keras_serializable(package="abc_tf")
-class ABCLoss(keras.losses.Loss):
-    """Keras wrapper of :func:`abc_loss` for use outside ``ABCModel``.
-
-    ``y_pred`` is the tuple ``(set_a, set_b)`` or ``(set_a, set_b, set_a_view2, set_b_view2)``
-    of ``[P, N, D]`` embeddings; ``y_true`` is ignored (set membership is the supervision).
-    """
-
-    def __init__(self, similarity: str = "l2sq", temperature: float = 1.0, name: str = "abc_loss", **kwargs):
-        super().__init__(name=name, **kwargs)
-        if similarity not in SIMILARITIES:
-            raise ValueError(f"Unknown similarity {similarity!r}; choose one of {', '.join(SIMILARITIES)}.")
-        self.similarity = similarity
-        self.temperature = float(temperature)
-
-    def __call__(self, y_true=None, y_pred=None, sample_weight=None):
-        # Keras converts y_true to a tensor; set membership needs none, so None is accepted.
-        return super().__call__(0.0 if y_true is None else y_true, y_pred, sample_weight)
-
-    def call(self, y_true, y_pred):
-        del y_true
-        views = tuple(y_pred)
-        if len(views) not in (2, 4):
-            raise ValueError(f"ABCLoss expects 2 or 4 embedding tensors, got {len(views)}.")
-        view2 = views[2:] if len(views) == 4 else (None, None)
-        loss, _ = abc_loss(views[0], views[1], self.similarity, self.temperature, *view2)
-        return loss
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        config.update(similarity=self.similarity, temperature=self.temperature)
-        return config

@@ -2,7 +2,6 @@
 
 import itertools
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -182,21 +181,6 @@ def test_contrastive_loss_matches_numpy_reference():
 def test_unknown_similarity_is_a_clear_error():
     with pytest.raises(ValueError, match="Unknown similarity 'dot'"):
         losses.pairwise_similarity(tf.zeros((1, 2, 3)), tf.zeros((1, 2, 3)), "dot")
-    with pytest.raises(ValueError, match="Unknown similarity"):
-        losses.ABCLoss(similarity="dot")
-
-
-def test_keras_loss_wrapper_round_trips_its_config_and_matches():
-    rng = np.random.default_rng(8)
-    a, b = (tf.constant(rng.normal(size=(2, 5, 3)), tf.float32) for _ in range(2))
-    wrapper = losses.ABCLoss(similarity="cosine", temperature=0.1)
-    rebuilt = keras.losses.deserialize(keras.losses.serialize(wrapper))
-    assert isinstance(rebuilt, losses.ABCLoss)
-    assert (rebuilt.similarity, rebuilt.temperature) == ("cosine", 0.1)
-    want, _ = losses.abc_loss(a, b, "cosine", 0.1)
-    np.testing.assert_allclose(
-        rebuilt(None, (a, b)).numpy(), want.numpy(), rtol=1e-6
-    )  # the same function: equal
 
 
 def test_dynamic_shapes_in_a_traced_function():

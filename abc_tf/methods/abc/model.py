@@ -29,7 +29,6 @@ SET_KEYS = ("set_a", "set_b", "set_a_view2", "set_b_view2")
 LOSS_TYPES = ("abc", "contrastive")
 
 
-@keras.saving.register_keras_serializable(package="abc_tf")
 class ABCModel(MethodModel):
     """Trains ``encoder`` so that sets of embeddings correspond one to one.
 
@@ -126,27 +125,6 @@ class ABCModel(MethodModel):
 
     def networks(self) -> dict[str, keras.Model]:
         return {"encoder": self.encoder, **({"head": self.head} if self.head is not None else {})}
-
-    def get_config(self) -> dict:
-        if self.head is not None:
-            # A head loss is an arbitrary callable; its owner rebuilds the model from the config.
-            raise NotImplementedError(
-                "ABCModel with a head is saved as weights; rebuild it from the experiment config."
-            )
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "similarity": self.similarity,
-            "temperature": self.temperature,
-            "loss_type": self.loss_type,
-            "abc_weight": self.abc_weight,
-            "name": self.name,
-        }
-
-    @classmethod
-    def from_config(cls, config: dict) -> "ABCModel":
-        config = dict(config)
-        encoder = keras.saving.deserialize_keras_object(config.pop("encoder"))
-        return cls(encoder=encoder, **config)
 
 
 def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_type: str) -> ABCModel:
