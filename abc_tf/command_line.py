@@ -110,7 +110,8 @@ def quiet_tensorflow_start() -> None:
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)  # the C++ side writes to file descriptor 2, not sys.stderr
         try:
-            import tensorflow as tf  # noqa: PLC0415 - loaded here, under the capture, and only by the commands
+            # Loaded here, under the capture, and only by the commands.
+            import tensorflow as tf  # noqa: PLC0415
 
             tf.config.list_physical_devices()  # the device search (cuInit) logs here
         finally:

@@ -40,7 +40,8 @@ FIGURE_LINK = re.compile(r"\[(?P<text>[^\]]*)\]\((?P<target>[^)#\s]+\.(?:json|cs
 # The number a link's text quotes: sign, digits with optional thousands separators, decimals,
 # then an optional unit.
 QUOTED = re.compile(
-    r"^\s*(?P<sign>[-+−]?)(?P<digits>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<decimals>\d+))?\s*(?P<unit>%|[^\d\s]*)\s*$"
+    r"^\s*(?P<sign>[-+−]?)(?P<digits>\d{1,3}(?:,\d{3})+|\d+)"
+    r"(?:\.(?P<decimals>\d+))?\s*(?P<unit>%|[^\d\s]*)\s*$"
 )
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?![\w.])")
 

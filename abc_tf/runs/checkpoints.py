@@ -443,12 +443,14 @@ def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
     build_optimizers(model)  # the optimizers' slots must exist before their state can be loaded into them
     for step, prefix in reversed(saved):
         checkpoint = checkpoint_of(model)
-        checkpoint.save_counter  # noqa: B018 - made now so that the checkpoint's counter has a variable to go to
+        # Made now, so that the checkpoint's counter has a variable to go to.
+        checkpoint.save_counter  # noqa: B018
         try:
             status = checkpoint.read(prefix)
         except ValueError as error:  # a value of another shape than its variable's
             raise _misfit(prefix, error) from None
-        except Exception as error:  # noqa: BLE001 - a damaged file fails in many ways (DataLossError, IndexError, ...)
+        # A damaged file fails in many ways (DataLossError, IndexError, ...).
+        except Exception as error:  # noqa: BLE001
             warnings.warn(
                 f"Checkpoint {prefix} could not be read ({_first_line(error)}); trying the one before it."
             )
