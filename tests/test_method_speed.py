@@ -36,8 +36,8 @@ def test_the_table_links_every_figure_and_marks_a_step_without_a_count():
         "of_matmul": 0.8,
     }
     uncounted = {**counted, "method": "lord", "jit_compile": True, "gflop_per_step": None}
-    text = method_speed.table({"rows": [counted, uncounted], "steps": 10, "rounds": 3}, "the command", 0.0)
-    lines = text.splitlines()
-    assert f"[0.80]({method_speed.FILE}#/rows/0/of_matmul)" in lines[-2]
-    assert lines[-1].startswith("| lord | `shapes3d_demo` | sets | float32, XLA | 10 | - | [0.50]")
-    assert lines[-1].endswith("| - | - |")
+    text = method_speed.table({"rows": [counted, uncounted], "steps": 10, "rounds": 3}, "the command")
+    rows = [line for line in text.splitlines() if line.startswith("| abc") or line.startswith("| lord")]
+    assert f"[0.80]({method_speed.FILE}#/rows/0/of_matmul)" in rows[0]
+    assert rows[1].startswith("| lord | `shapes3d_demo` | sets | float32, XLA | 10 | - | [0.50]")
+    assert rows[1].endswith("| - | - |")
