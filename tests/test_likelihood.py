@@ -150,7 +150,7 @@ def test_only_vae_family_runs_on_class_labelled_images_are_measured():
         with pytest.raises(
             ValueError,
             match=f"take runs of the VAE model \\(vae, u_vitae, c_vitae: a VaeConfig\\) on a "
-            f"family of class-labelled images \\(mnist\\), not {method} on {data}",
+            f"family that declares class_labelled_images, not {method} on {data}",
         ):
             likelihood.evaluate_run(run)
 

@@ -106,7 +106,7 @@ NOT_THE_RUNS_FIELDS = [
     (
         ["--experiment=shapes3d_pmp_quick", "--batch.augmentation_baseline"],
         "--batch.augmentation_baseline: the batch part (PairBatch) has no field 'augmentation_baseline'; "
-        "its fields: pairs_per_step, pair_factors.",
+        "its fields: pairs_per_step, pair_factors, pair_labels.",
     ),
     (
         ["--experiment=mnist_elastic_infogan_quick", "--nobatch.double_augmentation"],
