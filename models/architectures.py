@@ -15,7 +15,7 @@ _PRETRAINED: set[str] = set()
 def register(
     name: str, pretrained: bool = False
 ) -> Callable[[Callable[..., keras.Model]], Callable[..., keras.Model]]:
-    """Decorator adding a builder to the registry; ``pretrained``: it accepts ``weights=``."""
+    """Decorator adding a builder to the registry. ``pretrained`` means it accepts ``weights=``."""
 
     def decorate(builder: Callable[..., keras.Model]) -> Callable[..., keras.Model]:
         if name in _BUILDERS:
@@ -33,7 +33,7 @@ def names() -> list[str]:
 
 
 def takes_pretrained_weights(name: str) -> bool:
-    """Whether model ``name`` has a backbone that loads pretrained weights (``weights=``)."""
+    """Whether model ``name`` has a backbone that loads pretrained weights via ``weights=``."""
     return name in _PRETRAINED
 
 

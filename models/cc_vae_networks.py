@@ -1,36 +1,20 @@
-"""The networks of CC-VAE on MNIST (Jha et al., ECCV 2018; docs/PAPERS.md section P5), sized as the
-authors' PyTorch code (github.com/ananyahjha93/cycle-consistent-vae, networks.py at 6ecdfe5;
-written anew here in Keras). Widths are given for ``base_channels`` b = 16, the authors':
+"""The networks of CC-VAE on MNIST (Jha et al., ECCV 2018; docs/PAPERS.md section P5).
 
-- ``cc_vae_encoder``: images [B, 28, 28, C] -> [style_mean, style_log_variance, class_code],
-  [B, d_z], [B, d_z], [B, d_s]: three convolutions 5 x 5, stride 2, zero padding 1, of b, 2b,
-  4b channels, each followed by an instance normalisation without scale or offset and a ReLU
-  (28 -> 13 -> 6 -> 2; networks.py L17-32), flattened (4b x 2 x 2 = 256 features), then three
-  linear heads: the unspecified (style) code's mean and log-variance and the deterministic
-  specified (class) code (networks.py L34-39, L41-49).
-- ``cc_vae_decoder``: [style [B, d_z], class [B, d_s]] -> images [B, 28, 28, C] in [0, 1]:
-  each code through its own linear layer of 4b x 2 x 2 units and a leaky ReLU (slope 0.2),
-  joined into a 2 x 2 map of 8b channels (networks.py L56-60, L78-84), then transposed
-  convolutions 4 x 4, stride 2, of 2b and b channels (padding 0; each with an instance
-  normalisation and a leaky ReLU 0.2) and of C channels (padding 1, i.e. one row and column
-  cropped on each side) with a sigmoid (2 -> 6 -> 14 -> 28; networks.py L62-76).
+Sized as the authors' PyTorch code, rewritten in Keras.
+Source: github.com/ananyahjha93/cycle-consistent-vae at 6ecdfe5, networks.py.
+Widths are given for ``base_channels`` b = 16, the authors' value.
 
-Instance normalisation is PyTorch's ``InstanceNorm2d`` default (epsilon 1e-5, no affine
-parameters): Keras' ``GroupNormalization`` with one group per channel. The authors' layers also
-keep running statistics (``track_running_stats=True``), which PyTorch uses only after
-``.eval()``; their training code never calls it, so every pass normalises each image by its own
-statistics, as here at training and at test time [ours: the test-time choice].
+Instance norm is PyTorch's ``InstanceNorm2d`` default: epsilon 1e-5, no affine parameters.
+Keras' ``GroupNormalization`` with one group per channel matches it. The authors' layers also keep
+running statistics, which PyTorch uses only after ``.eval()``. Their training code never calls it,
+so every pass normalises each image by its own statistics. We do the same at test time [ours].
 
-The authors' 512 joined features are viewed as a [128, 2, 2] map in PyTorch's channels-first
-order; we reshape them channels-last. The two orders differ by a fixed permutation of the two
-linear layers' units, which are initialised alike, so they are the same network family.
-
-Initial weights as the authors' ``weights_init`` (utils.py L30-39, applied in training.py
-L23-27): convolutions and linear layers N(0, 0.05^2), biases zero. It does not reach the
-transposed convolutions (``ConvTranspose2d`` is no ``Conv2d``), which keep the default of the
-PyTorch they ran (0.4.0, README.md): weight and bias U(-1/sqrt(n), 1/sqrt(n)), n = the layer's
-input channels x 4 x 4 (PyTorch's ``_ConvNd.reset_parameters`` as we recall it; not checked
-against PyTorch's source here [ours]). Inputs are float32 images in [0, 1]; every output is float32.
+Initial weights follow the authors' ``weights_init`` (utils.py L30-39, applied in training.py L23-27):
+convolutions and linear layers N(0, 0.05^2), biases zero. It does not reach the transposed
+convolutions, since ``ConvTranspose2d`` is no ``Conv2d``. Those keep PyTorch 0.4.0's default
+(README.md): weight and bias U(-1/sqrt(n), 1/sqrt(n)), n = input channels x 4 x 4. That default is
+as we recall ``_ConvNd.reset_parameters``, unchecked against PyTorch's source [ours].
+Inputs are float32 images in [0, 1]; every output is float32.
 """
 
 from __future__ import annotations
@@ -91,7 +75,14 @@ def cc_vae_encoder(
     input_shape: tuple[int, int, int] = (28, 28, 1),
     model_name: str = "posterior",
 ) -> keras.Model:
-    """q(z | x) and the specified code: images -> the three outputs of :data:`ENCODER_OUTPUTS` (float32)."""
+    """q(z | x) and the specified code: images [B, 28, 28, C] -> the three :data:`ENCODER_OUTPUTS`, float32.
+
+    Outputs are [style_mean, style_log_variance, class_code]: [B, d_z], [B, d_z], [B, d_s].
+    Three 5 x 5 convolutions, stride 2, zero padding 1, of b, 2b, 4b channels: 28 -> 13 -> 6 -> 2.
+    Each is followed by an instance norm without scale or offset and a ReLU (networks.py L17-32).
+    The 4b x 2 x 2 = 256 features are flattened into three linear heads: the unspecified (style)
+    code's mean and log-variance, and the deterministic specified (class) code (networks.py L34-49).
+    """
     _check_shape(input_shape)
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     x = inputs
@@ -127,7 +118,16 @@ def cc_vae_decoder(
     output_shape: tuple[int, int, int] = (28, 28, 1),
     model_name: str = "decoder",
 ) -> keras.Model:
-    """p(x | z, s): [style, class] -> images [B, 28, 28, C] in [0, 1] (sigmoid; float32)."""
+    """p(x | z, s): [style [B, d_z], class [B, d_s]] -> images [B, 28, 28, C] in [0, 1], float32.
+
+    Each code goes through its own linear layer of 4b x 2 x 2 units and a leaky ReLU 0.2. They join into
+    a 2 x 2 map of 8b channels (networks.py L56-60, L78-84). The authors view their 512 joined features
+    channels-first; we reshape channels-last. The orders differ by a fixed permutation of the two linear
+    layers' units, which are initialised alike, so both give the same network family.
+    Transposed convolutions 4 x 4, stride 2, follow: 2b and b channels with padding 0, each with an
+    instance norm and a leaky ReLU 0.2. The last has C channels, padding 1 and a sigmoid.
+    Padding 1 crops one row and column per side: 2 -> 6 -> 14 -> 28 (networks.py L62-76).
+    """
     _check_shape(output_shape)
     style = keras.Input(shape=(style_dim,), name="style")
     specified = keras.Input(shape=(class_dim,), name="class")
@@ -153,6 +153,6 @@ def cc_vae_decoder(
 
 
 def output_network(posterior: keras.Model, output: str, name: str) -> keras.Model:
-    """Images -> one output of ``posterior`` (``"style_mean"`` or ``"class_code"``), sharing its weights."""
+    """Images -> one output of ``posterior``, ``"style_mean"`` or ``"class_code"``, sharing its weights."""
     inputs = keras.Input(shape=posterior.input_shape[1:], name="images")
     return keras.Model(inputs, posterior(inputs)[ENCODER_OUTPUTS.index(output)], name=name)

@@ -1,4 +1,4 @@
-"""Convolutional encoders S3 (Shapes3D), S4 (MNIST) and S6 (faces, cars): docs/PAPERS.md section 2.
+"""Convolutional encoders of docs/PAPERS.md section 2: S3 for Shapes3D, S4 for MNIST, S6 for faces and cars.
 
 All convolutions are 3x3 with 'valid' padding and ReLU, as in the tables.
 """
@@ -49,7 +49,7 @@ def s4(embedding_dim: int = 8, input_shape: tuple[int, int, int] = (28, 28, 1)) 
 def s6(
     embedding_dim: int = 64, channels: int = 1, input_shape: tuple[int, int, int] | None = None
 ) -> keras.Model:
-    """Table S6: YaleB faces (64x64x1) or EPFL cars (64x64x3)."""
+    """Table S6: YaleB faces, 64x64x1, or EPFL cars, 64x64x3."""
     if input_shape is None:
         if channels not in (1, 3):
             raise ValueError(f"S6 takes 1 (faces) or 3 (cars) channels, got {channels}.")

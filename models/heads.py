@@ -1,5 +1,7 @@
-"""Small networks on embeddings: the MINE statistics network and the factor probe
-(docs/PAPERS.md section 2)."""
+"""Small networks on embeddings: the MINE statistics network and the factor probe.
+
+Source: docs/PAPERS.md section 2.
+"""
 
 from __future__ import annotations
 

@@ -1,20 +1,20 @@
-"""The networks of ML-VAE on MNIST (Bouchacourt et al., AAAI 2018; docs/PAPERS.md section P5), sized as
-the authors' PyTorch code (github.com/DianeBouchacourt/multi-level-vae, networks.py at
-6de7264; written anew here in Keras):
+"""The networks of ML-VAE on MNIST (Bouchacourt et al., AAAI 2018; docs/PAPERS.md section P5).
+
+Sized as the authors' PyTorch code, rewritten in Keras.
+Source: github.com/DianeBouchacourt/multi-level-vae at 6de7264, networks.py.
 
 - ``ml_vae_encoder``: images [B, H, W, C] -> [style_mean, style_log_variance, content_mean,
-  content_log_variance], each [B, d]: the flattened image, one dense layer of 500 tanh units,
-  then four linear heads (networks.py L16-34).
-- ``ml_vae_decoder``: [style [B, d_s], content [B, d_c]] -> the pixel distribution's
-  parameters, [B, H, W, C] each: the two codes concatenated, one dense layer of 500 tanh units
-  (networks.py L43-50), then for the ``gaussian`` likelihood a linear mean and a tanh-squashed
-  log-variance (networks.py L44-52), for ``bernoulli`` the pixel logits (one linear head, as
-  the Gaussian mean) [ours].
+  content_log_variance], each [B, d]. The flattened image goes through one dense layer of 500 tanh
+  units, then four linear heads (networks.py L16-34).
+- ``ml_vae_decoder``: [style [B, d_s], content [B, d_c]] -> the pixel distribution's parameters,
+  each [B, H, W, C]. The codes are concatenated into one dense layer of 500 tanh units (L43-50).
+  For the ``gaussian`` likelihood: a linear mean and a tanh-squashed log-variance (L44-52).
+  For ``bernoulli``: the pixel logits, one linear head like the Gaussian mean [ours].
 
-Initial weights as the authors' ``weights_init`` (utils.py L147-172): every weight and bias
-drawn from N(0, 1 / fan_in), where PyTorch's fan_in of a bias vector is its length.
-``mean_network`` joins the trained encoder into the models a run keeps (a code's mean from an
-image). Inputs are float32 images in [0, 1]; every output is float32.
+Initial weights follow the authors' ``weights_init`` (utils.py L147-172): every weight and bias
+from N(0, 1 / fan_in). PyTorch's fan_in of a bias vector is its length.
+``mean_network`` gives a code's mean from an image, for the models a run keeps.
+Inputs are float32 images in [0, 1]; every output is float32.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def ml_vae_encoder(
     input_shape: tuple[int, int, int] = (28, 28, 1),
     model_name: str = "posterior",
 ) -> keras.Model:
-    """q(s | x) and q(c | x): images -> the four outputs of :data:`ENCODER_OUTPUTS` (float32)."""
+    """q(s | x) and q(c | x): images -> the four outputs of :data:`ENCODER_OUTPUTS`, float32."""
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     flat = keras.layers.Flatten(name="flatten")(inputs)
     hidden = _dense(units, math.prod(input_shape), "hidden", activation="tanh")(flat)
@@ -72,8 +72,10 @@ def ml_vae_decoder(
     likelihood: str = "gaussian",
     model_name: str = "decoder",
 ) -> keras.Model:
-    """p(x | s, c): [style, content] -> [mean, log_variance] (gaussian) or pixel logits
-    (bernoulli), [B, H, W, C] float32."""
+    """p(x | s, c): [style, content] -> [B, H, W, C] float32.
+
+    Gives [mean, log_variance] for the gaussian likelihood, or pixel logits for bernoulli.
+    """
     style = keras.Input(shape=(style_dim,), name="style")
     content = keras.Input(shape=(content_dim,), name="content")
     joined = keras.layers.Concatenate(name="codes")([style, content])
@@ -96,6 +98,6 @@ def ml_vae_decoder(
 
 
 def mean_network(posterior: keras.Model, output: str, name: str) -> keras.Model:
-    """Images -> one output of ``posterior`` (``"style_mean"`` or ``"content_mean"``), sharing its weights."""
+    """Images -> one output of ``posterior``, ``"style_mean"`` or ``"content_mean"``, sharing its weights."""
     inputs = keras.Input(shape=posterior.input_shape[1:], name="images")
     return keras.Model(inputs, posterior(inputs)[ENCODER_OUTPUTS.index(output)], name=name)

@@ -1,16 +1,15 @@
 """Product-manifold projection networks (docs/PAPERS.md section P1; Fumero et al. 2021, supplement Table 1).
 
-- ``pmp_encoder`` f: 64x64 images -> four 4x4 stride-2 convolutions with padding 1 (32, 32, 64,
-  64 filters, ReLU) -> FC 256 ReLU -> FC d. Keras's ``padding="same"`` pads a 4x4 stride-2
-  convolution of an even size by 1 on each side, which is the table's padding 1.
+- ``pmp_encoder`` f: 64x64 images -> four 4x4 stride-2 convolutions, padding 1, of 32, 32, 64, 64
+  filters with ReLU -> FC 256 ReLU -> FC d. Keras's ``padding="same"`` equals the table's padding 1 here.
 - ``pmp_decoder`` g: R^d -> FC 256 ReLU -> FC 256 ReLU -> FC 64*4*4 ReLU -> four 4x4 stride-2
-  transposed convolutions (64, 32, 32 ReLU, then the image channels, linear: the authors
-  decode Shapes3D with a mean squared error, no sigmoid [code]).
-- ``pmp_projectors``: the k projectors P_i (Dense d, ReLU, Dense d [code]) as one layer that
-  maps f(x) [B, d] to the subspace codes s [B, k, d], all k in two batched products.
+  transposed convolutions: 64, 32, 32 with ReLU, then the image channels, linear. The authors decode
+  Shapes3D with a mean squared error and no sigmoid [code].
+- ``pmp_projectors``: the k projectors P_i (Dense d, ReLU, Dense d [code]) as one layer.
+  It maps f(x) [B, d] to subspace codes s [B, k, d], all k in two batched products.
 
-:func:`representation` joins f, the projectors and the sum z = sum_i s_i into the model
-evaluators embed images with. Inputs are float32 images in [0, 1].
+:func:`representation` joins f, the projectors and the sum z = sum_i s_i into the model evaluators
+embed with. Inputs are float32 images in [0, 1].
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ def _check_size(shape: tuple[int, int, int], what: str) -> None:
 
 @register("pmp_encoder")
 def pmp_encoder(embedding_dim: int = 10, input_shape: tuple[int, int, int] = (64, 64, 3)) -> keras.Model:
-    """The encoder f of Table 1: images [B, H, W, C] -> [B, d] (float32 output)."""
+    """The encoder f of Table 1: images [B, H, W, C] -> [B, d], float32 output."""
     _check_size(tuple(input_shape), "pmp_encoder")
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     x = inputs
@@ -56,7 +55,7 @@ def pmp_encoder(embedding_dim: int = 10, input_shape: tuple[int, int, int] = (64
 
 @register("pmp_decoder")
 def pmp_decoder(embedding_dim: int = 10, output_shape: tuple[int, int, int] = (64, 64, 3)) -> keras.Model:
-    """The decoder g of Table 1: z [B, d] -> images [B, H, W, C] (linear, float32 output)."""
+    """The decoder g of Table 1: z [B, d] -> images [B, H, W, C], linear, float32 output."""
     _check_size(tuple(output_shape), "pmp_decoder")
     height, width, channels = output_shape
     start = (height // DOWNSAMPLING, width // DOWNSAMPLING, DECODER_FILTERS[0])
@@ -84,8 +83,8 @@ def pmp_decoder(embedding_dim: int = 10, output_shape: tuple[int, int, int] = (6
 class SubspaceProjectors(keras.layers.Layer):
     """k projectors P_i(x) = W2_i relu(W1_i x + b1_i) + b2_i, each d -> d: [B, d] -> [B, k, d].
 
-    Each projector's kernels start Glorot-uniform over its own d x d shape (as a Dense layer's
-    would), its biases at zero.
+    Each projector's kernels start Glorot-uniform over its own d x d shape, as a Dense layer's would.
+    Biases start at zero.
     """
 
     def __init__(self, num_subspaces: int, **kwargs):
@@ -128,8 +127,10 @@ class SumSubspaces(keras.layers.Layer):
 
 @register("pmp_projectors")
 def pmp_projectors(embedding_dim: int = 10, num_subspaces: int = 10) -> keras.Model:
-    """The k projectors: f(x) [B, d] -> subspace codes [B, k, d], in float32 (the sparsity and
-    distance losses compare small codes)."""
+    """The k projectors: f(x) [B, d] -> subspace codes [B, k, d], in float32.
+
+    Float32 because the sparsity and distance losses compare small codes.
+    """
     inputs = keras.Input(shape=(embedding_dim,), name="features")
     outputs = SubspaceProjectors(num_subspaces, name="projectors", dtype="float32")(inputs)
     return keras.Model(inputs, outputs, name="pmp_projectors")

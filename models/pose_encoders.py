@@ -1,28 +1,17 @@
 """Pose encoders: Table S5 (``s5``) and a small CPU stand-in (``s5_small``), docs/PAPERS.md section 2.
 
-Table S5: ResNet50 up to ``conv4_block6_out`` (ImageNet-pretrained in the paper), Conv256 3x3
-ReLU ('valid'), global average pooling, Flatten, Dense128 tanh, Dense d linear; input
-128 x 128 x 3 in the paper. The backbone is ResNet50V2, as supplement S8.5 names it: its
-``conv4_block6_out`` has output stride 32, so at 128 px it is 4 x 4 x 1024 = 16,384 values,
-the size of the "ResNet" baseline the ICLR text quotes (ResNet50 v1's layer of that name has
-stride 16: 8 x 8 x 1024 at 128 px). With the head's 'valid' 3 x 3 convolution the input side
-must be at least 65 (3 x 3 features).
+Table S5: ResNet50 up to ``conv4_block6_out``, ImageNet-pretrained in the paper. Then Conv256 3x3
+ReLU ('valid'), global average pooling, Flatten, Dense128 tanh, Dense d linear. The paper's input
+is 128 x 128 x 3. The backbone is ResNet50V2, as supplement S8.5 names it. Its ``conv4_block6_out``
+has output stride 32: at 128 px that is 4 x 4 x 1024 = 16,384 values. That matches the "ResNet"
+baseline size the ICLR text quotes; ResNet50 v1's layer has stride 16, 8 x 8 x 1024 at 128 px.
+The head's 'valid' 3 x 3 convolution needs an input side of at least 65.
 
-Every pose encoder has an identity layer named ``"backbone"`` on the trunk's output
-(``conv4_block6_out`` for S5), so evaluation can read the backbone features (the paper's
-"ResNet" baseline row) with ``keras.Model(encoder.input, encoder.get_layer("backbone").output)``.
+Every pose encoder has an identity layer ``"backbone"`` on the trunk's output. Evaluation reads the
+backbone features, the paper's "ResNet" row, with ``encoder.get_layer("backbone").output``.
 
-Inputs are float images in [0, 1] like every encoder of the registry; S5 rescales them to
-ResNet50V2's input range [-1, 1] itself (``keras.applications.resnet_v2.preprocess_input``),
-so ImageNet weights see what they were trained on.
-
-Why ``s5_small`` exists: on 2 CPU cores the S5 trunk at 64 x 64 costs about 8 s per step of
-128 images (train step, measured with ResNet50 v1) and S3 at 64 x 64 about 3.4 s, too slow for
-a 15-minute demonstration. ``s5_small`` keeps the S5 head (Conv256 3x3, GAP, Dense128 tanh,
-Dense d) on a five-layer S3-like trunk and runs at 32 x 32 in a small fraction of that (about
-0.5 s per step of 512 images). Its convolutions are followed by batch norm, as ResNet's are:
-without it, training from scratch under the S5 double augmentation collapsed to a constant
-embedding (RESULTS.md, Pose isolation).
+Inputs are float images in [0, 1], like every registry encoder. S5 rescales them to ResNet50V2's
+range [-1, 1] itself, so ImageNet weights see what they were trained on.
 """
 
 from __future__ import annotations
@@ -58,7 +47,7 @@ def _s5_head(features, embedding_dim: int):
 
 
 def _load_resnet_weights(model: keras.Model, weights: str, input_shape: tuple[int, int, int]) -> None:
-    """Copies ResNet50V2 weights ("imagenet" or a weights file) into ``model`` layer by layer (by name)."""
+    """Copies ResNet50V2 weights, "imagenet" or a weights file, into ``model`` layer by layer, by name."""
     try:
         reference = keras.applications.ResNet50V2(include_top=False, weights=weights, input_shape=input_shape)
     except Exception as error:  # noqa: BLE001 - a failed download surfaces as many exception types
@@ -79,9 +68,12 @@ def _load_resnet_weights(model: keras.Model, weights: str, input_shape: tuple[in
 def s5(
     embedding_dim: int = 64, input_shape: tuple[int, int, int] = (128, 128, 3), weights: str | None = None
 ) -> keras.Model:
-    """Table S5 on ResNet50V2. ``weights``: None (random, the default: nothing is downloaded),
-    "imagenet" (the paper; needs internet or the cached file, else a ValueError says what to
-    do), or the path of a ResNet50V2 notop weights file."""
+    """Table S5 on ResNet50V2.
+
+    ``weights``: None (random, the default; nothing is downloaded), "imagenet" (the paper's), or the
+    path of a ResNet50V2 notop weights file. "imagenet" needs internet or the cached file; otherwise a
+    ValueError says what to do.
+    """
     input_shape = _check_input_shape("s5", input_shape, 65)
     inputs = keras.Input(shape=input_shape, name="images")
     # [0, 1] -> [-1, 1], ResNet50V2's preprocessing ("tf" mode: x / 127.5 - 1 on 0..255).
@@ -98,16 +90,24 @@ def s5(
 
 @register("s5_small")
 def s5_small(embedding_dim: int = 64, input_shape: tuple[int, int, int] = (32, 32, 3)) -> keras.Model:
-    """The S5 head on a small trunk for CPU runs (see the module docstring):
-    Conv32 s1, Conv32 s2, Conv64 s1, Conv64 s2, Conv128 s1 (3x3, 'valid', each followed by batch
-    norm and ReLU), then Table S5's head. Input side at least 32.
+    """The S5 head on a small trunk, for CPU runs. Input side at least 32.
 
-    Larger inputs get further Conv128 stride-2 layers while one more still leaves at least 3 x 3,
-    so the trunk's output stays small (3 x 3 at 32 px, 5 x 5 at 64, 6 x 6 at 128; ResNet's is
-    4 x 4 for S5 at 128 px). Why: the head's 3x3 convolution then sees (nearly) the whole image
-    before the pooling, so the embedding can depend on where things are. Without them, at 64 px
-    the head pooled 9 x 9 local features of a 19-pixel receptive field, every image's embedding
-    came out alike, and ABC sat at its chance loss 2 ln N (RESULTS.md, Table S1 at 64 x 64)."""
+    Trunk: Conv32 s1, Conv32 s2, Conv64 s1, Conv64 s2, Conv128 s1, all 3x3 'valid', each followed by
+    batch norm and ReLU. Then Table S5's head.
+
+    Why it exists: on 2 CPU cores, a train step of 128 images at 64 x 64 costs about 8 s with the S5
+    trunk (measured with ResNet50 v1) and 3.4 s with S3. That is too slow for a 15-minute demonstration.
+    ``s5_small`` runs at 32 x 32 in about 0.5 s per step of 512 images. Batch norm follows each
+    convolution, as in ResNet. Without it, training from scratch under the S5 double augmentation
+    collapses to a constant embedding (RESULTS.md, Pose isolation).
+
+    Larger inputs get more Conv128 stride-2 layers while one more still leaves at least 3 x 3. The trunk's
+    output stays small: 3 x 3 at 32 px, 5 x 5 at 64, 6 x 6 at 128; ResNet's is 4 x 4 at 128 px.
+    So the head's 3x3 convolution sees nearly the whole image before pooling, and the embedding can
+    depend on where things are. Without these layers at 64 px, the head pools 9 x 9 local features of a
+    19-pixel receptive field. Every image's embedding comes out alike, and ABC sits at its chance loss
+    2 ln N (RESULTS.md, Table S1 at 64 x 64).
+    """
     input_shape = _check_input_shape("s5_small", input_shape, 32)
     inputs = keras.Input(shape=input_shape, name="images")
     x = inputs

@@ -1,17 +1,16 @@
 """Spherical-regression pose head (Liao et al. 2019), docs/PAPERS.md sections 2 and 5.
 
-The head reads embeddings [B, D], L2-normalises them onto the unit sphere (as the cosine ABC
-loss sees them) and, for each Euler angle (azimuth, elevation, tilt) separately, applies
-Dense128 tanh followed by two linear layers: Dense2 for the magnitudes (|sin phi|, |cos phi|)
-and Dense4 for the quadrant (sign sin phi, sign cos phi).
+The head L2-normalises embeddings [B, D] onto the unit sphere, as the cosine ABC loss sees them.
+For each Euler angle separately, i.e. azimuth, elevation and tilt, it applies Dense128 tanh and two linear
+layers. Dense2 gives the magnitudes (|sin phi|, |cos phi|);
+Dense4 gives the quadrant (sign sin phi, sign cos phi).
 
-Outputs (a dict):
-  ``magnitude``        [B, 3, 2]: the spherical exponential sqrt(softmax(o)) of the Dense2
-                       outputs; unit norm, non-negative, an estimate of (|sin|, |cos|);
+Outputs, a dict:
+  ``magnitude``        [B, 3, 2]: the spherical exponential sqrt(softmax(o)) of the Dense2 outputs.
+                       Unit norm, non-negative: an estimate of (|sin|, |cos|).
   ``quadrant_logits``  [B, 3, 4]: logits over the quadrant classes of :func:`quadrant_labels`.
 
-Angles are in radians throughout. The loss is :func:`spherical_regression_loss`, decoding to
-angles is :func:`decode_angles`.
+Angles are in radians. The loss is :func:`spherical_regression_loss`; :func:`decode_angles` decodes.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ QUADRANT_SIGNS = ((1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0))
 class SphericalExponential(keras.layers.Layer):
     """sqrt(softmax(o)) over the last axis: a point on the positive orthant of the unit sphere.
 
-    Computed as exp(log_softmax(o) / 2): the same value, but its gradient stays finite when a
-    softmax probability underflows to 0 (the gradient of sqrt at 0 is infinite).
+    Computed as exp(log_softmax(o) / 2). The value is the same, but the gradient stays finite when a
+    softmax probability underflows to 0, where sqrt's gradient is infinite.
     """
 
     def call(self, logits):
@@ -41,7 +40,7 @@ class SphericalExponential(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="abc_tf")
 class L2Normalize(keras.layers.Layer):
-    """Scales each embedding [B, D] to unit L2 norm (the sphere the cosine ABC loss works on)."""
+    """Scales each embedding [B, D] to unit L2 norm: the sphere the cosine ABC loss works on."""
 
     def call(self, inputs):
         return keras.ops.normalize(inputs, axis=-1, order=2)
@@ -78,10 +77,9 @@ def spherical_regression_head(embedding_dim: int = 64, hidden_units: int = HIDDE
 
 
 def quadrant_labels(angles) -> "keras.KerasTensor":
-    """Angles [..., 3] (radians) -> quadrant classes [..., 3] int32, 2 * [sin < 0] + [cos < 0].
+    """Angles [..., 3] in radians -> quadrant classes [..., 3] int32, 2 * [sin < 0] + [cos < 0].
 
-    A sine or cosine of exactly 0 counts as positive (the magnitude is 0 there, so either sign
-    decodes to the same angle).
+    A sine or cosine of exactly 0 counts as positive. The magnitude is 0 there, so either sign decodes alike.
     """
     angles = ops.convert_to_tensor(angles, "float32")
     negative_sin = ops.cast(ops.sin(angles) < 0, "int32")
@@ -92,10 +90,10 @@ def quadrant_labels(angles) -> "keras.KerasTensor":
 def spherical_regression_loss(angles, outputs: dict):
     """Magnitude loss + quadrant cross entropy, averaged over the batch and the 3 angles.
 
-    angles: [B, 3] true Euler angles in radians; outputs: the head's dict.
-    Magnitude loss: 1 - cos_sim(predicted magnitudes, (|sin|, |cos|)); both vectors have unit
-    norm, so this is 1 - their dot product (0 when equal). Quadrant: sparse categorical cross
-    entropy of the 4 logits against :func:`quadrant_labels`.
+    angles: [B, 3] true Euler angles in radians. outputs: the head's dict.
+    Magnitude loss: 1 - cos_sim(predicted magnitudes, (|sin|, |cos|)). Both have unit norm, so this is
+    1 - their dot product, 0 when equal. Quadrant loss: sparse categorical cross entropy of the 4 logits
+    against :func:`quadrant_labels`.
     """
     angles = ops.cast(angles, "float32")
     target = ops.stack([ops.abs(ops.sin(angles)), ops.abs(ops.cos(angles))], axis=-1)  # [B, 3, 2], unit norm

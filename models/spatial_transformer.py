@@ -1,19 +1,17 @@
-"""A differentiable affine spatial transformer (VITAE's T_theta; docs/PAPERS.md section P2).
+"""A differentiable affine spatial transformer: VITAE's T_theta (docs/PAPERS.md section P2).
 
-Coordinates: every image lives on the normalised grid [-1, 1] x [-1, 1], x along the width,
-y along the height, the centres of the corner pixels at -1 and +1 (pixel column j of W sits
-at x = -1 + 2 j / (W - 1)). An affine map is a [B, 2, 3] matrix A; warping an image by A
-gives the image whose output pixel p = (x, y) shows the input at A (x, y, 1), read by bilinear
-interpolation, zero outside the input. So a translation A = [[1, 0, t], [0, 1, 0]] shows the
-content that sat at x + t at x: the picture moves by -t.
+Images live on the normalised grid [-1, 1] x [-1, 1]: x along the width, y along the height.
+Corner pixel centres sit at -1 and +1; pixel column j of W is at x = -1 + 2 j / (W - 1).
+An affine map is a [B, 2, 3] matrix A. Warping by A makes output pixel p = (x, y) show the input
+at A (x, y, 1), by bilinear interpolation, zero outside. So A = [[1, 0, t], [0, 1, 0]] shows at x
+the content at x + t: the picture moves by -t.
 
-theta in R^6 parameterises the diffeomorphic affine map of the paper (supplement eq. 3):
-T_theta = expm([[t1, t2, t3], [t4, t5, t6], [0, 0, 0]]), whose inverse is T_{-theta}. The
-matrix exponential is computed here by scaling and squaring of a Taylor series in
-``keras.ops`` [ours] (Keras has no expm; the models stay backend-free), which the tests check
-against ``tf.linalg.expm``. The sampler gathers the four neighbours of every sampled point, so
-the output is differentiable in the image and, through the bilinear weights, in theta
-(TensorFlow's ImageProjectiveTransform op has no gradient for its transform).
+theta in R^6 gives the paper's diffeomorphic map (supplement eq. 3):
+T_theta = expm([[t1, t2, t3], [t4, t5, t6], [0, 0, 0]]), with inverse T_{-theta}.
+Ours: expm is scaling and squaring of a Taylor series in ``keras.ops``, since Keras has none and the
+models stay backend-free. Tests check it against ``tf.linalg.expm``. The sampler gathers the four
+neighbours of each point, so the output is differentiable in the image and in theta. TensorFlow's
+ImageProjectiveTransform op has no gradient for its transform.
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ def generator(theta):
 
 
 def expm(matrices):
-    """The matrix exponential of square matrices [B, n, n] (scaling and squaring, module docstring)."""
+    """The matrix exponential of square matrices [B, n, n], by scaling and squaring (module docstring)."""
     n = ops.shape(matrices)[-1]
     scaled = matrices / float(2**SQUARINGS)
     identity = ops.broadcast_to(ops.eye(n, dtype=matrices.dtype), ops.shape(matrices))
@@ -49,7 +47,7 @@ def expm(matrices):
 
 
 def affine_matrices(theta, inverse: bool = False):
-    """theta [B, 6] -> T_theta [B, 2, 3] (T_{-theta}, its inverse, when ``inverse``)."""
+    """theta [B, 6] -> T_theta [B, 2, 3]; with ``inverse``, T_{-theta}."""
     theta = -theta if inverse else theta
     return expm(generator(theta))[:, :2, :]
 
@@ -64,7 +62,7 @@ def normalised_grid(height: int, width: int):
 
 
 def warp(images, matrices):
-    """images [B, H, W, C] warped by affine maps [B, 2, 3] (module docstring): [B, H, W, C]."""
+    """images [B, H, W, C] warped by affine maps [B, 2, 3] -> [B, H, W, C]; see the module docstring."""
     images = ops.convert_to_tensor(images)
     batch, height, width, channels = ops.shape(images)[0], images.shape[1], images.shape[2], images.shape[3]
     matrices = ops.cast(matrices, images.dtype)
@@ -98,8 +96,10 @@ def warp(images, matrices):
 
 @keras.saving.register_keras_serializable(package="abc_tf")
 class SpatialTransformer(keras.layers.Layer):
-    """[images [B, H, W, C], theta [B, 6]] -> images warped by T_theta (T_{-theta} when
-    ``inverse``), computed in float32."""
+    """[images [B, H, W, C], theta [B, 6]] -> images warped by T_theta, in float32.
+
+    With ``inverse`` it warps by T_{-theta}.
+    """
 
     def __init__(self, inverse: bool = False, **kwargs):
         kwargs.setdefault("dtype", "float32")

@@ -1,40 +1,19 @@
-"""The 64 x 64 networks of ML-VAE and CC-VAE (ABC supplement L217: "we followed the
-encoder and decoder specifications for the 64x64 RGB images in the Supplemental for [CC-VAE,
-arXiv 1804.10469] for both methods").
+"""The 64 x 64 networks of ML-VAE and CC-VAE.
 
-That supplement could not be read here: it was not among our offline sources, none of the stored
-pages or code holds its architecture tables, and the authors' repository
-(github.com/ananyahjha93/cycle-consistent-vae at 6ecdfe5) has only its MNIST networks (the
-authors, issue #2 there: the 2D Sprites and LineMod networks are not included). So every size
-below is ours [ours]: a plain DCGAN-like pair, four stride-2 convolutions down to 4 x 4 and four
-transposed convolutions back, in the style of the authors' MNIST networks
-(``models/cc_vae_networks.py``: instance normalisations, ReLU in the encoder, leaky ReLU 0.2 in
-the decoder, one linear layer per code into the decoder, linear heads, the same initial weights).
-Widths for ``base_channels`` b (32 in the pose presets [ours]: DCGAN's doubling from half its
-64, for the cost on CPUs):
+ABC supplement L217: "we followed the encoder and decoder specifications for the 64x64 RGB images in
+the Supplemental for [CC-VAE, arXiv 1804.10469] for both methods". That supplement is not among our
+sources. The authors' repository (github.com/ananyahjha93/cycle-consistent-vae at 6ecdfe5) has only
+its MNIST networks; issue #2 there says the 2D Sprites and LineMod networks are not included.
+So every size here is ours [ours]: a plain DCGAN-like pair, four stride-2 convolutions down to 4 x 4
+and four transposed convolutions back. The style follows the authors' MNIST networks in
+``models/cc_vae_networks.py``: instance norms, ReLU in the encoder, leaky ReLU 0.2 in the decoder,
+one linear layer per code into the decoder, linear heads, the same initial weights.
+Widths scale with ``base_channels`` b. The pose presets use 32 [ours]: half DCGAN's 64, for CPU cost.
 
-- encoder trunk: images [B, 64, 64, C] -> four convolutions 4 x 4, stride 2, padding 1 (Keras'
-  ``"same"`` for an even size) of b, 2b, 4b, 8b channels, each followed by an instance
-  normalisation without scale or offset and a ReLU (64 -> 32 -> 16 -> 8 -> 4), flattened
-  (8b x 4 x 4 features), then linear heads:
-  - ``ml_vae_encoder_64``: style mean, style log-variance, content mean, content
-    log-variance (``ml_vae_networks.ENCODER_OUTPUTS``);
-  - ``cc_vae_encoder_64``: style (unspecified) mean and log-variance and the deterministic class
-    (specified) code (``cc_vae_networks.ENCODER_OUTPUTS``).
-- decoder trunk: each of the two codes through its own linear layer of 4b x 4 x 4 units and a
-  leaky ReLU 0.2, joined into a 4 x 4 map of 8b channels, then three transposed convolutions
-  4 x 4, stride 2, padding 1 of 4b, 2b, b channels, each with an instance normalisation and a
-  leaky ReLU 0.2 (4 -> 8 -> 16 -> 32), and a last one to 64 x 64:
-  - ``ml_vae_decoder_64`` ([style, content]): for the ``gaussian`` likelihood two last
-    transposed convolutions of C channels, the mean (linear) and the log-variance (tanh), as
-    the authors' MNIST heads; for ``bernoulli`` one, the pixel logits;
-  - ``cc_vae_decoder_64`` ([style, class]): one of C channels and a sigmoid (images in [0, 1],
-    the authors' MNIST decoder's output).
-
-Initial weights as the CC-VAE authors' ``weights_init`` (the code the ABC authors translated;
-``models/cc_vae_networks.py``): convolutions and linear layers N(0, 0.05^2), biases zero;
-transposed convolutions U(+-1/sqrt(n)), n = input channels x 16. Inputs are float32 images in
-[0, 1]; every output is float32. Sizes other than 64 x 64 are refused (any channel count).
+Initial weights follow the CC-VAE authors' ``weights_init``: convolutions and linear layers
+N(0, 0.05^2), biases zero. Transposed convolutions get U(+-1/sqrt(n)), n = input channels x 16.
+Inputs are float32 images in [0, 1]; every output is float32.
+Only 64 x 64 inputs are accepted, any channel count.
 """
 
 from __future__ import annotations
@@ -77,8 +56,7 @@ def _dense(units: int, name: str, **kwargs) -> keras.layers.Dense:
 
 
 def _transposed(filters: int, in_channels: int, name: str, **kwargs) -> keras.layers.Conv2DTranspose:
-    """A 4 x 4, stride 2, padding 1 transposed convolution (doubles the size) with PyTorch 0.4's
-    default init."""
+    """A 4 x 4, stride 2, padding 1 transposed convolution, doubling the size; PyTorch 0.4's init."""
     limit = 1.0 / math.sqrt(in_channels * KERNEL * KERNEL)
     uniform = keras.initializers.RandomUniform(-limit, limit)
     return keras.layers.Conv2DTranspose(
@@ -94,7 +72,7 @@ def _transposed(filters: int, in_channels: int, name: str, **kwargs) -> keras.la
 
 
 def check_shape(shape: tuple[int, ...], what: str) -> None:
-    """ValueError unless ``shape`` is (64, 64, C)."""
+    """Raises ValueError unless ``shape`` is (64, 64, C)."""
     if len(shape) != 3 or tuple(shape[:2]) != (IMAGE_SIZE, IMAGE_SIZE):
         raise ValueError(
             f"{what}: the 64 x 64 networks take {IMAGE_SIZE} x {IMAGE_SIZE} images, not {tuple(shape)}."
@@ -104,7 +82,13 @@ def check_shape(shape: tuple[int, ...], what: str) -> None:
 def _encoder(
     heads: dict[str, int], base_channels: int, input_shape: tuple[int, int, int], model_name: str
 ) -> keras.Model:
-    """The encoder trunk and one linear head per entry of ``heads`` (name -> size), in order."""
+    """The encoder trunk and one linear head per entry of ``heads`` (name -> size), in order.
+
+    Images [B, 64, 64, C] go through four 4 x 4 convolutions, stride 2, padding 1, of b, 2b, 4b, 8b
+    channels: 64 -> 32 -> 16 -> 8 -> 4. Keras' ``"same"`` equals padding 1 for an even size.
+    Each is followed by an instance norm without scale or offset and a ReLU.
+    The 8b x 4 x 4 features are flattened into the heads.
+    """
     check_shape(input_shape, model_name)
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     x = inputs
@@ -128,7 +112,12 @@ def _encoder(
 def _decoder_trunk(
     codes: list[keras.KerasTensor], names: tuple[str, str], base_channels: int
 ) -> keras.KerasTensor:
-    """Two codes -> the 32 x 32 map of b channels before the last transposed convolution."""
+    """Two codes -> the 32 x 32 map of b channels before the last transposed convolution.
+
+    Each code goes through its own linear layer of 4b x 4 x 4 units and a leaky ReLU 0.2. They join into
+    a 4 x 4 map of 8b channels. Three 4 x 4 transposed convolutions, stride 2, padding 1, of 4b, 2b, b
+    channels follow, each with an instance norm and a leaky ReLU 0.2: 4 -> 8 -> 16 -> 32.
+    """
     units = WIDTHS[-1] * base_channels // 2 * SMALLEST * SMALLEST
     joined = []
     for name, code in zip(names, codes):
@@ -157,8 +146,10 @@ def ml_vae_encoder_64(
     input_shape: tuple[int, int, int] = (64, 64, 3),
     model_name: str = "posterior",
 ) -> keras.Model:
-    """ML-VAE's q(s | x) and q(c | x) at 64 x 64: images -> the four outputs of
-    ``ml_vae_networks.ENCODER_OUTPUTS`` (float32)."""
+    """ML-VAE's q(s | x) and q(c | x) at 64 x 64: images -> ``ml_vae_networks.ENCODER_OUTPUTS``.
+
+    Those are style mean and log-variance and content mean and log-variance, all float32.
+    """
     dims = {"style": style_dim, "content": content_dim}
     heads = {name: dims[name.split("_")[0]] for name in ml_vae_networks.ENCODER_OUTPUTS}
     return _encoder(heads, base_channels, input_shape, model_name)
@@ -173,8 +164,11 @@ def ml_vae_decoder_64(
     likelihood: str = "gaussian",
     model_name: str = "decoder",
 ) -> keras.Model:
-    """ML-VAE's p(x | s, c) at 64 x 64: [style, content] -> [mean, log_variance] (gaussian) or
-    pixel logits (bernoulli), [B, 64, 64, C] float32."""
+    """ML-VAE's p(x | s, c) at 64 x 64: [style, content] -> [B, 64, 64, C] float32.
+
+    For the ``gaussian`` likelihood, two last transposed convolutions of C channels give the mean (linear)
+    and the log-variance (tanh), as the authors' MNIST heads. For ``bernoulli``, one gives the pixel logits.
+    """
     check_shape(output_shape, model_name)
     if likelihood not in ("gaussian", "bernoulli"):
         raise ValueError(f"Unknown likelihood {likelihood!r}; choose gaussian or bernoulli.")
@@ -200,8 +194,10 @@ def cc_vae_encoder_64(
     input_shape: tuple[int, int, int] = (64, 64, 3),
     model_name: str = "posterior",
 ) -> keras.Model:
-    """CC-VAE's q(z | x) and specified code at 64 x 64: images -> the three outputs of
-    ``cc_vae_networks.ENCODER_OUTPUTS`` (float32)."""
+    """CC-VAE's q(z | x) and specified code at 64 x 64: images -> ``cc_vae_networks.ENCODER_OUTPUTS``.
+
+    Those are the style mean and log-variance and the deterministic class code, all float32.
+    """
     dims = {"style_mean": style_dim, "style_log_variance": style_dim, "class_code": class_dim}
     return _encoder(
         {name: dims[name] for name in cc_vae_networks.ENCODER_OUTPUTS}, base_channels, input_shape, model_name
@@ -216,8 +212,10 @@ def cc_vae_decoder_64(
     output_shape: tuple[int, int, int] = (64, 64, 3),
     model_name: str = "decoder",
 ) -> keras.Model:
-    """CC-VAE's p(x | z, s) at 64 x 64: [style, class] -> images [B, 64, 64, C] in [0, 1]
-    (sigmoid; float32)."""
+    """CC-VAE's p(x | z, s) at 64 x 64: [style, class] -> images [B, 64, 64, C] in [0, 1], float32.
+
+    A last transposed convolution of C channels and a sigmoid, as the authors' MNIST decoder.
+    """
     check_shape(output_shape, model_name)
     style = keras.Input(shape=(style_dim,), name="style")
     specified = keras.Input(shape=(class_dim,), name="class")

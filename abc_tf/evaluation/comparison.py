@@ -1,35 +1,17 @@
 """Runs of any methods side by side on one labelled sample.
 
-``evaluate.py --compare=DIR,DIR,... [--compare_untrained] --output_dir=OUT`` calls
-:func:`compare`. Every row is a run directory of any method (``train.py --seeds N`` folders:
-one row, the ``seed_<k>`` runs inside aggregated to mean and standard deviation; ``DIR+DIR+...``:
-one row of several runs, e.g. one per class split, aggregated alike; ``DIR@NETWORK`` embeds with
-the run's saved network NETWORK instead of its "encoder", e.g. one of a VITAE's two latent
-spaces), plus an optional row for the untrained encoder of the first run's config (same
-architecture and initial weights: ``abc_tf.runs.training.untrained_encoder``). All rows are
-measured on the same images: the labelled sample of the first run's config
-(abc_tf.evaluation.tasks.labelled_samples: known factors, the labels of grouped images or pose bins;
-``sample_seed``), and the disentanglement scores' observations (families with known factors)
-drawn with that seed too. Per row:
+``evaluate.py --compare=DIR,DIR,... [--compare_untrained] --output_dir=OUT`` calls :func:`compare`.
+Every row is a run directory of any method. A ``train.py --seeds N`` folder is one row, its
+``seed_<k>`` runs aggregated to mean and std. ``DIR+DIR+...`` is one row of several runs, e.g. one
+per class split, aggregated alike. ``DIR@NETWORK`` embeds with the run's saved network NETWORK
+instead of "encoder", e.g. one of a VITAE's two latent spaces. An optional row holds the untrained
+encoder of the first run's config (``abc_tf.runs.training.untrained_encoder``).
 
-- per factor, MINE mutual information (nats) and probe test accuracy, with noise added to the
-  embeddings by the rule of :data:`abc_tf.evaluation.tasks.factor_isolation.NOISE_RULE`: sigma = the
-  method's length scale when its loss has one, else 0.1 x the embedding's own spread;
-- per factor, how the embeddings cluster by it, without noise or training: 1-NN accuracy
-  (Euclidean; a random 20% of the sample against the rest) and the NMI of a k-means
-  clustering with k = the factor's number of values (``abc_tf.evaluation.tasks.digit_clusters``);
-- the disentanglement scores (BetaVAE, FactorVAE, MIG, DCI, SAP; families that cannot draw
-  images of given factor values get MIG, DCI and SAP only);
-- the method's own measures where it declares some (a VAE's test ELBO, a GAN's NMI of
-  generated codes): the ``"headline"`` entry of what ``evaluate.py --run_dir`` wrote into the
-  run's metrics.json, measured here when it is missing;
-- the method and its variant, what it is told about the data (``Method.supervision_for``,
-  docs/PAPERS.md), the embedding size and the training steps.
-
-Outputs in ``out_dir``: ``comparison.md`` (the tables with their caption), ``comparison.json``
-(every value, per seed as well) and ``comparison.png`` (bar groups per factor and per score,
-a bar per row, seeds as dots). A new method adds rows by being registered
-(``abc_tf.methods.METHODS``) and trained; nothing here names a method.
+All rows are measured on the same images: the first run's config's labelled sample
+(abc_tf.evaluation.tasks.labelled_samples), drawn with ``sample_seed``. The disentanglement scores'
+observations are drawn with that seed too. :func:`compare` lists the measures per row.
+A new method adds rows by being registered (``abc_tf.methods.METHODS``) and trained.
+Nothing here names a method.
 """
 
 from __future__ import annotations
@@ -278,8 +260,27 @@ def compare(
     untrained: bool = False,
     log=print,
 ) -> dict[str, Any]:
-    """Evaluates the rows of ``run_dirs`` (and the untrained row) and writes :data:`FILES` into
-    ``out_dir``; returns the JSON written. ``log`` gets a line per encoder evaluated."""
+    """Evaluates the rows of ``run_dirs``, and the untrained row, and writes :data:`FILES` into ``out_dir``.
+
+    Per row:
+
+    - per factor, MINE mutual information in nats and probe test accuracy. Noise is added by the rule
+      of :data:`abc_tf.evaluation.tasks.factor_isolation.NOISE_RULE`: sigma is the method's length scale
+      when its loss has one, else 0.1 x the embedding's own spread;
+    - per factor, how the embeddings cluster by it, without noise or training: Euclidean 1-NN accuracy
+      of a random 20% against the rest, and the NMI of a k-means clustering with k = the factor's
+      number of values (``abc_tf.evaluation.tasks.digit_clusters``);
+    - the disentanglement scores. Families that cannot draw images of given factor values get MIG,
+      DCI and SAP only;
+    - the method's own measures where it declares some, such as a VAE's test ELBO. They are the
+      ``"headline"`` entry of the run's metrics.json from ``evaluate.py --run_dir``, or measured here;
+    - the method and its variant, what it is told about the data (``Method.supervision_for``,
+      docs/PAPERS.md), the embedding size and the training steps.
+
+    Files: ``comparison.md`` holds the tables with their caption, ``comparison.json`` every value, per seed
+    too. ``comparison.png`` has bar groups per factor and per score, a bar per row, seeds as dots.
+    Returns the JSON written. ``log`` gets a line per encoder evaluated.
+    """
     settings.validate()
     rows = rows_of(run_dirs, untrained)
     sample_config = rows[0].configs[0]

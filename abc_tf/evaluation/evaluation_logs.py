@@ -1,26 +1,15 @@
-"""An evaluation where TensorBoard users look: a run's measures as scalars and its figures as
-images in ``<out_dir>/logs/evaluation``, beside metrics.json (``tasks.evaluate_run``).
+"""An evaluation where TensorBoard users look: measures as scalars, figures as images.
 
-With evaluate.py's default output folder, the run directory, that is the run's own ``logs``
-folder, where train.py wrote the run's hparams (abc_tf.runs.hparams). TensorBoard's HParams
-plugin takes each folder holding hparams as one row of its table and every scalar tag of that
-folder's subfolders as a metric column, (tag, group) with the group the subfolder below it
-(``tensorboard/plugins/hparams/backend_context.py``: ``_compute_metric_names``), valued by the
-tag's last scalar. So ``tensorboard --logdir runs`` shows each run's end measures in the HParams
-table beside its settings (group "evaluation", next to "train" and "isolation"), and its figures
-in the Images tab. An output folder other than the run directory (``--output_dir``, a seed's
-folder under it) gets the run's hparams in its own ``logs`` as well: it is a row of its own,
-named after the folder, so it shows in the table too.
-
-Step: the run's last training step (its config's ``trainer.steps``; a checkpoint's own step),
-so the measures sit at the end of the training curves.
-
-Tags: metrics.json's numeric leaves joined by "/" (``mine/floor_hue``, ``probe/floor_hue/accuracy``,
-``disentanglement/scores/mig``, ``untrained/mine/floor_hue``), which the HParams table shows as
-``evaluation.mine/floor_hue`` beside ``train.loss``; lists, strings, booleans, non-finite values
-and the entries of :data:`NOT_MEASURES` (settings, sizes, timings, chance levels, per-factor
-detail) are left out. Images: the PNG's path below out_dir, without .png (``pca``,
-``untrained/pca``).
+They go to ``<out_dir>/logs/evaluation``, beside metrics.json (``tasks.evaluate_run``).
+By default out_dir is the run directory, so this is the run's own ``logs`` folder, where train.py
+wrote the run's hparams. TensorBoard's HParams plugin takes each folder holding hparams as a table
+row. Every scalar tag of its subfolders is a metric column (tag, group), valued by its last scalar.
+Source: ``tensorboard/plugins/hparams/backend_context.py``, ``_compute_metric_names``.
+So ``tensorboard --logdir runs`` shows each run's end measures beside its settings, in group
+"evaluation" next to "train" and "isolation". Figures appear in the Images tab.
+Another output folder, e.g. ``--output_dir`` or a seed's folder under it, gets the run's hparams in
+its own ``logs``. It is then a row of its own, named after the folder.
+The step is the run's last training step, so the measures sit at the end of the training curves.
 """
 
 from __future__ import annotations
@@ -63,8 +52,13 @@ def log_dir(out_dir: str) -> str:
 
 
 def scalars(metrics: dict[str, Any], prefix: str = "") -> dict[str, float]:
-    """The numeric leaves of ``metrics`` by tag (``key/key/...`` after ``prefix``), as the module
-    docstring says."""
+    """The numeric leaves of ``metrics`` by tag: keys joined by "/" after ``prefix``.
+
+    E.g. ``mine/floor_hue``, ``probe/floor_hue/accuracy``, ``disentanglement/scores/mig``.
+    The HParams table shows them as ``evaluation.mine/floor_hue`` beside ``train.loss``.
+    Lists, strings, booleans and non-finite values are left out. So are the entries of
+    :data:`NOT_MEASURES`: settings, sizes, timings, chance levels and per-factor detail.
+    """
     found = {}
     for key, value in metrics.items():
         tag = f"{prefix}{key}"
@@ -85,9 +79,13 @@ def image_tag(path: str, out_dir: str) -> str:
 
 
 def write(run: Run, out_dir: str, metrics: dict[str, Any], figures: Sequence[str] = ()) -> str:
-    """Writes :func:`scalars` of ``metrics`` and the PNG files ``figures`` at the run's last step
-    into :func:`log_dir` (and the run's hparams into ``out_dir/logs`` when that is not the run's
-    own folder); records the event files written (``progress.wrote``); returns the folder."""
+    """Writes :func:`scalars` of ``metrics`` and the PNGs ``figures`` into :func:`log_dir` at the last step.
+
+    The step is the config's ``trainer.steps``, or a checkpoint's own step. An image's tag is the PNG's path
+    below out_dir without .png, e.g. ``pca`` or ``untrained/pca``. Writes the run's hparams into
+    ``out_dir/logs`` when that is not the run's own folder. Records the event files written
+    (``progress.wrote``) and returns the folder.
+    """
     step = run.step if run.step is not None else run.config.trainer.steps
     folder = log_dir(out_dir)
     before = _event_files(out_dir)

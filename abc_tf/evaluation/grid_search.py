@@ -1,28 +1,18 @@
-"""A grid search over a preset's settings (``grid.py``): every combination of the values of the
-varied fields is trained by ``train.py`` and evaluated by ``evaluate.py``, one after another, and
-one measure read from each evaluation picks the best setting.
+"""A grid search over a preset's settings (``grid.py``).
 
-Before anything trains, every point still to train is checked by ``train.py --check_only`` (its
-settings, run directory and model), so a value refused at the last point stops the grid at once.
-A point is one combination, trained into ``output_dir/<point name>`` (``--seeds`` runs each,
-``seed_<k>`` folders when more than one) and evaluated into ``<run>/grid_eval``. A point whose
-runs are finished (``encoder.keras`` written) is not trained again and one whose measure file
-is there is not evaluated again, so the same command after a kill resumes: the run that was cut
-off resumes from its last checkpoint (``train.py``'s own resume) and finished points are skipped.
+Every combination of the varied fields' values is a point. Each point is trained by ``train.py`` into
+``output_dir/<point name>`` and evaluated by ``evaluate.py`` into ``<run>/grid_eval``, one after another.
+One measure read from each evaluation picks the best setting. ``--seeds`` runs each point;
+more than one makes ``seed_<k>`` folders.
 
 The measure is ``FILE:KEY/KEY/...``, a value in a JSON file the evaluation writes, e.g.
 ``pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean``.
-A point's value is the mean over its seeds; the pick is the point with the lowest (``goal``
-"min") or highest ("max") value. Written into ``output_dir``: ``grid.json`` (every point, its
-flags, its runs' values, the pick), ``grid.md`` (the table) and ``grid.png`` (the measure per
-point, seeds as dots, the pick marked).
+A point's value is the mean over its seeds. The pick has the lowest value for ``goal`` "min",
+the highest for "max".
 
-What the grid is tuned on is the caller's to choose: pass flags that hold a validation set out
-of training (``holdout_flags``: ``--data.validation_instances`` for the pose family) and
-evaluation flags that query it (``--pose_query_split=validation``), so that the test queries
-never pick a setting. The pick's command (``pick/train_command``) is the one to measure it
-with: the fixed settings and the pick's, without the hold-out, at ``pick_seeds`` seeds, into
-``output_dir/pick``.
+What the grid is tuned on is the caller's choice. Pass flags that hold a validation set out of
+training (``holdout_flags``, e.g. ``--data.validation_instances`` for pose) and evaluation flags that
+query it (``--pose_query_split=validation``). Then test queries never pick a setting.
 """
 
 from __future__ import annotations
@@ -225,8 +215,20 @@ def train_arguments(spec: GridSpec, point: Point) -> list[str]:
 def run_grid(
     spec: GridSpec, runner: Runner = run_script, say: Callable[[str], None] = print
 ) -> dict[str, Any]:
-    """Trains and evaluates every point of ``spec`` not done yet, one after another, then writes
-    the grid's files; returns grid.json's content."""
+    """Trains and evaluates every point of ``spec`` not done yet, then writes the grid's files.
+
+    Before anything trains, ``train.py --check_only`` checks every point still to train: its settings,
+    run directory and model. So a value refused at the last point stops the grid at once.
+    A point whose runs are finished (``encoder.keras`` written) is not trained again. One whose measure
+    file exists is not evaluated again. So the same command resumes after a kill: the cut-off run
+    resumes from its last checkpoint, and finished points are skipped.
+
+    Files in ``output_dir``: ``grid.json`` holds every point, its flags, its runs' values and the pick.
+    ``grid.md`` is the table. ``grid.png`` shows the measure per point, seeds as dots, the pick marked.
+    The pick's command (``pick/train_command``) is the one to measure it with: the fixed settings and the
+    pick's, without the hold-out, at ``pick_seeds`` seeds, into ``output_dir/pick``.
+    Returns grid.json's content.
+    """
     spec.validate()
     grid = points(spec.axes)
     os.makedirs(spec.output_dir, exist_ok=True)

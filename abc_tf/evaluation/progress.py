@@ -1,18 +1,15 @@
 """What a long evaluation tells its user while it runs, and which files it wrote.
 
-- :func:`stage`: a line when an evaluation stage starts and one with its time when it ends.
-- :class:`Progress`: inside a stage, the units done of a long computation (MINE's training
-  steps, the probes' epochs, the codes the disentanglement scores embed, DCI's factors, pose
-  lookups, a VAE's likelihood images), with the time taken and an estimate of the time left,
-  one line every ``every`` seconds at most. An estimator updates it between its compiled
-  calls, never per step. It prints only inside :func:`reporting` (``evaluate.py`` turns it on;
-  so does the end-of-run measurement of ``train.py``), so library callers and tests stay
-  quiet: a :class:`Progress` made outside costs nothing.
-- :func:`wrote` and :func:`recording`: every writer of the evaluation layer records the file it
-  wrote, so ``evaluate.py`` lists them all at the end (:func:`reported`) and the TensorBoard
-  logs find the figures.
+- :func:`stage`: a line when an evaluation stage starts, and one with its time when it ends.
+- :class:`Progress`: within a stage, the units done of a long computation, with time taken and
+  time left. Units are e.g. MINE steps, probe epochs, embedded codes or DCI's factors.
+  It prints at most one line every ``every`` seconds. Estimators update it between compiled calls.
+  It prints only inside :func:`reporting`, which ``evaluate.py`` and ``train.py``'s end-of-run
+  measurement turn on. So library callers and tests stay quiet, at no cost.
+- :func:`wrote` and :func:`recording`: every writer of the evaluation layer records its files.
+  ``evaluate.py`` lists them all at the end (:func:`reported`), and the TensorBoard logs find the figures.
 
-The switches are context variables: they hold in the thread that set them and end with their
+The switches are context variables. They hold in the thread that set them and end with their
 ``with`` block, whoever called.
 """
 

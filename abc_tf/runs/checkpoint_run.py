@@ -1,9 +1,9 @@
 """A run as it was at one of its checkpoints, for learning curves (``evaluate.py --checkpoints``).
 
-A run keeps every ``--trainer.keep_checkpoints`` newest checkpoint of its whole model (all networks and
-optimizers, abc_tf.runs.checkpoints). Rebuilding the method's model from the run's config and
-loading one of them gives the networks of that step, which every evaluator takes like a
-finished run's. Checkpoints are complete once listed, so a run still training can be read too.
+A run keeps its ``--trainer.keep_checkpoints`` newest checkpoints of the whole model: all networks
+and optimizers (abc_tf.runs.checkpoints). Rebuilding the model from the run's config and loading one
+gives that step's networks. Every evaluator takes them like a finished run's.
+Checkpoints are complete once listed, so a run still training can be read too.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, Run
 
 
 def select_steps(run_dir: str, which: str) -> list[int]:
-    """The checkpoint steps ``which`` names among those ``run_dir`` keeps: "all", "last", or
-    steps separated by commas. A ValueError lists the steps kept when one is missing."""
+    """The checkpoint steps ``which`` names among those ``run_dir`` keeps.
+
+    ``which`` is "all", "last", or comma-separated steps.
+    A ValueError lists the kept steps when one is missing.
+    """
     kept = [step for step, _ in checkpoints.list_checkpoints(run_dir)]
     if not kept:
         raise ValueError(

@@ -7,48 +7,11 @@ Layout, inside a run directory::
   checkpoints/ckpt-400.data-00000-of-00001     weights and the state of every optimizer
   checkpoints/ckpt-500.index ...
 
-What a checkpoint holds (``tf.train.Checkpoint``, built by :func:`checkpoint_of`): ``weights``,
-the model's ``model.weights`` in their order, and ``optimizers/<name>``, the variables of every
-Keras optimizer that is an attribute of the model (iterations, learning rate, slots), named by
-the attribute (``optimizer`` for compile's). ``tf.train.Checkpoint(model=model)`` alone is not
-enough with Keras 3: it follows only attributes that are TensorFlow trackables, so networks or
-optimizers held in a list or a dict attribute would be left out without a word.
-
-A model with several optimizers (a GAN's ``self.g_optimizer`` and ``self.d_optimizer``) follows
-three rules:
-
-- every optimizer is an attribute of the model, and ``compile`` is given the one applied once
-  per training step (e.g. ``compile(optimizer=self.g_optimizer)``): checkpoints are numbered by
-  ``model.optimizer.iterations``;
-- the model defines ``optimizer_variables(optimizer)``, the variables that optimizer updates,
-  as ``abc_tf.methods.base.MethodModel`` does;
-- its optimizers are built on those before training (:func:`build_optimizers`; MethodModel's
-  ``fit`` does it), not by Keras's ``fit``, which builds compile's on every trainable variable.
-
-:func:`restore` builds them the same way before loading, so that every slot exists and is
-restored: it refuses (ValueError) a checkpoint that leaves a variable without a value or a value
-without a variable. A model with one optimizer needs none of this: it is built on
-``model.trainable_variables``, as Keras does.
-
-Kill safety: the manager writes a checkpoint's files first (``ckpt-<n>_temp/`` then renamed to
-``ckpt-<n>.*``), they are flushed to disk, and only then is the state file replaced, atomically
-(written aside and renamed). :func:`list_checkpoints` and :func:`restore` read the state file
-and skip a listed checkpoint whose index file is gone (a kill while the oldest ones were being
-pruned; a warning names it when it was the newest), so a kill at any moment leaves the
-previous checkpoints in charge. A state file that is missing, unreadable or names no checkpoint
-whose files are there (deleted by hand, a partial copy of the folder) gives way to the complete
-``ckpt-<n>`` files on disk, with a warning naming what was missing, and the next save writes it
-anew from them: a run is never started again over checkpoints it did not read. The next
-:func:`save` deletes what a killed write left behind (``ckpt-<n>_temp/``, unlisted
-``ckpt-<n>.*`` files, ``checkpoint.tmp*``); saving a step the state file names already takes it
-out of the state file first, as the manager rewrites its files in place. Keras's BackupAndRestore,
-by contrast, overwrites one weights file in place and writes the epoch counter as a second file
-afterwards: a kill between the two resumes new weights at an old step and trains past the end.
-
-Multi-worker runs (MultiWorkerMirroredStrategy) follow TensorFlow's pattern: every worker saves,
-since a save may run collective operations, but only the chief (:func:`is_chief`) into
-``run_dir/checkpoints``; the others save into a temporary folder of their own and delete it
-(``SaveCheckpoint(..., write=is_chief(strategy))``). Every worker restores from ``run_dir``.
+:func:`checkpoint_of` says what a checkpoint holds, :func:`build_optimizers` how several optimizers work.
+:func:`save` says how a kill is survived. Keras's BackupAndRestore is not safe this way: it overwrites
+one weights file in place, then writes the epoch counter. A kill between the two resumes new weights
+at an old step. Multi-worker runs follow TensorFlow's pattern: every worker saves, only the chief
+into ``run_dir`` (:func:`is_chief`). Every worker restores from ``run_dir``.
 """
 
 from __future__ import annotations
@@ -80,8 +43,10 @@ def checkpoint_dir(run_dir: str) -> str:
 
 
 def _state(directory: str):
-    """The manager's CheckpointState proto; None when there is no state file, False when it
-    cannot be read (it is replaced atomically, so only a hand edit or a damaged disk does that)."""
+    """The manager's CheckpointState proto; None without a state file, False when it cannot be read.
+
+    It is replaced atomically, so only a hand edit or a damaged disk makes it unreadable.
+    """
     if not os.path.isfile(os.path.join(directory, STATE_FILE)):
         return None
     try:
@@ -91,8 +56,12 @@ def _state(directory: str):
 
 
 def _on_disk(directory: str) -> list[tuple[int, str]]:
-    """(step, prefix) of every checkpoint whose files are all on disk (its index and every data
-    shard its names count), oldest first, whatever the state file says."""
+    """(step, prefix) of every checkpoint whose files are all on disk, oldest first.
+
+    The state file is not read.
+
+    All files means the index and every data shard its names count.
+    """
     if not os.path.isdir(directory):
         return []
     names = os.listdir(directory)
@@ -112,10 +81,12 @@ def _on_disk(directory: str) -> list[tuple[int, str]]:
 
 
 def _checkpoints(directory: str) -> tuple[list[tuple[int, str]], str]:
-    """The run's complete checkpoints, oldest first, and why the state file was not followed
-    ("" when it was). The state file is followed when it names a checkpoint on disk; when it is
-    missing, unreadable or names none that exist, the complete checkpoints on disk are the run's:
-    a run is never started again over checkpoints it did not read."""
+    """The run's complete checkpoints, oldest first, and why the state file was not followed ("" when it was).
+
+    The state file is followed when it names a checkpoint on disk. When it is missing, unreadable or
+    names none that exist, the complete checkpoints on disk are the run's.
+    A run is never started again over checkpoints it did not read.
+    """
     state = _state(directory)
     if state:
         listed = []
@@ -142,10 +113,10 @@ def _checkpoints(directory: str) -> tuple[list[tuple[int, str]], str]:
 def list_checkpoints(run_dir: str) -> list[tuple[int, str]]:
     """(step, prefix) of every complete checkpoint of the run, oldest first.
 
-    Reads the manager's state file (no model, no TensorFlow graph); a listed checkpoint whose
-    index file is missing (pruned when a kill came, or deleted) is left out, with a warning when
-    it was newer than the newest one kept. Without a usable state file, the complete checkpoints
-    found on disk, with a warning naming what was missing (:func:`_checkpoints`).
+    Reads the manager's state file, without a model or TensorFlow graph. A listed checkpoint whose index
+    file is missing is left out; a kill during pruning or a deletion can cause that. A warning names it
+    when it was newer than the newest one kept. Without a usable state file, returns the complete
+    checkpoints on disk, with a warning naming what was missing (:func:`_checkpoints`).
     """
     directory = checkpoint_dir(run_dir)
     found, why = _checkpoints(directory)
@@ -170,12 +141,14 @@ def list_checkpoints(run_dir: str) -> list[tuple[int, str]]:
 
 
 class CheckpointError(RuntimeError):
-    """A checkpoint could not be written (full disk, no permission); older checkpoints are intact."""
+    """A checkpoint could not be written, e.g. a full disk or no permission. Older checkpoints are intact."""
 
 
 def optimizers_of(model: keras.Model) -> dict[str, keras.optimizers.Optimizer]:
-    """Every optimizer that is an attribute of ``model`` ("optimizer": compile's), by attribute
-    name in sorted order; an optimizer held under two names gets the first."""
+    """Every optimizer that is an attribute of ``model``, by attribute name in sorted order.
+
+    Compile's optimizer is "optimizer". An optimizer held under two names gets the first.
+    """
     found: dict[str, keras.optimizers.Optimizer] = {}
     attributes = vars(model)
     for name in sorted(attributes):
@@ -199,7 +172,13 @@ def optimizers_of(model: keras.Model) -> dict[str, keras.optimizers.Optimizer]:
 
 
 def checkpoint_of(model: keras.Model) -> tf.train.Checkpoint:
-    """The model's weights and every optimizer's variables, named in a fixed way (module docstring)."""
+    """The ``tf.train.Checkpoint`` of the model's weights and every optimizer's variables, fixed names.
+
+    ``weights`` holds ``model.weights`` in their order. ``optimizers/<name>`` holds the variables of every
+    Keras optimizer that is an attribute of the model: iterations, learning rate and slots.
+    ``tf.train.Checkpoint(model=model)`` alone is not enough with Keras 3. It follows only TensorFlow
+    trackables, so networks or optimizers in a list or dict attribute would be silently left out.
+    """
     return tf.train.Checkpoint(
         weights=list(model.weights),
         optimizers={name: list(optimizer.variables) for name, optimizer in optimizers_of(model).items()},
@@ -233,8 +212,10 @@ def _fsync(path: str) -> None:
 
 
 def _flush(prefix: str) -> None:
-    """Runs between the write of a checkpoint's files and the manager's update of its state file
-    (a write callback): the files reach the disk before the state names them."""
+    """A write callback between a checkpoint's file writes and the manager's state-file update.
+
+    The files reach the disk before the state names them.
+    """
     directory, name = os.path.split(prefix)
     for file_name in os.listdir(directory):
         if file_name.startswith(name + ".") and _CHECKPOINT_FILE.match(file_name):
@@ -251,8 +232,10 @@ def _listed(directory: str) -> set[str] | None:
 
 
 def _clear_leftovers(directory: str) -> None:
-    """Deletes what a killed or failed write left: temporary folders and state files, and the
-    files of checkpoints that the state file does not name (all of them kept if it is unreadable)."""
+    """Deletes what a killed or failed write left: temporary folders and state files.
+
+    Also deletes the files of checkpoints the state file does not name. All are kept if it is unreadable.
+    """
     listed = _listed(directory)
     for name in os.listdir(directory):
         path = os.path.join(directory, name)
@@ -264,8 +247,10 @@ def _clear_leftovers(directory: str) -> None:
 
 
 def _write_state(directory: str, prefixes: list[str], timestamps: list[float]) -> None:
-    """Replaces the state file atomically so that it lists ``prefixes`` (oldest first; none:
-    the file is removed), as the manager writes it."""
+    """Replaces the state file atomically, as the manager writes it, to list ``prefixes`` oldest first.
+
+    With no prefixes the file is removed.
+    """
     state_path = os.path.join(directory, STATE_FILE)
     if not prefixes:
         os.remove(state_path)
@@ -287,8 +272,10 @@ def _write_state(directory: str, prefixes: list[str], timestamps: list[float]) -
 
 
 def _forget(directory: str, name: str) -> None:
-    """Takes checkpoint ``name`` out of the state file (atomically) before the same step is written
-    again: the manager would overwrite its files in place while the state still names them."""
+    """Takes checkpoint ``name`` out of the state file atomically before the same step is written again.
+
+    Otherwise the manager would overwrite its files in place while the state still names them.
+    """
     state = _state(directory)
     paths = list(state.all_model_checkpoint_paths)
     timestamps = list(state.all_model_checkpoint_timestamps)
@@ -301,9 +288,11 @@ def _forget(directory: str, name: str) -> None:
 
 
 def _adopt(directory: str) -> None:
-    """Writes the state file anew from the complete checkpoints on disk when it is missing,
-    unreadable or names none of them (:func:`_checkpoints`), before a save: the manager and
-    :func:`_clear_leftovers` would otherwise take them for leftovers and delete them."""
+    """Before a save, rewrites the state file from the complete checkpoints on disk if it names none of them.
+
+    That covers a missing or unreadable file (:func:`_checkpoints`). Otherwise the manager and
+    :func:`_clear_leftovers` would take those checkpoints for leftovers and delete them.
+    """
     found, why = _checkpoints(directory)
     if why:
         prefixes = [prefix for _, prefix in found]
@@ -311,8 +300,11 @@ def _adopt(directory: str) -> None:
 
 
 def _reason(error: Exception) -> str:
-    """The operating system's words for a failed write: an OSError's, or the end of TensorFlow's
-    message ("...ckpt-30_temp/part-...; No space left on device [Op:SaveV2]")."""
+    """The operating system's words for a failed write.
+
+    That is an OSError's message, or the end of TensorFlow's, e.g.
+    "...ckpt-30_temp/part-...; No space left on device [Op:SaveV2]".
+    """
     if isinstance(error, OSError):
         return error.strerror or str(error)
     message = str(getattr(error, "message", error)).strip()
@@ -331,14 +323,21 @@ def _kept(directory: str) -> str:
 def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = True) -> str:
     """Writes the model's and its optimizers' state at ``step`` atomically; prunes to the newest ``keep``.
 
-    ``step`` must be ``model.optimizer.iterations`` (the number :func:`restore` checks). Raises
-    :class:`CheckpointError` when the file system cannot take it, leaving the older checkpoints
-    as they were. Free space is checked first.
+    ``step`` must be ``model.optimizer.iterations``, the number :func:`restore` checks. Free space is
+    checked first. Raises :class:`CheckpointError` when the file system cannot take it; older
+    checkpoints stay as they were.
 
-    ``write=False`` is for the non-chief workers of a multi-worker run (:func:`is_chief`): a save
-    may run collective operations, so every worker takes part, as TensorFlow's multi-worker
-    guide does: into a temporary folder of their own, deleted right after, never ``run_dir``.
-    Returns the checkpoint's prefix ("" when ``write`` is False).
+    Kill safety: the manager writes the files into ``ckpt-<n>_temp/`` and renames them to ``ckpt-<n>.*``.
+    They are flushed to disk. Only then is the state file replaced, atomically.
+    Readers skip a listed checkpoint whose index file is gone, so previous checkpoints stay in charge.
+    A save first deletes what a killed write left: ``ckpt-<n>_temp/``, unlisted ``ckpt-<n>.*`` and
+    ``checkpoint.tmp*``. Saving a step the state file already names first takes it out of the state file,
+    because the manager rewrites its files in place.
+
+    ``write=False`` is for the non-chief workers of a multi-worker run (:func:`is_chief`). A save may
+    run collective operations, so every worker takes part, as in TensorFlow's multi-worker guide.
+    They save into a temporary folder of their own, deleted right after, never ``run_dir``.
+    Returns the checkpoint's prefix; "" when ``write`` is False.
     """
     step, keep = int(step), int(keep)
     if _step(model) != step:
@@ -385,8 +384,18 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = T
 
 
 def build_optimizers(model: keras.Model) -> None:
-    """Builds every optimizer of ``model`` that is not built yet (module docstring: with several,
-    on ``model.optimizer_variables(optimizer)``), so that their slots exist before a restore."""
+    """Builds every optimizer of ``model`` not built yet, so that their slots exist before a restore.
+
+    A model with one optimizer builds it on ``model.trainable_variables``, as Keras does.
+    A model with several, such as a GAN's ``g_optimizer`` and ``d_optimizer``, follows three rules:
+
+    - Every optimizer is a model attribute. ``compile`` gets the one applied once per training step,
+      e.g. ``compile(optimizer=self.g_optimizer)``, since checkpoints are numbered by its iterations.
+    - The model defines ``optimizer_variables(optimizer)``, the variables that optimizer updates,
+      as ``abc_tf.methods.base.MethodModel`` does.
+    - Optimizers are built on those variables here before training; MethodModel's ``fit`` does it.
+      Keras's ``fit`` would build compile's on every trainable variable.
+    """
     optimizers = optimizers_of(model)
     owned = getattr(model, "optimizer_variables", None)
     for name, optimizer in optimizers.items():
@@ -419,16 +428,15 @@ def _misfit(prefix: str, error: Exception) -> ValueError:
 
 
 def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
-    """Loads the newest readable checkpoint into ``model`` (weights and every optimizer); returns its step.
+    """Loads the newest readable checkpoint into ``model``, weights and every optimizer; returns its step.
 
-    ``step``: load the checkpoint of that step instead (a ValueError naming the steps kept when
-    the run has none of it, or when it cannot be read).
-
-    0 (model untouched) when the run has none. Writes nothing (what a killed save left is
-    ignored here and cleared by the next save). A checkpoint that cannot be read (a damaged
-    disk, a file edited by hand) is reported and the one before it is tried. A checkpoint that
-    does not fit the model (a value with no variable to go to, a variable left without a value)
-    is a ValueError: every checkpoint of the run would fail the same way.
+    ``step`` loads that step's checkpoint instead. A ValueError names the steps kept when the run lacks
+    it or it cannot be read. Returns 0 with the model untouched when the run has none.
+    Writes nothing; what a killed save left is cleared by the next save.
+    Optimizers are built first (:func:`build_optimizers`), so every slot exists and is restored.
+    An unreadable checkpoint, from a damaged disk or a hand edit, is reported and the previous one is tried.
+    A checkpoint that does not fit the model raises ValueError: a value with no variable, or a variable
+    with no value. Every checkpoint of the run would fail the same way.
     """
     directory = checkpoint_dir(run_dir)
     saved = list_checkpoints(run_dir)
@@ -477,8 +485,11 @@ def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
 
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
-    """Whether this process writes the run's files: always, except on the non-chief workers of
-    a multi-worker run, which compute the same values and would race the chief's writes."""
+    """Whether this process writes the run's files.
+
+    Always, except on the non-chief workers of a multi-worker run. They compute the same values and
+    would race the chief's writes.
+    """
     resolver = strategy.cluster_resolver
     if resolver is None or not resolver.task_type:  # one process (abc_tf.methods.base.is_multi_worker)
         return True
@@ -490,11 +501,10 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
 
 
 class SaveCheckpoint(keras.callbacks.Callback):
-    """Saves a checkpoint at the epoch ends that fall on a multiple of ``every`` steps or on
-    ``last_step`` (training's epochs can be shorter than the log interval).
+    """Saves a checkpoint at epoch ends that fall on a multiple of ``every`` steps or on ``last_step``.
 
-    ``write``: whether this process's checkpoints go into ``run_dir`` (:func:`is_chief`). The
-    other workers of a multi-worker run still save, each into a temporary folder deleted right
+    Training's epochs can be shorter than the log interval. ``write``: whether this process's checkpoints
+    go into ``run_dir`` (:func:`is_chief`). Other workers still save, into a temporary folder deleted right
     after (:func:`save`), since saving may run collective operations all workers must join.
     """
 

@@ -1,7 +1,8 @@
-"""A run directory's config across restarts: what may change between two checkpoints, the
-check of a rerun's config against config.json, and config_history.json (every accepted change).
+"""A run directory's config across restarts.
 
-Reads only small files, so train.py checks a run directory before any heavy work.
+It defines what may change between two checkpoints and checks a rerun's config against config.json.
+It keeps config_history.json, every accepted change. It reads only small files, so train.py checks a
+run directory before any heavy work.
 """
 
 from __future__ import annotations
@@ -65,12 +66,12 @@ def _same_data(first: ExperimentConfig, second: ExperimentConfig) -> bool:
 def config_changes(
     run_dir: str, config: ExperimentConfig, allow_changes: Sequence[str] = ()
 ) -> dict[str, tuple]:
-    """{"<part>.<field>": (old, new)} between ``run_dir``'s config.json and ``config``; raises ValueError
-    when the change is not allowed. Reads only small files, so it runs before any heavy work.
+    """{"<part>.<field>": (old, new)} between ``run_dir``'s config.json and ``config``.
 
-    A run directory without a checkpoint holds nothing trained: any config replaces it. With
-    checkpoints, ``steps`` may be set to any value from the newest checkpoint's step up (a
-    finished run is extended), the fields in ``allow_changes`` and :data:`SPEED_FIELDS` may change.
+    Raises ValueError when the change is not allowed. A run directory without a checkpoint holds nothing
+    trained, so any config replaces it. With checkpoints, ``steps`` may take any value from the newest
+    checkpoint's step up, which extends a finished run. Fields in ``allow_changes`` and
+    :data:`SPEED_FIELDS` may change.
     """
     path = os.path.join(run_dir, CONFIG_FILE)
     if not os.path.exists(path):
@@ -126,10 +127,12 @@ _WRITTEN_BEFORE_CONFIG = {".lock", "grid_check.log", "grid_train.log"}
 
 
 def check_is_run_dir(run_dir: str) -> None:
-    """ValueError unless ``run_dir`` is new, empty, or a run directory (its config.json is a
-    run's, :func:`abc_tf.runs.experiments.is_run_config`): a user's folder is never read as a
-    run's config nor written into. A config.json that is not JSON is left to :func:`read_config`,
-    which names it as damaged."""
+    """Raises ValueError unless ``run_dir`` is new, empty, or a run directory.
+
+    A run directory's config.json is a run's (:func:`abc_tf.runs.experiments.is_run_config`).
+    So a user's folder is never read as a run's config nor written into. A config.json that is not JSON
+    is left to :func:`read_config`, which names it as damaged.
+    """
     if not os.path.isdir(run_dir):
         return
     held = sorted(set(os.listdir(run_dir)) - _WRITTEN_BEFORE_CONFIG)
@@ -158,9 +161,11 @@ def check_is_run_dir(run_dir: str) -> None:
 def check_run_dir(
     config: ExperimentConfig, run_dir: str, allow_changes: Sequence[str] = ()
 ) -> dict[str, tuple]:
-    """The checks of ``run_dir`` that need no data or model (a file in its place, a folder that
-    is not a run's, another train.py training into it, a damaged or different config.json);
-    returns the accepted config changes (see :func:`config_changes`)."""
+    """The checks of ``run_dir`` that need no data or model; returns the accepted config changes.
+
+    It fails on a file in its place, a folder that is not a run's, another train.py training into it,
+    or a damaged or different config.json. See :func:`config_changes`.
+    """
     allow_changes = check_allow_changes(allow_changes)
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise ValueError(f"--output_dir={run_dir} is an existing file, not a directory.")

@@ -1,27 +1,19 @@
-"""SavedModel export, loadable with ``tf.saved_model.load`` alone (no project code needed).
+"""SavedModel export, loadable with ``tf.saved_model.load`` alone: no project code needed.
 
-Signatures take images of any batch size; preprocessing (uint8 -> [0, 1]) is inside. Each
-endpoint comes in two input types, float32 images in [0, 1] (plain name) and uint8 pixels
-0..255 (``_uint8`` suffix); every endpoint is also a TensorFlow Serving signature with the
-named input ``images`` and named outputs:
+Signatures take images of any batch size, with preprocessing inside. Each endpoint comes in two
+input types: float32 images in [0, 1] (plain name) and uint8 pixels 0..255 (``_uint8`` suffix).
+Every endpoint is also a TensorFlow Serving signature with input ``images`` and named outputs:
 
-- ``embed`` / ``embed_uint8``: ``[B, H, W, C]`` -> ``{"embeddings": [B, D]}``;
-- ``lookup_pose`` / ``lookup_pose_uint8`` (pose runs, :func:`export_pose`): the dictionary's
-  embeddings and rotations are baked in; ``[B, H, W, C]`` ->
-  ``{"rotation": [B, 3, 3], "euler": [B, 3] (azimuth, elevation, tilt; radians),
-  "neighbour_index": [B] int64 (row of the dictionary), "similarity": [B]}``;
-- ``regress_pose`` / ``regress_pose_uint8`` (pose runs with a spherical-regression head):
-  ``[B, H, W, C]`` -> ``{"euler": [B, 3] (radians, each in (-pi, pi]), "rotation": [B, 3, 3]}``.
+- ``embed``: ``[B, H, W, C]`` -> ``{"embeddings": [B, D]}``.
+- ``lookup_pose``, for pose runs (:func:`export_pose`), with the dictionary baked in:
+  ``[B, H, W, C]`` -> ``{"rotation": [B, 3, 3], "euler": [B, 3], "neighbour_index": [B] int64,
+  "similarity": [B]}``. Euler angles are azimuth, elevation, tilt in radians.
+- ``regress_pose``, for pose runs with a spherical-regression head:
+  ``[B, H, W, C]`` -> ``{"euler": [B, 3], "rotation": [B, 3, 3]}``, each angle in (-pi, pi].
 
-Rotations are camera rotations in the authors' convention ``Rz(-t) Rx(e - pi/2) Rz(-a)``
-(abc_tf.geometry). Inputs are checked inside the graph, so the checks hold for any
-client: images of the wrong shape fail with an ``InvalidArgumentError`` naming the expected
-shape; float images outside [0, 1] fail with one naming the uint8 endpoint; integer pixels
-outside 0..255 fail. Each endpoint is also traced for the other common dtypes, so that a NumPy
-array of the wrong dtype reaches a check naming the right endpoint instead of being cast
-(float [0, 1] values cast to uint8 are all 0): floats given to ``*_uint8`` and integers given to
-the float endpoints are refused; int32/int64 pixels in 0..255 are accepted by ``*_uint8`` and
-float16/float64 images by the float endpoints. An empty batch gives empty outputs.
+Rotations are camera rotations in the authors' convention ``Rz(-t) Rx(e - pi/2) Rz(-a)`` (abc_tf.geometry).
+Inputs are checked inside the graph, so the checks hold for any client; see :func:`checked_images`.
+An empty batch gives empty outputs.
 """
 
 from __future__ import annotations
@@ -46,10 +38,11 @@ _REFUSED_TYPES = {"": (tf.uint8, tf.int32, tf.int64), "_uint8": (tf.float32, tf.
 
 
 def checked_images(images: tf.Tensor, image_shape: tuple[int, int, int], endpoint: str) -> tf.Tensor:
-    """Asserts images are ``[batch, H, W, C]`` (and in [0, 1] if float); returns float32 images.
+    """Asserts images are ``[batch, H, W, C]``, and in [0, 1] if float; returns float32 images.
 
-    The exported input specs leave the rank open, so that a wrong shape reaches this check and
-    fails with a message naming the expected shape rather than deep inside a convolution.
+    The exported input specs leave the rank open. So a wrong shape reaches this check and fails with an
+    ``InvalidArgumentError`` naming the expected shape, not deep inside a convolution. Float images
+    outside [0, 1] fail with a message naming the uint8 endpoint. Integer pixels outside 0..255 fail.
     """
     height, width, channels = image_shape
     expected = f"[batch, {height}, {width}, {channels}]"
@@ -101,7 +94,13 @@ def _add_endpoints(
     image_shape: tuple[int, int, int],
     body: Callable[[tf.Tensor], dict[str, tf.Tensor]],
 ) -> None:
-    """Adds ``name`` (float input) and ``name_uint8``, each running ``body(float_images)``."""
+    """Adds ``name`` (float input) and ``name_uint8``, each running ``body(float_images)``.
+
+    Each endpoint is also traced for the other common dtypes. A NumPy array of the wrong dtype then
+    reaches a check naming the right endpoint instead of being cast; float [0, 1] values cast to uint8
+    are all 0. Floats given to ``*_uint8`` and integers given to float endpoints are refused.
+    ``*_uint8`` accepts int32/int64 pixels in 0..255; float endpoints accept float16/float64.
+    """
     for suffix, dtypes in _INPUT_TYPES.items():
         endpoint = name + suffix
         other = name + ("_uint8" if suffix == "" else "")
@@ -163,12 +162,12 @@ def export_pose(
 
     Args:
       encoder: images [B, H, W, C] in [0, 1] -> embeddings [B, D].
-      dictionary_embeddings: [N, D] embeddings of N images of known pose (by ``encoder``).
-      dictionary_euler: [N, 3] their Euler angles (azimuth, elevation, tilt) in radians.
-      similarity: the training similarity (abc_tf.losses); the neighbour maximises it.
+      dictionary_embeddings: [N, D] ``encoder`` embeddings of N images of known pose.
+      dictionary_euler: [N, 3] their Euler angles in radians: azimuth, elevation, tilt.
+      similarity: the training similarity (abc_tf.losses). The neighbour maximises it.
       head: optional spherical-regression head (models/pose_head.py) on the embeddings.
-      max_scores: similarities a ``lookup_pose`` call holds at once (default
-        abc_tf.lookup.MAX_SCORES); the outputs do not depend on it.
+      max_scores: similarities a ``lookup_pose`` call holds at once; default abc_tf.lookup.MAX_SCORES.
+        The outputs do not depend on it.
     """
     dictionary_embeddings = np.asarray(dictionary_embeddings, np.float32)
     dictionary_euler = np.asarray(dictionary_euler, np.float64)
@@ -236,10 +235,12 @@ def export_run(
     dictionary_size: int = 1800,
     seed: int | None = None,
 ) -> None:
-    """The SavedModel of a run at ``path``: ``embed`` from ``networks["encoder"]``; on a family
-    with images of known pose also ``lookup_pose`` over ``dictionary_size`` synthetic training
-    renders (seeded by ``seed``, default the run's), and ``regress_pose`` when the run has a
-    ``head``."""
+    """The SavedModel of a run at ``path``, with ``embed`` from ``networks["encoder"]``.
+
+    On a family with images of known pose, it adds ``lookup_pose`` over ``dictionary_size`` synthetic
+    training renders, seeded by ``seed`` or by default the run's.
+    It adds ``regress_pose`` when the run has a ``head``.
+    """
     family = data.get_family(config.data.family)
     encoder = networks["encoder"]
     if family.pose_views is None:

@@ -1,9 +1,9 @@
-"""A run's settings on TensorBoard's HParams dashboard, so that a folder of runs (seeds,
-methods, settings) is compared there: each run's config beside the measures it logs.
+"""A run's settings on TensorBoard's HParams dashboard, to compare a folder of runs there.
 
-TensorBoard pairs each run's hparams with the scalars of that run's folder (its ``logs/train``
-losses, its ``logs/isolation`` measures) and infers the table's columns from all the runs
-under ``--logdir``: ``tensorboard --logdir runs`` shows every run trained into ``runs/``.
+Each run's config appears beside the measures it logs. TensorBoard pairs each run's hparams with the
+scalars of that run's folder, such as ``logs/train`` losses and ``logs/isolation`` measures.
+It infers the table's columns from all runs under ``--logdir``.
+``tensorboard --logdir runs`` shows every run trained into ``runs/``.
 """
 
 from __future__ import annotations
@@ -17,15 +17,19 @@ from abc_tf.methods.monitor import TrainingMonitor
 
 
 def hparam_values(config: ExperimentConfig) -> dict[str, bool | int | float | str]:
-    """Every field of ``config`` by part (``trainer.steps``, ``method.temperature``, ...) and
-    the preset's ``name``, as the HParams dashboard takes them (bool, int, float, str)."""
+    """Every field of ``config`` by part, e.g. ``trainer.steps``, and the preset's ``name``.
+
+    Values are bool, int, float or str, as the HParams dashboard takes them.
+    """
     values = {"name": config.name, **config.flat()}
     return {name: value for name, value in values.items() if isinstance(value, (bool, int, float, str))}
 
 
 class HParamsLogger(TrainingMonitor):
-    """Writes ``config``'s hparams into ``log_dir`` (the run's ``logs`` folder) when training
-    starts: a resumed run writes them again, so the dashboard shows its latest settings."""
+    """Writes ``config``'s hparams into ``log_dir``, the run's ``logs`` folder, when training starts.
+
+    A resumed run writes them again, so the dashboard shows its latest settings.
+    """
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
         super().__init__(log_dir, config.trainer.steps)

@@ -1,18 +1,17 @@
 """What ``--trainer.mixed_precision`` computes in on this host.
 
-- A GPU: ``mixed_float16``. GPUs run float16 fast; Keras's ``compile`` wraps the optimizer in a
-  ``LossScaleOptimizer``, and every method's ``train_step`` scales its loss with it (float16's
-  small range would flush small gradients to zero).
-- A TPU, or a CPU that computes bfloat16 natively (Linux lists ``avx512_bf16`` or ``amx_bf16``
-  among its flags in /proc/cpuinfo): ``mixed_bfloat16`` (its speed: BENCHMARKS.md).
-- Any other CPU: ``float32``, with one warning line. There bfloat16 is emulated and slower than
-  float32, so asking for the faster precision must not make a run slower. Not an error:
-  presets turn it on (``shapes3d_pmp_quick``) and should run anywhere. Other systems than Linux have no
-  /proc/cpuinfo to read and count as CPUs without native bfloat16.
+- A GPU: ``mixed_float16``, since GPUs run float16 fast. Keras's ``compile`` wraps the optimizer in a
+  ``LossScaleOptimizer``, and every method's ``train_step`` scales its loss with it. Otherwise
+  float16's small range would flush small gradients to zero.
+- A TPU, or a CPU with native bfloat16: ``mixed_bfloat16``. Linux lists ``avx512_bf16`` or
+  ``amx_bf16`` among the CPU flags in /proc/cpuinfo. Its speed is in BENCHMARKS.md.
+- Any other CPU: ``float32``, with one warning line. There bfloat16 is emulated and slower, and asking
+  for the faster precision must not slow a run. It is no error, since presets such as
+  ``shapes3d_pmp_quick`` turn it on and should run anywhere. Systems without /proc/cpuinfo count as
+  CPUs without native bfloat16.
 
-Embeddings and losses stay float32 under either mixed policy (each method casts them).
-:func:`choose` takes the host as an argument, so tests and benchmarks can ask what another host
-would get.
+Embeddings and losses stay float32 under either mixed policy; each method casts them.
+:func:`choose` takes the host as an argument, so tests and benchmarks can ask about another host.
 """
 
 from __future__ import annotations
@@ -42,8 +41,11 @@ class Host:
 
 @dataclasses.dataclass(frozen=True)
 class Precision:
-    """policy: the Keras global policy name; reason: why, in words; warning: one line when
-    ``--trainer.mixed_precision`` was asked for and falls back to float32, else ""."""
+    """The chosen precision.
+
+    policy: the Keras global policy name. reason: why, in words.
+    warning: one line when ``--trainer.mixed_precision`` falls back to float32, else "".
+    """
 
     policy: str
     reason: str
@@ -51,8 +53,10 @@ class Precision:
 
 
 def cpu_flags(path: str = CPUINFO) -> frozenset[str]:
-    """The CPU's feature flags as Linux lists them (the ``flags`` lines of /proc/cpuinfo); none
-    on other systems or when the file cannot be read."""
+    """The CPU's feature flags from the ``flags`` lines of /proc/cpuinfo.
+
+    Empty on other systems or when the file cannot be read.
+    """
     if not sys.platform.startswith("linux"):
         return frozenset()
     try:
@@ -69,8 +73,10 @@ def cpu_flags(path: str = CPUINFO) -> frozenset[str]:
 
 
 def this_host() -> Host:
-    """The host this process runs on (physical devices only: TensorFlow stays uninitialised, so
-    logical devices can still be configured afterwards)."""
+    """The host this process runs on, from physical devices only.
+
+    TensorFlow stays uninitialised, so logical devices can still be configured afterwards.
+    """
     return Host(
         gpu=bool(tf.config.list_physical_devices("GPU")),
         tpu=bool(tf.config.list_physical_devices("TPU")),
@@ -84,8 +90,10 @@ def reduced_policy(host: Host) -> str:
 
 
 def choose(mixed_precision: bool, host: Host | None = None) -> Precision:
-    """The precision a run with ``--trainer.mixed_precision=mixed_precision`` gets on ``host`` (this one
-    unless given)."""
+    """The precision a run with ``--trainer.mixed_precision=mixed_precision`` gets on ``host``.
+
+    ``host`` defaults to this one.
+    """
     if not mixed_precision:
         return Precision("float32", "--trainer.mixed_precision is off")
     host = this_host() if host is None else host

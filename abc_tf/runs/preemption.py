@@ -1,23 +1,18 @@
-"""Stopping a run at the end of a step when SIGTERM (a scheduler's preemption, ``docker stop``)
-or Ctrl-C arrives, with a checkpoint of the step reached.
+"""Stops a run at the end of a step on SIGTERM or Ctrl-C, with a checkpoint of the step reached.
 
-:class:`StopOnSignal` is both the signal handler, installed only while ``model.fit`` runs, and
-the Keras callback that acts on it, placed last so that every other callback has seen the step.
-A signal only records the request; at the end of the current step (one execution with
-``steps_per_execution`` > 1: Keras returns to Python once per execution) the callback sets
-``model.stop_training``, Keras ends the epoch, and at that epoch end the callback saves a
-checkpoint of the step (unless ``SaveCheckpoint`` just did) and raises :class:`RunPreempted`.
-A second Ctrl-C raises ``KeyboardInterrupt`` at once; a second SIGTERM changes nothing.
+SIGTERM comes e.g. from a scheduler's preemption or ``docker stop``. :class:`StopOnSignal` is the
+signal handler, installed only while ``model.fit`` runs, and the Keras callback that acts on it.
+A signal only records the request. At the end of the current step the callback sets
+``model.stop_training``; with ``steps_per_execution`` > 1, a step end is an execution end.
+Keras ends the epoch. The callback then saves a checkpoint unless ``SaveCheckpoint`` just did,
+and raises :class:`RunPreempted`. A second Ctrl-C raises ``KeyboardInterrupt`` at once; a second
+SIGTERM changes nothing.
 
-Multi-worker runs: the workers must stop after the same step, since each step and each save
-joins collective operations of all of them, while a scheduler's SIGTERMs reach them at
-different moments (or reach only one). At every step end the workers add up their requests
-in one scalar all-reduce and all stop when the sum is positive; the chief writes the checkpoint.
-TensorFlow's ``tf.distribute.experimental.PreemptionCheckpointHandler`` does the same agreement
-for custom training loops through the coordination service, but it does not fit Keras ``fit``
-and these checkpoints: it numbers checkpoints by its own count of ``run`` calls, saves through
-its own ``CheckpointManager``, replaces the SIGTERM handler for the rest of the process, and
-does nothing at all on GCE CPU machines.
+Multi-worker runs must stop after the same step, since steps and saves join collectives of all
+workers. SIGTERMs reach workers at different moments, or only one. So at every step end the workers
+sum their requests in one scalar all-reduce, and all stop when it is positive. The chief writes the
+checkpoint. TensorFlow's ``PreemptionCheckpointHandler`` does not fit Keras ``fit`` and these checkpoints:
+it numbers its own checkpoints, replaces the SIGTERM handler for good, and does nothing on GCE CPU machines.
 """
 
 from __future__ import annotations
@@ -37,7 +32,7 @@ SIGNALS = {signal.SIGTERM: 143, signal.SIGINT: 130}
 class RunPreempted(Exception):
     """A run stopped on SIGTERM or Ctrl-C at the end of a step, with a checkpoint of that step.
 
-    ``step``: the optimizer step reached, whose checkpoint the run directory keeps;
+    ``step``: the optimizer step reached, whose checkpoint the run directory keeps.
     ``signal_number``: the signal that asked for the stop.
     """
 
@@ -56,13 +51,13 @@ class RunPreempted(Exception):
 
 
 class StopOnSignal(keras.callbacks.Callback):
-    """The signal handler and the callback (module docstring). Use it as a context manager
-    around ``fit`` (it installs the handlers on entry and puts the previous ones back on exit)
-    and as the last of fit's callbacks.
+    """The signal handler and the callback; see the module docstring.
 
-    ``run_dir``, ``keep``, ``every``, ``last_step``, ``write``: as :class:`checkpoints.SaveCheckpoint`'s,
-    whose checkpoints this one completes. ``strategy``: a multi-worker strategy makes the
-    workers agree on the step (module docstring).
+    Use it as a context manager around ``fit``: it installs the handlers on entry and restores the
+    previous ones on exit. Also pass it as the last of fit's callbacks, so every other callback sees the step.
+    ``run_dir``, ``keep``, ``every``, ``last_step``, ``write``: as for :class:`checkpoints.SaveCheckpoint`,
+    whose checkpoints this one completes.
+      ``strategy``: a multi-worker strategy makes the workers agree on the step.
     """
 
     def __init__(

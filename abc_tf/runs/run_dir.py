@@ -1,14 +1,18 @@
 """A run directory as evaluators read it: its config, its networks, and embedding images with them.
 
-Layout (written by :mod:`abc_tf.runs.training`):
-  config.json          the resolved config (config_history.json: its accepted changes)
-  .lock                held by the train.py training into it (abc_tf.runs.run_lock)
+Layout, written by :mod:`abc_tf.runs.training`::
+
+  config.json          the resolved config; a rerun must match it, except a raised ``steps``
+                       and the fields named by ``allow_changes``
+  config_history.json  every accepted change of config.json: step, fields, old and new values
+  .lock                held by the one process training into it (abc_tf.runs.run_lock)
+  logs/                the config as TensorBoard hparams (abc_tf.runs.hparams)
+  logs/train/          TensorBoard scalars every ``log_every`` steps, against the optimizer step
   checkpoints/         model and optimizer state (abc_tf.runs.checkpoints)
-  logs/train/          TensorBoard scalars
-  <network>.keras      every network the method keeps (``MethodModel.networks()``):
-                       ``encoder.keras`` always, the representation every evaluator uses;
-                       ``head.keras`` for ABC with the pose-regression head
-  saved_model/         the SavedModel (abc_tf.runs.export)
+  <network>.keras      every network the method keeps; ``encoder.keras`` always
+  saved_model/         the SavedModel (abc_tf.runs.export): ``embed``; pose adds ``lookup_pose``,
+  ``regress_pose``
+  isolation_summary.*  what the run isolated per known factor (abc_tf.evaluation.run_summary)
   seed_<k>/            one run directory per seed, for ``train.py --seeds N``
 """
 
@@ -37,15 +41,17 @@ _SEED_DIR = re.compile(r"^seed_(\d+)$")
 
 
 def network_file(run_dir: str, name: str) -> str:
-    """Where a run keeps its network ``name`` (``<run_dir>/<name>.keras``)."""
+    """Where a run keeps its network ``name``: ``<run_dir>/<name>.keras``."""
     return os.path.join(run_dir, f"{name}.keras")
 
 
 def check_writable(path: str, flag: str, advice: str = "") -> None:
-    """ValueError naming ``flag`` unless a file can be created in the folder ``path`` or, while it
-    does not exist, in its nearest existing parent (a read-only file system, a folder of another
-    user): checked by creating one, before any work, so that nothing fails at its first write.
-    ``advice`` ends the message (what to do instead)."""
+    """Raises ValueError naming ``flag`` unless a file can be created in the folder ``path``.
+
+    While ``path`` does not exist, its nearest existing parent is tried. The check creates a file before
+    any work, so nothing fails at its first write; e.g. a read-only file system or another user's folder.
+    ``advice`` ends the message and says what to do instead.
+    """
     existing = os.path.abspath(path)
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
@@ -83,9 +89,8 @@ def load_keras_file(path: str) -> keras.Model:
 class Run:
     """A finished run: its directory, config and trained encoder; other networks on demand.
 
-    A run read from one of its checkpoints (``abc_tf.runs.checkpoint_run``) carries the networks
-    of that step in ``networks`` and the step in ``step``; a finished run reads its
-    ``<name>.keras`` files.
+    A run read from one of its checkpoints (``abc_tf.runs.checkpoint_run``) carries that step's
+    networks in ``networks`` and the step in ``step``. A finished run reads its ``<name>.keras`` files.
     """
 
     run_dir: str
@@ -95,15 +100,17 @@ class Run:
     step: int | None = None
 
     def network(self, name: str) -> keras.Model | None:
-        """The run's network ``name`` (e.g. "head"), or None when the run has none."""
+        """The run's network ``name``, e.g. "head", or None when the run has none."""
         if self.networks is not None:
             return self.networks.get(name)
         path = network_file(self.run_dir, name)
         return load_keras_file(path) if os.path.isfile(path) else None
 
     def embedding_with(self, name: str) -> "Run":
-        """This run with its network ``name`` as the representation evaluators embed with
-        (``evaluate.py --network``; "encoder": the run itself); ValueError when it has none."""
+        """This run with its network ``name`` as the representation evaluators embed with.
+
+        Used by ``evaluate.py --network``; "encoder" gives the run itself. ValueError when it has none.
+        """
         if name == ENCODER:
             return self
         network = self.network(name)
@@ -113,11 +120,10 @@ class Run:
 
 
 def load_run(run_dir: str, config_path: str | None = None) -> Run:
-    """The finished run in ``run_dir``; a clear error when it is not one. ``config_path``
-    overrides ``run_dir/config.json``.
+    """The finished run in ``run_dir``; a clear error when it is not one.
 
-    A run that a train.py is training (abc_tf.runs.run_lock) is refused: its networks are
-    exported at the end, so until then they are missing or those of the run before an extension.
+    ``config_path`` overrides ``run_dir/config.json``. A run that a train.py is still training is refused
+    (abc_tf.runs.run_lock). Its networks are exported at the end, so until then they are missing or stale.
     """
     run_lock.check_free(
         run_dir, advice="evaluate it once that run has finished (its networks are exported at its end)"
@@ -131,7 +137,7 @@ def load_run(run_dir: str, config_path: str | None = None) -> Run:
 
 
 def seed_run_dirs(run_dir: str) -> list[str]:
-    """``run_dir/seed_<k>`` folders holding a config.json, in k order (``train.py --seeds N``)."""
+    """``run_dir/seed_<k>`` folders holding a config.json, in k order; see ``train.py --seeds N``."""
     if not os.path.isdir(run_dir):
         return []
     found = [(int(match.group(1)), name) for name in os.listdir(run_dir) if (match := _SEED_DIR.match(name))]
@@ -145,12 +151,12 @@ def seed_run_dirs(run_dir: str) -> list[str]:
 def embed(
     model: keras.Model | Callable, images: np.ndarray, batch_size: int = 256
 ) -> np.ndarray | dict[str, np.ndarray]:
-    """Runs ``model`` on uint8 (0..255) or float ([0, 1]) images [N, H, W, C] in batches.
+    """Runs ``model`` on images [N, H, W, C] in batches: uint8 in 0..255 or float in [0, 1].
 
-    ``model``: a Keras model, or any callable on float32 images in [0, 1] (a SavedModel
-    signature). A Keras model runs through one traced function (:func:`traced_call`), which
-    equals its eager call to float32 rounding and skips Python's per-layer dispatch. Returns
-    float32 [N, ...], or a dict of them for models with dict outputs.
+    ``model`` is a Keras model, or any callable on float32 images in [0, 1] such as a SavedModel
+    signature. A Keras model runs through one traced function (:func:`traced_call`). It equals the eager
+    call up to float32 rounding and skips Python's per-layer dispatch.
+    Returns float32 [N, ...], or a dict of them for models with dict outputs.
     """
     images = np.asarray(images)
     if images.ndim != 4 or images.shape[0] == 0:
@@ -169,8 +175,10 @@ _TRACED: "weakref.WeakKeyDictionary[keras.Model, Callable]" = weakref.WeakKeyDic
 
 
 def traced_call(model: keras.Model) -> Callable:
-    """``model(images, training=False)`` as a ``tf.function`` traced once for any batch size,
-    kept while the model lives (the disentanglement scores embed in many small calls)."""
+    """``model(images, training=False)`` as a ``tf.function`` traced once for any batch size.
+
+    It is kept while the model lives, since the disentanglement scores embed in many small calls.
+    """
     if model not in _TRACED:
         alive = weakref.ref(model)  # a strong reference in the value would keep the key alive
         _TRACED[model] = tf.function(lambda images: alive()(images, training=False), reduce_retracing=True)

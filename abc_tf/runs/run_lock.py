@@ -1,13 +1,13 @@
 """One writer per run directory: ``<run_dir>/.lock``, an ``fcntl.flock`` held while a run trains.
 
-The lock file holds JSON naming its holder (``{"host", "pid", "since", "command"}``) and is never
-deleted (deleting a flock'd file lets two processes lock two different files of one name): a
-clean release empties it. The kernel drops a flock when its process dies, however it dies, so a
-lock file that names a holder but can be locked was left by a process that no longer runs (a
-SIGKILL, a crash, a lost machine): the next run takes it over with a warning.
+The lock file holds JSON naming its holder: ``{"host", "pid", "since", "command"}``. It is never
+deleted, since deleting a flock'd file lets two processes lock two files of one name. A clean
+release empties it. The kernel drops a flock when its process dies, however it dies. So a lock file
+that names a holder but can be locked was left by a dead process, e.g. after SIGKILL, a crash or a
+lost machine. The next run takes it over with a warning.
 
-File systems without ``flock`` (some network mounts) answer with a warning and no lock; a
-multi-worker run locks from its chief only (the other workers write under ``workers/``).
+File systems without ``flock``, such as some network mounts, give a warning and no lock.
+A multi-worker run locks from its chief only; the other workers write under ``workers/``.
 """
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ def _holder_text(descriptor: int) -> str:
 
 
 def describe(holder_text: str) -> str:
-    """ "train.py (pid P on host H, since T)" from a lock file's JSON; a plain phrase when it
-    does not say (written a moment after the lock is taken, so a reader may find it empty)."""
+    """ "train.py (pid P on host H, since T)" from a lock file's JSON, or a plain phrase when it does not say.
+
+    The JSON is written a moment after the lock is taken, so a reader may find it empty.
+    """
     try:
         holder = json.loads(holder_text)
         return f"{holder['command']} (pid {holder['pid']} on host {holder['host']}, since {holder['since']})"
@@ -48,7 +50,7 @@ def describe(holder_text: str) -> str:
 
 
 def _command() -> str:
-    """This process as a user would name it: the script (train.py), or python for ``python -c``."""
+    """This process as a user would name it: the script, e.g. train.py, or python for ``python -c``."""
     script = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     return script if script and script != "-c" else "python"
 
@@ -70,9 +72,11 @@ def _in_use(run_dir: str, holder_text: str, advice: str) -> RunDirInUse:
 
 
 def check_free(run_dir: str, advice: str = TRAIN_ADVICE) -> None:
-    """Raises :class:`RunDirInUse` (its message ending in ``advice``) when a live process holds
-    ``run_dir``'s lock. Writes nothing: train.py probes before building any data, and the lock
-    itself is taken by :class:`RunLock` at the run's first write."""
+    """Raises :class:`RunDirInUse`, ending in ``advice``, when a live process holds ``run_dir``'s lock.
+
+    Writes nothing: train.py probes before building any data.
+    :class:`RunLock` takes the lock itself at the run's first write.
+    """
     path = lock_path(run_dir)
     if not os.path.isfile(path):
         return
@@ -94,10 +98,10 @@ def check_free(run_dir: str, advice: str = TRAIN_ADVICE) -> None:
 
 
 class RunLock:
-    """Holds ``run_dir``'s lock from construction to :meth:`release` (a context manager too).
+    """Holds ``run_dir``'s lock from construction to :meth:`release`; also a context manager.
 
-    Creates ``run_dir`` if needed. Raises :class:`RunDirInUse` when a live process holds it;
-    warns and takes over a lock file left by a dead one.
+    Creates ``run_dir`` if needed. Raises :class:`RunDirInUse` when a live process holds it.
+    Warns and takes over a lock file left by a dead one.
     """
 
     def __init__(self, run_dir: str, command: str | None = None):
@@ -135,7 +139,7 @@ class RunLock:
         self._descriptor = descriptor
 
     def release(self) -> None:
-        """Empties the lock file (a clean end, not a dead holder) and unlocks it."""
+        """Empties the lock file, marking a clean end rather than a dead holder, and unlocks it."""
         if self._descriptor is None:
             return
         descriptor, self._descriptor = self._descriptor, None

@@ -1,25 +1,10 @@
-"""One training run: config -> data family and method -> the method's model.fit -> checkpoints,
-logs, the networks and the SavedModel.
+"""One training run: config -> data family and method -> the method's model.fit -> run directory.
 
-The trainer knows no family or method by name: it reads their declarations
-(abc_tf.data.family.DataFamily, abc_tf.methods.base.Method). Run directory layout:
-  config.json        the resolved config (a rerun must match it, except for a raised ``steps``
-                     and the fields named by ``allow_changes``)
-  config_history.json  every accepted change of config.json: step, fields, old and new values
-  .lock              held (fcntl.flock) by the one process training into the directory; names
-                     it (abc_tf.runs.run_lock)
-  logs/              the config as TensorBoard hparams (abc_tf.runs.hparams), beside:
-  logs/train/        TensorBoard scalars (every ``train_step`` log, learning rate) every
-                     ``log_every`` steps, written against the optimizer step
-  checkpoints/       model and optimizer state every ``log_every`` steps, written atomically,
-                     the newest ``keep_checkpoints`` kept (abc_tf.runs.checkpoints): the same command
-                     resumes a killed run from the newest; SIGTERM or Ctrl-C stops at the end of
-                     a step and checkpoints it first (abc_tf.runs.preemption)
-  <network>.keras    the method's networks (abc_tf.runs.run_dir): encoder.keras always
-  saved_model/       SavedModel with the ``embed`` signatures (abc_tf.runs.export); families
-                     with images of known pose add ``lookup_pose`` (and ``regress_pose`` with a head)
-  isolation_summary.json/.png  what the run isolated, per known factor (written by train.py,
-                     abc_tf.evaluation.run_summary)
+The trainer knows no family or method by name. It reads their declarations:
+abc_tf.data.family.DataFamily and abc_tf.methods.base.Method. The run directory's layout is in
+:mod:`abc_tf.runs.run_dir`. Checkpoints are written atomically every ``log_every`` steps, keeping the
+newest ``keep_checkpoints``. The same command resumes a killed run from the newest.
+SIGTERM or Ctrl-C stops at the end of a step and checkpoints it first (abc_tf.runs.preemption).
 """
 
 from __future__ import annotations
@@ -61,15 +46,20 @@ class TrainResult:
 
 
 def precision_policy(config: ExperimentConfig) -> str:
-    """The Keras policy of ``config`` on this host: float16 on GPUs, bfloat16 on TPUs and CPUs
-    that compute it natively, else float32 (abc_tf.runs.precision)."""
+    """The Keras policy of ``config`` on this host (abc_tf.runs.precision).
+
+    float16 on GPUs, bfloat16 on TPUs and on CPUs that compute it natively, else float32.
+    """
     return precision.choose(config.trainer.mixed_precision).policy
 
 
 def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
-    """Every check of ``config`` that reads no data: its values, its family's and its method's
-    settings, and that the family streams the batches the method trains on (the augmentation
-    baseline's two-view sets only to a method declaring ``accepts_two_view_sets``)."""
+    """Every check of ``config`` that reads no data.
+
+    Checks its values, its family's and its method's settings, and that the family streams the batches
+    the method trains on. The augmentation baseline's two-view sets go only to a method declaring
+    ``accepts_two_view_sets``.
+    """
     config.validate()
     family = data.get_family(config.data.family)
     if (
@@ -100,9 +90,11 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
 
 
 def measures_skipped(config: ExperimentConfig) -> dict[str, str]:
-    """{measure: why} for the measures of evaluate.py that a run of ``config`` will not get: the
-    method's own measures when its data family lacks a capability they need
-    (``Method.measures_need``). Empty when every measure applies."""
+    """{measure: why} for the evaluate.py measures that a run of ``config`` will not get.
+
+    These are the method's own measures when its data family lacks a capability they need
+    (``Method.measures_need``). Empty when every measure applies.
+    """
     family = data.get_family(config.data.family)
     method = methods.get_method(config.method.name)
     missing = missing_capabilities(family, method.measures_need) if method.measures else []
@@ -115,8 +107,10 @@ def measures_skipped(config: ExperimentConfig) -> dict[str, str]:
 
 
 def data_description(config: ExperimentConfig, family: DataFamily | None = None) -> str:
-    """The data a run of ``config`` reads, and its data fields that differ from the family's
-    defaults, in words: what the run's first line and ``--check_only`` say."""
+    """The data a run of ``config`` reads, and its data fields that differ from the family's defaults.
+
+    In words: what the run's first line and ``--check_only`` say.
+    """
     family = family or data.get_family(config.data.family)
     defaults = type(config.data)(family=config.data.family)
     changed = [
@@ -128,9 +122,12 @@ def data_description(config: ExperimentConfig, family: DataFamily | None = None)
 
 
 def build_model(config: ExperimentConfig, seed: int | None = None, policy: str | None = None) -> MethodModel:
-    """The untrained, compiled model of ``config``'s method; the same seed gives the same
-    initial weights (the seed is ``config.trainer.seed`` unless given). ``policy`` overrides the
-    precision this host gets (benchmarks/gpu_readiness.py: a GPU's mixed_float16 on a CPU)."""
+    """The untrained, compiled model of ``config``'s method.
+
+    The same seed gives the same initial weights; the seed is ``config.trainer.seed`` unless given.
+    ``policy`` overrides this host's precision, e.g. a GPU's mixed_float16 on a CPU in
+    benchmarks/gpu_readiness.py.
+    """
     return _build(
         config, data.get_family(config.data.family), methods.get_method(config.method.name), seed, policy
     )
@@ -168,8 +165,11 @@ BATCH_UNITS = {"sets": "set pairs", "pairs": "image pairs", "images": "images"}
 
 
 def check_replicas(config: ExperimentConfig, method: Method, replicas: int) -> None:
-    """The method's global batch (the batch part's ``global_batch_field``) must split evenly
-    over the replicas: each trains on an equal share and the update is the mean over the whole batch."""
+    """The method's global batch must split evenly over the replicas.
+
+    Each replica trains on an equal share, and the update is the mean over the whole batch.
+    The batch size is the batch part's ``global_batch_field``.
+    """
     batch = config.batch.global_batch
     if batch % replicas:
         raise ValueError(
@@ -183,10 +183,9 @@ def check_replicas(config: ExperimentConfig, method: Method, replicas: int) -> N
 def make_strategy(name: str) -> tf.distribute.Strategy:
     """The tf.distribute strategy named by ``config.trainer.strategy``.
 
-    Global-batch semantics: the method's batch P (``pairs_per_step``, or ``batch_size`` for
-    methods on single images: ``BatchConfig.global_batch_field``) is global; each of the R replicas trains
-    on P / R of it and the update is the mean over all P, so the learning rate means the same
-    thing on any number of devices.
+    The method's batch P is global: ``pairs_per_step``, or ``batch_size`` for methods on single images
+    (``BatchConfig.global_batch_field``). Each of the R replicas trains on P / R of it, and the update
+    is the mean over all P. So the learning rate means the same thing on any number of devices.
     """
     if name == "default":
         return tf.distribute.get_strategy()
@@ -211,8 +210,10 @@ def make_strategy(name: str) -> tf.distribute.Strategy:
 
 
 def steps_per_log(config: ExperimentConfig, start_step: int = 0) -> int:
-    """Steps per Keras epoch: every log step (multiples of ``log_every``), the last step and the
-    step a run resumes from fall on an epoch end, so a run trains exactly ``steps`` steps."""
+    """Steps per Keras epoch, such that every log step, the last step and the resume step end an epoch.
+
+    Log steps are multiples of ``log_every``. So a run trains exactly ``steps`` steps.
+    """
     return math.gcd(config.trainer.log_every, config.trainer.steps, start_step)
 
 
@@ -223,10 +224,13 @@ AUTO_STEPS_PER_EXECUTION = 10
 
 
 def steps_per_execution(config: ExperimentConfig, start_step: int = 0) -> int:
-    """Steps per compiled call: ``config.trainer.steps_per_execution`` lowered to a divisor of the
-    epoch length (Keras runs whole calls, so one that overlaps an epoch end would train past the
-    log step); for 0 (auto), the largest divisor of the epoch and of ``eval_every`` up to
-    :data:`AUTO_STEPS_PER_EXECUTION`, so every log and evaluation step ends a call."""
+    """Steps per compiled call: ``config.trainer.steps_per_execution`` lowered to divide the epoch.
+
+    Keras runs whole calls, so one that overlaps an epoch end would train past the log step.
+    For 0 (auto): the largest divisor of the epoch and of ``eval_every`` up to
+    :data:`AUTO_STEPS_PER_EXECUTION`.
+    Every log and evaluation step then ends a call.
+    """
     epoch = steps_per_log(config, start_step)
     if config.trainer.steps_per_execution:
         return math.gcd(config.trainer.steps_per_execution, epoch)
@@ -247,9 +251,10 @@ def data_seed(config: ExperimentConfig, start_step: int) -> int:
 
 
 def make_family_dataset(family: DataFamily, config: ExperimentConfig, start_step: int) -> tf.data.Dataset:
-    """The family's batches in the format the config's method trains on, as training consumes
-    them, from step ``start_step`` on (a resumed run draws fresh batches and continues
-    step-dependent schedules)."""
+    """The family's batches in the format the config's method trains on, from step ``start_step`` on.
+
+    A resumed run draws fresh batches and continues step-dependent schedules.
+    """
     stream = family.stream(config.method.batch_format)
     dataset = stream(config, data_seed(config, start_step), start_step)
     if tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"):
@@ -264,7 +269,7 @@ def make_family_dataset(family: DataFamily, config: ExperimentConfig, start_step
 
 @dataclasses.dataclass(frozen=True)
 class PreparedRun:
-    """A run checked and its model built, before any data is read (:func:`prepare`)."""
+    """A run checked and its model built, before any data is read; see :func:`prepare`."""
 
     config: ExperimentConfig
     run_dir: str
@@ -283,14 +288,16 @@ def prepare(
     allow_changes: Sequence[str] = (),
     verbose: int = 2,
 ) -> PreparedRun:
-    """Everything that can fail on user input before data is read, once: the config's values,
-    its family's and method's checks (each resolved here, once), the run directory against its
-    config, the replicas' share of the batch, and the model, built in the strategy's scope (an
-    image size too small for the convolutions, pretrained weights that cannot be read).
+    """Runs, once, every check that can fail on user input before data is read.
 
-    ``strategy`` overrides ``config.trainer.strategy`` (e.g. a MirroredStrategy over chosen devices).
-    ``allow_changes`` names the fields (of :data:`config_history.CHANGEABLE_FIELDS`) that may differ from the
-    run directory's config; a raised ``steps`` extends a finished run without being named.
+    That covers the config's values and its family's and method's checks, each resolved here once.
+    It checks the run directory against its config and the replicas' share of the batch. It builds the
+    model in the strategy's scope, which catches e.g. images too small for the convolutions or
+    unreadable pretrained weights.
+
+    ``strategy`` overrides ``config.trainer.strategy``, e.g. a MirroredStrategy over chosen devices.
+    ``allow_changes`` names fields of :data:`config_history.CHANGEABLE_FIELDS` that may differ from the
+    run directory's config. A raised ``steps`` extends a finished run without being named.
     """
     family, method = check_config(config)
     changes = config_history.check_run_dir(config, run_dir, allow_changes)
@@ -317,17 +324,21 @@ def train(
     strategy: tf.distribute.Strategy | None = None,
     allow_changes: Sequence[str] = (),
 ) -> TrainResult:
-    """Trains ``config`` into ``run_dir``; resumes from its checkpoint when one is there: the
-    checks and the model of :func:`prepare` (its arguments), then :func:`run`. ``verbose``
-    prints a line per log interval."""
+    """Trains ``config`` into ``run_dir``, resuming from its checkpoint when one is there.
+
+    Runs the checks and builds the model with :func:`prepare`, then calls :func:`run`.
+    ``verbose`` prints a line per log interval.
+    """
     return run(prepare(config, run_dir, strategy, allow_changes, verbose), callbacks, verbose)
 
 
 def run(
     prepared: PreparedRun, callbacks: Sequence[keras.callbacks.Callback] = (), verbose: int = 2
 ) -> TrainResult:
-    """Trains the run :func:`prepare` checked: builds its data stream, then (locked: one writer
-    per run directory) writes its config, restores, fits and exports."""
+    """Trains the run :func:`prepare` checked.
+
+    Builds its data stream, then, holding the run's lock, writes its config, restores, fits and exports.
+    """
     config, strategy = prepared.config, prepared.strategy
     dataset = make_family_dataset(prepared.family, config, prepared.start_step)
     # Only the chief of a multi-worker run writes run_dir (and locks it: one writer per run
@@ -353,8 +364,10 @@ def run(
 
 
 def _constant_rate(optimizer: keras.optimizers.Optimizer):
-    """The variable holding ``optimizer``'s learning rate, None for a schedule (a function of
-    the restored step)."""
+    """The variable holding ``optimizer``'s learning rate.
+
+    None for a schedule, which is a function of the restored step.
+    """
     optimizer = getattr(
         optimizer, "inner_optimizer", optimizer
     )  # a LossScaleOptimizer's own rate is its inner one's
@@ -378,8 +391,7 @@ def _train_into(
     callbacks: Sequence[keras.callbacks.Callback],
     verbose: int,
 ) -> TrainResult:
-    """What :func:`train` does once ``run_dir`` is checked (and locked): write the config,
-    restore, fit, export."""
+    """What :func:`train` does once ``run_dir`` is checked and locked: config, restore, fit, export."""
     output_dir = run_dir if chief else os.path.join(run_dir, "workers", _task_name(strategy))
     os.makedirs(output_dir, exist_ok=True)
     if chief:

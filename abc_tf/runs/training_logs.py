@@ -1,5 +1,7 @@
-"""What a training run reports while it trains: TensorBoard scalars per log interval, and the
-stop on a non-finite loss before a bad checkpoint is written."""
+"""What a run reports while it trains: TensorBoard scalars per log interval.
+
+It also stops on a non-finite loss before a bad checkpoint is written.
+"""
 
 from __future__ import annotations
 
@@ -14,15 +16,17 @@ from abc_tf.runs import checkpoints
 
 
 class RunStopped(RuntimeError):
-    """Training stopped on a problem that is not a bad flag (NaN loss, full disk); the message
-    says what the run directory holds and how to go on."""
+    """Training stopped on a problem that is not a bad flag, e.g. a NaN loss or a full disk.
+
+    The message says what the run directory holds and how to go on.
+    """
 
 
 class NonFiniteLossError(RunStopped):
     """Training produced a NaN or infinite loss; the checkpoints before it are kept.
 
-    ``step`` is the step of the bad loss; ``checkpoint_step`` the step of the newest checkpoint
-    the run directory holds (None: none was written yet).
+    ``step`` is the step of the bad loss. ``checkpoint_step`` is the step of the newest checkpoint kept;
+    None when none was written yet.
     """
 
     def __init__(self, message: str, step: int, checkpoint_step: int | None):
@@ -52,8 +56,10 @@ class StopOnNonFiniteLoss(keras.callbacks.Callback):
 def non_finite_stop(
     what: str, step: int, run_dir: str, newest: str = "its newest checkpoint"
 ) -> NonFiniteLossError:
-    """The error that stops a run whose training diverged at ``step``: ``what`` happened, and which
-    checkpoint of ``run_dir`` is kept (``newest`` names it)."""
+    """The error that stops a run whose training diverged at ``step``.
+
+    It says ``what`` happened, and which checkpoint of ``run_dir`` is kept; ``newest`` names it.
+    """
     saved = checkpoints.list_checkpoints(run_dir)
     if saved:
         kept = f"{newest}, {saved[-1][1]} (step {saved[-1][0]}), is kept"
@@ -63,13 +69,13 @@ def non_finite_stop(
 
 
 class IntervalLogger(TrainingMonitor):
-    """Every ``log_every`` steps (and at the last step): the training logs, averaged over the
-    interval, written to TensorBoard against the optimizer step, kept in ``history`` and
-    printed when ``verbose``.
+    """Logs every ``log_every`` steps and at the last step.
 
-    Keras resets its metrics every epoch and an epoch may be shorter than the interval, so
-    the metrics are averaged here, weighted by the steps of each epoch. Other entries of the
-    logs (learning rate, the pose titration's real fraction) are values at the step itself.
+    The training logs, averaged over the interval, go to TensorBoard against the optimizer step. They are
+    kept in ``history`` and printed when ``verbose``. Keras resets its metrics every epoch, and an epoch
+    may be shorter than the interval. So metrics are averaged here, weighted by each epoch's steps.
+    Other log entries, such as the learning rate or the pose titration's real
+    fraction, are values at the step.
     """
 
     def __init__(self, log_dir: str, log_every: int, total_steps: int, verbose: int = 0):

@@ -1,2 +1,3 @@
-"""The estimators every task shares: mutual information (MINE, histograms), probes, noise,
-regression, disentanglement scores, and the figures they draw."""
+"""The estimators every task shares: MI (MINE, histograms), probes, noise, regression,
+disentanglement scores and their figures.
+"""

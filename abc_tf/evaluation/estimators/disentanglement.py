@@ -1,73 +1,19 @@
-"""Disentanglement scores of the field (docs/PAPERS.md section P4), as disentanglement_lib defines them.
+"""Disentanglement scores of the field, as disentanglement_lib defines them (docs/PAPERS.md section P4).
 
-BetaVAE score (Higgins et al. 2017), FactorVAE score (Kim and Mnih 2018), MIG (Chen et al.
-2018), DCI disentanglement / completeness / informativeness (Eastwood and Williams 2018) and
-SAP (Kumar et al. 2018), for any method's representation on any data family whose generative
-factors are known. disentanglement_lib 1.5 does not import beside TensorFlow 2.21, so the
-definitions are rebuilt on NumPy and scikit-learn (no TensorFlow): scikit-learn provides every
-learned part (logistic regression, linear SVMs, gradient-boosted trees, uniform binning,
-discrete mutual information, Pearson correlation); the modules only arrange the samples and
-combine the results. By job:
+BetaVAE (Higgins et al. 2017), FactorVAE (Kim and Mnih 2018), MIG (Chen et al. 2018), DCI
+disentanglement, completeness and informativeness (Eastwood and Williams 2018) and SAP (Kumar et al. 2018).
+They apply to any representation on any data family whose generative factors are known.
+disentanglement_lib 1.5 does not import beside TensorFlow 2.21, so we rebuild it on NumPy and scikit-learn.
+scikit-learn provides every learned part; our modules only arrange the samples and combine the results.
 
-- :mod:`abc_tf.evaluation.estimators.disentanglement_sampled`: BetaVAE and FactorVAE, which draw their
-  own observations with one factor held fixed from a :class:`FactorSource` (factor draws ->
-  codes of observations with those factor values; :class:`GridSource` on a factor grid);
-- :mod:`abc_tf.evaluation.estimators.disentanglement_arrays`: MIG, DCI and SAP on given arrays of codes
-  [n, d] and factors [n, k] (any labelled sample);
-- this module: the point counts (:class:`ScoreSettings`, the presets of :data:`PRESETS`),
-  :func:`all_scores` (every score of a source), :func:`array_scores` (MIG, DCI, SAP of a
-  labelled sample, for families that cannot draw an image of given factor values) and
-  :func:`headline` (one number per score, for tables and figures).
+- :mod:`~abc_tf.evaluation.estimators.disentanglement_sampled`: BetaVAE and FactorVAE. They draw their
+  own observations with one factor fixed, from a :class:`FactorSource`.
+- :mod:`~abc_tf.evaluation.estimators.disentanglement_arrays`: MIG, DCI and SAP on arrays of codes
+  [n, d] and factors [n, k].
+- This module: point counts and presets (:class:`ScoreSettings`), :func:`all_scores`,
+  :func:`array_scores` and :func:`headline`.
 
-For a run's encoder on a data family: :mod:`abc_tf.evaluation.tasks.encoder_disentanglement`.
-Each score module states its settings' origin in disentanglement_lib's gin files and its
-deliberate differences. Those of this module:
-
-- DCI's trees train on 5,000 points (``dci_num_train``), not 10,000: the trees cost time in
-  proportion to the points, and at 10,000 they took about 105 s of a 108 s evaluation on the
-  2 busy cores of "Cost". Fewer points let the trees overfit more, which spreads importance
-  over more dimensions and lowers disentanglement and completeness a little: on the synthetic
-  codes of "Cost" D / C / I(test) are 0.40 / 0.36 / 0.58 at 2,500 points, 0.46 / 0.41 / 0.62 at
-  5,000, 0.51 / 0.47 / 0.65 at 10,000. Compare DCI values only between runs of one setting.
-- ``standardize=True`` (default; BetaVAE's logistic regression and SAP's 1-D SVMs): every
-  score is then invariant to permuting, shifting, rescaling and flipping code dimensions (DCI
-  up to small changes: scikit-learn's trees split float32 copies of the codes) except through
-  FactorVAE's collapse threshold.
-- ``factor_vae_prune_relative=True`` (default): FactorVAE's collapse threshold (0.05) applies
-  to each dimension's std in units of the codes' spread, not to the raw std, so that methods
-  whose codes differ in overall scale (PMP's spread 0.05, ABC's 0.44-1.8) are pruned alike
-  (:mod:`abc_tf.evaluation.estimators.disentanglement_sampled`); FactorVAE is then invariant to rescaling
-  the whole code, and changes under rescaling single dimensions only where one crosses the
-  threshold. ``ScoreSettings.disentanglement_lib()`` turns standardisation and the relative
-  threshold off and trains DCI's trees on 10,000 points.
-- In :func:`all_scores` MIG, DCI and SAP share one training set (and DCI and SAP one test
-  set), and FactorVAE's variance estimate uses the same training codes, instead of drawing a
-  fresh set for each score: the same statistics from 15,000 codes instead of 50,000.
-
-Cost
-----
-DCI's gradient-boosted trees are nearly all of the scores' own time: 100 stages of one depth-3
-tree per factor value (Shapes3D: 57 values, 5,700 trees), each sorting every code dimension at
-every node, so their time grows with the training points (15-20 ms per tree on 10,000 x 10
-points here). The factors' classifiers run in parallel threads (``n_jobs``, largest factor
-first). Measured with :func:`all_scores` on the 2 CPU cores of the build machine while other
-jobs kept them busy (load average about 2; scikit-learn 1.9), synthetic codes d = 10 of k = 6
-factors with the Shapes3D sizes 10, 10, 10, 8, 4, 15, the time to compute the codes excluded:
-
-- ``ScoreSettings()``: 32 s wall, 61 s CPU in all: DCI 30 s (5,000 training points), BetaVAE
-  0.5 s, SAP 0.4 s, FactorVAE 0.2 s, MIG 0.1 s.
-- ``ScoreSettings.disentanglement_lib()`` (DCI on 10,000 points): 108 s wall, 128 s CPU.
-
-The encoder, not the metrics, is the expensive part of a real evaluation at the library's point
-counts: ``ScoreSettings().codes_drawn()`` = 2,895,000 codes (BetaVAE 1,920,000, FactorVAE
-960,000, the shared sets 15,000), one to two hours of rendering and encoding with the S3
-encoder on those 2 cores. ``ScoreSettings.fast()`` (the preset "fast", evaluate.py's default;
-its counts at :meth:`ScoreSettings.fast`) draws 23,100 codes instead, and grows DCI's trees on
-binned codes (``dci_trees="histogram"``): the same schedule about 6x faster. On a demo run its
-D and C came out 0.02 to 0.03 above the exact trees' at each of three seeds, more than their seed
-spread, and I within it (BENCHMARKS.md, "Evaluation of a Shapes3D run, stage by stage"): compare
-DCI values between runs scored with one preset only. The "full" and "library" presets keep the
-exact trees.
+For a run's encoder, use :mod:`abc_tf.evaluation.tasks.encoder_disentanglement`.
 """
 
 from __future__ import annotations
@@ -106,9 +52,19 @@ PRESETS: tuple[str, ...] = ("none", "fast", "full", "library")
 class ScoreSettings:
     """Point counts and options of :func:`all_scores` and :func:`array_scores`.
 
-    The defaults are disentanglement_lib's (module docstring: each setting's origin), except
-    ``dci_num_train``, ``standardize`` and ``factor_vae_prune_relative``
-    (``disentanglement_lib()`` restores all three).
+    The defaults are disentanglement_lib's. Each score module states each setting's origin in its gin files.
+    Three defaults differ on purpose; ``disentanglement_lib()`` restores all three.
+
+    - ``dci_num_train`` is 5,000, not 10,000. Tree cost grows with the points, so this halves DCI's time.
+      Fewer points let the trees overfit more. That spreads importance over more dimensions and lowers D and C
+      a little. On synthetic codes (d = 10, k = 6) D / C / I(test) are 0.40 / 0.36 / 0.58 at 2,500 points,
+      0.46 / 0.41 / 0.62 at 5,000 and 0.51 / 0.47 / 0.65 at 10,000. Compare DCI only within one setting.
+    - ``standardize`` is True for BetaVAE's logistic regression and SAP's 1-D SVMs. Every score is then
+      invariant to permuting, shifting, rescaling and flipping code dimensions, except through FactorVAE's
+      collapse threshold. DCI may change slightly, as scikit-learn's trees split float32 copies of the codes.
+    - ``factor_vae_prune_relative`` is True. FactorVAE's collapse threshold of 0.05 then applies to each
+      dimension's std in units of the codes' spread. Methods with codes at different scales are pruned alike;
+      PMP's spread is 0.05, ABC's 0.44-1.8. FactorVAE becomes invariant to rescaling the whole code.
     """
 
     # BetaVAE (beta_vae_sklearn.gin).
@@ -121,41 +77,47 @@ class ScoreSettings:
     factor_vae_num_eval: int = 5_000
     factor_vae_num_variance_estimate: int = 10_000
     factor_vae_prune_threshold: float = 0.05
-    # The threshold in units of the codes' spread (ours; the library compares it with the raw std).
+    # The threshold in units of the codes' spread. Ours: the library compares it with the raw std.
     factor_vae_prune_relative: bool = True
     # MIG, DCI and SAP share these sets (mig.gin, dci.gin, sap_score.gin: 10,000 / 5,000).
     num_train: int = 10_000
     num_test: int = 5_000
     mig_num_bins: int = 20
-    # DCI trains on the first dci_num_train points of that set: half the library's 10,000,
-    # which halves the cost of its trees (module docstring, "Cost").
+    # DCI trains on the first dci_num_train points of that set; see the class docstring.
     dci_num_train: int = 5_000
     # "exact": scikit-learn's GradientBoostingClassifier, as the library; "histogram": the same
     # schedule on binned codes, about 10x faster (disentanglement_arrays.dci_importance).
     dci_trees: str = "exact"
     sap_continuous_factors: bool = False
-    # Deliberate differences (module docstring) and execution.
+    # Deliberate differences (class docstring) and execution.
     standardize: bool = True
     n_jobs: int = -1
     chunk_size: int = 4096
 
     @classmethod
     def disentanglement_lib(cls) -> "ScoreSettings":
-        """disentanglement_lib's settings where ours differ: no standardisation, FactorVAE's
-        collapse threshold on the raw std, DCI's trees on 10,000 points."""
+        """disentanglement_lib's settings where ours differ.
+
+        No standardisation, FactorVAE's collapse threshold on the raw std, DCI's trees on 10,000 points.
+        """
         return cls(standardize=False, factor_vae_prune_relative=False, dci_num_train=10_000)
 
     @classmethod
     def fast(cls) -> "ScoreSettings":
-        """The preset "fast", for a CPU: 23,100 codes (the library's: 2,895,000).
+        """The preset "fast", for a CPU: 23,100 codes instead of the library's 2,895,000.
 
-        BetaVAE: batches of 16 pairs (library: 64), 300 training and 150 evaluation points;
-        FactorVAE: batches of 32 (library: 64), 150 training and 75 evaluation votes, the
-        variances from 1,000 codes; MIG, DCI and SAP: 1,000 training and 500 test observations
-        (DCI's histogram trees on all 1,000). Smaller batches make BetaVAE's features and FactorVAE's
-        batch variances noisier, which lowers both scores, and fewer points make every score
-        noisier (an accuracy on 150 points has a standard error near 0.04): compare values
-        between runs scored with one preset only. Time per run: module docstring, "Cost".
+        BetaVAE: batches of 16 pairs instead of 64, 300 training and 150 evaluation points.
+        FactorVAE: batches of 32 instead of 64, 150 training and 75 evaluation votes,
+          variances from 1,000 codes.
+        MIG, DCI and SAP: 1,000 training and 500 test observations. DCI grows histogram trees on binned codes.
+        Smaller batches make BetaVAE's features and FactorVAE's batch variances
+        noisier, which lowers both scores.
+        Fewer points make every score noisier; an accuracy on 150 points has a standard error near 0.04.
+        Histogram trees run the same schedule about 6x faster. On a demo run their D and C are
+        0.02 to 0.03 above the exact trees' at each of three seeds, more than the seed spread.
+        Their I is within the seed spread.
+        Source: BENCHMARKS.md, "Evaluation of a Shapes3D run, stage by stage".
+        Compare values only between runs scored with one preset.
         """
         return cls(
             beta_vae_batch_size=16,
@@ -173,8 +135,11 @@ class ScoreSettings:
 
     @classmethod
     def preset(cls, name: str) -> "ScoreSettings | None":
-        """The settings of a preset of :data:`PRESETS`: "none" (None: no scores), "fast"
-        (:meth:`fast`), "full" (the defaults) or "library" (:meth:`disentanglement_lib`)."""
+        """The settings of a preset of :data:`PRESETS`.
+
+        "none" gives None (no scores), "fast" :meth:`fast`, "full" the defaults, "library"
+        :meth:`disentanglement_lib`.
+        """
         if name not in PRESETS:
             raise ValueError(f"Unknown disentanglement preset {name!r}; choose one of {', '.join(PRESETS)}.")
         return {"none": None, "fast": cls.fast(), "full": cls(), "library": cls.disentanglement_lib()}[name]
@@ -205,7 +170,7 @@ class ScoreSettings:
             )
 
     def codes_drawn(self, scores: Sequence[str] = SCORES) -> int:
-        """How many codes :func:`all_scores` asks the source for (the encoder's work)."""
+        """How many codes :func:`all_scores` asks the source for: the encoder's work."""
         scores = _check_scores(scores)
         total = 0
         if "beta_vae" in scores:
@@ -223,8 +188,10 @@ class ScoreSettings:
         return max(self.num_train, self.factor_vae_num_variance_estimate, self.dci_num_train)
 
     def num_array_train(self) -> int:
-        """Training observations MIG, DCI and SAP read (a labelled sample of this many plus
-        ``num_test`` serves :func:`array_scores`)."""
+        """Training observations MIG, DCI and SAP read.
+
+        A labelled sample of this many plus ``num_test`` serves :func:`array_scores`.
+        """
         return max(self.num_train, self.dci_num_train)
 
 
@@ -237,8 +204,10 @@ def _check_scores(scores: Sequence[str]) -> tuple[str, ...]:
 
 
 def _streams(seed: int) -> dict[str, np.random.Generator]:
-    """One generator per score and per shared set, so that a score's value does not depend on
-    which others run (nor on whether :func:`all_scores` or :func:`array_scores` runs it)."""
+    """One generator per score and per shared set.
+
+    A score's value then does not depend on which others run, nor on which function runs it.
+    """
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(SCORES) + 2)]
     return dict(zip(SCORES + ("train", "test"), streams))
 
@@ -251,13 +220,27 @@ def all_scores(
 ) -> dict[str, dict]:
     """The chosen ``scores`` of ``source``'s representation, keyed by score name.
 
-    ``{"beta_vae": {...}, "factor_vae": {...}, "mig": {...}, "dci": {...}, "sap": {...}}``
-    with the dicts of ``beta_vae_score``, ``factor_vae_score`` (disentanglement_sampled),
-    ``mig``, ``dci`` and ``sap`` (disentanglement_arrays). Each score draws from its own seed
-    stream, so a score's value does not depend on which others were asked for. MIG, DCI and
-    SAP share one training set of ``num_train`` observations (DCI and SAP one test set of
-    ``num_test``); FactorVAE's global variances come from the first
-    ``factor_vae_num_variance_estimate`` codes of that set.
+    ``{"beta_vae": {...}, "factor_vae": {...}, "mig": {...}, "dci": {...}, "sap": {...}}``. The dicts come
+    from ``beta_vae_score`` and ``factor_vae_score`` (disentanglement_sampled) and from ``mig``, ``dci`` and
+    ``sap`` (disentanglement_arrays). Each score draws from its own seed stream.
+
+    MIG, DCI and SAP share one training set of ``num_train`` observations. DCI and SAP share one test set
+    of ``num_test``. FactorVAE's global variances come from the first ``factor_vae_num_variance_estimate``
+    codes of the training set. Sharing gives the same statistics from 15,000 codes instead of 50,000.
+
+    Cost: DCI's trees take nearly all of the scores' own time. There are 100 stages of one depth-3 tree per
+    factor value; Shapes3D has 57 values, so 5,700 trees. Each tree sorts every code dimension at every node,
+    so time grows with the training points: 15-20 ms per tree on 10,000 x 10 points. Factors' classifiers
+    run in parallel threads, largest first. On 2 busy CPU cores (scikit-learn 1.9), synthetic codes d = 10 of
+    k = 6 factors with Shapes3D's sizes, excluding encoding:
+
+    - ``ScoreSettings()``: 32 s wall, 61 s CPU.
+      DCI 30 s, BetaVAE 0.5 s, SAP 0.4 s, FactorVAE 0.2 s, MIG 0.1 s.
+    - ``ScoreSettings.disentanglement_lib()``: 108 s wall, 128 s CPU.
+
+    At the library's point counts the encoder is the expensive part. ``ScoreSettings().codes_drawn()`` is
+    2,895,000 codes: BetaVAE 1,920,000, FactorVAE 960,000, the shared sets 15,000. That is one to two hours
+    of rendering and encoding with the S3 encoder on those 2 cores.
     """
     scores = _check_scores(scores)
     settings.validate()
@@ -306,10 +289,12 @@ def array_scores(
     scores: Sequence[str] = ARRAY_SCORES,
     factor_names: Sequence[str] | None = None,
 ) -> dict[str, dict]:
-    """MIG, DCI and SAP (those of ``scores``) of a labelled sample: ``train`` = (codes [n, d],
-    factors [n, k]) with n >= :meth:`ScoreSettings.num_array_train` (MIG and SAP read its first
-    ``num_train`` rows, DCI its first ``dci_num_train``), ``test`` the same for DCI and SAP.
-    The values equal those :func:`all_scores` gives for the same sets and seed."""
+    """MIG, DCI and SAP, those in ``scores``, of a labelled sample.
+
+    ``train`` is (codes [n, d], factors [n, k]) with n >= :meth:`ScoreSettings.num_array_train`.
+    MIG and SAP read its first ``num_train`` rows, DCI its first ``dci_num_train``.
+    ``test`` is the same for DCI and SAP. The values equal :func:`all_scores`' for the same sets and seed.
+    """
     scores = _check_scores(scores)
     sampled = [name for name in scores if name not in ARRAY_SCORES]
     if sampled:
@@ -360,7 +345,9 @@ def array_scores(
 
 
 def headline(results: dict[str, dict]) -> dict[str, float]:
-    """One number per score of ``results`` (:func:`all_scores`' or :func:`array_scores`' dict),
-    keyed as in :data:`HEADLINE`: BetaVAE and FactorVAE evaluation accuracy, MIG, DCI
-    disentanglement / completeness / test informativeness, SAP."""
+    """One number per score of ``results``, keyed as in :data:`HEADLINE`.
+
+    ``results`` is :func:`all_scores`' or :func:`array_scores`' dict. The numbers are BetaVAE and FactorVAE
+    evaluation accuracy, MIG, DCI disentanglement, completeness and test informativeness, and SAP.
+    """
     return {key: float(results[score][entry]) for key, score, entry, _ in HEADLINE if score in results}

@@ -1,46 +1,18 @@
 """MIG, DCI and SAP: disentanglement scores read off given codes and factors (docs/PAPERS.md section P4).
 
-The scores of :mod:`abc_tf.evaluation.estimators.disentanglement` that need no observation drawn to order,
-only arrays (so any family's labelled sample serves, MNIST's binned style factors included):
+These scores need no observations drawn to order, only arrays. So any family's labelled sample
+serves, MNIST's binned style factors included. The inputs are:
 
 - ``codes`` float [n, d]: the representation of n observations;
-- ``factors`` int [n, k]: their factor values (any integers; one column per factor);
-- ``factor_names``: optional names of the k factors (per-factor results are keyed by them).
+- ``factors`` int [n, k]: their factor values, any integers, one column per factor;
+- ``factor_names``: optional names of the k factors, the keys of per-factor results.
 
 :func:`mig` takes one such set; :func:`dci` and :func:`sap` take a training and a test set.
-Definitions as disentanglement_lib's (``config/unsupervised_study_v1/metric_configs/*.gin``
-and the metric modules), rebuilt on NumPy and scikit-learn:
-
-- MIG (``mig.gin``): every code dimension discretised into 20 equal-width bins between its
-  minimum and maximum (``histogram_discretizer``); discrete mutual information I(z_j; v_k) in
-  nats; per factor the gap between the largest and the second largest over dimensions,
-  divided by the factor's entropy H(v_k); score = the mean over factors.
-- DCI (``dci.gin``): one ``GradientBoostingClassifier`` (scikit-learn defaults: 100 stages of
-  depth-3 trees) per factor; importance matrix R [d, k] = |feature importances|;
-  disentanglement = sum over dimensions of (1 - entropy of R's row, base k) weighted by the
-  row's share of R; completeness = sum over factors of (1 - entropy of R's column, base d)
-  weighted by the column's share; informativeness = mean accuracy of the classifiers on the
-  test set (and on the training set).
-- SAP (``sap_score.gin``, ``continuous_factors=False``): score matrix S [d, k] = test accuracy
-  of a linear SVM (``LinearSVC(C=0.01, class_weight="balanced")``) that predicts factor k from
-  code dimension j alone; with ``continuous_factors=True`` S is instead the squared Pearson
-  correlation on the training set (0 for dimensions of variance <= 1e-12); score = the mean
-  over factors of the gap between the top two entries of S's column. A one-vs-rest linear SVM
-  on one dimension cannot single out the middle values of a factor, so with discrete factors
-  even the identity code scores far below 1 (0.24 for factors of Shapes3D's sizes at the
-  library's counts); the library's own identity test, like ours, uses ``continuous_factors=True``.
-
-Differences from disentanglement_lib, all deliberate:
-
-- ``standardize=True`` (default) standardises the inputs of SAP's 1-D SVMs (L2-regularised
-  with a fixed C, so without it the score changes when a code is merely rescaled).
-- Gradient-boosted trees and SVMs get seeds drawn from the caller's seed, so results repeat.
-- A factor that takes a single value in a training set is an error (MIG divides by its zero
-  entropy, a classifier cannot be fitted); with a single factor or a single code dimension,
-  DCI's entropies have base 1 and the per-dimension / per-factor terms are defined as 1.
-
-The input checks and seed helpers here are shared with
-:mod:`abc_tf.evaluation.estimators.disentanglement_sampled`.
+Definitions follow disentanglement_lib's ``config/unsupervised_study_v1/metric_configs/*.gin`` and
+metric modules, rebuilt on NumPy and scikit-learn. Each score function states its definition and
+our deliberate differences. All scores seed their trees and SVMs from the caller's seed, so results repeat.
+A factor with a single value in a training set is an error: MIG would divide by its zero entropy,
+and no classifier can be fitted. Input checks and seed helpers here are shared with disentanglement_sampled.
 """
 
 from __future__ import annotations
@@ -74,7 +46,7 @@ Seed = Union[int, np.random.Generator, None]
 
 
 def rng_of(seed: Seed) -> np.random.Generator:
-    """``seed`` itself when it is a generator (drawn from and advanced), else a new one from it."""
+    """``seed`` itself when it is a generator, drawn from and advanced; else a new generator from it."""
     return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
 
@@ -84,7 +56,7 @@ def sklearn_seed(rng: np.random.Generator) -> int:
 
 
 def check_codes(codes, what: str = "codes", n: int | None = None) -> np.ndarray:
-    """float64 [n, d] (d >= 1, finite, ``n`` rows when given); ValueError naming ``what``."""
+    """float64 [n, d]: d >= 1, finite, ``n`` rows when given. Raises ValueError naming ``what``."""
     codes = np.asarray(codes, dtype=np.float64)
     if codes.ndim != 2 or codes.shape[1] < 1:
         raise ValueError(f"{what} must have shape [n, d] with d >= 1, got {codes.shape}.")
@@ -96,7 +68,7 @@ def check_codes(codes, what: str = "codes", n: int | None = None) -> np.ndarray:
 
 
 def check_factors(factors, n: int, what: str = "factors") -> np.ndarray:
-    """int64 [n, k] (k >= 1, integer values); ValueError naming ``what``."""
+    """int64 [n, k]: k >= 1, integer values. Raises ValueError naming ``what``."""
     factors = np.asarray(factors)
     if factors.ndim != 2 or factors.shape[0] != n or factors.shape[1] < 1:
         raise ValueError(f"{what} must have shape [{n}, k] with k >= 1, got {factors.shape}.")
@@ -109,7 +81,7 @@ def check_factors(factors, n: int, what: str = "factors") -> np.ndarray:
 
 
 def names_of(factor_names: Sequence[str] | None, k: int) -> list[str]:
-    """The k factors' names (default ``factor_0, ...``); ValueError on a wrong count."""
+    """The k factors' names, default ``factor_0, ...``; ValueError on a wrong count."""
     if factor_names is None:
         return [f"factor_{i}" for i in range(k)]
     names = [str(n) for n in factor_names]
@@ -119,7 +91,7 @@ def names_of(factor_names: Sequence[str] | None, k: int) -> list[str]:
 
 
 def require_varying(factors: np.ndarray, names: Sequence[str], what: str) -> None:
-    """ValueError when a factor takes a single value in ``factors`` (it cannot be scored)."""
+    """Raises ValueError when a factor takes a single value in ``factors``: it cannot be scored."""
     for j, name in enumerate(names):
         if np.unique(factors[:, j]).size < 2:
             raise ValueError(f"Factor {name!r} takes a single value in the {what}; it cannot be scored.")
@@ -130,9 +102,13 @@ def require_varying(factors: np.ndarray, names: Sequence[str], what: str) -> Non
 
 
 def discretize(codes: np.ndarray, num_bins: int = 20) -> np.ndarray:
-    """Each dimension into ``num_bins`` equal-width bins between its min and max: int [n, d]
-    in 0 .. num_bins - 1 (disentanglement_lib's histogram_discretizer, less its offset of 1;
-    a constant dimension falls into bin 0)."""
+    """Each dimension into ``num_bins`` equal-width bins between its min and max.
+
+    Returns int [n, d] in 0 .. num_bins - 1.
+
+    This is disentanglement_lib's histogram_discretizer, less its offset of 1.
+    A constant dimension falls into bin 0.
+    """
     codes = check_codes(codes)
     binning = KBinsDiscretizer(n_bins=num_bins, encode="ordinal", strategy="uniform", subsample=None)
     with warnings.catch_warnings():
@@ -156,9 +132,9 @@ def mig(
 ) -> dict:
     """Mutual information gap: ``{"mig": mean over factors, "per_factor": {name: gap}}``.
 
-    Per factor v_k: (largest - second largest of I(z_j; v_k) over dimensions j) / H(v_k),
-    with the codes discretised as :func:`discretize` does. With one dimension the second
-    largest is 0.
+    Source: disentanglement_lib, ``mig.gin``. Codes are discretised by :func:`discretize`, 20 bins by default.
+    Per factor v_k, the gap is (largest - second largest I(z_j; v_k) over dimensions j) / H(v_k), in nats.
+    With one dimension the second largest is 0.
     """
     codes = check_codes(codes)
     factors = check_factors(factors, codes.shape[0])
@@ -201,11 +177,12 @@ def _fit_gbt(train_x, train_y, test_x, test_y, seed: int, trees: str = "exact"):
 
 
 def _histogram_importance(model: HistGradientBoostingClassifier, num_features: int) -> np.ndarray:
-    """Feature importances of histogram trees as scikit-learn gives the exact trees': each
-    feature's loss reduction summed over the splits of all trees, normalised to sum 1. The
-    split gains are read from the fitted predictors (``_predictors``), since the estimator
-    exposes no ``feature_importances_``. Late trees fit small residuals with small gains, so
-    they weigh little, as in the exact trees."""
+    """Feature importances of histogram trees, computed as scikit-learn does for the exact trees.
+
+    Each feature's loss reduction is summed over the splits of all trees and normalised to sum 1.
+    The estimator has no ``feature_importances_``, so split gains are read from ``_predictors``.
+    Late trees fit small residuals with small gains, so they weigh little, as in the exact trees.
+    """
     importance = np.zeros(num_features)
     for trees in model._predictors:
         for tree in trees:
@@ -226,9 +203,10 @@ def dci_importance(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Gradient-boosted trees per factor: importance [d, k], train and test accuracy [k].
 
-    ``trees``: "exact" (scikit-learn's ``GradientBoostingClassifier``, the library's) or
-    "histogram" (``HistGradientBoostingClassifier`` on the same schedule: about 10x faster,
-    scores shifted by the amount BENCHMARKS.md states)."""
+    ``trees``: "exact" is scikit-learn's ``GradientBoostingClassifier``, as the library uses.
+    "histogram" is ``HistGradientBoostingClassifier`` on the same schedule. It is about 10x faster,
+    with scores shifted by the amount BENCHMARKS.md states.
+    """
     if trees not in DCI_TREES:
         raise ValueError(f"Unknown DCI trees {trees!r}; choose from {', '.join(DCI_TREES)}.")
     codes = check_codes(codes)
@@ -250,7 +228,7 @@ def dci_importance(
         for i in order
     )
     fits = {}
-    # The trees are nearly all of the scores' own time (disentanglement.py, "Cost"): progress
+    # The trees are nearly all of the scores' own time (disentanglement.all_scores, "Cost"): progress
     # counts the factors whose trees are done.
     with Progress(f"DCI trees ({factors.shape[1]} factors)", factors.shape[1], "factors") as progress:
         for index, fit in zip(order, done):
@@ -262,7 +240,10 @@ def dci_importance(
 
 
 def _weighted_one_minus_entropy(importance: np.ndarray) -> float:
-    """sum_j w_j (1 - H_base(P_j)) over rows j of importance [rows, cols], H in base cols."""
+    """sum_j w_j (1 - H_base(P_j)) over rows j of importance [rows, cols], H in base cols.
+
+    With one column each row's term is 1.
+    """
     rows, cols = importance.shape
     if cols == 1:
         per_row = np.ones(rows)
@@ -274,8 +255,10 @@ def _weighted_one_minus_entropy(importance: np.ndarray) -> float:
 
 
 def dci_disentanglement(importance: np.ndarray) -> float:
-    """Disentanglement of an importance matrix R [d codes, k factors]: the importance-weighted
-    mean over codes of 1 - H_k(R_j / sum R_j) (entropy in base k)."""
+    """Disentanglement of an importance matrix R [d codes, k factors].
+
+    The importance-weighted mean over codes of 1 - H_k(R_j / sum R_j), with entropy in base k.
+    """
     importance = np.asarray(importance, dtype=np.float64)
     if importance.ndim != 2 or np.any(importance < 0):
         raise ValueError("An importance matrix is a non-negative [d, k] array.")
@@ -283,8 +266,10 @@ def dci_disentanglement(importance: np.ndarray) -> float:
 
 
 def dci_completeness(importance: np.ndarray) -> float:
-    """Completeness of R [d codes, k factors]: the importance-weighted mean over factors of
-    1 - H_d(R_:k / sum R_:k) (entropy in base d)."""
+    """Completeness of R [d codes, k factors].
+
+    The importance-weighted mean over factors of 1 - H_d(R_:k / sum R_:k), with entropy in base d.
+    """
     importance = np.asarray(importance, dtype=np.float64)
     if importance.ndim != 2 or np.any(importance < 0):
         raise ValueError("An importance matrix is a non-negative [d, k] array.")
@@ -302,9 +287,14 @@ def dci(
     n_jobs: int = -1,
     trees: str = "exact",
 ) -> dict[str, float]:
-    """DCI from gradient-boosted trees (``trees``: :func:`dci_importance`): ``disentanglement``,
-    ``completeness``, ``informativeness_train`` and ``informativeness_test`` (mean accuracies
-    over factors)."""
+    """DCI from gradient-boosted trees: disentanglement, completeness and informativeness.
+
+    Source: disentanglement_lib, ``dci.gin``. One classifier per factor;
+      by default 100 stages of depth-3 trees.
+    R [d, k] = |feature importances|; see :func:`dci_importance` for ``trees``.
+    Returns ``disentanglement``, ``completeness``, ``informativeness_train`` and ``informativeness_test``.
+    The informativeness values are mean accuracies over factors.
+    """
     codes = check_codes(codes)
     factors = check_factors(factors, codes.shape[0])
     require_varying(factors, names_of(factor_names, factors.shape[1]), "DCI training set")
@@ -335,8 +325,11 @@ def sap_score_matrix(
 ) -> np.ndarray:
     """SAP's score matrix [d, k]: how well code dimension j alone predicts factor k.
 
-    ``continuous_factors``: squared Pearson correlation on the training set; otherwise the
-    test accuracy of ``LinearSVC(C=0.01, class_weight="balanced")`` trained on dimension j.
+    Default: the test accuracy of ``LinearSVC(C=0.01, class_weight="balanced")`` trained on dimension j.
+    ``continuous_factors``: the squared Pearson correlation on the training set instead.
+    Dimensions of variance <= 1e-12 then score 0.
+    ``standardize`` standardises the SVMs' inputs. Ours, deliberate: the SVM is L2-regularised with a
+    fixed C, so without it the score changes when a code is merely rescaled.
     """
     codes = check_codes(codes)
     factors = check_factors(factors, codes.shape[0])
@@ -393,8 +386,16 @@ def sap(
     factor_names: Sequence[str] | None = None,
     **options,
 ) -> dict:
-    """SAP score: ``{"sap": mean gap, "per_factor": {name: gap}}``; ``options`` (continuous_factors,
-    standardize, seed) as :func:`sap_score_matrix` takes them."""
+    """SAP score: ``{"sap": mean gap, "per_factor": {name: gap}}``.
+
+    Source: disentanglement_lib, ``sap_score.gin`` with ``continuous_factors=False``. ``options``
+    (continuous_factors, standardize, seed) go to :func:`sap_score_matrix`. The score is the mean over
+    factors of the gap between the top two entries of the matrix's column.
+
+    A one-vs-rest linear SVM on one dimension cannot single out a factor's middle values. So with
+    discrete factors even the identity code scores far below 1: 0.24 for Shapes3D's sizes at the
+    library's counts. The library's own identity test, like ours, uses ``continuous_factors=True``.
+    """
     codes = check_codes(codes)
     factors = check_factors(factors, codes.shape[0])
     names = names_of(factor_names, factors.shape[1])

@@ -1,60 +1,17 @@
 """BetaVAE and FactorVAE scores: disentanglement scores that draw their own observations.
 
-Both must *draw* observations in which one factor is held fixed, so they take a
-:class:`FactorSource`, the same two-step generator disentanglement_lib uses (its
-``GroundTruthData.sample_factors`` followed by the representation of
-``sample_observations_from_factors``):
+Both need observations in which one factor is held fixed, so they take a :class:`FactorSource`.
+It is the two-step generator disentanglement_lib uses: ``GroundTruthData.sample_factors``, then the
+representation of ``sample_observations_from_factors``. The scores edit the drawn factors themselves
+and ask ``codes`` for the result, so one source serves every score and every method.
+``codes`` gets at most ``chunk_size`` rows at a time, more only when one sample needs more.
 
-- ``source.factor_names``: the k factor names;
-- ``source.sample_factors(n, rng) -> int [n, k]``: n independent draws of the factors (from
-  the data distribution, e.g. uniform over the Shapes3D grid);
-- ``source.codes(factors, rng) -> float [n, d]``: the representation of observations that have
-  exactly these factor values (render or look up the images, run the encoder).
+:class:`GridSource` builds a source from factor sizes and an ``encode`` callable.
+For a run's encoder, see :func:`abc_tf.evaluation.tasks.encoder_disentanglement.factor_source`.
+:func:`draw` gives ``(codes, factors)`` of n random observations: the input of the array scores.
 
-The scores edit the drawn factors themselves (BetaVAE: a pair of batches that agree in one
-factor row by row; FactorVAE: one batch with one factor set to a single value) and ask
-``codes`` for the result, so one source serves every score and every method. ``codes`` is
-called with at most ``chunk_size`` rows at a time (more only when one sample needs more).
-:class:`GridSource` builds a source from factor sizes and an ``encode`` callable (for a run's
-encoder on a data family: :func:`abc_tf.evaluation.tasks.encoder_disentanglement.factor_source`).
-:func:`draw` gives ``(codes, factors)`` of n random observations of a source, the input of the
-array scores (:mod:`abc_tf.evaluation.estimators.disentanglement_arrays`).
-
-Settings (disentanglement_lib, ``beta_vae_sklearn.gin`` and ``factor_vae_metric.gin``):
-
-- BetaVAE: 10,000 training and 5,000 evaluation points; each point is the mean absolute
-  difference of the codes of 64 pairs of observations that share the value of one random
-  factor (a new value per pair), labelled with that factor; scikit-learn's
-  ``LogisticRegression`` is trained on the training points; score = evaluation accuracy.
-- FactorVAE: the global variance of every code dimension from 10,000 observations
-  (``ddof=1``); dimensions with std below 0.05 (``prune_dims.threshold``, which the library's
-  ``_prune_dims`` compares with the raw std) count as collapsed and are left out; each of
-  10,000 training and 5,000 evaluation points is a batch of 64
-  observations with one random factor fixed at one random value, and votes for (that factor,
-  the active dimension of least variance relative to its global variance); the majority-vote
-  classifier maps each dimension to the factor that voted for it most in training; score = its
-  accuracy on the evaluation votes.
-
-Differences from disentanglement_lib, all deliberate:
-
-- ``standardize=True`` (default) standardises the inputs of BetaVAE's logistic regression
-  (L2-regularised with a fixed C, so without it the score changes when a code is merely
-  rescaled).
-- ``prune_relative=True`` (default) compares FactorVAE's collapse threshold with each
-  dimension's std in units of the codes' spread (the RMS of the per-dimension stds): the
-  library's 0.05 assumes codes of unit scale, as a VAE's prior gives them, and on raw codes it
-  prunes every dimension of an encoder whose codes are small (an untrained S3's spread is
-  0.02), part of those of one near the threshold (PMP's spread is about 0.05) and few of one
-  whose codes are large (ABC's 0.44-1.8), so the score would partly compare scales. With it the
-  score is invariant to rescaling the whole code. Dividing each dimension by its own std
-  instead would make every dimension active and drop the pruning altogether; the votes
-  themselves (local / global variance) are already scale-free per dimension.
-  ``prune_relative=False`` is the library's absolute threshold.
-- BetaVAE's logistic regression runs up to 1,000 lbfgs iterations (scikit-learn's default
-  100 stops short on well-separated points).
-- FactorVAE: a dimension of exactly zero variance is never active (the library divides by it
-  when the threshold is 0); ``num_active_dims`` counts the active dimensions (the library
-  reports the length of its mask).
+Settings follow disentanglement_lib's ``beta_vae_sklearn.gin`` and ``factor_vae_metric.gin``.
+Each score function states them and our deliberate differences.
 """
 
 from __future__ import annotations
@@ -79,9 +36,11 @@ from abc_tf.evaluation.estimators.disentanglement_arrays import (
 class FactorSource(Protocol):
     """Observations of a data family with known factors, seen through one representation.
 
-    ``sample_factors(n, rng)`` -> int [n, k]: independent draws of the k factors.
-    ``codes(factors, rng)`` -> float [n, d]: the codes of observations with exactly these
-    factor values (one row per row of ``factors``).
+    ``factor_names``: the k factor names.
+    ``sample_factors(n, rng)`` -> int [n, k]: n independent draws of the factors from the data
+    distribution, e.g. uniform over the Shapes3D grid.
+    ``codes(factors, rng)`` -> float [n, d]: the codes of observations with exactly these factor values,
+    one row per row of ``factors``. It renders or looks up the images and runs the encoder.
     """
 
     factor_names: Sequence[str]
@@ -95,11 +54,10 @@ class FactorSource(Protocol):
 class GridSource:
     """A :class:`FactorSource` on a full factor grid with uniform independent factors.
 
-    factor_sizes: number of values of each factor; factors are drawn as indices
-      ``0 .. size - 1``.
-    encode: factor indices int [n, k] -> codes [n, d] (e.g. render or look up the images of
-      those grid points and run an encoder).
-    names: the factors' names (the ``factor_names`` property); default ``factor_0, ...``.
+    factor_sizes: number of values of each factor. Factors are drawn as indices ``0 .. size - 1``.
+    encode: factor indices int [n, k] -> codes [n, d], e.g. by rendering the images of those
+      grid points and running an encoder.
+    names: the factors' names, the ``factor_names`` property. Default ``factor_0, ...``.
     """
 
     factor_sizes: Sequence[int]
@@ -174,10 +132,10 @@ def _blocks(num_points: int, codes_per_point: int, chunk_size: int):
 def beta_vae_points(
     source: FactorSource, num_points: int, batch_size: int, seed: Seed = None, chunk_size: int = 4096
 ) -> tuple[np.ndarray, np.ndarray]:
-    """BetaVAE's training points: features float [num_points, d], labels int [num_points].
+    """BetaVAE's points: features float [num_points, d], labels int [num_points].
 
-    Each point: a random factor y; two batches of ``batch_size`` factor draws whose row i
-    agrees in factor y; feature = mean over the batch of |codes(batch 1) - codes(batch 2)|.
+    Each point draws a random factor y and two batches of ``batch_size`` factor draws. Row i of both
+    batches agrees in factor y. The feature is the batch mean of |codes(batch 1) - codes(batch 2)|.
     """
     rng = rng_of(seed)
     k = _num_factors(source)
@@ -207,7 +165,15 @@ def beta_vae_score(
 ) -> dict[str, float]:
     """BetaVAE score: accuracy of a logistic regression that names the fixed factor.
 
-    Returns ``train_accuracy`` and ``eval_accuracy`` (the score); chance is 1 / k.
+    Defaults are disentanglement_lib's: 10,000 training and 5,000 evaluation points from 64 pairs each.
+    Differences, both deliberate:
+
+    - ``standardize=True`` standardises the regression's inputs. It is L2-regularised with a fixed C,
+      so without this the score changes when a code is merely rescaled.
+    - The regression runs up to 1,000 lbfgs iterations. scikit-learn's default of 100 stops short on
+      well-separated points.
+
+    Returns ``train_accuracy`` and ``eval_accuracy``, the score. Chance is 1 / k.
     """
     rng = rng_of(seed)
     train_x, train_y = beta_vae_points(source, num_train, batch_size, rng, chunk_size)
@@ -237,8 +203,11 @@ def factor_vae_votes(
     seed: Seed = None,
     chunk_size: int = 4096,
 ) -> np.ndarray:
-    """FactorVAE's votes int [k, d]: votes[y, j] counts points with factor y fixed whose
-    active dimension of least variance (relative to ``global_variances``) was j."""
+    """FactorVAE's votes int [k, d].
+
+    votes[y, j] counts points with factor y fixed whose active dimension of least variance was j.
+    Variance is relative to ``global_variances``.
+    """
     rng = rng_of(seed)
     k = _num_factors(source)
     active_dims = np.flatnonzero(active)
@@ -256,9 +225,11 @@ def factor_vae_votes(
 
 
 def majority_vote_accuracy(train_votes: np.ndarray, eval_votes: np.ndarray | None = None) -> float:
-    """Accuracy of FactorVAE's classifier: each dimension predicts the factor that voted for
-    it most in ``train_votes`` [k, d] (the first on ties); scored on ``eval_votes`` (default:
-    the training votes themselves)."""
+    """Accuracy of FactorVAE's majority-vote classifier.
+
+    Each dimension predicts the factor that voted for it most in ``train_votes`` [k, d]; ties go to the first.
+    Scored on ``eval_votes``; default: the training votes themselves.
+    """
     train_votes = np.asarray(train_votes)
     votes = train_votes if eval_votes is None else np.asarray(eval_votes)
     if votes.shape != train_votes.shape or votes.ndim != 2:
@@ -273,9 +244,10 @@ def majority_vote_accuracy(train_votes: np.ndarray, eval_votes: np.ndarray | Non
 
 
 def code_spread(variances: np.ndarray) -> float:
-    """The spread of codes whose dimensions have these variances [d]: the RMS of the
-    per-dimension standard deviations (the unit :mod:`abc_tf.evaluation.tasks.factor_isolation`
-    measures embeddings in)."""
+    """The spread of codes whose dimensions have these variances [d]: the RMS of the per-dimension stds.
+
+    It is the unit :mod:`abc_tf.evaluation.tasks.factor_isolation` measures embeddings in.
+    """
     return float(np.sqrt(np.mean(variances)))
 
 
@@ -294,12 +266,27 @@ def factor_vae_score(
 ) -> dict[str, float]:
     """FactorVAE score: accuracy of the majority-vote classifier on fixed-factor batches.
 
-    ``variance_codes`` [m, d]: codes of random observations for the global variances (default:
-    ``num_variance_estimate`` drawn from the source). A dimension is active when its std is at
-    least ``prune_threshold``: in units of the codes' spread (:func:`code_spread`) with
-    ``prune_relative``, else raw (disentanglement_lib). Returns ``train_accuracy``,
-    ``eval_accuracy`` (the score; chance 1 / k) and ``num_active_dims``; with no active
-    dimension both accuracies are 0, as in disentanglement_lib.
+    Global variances (``ddof=1``) come from ``variance_codes`` [m, d], codes of random observations.
+    Default: ``num_variance_estimate`` codes drawn from the source. A dimension is active when its std
+    is at least ``prune_threshold``. Each training and evaluation point is a batch of ``batch_size``
+    observations with one random factor fixed at one random value. It votes for (that factor, the
+    active dimension of least variance relative to its global variance). Defaults are disentanglement_lib's.
+
+    Differences, all deliberate:
+
+    - ``prune_relative=True`` measures the std in units of the codes' spread (:func:`code_spread`).
+      The library's 0.05 on the raw std assumes codes of unit scale, as a VAE's prior gives them.
+      On raw codes it prunes every dimension of small codes (an untrained S3's spread is 0.02), part of
+      those near it (PMP's 0.05) and few of large codes (ABC's 0.44-1.8).
+      The score would partly compare scales.
+      Relative pruning makes it invariant to rescaling the whole code. Dividing each dimension by its own
+      std would make every dimension active; the votes are already scale-free per dimension.
+      ``prune_relative=False`` is the library's absolute threshold.
+    - A dimension of exactly zero variance is never active. The library divides by it when the threshold is 0.
+    - ``num_active_dims`` counts the active dimensions. The library reports the length of its mask.
+
+    Returns ``train_accuracy``, ``eval_accuracy`` (the score; chance 1 / k) and ``num_active_dims``.
+    With no active dimension both accuracies are 0, as in disentanglement_lib.
     """
     if batch_size < 2:
         raise ValueError(f"FactorVAE needs batches of at least 2 (a variance), got {batch_size}.")

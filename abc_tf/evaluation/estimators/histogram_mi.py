@@ -1,11 +1,10 @@
 """Histogram estimate of the mutual information between embeddings and factors, in nats.
 
-For low-dimensional embeddings (d = 2 in the ICLR text, appendix B):
-``I(U; G) = H(U) - sum_g p(g) H(U | G = g)`` from one histogram of about sqrt(N) bins in all,
-the same bins for every conditional. The noise of scale sigma that every measure adds
-(``abc_tf.evaluation.estimators.noise``) is added before histogramming; :func:`histogram_sigma_sweep`
-repeats the estimate over a grid of sigmas. For higher dimensions use MINE
-(``abc_tf.evaluation.estimators.mine``).
+For low-dimensional embeddings; the ICLR text (appendix B) uses d = 2.
+``I(U; G) = H(U) - sum_g p(g) H(U | G = g)``, from one histogram of about sqrt(N) bins in all.
+Every conditional uses the same bins. The noise of scale sigma that every measure adds is added
+before histogramming. :func:`histogram_sigma_sweep` repeats the estimate over a grid of sigmas.
+For higher dimensions use MINE (``abc_tf.evaluation.estimators.mine``).
 """
 
 from __future__ import annotations
@@ -19,10 +18,9 @@ from abc_tf.evaluation.estimators.noise import add_noise, as_embeddings, as_fact
 
 
 def entropy_from_counts(counts: np.ndarray, miller_madow: bool = False) -> float:
-    """Plug-in entropy (nats) of a histogram given its counts (any shape).
+    """Plug-in entropy in nats of a histogram, given its counts of any shape.
 
-    miller_madow adds (occupied bins - 1) / (2 n), the first-order correction of the plug-in
-    estimator's downward bias.
+    miller_madow adds (occupied bins - 1) / (2 n), the first-order correction of the plug-in bias.
     """
     counts = np.asarray(counts, dtype=np.float64).ravel()
     total = counts.sum()
@@ -37,10 +35,10 @@ def entropy_from_counts(counts: np.ndarray, miller_madow: bool = False) -> float
 
 
 def histogram_edges(embeddings: np.ndarray, total_bins: int | None = None) -> list[np.ndarray]:
-    """Equal-width bin edges per dimension, about ``total_bins`` (default sqrt(N)) bins in all.
+    """Equal-width bin edges per dimension of embeddings [N, D], about ``total_bins`` bins in all.
 
-    embeddings: [N, D]. Each dimension gets round(total_bins ** (1/D)) bins (at least 2) spanning
-    its observed range, so the D-dimensional grid holds about total_bins cells.
+    Each dimension gets round(total_bins ** (1/D)) bins, at least 2, spanning its observed range.
+    The D-dimensional grid then holds about total_bins cells; the default is sqrt(N).
     """
     embeddings = as_embeddings(embeddings)
     num_points, dims = embeddings.shape
@@ -78,15 +76,15 @@ def histogram_mutual_information(
     """I(U; G) in nats from a histogram of the embeddings (ICLR text, appendix B).
 
     Args:
-      embeddings: [N, D] (meant for D = 2; D up to 3 is practical).
-      factors: [N] or [N, F] discrete factor values (any hashable numbers; each distinct value
-        is one class). Continuous variables must be discretised first (:func:`quantile_bins`).
+      embeddings: [N, D]. Meant for D = 2; D up to 3 is practical.
+      factors: [N] or [N, F] discrete factor values; each distinct value is one class.
+        Discretise continuous variables first, e.g. with :func:`quantile_bins`.
       total_bins: cells of the histogram in all; default sqrt(N).
       miller_madow: apply the Miller-Madow bias correction to every entropy.
 
     Returns:
-      a float for a single factor [N], else an array [F]:
-      ``H(U) - sum_g p(g) H(U | G = g)``, every conditional histogrammed on the same bins.
+      ``H(U) - sum_g p(g) H(U | G = g)``, every conditional on the same bins.
+      A float for a single factor [N], else an array [F].
     """
     embeddings = as_embeddings(embeddings)
     factors, single = as_factors(factors, embeddings.shape[0])
@@ -135,8 +133,8 @@ def histogram_sigma_sweep(
 ) -> np.ndarray:
     """Histogram MI [S, F] of embeddings plus N(0, sigma^2) noise, for each of S sigmas.
 
-    ``repeats`` noisy copies of the embeddings are stacked before histogramming, which samples
-    the noise more densely (the factors are repeated with them).
+    ``repeats`` noisy copies of the embeddings, with their factors, are stacked before histogramming.
+    That samples the noise more densely.
     """
     embeddings = as_embeddings(embeddings)
     factors, _ = as_factors(factors, embeddings.shape[0])

@@ -1,22 +1,17 @@
 """MINE estimate of the mutual information between embeddings and factors, in nats.
 
-MINE (Belghazi et al. 2018) with the statistics network ``models.build("mine")`` (docs/PAPERS.md
-section 4, supplement S1): one network per factor, trained on the Donsker-Varadhan bound
-``I >= E_joint[T] - log E_marginal[exp T]``; the reported value is that bound averaged over
-many fresh samples after training. The embeddings get the noise N(0, sigma^2) of every
-measure (``abc_tf.evaluation.estimators.noise``), drawn afresh for every batch; :func:`mine_sigma_sweep`
-repeats the estimate over a grid of sigmas. ``MineSettings.moving_average`` switches to
-MINE's bias-corrected gradient (:func:`debiased_log_average`).
+MINE (Belghazi et al. 2018) uses the statistics network ``models.build("mine")``, one per factor
+(docs/PAPERS.md section 4, supplement S1). Each trains on the Donsker-Varadhan bound
+``I >= E_joint[T] - log E_marginal[exp T]``. The reported value is that bound averaged over many
+fresh samples after training. Embeddings get the noise N(0, sigma^2) of every measure, drawn afresh
+per batch. :func:`mine_sigma_sweep` repeats the estimate over a grid of sigmas.
+``MineSettings.moving_average`` switches to MINE's bias-corrected gradient.
 
-Efficiency: MINE trains the networks of all factors together inside one compiled
-``tf.function`` whose loop runs many steps (``tf.range``), so Python is entered once per
-chunk of steps (``MineSettings.chunk_steps``; progress is reported between chunks), not once
-per step; the networks share no weights, so the summed loss gives each network exactly its
-own gradient, and Adam's updates are per parameter. A process builds and
-traces one estimator per shape and settings (:func:`estimator_for`) and reuses it: for 6 factors
-and 10 steps on a 2-core AVX2 host, a first estimate took 4.9 s (building and tracing), one from
-another seed's initial weights 2.3 s (building its networks to read them) and a repeat 0.1 s,
-and a comparison's rows and the training callback's runs estimate again and again at one shape.
+For speed, all factors' networks train together in one compiled ``tf.function`` that loops over
+many steps. Python is entered once per chunk of steps, not once per step. The networks share no
+weights, so the summed loss gives each exactly its own gradient; Adam's updates are per parameter.
+A process reuses one traced estimator per shape and settings (:func:`estimator_for`).
+For 6 factors and 10 steps on 2 cores, a first estimate takes 4.9 s, another seed's 2.3 s and a repeat 0.1 s.
 """
 
 from __future__ import annotations
@@ -49,16 +44,15 @@ class MineSettings:
 
     Attributes:
       learning_rate: Adam learning rate.
-      batch_size: joint samples per step (the same number of marginal samples is drawn).
+      batch_size: joint samples per step. The same number of marginal samples is drawn.
       steps: optimizer steps per network.
       eval_samples: samples over which the final Donsker-Varadhan value is averaged.
-      moving_average: None for the plain DV gradient; a rate alpha in (0, 1] to use MINE's
-        bias-corrected gradient, whose denominator is a moving average of E_marginal[exp T]
-        (debiased like Adam's moments).
-      chunk_steps: steps per compiled call; a call runs this many steps in a graph loop, and
-        progress is reported between calls (abc_tf.evaluation.progress). The estimate does not
-        depend on it: the batches and noise are drawn from the step count. 250 steps of 6
-        factors take some 5 s on 2 busy CPU cores, a call of no step 4 ms.
+      moving_average: None for the plain DV gradient. A rate alpha in (0, 1] selects MINE's
+        bias-corrected gradient. Its denominator is a moving average of E_marginal[exp T],
+        debiased like Adam's moments.
+      chunk_steps: steps per compiled call, run in a graph loop. Progress is reported between calls.
+        The estimate does not depend on it, since batches and noise derive from the step count.
+        250 steps of 6 factors take some 5 s on 2 busy CPU cores; a call of no step takes 4 ms.
     """
 
     learning_rate: float = PAPER_LEARNING_RATE
@@ -83,9 +77,13 @@ def debiased_log_average(
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """One step of an exponential moving average kept in log space, and its de-biased value.
 
-    The average m_t = (1 - alpha) m_{t-1} + alpha x_t starts at m_0 = 0 (log_average = -inf);
-    m_t / (1 - (1 - alpha)^t) is then a weighted mean of x_1..x_t (weights summing to 1), as in
-    Adam's moment estimates. log_average, log_value: [F] (log m_{t-1}, log x_t); step: t >= 1.
+    The average m_t = (1 - alpha) m_{t-1} + alpha x_t starts at m_0 = 0, i.e. log_average = -inf.
+    m_t / (1 - (1 - alpha)^t) is then a weighted mean of x_1..x_t with weights summing to 1, as in Adam.
+
+    Args:
+      log_average: [F], log m_{t-1}.
+      log_value: [F], log x_t.
+      step: t >= 1.
     Returns (log m_t, log of the de-biased average), both [F].
     """
     log_value = tf.convert_to_tensor(log_value, tf.float32)
@@ -101,15 +99,15 @@ def debiased_log_average(
 class MineEstimator:
     """F statistics networks, one per factor, trained together in one compiled loop.
 
-    Reusable: the embeddings [N, D] and factors [N, F] live in variables of fixed shape, so
-    estimating again (another sigma, or new embeddings of the same size, as the training
-    callback does) reuses the traced graph instead of building and tracing anew. Every step
-    draws a joint batch (the same indices for u and g) and a marginal batch (g from
-    independently drawn indices, i.e. a sample of P(U) P(G)), with fresh noise.
+    The embeddings [N, D] and factors [N, F] live in variables of fixed shape. So a new estimate reuses
+    the traced graph: another sigma, or new embeddings of the same size as the training callback gives.
+    Every step draws a joint batch, with the same indices for u and g. It also draws a marginal batch,
+    with g from independent indices: a sample of P(U) P(G). The noise is fresh each step.
 
     Args:
       num_points, embedding_dim, num_factors: N, D and F of the data to be estimated.
-      settings: training and evaluation settings; seed: the networks' initial weights.
+      settings: training and evaluation settings.
+      seed: the networks' initial weights.
     """
 
     def __init__(
@@ -158,8 +156,10 @@ class MineEstimator:
             ]
 
     def initial_values_for(self, seed: int) -> list[np.ndarray]:
-        """The initial weights of an estimator built with ``seed`` (networks built once to read
-        them; the traced graph is not rebuilt)."""
+        """The initial weights of an estimator built with ``seed``.
+
+        Builds the networks once to read them; the traced graph is not rebuilt.
+        """
         if seed not in self._initial_values:
             self._initial_values[seed] = [
                 v.numpy() for network in self._networks(seed) for v in network.trainable_variables
@@ -167,7 +167,7 @@ class MineEstimator:
         return self._initial_values[seed]
 
     def set_data(self, embeddings: np.ndarray, factors: np.ndarray) -> None:
-        """Loads embeddings [N, D] and factor values [N] or [N, F] (standardised here)."""
+        """Loads embeddings [N, D] and factor values [N] or [N, F]; factors are standardised here."""
         embeddings = as_embeddings(embeddings)
         factors, _ = as_factors(factors, embeddings.shape[0])
         if (embeddings.shape[0], embeddings.shape[1], factors.shape[1]) != self.shape:
@@ -179,8 +179,10 @@ class MineEstimator:
         self.factors.assign(_standardise(factors).astype(np.float32))
 
     def reset(self, sigma: float, seed: int, weights_seed: int | None = None) -> None:
-        """Fresh start for a new estimate: the initial weights (those of ``weights_seed``, by
-        default the estimator's own), zero optimizer state."""
+        """Fresh start for a new estimate: initial weights and zero optimizer state.
+
+        The weights are those of ``weights_seed``, by default the estimator's own.
+        """
         initial = self.initial_values if weights_seed is None else self.initial_values_for(weights_seed)
         for variable, value in zip(self.variables, initial):
             variable.assign(value)
@@ -266,11 +268,12 @@ class MineEstimator:
     def estimate(
         self, sigma: float, seed: int, weights_seed: int | None = None, progress: Progress | None = None
     ) -> np.ndarray:
-        """Trains all networks from their initial weights (those an estimator built with
-        ``weights_seed`` starts from; by default this one's) at noise ``sigma`` on the loaded
-        data, drawing batches and noise from ``seed``; returns the DV estimate [F] in nats.
-        ``progress``: the reporter to count the steps on from its ``done`` (default: one of
-        this estimate's own)."""
+        """Trains all networks at noise ``sigma`` on the loaded data and returns the DV estimate [F] in nats.
+
+        Training starts from the initial weights of ``weights_seed``; by default this estimator's own.
+        Batches and noise are drawn from ``seed``. ``progress`` counts the steps from its ``done``;
+        by default the estimate makes its own.
+        """
         if not (sigma >= 0 and math.isfinite(sigma)):
             raise ValueError(f"Noise sigma must be finite and >= 0, got {sigma}.")
         self.reset(sigma, seed, weights_seed)
@@ -297,7 +300,7 @@ class MineEstimator:
 
 
 def _standardise(factors: np.ndarray) -> np.ndarray:
-    """Factor columns to zero mean, unit variance (the network sees comparable input ranges)."""
+    """Factor columns to zero mean and unit variance, so the network sees comparable input ranges."""
     factors = np.asarray(factors, dtype=np.float64)
     std = factors.std(axis=0)
     return (factors - factors.mean(axis=0)) / np.where(std > 0, std, 1.0)
@@ -307,10 +310,11 @@ def _standardise(factors: np.ndarray) -> np.ndarray:
 def estimator_for(
     num_points: int, embedding_dim: int, num_factors: int, settings: MineSettings
 ) -> MineEstimator:
-    """The process's :class:`MineEstimator` for N, D, F and ``settings``, built and traced on first
-    use. Every estimate restarts it from the initial weights of the seed it is given and a fresh
-    optimizer (:meth:`MineEstimator.estimate`'s ``weights_seed``), so a reused estimator returns
-    what a new one of that seed would."""
+    """The process's :class:`MineEstimator` for N, D, F and ``settings``, built and traced on first use.
+
+    Every estimate restarts it from its seed's initial weights and a fresh optimizer.
+    So a reused estimator returns what a new one of that seed would.
+    """
     return MineEstimator(num_points, embedding_dim, num_factors, settings)
 
 
@@ -321,18 +325,18 @@ def mine_sigma_sweep(
     settings: MineSettings = MineSettings(),
     seed: int = 0,
 ) -> np.ndarray:
-    """MINE estimates [S, F] in nats: for every sigma, F freshly initialised networks (one per
-    factor) trained on embeddings + N(0, sigma^2) noise.
+    """MINE estimates [S, F] in nats: for every sigma, F fresh networks trained on embeddings + N(0, sigma^2).
 
     Args:
-      embeddings: [N, D] float. factors: [N] or [N, F], the factor *values* (classes or
-        continuous); each column is standardised before it enters its network.
-      sigmas: noise scales (embedding units), each >= 0.
-      settings: training and evaluation settings (paper defaults).
+      embeddings: [N, D] float.
+      factors: [N] or [N, F], the factor *values*, classes or continuous. Each column is
+        standardised before it enters its network.
+      sigmas: noise scales in embedding units, each >= 0.
+      settings: training and evaluation settings; paper defaults.
       seed: seeds the initial weights, the batches and the noise.
 
-    Every sigma restarts from the same initial weights, so differences along the sweep come
-    from the noise, not from the initialisation.
+    Every sigma restarts from the same initial weights. So differences along the sweep come from the
+    noise, not from the initialisation.
     """
     settings.validate()
     embeddings = as_embeddings(embeddings)

@@ -1,15 +1,13 @@
 """What the information measures share: checked inputs and the noise that sets their scale.
 
-Embeddings of a deterministic network carry all information about their input, so every
-measure (histogram MI, MINE, the probes) looks at the embeddings plus Gaussian noise
-N(0, sigma^2) per coordinate, which removes the information held on scales below sigma.
-This module holds what they have in common:
+A deterministic network's embeddings carry all information about their input. So every measure
+(histogram MI, MINE, probes) looks at the embeddings plus Gaussian noise N(0, sigma^2) per coordinate.
+The noise removes the information held on scales below sigma. This module holds:
 
-- :func:`as_embeddings`, :func:`as_factors`: the [N, D] and [N, F] arrays they take, checked;
+- :func:`as_embeddings`, :func:`as_factors`: the [N, D] and [N, F] inputs, checked;
 - :func:`add_noise`, :func:`spread`, :func:`sigma_grid`: the noise, the embeddings' own scale
-  and the log-spaced noise scales of a sweep;
-- :func:`float32_policy`: the networks trained on the noisy embeddings (MINE's statistics
-  networks, the probes) are built in float32 whatever the global Keras policy.
+  and a sweep's log-spaced noise scales;
+- :func:`float32_policy`: builds the estimators' networks in float32 whatever the Keras policy.
 """
 
 from __future__ import annotations
@@ -27,9 +25,11 @@ PAPER_NUM_SIGMAS = 40
 
 @contextlib.contextmanager
 def float32_policy() -> Iterator[None]:
-    """Builds layers in float32 whatever the global Keras policy: training an encoder under
-    mixed precision sets a process-wide bfloat16/float16 policy, and the estimators must not
-    inherit it (exp and logsumexp of MINE's T, the probes' softmax need float32)."""
+    """Builds layers in float32 whatever the global Keras policy.
+
+    Training an encoder under mixed precision sets a process-wide bfloat16 or float16 policy.
+    The estimators must not inherit it: MINE's exp and logsumexp of T and the probes' softmax need float32.
+    """
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("float32")
     try:
@@ -77,8 +77,10 @@ def add_noise(embeddings: np.ndarray, sigma: float, rng: np.random.Generator) ->
 
 
 def spread(embeddings: np.ndarray) -> float:
-    """RMS distance of the embeddings [N, D] from their mean, per coordinate: sqrt(mean_d var_d),
-    in embedding units (the scale to read a noise sigma against)."""
+    """RMS distance of embeddings [N, D] from their mean, per coordinate: sqrt(mean_d var_d).
+
+    In embedding units: the scale to read a noise sigma against.
+    """
     return float(np.sqrt(np.mean(np.var(np.asarray(embeddings, dtype=np.float64), axis=0))))
 
 
@@ -89,9 +91,10 @@ def sigma_grid(
     below: float = 100.0,
     above: float = 10.0,
 ) -> np.ndarray:
-    """Log-spaced noise scales [num] for a sweep: from min(length scale, spread) / ``below`` to
-    max(length scale, spread) * ``above``, where spread is :func:`spread` of the embeddings.
-    Both the length scale and the embeddings' own extent are inside.
+    """Log-spaced noise scales [num] for a sweep.
+
+    From min(length scale, spread) / ``below`` to max(length scale, spread) * ``above``, with
+    spread from :func:`spread`. Both the length scale and the embeddings' own extent are inside.
     """
     embeddings = as_embeddings(embeddings)
     if num < 2:

@@ -1,15 +1,14 @@
 """Figures of factor isolation (paper Fig. 3b/c, S1, S2, S3), written as PNG files.
 
-Every function builds a ``matplotlib.figure.Figure`` directly (Agg canvas, no pyplot state,
-so nothing here changes the process-wide backend), optionally saves it to ``path`` and
-returns it. Inactive factors are marked the way the paper does: shaded columns in bar and
-distribution plots, dashed curves in noise sweeps.
+Every function builds a ``matplotlib.figure.Figure`` on an Agg canvas, without pyplot state.
+So nothing here changes the process-wide backend. Each optionally saves to ``path`` and returns the figure.
+Inactive factors are marked as in the paper: shaded columns in bar and distribution plots, dashed
+curves in noise sweeps.
 
-Shapes: F factors, S seeds (or repeats), K noise scales, N points.
+Shapes: F factors, S seeds or repeats, K noise scales, N points.
 
-One module (about 420 lines) on purpose: every figure of the evaluation layer shares its
-figure set-up, PNG writing (``finish_figure``, ``save_figure``) and bar, shading and chance-line
-helpers; split, the helpers would become a second module's private API.
+This is one module on purpose. Every evaluation figure shares its set-up, PNG writing and its bar,
+shading and chance-line helpers. Split, the helpers would become a second module's private API.
 """
 
 from __future__ import annotations
@@ -36,12 +35,12 @@ def new_figure(width: float, height: float) -> Figure:
 
 
 def save_figure(figure: Figure, path: str | os.PathLike, colours: int = 128) -> None:
-    """Writes ``figure`` as a PNG with an adaptive palette of ``colours`` colours, creating the
-    folder: the one PNG writer of the evaluation figures.
+    """Writes ``figure`` as a PNG with an adaptive palette of ``colours`` colours, creating the folder.
 
-    Scatter plots of many anti-aliased points and figures of thumbnails compress badly as RGB;
-    the palette makes the files several times smaller (they are committed) with no visible change.
-    The file is recorded (``progress.wrote``) for evaluate.py's list and the TensorBoard logs.
+    This is the one PNG writer of the evaluation figures. Scatter plots of many anti-aliased points and
+    figures of thumbnails compress badly as RGB. The palette makes the committed files several times
+    smaller, with no visible change. The file is recorded (``progress.wrote``) for evaluate.py's list
+    and the TensorBoard logs.
     """
     directory = os.path.dirname(os.fspath(path))
     if directory:
@@ -63,8 +62,7 @@ def compact_png(data: bytes, colours: int = 128) -> bytes:
 
 
 def figure_to_png(figure: Figure) -> bytes:
-    """PNG bytes of ``figure`` at its own dpi, cropped to what is drawn (also for TensorBoard
-    image summaries)."""
+    """PNG bytes of ``figure`` at its own dpi, cropped to what is drawn. Also used for TensorBoard images."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi="figure", bbox_inches="tight")
     return buffer.getvalue()
@@ -73,8 +71,10 @@ def figure_to_png(figure: Figure) -> bytes:
 def finish_figure(
     figure: Figure, path: str | os.PathLike | None, title: str | None = None, axes=None
 ) -> Figure:
-    """Titles the figure (``axes``' own title when given, else one above all panels), lays it
-    out, writes it to ``path`` unless that is None, and returns it."""
+    """Titles, lays out and writes the figure to ``path`` unless None; returns it.
+
+    The title goes on ``axes`` when given, else above all panels.
+    """
     if title:
         if axes is not None:
             axes.set_title(title, fontsize=10)
@@ -89,11 +89,12 @@ def finish_figure(
 def principal_components(
     embeddings: np.ndarray, num_components: int = 2, basis_of: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Projects embeddings [N, D] on the first principal components of ``basis_of`` [M, D]
-    (default: the embeddings themselves), e.g. a held-out class shown in the axes of the others.
+    """Projects embeddings [N, D] on the first principal components of ``basis_of`` [M, D].
 
-    Returns (projections [N, k], explained variance ratio of each component in ``basis_of`` [k]);
-    k = min(num_components, D).
+    ``basis_of`` defaults to the embeddings. Another basis shows e.g.
+    a held-out class in the axes of the others.
+    Returns (projections [N, k], explained variance ratio of each component in ``basis_of`` [k]),
+    with k = min(num_components, D).
     """
     embeddings = np.asarray(embeddings, dtype=np.float64)
     reference = embeddings if basis_of is None else np.asarray(basis_of, dtype=np.float64)
@@ -130,8 +131,9 @@ def plot_embeddings_pca(
     title: str | None = None,
     seed: int = 0,
 ) -> Figure:
-    """One scatter panel per factor: the same embeddings by their first two principal
-    components, coloured by that factor's value (Fig. 3b / S1a). embeddings [N, D], factors [N, F].
+    """One scatter panel per factor: embeddings [N, D] on their first two principal components.
+
+    Points are coloured by that factor's value in factors [N, F] (Fig. 3b / S1a).
     """
     embeddings = np.asarray(embeddings)
     factors = np.asarray(factors)
@@ -225,8 +227,11 @@ def plot_factor_distribution(
     kind: str = "violin",
     chance: Sequence[float] | None = None,
 ) -> Figure:
-    """Values per factor, [F] or over seeds [S, F], inactive factors shaded, optional chance
-    levels [F] as dashed lines; ``kind`` "bars" (the mean, every seed a dot), "violin" or "box"."""
+    """Values per factor, [F] or over seeds [S, F], with inactive factors shaded.
+
+    Optional chance levels [F] are dashed lines.
+      ``kind``: "bars" (the mean, every seed a dot), "violin" or "box".
+    """
     values = _as_seed_matrix(values, len(names))
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}.")
@@ -276,8 +281,11 @@ def plot_conditions(
     chance: Sequence[float] | None = None,
     kind: str = "violin",
 ) -> Figure:
-    """Fig. 3c layout: one row per condition (label -> values [S, F]), distributions over seeds
-    (``kind`` as in :func:`plot_factor_distribution`), each row shading its own inactive factors."""
+    """Fig. 3c layout: one row per condition, with distributions over seeds.
+
+    Conditions map label -> values [S, F]. ``kind`` is as in :func:`plot_factor_distribution`.
+    Each row shades its own inactive factors.
+    """
     if not results:
         raise ValueError("plot_conditions needs at least one condition.")
     if kind not in KINDS:
@@ -305,7 +313,7 @@ def plot_probe_accuracies(
     path: str | os.PathLike | None = None,
     title: str | None = None,
 ) -> Figure:
-    """Probe test accuracy per factor ([F] or [S, F]) with dashed chance levels (Fig. S2)."""
+    """Probe test accuracy per factor, [F] or [S, F], with dashed chance levels (Fig. S2)."""
     figure = plot_factor_distribution(accuracy, names, inactive, None, "test accuracy", title, "bars", chance)
     figure.axes[0].set_ylim(0, 1.02)
     return finish_figure(figure, path)
@@ -314,10 +322,10 @@ def plot_probe_accuracies(
 def plot_factor_summary(
     rows: Sequence[dict], path: str | os.PathLike | None = None, title: str | None = None
 ) -> Figure:
-    """Two panels per factor, MI (nats) and probe accuracy with chance levels; inactive factors
-    shaded; a missing value (None) leaves its bar out. The end-of-run summary figure.
+    """The end-of-run summary figure: MI in nats and probe accuracy per factor, with chance levels.
 
-    rows: one per factor, as abc_tf.evaluation.run_summary writes them: "factor", "trained_as"
+    Inactive factors are shaded. A missing value (None) leaves its bar out.
+    rows: one per factor, as abc_tf.evaluation.run_summary writes them. Keys: "factor", "trained_as"
     ("inactive" or not), "mutual_information_nats", "probe_accuracy", "chance".
     """
     names = [row["factor"] for row in rows]
@@ -351,8 +359,10 @@ def _draw_grouped_bars(
     ylabel: str,
     chance: Sequence[float] | None = None,
 ) -> None:
-    """A bar group per entry of ``groups`` [G], in it a bar per series (label -> values [G], or
-    [S, G] over seeds: the mean, every seed a dot); NaN values leave their bar out."""
+    """A bar group per entry of ``groups`` [G], with a bar per series; NaN values leave their bar out.
+
+    A series maps label -> values [G], or [S, G] over seeds: the mean, every seed a dot.
+    """
     width = 0.8 / max(len(series), 1)
     for index, (label, values) in enumerate(series.items()):
         values = _as_seed_matrix(values, len(groups))
@@ -378,8 +388,10 @@ def plot_grouped_bars(
     ylabel: str = "score",
     title: str | None = None,
 ) -> Figure:
-    """One bar group per entry of ``groups`` (e.g. a disentanglement score), one bar per series
-    (e.g. trained and untrained; values [G] or [S, G] over seeds)."""
+    """One bar group per entry of ``groups``, e.g. a disentanglement score, and one bar per series.
+
+    A series is e.g. trained or untrained, with values [G] or [S, G] over seeds.
+    """
     figure = new_figure(max(4.8, 0.35 * len(groups) * max(len(series), 2) + 1.5), 3.0)
     axes = figure.add_subplot(1, 1, 1)
     _draw_grouped_bars(axes, groups, series, ylabel)
@@ -391,9 +403,11 @@ def plot_comparison(
     path: str | os.PathLike | None = None,
     title: str | None = None,
 ) -> Figure:
-    """Panels one above the other, each ``(ylabel, groups [G], series {row: values [G] or [S, G]},
-    chance [G] or None)``: e.g. MI per factor, probe accuracy per factor, disentanglement scores,
-    with a bar per compared run in every group."""
+    """Panels one above the other, with a bar per compared run in every group.
+
+    Each panel is ``(ylabel, groups [G], series {row: values [G] or [S, G]}, chance [G] or None)``.
+    Examples: MI per factor, probe accuracy per factor, disentanglement scores.
+    """
     if not panels:
         raise ValueError("plot_comparison needs at least one panel.")
     rows = max(len(series) for _, _, series, _ in panels)

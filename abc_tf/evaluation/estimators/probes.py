@@ -1,20 +1,16 @@
 """Factor probes: how well a small classifier reads each generative factor off the embeddings.
 
-Supplement S1 (Fig. S2) and ICLR appendix B: one classifier ``models.build("probe")``
-(3 x Dense32 ReLU, softmax) per factor, trained on the embeddings plus Gaussian noise with
-sigma = the loss's length scale (sqrt(tau) for l2sq), scored by test accuracy against chance
-(1 / number of values). As in the ICLR text the noise is added while training and the test set
-is classified without it (``noisy_test=True`` adds it at test time as well).
+Source: supplement S1 (Fig. S2) and ICLR appendix B. One classifier ``models.build("probe")``
+(3 x Dense32 ReLU, softmax) per factor trains on the embeddings plus Gaussian noise. Sigma is the
+loss's length scale, e.g. sqrt(tau) for l2sq. The score is test accuracy against chance, 1 / number of values.
+As in the ICLR text, noise is added in training only; ``noisy_test=True`` adds it at test time too.
 
-All probes are trained together, each by its own Adam on the sum of their cross-entropies: they
-share only the (noisy) input, so each is trained exactly as if alone. Every epoch and batch runs
-in compiled calls of :data:`EPOCHS_PER_CALL` epochs (:class:`ProbeTrainer`), progress reported
-between them: Keras's ``fit`` spent some 40 ms of its own per epoch, more than the 10-30
-one-batch epochs of a small sample's probes compute. That call is traced once
-per embedding width and set of class counts in a process and reused (:func:`probe_trainer`):
-tracing and instantiating it took 1-2 s, against some 0.05 s to train a small sample's probes,
-and a run is measured many times with the same probes (the training callback's every interval,
-``evaluate.py --compare``'s rows).
+All probes train together, each by its own Adam on the sum of their cross-entropies. They share only
+the noisy input, so each trains exactly as if alone. Training runs in compiled calls of
+:data:`EPOCHS_PER_CALL` epochs (:class:`ProbeTrainer`), with progress reported between them.
+Keras's ``fit`` spends some 40 ms per epoch itself, more than a small sample's probes compute.
+The call is traced once per embedding width and class counts and reused (:func:`probe_trainer`).
+Tracing takes 1-2 s, against some 0.05 s to train a small sample's probes, and runs are measured many times.
 """
 
 from __future__ import annotations
@@ -40,7 +36,7 @@ EPOCHS_PER_CALL = 5
 
 @dataclasses.dataclass(frozen=True)
 class ProbeSettings:
-    """Training of the probes. Units: epochs are passes over the training split."""
+    """Training of the probes. Epochs are passes over the training split."""
 
     epochs: int = 30
     batch_size: int = 256
@@ -61,7 +57,7 @@ class ProbeSettings:
 
 @dataclasses.dataclass
 class ProbeResult:
-    """accuracy [F]: test accuracy per factor; chance [F]: 1 / number of values; names [F]."""
+    """accuracy [F]: test accuracy per factor. chance [F]: 1 / number of values. names [F]."""
 
     accuracy: np.ndarray
     chance: np.ndarray
@@ -75,7 +71,7 @@ class ProbeResult:
 
 
 def encode_classes(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Factor values [N] (any numbers) -> class indices [N] in 0..K-1 and K."""
+    """Factor values [N], any numbers, -> class indices [N] in 0..K-1, and K."""
     uniques, classes = np.unique(np.asarray(values), return_inverse=True)
     return classes.ravel().astype(np.int32), len(uniques)
 
@@ -93,12 +89,13 @@ def probe_accuracies(
 
     Args:
       embeddings: [N, D] float.
-      factors: [N, F] discrete factor values (class indices or label values).
-      sigma: noise scale in embedding units (the loss's length scale; 0 for none).
-      names: F factor names (default factor_0...).
-      num_classes: number of values of each factor, for the chance level (default: the number
-        of distinct values seen). Class indices must then lie in 0..K-1.
-      settings: training settings; seed: seeds the split, the weights and the noise.
+      factors: [N, F] discrete factor values: class indices or label values.
+      sigma: noise scale in embedding units, usually the loss's length scale; 0 for none.
+      names: F factor names; default factor_0...
+      num_classes: number of values of each factor, for the chance level. Class indices must then lie
+        in 0..K-1. Default: the number of distinct values seen.
+      settings: training settings.
+      seed: seeds the split, the weights and the noise.
     """
     settings.validate()
     embeddings = np.asarray(embeddings, dtype=np.float32)
@@ -135,10 +132,10 @@ def probe_accuracies(
     rng = np.random.default_rng(seed)
     order = rng.permutation(num_points)
     test, train = order[:num_test], order[num_test:]
-    # The initial weights: Keras draws an unseeded initializer's seed from Python's random
-    # (keras.random.make_default_seed). Not keras.utils.set_random_seed: TensorFlow's global seed,
-    # which nothing here draws from, would clear its function caches, and re-instantiating the
-    # compiled loop (and a training run's step, between its callback's measurements) took ~1 s.
+    # Initial weights: Keras draws an unseeded initializer's seed from Python's random
+    # (keras.random.make_default_seed). We avoid keras.utils.set_random_seed: it sets TensorFlow's
+    # global seed, which clears function caches. Re-instantiating the compiled loop and a training
+    # run's step then costs ~1 s per measurement.
     random.seed(seed)
     initial = build_probes(embeddings.shape[1], num_classes)  # before the trainer's first build draws
     trainer = probe_trainer(embeddings.shape[1], tuple(num_classes))
@@ -157,8 +154,10 @@ def probe_accuracies(
 
 
 def build_probes(embedding_dim: int, num_classes: Sequence[int]) -> list[keras.Model]:
-    """One probe per factor (``models.build("probe")``, at least two classes), in float32 whatever
-    the global policy (not the bfloat16 one a mixed-precision encoder may have set)."""
+    """One probe per factor (``models.build("probe")``, at least two classes), in float32.
+
+    Float32 holds whatever the global policy, e.g. the bfloat16 one a mixed-precision encoder may set.
+    """
     with float32_policy():
         return [
             models.build("probe", embedding_dim=embedding_dim, num_classes=max(classes, 2))
@@ -167,12 +166,11 @@ def build_probes(embedding_dim: int, num_classes: Sequence[int]) -> list[keras.M
 
 
 class ProbeTrainer:
-    """Probes for embeddings of width D and factors of the given class counts, their Adam, and
-    the compiled loop that trains them, traced once and reused by every :meth:`train`.
+    """Probes for embeddings of width D and the given class counts, their Adam, and their compiled loop.
 
-    As MINE's estimator (``mine.MineEstimator``): each call starts from the initial weights it is
-    given and zeroed optimizer state, so it trains exactly as a freshly built set would. One
-    call at a time: the probes' variables are shared.
+    The loop is traced once and reused by every :meth:`train`. As with ``mine.MineEstimator``, each call
+    starts from the initial weights it is given and zeroed optimizer state. So it trains exactly as a
+    freshly built set would. One call at a time: the probes' variables are shared.
     """
 
     def __init__(self, embedding_dim: int, num_classes: tuple[int, ...]):
@@ -203,10 +201,13 @@ class ProbeTrainer:
         settings: ProbeSettings,
         seed: int,
     ) -> list[keras.Model]:
-        """``settings.epochs`` passes over (embeddings [N, D], labels [N, F]) in batches of
-        ``settings.batch_size`` (a fresh order each epoch, the last batch smaller), probe f learning
-        column f from the embeddings plus fresh N(0, sigma^2) noise per batch, by Adam on the mean
-        sparse cross-entropy, from the weights of ``initial``; returns the trained probes."""
+        """Trains from the weights of ``initial`` and returns the trained probes.
+
+        Runs ``settings.epochs`` passes over (embeddings [N, D], labels [N, F]) in batches of
+        ``settings.batch_size``.
+        Each epoch has a fresh order; the last batch is smaller. Probe f learns column f from the embeddings
+        plus fresh N(0, sigma^2) noise per batch, by Adam on the mean sparse cross-entropy.
+        """
         for network, start in zip(self.networks, initial, strict=True):
             network.set_weights(start.get_weights())
         for variable in self.optimizer.variables:
@@ -241,8 +242,10 @@ class ProbeTrainer:
         batch_size: tf.Tensor,
         seed: tf.Tensor,
     ) -> None:
-        """Epochs ``first`` .. ``first + epochs - 1``: each epoch's order and noise depend on its
-        number only, so the epochs may be split between calls at will."""
+        """Epochs ``first`` .. ``first + epochs - 1``.
+
+        Each epoch's order and noise depend on its number only, so epochs may be split between calls at will.
+        """
         size = tf.shape(points, out_type=tf.int64)[0]
         # int64 counters: the noise seeds count epochs x points, which may pass 2^31 on large samples.
         for epoch in tf.range(first, first + epochs):

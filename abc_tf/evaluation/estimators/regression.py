@@ -1,10 +1,9 @@
-"""How well embeddings predict continuous per-image measures (the regression counterpart of
-the factor probes in ``abc_tf.evaluation.estimators.probes``).
+"""How well embeddings predict continuous per-image measures: the regression twin of the factor probes.
 
-Ridge and k-nearest-neighbour regressions fitted on half of the images of the seen classes
-and scored by R^2 on the other half and on a held-out class, on the raw measure and within
-class (each class's mean removed, so that only the deviation from what the class itself
-implies is scored). Used for the MNIST style measures (slant, thickness, ...; paper Fig. 4).
+Ridge and k-nearest-neighbour regressions fit on half of the seen classes' images. R^2 is scored on the
+other half and on a held-out class. Scores are on the raw measure and within class. Within class,
+each class's mean is removed, so only the deviation from what the class implies is scored.
+Used for the MNIST style measures such as slant and thickness (paper Fig. 4).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import numpy as np
 
 
 def r2_score(target: np.ndarray, prediction: np.ndarray) -> float:
-    """Coefficient of determination 1 - SSE / SST (SST around the target's own mean)."""
+    """Coefficient of determination 1 - SSE / SST, with SST around the target's own mean."""
     target, prediction = np.asarray(target, np.float64), np.asarray(prediction, np.float64)
     total = np.sum((target - target.mean()) ** 2)
     return float(1.0 - np.sum((target - prediction) ** 2) / total) if total > 0 else float("nan")
@@ -22,7 +21,7 @@ def r2_score(target: np.ndarray, prediction: np.ndarray) -> float:
 def ridge_predict(
     train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, alpha: float = 1e-3
 ) -> np.ndarray:
-    """Ridge regression on standardised features (alpha relative to the number of points)."""
+    """Ridge regression on standardised features; alpha is relative to the number of points."""
     mean, scale = train_x.mean(axis=0), train_x.std(axis=0) + 1e-12
     a = (train_x - mean) / scale
     b = (test_x - mean) / scale
@@ -34,7 +33,7 @@ def ridge_predict(
 def knn_predict(
     train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, k: int = 10, chunk: int = 2048
 ) -> np.ndarray:
-    """Mean target of the k nearest training points (Euclidean, the embedding's own metric)."""
+    """Mean target of the k nearest training points, by Euclidean distance, the embedding's own metric."""
     k = min(k, len(train_x))
     train_norms = np.sum(train_x**2, axis=1)
     out = np.empty(len(test_x))
@@ -47,7 +46,7 @@ def knn_predict(
 
 
 def centre_by_class(values: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """values [N] (or [N, ...]) minus the mean of their class (labels [N])."""
+    """values [N] or [N, ...] minus the mean of their class; labels [N]."""
     out = np.asarray(values, np.float64).copy()
     for label in np.unique(labels):
         out[labels == label] -= out[labels == label].mean()
@@ -62,13 +61,12 @@ def style_predictability(
     seed: int = 0,
     k: int = 10,
 ) -> dict[str, dict[str, float]]:
-    """How well embeddings [N, D] predict each style measure [N] (R^2; 1 is perfect, 0 is the mean).
+    """How well embeddings [N, D] predict each style measure [N], as R^2: 1 is perfect, 0 is the mean.
 
-    The images of the training digits are split in half: regressions (ridge, kNN) are fitted
-    on one half and scored on the other ("seen_digits") and on all images of the held-out
-    digit ("holdout_digit"). ``within_digit`` variants first subtract each digit's mean
-    measure, so they score only the style deviation, not what the digit itself implies.
-    Returns {measure: {"<method>_<variant>_<split>": R^2}}.
+    The training digits' images are split in half. Ridge and kNN fit on one half. They are scored on the
+    other half ("seen_digits") and on all images of the held-out digit ("holdout_digit").
+    ``within_digit`` variants first subtract each digit's mean measure. They score only the style
+    deviation, not what the digit itself implies. Returns {measure: {"<method>_<variant>_<split>": R^2}}.
     """
     labels = np.asarray(labels).astype(np.int64)
     embeddings = np.asarray(embeddings, np.float64)

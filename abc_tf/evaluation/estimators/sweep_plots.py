@@ -1,5 +1,7 @@
-"""Mutual information against the noise scale (the paper's Figs. S1c,d and S3): one sweep, or
-several side by side; the inactive factors dashed, the loss's length scale dotted."""
+"""Mutual information against the noise scale (paper Figs. S1c,d and S3).
+
+One sweep, or several side by side. Inactive factors are dashed; the loss's length scale is dotted.
+"""
 
 from __future__ import annotations
 
@@ -35,8 +37,10 @@ def plot_mi_sweep(
     title: str | None = None,
     ylabel: str = "I(U + noise; G) [nats]",
 ) -> Figure:
-    """MI against noise scale (Fig. S1c,d): values [K, F] over sigmas [K], log axis; inactive
-    factors dashed, the loss's length scale as a dotted vertical line."""
+    """MI against noise scale (Fig. S1c,d): values [K, F] over sigmas [K], on a log axis.
+
+    Inactive factors are dashed. The loss's length scale is a dotted vertical line.
+    """
     sigmas = np.asarray(sigmas, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     if values.shape != (len(sigmas), len(names)):
@@ -60,8 +64,11 @@ def plot_sweep_grid(
     title: str | None = None,
     ylabel: str = "I [nats]",
 ) -> Figure:
-    """Several noise sweeps side by side (Fig. S3). Each panel is a mapping with keys
-    ``sigmas`` [K], ``values`` [K, F], ``inactive`` (names), ``length_scale`` and ``label``."""
+    """Several noise sweeps side by side (Fig. S3).
+
+    Each panel is a mapping with keys ``sigmas`` [K], ``values`` [K, F], ``inactive`` (names),
+    ``length_scale`` and ``label``.
+    """
     if not panels:
         raise ValueError("plot_sweep_grid needs at least one panel.")
     rows = int(np.ceil(len(panels) / columns))

@@ -1,15 +1,14 @@
 """Evaluation as declared tasks: what ``evaluate.py`` runs on a run directory.
 
-A data family names the task that evaluates a representation on its labels
-(``DataFamily.evaluation_task``, a key of :data:`TASKS`, or the ``"module:NAME"`` of a :class:`Task`
-of its own); a method with measures that only its own networks allow names their function
-(``Method.measures``, ``"module:function"``: a VAE's test likelihood, a GAN's code clusters, here; a
-plug-in method's in its own package). Both are ``(run, out_dir, settings) -> dict``: they read an
-:class:`EvaluationSettings`, never flags, write their figures under ``out_dir`` and return what
-``metrics.json`` holds (the method's measures under its "method" entry). A new family uses a task
-here or names its own. :func:`evaluate_run` also writes the measures and figures into the
-TensorBoard logs beside metrics.json (abc_tf.evaluation.evaluation_logs), and every file written is
-recorded (abc_tf.evaluation.progress.wrote) for evaluate.py's closing list.
+A data family names the task that evaluates a representation on its labels. That is
+``DataFamily.evaluation_task``: a key of :data:`TASKS`, or the ``"module:NAME"`` of its own :class:`Task`.
+A method whose networks allow extra measures names their function in ``Method.measures``
+(``"module:function"``). Examples here are a VAE's test likelihood and a GAN's code clusters.
+Both are ``(run, out_dir, settings) -> dict``. They read an :class:`EvaluationSettings`, never flags.
+They write figures under ``out_dir`` and return what ``metrics.json`` holds.
+The method's measures go under its "method" entry.
+:func:`evaluate_run` also writes measures and figures to TensorBoard logs beside metrics.json.
+It records every file written, for evaluate.py's closing list.
 """
 
 from __future__ import annotations
@@ -46,15 +45,15 @@ RETRIEVAL_FIGURE = "retrieval.png"
 class EvaluationSettings:
     """Everything a task may read.
 
-    isolation: the labelled sample (size, seed), MINE, probes, noise scale and sweep.
+    isolation: the labelled sample's size and seed, MINE, probes, noise scale and sweep.
     pose: the pose lookup's dictionaries and queries.
-    disentanglement: the point-count preset of the disentanglement scores ("none" skips them).
-    disentanglement_scores: which of them.
-    untrained: the factor task also measures the untrained encoder (the other tasks always do).
+    disentanglement: the point-count preset of the disentanglement scores; "none" skips them.
+    disentanglement_scores: which scores to compute.
+    untrained: the factor task also measures the untrained encoder. The other tasks always do.
     pose_export_dir: the pose task also writes the SavedModel with ``lookup_pose`` here.
-    measure_images: at most this many images in each set a method's own measures read (test,
-      reference and training images, generated images per code; 0: the whole sets). For a
-      check that every method's run evaluates, not for figures.
+    measure_images: at most this many images per set that a method's own measures read; 0 means all.
+      The sets are test, reference and training images, and generated images per code.
+      Use it to check that every method's run evaluates, not for figures.
     """
 
     isolation: factor_isolation.IsolationSettings = factor_isolation.IsolationSettings()
@@ -71,11 +70,11 @@ class EvaluationSettings:
 
     @property
     def scores(self) -> ScoreSettings | None:
-        """The point counts of :attr:`disentanglement` (None: no scores)."""
+        """The point counts of :attr:`disentanglement`; None means no scores."""
         return ScoreSettings.preset(self.disentanglement)
 
     def validate(self) -> None:
-        """ValueError naming the setting that cannot work, before any run is evaluated."""
+        """Raises ValueError naming a setting that cannot work, before any run is evaluated."""
         self.isolation.validate()
         self.pose.validate()
         self.scores  # noqa: B018 - an unknown preset raises
@@ -92,8 +91,11 @@ class EvaluationSettings:
 def add_disentanglement(
     encoder, config, out_dir: str, metrics: dict, settings: EvaluationSettings, untrained: tuple | None = None
 ) -> None:
-    """Adds the disentanglement scores to ``metrics`` (and, for ``untrained`` = (untrained
-    encoder, its metrics), to those) and draws disentanglement.png, unless the preset is "none"."""
+    """Adds the disentanglement scores to ``metrics`` and draws disentanglement.png.
+
+    Does nothing when the preset is "none". ``untrained`` is (untrained encoder, its metrics);
+    when given, its scores go into those metrics too.
+    """
     scores = settings.scores
     if scores is None:
         return
@@ -122,7 +124,7 @@ def add_disentanglement(
 
 
 def evaluate_factors(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """Factor isolation of one encoder on a family with known factors (plus the untrained one if asked)."""
+    """Factor isolation of one encoder on a family with known factors, and of the untrained one if asked."""
     config, isolation = run.config, settings.isolation
     sample = factor_isolation.labelled_sample(config, isolation.num_images, isolation.sample_seed)
     with stage(f"factor isolation of the trained encoder on {isolation.num_images} images (probes, MINE)"):
@@ -145,8 +147,10 @@ def evaluate_factors(run: Run, out_dir: str, settings: EvaluationSettings) -> di
 
 
 def evaluate_digit_style(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """Digits: retrieval grid, PCA thumbnails and style measures (abc_tf.evaluation.tasks.mnist_style),
-    1-NN digit accuracy and k-means NMI (abc_tf.evaluation.tasks.digit_clusters)."""
+    """Digits: retrieval grid, PCA thumbnails and style measures, 1-NN digit accuracy and k-means NMI.
+
+    Source: abc_tf.evaluation.tasks.mnist_style and abc_tf.evaluation.tasks.digit_clusters.
+    """
     probe_epochs = settings.isolation.probe.epochs if settings.isolation.probe is not None else 1
     with stage("digit style: retrieval grid, PCA, style probes (trained and untrained)"):
         metrics = mnist_style.evaluate_mnist_run(run.encoder, run.config, out_dir, probe_epochs=probe_epochs)
@@ -164,8 +168,10 @@ def evaluate_digit_style(run: Run, out_dir: str, settings: EvaluationSettings) -
 
 
 def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """Probes and MINE per known label, trained against untrained (abc_tf.evaluation.tasks.label_information),
-    and the retrieval grid across groups (retrieval.png), which needs no label."""
+    """Probes and MINE per known label, trained against untrained, and a retrieval grid across groups.
+
+    The grid (retrieval.png) needs no label. See abc_tf.evaluation.tasks.label_information.
+    """
     isolation, config = settings.isolation, run.config
     grouped = label_information.load_labelled(config)
     with stage("probes and MINE per label, trained and untrained"):
@@ -193,8 +199,7 @@ def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dic
 
 
 def evaluate_pose(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """Pose lookup and regression metrics of one run (abc_tf.evaluation.tasks.pose_accuracy), optional
-    SavedModel."""
+    """Pose lookup and regression metrics of one run, and the SavedModel if asked."""
     with stage("pose lookup in random dictionaries (trained, untrained, backbone)"):
         metrics = pose_accuracy.evaluate_pose_run(run.run_dir, settings.pose, out_dir=out_dir, run=run)
     for domain in metrics["domains"]:
@@ -211,8 +216,7 @@ def evaluate_pose(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
 
 
 def likelihood_measures(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """VAE and VITAE: test ELBO, importance-weighted log p(x), kNN digit accuracy
-    (abc_tf.evaluation.tasks.likelihood)."""
+    """VAE and VITAE: test ELBO, importance-weighted log p(x) and kNN digit accuracy."""
     del out_dir
     with stage("test ELBO and importance-weighted log p(x)"):
         metrics = likelihood.evaluate_run(run, seed=settings.sample_seed, max_images=settings.measure_images)
@@ -221,8 +225,7 @@ def likelihood_measures(run: Run, out_dir: str, settings: EvaluationSettings) ->
 
 
 def digit_cluster_measures(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
-    """Elastic-InfoGAN: NMI and ENT of the code of generated digits, 1-NN and k-means NMI of the
-    encoder (abc_tf.evaluation.tasks.digit_clusters)."""
+    """Elastic-InfoGAN: NMI and ENT of generated digits' code; 1-NN and k-means NMI of the encoder."""
     with stage("the code's digit clusters (NMI, ENT, 1-NN)"):
         metrics = digit_clusters.evaluate_run(
             run, out_dir, seed=settings.sample_seed, max_images=settings.measure_images
@@ -236,10 +239,13 @@ Evaluate = Callable[[Run, str, EvaluationSettings], dict]
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """evaluate: ``(run, out_dir, settings) -> metrics``, the whole evaluation. labelled_sample:
-    ``(config, num_images, seed) -> LabelledSample or None``, the labelled sample that the
-    factor-isolation callback, the end-of-run summary and ``--compare`` measure on (None: the
-    task has none, and those skip the family)."""
+    """One data family's evaluation.
+
+    evaluate: ``(run, out_dir, settings) -> metrics``, the whole evaluation.
+    labelled_sample: ``(config, num_images, seed) -> LabelledSample or None``. The factor-isolation
+    callback, the end-of-run summary and ``--compare`` measure on this sample. None: the task has
+    none, and those skip the family.
+    """
 
     evaluate: Evaluate
     labelled_sample: Callable[..., labelled_samples.LabelledSample | None] | None = None
@@ -255,8 +261,7 @@ TASKS: dict[str, Task] = {
 
 
 def measures_of(reference: str) -> Evaluate:
-    """The method's own measures that ``Method.measures`` names (``"module:function"``, loaded
-    now: a method package names its function, this package's or its own)."""
+    """Loads the method's own measures function that ``Method.measures`` names (``"module:function"``)."""
     function = registry.load(reference)
     if not callable(function):
         raise TypeError(f"Method.measures {reference!r} is not a function (run, out_dir, settings) -> dict.")
@@ -264,9 +269,11 @@ def measures_of(reference: str) -> Evaluate:
 
 
 def declared_task(name: str) -> Task | None:
-    """The task a family's ``evaluation_task`` names: a key of :data:`TASKS`, or the
-    ``"module:NAME"`` of a :class:`Task` in the family's own package (loaded now); None for ""
-    or a key that is not there."""
+    """The task a family's ``evaluation_task`` names.
+
+    That is a key of :data:`TASKS` or the ``"module:NAME"`` of a :class:`Task`, loaded now.
+    Returns None for "" or a missing key.
+    """
     if ":" not in name:
         return TASKS.get(name)
     task = registry.load(name)
@@ -293,13 +300,13 @@ def task_of(config) -> Task:
 
 
 def offers_labelled_sample(config) -> bool:
-    """Whether ``config``'s family's task draws a labelled sample (without drawing it)."""
+    """Whether ``config``'s family's task draws a labelled sample. Does not draw it."""
     task = declared_task(data.get_family(config.data.family).evaluation_task)
     return task is not None and task.labelled_sample is not None
 
 
 def labelled_sample(config, num_images: int, seed: int) -> labelled_samples.LabelledSample | None:
-    """The labelled sample of ``config``'s family (its task's), or None where it has none."""
+    """The labelled sample of ``config``'s family's task, or None where it has none."""
     task = declared_task(data.get_family(config.data.family).evaluation_task)
     return (
         None
@@ -315,10 +322,11 @@ def evaluate_run(
     method_measures: bool = True,
     tensorboard: bool = True,
 ) -> dict:
-    """The family's task on ``run`` and (``method_measures``: the run has the method's own
-    networks) the method's measures; written to ``out_dir/metrics.json`` and returned, and
-    (``tensorboard``) with the figures written into ``out_dir/logs/evaluation``
-    (abc_tf.evaluation.evaluation_logs)."""
+    """Runs the family's task on ``run``, writes ``out_dir/metrics.json`` and returns the metrics.
+
+    method_measures: also run the method's own measures. Needs the method's own networks.
+    tensorboard: also write the metrics and figures to ``out_dir/logs/evaluation``.
+    """
     os.makedirs(out_dir, exist_ok=True)
     with progress.recording() as written:
         metrics = task_of(run.config).evaluate(run, out_dir, settings)
@@ -338,10 +346,11 @@ def evaluate_run(
 
 
 def evaluate_seeds(runs: list[Run], out_dirs: list[str], out_dir: str, settings: EvaluationSettings) -> dict:
-    """Evaluates each seed's run into its folder of ``out_dirs`` and aggregates the seeds into
-    ``out_dir/metrics.json``: for factor isolation its per-factor summary with violin plots
-    (factor_isolation.aggregate), for the other tasks every number of their metrics as
-    {mean, std, values} at its own path (:func:`aggregate_numbers`)."""
+    """Evaluates each seed's run into its folder of ``out_dirs`` and aggregates into ``out_dir/metrics.json``.
+
+    Factor isolation aggregates with its per-factor summary and violin plots (factor_isolation.aggregate).
+    Other tasks store every number as {mean, std, values} at its own path (:func:`aggregate_numbers`).
+    """
     results = []
     for index, (run, seed_out) in enumerate(zip(runs, out_dirs), 1):
         print(f"Seed {index}/{len(runs)}: {run.run_dir} -> {seed_out}")
@@ -393,10 +402,11 @@ def evaluate_seeds(runs: list[Run], out_dirs: list[str], out_dir: str, settings:
 
 
 def aggregate_numbers(results: list[dict]) -> dict:
-    """The runs' metrics merged key by key: a number every run has becomes {mean, std, values}
-    (factor_isolation.mean_std_values), a nested dict every run has is merged the same way, a
-    text all runs share is kept; lists and texts that differ between runs are left to the
-    per-run files."""
+    """The runs' metrics merged key by key.
+
+    A number every run has becomes {mean, std, values}. A dict every run has is merged the same way.
+    A text all runs share is kept. Lists and differing texts stay in the per-run files.
+    """
     merged: dict = {}
     for key, first in results[0].items():
         values = [result.get(key) for result in results]
@@ -418,11 +428,12 @@ def evaluate_checkpoints(
     network: str = "encoder",
     config_path: str | None = None,
 ) -> dict:
-    """Each checkpoint of ``run_dir`` that ``steps`` chooses ("all", "last" or "S,S,...")
-    evaluated like a finished run into ``out_dir/checkpoints/step_<S>``, and the learning curve
-    of their measures (curve.json, curve.png, ``references`` as dashed lines). No TensorBoard
-    logs: each checkpoint's folder would be a session of its own beside the run's, and the
-    curve is the view of the checkpoints."""
+    """Evaluates each checkpoint that ``steps`` chooses and writes their learning curve.
+
+    steps: "all", "last" or "S,S,...". Each checkpoint goes to ``out_dir/checkpoints/step_<S>``.
+    The curve is curve.json and curve.png, with ``references`` as dashed lines.
+    No TensorBoard logs: each checkpoint would be a separate session, and the curve already shows them.
+    """
     chosen = checkpoint_run.select_steps(run_dir, steps)
     points = []
     for index, step in enumerate(chosen, 1):

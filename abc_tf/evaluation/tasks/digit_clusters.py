@@ -1,30 +1,14 @@
-"""How well a representation or a generator's categorical code finds the digits (Elastic-InfoGAN's
-measures, docs/PAPERS.md section P3; supplement Table 3, sections 3 and 4.1).
+"""How well a representation or a generator's categorical code finds the digits.
 
-- A digit classifier for the evaluation: the authors' small CNN (conv 20 5x5, max pool, conv 50
-  5x5, max pool, FC 500, FC 10, ReLU after each convolution and the hidden layer), trained once
-  on all 60,000 real MNIST training images (Adam 1e-3, batches of 128, ``CLASSIFIER_EPOCHS``
-  epochs [ours: the paper gives the architecture only]) and cached by the data's fingerprint
-  (``~/.cache/abc_tf`` unless told otherwise), with its test accuracy.
-- NMI and ENT of the categorical code of generated images against the digit the classifier
-  sees in them, as the authors' eval_metrics.py computes them [code]: ``per_code`` (1,000)
-  images of each one-hot code, z ~ N(0, I), counted in a code x digit matrix. NMI is sklearn's
-  normalized_mutual_info_score with the geometric mean of the two entropies (the default of the
-  sklearn of their Python 2.7, 0.20; later versions default to the arithmetic mean); ENT the
-  mean of the entropies (nats) of the matrix's 10 rows (codes) and 10 columns (digits), each
-  normalised: 0 when each code makes one digit and each digit comes from one code, undefined
-  (NaN, as their scipy entropy gives) when some digit is never made.
-- The supplement's 1-NN accuracy (L149-157, Table 3): the real images the run trained on (its
-  class split's) split 80/20 at random, each of the 20% classified by its Euclidean nearest
-  neighbour among the 80% in Q's output, the logits of the categorical code (the "features
-  pertaining to object identity" Q extracts [ours: the text names no layer; with the authors'
-  N(0, 0.02) initialisation an untrained network gives 0.47 +- 0.06 from the logits and
-  0.93 +- 0.01 from Q's 128-d penultimate features (splits 1-5, two initialisations each),
-  against the paper's 0.4865 +- 0.009 for random weights]); beside it the run's network before
-  training (its initial weights) and the paper's random-initialisation figure.
-- 1-NN digit accuracy of real images from any representation [ours]: the MNIST test images split
-  80/20 at random, each of the 20% classified by its Euclidean nearest neighbour among the 80%;
-  and the NMI of a 10-means clustering of the representation against the digits.
+These are Elastic-InfoGAN's measures. Source: docs/PAPERS.md section P3;
+supplement Table 3, sections 3 and 4.1.
+
+- A digit classifier for the evaluation, trained once and cached (:func:`digit_classifier`).
+- NMI and ENT of generated images' categorical code against the digit the classifier sees.
+  Source: the authors' eval_metrics.py (:func:`matrix_nmi`, :func:`ent`).
+- The supplement's 1-NN accuracy of Q's code on the run's training images (:func:`split_nearest_neighbour`).
+- Ours: 1-NN digit accuracy and 10-means NMI of any representation on MNIST test images
+  (:func:`representation_scores`).
 """
 
 from __future__ import annotations
@@ -64,23 +48,30 @@ PAPER_RANDOM_INIT_NN = 0.4865  # supplement Table 3, MNIST, "Randomly initialize
 
 
 def entropy(counts: np.ndarray) -> float:
-    """Entropy in nats of the distribution ``counts`` (non-negative, not all zero) describes."""
+    """Entropy in nats of the distribution of ``counts``: non-negative, not all zero."""
     p = np.asarray(counts, np.float64)
     p = p[p > 0] / p.sum()
     return float(-(p * np.log(p)).sum())
 
 
 def ent(matrix: np.ndarray) -> float:
-    """ENT of a code x digit count matrix: the mean entropy of all its rows and columns, each
-    normalised; NaN when a row or column is empty, as in the authors' code (module docstring)."""
+    """ENT of a code x digit count matrix: the mean entropy of its rows and columns.
+
+    Each row and column is normalised to a distribution; entropies are in nats. ENT is 0 when each
+    code makes one digit and each digit comes from one code. It is NaN when a row or column is empty,
+    as scipy's entropy gives in the authors' code.
+    """
     matrix = np.asarray(matrix, np.float64)
     lines = list(matrix) + list(matrix.T)
     return float(np.mean([entropy(line) if line.sum() > 0 else np.nan for line in lines]))
 
 
 def matrix_nmi(matrix: np.ndarray) -> float:
-    """NMI of the (code, digit) pairs a count matrix holds (sklearn's, geometric normalisation:
-    the mutual information over the square root of the two entropies)."""
+    """NMI of the (code, digit) pairs a count matrix holds.
+
+    Uses sklearn with geometric normalisation: mutual information over the root of the two entropies.
+    That is the default of sklearn 0.20, the authors' version. Later versions default to the arithmetic mean.
+    """
     matrix = np.asarray(matrix, np.int64)
     codes, digits = np.nonzero(matrix)
     counts = matrix[codes, digits]
@@ -101,8 +92,7 @@ def count_matrix(codes: np.ndarray, digits: np.ndarray, size: int = NUM_DIGITS) 
 def nearest_neighbour_accuracy(
     features: np.ndarray, labels: np.ndarray, seed: int = 0, query_fraction: float = 0.2
 ) -> float:
-    """Accuracy of Euclidean 1-NN classification of a random ``query_fraction`` of the items
-    against the rest."""
+    """Euclidean 1-NN accuracy of a random ``query_fraction`` of the items against the rest."""
     features, labels = np.asarray(features, np.float64), np.asarray(labels)
     order = np.random.default_rng(seed).permutation(len(labels))
     split = int(round(len(labels) * query_fraction))
@@ -117,7 +107,7 @@ def nearest_neighbour_accuracy(
 
 
 def first_images(data: mnist.MnistData, max_images: int) -> mnist.MnistData:
-    """``data`` with at most ``max_images`` images in each split, the first ones (0: all)."""
+    """``data`` with only the first ``max_images`` images of each split; 0 keeps all."""
     if not max_images:
         return data
     return dataclasses.replace(
@@ -131,16 +121,25 @@ def first_images(data: mnist.MnistData, max_images: int) -> mnist.MnistData:
 
 
 def split_nearest_neighbour(network, config: ExperimentConfig, seed: int = 0, max_images: int = 0) -> float:
-    """The supplement's 1-NN accuracy (module docstring) of ``network`` (images -> features,
-    e.g. the run's "q") on the training images of ``config`` (its class split's; at most
-    ``max_images`` of them, 0: all)."""
+    """The supplement's 1-NN accuracy of ``network`` on the training images of ``config``.
+
+    Source: supplement L149-157, Table 3. ``network`` maps images to features, e.g. the run's "q".
+    The images are the run's class split's, at most ``max_images``; 0 means all. They are split 80/20
+    at random. Each of the 20% is classified by its Euclidean nearest neighbour among the 80%.
+
+    Ours: we use Q's logits of the categorical code, the "features pertaining to object identity".
+    The text names no layer. With the authors' N(0, 0.02) initialisation an untrained network gives
+    0.47 +- 0.06 from the logits and 0.93 +- 0.01 from Q's 128-d penultimate features.
+    Those figures are over splits 1-5, two initialisations each.
+    The paper gives 0.4865 +- 0.009 for random weights.
+    """
     data = first_images(mnist.load_mnist(config), max_images)
     features = embed(network, data.x_train[..., None])
     return nearest_neighbour_accuracy(features, data.y_train, seed, QUERY_FRACTION)
 
 
 def kmeans_nmi(features: np.ndarray, labels: np.ndarray, seed: int = 0, clusters: int = NUM_DIGITS) -> float:
-    """NMI between a k-means clustering (k = ``clusters``) of ``features`` and ``labels``."""
+    """NMI between a k-means clustering of ``features`` into ``clusters`` groups and ``labels``."""
     assignment = KMeans(n_clusters=clusters, n_init=4, random_state=seed).fit_predict(
         np.asarray(features, np.float64)
     )
@@ -151,7 +150,11 @@ def kmeans_nmi(features: np.ndarray, labels: np.ndarray, seed: int = 0, clusters
 
 
 def build_classifier() -> keras.Model:
-    """The authors' evaluation CNN: images [B, 28, 28, 1] in [0, 1] -> digit logits [B, 10]."""
+    """The authors' evaluation CNN: images [B, 28, 28, 1] in [0, 1] -> digit logits [B, 10].
+
+    conv 20 5x5, max pool, conv 50 5x5, max pool, FC 500, FC 10.
+    ReLU follows each convolution and the hidden layer.
+    """
     return keras.Sequential(
         [
             keras.Input((28, 28, 1)),
@@ -168,7 +171,7 @@ def build_classifier() -> keras.Model:
 
 
 def fingerprint(data: mnist.MnistData) -> str:
-    """A short hash of the data (both splits' labels, a sample of the images): the cache key."""
+    """A short hash of both splits' labels and a sample of the images: the cache key."""
     digest = hashlib.sha1()
     for array in (data.y_train, data.y_test, data.x_train[::997], data.x_test[::991]):
         digest.update(np.ascontiguousarray(array).tobytes())
@@ -178,7 +181,10 @@ def fingerprint(data: mnist.MnistData) -> str:
 def train_classifier(
     data: mnist.MnistData, epochs: int = CLASSIFIER_EPOCHS, seed: int = 0
 ) -> tuple[keras.Model, float]:
-    """The classifier trained on ``data``'s training images; (model, its test accuracy)."""
+    """Trains the classifier on ``data``'s training images; returns (model, test accuracy).
+
+    Adam 1e-3, batches of 128, ``CLASSIFIER_EPOCHS`` epochs. Ours: the paper gives the architecture only.
+    """
     keras.utils.set_random_seed(seed)
     model = build_classifier()
     model.compile(
@@ -202,10 +208,12 @@ def train_classifier(
 def digit_classifier(
     config: ExperimentConfig, cache_dir: str = DEFAULT_CACHE, max_images: int = 0
 ) -> tuple[keras.Model, float, str]:
-    """(classifier, test accuracy, its file) for the MNIST ``config`` reads: loaded from
-    ``cache_dir`` when trained before on the same data, else trained on the whole training set
-    (no class split, no held-out digit; ``max_images`` > 0: the first that many of each split)
-    and saved there."""
+    """(classifier, test accuracy, file) for the MNIST that ``config`` reads.
+
+    Loads it from ``cache_dir`` if trained on the same data; the data's fingerprint is the key.
+    Otherwise trains on all 60,000 training images, with no class split or held-out digit, and saves it.
+    ``max_images`` > 0 keeps only that many images of each split.
+    """
     data = first_images(mnist.load_mnist(config.replace(class_split=mnist_imbalance.NO_SPLIT)), max_images)
     path = os.path.join(cache_dir, f"mnist_classifier_{fingerprint(data)}.keras")
     info = path[: -len(".keras")] + ".json"
@@ -237,8 +245,11 @@ def classify(classifier: keras.Model, images: np.ndarray) -> np.ndarray:
 def generated_codes_and_digits(
     generator: keras.Model, classifier: keras.Model, per_code: int, seed: int = 0, num_codes: int = NUM_DIGITS
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, digits) int64 [num_codes * per_code]: ``per_code`` images of each one-hot code,
-    z ~ N(0, I), and the digit the classifier sees in each."""
+    """(codes, digits) int64 [num_codes * per_code] of generated images.
+
+    Generates ``per_code`` images of each one-hot code with z ~ N(0, I).
+    The digits are what the classifier sees.
+    """
     noise_dim = int(generator.input_shape[-1]) - num_codes
     rng = np.random.default_rng(seed)
     codes = np.repeat(np.arange(num_codes), per_code)
@@ -252,7 +263,7 @@ def generated_codes_and_digits(
 
 
 def plot_matrix(matrix: np.ndarray, path: str, title: str) -> None:
-    """The code x digit matrix as a heat map, each row normalised, with its counts written in."""
+    """Draws the code x digit matrix as a heat map, rows normalised, counts written in."""
     matrix = np.asarray(matrix)
     figure = plots.new_figure(5.5, 5.0)
     axes = figure.add_subplot(1, 1, 1)
@@ -280,8 +291,10 @@ def plot_matrix(matrix: np.ndarray, path: str, title: str) -> None:
 def code_grid(
     generator: keras.Model, columns: int = GRID_COLUMNS, seed: int = 0, num_codes: int = NUM_DIGITS
 ) -> np.ndarray:
-    """float [num_codes * 28, columns * 28] in [0, 1]: row k is code k (one-hot) with each of
-    ``columns`` noise vectors z ~ N(0, I), the same z in every row."""
+    """float [num_codes * 28, columns * 28] in [0, 1]: row k shows one-hot code k.
+
+    Each of the ``columns`` noise vectors z ~ N(0, I) is the same in every row.
+    """
     noise_dim = int(generator.input_shape[-1]) - num_codes
     z = np.random.default_rng(seed).standard_normal((columns, noise_dim))
     inputs = np.concatenate(
@@ -294,7 +307,7 @@ def code_grid(
 
 
 def plot_code_grid(grid: np.ndarray, path: str, title: str, num_codes: int = NUM_DIGITS) -> None:
-    """The sample grid with each row labelled by its code."""
+    """Draws the sample grid with each row labelled by its code."""
     figure = plots.new_figure(6.0, 6.4)
     axes = figure.add_subplot(1, 1, 1)
     axes.imshow(grid, cmap="gray", vmin=0.0, vmax=1.0)
@@ -305,9 +318,11 @@ def plot_code_grid(grid: np.ndarray, path: str, title: str, num_codes: int = NUM
 
 
 def plot_prior(prior: dict, path: str, title: str) -> None:
-    """prior.json as a figure: the learned class probabilities sorted beside the training
-    split's sorted digit proportions (codes and digits correspond in no known order), and, where
-    the run logged it, each sorted probability over the training steps."""
+    """Draws prior.json: the sorted learned class probabilities beside the sorted true digit proportions.
+
+    Both are sorted because codes and digits correspond in no known order.
+    Where the run logged it, a second panel shows each sorted probability over the training steps.
+    """
     learned = np.sort(prior["prior"])[::-1]
     true = None if prior.get("true_proportions") is None else np.sort(prior["true_proportions"])[::-1]
     history = prior.get("history", [])
@@ -339,8 +354,10 @@ def plot_prior(prior: dict, path: str, title: str) -> None:
 
 
 def representation_scores(encoder, config: ExperimentConfig, seed: int = 0, max_images: int = 0) -> dict:
-    """1-NN accuracy and k-means NMI of ``encoder``'s embeddings of the real MNIST test images
-    (at most ``max_images``, 0: all)."""
+    """1-NN accuracy and k-means NMI of ``encoder``'s embeddings of the real MNIST test images.
+
+    Reads at most ``max_images`` images; 0 means all.
+    """
     data = first_images(mnist.load_mnist(config), max_images)
     features = embed(encoder, data.x_test[..., None])
     return {
@@ -358,10 +375,12 @@ def evaluate_run(
     cache_dir: str = DEFAULT_CACHE,
     max_images: int = 0,
 ) -> dict:
-    """Every measure of a run whose method has a generator with a categorical code (networks
-    "generator", optionally "q") on MNIST: metrics.json's "method" entry, and the figure.
-    ``max_images`` > 0: at most that many images in each set read or generated (a check that
-    the run evaluates, not a figure)."""
+    """Every measure of an MNIST run whose generator has a categorical code.
+
+    The networks are "generator" and optionally "q".
+    Returns metrics.json's "method" entry and draws the figures.
+    ``max_images`` > 0 caps each set read or generated. Use it to check that a run evaluates, not for figures.
+    """
     config = run.config
     if max_images:
         per_code = min(per_code, max(1, max_images // NUM_DIGITS))
@@ -428,11 +447,12 @@ def evaluate_run(
 
 
 def headline(result: dict) -> dict[str, float]:
-    """The few measures of :func:`evaluate_run` that a side-by-side comparison shows
-    (``abc_tf.evaluation.comparison`` reads them from the run's metrics.json): NMI and ENT of
-    the generated codes, Q's code NMI on real digits, the supplement's 1-NN accuracy of Q, the
-    largest learned class probability and the L1 distance between the sorted learned prior and
-    the sorted true proportions (codes and digits correspond in no known order)."""
+    """The few measures of :func:`evaluate_run` that a side-by-side comparison shows.
+
+    ``abc_tf.evaluation.comparison`` reads them from metrics.json. They are: NMI and ENT of the generated
+    codes, Q's code NMI on real digits, and the supplement's 1-NN accuracy of Q. Also the largest learned
+    class probability and the L1 distance between the sorted learned prior and sorted true proportions.
+    """
     measures = {}
     if "generated" in result:
         measures.update(

@@ -1,22 +1,18 @@
 """Disentanglement scores of an encoder on a data family with known factors.
 
-Glue between a representation (a run's ``encoder.keras``, an untrained encoder, a SavedModel
-signature: anything :func:`abc_tf.runs.run_dir.embed` runs) and the scores of
-:mod:`abc_tf.evaluation.estimators.disentanglement`, through the family's declared
-:class:`abc_tf.data.family.KnownFactors`:
+Glue between a representation and the scores of :mod:`abc_tf.evaluation.estimators.disentanglement`.
+A representation is anything :func:`abc_tf.runs.run_dir.embed` runs: a run's ``encoder.keras``, an
+untrained encoder, a SavedModel signature. Observations come through the family's ``KnownFactors``:
 
-- a family that declares ``images_of`` (Shapes3D) gets all five scores: observations are drawn
-  uniformly and independently over the factor grid (``KnownFactors.sizes``), their images made
-  by ``images_of`` and embedded (:func:`factor_source`), as disentanglement_lib draws them;
-- a family without it (MNIST, whose slant and thickness are bins of measured style, not values
-  an image can be made of) gets MIG, DCI and SAP on a labelled sample of
-  ``num_array_train() + num_test`` distinct images (``KnownFactors.labelled_sample``); BetaVAE
-  and FactorVAE are listed under ``"skipped"`` with the reason.
+- A family with ``images_of`` (Shapes3D) gets all five scores. Observations are drawn uniformly and
+  independently over the factor grid, then made into images and embedded, as disentanglement_lib does.
+- A family without it gets MIG, DCI and SAP on a labelled sample of ``num_array_train() + num_test``
+  images. MNIST is one: its slant and thickness are bins of measured style, not values to render.
+  BetaVAE and FactorVAE are listed under ``"skipped"`` with the reason.
 
-Point counts: :meth:`abc_tf.evaluation.estimators.disentanglement.ScoreSettings.preset` ("fast" for a
-CPU, 23,100 codes; "full" and "library", 2,895,000 codes). ``evaluate.py --disentanglement``
-picks the preset, ``--disentanglement_scores`` the scores. Every call with one seed draws the
-same factor values, so runs scored with one seed and preset are scored on the same observations.
+Point counts come from ``ScoreSettings.preset``. "fast" draws 23,100 codes, for a CPU; "full" and
+"library" draw 2,895,000.
+One seed draws the same factor values every call, so runs are scored on the same observations.
 """
 
 from __future__ import annotations
@@ -50,8 +46,10 @@ def known_factors(config: ExperimentConfig) -> KnownFactors:
 
 
 class _Timer:
-    """Seconds spent making and embedding images, and the codes made (counted on ``progress``
-    too: making and embedding the images is most of the scores' time)."""
+    """Seconds spent making and embedding images, and the codes made.
+
+    Also counted on ``progress``: making and embedding the images is most of the scores' time.
+    """
 
     def __init__(self) -> None:
         self.seconds = 0.0
@@ -60,9 +58,10 @@ class _Timer:
 
 
 def factor_source(encoder: Callable, config: ExperimentConfig, timer: _Timer | None = None) -> GridSource:
-    """A :class:`GridSource` over ``config``'s factor grid whose codes are ``encoder``'s
-    embeddings of ``images_of(config, factors)``; ValueError when the family declares no
-    ``images_of``."""
+    """A :class:`GridSource` over ``config``'s factor grid; its codes embed ``images_of(config, factors)``.
+
+    Raises ValueError when the family declares no ``images_of``.
+    """
     factors = known_factors(config)
     if factors.images_of is None:
         raise ValueError(
@@ -89,12 +88,16 @@ def evaluate_disentanglement(
     seed: int,
     scores: Sequence[str] = dis.SCORES,
 ) -> dict[str, Any]:
-    """The chosen ``scores`` of ``encoder`` on ``config``'s data family, JSON-ready:
+    """The chosen ``scores`` of ``encoder`` on ``config``'s data family, JSON-ready.
 
-    ``{"scores": {key: value} (dis.headline), "results": {score: full result},
-    "skipped": {score: reason}, "observations": "factor grid (images_of)" or "labelled sample",
-    "codes": codes embedded, "seconds": wall time, "encode_seconds": of which making and
-    embedding images, "settings": the point counts}``.
+    Keys:
+      scores: {key: value}, from dis.headline.
+      results: {score: full result}.
+      skipped: {score: reason}.
+      observations: "factor grid (images_of)" or "labelled sample".
+      codes: the number of codes embedded.
+      seconds: wall time; encode_seconds: the part spent making and embedding images.
+      settings: the point counts.
     """
     factors = known_factors(config)
     scores = tuple(scores)
@@ -166,8 +169,10 @@ def _array_scores(
 
 
 def plot_scores(series: Mapping[str, Mapping[str, Any]], path: str, title: str | None = None) -> None:
-    """The bar figure: one group per score of :data:`dis.HEADLINE` that any series has, one bar
-    per series (label -> ``{key: value}`` as in ``"scores"``, or ``{key: [values over seeds]}``)."""
+    """The bar figure: one group per :data:`dis.HEADLINE` score that any series has, one bar per series.
+
+    A series maps label -> ``{key: value}`` as in ``"scores"``, or ``{key: [values over seeds]}``.
+    """
     keys = [
         (key, label) for key, _, _, label in dis.HEADLINE if any(key in values for values in series.values())
     ]

@@ -1,18 +1,14 @@
 """Factor isolation of a trained encoder on a data set with known factors (docs/PAPERS.md section 4).
 
-Glue between a run (config + encoder) and the estimators: draws a labelled sample through the
-data family's known factors (``KnownFactors.labelled_sample``; Shapes3D: uniform over the grid, factor
-indices in ``FACTOR_NAMES`` order), embeds it, and measures per factor
+Glue between a run (config and encoder) and the estimators. It draws a labelled sample through the
+family's ``KnownFactors.labelled_sample``, embeds it, and measures per factor:
 
-- MINE mutual information (nats) at sigma = the loss's length scale, or for a method whose loss
-  has none (its config's ``length_scale()`` is None) 0.1 x the embeddings' own spread (:func:`noise_sigma`);
-- the histogram estimate as well when the embedding has at most 3 dimensions (ICLR, d = 2);
-- probe test accuracy against chance at the same sigma;
-- optionally the noise sweep (MINE, or the histogram for d <= 2, which is far cheaper);
+- MINE mutual information in nats, at the noise sigma of :func:`noise_sigma`;
+- the histogram estimate too, when the embedding has at most 3 dimensions (ICLR uses d = 2);
+- probe test accuracy against chance, at the same sigma;
+- optionally a noise sweep, by MINE or by the far cheaper histogram for d <= 2.
 
-and draws the figures of Fig. 3b / S1 / S2. :func:`aggregate` combines runs (seeds) into
-mean, standard deviation and the per-seed values.
-
+It draws the figures of Fig. 3b, S1 and S2. :func:`aggregate` combines seeds into mean, std and values.
 Metric dicts are JSON-ready: plain floats and lists, factor names as keys.
 """
 
@@ -47,18 +43,17 @@ NOISE_RULE = (
 
 @dataclasses.dataclass(frozen=True)
 class IsolationSettings:
-    """How much measuring to do. ``None`` for mine/probe skips that measure.
+    """How much measuring to do. ``None`` for mine or probe skips that measure.
 
     Attributes:
-      num_images: size of the labelled sample (distinct images).
-      sample_seed: seed of that sample (the same for every run, so runs are compared on the
-        same images).
-      mine: MINE settings (paper defaults unless overridden).
+      num_images: size of the labelled sample, in distinct images.
+      sample_seed: seed of that sample. Every run uses the same, so runs are compared on the same images.
+      mine: MINE settings; paper defaults unless overridden.
       probe: probe settings.
-      num_sigmas: points of the noise sweep (0: no sweep; the paper used 40).
+      num_sigmas: points of the noise sweep; 0 means no sweep. The paper uses 40.
       sweep_estimator: "mine", "histogram" (d <= 3 only) or "auto" (histogram when d <= 2).
-      pca_points: points in the principal-component figure (the paper shows 256).
-      sigma: noise scale of the single-sigma measures; None = the config's length scale.
+      pca_points: points in the principal-component figure. The paper shows 256.
+      sigma: noise scale of the single-sigma measures; None means the config's length scale.
     """
 
     num_images: int = 4096
@@ -105,8 +100,8 @@ def factor_names(config: ExperimentConfig) -> tuple[str, ...]:
 def inactive_names(config: ExperimentConfig) -> tuple[str, ...]:
     """Factors the run was trained to drop, for marking in figures.
 
-    An augmentation baseline drops the factors its family's augmentation varies
-    (``KnownFactors.augmented_by_baseline``: Shapes3D's three hues), so they are marked too.
+    An augmentation baseline drops the factors its family's augmentation varies, so they are marked too.
+    See ``KnownFactors.augmented_by_baseline``; for Shapes3D these are the three hues.
     """
     names = factor_names(config)
     if config.method.batch_format != "sets":
@@ -137,8 +132,10 @@ def condition_label(config: ExperimentConfig) -> str:
 
 
 def saved_model_encoder(path: str) -> Callable:
-    """A callable float [B, H, W, C] in [0, 1] -> embeddings [B, D] from an exported SavedModel
-    (``abc_tf.runs.export``: signature ``embed``; any single-output signature works)."""
+    """A callable from float [B, H, W, C] in [0, 1] to embeddings [B, D], from an exported SavedModel.
+
+    Uses the ``embed`` signature that ``abc_tf.runs.export`` writes. Any single-output signature works.
+    """
     import tensorflow as tf
 
     if not os.path.isdir(path):
@@ -171,9 +168,11 @@ def factor_sizes(config: ExperimentConfig) -> tuple[int, ...]:
 
 
 def noise_sigma(config: ExperimentConfig, embeddings: np.ndarray) -> tuple[float, str]:
-    """(sigma, rule) of the single-sigma measures for a run of ``config``'s method
-    (:data:`NOISE_RULE`): ``(length_scale(config), "length scale")`` when the method declares a
-    length scale, else ``(RELATIVE_NOISE * spread(embeddings), "0.1 x spread")``."""
+    """(sigma, rule) of the single-sigma measures for a run of ``config``'s method; see :data:`NOISE_RULE`.
+
+    Returns ``(length_scale(config), "length scale")`` when the method declares a length scale.
+    Otherwise returns ``(RELATIVE_NOISE * spread(embeddings), "0.1 x spread")``.
+    """
     scale = config.method.length_scale()
     if scale is not None:
         return float(scale), "length scale"
@@ -181,11 +180,13 @@ def noise_sigma(config: ExperimentConfig, embeddings: np.ndarray) -> tuple[float
 
 
 def measuring_unit(rule: str, embeddings: np.ndarray) -> float:
-    """The unit :func:`evaluate_embeddings` measures in: the embeddings' spread under the relative
-    noise rule, else 1. A method without a length scale may leave its codes at any scale (PMP's
-    shrink to a spread of about 0.05); the probes' and MINE's networks, with their fixed
-    initialisation and learning rates, train poorly on inputs that small, so such embeddings are
-    measured divided by their spread (noise 0.1), which changes no information."""
+    """The unit :func:`evaluate_embeddings` measures in: the spread under the relative rule, else 1.
+
+    A method without a length scale may leave its codes at any scale; PMP's shrink to a spread of about 0.05.
+    The probes' and MINE's networks have fixed initialisation and learning rates. They train poorly on
+    inputs that small. So such embeddings are divided by their spread, with noise 0.1.
+    Dividing changes no information.
+    """
     return max(spread(embeddings), 1e-12) if rule == RELATIVE_RULE else 1.0
 
 
@@ -206,15 +207,15 @@ def evaluate_embeddings(
     seed: int = 0,
     unit: float = 1.0,
 ) -> dict[str, Any]:
-    """All measures on given embeddings [N, D] and factor indices [N, F]; figures into out_dir.
+    """All measures on embeddings [N, D] and factor indices [N, F]; figures go into out_dir.
 
-    ``unit`` (:func:`measuring_unit`): the measures run on ``embeddings / unit`` with noise
-    ``sigma / unit``; sigma, spread and the sweep's sigmas are reported in the embeddings' units.
+    The measures run on ``embeddings / unit`` with noise ``sigma / unit``; see :func:`measuring_unit`.
+    Sigma, spread and the sweep's sigmas are reported in the embeddings' units.
 
-    Returns a JSON-ready dict with keys: sigma, length_scale, embedding_dim, spread (RMS
-    per-coordinate standard deviation), pca_explained_variance, inactive, mine / histogram
-    ({factor: nats}), probe ({factor: {accuracy, chance}}), sweep ({sigmas, estimator, values
-    [K][F]}) as far as they were computed, and figures (file names written).
+    Returns a JSON-ready dict with keys: sigma, length_scale, embedding_dim, spread, pca_explained_variance,
+    inactive and figures (file names written). Spread is the RMS per-coordinate std.
+    As far as computed, it also holds mine and histogram ({factor: nats}), probe
+    ({factor: {accuracy, chance}}) and sweep ({sigmas, estimator, values [K][F]}).
     """
     settings.validate()
     embeddings = np.asarray(embeddings, dtype=np.float64)
@@ -319,10 +320,12 @@ def evaluate_encoder(
     sample: tuple[np.ndarray, np.ndarray] | None = None,
     title: str | None = None,
 ) -> dict[str, Any]:
-    """:func:`evaluate_embeddings` for ``encoder`` on ``config``'s labelled sample (or ``sample``),
-    with the noise of :func:`noise_sigma` (unless ``settings.sigma`` is given), the config's
-    factor names and inactive factors. ``noise_rule`` says which sigma applied; ``length_scale``
-    is None for a method without one."""
+    """:func:`evaluate_embeddings` for ``encoder`` on ``config``'s labelled sample or on ``sample``.
+
+    The noise is :func:`noise_sigma`'s unless ``settings.sigma`` is given. Factor names and inactive
+    factors come from the config. ``noise_rule`` says which sigma applied.
+    ``length_scale`` is None for a method without one.
+    """
     settings.validate()
     names = factor_names(config)
     images, factors = (
@@ -355,8 +358,8 @@ def aggregate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Mean, standard deviation and per-run values of every per-factor measure over runs.
 
     Returns {"num_runs", "mine"/"histogram"/"probe_accuracy": {factor: {mean, std, values}},
-    "chance": {factor: value}, "disentanglement": {score: {mean, std, values}}} for the measures
-    every run has (the disentanglement scores: their ``"scores"`` entry, encoder_disentanglement).
+    "chance": {factor: value}, "disentanglement": {score: {mean, std, values}}}.
+    Only measures every run has are included. Disentanglement reads each run's ``"scores"`` entry.
     """
     if not runs:
         raise ValueError("aggregate needs at least one run's metrics.")

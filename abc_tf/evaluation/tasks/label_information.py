@@ -1,18 +1,15 @@
 """Known-label information in embeddings of real or grouped images, trained against untrained.
 
-For the families whose images carry labels for evaluation only (``yaleb``: person, pose,
-light azimuth and elevation; ``epfl_cars``: car, azimuth bin; ``folders``: group plus the
-columns of the labels CSV), this module measures per label
+Some families carry labels for evaluation only. ``yaleb`` has person, pose, light azimuth and elevation.
+``epfl_cars`` has car and azimuth bin. ``folders`` has the group and the columns of the labels CSV.
+Per label, this module measures:
 
-- probe accuracy: ``abc_tf.evaluation.estimators.probes.probe_accuracies`` (``models.build("probe")``,
-  trained on embeddings plus N(0, sigma^2) noise), against chance 1/K;
-- mutual information I(embedding + noise; label) in nats by MINE
-  (``abc_tf.evaluation.estimators.mine.mine_mutual_information``),
+- probe accuracy against chance 1/K, by ``probes.probe_accuracies`` on embeddings plus N(0, sigma^2) noise;
+- mutual information I(embedding + noise; label) in nats, by ``mine.mine_mutual_information``.
 
-with sigma = the loss's length scale (docs/PAPERS.md section 4) or a fraction of each embedding's
-own spread, for the trained encoder and for the untrained encoder of the same config and
-seed. No estimator lives here: this is the glue between grouped data sets and the
-measurement modules.
+Sigma is the loss's length scale (docs/PAPERS.md section 4) or a fraction of each embedding's spread.
+Both the trained encoder and the untrained one of the same config and seed are measured.
+No estimator lives here: this is glue between grouped data sets and the estimators.
 """
 
 from __future__ import annotations
@@ -33,9 +30,10 @@ from abc_tf.runs.training import untrained_encoder
 
 
 def load_labelled(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImages:
-    """All images of ``config``'s data set with their evaluation labels (the family's grouped
-    images: yaleb, epfl_cars, folders); ``labels_csv`` overrides the folder family's default
-    ``data_path/labels.csv``."""
+    """All images of ``config``'s data set with their evaluation labels, from the family's grouped images.
+
+    ``labels_csv`` overrides the folder family's default ``data_path/labels.csv``.
+    """
     grouped_images = data.get_family(config.data.family).grouped_images
     if grouped_images is None:
         raise ValueError(
@@ -46,9 +44,9 @@ def load_labelled(config: ExperimentConfig, labels_csv: str | None = None) -> Gr
 
 @dataclasses.dataclass
 class LabelScore:
-    """One label's information in one embedding, measured at noise ``sigma`` (embedding units).
+    """One label's information in one embedding, measured at noise ``sigma`` in embedding units.
 
-    mutual_information in nats (None when skipped); count = images with the label known.
+    mutual_information is in nats; None when skipped. count is the number of images with the label known.
     """
 
     probe_accuracy: float
@@ -64,16 +62,15 @@ class LabelSettings:
     """What :func:`trained_vs_untrained` measures, and at which noise.
 
     Attributes:
-      names: the labels to measure (default: all of ``grouped.labels``).
-      probe_settings, mine_settings: as :func:`label_information` takes them (None: no MI).
-      sigma: noise scale in embedding units; default the config's length scale (tau for l2,
-        sqrt(tau) for l2sq), the scale the loss works at (docs/PAPERS.md section 4).
-      relative_sigma: instead, noise of this fraction of each embedding's own spread
-        (``abc_tf.evaluation.estimators.noise.spread``). An untrained encoder's embeddings are often far
-        smaller than the length scale, so at sigma = tau they hold nothing; a noise scaled to
-        each embedding compares what the two keep regardless of their overall scale. The
-        embeddings are then divided by their spread before measuring (probes and MINE train
-        poorly on inputs of scale 1e-3); the reported ``sigma`` is in the original units.
+      names: the labels to measure. Default: all of ``grouped.labels``.
+      probe_settings, mine_settings: as :func:`label_information` takes them. mine_settings None skips MI.
+      sigma: noise scale in embedding units. Default: the config's length scale, the scale the loss
+        works at (docs/PAPERS.md section 4). That is tau for l2 and sqrt(tau) for l2sq.
+      relative_sigma: instead, noise of this fraction of each embedding's spread (``noise.spread``).
+        Untrained embeddings are often far smaller than the length scale, so at sigma = tau they hold nothing.
+        Noise scaled to each embedding compares what the two keep, whatever their scale.
+        The embeddings are divided by their spread before measuring, since probes and MINE train poorly
+        on inputs of scale 1e-3. The reported ``sigma`` is in the original units.
     """
 
     names: Sequence[str] | None = None
@@ -96,12 +93,12 @@ def label_information(
     mine_settings: mine.MineSettings | None = mine.MineSettings(),
     seed: int = 0,
 ) -> dict[str, LabelScore]:
-    """Probe accuracy and MINE MI of every label (default: all of ``grouped.labels``).
+    """Probe accuracy and MINE MI of every label in ``names``; default all of ``grouped.labels``.
 
-    embeddings: [N, D] for the N rows of ``grouped``. Rows whose label is unknown (-1) are
-    left out of that label's measurement; labels with fewer than 2 known classes are skipped.
-    Labels known on every row share one probe fit and one MINE run; the others get their own.
-    ``mine_settings=None`` skips MI (probes only).
+    embeddings: [N, D] for the N rows of ``grouped``. Rows whose label is unknown (-1) are left out of
+    that label's measurement. Labels with fewer than 2 known classes are skipped. Labels known on every
+    row share one probe fit and one MINE run; the others get their own.
+    ``mine_settings=None`` skips MI and measures probes only.
     """
     embeddings = np.asarray(embeddings, dtype=np.float64)
     if embeddings.shape[0] != len(grouped.groups):
@@ -145,8 +142,9 @@ def trained_vs_untrained(
     grouped: GroupedImages,
     settings: LabelSettings = LabelSettings(),
 ) -> dict[str, dict[str, LabelScore]]:
-    """{"trained": scores, "untrained": scores}: the same measurement (``settings``) on the
-    trained encoder and on the untrained encoder of ``config`` (same architecture and initial seed).
+    """{"trained": scores, "untrained": scores}: the same measurement on both encoders.
+
+    The untrained encoder has ``config``'s architecture and initial seed.
     """
     settings.validate()
     measure = (settings.names, settings.probe_settings, settings.mine_settings, config.trainer.seed)
@@ -180,8 +178,7 @@ def evaluate_run(
     sigma: float | None = None,
     relative_sigma: float | None = None,
 ) -> dict[str, dict[str, LabelScore]]:
-    """:func:`trained_vs_untrained` for a run directory written by ``abc_tf.runs.training.train``
-    (its ``config.json`` and ``encoder.keras``)."""
+    """:func:`trained_vs_untrained` for a run directory that ``abc_tf.runs.training.train`` wrote."""
     run = load_run(run_dir)
     grouped = load_labelled(run.config, labels_csv)
     return trained_vs_untrained(
@@ -201,7 +198,7 @@ def to_dict(result: dict[str, dict[str, LabelScore]]) -> dict:
 
 
 def markdown_table(result: dict[str, dict[str, LabelScore]]) -> str:
-    """One row per label: classes, chance, probe accuracy and MI (nats), untrained and trained.
+    """One row per label: classes, chance, probe accuracy and MI in nats, untrained and trained.
 
     The noise sigma of each encoder is given below the table.
     """

@@ -1,16 +1,14 @@
-"""One labelled sample per run, whatever its data family: images with discrete labels known for
-every one of them. The factor-isolation callback (abc_tf.evaluation.callbacks), the end-of-run summary
-(abc_tf.evaluation.run_summary) and ``evaluate.py --compare`` (abc_tf.evaluation.comparison) measure on
-it; the family's task (abc_tf.evaluation.tasks) names how it is drawn:
+"""One labelled sample per run, whatever its data family: images with discrete labels known for each.
 
-- known factors (Shapes3D's grid, MNIST's digit with its binned slant and thickness): the
-  family's own sample, the factors a run fixes within a set marked inactive;
-- grouped images (yaleb, epfl_cars, the user's folders): the labels known for every image
-  (the group, the file-name labels, the complete columns of a labels.csv), the labels
-  constant within every group marked inactive (a set is drawn within one group); none when
-  no label varies within a group (folders without a labels.csv: nothing to tell kept from
-  dropped);
-- images of known pose: renders of held-out instances, azimuth in 8 bins of 45 degrees and
+The factor-isolation callback, the end-of-run summary and ``evaluate.py --compare`` measure on it.
+The family's task (abc_tf.evaluation.tasks) names how it is drawn:
+
+- Known factors, such as Shapes3D's grid or MNIST's digit with binned slant and thickness:
+  the family's own sample. Factors a run fixes within a set are marked inactive.
+- Grouped images (yaleb, epfl_cars, the user's folders): the labels known for every image.
+  Labels constant within every group are marked inactive, since a set is drawn within one group.
+  None when no label varies within a group; then nothing tells kept from dropped.
+- Images of known pose: renders of held-out instances, with azimuth in 8 bins of 45 degrees and
   elevation in 3 quantile bins.
 """
 
@@ -30,8 +28,13 @@ AZIMUTH_BINS, ELEVATION_BINS = 8, 3
 
 @dataclasses.dataclass(frozen=True)
 class LabelledSample:
-    """images uint8 [n, H, W, C]; factors int64 [n, F], the class of each image per label;
-    names [F]; sizes [F], the classes of each label; inactive, the labels a run fixes within a set."""
+    """A labelled sample.
+
+    images: uint8 [n, H, W, C].
+    factors: int64 [n, F], the class of each image per label.
+    names: [F]. sizes: [F], the number of classes of each label.
+    inactive: the labels a run fixes within a set.
+    """
 
     images: np.ndarray
     factors: np.ndarray
@@ -52,8 +55,11 @@ def known_factor_sample(config: ExperimentConfig, num_images: int, seed: int) ->
 
 
 def grouping_labels(grouped: GroupedImages) -> list[str]:
-    """The labels constant within every group: a set is drawn within one group, so these are
-    the factors a run fixes within a set (the person and pose of yaleb, the car of epfl_cars)."""
+    """The labels constant within every group.
+
+    A set is drawn within one group, so these are the factors a run fixes within a set.
+    Examples are the person and pose of yaleb, and the car of epfl_cars.
+    """
     groups = len(grouped.group_names)
     return [
         name
@@ -86,16 +92,18 @@ def pose_sample(config: ExperimentConfig, num_images: int, seed: int) -> Labelle
 
 
 def inactive_of(config: ExperimentConfig, sample: LabelledSample) -> tuple[str, ...]:
-    """The labels of ``sample`` that a run of ``config`` fixed within a set: its own known
-    factors' (its --data.inactive_factors), else the sample's (the labels constant within a group),
-    for methods trained on sets."""
+    """The labels of ``sample`` that a run of ``config`` fixed within a set.
+
+    A family with known factors gives its ``--data.inactive_factors``. Otherwise, for methods trained on
+    sets, the sample's labels that are constant within a group.
+    """
     if data.get_family(config.data.family).known_factors is not None:
         return factor_isolation.inactive_names(config)
     return sample.inactive if config.method.batch_format == "sets" else ()
 
 
 def condition_of(config: ExperimentConfig, sample: LabelledSample) -> str:
-    """A run's training condition in a few words (which labels it was trained to drop)."""
+    """A run's training condition in a few words: which labels it was trained to drop."""
     if data.get_family(config.data.family).known_factors is not None:
         return factor_isolation.condition_label(config)
     inactive = inactive_of(config, sample)

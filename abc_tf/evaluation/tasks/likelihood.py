@@ -1,17 +1,14 @@
-"""The measures of the VAE family (``--method=vae``, ``u_vitae``, ``c_vitae``; docs/PAPERS.md section P2)
-on the MNIST test images: the test ELBO and its terms, the importance-weighted log-likelihood,
-and kNN digit accuracy from the appearance, the perspective and the whole code.
+"""The measures of the VAE family on the MNIST test images (docs/PAPERS.md section P2).
 
-- ELBO (nats per image): log p(x | z) - KL(q_A || p) - KL(q_P || p) with the KL terms in closed
-  form, the likelihood averaged over K reparameterised samples (for C-VITAE the appearance KL
-  is averaged too: q_A depends on the sampled z_P).
-- Importance-weighted log p(x) (Burda et al. 2016): log (1/K) sum_k p(x, z_k) / q(z_k | x) over
-  the same K samples; a tighter bound, >= the ELBO on average and rising with K. The paper
-  does not give its K; 100 here [ours], :data:`SAMPLES`.
-- kNN accuracy: each test image's digit voted by its k = 5 nearest neighbours (Euclidean) among
-  10,000 training images [ours: the paper gives neither], from z_A, z_P and [z_A, z_P] (the
-  posterior means); on all test images and on the held-out digit's alone (the run never saw it,
-  its labelled neighbours are only looked up here).
+The methods are ``--method=vae``, ``u_vitae`` and ``c_vitae``. Measures, all in nats per image:
+
+- ELBO: log p(x | z) - KL(q_A || p) - KL(q_P || p), with the KL terms in closed form.
+  The likelihood is averaged over K reparameterised samples. For C-VITAE the appearance KL is
+  averaged too, because q_A depends on the sampled z_P.
+- Importance-weighted log p(x) (Burda et al. 2016): log (1/K) sum_k p(x, z_k) / q(z_k | x) over the
+  same K samples. It is a tighter bound: >= the ELBO on average, rising with K.
+  Ours: the paper gives no K; we use :data:`SAMPLES` = 100.
+- kNN digit accuracy from z_A, z_P and [z_A, z_P], the posterior means; see :func:`evaluate_run`.
 """
 
 from __future__ import annotations
@@ -62,10 +59,12 @@ def bounds(
     seed: int = 0,
     dims: tuple[int, int] | None = None,
 ) -> dict[str, np.ndarray]:
-    """Per image of ``images`` [N, H, W, C] (uint8 or float in [0, 1]): "elbo", "reconstruction",
-    "kl_appearance", "kl_perspective" and "iw_log_likelihood" (nats, float64 [N]) from ``samples``
-    draws each, under the variant's ``structure``. ``dims``: (d_A, d_P), by default read from
-    the posteriors' output shapes."""
+    """Per-image "elbo", "reconstruction", "kl_appearance", "kl_perspective" and "iw_log_likelihood".
+
+    Each is float64 [N] in nats, from ``samples`` draws per image under the variant's ``structure``.
+    ``images`` are [N, H, W, C], uint8 or float in [0, 1].
+    ``dims`` is (d_A, d_P); by default it is read from the posteriors' output shapes.
+    """
     if dims is None:
         dims = tuple(
             int(networks[name].output_shape[0][-1]) if name in networks else 0
@@ -107,8 +106,10 @@ def knn_accuracy(
     query_labels: np.ndarray,
     k: int = NEIGHBOURS,
 ) -> float:
-    """Fraction of ``queries`` [Q, d] whose majority label among their k nearest ``reference``
-    [R, d] rows (Euclidean; ties to the smaller label) is their own."""
+    """Fraction of ``queries`` [Q, d] whose k nearest ``reference`` rows [R, d] vote their own label.
+
+    Distances are Euclidean. Ties go to the smaller label.
+    """
     reference, queries = np.asarray(reference, np.float64), np.asarray(queries, np.float64)
     norms = np.sum(reference**2, axis=1)
     correct = 0
@@ -124,9 +125,14 @@ def knn_accuracy(
 
 
 def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0, max_images: int = 0) -> dict[str, Any]:
-    """The measures of the module docstring for a finished VAE or VITAE run on a family of
-    class-labelled images (MNIST); ``max_images`` > 0: the first that many test images and at
-    most that many reference images (a check that the run evaluates, not a figure)."""
+    """The module's measures for a finished VAE or VITAE run on class-labelled images such as MNIST.
+
+    kNN accuracy: k = 5 Euclidean neighbours among 10,000 training images vote each test image's digit.
+    Ours: the paper gives neither number. It is reported on all test images and on the held-out digit alone.
+    The run never saw that digit; its labelled neighbours are only looked up here.
+    ``max_images`` > 0 caps the test and reference images.
+    Use it to check that a run evaluates, not for figures.
+    """
     method = run.config.method
     class_labelled_images = data.get_family(run.config.data.family).class_labelled_images
     if not isinstance(method, VaeConfig) or class_labelled_images is None:

@@ -1,26 +1,16 @@
-"""MNIST digit-style isolation: retrieval grid, PCA thumbnails, style measures (paper Fig. 4, S7).
+"""MNIST digit-style isolation: retrieval grid, PCA thumbnails and style measures (paper Fig. 4, S7).
 
-- the retrieval grid (``abc_tf.evaluation.tasks.retrieval``): one query per digit class (the
-  diagonal); in each row, the nearest test image of every other class in embedding space. If
-  the embedding holds style and not the digit, a row shows one handwriting style written as
-  all ten digits.
-- :func:`plot_pca_thumbnails`: the test embeddings' top two principal components
-  (``plots.principal_components``) with image thumbnails, trained against untrained,
-  held-out digit apart.
-- :func:`slant`, :func:`stroke_thickness`: style measured from the pixels themselves;
-  ``regression.style_predictability`` says how well embeddings predict them (R^2 of ridge and kNN
-  regression on held-out test images, and within each digit);
-  the digit probe (``abc_tf.evaluation.estimators.probes``, noise at the length scale while training)
-  says how much class information is left.
-- On the built-in procedural digits (``data.test_style``), ``regression.style_predictability``
-  also scores every style factor the renderer drew (``abc_tf.data.mnist.digits.STYLE_FACTORS``:
-  slant, thickness, scale, aspect, rotation, shift_x, shift_y) as ``true_style_r2``: the true
-  factors, not pixel measures of them.
-- :func:`evaluate_mnist_run`: all of it for a run directory or encoder; writes PNGs and
-  ``mnist_metrics.json``.
+- Retrieval grid (``abc_tf.evaluation.tasks.retrieval``): one query per digit class on the diagonal.
+  Each row holds the nearest test image of every other class. If the embedding holds style and not
+  the digit, a row shows one handwriting style written as all ten digits.
+- :func:`plot_pca_thumbnails`: the top two principal components with thumbnails, trained against untrained.
+- Style measured from the pixels (slant, thickness). ``regression.style_predictability`` gives how well
+  embeddings predict them. A digit probe gives how much class information is left.
+- On the procedural digits, ``true_style_r2`` scores every style factor the renderer drew.
+  See ``abc_tf.data.mnist.digits.STYLE_FACTORS``.
+- :func:`evaluate_mnist_run` does all of it and writes PNGs and ``mnist_metrics.json``.
 
-Coordinates: images are [N, 28, 28] (or [N, 28, 28, 1]) with x = column (right) and y = row
-(down); lengths are in pixels.
+Images are [N, 28, 28] or [N, 28, 28, 1]. x is the column (right), y the row (down). Lengths are in pixels.
 """
 
 from __future__ import annotations
@@ -69,8 +59,10 @@ _TAB10 = np.array(
 
 
 def _spread_selection(points: np.ndarray, cells: int, rng: np.random.Generator) -> np.ndarray:
-    """One random point per occupied cell of a cells x cells grid over the points' range:
-    thumbnails that cover the whole scatter without piling up in its dense centre."""
+    """One random point per occupied cell of a cells x cells grid over the points' range.
+
+    The thumbnails then cover the whole scatter without piling up in its dense centre.
+    """
     low, high = points.min(axis=0), points.max(axis=0)
     cell = np.floor((points - low) / np.maximum(high - low, 1e-12) * (cells - 1e-9)).astype(np.int64)
     keys = cell[:, 0] * cells + cell[:, 1]
@@ -80,7 +72,7 @@ def _spread_selection(points: np.ndarray, cells: int, rng: np.random.Generator) 
 
 
 def _ink_thumbnail(image: np.ndarray, colour: np.ndarray) -> np.ndarray:
-    """A [H, W] ink image in [0, 1] as RGBA whose alpha is the ink (overlaps stay readable)."""
+    """A [H, W] ink image in [0, 1] as RGBA with the ink as alpha, so overlaps stay readable."""
     rgba = np.zeros(image.shape + (4,))
     rgba[..., :3] = colour
     rgba[..., 3] = image
@@ -96,8 +88,9 @@ def plot_pca_thumbnails(
 ) -> None:
     """PCA scatters with thumbnails: panels of (title, projection [N, 2], images [N, 28, 28], labels [N]).
 
-    Each panel: every point as a dot coloured by digit, and one thumbnail per occupied cell of
-    a ``cells`` x ``cells`` grid, drawn in its digit's colour."""
+    Each panel shows every point as a dot coloured by digit. It adds one thumbnail per occupied cell of
+    a ``cells`` x ``cells`` grid, in its digit's colour.
+    """
     rng = np.random.default_rng(seed)
     rows = int(np.ceil(len(panels) / columns))
     figure = Figure(figsize=(5.0 * columns, 4.6 * rows), dpi=72)
@@ -126,9 +119,10 @@ def plot_pca_thumbnails(
 
 
 def embedding_spread(embeddings: np.ndarray) -> dict[str, float]:
-    """Scale of the embeddings, to read noise and length-scale numbers against: RMS distance
-    to the mean and the root of the mean per-dimension variance (``noise.spread``), in
-    embedding units."""
+    """Scale of the embeddings in embedding units, to read noise and length scales against.
+
+    Returns the RMS distance to the mean and the root of the mean per-dimension variance (``noise.spread``).
+    """
     centred = np.asarray(embeddings, np.float64) - np.mean(embeddings, axis=0)
     return {
         "rms_radius": float(np.sqrt(np.mean(np.sum(centred**2, axis=1)))),
@@ -150,25 +144,25 @@ def evaluate_mnist_run(
     """Evaluates digit-style isolation of a trained encoder on the MNIST test split.
 
     Args:
-      run: a run directory (with encoder.keras and config.json) or a trained encoder.
-      config: the run's config (read from the run directory when None).
+      run: a run directory with encoder.keras and config.json, or a trained encoder.
+      config: the run's config. None reads it from the run directory.
       out_dir: where ``retrieval.png``, ``pca.png`` and ``mnist_metrics.json`` go.
-      untrained: the baseline encoder; default: the run's architecture with its initial
-        weights (``abc_tf.runs.training.untrained_encoder(config)``, same seed).
-      probe_epochs: epochs of each digit probe; seed: query choice, splits, probes.
+      untrained: the baseline encoder. Default: ``abc_tf.runs.training.untrained_encoder(config)``,
+        the run's architecture with its initial weights.
+      probe_epochs: epochs of each digit probe.
+      seed: seeds the query choice, splits and probes.
     Returns the metrics dict that is also written as JSON. For "trained" and "untrained":
-      style_r2: ``regression.style_predictability`` of slant, thickness, ink, width;
-      true_style_r2 (procedural digits only): the same for every true style factor of the
-        renderer (``data.test_style``);
-      digit_probe_accuracy: the digit probe's test accuracy, trained with noise at the
-        length scale (the paper's setting) and, on standardised embeddings, without noise;
-      pca_explained_variance_ratio, pca_top2_variance: of the seen digits' embeddings;
-      pc_style_correlation: within-digit |correlation| of PC 1/2 with slant and thickness
-        and the R^2 of both PCs together;
-      embedding_spread: RMS size of the embeddings (compare with the length scale);
-      retrieval_grid, retrieval_row_style_spread: the grid and how uniform the style of
-        each of its rows is (< 1: rows share a style);
-    plus the data source, the held-out digit, the length scale and the figure paths.
+      style_r2: ``regression.style_predictability`` of slant, thickness, ink and width.
+      true_style_r2: the same for every true style factor of the renderer. Procedural digits only.
+      digit_probe_accuracy: the digit probe's test accuracy. One probe trains with noise at the
+        length scale, the paper's setting. One trains on standardised embeddings without noise.
+      pca_explained_variance_ratio, pca_top2_variance: of the seen digits' embeddings.
+      pc_style_correlation: within-digit |correlation| of PC 1 and 2 with slant and thickness,
+        and the R^2 of both PCs together.
+      embedding_spread: RMS size of the embeddings, to compare with the length scale.
+      retrieval_grid, retrieval_row_style_spread: the grid and how uniform each row's style is.
+        Below 1, rows share a style.
+    The dict also holds the data source, the held-out digit, the length scale and the figure paths.
     """
     if isinstance(run, str):
         loaded = load_run(run)
@@ -216,11 +210,10 @@ def evaluate_mnist_run(
             )
         _, all_ratios = plots.principal_components(embeddings[seen_mask], embeddings.shape[1])
         digit_probe = {}
-        # With noise at the length scale the embedding's own units matter (the paper's probe).
-        # Without noise only the information matters, so the embeddings are standardised
-        # first: the untrained embeddings are ~100x smaller and a probe would barely learn.
-        # A method without a length scale gets 0.1 x the spread, in units of the spread
-        # (factor_isolation.noise_sigma and measuring_unit, as every other evaluator).
+        # With noise at the length scale, the embedding's units matter: this is the paper's probe.
+        # Without noise only the information matters, so we standardise first.
+        # Untrained embeddings are ~100x smaller, and a probe on them would barely learn.
+        # A method without a length scale gets 0.1 x the spread; see factor_isolation.noise_sigma.
         standardised = (embeddings - embeddings.mean(axis=0)) / (embeddings.std(axis=0) + 1e-12)
         noise_sigma, rule = factor_isolation.noise_sigma(config, embeddings)
         unit = factor_isolation.measuring_unit(rule, embeddings)
@@ -277,8 +270,10 @@ def evaluate_mnist_run(
 
 
 def true_style_summary(metrics: dict[str, Any]) -> str | None:
-    """One line of ``true_style_r2`` for the console: ridge R^2 within digit on held-out images of
-    the seen digits, trained / untrained, per factor; None without true style factors."""
+    """One console line of ``true_style_r2``; None without true style factors.
+
+    Per factor: ridge R^2 within digit on held-out images of the seen digits, trained / untrained.
+    """
     trained = metrics.get("trained")
     if not isinstance(trained, dict) or "true_style_r2" not in trained:
         return None
@@ -291,9 +286,11 @@ def true_style_summary(metrics: dict[str, Any]) -> str | None:
 
 
 def _row_style_spread(grid: retrieval.RetrievalGrid, measures: dict[str, np.ndarray]) -> dict[str, float]:
-    """Mean over rows of the standard deviation of slant and thickness along the row, divided
-    by their standard deviation over the whole pool: below 1 means each row shares a style
-    (retrieval found same-style digits), about 1 means a row is as varied as random images."""
+    """How uniform the style of each retrieval row is.
+
+    The mean over rows of the std of slant and thickness along the row, over their std in the whole pool.
+    Below 1, each row shares a style. About 1, a row is as varied as random images.
+    """
     out = {}
     for name in ("slant", "thickness"):
         values = measures[name][grid.indices]  # [C, C]
@@ -304,10 +301,12 @@ def _row_style_spread(grid: retrieval.RetrievalGrid, measures: dict[str, np.ndar
 def _pc_style_correlation(
     projection: np.ndarray, measures: dict[str, np.ndarray], labels: np.ndarray, seen_mask: np.ndarray
 ) -> dict[str, dict[str, float]]:
-    """How much of slant and thickness the PCA plane shows, within digit (each digit's mean
-    removed from PCs and measures), for the seen digits and the held-out digit:
-    |correlation| with PC 1 and PC 2 (PCA signs are arbitrary) and the R^2 of a least-squares
-    fit of the measure on both PCs."""
+    """How much of slant and thickness the PCA plane shows, within digit.
+
+    Each digit's mean is removed from PCs and measures. Computed for the seen digits and the held-out digit.
+    Gives |correlation| with PC 1 and PC 2, since PCA signs are arbitrary. Also gives the R^2 of a
+    least-squares fit of the measure on both PCs.
+    """
     out: dict[str, dict[str, float]] = {}
     for split, mask in (("seen_digits", seen_mask), ("holdout_digit", ~seen_mask)):
         if not np.any(mask):

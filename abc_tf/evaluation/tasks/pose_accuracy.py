@@ -1,8 +1,8 @@
 """Pose errors, nearest-neighbour pose lookup and the pose evaluation of a run (docs/PAPERS.md section 5).
 
-The rotation conventions (authors' Euler angles, Pascal3D+) and the geodesic error live in
-:mod:`abc_tf.geometry`. Errors are geodesic angles in **degrees**; the flip-invariant error is
-``min(theta, 180 - theta)``.
+The rotation conventions and the geodesic error live in :mod:`abc_tf.geometry`.
+They follow the authors' Euler angles and Pascal3D+. Errors are geodesic angles in **degrees**.
+The flip-invariant error is ``min(theta, 180 - theta)``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ DEFAULT_THRESHOLDS_DEG = (30.0, 15.0)
 
 
 def flip_invariant(errors_deg: np.ndarray) -> np.ndarray:
-    """``min(theta, 180 - theta)``: a prediction off by a half turn counts as right (car symmetry)."""
+    """``min(theta, 180 - theta)``: a prediction off by a half turn counts as right, as cars are symmetric."""
     errors_deg = np.asarray(errors_deg, dtype=np.float64)
     return np.minimum(errors_deg, 180.0 - errors_deg)
 
@@ -38,9 +38,9 @@ def flip_invariant(errors_deg: np.ndarray) -> np.ndarray:
 def pose_metrics(
     errors_deg: np.ndarray, thresholds_deg: Sequence[float] = DEFAULT_THRESHOLDS_DEG
 ) -> dict[str, float]:
-    """Median error (degrees) and the fraction of errors below each threshold.
+    """Median error in degrees and the fraction of errors below each threshold.
 
-    Returns ``{"median_error_deg": ..., "acc_at_30": ..., ...}`` (threshold printed as ``%g``).
+    Returns ``{"median_error_deg": ..., "acc_at_30": ..., ...}``; thresholds are formatted with ``%g``.
     """
     errors_deg = np.asarray(errors_deg, dtype=np.float64).ravel()
     if errors_deg.size == 0:
@@ -54,7 +54,7 @@ def pose_metrics(
 def error_metrics(
     predicted: np.ndarray, truth: np.ndarray, thresholds_deg: Sequence[float] = DEFAULT_THRESHOLDS_DEG
 ) -> dict[str, float]:
-    """Metrics of predicted against true rotations [N, 3, 3], plain and flip-invariant (``flip_`` prefix)."""
+    """Metrics of predicted against true rotations [N, 3, 3], plain and flip-invariant (prefix ``flip_``)."""
     errors = geodesic_error(predicted, truth)
     metrics = pose_metrics(errors, thresholds_deg)
     metrics.update(
@@ -67,10 +67,10 @@ def error_metrics(
 
 
 def backbone_model(encoder: keras.Model, layer_name: str = "backbone") -> keras.Model:
-    """images -> the encoder's backbone features, flattened [B, F] (the paper's "ResNet" row).
+    """A model from images to the encoder's flattened backbone features [B, F]: the paper's "ResNet" row.
 
-    Uses the layer named ``layer_name`` (the pose encoders name their convolutional trunk
-    "backbone"); failing that, the last layer of the encoder with a 4-D (feature map) output.
+    Uses the layer named ``layer_name``; the pose encoders name their convolutional trunk "backbone".
+    Failing that, uses the encoder's last layer with a 4-D feature-map output.
     """
     try:
         features = encoder.get_layer(layer_name).output
@@ -93,8 +93,8 @@ def backbone_model(encoder: keras.Model, layer_name: str = "backbone") -> keras.
 class LookupResult:
     """Lookup metrics over R random dictionaries.
 
-    per_dictionary: metric name -> [R] values (``median_error_deg``, ``acc_at_30``, ... and the
-    flip-invariant ``flip_*``); dictionary_size and repeats as used.
+    per_dictionary: metric name -> [R] values: ``median_error_deg``, ``acc_at_30``, ... and the
+    flip-invariant ``flip_*``. dictionary_size and repeats are the values used.
     """
 
     per_dictionary: dict[str, np.ndarray]
@@ -102,7 +102,7 @@ class LookupResult:
     repeats: int
 
     def summary(self) -> dict[str, dict[str, float]]:
-        """metric -> {"mean", "std" (over dictionaries), "sem" (standard error of the mean)}."""
+        """metric -> {"mean", "std", "sem"} over dictionaries; sem is the standard error of the mean."""
         out = {}
         for name, values in self.per_dictionary.items():
             std = float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
@@ -124,14 +124,14 @@ def lookup_evaluation(
 ) -> LookupResult:
     """Pose by nearest neighbour in R random dictionaries drawn from a pool of known poses.
 
-    Each dictionary is ``dictionary_size`` pool images drawn without replacement (seeded);
-    every query takes the rotation of its most similar dictionary entry (training similarity)
-    and is scored by the geodesic error to its true rotation.
+    Each dictionary is ``dictionary_size`` pool images drawn without replacement, seeded.
+    Each query takes the rotation of its most similar dictionary entry, under the training similarity.
+    It is scored by the geodesic error to its true rotation.
 
     Args:
       query_embeddings [Q, D], query_rotations [Q, 3, 3]: the test images.
       pool_embeddings [P, D], pool_rotations [P, 3, 3]: synthetic images of known pose, P >= dictionary_size.
-      max_elements: similarities held at once (tiles); the result does not depend on it.
+      max_elements: similarities held at once, in tiles. The result does not depend on it.
     """
     query_rotations = as_matrices(query_rotations)
     pool_rotations = as_matrices(pool_rotations)
@@ -177,7 +177,7 @@ def regression_metrics(
     true_rotations: np.ndarray,
     thresholds_deg: Sequence[float] = DEFAULT_THRESHOLDS_DEG,
 ) -> dict[str, float]:
-    """Metrics of regressed Euler angles [N, 3] (radians) against true rotations [N, 3, 3]."""
+    """Metrics of regressed Euler angles [N, 3] in radians against true rotations [N, 3, 3]."""
     return error_metrics(euler_to_matrix(predicted_euler), true_rotations, thresholds_deg)
 
 
@@ -199,21 +199,20 @@ ROW_REGRESSION = "spherical regression head"
 class PoseEvalSettings:
     """How a pose run is evaluated (docs/PAPERS.md section 5). Counts are images.
 
-    dictionary_size: images of known pose per lookup dictionary (paper: 1800).
-    repeats: random dictionaries whose metrics are averaged (paper: 50).
-    pool_size: synthetic images of known pose the dictionaries are drawn from
-      (0: 4 x dictionary_size); each dictionary is a random subset of the pool.
-    num_queries: test images per query domain (0: the data module's default).
-    query_domains: "real" (the paper's Pascal3D+ stand-in) and/or "synthetic" (held-out
-      instances, the in-domain Table S1 setting).
-    query_split: the instances queried: "test" (held out of training) or "validation" (the
-      training instances ``--data.validation_instances`` held out, for tuning; synthetic only).
-    baselines: also evaluate the untrained encoder and, where the run trains an encoder of the
-      models registry (a ``model`` part), its raw backbone features.
-    pretrained_backbone: "imagenet" or the path of a ResNet50V2 notop weights file: adds the
-      paper's "ImageNet-pretrained ResNet" row (Table 1; supplement S8.5): the conv4 features
-      of the S5 encoder's ResNet50V2 base with those weights, no training, compared by
-      cosine. Empty: no such row. Weights that cannot be read are a ValueError saying what to do.
+    dictionary_size: images of known pose per lookup dictionary. The paper uses 1800.
+    repeats: random dictionaries whose metrics are averaged. The paper uses 50.
+    pool_size: synthetic images of known pose that dictionaries are drawn from; 0 means 4 x dictionary_size.
+    num_queries: test images per query domain; 0 means the data module's default.
+    query_domains: "real", the paper's Pascal3D+ stand-in, and/or "synthetic".
+      Synthetic queries are held-out instances, the in-domain Table S1 setting.
+    query_split: "test", instances held out of training, or "validation", for tuning.
+      Validation is the training instances ``--data.validation_instances`` holds out; synthetic only.
+    baselines: also evaluate the untrained encoder. Where the run trains a models-registry encoder
+      (a ``model`` part), also evaluate its raw backbone features.
+    pretrained_backbone: "imagenet" or the path of a ResNet50V2 notop weights file.
+      Adds the paper's "ImageNet-pretrained ResNet" row (Table 1; supplement S8.5).
+      That row uses the conv4 features of the S5 encoder's ResNet50V2 base, untrained, compared by cosine.
+      Empty means no such row. Unreadable weights raise a ValueError saying what to do.
     seed: seeds the pool, the queries and the dictionary draws.
     """
 
@@ -258,9 +257,11 @@ class PoseEvalSettings:
 
 
 def pretrained_backbone_model(weights: str, image_shape: tuple[int, int, int]) -> keras.Model:
-    """images [B, S, S, 3] in [0, 1] -> the flattened conv4 features of ResNet50V2 with
-    ``weights`` (the S5 encoder's base, ``models.pose_encoders``). Images smaller than
-    ``PRETRAINED_MIN_SIZE`` are resized up to it (bilinear) first."""
+    """A model from images [B, S, S, 3] in [0, 1] to flattened ResNet50V2 conv4 features with ``weights``.
+
+    The base is the S5 encoder's, from ``models.pose_encoders``.
+    Images smaller than ``PRETRAINED_MIN_SIZE`` are first resized up to it, bilinearly.
+    """
     size = max(int(image_shape[0]), PRETRAINED_MIN_SIZE)
     network = backbone_model(models.build("s5", input_shape=(size, size, 3), weights=weights))
     inputs = keras.Input(shape=tuple(image_shape), name="images")
@@ -275,14 +276,14 @@ def evaluate_pose_run(
     write: bool = True,
     run: Run | None = None,
 ) -> dict:
-    """Pose metrics of a pose run directory; written to ``(out_dir or run_dir)/pose_metrics.json``.
+    """Pose metrics of a pose run directory, written to ``pose_metrics.json`` in ``out_dir or run_dir``.
 
-    Rows (per query domain): the untrained encoder and its backbone features as lookup
-    baselines (same initial weights as the run, ``untrained_encoder(config)``), the trained encoder
-    by lookup, and the spherical-regression head when the run has one. Lookup rows hold
-    {"mean", "std", "sem"} over the random dictionaries per metric; the regression row holds
-    plain values (it needs no dictionary). Errors in degrees. ``run``: the run already loaded
-    (one of its checkpoints, or its encoder replaced by another network) instead of ``run_dir``'s.
+    Rows per query domain: the untrained encoder and its backbone features as lookup baselines, the
+    trained encoder by lookup, and the spherical-regression head if the run has one. The baselines
+    use the run's initial weights, ``untrained_encoder(config)``. Lookup rows hold {"mean", "std", "sem"}
+    over the random dictionaries per metric. The regression row needs no dictionary and holds plain values.
+    Errors are in degrees. ``run``: an already loaded run to use instead of ``run_dir``'s, such as a
+    checkpoint or a run with another network as encoder.
     """
     settings.validate()
     run = run or load_run(run_dir)

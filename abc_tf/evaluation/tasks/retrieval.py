@@ -1,10 +1,11 @@
-"""Cross-class retrieval grids (paper Fig. 4): one query per class on the diagonal and, in its
-row, the nearest image of every other class in embedding space. If the embedding keeps what
-the classes share and drops what tells them apart (a digit's style, a face's lighting across
-people), each row shows one style across every class.
+"""Cross-class retrieval grids (paper Fig. 4).
 
-Classes are digits (abc_tf.evaluation.tasks.mnist_style) or a family's groups
-(:func:`group_retrieval`: any grouped images, the user's own folders included).
+A grid has one query per class on the diagonal. Each row holds the nearest image of every other
+class in embedding space. Suppose the embedding keeps what the classes share and drops what tells
+them apart, such as a digit's style or a face's lighting. Then each row shows one style across every class.
+
+Classes are digits (abc_tf.evaluation.tasks.mnist_style) or a family's groups (:func:`group_retrieval`).
+Any grouped images work, the user's own folders included.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ IMAGES_PER_GROUP = 64  # candidates per group
 
 @dataclasses.dataclass(frozen=True)
 class RetrievalGrid:
-    """indices [C, C]: row r holds the query (of class classes[r]) at column r and, at column
-    c, the nearest image of class classes[c] to that query; similarity [C, C] to the query."""
+    """indices [C, C]: row r holds its query, of class classes[r], at column r.
+
+    Column c holds the nearest image of class classes[c] to that query. similarity [C, C] is to the query.
+    """
 
     indices: np.ndarray
     similarity: np.ndarray
@@ -55,11 +58,12 @@ def retrieval_grid(
     """The retrieval grid over a labelled pool.
 
     Args:
-      embeddings: [N, D]; labels: [N] class of each image.
+      embeddings: [N, D].
+      labels: [N], the class of each image.
       classes: the classes, one row and one column each.
-      query_indices: the query of each row (an image of class classes[r]); default: one
-        random image per class, drawn with ``seed``.
-      similarity: how "nearest" is measured: the loss's similarity (docs/PAPERS.md section 1),
+      query_indices: the query of each row, an image of class classes[r]. Default: one random image
+        per class, drawn with ``seed``.
+      similarity: how "nearest" is measured. It is the loss's similarity (docs/PAPERS.md section 1),
         computed by ``abc_tf.losses.pairwise_similarity`` in float64.
     """
     embeddings = np.asarray(embeddings, np.float64)
@@ -97,7 +101,7 @@ def retrieval_grid(
 
 
 def _display(images: np.ndarray, ink: bool) -> np.ndarray:
-    """float [N, H, W] (gray) or [N, H, W, 3] in [0, 1]; ink: dark strokes on white."""
+    """float [N, H, W] gray or [N, H, W, 3], in [0, 1]. With ``ink``, dark strokes on white."""
     images = np.asarray(images)
     scaled = images.astype(np.float64) / (255.0 if images.dtype == np.uint8 else 1.0)
     if scaled.ndim == 4 and scaled.shape[-1] == 1:
@@ -115,9 +119,11 @@ def plot_retrieval_grids(
     ink: bool = False,
     caption: str = "red: queries; column c: the nearest image of class c to the row's query",
 ) -> None:
-    """Writes the grids side by side as a PNG, queries boxed on the diagonal; ``class_names``
-    label the rows and columns (default: the class values), ``ink`` shows gray images as dark
-    strokes on white (digits)."""
+    """Writes the grids side by side as a PNG, with queries boxed on the diagonal.
+
+    ``class_names`` label the rows and columns; default: the class values.
+    ``ink`` shows gray images as dark strokes on white, for digits.
+    """
     shown = _display(images, ink)
     height, width = shown.shape[1:3]
     cell_h, cell_w = height + 1, width + 1
@@ -162,9 +168,11 @@ def group_retrieval(
     path: str,
     seed: int = 0,
 ) -> dict:
-    """The retrieval grid over groups of ``grouped`` for each (title, encoder): up to
-    GROUPS_SHOWN groups drawn with ``seed``, up to IMAGES_PER_GROUP candidates each, the same
-    queries for every encoder; the figure at ``path``, the grids returned by title."""
+    """The retrieval grid over the groups of ``grouped`` for each (title, encoder).
+
+    Draws up to GROUPS_SHOWN groups with ``seed``, and up to IMAGES_PER_GROUP candidates each.
+    Every encoder gets the same queries. Writes the figure to ``path`` and returns the grids by title.
+    """
     rng = np.random.default_rng(seed)
     groups = np.sort(
         rng.choice(len(grouped.group_names), min(GROUPS_SHOWN, len(grouped.group_names)), replace=False)
