@@ -18,24 +18,21 @@ def load(reference: str, default_attribute: str = "") -> Any:
 
 
 class Entry(NamedTuple):
-    """A registry entry: where the declaration and its config class are, each ``"module:NAME"``
-    (``"module"`` alone: the module's default attribute). The config class's module imports no
-    TensorFlow, so ``train.py`` builds its flags from it without loading the declaration.
-    ``package``: the package the entry was found as (its ``PRESETS`` and ``SMOKE`` live there);
-    "" for an entry a test adds to a registry by hand."""
+    """A registry entry: ``declaration``, the ``"module:NAME"`` of the declaration (a method's
+    ``Method``, a family's ``DataFamily``), which holds everything else: its config class, its
+    presets and its code. ``package``: the package it was found as; "" for an entry a test adds
+    by hand (a plain ``"module:NAME"`` string is one too)."""
 
     declaration: str
-    config: str
     package: str = ""
 
 
 def discover(package: str, path: Iterable[str], group: str, declaration: str, kind: str) -> dict[str, Entry]:
     """{name: entry} of every package found: the subpackages of ``package`` (its ``path``), each
     named as its folder, and the packages named by the installed distributions' entry points of
-    ``group`` (``name = module``), each named as its entry point. A package ``P`` declares
-    ``P.CONFIG`` (its config class, no TensorFlow; a method's package also ``PRESETS``, ``SMOKE``
-    and ``QUICK``); ``declaration`` (``"module:NAME"`` inside ``P``) is what the trainer loads. Nothing is
-    imported here: listing the names costs a folder scan and the distributions' metadata."""
+    ``group`` (``name = module``), each named as its entry point. ``declaration`` is the
+    ``"module:NAME"`` inside each package that declares it. Nothing is imported here: listing the
+    names costs a folder scan and the distributions' metadata."""
     found = {info.name: f"{package}.{info.name}" for info in pkgutil.iter_modules(list(path)) if info.ispkg}
     for point in importlib.metadata.entry_points(group=group):
         where = (
@@ -52,10 +49,7 @@ def discover(package: str, path: Iterable[str], group: str, declaration: str, ki
             )
         found[point.name] = point.module
     module, _, attribute = declaration.partition(":")
-    return {
-        name: Entry(f"{where}.{module}:{attribute}", f"{where}:CONFIG", where)
-        for name, where in sorted(found.items())
-    }
+    return {name: Entry(f"{where}.{module}:{attribute}", where) for name, where in sorted(found.items())}
 
 
 # The section of docs/ARCHITECTURE.md that lists what a package of each kind declares.
@@ -95,20 +89,17 @@ def load_declared(reference: str, kind: str, what: str, package: str = "") -> An
     return getattr(module, attribute)
 
 
-def resolve(
-    registry: dict[str, Entry], name: str, kind: str, declaration_type: str, default_attribute: str
-) -> Any:
-    """The declaration registered as ``name`` (its :class:`Entry`'s ``declaration``); ValueError
-    naming the known names, :class:`ContractError` for a package that declares none, another
-    type or another name.
+def resolve(registry: dict[str, Entry | str], name: str, kind: str, declaration_type: str) -> Any:
+    """The declaration registered as ``name``; ValueError naming the known names,
+    :class:`ContractError` for a package that declares none, another type or another name.
 
     ``declaration_type`` ("module:CLASS", the type every declaration must be) is named the same
     way and loaded with the first declaration, so importing a registry imports none of the
-    modules it names: ``train.py --help`` answers without TensorFlow.
+    modules it names.
     """
     entry = _entry(registry, name, kind)
     cls = load(declaration_type)
-    reference = entry.declaration if ":" in entry.declaration else f"{entry.declaration}:{default_attribute}"
+    reference = entry.declaration
     declared = load_declared(reference, kind, f"its {cls.__name__} declaration", entry.package)
     if not isinstance(declared, cls):
         raise ContractError(
@@ -122,19 +113,8 @@ def resolve(
     return declared
 
 
-def config_class(registry: dict[str, Entry], name: str, kind: str, base: type) -> type:
-    """The config class registered with ``name`` (a subclass of ``base``)."""
-    entry = _entry(registry, name, kind)
-    reference = entry.config
-    cls = load_declared(reference, kind, f"its config class, a {base.__name__}", entry.package)
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise ContractError(
-            f"{reference} is not a {base.__name__} (the config class of {kind} {name!r}); {_guide(kind)}."
-        )
-    return cls
-
-
-def _entry(registry: dict[str, Entry], name: str, kind: str) -> Entry:
+def _entry(registry: dict[str, Entry | str], name: str, kind: str) -> Entry:
     if name not in registry:
         raise ValueError(f"Unknown {kind} {name!r}; choose one of: {', '.join(sorted(registry))}.")
-    return Entry(*registry[name])
+    value = registry[name]
+    return Entry(value) if isinstance(value, str) else Entry(*value)

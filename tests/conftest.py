@@ -179,7 +179,7 @@ def toy_family(monkeypatch):
     """The tiny toy data family of tests/toy_family.py, registered as ``--data=toy``."""
     from abc_tf import data
 
-    monkeypatch.setitem(data.DATA_FAMILIES, "toy", ("toy_family", "toy_family:ToyConfig"))
+    monkeypatch.setitem(data.DATA_FAMILIES, "toy", "toy_family:FAMILY")
 
 
 @pytest.fixture(scope="session")
@@ -192,7 +192,7 @@ def trained_toy_run(tmp_path_factory):
     from toy_family import TRAINED
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(data.DATA_FAMILIES, "toy", ("toy_family", "toy_family:ToyConfig"))
+        patch.setitem(data.DATA_FAMILIES, "toy", "toy_family:FAMILY")
         return training.train(TRAINED, str(tmp_path_factory.mktemp("toy_run") / "run"), verbose=0)
 
 

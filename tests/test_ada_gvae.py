@@ -385,7 +385,7 @@ def test_gradients_match_finite_differences_in_float64(aggregation, averaging):
 # ---------------------------------------------------------------- 4. through the trainer
 
 
-SMOKE = ada_gvae.SMOKE
+SMOKE = methods.get_method("ada_gvae").smallest_run
 
 
 def network_weights(run_dir: str, config) -> list[np.ndarray]:
@@ -488,7 +488,7 @@ def test_the_networks_are_disentanglement_lib_s():
 
 def test_the_declaration():
     method, config_class = methods.get_method("ada_gvae"), experiments.method_config_class("ada_gvae")
-    assert config_class is ada_gvae.CONFIG is ada_gvae.AdaGvaeConfig
+    assert config_class is method.config is ada_gvae.AdaGvaeConfig
     assert (
         config_class.batch_format == "pairs"
         and not config_class.has_model_part

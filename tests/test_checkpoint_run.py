@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 def toy_run(tmp_path_factory):
     from abc_tf import data
 
-    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
+    data.DATA_FAMILIES["toy"] = "toy_family:FAMILY"
     try:
         run_dir = str(tmp_path_factory.mktemp("curve") / "run")
         training.train(TOY.replace(keep_checkpoints=4), run_dir, verbose=0)  # checkpoints at 10, 20, 30, 40

@@ -26,8 +26,6 @@ from evaluate_helpers import evaluate_each
 from folder_helpers import config_for, make_folder
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# A method whose loss has no length scale: its rows get noise relative to their own spread.
-RELATIVE = Method(name="relative", build=ABC.build, supervision="pairs of a test (no temperature)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +34,12 @@ class RelativeConfig(AbcConfig):
 
     def length_scale(self) -> None:
         return None
+
+
+# A method whose loss has no length scale: its rows get noise relative to their own spread.
+RELATIVE = Method(
+    name="relative", config=RelativeConfig, build=ABC.build, supervision="pairs of a test (no temperature)"
+)
 
 
 # The smallest settings of every measure: these tests check the rows and that every row gets the
@@ -101,7 +105,7 @@ def runs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def compared(runs, tmp_path_factory):
     patch = pytest.MonkeyPatch()
-    patch.setitem(methods.METHODS, "relative", ("test_comparison:RELATIVE", "test_comparison:RelativeConfig"))
+    patch.setitem(methods.METHODS, "relative", "test_comparison:RELATIVE")
     out = tmp_path_factory.mktemp("comparison")
     lines = []
     try:

@@ -218,9 +218,7 @@ def test_mnist_baseline_is_for_abc_and_contrastive_only(tmp_path, small_mnist, m
     ):
         choose(PRESET, method="vae", augmentation_baseline=True)
     # A method on sets that does not train on two views is refused before any work.
-    monkeypatch.setitem(
-        methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
-    )
+    monkeypatch.setitem(methods.METHODS, "two_network", "toy_method:TWO_NETWORK")
     with pytest.raises(
         ValueError,
         match=r"^--batch.augmentation_baseline streams two augmented views .*; "

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from abc_tf.runs import experiments
 from abc_tf import data
+from abc_tf.config import DataConfig
 from abc_tf.data.family import DataFamily, KnownFactors
 from abc_tf.evaluation.estimators import disentanglement as dis
 from abc_tf.evaluation.tasks import encoder_disentanglement as ed
@@ -70,8 +71,9 @@ def labelled_only_sample(config, num_images, seed):
 
 LABELLED_ONLY = DataFamily(
     name="labelled_only",
+    config=DataConfig,
     image_shape=lambda config: (8, 8, 3),
-    make_dataset=None,
+    streams={"sets": None},
     known_factors=KnownFactors(("red", "unseen"), (4, 3), labelled_only_sample, lambda config: (0,)),
 )
 
@@ -80,7 +82,7 @@ def test_a_family_without_images_of_gets_the_array_scores_and_says_why_not_the_o
     monkeypatch.setitem(
         data.DATA_FAMILIES,
         "labelled_only",
-        ("test_encoder_disentanglement:LABELLED_ONLY", "abc_tf.config:DataConfig"),
+        "test_encoder_disentanglement:LABELLED_ONLY",
     )
     config = experiments.config_for(data="labelled_only")
     result = ed.evaluate_disentanglement(MeanColour(), config, TINY, seed=0)

@@ -92,7 +92,7 @@ def test_epfl_sets_are_frames_of_one_sequence(tmp_path):
         get_family("epfl_cars").image_shape(get_preset("epfl_cars")) == (64, 64, 3)
         and get_preset("epfl_cars").batch.set_size == 81
     )
-    dataset = get_family("epfl_cars").make_dataset(config, seed=0)
+    dataset = get_family("epfl_cars").stream("sets")(config, seed=0)
     assert dataset.element_spec["set_a"].shape == (2, 8, 8, 8, 3)
     for batch in dataset.take(5):
         for pair in range(2):
@@ -109,10 +109,10 @@ def test_epfl_bad_input(tmp_path, caplog):
         epfl_cars.FAMILY.grouped_images(epfl_config(tmp_path, inactive_factors="person"))
     # Sequence 3 (9 frames) is shorter than the set: skipped with a warning; 2 remain.
     with caplog.at_level(logging.WARNING):
-        epfl_cars.FAMILY.make_dataset(epfl_config(tmp_path, set_size=10), seed=0)
+        epfl_cars.FAMILY.stream("sets")(epfl_config(tmp_path, set_size=10), seed=0)
     assert "seq_03 (9)" in caplog.text
     with pytest.raises(ValueError, match="--batch.set_size=11"):
-        epfl_cars.FAMILY.make_dataset(epfl_config(tmp_path, set_size=11), seed=0)
+        epfl_cars.FAMILY.stream("sets")(epfl_config(tmp_path, set_size=11), seed=0)
     # A missing frame names its file.
     os.remove(tmp_path / "tripod_seq_02_004.jpg")
     with pytest.raises(ValueError, match="tripod_seq_02_004.jpg is missing"):

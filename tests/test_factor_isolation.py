@@ -59,13 +59,13 @@ def test_inactive_names_and_labels_follow_the_config():
 
 
 # Methods only these tests register: no length scale; pairs instead of sets.
-NO_SCALE = Method(name="no_scale", build=None, supervision="none (a test method)")
-PAIRS = Method(name="pairs_only", build=None)
-
-
 @dataclasses.dataclass(frozen=True)
 class PairsOnlyConfig(MethodConfig):
     batch_format: ClassVar[str] = "pairs"
+
+
+NO_SCALE = Method(name="no_scale", config=MethodConfig, build=None, supervision="none (a test method)")
+PAIRS = Method(name="pairs_only", config=PairsOnlyConfig, build=None)
 
 
 def test_noise_follows_the_method_s_length_scale_or_the_embeddings_spread(monkeypatch):
@@ -74,9 +74,7 @@ def test_noise_follows_the_method_s_length_scale_or_the_embeddings_spread(monkey
         experiments.config_for(similarity="l2sq", temperature=0.25), embeddings
     )
     assert (sigma, rule) == (0.5, "length scale")
-    monkeypatch.setitem(
-        methods.METHODS, "no_scale", ("test_factor_isolation:NO_SCALE", "abc_tf.config:MethodConfig")
-    )
+    monkeypatch.setitem(methods.METHODS, "no_scale", "test_factor_isolation:NO_SCALE")
     sigma, rule = factor_isolation.noise_sigma(experiments.config_for(method="no_scale"), embeddings)
     assert rule == "0.1 x spread" and sigma == pytest.approx(0.1 * spread(embeddings)) and 0.25 < sigma < 0.35
     assert "0.1 x the embedding's own spread" in factor_isolation.NOISE_RULE
@@ -115,7 +113,7 @@ def test_only_set_methods_have_inactive_factors(monkeypatch):
     monkeypatch.setitem(
         methods.METHODS,
         "pairs_only",
-        ("test_factor_isolation:PAIRS", "test_factor_isolation:PairsOnlyConfig"),
+        "test_factor_isolation:PAIRS",
     )
     config = experiments.config_for(method="pairs_only", inactive_factors="wall_hue")
     assert factor_isolation.inactive_names(config) == ()

@@ -12,6 +12,7 @@ import pytest
 from abc_tf.runs import experiments
 from abc_tf import data
 from abc_tf.config import DataConfig
+from abc_tf.registry import ContractError
 from abc_tf.data.family import BATCH_FORMATS, DataFamily, GroupedImages, KnownFactors, quantile_bins
 
 BASE_FIELDS = set(DataConfig.field_names())
@@ -25,11 +26,14 @@ def test_every_registered_family_is_a_data_family_with_its_fields(name):
     config_class = experiments.data_config_class(name)
     assert issubclass(config_class, DataConfig) and BASE_FIELDS <= set(config_class.field_names())
     assert config_class(family=name).family == name and config_class().part_name() == "data"
-    assert callable(family.image_shape) and callable(family.make_dataset) and callable(family.check_config)
-    assert family.batch_formats[0] == "sets" and set(family.batch_formats) <= set(BATCH_FORMATS)
-    assert family.stream("sets") is family.make_dataset
-    for batch_format in family.batch_formats[1:]:
-        assert family.stream(batch_format) is family.other_streams[batch_format]
+    assert config_class is family.config
+    assert callable(family.image_shape) and callable(family.check_config)
+    assert family.batch_formats and set(family.batch_formats) <= set(BATCH_FORMATS)
+    for batch_format in family.batch_formats:
+        assert (
+            callable(family.stream(batch_format))
+            and family.stream(batch_format) is family.streams[batch_format]
+        )
     assert family.known_factors is None or isinstance(family.known_factors, KnownFactors)
     # Something for the evaluators: every shipped family offers at least one kind of labels.
     assert family.known_factors or family.grouped_images or family.pose_views
@@ -38,13 +42,26 @@ def test_every_registered_family_is_a_data_family_with_its_fields(name):
 def test_stream_names_the_format_and_unknown_formats_are_refused():
     sets, pairs = (lambda config, seed, start_step=0: "sets"), (lambda config, seed, start_step=0: "pairs")
     family = DataFamily(
-        name="two", image_shape=lambda config: (4, 4, 1), make_dataset=sets, other_streams={"pairs": pairs}
+        name="two",
+        config=DataConfig,
+        image_shape=lambda config: (4, 4, 1),
+        streams={"sets": sets, "pairs": pairs},
     )
     assert family.batch_formats == ("sets", "pairs")
     assert family.stream("sets") is sets and family.stream("pairs") is pairs
-    assert DataFamily(name="one", image_shape=None, make_dataset=sets).batch_formats == ("sets",)
-    with pytest.raises(ValueError, match="Data family 'bad' declares unknown batch formats \\['triples'\\]"):
-        DataFamily(name="bad", image_shape=None, make_dataset=sets, other_streams={"triples": pairs})
+    assert DataFamily(
+        name="one", config=DataConfig, image_shape=None, streams={"pairs": pairs}
+    ).batch_formats == ("pairs",)
+    # A declaration that breaks the contract is refused in one line naming the family and the docs.
+    with pytest.raises(
+        ContractError,
+        match="^The data family 'bad' streams the batch formats \\['triples'\\]; .*ARCHITECTURE",
+    ):
+        DataFamily(name="bad", config=DataConfig, image_shape=None, streams={"triples": pairs})
+    with pytest.raises(
+        ContractError, match="^The data family 'bad': config=<class 'int'> is not a DataConfig subclass"
+    ):
+        DataFamily(name="bad", config=int, image_shape=None, streams={"sets": sets})
     # The optional parts do nothing by default.
     assert (
         family.check_config(experiments.config_for()) is None

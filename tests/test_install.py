@@ -38,7 +38,6 @@ PLUGIN = {
             pass
 
 
-        CONFIG = SquaresConfig
         PRESETS = {"squares_abc": ExperimentConfig(
             name="squares_abc", trainer=TrainerConfig(steps=2, log_every=1, eval_images=16),
             data=SquaresConfig(family="squares"), batch=SetBatch(set_size=4, pairs_per_step=1),
@@ -49,6 +48,7 @@ PLUGIN = {
         import tensorflow as tf
 
         from abc_tf.data.family import DataFamily
+        from abc_plugin_squares import PRESETS, SquaresConfig
 
 
         def make_dataset(config, seed, start_step=0):
@@ -66,7 +66,13 @@ PLUGIN = {
             return tf.data.Dataset.from_generator(sets, output_signature={"set_a": spec, "set_b": spec})
 
 
-        FAMILY = DataFamily(name="squares", image_shape=lambda config: (28, 28, 1), make_dataset=make_dataset)
+        FAMILY = DataFamily(
+            name="squares",
+            config=SquaresConfig,
+            image_shape=lambda config: (28, 28, 1),
+            streams={"sets": make_dataset},
+            presets=PRESETS,
+        )
         """,
     "pyproject.toml": """
         [build-system]

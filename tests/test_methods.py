@@ -49,9 +49,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(autouse=True)
 def registered(monkeypatch, toy_family):
-    monkeypatch.setitem(
-        methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
-    )
+    monkeypatch.setitem(methods.METHODS, "two_network", "toy_method:TWO_NETWORK")
     # LORD's tiny run reads the built-in pose bank: rendered at its test size, not a real run's 4,000 views.
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
 
@@ -146,8 +144,8 @@ KILLABLE_RUN = textwrap.dedent(
     from abc_tf.runs import experiments
     from abc_tf.runs import training
     from process_helpers import hold
-    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
-    methods.METHODS["two_network"] = ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
+    data.DATA_FAMILIES["toy"] = "toy_family:FAMILY"
+    methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"
     ready = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(sys.argv[3]))
     training.train(experiments.from_json(open(sys.argv[1]).read()), sys.argv[2], verbose=0, callbacks=[ready])
     """
@@ -240,19 +238,18 @@ def test_the_readiness_tests_cover_every_method(configs):
     assert set(configs) == set(methods.METHODS) | {"two_network"}
 
 
-def test_a_method_package_without_a_smoke_run_is_named(tmp_path, monkeypatch):
+def test_a_method_package_without_a_smallest_run_is_named(tmp_path, monkeypatch):
     package = tmp_path / "no_smoke_method"
     package.mkdir()
-    (package / "__init__.py").write_text("from abc_tf.methods.abc import AbcConfig as CONFIG\nPRESETS = {}\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(
-        methods.METHODS,
-        "no_smoke",
-        ("no_smoke_method.model:METHOD", "no_smoke_method:CONFIG", "no_smoke_method"),
+    (package / "__init__.py").write_text("")
+    (package / "model.py").write_text(
+        "from abc_tf.methods.abc import AbcConfig\n"
+        "from abc_tf.methods.base import Method\n"
+        "METHOD = Method(name='no_smoke', config=AbcConfig, build=None)\n"
     )
-    with pytest.raises(
-        ValueError, match="The method package no_smoke_method declares no SMOKE run of 'no_smoke'"
-    ):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(methods.METHODS, "no_smoke", ("no_smoke_method.model:METHOD", "no_smoke_method"))
+    with pytest.raises(ValueError, match="The method 'no_smoke' declares no smallest_run"):
         experiments.smoke_configs()
 
 

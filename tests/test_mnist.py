@@ -88,7 +88,7 @@ def test_stacks_are_pure_and_never_show_the_held_out_digit(tmp_path, small_mnist
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
     config = mnist_config(path=path, set_size=8, pairs_per_step=3)
-    dataset = get_family("mnist").make_dataset(config, seed=5)
+    dataset = get_family("mnist").stream("sets")(config, seed=5)
     assert get_family("mnist").image_shape(config) == (28, 28, 1)
     seen = set()
     for batch in dataset.take(40):

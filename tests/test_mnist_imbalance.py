@@ -213,7 +213,7 @@ def test_stacks_of_a_split_come_in_proportion_to_its_digits(tmp_path):
 
     def stack_digits(config):
         digits = []
-        for batch in get_family("mnist").make_dataset(config, 3).take(150):
+        for batch in get_family("mnist").stream("sets")(config, 3).take(150):
             digits += [(batch[key].numpy()[:, 0, 0, 0, 0] - 5) // 20 for key in ("set_a", "set_b")]
         return np.bincount(np.concatenate(digits).astype(int), minlength=10)
 

@@ -406,7 +406,7 @@ def test_training_passes_the_start_step_and_logs_the_titration(tmp_path, monkeyp
         seen_starts.append(start_step)
         return original(config, seed, start_step)
 
-    monkeypatch.setattr(pose, "FAMILY", dataclasses.replace(pose.FAMILY, make_dataset=spy))
+    monkeypatch.setattr(pose, "FAMILY", dataclasses.replace(pose.FAMILY, streams={"sets": spy}))
     result = training.train(cfg, str(tmp_path / "run"), verbose=0)
     assert result.history["real_fraction"] == [0.0, 0.5]  # last steps 1 and 3: stairs 0 and 1 of 1
     assert seen_starts == [0]

@@ -130,7 +130,7 @@ TOY_POSE = experiments.config_for(
 
 @pytest.fixture
 def toy_pose_family(monkeypatch):
-    monkeypatch.setitem(data.DATA_FAMILIES, "pose", ("toy_pose_family", "abc_tf.data.pose:PoseConfig"))
+    monkeypatch.setitem(data.DATA_FAMILIES, "pose", "toy_pose_family:FAMILY")
 
 
 @pytest.mark.slow

@@ -23,15 +23,13 @@ from abc_tf.runs import checkpoints
 from evaluate_helpers import evaluate_each
 from process_helpers import ENV, start_code, wait_for_marker
 
-# The distribution: a package per plug-in (its __init__ the config class, its declaration module
-# beside it), here re-exporting the tests' toy declarations, and the metadata pip writes.
+# The distribution: a package per plug-in (its declaration module inside it), here re-exporting
+# the tests' toy declarations, and the metadata pip writes.
 DISTRIBUTION = {
     "abc_plugin_toys/__init__.py": "",
-    "abc_plugin_toys/toy/__init__.py": "from toy_family import ToyConfig as CONFIG  # noqa: F401\n",
+    "abc_plugin_toys/toy/__init__.py": "",
     "abc_plugin_toys/toy/family.py": "from toy_family import FAMILY  # noqa: F401\n",
-    "abc_plugin_toys/two_network/__init__.py": (
-        "from toy_method import TwoNetworkConfig as CONFIG  # noqa: F401\nPRESETS = {}\n"
-    ),
+    "abc_plugin_toys/two_network/__init__.py": "",
     "abc_plugin_toys/two_network/model.py": "from toy_method import TWO_NETWORK as METHOD  # noqa: F401\n",
     "abc_plugin_toys-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: abc-plugin-toys\nVersion: 0.1\n",
     "abc_plugin_toys-0.1.dist-info/entry_points.txt": (
@@ -96,11 +94,7 @@ def installed(monkeypatch, tmp_path) -> str:
 
 
 def test_the_distribution_s_family_and_method_are_found_by_their_entry_points(installed):
-    assert data.DATA_FAMILIES["toy"] == (
-        "abc_plugin_toys.toy.family:FAMILY",
-        "abc_plugin_toys.toy:CONFIG",
-        "abc_plugin_toys.toy",
-    )
+    assert data.DATA_FAMILIES["toy"] == ("abc_plugin_toys.toy.family:FAMILY", "abc_plugin_toys.toy")
     assert methods.get_method("two_network").name == "two_network" and data.get_family("toy").name == "toy"
     assert {"abc", "pmp", "shapes3d", "mnist"} <= set(methods.METHODS) | set(data.DATA_FAMILIES)
 

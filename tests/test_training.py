@@ -40,7 +40,7 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy
     # Checkpoints at steps 10, 20, 30, 40; the newest two kept.
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [30, 40]
 
-    images = next(iter(data.get_family("toy").make_dataset(TOY, seed=0)))["set_a"][0]
+    images = next(iter(data.get_family("toy").stream("sets")(TOY, seed=0)))["set_a"][0]
     want = result.encoder(images).numpy()
     reloaded = keras.models.load_model(os.path.join(run_dir, "encoder.keras"))
     # The same weights through the same eager kernels: equal (the tolerance only for the record).
@@ -158,7 +158,7 @@ RESUMABLE_RUN = textwrap.dedent(
     from abc_tf.runs import experiments
     from abc_tf.runs import training
     from process_helpers import hold
-    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
+    data.DATA_FAMILIES["toy"] = "toy_family:FAMILY"
     config = experiments.from_json(open(sys.argv[1]).read())
     ready = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(sys.argv[3]))
     training.train(config, sys.argv[2], verbose=0, callbacks=[ready])
@@ -211,7 +211,7 @@ def replicas(tmp_path_factory, two_replicas) -> dict:
     root = tmp_path_factory.mktemp("replicas")
     config = TOY.replace(temperature=0.05, steps=12, log_every=4, seed=5)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(data.DATA_FAMILIES, "toy", ("toy_family", "toy_family:ToyConfig"))
+        patch.setitem(data.DATA_FAMILIES, "toy", "toy_family:FAMILY")
         single = training.train(config, str(root / "one"), verbose=0)
         mirrored = two_replicas
         double = training.train(config, str(root / "two"), verbose=0, strategy=mirrored)
@@ -258,9 +258,7 @@ def test_the_replicas_split_the_batch_the_method_reads():
 def test_the_augmentation_baseline_is_for_methods_that_train_on_two_view_sets(monkeypatch):
     # Both families' baselines (unconstrained sets, second views, no set B) reach any method
     # declaring accepts_two_view_sets, and no other; checked before any data is read.
-    monkeypatch.setitem(
-        methods.METHODS, "two_network", ("toy_method:TWO_NETWORK", "toy_method:TwoNetworkConfig")
-    )
+    monkeypatch.setitem(methods.METHODS, "two_network", "toy_method:TWO_NETWORK")
     for config in (
         get_preset("shapes3d_hue_baseline"),
         get_preset("mnist_abc_augmentation").replace(source="procedural"),
@@ -285,7 +283,7 @@ def test_a_method_that_needs_a_training_bank_is_refused_on_a_family_without_one(
     # LORD learns a code per training image: only families whose batches index a fixed bank.
     banked = dataclasses.replace(toy_method.TWO_NETWORK, name="banked", needs_training_bank=True)
     monkeypatch.setattr(toy_method, "BANKED", banked, raising=False)
-    monkeypatch.setitem(methods.METHODS, "banked", ("toy_method:BANKED", "toy_method:TwoNetworkConfig"))
+    monkeypatch.setitem(methods.METHODS, "banked", "toy_method:BANKED")
     with pytest.raises(
         ValueError,
         match=r"^--method=banked learns a code per training image and group, .*data family "
@@ -325,7 +323,7 @@ WORKER = textwrap.dedent(
     from abc_tf import data
     from abc_tf.runs import training
     from toy_family import CONFIG
-    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
+    data.DATA_FAMILIES["toy"] = "toy_family:FAMILY"
     config = CONFIG.replace(temperature=0.05, steps=12, log_every=4, seed=5, strategy=sys.argv[2])
     result = training.train(config, sys.argv[1], verbose=0)
     print("RESULT" + json.dumps({"loss": result.history["loss"], "step": result.final_step}))
@@ -394,7 +392,7 @@ PREEMPTED_WORKER = textwrap.dedent(
     from abc_tf.runs import preemption, training
     from preemption_helpers import HoldAtStep
     from toy_family import CONFIG
-    data.DATA_FAMILIES["toy"] = ("toy_family", "toy_family:ToyConfig")
+    data.DATA_FAMILIES["toy"] = "toy_family:FAMILY"
     config = CONFIG.replace(temperature=0.05, steps=20, log_every=5, seed=5, strategy="multi_worker")
     held = [HoldAtStep(7, sys.argv[2])] if len(sys.argv) > 2 else []
     try:

@@ -64,7 +64,7 @@ def test_yaleb_names_parse_and_ambient_images_are_skipped(tmp_path):
 
 def test_yaleb_illumination_sets_hold_all_lights_of_one_person_and_pose(tmp_path):
     make_yaleb(str(tmp_path))
-    dataset = get_family("yaleb").make_dataset(yaleb_config(tmp_path, pairs_per_step=2), seed=0)
+    dataset = get_family("yaleb").stream("sets")(yaleb_config(tmp_path, pairs_per_step=2), seed=0)
     assert dataset.element_spec["set_a"].shape == (2, 4, 8, 8, 1)
     for batch in dataset.take(8):
         for key in ("set_a", "set_b"):
@@ -81,7 +81,7 @@ def test_yaleb_pose_and_illumination_sets_span_poses_of_one_person(tmp_path):
     grouped = yaleb.FAMILY.grouped_images(config)
     assert grouped.group_names == list(PERSONS) and list(grouped.group_index().counts) == [8, 8, 8]
     two_poses = 0
-    for batch in yaleb.FAMILY.make_dataset(config, seed=0).take(10):
+    for batch in yaleb.FAMILY.stream("sets")(config, seed=0).take(10):
         codes = batch["set_a"].numpy()[0, :, 0, 0, 0].astype(int) - 10
         assert len(set(codes // 60)) == 1 and len(set(codes)) == 6  # one person, distinct images
         two_poses += len(set((codes % 60) // 20)) == 2
@@ -94,7 +94,7 @@ def test_yaleb_preset_shapes_and_views(tmp_path):
     assert get_family("yaleb").image_shape(get_preset("yaleb_illumination")) == (64, 64, 1)
     assert get_preset("yaleb_pose_illumination").batch.set_size == 384
     config = yaleb_config(tmp_path, augmentations="contrast:0.3,crop:0.2", double_augmentation=True)
-    batch = next(iter(yaleb.FAMILY.make_dataset(config, seed=0)))
+    batch = next(iter(yaleb.FAMILY.stream("sets")(config, seed=0)))
     assert sorted(batch) == ["set_a", "set_a_view2", "set_b", "set_b_view2"]
     assert batch["set_b_view2"].shape == (1, 4, 8, 8, 1) and batch["set_b_view2"].dtype == tf.float32
 
@@ -103,19 +103,19 @@ def test_yaleb_bad_input(tmp_path, caplog):
     with pytest.raises(
         ValueError, match="--data.source=files needs --data.path: a folder of images, the yaleb data set"
     ):
-        yaleb.FAMILY.make_dataset(yaleb_config(""), seed=0)
+        yaleb.FAMILY.stream("sets")(yaleb_config(""), seed=0)
     with pytest.raises(ValueError, match="no person folders"):
-        yaleb.FAMILY.make_dataset(yaleb_config(tmp_path), seed=0)
+        yaleb.FAMILY.stream("sets")(yaleb_config(tmp_path), seed=0)
     make_yaleb(str(tmp_path))
     with pytest.raises(ValueError, match="--data.inactive_factors='wall_hue' for yaleb"):
-        yaleb.FAMILY.make_dataset(yaleb_config(tmp_path, inactive_factors="wall_hue"), seed=0)
+        yaleb.FAMILY.stream("sets")(yaleb_config(tmp_path, inactive_factors="wall_hue"), seed=0)
     # The paper's 64 illuminations do not fit groups of 4: a clear error naming --set_size.
     with pytest.raises(ValueError, match="--batch.set_size=64"):
-        yaleb.FAMILY.make_dataset(yaleb_config(tmp_path, set_size=64), seed=0)
+        yaleb.FAMILY.stream("sets")(yaleb_config(tmp_path, set_size=64), seed=0)
     # An empty person folder is skipped with a warning.
     os.makedirs(tmp_path / "yaleB15")
     with caplog.at_level(logging.WARNING):
-        yaleb.FAMILY.make_dataset(yaleb_config(tmp_path, inactive_factors="person"), seed=0)
+        yaleb.FAMILY.stream("sets")(yaleb_config(tmp_path, inactive_factors="person"), seed=0)
     assert "yaleB15 (0)" in caplog.text
     # A PGM that does not follow the naming, or sits in another person's folder, is an error.
     write_pgm(str(tmp_path / "yaleB12" / "yaleB11_P00A+000E+00.pgm"), np.zeros((4, 4)))

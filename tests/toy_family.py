@@ -12,7 +12,6 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from abc_tf import registry
 from abc_tf.config import DataConfig, EncoderConfig, ExperimentConfig, SetBatch, TrainerConfig
 from abc_tf.data.family import DataFamily
 from abc_tf.methods.abc import AbcConfig
@@ -31,7 +30,7 @@ class ToyConfig(DataConfig):
 
 
 # ``abc_tf.data.DATA_FAMILIES["toy"] = ENTRY`` registers the family (tests/conftest.py's fixture).
-ENTRY = registry.Entry("toy_family", "toy_family:ToyConfig")
+ENTRY = "toy_family:FAMILY"
 # A run of the toy family that trains in seconds: checkpoints at steps 10, 20, 30, 40. Built from
 # its parts, so that importing this module needs no registration. One step a compiled call, so a
 # test's callback sees every step (the default, auto, is tested in tests/test_training.py).
@@ -133,8 +132,8 @@ def evaluate_positions(run, out_dir: str, settings) -> dict:
 TASK = tasks.Task(evaluate_positions, labelled_sample)
 FAMILY = DataFamily(
     name="toy",
+    config=ToyConfig,
     image_shape=image_shape,
-    make_dataset=make_dataset,
-    other_streams={"images": make_images},
+    streams={"sets": make_dataset, "images": make_images},
     evaluation_task="toy_family:TASK",
 )

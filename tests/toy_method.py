@@ -120,4 +120,4 @@ def build(config, image_shape) -> TwoNetworkModel:
     return model
 
 
-TWO_NETWORK = Method(name="two_network", build=build)
+TWO_NETWORK = Method(name="two_network", config=TwoNetworkConfig, build=build)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from abc_tf import geometry, registry
+from abc_tf import geometry
+from abc_tf.data.pose import PoseConfig
 from abc_tf.data.family import DataFamily
 
 SIZE = 16
@@ -71,11 +72,12 @@ def image_shape(config) -> tuple[int, int, int]:
 
 # Registered under the name "pose" by the tests, in place of the real family, with the real
 # family's config class (its fields too): ``abc_tf.data.DATA_FAMILIES["pose"] = ENTRY``.
-ENTRY = registry.Entry("toy_pose_family", "abc_tf.data.pose:PoseConfig")
+ENTRY = "toy_pose_family:FAMILY"
 FAMILY = DataFamily(
     name="pose",
+    config=PoseConfig,
     image_shape=image_shape,
-    make_dataset=make_dataset,
+    streams={"sets": make_dataset},
     pose_views=labelled_images,
     evaluation_task="pose",
 )

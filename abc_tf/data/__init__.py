@@ -2,14 +2,11 @@
 ``--data=<name>``, and a package that an installed distribution names under the entry point group
 ``abc_tf.data`` (``<name> = their_package``) is one too.
 
-A family's package holds ``CONFIG`` (its config class, a :class:`abc_tf.config.DataConfig`, in
-a module without TensorFlow); its ``family.py`` declares ``FAMILY`` (a
-:class:`abc_tf.data.family.DataFamily`, with the evaluation task that measures a representation
-on its labels) and loads with the first use, the interface ``family.py`` of this package
-included (its ``groups`` builds ``tf.data`` pipelines), so importing the package costs nothing
-and loads no TensorFlow (``train.py --help``). ``DATA_FAMILIES`` maps each name found to its
-:class:`abc_tf.registry.Entry`; tests add their own small families to it. docs/ARCHITECTURE.md,
-"Adding a data family", lists the files to write.
+A family's package declares ``FAMILY`` (a :class:`abc_tf.data.family.DataFamily`) in its
+``family.py``: its config class, its streams, what it offers the evaluators, and any presets
+of its own. ``DATA_FAMILIES`` maps each name found to its :class:`abc_tf.registry.Entry`; tests
+add their own small families to it. docs/ARCHITECTURE.md, "Adding a data family", shows the
+contract.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ DATA_FAMILIES: dict[str, registry.Entry] = registry.discover(
 
 def get_family(name: str) -> DataFamily:
     """The declaration of data family ``name``; ValueError naming the known ones."""
-    return registry.resolve(DATA_FAMILIES, name, "data family", "abc_tf.data.family:DataFamily", "FAMILY")
+    return registry.resolve(DATA_FAMILIES, name, "data family", "abc_tf.data.family:DataFamily")
 
 
 def check_config(config: "ExperimentConfig") -> DataFamily:

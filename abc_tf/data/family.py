@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
+from abc_tf.config import DataConfig
 from abc_tf.data.groups import GroupIndex
+from abc_tf.registry import GUIDE as _GUIDES
+from abc_tf.registry import ContractError
+
+GUIDE = "see " + _GUIDES["data family"]
 
 if TYPE_CHECKING:  # type names only; the data layer needs nothing of Keras at import
     import keras
@@ -248,19 +253,18 @@ class DataFamily:
     """One data family.
 
     Required:
-      name: the value of ``--data`` (its package's name); its config class is its package's
-        ``CONFIG``.
+      name: the value of ``--data`` (its package's folder or entry point name).
+      config: its :class:`abc_tf.config.DataConfig` subclass, the ``--data.*`` flags.
       image_shape: ``config -> (H, W, C)``, the encoder's input.
-      make_dataset: ``(config, seed, start_step) -> tf.data.Dataset``, the endless stream of
-        "sets" batches whose first batch is that of step ``start_step`` (families whose batches
-        follow a schedule, pose's real-image titration, use it; the others draw from ``seed``
-        alone, which the trainer derives from the start step). Raises ValueError on bad
-        settings or files before returning.
+      streams: ``{batch format: (config, seed, start_step) -> tf.data.Dataset}``, an endless
+        stream of batches per format of :data:`BATCH_FORMATS` it offers. The first batch is that
+        of step ``start_step``: families whose batches follow a schedule (pose's real-image
+        titration) use it; the others draw from ``seed``, which the trainer derives from the
+        start step. Raises ValueError on bad settings or files before returning.
     Optional:
+      presets: ``{name: ExperimentConfig}``, ``--experiment`` values of its own.
       check_config: ``config -> None``, the family's checks that read no data (ValueError
         naming the flag); run once, before the model is built.
-      other_streams: ``{batch format: make_dataset-like callable}`` for the formats of
-        :data:`BATCH_FORMATS` other than "sets" that it streams.
       training_callbacks: ``config -> [keras.callbacks.Callback]`` that add to the training logs.
       sources: :class:`DataSources`, the sources ``--data.source`` names and how ``auto``
         picks one; the trainer refuses a path no source reads before any work. Default: built-in
@@ -294,12 +298,11 @@ class DataFamily:
     """
 
     name: str
+    config: type
     image_shape: Callable[["ExperimentConfig"], tuple[int, int, int]]
-    make_dataset: Callable[["ExperimentConfig", int, int], "tf.data.Dataset"]
+    streams: dict[str, Callable[["ExperimentConfig", int, int], "tf.data.Dataset"]]
+    presets: dict[str, "ExperimentConfig"] = dataclasses.field(default_factory=dict)
     check_config: Callable[["ExperimentConfig"], None] = _nothing_to_check
-    other_streams: dict[str, Callable[["ExperimentConfig", int, int], "tf.data.Dataset"]] = dataclasses.field(
-        default_factory=dict
-    )
     training_callbacks: Callable[["ExperimentConfig"], list["keras.callbacks.Callback"]] = _no_callbacks
     sources: DataSources = BUILT_IN_ONLY
     evaluation_task: str = ""
@@ -313,11 +316,20 @@ class DataFamily:
     training_bank: Callable[["ExperimentConfig"], tuple[int, int]] | None = None
 
     def __post_init__(self):
-        unknown = sorted(set(self.other_streams) - set(BATCH_FORMATS))
-        if unknown:
-            raise ValueError(
-                f"Data family {self.name!r} declares unknown batch formats {unknown}; known: {BATCH_FORMATS}."
+        where = f"The data family {self.name!r}"
+        if not (isinstance(self.config, type) and issubclass(self.config, DataConfig)):
+            raise ContractError(f"{where}: config={self.config!r} is not a DataConfig subclass; {GUIDE}.")
+        unknown = sorted(set(self.streams) - set(BATCH_FORMATS))
+        if unknown or not self.streams:
+            raise ContractError(
+                f"{where} streams the batch formats {sorted(self.streams)}; it needs one or more of "
+                f"{', '.join(BATCH_FORMATS)}; {GUIDE}."
             )
+        for key, preset in self.presets.items():
+            if getattr(preset, "name", None) != key:
+                raise ContractError(
+                    f"{where}: preset {key!r} is not an ExperimentConfig named {key!r}; {GUIDE}."
+                )
 
     def source(self, config: "ExperimentConfig") -> tuple[str, str]:
         """(source, path) that ``config``'s data part names, ``auto`` resolved (:class:`DataSources`)."""
@@ -329,8 +341,8 @@ class DataFamily:
 
     @property
     def batch_formats(self) -> tuple[str, ...]:
-        return ("sets", *self.other_streams)
+        return tuple(self.streams)
 
     def stream(self, batch_format: str) -> Callable[["ExperimentConfig", int, int], "tf.data.Dataset"]:
-        """The ``make_dataset`` of ``batch_format`` (one of :attr:`batch_formats`)."""
-        return self.make_dataset if batch_format == "sets" else self.other_streams[batch_format]
+        """The stream of ``batch_format`` (one of :attr:`batch_formats`)."""
+        return self.streams[batch_format]

@@ -3,13 +3,10 @@ method ``--method=<name>``, and a package that an installed distribution names u
 point group ``abc_tf.methods`` (``<name> = their_package``) is one too, so a lab keeps its own
 method outside this repository.
 
-A method's package holds, without TensorFlow, ``CONFIG`` (its config class, a
-:class:`abc_tf.config.MethodConfig` declaring its batch format and capabilities), ``PRESETS``
-(the paper's settings, by experiment name) and ``SMOKE`` (the smallest run it trains, for the
-every-method checks); its ``model.py`` declares ``METHOD`` (a :class:`abc_tf.methods.base.Method`)
-and loads with the first use. ``METHODS`` maps each name found to its
-:class:`abc_tf.registry.Entry`; tests add their own entries to it. docs/ARCHITECTURE.md, "Adding a
-method", lists the files to write.
+A method's package declares ``METHOD`` (a :class:`abc_tf.methods.base.Method`) in its
+``model.py``: its config class, presets, smallest run, model and checks in one place.
+``METHODS`` maps each name found to its :class:`abc_tf.registry.Entry`; tests add their own
+entries to it. docs/ARCHITECTURE.md, "Adding a method", shows the contract.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from typing import TYPE_CHECKING
 from abc_tf import registry
 from abc_tf.config import ExperimentConfig
 
-if TYPE_CHECKING:  # base.py loads with the first method (Keras, TensorFlow): train.py --help needs none
+if TYPE_CHECKING:  # base.py (Keras, TensorFlow) loads with the first method
     from abc_tf.methods.base import Method
 
 ENTRY_POINT_GROUP = "abc_tf.methods"
@@ -30,7 +27,7 @@ METHODS: dict[str, registry.Entry] = registry.discover(
 
 def get_method(name: str) -> Method:
     """The declaration of method ``name``; ValueError naming the known ones."""
-    return registry.resolve(METHODS, name, "method", "abc_tf.methods.base:Method", "METHOD")
+    return registry.resolve(METHODS, name, "method", "abc_tf.methods.base:Method")
 
 
 def check_config(config: ExperimentConfig) -> Method:

@@ -26,7 +26,11 @@ import keras
 import tensorflow as tf
 
 import models
-from abc_tf.config import ExperimentConfig, TrainerConfig
+from abc_tf.config import ExperimentConfig, MethodConfig, TrainerConfig
+from abc_tf.registry import GUIDE as _GUIDES
+from abc_tf.registry import ContractError
+
+GUIDE = "see " + _GUIDES["method"]
 
 
 def to_float_images(images: tf.Tensor) -> tf.Tensor:
@@ -99,39 +103,43 @@ def _no_variant(config: ExperimentConfig) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Method:
-    """One training method.
+    """One training method: everything the trainer, the evaluators and the flags read of it.
 
-    name: the value of ``--method``; its config class (the second name of its
-      ``abc_tf.methods.METHODS`` entry) declares the batch format it trains on
-      (``config.method.batch_format``) and whether it has a ``model`` part.
+    name: the value of ``--method`` (its package's folder or entry point name).
+    config: its :class:`MethodConfig` subclass: the ``--method.*`` flags, the batch format it
+      trains on (``batch_format``) and whether it has a ``model`` part.
     build: ``(config, image_shape) -> MethodModel``, compiled (optimizers, jit_compile,
       steps_per_execution from the config). Builds every network in a fixed order, so one
       seed gives the same initial weights.
-    supervision: what the method is told about the data, in words (comparison tables state it);
-      a ``config -> str`` where that depends on the settings (read it with :meth:`supervision_for`).
+    presets: ``{name: ExperimentConfig}``, the ``--experiment`` values it declares.
+    smallest_run: the smallest run it trains on built-in data, a few steps: the contract checks
+      train, resume, replicate and evaluate it (``abc_tf check``).
+    quick_run: the run a user tries first (one of the presets, maybe another method's);
+      benchmarks measure each method's step on it.
+    supervision: what the method is told about the data, in words; a ``config -> str`` where
+      that depends on the settings (read it with :meth:`supervision_for`).
     variant: ``config -> str``, the name of the configured variant where settings make the
-      method another one (an ablation: "InfoGAN: uniform prior, no NT-Xent"), else "".
+      method another one ("InfoGAN: uniform prior, no NT-Xent"), else "".
     check_config: ``config -> None``, its own checks (ValueError naming the flag), run before
       any data is read or network built.
-    training_callbacks: ``(config, log_dir) -> [keras.callbacks.Callback]``, the method's own
-      training logs (histograms, image grids) written under ``log_dir`` (the run's ``logs``
-      folder); the trainer adds them next to its data family's callbacks.
-    measures: the measures that only the method's own networks allow (a VAE's likelihood): the
-      ``"module:function"`` of a ``(run, out_dir, settings) -> dict`` function (the evaluation
-      package's, or one in the method's own package); "" when its data family's task says all.
-    measures_need: the capabilities of a data family (``abc_tf.data.family.CAPABILITIES``) that
-      ``measures`` read; on a family without one, train.py says before training that the
-      measures will be skipped, and evaluate.py skips them and says why.
-    accepts_two_view_sets: whether it trains on "sets" batches of two augmented views of
-      unconstrained sets and no set B (``set_a``, ``set_a_view2``: a family's
-      ``--batch.augmentation_baseline``); the trainer refuses the baseline for a method without it.
-    needs_training_bank: whether it learns a code per training image or group (LORD), so it
-      needs a family that declares ``training_bank`` (the "sets" batches' ``index_a`` and
-      ``group_a``); the trainer refuses other families.
+    training_callbacks: ``(config, log_dir) -> [keras.callbacks.Callback]``, its own training
+      logs (histograms, image grids) under the run's ``logs`` folder.
+    measures: ``"module:function"`` of the evaluation package's measures that only its networks
+      allow (a VAE's likelihood): ``(run, out_dir, settings) -> dict``; "" for none.
+    measures_need: the family capabilities (``abc_tf.data.family.CAPABILITIES``) those measures
+      read. Without one, train.py warns before training and evaluate.py skips them, saying why.
+    accepts_two_view_sets: it trains on "sets" of two augmented views and no set B
+      (``--batch.augmentation_baseline``); the trainer refuses the baseline otherwise.
+    needs_training_bank: it learns a code per training image (LORD), so it needs a family that
+      declares ``training_bank``.
     """
 
     name: str
+    config: type[MethodConfig]
     build: Callable[[ExperimentConfig, tuple[int, int, int]], "MethodModel"]
+    smallest_run: ExperimentConfig | None = None
+    quick_run: ExperimentConfig | None = None
+    presets: dict[str, ExperimentConfig] = dataclasses.field(default_factory=dict)
     supervision: str | Callable[[ExperimentConfig], str] = ""
     check_config: Callable[[ExperimentConfig], None] = _nothing_to_check
     training_callbacks: Callable[[ExperimentConfig, str], list["keras.callbacks.Callback"]] = _no_callbacks
@@ -140,6 +148,26 @@ class Method:
     measures_need: tuple[str, ...] = ()
     accepts_two_view_sets: bool = False
     needs_training_bank: bool = False
+
+    def __post_init__(self):
+        where = f"The method {self.name!r}"
+        if not (isinstance(self.config, type) and issubclass(self.config, MethodConfig)):
+            raise ContractError(f"{where}: config={self.config!r} is not a MethodConfig subclass; {GUIDE}.")
+        for key, preset in self.presets.items():
+            if not isinstance(preset, ExperimentConfig) or preset.name != key:
+                raise ContractError(
+                    f"{where}: preset {key!r} is not an ExperimentConfig named {key!r}; {GUIDE}."
+                )
+        for role in ("smallest_run", "quick_run"):
+            run = getattr(self, role)
+            if run is not None and not isinstance(run, ExperimentConfig):
+                raise ContractError(
+                    f"{where}: {role} is a {type(run).__name__}, not an ExperimentConfig; {GUIDE}."
+                )
+        if self.smallest_run is not None and self.smallest_run.method.name != self.name:
+            raise ContractError(
+                f"{where}: smallest_run trains {self.smallest_run.method.name!r}, not {self.name!r}; {GUIDE}."
+            )
 
     def supervision_for(self, config: ExperimentConfig) -> str:
         """What a run of ``config`` was told about the data."""
@@ -177,10 +205,10 @@ class MethodModel(keras.Model):
 
     A method supplies :meth:`compute_terms` (its loss terms from a batch, with a ``"loss"``
     entry) and calls :meth:`track` in its ``__init__`` with the terms to log. A method with
-    several optimizers overrides :meth:`updates` (which terms update which networks with which
-    optimizer, in order) and :meth:`optimizers`. :meth:`train_step` then handles, once for
-    every method, the gradient tape, the replicas' share of the batch, mixed-precision loss
-    scaling and the logged metrics.
+    several optimizers overrides :meth:`updates`: which terms update which networks with which
+    optimizer, in order. Its optimizers and their variables follow from it. :meth:`train_step`
+    handles, once for every method, the gradient tape, the replicas' share of the batch,
+    mixed-precision loss scaling and the logged metrics.
     """
 
     trackers: dict[str, keras.metrics.Metric] = {}
@@ -292,14 +320,23 @@ class MethodModel(keras.Model):
                     optimizer.build(self.optimizer_variables(optimizer))
 
     def optimizers(self) -> list[keras.optimizers.Optimizer]:
-        """Every optimizer of the model; ``compile``'s by default. A method with several
-        overrides this and :meth:`optimizer_variables`."""
-        return [self.optimizer] if self.optimizer is not None else []
+        """Every optimizer of :meth:`updates`, in the order of its first update."""
+        found = []
+        for update in self.updates():
+            if update.optimizer is not None and all(update.optimizer is not seen for seen in found):
+                found.append(update.optimizer)
+        return found
 
     def optimizer_variables(self, optimizer: keras.optimizers.Optimizer) -> list:
-        """The variables ``optimizer`` updates (all trainable ones for a single optimizer)."""
-        del optimizer
-        return self.trainable_variables
+        """The variables ``optimizer`` updates: those of its updates in :meth:`updates`."""
+        variables, seen = [], set()
+        for update in self.updates():
+            if update.optimizer is optimizer:
+                for variable in update.variables():
+                    if id(variable) not in seen:
+                        seen.add(id(variable))
+                        variables.append(variable)
+        return variables
 
     @staticmethod
     def replica_mean(loss: tf.Tensor) -> tf.Tensor:

@@ -1,16 +1,14 @@
 """Experiments: the presets, a config's classes chosen by name, and config.json read back.
 
-A preset lives in the package of the method it trains (``abc_tf/methods/<method>/__init__.py``,
-its ``PRESETS``), found with the method (``abc_tf.methods.METHODS``), or in a data family's
-package that declares ``PRESETS`` (a user's family with runs of its own); a data family's or method's
-config class is its package's ``CONFIG`` (the second name of its registry entry). Nothing here
-imports TensorFlow: ``train.py --help`` builds its flags from these classes.
+A preset is declared by the method it trains (``Method.presets``) or by a data family
+(``DataFamily.presets``: a user's family with runs of its own). A method's or family's config
+class is its declaration's ``config``. Reading a declaration loads its package, TensorFlow
+included.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import os
 from typing import Any
@@ -29,51 +27,50 @@ from abc_tf.config import (
 )
 
 
-def _packages(found: dict | None = None) -> dict[str, str]:
-    """{name: its package} for every method found as a package (not one a test added by hand),
-    or every entry of the registry ``found``."""
-    entries = {
-        name: registry.Entry(*entry) for name, entry in (methods.METHODS if found is None else found).items()
-    }
-    return {name: entry.package for name, entry in entries.items() if entry.package}
+def _found(found: dict) -> list[str]:
+    """The names of a registry's entries found as packages (not those a test added by hand)."""
+    return [
+        name for name, entry in found.items() if not isinstance(entry, str) and registry.Entry(*entry).package
+    ]
 
 
 def presets() -> dict[str, ExperimentConfig]:
-    """Every preset by name: the ``PRESETS`` of every method package found, and of every data
-    family package that declares some (a user's family with its own runs of a method)."""
+    """Every preset by name: those of every method found as a package, and of every data family
+    found as one that declares some (a user's family with its own runs of a method)."""
+    declared = [methods.get_method(name) for name in _found(methods.METHODS)]
+    declared += [data.get_family(name) for name in _found(data.DATA_FAMILIES)]
     found: dict[str, ExperimentConfig] = {}
-    family_packages = [
-        package
-        for package in _packages(data.DATA_FAMILIES).values()
-        if hasattr(importlib.import_module(package), "PRESETS")
-    ]
-    for package in [*_packages().values(), *family_packages]:
-        for name, preset in registry.load(package, "PRESETS").items():
-            if name in found or name != preset.name:
-                raise ValueError(f"{package}: preset {name!r} is declared twice or named {preset.name!r}.")
+    for declaration in declared:
+        for name, preset in declaration.presets.items():
+            if name in found:
+                raise ValueError(f"The preset {name!r} of {declaration.name!r} is declared twice.")
             found[name] = preset
     return found
 
 
 def smoke_configs() -> dict[str, ExperimentConfig]:
-    """{method: its ``SMOKE`` run} for every method package found; ValueError naming a package
-    without one (the every-method checks of tests/test_methods.py train each)."""
+    """{method: its smallest run} for every method found as a package; ValueError naming a
+    method without one (the contract checks train each)."""
     found = {}
-    for name, package in _packages().items():
-        smoke = getattr(importlib.import_module(package), "SMOKE", None)
-        if not isinstance(smoke, ExperimentConfig) or smoke.method.name != name:
+    for name in _found(methods.METHODS):
+        smallest = methods.get_method(name).smallest_run
+        if smallest is None:
             raise ValueError(
-                f"The method package {package} declares no SMOKE run of {name!r} (an ExperimentConfig of "
-                "the method: the smallest run it trains, for the every-method checks)."
+                f"The method {name!r} declares no smallest_run (the smallest run it trains, for the contract "
+                'checks); see docs/ARCHITECTURE.md, "Adding a method".'
             )
-        found[name] = smoke
+        found[name] = smallest
     return found
 
 
 def quick_presets() -> dict[str, ExperimentConfig]:
-    """{method: the preset its package names as ``QUICK``}: the run a user tries first, on which
-    benchmarks/gpu_readiness.py measures each method's step."""
-    return {name: get_preset(importlib.import_module(package).QUICK) for name, package in _packages().items()}
+    """{method: its quick_run}: the run a user tries first, on which benchmarks measure each
+    method's step (the smallest run where it declares none)."""
+    found = {}
+    for name in _found(methods.METHODS):
+        method = methods.get_method(name)
+        found[name] = method.quick_run or method.smallest_run
+    return found
 
 
 def get_preset(name: str) -> ExperimentConfig:
@@ -84,11 +81,11 @@ def get_preset(name: str) -> ExperimentConfig:
 
 
 def data_config_class(family: str) -> type[DataConfig]:
-    return registry.config_class(data.DATA_FAMILIES, family, "data family", DataConfig)
+    return data.get_family(family).config
 
 
 def method_config_class(method: str) -> type[MethodConfig]:
-    return registry.config_class(methods.METHODS, method, "method", MethodConfig)
+    return methods.get_method(method).config
 
 
 def _carried(cls: type[Part], old: Part | None, **fixed: Any) -> Part:

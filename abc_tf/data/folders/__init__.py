@@ -27,6 +27,3 @@ class ImageFolderConfig(DataConfig):
     def validate(self) -> None:
         super().validate()
         self.check_positive("image_size")
-
-
-CONFIG = ImageFolderConfig

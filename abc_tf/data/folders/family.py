@@ -44,6 +44,7 @@ from abc_tf.data.family import DataFamily, DataSources, GroupedImages
 from abc_tf.data.groups import CHUNK_STEPS, chunk_rng, draw_stream
 from abc_tf.data.folders.image_files import IMAGE_EXTENSIONS, is_image_file, load_images
 from abc_tf.data.folders.labels_csv import LABELS_FILE, encode_labels, read_labels_csv
+from abc_tf.data.folders import ImageFolderConfig
 
 logger = logging.getLogger(__name__)
 
@@ -257,8 +258,9 @@ def file_layout_family(name: str, read: Callable[[ExperimentConfig], GroupedImag
     # 64x64x1 faces, 64x64x3 cars in the presets: the image shape of the folders family.
     return DataFamily(
         name=name,
+        config=ImageFolderConfig,
         image_shape=image_shape,
-        make_dataset=make_dataset,
+        streams={"sets": make_dataset},
         check_config=check_config,
         grouped_images=load,
         evaluation_task="labels",
@@ -268,9 +270,10 @@ def file_layout_family(name: str, read: Callable[[ExperimentConfig], GroupedImag
 
 FAMILY = DataFamily(
     name="folders",
+    config=ImageFolderConfig,
     evaluation_task="labels",
     image_shape=image_shape,
-    make_dataset=make_dataset,
+    streams={"sets": make_dataset},
     check_config=check_folders_config,
     grouped_images=load,
     sources=folder_sources("one subfolder of images per group (a set is drawn within one)"),

@@ -23,6 +23,3 @@ class MnistConfig(DataConfig):
         "images, as the authors) or 'train' (the 60,000 training images, so the test images stay out of "
         "training; a split then keeps its proportions at a smaller size).",
     )
-
-
-CONFIG = MnistConfig

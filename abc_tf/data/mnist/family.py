@@ -55,6 +55,7 @@ from abc_tf.data.mnist import digit_style
 from abc_tf.data.mnist import imbalance as mnist_imbalance
 from abc_tf.data.family import ClassLabelledImages, DataFamily, DataSources, KnownFactors, quantile_bins
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream
+from abc_tf.data.mnist import MnistConfig
 from abc_tf.data.mnist.formats import (
     IDX_FILES,
     IMAGE_SHAPE,
@@ -389,12 +390,12 @@ def class_split_description(config: ExperimentConfig) -> dict | None:
 
 FAMILY = DataFamily(
     name="mnist",
+    config=MnistConfig,
     set_shares="the digit",
     evaluation_task="digit_style",
     image_shape=image_shape,
-    make_dataset=make_dataset,
+    streams={"sets": make_dataset, "images": make_images_dataset},
     check_config=check_config,
-    other_streams={"images": make_images_dataset},
     known_factors=KnownFactors(
         FACTOR_NAMES, (NUM_CLASSES, STYLE_BINS, STYLE_BINS), labelled_sample, lambda config: (0,)
     ),

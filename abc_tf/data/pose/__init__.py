@@ -69,6 +69,3 @@ class PoseConfig(DataConfig):
             raise ValueError(
                 f"--data.validation_instances must be >= 0 (0: none), got {self.validation_instances}."
             )
-
-
-CONFIG = PoseConfig

@@ -70,6 +70,7 @@ from abc_tf.data.pose.keypointnet import keypointnet_files, read_keypointnet
 from abc_tf.data.pose.pascal3d import read_pose_list
 from abc_tf.data.pose.objects import CATEGORIES, DEFAULT_MAX_ELEVATION
 from abc_tf.geometry import euler_to_matrix
+from abc_tf.data.pose import PoseConfig
 
 
 def _detect(path: str) -> str | None:
@@ -539,11 +540,12 @@ def training_callbacks(config: ExperimentConfig) -> list[keras.callbacks.Callbac
 
 FAMILY = DataFamily(
     name="pose",
+    config=PoseConfig,
     set_shares="the object instance",
     evaluation_task="pose",
     # augmentations: pose refuses it with its own message (check_config).
     image_shape=image_shape,
-    make_dataset=make_dataset,
+    streams={"sets": make_dataset},
     check_config=check_config,
     training_callbacks=training_callbacks,
     pose_views=labelled_images,

@@ -30,6 +30,3 @@ class Shapes3DConfig(DataConfig):
         "Per-image augmentations 'name:amplitude,...' applied in order (hue, contrast, saturation, crop; see "
         "abc_tf.data.augment); twice under --batch.double_augmentation.",
     )
-
-
-CONFIG = Shapes3DConfig

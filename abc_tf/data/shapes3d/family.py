@@ -217,11 +217,11 @@ def check_config(config: ExperimentConfig) -> None:
 
 FAMILY = DataFamily(
     name="shapes3d",
+    config=Shapes3DConfig,
     evaluation_task="factors",
     image_shape=image_shape,
-    make_dataset=make_dataset,
+    streams={"sets": make_dataset, "pairs": make_pairs_dataset},
     check_config=check_config,
-    other_streams={"pairs": make_pairs_dataset},
     sources=SOURCES,
     known_factors=KnownFactors(
         FACTOR_NAMES,

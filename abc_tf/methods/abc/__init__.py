@@ -256,18 +256,3 @@ PRESETS["mnist_abc_augmentation"] = PRESETS["mnist"].replace(
     holdout_digit="none",
     class_split=1,
 )
-
-CONFIG = AbcConfig
-# The smallest run the method trains (tests/test_methods.py's every-method checks: XLA, mixed_float16
-# with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
-# (benchmarks/gpu_readiness.py measures each method's step on it).
-SMOKE = PRESETS["shapes3d_demo"].replace(
-    name="abc_smoke",
-    model=EncoderConfig(architecture="s3", embedding_dim=8),
-    set_size=8,
-    pairs_per_step=2,
-    eval_every=0,
-    steps=4,
-    log_every=2,
-)
-QUICK = "shapes3d_demo"

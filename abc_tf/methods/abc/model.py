@@ -21,7 +21,8 @@ import tensorflow as tf
 
 import models
 from abc_tf import data, losses, optimizers
-from abc_tf.config import SIMILARITIES, ExperimentConfig
+from abc_tf.config import SIMILARITIES, EncoderConfig, ExperimentConfig
+from abc_tf.methods.abc import PRESETS, AbcConfig, ContrastiveConfig
 from abc_tf.methods.base import Method, MethodModel, build_encoder, to_float_images
 from models import pose_head
 
@@ -180,8 +181,25 @@ def _abc_supervision(config: ExperimentConfig) -> str:
     )
 
 
+def _smallest(preset: str, name: str) -> ExperimentConfig:
+    """``preset`` cut to 4 steps of 2 pairs of sets of 8 on an 8-dimensional S3 encoder."""
+    return PRESETS[preset].replace(
+        name=name,
+        model=EncoderConfig(architecture="s3", embedding_dim=8),
+        set_size=8,
+        pairs_per_step=2,
+        eval_every=0,
+        steps=4,
+        log_every=2,
+    )
+
+
 METHOD = Method(
     name="abc",
+    config=AbcConfig,
+    presets=PRESETS,
+    smallest_run=_smallest("shapes3d_demo", "abc_smoke"),
+    quick_run=PRESETS["shapes3d_demo"],
     build=lambda config, image_shape: _build(config, image_shape, "abc"),
     supervision=_abc_supervision,
     check_config=_check_abc,
@@ -190,6 +208,9 @@ METHOD = Method(
 )
 CONTRASTIVE = Method(
     name="contrastive",
+    config=ContrastiveConfig,
+    smallest_run=_smallest("shapes3d_hue_baseline", "contrastive_smoke"),
+    quick_run=PRESETS["shapes3d_hue_baseline"],
     build=lambda config, image_shape: _build(config, image_shape, "contrastive"),
     supervision="none beyond the augmentations: two augmented views of each image are one identity",
     check_config=_check_contrastive,

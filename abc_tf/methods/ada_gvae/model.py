@@ -55,7 +55,7 @@ import tensorflow as tf
 
 from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
-from abc_tf.methods.ada_gvae import networks
+from abc_tf.methods.ada_gvae import AdaGvaeConfig, PRESETS, networks
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
 
@@ -325,6 +325,15 @@ def supervision(config: ExperimentConfig) -> str:
 
 METHOD = Method(
     name="ada_gvae",
+    config=AdaGvaeConfig,
+    presets=PRESETS,
+    # The smallest run, for tests and readiness checks: 4 steps of 2 built-in procedural Shapes3D
+    # pairs (64 x 64, the only size the family streams), no measurement before the end, 64
+    # labelled images for the end-of-run one. No file is read.
+    smallest_run=PRESETS["shapes3d_ada_gvae"].replace(
+        name="ada_gvae_smoke", steps=4, log_every=2, eval_every=0, eval_images=64, pairs_per_step=2
+    ),
+    quick_run=PRESETS["shapes3d_ada_gvae_quick"],
     build=build,
     supervision=supervision,
     check_config=check_config,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from abc_tf.methods.vae import Structure, VaeConfig, variant_presets, variant_smoke
+from abc_tf.methods.vae import Structure, VaeConfig, variant_presets
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,7 +18,4 @@ class CVitaeConfig(VaeConfig):
     structure: ClassVar[Structure] = Structure(perspective=True, aligned_appearance=True)
 
 
-CONFIG = CVitaeConfig
 PRESETS = variant_presets(CVitaeConfig, "c_vitae")
-SMOKE = variant_smoke(CVitaeConfig, "c_vitae")
-QUICK = "mnist_c_vitae_quick"

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from abc_tf.methods.c_vitae import PRESETS, CVitaeConfig
 from abc_tf.methods.vae.model import declare_variant
 
 METHOD = declare_variant(
     "c_vitae",
+    CVitaeConfig,
+    PRESETS,
     "single unlabelled images; a spatial transformer models the perspective, "
     "the appearance is inferred from the aligned image",
 )

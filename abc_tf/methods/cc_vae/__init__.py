@@ -191,18 +191,3 @@ PRESETS["pose_cc_vae_quick"] = PRESETS["pose_cc_vae"].replace(
     steps=1000,
     log_every=250,
 )
-
-CONFIG = CcVaeConfig
-# The smallest run the method trains (tests/test_methods.py's every-method checks: XLA, mixed_float16
-# with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
-# (benchmarks/gpu_readiness.py measures each method's step on it).
-SMOKE = PRESETS["mnist_cc_vae_quick"].replace(
-    name="cc_vae_smoke",
-    source="procedural",
-    jit_compile=False,
-    set_size=8,
-    pairs_per_step=2,
-    steps=4,
-    log_every=2,
-)
-QUICK = "mnist_cc_vae_quick"

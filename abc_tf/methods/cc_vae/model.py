@@ -56,7 +56,7 @@ import models
 from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, Update, draw_rows, loss_scaled, to_float_images
-from abc_tf.methods.cc_vae import CcVaeConfig
+from abc_tf.methods.cc_vae import CcVaeConfig, PRESETS
 from abc_tf.methods.distributions import gaussian_kl
 from models import vae64_networks
 from models import cc_vae_networks
@@ -216,10 +216,6 @@ class CcVaeModel(MethodModel):
             "decoder": self.decoder,
         }
 
-    # compile's optimizer (self.optimizer) steps the forward cycle, reverse_optimizer the reverse.
-    def optimizers(self) -> list[keras.optimizers.Optimizer]:
-        return [self.optimizer, self.reverse_optimizer]
-
     def forward_variables(self) -> list:
         return self.posterior.trainable_variables + self.decoder.trainable_variables
 
@@ -232,9 +228,6 @@ class CcVaeModel(MethodModel):
             for variable in self.posterior.get_layer(name).trainable_variables
         }
         return [variable for variable in self.posterior.trainable_variables if id(variable) not in heads]
-
-    def optimizer_variables(self, optimizer) -> list:
-        return self.reverse_variables() if optimizer is self.reverse_optimizer else self.forward_variables()
 
     def draws_at(self, step, groups, size) -> dict[str, tf.Tensor]:
         """The draws of the step ``step`` (:func:`draw_step` from (seed, step))."""
@@ -382,6 +375,18 @@ def supervision(config: ExperimentConfig) -> str:
 
 METHOD = Method(
     name="cc_vae",
+    config=CcVaeConfig,
+    presets=PRESETS,
+    smallest_run=PRESETS["mnist_cc_vae_quick"].replace(
+        name="cc_vae_smoke",
+        source="procedural",
+        jit_compile=False,
+        set_size=8,
+        pairs_per_step=2,
+        steps=4,
+        log_every=2,
+    ),
+    quick_run=PRESETS["mnist_cc_vae_quick"],
     build=build,
     supervision=supervision,
     check_config=check_config,

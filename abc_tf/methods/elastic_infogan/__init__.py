@@ -71,19 +71,3 @@ PRESETS["mnist_gumbel_infogan_quick"] = PRESETS["mnist_elastic_infogan_quick"].r
     name="mnist_gumbel_infogan_quick",
     contrastive_weight=0.0,
 )
-
-CONFIG = ElasticInfoGanConfig
-# The smallest run the method trains (tests/test_methods.py's every-method checks: XLA, mixed_float16
-# with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
-# (benchmarks/gpu_readiness.py measures each method's step on it).
-SMOKE = PRESETS["mnist_elastic_infogan_quick"].replace(
-    name="elastic_infogan_smoke",
-    source="procedural",
-    jit_compile=False,
-    class_split=3,
-    ntxent_temperature=1.0,
-    batch_size=8,
-    steps=4,
-    log_every=2,
-)
-QUICK = "mnist_elastic_infogan_quick"

@@ -84,7 +84,7 @@ from abc_tf.methods.base import (
     to_float_images,
 )
 from abc_tf.methods.elastic_infogan.monitor import InfoGANMonitor
-from abc_tf.methods.elastic_infogan import networks as infogan_networks
+from abc_tf.methods.elastic_infogan import ElasticInfoGanConfig, PRESETS, networks as infogan_networks
 
 
 NUM_CATEGORIES = infogan_networks.NUM_CATEGORIES
@@ -201,10 +201,6 @@ class ElasticInfoGANModel(MethodModel):
         """The class prior p = softmax(pi) [K] as NumPy."""
         return tf.nn.softmax(self.prior_logits).numpy()
 
-    # The D step's optimizer is d_optimizer; compile's (self.optimizer) is the G step's.
-    def optimizers(self) -> list[keras.optimizers.Optimizer]:
-        return [self.optimizer, self.d_optimizer]
-
     def _d_variables(self) -> list:
         return self.trunk.trainable_variables + self.d_head.trainable_variables
 
@@ -216,9 +212,6 @@ class ElasticInfoGANModel(MethodModel):
             + self.q_logits.trainable_variables
             + prior
         )
-
-    def optimizer_variables(self, optimizer) -> list:
-        return self._d_variables() if optimizer is self.d_optimizer else self._g_variables()
 
     def generate(self, z: tf.Tensor, code: tf.Tensor, training: bool = False) -> tf.Tensor:
         """Images [B, 28, 28, 1] in [0, 1] of noise z [B, noise_dim] and codes [B, K]."""
@@ -378,6 +371,19 @@ def variant(config: ExperimentConfig) -> str:
 
 METHOD = Method(
     name="elastic_infogan",
+    config=ElasticInfoGanConfig,
+    presets=PRESETS,
+    smallest_run=PRESETS["mnist_elastic_infogan_quick"].replace(
+        name="elastic_infogan_smoke",
+        source="procedural",
+        jit_compile=False,
+        class_split=3,
+        ntxent_temperature=1.0,
+        batch_size=8,
+        steps=4,
+        log_every=2,
+    ),
+    quick_run=PRESETS["mnist_elastic_infogan_quick"],
     build=build,
     check_config=check_config,
     supervision=supervision,

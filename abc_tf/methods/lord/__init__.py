@@ -171,24 +171,3 @@ PRESETS["pose_lord_quick"] = PRESETS["pose_lord"].replace(
     adain_dim=32,
     base_channels=16,
 )
-
-CONFIG = LordConfig
-# The smallest run the method trains (tests/test_methods.py's every-method checks: XLA, mixed_float16
-# with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
-# (benchmarks/gpu_readiness.py measures each method's step on it).
-# The procedural pose bank at 16 x 16 (its smallest), stage 2 from step 2.
-SMOKE = PRESETS["pose_lord_quick"].replace(
-    name="lord_smoke",
-    image_size=16,
-    set_size=4,
-    pairs_per_step=2,
-    stage1_steps=2,
-    n_adain_layers=2,
-    adain_dim=8,
-    base_channels=4,
-    content_dim=4,
-    class_dim=4,
-    steps=4,
-    log_every=2,
-)
-QUICK = "pose_lord_quick"

@@ -83,7 +83,7 @@ from abc_tf.methods.base import (
     replica_rows,
     to_float_images,
 )
-from abc_tf.methods.lord import networks as lord_networks
+from abc_tf.methods.lord import LordConfig, PRESETS, networks as lord_networks
 
 LOG_NAMES = ("loss", "reconstruction", "content_penalty", "content_error", "class_error")
 LATENT_TERMS = ("latent_loss", "latent_reconstruction", "content_penalty")
@@ -284,10 +284,6 @@ class LordModel(MethodModel):
             lambda rows: tf.random.stateless_normal(tf.stack([rows, size, dim]), seed=seed), groups
         )
 
-    # compile's optimizer (self.optimizer) steps stage 1, encoder_optimizer stage 2.
-    def optimizers(self) -> list[keras.optimizers.Optimizer]:
-        return [self.optimizer, self.encoder_optimizer]
-
     def latent_variables(self) -> list:
         return [self.content_table, self.class_table] + self.generator.trainable_variables
 
@@ -297,9 +293,6 @@ class LordModel(MethodModel):
             + self.class_encoder.trainable_variables
             + self.generator.trainable_variables
         )
-
-    def optimizer_variables(self, optimizer) -> list:
-        return self.amortized_variables() if optimizer is self.encoder_optimizer else self.latent_variables()
 
     def updates(self) -> list[Update]:
         return [
@@ -500,6 +493,24 @@ def variant(config: ExperimentConfig) -> str:
 
 METHOD = Method(
     name="lord",
+    config=LordConfig,
+    presets=PRESETS,
+    # The procedural pose bank at 16 x 16 (its smallest), stage 2 from step 2.
+    smallest_run=PRESETS["pose_lord_quick"].replace(
+        name="lord_smoke",
+        image_size=16,
+        set_size=4,
+        pairs_per_step=2,
+        stage1_steps=2,
+        n_adain_layers=2,
+        adain_dim=8,
+        base_channels=4,
+        content_dim=4,
+        class_dim=4,
+        steps=4,
+        log_every=2,
+    ),
+    quick_run=PRESETS["pose_lord_quick"],
     build=build,
     supervision=(
         "group membership: which images show one object (the class, from the sets), and the identity of each "

@@ -62,6 +62,7 @@ from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
+from abc_tf.methods.ml_vae import PRESETS, MlVaeConfig
 from models import vae64_networks
 from models import ml_vae_networks
 
@@ -317,6 +318,18 @@ def supervision(config: ExperimentConfig) -> str:
 
 METHOD = Method(
     name="ml_vae",
+    config=MlVaeConfig,
+    presets=PRESETS,
+    smallest_run=PRESETS["mnist_ml_vae_quick"].replace(
+        name="ml_vae_smoke",
+        source="procedural",
+        jit_compile=False,
+        set_size=8,
+        pairs_per_step=2,
+        steps=4,
+        log_every=2,
+    ),
+    quick_run=PRESETS["mnist_ml_vae_quick"],
     build=build,
     supervision=supervision,
     check_config=check_config,

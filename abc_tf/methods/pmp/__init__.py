@@ -49,12 +49,3 @@ PRESETS: dict[str, ExperimentConfig] = {
         name="shapes3d_pmp_quick", steps=1500, log_every=100, eval_every=500, mixed_precision=True
     ),
 }
-
-CONFIG = PmpConfig
-# The smallest run the method trains (tests/test_methods.py's every-method checks: XLA, mixed_float16
-# with loss scaling, two replicas, evaluate.py), on built-in data; QUICK: the preset a user runs first
-# (benchmarks/gpu_readiness.py measures each method's step on it).
-SMOKE = PRESETS["shapes3d_pmp_quick"].replace(
-    name="pmp_smoke", pairs_per_step=2, mixed_precision=False, eval_every=0, steps=4, log_every=2
-)
-QUICK = "shapes3d_pmp_quick"

@@ -65,6 +65,7 @@ from abc_tf import optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, Update, build_encoder, to_float_images
 from abc_tf.methods.monitor import TrainingMonitor
+from abc_tf.methods.pmp import PRESETS, PmpConfig
 from models import pmp_networks
 
 # The authors' constants [code].
@@ -406,6 +407,12 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 
 METHOD = Method(
     name="pmp",
+    config=PmpConfig,
+    presets=PRESETS,
+    smallest_run=PRESETS["shapes3d_pmp_quick"].replace(
+        name="pmp_smoke", pairs_per_step=2, mixed_precision=False, eval_every=0, steps=4, log_every=2
+    ),
+    quick_run=PRESETS["shapes3d_pmp_quick"],
     build=build,
     check_config=check_config,
     supervision=(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from abc_tf.methods.vae import Structure, VaeConfig, variant_presets, variant_smoke
+from abc_tf.methods.vae import Structure, VaeConfig, variant_presets
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,7 +18,4 @@ class UVitaeConfig(VaeConfig):
     structure: ClassVar[Structure] = Structure(perspective=True)
 
 
-CONFIG = UVitaeConfig
 PRESETS = variant_presets(UVitaeConfig, "u_vitae")
-SMOKE = variant_smoke(UVitaeConfig, "u_vitae")
-QUICK = "mnist_u_vitae_quick"

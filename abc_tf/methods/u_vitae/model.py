@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from abc_tf.methods.u_vitae import PRESETS, UVitaeConfig
 from abc_tf.methods.vae.model import declare_variant
 
-METHOD = declare_variant("u_vitae", "single unlabelled images; a spatial transformer models the perspective")
+METHOD = declare_variant(
+    "u_vitae", UVitaeConfig, PRESETS, "single unlabelled images; a spatial transformer models the perspective"
+)

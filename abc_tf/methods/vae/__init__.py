@@ -93,7 +93,4 @@ def variant_smoke(config_class: type[VaeConfig], variant: str) -> ExperimentConf
     )
 
 
-CONFIG = VaeConfig
 PRESETS = variant_presets(VaeConfig, "vae")
-SMOKE = variant_smoke(VaeConfig, "vae")
-QUICK = "mnist_vae_quick"

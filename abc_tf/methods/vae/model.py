@@ -60,7 +60,7 @@ from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.distributions import gaussian_kl
 from abc_tf.methods.monitor import TrainingMonitor
-from abc_tf.methods.vae import Structure
+from abc_tf.methods.vae import PRESETS, Structure, VaeConfig, variant_smoke
 from abc_tf.methods.vae import networks as vitae_networks
 from models import spatial_transformer
 
@@ -433,11 +433,17 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
     return [VITAEMonitor(config, os.path.join(log_dir, LOG_SUBDIR))]
 
 
-def declare_variant(variant: str, told: str) -> Method:
+def declare_variant(
+    variant: str, config: type[VaeConfig], presets: dict[str, ExperimentConfig], told: str
+) -> Method:
     """The declaration of ``variant`` (vae, u_vitae, c_vitae: each its own package, its config
     declaring its structure); ``told``: what it is given, in words."""
     return Method(
         name=variant,
+        config=config,
+        presets=presets,
+        smallest_run=variant_smoke(config, variant),
+        quick_run=presets[f"mnist_{variant}_quick"],
         build=build,
         check_config=check_config,
         supervision=f"none: {told}",
@@ -447,4 +453,6 @@ def declare_variant(variant: str, told: str) -> Method:
     )
 
 
-METHOD = declare_variant("vae", "single unlabelled images (a VAE with a Bernoulli likelihood)")
+METHOD = declare_variant(
+    "vae", VaeConfig, PRESETS, "single unlabelled images (a VAE with a Bernoulli likelihood)"
+)
