@@ -1,0 +1,86 @@
+"""Writes the documents' tables of measured numbers from the committed files they come from.
+
+A table is written between two markers; the first names its file and its section::
+
+    <!-- table: docs/figures/shapes3d/gvae/comparison.json "Probe test accuracy per factor" -->
+    | row | floor_hue | ... |
+    <!-- end table -->
+
+The path is relative to the repository root. The file is a ``comparison.json`` written by
+``evaluate.py --compare``; the section is one of its ``comparison.md`` headings, rendered by the
+same code (``abc_tf.evaluation.comparison.markdown``). So a table cannot drift from its file:
+``--check`` fails when any table differs from what its file gives (tests/test_doc_tables.py).
+
+  python -m scripts.doc_tables            # rewrite every table from its file
+  python -m scripts.doc_tables --check    # exit 1 naming every stale table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+from abc_tf.evaluation import comparison
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = ("RESULTS.md", "BENCHMARKS.md", "docs/REPRODUCTION.md")
+TABLE = re.compile(
+    r"(?P<open><!-- table: (?P<path>\S+\.json) \"(?P<section>[^\"]+)\" -->\n)"
+    r"(?P<body>.*?)(?P<close><!-- end table -->)",
+    re.S,
+)
+
+
+def section_table(path: str, section: str, root: str = ROOT) -> str:
+    """The table under the heading ``## section`` of the comparison.md that ``path`` gives."""
+    with open(os.path.join(root, path)) as handle:
+        rendered = comparison.markdown(json.load(handle))
+    for block in rendered.split("\n## ")[1:]:
+        heading, _, rest = block.partition("\n")
+        if heading.strip() == section:
+            lines = [line for line in rest.strip().splitlines() if line.startswith("|")]
+            return "\n".join(lines) + "\n"
+    raise ValueError(f"{path} has no section {section!r}.")
+
+
+def render(text: str, root: str = ROOT) -> tuple[str, list[str]]:
+    """``text`` with every marked table written from its file, and the tables that changed."""
+    changed = []
+
+    def write(match: re.Match) -> str:
+        table = section_table(match["path"], match["section"], root)
+        if table != match["body"]:
+            changed.append(f'{match["path"]} "{match["section"]}"')
+        return match["open"] + table + match["close"]
+
+    return TABLE.sub(write, text), changed
+
+
+def main(argv: list[str] | None = None, root: str = ROOT) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--check", action="store_true", help="Write nothing; exit 1 if a table is stale.")
+    args = parser.parse_args(argv)
+    stale = []
+    for name in DOCS:
+        path = os.path.join(root, name)
+        if not os.path.exists(path):
+            continue
+        with open(path) as handle:
+            text = handle.read()
+        new, changed = render(text, root)
+        stale += [f"{name}: {table}" for table in changed]
+        if changed and not args.check:
+            with open(path, "w") as handle:
+                handle.write(new)
+    for line in stale:
+        print(("stale: " if args.check else "wrote: ") + line)
+    return 1 if stale and args.check else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
