@@ -61,6 +61,7 @@ def main(argv):
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed, load_run, network_file
     from abc_tf.data.pose import family as pose
+    from abc_tf.data.pose import labelled_views
     from abc_tf.evaluation.tasks import pose_accuracy as pose_eval
     from abc_tf.lookup import nearest_neighbours
 
@@ -107,10 +108,12 @@ def main(argv):
     plt.close(figure)
 
     # 2. Lookup examples and error histograms on the real domain.
-    pool_images, pool_rotations, _ = pose.labelled_images(
+    pool_images, pool_rotations, _ = labelled_views.labelled_images(
         config, "train", "synthetic", FLAGS.dictionary_size, seed=0
     )
-    query_images, query_rotations, _ = pose.labelled_images(config, "test", "real", FLAGS.queries, seed=1)
+    query_images, query_rotations, _ = labelled_views.labelled_images(
+        config, "test", "real", FLAGS.queries, seed=1
+    )
     errors = {}
     neighbours = {}
     for name, model in (("trained", encoder), ("untrained", untrained)):

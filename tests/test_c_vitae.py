@@ -53,7 +53,10 @@ def test_the_package_declares_the_variant_its_config_and_the_paper_s_presets():
         methods.get_method("c_vitae").name == "c_vitae"
         and experiments.method_config_class("c_vitae") is CVitaeConfig
     )
-    assert methods.get_method("c_vitae").measures == "abc_tf.evaluation.tasks:likelihood_measures"
+    assert (
+        methods.get_method("c_vitae").measures
+        == "abc_tf.evaluation.tasks.method_measures:likelihood_measures"
+    )
     paper, quick = get_preset("mnist_c_vitae"), get_preset("mnist_c_vitae_quick")
     # Table 1's MLPs, d = 4 split 2 + 2, Adam 1e-4, batches of 512, 211,200 steps (abc_tf/methods/vae).
     assert (

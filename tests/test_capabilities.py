@@ -11,7 +11,8 @@ import pytest
 
 from abc_tf import data, methods
 from abc_tf.data.family import CAPABILITIES, missing_capabilities
-from abc_tf.evaluation import tasks
+from abc_tf.evaluation.tasks.evaluation_settings import EvaluationSettings
+from abc_tf.evaluation.tasks.run_evaluation import evaluate_run
 from abc_tf.runs import experiments, training
 from abc_tf.runs.run_dir import Run
 
@@ -52,8 +53,8 @@ def test_check_only_says_which_measures_evaluate_will_skip(toy_family, train_in_
 def test_evaluate_skips_the_measures_that_cannot_apply_and_writes_the_rest(toy_family, tmp_path, capsys):
     config = vae_on_toy()
     encoder = training.untrained_encoder(config)
-    settings = tasks.EvaluationSettings(disentanglement="none")
-    metrics = tasks.evaluate_run(Run(str(tmp_path), config, encoder), str(tmp_path / "eval"), settings)
+    settings = EvaluationSettings(disentanglement="none")
+    metrics = evaluate_run(Run(str(tmp_path), config, encoder), str(tmp_path / "eval"), settings)
     assert metrics["skipped"] == {"method": VAE_ON_TOY} and "method" not in metrics
     assert np.isfinite(metrics["position_1nn"])  # the family's own task ran
     assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["skipped"] == {"method": VAE_ON_TOY}

@@ -1,4 +1,4 @@
-"""abc_tf.runs.checkpoints: atomic writes, pruning, fallback past a damaged checkpoint, several optimizers."""
+"""abc_tf.runs.checkpoints: atomic writes, pruning, fallback past a damaged checkpoint."""
 
 import os
 import shutil
@@ -7,50 +7,13 @@ import subprocess
 import sys
 import textwrap
 
-import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
-from abc_tf.runs import checkpoints
+from abc_tf.runs import checkpoint_files, checkpoints
+from checkpoint_helpers import assert_same_state, files, steps, trained_model
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def trained_model(steps: int, seed: int = 0) -> keras.Model:
-    """A small compiled model after ``steps`` Adam updates (so the optimizer has state)."""
-    keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
-    if steps:
-        rng = np.random.default_rng(seed)
-        model.fit(
-            rng.normal(size=(8 * steps, 4)),
-            rng.normal(size=(8 * steps, 1)),
-            batch_size=8,
-            epochs=1,
-            verbose=0,
-        )
-    return model
-
-
-def optimizer_state(model: keras.Model) -> list[np.ndarray]:
-    return [keras.ops.convert_to_numpy(v) for v in model.optimizer.variables]
-
-
-def assert_same_state(model: keras.Model, other: keras.Model) -> None:
-    for mine, theirs in zip(
-        model.get_weights() + optimizer_state(model), other.get_weights() + optimizer_state(other)
-    ):
-        np.testing.assert_array_equal(mine, theirs)
-
-
-def files(run_dir) -> list[str]:
-    return sorted(os.listdir(checkpoints.checkpoint_dir(str(run_dir))))
-
-
-def steps(run_dir) -> list[int]:
-    return [step for step, _ in checkpoints.list_checkpoints(str(run_dir))]
 
 
 def test_restore_brings_back_weights_and_optimizer_state(tmp_path):
@@ -148,7 +111,7 @@ def test_what_a_kill_leaves_at_other_moments_is_ignored_and_cleared_by_the_next_
     checkpoints.save(model, str(tmp_path), step=2, keep=3)
     model.fit(np.ones((8, 4)), np.ones((8, 1)), verbose=0)
     checkpoints.save(model, str(tmp_path), step=3, keep=3)
-    directory = checkpoints.checkpoint_dir(str(tmp_path))
+    directory = checkpoint_files.checkpoint_dir(str(tmp_path))
     # Killed while writing step 4's data: the manager's temporary folder holds half a file.
     os.makedirs(os.path.join(directory, "ckpt-4_temp"))
     with open(
@@ -246,74 +209,6 @@ def test_a_full_disk_before_the_first_checkpoint_says_none_is_kept(tmp_path, mon
         checkpoints.save(trained_model(1), str(tmp_path), step=1, keep=2)
 
 
-def saved_steps(run_dir, *numbers: int) -> keras.Model:
-    """A model saved at each of ``numbers`` (keep 3) into ``run_dir``; returned at the last step."""
-    model = trained_model(1)
-    for step in numbers:
-        model.optimizer.iterations.assign(step)
-        checkpoints.save(model, str(run_dir), step=step, keep=3)
-    return model
-
-
-@pytest.mark.parametrize("damage", ["deleted", "unreadable", "names_none"])
-def test_without_a_usable_state_file_the_checkpoints_on_disk_are_used_and_kept(tmp_path, damage):
-    model = saved_steps(tmp_path, 5, 10)
-    state = os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), checkpoints.STATE_FILE)
-    if damage == "deleted":
-        os.remove(state)
-    else:
-        with open(state, "w") as handle:
-            handle.write(
-                "garbage {"
-                if damage == "unreadable"
-                else 'model_checkpoint_path: "ckpt-99"\nall_model_checkpoint_paths: "ckpt-99"\n'
-            )
-    expected = {
-        "deleted": "is missing",
-        "unreadable": "cannot be read",
-        "names_none": "names no checkpoint whose files are there",
-    }[damage]
-    with pytest.warns(
-        UserWarning, match=f"checkpoint \\(the list of checkpoints\\) {expected}|checkpoint {expected}"
-    ):
-        assert steps(tmp_path) == [5, 10]
-    fresh = trained_model(0, seed=1)
-    with pytest.warns(UserWarning, match="using the checkpoints found beside it: ckpt-5, ckpt-10"):
-        assert checkpoints.restore(fresh, str(tmp_path)) == 10
-    assert_same_state(fresh, model)
-    # The next save writes the state file anew from them: nothing trained is deleted or overwritten.
-    before = {
-        name: os.path.getmtime(os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), name))
-        for name in files(tmp_path)
-        if name.startswith("ckpt-")
-    }
-    fresh.optimizer.iterations.assign(15)
-    checkpoints.save(fresh, str(tmp_path), step=15, keep=3)
-    assert steps(tmp_path) == [5, 10, 15]
-    for name, mtime in before.items():
-        assert os.path.getmtime(os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), name)) == mtime
-
-
-def test_a_checkpoint_with_half_its_files_is_not_taken_from_disk(tmp_path):
-    saved_steps(tmp_path, 5, 10)
-    directory = checkpoints.checkpoint_dir(str(tmp_path))
-    os.remove(os.path.join(directory, checkpoints.STATE_FILE))
-    os.remove(os.path.join(directory, "ckpt-10.data-00000-of-00001"))
-    with pytest.warns(UserWarning, match="using the checkpoints found beside it: ckpt-5\\."):
-        assert steps(tmp_path) == [5]
-
-
-def test_a_newest_checkpoint_without_its_index_is_skipped_with_a_warning(tmp_path):
-    saved_steps(tmp_path, 5, 10)
-    os.remove(os.path.join(checkpoints.checkpoint_dir(str(tmp_path)), "ckpt-10.index"))
-    with pytest.warns(
-        UserWarning,
-        match="ckpt-10 is skipped: its index file .*ckpt-10.index is missing; "
-        "the newest complete one is step 5",
-    ):
-        assert steps(tmp_path) == [5]
-
-
 FILE_SIZE_LIMIT = textwrap.dedent(
     """
     import resource, signal, sys
@@ -349,116 +244,3 @@ def test_a_write_that_fails_inside_tensorflow_is_a_clear_error_that_keeps_the_ol
 
 
 # ----------------------------------------------------------------------- several networks, several optimizers
-
-
-class TwoNetworks(keras.Model):
-    """A GAN-shaped model: two networks, each updated by its own Adam (the discriminator's on a
-    decaying learning rate, twice per step), following the rules of abc_tf.runs.checkpoints."""
-
-    def __init__(self, seed: int, build: bool = True):
-        super().__init__()
-        keras.utils.set_random_seed(seed)
-        self.generator = keras.Sequential(
-            [keras.Input((4,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(4)]
-        )
-        self.discriminator = keras.Sequential(
-            [keras.Input((4,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(1)]
-        )
-        self.g_optimizer = keras.optimizers.Adam(1e-2)
-        self.d_optimizer = keras.optimizers.Adam(keras.optimizers.schedules.ExponentialDecay(1e-2, 3, 0.5))
-        self.compile(optimizer=self.g_optimizer)  # the one applied once per step: it counts the steps
-        if build:
-            checkpoints.build_optimizers(self)  # as abc_tf.methods.base.MethodModel does at fit
-
-    def optimizer_variables(self, optimizer):
-        return (self.generator if optimizer is self.g_optimizer else self.discriminator).trainable_variables
-
-    def call(self, x):
-        return self.discriminator(self.generator(x))
-
-    def train_step(self, real):
-        for _ in range(2):
-            with tf.GradientTape() as tape:
-                fake = self.generator(real * 0.5)
-                d_loss = tf.reduce_mean((self.discriminator(real) - 1) ** 2 + self.discriminator(fake) ** 2)
-            variables = self.discriminator.trainable_variables
-            self.d_optimizer.apply(tape.gradient(d_loss, variables), variables)
-        with tf.GradientTape() as tape:
-            g_loss = tf.reduce_mean((self.discriminator(self.generator(real * 0.5)) - 1) ** 2)
-        variables = self.generator.trainable_variables
-        self.g_optimizer.apply(tape.gradient(g_loss, variables), variables)
-        return {"loss": g_loss}
-
-
-def full_state(model: TwoNetworks) -> list[np.ndarray]:
-    variables = (
-        model.generator.weights
-        + model.discriminator.weights
-        + model.g_optimizer.variables
-        + model.d_optimizer.variables
-    )
-    return [keras.ops.convert_to_numpy(v) for v in variables]
-
-
-@pytest.mark.slow
-def test_a_model_with_two_networks_and_two_optimizers_resumes_as_if_never_stopped(tmp_path):
-    data = np.random.default_rng(0).normal(size=(40, 4)).astype("float32")
-    uninterrupted = TwoNetworks(seed=0)
-    uninterrupted.fit(data, batch_size=8, shuffle=False, verbose=0)
-
-    first = TwoNetworks(seed=0)
-    first.fit(data[:24], batch_size=8, shuffle=False, verbose=0)
-    checkpoints.save(first, str(tmp_path), step=3, keep=2)
-    names = [name for name, _ in tf.train.list_variables(checkpoints.list_checkpoints(str(tmp_path))[-1][1])]
-    assert any(name.startswith("optimizers/d_optimizer/") for name in names)
-    assert any(name.startswith("optimizers/g_optimizer/") for name in names)
-
-    resumed = TwoNetworks(seed=1)  # other initial weights: all of them must come from the checkpoint
-    assert checkpoints.restore(resumed, str(tmp_path)) == 3
-    for mine, theirs in zip(full_state(resumed), full_state(first)):
-        np.testing.assert_array_equal(mine, theirs)
-    assert int(resumed.d_optimizer.iterations.numpy()) == 6  # two discriminator updates per step
-    resumed.fit(data[24:], batch_size=8, shuffle=False, verbose=0)
-
-    assert (
-        int(resumed.g_optimizer.iterations.numpy()) == 5 and int(resumed.d_optimizer.iterations.numpy()) == 10
-    )
-    assert float(resumed.d_optimizer.learning_rate.numpy()) == float(
-        uninterrupted.d_optimizer.learning_rate.numpy()
-    )
-    for mine, theirs in zip(full_state(resumed), full_state(uninterrupted)):
-        np.testing.assert_array_equal(mine, theirs)
-
-
-class TwoNetworksWithoutOwners(TwoNetworks):
-    optimizer_variables = None
-
-
-def test_a_model_with_two_optimizers_must_say_which_variables_each_updates(tmp_path):
-    model = TwoNetworks(seed=0)
-    model.fit(np.ones((8, 4), "float32"), batch_size=8, verbose=0)
-    checkpoints.save(model, str(tmp_path), step=1, keep=2)
-    with pytest.raises(
-        ValueError, match="has 2 optimizers \\(d_optimizer, g_optimizer\\) and no optimizer_variables"
-    ):
-        checkpoints.restore(TwoNetworksWithoutOwners(seed=1, build=False), str(tmp_path))
-
-
-def test_optimizer_state_that_does_not_fit_is_refused_not_left_half_restored(tmp_path):
-    model = TwoNetworks(seed=0)
-    model.fit(np.ones((8, 4), "float32"), batch_size=8, verbose=0)
-    checkpoints.save(model, str(tmp_path), step=1, keep=2)
-    # Built as Keras's fit builds compile's optimizer, on every trainable variable: more slots
-    # than the checkpoint holds.
-    fresh = TwoNetworks(seed=1, build=False)
-    fresh.g_optimizer.build(fresh.trainable_variables)
-    fresh.d_optimizer.build(fresh.discriminator.trainable_variables)
-    with pytest.raises(ValueError, match="ckpt-1 does not fit the model .*optimizer_variables"):
-        checkpoints.restore(fresh, str(tmp_path))
-    # Fewer: the discriminator's optimizer built on nothing, its slots in the checkpoint would have
-    # nowhere to go.
-    fresh = TwoNetworks(seed=1, build=False)
-    fresh.g_optimizer.build(fresh.generator.trainable_variables)
-    fresh.d_optimizer.build([])
-    with pytest.raises(ValueError, match="ckpt-1 does not fit the model"):
-        checkpoints.restore(fresh, str(tmp_path))

@@ -205,34 +205,3 @@ def test_evaluate_py_on_a_tiny_untrained_run(tmp_path):
     assert "disentanglement.png" in metrics["figures"] and metrics["noise_rule"] == "length scale"
     # A missing run directory is a clear error, not a traceback.
     assert bad["code"] == 2 and "is not a directory" in bad["stderr"] and "Traceback" not in bad["stderr"]
-
-
-def test_aggregate_numbers_merges_every_number_of_the_seeds_at_its_own_path():
-    """evaluate.py's summary of seeds for tasks other than factor isolation (MNIST style, pose,
-    labels): every number at its path as mean, std and values; shared texts kept; per-seed
-    lists and differing texts left to the seeds' files."""
-    from abc_tf.evaluation.tasks import aggregate_numbers
-
-    seeds = [
-        {
-            "trained": {"style_r2": {"slant": 0.5}, "pca": [0.6, 0.3]},
-            "holdout_digit": 9,
-            "source": "idx",
-            "figure": "a.png",
-            "flag": True,
-        },
-        {
-            "trained": {"style_r2": {"slant": 0.7}, "pca": [0.5, 0.4]},
-            "holdout_digit": 9,
-            "source": "idx",
-            "figure": "b.png",
-            "flag": False,
-        },
-    ]
-    merged = aggregate_numbers(seeds)
-    slant = merged["trained"]["style_r2"]["slant"]
-    assert slant["values"] == [0.5, 0.7]
-    np.testing.assert_allclose([slant["mean"], slant["std"]], [0.6, 0.1])
-    assert merged["holdout_digit"] == {"mean": 9.0, "std": 0.0, "values": [9.0, 9.0]}
-    assert merged["source"] == "idx"
-    assert "pca" not in merged["trained"] and "figure" not in merged and "flag" not in merged

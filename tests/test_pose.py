@@ -1,12 +1,10 @@
-"""The pose family (abc_tf.data.pose.family): checks, images of known pose, set sampling,
+"""The pose family (abc_tf.data.pose.family): its banks, set sampling,
 titration of real images, augmented batches, training hooks."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -16,12 +14,11 @@ from abc_tf.runs import experiments
 from abc_tf import schedules
 from abc_tf.config import ExperimentConfig
 from abc_tf.runs.experiments import get_preset
+from abc_tf.data.pose import config_checks, labelled_views
 from abc_tf.data.pose import family as pose
-from abc_tf.data.pose import pascal3d
 from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.evaluation.tasks import pose_accuracy
-from abc_tf.geometry import euler_to_matrix
-from pose_data_helpers import SMALL, write_list_case, write_split_folder
+from pose_data_helpers import SMALL
 
 
 def config(model: str | None = None, **overrides) -> ExperimentConfig:
@@ -42,51 +39,6 @@ def config(model: str | None = None, **overrides) -> ExperimentConfig:
     return experiments.choose(base, model=model, **overrides)
 
 
-def test_max_elevation_follows_the_category_or_the_flag():
-    assert pose.max_elevation(config(pose_category="car")) == 0.5
-    assert pose.max_elevation(config(pose_category="chair")) == 1.3
-    assert pose.max_elevation(config(max_elevation=0.2)) == 0.2
-
-
-def test_labelled_images_from_keypointnet_and_a_pascal3d_list(tmp_path):
-    write_split_folder(tmp_path)
-    cfg = config(source="keypointnet", path=str(tmp_path), real_fraction=0.0)
-    images, rotations, euler = pose.labelled_images(cfg, "test", "synthetic")
-    assert images.shape == (2, 16, 16, 3) and rotations.shape == (2, 3, 3)
-    # Angles from the record's float32 modelview (6e-8 an entry, through atan2 and asin); the
-    # rotations are euler_to_matrix of those very angles (float64).
-    np.testing.assert_allclose(euler[:, 0], [0.0, 1.0], atol=1e-5)
-    np.testing.assert_allclose(rotations, euler_to_matrix(euler), atol=1e-9)
-    # Labelled real images are the crops of the Pascal3D+-style list.
-    list_path = write_list_case(tmp_path)
-    with pytest.raises(ValueError, match="pose_test_list"):
-        pose.labelled_images(cfg, "test", "real")
-    cfg = cfg.replace(pose_test_list=str(list_path))
-    images, _, euler = pose.labelled_images(cfg, "test", "real")
-    expected_images, _, expected_euler = pascal3d.read_pose_list(str(list_path), None, 16)
-    np.testing.assert_array_equal(images, expected_images)
-    np.testing.assert_allclose(euler, expected_euler)
-    # Fewer than the list holds: a seeded subset, in list order.
-    subset, _, subset_euler = pose.labelled_images(cfg, "test", "real", num_images=1, seed=3)
-    assert subset.shape == (1, 16, 16, 3) and any(np.allclose(subset_euler[0], e) for e in expected_euler)
-
-
-def test_labelled_images_procedural(monkeypatch):
-    monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
-    cfg = config()
-    images, rotations, euler = pose.labelled_images(cfg, "test", "real", 4, seed=1)
-    assert images.shape == (4, 16, 16, 3) and images.dtype == np.uint8
-    np.testing.assert_allclose(rotations, euler_to_matrix(euler))
-    assert np.all(euler[:, 1] <= 0.5 + 1e-9)
-    again, _, euler_again = pose.labelled_images(cfg, "test", "real", 4, seed=1)
-    np.testing.assert_array_equal(images, again)
-    np.testing.assert_array_equal(euler, euler_again)
-    synthetic, _, _ = pose.labelled_images(cfg, "train", "synthetic", seed=0)
-    assert synthetic.shape == (SMALL.dictionary_images, 16, 16, 3)
-    with pytest.raises(ValueError, match="domain"):
-        pose.labelled_images(cfg, "test", "photo")
-
-
 def test_a_validation_split_holds_the_last_training_instances_out_of_training_and_dictionaries(monkeypatch):
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)  # 3 training instances of 6 views
     rendered = []
@@ -104,26 +56,26 @@ def test_a_validation_split_holds_the_last_training_instances_out_of_training_an
     # A method that learns a code per image or instance (LORD) sizes its tables by what trains.
     assert pose.training_bank(cfg) == (2 * SMALL.views_per_instance, 2)
     rendered.clear()
-    images, _, _ = pose.labelled_images(cfg, "validation", "synthetic", 8, seed=5)
+    images, _, _ = labelled_views.labelled_images(cfg, "validation", "synthetic", 8, seed=5)
     assert images.shape == (8, 16, 16, 3)
     # The validation queries are the held-out training instance's renders (the training
     # instances' shapes: split "train"), the dictionaries' the others'.
     [(split, ids)] = rendered
     assert split == "train" and set(ids.tolist()) == {2}
     rendered.clear()
-    pose.labelled_images(cfg, "train", "synthetic", 16, seed=5)
+    labelled_views.labelled_images(cfg, "train", "synthetic", 16, seed=5)
     [(split, ids)] = rendered
     assert split == "train" and set(ids.tolist()) <= {0, 1}
     # Without a held-out instance the dictionaries draw from all three, as before.
     rendered.clear()
-    pose.labelled_images(config(), "train", "synthetic", 64, seed=5)
+    labelled_views.labelled_images(config(), "train", "synthetic", 64, seed=5)
     assert set(rendered[0][1].tolist()) == {0, 1, 2}
     with pytest.raises(
         ValueError, match="needs training instances held out: set --data.validation_instances"
     ):
-        pose.labelled_images(config(), "validation", "synthetic", 4)
+        labelled_views.labelled_images(config(), "validation", "synthetic", 4)
     with pytest.raises(ValueError, match="validation split has synthetic renders only"):
-        pose.labelled_images(cfg, "validation", "real", 4)
+        labelled_views.labelled_images(cfg, "validation", "real", 4)
     with pytest.raises(ValueError, match="--data.validation_instances=3 leaves no training instance"):
         pose.load_banks(config(validation_instances=3))
     with pytest.raises(ValueError, match="--data.validation_instances must be >= 0"):
@@ -312,47 +264,11 @@ def test_resumed_dataset_continues_the_schedule():
     assert resumed["real_b"].numpy().mean() == 1.0
 
 
-def test_titration_logger_writes_the_fraction():
-    logger = pose.TitrationLogger(0.1, 4000, 40000)
-    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
-    model.compile(optimizer="adam")
-    model.optimizer.iterations.assign(8000)
-    logger.set_model(model)
-    logs: dict = {}
-    logger.on_epoch_end(0, logs)
-    assert logs["real_fraction"] == pytest.approx(0.1 / 9)  # step 7999: the first stair
-
-
-def test_bad_settings_raise_value_errors_naming_the_flag():
-    for overrides, flag in [
-        ({"pose_category": "boat"}, "--data.pose_category"),
-        ({"real_fraction": 1.5}, "--data.real_fraction"),
-        ({"titration_interval": 100}, "--data.titration_interval"),
-        ({"crop_amplitude": 1.0}, "--data.crop_amplitude"),
-        ({"augmentations": "hue:0.1"}, "--data.augmentations"),
-        ({"source": "keypointnet"}, "needs --data.path"),
-        ({"source": "keypointnet", "path": os.path.dirname(__file__)}, "--data.real_data_path"),
-        ({"source": "keypointnet", "path": "x"}, "--data.path=x does not exist"),
-        (
-            {"source": "h5"},
-            "--data.source='h5' is not a source of data family 'pose'; choose one of auto, procedural, "
-            "keypointnet.",
-        ),
-        (
-            {"real_data_path": os.path.dirname(__file__)},
-            "--data.real_data_path is read with KeypointNet renders only",
-        ),
-        ({"paint_backgrounds": False, "background_data_path": "x"}, "--data.paint_backgrounds"),
-    ]:
-        with pytest.raises(ValueError, match=flag):
-            pose.check_config(config(**overrides))
-
-
 def test_presets():
     car, chair = get_preset("pose_lookup_car"), get_preset("pose_lookup_chair")
     for preset in (car, chair):
         preset.validate()
-        pose.check_config(preset)
+        config_checks.check_config(preset)
         assert (preset.method.similarity, preset.method.temperature, preset.trainer.learning_rate) == (
             "cosine",
             0.1,
@@ -374,9 +290,9 @@ def test_presets():
             4000,
             0.1,
         )
-    assert pose.max_elevation(car) == 0.5 and pose.max_elevation(chair) == 1.3
+    assert config_checks.max_elevation(car) == 0.5 and config_checks.max_elevation(chair) == 1.3
     quick = get_preset("pose_quick")
-    pose.check_config(quick)
+    config_checks.check_config(quick)
     assert quick.model.architecture in models.names()
 
 

@@ -37,7 +37,10 @@ def test_the_package_declares_the_variant_its_config_and_the_paper_s_presets():
         methods.get_method("u_vitae").name == "u_vitae"
         and experiments.method_config_class("u_vitae") is UVitaeConfig
     )
-    assert methods.get_method("u_vitae").measures == "abc_tf.evaluation.tasks:likelihood_measures"
+    assert (
+        methods.get_method("u_vitae").measures
+        == "abc_tf.evaluation.tasks.method_measures:likelihood_measures"
+    )
     paper, quick = get_preset("mnist_u_vitae"), get_preset("mnist_u_vitae_quick")
     # Table 1's MLPs, d = 4 split 2 + 2, Adam 1e-4, batches of 512, 211,200 steps (abc_tf/methods/vae).
     assert (

@@ -17,7 +17,7 @@ from abc_tf.data.family import DataFamily
 from abc_tf.methods.abc import AbcConfig
 from abc_tf.evaluation.tasks import digit_clusters
 from abc_tf.evaluation.estimators import plots
-from abc_tf.evaluation import tasks
+from abc_tf.evaluation.tasks import task_registry
 from abc_tf.evaluation.tasks.labelled_samples import LabelledSample
 from abc_tf.runs.run_dir import embed
 
@@ -129,7 +129,7 @@ def evaluate_positions(run, out_dir: str, settings) -> dict:
 
 # The family's own evaluation task, named by the family as ``"module:NAME"`` (tests/test_shape.py
 # evaluates it through evaluate.py), as a user's family names theirs.
-TASK = tasks.Task(evaluate_positions, labelled_sample)
+TASK = task_registry.Task(evaluate_positions, labelled_sample)
 FAMILY = DataFamily(
     name="toy",
     config=ToyConfig,

@@ -27,7 +27,7 @@ import numpy as np
 from abc_tf import data, json_files, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.runs.experiments import read_config
-from abc_tf.evaluation import progress, tasks
+from abc_tf.evaluation import progress
 from abc_tf.evaluation.estimators import disentanglement as dis, plots
 from abc_tf.evaluation.tasks import (
     digit_clusters,
@@ -35,6 +35,9 @@ from abc_tf.evaluation.tasks import (
     factor_isolation,
     labelled_samples,
 )
+from abc_tf.evaluation.tasks.evaluation_settings import EvaluationSettings
+from abc_tf.evaluation.tasks.method_measures import measures_of
+from abc_tf.evaluation.tasks.task_registry import labelled_sample, offers_labelled_sample
 from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, embed, load_run, network_file, seed_run_dirs
 from abc_tf.runs.training import untrained_encoder
 
@@ -127,7 +130,7 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
     if len(set(labels)) < len(labels) or (untrained and UNTRAINED in labels):
         rows = [dataclasses.replace(row, label=os.path.normpath(path)) for row, path in zip(rows, run_dirs)]
     first = rows[0].configs[0]
-    if not tasks.offers_labelled_sample(first):
+    if not offers_labelled_sample(first):
         raise ValueError(
             f"--compare: data family {first.data.family!r} has no labelled sample to compare rows on "
             "(abc_tf.evaluation.tasks.labelled_samples)."
@@ -196,7 +199,7 @@ def method_measures(
 ) -> dict[str, float]:
     """The headline measures of the run's method (its declared ``measures``): read from the
     run's metrics.json where ``evaluate.py --run_dir`` wrote them (``"method"`` -> ``"headline"``),
-    else measured now into ``out_dir`` (``tasks.measures_of``); {} for a method without its own."""
+    else measured now into ``out_dir`` (``method_measures.measures_of``); {} for a method without its own."""
     name = methods.get_method(config.method.name).measures
     if not name:
         return {}
@@ -210,9 +213,7 @@ def method_measures(
         f"  {run_dir}: its own measures ({name.rpartition(':')[2]}) are not in its metrics.json; "
         "measuring them now"
     )
-    measured = tasks.measures_of(name)(
-        load_run(run_dir), out_dir, tasks.EvaluationSettings(isolation=settings.isolation)
-    )
+    measured = measures_of(name)(load_run(run_dir), out_dir, EvaluationSettings(isolation=settings.isolation))
     return measured.get("headline", {})
 
 
@@ -284,9 +285,7 @@ def compare(
     settings.validate()
     rows = rows_of(run_dirs, untrained)
     sample_config = rows[0].configs[0]
-    sample = tasks.labelled_sample(
-        sample_config, settings.isolation.num_images, settings.isolation.sample_seed
-    )
+    sample = labelled_sample(sample_config, settings.isolation.num_images, settings.isolation.sample_seed)
     if sample is None:
         raise ValueError(
             f"--compare: the {sample_config.data.family!r} data of {rows[0].run_dirs[0]} has no label to "

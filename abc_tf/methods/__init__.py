@@ -1,12 +1,13 @@
-"""Training methods, one package each, found by convention: ``abc_tf/methods/<name>/`` is the
-method ``--method=<name>``, and a package that an installed distribution names under the entry
-point group ``abc_tf.methods`` (``<name> = their_package``) is one too, so a lab keeps its own
-method outside this repository.
+"""Training methods, one package each, found by convention.
 
-A method's package declares ``METHOD`` (a :class:`abc_tf.methods.base.Method`) in its
-``model.py``: its config class, presets, smallest run, model and checks in one place.
-``METHODS`` maps each name found to its :class:`abc_tf.registry.Entry`; tests add their own
-entries to it. docs/ARCHITECTURE.md, "Adding a method", shows the contract.
+``abc_tf/methods/<name>/`` is the method ``--method=<name>``. So is a package that an installed
+distribution names under the entry point group ``abc_tf.methods`` (``<name> = their_package``).
+A lab can thus keep its own method outside this repository.
+
+A method's package declares ``METHOD``, a :class:`abc_tf.methods.base.Method`, in its ``model.py``.
+It holds the config class, presets, smallest run, model and checks in one place. ``METHODS`` maps
+each name found to its :class:`abc_tf.registry.Entry`; tests add their own entries to it.
+docs/ARCHITECTURE.md, "Adding a method", shows the contract.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """Training checkpoints on ``tf.train.CheckpointManager`` that a kill at any moment cannot leave half-written.
 
-Layout, inside a run directory::
-
-  checkpoints/checkpoint                       the manager's state: the complete checkpoints, oldest first
-  checkpoints/ckpt-400.index                   one checkpoint (optimizer step 400): the model's
-  checkpoints/ckpt-400.data-00000-of-00001     weights and the state of every optimizer
-  checkpoints/ckpt-500.index ...
-
-:func:`checkpoint_of` says what a checkpoint holds, :func:`build_optimizers` how several optimizers work.
-:func:`save` says how a kill is survived. Keras's BackupAndRestore is not safe this way: it overwrites
-one weights file in place, then writes the epoch counter. A kill between the two resumes new weights
-at an old step. Multi-worker runs follow TensorFlow's pattern: every worker saves, only the chief
-into ``run_dir`` (:func:`is_chief`). Every worker restores from ``run_dir``.
+:func:`save` writes one and says how a kill is survived; :func:`restore` reads the newest readable one.
+Keras's BackupAndRestore is not safe this way: it overwrites one weights file in place, then writes
+the epoch counter. A kill between the two resumes new weights at an old step. Multi-worker runs follow
+TensorFlow's pattern: every worker saves, only the chief into ``run_dir`` (:func:`is_chief`). Every
+worker restores from ``run_dir``. Which checkpoints a run has: abc_tf.runs.checkpoint_files
+(:func:`list_checkpoints`, named here too). What one holds: abc_tf.runs.checkpoint_contents.
 """
 
 from __future__ import annotations
@@ -29,178 +23,33 @@ from google.protobuf import text_format
 # The manager's state file format; TensorFlow exports no public class for it.
 from tensorflow.python.training import checkpoint_state_pb2
 
-CHECKPOINT_DIR = "checkpoints"
-STATE_FILE = "checkpoint"  # tf.train.CheckpointManager's state file
-PREFIX = "ckpt"  # tf.train.CheckpointManager's default checkpoint_name
-_CHECKPOINT = re.compile(rf"^{PREFIX}-(\d+)$")
-_CHECKPOINT_FILE = re.compile(rf"^({PREFIX}-\d+)(\.index|\.data-\d+-of-\d+|_temp)$")
-_SHARD = re.compile(rf"^{PREFIX}-\d+\.data-(\d+)-of-(\d+)$")
+from abc_tf.runs.checkpoint_contents import build_optimizers, checkpoint_of, optimizer_step, state_bytes
+from abc_tf.runs.checkpoint_files import (
+    CHECKPOINT_FILE,
+    PREFIX,
+    STATE_FILE,
+    checkpoint_dir,
+    complete_checkpoints,
+    list_checkpoints,
+    listed_names,
+    read_state,
+)
+
+__all__ = [
+    "CheckpointError",
+    "SaveCheckpoint",
+    "checkpoint_dir",
+    "is_chief",
+    "list_checkpoints",
+    "restore",
+    "save",
+]
+
 _STATE_TEMP = STATE_FILE + ".tmp"  # how TensorFlow's atomic write names the file it renames
-
-
-def checkpoint_dir(run_dir: str) -> str:
-    return os.path.join(run_dir, CHECKPOINT_DIR)
-
-
-def _state(directory: str):
-    """The manager's CheckpointState proto; None without a state file, False when it cannot be read.
-
-    It is replaced atomically, so only a hand edit or a damaged disk makes it unreadable.
-    """
-    if not os.path.isfile(os.path.join(directory, STATE_FILE)):
-        return None
-    try:
-        return tf.train.get_checkpoint_state(directory) or False
-    except ValueError:  # a state naming no checkpoint
-        return False
-
-
-def _on_disk(directory: str) -> list[tuple[int, str]]:
-    """(step, prefix) of every checkpoint whose files are all on disk, oldest first.
-
-    The state file is not read.
-
-    All files means the index and every data shard its names count.
-    """
-    if not os.path.isdir(directory):
-        return []
-    names = os.listdir(directory)
-    found = []
-    for name in names:
-        prefix = name.removesuffix(".index")
-        match = _CHECKPOINT.match(prefix) if name.endswith(".index") else None
-        if not match:
-            continue
-        shards = [
-            shard for other in names if other.startswith(prefix + ".data-") and (shard := _SHARD.match(other))
-        ]
-        totals = {int(shard.group(2)) for shard in shards}
-        if len(totals) == 1 and {int(shard.group(1)) for shard in shards} == set(range(totals.pop())):
-            found.append((int(match.group(1)), os.path.join(directory, prefix)))
-    return sorted(found)
-
-
-def _checkpoints(directory: str) -> tuple[list[tuple[int, str]], str]:
-    """The run's complete checkpoints, oldest first, and why the state file was not followed ("" when it was).
-
-    The state file is followed when it names a checkpoint on disk. When it is missing, unreadable or
-    names none that exist, the complete checkpoints on disk are the run's.
-    A run is never started again over checkpoints it did not read.
-    """
-    state = _state(directory)
-    if state:
-        listed = []
-        for prefix in state.all_model_checkpoint_paths:
-            match = _CHECKPOINT.match(os.path.basename(prefix))
-            if match:
-                listed.append((int(match.group(1)), os.path.join(directory, os.path.basename(prefix))))
-        complete = sorted((step, prefix) for step, prefix in listed if os.path.isfile(prefix + ".index"))
-        if complete:
-            return complete, ""
-    on_disk = _on_disk(directory)
-    if not on_disk:
-        return [], ""
-    state_path = os.path.join(directory, STATE_FILE)
-    if state is None:
-        why = f"{state_path} (the list of checkpoints) is missing"
-    elif state is False:
-        why = f"{state_path} (the list of checkpoints) cannot be read"
-    else:
-        why = f"{state_path} names no checkpoint whose files are there"
-    return on_disk, why
-
-
-def list_checkpoints(run_dir: str) -> list[tuple[int, str]]:
-    """(step, prefix) of every complete checkpoint of the run, oldest first.
-
-    Reads the manager's state file, without a model or TensorFlow graph. A listed checkpoint whose index
-    file is missing is left out; a kill during pruning or a deletion can cause that. A warning names it
-    when it was newer than the newest one kept. Without a usable state file, returns the complete
-    checkpoints on disk, with a warning naming what was missing (:func:`_checkpoints`).
-    """
-    directory = checkpoint_dir(run_dir)
-    found, why = _checkpoints(directory)
-    if why:
-        warnings.warn(
-            f"{why}; using the checkpoints found beside it: "
-            f"{', '.join(os.path.basename(prefix) for _, prefix in found)}."
-        )
-        return found
-    state = _state(directory)
-    if found and state:
-        newest = found[-1][0]
-        for prefix in state.all_model_checkpoint_paths:
-            match = _CHECKPOINT.match(os.path.basename(prefix))
-            if match and int(match.group(1)) > newest:
-                path = os.path.join(directory, os.path.basename(prefix))
-                warnings.warn(
-                    f"Checkpoint {path} is skipped: its index file {path}.index is missing; "
-                    f"the newest complete one is step {newest}."
-                )
-    return found
 
 
 class CheckpointError(RuntimeError):
     """A checkpoint could not be written, e.g. a full disk or no permission. Older checkpoints are intact."""
-
-
-def optimizers_of(model: keras.Model) -> dict[str, keras.optimizers.Optimizer]:
-    """Every optimizer that is an attribute of ``model``, by attribute name in sorted order.
-
-    Compile's optimizer is "optimizer". An optimizer held under two names gets the first.
-    """
-    found: dict[str, keras.optimizers.Optimizer] = {}
-    attributes = vars(model)
-    for name in sorted(attributes):
-        value = attributes[name]
-        if isinstance(value, keras.optimizers.Optimizer) and all(
-            value is not seen for seen in found.values()
-        ):
-            found[name] = value
-    listed = getattr(model, "optimizers", None)
-    if callable(listed):  # abc_tf.methods.base.MethodModel says which optimizers it has
-        hidden = [
-            optimizer for optimizer in listed() if all(optimizer is not seen for seen in found.values())
-        ]
-        if hidden:
-            raise ValueError(
-                f"{type(model).__name__}.optimizers() names {len(hidden)} optimizer(s) "
-                "that are not attributes of the model; "
-                "a checkpoint saves the optimizers found as attributes: assign each to one."
-            )
-    return found
-
-
-def checkpoint_of(model: keras.Model) -> tf.train.Checkpoint:
-    """The ``tf.train.Checkpoint`` of the model's weights and every optimizer's variables, fixed names.
-
-    ``weights`` holds ``model.weights`` in their order. ``optimizers/<name>`` holds the variables of every
-    Keras optimizer that is an attribute of the model: iterations, learning rate and slots.
-    ``tf.train.Checkpoint(model=model)`` alone is not enough with Keras 3. It follows only TensorFlow
-    trackables, so networks or optimizers in a list or dict attribute would be silently left out.
-    """
-    return tf.train.Checkpoint(
-        weights=list(model.weights),
-        optimizers={name: list(optimizer.variables) for name, optimizer in optimizers_of(model).items()},
-    )
-
-
-def _state_bytes(model: keras.Model) -> int:
-    variables = {
-        id(v): v
-        for v in list(model.weights) + [v for o in optimizers_of(model).values() for v in o.variables]
-    }
-    return sum(
-        int(tf.TensorShape(v.shape).num_elements()) * tf.as_dtype(v.dtype).size for v in variables.values()
-    )
-
-
-def _step(model: keras.Model) -> int:
-    if model.optimizer is None:
-        raise ValueError(
-            "Checkpoints are numbered by model.optimizer.iterations: compile the model with its optimizer."
-        )
-    return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
 
 
 def _fsync(path: str) -> None:
@@ -218,17 +67,9 @@ def _flush(prefix: str) -> None:
     """
     directory, name = os.path.split(prefix)
     for file_name in os.listdir(directory):
-        if file_name.startswith(name + ".") and _CHECKPOINT_FILE.match(file_name):
+        if file_name.startswith(name + ".") and CHECKPOINT_FILE.match(file_name):
             _fsync(os.path.join(directory, file_name))
     _fsync(directory)
-
-
-def _listed(directory: str) -> set[str] | None:
-    """The names of the checkpoints the state file lists, complete or not; None when it is unreadable."""
-    state = _state(directory)
-    if state is False:
-        return None
-    return {os.path.basename(path) for path in state.all_model_checkpoint_paths} if state else set()
 
 
 def _clear_leftovers(directory: str) -> None:
@@ -236,10 +77,10 @@ def _clear_leftovers(directory: str) -> None:
 
     Also deletes the files of checkpoints the state file does not name. All are kept if it is unreadable.
     """
-    listed = _listed(directory)
+    listed = listed_names(directory)
     for name in os.listdir(directory):
         path = os.path.join(directory, name)
-        match = _CHECKPOINT_FILE.match(name)
+        match = CHECKPOINT_FILE.match(name)
         if name.startswith(_STATE_TEMP) or (match and match.group(2) == "_temp"):
             shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
         elif match and listed is not None and match.group(1) not in listed:
@@ -276,7 +117,7 @@ def _forget(directory: str, name: str) -> None:
 
     Otherwise the manager would overwrite its files in place while the state still names them.
     """
-    state = _state(directory)
+    state = read_state(directory)
     paths = list(state.all_model_checkpoint_paths)
     timestamps = list(state.all_model_checkpoint_timestamps)
     kept = [i for i, path in enumerate(paths) if os.path.basename(path) != name]
@@ -290,10 +131,10 @@ def _forget(directory: str, name: str) -> None:
 def _adopt(directory: str) -> None:
     """Before a save, rewrites the state file from the complete checkpoints on disk if it names none of them.
 
-    That covers a missing or unreadable file (:func:`_checkpoints`). Otherwise the manager and
-    :func:`_clear_leftovers` would take those checkpoints for leftovers and delete them.
+    That covers a missing or unreadable file (checkpoint_files.complete_checkpoints). Otherwise the
+    manager and :func:`_clear_leftovers` would take those checkpoints for leftovers and delete them.
     """
-    found, why = _checkpoints(directory)
+    found, why = complete_checkpoints(directory)
     if why:
         prefixes = [prefix for _, prefix in found]
         _write_state(directory, prefixes, [os.path.getmtime(prefix + ".index") for prefix in prefixes])
@@ -314,7 +155,7 @@ def _reason(error: Exception) -> str:
 
 def _kept(directory: str) -> str:
     """What a failed save leaves the run, for its message."""
-    kept = _checkpoints(directory)[0]
+    kept = complete_checkpoints(directory)[0]
     if not kept:
         return "No checkpoint of this run was written before it, so none is kept"
     return f"The older checkpoints are intact (newest: step {kept[-1][0]})"
@@ -340,9 +181,9 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = T
     Returns the checkpoint's prefix; "" when ``write`` is False.
     """
     step, keep = int(step), int(keep)
-    if _step(model) != step:
+    if optimizer_step(model) != step:
         raise ValueError(
-            f"save(step={step}) of a model whose optimizer is at step {_step(model)}: "
+            f"save(step={step}) of a model whose optimizer is at step {optimizer_step(model)}: "
             "checkpoints are numbered by model.optimizer.iterations "
             "(compile the model with the optimizer applied once per step)."
         )
@@ -352,9 +193,9 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = T
         os.makedirs(directory, exist_ok=True)
         _adopt(directory)
         _clear_leftovers(directory)
-        if name in (_listed(directory) or ()):
+        if name in (listed_names(directory) or ()):
             _forget(directory, name)  # the same step saved again (e.g. after falling back past a damaged one)
-        needed = _state_bytes(model) + (1 << 20)  # plus the index and the state file
+        needed = state_bytes(model) + (1 << 20)  # plus the index and the state file
         free = shutil.disk_usage(directory).free
         if free < needed:
             raise CheckpointError(
@@ -381,36 +222,6 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = T
         if not write:
             shutil.rmtree(directory, ignore_errors=True)
     return os.path.join(directory, name) if write else ""
-
-
-def build_optimizers(model: keras.Model) -> None:
-    """Builds every optimizer of ``model`` not built yet, so that their slots exist before a restore.
-
-    A model with one optimizer builds it on ``model.trainable_variables``, as Keras does.
-    A model with several, such as a GAN's ``g_optimizer`` and ``d_optimizer``, follows three rules:
-
-    - Every optimizer is a model attribute. ``compile`` gets the one applied once per training step,
-      e.g. ``compile(optimizer=self.g_optimizer)``, since checkpoints are numbered by its iterations.
-    - The model defines ``optimizer_variables(optimizer)``, the variables that optimizer updates,
-      as ``abc_tf.methods.base.MethodModel`` does.
-    - Optimizers are built on those variables here before training; MethodModel's ``fit`` does it.
-      Keras's ``fit`` would build compile's on every trainable variable.
-    """
-    optimizers = optimizers_of(model)
-    owned = getattr(model, "optimizer_variables", None)
-    for name, optimizer in optimizers.items():
-        if optimizer.built:
-            continue
-        if callable(owned):
-            optimizer.build(owned(optimizer))
-        elif len(optimizers) == 1:
-            optimizer.build(model.trainable_variables)
-        else:
-            raise ValueError(
-                f"{type(model).__name__} has {len(optimizers)} optimizers ({', '.join(optimizers)}) and no "
-                "optimizer_variables(optimizer) method saying which variables each updates; "
-                "define it so that a restore can build them before loading their state."
-            )
 
 
 def _first_line(error: Exception) -> str:
@@ -467,7 +278,7 @@ def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
             status.assert_consumed()  # every value went to a variable, every variable got a value
         except AssertionError as error:
             raise _misfit(prefix, error) from None
-        restored = _step(model)
+        restored = optimizer_step(model)
         if restored != step:
             raise ValueError(
                 f"Checkpoint {prefix} holds optimizer step {restored}, not {step}; "
@@ -521,6 +332,6 @@ class SaveCheckpoint(keras.callbacks.Callback):
         )
 
     def on_epoch_end(self, epoch, logs=None):
-        step = _step(self.model)
+        step = optimizer_step(self.model)
         if step % self.every == 0 or step == self.last_step:
             save(self.model, self.run_dir, step, self.keep, write=self.write)

@@ -50,11 +50,8 @@ images and the backgrounds (sizes of the built-in ones in :mod:`abc_tf.data.pose
 from __future__ import annotations
 
 import dataclasses
-import functools
-import os
 from typing import Callable
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -62,40 +59,14 @@ from abc_tf import schedules
 from abc_tf.config import ExperimentConfig
 from abc_tf.data import augment
 from abc_tf.data.pose import procedural as pose_procedural
-from abc_tf.data.pose import render_cache
-from abc_tf.data.family import DataFamily, DataSources
+from abc_tf.data.family import DataFamily
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream, sample_distinct, step_draws
 from abc_tf.data.folders.image_files import load_image_folder
+from abc_tf.data.pose.config_checks import SOURCES, check_config, held_out_instances, max_elevation, source
 from abc_tf.data.pose.keypointnet import keypointnet_files, read_keypointnet
-from abc_tf.data.pose.pascal3d import read_pose_list
-from abc_tf.data.pose.objects import CATEGORIES, DEFAULT_MAX_ELEVATION
-from abc_tf.geometry import euler_to_matrix
+from abc_tf.data.pose.labelled_views import kept_training_rows, labelled_images
+from abc_tf.data.pose.titration import training_callbacks
 from abc_tf.data.pose import PoseConfig
-
-
-def _detect(path: str) -> str | None:
-    """``keypointnet`` for a .tfrecord file or a folder holding some; None otherwise."""
-    if os.path.isfile(path):
-        return "keypointnet" if path.endswith(".tfrecord") else None
-    return "keypointnet" if any(name.endswith(".tfrecord") for name in os.listdir(path)) else None
-
-
-SOURCES = DataSources(
-    reading={"keypointnet": "a folder of KeypointNet .tfrecord files, or one such file"},
-    built_in=("procedural",),
-    detect=_detect,
-    default=lambda: "procedural",
-)
-# The paths only the keypointnet source reads: the procedural data has its own real domain.
-_KEYPOINTNET_PATHS = ("real_data_path", "pose_test_list", "pose_test_images")
-
-
-def source(config: ExperimentConfig) -> str:
-    """The source ``config`` reads, ``auto`` resolved."""
-    return SOURCES.resolve("pose", config.data.source, config.data.path)[0]
-
-
-DOMAINS = ("synthetic", "real")
 
 
 @dataclasses.dataclass
@@ -119,99 +90,6 @@ class PoseBanks:
     def group_index(self) -> GroupIndex:
         """The renders grouped by instance (ValueError unless sorted by instance)."""
         return GroupIndex.from_groups(self.instances, len(self.instance_names), self.instance_names)
-
-
-# ----------------------------------------------------------------------------- config
-
-
-def max_elevation(config: ExperimentConfig) -> float:
-    """The elevation filter in radians: ``max_elevation``, or the category's (0.5 car, 1.3 chair)."""
-    if config.data.max_elevation > 0:
-        return float(config.data.max_elevation)
-    return DEFAULT_MAX_ELEVATION[config.data.pose_category]
-
-
-# "validation": the last --data.validation_instances training instances, held out of training
-# and of the "train" split's dictionaries (appended: the views' random streams of "train" and
-# "test" keep their index).
-SPLITS = ("train", "test", "validation")
-
-
-def held_out_instances(config: ExperimentConfig) -> int:
-    """How many of the last training instances ``config`` holds out for validation."""
-    return int(config.data.validation_instances)
-
-
-def kept_training_rows(instances: np.ndarray, num_instances: int, held_out: int) -> np.ndarray:
-    """Bool [N]: the rows of ``instances`` (indices 0..num_instances-1) not held out (the last
-    ``held_out`` instances are). ValueError when nothing would be left to train on."""
-    if held_out >= num_instances:
-        raise ValueError(
-            f"--data.validation_instances={held_out} leaves no training instance (the data has "
-            f"{num_instances})."
-        )
-    return np.asarray(instances) < num_instances - held_out
-
-
-def check_config(config: ExperimentConfig) -> None:
-    """Raises ValueError naming the flag when a pose setting cannot work."""
-    if config.data.pose_category not in CATEGORIES:
-        raise ValueError(
-            f"--data.pose_category must be one of {', '.join(CATEGORIES)}, got {config.data.pose_category!r}."
-        )
-    if source(config) == "procedural":
-        for name in _KEYPOINTNET_PATHS:
-            if getattr(config.data, name):
-                raise ValueError(
-                    f"--data.{name} is read with KeypointNet renders only (--data.path=<tfrecords>); the "
-                    "built-in procedural data has its own real images, so it would be ignored."
-                )
-    if not 0.0 <= config.data.max_elevation <= np.pi / 2:
-        raise ValueError(
-            "--data.max_elevation must lie in [0, pi/2] radians (0: category default), got "
-            f"{config.data.max_elevation}."
-        )
-    if not 0.0 <= config.data.real_fraction <= 1.0:
-        raise ValueError(f"--data.real_fraction must lie in [0, 1], got {config.data.real_fraction}.")
-    if config.data.titration_interval < 0:
-        raise ValueError(
-            f"--data.titration_interval must be >= 0 (0: no titration), got {config.data.titration_interval}."
-        )
-    if config.data.real_fraction > 0 and config.data.titration_interval >= config.trainer.steps:
-        raise ValueError(
-            f"--data.titration_interval={config.data.titration_interval} is not below "
-            f"--trainer.steps={config.trainer.steps}: real images would never enter set B. Lower "
-            "--data.titration_interval, or set --data.real_fraction=0."
-        )
-    if not 0.0 <= config.data.crop_amplitude < 1.0:
-        raise ValueError(f"--data.crop_amplitude must lie in [0, 1), got {config.data.crop_amplitude}.")
-    if not 0.0 <= config.data.augmentation_amplitude <= 5.0:
-        raise ValueError(
-            f"--data.augmentation_amplitude must lie in [0, 5], got {config.data.augmentation_amplitude}."
-        )
-    if config.data.augmentations:
-        raise ValueError(
-            "--data.augmentations is not used by data=pose; its augmentations (supplement S5) are set by "
-            "--data.crop_amplitude and --augmentation_amplitude."
-        )
-    if config.data.background_data_path and not config.data.paint_backgrounds:
-        raise ValueError(
-            "--data.background_data_path names backgrounds, but --data.paint_backgrounds=false paints none."
-        )
-    if config.data.image_channels != 3:
-        raise ValueError(
-            "data=pose works on RGB images: --data.image_channels must be 3, got "
-            f"{config.data.image_channels}."
-        )
-    if config.data.image_size < 16:
-        raise ValueError(
-            f"--data.image_size must be at least 16 for pose images, got {config.data.image_size}."
-        )
-    if source(config) == "keypointnet" and config.data.real_fraction > 0 and not config.data.real_data_path:
-        raise ValueError(
-            "--data.real_fraction > 0 needs unlabelled real images: give --data.real_data_path (a folder of "
-            "images), or set --data.real_fraction=0."
-        )
 
 
 def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
@@ -260,113 +138,6 @@ def load_banks(config: ExperimentConfig) -> PoseBanks:
             names[: len(names) - held_out],
         )
     return PoseBanks(synthetic, euler, instances, names, real, load_backgrounds(config))
-
-
-def labelled_images(
-    config: ExperimentConfig, split: str, domain: str, num_images: int | None = None, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Images with known pose, for evaluation (never for ABC training).
-
-    split: "train" = instances used in training (the lookup dictionary: their poses never enter
-      ABC training), "test" = held-out instances, or "validation" = the training instances
-      ``--data.validation_instances`` holds out of training and of "train" (synthetic only). domain:
-      "synthetic" = clean renders on black, or "real" = the real domain (procedural: other materials,
-      lighting, clutter, noise, blur; files: the Pascal3D+-style ``--data.pose_test_list``, split "test"
-      only).
-    num_images: how many (None: all the files hold, or 1800 train / 500 test procedural);
-      fewer files than asked gives all of them; a random subset (``seed``) otherwise.
-    Returns (uint8 [n, S, S, 3], rotations float64 [n, 3, 3], Euler angles float64 [n, 3] in
-    radians). Procedural images are rendered deterministically from ``seed``.
-    """
-    check_config(config)
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {SPLITS}, got {split!r}.")
-    if domain not in DOMAINS:
-        raise ValueError(f"domain must be one of {DOMAINS}, got {domain!r}.")
-    if num_images is not None and num_images <= 0:
-        raise ValueError(f"num_images must be positive, got {num_images}.")
-    held_out = held_out_instances(config)
-    if split == "validation" and not held_out:
-        raise ValueError(
-            "The validation split needs training instances held out: set --data.validation_instances "
-            "(for training and evaluation alike)."
-        )
-    if split == "validation" and domain != "synthetic":
-        raise ValueError(
-            f"The validation split has synthetic renders only (the training instances'), not {domain!r}."
-        )
-    size, elev = config.data.image_size, max_elevation(config)
-    if source(config) == "procedural":
-        return _procedural_views(
-            config.data.pose_category,
-            split,
-            domain,
-            num_images,
-            size,
-            elev,
-            int(seed),
-            held_out,
-            pose_procedural.PROCEDURAL,
-        )
-    rng = _views_rng(seed, split, domain)
-    if domain == "real":
-        if split != "test":
-            raise ValueError(
-                "The real images of --data.real_data_path carry no pose; labelled real images come from "
-                "--data.pose_test_list (split 'test')."
-            )
-        if not config.data.pose_test_list:
-            raise ValueError("Labelled real images need --data.pose_test_list (a Pascal3D+-style list).")
-        images, rotations, euler = read_pose_list(
-            config.data.pose_test_list, config.data.pose_test_images or None, size
-        )
-    else:
-        rgba, euler, instances, names = read_keypointnet(
-            keypointnet_files(config.data.path, "test" if split == "test" else "train"), size, elev
-        )
-        if split != "test" and held_out:
-            kept = kept_training_rows(instances, len(names), held_out)
-            rgba, euler = (rgba[kept], euler[kept]) if split == "train" else (rgba[~kept], euler[~kept])
-        images = rgba[..., :3]
-        euler = euler.astype(np.float64)
-        rotations = euler_to_matrix(euler)
-    if num_images is not None and num_images < len(images):
-        chosen = np.sort(GroupIndex.whole(len(images)).draw_from_all(rng, 1, num_images)[0])
-        images, rotations, euler = images[chosen], rotations[chosen], euler[chosen]
-    return images, rotations, euler
-
-
-def _views_rng(seed: int, split: str, domain: str) -> np.random.Generator:
-    return np.random.default_rng([int(seed), SPLITS.index(split), DOMAINS.index(domain), 0x1AB])
-
-
-@functools.lru_cache(maxsize=4)
-def _procedural_views(
-    category: str,
-    split: str,
-    domain: str,
-    num_images: int | None,
-    size: int,
-    elev: float,
-    seed: int,
-    held_out: int,
-    sizes: pose_procedural.ProceduralSizes,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The procedural views of :func:`labelled_images`, kept for the next call with the same
-    arguments (evaluating several runs or checkpoints renders a dictionary pool once; 7200
-    renders at 64 px take about a minute here), and on disk for the next process
-    (:mod:`abc_tf.data.pose.render_cache`). Read-only: callers share the arrays."""
-    # sizes: a key only (tests shrink pose_procedural.PROCEDURAL).
-    views = render_cache.cached(
-        "pose_views",
-        (category, split, domain, num_images, size, elev, seed, held_out, sizes),
-        lambda: pose_procedural.labelled_images(
-            category, split, domain, num_images, size, elev, _views_rng(seed, split, domain), held_out
-        ),
-    )
-    for array in views:
-        array.setflags(write=False)
-    return views
 
 
 # ----------------------------------------------------------------------------- batches
@@ -506,36 +277,10 @@ def dataset_from_banks(
 
 
 # ----------------------------------------------------------------------------- training hooks
-
-
-class TitrationLogger(keras.callbacks.Callback):
-    """Adds ``real_fraction`` to the epoch logs: the titration schedule of the pose data
-    (:func:`abc_tf.schedules.real_fraction`) at the last trained step, so a TensorBoard
-    callback placed AFTER this one plots it next to the loss. The value is computed from the
-    optimizer's step, the same formula the data pipeline uses, so it stays right after resume.
-    """
-
-    def __init__(self, target: float, interval: int, total_steps: int):
-        super().__init__()
-        self.target, self.interval, self.total_steps = float(target), int(interval), int(total_steps)
-
-    def on_epoch_end(self, epoch, logs=None):
-        if logs is None:
-            return
-        step = max(0, int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) - 1)
-        logs["real_fraction"] = schedules.real_fraction(step, self.target, self.interval, self.total_steps)
-
-
 def training_bank(config: ExperimentConfig) -> tuple[int, int]:
     """(renders, instances) of the training banks, which ``index_a`` and ``group_a`` index."""
     banks = load_banks(config)
     return len(banks.synthetic), len(banks.instance_names)
-
-
-def training_callbacks(config: ExperimentConfig) -> list[keras.callbacks.Callback]:
-    """Callbacks training adds before its TensorBoard callback: the titration logger
-    (``real_fraction`` in TensorBoard)."""
-    return [TitrationLogger(config.data.real_fraction, config.data.titration_interval, config.trainer.steps)]
 
 
 FAMILY = DataFamily(

@@ -260,10 +260,7 @@ def evaluate_mnist_run(
     # Panels as in the paper: untrained | trained, seen digits above the held-out digit.
     ordered = [pca_panels[i] for i in ((0, 2, 1, 3) if holdout is not None else (0, 1))]
     plot_pca_thumbnails(ordered, os.path.join(out_dir, "pca.png"), columns=2, seed=seed)
-    metrics["figures"] = {
-        "retrieval": os.path.join(out_dir, "retrieval.png"),
-        "pca": os.path.join(out_dir, "pca.png"),
-    }
+    metrics["figures"] = ["retrieval.png", "pca.png"]  # file names in out_dir, as every task lists them
     json_files.write_json(os.path.join(out_dir, METRICS_FILE), metrics, sort_keys=True)
     progress.wrote(os.path.join(out_dir, METRICS_FILE))
     return metrics

@@ -1,5 +1,8 @@
-"""The configs of ABC and the contrastive loss, and their presets: the paper's settings per
-data family (docs/PAPERS.md section 3) and the short runs of this project."""
+"""The configs of ABC and the contrastive loss, and their presets.
+
+The presets are the paper's settings per data family (docs/PAPERS.md section 3) and this
+project's short runs.
+"""
 
 from __future__ import annotations
 
@@ -36,8 +39,9 @@ class ContrastiveConfig(MethodConfig):
             )
 
     def length_scale(self) -> float:
-        """The scale below which similarity / temperature changes by less than 1
-        (docs/PAPERS.md section 1).
+        """The scale below which similarity / temperature changes by less than 1.
+
+        See docs/PAPERS.md section 1.
         """
         return length_scale(self.similarity, self.temperature)
 
@@ -48,14 +52,17 @@ class ContrastiveConfig(MethodConfig):
 
 @dataclasses.dataclass(frozen=True)
 class AbcConfig(ContrastiveConfig):
+    """ABC's flags. The regression head needs pose data.
+
+    abc_weight=0 with regression_weight > 0 is the regression-only baseline.
+    """
+
     # Pose regression (docs/PAPERS.md section 3, Table 2): a spherical-regression head on set A's embeddings.
     regression_weight: float = field(
         0.0,
-        "Weight of the spherical-regression head loss on set A's pose labels (0: no head). Pose data only.",
+        "Weight of the spherical-regression head loss on set A's pose labels; 0 builds no head.",
     )
-    abc_weight: float = field(
-        1.0, "Weight of the ABC loss (0 with regression_weight > 0: the regression-only baseline)."
-    )
+    abc_weight: float = field(1.0, "Weight of the ABC loss.")
 
     def validate(self) -> None:
         super().validate()
@@ -136,10 +143,10 @@ def _real_images(
     )
 
 
-# Pose lookup (docs/PAPERS.md section 3; supplement S8.3): S5 on 128 x 128 images, 4 pairs of sets of
-# 32, cosine with tau 0.1, double augmentation (S5), lr 1e-4 halved every 10k steps, 40k steps,
-# real images titrated into set B up to 10% in stairs every 4k steps. source=procedural
-# renders the built-in stand-in; --data.source=keypointnet --data.path=... --data.real_data_path=...
+# Pose lookup (docs/PAPERS.md section 3; supplement S8.3): S5 on 128 x 128 images, 4 pairs of sets
+# of 32, cosine with tau 0.1, double augmentation (S5). lr 1e-4 halved every 10k steps, 40k steps.
+# Real images are titrated into set B up to 10%, in stairs every 4k steps. source=procedural
+# renders the built-in stand-in. --data.source=keypointnet --data.path=... --data.real_data_path=...
 # --data.pose_test_list=... reads the paper's data.
 _POSE_LOOKUP = _abc(
     "pose_lookup",
@@ -163,10 +170,11 @@ _POSE_LOOKUP = _abc(
 
 
 def _pose_regression(name: str, category: str, **data) -> ExperimentConfig:
-    """Table 2 (supplement S8.3): ABC plus the spherical-regression head on set A's labelled
-    renders, tau 0.05, lr 1e-4 halved every 20k, 60k steps, real images titrated into set B up
-    to 2%. The loss is regression + abc_weight * ABC (weights 1 and 1; the paper does not state
-    its weighting)."""
+    """Table 2 (supplement S8.3): ABC plus the spherical-regression head on set A's labelled renders.
+
+    tau 0.05, lr 1e-4 halved every 20k, 60k steps, real images titrated into set B up to 2%.
+    The loss is regression + abc_weight * ABC, weights 1 and 1. The paper does not state its weighting.
+    """
     return _POSE_LOOKUP.replace(
         name=name,
         pose_category=category,
@@ -213,9 +221,9 @@ PRESETS: dict[str, ExperimentConfig] = {
     # Pose lookup, paper settings (Table 1), per category; elevation filter 0.5 / 1.3 rad.
     "pose_lookup_car": _POSE_LOOKUP.replace(name="pose_lookup_car", pose_category="car"),
     "pose_lookup_chair": _POSE_LOOKUP.replace(name="pose_lookup_chair", pose_category="chair"),
-    # Pose isolation on the procedural cars within about 15 minutes on 2 CPU cores: the S5 head
-    # on a small trunk (s5_small) at 32 x 32, the paper's sets, loss and augmentations, a
-    # shorter schedule (titration stairs every 100 steps, lr 3e-4 halved every 500).
+    # Pose isolation on the procedural cars in about 15 minutes on 2 CPU cores. The S5 head on a
+    # small trunk (s5_small) at 32 x 32, with the paper's sets, loss and augmentations. A shorter
+    # schedule: titration stairs every 100 steps, lr 3e-4 halved every 500.
     "pose_quick": _POSE_LOOKUP.replace(
         name="pose_quick",
         model=EncoderConfig(architecture="s5_small", embedding_dim=64),
@@ -240,16 +248,15 @@ PRESETS: dict[str, ExperimentConfig] = {
     "folders": _real_images("folders", "folders", 3, 32, "group", "contrast:0.3,saturation:0.3,crop:0.2"),
 }
 
-# pose_quick with the regression head and Table 2's tau 0.05 and 2% real images. With
-# --method.abc_weight=0 --data.real_fraction=0: the regression-only baseline; with
-# --data.real_fraction=0: regression + ABC on synthetic images only. Derived from pose_quick so
-# it follows its tuning.
+# pose_quick with the regression head, Table 2's tau 0.05 and 2% real images. It derives from
+# pose_quick so that it follows its tuning. --method.abc_weight=0 --data.real_fraction=0 gives the
+# regression-only baseline. --data.real_fraction=0 gives regression + ABC on synthetic images only.
 PRESETS["pose_regression_quick"] = PRESETS["pose_quick"].replace(
     name="pose_regression_quick", temperature=0.05, real_fraction=0.02, regression_weight=1.0
 )
-# ABC given Elastic-InfoGAN's signal: no labels, unconstrained sets of 64 from
-# split 1 with all ten digits, both sets two views under its augmentation; otherwise the paper's
-# MNIST ABC settings ("mnist"). --method=contrastive trains the two-view loss on the same batches.
+# ABC given Elastic-InfoGAN's signal: no labels, unconstrained sets of 64 from split 1 with all
+# ten digits. Both sets are two views under its augmentation. The rest is the paper's MNIST ABC
+# ("mnist"). --method=contrastive trains the two-view loss on the same batches.
 PRESETS["mnist_abc_augmentation"] = PRESETS["mnist"].replace(
     name="mnist_abc_augmentation",
     augmentation_baseline=True,

@@ -1,49 +1,15 @@
-"""Ada-GVAE (``--method=ada_gvae``; Locatello et al., ICML 2020; docs/PAPERS.md section P6), trained
-on "pairs" batches {"x1", "x2"} [B, H, W, C]: two images that share all factors but some.
+"""Ada-GVAE (``--method=ada_gvae``; Locatello et al., ICML 2020; docs/PAPERS.md section P6).
 
-Facts from the authors' disentanglement_lib (``methods/weak/weak_vae.py``; see the package
-docstring for the files), restated here, not copied:
+It trains on "pairs" batches {"x1", "x2"} [B, H, W, C]: two images that share all factors but some.
+Both images are encoded to diagonal Gaussians. Some latent dimensions are shared: they take the
+pair's averaged posterior in both images. The rest keep their own. The loss is the beta-VAE loss
+on both images. The comment under the imports restates the authors' steps, not copied.
+Source: disentanglement_lib, ``methods/weak/weak_vae.py``; the package docstring names the files.
 
-1. Both images are encoded to diagonal Gaussians q(z | x1) = N(m1, diag v1), q(z | x2) =
-   N(m2, diag v2) by one encoder (``GroupVAEBase.model_fn``).
-2. Per dimension i the pair's divergence d_i = v1/v2 + (m2 - m1)^2 / v2 - 1 + log v2 - log v1
-   (``compute_kl(z_mean, z_mean_2, z_logvar, z_logvar_2)``): twice KL(q(z_i | x1) || q(z_i |
-   x2)), one-directional, from the first image's posterior to the second's; only its binning
-   is used, which the factor 2 does not change (:func:`pair_divergence`).
-3. Which dimensions the pair shares (``aggregation``):
-   - "argmax" (Ada-GVAE; ``aggregate_argmax``, ``discretize_in_bins``): d is cut into two bins
-     of equal width between the pair's smallest and largest d
-     (``tf.histogram_fixed_width_bins(d, [min d, max d], nbins=2)``): a dimension whose bin is
-     the upper one (floor(2 (d_i - min) / (max - min)) >= 1, i.e. d_i at or above the midpoint)
-     keeps its own posterior, every other is shared. The largest always keeps its own. When all
-     d_i are equal that op divides 0 by 0 and no bin index is 1, so every dimension is shared
-     (averaging two equal posteriors, where all d_i = 0, changes nothing) (:func:`adaptive_kept`);
-   - "labels" (GVAE; ``aggregate_labels``): the pair's label is the index of the changed factor
-     (``train_weak_lib.weak_dataset_from_ground_truth_data``: the last factor
-     ``simple_dynamics`` changed); latent dimension ``label`` keeps its own posterior and every
-     other is shared (dimension i is made to learn factor i) (:func:`label_kept`).
-4. A shared dimension takes the pair's averaged posterior in both images (``averaging``):
-   "group_vae" (``GroupVAEBase.model_fn``): mean (m1 + m2) / 2, variance (v1 + v2) / 2;
-   "mlvae" (``MLVae.model_fn``): variance 2 v1 v2 / (v1 + v2), mean (m1/v1 + m2/v2) v1 v2 /
-   (v1 + v2), the product of the two Gaussians' mean with twice its variance
-   (:func:`averaged_posterior`, computed in log space: the same values).
-5. Each image draws z = mean + exp(log_var / 2) eps from its aggregated posterior
-   (``BaseVAE.sample_from_latent_distribution``) and is decoded to Bernoulli logits; the loss is
-   the beta-VAE loss on both: loss = (R1 + R2) / 2 + beta (K1 + K2) / 2, R the sigmoid
-   cross-entropy summed over pixels and averaged over the pairs (``bernoulli_loss`` with
-   ``activation="logits"``, ``subtract_true_image_entropy=False``), K the KL of the aggregated
-   posterior to N(0, I) summed over the dimensions and averaged over the pairs
-   (``vae.compute_gaussian_kl``).
-
-The noise eps is drawn from (seed, step) by stateless ops, so a resumed run draws what an
-unbroken one would, and under a distribution strategy each replica takes its rows of the global
-batch's draws (``base.draw_rows``). The mask has no gradient (it is boolean); gradients reach both
-images' posteriors through the averaged ones, as in the authors' graph.
-
-Kept by a run: ``encoder`` (images -> the posterior means, the representation every evaluator
-reads), ``posterior`` (images -> [means, log-variances]) and ``decoder`` (z -> logits). Logs:
-``loss``, ``reconstruction`` (nats per image), ``kl`` (per image, of the aggregated posteriors)
-and ``shared_dimensions`` (per pair, how many latent dimensions were averaged).
+A run keeps ``encoder`` (images -> the posterior means, which every evaluator reads),
+``posterior`` (images -> [means, log-variances]) and ``decoder`` (z -> logits). Logs: ``loss``,
+``reconstruction`` (nats per image), ``kl`` (per image, of the aggregated posteriors) and
+``shared_dimensions`` (per pair, how many latent dimensions were averaged).
 """
 
 from __future__ import annotations
@@ -56,6 +22,40 @@ import tensorflow as tf
 from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.ada_gvae import AdaGvaeConfig, PRESETS, networks
+
+# 1. One encoder maps both images to q(z | x1) = N(m1, diag v1) and q(z | x2) = N(m2, diag v2)
+#    (GroupVAEBase.model_fn).
+# 2. The pair's divergence per dimension i is d_i = v1/v2 + (m2 - m1)^2 / v2 - 1 + log v2 - log v1
+#    (compute_kl(z_mean, z_mean_2, z_logvar, z_logvar_2)). That is twice KL(q(z_i | x1) ||
+#    q(z_i | x2)), from the first image's posterior to the second's. Only its binning is used,
+#    which the factor 2 does not change (pair_divergence).
+# 3. aggregation chooses the shared dimensions.
+#    - "argmax" is Ada-GVAE (aggregate_argmax, discretize_in_bins). d is cut into two bins of equal
+#      width between the pair's smallest and largest d:
+#      tf.histogram_fixed_width_bins(d, [min d, max d], nbins=2). A dimension in the upper bin keeps
+#      its own posterior: floor(2 (d_i - min) / (max - min)) >= 1, d_i at or above the midpoint.
+#      Every other is shared, and the largest always keeps its own. When all d_i are equal the op
+#      divides 0 by 0 and no bin index is 1, so every dimension is shared. Averaging two equal
+#      posteriors, where all d_i = 0, changes nothing (adaptive_kept).
+#    - "labels" is GVAE (aggregate_labels). The pair's label is the index of the changed factor:
+#      the last factor simple_dynamics changed (train_weak_lib.weak_dataset_from_ground_truth_data).
+#      Latent dimension label keeps its own posterior and every other is shared, so dimension i
+#      learns factor i (label_kept).
+# 4. averaging gives the shared posterior, used in both images (averaged_posterior).
+#    "group_vae" (GroupVAEBase.model_fn): mean (m1 + m2) / 2, variance (v1 + v2) / 2.
+#    "mlvae" (MLVae.model_fn): variance 2 v1 v2 / (v1 + v2), mean (m1/v1 + m2/v2) v1 v2 / (v1 + v2).
+#    That is the product of the two Gaussians' mean with twice its variance, computed in log space.
+# 5. Each image draws z = mean + exp(log_var / 2) eps from its aggregated posterior
+#    (BaseVAE.sample_from_latent_distribution). It is decoded to Bernoulli logits. The loss is
+#    loss = (R1 + R2) / 2 + beta (K1 + K2) / 2. R is the sigmoid cross-entropy summed over pixels,
+#    averaged over the pairs (bernoulli_loss, activation="logits",
+#    subtract_true_image_entropy=False). K is the KL of the aggregated posterior to N(0, I), summed
+#    over dimensions and averaged over pairs (vae.compute_gaussian_kl).
+#
+# eps comes from (seed, step) by stateless ops, so a resumed run draws what an unbroken one would.
+# Under a distribution strategy each replica takes its rows of the global batch's draws
+# (base.draw_rows). The mask is boolean, so it has no gradient. Gradients reach both images'
+# posteriors through the averaged ones, as in the authors' graph.
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
 

@@ -1,50 +1,17 @@
-"""CC-VAE (``--method=cc_vae``; Jha et al., "Disentangling Factors of Variation with
-Cycle-Consistent Variational Auto-Encoders", ECCV 2018; docs/PAPERS.md section P5), trained on "sets"
-batches. The sources and what is ours: ``abc_tf/methods/cc_vae/__init__.py``.
+"""CC-VAE (``--method=cc_vae``), trained on "sets" batches.
 
-The group is the set: each stack of ``set_a`` ([P, N, H, W, C]) holds images that share the
-*specified* factor (on MNIST the digit); the *unspecified* code z is the rest (style). The
-encoder gives per image a Gaussian posterior q(z | x) = N(mu(x), diag exp(lv(x))) and a
-deterministic specified code s(x); the decoder g(z, s) gives images in [0, 1].
+CC-VAE is Jha et al., "Disentangling Factors of Variation with Cycle-Consistent Variational
+Auto-Encoders", ECCV 2018 (docs/PAPERS.md section P5). The sources and what is ours are in
+``abc_tf/methods/cc_vae/__init__.py``. Each stack of ``set_a`` [P, N, H, W, C] shares the
+*specified* factor, such as the digit on MNIST. The *unspecified* code z is the rest, the style.
+The encoder gives a Gaussian posterior q(z | x) = N(mu(x), diag exp(lv(x))) and a deterministic
+specified code s(x). The decoder g(z, s) gives images in [0, 1]. A step is the authors'
+iteration: a forward and a reverse cycle, two Adam updates in order (comment under the imports).
 
-One training step is the authors' iteration, two updates with two Adam optimizers in order:
-
-1. Forward cycle (encoder and decoder; ``compile``'s optimizer, whose steps number the run). A
-   shuffle of each stack, from (seed, step), makes K = floor(N / 2) disjoint pairs (x1, x2)
-   (positions 2k and 2k + 1 of the shuffled stack). With z_i = mu(x_i) + exp(lv(x_i) / 2) e_i,
-   e_i ~ N(0, I), each member is reconstructed from its own z and its partner's s:
-
-     reconstruction = mean_pairs,pixels (g(z1, s2) - x1)^2 + mean_pairs,pixels (g(z2, s1) - x2)^2
-     kl = (sum over the 2 P K images of KL(q(z | x) || N(0, I))) / (P K x pixels)
-     forward_loss = reconstruction_weight x reconstruction + kl_weight x kl
-
-   (the authors' terms, training.py L128-150: their batch is the P K pairs).
-2. Reverse cycle (the encoder's convolutions and style-mean head; the second optimizer),
-   after the forward update: for each pair k of stack p, z_k ~ N(0, I) is decoded with the
-   specified code of the pair's first member and with that of the image of ``set_b``'s stack p
-   at the second member's position (another group; both codes without gradient), the two
-   images are re-encoded and
-
-     reverse_cycle = mean_k,dims |mu(g(z_k, s(a_k))) - mu(g(z_k, s(b_k)))|
-     reverse_loss = reverse_cycle_weight x reverse_cycle
-
-   (training.py L157-184). The decoder, the specified head and the log-variance head get no
-   gradient from it: the authors' reverse optimiser holds the encoder only, and both heads get a
-   zero gradient there (the codes are detached, the log-variance unread), which leaves Adam's
-   step at zero.
-
-The shuffle, e and z are drawn from (seed, step) by the forward update and handed to the
-reverse one: a resumed run draws what an unbroken one would; under a distribution strategy each
-replica takes its rows of the global batch's draws (``draw_rows``). Logs: ``loss`` =
-forward_loss + reverse_loss (the reverse cycle's after the forward update), ``reconstruction``,
-``kl`` and ``reverse_cycle`` (unweighted, as the authors log them).
-
-Networks (``networks``): "mnist", the authors' MNIST convolutional networks
-(``models/cc_vae_networks.py``, 28 x 28), or "conv64", the networks for 64 x 64 images
-(``models/vae64_networks.py``; the ABC authors followed CC-VAE's supplement there, L217). Kept by
-a run: ``encoder`` (images -> mu, the unspecified code's mean: the style representation the ABC
-paper compares, Fig. 4 / S7; on pose, where the group is one object instance, the pose),
-``specified`` (images -> s), ``posterior`` (all three outputs) and ``decoder`` ([z, s] -> images).
+Logs: ``loss`` = forward_loss + reverse_loss, ``reconstruction``, ``kl`` and ``reverse_cycle``,
+unweighted as the authors log them. A run keeps ``encoder`` (images -> mu, the style the ABC
+paper compares in Fig. 4 / S7, or the pose on pose data), ``specified`` (images -> s),
+``posterior`` (all three outputs) and ``decoder`` ([z, s] -> images).
 """
 
 from __future__ import annotations
@@ -57,6 +24,39 @@ from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, Update, draw_rows, loss_scaled, to_float_images
 from abc_tf.methods.cc_vae import CcVaeConfig, PRESETS
+
+# 1. Forward cycle: the encoder and decoder, with compile's optimizer, whose steps number the run.
+#    A shuffle of each stack from (seed, step) makes K = floor(N / 2) disjoint pairs (x1, x2), at
+#    positions 2k and 2k + 1. With z_i = mu(x_i) + exp(lv(x_i) / 2) e_i, e_i ~ N(0, I), each
+#    member is rebuilt from its own z and its partner's s:
+#
+#      reconstruction = mean_pairs,pixels (g(z1, s2) - x1)^2 + mean_pairs,pixels (g(z2, s1) - x2)^2
+#      kl = (sum over the 2 P K images of KL(q(z | x) || N(0, I))) / (P K x pixels)
+#      forward_loss = reconstruction_weight x reconstruction + kl_weight x kl
+#
+#    Source: training.py L128-150; their batch is the P K pairs.
+# 2. Reverse cycle, after the forward update: the encoder's convolutions and style-mean head, with
+#    the second optimizer. For pair k of stack p, z_k ~ N(0, I) is decoded twice. Once with the
+#    specified code of the pair's first member. Once with that of the image of set_b's stack p at
+#    the second member's position, another group. Both codes carry no gradient. The two images are
+#    re-encoded, and
+#
+#      reverse_cycle = mean_k,dims |mu(g(z_k, s(a_k))) - mu(g(z_k, s(b_k)))|
+#      reverse_loss = reverse_cycle_weight x reverse_cycle
+#
+#    Source: training.py L157-184. The decoder, the specified head and the log-variance head get
+#    no gradient from it. The authors' reverse optimiser holds the encoder only. Both heads get a
+#    zero gradient there, since the codes are detached and the log-variance unread. That leaves
+#    Adam's step at zero.
+#
+# The forward update draws the shuffle, e and z from (seed, step) and hands them to the reverse
+# one. A resumed run draws what an unbroken one would. Under a distribution strategy each replica
+# takes its rows of the global batch's draws (draw_rows). The logged loss takes the reverse cycle
+# after the forward update.
+#
+# networks="mnist" is the authors' MNIST convolutional networks (models/cc_vae_networks.py,
+# 28 x 28). "conv64" is the 64 x 64 networks (models/vae64_networks.py). There the ABC authors
+# followed CC-VAE's supplement (L217).
 from abc_tf.methods.distributions import gaussian_kl
 from models import vae64_networks
 from models import cc_vae_networks

@@ -1,6 +1,4 @@
-"""The contrastive method's declaration: ABC's model computing the NT-Xent loss
-(abc_tf/methods/abc/model.py).
-"""
+"""The contrastive method's declaration: ABC's model with the NT-Xent loss (abc_tf/methods/abc/model.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""The config of Elastic-InfoGAN (``--method=elastic_infogan``; docs/PAPERS.md section P3) and its
-presets. The paper's two ablations are settings of the same model: ``prior=uniform`` with
-``contrastive_weight=0`` is InfoGAN, ``learned`` with 0 the Gumbel-softmax baseline."""
+"""The config of Elastic-InfoGAN (``--method=elastic_infogan``) and its presets.
+
+See docs/PAPERS.md section P3. The paper's two ablations are settings of the same model.
+``prior=uniform`` with ``contrastive_weight=0`` is InfoGAN. ``learned`` with 0 is the
+Gumbel-softmax baseline.
+"""
 
 from __future__ import annotations
 
@@ -15,34 +18,39 @@ PRIORS = ("learned", "uniform")
 
 @dataclasses.dataclass(frozen=True)
 class ElasticInfoGanConfig(MethodConfig):
+    """Elastic-InfoGAN's flags.
+
+    The learned prior is a softmax of trained logits, initialised uniform. The uniform prior is
+    fixed, as in InfoGAN. The NT-Xent temperature 1 is what the authors' run script passes; their
+    main.py's default is 0.5. elastic_field is ours: the authors' augmentation T is rotation and
+    zoom only.
+    """
+
     batch_format: ClassVar[str] = "images"
     has_model_part: ClassVar[bool] = False  # its networks are fixed; Q's 128 penultimate features embed
     prior: str = field(
         "learned",
-        "The categorical code's class prior, 'learned' (softmax of trained logits, initialised uniform) or "
-        "'uniform' (fixed: InfoGAN).",
+        "The categorical code's class prior: 'learned', or 'uniform' as in InfoGAN.",
     )
     contrastive_weight: float = field(
-        10.0, "Weight of the NT-Xent loss on Q's features of real images and their augmentations (0: off)."
+        10.0, "Weight of the NT-Xent loss on Q's features of real images and their augmentations; 0 is off."
     )
-    noise_dim: int = field(62, "Dimensions of the generator's Gaussian noise z (besides the 10-way code).")
+    noise_dim: int = field(62, "Dimensions of the generator's Gaussian noise z, besides the 10-way code.")
     ntxent_temperature: float = field(
         1.0,
-        "Temperature of the NT-Xent loss (1, what the authors' run script passes; their main.py's default is "
-        "0.5).",
+        "Temperature of the NT-Xent loss; the authors' run script passes 1.",
     )
     elastic_field: bool = field(
         False,
-        "Add a smooth random displacement of about one pixel to the augmentation T (ours; the authors' T is "
-        "rotation and zoom only).",
+        "Add a smooth random displacement of about one pixel to the augmentation T [ours].",
     )
 
 
-# The authors' settings on class-imbalanced MNIST: all ten digits, their split 1
-# (--data.class_split picks another of 1..50) drawn from all 70,000 images, batches of 64, Adam
-# 2e-4 (0.5, 0.999), NT-Xent at temperature 1, 200 epochs; their epoch of split 1's 42,794 images
-# is 668 full batches of 64 (they stop before the partial one), so 133,600 steps [code: main.py,
-# infoGAN.py; the splits' epochs are 463 to 751 steps].
+# The authors' settings on class-imbalanced MNIST: all ten digits, their split 1 drawn from all
+# 70,000 images; --data.class_split picks another of 1..50. Batches of 64, Adam 2e-4 (0.5, 0.999),
+# NT-Xent at temperature 1, 200 epochs. Their epoch of split 1's 42,794 images is 668 full
+# batches of 64; they drop the partial one. So 133,600 steps [code: main.py, infoGAN.py; the
+# splits' epochs are 463 to 751 steps].
 _ELASTIC_INFOGAN = ExperimentConfig(
     name="mnist_elastic_infogan",
     trainer=TrainerConfig(

@@ -1,62 +1,18 @@
 """Elastic-InfoGAN (``--method=elastic_infogan``; Ojha et al., NeurIPS 2020; docs/PAPERS.md section P3).
 
-An InfoGAN on single unlabelled images (the "images" batch format) whose 10-way categorical
-code c follows a *learned* class prior p = softmax(pi), so that the code can find the digits
-of class-imbalanced data. Networks (``abc_tf/methods/elastic_infogan/networks.py``): a generator G, a trunk
-shared by the discriminator D and the code predictor Q, D's real/fake head and Q's head (FC 128 penultimate
-layer, FC 10).
+An InfoGAN on single unlabelled images ("images" batches). Its 10-way categorical code c follows
+a *learned* class prior p = softmax(pi), so the code can find the digits of class-imbalanced
+data. The networks are in ``abc_tf/methods/elastic_infogan/networks.py``: a generator G, a trunk
+shared by the discriminator D and the code predictor Q, D's real/fake head and Q's head (FC 128
+penultimate layer, FC 10). The comment under the imports gives a training step.
+``method.prior=uniform`` fixes p at 1/10, and ``method.contrastive_weight=0`` drops NT-Xent.
+Both together are InfoGAN; the learned prior alone is the paper's Gumbel-softmax baseline.
 
-Each training step, for a batch of B real images x (float in [0, 1]) and B draws of
-z ~ N(0, I_62) and Gumbel noise g:
-
-- the code c = softmax((log p + g) / 0.1): a Gumbel-softmax sample, almost one-hot, through
-  which the generator's losses reach pi;
-- the D step (Adam 2e-4, betas 0.5/0.999, the trunk and D's head): d_loss = BCE(D(x), 1) +
-  BCE(D(G(z, c)), 0);
-- the G step (the same Adam settings; G, Q's head and pi together): g_loss = BCE(D(G(z, c)), 1)
-  + info_loss + w ntxent_loss, with info_loss = CE(Q(G(z, c)), argmax c) and ntxent_loss the
-  NT-Xent (temperature ``method.ntxent_temperature``, 1 as the authors' run script passes)
-  between normalize(Q_pen(h)) and normalize(Q_pen(h')), the batch's other images as negatives,
-  w = ``method.contrastive_weight`` (10). h = trunk(x) and h' = trunk(T(x)) are the D step's:
-  the trunk takes x and T(x) in two passes of their own (each with its own batch statistics)
-  before the D update, and the G step runs Q's head on each, so NT-Xent trains Q's head alone
-  [code: infoGAN.py's train loop]. T is the authors' Augmentor pipeline: rotation by whole
-  degrees up to +-20, which crops and rescales, and zoom 0.9-1.1
-  (:func:`abc_tf.data.mnist.digit_augment.augment`); ``method.elastic_field`` adds our mild elastic
-  displacement.
-
-The shared trunk is updated by the D step only: the authors' D optimizer holds the trunk and
-D's head, their G optimizer G, Q's head and pi [code]. The G step runs G again after the D step,
-so it sees the updated D (the authors reuse the D step's G(z, c); the same images, but G's batch
-normalisation updates its moving statistics twice per step here). Every random draw (z, g,
-the augmentation) is stateless, from (seed, step): a resumed run draws what an unbroken one
-would.
-
-Distributed (``--trainer.strategy=mirrored`` ...; the replicas split ``batch_size``), a step is one
-device's step: every replica draws its rows of the global batch's z, g and augmentation, the
-batch normalisation of G and the trunk averages over the global batch (``synchronized``
-layers, ``abc_tf/methods/elastic_infogan/networks.py``) and NT-Xent takes its negatives from the whole global
-batch.
-
-Ablations of the same model (the paper's baselines): ``method.prior=uniform`` fixes p at
-1/10 (pi is not trained) and ``method.contrastive_weight=0`` drops NT-Xent; both together are
-InfoGAN, the learned prior alone the Gumbel-softmax baseline.
-
-``networks()``: "encoder" = images -> Q's 128-d penultimate features (the representation every
-evaluator embeds), "generator" ([z, c] -> images in [0, 1]), "discriminator" (images -> logit)
-and "q" (images -> code logits). The prior logits pi are a weight of the model, so checkpoints
-hold them with both optimizers' state.
-
-Logs (``train_step``): ``d_loss``, ``g_loss``, ``info_loss``, ``ntxent_loss``, ``loss`` =
-d_loss + g_loss (a NaN stops the run). :class:`InfoGANMonitor` adds, every ``log_every``
-steps, the learned prior (``prior/<k>``), its largest entry (``prior_max``), both the prior and
-the split's true proportions sorted (``prior_sorted/learned_<i>``, ``prior_sorted/true_<i>``;
-codes and digits correspond in no known order), ``generated_diversity`` and a sample grid per
-categorical code (``logs/elastic_infogan``, every log step; ``abc_tf.methods.elastic_infogan.monitor``). It
-writes ``prior.json`` (the prior now, at every log step so far, and the true proportions)
-and, on class-imbalanced MNIST, ``class_split.json`` into the run
-directory, and records failures (a collapsed prior, mode collapse) in ``training_warnings.json``
-with a logged warning.
+``networks()``: "encoder" (images -> Q's 128-d penultimate features, which every evaluator
+embeds), "generator" ([z, c] -> images in [0, 1]), "discriminator" (images -> logit) and "q"
+(images -> code logits). The prior logits pi are a weight of the model, so checkpoints hold them.
+Logs: ``d_loss``, ``g_loss``, ``info_loss``, ``ntxent_loss``, and ``loss`` = d_loss + g_loss;
+a NaN stops the run. :class:`InfoGANMonitor` adds the prior's logs and files.
 """
 
 from __future__ import annotations
@@ -85,6 +41,43 @@ from abc_tf.methods.base import (
 )
 from abc_tf.methods.elastic_infogan.monitor import InfoGANMonitor
 from abc_tf.methods.elastic_infogan import ElasticInfoGanConfig, PRESETS, networks as infogan_networks
+
+# A training step, for B real images x (float in [0, 1]), B draws of z ~ N(0, I_62) and Gumbel
+# noise g:
+# - The code c = softmax((log p + g) / 0.1) is a Gumbel-softmax sample, almost one-hot. The
+#   generator's losses reach pi through it.
+# - The D step (Adam 2e-4, betas 0.5/0.999; the trunk and D's head):
+#   d_loss = BCE(D(x), 1) + BCE(D(G(z, c)), 0).
+# - The G step (the same Adam settings; G, Q's head and pi):
+#   g_loss = BCE(D(G(z, c)), 1) + info_loss + w ntxent_loss. info_loss = CE(Q(G(z, c)), argmax c).
+#   ntxent_loss is NT-Xent between normalize(Q_pen(h)) and normalize(Q_pen(h')), with the batch's
+#   other images as negatives. Its temperature is method.ntxent_temperature, 1 as the authors'
+#   run script passes. w = method.contrastive_weight (10). h = trunk(x) and h' = trunk(T(x)) come
+#   from the D step. The trunk takes x and T(x) in two passes, each with its own batch
+#   statistics, before the D update. The G step runs Q's head on each, so NT-Xent trains Q's head
+#   alone [code: infoGAN.py's train loop].
+# - T is the authors' Augmentor pipeline: rotation by whole degrees up to +-20, which crops and
+#   rescales, and zoom 0.9-1.1 (abc_tf.data.mnist.digit_augment.augment). method.elastic_field
+#   adds our mild elastic displacement.
+#
+# Only the D step updates the shared trunk. The authors' D optimizer holds the trunk and D's head;
+# their G optimizer holds G, Q's head and pi [code]. The G step runs G again after the D step, so
+# it sees the updated D. The authors reuse the D step's G(z, c): the same images, but here G's
+# batch normalisation updates its moving statistics twice per step. Every random draw (z, g, the
+# augmentation) is stateless, from (seed, step), so a resumed run draws what an unbroken one would.
+#
+# Distributed (--trainer.strategy=mirrored ...), the replicas split batch_size, and a step is one
+# device's step. Every replica draws its rows of the global batch's z, g and augmentation. The
+# batch normalisation of G and the trunk averages over the global batch (synchronized layers,
+# networks.py). NT-Xent takes its negatives from the whole global batch.
+#
+# InfoGANMonitor (abc_tf.methods.elastic_infogan.monitor) logs every log_every steps: the learned
+# prior (prior/<k>), its largest entry (prior_max), and the prior and the split's true proportions
+# sorted (prior_sorted/learned_<i>, prior_sorted/true_<i>). Codes and digits correspond in no known
+# order. It also logs generated_diversity and a sample grid per code under logs/elastic_infogan.
+# It writes prior.json into the run directory: the prior now, at every log step so far, and the
+# true proportions. On class-imbalanced MNIST it also writes class_split.json. It records failures
+# (a collapsed prior, mode collapse) in training_warnings.json, with a logged warning.
 
 
 NUM_CATEGORIES = infogan_networks.NUM_CATEGORIES
@@ -389,6 +382,6 @@ METHOD = Method(
     supervision=supervision,
     training_callbacks=training_callbacks,
     variant=variant,
-    measures="abc_tf.evaluation.tasks:digit_cluster_measures",
+    measures="abc_tf.evaluation.tasks.method_measures:digit_cluster_measures",
     measures_need=("class_labelled_images",),
 )

@@ -1,39 +1,9 @@
-"""The config of LORD (``--method=lord``; Gabbay and Hoshen, "Demystifying Inter-Class
-Disentanglement", ICLR 2020; docs/PAPERS.md section P5) and its presets.
+"""The config of LORD (``--method=lord``) and its presets.
 
-The LORD paper was not available offline, so its text is not a source here; the facts come from
-the authors' TensorFlow/Keras code, github.com/avivga/lord at its newest commit (d817d59), cited
-by file and line ("config.py" and "network.py" = its config.py and model/network.py):
-
-- codes: content_dim 128, class_dim 256 (config.py L2-3); content noise std 1 (L5), the content
-  codes' activation penalty 0.001 (L6);
-- generator: 4 AdaIN layers of 256 channels (config.py L8-9), built in network.py L239-275;
-- stage 1 (latent optimisation): batches of 64, 1000 epochs (config.py L17-20); Adam with betas
-  (0.5, 0.999) (network.py L115), Keras' epsilon 1e-7; the learning rate on a cosine from 3e-4 to
-  1e-5 over the epochs (L125, L421-438); a learning-rate multiplier of 10 for the two embedding
-  tables (L114-120: keras-lr-multiplier's ``LRMultiplier`` with the prefixes "content-embedding"
-  and "class-embedding", the names of the two embedding models, L200, L216; whether those
-  prefixes matched the names of the variables built inside them we could not check here. The
-  authors' PyTorch port says the same 10x: generator 3e-4, latent codes 3e-3, lord-pytorch
-  config.py L19-23);
-- stage 2 (amortisation): batches of 64, 200 epochs (config.py L22-25); a fresh Adam at 1e-4,
-  betas (0.5, 0.999) (network.py L150-151); loss = perceptual + 1e4 x MSE(content) + 1e4 x
-  MSE(class) (L149-154);
-- the perceptual loss: VGG16 features (ImageNet weights, network.py L277-298) at the layers
-  [2, 5, 8, 13, 18] of Keras' VGG16 without its top (config.py L11-15), weights 1 each.
-
-What neither settles [ours]:
-
-- Steps: epochs counted in our training images, as the other presets: the procedural pose bank
-  holds 100 instances x 40 views = 4,000 renders (``pose_procedural.PROCEDURAL``; the ABC authors
-  used 200 instances per category, ABC supplement L219, the LORD authors 183 Cars3D cars), 62.5
-  steps of 64 an epoch: 1000 epochs = 62,500 steps of stage 1, 200 epochs = 12,500 of stage 2.
-- The authors stop either stage early on a plateau (network.py L126, L157) and halve stage 2's
-  rate on one (L156); our runs have fixed steps: stage 2 trains at 1e-4 throughout. Stage 1's
-  cosine is evaluated per step instead of per epoch.
-- The default reconstruction is a pixel loss (no VGG weights can be fetched here; module
-  docstring of ``abc_tf/methods/lord/model.py``).
-- ``base_channels`` (64, the authors' widths) and the dimensions of the quick preset.
+LORD is Gabbay and Hoshen, "Demystifying Inter-Class Disentanglement", ICLR 2020; see
+docs/PAPERS.md section P5. The paper was not at hand offline, so the facts come from the authors'
+TensorFlow/Keras code. Source: github.com/avivga/lord at d817d59. The comment under the imports
+lists what each file and line settles, and what we chose [ours].
 """
 
 from __future__ import annotations
@@ -45,54 +15,86 @@ from typing import ClassVar
 from abc_tf.config import ExperimentConfig, MethodConfig, SetBatch, TrainerConfig, field
 from abc_tf.data.pose import PoseConfig
 
+# What the authors' code settles; "config.py" and "network.py" are its config.py and model/network.py.
+# - Codes: content_dim 128, class_dim 256 (config.py L2-3). Content noise std 1 (L5). The content
+#   codes' activation penalty is 0.001 (L6).
+# - Generator: 4 AdaIN layers of 256 channels (config.py L8-9), built in network.py L239-275.
+# - Stage 1, latent optimisation: batches of 64, 1000 epochs (config.py L17-20). Adam with betas
+#   (0.5, 0.999) (network.py L115), Keras' epsilon 1e-7. The learning rate follows a cosine from
+#   3e-4 to 1e-5 over the epochs (L125, L421-438). The two embedding tables get a learning-rate
+#   multiplier of 10 (L114-120): keras-lr-multiplier's LRMultiplier with the prefixes
+#   "content-embedding" and "class-embedding", the two embedding models' names (L200, L216).
+#   We could not check that those prefixes matched the variables built inside them. The authors'
+#   PyTorch port has the same 10x: generator 3e-4, codes 3e-3 (lord-pytorch config.py L19-23).
+# - Stage 2, amortisation: batches of 64, 200 epochs (config.py L22-25). A fresh Adam at 1e-4,
+#   betas (0.5, 0.999) (network.py L150-151). Loss = perceptual + 1e4 x MSE(content) +
+#   1e4 x MSE(class) (L149-154).
+# - Perceptual loss: VGG16 features with ImageNet weights (network.py L277-298), at layers
+#   [2, 5, 8, 13, 18] of Keras' VGG16 without its top (config.py L11-15), weight 1 each.
+#
+# What neither the paper nor the code settles [ours]:
+# - Steps: epochs count our training images, as in the other presets. The procedural pose bank
+#   holds 100 instances x 40 views = 4,000 renders (pose_procedural.PROCEDURAL). The ABC authors
+#   used 200 instances per category (ABC supplement L219), the LORD authors 183 Cars3D cars.
+#   An epoch is 62.5 steps of 64: stage 1 is 62,500 steps, stage 2 is 12,500.
+# - The authors stop either stage early on a plateau (network.py L126, L157). They halve stage 2's
+#   rate on one (L156). Our runs have fixed steps, and stage 2 trains at 1e-4 throughout. Stage 1's
+#   cosine is evaluated per step, not per epoch.
+# - The default reconstruction is a pixel loss: no VGG weights can be fetched here. See the module
+#   docstring of abc_tf/methods/lord/model.py.
+# - base_channels (64, the authors' widths) and the quick preset's sizes.
 RECONSTRUCTIONS = ("pixel", "perceptual")
 
 
 @dataclasses.dataclass(frozen=True)
 class LordConfig(MethodConfig):
+    """LORD's flags; every default is the authors' value except ``stage1_steps`` and ``reconstruction``.
+
+    content_decay weighs the penalty decay x the sum of ||c||^2 over the step's images, the authors'
+    Keras l2 activity regulariser. The image size must be a multiple of 2^n_adain_layers.
+    base_channels b sets the encoders' widths (b, 2b, 4b, 4b, 4b channels, 4b units) and the
+    generator's last hidden convolution (b). Stage 1's cosine runs from --trainer.learning_rate
+    to min_learning_rate at stage1_steps; the authors go from 3e-4 to 1e-5.
+    reconstruction='pixel' is the mean absolute error on the 0-255 scale [ours].
+    """
+
     batch_format: ClassVar[str] = "sets"
     has_model_part: ClassVar[bool] = False  # the authors' networks (abc_tf/methods/lord/networks.py)
-    content_dim: int = field(128, "Size of the per-image content code (the authors: 128).")
-    class_dim: int = field(256, "Size of the per-group class code (the authors: 256).")
-    content_std: float = field(
-        1.0, "Std of the Gaussian noise added to the content codes in stage 1 (the authors: 1)."
-    )
+    content_dim: int = field(128, "Size of the per-image content code.")
+    class_dim: int = field(256, "Size of the per-group class code.")
+    content_std: float = field(1.0, "Std of the Gaussian noise added to the content codes in stage 1.")
     content_decay: float = field(
         1e-3,
-        "Weight of the content codes' activation penalty, decay x the sum of ||c||^2 over the step's images "
-        "(the authors' Keras l2 activity regulariser: 0.001).",
+        "Weight of the content codes' L2 activation penalty.",
     )
     n_adain_layers: int = field(
         4,
-        "Upsampling AdaIN layers of the generator; the image size must be a multiple of 2^n (the authors: "
-        "4).",
+        "Upsampling AdaIN layers of the generator.",
     )
-    adain_dim: int = field(256, "Channels of the generator's AdaIN layers (the authors: 256; at least 8).")
+    adain_dim: int = field(256, "Channels of the generator's AdaIN layers, at least 8.")
     base_channels: int = field(
         64,
-        "Width of the encoders (b, 2b, 4b, 4b, 4b channels, 4b units) and of the generator's last hidden "
-        "convolution (b) (the authors: 64).",
+        "Base width b of the encoders and of the generator's last hidden convolution.",
     )
     stage1_steps: int = field(
-        1600, "Steps of stage 1 (latent optimisation); the rest of --trainer.steps is stage 2 (the encoders)."
+        1600, "Steps of stage 1, latent optimisation; the rest of --trainer.steps trains the encoders."
     )
     min_learning_rate: float = field(
         1e-5,
-        "Stage 1's cosine schedule goes from --trainer.learning_rate to this at --method.stage1_steps (the "
-        "authors: 3e-4 to 1e-5).",
+        "Where stage 1's cosine learning-rate schedule ends.",
     )
     latent_lr_multiplier: float = field(
-        10.0, "Stage 1's learning rate of the code tables relative to the generator's (the authors: 10)."
+        10.0, "Stage 1's learning rate of the code tables relative to the generator's."
     )
-    encoder_learning_rate: float = field(1e-4, "Stage 2's learning rate, constant (the authors: 1e-4).")
+    encoder_learning_rate: float = field(1e-4, "Stage 2's constant learning rate.")
     code_weight: float = field(
         1e4,
-        "Stage 2's weight of each code's mean squared error against the optimised codes (the authors: 1e4).",
+        "Stage 2's weight of each code's mean squared error against the optimised codes.",
     )
     reconstruction: str = field(
         "pixel",
-        "Reconstruction loss: 'pixel' (mean absolute error on the 0-255 scale) [ours], or 'perceptual' (the "
-        "authors' VGG16 loss; needs --method.vgg_weights).",
+        "Reconstruction loss: 'pixel' [ours] or 'perceptual', the authors' VGG16 loss, which needs "
+        "--method.vgg_weights.",
     )
     vgg_weights: str = field(
         "",
@@ -155,11 +157,11 @@ PRESETS: dict[str, ExperimentConfig] = {
         method=LordConfig(name="lord", stage1_steps=STAGE1_STEPS),
     ),
 }
-# About 3.5 minutes of training on 2 CPU cores [ours] (0.13 s a stage-1 step, 0.16 s a stage-2
-# step; train.py takes 7 minutes in all with the bank's rendering, the export and the end-of-run
-# summary): the authors' schedules, weights and 5 : 1 split of the stages with narrower networks,
-# shorter codes and 16 images a step, for 1,500 steps (6 epochs of the bank). The plain graph, not
-# XLA: XLA on the CPU runs the convolutions inside a tf.cond (the stages) some 45 times slower.
+# About 3.5 minutes of training on 2 CPU cores [ours]: 0.13 s a stage-1 step, 0.16 s a stage-2
+# step. train.py takes 7 minutes in all, with rendering, export and the end-of-run summary.
+# The authors' schedules, weights and 5 : 1 split of the stages, with narrower networks, shorter
+# codes and 16 images a step, for 1,500 steps (6 epochs of the bank). The plain graph, not XLA:
+# on the CPU, XLA runs the convolutions inside a tf.cond (the stages) some 45 times slower.
 PRESETS["pose_lord_quick"] = PRESETS["pose_lord"].replace(
     name="pose_lord_quick",
     steps=1500,

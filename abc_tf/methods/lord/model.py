@@ -1,66 +1,19 @@
-"""LORD (``--method=lord``; Gabbay and Hoshen, "Demystifying Inter-Class Disentanglement", ICLR
-2020; docs/PAPERS.md section P5), trained on "sets" batches of a family with a fixed training bank
-(``DataFamily.training_bank``). The sources and what is ours: ``abc_tf/methods/lord/__init__.py``;
-the networks: ``abc_tf/methods/lord/networks.py``.
+"""LORD (``--method=lord``) on "sets" batches of a family with a fixed training bank.
 
-The group is the set: every stack of ``set_a`` ([P, N, H, W, C]) shows one group (on pose: one
-car instance, LORD's class; what differs within it, the pose, is the content). Only ``set_a``
-is read, with ``index_a`` [P, N] (each image's row in the bank) and ``group_a`` [P] (its group).
+LORD is Gabbay and Hoshen, "Demystifying Inter-Class Disentanglement", ICLR 2020 (docs/PAPERS.md
+section P5). The bank is ``DataFamily.training_bank``. The sources and what is ours are in
+``abc_tf/methods/lord/__init__.py``; the networks are in ``abc_tf/methods/lord/networks.py``.
 
-Stage 1, latent optimisation (steps < ``stage1_steps``). A class code e_y per group and a
-content code c_i per bank image are tables the optimiser trains. With noise u_i ~ N(0, I) drawn
-from (seed, step):
+Each stack of ``set_a`` [P, N, H, W, C] shows one group. On pose that is one car instance, LORD's
+class; the pose differs within it and is the content. Only ``set_a`` is read, with ``index_a``
+[P, N], each image's bank row, and ``group_a`` [P], its group. Stage 1 optimises a code table
+per group and per image. Stage 2 trains two encoders to give those codes. The comment under the
+imports gives both losses, the reconstruction error r and how the stages switch.
 
-  latent_loss = mean_i r(G(c_i + content_std u_i, e_y(i)), x_i) + content_decay sum_i ||c_i||^2
-
-the sum over the step's images: the authors' Keras l2 activity regulariser on the content
-embedding (network.py L211) is decay x the sum of squares of the batch's codes, added as is to
-the batch-mean reconstruction loss (Keras 2.2's ``Layer.__call__`` adds activity losses without
-dividing by the batch). The noise is on the embedding's output, the penalty before it (L211-214).
-The tables, the modulation and the generator train with one Adam (betas 0.5, 0.999) at a cosine
-rate from ``--trainer.learning_rate`` to ``min_learning_rate``; the tables' steps are
-``latent_lr_multiplier`` times larger: each table is stored divided by the multiplier and read
-times it, and Adam's step does not depend on a gradient's scale, so the code moves by the
-multiplier times the rate (up to Adam's epsilon, divided by the multiplier too).
-
-Stage 2, amortisation (steps >= ``stage1_steps``). A content encoder E_c and a class encoder E_y
-learn to give the optimised codes, while the generator is fine-tuned (the authors' stage-2 model
-holds the modulation and the generator, trainable, network.py L142-154):
-
-  amortized_loss = mean_i r(G(E_c(x_i), E_y(x_i)), x_i)
-                   + code_weight (mean_i,k (E_c(x_i) - c_i)_k^2 + mean_i,k (E_y(x_i) - e_y(i))_k^2)
-
-the codes read without noise and without gradient (the authors precompute them, L163). A fresh
-Adam (betas 0.5, 0.999) at ``encoder_learning_rate`` trains the encoders and the generator.
-
-r is the reconstruction error per image: ``reconstruction="pixel"`` [ours], the mean absolute
-error over pixels and channels on the 0-255 scale (the scale the authors' VGG reads, network.py
-L405-407, which keeps the error near the size of their perceptual loss, so that content_decay
-and code_weight keep their balance with it); ``"perceptual"``, the authors' loss (network.py
-L169-191): the mean absolute difference of each of the five VGG16 feature maps, averaged with
-weights 1/5 (with VGG weights from ``--method.vgg_weights``). Their multiscale wrapper resizes to
-64 x 64 only (config.py L14), the identity on 64 x 64 images; we compare at the images' size.
-
-The switch by step, under tf.function and XLA: each stage's terms are a ``tf.cond`` on the step
-(the taken branch alone is computed: computing both, weighted 0 or 1, would add the encoders'
-passes to every stage-1 step), and the idle stage's optimiser gets a zero gradient and a zero
-learning rate, assigned before it steps (a zero gradient alone would still move its variables by
-Adam's momentum). Both optimisers step every step, so compile's (stage 1's) counts the run's
-steps; the encoders' Adam has its ``iterations`` set to the steps since the switch before each
-step, so its bias correction starts afresh at the switch, as the authors' new optimiser. The idle
-branch returns zeros tied to its variables (0 x their sum), so its gradient is zeros, not None,
-also when run eagerly. The codes are gathered before the tf.cond, so that XLA compiles the step
-once (gathered inside it, the tables' gradient shape comes out of the cond's). XLA on the CPU runs
-the convolutions inside a tf.cond much more slowly than outside (BENCHMARKS.md, the baselines'
-compiled steps), so the CPU presets use the plain graph. Every variable (tables, networks, both
-optimisers) is in the one model the trainer checkpoints: a run killed in either stage resumes in
-it.
-
-Logs: ``loss`` (the active stage's), ``reconstruction`` (its r), ``content_penalty`` (stage 1,
-weighted), ``content_error`` and ``class_error`` (stage 2, unweighted), and ``stage`` (1 or 2)
-at the step. Kept by a run: ``encoder`` (images -> content code: the code that carries pose, the
-one the ABC paper compares, Table S1), ``class_encoder`` and ``generator`` ([content, class] ->
-images).
+Logs: ``loss`` and ``reconstruction`` of the active stage, ``content_penalty`` (stage 1, weighted),
+``content_error`` and ``class_error`` (stage 2, unweighted), and ``stage``. A run keeps ``encoder``
+(images -> the content code that carries pose, which Table S1 compares), ``class_encoder`` and
+``generator`` ([content, class] -> images).
 """
 
 from __future__ import annotations
@@ -85,6 +38,52 @@ from abc_tf.methods.base import (
 )
 from abc_tf.methods.lord import LordConfig, PRESETS, networks as lord_networks
 
+# Stage 1, latent optimisation (steps < stage1_steps). A class code e_y per group and a content
+# code c_i per bank image are tables the optimiser trains. The noise u_i ~ N(0, I) comes from
+# (seed, step):
+#
+#   latent_loss = mean_i r(G(c_i + content_std u_i, e_y(i)), x_i) + content_decay sum_i ||c_i||^2
+#
+# The sum runs over the step's images. The authors' Keras l2 activity regulariser on the content
+# embedding (network.py L211) is decay x the sum of squares of the batch's codes. Keras 2.2's
+# Layer.__call__ adds it to the batch-mean loss without dividing by the batch. The noise is on
+# the embedding's output, the penalty before it (L211-214). The tables, the modulation and the
+# generator train with one Adam (betas 0.5, 0.999), at a cosine rate from --trainer.learning_rate
+# to min_learning_rate. The tables' steps are latent_lr_multiplier times larger. Each table is
+# stored divided by the multiplier and read times it. Adam's step does not depend on a gradient's
+# scale, so the code moves by the multiplier times the rate (up to Adam's epsilon, also divided).
+#
+# Stage 2, amortisation (steps >= stage1_steps). A content encoder E_c and a class encoder E_y
+# learn to give the optimised codes, while the generator is fine-tuned. The authors' stage-2
+# model holds the modulation and the generator, trainable (network.py L142-154):
+#
+#   amortized_loss = mean_i r(G(E_c(x_i), E_y(x_i)), x_i)
+#                    + code_weight (mean_i,k (E_c(x_i) - c_i)_k^2 + mean_i,k (E_y(x_i) - e_y(i))_k^2)
+#
+# The codes are read without noise and without gradient; the authors precompute them (L163).
+# A fresh Adam (betas 0.5, 0.999) at encoder_learning_rate trains the encoders and the generator.
+#
+# r is the reconstruction error per image. reconstruction="pixel" [ours] is the mean absolute
+# error over pixels and channels on the 0-255 scale. That is the scale the authors' VGG reads
+# (network.py L405-407). It keeps the error near the size of their perceptual loss, so
+# content_decay and code_weight keep their balance with it. "perceptual" is the authors' loss
+# (network.py L169-191). It is the mean absolute difference of each of the five VGG16 feature
+# maps, weighted 1/5, with weights from --method.vgg_weights. Their multiscale wrapper resizes to
+# 64 x 64 only (config.py L14): the identity on 64 x 64 images. We compare at the images' size.
+#
+# The switch by step, under tf.function and XLA. Each stage's terms are a tf.cond on the step, so
+# only the taken branch is computed. Weighting both by 0 or 1 would add the encoders' passes to
+# every stage-1 step. The idle stage's optimiser gets a zero gradient and a zero learning rate,
+# assigned before it steps: a zero gradient alone would still move variables by Adam's momentum.
+# Both optimisers step every step, so compile's (stage 1's) counts the run's steps. Before each
+# step, the encoders' Adam has its iterations set to the steps since the switch. So its bias
+# correction starts afresh at the switch, as the authors' new optimiser. The idle branch returns
+# zeros tied to its variables (0 x their sum): its gradient is zeros, not None, also eagerly.
+# The codes are gathered before the tf.cond, so XLA compiles the step once. Gathered inside it,
+# the tables' gradient shape would come out of the cond's. On the CPU, XLA runs convolutions
+# inside a tf.cond much more slowly than outside (BENCHMARKS.md, the baselines' compiled steps).
+# So the CPU presets use the plain graph. Every variable (tables, networks, both optimisers) is
+# in the one model the trainer checkpoints: a run killed in either stage resumes in it.
 LOG_NAMES = ("loss", "reconstruction", "content_penalty", "content_error", "class_error")
 LATENT_TERMS = ("latent_loss", "latent_reconstruction", "content_penalty")
 AMORTIZED_TERMS = ("amortized_loss", "amortized_reconstruction", "content_error", "class_error")
@@ -103,8 +102,11 @@ def pixel_error(images: tf.Tensor, generated: tf.Tensor) -> tf.Tensor:
 
 
 def perceptual_error(vgg: keras.Model, images: tf.Tensor, generated: tf.Tensor) -> tf.Tensor:
-    """[B]: the authors' perceptual loss per image, sum over the feature maps of 1/5 x their mean
-    absolute difference (network.py L169-180)."""
+    """[B]: the authors' perceptual loss per image.
+
+    It sums 1/5 x the mean absolute difference of each feature map.
+    Source: network.py L169-180.
+    """
     rows = tf.shape(images)[0]
     features = vgg(tf.concat([tf.cast(generated, tf.float32), tf.cast(images, tf.float32)], axis=0))
     errors = [tf.reduce_mean(tf.reshape(tf.abs(f[:rows] - f[rows:]), [rows, -1]), axis=1) for f in features]
@@ -112,8 +114,10 @@ def perceptual_error(vgg: keras.Model, images: tf.Tensor, generated: tf.Tensor) 
 
 
 def cosine_rate(step, stage1_steps: int, max_rate: float, min_rate: float) -> tf.Tensor:
-    """Stage 1's learning rate at ``step``: min + (max - min) (1 + cos(pi step / stage1_steps)) / 2
-    (network.py L421-438, per step)."""
+    """Stage 1's learning rate at ``step``: min + (max - min) (1 + cos(pi step / stage1_steps)) / 2.
+
+    The authors evaluate it per epoch, we per step. Source: network.py L421-438.
+    """
     fraction = tf.minimum(tf.cast(step, tf.float32) / float(stage1_steps), 1.0)
     return min_rate + 0.5 * (max_rate - min_rate) * (1.0 + tf.cos(math.pi * fraction))
 
@@ -135,9 +139,12 @@ def latent_terms(
     content_decay: float,
     total_images,
 ) -> dict[str, tf.Tensor]:
-    """Stage 1 on float images [P, N, H, W, C]: ``content`` [P, N, d_c] and ``class_codes`` [P,
-    N, d_y] the images' codes, ``noise`` [P, N, d_c] standard normal; ``error`` (images,
-    generated) -> [B]; ``total_images`` the step's images over all replicas."""
+    """Stage 1's terms on float images [P, N, H, W, C].
+
+    ``content`` [P, N, d_c] and ``class_codes`` [P, N, d_y] are the images' codes.
+    ``noise`` [P, N, d_c] is standard normal. ``error`` maps (images, generated) -> [B].
+    ``total_images`` counts the step's images over all replicas.
+    """
     generated = generator([_flat(content + content_std * noise), _flat(class_codes)])
     reconstruction = tf.reduce_mean(error(_flat(images), generated))
     penalty = (
@@ -163,8 +170,11 @@ def amortized_terms(
     code_weight: float,
     training: bool = True,
 ) -> dict[str, tf.Tensor]:
-    """Stage 2 on float images [P, N, H, W, C] against the optimised codes ``content`` [P, N,
-    d_c] and ``class_codes`` [P, N, d_y] (targets: no gradient reaches them)."""
+    """Stage 2's terms on float images [P, N, H, W, C].
+
+    The targets are the optimised codes ``content`` [P, N, d_c] and ``class_codes`` [P, N, d_y].
+    No gradient reaches them.
+    """
     flat = _flat(images)
     predicted_content = content_encoder(flat, training=training)
     predicted_class = class_encoder(flat, training=training)
@@ -196,12 +206,12 @@ class LordModel(MethodModel):
     Args:
       generator: [content code, class code] -> images in [0, 1].
       content_encoder, class_encoder: images -> codes (stage 2).
-      num_images, num_groups: the rows of the code tables (the family's training bank).
-      settings: the method's config (LordConfig).
-      encoder_optimizer: stage 2's Adam (compile's is stage 1's).
+      num_images, num_groups: the rows of the code tables, from the family's training bank.
+      settings: the method's LordConfig.
+      encoder_optimizer: stage 2's Adam; compile's is stage 1's.
       vgg: the perceptual loss's feature network, or None for the pixel loss.
-      max_rate: stage 1's initial rate (``--trainer.learning_rate``).
-      seed: of the content noise (with the step: stateless).
+      max_rate: stage 1's initial rate, ``--trainer.learning_rate``.
+      seed: the content noise's seed; with the step it makes the noise stateless.
     """
 
     def __init__(
@@ -262,9 +272,11 @@ class LordModel(MethodModel):
         return self.multiplier * tf.gather(self.class_table, group)
 
     def image_codes(self, batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
-        """The optimised codes of set A's images: content [P, N, d_c], class [P, N, d_y] (each
-        image its set's group; the indices broadcast, not the codes: tf.repeat's gradient does
-        not compile inside a tf.cond under XLA)."""
+        """The optimised codes of set A's images: content [P, N, d_c], class [P, N, d_y].
+
+        Each image gets its set's group. The indices broadcast, not the codes:
+        tf.repeat's gradient does not compile inside a tf.cond under XLA.
+        """
         groups = tf.broadcast_to(batch["group_a"][:, None], tf.shape(batch["index_a"]))
         return self.content_codes(batch["index_a"]), self.class_codes(groups)
 
@@ -276,8 +288,10 @@ class LordModel(MethodModel):
         )
 
     def noise_at(self, step, groups, size) -> tf.Tensor:
-        """The content noise of step ``step``, [groups, size, d_c] standard normal from (seed, step)
-        (under a distribution strategy, this replica's rows of the global batch's draws)."""
+        """The content noise of ``step``: [groups, size, d_c] standard normal from (seed, step).
+
+        Under a distribution strategy, these are this replica's rows of the global batch's draws.
+        """
         seed = self.step_seed(step)
         dim = self.content_dim
         return draw_rows(
@@ -303,8 +317,10 @@ class LordModel(MethodModel):
         ]
 
     def latent_update(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
-        """Stage 1's terms (zeros in stage 2), its rate set for the step, and the step itself
-        (read before the update counts it) for stage 2's terms."""
+        """Stage 1's terms, zeros in stage 2, with its rate set for the step.
+
+        Also returns the step, read before the update counts it, for stage 2's terms.
+        """
         del earlier
         step = tf.identity(tf.cast(step, tf.int64))
         active = step < self.stage1_steps
@@ -336,8 +352,11 @@ class LordModel(MethodModel):
         return {**terms, "step": step}
 
     def amortized_update(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
-        """Stage 2's terms (zeros in stage 1) at the step stage 1 read, its rate and Adam step
-        count set for it; "loss" and "reconstruction" the active stage's."""
+        """Stage 2's terms, zeros in stage 1, at the step stage 1 read.
+
+        Its rate and Adam step count are set for that step. "loss" and "reconstruction" are the
+        active stage's.
+        """
         step = earlier["step"] if "step" in earlier else tf.cast(step, tf.int64)
         active = step >= self.stage1_steps
         self.encoder_optimizer.learning_rate.assign(tf.where(active, self.rates[2], 0.0))
@@ -375,8 +394,10 @@ class LordModel(MethodModel):
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """The stage switch, the schedules, the perceptual loss's weights and the image shape
-    (ValueError naming the flag), before any data is read."""
+    """Checks the stage switch, schedules, perceptual weights and image shape before data is read.
+
+    A ValueError names the flag.
+    """
     method, trainer = config.method, config.trainer
     if method.stage1_steps >= trainer.steps:
         raise ValueError(

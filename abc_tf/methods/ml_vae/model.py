@@ -1,51 +1,15 @@
-"""ML-VAE (``--method=ml_vae``; Bouchacourt, Tomioka and Nowozin, "Multi-Level Variational
-Autoencoder", AAAI 2018; docs/PAPERS.md section P5), trained on "sets" batches.
+"""ML-VAE (``--method=ml_vae``), trained on "sets" batches.
 
-The group is the set: each stack of ``set_a`` ([P, N, H, W, C], P groups of N images) is one
-group whose images share the content (on MNIST the digit; in general the set's inactive
-factors) and differ in style. Only ``set_a`` is read; ``set_b`` (the other stack of ABC's pair)
-is ignored, so a step trains on P groups of N images.
+ML-VAE is Bouchacourt, Tomioka and Nowozin, "Multi-Level Variational Autoencoder", AAAI 2018
+(docs/PAPERS.md section P5). Each stack of ``set_a`` [P, N, H, W, C] is one group of N images.
+Its images share the content, such as the digit on MNIST, and differ in style. Only ``set_a`` is
+read; ``set_b`` is ignored. The comment under the imports gives the model, the loss and the
+likelihoods, with what is ours.
 
-Generative model: p(x_i | s_i, c_G) with s_i ~ N(0, I) per image and c_G ~ N(0, I) per group.
-Inference: per image a diagonal Gaussian style posterior q(s | x_i) and a content posterior
-q(c | x_i); the group's content posterior is the normalised product of its members'
-Gaussians (:func:`group_posterior`): precision = sum of the precisions, mean =
-precision-weighted mean of the means (the authors' accumulate_group_evidence, utils.py L13-51,
-in log-space as they do). One reparameterised style draw per image; one content draw per group
-(``content_sample="group"``), or one per image from the group's posterior (``"image"``: the
-authors' final code, group_wise_reparameterize_each; the same ELBO with another estimator).
-The content draw's noise has standard deviation ``sample_std`` (1: a draw from the posterior;
-the authors' README reports that 0.1, with one draw per group as in their first commit, kept the
-decoder from ignoring the content code; below 1 the loss is not the ELBO but a bound on a
-less noisy decoder input).
-
-The loss is the negative ELBO per image (:func:`elbo_terms`), for a batch of P groups of N:
-
-  loss = mean_i [-log p(x_i | s_i, c_G(i))] + w (mean_i KL(q(s | x_i) || N(0, I))
-         + mean_G KL(q(c | X_G) || N(0, I)) / N)
-
-with w = ``kl_weight`` (1: the authors). The authors minimise the sum of these over the batch
-divided by the number of groups (training.py L33-49): N times ours, the same optimum, and
-Adam's steps are nearly invariant to that scale. We average per image [ours] so that the
-reconstruction and style KL read as nats per image, like the VAE's; the group's content KL
-counts once per group, i.e. 1/N per image, as in theirs.
-
-Likelihoods (``likelihood``): "gaussian", the authors' (per-pixel Normal with the decoder's mean
-and tanh-squashed log-variance, training.py L39-45; their 1e-12 added to the variance is below
-float32's resolution for log-variances in [-1, 1] and is left out), or "bernoulli" [ours]:
-pixels in [0, 1] as Bernoulli probabilities, the decoder's outputs logits. The reparameterisation
-noise is drawn from (seed, step): a resumed run draws what an unbroken one would; under a
-distribution strategy each replica takes its rows of the global batch's draws (``draw_rows``).
-
-Networks (``networks``): "mnist", the authors' MNIST MLPs (``models/ml_vae_networks.py``), or
-"conv64", the convolutional networks for 64 x 64 images (``models/vae64_networks.py``; the ABC
-authors used CC-VAE's 64 x 64 networks for both VAE baselines, supplement L217). Kept by a run:
-``encoder`` (images -> the style posterior mean, the representation the ABC paper compares on
-MNIST style, Fig. 4 / S7, and on pose, where the group is one object instance and pose is the
-style), ``content`` (images -> one image's content posterior mean, before accumulating
-its group), ``posterior`` (all four outputs, for accumulating a group's evidence at test time)
-and ``decoder``.
-
+A run keeps ``encoder`` (images -> the style posterior mean), ``content`` (images -> one image's
+content posterior mean, before its group is accumulated), ``posterior`` (all four outputs) and
+``decoder``. The style mean is what the ABC paper compares on MNIST (Fig. 4 / S7) and on pose,
+where the group is one object instance and pose is the style.
 Logs: ``loss``, ``reconstruction`` (-log p(x | s, c), nats per image), ``kl_style`` (per image)
 and ``kl_content`` (per group, unweighted).
 """
@@ -63,6 +27,41 @@ from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
 from abc_tf.methods.ml_vae import PRESETS, MlVaeConfig
+
+# Generative model: p(x_i | s_i, c_G), with s_i ~ N(0, I) per image and c_G ~ N(0, I) per group.
+# Inference: per image, a diagonal Gaussian style posterior q(s | x_i) and a content posterior
+# q(c | x_i). The group's content posterior is the normalised product of its members' Gaussians
+# (group_posterior). Its precision is the sum of the precisions; its mean is the
+# precision-weighted mean of the means. Source: utils.py, accumulate_group_evidence (L13-51),
+# in log-space as they do. One reparameterised style draw per image. content_sample="group" draws
+# the content once per group. "image" draws once per image from the group's posterior, as the
+# authors' final code, group_wise_reparameterize_each: the same ELBO, another estimator.
+# The content noise has standard deviation sample_std; 1 draws from the posterior. The authors'
+# README reports that 0.1, with one draw per group as in their first commit, kept the decoder
+# from ignoring the content code. Below 1 the loss is not the ELBO but a bound on a less noisy
+# decoder input.
+#
+# The loss is the negative ELBO per image (elbo_terms), for P groups of N:
+#
+#   loss = mean_i [-log p(x_i | s_i, c_G(i))] + w (mean_i KL(q(s | x_i) || N(0, I))
+#          + mean_G KL(q(c | X_G) || N(0, I)) / N)
+#
+# w is kl_weight, 1 for the authors. They minimise the sum over the batch divided by the number
+# of groups (training.py L33-49). That is N times ours: the same optimum, and Adam's steps are
+# nearly invariant to the scale. We average per image [ours], so the reconstruction and style KL
+# read as nats per image, like the VAE's. The content KL counts once per group, 1/N per image, as
+# in theirs.
+#
+# likelihood="gaussian" is the authors': a per-pixel Normal with the decoder's mean and
+# tanh-squashed log-variance (training.py L39-45). Their 1e-12 added to the variance is below
+# float32's resolution for log-variances in [-1, 1], so it is left out. "bernoulli" [ours] reads
+# pixels in [0, 1] as probabilities; the decoder outputs logits. The noise comes from
+# (seed, step), so a resumed run draws what an unbroken one would. Under a distribution strategy
+# each replica takes its rows of the global batch's draws (draw_rows).
+#
+# networks="mnist" is the authors' MNIST MLPs (models/ml_vae_networks.py). "conv64" is the
+# convolutional networks for 64 x 64 images (models/vae64_networks.py). The ABC authors used
+# CC-VAE's 64 x 64 networks for both VAE baselines (supplement L217).
 from models import vae64_networks
 from models import ml_vae_networks
 

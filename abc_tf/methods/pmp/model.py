@@ -1,55 +1,18 @@
 """Product-manifold projection (``--method=pmp``; Fumero et al., ICML 2021; docs/PAPERS.md section P1).
 
-An autoencoder whose latent code is a sum of k subspace codes: a Siamese encoder f, k
-projectors P_i, s_i = P_i(f(x)), z = sum_i s_i, a decoder g (``models/pmp_networks.py``). It trains on
-pairs (x1, x2) that differ in one unknown factor (the "pairs" batch format: exactly one factor,
-always to another value [ours]; the authors' dataset.py with their notebook's k = -1 changes
-one factor in about half the pairs and 1 to (number of factors - 1) in the others, 1 to 5 on
-Shapes3D, each redrawn uniformly and so possibly to its old value) with
+An autoencoder whose latent code is a sum of k subspace codes (``models/pmp_networks.py``).
+A Siamese encoder f feeds k projectors P_i: s_i = P_i(f(x)), z = sum_i s_i, and a decoder g
+reads z. It trains on "pairs" batches (x1, x2) that differ in one unknown factor, with
 
   L = L_rec + b1(t) (w_dis L_dis + w_spar L_spar) + b2(t) w_cons L_cons + b3(t) w_reg L_reg
 
-(maximum weights w: 0.1, 0.1, 100, 1e-4, the supplement's Table 4). The terms, for a batch of
-B pairs, codes s [2B, k, d] of its 2B images, and D[b, i] = ||s_i(x1_b) - s_i(x2_b)||^2:
-
-- L_rec: mean squared error between g(z) and the images in [0, 1], over both images of every
-  pair (Shapes3D is decoded linearly, no sigmoid [code]).
-- L_spar (eq. 1): sum_i |s_i * sum_{j != i} s_j|, summed over the subspaces and averaged over
-  the images and the d coordinates [code] (eq. 1's L1 norm, divided by d).
-- L_dis: i*_b, the subspace the pair changes most, is the argmax over i of D[b, i] divided by
-  subspace i's mean Euclidean distance between the batch's 2B codes (every ordered pair, self
-  pairs included [code]); a one-hot M, without gradient. L_dis = mean over the B x k entries
-  of (1 - M) D + 10 M relu(0.05 - D): the other subspaces pulled together, the changed one kept
-  at least 0.05 apart [code]. The raw D enters the loss; the normalised one only picks i* [code].
-  The authors' expression, mean 10 relu(0.05 - M D), also counts 10 x 0.05 for each of the
-  other entries: a constant 0.45 at k = 10, without gradient, left out of ``dis_loss`` here.
-- L_cons: 2B of the k x B mixes (subspace i from x1_b, the others from x2_b), drawn anew each
-  step without replacement [code]; each mix z_mix = s_i(x1_b) + sum_{j != i} s_j(x2_b) is
-  decoded, re-encoded, and its k codes must equal the mixed ones: mean squared error over all
-  codes, gradients through both sides [code].
-- L_reg: 100 * mean_i (1/k - mean_b softmax_i(1000 D[b, :]))^2: every subspace is the one that
-  changes for about 1/k of the pairs [code].
-
-Schedule over the run's steps T, t = step / T, read from the optimizer's step inside the
-compiled train_step: reconstruction alone while t <= ``method.warmup`` (0.25 [code]; the
-supplement says 20%), then b1 = min(exp(25 (t - 0.4)), 1), b2 = min(exp(25 (t - 0.5)), 1),
-b3 = 1 - b1 [code] (the supplement says 1 - b2). L_cons is computed only once b2 > 0.01, as the
-authors' code does (it costs a decoder and an encoder pass). t moves every step [ours]: the
-authors' code evaluates the same functions at the epoch number (t = epoch / epochs), so its
-weights rise in stairs, one per epoch (30 in their notebook), and its warm-up lasts until the
-first epoch above 0.25 x the epochs (epochs 0-7 of 30: 27% of the run).
-
-Optimizer: Adam, betas (0.9, 0.99), epsilon 1e-8 (the supplement's Table 4; the authors' code
-leaves PyTorch's default betas (0.9, 0.999)), the config's learning rate (5e-4 in the
-presets), weight decay 1e-6 as the authors' PyTorch Adam applies it: 1e-6 * w added to every
-gradient, i.e. 0.5e-6 * ||w||^2 added to the loss [code]. The loss terms are computed in
-float32 under mixed precision (the networks' outputs are float32).
+The maximum weights w are 0.1, 0.1, 100 and 1e-4 (the supplement's Table 4). The comment under
+the imports defines each term, the schedule and the optimizer, and marks what is [code] and [ours].
 
 Logs: every loss term (``rec_loss``, ``spar_loss``, ``dis_loss``, ``cons_loss``, ``reg_loss``),
-the schedule (``beta1..3``) and ``loss`` from train_step (TensorBoard scalars through the
-trainer's logger); :class:`PMPMonitor` adds the subspace-usage histogram of the training pairs
-(how often each subspace is i*) every ``log_every`` steps and a reconstruction / subspace-swap
-image grid every ``eval_every`` steps and at the end, under ``logs/pmp``.
+the schedule (``beta1..3``) and ``loss``. :class:`PMPMonitor` adds, under ``logs/pmp``, the
+subspace-usage histogram every ``log_every`` steps. It also draws a reconstruction and
+subspace-swap grid every ``eval_every`` steps and at the end.
 """
 
 from __future__ import annotations
@@ -67,6 +30,46 @@ from abc_tf.methods.base import Method, MethodModel, Update, build_encoder, to_f
 from abc_tf.methods.monitor import TrainingMonitor
 from abc_tf.methods.pmp import PRESETS, PmpConfig
 from models import pmp_networks
+
+# Pairs: the "pairs" format changes exactly one factor, always to another value [ours]. The
+# authors' dataset.py with their notebook's k = -1 changes one factor in about half the pairs.
+# The others change 1 to (factors - 1), 1 to 5 on Shapes3D. Each is redrawn uniformly, so it may
+# keep its old value.
+#
+# The terms, for B pairs with codes s [2B, k, d] of the 2B images, and
+# D[b, i] = ||s_i(x1_b) - s_i(x2_b)||^2:
+# - L_rec: mean squared error between g(z) and the images in [0, 1], over both images of every
+#   pair. Shapes3D is decoded linearly, with no sigmoid [code].
+# - L_spar (eq. 1): sum_i |s_i * sum_{j != i} s_j|, summed over the subspaces and averaged over the
+#   images and the d coordinates [code]. That is eq. 1's L1 norm divided by d.
+# - L_dis: i*_b, the subspace the pair changes most, is the argmax over i of D[b, i] divided by
+#   subspace i's mean Euclidean distance between the batch's 2B codes. Every ordered pair counts,
+#   self pairs included [code]. M is its one-hot, without gradient. L_dis is the mean over the
+#   B x k entries of (1 - M) D + 10 M relu(0.05 - D). The other subspaces are pulled together,
+#   the changed one is kept at least 0.05 apart [code]. The raw D enters the loss; the normalised
+#   one only picks i* [code]. The authors' expression, mean 10 relu(0.05 - M D), also counts
+#   10 x 0.05 for each other entry. That is a constant 0.45 at k = 10, without gradient, left out
+#   of dis_loss here.
+# - L_cons: 2B of the k x B mixes, drawn anew each step without replacement [code]. A mix takes
+#   subspace i from x1_b and the others from x2_b: z_mix = s_i(x1_b) + sum_{j != i} s_j(x2_b).
+#   It is decoded and re-encoded, and its k codes must equal the mixed ones. The loss is the mean
+#   squared error over all codes, with gradients through both sides [code].
+# - L_reg: 100 * mean_i (1/k - mean_b softmax_i(1000 D[b, :]))^2. Every subspace should be the one
+#   that changes for about 1/k of the pairs [code].
+#
+# Schedule over the run's T steps: t = step / T, read from the optimizer's step inside the compiled
+# train_step. Reconstruction alone while t <= method.warmup: 0.25 [code], 20% in the supplement.
+# Then b1 = min(exp(25 (t - 0.4)), 1), b2 = min(exp(25 (t - 0.5)), 1) and b3 = 1 - b1 [code]. The
+# supplement says b3 = 1 - b2. L_cons costs a decoder and an encoder pass, so it is computed only
+# once b2 > 0.01, as in the authors' code. t moves every step [ours]. The authors' code evaluates
+# the same functions at t = epoch / epochs, so its weights rise in stairs, 30 in their notebook.
+# Its warm-up lasts until the first epoch above 0.25 x the epochs: epochs 0-7 of 30, 27% of the run.
+#
+# Optimizer: Adam with betas (0.9, 0.99) and epsilon 1e-8 (the supplement's Table 4). The authors'
+# code keeps PyTorch's default betas (0.9, 0.999). The learning rate is the config's, 5e-4 in the
+# presets. Weight decay 1e-6 is applied as the authors' PyTorch Adam does [code]: 1e-6 * w is added
+# to every gradient, i.e. 0.5e-6 * ||w||^2 to the loss. Under mixed precision the loss terms are
+# computed in float32, since the networks' outputs are float32.
 
 # The authors' constants [code].
 MARGIN, MARGIN_WEIGHT = 0.05, 10.0  # L_dis: the changed subspace keeps D >= 0.05

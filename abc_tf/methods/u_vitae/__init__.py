@@ -1,6 +1,8 @@
-"""U-VITAE: the VAE with a spatial transformer that models the perspective (docs/PAPERS.md section P2).
-Its config is the VAE's (abc_tf/methods/vae) with its own structure, its presets the paper's MNIST run and a
-quick one."""
+"""U-VITAE: the VAE with a spatial transformer that models the perspective.
+
+See docs/PAPERS.md section P2. Its config is the VAE's (abc_tf/methods/vae) with its own structure.
+Its presets are the paper's MNIST run and a quick one.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +14,10 @@ from abc_tf.methods.vae import Structure, VaeConfig, variant_presets
 
 @dataclasses.dataclass(frozen=True)
 class UVitaeConfig(VaeConfig):
-    """The VAE's settings, and U-VITAE's structure: a perspective space, the appearance
-    inferred from the image itself."""
+    """The VAE's settings with U-VITAE's structure.
+
+    It has a perspective space, and the appearance is inferred from the image itself.
+    """
 
     structure: ClassVar[Structure] = Structure(perspective=True)
 

@@ -1,48 +1,16 @@
-"""The VAE and VITAE peers (``--method=vae``, ``u_vitae``, ``c_vitae``; Detlefsen and Hauberg,
-NeurIPS 2019; docs/PAPERS.md section P2), trained on single images (the "images" batch format).
+"""The VAE and VITAE peers (``--method=vae``, ``u_vitae``, ``c_vitae``), trained on "images" batches.
 
-Generative model p(x) = integral p(x | z_A, z_P) p(z_A) p(z_P), standard normal priors, a
-Bernoulli likelihood per pixel. The image is the appearance decoder's output warped by the
-perspective: x^ = T_theta(dec_A(z_A)), theta = dec_P(z_P) in R^6, T_theta the diffeomorphic
-affine map expm([[t1 t2 t3], [t4 t5 t6], [0 0 0]]) (``models/spatial_transformer.py``).
-Inference (:func:`infer`), by the variant config's :class:`~abc_tf.methods.vae.Structure`:
-
-- vae (no perspective): one latent space z (d = ``--method.latent_dim``, 4 in the paper), q(z | x),
-  x^ = dec(z).
-- u_vitae (a perspective space): q_P(z_P | x) and q_A(z_A | x), both from the image
-  (d_A = d_P = latent_dim / 2).
-- c_vitae (a perspective space and the appearance aligned): q_P(z_P | x); theta = dec_P(z_P);
-  x' = T_{-theta}(x), the image with the perspective undone; q_A(z_A | x'). The appearance is
-  inferred from the aligned image.
-
-The loss is the negative ELBO with a KL warm-up, for a batch of B images (mean over images):
-
-  loss = -log p(x | z_A, z_P) + w (KL(q_A || N(0, I)) + KL(q_P || N(0, I))),
-
-one reparameterised sample per image, w = min(step / (kl_warmup * steps), 1) (the paper ramps
-per epoch over half the epochs; per step here [ours]). With w = 1 the loss is the -ELBO in nats
-per image. Pixel probabilities are clipped to [1e-6, 1 - 1e-6] [ours]: the warp reads zero
-outside the template, and a pixel of ink there would otherwise cost an infinite log-likelihood.
-
-Training images are first warped by a random rotation (up to 20 degrees) and translation (up
-to 10% of the image) when ``affine_augmentation`` is on, as the authors' ``disentagelment.py``
-does (RandomAffine(20, translate 0.1)), with the bilinear sampler [ours: theirs is
-nearest-pixel]. Their ``main.py`` had the same line until their commit "final experimentation"
-(2019-01-18) and has it commented out since; their poster (``poster.pdf`` in the same
-repository) describes the MNIST of its results table as randomly translated and rotated.
-The noise of the samples and of the augmentation is drawn from (seed, step): a resumed run
-draws what an unbroken one would.
-
-Networks (``abc_tf/methods/vae/networks.py``): the supplement's Table 1 MLPs, VITAE's with about half the
-units for both spaces alike [ours: the supplement (L49) says the appearance networks benefit from a
-little more capacity than the perspective ones, without numbers; the authors' released code
-builds both spaces from the same 512-256 MLPs with batch norm].
+VITAE is Detlefsen and Hauberg, NeurIPS 2019 (docs/PAPERS.md section P2). The generative model
+is p(x) = integral p(x | z_A, z_P) p(z_A) p(z_P), with standard normal priors and a Bernoulli
+likelihood per pixel. The image is the appearance decoder's output warped by the perspective.
+:func:`infer` follows the variant's :class:`~abc_tf.methods.vae.Structure`. The loss is the
+negative ELBO with a KL warm-up. The comment under the imports gives the model, the loss, the
+augmentation and the networks, with what is ours.
 
 Logs: ``loss``, ``reconstruction`` (-log p(x | z), nats per image), ``kl_appearance``,
-``kl_perspective`` and ``kl_weight``; :class:`VITAEMonitor` writes every ``eval_every`` steps
-(0: every ``log_every`` steps) and at the end reconstructions (for c_vitae also the aligned images x') and a
-traversal grid of every latent dimension (a row each: the appearance dimensions first, then the perspective
-ones) under ``logs/vitae``.
+``kl_perspective`` and ``kl_weight``. :class:`VITAEMonitor` writes under ``logs/vitae`` every
+``eval_every`` steps (0: every ``log_every``) and at the end. It draws reconstructions, the aligned
+images x' for c_vitae, and a traversal grid of every latent dimension, appearance rows first.
 """
 
 from __future__ import annotations
@@ -64,6 +32,38 @@ from abc_tf.methods.vae import PRESETS, Structure, VaeConfig, variant_smoke
 from abc_tf.methods.vae import networks as vitae_networks
 from models import spatial_transformer
 
+# The warp: x^ = T_theta(dec_A(z_A)), theta = dec_P(z_P) in R^6. T_theta is the diffeomorphic
+# affine map expm([[t1 t2 t3], [t4 t5 t6], [0 0 0]]) (models/spatial_transformer.py).
+# Inference by variant:
+# - vae, no perspective: one latent space z of d = --method.latent_dim (4 in the paper), q(z | x),
+#   x^ = dec(z).
+# - u_vitae, a perspective space: q_P(z_P | x) and q_A(z_A | x), both from the image, with
+#   d_A = d_P = latent_dim / 2.
+# - c_vitae, the appearance aligned: q_P(z_P | x), theta = dec_P(z_P), and x' = T_{-theta}(x), the
+#   image with the perspective undone. The appearance is inferred from it: q_A(z_A | x').
+#
+# The loss, averaged over a batch of B images:
+#
+#   loss = -log p(x | z_A, z_P) + w (KL(q_A || N(0, I)) + KL(q_P || N(0, I)))
+#
+# One reparameterised sample per image, and w = min(step / (kl_warmup * steps), 1). The paper
+# ramps per epoch over half the epochs; we ramp per step [ours]. With w = 1 the loss is the -ELBO
+# in nats per image. Pixel probabilities are clipped to [1e-6, 1 - 1e-6] [ours]. The warp reads
+# zero outside the template, and a pixel of ink there would otherwise cost an infinite
+# log-likelihood.
+#
+# With affine_augmentation, training images are first warped by a random rotation up to 20
+# degrees and a shift up to 10% of the image. That is the authors' disentagelment.py,
+# RandomAffine(20, translate 0.1). We sample bilinearly [ours: theirs is nearest-pixel]. Their
+# main.py had the same line until the commit "final experimentation" (2019-01-18); it is
+# commented out since. Their poster (poster.pdf, same repository) describes its MNIST as randomly
+# translated and rotated. The samples' and the augmentation's noise comes from (seed, step), so a
+# resumed run draws what an unbroken one would.
+#
+# Networks (abc_tf/methods/vae/networks.py): the supplement's Table 1 MLPs. VITAE's have about half
+# the units, the same for both spaces [ours]. The supplement (L49) says the appearance networks
+# benefit from a little more capacity than the perspective ones, without numbers. The authors'
+# released code builds both spaces from the same 512-256 MLPs with batch norm.
 PROBABILITY_FLOOR = 1e-6
 ROTATION_DEGREES, TRANSLATION = 20.0, 0.1  # the authors' RandomAffine
 LOG_SUBDIR = "vitae"  # run_dir/logs/vitae: reconstructions and traversals
@@ -448,7 +448,7 @@ def declare_variant(
         check_config=check_config,
         supervision=f"none: {told}",
         training_callbacks=training_callbacks,
-        measures="abc_tf.evaluation.tasks:likelihood_measures",
+        measures="abc_tf.evaluation.tasks.method_measures:likelihood_measures",
         measures_need=("class_labelled_images",),
     )
 
