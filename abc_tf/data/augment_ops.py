@@ -1,15 +1,15 @@
 """Random per-image augmentations of image stacks (docs/PAPERS.md section 1; supplement S5, S8.4).
 
-Every function takes a stack of images ``[..., H, W, C]`` (any number of leading dimensions,
-typically ``[P, S, H, W, C]``), float32 in [0, 1], a non-negative ``amplitude`` and a stateless
-``seed`` (int32/int64 tensor of shape [2]); it draws one independent random parameter per image,
-returns the same shape and dtype, and is the identity at amplitude 0. The same seed gives the
-same result, so a pipeline seeded from the config is reproducible. ``AUGMENTATIONS`` names
-them for ``--data.augmentations``; :mod:`abc_tf.data.augment` composes them.
+Every function takes float32 images ``[..., H, W, C]`` in [0, 1], typically ``[P, S, H, W, C]``.
+It also takes a non-negative ``amplitude`` and a stateless int ``seed`` of shape [2]. It draws
+one random parameter per image and returns the same shape and dtype. Amplitude 0 is the identity.
+The same seed gives the same result, so a pipeline seeded from the config is reproducible.
+``AUGMENTATIONS`` names them for ``--data.augmentations``; :mod:`abc_tf.data.augment` composes
+them.
 
-Faces and cars (S8.4): contrast, saturation, crop; the Shapes3D baseline: hue. Pose (S5):
-bounding-box translation, brightness, normal and salt-and-pepper noise, an added Sobel copy,
-and background painting of renders through their alpha mask.
+Faces and cars (S8.4): contrast, saturation, crop. The Shapes3D baseline: hue. Pose (S5):
+bounding-box translation, brightness, normal and salt-and-pepper noise, an added Sobel copy, and
+painted backgrounds.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ _LUMA_WEIGHTS = tuple(w / 0.9999 for w in (0.2989, 0.5870, 0.1140))
 
 
 def to_float(images: tf.Tensor) -> tf.Tensor:
-    """uint8 (0..255) -> float32 in [0, 1]; float images are only cast (as
-    abc_tf.methods.base.to_float_images does).
+    """uint8 0..255 -> float32 in [0, 1]; float images are only cast.
+
+    This matches abc_tf.methods.base.to_float_images.
     """
     images = tf.convert_to_tensor(images)
     if images.dtype == tf.uint8:
@@ -34,7 +35,7 @@ def to_float(images: tf.Tensor) -> tf.Tensor:
 
 
 def flatten_stack(images: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """[..., H, W, C] -> ([B, H, W, C], original shape) so per-image ops see one batch axis."""
+    """[..., H, W, C] -> [B, H, W, C] and the original shape, so per-image ops see one batch axis."""
     images = tf.convert_to_tensor(images)
     shape = tf.shape(images)
     flat = tf.reshape(images, tf.concat([[-1], shape[-3:]], axis=0))
@@ -63,7 +64,7 @@ AMPLITUDE_BOUNDS = {
 
 
 def check_amplitude(name: str, amplitude: float) -> float:
-    """``amplitude`` as a float; ValueError when it lies outside op ``name``'s range."""
+    """``amplitude`` as a float. ValueError when it lies outside op ``name``'s range."""
     amplitude = float(amplitude)
     upper = AMPLITUDE_BOUNDS.get(name)
     if not amplitude >= 0.0 or (upper is not None and amplitude >= upper):
@@ -73,10 +74,10 @@ def check_amplitude(name: str, amplitude: float) -> float:
 
 
 def random_contrast(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Random contrast shift: ``(x - mean) * c + mean`` with c ~ U[1 - a, 1 + a] per image.
+    """Random contrast: ``(x - mean) * c + mean`` with c ~ U[1 - a, 1 + a] per image.
 
-    The mean is per image and channel (as ``tf.image.adjust_contrast``); results are clipped
-    to [0, 1]. ``amplitude`` a must lie in [0, 1) so that the contrast factor stays positive.
+    The mean is per image and channel, as in ``tf.image.adjust_contrast``. Results are clipped to
+    [0, 1]. ``a`` lies in [0, 1), so the factor stays positive.
     """
     amplitude = check_amplitude("contrast", amplitude)
     if amplitude == 0.0:
@@ -91,9 +92,9 @@ def random_contrast(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.
 def random_saturation(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
     """Random saturation: ``gray + s * (x - gray)`` with s ~ U[1 - a, 1 + a] per image.
 
-    ``gray`` is the image's luma. One-channel images carry no colour, so they are returned
-    unchanged (a documented choice: a faces spec may name saturation harmlessly). ``a`` lies
-    in [0, 1] (s = 0 is full desaturation).
+    ``gray`` is the image's luma. One-channel images carry no colour and are returned unchanged,
+    so a faces spec may name saturation harmlessly. ``a`` lies in [0, 1]; s = 0 is full
+    desaturation.
     """
     amplitude = check_amplitude("saturation", amplitude)
     images = tf.convert_to_tensor(images)
@@ -109,11 +110,11 @@ def random_saturation(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> t
 
 
 def random_crop(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Random crop, resized back to H x W (bilinear).
+    """Random crop, resized back to H x W by bilinear sampling.
 
-    Per image, the crop keeps a fraction f ~ U[1 - a, 1] of the height and, independently
-    drawn, of the width, at a uniform random position inside the image. ``a`` lies in [0, 1).
-    At a = 0 the box is the whole image and bilinear sampling reproduces it exactly.
+    Per image, the crop keeps a fraction f ~ U[1 - a, 1] of the height and, drawn apart, of the
+    width. Its position inside the image is uniform. ``a`` lies in [0, 1). At a = 0 the box is
+    the whole image, reproduced exactly.
     """
     amplitude = check_amplitude("crop", amplitude)
     if amplitude == 0.0:
@@ -133,13 +134,12 @@ def random_crop(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tens
 
 
 def random_hue(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Random hue rotation by d ~ U[-a, a] per image (``tf.image.random_hue(x, a)`` per image).
+    """Random hue rotation by d ~ U[-a, a] per image: ``tf.image.random_hue(x, a)`` per image.
 
-    The Shapes3D baseline (docs/PAPERS.md section 1, Fig. 3c) uses a = 0.5, i.e. any hue. Hue is a
-    fraction of the colour circle and wraps around; saturation and value are kept.
-    ``tf.image.random_hue`` on a batch would draw ONE delta for the whole batch, so the
-    rotation is done here through HSV with one delta per image. ``a`` lies in [0, 0.5].
-    Needs 3 channels.
+    The Shapes3D baseline (docs/PAPERS.md section 1, Fig. 3c) uses a = 0.5, i.e. any hue. Hue is
+    a fraction of the colour circle and wraps around; saturation and value are kept.
+    ``tf.image.random_hue`` draws one delta per batch, so the rotation goes through HSV here.
+    ``a`` lies in [0, 0.5]. Needs 3 channels.
     """
     amplitude = check_amplitude("hue", amplitude)
     images = to_float(images)  # uint8 input is accepted too (as abc_tf.methods.base.to_float_images does)
@@ -165,11 +165,12 @@ def random_translate(
 ) -> tf.Tensor:
     """Random translation of the bounding box by up to ``a`` of its width and height (S5).
 
-    The images are tight crops, so moving the crop window by (dx, dy) = (u W, v H) with
-    u, v ~ U[-a, a] per image shifts the content by (-dx, -dy); bilinear sampling. Pixels
-    that come from outside the crop are filled per ``fill_mode``: "nearest" (edge pixels,
-    for photos whose surroundings are unknown), "constant" (zeros: transparent for RGBA
-    renders, whose background is painted afterwards), "reflect" or "wrap". ``a`` lies in [0, 1).
+    The images are tight crops. Moving the crop window by (dx, dy) = (u W, v H), u, v ~ U[-a, a]
+    per image, shifts the content by (-dx, -dy). Sampling is bilinear. ``a`` lies in [0, 1).
+    ``fill_mode`` fills pixels from outside the crop:
+      - "nearest": edge pixels, for photos whose surroundings are unknown;
+      - "constant": zeros, transparent for RGBA renders whose background is painted later;
+      - "reflect" or "wrap".
     """
     amplitude = check_amplitude("translate", amplitude)
     if fill_mode not in _FILL_MODES:
@@ -199,8 +200,9 @@ def random_translate(
 
 
 def random_brightness(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Adds d ~ U[-a, a] to every pixel of an image (``tf.image.adjust_brightness`` per image),
-    clipped to [0, 1].
+    """Adds d ~ U[-a, a] to every pixel of an image, clipped to [0, 1].
+
+    It is ``tf.image.adjust_brightness`` per image.
     """
     amplitude = check_amplitude("brightness", amplitude)
     if amplitude == 0.0:
@@ -211,15 +213,17 @@ def random_brightness(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> t
 
 
 def _level_and_pixel_seed(flat: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """A noise level per image, U[0, amplitude] shaped [B, 1, 1, 1], and an independent seed
-    for the per-pixel draws."""
+    """A noise level per image, U[0, amplitude] shaped [B, 1, 1, 1], and a seed for the per-pixel
+    draws.
+    """
     seeds = tf.random.experimental.stateless_split(tf.cast(seed, tf.int64), num=2)
     return _per_image_uniform(flat, 0.0, amplitude, seeds[0]), seeds[1]
 
 
 def gaussian_noise(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Additive per-pixel normal noise; its standard deviation is drawn per image from U[0, a].
-    Clipped to [0, 1].
+    """Additive per-pixel normal noise, clipped to [0, 1].
+
+    Its standard deviation is drawn per image from U[0, a].
     """
     amplitude = check_amplitude("gaussian_noise", amplitude)
     if amplitude == 0.0:
@@ -231,8 +235,10 @@ def gaussian_noise(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.T
 
 
 def salt_and_pepper(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Salt-and-pepper noise: per image a rate p ~ U[0, a]; each pixel (all channels) turns
-    black with probability p/2 and white with probability p/2. ``a`` lies in [0, 1]."""
+    """Salt-and-pepper noise with a rate p ~ U[0, a] per image. ``a`` lies in [0, 1].
+
+    Each pixel turns black in all channels with probability p/2, and white with probability p/2.
+    """
     amplitude = check_amplitude("salt_pepper", amplitude)
     if amplitude == 0.0:
         return tf.convert_to_tensor(images)
@@ -244,11 +250,12 @@ def salt_and_pepper(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.
 
 
 def add_sobel(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Adds a scaled Sobel-filtered copy (edge enhancement, S5): ``x + s |grad x| / 4``, s ~ U[0, a].
+    """Adds a scaled Sobel-filtered copy for edge enhancement (S5): ``x + s |grad x| / 4``, s ~ U[0,
+    a].
 
-    ``|grad x|`` is the per-channel gradient magnitude of ``tf.image.sobel_edges``; the Sobel
-    kernels' absolute weights sum to 4, so ``|grad x| / 4`` is at most sqrt(2) for images in
-    [0, 1]. Clipped to [0, 1].
+    ``|grad x|`` is the per-channel gradient magnitude of ``tf.image.sobel_edges``. The Sobel
+    kernels' absolute weights sum to 4, so ``|grad x| / 4`` is at most sqrt(2) for images in [0,
+    1]. Clipped to [0, 1].
     """
     amplitude = check_amplitude("sobel", amplitude)
     if amplitude == 0.0:
@@ -270,12 +277,14 @@ def paint_background(
 ) -> tf.Tensor:
     """Paints the background of renders with random crops of real images (S5).
 
-    images: [..., H, W, 3] float in [0, 1], premultiplied by ``alpha`` (black where the render
-    is transparent); alpha: [..., H, W, 1] in [0, 1]; backgrounds: a pool [K, Hb, Wb, 3]
-    (uint8 or float in [0, 1]). Each image is painted with probability ``a`` (in [0, 1]; the
-    paper paints every synthetic image, a = 1): a background of the pool, a random crop of
-    it with sides f ~ U[min_crop, 1] of the background's, resized to H x W, composited as
-    ``x + (1 - alpha) * crop``. Pixels with alpha = 1 never change.
+    images: [..., H, W, 3] float in [0, 1], premultiplied by ``alpha``, so black where
+    transparent.
+    alpha: [..., H, W, 1] in [0, 1].
+    backgrounds: a pool [K, Hb, Wb, 3], uint8 or float in [0, 1].
+    Each image is painted with probability ``a`` in [0, 1]. The paper paints every synthetic
+    image, a = 1. A painted image takes a background of the pool and crops it with sides f ~
+    U[min_crop, 1] of its own. The crop is resized to H x W and composited as ``x + (1 - alpha) *
+    crop``. Pixels with alpha = 1 never change.
     """
     amplitude = check_amplitude("paint_background", amplitude)
     images = tf.convert_to_tensor(images, tf.float32)

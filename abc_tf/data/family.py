@@ -1,8 +1,8 @@
 """The data-family interface: what a family gives the trainer and the evaluators, declared.
 
-Every family's package declares one :class:`DataFamily` value named ``FAMILY`` in its
-``family.py`` (``abc_tf/data/<name>/family.py``; abc_tf/data/__init__.py finds it). The trainer and the
-evaluators read only this declaration: what a family does not offer is ``None`` here, never
+Every family's package declares one :class:`DataFamily` named ``FAMILY`` in
+``abc_tf/data/<name>/family.py``; abc_tf/data/__init__.py finds it. The trainer and the
+evaluators read only this declaration. What a family does not offer is ``None`` here, never
 discovered by probing the module.
 """
 
@@ -44,15 +44,14 @@ BATCH_FORMATS = ("sets", "pairs", "images")
 class GroupedImages:
     """Images sorted by group, with labels for evaluation.
 
-    images: uint8 [N, H, W, C], rows of one group contiguous (group g is rows
-      ``offsets[g] : offsets[g] + counts[g]`` of :meth:`group_index`), so drawing a set is
-      index arithmetic.
-    group_names: one name per group; ``groups``: int32 [N] group of each row.
+    images: uint8 [N, H, W, C]. The rows of group g are ``offsets[g] : offsets[g] + counts[g]``
+    of :meth:`group_index`, so drawing a set is index arithmetic.
+    group_names: one name per group. ``groups``: int32 [N], the group of each row.
     files: [N] path of each row relative to the data directory.
-    labels: {name: int32 [N]} class index per row, -1 where unknown (the evaluation's input).
-    label_values: {name: [K]} the value of each class index (numbers or strings).
-    attributes: {name: float [N]} continuous values kept for reference (e.g. car azimuth in
-      degrees, whose binned classes are a label).
+    labels: {name: int32 [N]} class index per row, -1 where unknown. The evaluation reads these.
+    label_values: {name: [K]} the value of each class index, numbers or strings.
+    attributes: {name: float [N]} continuous values kept for reference, e.g. car azimuth in
+    degrees. Their binned classes are a label.
     """
 
     images: np.ndarray
@@ -64,8 +63,10 @@ class GroupedImages:
     attributes: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def group_index(self) -> GroupIndex:
-        """The groups as a :class:`abc_tf.data.groups.GroupIndex` (ValueError unless the rows are
-        sorted by group), the sampler of sets."""
+        """The groups as a :class:`abc_tf.data.groups.GroupIndex`, the sampler of sets.
+
+        ValueError unless the rows are sorted by group.
+        """
         return GroupIndex.from_groups(self.groups, len(self.group_names), self.group_names)
 
 
@@ -79,30 +80,31 @@ def _no_callbacks(config: "ExperimentConfig") -> list:
 
 
 def quantile_bins(values: np.ndarray, bins: int) -> np.ndarray:
-    """int32 [N]: the quantile bin (0..bins-1) of each value, so every bin holds about N / bins
-    (a continuous factor, e.g. a digit's slant, made discrete for classifiers and MI)."""
+    """int32 [N]: the quantile bin 0..bins-1 of each value, so every bin holds about N / bins.
+
+    It makes a continuous factor discrete for classifiers and MI, e.g. a digit's slant.
+    """
     edges = np.quantile(values, np.linspace(0.0, 1.0, bins + 1)[1:-1])
     return np.searchsorted(edges, values, side="right").astype(np.int32)
 
 
 @dataclasses.dataclass(frozen=True)
 class KnownFactors:
-    """Discrete factors of variation known for every image (Shapes3D's factor grid; MNIST's
-    digit and its binned slant and thickness).
+    """Discrete factors of variation known for every image: Shapes3D's factor grid, or MNIST's digit
+    and binned style.
 
-    ``labelled_sample(config, num_images, seed) -> (uint8 images [n, H, W, C], int64 factor
-    indices [n, len(names)])``: distinct images drawn uniformly, columns in ``names`` order.
-    ``inactive(config) -> positions in names`` of the factors a run fixes within a set.
-    ``images_of(config, factor_indices int [n, len(names)]) -> uint8 images [n, H, W, C]``:
-    an image of exactly each given combination of factor values (rendered or looked up), for
-    the scores that draw their own observations (BetaVAE, FactorVAE); ``None`` where the family
-    cannot make one (MNIST's binned style factors), and only the scores on a labelled sample
-    (MIG, DCI, SAP) are computed. ValueError for values outside ``sizes`` or a combination the
-    data lacks.
-    ``augmented_by_baseline``: the factors (among ``names``) that the family's
-    ``--batch.augmentation_baseline`` augmentation varies between the two views, so a run of the
-    baseline is trained to drop them (Shapes3D's random hue: the three hues); () where it
-    varies none of them.
+    ``labelled_sample(config, num_images, seed)`` returns uint8 images [n, H, W, C] and int64
+    factor indices [n, len(names)]. The images are distinct and drawn uniformly; columns are in
+    ``names`` order.
+    ``inactive(config)``: the positions in ``names`` of the factors a run fixes within a set.
+    ``images_of(config, factor_indices)`` returns uint8 images [n, H, W, C], one of exactly each
+    combination in int [n, len(names)]. The scores that draw their own observations need it:
+    BetaVAE, FactorVAE. It raises ValueError for values outside ``sizes`` or a combination the
+    data lacks. It is ``None`` where the family cannot make one, e.g. MNIST's binned style
+    factors. Then only MIG, DCI and SAP are computed, on a labelled sample.
+    ``augmented_by_baseline``: the factors of ``names`` that ``--batch.augmentation_baseline``
+    varies between the two views. A baseline run is trained to drop them, e.g. Shapes3D's three
+    hues under random hue. () where it varies none.
     """
 
     names: tuple[str, ...]
@@ -120,11 +122,13 @@ class KnownFactors:
 
 @dataclasses.dataclass
 class ClassLabelledImages:
-    """A family's images labelled by class (MNIST's digit), as a run of the config sees them.
+    """A family's images labelled by class, as a run of the config sees them. MNIST's class is the
+    digit.
 
-    train_images: uint8 [N, H, W, C], the training split (every class, the held-out one too,
-      whose images no training batch draws); train_labels: int64 [N] their class.
-    test_images: uint8 [M, H, W, C], the test split, whole; test_labels: int64 [M].
+    train_images: uint8 [N, H, W, C], the training split. It has every class, the held-out one
+    too, though no training batch draws it.
+    train_labels: int64 [N], their class.
+    test_images: uint8 [M, H, W, C], the whole test split; test_labels: int64 [M].
     held_out: the class no training batch draws, or None.
     """
 
@@ -142,16 +146,17 @@ def _fits_nothing(path: str) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class DataSources:
-    """What ``--data.source`` and ``--data.path`` may name for a family. ``auto``, every family's
-    default, takes the source that reads the path given, or ``default()`` when none is given; a
-    path is read or refused, never ignored.
+    """What ``--data.source`` and ``--data.path`` may name for a family.
+
+    ``auto`` is every family's default. It takes the source that reads the given path, or
+    ``default()`` without one. A path is read or refused, never ignored.
 
     reading: {source: what its ``--data.path`` is, in words} for the sources that read files.
-    built_in: the sources that read no file (a renderer); with a ``--data.path`` they are refused.
-    detect: ``path -> source`` of ``reading`` whose files ``path`` holds; None (or a ValueError
-      naming what it lacks) when it holds none.
-    default: ``() -> source`` that ``auto`` takes without a path; None: the family needs a path.
-    path_optional: sources of ``reading`` that have a default place (tfds: its data folder).
+    built_in: the sources that read no file, e.g. a renderer. They refuse a ``--data.path``.
+    detect: ``path -> source`` of ``reading`` whose files ``path`` holds. None, or a ValueError
+    naming what it lacks, when it holds none.
+    default: ``() -> source`` that ``auto`` takes without a path. None: the family needs a path.
+    path_optional: sources of ``reading`` with a default place, e.g. tfds's data folder.
     """
 
     reading: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -169,9 +174,11 @@ class DataSources:
         return "; or ".join(f"{what} (source {name})" for name, what in self.reading.items())
 
     def resolve(self, family: str, source: str, path: str) -> tuple[str, str]:
-        """(source, path) that ``--data.source`` and ``--data.path`` name, ``auto`` resolved;
-        ValueError naming the flag for a source the family lacks, a path a built-in source would
-        ignore, a path that does not exist, or one whose contents fit no source."""
+        """The source and path that ``--data.source`` and ``--data.path`` name, ``auto`` resolved.
+
+        ValueError naming the flag for a source the family lacks or a path a built-in source
+        would ignore. Also for a path that does not exist, or whose contents fit no source.
+        """
         if source not in self.names:
             raise ValueError(
                 f"--data.source={source!r} is not a source of data family {family!r}; "
@@ -240,8 +247,10 @@ CAPABILITIES = {
 
 
 def missing_capabilities(family: "DataFamily", needs: Sequence[str]) -> list[str]:
-    """The capabilities of ``needs`` (keys of :data:`CAPABILITIES`) that ``family`` does not
-    declare, each as "name (what it is)"; ValueError for a name that is no capability."""
+    """The capabilities of ``needs`` that ``family`` does not declare, each as "name (what it is)".
+
+    ``needs`` holds keys of :data:`CAPABILITIES`. ValueError for a name that is no capability.
+    """
     unknown = [need for need in needs if need not in CAPABILITIES]
     if unknown:
         raise ValueError(f"Unknown capabilities {unknown}; known: {', '.join(CAPABILITIES)}.")
@@ -332,7 +341,9 @@ class DataFamily:
                 )
 
     def source(self, config: "ExperimentConfig") -> tuple[str, str]:
-        """(source, path) that ``config``'s data part names, ``auto`` resolved (:class:`DataSources`)."""
+        """The source and path that ``config``'s data part names, ``auto`` resolved
+        (:class:`DataSources`).
+        """
         return self.sources.resolve(self.name, config.data.source, config.data.path)
 
     def describe_data(self, config: "ExperimentConfig") -> str:
@@ -344,5 +355,5 @@ class DataFamily:
         return tuple(self.streams)
 
     def stream(self, batch_format: str) -> Callable[["ExperimentConfig", int, int], "tf.data.Dataset"]:
-        """The stream of ``batch_format`` (one of :attr:`batch_formats`)."""
+        """The stream of ``batch_format``, one of :attr:`batch_formats`."""
         return self.streams[batch_format]

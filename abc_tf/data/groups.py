@@ -1,34 +1,17 @@
 """The one sampler of sets: items in contiguous groups, k items drawn within chosen groups.
 
-Every family draws its sets here. A :class:`GroupIndex` lays the items out in groups
-(a CSR layout: group g is the positions ``offsets[g] : offsets[g] + counts[g]`` of a sort
-order, ``order`` maps a position to an item id) and offers the three draws a family needs:
+Every family draws its sets here. A :class:`GroupIndex` lays the items out in groups. It draws
+groups (:meth:`GroupIndex.draw_groups`), items within groups (:meth:`GroupIndex.draw_within`) and
+items of the whole collection (:meth:`GroupIndex.draw_from_all`). :meth:`GroupIndex.eligible`
+picks the groups that can give a set.
+:func:`sample_distinct` costs about ``k`` per row whatever the population. So a set among
+Shapes3D's 480,000 images costs what a set among 40 does.
 
-- :meth:`GroupIndex.draw_groups`: groups uniformly (or in proportion to given weights) among
-  the eligible ones, optionally each different from a given group (set B from another group
-  than set A);
-- :meth:`GroupIndex.draw_within`: ``k`` items inside each chosen group, distinct or with
-  replacement;
-- :meth:`GroupIndex.draw_from_all`: ``k`` items of the whole collection (an unconstrained set).
-
-:meth:`GroupIndex.eligible` picks the groups that can give a set and raises ValueError naming
-``--batch.set_size`` (and ``--data.sample_with_replacement`` where a family offers it) when too few can.
-Under them all lies :func:`sample_distinct`: per row, ``k`` uniform values in
-``[0, population)``, distinct unless asked otherwise, at a cost of about ``k`` per row
-whatever the population (a Shapes3D set among 480,000 images costs what a set among 40 does).
-
-Form: NumPy. Shapes3D and its item tables already sample in NumPy (images are rendered or
-read by id inside the pipeline's ``tf.numpy_function``, one step per call, generator
-:func:`step_rng`), and NumPy gives draws whose cost does not grow with the population:
-rejection of repeated draws, key ranking only for small populations. A TensorFlow form would
-rank one random key per item of a group (or of the whole collection, for an unconstrained
-set) every step, which does not scale to Shapes3D's full grid. The graph pipelines (MNIST
-stacks, image folders, pose) gather and augment in TensorFlow and take their index arrays from
-:func:`draw_stream`: one ``tf.numpy_function`` per ``CHUNK_STEPS`` steps, drawing the sets of
-all of them at once (generator :func:`chunk_rng`), so the call and the draw cost a few
-microseconds per step; one call per step would cost about 0.3 ms per step and cap the
-lightest pipelines near 2,000 batches/s. Either way the sets of step t are a pure function of
-(seed, t), whatever thread draws them and wherever a run resumes.
+The draws are NumPy: rejection of repeats keeps the cost flat. A TensorFlow form would rank one
+random key per item every step, which does not scale to Shapes3D's full grid. Shapes3D draws one
+step per call (:func:`step_rng`); the graph pipelines use :func:`draw_stream`. Either way the
+sets of step t are a pure function of seed and t, whatever thread draws them and wherever a run
+resumes.
 """
 
 from __future__ import annotations
@@ -53,8 +36,10 @@ logger = logging.getLogger(__name__)
 
 
 def step_rng(seed: int, step: int) -> np.random.Generator:
-    """The generator of one training step: a pure function of (seed, step), whatever thread or
-    process calls it (tf.data runs steps in parallel)."""
+    """The generator of one training step: a pure function of seed and step.
+
+    That holds whatever thread or process calls it; tf.data runs steps in parallel.
+    """
     return np.random.default_rng([int(seed) % (1 << 63), int(step)])
 
 
@@ -71,9 +56,13 @@ def draw_stream(
 ) -> tf.data.Dataset:
     """Endless ``(step, arrays)`` for steps ``start_step, start_step + 1, ...``.
 
-    draw_chunk: ``chunk -> arrays``, each ``[CHUNK_STEPS, *shape]``: the draws of the steps of
-      that chunk (a pure function of the chunk, e.g. through :func:`chunk_rng`), run in one
-      ``tf.numpy_function``. dtypes, shapes: of one step's arrays.
+    draw_chunk: ``chunk -> arrays``, each ``[CHUNK_STEPS, *shape]``. These are the draws of that
+    chunk's steps, a pure function of the chunk, e.g. through :func:`chunk_rng`.
+    dtypes, shapes: of one step's arrays.
+    One ``tf.numpy_function`` draws a whole chunk, so the call costs a few microseconds per step.
+    One call per step would cost about 0.3 ms and cap the lightest pipelines near 2,000
+    batches/s. The MNIST, image-folder and pose pipelines gather and augment in TensorFlow from
+    these indices.
     """
     dtypes, shapes = list(dtypes), [tuple(shape) for shape in shapes]
 
@@ -96,7 +85,7 @@ def draw_stream(
 
 
 def step_draws(draw_chunk: Callable[[int], Sequence[np.ndarray]], step: int) -> list[np.ndarray]:
-    """The arrays of one step, as :func:`draw_stream` gives them (tests and diagnostics)."""
+    """The arrays of one step, as :func:`draw_stream` gives them. For tests and diagnostics."""
     return [array[step % CHUNK_STEPS] for array in draw_chunk(step // CHUNK_STEPS)]
 
 
@@ -107,9 +96,9 @@ def sample_distinct(
 
     Args:
       rng: the random generator.
-      population: int [S], the size of each row's range (all >= count unless ``replace``).
+      population: int [S], the size of each row's range. All are >= count unless ``replace``.
       count: samples per row.
-      replace: with replacement (independent uniform draws) or distinct values.
+      replace: independent uniform draws, or distinct values.
     Returns:
       int64 [S, count]. Without replacement every ordered tuple of distinct values is equally
       likely.
@@ -153,11 +142,12 @@ def sample_distinct(
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class GroupIndex:
-    """Items in contiguous groups.
+    """Items in contiguous groups, in a CSR layout.
 
-    counts: int64 [G] items per group; the groups tile the positions 0..num_items-1 in order,
-    group g holding ``offsets[g] : offsets[g] + counts[g]``. order: int64 [num_items] item id
-    at each position, or None when the items are stored sorted by group (position = item id).
+    counts: int64 [G] items per group. The groups tile the positions 0..num_items-1 in order;
+    group g holds ``offsets[g] : offsets[g] + counts[g]``.
+    order: int64 [num_items] item id at each position. None when the items are stored sorted by
+    group, so a position is an item id.
     names: one per group, for messages.
     """
 
@@ -174,7 +164,9 @@ class GroupIndex:
     def from_groups(
         cls, groups: np.ndarray, num_groups: int | None = None, names: Sequence[str] | None = None
     ) -> "GroupIndex":
-        """Items already sorted by group: ``groups`` int [N] non-decreasing (empty groups allowed)."""
+        """Items already sorted by group: ``groups`` int [N], non-decreasing. Empty groups are
+        allowed.
+        """
         groups = np.asarray(groups, np.int64)
         if groups.size and np.any(np.diff(groups) < 0):
             raise ValueError("GroupIndex.from_groups needs the items sorted by group.")
@@ -186,11 +178,11 @@ class GroupIndex:
     def from_keys(
         cls, keys: np.ndarray, groups: Sequence[int] | None = None, names: Sequence[str] | None = None
     ) -> tuple["GroupIndex", np.ndarray]:
-        """Items in any order, grouped by an integer key each (a stable sort, done once).
+        """Items in any order, grouped by an integer key each, with one stable sort.
 
-        groups: the keys that form groups, in this order, empty ones included (items with other
-        keys are left out); None: the distinct keys present, ascending. Returns the index and
-        the key of each group.
+        groups: the keys that form groups, in this order, empty ones included. Items with other
+        keys are left out. None: the distinct keys present, ascending.
+        Returns the index and the key of each group.
         """
         keys = np.asarray(keys, np.int64)
         order = np.argsort(keys, kind="stable")
@@ -209,7 +201,7 @@ class GroupIndex:
 
     @classmethod
     def whole(cls, num_items: int) -> "GroupIndex":
-        """One group of every item (a collection without groups: only unconstrained draws)."""
+        """One group of every item: a collection without groups allows only unconstrained draws."""
         return cls(np.array([num_items], np.int64))
 
     @property
@@ -232,11 +224,11 @@ class GroupIndex:
         what: str = "images",
         replace_flag: str | None = None,
     ) -> np.ndarray:
-        """Group ids (ascending) that hold ``set_size`` items (one, with replacement); the others
-        are logged as skipped.
+        """Ascending ids of the groups that hold ``set_size`` items, or one with replacement.
 
-        Raises ValueError naming ``--batch.set_size`` (and ``--data.{replace_flag}``, the family's
-        way to allow repeats, where it has one) when fewer than ``needed`` groups qualify.
+        The others are logged as skipped. When fewer than ``needed`` groups qualify, a ValueError
+        names ``--batch.set_size``. Where the family allows repeats, it also names
+        ``--data.{replace_flag}``.
         """
         fits = self.counts >= (1 if replace else set_size)
         eligible, short = np.flatnonzero(fits), np.flatnonzero(~fits)
@@ -266,12 +258,12 @@ class GroupIndex:
         exclude: np.ndarray | None = None,
         weights: np.ndarray | None = None,
     ) -> np.ndarray:
-        """``num`` group ids drawn uniformly from ``among`` (ascending ids; default: every group).
+        """``num`` group ids drawn uniformly from ``among``: ascending ids, every group by default.
 
-        exclude: int [num] group ids of ``among``: draw i is uniform over the others (at least
-        two groups needed), e.g. set B's group given set A's.
-        weights: float [len(among)] >= 0, one per group of ``among``: draw in proportion to them
-        instead of uniformly (with ``exclude``, in proportion among the others).
+        exclude: int [num] group ids of ``among``. Draw i is uniform over the others, e.g. set
+        B's group given set A's. It needs at least two groups.
+        weights: float [len(among)] >= 0, one per group of ``among``. Draws are in proportion to
+        them, among the others with ``exclude``.
         """
         among = np.arange(self.num_groups, dtype=np.int64) if among is None else np.asarray(among, np.int64)
         position = None
@@ -293,8 +285,11 @@ class GroupIndex:
     def draw_within(
         self, rng: np.random.Generator, groups: np.ndarray, count: int, replace: bool = False
     ) -> np.ndarray:
-        """Item ids int64 [len(groups), count]: ``count`` items of each group, uniformly,
-        distinct unless ``replace`` (in a random order)."""
+        """Item ids int64 [len(groups), count]: ``count`` items of each group, uniformly and in a
+        random order.
+
+        Distinct unless ``replace``.
+        """
         groups = np.asarray(groups, np.int64)
         positions = self.offsets[groups, None] + sample_distinct(rng, self.counts[groups], count, replace)
         return positions if self.order is None else self.order[positions]
@@ -302,8 +297,10 @@ class GroupIndex:
     def draw_from_all(
         self, rng: np.random.Generator, num: int, count: int, replace: bool = False
     ) -> np.ndarray:
-        """Item ids int64 [num, count]: ``count`` items of the whole collection per row, uniformly,
-        distinct unless ``replace``."""
+        """Item ids int64 [num, count]: ``count`` items of the whole collection per row, uniformly.
+
+        Distinct unless ``replace``.
+        """
         total = self.num_items
         if not replace and count > total:
             raise ValueError(
@@ -316,8 +313,10 @@ class GroupIndex:
 def _weighted_draws(
     rng: np.random.Generator, num: int, weights: np.ndarray, size: int, excluded: np.ndarray | None
 ) -> np.ndarray:
-    """Positions 0..size-1, ``num`` draws in proportion to ``weights`` [size]; draw i never
-    takes ``excluded[i]`` (its weight set to 0 for that draw). Inverse CDF, one row per draw."""
+    """``num`` draws of positions 0..size-1 in proportion to ``weights`` [size], by inverse CDF.
+
+    Draw i never takes ``excluded[i]``: its weight is 0 for that draw.
+    """
     if weights.shape != (size,) or np.any(weights < 0) or not np.all(np.isfinite(weights)):
         raise ValueError(f"draw_groups: weights must be {size} finite values >= 0, got {weights!r}.")
     table = np.broadcast_to(weights, (num, size)).copy()

@@ -1,23 +1,21 @@
-"""Set curation over a grid of generative factors, by index arithmetic (never a scan).
+"""Set curation over a grid of generative factors, by index arithmetic, never a scan.
 
-A factor grid has F factors with sizes ``(s_0, ..., s_{F-1})``; a grid point is a vector of
-factor indices and its flat index is the mixed-radix number with the LAST factor varying
-fastest (the layout of 3dshapes.h5: ``flat = sum_f index_f * prod(s_{f+1:})``).
+A factor grid has F factors with sizes ``(s_0, ..., s_{F-1})``. A grid point is a vector of
+factor indices. Its flat index is the mixed-radix number with the LAST factor varying fastest, as
+in 3dshapes.h5: ``flat = sum_f index_f * prod(s_{f+1:})``.
 
-A curated set fixes the inactive factors to one random value each (shared by the set) and
-draws the active factors uniformly; an unconstrained set draws from the whole grid. Inside
-a set the images are distinct (sampling without replacement), unless the caller asks for
-replacement. Two sampling paths share one interface, ``SetCurator``:
+A curated set fixes each inactive factor to one random value and draws the active factors
+uniformly. An unconstrained set draws from the whole grid. A set's images are distinct unless the
+caller asks for replacement. ``SetCurator`` has two paths:
 
-- full grid (every grid point present once, item id = flat index): the set's inactive
-  values plus a random offset in the active sub-grid are turned into flat indices by
-  ravel/unravel arithmetic;
-- item table (a data source holding any subset of the grid, possibly with repeats): the
-  items are grouped once by their inactive values (:class:`abc_tf.data.groups.GroupIndex`);
-  a set is drawn within one group that holds at least ``set_size`` items.
+- full grid, item id = flat index: ravel/unravel arithmetic turns the inactive values plus a
+  random offset in the active sub-grid into flat indices;
+- item table, any subset of the grid, maybe with repeats: the items are grouped once by their
+  inactive values (:class:`abc_tf.data.groups.GroupIndex`). A set is drawn within one group of at
+  least ``set_size`` items.
 
-Both are vectorised over many sets at once, take a seeded ``numpy.random.Generator`` and
-draw through :mod:`abc_tf.data.groups`.
+Both draw many sets at once from a seeded ``numpy.random.Generator``, through
+:mod:`abc_tf.data.groups`.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ class FactorGrid:
     """Names and value counts of the factors of a grid, with optional aliases.
 
     Attributes:
-      names: factor names in storage order (the last varies fastest in the flat index).
+      names: factor names in storage order. The last varies fastest in the flat index.
       sizes: number of values of each factor.
       aliases: other spellings of factor names, e.g. the authors' digits {"0": "wall_hue"}.
     """
@@ -62,7 +60,7 @@ class FactorGrid:
 
     @property
     def num_points(self) -> int:
-        """Number of grid points (the product of the sizes)."""
+        """Number of grid points: the product of the sizes."""
         return math.prod(self.sizes)
 
     @property
@@ -71,21 +69,21 @@ class FactorGrid:
         return np.concatenate([np.cumprod(self.sizes[:0:-1])[::-1], [1]]).astype(np.int64)
 
     def ravel(self, factors: np.ndarray) -> np.ndarray:
-        """Factor indices [..., F] -> flat indices [...] (int64)."""
+        """Factor indices [..., F] -> flat indices [...], int64."""
         return np.asarray(factors, dtype=np.int64) @ self.strides
 
     def unravel(self, flat: np.ndarray) -> np.ndarray:
-        """Flat indices [...] -> factor indices [..., F] (int64)."""
+        """Flat indices [...] -> factor indices [..., F], int64."""
         flat = np.asarray(flat, dtype=np.int64)
         return (flat[..., None] // self.strides) % np.asarray(self.sizes, dtype=np.int64)
 
     def parse_factors(
         self, spec: str | Sequence[str | int], flag: str = "data.inactive_factors"
     ) -> tuple[int, ...]:
-        """Factor positions (sorted, unique) named by ``spec``.
+        """Sorted, unique factor positions named by ``spec``.
 
-        ``spec`` is a comma-separated string or a sequence; each entry is a factor name or an
-        alias (e.g. an authors' digit). Raises ValueError naming ``flag`` for unknown entries.
+        ``spec`` is a comma-separated string or a sequence. Each entry is a factor name or an
+        alias, e.g. an authors' digit. Raises ValueError naming ``flag`` for unknown entries.
         """
         tokens = spec.split(",") if isinstance(spec, str) else [str(token) for token in spec]
         positions = set()
@@ -109,16 +107,16 @@ class SetCurator:
 
     Args:
       grid: the factor grid.
-      inactive: positions of the inactive factors (e.g. from ``grid.parse_factors``).
+      inactive: positions of the inactive factors, e.g. from ``grid.parse_factors``.
       set_size: items per set.
-      replace: allow repeated items inside a set (needed when a set must be larger than the
-        number of distinct items that share its inactive values).
-      items: optional int [num_items, F] factor indices of the items a data source holds;
-        None means the full grid with item id = flat index.
-      replace_flag: the data field (``--data.<replace_flag>``) named in errors about set sizes.
+      replace: allow repeated items inside a set. A set larger than the distinct items that share
+      its inactive values needs it.
+      items: optional int [num_items, F] factor indices of the items a data source holds. None
+      means the full grid, with item id = flat index.
+      replace_flag: the data field ``--data.<replace_flag>`` that errors about set sizes name.
     Raises:
-      ValueError (before any sampling) when every factor is inactive, or when a set cannot
-      hold ``set_size`` distinct items and ``replace`` is False.
+      ValueError before any sampling when every factor is inactive. Also when a set cannot hold
+      ``set_size`` distinct items and ``replace`` is False.
     """
 
     def __init__(
@@ -192,7 +190,7 @@ class SetCurator:
             )
 
     def factors(self, ids: np.ndarray) -> np.ndarray:
-        """Item ids [...] -> factor indices [..., F] (int64)."""
+        """Item ids [...] -> factor indices [..., F], int64."""
         if self.items is None:
             return self.grid.unravel(ids)
         return self.items[np.asarray(ids, dtype=np.int64)]
@@ -213,17 +211,17 @@ class SetCurator:
         return self._groups.draw_within(rng, groups, self.set_size, self.replace)
 
     def unconstrained(self, rng: np.random.Generator, num_sets: int) -> np.ndarray:
-        """Item ids [num_sets, set_size] drawn uniformly from all items (no inactive factor)."""
+        """Item ids [num_sets, set_size] drawn uniformly from all items, with no inactive factor."""
         return self._all.draw_from_all(rng, num_sets, self.set_size, self.replace)
 
     def sample_items(self, rng: np.random.Generator, count: int) -> np.ndarray:
-        """``count`` distinct item ids [count] drawn uniformly from all items (e.g. for evaluation)."""
+        """``count`` distinct item ids [count] drawn uniformly from all items, e.g. for evaluation."""
         if count > self.num_items:
             raise ValueError(f"Asked for {count} distinct images; the data set holds {self.num_items}.")
         return self._all.draw_from_all(rng, 1, count)[0]
 
 
 def _strides(sizes: np.ndarray) -> np.ndarray:
-    """Mixed-radix place values of ``sizes`` (last fastest), int64 [len(sizes)]."""
+    """Mixed-radix place values of ``sizes``, the last fastest: int64 [len(sizes)]."""
     sizes = np.asarray(sizes, dtype=np.int64)
     return np.concatenate([np.cumprod(sizes[:0:-1])[::-1], [1]]).astype(np.int64)

@@ -1,20 +1,16 @@
 """The method interface: what a training method gives the trainer and the evaluators.
 
-A method is declared once as a :class:`Method` and registered in ``abc_tf.methods.METHODS``.
-Its ``build(config, image_shape)`` returns a compiled :class:`MethodModel`: a Keras model of
-one or several networks and optimizers that supplies its loss terms (``compute_terms``, or
-``updates()`` with several optimizers) to the one ``train_step`` of this base class, and
-whose ``networks()`` names the networks a finished run keeps. ``networks()["encoder"]`` is the
-representation: images (float32 in [0, 1], ``[B, H, W, C]``) -> ``[B, D]``. Every evaluator
-embeds images with it, whatever the method, so any run directory can be evaluated by
-``evaluate.py`` with the evaluators of its data family.
+A method is declared once as a :class:`Method` and registered in ``abc_tf.methods.METHODS``. Its
+``build(config, image_shape)`` returns a compiled :class:`MethodModel`: Keras networks and
+optimizers whose loss terms feed this base class's one ``train_step``. ``networks()`` names the
+networks a finished run keeps.
+``networks()["encoder"]`` is the representation: float32 images ``[B, H, W, C]`` in [0, 1] ->
+``[B, D]``. Every evaluator embeds with it, so ``evaluate.py`` can evaluate any run.
 
-The trainer (``abc_tf.runs.training``) needs nothing else: it sets the precision policy and
-the seed, calls ``build`` inside the distribution strategy's scope, streams the family's
-batches of the method's ``batch_format`` into ``fit``, checkpoints the whole model (every
-network and optimizer: ``abc_tf.runs.checkpoints``), and saves ``networks()`` as
-``<name>.keras`` at the end. The tracked terms must include ``"loss"`` (a NaN there stops the
-run at its last good checkpoint).
+The trainer (``abc_tf.runs.training``) needs nothing else. It calls ``build`` in the strategy's
+scope and streams the method's ``batch_format`` into ``fit``. It checkpoints every network and
+optimizer (``abc_tf.runs.checkpoints``) and saves ``networks()`` as ``<name>.keras``. The tracked
+terms must include ``"loss"``; a NaN there stops the run at its last good checkpoint.
 """
 
 from __future__ import annotations
@@ -41,15 +37,19 @@ def to_float_images(images: tf.Tensor) -> tf.Tensor:
 
 
 def is_multi_worker(strategy: tf.distribute.Strategy) -> bool:
-    """Whether ``strategy`` spans several processes (MultiWorkerMirroredStrategy with a TF_CONFIG cluster)."""
+    """Whether ``strategy`` spans several processes: MultiWorkerMirroredStrategy with a TF_CONFIG
+    cluster.
+    """
     resolver = strategy.cluster_resolver
     return resolver is not None and bool(resolver.task_type)
 
 
 def replica_rows(rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """(this replica's first row in the global batch, the global batch's rows), for a replica
-    holding ``rows`` rows: tf.distribute cuts a global batch into equal shares in replica order
-    (the trainer checks that they are equal). (0, rows) on one device."""
+    """This replica's first row in the global batch, and the global batch's rows.
+
+    ``rows`` is this replica's share. tf.distribute cuts a global batch into equal shares in
+    replica order; the trainer checks that they are equal. On one device: ``(0, rows)``.
+    """
     replicas = tf.distribute.get_strategy().num_replicas_in_sync
     if replicas == 1:
         return tf.constant(0, tf.int32), rows
@@ -58,10 +58,11 @@ def replica_rows(rows: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
 
 
 def draw_rows(draw: Callable[[tf.Tensor], tf.Tensor], rows: tf.Tensor) -> tf.Tensor:
-    """Per-image random draws for this replica's ``rows`` images: ``draw(n)`` makes [n, ...]
-    draws from a stateless seed; it is called for the global batch and this replica's rows are
-    kept, so each image gets the draw one device would give it. (Drawn for the local rows
-    alone, every replica would repeat the first replica's draws.)"""
+    """Per-image random draws for this replica's ``rows`` images.
+
+    ``draw(n)`` makes [n, ...] stateless draws for the global batch, and this replica's rows are
+    kept. So each image gets the draw one device would give it.
+    """
     if tf.distribute.get_strategy().num_replicas_in_sync == 1:
         return draw(rows)
     first, total = replica_rows(rows)
@@ -69,19 +70,24 @@ def draw_rows(draw: Callable[[tf.Tensor], tf.Tensor], rows: tf.Tensor) -> tf.Ten
 
 
 def gather_replicas(values: tf.Tensor) -> tf.Tensor:
-    """``values`` [rows, ...] of every replica, concatenated in replica order: the global
-    batch's rows, for a loss that compares each image with the whole batch (NT-Xent's
-    negatives). The gradient reaches every replica's own rows (``all_gather`` sums the
-    replicas' gradients before cutting them), so the update is one device's."""
+    """``values`` [rows, ...] of every replica in replica order: the global batch's rows, e.g.
+    NT-Xent's negatives.
+
+    ``all_gather`` sums the replicas' gradients before cutting them, so the update is one
+    device's.
+    """
     if tf.distribute.get_strategy().num_replicas_in_sync == 1:
         return values
     return tf.distribute.get_replica_context().all_gather(values, axis=0)
 
 
 def loss_scaled(optimizer: keras.optimizers.Optimizer) -> keras.optimizers.Optimizer:
-    """``optimizer`` in a ``LossScaleOptimizer`` under the ``mixed_float16`` policy (GPUs), as
-    ``compile`` does with its own optimizer: a method's second optimizer needs this too, and
-    its ``train_step`` scales that loss with ``optimizer.scale_loss`` (a no-op otherwise)."""
+    """``optimizer`` in a ``LossScaleOptimizer`` under the ``mixed_float16`` policy, as ``compile``
+    does with its own.
+
+    A method's second optimizer needs this too. Its ``train_step`` scales that loss with
+    ``optimizer.scale_loss``, a no-op without the policy.
+    """
     if keras.mixed_precision.global_policy().name == "mixed_float16":
         return keras.optimizers.LossScaleOptimizer(optimizer)
     return optimizer
@@ -183,14 +189,14 @@ class Method:
 class Update:
     """One optimizer's update within a training step (:meth:`MethodModel.updates`).
 
-    terms: ``(batch, step, training, earlier) -> {name: tensor}``, the update's loss terms,
-      computed under the gradient tape; ``earlier`` holds the terms of the updates before it in
-      the step (a GAN's generator update reads the discriminator update's draws).
+    terms: ``(batch, step, training, earlier) -> {name: tensor}``, the loss terms, computed under
+    the tape. ``earlier`` holds the step's earlier updates' terms, e.g. a GAN's discriminator
+    draws.
     optimizer: the optimizer that applies the gradients.
-    variables: ``() -> [variables]`` the update trains (called after ``terms``, so networks
-      built lazily by the first call are complete).
-    loss: the entry of ``terms`` that is minimised ("loss" unless the objective adds something
-      that is not logged, e.g. PMP's weight decay).
+    variables: ``() -> [variables]`` the update trains. Called after ``terms``, so lazily built
+    networks are complete.
+    loss: the minimised entry of ``terms``. "loss" unless the objective adds an unlogged term,
+    e.g. PMP's weight decay.
     """
 
     terms: Callable[[dict, tf.Tensor, bool, dict], dict]
@@ -200,23 +206,24 @@ class Update:
 
 
 class MethodModel(keras.Model):
-    """Base of every method's model: one training step for every method, ``networks()`` and the
-    distribution details ``fit`` needs.
+    """Base of every method's model: one training step, ``networks()`` and what ``fit`` needs to
+    distribute.
 
-    A method supplies :meth:`compute_terms` (its loss terms from a batch, with a ``"loss"``
-    entry) and calls :meth:`track` in its ``__init__`` with the terms to log. A method with
-    several optimizers overrides :meth:`updates`: which terms update which networks with which
-    optimizer, in order. Its optimizers and their variables follow from it. :meth:`train_step`
-    handles, once for every method, the gradient tape, the replicas' share of the batch,
-    mixed-precision loss scaling and the logged metrics.
+    A method supplies :meth:`compute_terms`, its loss terms with a ``"loss"`` entry, and calls
+    :meth:`track` with the terms to log. A method with several optimizers overrides
+    :meth:`updates` instead. :meth:`train_step` handles the rest for every method: the tape, the
+    replicas' share, loss scaling and the metrics.
     """
 
     trackers: dict[str, keras.metrics.Metric] = {}
     values_at_step: tuple[str, ...] = ()
 
     def __init__(self, seed: int = 0, **kwargs):
-        """``seed``: the run's seed for the model's random draws in its steps, taken with the
-        step (:meth:`step_seed`); folded into the range of a stateless op's seed."""
+        """``seed``: the run's seed for the model's random draws, combined with the step by
+        :meth:`step_seed`.
+
+        It is folded into the range of a stateless op's seed.
+        """
         super().__init__(**kwargs)
         self.seed = int(seed) % (1 << 31)
         # A method's networks are built before its model (by its declaration's ``build``), so
@@ -225,13 +232,18 @@ class MethodModel(keras.Model):
         self.built = True
 
     def step_seed(self, step: tf.Tensor) -> tf.Tensor:
-        """The stateless seed of optimizer step ``step``: (the run's seed, the step), so a
-        resumed run draws what an unbroken one would."""
+        """The stateless seed of optimizer step ``step``: the run's seed and the step.
+
+        A resumed run draws what an unbroken one would.
+        """
         return tf.stack([tf.constant(self.seed, tf.int64), tf.cast(step, tf.int64)])
 
     def compile_for(self, trainer: TrainerConfig, optimizer: keras.optimizers.Optimizer) -> None:
-        """``compile`` with the run's ``optimizer`` (the one whose ``iterations`` count the
-        steps) and the trainer's XLA and steps-per-execution settings."""
+        """``compile`` with the run's ``optimizer`` and the trainer's XLA and steps-per-execution
+        settings.
+
+        That optimizer's ``iterations`` count the steps.
+        """
         self.compile(
             optimizer=optimizer,
             jit_compile=trainer.jit_compile,
@@ -239,13 +251,17 @@ class MethodModel(keras.Model):
         )
 
     def call(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        """The representation of images [B, H, W, C] (uint8, or floats in [0, 1]): the
-        ``"encoder"`` of :meth:`networks`, [B, D]."""
+        """The representation of images [B, H, W, C], uint8 or floats in [0, 1]: the ``"encoder"``
+        of :meth:`networks`, [B, D].
+        """
         return self.networks()["encoder"](to_float_images(images), training=training)
 
     def track(self, names: tuple[str, ...], values_at_step: tuple[str, ...] = ()) -> None:
-        """Log ``names`` (terms averaged over each logging interval, "loss" first) and
-        ``values_at_step`` (terms logged at their value at the step: schedule weights)."""
+        """Log ``names`` and ``values_at_step``.
+
+        ``names`` are terms averaged over each logging interval, "loss" first. ``values_at_step``
+        are logged at their value at the step, e.g. schedule weights.
+        """
         self.trackers = {name: keras.metrics.Mean(name=name) for name in names}
         self.values_at_step = tuple(values_at_step)
 
@@ -260,13 +276,18 @@ class MethodModel(keras.Model):
     def compute_terms(
         self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
     ) -> dict[str, tf.Tensor]:
-        """The loss terms of ``batch`` at optimizer step ``step``, "loss" the one minimised
-        (float32 scalars; entries not tracked are ignored by the logs)."""
+        """The loss terms of ``batch`` at optimizer step ``step``; "loss" is the one minimised.
+
+        They are float32 scalars. The logs ignore entries that are not tracked.
+        """
         raise NotImplementedError
 
     def updates(self) -> list[Update]:
-        """The updates of one training step, in order: by default one, ``compile``'s optimizer
-        minimising :meth:`compute_terms`' "loss" over every trainable variable."""
+        """The updates of one training step, in order.
+
+        By default one: ``compile``'s optimizer minimising :meth:`compute_terms`' "loss" over
+        every trainable variable.
+        """
         return [
             Update(
                 lambda batch, step, training, earlier: self.compute_terms(batch, step, training),
@@ -340,22 +361,32 @@ class MethodModel(keras.Model):
 
     @staticmethod
     def replica_mean(loss: tf.Tensor) -> tf.Tensor:
-        """``loss`` divided by the replicas in sync: each replica sees a share of the batch and
-        the optimizer sums replica gradients, so the update is the mean over the whole batch."""
+        """``loss`` divided by the replicas in sync.
+
+        Each replica sees a share of the batch and the optimizer sums replica gradients. So the
+        update is the mean over the whole batch.
+        """
         return loss / tf.distribute.get_strategy().num_replicas_in_sync
 
     @staticmethod
     def logs(results: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        """``train_step``'s return value. Keras averages the replicas' logs along axis 0, which
-        scalars lack under MultiWorkerMirroredStrategy (tensorflow/tensorflow#72388): give them one."""
+        """``train_step``'s return value, with scalars given one axis.
+
+        Keras averages the replicas' logs along axis 0, which scalars lack under
+        MultiWorkerMirroredStrategy (tensorflow/tensorflow#72388).
+        """
         if is_multi_worker(tf.distribute.get_strategy()):
             return {name: tf.reshape(value, [1]) for name, value in results.items()}
         return results
 
 
 def build_encoder(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> keras.Model:
-    """The encoder architecture ``config.model.architecture`` (models registry) for images of ``image_shape``,
-    with the pretrained backbone of ``config.model.backbone_weights`` where the architecture has one."""
+    """The encoder architecture ``config.model.architecture`` from the models registry, for images
+    of ``image_shape``.
+
+    Where the architecture has one, it loads the pretrained backbone of
+    ``config.model.backbone_weights``.
+    """
     kwargs = {}
     if config.model.backbone_weights:
         if not models.takes_pretrained_weights(config.model.architecture):

@@ -1,6 +1,7 @@
-"""The base of the callbacks that write TensorBoard summaries while a method trains (the
-methods' monitors, the factor-isolation callback): the writer's lifecycle, the optimizer's
-step, the steps at which to write, and a fixed batch of the family's stream to draw figures of.
+"""The base of the callbacks that write TensorBoard summaries while a method trains.
+
+The methods' monitors and the factor-isolation callback use it. It handles the writer's
+lifecycle, the optimizer's step, the steps to write at, and a fixed batch to draw figures of.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from abc_tf.config import ExperimentConfig
 
 
 class TrainingMonitor(keras.callbacks.Callback):
-    """Writes under ``log_dir`` at the end of each logging interval (the trainer's epoch) what
-    :meth:`write` writes; ``total_steps`` is the run's last step, where every interval is due
-    (0: not known, only the intervals decide).
+    """Writes what :meth:`write` writes under ``log_dir`` at the end of each logging interval, the
+    trainer's epoch.
 
-    The writer opens on first use and closes when training ends (after :meth:`finish`), so a
+    ``total_steps`` is the run's last step, where every interval is due. 0 means not known; only
+    the intervals decide.
+    The writer opens on first use and closes after :meth:`finish`, when training ends. So a
     resumed or repeated ``fit`` appends to the same folder.
     """
 
@@ -39,12 +41,18 @@ class TrainingMonitor(keras.callbacks.Callback):
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
 
     def due(self, step: int, every: int) -> bool:
-        """Whether an interval of ``every`` steps ends at ``step`` (0: only the last step)."""
+        """Whether an interval of ``every`` steps ends at ``step``. ``every`` 0 means only the last
+        step.
+        """
         return (0 < self.total_steps <= step) or (every > 0 and step % every == 0)
 
     def fixed_batch(self, config: ExperimentConfig, batch_format: str, rows: int) -> dict[str, np.ndarray]:
-        """The first ``rows`` rows of each entry of the first ``batch_format`` batch of the
-        run's family stream at seed ``config.trainer.seed + 1``: drawn once, the same at every write."""
+        """The first ``rows`` rows of each entry of the first ``batch_format`` batch of the run's
+        family stream.
+
+        The stream's seed is ``config.trainer.seed + 1``. It is drawn once, so every write sees
+        the same batch.
+        """
         if batch_format not in self._fixed:
             stream = data.get_family(config.data.family).stream(batch_format)
             batch = next(iter(stream(config, config.trainer.seed + 1, 0).take(1)))
@@ -52,8 +60,10 @@ class TrainingMonitor(keras.callbacks.Callback):
         return self._fixed[batch_format]
 
     def write(self, step: int, logs: dict) -> None:
-        """Summaries at the end of an interval, inside the writer's default context at
-        ``step``; entries added to ``logs`` reach the trainer's logger. Nothing by default."""
+        """Summaries at the end of an interval, inside the writer's default context at ``step``.
+
+        Entries added to ``logs`` reach the trainer's logger. Nothing by default.
+        """
         del step, logs
 
     def finish(self) -> None:

@@ -1,4 +1,4 @@
-"""ABC on the user's own data: a directory with one sub-folder per group (family ``folders``).
+"""ABC on the user's own data, family ``folders``: a directory with one sub-folder per group.
 
 Layout::
 
@@ -7,25 +7,12 @@ Layout::
       car_blue/ frame_0001.jpg ...                factors (one object, one video, one person)
       labels.csv                                  optional, for evaluation only
 
-Every image under a group folder (searched recursively) belongs to the group; the formats
-are those of :mod:`abc_tf.data.folders.image_files`. The optional ``labels.csv``
-(:mod:`abc_tf.data.folders.labels_csv`) gives labels for evaluation; they never enter training.
-
-Documented choices on messy input (tested in tests/test_folders.py):
-
-- an image that cannot be decoded raises ValueError naming the file (silently dropping data
-  hides problems);
-- images of mixed sizes are all resized (stretched, bilinear with antialiasing) to
-  ``image_size`` x ``image_size``; mixed channel counts are converted to ``image_channels``
-  (luma for RGB -> 1 channel, repetition for gray -> 3, alpha dropped);
-- groups with fewer images than ``set_size`` (empty groups included) are skipped with a
-  logged warning; if fewer groups remain than sets need (2 with a curated set B, else 1), a
-  ValueError says which groups are too small;
-- set A and set B come from two different groups; with ``--data.curate_both_sets=false`` set B is
-  drawn from all images of all groups (unconstrained).
-
-The same machinery serves Extended YaleB and EPFL cars (``abc_tf/data/yaleb``, ``abc_tf/data/epfl_cars``,
-through :func:`file_layout_family`): their groups are a person (and pose) or a car's sequence.
+Every image under a group folder, searched recursively, belongs to the group.
+:mod:`abc_tf.data.folders.image_files` lists the formats. ``labels.csv``
+(:mod:`abc_tf.data.folders.labels_csv`) labels images for evaluation; they never enter training.
+The loaders' docstrings give the choices on messy input, tested in tests/test_folders.py.
+Extended YaleB and EPFL cars use the same machinery through :func:`file_layout_family`. Their
+groups are a person and pose, or a car's sequence.
 """
 
 from __future__ import annotations
@@ -53,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 
 def scan_groups(root: str | os.PathLike) -> tuple[list[str], list[list[str]]]:
-    """Group folders of ``root`` (sorted) and each one's image files (relative paths, sorted).
+    """The sorted group folders of ``root`` and each one's sorted image files, as relative paths.
 
     Raises ValueError when ``root`` is no directory or holds no group folders.
     """
@@ -87,9 +74,16 @@ def load_grouped_folder(
 ) -> GroupedImages:
     """Reads a directory of group folders into :class:`GroupedImages`.
 
-    Labels: ``group`` (the folder) always; the columns of ``labels_csv`` (default
-    ``root/labels.csv`` when it exists). Empty groups are kept here (count 0); the set
-    sampler skips groups that are too small.
+    Labels: ``group``, the folder, always. Also the columns of ``labels_csv``, by default
+    ``root/labels.csv`` when it exists. Empty groups are kept with count 0; the set sampler skips
+    groups that are too small.
+    On messy input:
+      - an image that cannot be decoded raises ValueError naming the file, since dropping data
+        silently hides problems;
+      - images of mixed sizes are all stretched to ``image_size`` x ``image_size``, bilinear with
+        antialiasing;
+      - mixed channel counts become ``image_channels``: luma for RGB -> 1, repetition for gray ->
+        3, alpha dropped.
     """
     group_names, group_files = scan_groups(root)
     files = [file for names in group_files for file in names]
@@ -126,13 +120,15 @@ def grouped_set_dataset(
 ) -> tf.data.Dataset:
     """Endless batches {"set_a", "set_b"[, views 2]}: [P, S, H, W, C] drawn within groups.
 
-    Per pair: set A is ``set_size`` distinct images of one group (eligible groups uniformly),
-    set B the same from another group, or with ``config.curate_both_sets=False`` ``set_size``
-    distinct images of the whole collection. Groups smaller than a set are skipped with a
-    warning. ``config.data.augmentations`` (S8.4) are applied per image, twice under
-    ``config.batch.double_augmentation``; batches are then float32 in [0, 1], else uint8.
-    Batch t depends only on (seed, t) (:func:`abc_tf.data.groups.draw_stream`): reproducible and
-    parallel.
+    Per pair, set A is ``set_size`` distinct images of one group; eligible groups are drawn
+    uniformly. Set B is the same from another group. With ``config.curate_both_sets=False`` it is
+    ``set_size`` distinct images of the whole collection.
+    Groups smaller than a set, empty ones too, are skipped with a warning. If fewer groups remain
+    than sets need, a ValueError names the small groups. Curated set B needs 2, else 1.
+    ``config.data.augmentations`` (S8.4) apply per image, twice under
+    ``config.batch.double_augmentation``. Batches are then float32 in [0, 1], else uint8.
+    Batch t depends only on seed and t (:func:`abc_tf.data.groups.draw_stream`), so it is
+    reproducible and parallel.
     """
     index = grouped.group_index()
     set_size = config.batch.set_size if set_size is None else set_size
@@ -182,12 +178,12 @@ def grouped_set_dataset(
 
 
 def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
-    """(image_size, image_size, image_channels)."""
+    """image_size, image_size, image_channels."""
     return (config.data.image_size, config.data.image_size, config.data.image_channels)
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """Checks the image settings; raises ValueError naming the flag."""
+    """Checks the image settings. Raises ValueError naming the flag."""
     if config.data.image_size <= 0:
         raise ValueError(f"--data.image_size must be positive, got {config.data.image_size}.")
     if config.data.image_channels not in (1, 3):
@@ -203,8 +199,10 @@ def load(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImag
 
 
 def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
-    """Set pairs drawn within the group folders of ``--data.path`` (see the module docstring).
-    ``start_step`` is unused: the trainer derives ``seed`` from it."""
+    """Set pairs drawn within the group folders of ``--data.path``; see the module docstring.
+
+    ``start_step`` is unused: the trainer derives ``seed`` from it.
+    """
     del start_step
     return grouped_set_dataset(load(config), config, seed)
 
@@ -234,12 +232,17 @@ def folder_sources(layout: str) -> DataSources:
 
 
 def file_layout_family(name: str, read: Callable[[ExperimentConfig], GroupedImages]) -> DataFamily:
-    """The declaration of family ``name``, whose data set ``read(config)`` loads (each
-    declaration binds its own reader, so neither asks ``config.data.family`` which one it is)."""
+    """The declaration of family ``name``, whose data set ``read(config)`` loads.
+
+    Each declaration binds its own reader, so neither asks ``config.data.family`` which one it
+    is.
+    """
 
     def load(config: ExperimentConfig, labels_csv: str | None = None) -> GroupedImages:
-        """The data set from ``config.data.path``; its labels come from the file names
-        (``labels_csv`` must be None)."""
+        """The data set from ``config.data.path``. Its labels come from the file names.
+
+        ``labels_csv`` must be None.
+        """
         if labels_csv is not None:
             raise ValueError(
                 f"labels_csv applies to data=folders only; {name} labels come from its file names."
@@ -249,8 +252,10 @@ def file_layout_family(name: str, read: Callable[[ExperimentConfig], GroupedImag
         return read(config)
 
     def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
-        """Set pairs of one person (and pose) or one car each, per ``config`` (module docstring).
-        ``start_step`` is unused: the trainer derives ``seed`` from it."""
+        """Set pairs of one person and pose, or of one car, per ``config``.
+
+        ``start_step`` is unused: the trainer derives ``seed`` from it.
+        """
         del start_step
         return grouped_set_dataset(load(config), config, seed)
 

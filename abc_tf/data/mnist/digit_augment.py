@@ -1,14 +1,15 @@
 """Identity-preserving digit augmentation and the two-view stream of unconstrained digit sets.
 
-:func:`augment` is Elastic-InfoGAN's T (docs/PAPERS.md section P3; used in its NT-Xent loss by
-:mod:`abc_tf.methods.elastic_infogan.model`) as the authors' code has it: Augmentor's rotate by a
-whole number of degrees up to +-20 (which crops and rescales, :func:`rotation_crop`) and its
-zoom by 0.9-1.1, in one bilinear resampling, so a digit stays itself; a mild elastic
-displacement on top is ours, opt in (``elastic_pixels``). :func:`make_view_pair_dataset`
-streams MNIST's ``--batch.augmentation_baseline``: each step P sets of ``set_size`` images
-drawn uniformly from the training images (no digit constraint, so no label is used), as two
-independently augmented views ``set_a`` and ``set_a_view2`` (double augmentation), float32 in
-[0, 1], the layout of Shapes3D's baseline.
+:func:`augment` is Elastic-InfoGAN's T (docs/PAPERS.md section P3), as the authors' code has it.
+:mod:`abc_tf.methods.elastic_infogan.model` uses it in its NT-Xent loss. It is Augmentor's rotate
+by whole degrees up to +-20 and its zoom by 0.9-1.1, in one bilinear resampling, so a digit stays
+itself. The rotate crops and rescales (:func:`rotation_crop`). [ours] An opt-in mild elastic
+displacement on top (``elastic_pixels``).
+
+:func:`make_view_pair_dataset` streams MNIST's ``--batch.augmentation_baseline``. Each step has P
+sets of ``set_size`` uniform training images, with no digit constraint and no label. They come as
+two independently augmented views ``set_a`` and ``set_a_view2``, float32 in [0, 1]. That is the
+layout of Shapes3D's baseline.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ ELASTIC_GRID, ELASTIC_PIXELS = 4, 1.0
 
 
 def _bilinear(images: tf.Tensor, rows: tf.Tensor, cols: tf.Tensor) -> tf.Tensor:
-    """images [B, H, W, C] sampled at fractional pixel coordinates rows, cols [B, H, W];
-    outside the image is black (0)."""
+    """images [B, H, W, C] sampled at fractional pixel coordinates rows, cols [B, H, W].
+
+    Outside the image is black.
+    """
     shape = tf.shape(images)
     height, width = shape[1], shape[2]
     row0, col0 = tf.floor(rows), tf.floor(cols)
@@ -63,14 +66,16 @@ def _bilinear(images: tf.Tensor, rows: tf.Tensor, cols: tf.Tensor) -> tf.Tensor:
 
 
 def rotation_crop(degrees: int, width: int, height: int) -> tuple[int, int, tuple[int, int, int, int]]:
-    """Augmentor's rotate of a ``width`` x ``height`` image by ``degrees`` (counter-clockwise):
-    (canvas width, canvas height, crop box (left, top, right, bottom) on the canvas).
+    """Augmentor's rotate of a ``width`` x ``height`` image by ``degrees``, counter-clockwise.
 
-    PIL rotates onto a canvas enlarged to the rotated corners' extent (floor and ceil about the
-    centre); Augmentor then cuts the box E, A, X - E, Y - A out of the X x Y canvas, with
-    t = tan|degrees|, E = t (Y - X t) - t^2 (its formula, whose "/ 1 - t^2" divides by one
-    before subtracting), B = X - E and A = t B, rounded to whole pixels, and resizes the box to
-    width x height. 0 degrees keeps the image (PIL's shortcut)."""
+    Returns the canvas width, the canvas height, and the crop box (left, top, right, bottom) on
+    the canvas.
+    PIL rotates onto a canvas enlarged to the rotated corners' extent, by floor and ceil about
+    the centre. Augmentor then cuts the box E, A, X - E, Y - A out of the X x Y canvas, with t =
+    tan|degrees| and E = t (Y - X t) - t^2. Its formula's "/ 1 - t^2" divides by one before
+    subtracting. B = X - E and A = t B, rounded to whole pixels. The box is resized to width x
+    height. 0 degrees keeps the image, PIL's shortcut.
+    """
     if not abs(degrees) < 45:
         raise ValueError(f"Augmentor's rotate crop is defined below 45 degrees, got {degrees}.")
     if degrees == 0:
@@ -97,8 +102,11 @@ def rotation_crop(degrees: int, width: int, height: int) -> tuple[int, int, tupl
 def transform_parameters(
     seed: tf.Tensor, total, max_degrees: int = MAX_ROTATION_DEGREES, zoom: tuple[float, float] = ZOOM_RANGE
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """Augmentor's draws for ``total`` images: whole degrees int32 [total] (a side, then 0..max
-    on it) and zoom factors float32 [total] (uniform in ``zoom``, rounded to 2 decimals)."""
+    """Augmentor's draws for ``total`` images.
+
+    Whole degrees int32 [total]: a side, then 0..max on it. Zoom factors float32 [total]: uniform
+    in ``zoom``, rounded to 2 decimals.
+    """
     seeds = tf.random.experimental.stateless_split(seed, 3)
     side = tf.random.stateless_uniform([total], seeds[0], 0, 2, dtype=tf.int32)
     magnitude = tf.random.stateless_uniform([total], seeds[1], 0, int(max_degrees) + 1, dtype=tf.int32)
@@ -114,9 +122,12 @@ def transform(
     max_degrees: int = MAX_ROTATION_DEGREES,
     displacement: tf.Tensor | None = None,
 ) -> tf.Tensor:
-    """Each float image [B, H, W, C] (H and W known when traced) rotated as Augmentor does by
-    ``degrees`` [B] (whole, at most ``max_degrees``), zoomed by ``factors`` [B] and displaced by
-    ``displacement`` [B, H, W, 2] pixels (rows, columns) if given, in one bilinear resampling."""
+    """Float images [B, H, W, C] rotated, zoomed and displaced in one bilinear resampling.
+
+    H and W must be known when traced. Each image is rotated as Augmentor does by ``degrees``
+    [B], whole and at most ``max_degrees``. It is zoomed by ``factors`` [B]. If given,
+    ``displacement`` [B, H, W, 2] moves it by that many pixels in rows and columns.
+    """
     images = tf.cast(images, tf.float32)
     height, width = int(images.shape[1]), int(images.shape[2])
     limit = int(max_degrees)
@@ -159,12 +170,14 @@ def augment(
     elastic_pixels: float = 0.0,
     rows: tuple[tf.Tensor, tf.Tensor] | None = None,
 ) -> tf.Tensor:
-    """T(x) of float images [B, H, W, C]: Augmentor's rotate by whole degrees up to
-    +-max_degrees and zoom by a factor in ``zoom`` (:func:`transform_parameters`,
-    :func:`transform`), and with ``elastic_pixels`` > 0 a smooth random displacement of about
-    that many pixels (module docstring). ``rows`` = (first, total): the images are rows
-    first..first + B of a batch of ``total``, and get those rows' draws (a replica's share:
-    ``abc_tf.methods.base.replica_rows``)."""
+    """T(x) of float images [B, H, W, C].
+
+    Augmentor's rotate by whole degrees up to +-max_degrees and zoom by a factor in ``zoom``
+    (:func:`transform_parameters`, :func:`transform`). With ``elastic_pixels`` > 0, also a smooth
+    random displacement of about that many pixels.
+    ``rows`` = (first, total): the images are rows first..first + B of a batch of ``total``, and
+    get those rows' draws. That is a replica's share: ``abc_tf.methods.base.replica_rows``.
+    """
     images = tf.cast(images, tf.float32)
     batch = tf.shape(images)[0]
     first, total = (0, batch) if rows is None else rows
@@ -186,10 +199,12 @@ def augment(
 def make_view_pair_dataset(
     images: np.ndarray, set_size: int, pairs_per_step: int, seed: int
 ) -> tf.data.Dataset:
-    """Endless ``{"set_a", "set_a_view2"}`` [P, S, 28, 28, 1] float32 in [0, 1] from ``images``
-    [N, 28, 28] uint8: each of the P sets is S distinct images drawn uniformly from all N, and
-    the two keys are two independent :func:`augment` views of the same images. A pure function
-    of (seed, step)."""
+    """Endless ``{"set_a", "set_a_view2"}`` [P, S, 28, 28, 1] float32 in [0, 1] from ``images`` [N,
+    28, 28] uint8.
+
+    Each of the P sets is S distinct images drawn uniformly from all N. The two keys are two
+    independent :func:`augment` views of the same images. A pure function of seed and step.
+    """
     count, size, pairs = len(images), int(set_size), int(pairs_per_step)
     if count < size:
         raise ValueError(

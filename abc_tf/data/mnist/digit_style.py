@@ -1,6 +1,6 @@
 """Style measures of digit images from their ink: slant, stroke thickness, ink, width.
 
-Image moments only (no network), so the data layer can label digits by style: the MNIST
+They use image moments only, no network. So the data layer can label digits by style. The MNIST
 family's known factors bin them, and the MNIST style evaluation predicts them from embeddings.
 """
 
@@ -10,7 +10,7 @@ import numpy as np
 
 
 def as_gray(images: np.ndarray) -> np.ndarray:
-    """[N, H, W] or [N, H, W, 1] -> float64 [N, H, W] ink in [0, 1] (uint8 is divided by 255)."""
+    """[N, H, W] or [N, H, W, 1] -> float64 [N, H, W] ink in [0, 1]. uint8 is divided by 255."""
     images = np.asarray(images)
     if images.ndim == 4 and images.shape[-1] == 1:
         images = images[..., 0]
@@ -20,7 +20,7 @@ def as_gray(images: np.ndarray) -> np.ndarray:
 
 
 def _moments(images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Ink mass [N] and central second moments mu20 (x x), mu11 (x y), mu02 (y y) [N], px^2."""
+    """Ink mass [N] and central second moments [N] in px^2: mu20 (x x), mu11 (x y), mu02 (y y)."""
     ink = as_gray(images)
     height, width = ink.shape[1:]
     y, x = np.mgrid[0:height, 0:width].astype(np.float64)
@@ -39,9 +39,9 @@ def _moments(images: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np
 def slant(images: np.ndarray) -> np.ndarray:
     """Slant of each image [N] from second-order image moments: -mu11 / mu02.
 
-    This is the shear (pixels of x per pixel of height) that deskewing would undo, signed so
-    that a digit whose top leans right is positive (rows grow downwards, hence the minus).
-    A blank image has slant 0."""
+    It is the shear that deskewing would undo, in pixels of x per pixel of height. A digit whose
+    top leans right is positive; rows grow downwards, hence the minus. A blank image has slant 0.
+    """
     mass, _, mu11, mu02 = _moments(images)
     return np.where(mass > 0, -mu11 / np.maximum(mu02, 1e-12), 0.0)
 
@@ -49,12 +49,13 @@ def slant(images: np.ndarray) -> np.ndarray:
 def stroke_thickness(images: np.ndarray) -> np.ndarray:
     """Mean stroke width of each image [N] in pixels: ink area over half the perimeter.
 
-    A stroke of length L and width w has area L w and perimeter about 2 L, so w = 2 A / P.
-    Both come from the gray levels without thresholding: A = sum of ink (in [0, 1]) and, by
-    the coarea formula, P = total variation sum |grad ink| (the perimeter averaged over all
-    thresholds), with forward differences on the zero-padded image so that a one-pixel line
-    counts both of its edges. Short strokes read slightly thinner (their ends add to P); a
-    stroke too thin to reach full ink reads as its blurred width; a blank image reads 0."""
+    A stroke of length L and width w has area L w and perimeter about 2 L, so w = 2 A / P. Both
+    come from the gray levels without thresholding. A is the sum of ink in [0, 1]. By the coarea
+    formula, P is the total variation sum |grad ink|: the perimeter averaged over all thresholds.
+    Forward differences on the zero-padded image count both edges of a one-pixel line.
+    Short strokes read slightly thinner, since their ends add to P. A stroke too thin to reach
+    full ink reads as its blurred width. A blank image reads 0.
+    """
     ink = np.pad(as_gray(images), ((0, 0), (1, 1), (1, 1)))
     grad_y = np.diff(ink, axis=1)[:, :, :-1]
     grad_x = np.diff(ink, axis=2)[:, :-1, :]
@@ -64,7 +65,7 @@ def stroke_thickness(images: np.ndarray) -> np.ndarray:
 
 
 def style_measures(images: np.ndarray) -> dict[str, np.ndarray]:
-    """The style measures of every image: name -> [N] (slant: px/px, thickness: px, ink: px^2)."""
+    """The style measures of every image, name -> [N]. Slant in px/px, thickness in px, ink in px^2."""
     mass, mu20, _, _ = _moments(images)
     return {
         "slant": slant(images),

@@ -1,22 +1,19 @@
 """Procedural handwritten-digit-like images: the built-in stand-in for MNIST.
 
-Each digit class 0-9 has one or two stroke templates (polylines in a unit box, y pointing
-down). Every image draws its template with its own style:
+Each digit class 0-9 has one or two stroke templates: polylines in a unit box, y pointing down.
+Every image draws its template with its own style:
 
-- ``slant``: horizontal shear, pixels of x per pixel of height (positive leans the top right);
-- ``thickness``: stroke width in pixels (full width of the stroke's ink profile);
-- ``scale``: digit height in pixels (MNIST digits fit a 20 x 20 box);
+- ``slant``: horizontal shear in pixels of x per pixel of height; positive leans the top right;
+- ``thickness``: stroke width in pixels, the full width of the ink profile;
+- ``scale``: digit height in pixels. MNIST digits fit a 20 x 20 box;
 - ``aspect``: width / height multiplier;
 - ``rotation``: small in-plane rotation in radians;
 - ``shift_x``, ``shift_y``: offset of the digit centre from the image centre in pixels;
-- a smooth random wobble of the template (so no two images of a class share a skeleton).
+- a smooth random wobble of the template, so no two images of a class share a skeleton.
 
-Strokes are rasterised without a drawing library: points are sampled densely along every
-stroke (each carrying its own arc length in pixels) and splatted into the 28 x 28 grid with a
-separable Gaussian kernel (one batched matmul), which approximates the stroke's line
-integral; a saturating transfer ``1 - exp(-gain * profile)`` turns it into anti-aliased ink
-whose width grows with the kernel width and the gain. Everything is vectorised over chunks
-of images: 70,000 images take a few seconds on one CPU core.
+Points sampled densely along the strokes are splatted into the 28 x 28 grid with a separable
+Gaussian kernel. That approximates the stroke's line integral. ``1 - exp(-gain * profile)`` turns
+it into anti-aliased ink. 70,000 images take a few seconds on one CPU core.
 """
 
 from __future__ import annotations
@@ -40,7 +37,7 @@ STYLE_FACTORS = ("slant", "thickness", "scale", "aspect", "rotation", "shift_x",
 def _arc(
     cx: float, cy: float, rx: float, ry: float, start_deg: float, end_deg: float, n: int = 40
 ) -> np.ndarray:
-    """Elliptic arc in the unit box; angles in degrees, 0 = right, 90 = down (y points down)."""
+    """Elliptic arc in the unit box. Angles in degrees: 0 is right, 90 is down."""
     angles = np.deg2rad(np.linspace(start_deg, end_deg, n))
     return np.stack([cx + rx * np.cos(angles), cy + ry * np.sin(angles)], axis=-1)
 
@@ -50,7 +47,7 @@ def _poly(*points: tuple[float, float]) -> np.ndarray:
 
 
 def _chain(*pieces: np.ndarray) -> np.ndarray:
-    """Joins pieces into one stroke (the pen does not lift between them)."""
+    """Joins pieces into one stroke; the pen does not lift between them."""
     return np.concatenate(pieces, axis=0)
 
 
@@ -112,9 +109,9 @@ TEMPLATES: dict[int, list[list[np.ndarray]]] = {
 def _resample(strokes: list[np.ndarray], count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Samples ``count`` points evenly by arc length over all strokes of one template.
 
-    Returns points [count, 2] in the unit box, each point's arc length [count] (template
-    units) and its unit tangent [count, 2]; points of different strokes are never joined, so
-    the pen lifts between strokes.
+    Returns points [count, 2] in the unit box, each point's arc length [count] in template units,
+    and its unit tangent [count, 2]. Points of different strokes are never joined: the pen lifts
+    between strokes.
     """
     lengths = [np.sum(np.linalg.norm(np.diff(stroke, axis=0), axis=1)) for stroke in strokes]
     total = float(sum(lengths))
@@ -135,8 +132,11 @@ def _resample(strokes: list[np.ndarray], count: int) -> tuple[np.ndarray, np.nda
 
 
 def _template_bank() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """All variants as arrays: points [V, K, 2] (centred on 0), arc lengths [V, K], unit
-    tangents [V, K, 2] and the class of each variant [V]."""
+    """All variants as arrays.
+
+    Points [V, K, 2] centred on 0, arc lengths [V, K], unit tangents [V, K, 2], and the class of
+    each variant [V].
+    """
     points, weights, tangents, classes = [], [], [], []
     for digit in range(NUM_CLASSES):
         for strokes in TEMPLATES[digit]:
@@ -153,8 +153,10 @@ _BANK = _template_bank()
 
 @dataclasses.dataclass(frozen=True)
 class RenderedDigits:
-    """images: [N, 28, 28] uint8 (ink 255 on black, like MNIST); labels: [N] uint8;
-    style: factor name -> [N] float64 values (units in the module docstring)."""
+    """images: [N, 28, 28] uint8, ink 255 on black like MNIST. labels: [N] uint8.
+
+    style: factor name -> [N] float64 values, in the module docstring's units.
+    """
 
     images: np.ndarray
     labels: np.ndarray
@@ -164,10 +166,11 @@ class RenderedDigits:
 def sample_style(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
     """Draws independent style factors for ``count`` images.
 
-    Ranges mimic MNIST's spread as measured by ``abc_tf.evaluation.tasks.mnist_style``'s slant and
-    thickness (5/50/95th percentiles, MNIST test: slant -0.32/0.09/0.53, thickness
-    1.7/2.4/3.7 px; these renders: -0.35/0.06/0.46 and 1.6/2.5/4.1 px): slant leans right on
-    average, thickness is log-uniform (skewed thin)."""
+    Ranges mimic MNIST's spread, as ``abc_tf.evaluation.tasks.mnist_style`` measures slant and
+    thickness. 5/50/95th percentiles on MNIST test: slant -0.32/0.09/0.53, thickness 1.7/2.4/3.7
+    px. These renders: -0.35/0.06/0.46 and 1.6/2.5/4.1 px. Slant leans right on average;
+    thickness is log-uniform, skewed thin.
+    """
     return {
         "slant": rng.uniform(-0.35, 0.5, count),
         "thickness": np.exp(rng.uniform(np.log(1.5), np.log(4.2), count)),
@@ -182,8 +185,9 @@ def sample_style(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
 def _render_chunk(
     labels: np.ndarray, variants: np.ndarray, style: dict[str, np.ndarray], wobble: np.ndarray
 ) -> np.ndarray:
-    """Renders one chunk: labels/variants [B], style values [B], wobble [B, 4, 2] -> float32
-    [B, 28, 28] in [0, 1].
+    """Renders one chunk to float32 [B, 28, 28] in [0, 1].
+
+    Takes labels and variants [B], style values [B] and the wobble [B, 4, 2].
     """
     bank_points, bank_weights, bank_tangents, _ = _BANK
     points = bank_points[variants]  # [B, K, 2], unit box centred on 0
@@ -246,13 +250,13 @@ def render_digits(
 
     Args:
       count: number of images.
-      seed: seed of the numpy Generator that draws labels (if not given), variants and styles.
-      labels: optional [count] digit classes 0-9; default: balanced classes in random order.
-      style_overrides: optional factor name -> value (scalar or [count]) replacing the drawn
-        values (e.g. to render one digit at several slants).
+      seed: seed of the numpy Generator that draws labels if not given, variants and styles.
+      labels: optional [count] digit classes 0-9. Default: balanced classes in random order.
+      style_overrides: optional factor name -> value, scalar or [count], replacing the drawn
+      values. E.g. one digit at several slants.
     Returns:
       RenderedDigits with images [count, 28, 28] uint8, labels [count] uint8 and the style
-      factors [count] that drew each image.
+      factors [count] of each image.
     """
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count}.")
@@ -293,8 +297,10 @@ def render_digits(
 def procedural_mnist(
     seed: int = 0, train_size: int = 60_000, test_size: int = 10_000
 ) -> tuple[RenderedDigits, RenderedDigits]:
-    """A train/test split shaped like MNIST's (60k/10k by default); the splits use
-    independent seeds derived from ``seed``, so they share no images."""
+    """A train/test split shaped like MNIST's, 60k/10k by default.
+
+    The splits use independent seeds derived from ``seed``, so they share no images.
+    """
     train_seed, test_seed = np.random.SeedSequence(seed).spawn(2)
     return (
         render_digits(train_size, int(train_seed.generate_state(1)[0])),

@@ -1,42 +1,17 @@
 """MNIST digit-style isolation data (docs/PAPERS.md section 3, MNIST row; paper section 4.2, S8.2).
 
-Sets are *stacks* of ``set_size`` (64) images of one digit; every step pairs two stacks of
-two randomly chosen different digits (``allow_same_digit`` permits equal ones), so the digit
-is the inactive factor and style (slant, thickness, ...) the active one. The digit
-``holdout_digit`` (9 by default, ``none`` allowed) never enters a training batch.
+Sets are stacks of ``set_size`` (64) images of one digit. Each step pairs stacks of two different
+random digits, unless ``allow_same_digit``. So the digit is the inactive factor and style, e.g.
+slant and thickness, the active one. ``holdout_digit`` (9 by default, or ``none``) never enters a
+training batch.
+Sources: ``idx``, ``npz``, ``tfds`` and the built-in ``procedural`` digits
+(:func:`resolve_source`).
 
-Sources (``config.data.source``):
-- ``idx``: a directory with the four MNIST IDX files, plain or ``.gz``;
-- ``npz``: one ``.npz`` with ``x_train``, ``y_train``, ``x_test``, ``y_test``;
-- ``tfds``: the tfds ``mnist`` data set (``config.data.path`` is then the tfds data_dir,
-  default ``~/tensorflow_datasets``), downloaded and prepared on first use when online;
-- ``procedural``: built-in handwritten-digit-like renders (``abc_tf.data.mnist.digits``),
-  60,000 train / 10,000 test, used when no MNIST is available;
-- ``auto`` (the default): ``data_path`` if given (an IDX folder, a tfds data folder or an
-  ``.npz``, detected), else tfds ``mnist`` if prepared (never downloaded), else ``procedural``.
-
-Batches ("sets"): ``{"set_a": [P, S, 28, 28, 1] uint8, "set_b": [P, S, 28, 28, 1] uint8}`` with
-P = ``pairs_per_step``, S = ``set_size``. Stacks are drawn by :mod:`abc_tf.data.groups`
-(one group per digit), a pure function of (seed, step); the file formats are
-:mod:`abc_tf.data.mnist.formats`. The "images" batch format (the unsupervised peer methods):
-``{"images": [batch_size, 28, 28, 1] uint8}``, training images of every digit but the held-out
-one, drawn uniformly.
-
-Class imbalance (``class_split`` 1..50; Elastic-InfoGAN's splits, :mod:`abc_tf.data.mnist.imbalance`):
-the split's images, drawn class by class from the pool (``class_split_pool``: all 70,000 images,
-training and test, as the authors; or the training images), are the training images before
-anything is drawn, so the "images" stream follows the split's proportions, and the stack
-sampler draws each stack's digit in proportion to its training images (set B's among the
-digits other than set A's), as stacks made from the imbalanced data would come: a rare digit
-makes few stacks, not the same number of stacks from fewer images. Without a split the digits are drawn
-uniformly (the paper's setting; MNIST's classes are within 10% of equal). The test images stay whole; from the
-pool of all 70,000 a split also trains on some of them (split 1 on 6,022 of the 10,000).
-
-Augmentation baseline (``augmentation_baseline``: Elastic-InfoGAN's signal for ABC and
-the contrastive loss): ``{"set_a", "set_a_view2"}`` [P, S, 28, 28, 1] float32 in [0, 1], P sets
-of S images drawn uniformly from the training images (split and held-out digit respected, no
-digit constraint) in two independent identity-preserving augmentations
-(:mod:`abc_tf.data.mnist.digit_augment`).
+"sets" batches: ``{"set_a", "set_b"}``, uint8 [P, S, 28, 28, 1], from :func:`make_stack_dataset`.
+"images" batches: ``{"images": [batch_size, 28, 28, 1] uint8}``, uniform training images.
+``augmentation_baseline``: two augmented views, from :mod:`abc_tf.data.mnist.digit_augment`.
+``class_split`` 1..50 picks one of Elastic-InfoGAN's imbalanced splits (:func:`load_mnist`).
+Without one the digits are drawn uniformly, the paper's setting.
 """
 
 from __future__ import annotations
@@ -77,8 +52,11 @@ _log = logging.getLogger(__name__)
 
 
 def _detect(path: str) -> str | None:
-    """The source that reads ``path``: a folder of the IDX files or with a prepared tfds
-    ``mnist``, or an ``.npz`` file. ValueError naming the IDX files a folder lacks."""
+    """The source that reads ``path``: an ``.npz`` file, or a folder of the IDX files or a prepared
+    tfds ``mnist``.
+
+    ValueError naming the IDX files a folder lacks.
+    """
     if os.path.isfile(path):
         check_npz_start(path)
         return "npz"
@@ -110,7 +88,19 @@ SOURCES = DataSources(
 
 
 def resolve_source(config: ExperimentConfig) -> tuple[str, str]:
-    """(source, path) that ``config`` selects, ``auto`` resolved (:data:`SOURCES`). Raises ValueError."""
+    """The source and path that ``config`` selects, ``auto`` resolved (:data:`SOURCES`). Raises
+    ValueError.
+
+    - ``idx``: a directory with the four MNIST IDX files, plain or ``.gz``.
+    - ``npz``: one ``.npz`` with ``x_train``, ``y_train``, ``x_test``, ``y_test``.
+    - ``tfds``: the tfds ``mnist`` data set. The path is the tfds data_dir,
+      ``~/tensorflow_datasets`` by default. It is downloaded and prepared on first use when
+      online.
+    - ``procedural``: built-in handwritten-digit-like renders (:mod:`abc_tf.data.mnist.digits`),
+      60,000 train and 10,000 test.
+    - ``auto``: ``data_path`` if given, detected as an IDX folder, a tfds folder or an ``.npz``.
+      Else tfds ``mnist`` if prepared, never downloaded. Else ``procedural``.
+    """
     return SOURCES.resolve("mnist", config.data.source, config.data.path)
 
 
@@ -130,8 +120,10 @@ def _load_cached(source: str, path: str) -> MnistData:
 
 
 def class_split_pool(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(images [N, 28, 28] uint8, digits [N]) that ``config``'s class split draws from
-    (``class_split_pool``, :func:`abc_tf.data.mnist.imbalance.pool`)."""
+    """Images [N, 28, 28] uint8 and digits [N] that ``config``'s class split draws from.
+
+    See ``class_split_pool`` and :func:`abc_tf.data.mnist.imbalance.pool`.
+    """
     source, path = resolve_source(config)
     data = _load_cached(source, os.path.abspath(path) if path else "")
     return mnist_imbalance.pool(
@@ -140,10 +132,13 @@ def class_split_pool(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_mnist(config: ExperimentConfig) -> MnistData:
-    """The MNIST data ``config`` points at (cached per source and path); when
-    ``config.data.class_split`` names an imbalanced split, its training images are the split's,
-    drawn class by class from the pool (:mod:`abc_tf.data.mnist.imbalance`). The test split is
-    always whole."""
+    """The MNIST data ``config`` points at, cached per source and path.
+
+    Under ``config.data.class_split``, the training images are the split's, drawn class by class
+    from the pool before anything else. The pool is all 70,000 images as the authors', or the
+    training images. So split 1 also trains on 6,022 of the 10,000 test images. The test split
+    stays whole.
+    """
     source, path = resolve_source(config)
     data = _load_cached(source, os.path.abspath(path) if path else "")
     if config.data.class_split != mnist_imbalance.NO_SPLIT:
@@ -163,7 +158,7 @@ def load_mnist(config: ExperimentConfig) -> MnistData:
 
 
 def parse_holdout_digit(value: str | int | None) -> int | None:
-    """``holdout_digit`` as an int 0-9, or None for 'none'/''. Raises ValueError otherwise."""
+    """``holdout_digit`` as an int 0-9, or None for 'none' or ''. Raises ValueError otherwise."""
     if value is None:
         return None
     text = str(value).strip().lower()
@@ -193,12 +188,14 @@ def make_stack_dataset(
 ) -> tf.data.Dataset:
     """Endless batches of digit stacks from ``images`` [N, 28, 28] uint8 with ``labels`` [N].
 
-    Each step draws, for each of the P pairs, two digits of ``digits`` (different unless
-    ``allow_same_digit``; uniformly, or with ``proportional`` in proportion to each digit's
-    images) and for each a stack of ``set_size`` distinct images of that digit, uniformly
-    without replacement. Batch: ``set_a``, ``set_b`` [P, S, 28, 28, 1] uint8; with
-    ``with_digits`` also ``digit_a``, ``digit_b`` [P] int32 (for tests and diagnostics).
-    A pure function of (seed, step) (:func:`abc_tf.data.groups.draw_stream`).
+    For each of the P pairs, each step draws two digits of ``digits``. They differ unless
+    ``allow_same_digit``. They are uniform, or with ``proportional`` in proportion to each
+    digit's images; set B's is drawn among the other digits. So a rare digit makes few stacks, as
+    stacks cut from imbalanced data would.
+    Each digit gets a stack of ``set_size`` distinct images, uniformly without replacement.
+    Batch: ``set_a``, ``set_b`` [P, S, 28, 28, 1] uint8. ``with_digits`` adds ``digit_a``,
+    ``digit_b`` [P] int32 for tests and diagnostics.
+    A pure function of seed and step (:func:`abc_tf.data.groups.draw_stream`).
     """
     if len(digits) == 0:
         raise ValueError("No digits left for training (holdout_digit removes the only one).")
@@ -246,8 +243,10 @@ def make_stack_dataset(
 
 
 def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
-    """Training batches of the MNIST style experiment (module docstring); checks settings first.
-    ``start_step`` is unused: the trainer derives ``seed`` from it."""
+    """Training batches of the MNIST style experiment, after checking the settings.
+
+    ``start_step`` is unused: the trainer derives ``seed`` from it.
+    """
     del start_step
     digits = training_digits(config)  # validates holdout_digit before loading anything
     if config.batch.augmentation_baseline:  # unconstrained sets, two augmented views (no digit used)
@@ -271,9 +270,11 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
 def make_image_dataset(
     images: np.ndarray, batch_size: int, seed: int, start_step: int = 0
 ) -> tf.data.Dataset:
-    """Endless batches ``{"images": [batch_size, 28, 28, 1] uint8}`` of ``images`` [N, 28, 28]
-    drawn uniformly with replacement across steps (distinct within a step when N allows), a pure
-    function of (seed, step) like the stacks."""
+    """Endless batches ``{"images": [batch_size, 28, 28, 1] uint8}`` of ``images`` [N, 28, 28].
+
+    Drawn uniformly, with replacement across steps and distinct within a step when N allows. A
+    pure function of seed and step, like the stacks.
+    """
     if len(images) == 0:
         raise ValueError("No training images left for the 'images' stream (check --data.holdout_digit).")
     batch = int(batch_size)
@@ -296,8 +297,10 @@ def make_image_dataset(
 
 
 def training_images(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
-    """(images [N, 28, 28] uint8, digits [N]) of the training split that may enter training:
-    every digit but ``holdout_digit``."""
+    """Images [N, 28, 28] uint8 and digits [N] of the training split that may enter training.
+
+    That is every digit but ``holdout_digit``.
+    """
     digits = training_digits(config)
     data = load_mnist(config)
     keep = np.isin(data.y_train, digits)
@@ -305,7 +308,7 @@ def training_images(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
 
 
 def make_images_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
-    """The "images" batch format: single training images, no label (module docstring)."""
+    """The "images" batch format: single training images, no label."""
     del start_step  # the trainer derives ``seed`` from it, as for the stacks
     images, _ = training_images(config)
     return make_image_dataset(images, config.batch.batch_size, seed)
@@ -318,7 +321,9 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """The MNIST checks that read no image: the held-out digit, the class split, the source and its files."""
+    """The MNIST checks that read no image: the held-out digit, the class split, the source and its
+    files.
+    """
     if getattr(config.batch, "double_augmentation", False):
         raise ValueError(
             "--batch.double_augmentation: MNIST's stacks have no augmented second view (its two-view "
@@ -337,8 +342,11 @@ STYLE_BINS = 4
 
 
 def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct test images [n, 28, 28, 1] uint8 and their factors [n, 3] (FACTOR_NAMES order):
-    digit 0-9, slant and stroke thickness in STYLE_BINS quantile bins of the sample."""
+    """Distinct test images [n, 28, 28, 1] uint8 and their factors [n, 3], in FACTOR_NAMES order.
+
+    The factors are the digit 0-9, and slant and stroke thickness in STYLE_BINS quantile bins of
+    the sample.
+    """
     digits = load_mnist(config)
     if not 0 < num_images <= len(digits.y_test):
         raise ValueError(
@@ -359,8 +367,10 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
 
 
 def class_labelled_images(config: ExperimentConfig) -> ClassLabelledImages:
-    """The training images (the split's under ``class_split``) and the whole test split with
-    their digits, and the held-out digit."""
+    """The training images and the whole test split with their digits, and the held-out digit.
+
+    Under ``class_split`` the training images are the split's.
+    """
     digits = load_mnist(config)
     return ClassLabelledImages(
         train_images=np.asarray(digits.x_train)[..., np.newaxis],
@@ -372,16 +382,20 @@ def class_labelled_images(config: ExperimentConfig) -> ClassLabelledImages:
 
 
 def class_proportions(config: ExperimentConfig) -> np.ndarray:
-    """float64 [10]: each digit's share of the training images batches draw from (the held-out
-    digit's 0; under ``class_split`` the split's proportions)."""
+    """float64 [10]: each digit's share of the training images batches draw from.
+
+    The held-out digit's is 0. Under ``class_split`` they are the split's proportions.
+    """
     _, labels = training_images(config)
     counts = np.bincount(labels, minlength=NUM_CLASSES).astype(np.float64)
     return counts / counts.sum()
 
 
 def class_split_description(config: ExperimentConfig) -> dict | None:
-    """The class split of ``config`` (:func:`abc_tf.data.mnist.imbalance.describe`: its per-digit
-    counts drawn from the pool), or None without one."""
+    """The class split of ``config``, or None without one.
+
+    See :func:`abc_tf.data.mnist.imbalance.describe`: its per-digit counts drawn from the pool.
+    """
     if config.data.class_split == mnist_imbalance.NO_SPLIT:
         return None
     _, labels = class_split_pool(config)

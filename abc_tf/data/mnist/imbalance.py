@@ -1,27 +1,19 @@
 """Class-imbalanced MNIST (Elastic-InfoGAN, docs/PAPERS.md section P3; supplement section 5.0.1).
 
-The authors train on 50 class-imbalanced splits, each drawn from all 70,000 MNIST images (the
-training and the test images together) [code: their create_mnist.py]. ``--data.class_split=k`` is
-their split k: their ``--ind k`` (1..50), row k - 1 of their ``splits/50_data_imbalance.npy``
-(-1: no imbalance). It keeps ``AUTHORS_COUNTS[k - 1][d]`` images of digit d, drawn uniformly
-without replacement among the pool's images of that digit; the counts are the file's values
-truncated to whole images, as create_mnist.py reads them (``int()``). Split 1 keeps 6300, 1585,
-1407, 6134, 5812, 4882, 2424, 4785, 6125 and 3340 images of digits 0..9, 42,794 in all; every
-split's largest class has 6,300 images (MNIST's rarest digit, 5, has 6,313); the splits hold
-29,640 to 48,122 images. The supplement prints the same splits as proportions to 3 decimals
-(L274-323) without the rows of splits 33-35.
+The authors train on 50 imbalanced splits, each drawn from all 70,000 MNIST images [code: their
+create_mnist.py]. ``--data.class_split=k`` is their ``--ind k``: row k - 1 of their
+``splits/50_data_imbalance.npy``. -1 means no imbalance. It keeps ``AUTHORS_COUNTS[k - 1][d]``
+images of digit d, drawn uniformly without replacement from the pool. :func:`split_counts` gives
+the counts.
 
-Which images [ours where their code leaves it open]: create_mnist.py draws with Python's
-unseeded ``random.sample``, so no seed gives their images; we draw with the split number as the
-seed, so every seed of an experiment sees the same images. The pool is the training images
-followed by the test images (the order only decides which seed picks which image); the built-in
-procedural digits (60,000 + 10,000, 7,000 of each digit) make a pool of the same size.
+[ours] Which images: create_mnist.py draws with unseeded ``random.sample``, so no seed gives
+theirs. We seed with the split number, so every seed of an experiment sees the same images. The
+pool is the training images, then the test images. The procedural digits make a pool of the same
+size.
 
-``--data.class_split_pool=train`` [ours: our earlier protocol] draws from the 60,000 training images
-alone, so that the test images, on which the family's evaluators measure, stay out of training.
-A pool with fewer images of a digit than the split asks for (the training images have 5,421
-fives; a small test file) keeps the largest subset in the split's proportions: N_d =
-floor(s * count_d) with s = min_d(available_d / count_d), at least one image of each digit.
+[ours] ``--data.class_split_pool=train`` draws from the 60,000 training images alone. So the test
+images, on which the evaluators measure, stay out of training. See :func:`class_counts` for a
+pool that falls short.
 """
 
 from __future__ import annotations
@@ -94,7 +86,9 @@ NUM_SPLITS = len(AUTHORS_COUNTS)
 
 
 def check_split(split: int) -> None:
-    """ValueError naming the flag unless ``split`` is -1 (no imbalance) or one of the authors' 1..50."""
+    """ValueError naming the flag unless ``split`` is -1, no imbalance, or one of the authors'
+    1..50.
+    """
     if int(split) != NO_SPLIT and not 1 <= int(split) <= NUM_SPLITS:
         raise ValueError(
             f"--data.class_split must be -1 (no imbalance) or one of the authors' splits 1..{NUM_SPLITS} "
@@ -109,7 +103,14 @@ def check_pool(pool: str) -> None:
 
 
 def split_counts(split: int) -> np.ndarray:
-    """int64 [10]: the images of digits 0..9 that the authors' split ``split`` (1..50) keeps."""
+    """int64 [10]: the images of digits 0..9 that the authors' split ``split`` (1..50) keeps.
+
+    The counts are the file's values truncated by ``int()``, as create_mnist.py reads them. Split
+    1 keeps 6300, 1585, 1407, 6134, 5812, 4882, 2424, 4785, 6125 and 3340, 42,794 in all. Every
+    split's largest class has 6,300 images; MNIST's rarest digit, 5, has 6,313. The splits hold
+    29,640 to 48,122 images. The supplement prints them as proportions (L274-323), without splits
+    33-35.
+    """
     check_split(split)
     if split == NO_SPLIT:
         raise ValueError("split_counts: split -1 means no imbalance; it has no counts.")
@@ -117,8 +118,11 @@ def split_counts(split: int) -> np.ndarray:
 
 
 def class_counts(wanted: np.ndarray, available: np.ndarray) -> np.ndarray:
-    """int64 [10]: ``wanted`` where the pool has that many images of every digit, else the
-    largest counts in the same proportions (module docstring), at least one per digit present."""
+    """int64 [10]: ``wanted``, or the largest counts in the same proportions that the pool allows.
+
+    The training images have only 5,421 fives, and a small test file fewer. Then N_d = floor(s *
+    count_d) with s = min_d(available_d / count_d). Each digit present keeps at least one image.
+    """
     wanted, available = np.asarray(wanted, np.int64), np.asarray(available, np.int64)
     present = (available > 0) & (wanted > 0)
     scale = min(1.0, float(np.min(available[present] / wanted[present])))
@@ -130,8 +134,11 @@ def class_counts(wanted: np.ndarray, available: np.ndarray) -> np.ndarray:
 def pool(
     x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, y_test: np.ndarray, which: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(images, digits) that a split draws from: "all", the training images then the test
-    images (the authors' 70,000); "train", the training images."""
+    """Images and digits that a split draws from.
+
+    "all": the training images, then the test images, the authors' 70,000. "train": the training
+    images.
+    """
     check_pool(which)
     if which == "train":
         return x_train, y_train
@@ -139,7 +146,9 @@ def pool(
 
 
 def subsample(labels: np.ndarray, split: int) -> np.ndarray:
-    """Sorted int64 indices of the pool's images (its digits ``labels`` [N]) that split ``split`` keeps."""
+    """Sorted int64 indices of the pool's images that split ``split`` keeps. ``labels`` [N] are
+    their digits.
+    """
     labels = np.asarray(labels)
     available = np.bincount(labels, minlength=NUM_CLASSES)[:NUM_CLASSES]
     counts = class_counts(split_counts(split), available)
@@ -152,8 +161,11 @@ def subsample(labels: np.ndarray, split: int) -> np.ndarray:
 
 
 def describe(split: int, labels: np.ndarray, which: str) -> dict:
-    """What a run's class_split.json records: the split, where its counts come from, the pool
-    (``which``, its digits ``labels``), the authors' counts and the counts kept."""
+    """What a run's class_split.json records.
+
+    The split, where its counts come from, the pool (``which`` and its digits ``labels``), the
+    authors' counts and the counts kept.
+    """
     wanted = split_counts(split)
     kept = np.bincount(np.asarray(labels)[subsample(labels, split)], minlength=NUM_CLASSES)
     return {

@@ -1,26 +1,20 @@
-"""Shapes3D pairs (the "pairs" batch format): two images that share every factor but one.
+"""Shapes3D pairs, the "pairs" batch format: two images that share every factor but one.
 
-The weak supervision of Locatello et al. (2020), which product-manifold projection trains on
-(docs/PAPERS.md section P1). A pair is drawn by index arithmetic on the factor grid of
-:mod:`abc_tf.data.shapes3d.sources`, at O(1) per pair whatever the size of the data:
+This is Locatello et al.'s (2020) weak supervision, which product-manifold projection trains on
+(docs/PAPERS.md section P1). A pair is drawn at O(1) by index arithmetic on the grid of
+:mod:`abc_tf.data.shapes3d.sources`:
 
 1. ``x1`` uniformly from the data set;
-2. the changed factor uniformly among the factors allowed to change (``--batch.pair_factors``,
-   every factor by default);
-3. its new value uniformly among the factor's other values, so it always differs:
-   ``new = (old + u) mod size`` with ``u`` uniform in ``1 .. size - 1``;
-4. ``x2`` = ``x1`` with that factor's value replaced: on the full grid (item id = flat index)
-   ``id2 = id1 + (new - old) * stride``.
+2. the changed factor uniformly among those ``--batch.pair_factors`` allows, every factor by
+default;
+3. its new value ``new = (old + u) mod size``, ``u`` uniform in ``1 .. size - 1``, so it always
+differs;
+4. ``x2`` = ``x1`` with that value: ``id2 = id1 + (new - old) * stride`` on the full grid. A
+partial grid uses :class:`_FactorPartners`.
 
-A data source holding part of the grid (a partial tfds copy, :class:`PairSampler` with an item
-table) draws ``x1`` among the items that have a partner differing in the chosen factor alone,
-and ``x2`` uniformly among those partners (see :class:`_FactorPartners`).
-
-Which factor changed is drawn, and put in the batch only with ``--batch.pair_labels`` (for GVAE,
-which is told it). Batches: ``{"x1": uint8 [B, 64, 64, 3], "x2": uint8 [B, 64, 64, 3]}``, with
-``"changed_factor": int64 [B]`` (the factor's position in the grid's order) under
-``--batch.pair_labels``; ``B = --batch.pairs_per_step``, from the same backends as the sets
-(procedural, h5, tfds), each step a pure function of (seed, step).
+Batches: ``{"x1", "x2"}``, uint8 [B, 64, 64, 3], ``B = --batch.pairs_per_step``.
+``--batch.pair_labels`` adds ``"changed_factor": int64 [B]`` for GVAE, which is told it. Each
+step is a pure function of seed and step.
 """
 
 from __future__ import annotations
@@ -45,11 +39,11 @@ logger = logging.getLogger(__name__)
 class _FactorPartners:
     """For one factor ``f`` of an item table: which items differ from a given one in ``f`` alone.
 
-    The items are sorted by (all other factors, then ``f``) through a
-    :class:`abc_tf.data.groups.GroupIndex` keyed on that pair: a *run* is the items identical
-    in every factor (repeats of one grid point), a *group* the consecutive runs that share the
-    other factors. An item's partners are its group without its own run, so the j-th partner is
-    position ``j`` of the group, shifted past the run: O(1) per draw.
+    A :class:`abc_tf.data.groups.GroupIndex` sorts the items by all other factors, then ``f``. A
+    run is the items identical in every factor, i.e. repeats of one grid point. A group is the
+    consecutive runs that share the other factors. An item's partners are its group without its
+    own run. So the j-th partner is position ``j`` of the group, shifted past the run: O(1) per
+    draw.
     """
 
     order: np.ndarray  # int64 [N] item id at each sorted position
@@ -85,8 +79,11 @@ class _FactorPartners:
         )
 
     def draw(self, rng: np.random.Generator, num: int) -> tuple[np.ndarray, np.ndarray]:
-        """``num`` pairs of item ids (int64 [num] each): the first uniform among the items that
-        have a partner, the second uniform among its partners."""
+        """``num`` pairs of item ids, int64 [num] each.
+
+        The first is uniform among the items that have a partner, the second uniform among its
+        partners.
+        """
         position = self.eligible[rng.integers(0, self.eligible.size, size=num)]
         run = self.run_of_position[position]
         group = self.group_of_run[run]
@@ -102,13 +99,13 @@ class PairSampler:
 
     Args:
       grid: the factor grid.
-      changing: positions of the factors that may change (e.g. ``grid.parse_factors``).
-      items: optional int [N, F] factor indices of the items a data source holds; None means
-        the full grid with item id = flat index.
+      changing: positions of the factors that may change, e.g. from ``grid.parse_factors``.
+      items: optional int [N, F] factor indices of the items a data source holds. None means the
+      full grid, with item id = flat index.
       flag: the flag named in errors.
     Raises:
-      ValueError (before any sampling) when no factor may change, when one of them has a
-      single value (on the grid, or among the items present), or when the items are malformed.
+      ValueError before any sampling when no factor may change, or one of them has a single
+      value. Also when the items are malformed.
     """
 
     def __init__(self, grid: FactorGrid, changing, items: np.ndarray | None = None, flag: str = FLAG):
@@ -153,8 +150,10 @@ class PairSampler:
             self._partners[factor] = partners
 
     def draw(self, rng: np.random.Generator, num: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``num`` pairs: item ids ``first``, ``second`` (int64 [num] each) and the position of the
-        factor that changed (int64 [num]; in the batch only with ``--batch.pair_labels``)."""
+        """``num`` pairs: item ids ``first`` and ``second``, and the position of the changed factor.
+
+        All are int64 [num]. The batch carries the factor only with ``--batch.pair_labels``.
+        """
         changed = self.changing[rng.integers(0, self.changing.size, size=num)]
         if self.items is None:
             first = rng.integers(0, self.grid.num_points, size=num, dtype=np.int64)
@@ -171,7 +170,7 @@ class PairSampler:
 
 
 def changing_factors(config: ExperimentConfig) -> tuple[int, ...]:
-    """Positions of ``--batch.pair_factors`` (every factor when empty); ValueError naming the flag."""
+    """Positions of ``--batch.pair_factors``, every factor when empty. ValueError naming the flag."""
     if not config.batch.pair_factors.strip():
         return tuple(range(GRID.num_factors))
     return GRID.parse_factors(config.batch.pair_factors, flag=FLAG)
@@ -191,17 +190,19 @@ def check_config(config: ExperimentConfig) -> tuple[int, ...]:
 
 
 def step_pair_ids(sampler: PairSampler, seed: int, step: int, num: int) -> tuple[np.ndarray, np.ndarray]:
-    """Item ids int64 [2, num] of training step ``step``'s pairs and the changed factors int64
-    [num]: a pure function of (seed, step)."""
+    """Item ids int64 [2, num] of step ``step``'s pairs and the changed factors int64 [num].
+
+    A pure function of seed and step.
+    """
     first, second, changed = sampler.draw(step_rng(seed, step), num)
     return np.stack([first, second]), changed
 
 
 def make_pairs_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
-    """Endless, prefetched pair batches of ``config`` (format in the module docstring).
+    """Endless, prefetched pair batches of ``config``, in the module docstring's format.
 
-    Every check of flags and files runs here, before the dataset is returned. ``start_step``
-    is unused: the trainer derives ``seed`` from it.
+    Every check of flags and files runs before the dataset is returned. ``start_step`` is unused:
+    the trainer derives ``seed`` from it.
     """
     del start_step
     changing = check_config(config)

@@ -1,7 +1,7 @@
 """Procedural Shapes3D: 64x64x3 scenes with the six factors of DeepMind's 3dshapes.
 
-The real data set (docs/PAPERS.md section 6) cannot be downloaded on the build machines, so this
-renderer draws scenes with exactly its factors, value counts and index order:
+The build machines cannot download the real data set (docs/PAPERS.md section 6). So this renderer
+draws scenes with exactly its factors, value counts and index order:
 
 ======  ============  ======  =========================================================
 index   factor        values  rendered as
@@ -14,20 +14,9 @@ index   factor        values  rendered as
 5       orientation   15      camera azimuth around the scene, linspace(-30, 30, 15) deg
 ======  ============  ======  =========================================================
 
-The camera orbits the scene with the orientation, so every shape (the sphere too) changes
-with it: the room corner, the shading and the cast shadow move.
-
-How it is fast: the geometry of a scene depends only on (scale, shape, orientation), 480
-combinations, and its colours only on the three hues. Every pixel is a mix of at most the
-three surfaces (floor, wall, object) weighted by coverage (2x2 supersampling) times a grey
-Lambertian shading, so
-
-    image[y, x, :] = sum_c weights[scale, shape, orientation, y, x, c] * rgb(hue_c)
-
-The weight tables (480 x 64 x 64 x 3 float32, 24 MB) are ray cast once per process
-(about a second), after which an image costs one gather and three multiply-adds per pixel.
-Shading is a scalar per surface, so a pixel covered by one surface keeps its hue exactly.
-Rendering is a pure function of the factor indices: deterministic, no randomness.
+The camera orbits the scene with the orientation. So every shape, the sphere too, changes with
+it: the room corner, the shading and the cast shadow move. Rendering is deterministic in the
+factor indices; :func:`weight_tables` says why it is fast.
 """
 
 from __future__ import annotations
@@ -82,7 +71,7 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _camera_rays(orientation_deg: float, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Camera origin [3] and unit ray directions [size, size, 3] (row 0 = top of the image)."""
+    """Camera origin [3] and unit ray directions [size, size, 3]. Row 0 is the top of the image."""
     azimuth = np.deg2rad(orientation_deg)
     origin = np.array(
         [_CAMERA_DISTANCE * np.sin(azimuth), _CAMERA_HEIGHT, _CAMERA_DISTANCE * np.cos(azimuth)]
@@ -103,7 +92,7 @@ def _camera_rays(orientation_deg: float, size: int) -> tuple[np.ndarray, np.ndar
 def _hit_sphere(
     o: np.ndarray, d: np.ndarray, centre: np.ndarray, radius: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest hit t [N] (inf where missed) and outward normal [N, 3] of rays o + t d."""
+    """Nearest hit t [N], inf where missed, and outward normal [N, 3] of rays o + t d."""
     oc = o - centre
     b = _dot(oc, d)
     disc = b * b - (_dot(oc, oc) - radius * radius)
@@ -115,7 +104,7 @@ def _hit_sphere(
 
 
 def _hit_box(o: np.ndarray, d: np.ndarray, half: float) -> tuple[np.ndarray, np.ndarray]:
-    """Axis-aligned cube [-half, half] x [0, 2 half] x [-half, half] (slab method)."""
+    """Axis-aligned cube [-half, half] x [0, 2 half] x [-half, half], by the slab method."""
     lo = np.array([-half, 0.0, -half])
     hi = np.array([half, 2.0 * half, half])
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -207,7 +196,9 @@ def _hit_object_exact(shape: str, unit: float, o: np.ndarray, d: np.ndarray) -> 
 
 
 def _hit_object(shape: str, scale: float, o: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest hit t [N] (inf where missed) and normal [N, 3] with the object of this shape and scale."""
+    """Nearest hit t [N], inf where missed, and normal [N, 3] with the object of this shape and
+    scale.
+    """
     unit = _OBJECT_UNIT * scale
     # Every shape fits in a sphere of radius sqrt(3) unit around (0, unit, 0); the exact
     # intersection runs only for the rays that meet it (a fraction of the image).
@@ -224,8 +215,10 @@ def _hit_object(shape: str, scale: float, o: np.ndarray, d: np.ndarray) -> tuple
 
 
 def _orientation_weights(orientation_deg: float, size: int) -> np.ndarray:
-    """Per-pixel weights of (floor, wall, object) colours for every scale and shape seen from
-    this orientation: [8, 4, size, size, 3] float32."""
+    """Per-pixel weights of the floor, wall and object colours from this orientation.
+
+    One per scale and shape: [8, 4, size, size, 3] float32.
+    """
     fine = size * _SUPERSAMPLE
     origin, dirs = _camera_rays(orientation_deg, fine)
     d = dirs.reshape(-1, 3)
@@ -265,9 +258,17 @@ def _orientation_weights(orientation_deg: float, size: int) -> np.ndarray:
 
 
 def weight_tables(size: int = IMAGE_SIZE) -> np.ndarray:
-    """Colour weights of every (scale, shape, orientation): [8, 4, 15, size, size, 3] float32.
+    """Colour weights of every scale, shape and orientation: [8, 4, 15, size, size, 3] float32.
 
-    Computed once per process by ray casting (about a second at 64x64) and cached; read-only.
+    A scene's geometry depends only on scale, shape and orientation, 480 combinations. Its
+    colours depend only on the three hues. Every pixel mixes at most the three surfaces, weighted
+    by 2x2-supersampled coverage times a grey Lambertian shading:
+
+        image[y, x, :] = sum_c weights[scale, shape, orientation, y, x, c] * rgb(hue_c)
+
+    The tables are 24 MB, ray cast once per process in about a second at 64x64, cached and
+    read-only. Then an image costs one gather and three multiply-adds per pixel. Shading is a
+    scalar per surface, so a pixel covered by one surface keeps its hue exactly.
     """
     # One cache key per size however the argument is passed (lru_cache keys differ for
     # f() and f(64)).
@@ -285,8 +286,8 @@ def render(factors: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
     """Renders scenes from factor indices.
 
     Args:
-      factors: int array [..., 6] of factor indices in the 3dshapes order (floor_hue,
-        wall_hue, object_hue, scale, shape, orientation), each within its value count.
+      factors: int array [..., 6] of factor indices in the 3dshapes order, each within its value
+      count. The order is floor_hue, wall_hue, object_hue, scale, shape, orientation.
       size: image height and width in pixels.
     Returns:
       uint8 images [..., size, size, 3].

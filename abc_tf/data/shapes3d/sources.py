@@ -1,24 +1,16 @@
 """Shapes3D's data (docs/PAPERS.md sections 3 and 6): the factor grid and the three backends.
 
-Factors in storage order, the last varying fastest in the flat index of 3dshapes.h5:
-floor_hue 10, wall_hue 10, object_hue 10, scale 8, shape 4, orientation 15 (480,000 images).
-The authors' command line numbered them 0 wall hue, 1 object hue, 2 floor hue, 3 scale,
-4 shape, 5 orientation; ``--data.inactive_factors`` takes names, those digits, or a mix.
+Factors in storage order, the last varying fastest in 3dshapes.h5's flat index: floor_hue 10,
+wall_hue 10, object_hue 10, scale 8, shape 4, orientation 15. That is 480,000 images.
+The authors' command line numbered them 0 wall hue, 1 object hue, 2 floor hue, 3 scale, 4 shape,
+5 orientation. ``--data.inactive_factors`` takes names, those digits, or a mix.
 
-Three backends (``--data.source``), each giving images by item id; ``auto`` (the default) takes
-``h5`` for an HDF5 file, ``tfds`` for a folder that holds a prepared ``shapes3d``, and
-``procedural`` when no ``--data.path`` is given:
+The backends of ``--data.source`` give images by item id. ``auto`` takes ``h5`` for an HDF5 file,
+``tfds`` for a folder with a prepared ``shapes3d``, and ``procedural`` without a ``--data.path``.
 
-- ``procedural``: :mod:`abc_tf.data.shapes3d.scenes` draws the scenes; nothing to download.
-- ``h5``: the real ``3dshapes.h5`` (``--data.path``), read with h5py at random (or all read
-  into memory with ``--data.data_in_memory``). Its labels are checked against the grid order
-  before training, so the index arithmetic is known to pick the right images.
-- ``tfds``: the tfds ``shapes3d`` data set, already prepared in the tfds data directory
-  (``--data.path``, default ``~/tensorflow_datasets``); nothing is downloaded. Its records
-  come in shuffled order, so their labels are read once (images stay PNG-encoded in memory,
-  about 1-2 GB for the full set) and turned into an index table. If the records are exactly
-  the full grid, curation is the same arithmetic as for the other backends; if they are a
-  subset (or repeat grid points, like tfds mock data), curation groups the records present.
+- ``procedural``: :mod:`abc_tf.data.shapes3d.scenes` renders the scenes; nothing to download.
+- ``h5``: the real ``3dshapes.h5``; see :class:`H5Source`.
+- ``tfds``: the prepared tfds ``shapes3d``; see :class:`TfdsSource`.
 """
 
 from __future__ import annotations
@@ -88,8 +80,8 @@ logger = logging.getLogger(__name__)
 class Source(Protocol):
     """A Shapes3D backend: images by item id.
 
-    ``items`` is None when the source holds the full grid with item id = flat index;
-    otherwise an int [num_items, 6] array of the factor indices of each item.
+    ``items`` is None when the source holds the full grid, with item id = flat index. Else it is
+    an int [num_items, 6] array of each item's factor indices.
     """
 
     description: str
@@ -123,7 +115,7 @@ def _read_or_raise(path: str, what: str, read):
 
 
 def labels_to_indices(labels: np.ndarray, where: str) -> np.ndarray:
-    """3dshapes label values [n, 6] (floats) -> factor indices [n, 6] int64.
+    """3dshapes float label values [n, 6] -> factor indices [n, 6] int64.
 
     Raises ValueError naming ``where`` if a value is not one of the factor's known values.
     """
@@ -144,13 +136,15 @@ def labels_to_indices(labels: np.ndarray, where: str) -> np.ndarray:
 class H5Source:
     """The real ``3dshapes.h5``: ``images`` (480000, 64, 64, 3) uint8, ``labels`` (480000, 6).
 
+    Its labels are checked against the grid order before training. So the index arithmetic is
+    known to pick the right images.
     Args:
       path: the file.
-      in_memory: read every image into a numpy array first (5.9 GB), else read each set with
-        one h5py selection.
+      in_memory: read every image into a numpy array first, 5.9 GB. Else read each set with one
+      h5py selection.
     Raises:
-      ValueError: missing, unreadable or truncated file, missing datasets, wrong shapes or
-        dtype, or labels not in the 3dshapes order (so that index arithmetic would be wrong).
+      ValueError: a missing, unreadable or truncated file, missing datasets, wrong shapes or
+      dtype. Also labels not in the 3dshapes order, which would break the index arithmetic.
     """
 
     items = None
@@ -225,13 +219,17 @@ class H5Source:
 
 
 class TfdsSource:
-    """tfds ``shapes3d`` from a prepared tfds data directory (records hold PNG images).
+    """tfds ``shapes3d`` from a prepared tfds data directory. Nothing is downloaded.
 
+    The records come shuffled, so their labels are read once into an index table. Images stay
+    PNG-encoded in memory, about 1-2 GB for the full set. Records that are exactly the full grid
+    allow the other backends' arithmetic. A subset, or repeated grid points as in tfds mock data,
+    groups the records present.
     Args:
-      data_dir: the tfds data directory ('' = tfds default, ~/tensorflow_datasets).
+      data_dir: the tfds data directory. '' is tfds's default, ~/tensorflow_datasets.
     Raises:
-      ValueError: not prepared there (says what is missing and how to provide it), empty, or
-        images of the wrong shape.
+      ValueError: not prepared there, empty, or images of the wrong shape. The message says what
+      is missing and how to provide it.
     """
 
     def __init__(self, data_dir: str = ""):
@@ -303,7 +301,10 @@ class TfdsSource:
 
 
 def _decode_png(data: bytes) -> np.ndarray:
-    """Encoded PNG/JPEG bytes -> uint8 [H, W, 3] (PIL: no TF op inside numpy pipeline code)."""
+    """Encoded PNG or JPEG bytes -> uint8 [H, W, 3].
+
+    It uses PIL, since numpy pipeline code runs no TF op.
+    """
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as image:
@@ -311,8 +312,11 @@ def _decode_png(data: bytes) -> np.ndarray:
 
 
 def open_source(data: Shapes3DConfig) -> Source:
-    """The backend that ``data.source`` and ``data.path`` name (a run's data part, ``auto``
-    resolved by :data:`SOURCES`); raises ValueError on bad names or files."""
+    """The backend that ``data.source`` and ``data.path`` name, ``auto`` resolved by
+    :data:`SOURCES`.
+
+    Raises ValueError on bad names or files.
+    """
     source, path = SOURCES.resolve("shapes3d", data.source, data.path)
     if source == "procedural":
         return ProceduralSource()

@@ -1,19 +1,21 @@
-"""Extended YaleB faces (supplement S8.4), the family ``yaleb``: ``--data.path`` points at the
-data set as distributed. It becomes :class:`abc_tf.data.family.GroupedImages` (one group = one
-set's source) sampled by the image folders' grouped set sampler (``abc_tf.data.folders.family``).
-Pose and illumination are labels for evaluation only; training sees set membership alone.
+"""Extended YaleB faces (supplement S8.4), the family ``yaleb``. ``--data.path`` points at the data
+set as distributed.
 
-**Extended YaleB** (uncropped, 28 people ``yaleB11`` .. ``yaleB39``, no ``yaleB14``; 640x480
-gray PGM)::
+It becomes :class:`abc_tf.data.family.GroupedImages`, one group per set's source. The image
+folders' set sampler draws from it (``abc_tf.data.folders.family``). Pose and illumination are
+labels for evaluation only; training sees set membership alone.
+
+The uncropped data set has 28 people, ``yaleB11`` .. ``yaleB39`` without ``yaleB14``, in 640x480
+gray PGM::
 
     data_path/yaleB11/yaleB11_P00A+000E+00.pgm     person yaleB11, pose P00 (of P00..P08),
     data_path/yaleB11/yaleB11_P00A-005E+10.pgm     light azimuth -5 deg, elevation +10 deg
     data_path/yaleB11/yaleB11_P00_Ambient.pgm      ambient image (no light): skipped
 
-Sets (``--data.inactive_factors``): ``person,pose`` gives groups of one person in one pose, whose
-64 illuminations form a set (illumination active, ``--batch.set_size=64``); ``person`` gives groups of
-one person's 576 images, of which ``--batch.set_size=384`` are drawn per set (pose and illumination
-active). Labels: person, pose, light_azimuth, light_elevation (classes = distinct values).
+``--data.inactive_factors=person,pose`` groups one person in one pose. Its 64 illuminations form
+a set, with ``--batch.set_size=64``. ``person`` groups one person's 576 images, and a set draws
+``--batch.set_size=384`` of them. Labels: person, pose, light_azimuth, light_elevation; the
+classes are their distinct values.
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ YALEB_GROUPINGS = {"person,pose": ("person", "pose"), "person": ("person",)}
 
 
 def scan_yaleb(root: str | os.PathLike) -> tuple[list[str], list[tuple[str, str, int, int, int]]]:
-    """Person folder names (sorted) and (relative path, person, pose, light azimuth, light
-    elevation) of every lit image, sorted by person, pose and light.
+    """Sorted person folder names, and each lit image's relative path, person, pose, light azimuth
+    and elevation.
 
-    Raises ValueError when ``root`` holds no person folders, or on a PGM whose name does not
-    follow the YaleB naming (other extensions, e.g. ``.info`` or ``.bad``, are ignored).
+    The images are sorted by person, pose and light. Raises ValueError when ``root`` holds no
+    person folders, or on a PGM whose name breaks the YaleB naming. Other extensions, e.g.
+    ``.info`` or ``.bad``, are ignored.
     """
     root_path = Path(root)
     if not str(root) or not root_path.is_dir():
@@ -80,8 +83,8 @@ def load_yaleb(
 ) -> GroupedImages:
     """Extended YaleB as grouped images [N, image_size, image_size, channels] uint8.
 
-    inactive: "person,pose" (a group per person and pose) or "person" (a group per person).
-    Person folders without lit images become empty groups (the sampler skips them).
+    inactive: "person,pose" for a group per person and pose, or "person" for a group per person.
+    Person folders without lit images become empty groups, which the sampler skips.
     """
     inactive = folders.parse_inactive(inactive)
     if inactive not in YALEB_GROUPINGS:

@@ -1,15 +1,15 @@
-"""The ABC method (``--method=abc``) and the two-view contrastive baseline (``--method=contrastive``).
+"""The ABC method (``--method=abc``) and the two-view contrastive baseline
+(``--method=contrastive``).
 
-``ABCModel`` wraps an encoder and trains it with the ABC loss (or the contrastive loss)
-through ``fit``; with ``regression_weight`` > 0 it also trains the spherical-regression pose
-head on set A's labels (docs/PAPERS.md section 3, Table 2).
+``ABCModel`` trains an encoder with the ABC or the contrastive loss through ``fit``. With
+``regression_weight`` > 0 it also trains the spherical-regression pose head on set A's labels
+(docs/PAPERS.md section 3, Table 2).
 
-Batch format (DESIGN.md): a dict with ``set_a`` ``[P, N, H, W, C]`` and ``set_b``
-``[P, M, H, W, C]``; under double augmentation also ``set_a_view2`` and ``set_b_view2``; with
-a head, ``labels_a`` ``[P, N, ...]`` for the head's loss on set A. An augmentation-baseline
-batch (``set_a`` and ``set_a_view2`` only) trains ABC with ``set_a_view2`` as set B. Images
-are uint8 (0..255) or float in [0, 1]. Every image of the batch goes through the encoder in one
-call.
+Batch format (DESIGN.md): a dict with ``set_a`` ``[P, N, H, W, C]`` and ``set_b`` ``[P, M, H, W,
+C]``. Double augmentation adds ``set_a_view2`` and ``set_b_view2``. A head adds ``labels_a``
+``[P, N, ...]``. An augmentation-baseline batch has only ``set_a`` and ``set_a_view2``; the
+latter serves as set B. Images are uint8 or float in [0, 1]. The encoder embeds the whole batch
+in one call.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ class ABCModel(MethodModel):
     Args:
       encoder: any Keras model mapping images [B, H, W, C] to embeddings [B, D].
       similarity, temperature: of the loss (docs/PAPERS.md section 1).
-      loss_type: "abc", or "contrastive" (set_a and set_a_view2 are two views of one batch).
-      abc_weight: weight of the ABC loss (0 trains the head alone, a baseline).
-      head: optional layer/model on the embeddings of set A, trained jointly.
+      loss_type: "abc", or "contrastive": set_a and set_a_view2 are two views of one batch.
+      abc_weight: weight of the ABC loss. 0 trains the head alone, a baseline.
+      head: optional layer or model on set A's embeddings, trained jointly.
       head_loss: ``f(labels_a, head_outputs) -> scalar``; required with a head.
       head_weight: weight of the head loss.
     """
@@ -73,7 +73,7 @@ class ABCModel(MethodModel):
         self.track(("loss", "abc_loss", "cycle_accuracy") + (("head_loss",) if head is not None else ()))
 
     def embed_sets(self, batch: dict[str, tf.Tensor], training: bool = False) -> dict[str, tf.Tensor]:
-        """Embeds every set of the batch in one encoder call: {key: [P, S, D]} in float32."""
+        """Every set of the batch in one encoder call: {key: [P, S, D]}, float32."""
         keys = [key for key in SET_KEYS if key in batch]
         sets = [to_float_images(batch[key]) for key in keys]
         sizes = [tf.shape(images)[1] for images in sets]
@@ -89,7 +89,7 @@ class ABCModel(MethodModel):
     def compute_terms(
         self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
     ) -> dict[str, tf.Tensor]:
-        """The ABC (or contrastive) loss of one batch, its cycle accuracy and the head's loss."""
+        """The ABC or contrastive loss of one batch, its cycle accuracy and the head's loss."""
         del step  # the loss has no schedule
         embedded = self.embed_sets(batch, training=training)
         if self.loss_type == "contrastive":
@@ -129,9 +129,11 @@ class ABCModel(MethodModel):
 
 
 def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_type: str) -> ABCModel:
-    """ABCModel around the config's encoder (plus the pose head if asked), compiled with Adam
-    and the config's schedule. The head is built right after the encoder, so its initial
-    weights follow the seed as well."""
+    """ABCModel around the config's encoder and any pose head, compiled with Adam and the config's
+    schedule.
+
+    The head is built right after the encoder, so the seed fixes its initial weights too.
+    """
     encoder = build_encoder(config, image_shape)
     head, head_loss = None, None
     # The contrastive loss's config (ContrastiveConfig) has no regression head and no ABC weight.

@@ -72,18 +72,22 @@ ADAM_BETAS, ADAM_EPSILON = (0.9, 0.999), 1e-8  # dlib shared.gin: vae/AdamOptimi
 def pair_divergence(
     mean1: tf.Tensor, log_var1: tf.Tensor, mean2: tf.Tensor, log_var2: tf.Tensor
 ) -> tf.Tensor:
-    """Per dimension [B, d]: v1/v2 + (m2 - m1)^2/v2 - 1 + log v2 - log v1, i.e. 2 KL(q1 || q2)
-    (the authors' ``compute_kl``; the ratios taken as exp of log-variance differences)."""
+    """Per dimension [B, d]: v1/v2 + (m2 - m1)^2/v2 - 1 + log v2 - log v1, i.e. 2 KL(q1 || q2).
+
+    Source: the authors' ``compute_kl``. The ratios are taken as exp of log-variance differences.
+    """
     return (
         tf.exp(log_var1 - log_var2) + tf.square(mean2 - mean1) * tf.exp(-log_var2) - 1.0 + log_var2 - log_var1
     )
 
 
 def adaptive_kept(divergence: tf.Tensor) -> tf.Tensor:
-    """bool [B, d]: True where a dimension keeps its own posterior, the upper of two equal-width
-    bins between each row's smallest and largest divergence, computed as
-    ``tf.histogram_fixed_width_bins(row, [min, max], nbins=2) == 1`` computes it; a row of equal
-    divergences keeps none (module docstring, 3)."""
+    """bool [B, d]: True where a dimension keeps its own posterior.
+
+    Those are the upper of two equal-width bins between each row's smallest and largest
+    divergence, as ``tf.histogram_fixed_width_bins(row, [min, max], nbins=2) == 1`` computes
+    them. A row of equal divergences keeps none; see point 3 of the module docstring.
+    """
     low = tf.reduce_min(divergence, axis=-1, keepdims=True)
     high = tf.reduce_max(divergence, axis=-1, keepdims=True)
     width = high - low
@@ -93,14 +97,14 @@ def adaptive_kept(divergence: tf.Tensor) -> tf.Tensor:
 
 
 def label_kept(labels: tf.Tensor, latent_dim: int) -> tf.Tensor:
-    """bool [B, d]: True at each pair's changed factor's index (``aggregate_labels``)."""
+    """bool [B, d]: True at the index of each pair's changed factor (``aggregate_labels``)."""
     return tf.cast(tf.one_hot(tf.cast(labels, tf.int32), latent_dim, dtype=tf.int32), tf.bool)
 
 
 def averaged_posterior(
     mean1: tf.Tensor, log_var1: tf.Tensor, mean2: tf.Tensor, log_var2: tf.Tensor, averaging: str
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """(mean, log-variance) [B, d] of the shared dimensions (module docstring, 4)."""
+    """Mean and log-variance [B, d] of the shared dimensions; see point 4 of the module docstring."""
     log_sum = tf.reduce_logsumexp(tf.stack([log_var1, log_var2]), axis=0)  # log(v1 + v2)
     if averaging == "group_vae":
         return 0.5 * (mean1 + mean2), log_sum - math.log(2.0)
@@ -120,13 +124,15 @@ def pair_terms(
     averaging: str,
     labels: tf.Tensor | None = None,
 ) -> dict[str, tf.Tensor]:
-    """One pass over a batch of pairs: float images ``x1``, ``x2`` [B, H, W, C] in [0, 1],
-    ``noise`` [B, 2, d] standard normal (image 1, image 2), ``labels`` int [B] ("labels" only).
+    """One pass over a batch of pairs.
 
-    Returns, per pair [B]: "reconstruction" ((R1 + R2) / 2), "kl" ((K1 + K2) / 2),
-    "shared_dimensions"; and [B, d]: "divergence", "kept" (bool), "mean1", "log_var1", "mean2",
-    "log_var2" (the encoder's) and "z1", "z2" (the draws from the aggregated posteriors).
-    Computed in the networks' output dtype (float32, or float64 for a float64 network)."""
+    Takes float images ``x1``, ``x2`` [B, H, W, C] in [0, 1], standard normal ``noise`` [B, 2, d]
+    for image 1 and image 2, and ``labels`` int [B] for "labels" only.
+    Returns, per pair [B]: "reconstruction" = (R1 + R2) / 2, "kl" = (K1 + K2) / 2 and
+    "shared_dimensions". And [B, d]: "divergence", bool "kept", the encoder's "mean1",
+    "log_var1", "mean2", "log_var2", and "z1", "z2", drawn from the aggregated posteriors.
+    Computed in the networks' output dtype: float32, or float64 for a float64 network.
+    """
     pairs = tf.shape(x1)[0]
     mean, log_var = posterior(tf.concat([x1, x2], axis=0))
     mean1, mean2 = mean[:pairs], mean[pairs:]
@@ -162,8 +168,11 @@ def pair_terms(
 
 
 def draw_noise(seed: tf.Tensor, pairs, latent_dim: int) -> tf.Tensor:
-    """Standard normal [pairs, 2, latent_dim] from a stateless seed [2]; under a distribution
-    strategy this replica's rows of the global batch's draws (``draw_rows``)."""
+    """Standard normal [pairs, 2, latent_dim] from a stateless seed [2].
+
+    Under a distribution strategy, this replica's rows of the global batch's draws
+    (``draw_rows``).
+    """
     return draw_rows(
         lambda rows: tf.random.stateless_normal(tf.stack([rows, 2, latent_dim]), seed=seed), pairs
     )
@@ -173,15 +182,15 @@ def draw_noise(seed: tf.Tensor, pairs, latent_dim: int) -> tf.Tensor:
 
 
 class AdaGvaeModel(MethodModel):
-    """Ada-GVAE (and GVAE, ML-VAE's averaging) on pairs batches {"x1", "x2"[, LABEL_KEY]}.
+    """Ada-GVAE, GVAE or ML-VAE's averaging on pairs batches {"x1", "x2"[, LABEL_KEY]}.
 
     Args:
       posterior: images -> [means, log-variances] [B, d].
       decoder: z [B, d] -> Bernoulli logits of the images.
       beta: weight of the KL terms.
-      aggregation: "argmax" (adaptive) or "labels" (the batches' LABEL_KEY).
+      aggregation: "argmax" for adaptive, or "labels" for the batches' LABEL_KEY.
       averaging: "group_vae" or "mlvae".
-      seed: of the reparameterisation noise (with the step: stateless).
+      seed: of the reparameterisation noise; stateless with the step.
     """
 
     def __init__(
@@ -207,8 +216,8 @@ class AdaGvaeModel(MethodModel):
         return {"encoder": self.representation, "posterior": self.posterior, "decoder": self.decoder}
 
     def noise_at(self, step, pairs) -> tf.Tensor:
-        """The reparameterisation noise [pairs, 2, d] of step ``step`` (:func:`draw_noise` from
-        (seed, step)).
+        """The reparameterisation noise [pairs, 2, d] of step ``step``: :func:`draw_noise` from the
+        seed and the step.
         """
         seed = self.step_seed(step)
         return draw_noise(seed, pairs, self.latent_dim)
@@ -216,8 +225,10 @@ class AdaGvaeModel(MethodModel):
     def compute_terms(
         self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
     ) -> dict[str, tf.Tensor]:
-        """The beta-VAE loss of both images of every pair (module docstring). No layer acts
-        differently in training."""
+        """The beta-VAE loss of both images of every pair, as the module docstring defines it.
+
+        No layer acts differently in training.
+        """
         del training
         labels = None
         if self.aggregation == "labels":
@@ -251,7 +262,7 @@ class AdaGvaeModel(MethodModel):
 
 
 def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
-    """ValueError naming the data when its images are not 64 x 64 (the authors' networks' size)."""
+    """ValueError naming the data when its images are not 64 x 64, the authors' networks' size."""
     if tuple(image_shape[:2]) != (networks.IMAGE_SIZE,) * 2:
         raise ValueError(
             f"--method={config.method.name} trains disentanglement_lib's 64 x 64 networks; data "
@@ -260,8 +271,9 @@ def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) ->
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """The networks fit the family's images, and "labels" has a latent dimension per factor
-    (before any data is read).
+    """The networks fit the family's images, and "labels" has a latent dimension per factor.
+
+    Checked before any data is read.
     """
     family = data.get_family(config.data.family)
     check_image_shape(config, tuple(family.image_shape(config)))
@@ -286,8 +298,10 @@ def check_config(config: ExperimentConfig) -> None:
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> AdaGvaeModel:
-    """The networks (encoder first, then decoder: one seed, one set of weights) and Adam at the
-    config's rate with the authors' betas and epsilon."""
+    """The networks and Adam at the config's rate, with the authors' betas and epsilon.
+
+    The encoder is built first, then the decoder: one seed, one set of weights.
+    """
     check_image_shape(config, image_shape)
     method = config.method
     posterior = networks.gaussian_encoder(method.latent_dim, tuple(image_shape))
@@ -305,7 +319,9 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> AdaGva
 
 
 def variant(config: ExperimentConfig) -> str:
-    """The authors' name of the configured model where it is not Ada-GVAE (gin names of weak_vae.py)."""
+    """The authors' name of the configured model where it is not Ada-GVAE: the gin names of
+    weak_vae.py.
+    """
     method = config.method
     name = {
         ("argmax", "group_vae"): "",

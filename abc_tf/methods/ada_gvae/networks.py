@@ -1,19 +1,19 @@
-"""Ada-GVAE's networks: disentanglement_lib's ``conv_encoder`` and ``deconv_decoder``
-(``methods/shared/architectures.py``; "row 3 of Table 1" of the beta-VAE paper, the chairs
-networks), the ones its unsupervised and weak studies train (``shared.gin``: ``encoder.encoder_fn
-= @conv_encoder``, ``decoder.decoder_fn = @deconv_decoder``). Pure Keras; images of 64 x 64.
+"""Ada-GVAE's networks: disentanglement_lib's ``conv_encoder`` and ``deconv_decoder``, in pure Keras
+for 64 x 64 images.
 
-- encoder (``conv_encoder``): images [B, 64, 64, C] in [0, 1] -> four convolutions, stride 2,
-  ``"same"`` padding, ReLU: 32 channels 4 x 4, 32 channels 4 x 4, 64 channels 2 x 2, 64 channels
-  2 x 2 (the authors' e3 and e4 have ``kernel_size=2``, not the 4 of the beta-VAE paper's
-  table: their code is followed) -> 4 x 4 x 64, flattened -> dense 256, ReLU -> two linear heads
-  of ``latent_dim``: the posterior's means and log-variances.
-- decoder (``deconv_decoder``): z [B, latent_dim] -> dense 256, ReLU -> dense 1024, ReLU ->
-  reshaped to 4 x 4 x 64 -> transposed convolutions 4 x 4, stride 2, ``"same"``: 64, 32, 32
-  channels with ReLU, then C channels, linear: the Bernoulli logits [B, 64, 64, C].
+Source: ``methods/shared/architectures.py``; the beta-VAE paper's Table 1, row 3, the chairs
+networks. Its unsupervised and weak studies train them (``shared.gin``).
 
-Initial weights as TensorFlow 1's ``tf.layers`` (the authors'): Glorot-uniform kernels, zero
-biases, which are Keras' defaults. The heads and the logits are float32 under mixed precision.
+- encoder (``conv_encoder``): images [B, 64, 64, C] in [0, 1] -> four stride-2 ``"same"`` ReLU
+  convolutions: 32 channels 4 x 4, 32 4 x 4, 64 2 x 2, 64 2 x 2. The authors' e3 and e4 have
+  ``kernel_size=2``, not the table's 4; their code is followed. Then 4 x 4 x 64, flattened ->
+  dense 256, ReLU -> two linear heads of ``latent_dim``: the posterior's means and log-variances.
+- decoder (``deconv_decoder``): z [B, latent_dim] -> dense 256, ReLU -> dense 1024, ReLU -> 4 x 4
+  x 64 -> 4 x 4 stride-2 ``"same"`` transposed convolutions: 64, 32, 32 channels with ReLU, then
+  C linear. Out: Bernoulli logits [B, 64, 64, C].
+
+Initial weights as the authors' TensorFlow 1 ``tf.layers``: Glorot-uniform kernels and zero
+biases, Keras' defaults. The heads and the logits are float32 under mixed precision.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def check_shape(shape: tuple[int, ...], what: str) -> None:
 def gaussian_encoder(
     latent_dim: int = 10, input_shape: tuple[int, int, int] = (64, 64, 3), name: str = "posterior"
 ) -> keras.Model:
-    """q(z | x): images -> [means, log-variances], each [B, latent_dim] float32 (``conv_encoder``)."""
+    """q(z | x), ``conv_encoder``: images -> [means, log-variances], each [B, latent_dim] float32."""
     check_shape(input_shape, name)
     images = keras.Input(shape=tuple(input_shape), name="images")
     x = images
@@ -58,7 +58,7 @@ def gaussian_encoder(
 def bernoulli_decoder(
     latent_dim: int = 10, output_shape: tuple[int, int, int] = (64, 64, 3), name: str = "decoder"
 ) -> keras.Model:
-    """p(x | z): z [B, latent_dim] -> pixel logits [B, 64, 64, C] float32 (``deconv_decoder``)."""
+    """p(x | z), ``deconv_decoder``: z [B, latent_dim] -> pixel logits [B, 64, 64, C] float32."""
     check_shape(output_shape, name)
     z = keras.Input(shape=(latent_dim,), name="z")
     x = keras.layers.Dense(HIDDEN, activation="relu", name="d1")(z)
@@ -80,5 +80,5 @@ def bernoulli_decoder(
 
 
 def mean_network(posterior: keras.Model, name: str = "encoder") -> keras.Model:
-    """images -> the posterior's means [B, latent_dim]: the representation evaluators embed with."""
+    """images -> the posterior's means [B, latent_dim], the representation evaluators embed with."""
     return keras.Model(posterior.inputs, posterior.outputs[0], name=name)

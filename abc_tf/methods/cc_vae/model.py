@@ -75,7 +75,7 @@ def _flat(images: tf.Tensor) -> tf.Tensor:
 
 
 def _encode(posterior: keras.Model, images: tf.Tensor, training: bool) -> list[tf.Tensor]:
-    """The posterior's three outputs (float32, [P K, d]) of float images [P, K, H, W, C]."""
+    """The posterior's three outputs, float32 [P K, d], of float images [P, K, H, W, C]."""
     return [tf.cast(value, tf.float32) for value in posterior(_flat(images), training=training)]
 
 
@@ -88,10 +88,11 @@ def forward_cycle(
 ) -> dict[str, tf.Tensor]:
     """The forward cycle of float images ``sets`` [P, N, H, W, C] in [0, 1], a group per stack.
 
-    draws: "order" int [P, 2K], the stack's positions in pair order (pair k: 2k and 2k + 1);
-      "style_noise" [P, 2K, d_z], the reparameterisation noise e of the images in that order.
-    Returns float32 scalars "reconstruction" and "kl" (module docstring), and per image in pair
-    order [P, 2K]: "squared_error" (mean over pixels) and "kl_image"; "reconstructed" [P, 2K, H, W, C].
+    draws: "order" int [P, 2K], the stack's positions in pair order; pair k is 2k and 2k + 1.
+    "style_noise" [P, 2K, d_z] is the reparameterisation noise e of the images in that order.
+    Returns float32 scalars "reconstruction" and "kl", as the module docstring defines them. Per
+    image in pair order [P, 2K]: "squared_error", a mean over pixels, and "kl_image". And
+    "reconstructed" [P, 2K, H, W, C].
     """
     images = tf.gather(sets, draws["order"], batch_dims=1)
     shape = tf.shape(images)
@@ -129,12 +130,12 @@ def reverse_cycle(
     draws: dict[str, tf.Tensor],
     training: bool = True,
 ) -> dict[str, tf.Tensor]:
-    """The reverse cycle of float images ``set_a``, ``set_b`` [P, N, H, W, C] (two groups per p).
+    """The reverse cycle of float images ``set_a``, ``set_b`` [P, N, H, W, C], two groups per p.
 
-    draws: "order" [P, 2K] (as :func:`forward_cycle`): pair k takes ``set_a[p, order[p, 2k]]``
-      and ``set_b[p, order[p, 2k + 1]]``; "z" [P, K, d_z] ~ N(0, I).
-    Returns the float32 scalar "reverse_cycle", and "generated" [2, P K, H, W, C] (from a's
-    codes, from b's) and "style_means" [2, P K, d_z], their re-encoded style means.
+    draws: "order" [P, 2K] as in :func:`forward_cycle`. Pair k takes ``set_a[p, order[p, 2k]]``
+    and ``set_b[p, order[p, 2k + 1]]``. "z" [P, K, d_z] ~ N(0, I).
+    Returns the float32 scalar "reverse_cycle" and "generated" [2, P K, H, W, C], from a's codes
+    and from b's. "style_means" [2, P K, d_z] are their re-encoded style means.
     """
     first = tf.gather(set_a, draws["order"][:, 0::2], batch_dims=1)
     second = tf.gather(set_b, draws["order"][:, 1::2], batch_dims=1)
@@ -152,11 +153,14 @@ def reverse_cycle(
 
 
 def draw_step(seed: tf.Tensor, groups, size, style_dim: int) -> dict[str, tf.Tensor]:
-    """The random draws of one step from a stateless seed [2], for ``groups`` stacks of ``size``:
-    "order" int32 [groups, 2K] (the first 2K = 2 floor(size / 2) positions of a uniform shuffle
-    of each stack: argsort of uniform draws), "style_noise" [groups, 2K, d_z] and "z" [groups, K,
-    d_z], standard normal. Under a distribution strategy, this replica's rows of the global
-    batch's draws (``draw_rows``)."""
+    """The random draws of one step from a stateless seed [2], for ``groups`` stacks of ``size``.
+
+    "order" int32 [groups, 2K]: the first 2K = 2 floor(size / 2) positions of a uniform shuffle
+    of each stack, by argsort of uniform draws.
+    "style_noise" [groups, 2K, d_z] and "z" [groups, K, d_z]: standard normal.
+    Under a distribution strategy, this replica's rows of the global batch's draws
+    (``draw_rows``).
+    """
     order_seed, noise_seed, z_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 3))
     size = tf.cast(size, tf.int32)
     pairs = size // 2
@@ -185,8 +189,8 @@ class CcVaeModel(MethodModel):
       posterior: images -> [style mean, style log variance, class code].
       decoder: [style, class code] -> images in [0, 1].
       weights: {"reconstruction", "kl", "reverse_cycle"}: the loss weights.
-      reverse_optimizer: the reverse cycle's Adam (compile's is the forward cycle's).
-      seed: of the step's draws (with the step: stateless).
+      reverse_optimizer: the reverse cycle's Adam. Compile's is the forward cycle's.
+      seed: of the step's draws; stateless with the step.
     """
 
     def __init__(
@@ -220,8 +224,11 @@ class CcVaeModel(MethodModel):
         return self.posterior.trainable_variables + self.decoder.trainable_variables
 
     def reverse_variables(self) -> list:
-        """The encoder's variables but the specified and log-variance heads' (the reverse cycle
-        reads neither: their gradient there is zero, and so is Adam's step)."""
+        """The encoder's variables except the specified and log-variance heads'.
+
+        The reverse cycle reads neither head. Their gradient there is zero, and so is Adam's
+        step.
+        """
         heads = {
             id(variable)
             for name in ("class_code", "style_log_variance")
@@ -230,7 +237,7 @@ class CcVaeModel(MethodModel):
         return [variable for variable in self.posterior.trainable_variables if id(variable) not in heads]
 
     def draws_at(self, step, groups, size) -> dict[str, tf.Tensor]:
-        """The draws of the step ``step`` (:func:`draw_step` from (seed, step))."""
+        """The draws of step ``step``: :func:`draw_step` from the seed and the step."""
         seed = self.step_seed(step)
         return draw_step(seed, groups, size, self.style_dim)
 
@@ -258,7 +265,7 @@ class CcVaeModel(MethodModel):
         }
 
     def reverse_terms(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
-        """The reverse cycle with the forward update's draws (``earlier``), across set A and set B."""
+        """The reverse cycle across set A and set B, with the forward update's draws (``earlier``)."""
         del step
         draws = {name: earlier[name] for name in DRAWS}
         out = reverse_cycle(
@@ -277,7 +284,7 @@ class CcVaeModel(MethodModel):
         }
 
     def compute_terms(self, batch, step, training) -> dict[str, tf.Tensor]:
-        """Both cycles' terms at the current weights (no update between them)."""
+        """Both cycles' terms at the current weights, with no update between them."""
         terms = self.forward_terms(batch, step, training, {})
         terms.update(self.reverse_terms(batch, step, training, terms))
         return terms
@@ -307,13 +314,16 @@ def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) ->
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """The chosen networks fit the family's images (ValueError naming the flag; before any data
-    is read). A stack of at least 2, which pairs need, is the batch part's own check."""
+    """The chosen networks fit the family's images. A ValueError names the flag before any data is
+    read.
+
+    A stack of at least 2, which pairs need, is the batch part's own check.
+    """
     check_image_shape(config, tuple(data.get_family(config.data.family).image_shape(config)))
 
 
 def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
-    """The posterior and the decoder, built in a fixed order (one seed, one set of weights)."""
+    """The posterior and the decoder, built in a fixed order: one seed, one set of weights."""
     check_image_shape(config, image_shape)
     method = config.method
     encoder, decoder = NETWORKS[method.networks][0]
@@ -325,8 +335,9 @@ def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) 
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> CcVaeModel:
-    """The networks and the two Adams (the authors': betas (0.9, 0.999), PyTorch's epsilon) at
-    the config's rate.
+    """The networks and the two Adams at the config's rate.
+
+    The Adams are the authors': betas 0.9 and 0.999, PyTorch's epsilon.
     """
     networks = build_networks(config, image_shape)
     trainer, method = config.trainer, config.method
@@ -351,7 +362,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> CcVaeM
 
 
 def variant(config: ExperimentConfig) -> str:
-    """The loss weights that differ from the authors' (the config's defaults), in words."""
+    """The loss weights that differ from the authors' defaults, in words."""
     method, authors = config.method, CcVaeConfig(name="cc_vae")
     changed = []
     if method.reverse_cycle_weight == 0:
@@ -366,8 +377,9 @@ def variant(config: ExperimentConfig) -> str:
 
 
 def supervision(config: ExperimentConfig) -> str:
-    """What the groups tell the method: which images share the specified factor, named by the
-    data family (its ``set_shares``).
+    """What the groups tell the method: which images share the specified factor.
+
+    The data family names that factor in its ``set_shares``.
     """
     shared = data.get_family(config.data.family).set_shares
     return f"group membership: which images share the specified factor ({shared}), from the sets"

@@ -104,15 +104,17 @@ def sample_gumbel(shape, seed: tf.Tensor) -> tf.Tensor:
 def gumbel_softmax(
     prior_logits: tf.Tensor, gumbel: tf.Tensor, temperature: float = GUMBEL_TEMPERATURE
 ) -> tf.Tensor:
-    """The code c [B, K] = softmax((log p + g) / temperature), p = softmax(prior_logits [K])."""
+    """The code c [B, K] = softmax((log p + g) / temperature), where p = softmax(prior_logits [K])."""
     log_prior = tf.nn.log_softmax(tf.cast(prior_logits, tf.float32))
     return tf.nn.softmax((log_prior[None, :] + gumbel) / temperature, axis=-1)
 
 
 def nt_xent(features: tf.Tensor, augmented: tf.Tensor, temperature: float = NTXENT_TEMPERATURE) -> tf.Tensor:
-    """NT-Xent of B positive pairs (features [B, D], augmented [B, D]): the mean over the 2B
-    views of -log(exp(s_ii' / t) / sum_{k != i} exp(s_ik / t)), s the cosine similarity and k
-    running over the other 2B - 1 views."""
+    """NT-Xent of B positive pairs: ``features`` [B, D] and ``augmented`` [B, D].
+
+    The mean over the 2B views of -log(exp(s_ii' / t) / sum_{k != i} exp(s_ik / t)). s is the
+    cosine similarity; k runs over the other 2B - 1 views.
+    """
     views = tf.math.l2_normalize(tf.concat([features, augmented], axis=0), axis=1)
     n = tf.shape(views)[0]
     batch = n // 2
@@ -123,7 +125,7 @@ def nt_xent(features: tf.Tensor, augmented: tf.Tensor, temperature: float = NTXE
 
 
 def bce(logits: tf.Tensor, target: float) -> tf.Tensor:
-    """Mean binary cross-entropy of real/fake logits against ``target`` (1 real, 0 fake)."""
+    """Mean binary cross-entropy of real/fake logits against ``target``: 1 real, 0 fake."""
     logits = tf.cast(logits, tf.float32)
     return tf.reduce_mean(
         tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.fill(tf.shape(logits), target), logits=logits)
@@ -220,8 +222,11 @@ class ElasticInfoGANModel(MethodModel):
         ]
 
     def _discriminator_terms(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
-        """Real images against G's, on the trunk and D's head; the step's draws, and the trunk's
-        features of x and (a pass of its own, before the update) T(x) for NT-Xent (module docstring)."""
+        """Real images against G's, on the trunk and D's head.
+
+        Returns the step's draws and the trunk's features of x and T(x) for NT-Xent. T(x) gets a
+        pass of its own, before the update; see the module docstring.
+        """
         del earlier
         real = to_float_images(batch["images"])
         size = tf.shape(real)[0]
@@ -246,8 +251,10 @@ class ElasticInfoGANModel(MethodModel):
         return {"d_loss": d_loss, **drawn}
 
     def _generator_terms(self, batch, step, training, earlier) -> dict[str, tf.Tensor]:
-        """G, Q's head and pi: fool D, make the code recoverable, and (NT-Xent) match Q's
-        features of x and T(x)."""
+        """G, Q's head and pi: fool D and make the code recoverable.
+
+        With NT-Xent, also match Q's features of x and T(x).
+        """
         del batch, step
         code = gumbel_softmax(self.prior_logits, earlier["gumbel"])
         features = self.trunk(self.generate(earlier["z"], code, training=training), training=training)
@@ -277,8 +284,9 @@ class ElasticInfoGANModel(MethodModel):
         }
 
     def code_grid(self, z: np.ndarray) -> np.ndarray:
-        """uint8 [K H, n W, 1]: row k shows code k (one-hot) with each of the n noise vectors
-        z [n, noise_dim].
+        """uint8 [K H, n W, 1]: row k shows the one-hot code k with each of the n noise vectors.
+
+        The noise is z [n, noise_dim].
         """
         z = tf.convert_to_tensor(z, tf.float32)
         n = tf.shape(z)[0]
@@ -293,7 +301,7 @@ class ElasticInfoGANModel(MethodModel):
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """Elastic-InfoGAN's settings (ValueError naming the flag), before any data or network."""
+    """Elastic-InfoGAN's settings, before any data or network. A ValueError names the flag."""
     if config.method.prior not in PRIORS:
         raise ValueError(f"--method.prior must be one of {', '.join(PRIORS)}, got {config.method.prior!r}.")
     weight = config.method.contrastive_weight
@@ -307,8 +315,10 @@ def check_config(config: ExperimentConfig) -> None:
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> ElasticInfoGANModel:
-    """G, the trunk, D's head and Q's two layers, in that order (one seed, one set of initial
-    weights), compiled with the G step's Adam."""
+    """G, the trunk, D's head and Q's two layers, compiled with the G step's Adam.
+
+    They are built in that order, so one seed gives one set of initial weights.
+    """
     if tuple(image_shape) != infogan_networks.IMAGE_SHAPE:
         raise ValueError(
             f"--method=elastic_infogan has InfoGAN's MNIST networks (28x28x1 images); data "
@@ -353,7 +363,7 @@ def supervision(config: ExperimentConfig) -> str:
 
 
 def variant(config: ExperimentConfig) -> str:
-    """The paper's baselines by name (module docstring); "" for Elastic-InfoGAN itself."""
+    """The paper's baselines by name, as in the module docstring; "" for Elastic-InfoGAN itself."""
     learned, contrastive = config.method.prior == "learned", config.method.contrastive_weight > 0
     if learned and contrastive:
         return ""

@@ -1,6 +1,9 @@
-"""Elastic-InfoGAN's training monitor (abc_tf.methods.elastic_infogan.model, module docstring): the
-learned prior against the training images' class proportions, the generated images' diversity,
-failure warnings (a collapsed prior, mode collapse) and a sample grid per categorical code.
+"""Elastic-InfoGAN's training monitor; see the module docstring of
+abc_tf.methods.elastic_infogan.model.
+
+It logs the learned prior against the training images' class proportions and the generated
+images' diversity. It warns of a collapsed prior or mode collapse, and draws a sample grid per
+categorical code.
 """
 
 from __future__ import annotations
@@ -29,13 +32,16 @@ GRID_COLUMNS = 10  # noise draws per code in the sample grid
 
 def diversity(generated: np.ndarray, real: np.ndarray) -> float:
     """Mean per-pixel standard deviation of the generated images over the batch, relative to the
-    real images': near 0 when G makes one image whatever z and c (mode collapse)."""
+    real images'.
+
+    It is near 0 when G makes one image whatever z and c: mode collapse.
+    """
     real_spread = float(np.mean(np.std(np.asarray(real, np.float64), axis=0)))
     return float(np.mean(np.std(np.asarray(generated, np.float64), axis=0))) / max(real_spread, 1e-12)
 
 
 def failures(prior: np.ndarray, generated_diversity: float) -> list[str]:
-    """What looks broken (module docstring): a collapsed prior, mode collapse; [] when nothing."""
+    """What looks broken: a collapsed prior, or mode collapse. [] when nothing is."""
     found = []
     if float(np.max(prior)) > PRIOR_COLLAPSE:
         found.append(
@@ -51,11 +57,13 @@ def failures(prior: np.ndarray, generated_diversity: float) -> list[str]:
 
 
 class InfoGANMonitor(TrainingMonitor):
-    """The prior, diversity and failure checks and the per-code sample grid every ``log_every``
-    steps and at the end (added to the logs the trainer writes, and to TensorBoard under
-    ``log_dir``); prior.json, class_split.json and training_warnings.json in the run directory
-    (module docstring). The true proportions and the class split are the data family's, where
-    it declares them."""
+    """The prior, the diversity, the failure checks and the per-code sample grid.
+
+    It writes every ``log_every`` steps and at the end, to the trainer's logs and to TensorBoard
+    under ``log_dir``. prior.json, class_split.json and training_warnings.json go to the run
+    directory. The true proportions and the class split come from the data family, where it
+    declares them.
+    """
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
         super().__init__(log_dir, config.trainer.steps)

@@ -1,24 +1,19 @@
-"""InfoGAN's MNIST networks, as Elastic-InfoGAN uses them (docs/PAPERS.md section P3; InfoGAN's
-architecture, the supplement's L176-181 and the authors' code).
+"""InfoGAN's MNIST networks, as Elastic-InfoGAN uses them (docs/PAPERS.md section P3).
+
+The architecture is InfoGAN's, from the supplement's L176-181 and the authors' code.
 
 - ``infogan_generator`` G: [z (62), c (10)] -> FC 1024 BN ReLU -> FC 128*7*7 BN ReLU -> 4x4
-  stride-2 transposed convolution 64 BN ReLU -> 4x4 stride-2 transposed convolution 1, tanh.
-  The tanh output in [-1, 1] is mapped to [0, 1] as the last layer, so a generated image is
-  in the same range as every real image of the code base (``abc_tf.methods.base.to_float_images``).
-- ``infogan_trunk``: the part D and Q share. Images in [0, 1] are mapped to [-1, 1] first (the
-  range InfoGAN's discriminator sees real and generated images in), then 4x4 stride-2 conv 64
-  LReLU 0.2 -> 4x4 stride-2 conv 128 BN LReLU -> FC 1024 BN LReLU.
-- ``infogan_d_head``: FC 1, the real/fake logit (the sigmoid is in the loss, from logits).
-- ``infogan_q_features``: Q's penultimate layer, FC 128 BN LReLU (the features NT-Xent compares,
-  after the leaky ReLU as the supplement's section 4.4 says), and ``infogan_q_logits``: FC 10,
-  the logits of the categorical code.
+  stride-2 transposed conv 64 BN ReLU -> 4x4 stride-2 transposed conv 1, tanh, mapped to [0, 1].
+- ``infogan_trunk``, shared by D and Q: images mapped to [-1, 1], InfoGAN's range -> 4x4 stride-2
+  conv 64 LReLU 0.2 -> 4x4 stride-2 conv 128 BN LReLU -> FC 1024 BN LReLU.
+- ``infogan_d_head``: FC 1, the real/fake logit. The sigmoid is in the loss.
+- ``infogan_q_features``: FC 128 BN LReLU. NT-Xent compares its output after the leaky ReLU
+  (supplement section 4.4).
+- ``infogan_q_logits``: FC 10, the logits of the categorical code.
 
-Every kernel starts from N(0, 0.02) and every bias from zero, as in the authors' code
-(``INIT_STDDEV``).
-
-Outputs are float32 under mixed precision. The batch normalisations are ``synchronized``: under a
-tf.distribute strategy they normalise over the global batch, as one device does (on one device
-the same statistics, sum of x and of x^2, over the one batch).
+Kernels start from N(0, 0.02) and biases from zero, as in the authors' code (``INIT_STDDEV``).
+Outputs are float32 under mixed precision. The batch normalisations are ``synchronized``, so they
+normalise over the global batch.
 """
 
 from __future__ import annotations
@@ -39,8 +34,11 @@ INIT_STDDEV = 0.02
 
 
 def _weights() -> keras.initializers.Initializer:
-    """A new N(0, INIT_STDDEV) kernel initializer for each layer (an unseeded Keras initializer
-    takes its seed when made, so one shared instance would give every layer the same values)."""
+    """A new N(0, INIT_STDDEV) kernel initializer for each layer.
+
+    An unseeded Keras initializer takes its seed when made. One shared instance would give every
+    layer the same values.
+    """
     return keras.initializers.RandomNormal(0.0, INIT_STDDEV)
 
 
@@ -106,7 +104,7 @@ def infogan_trunk(input_shape: tuple[int, int, int] = IMAGE_SHAPE) -> keras.Mode
 
 @register("infogan_d_head")
 def infogan_d_head() -> keras.Model:
-    """D's own layer: trunk features [B, 1024] -> the real/fake logit [B, 1] (float32)."""
+    """D's own layer: trunk features [B, 1024] -> the real/fake logit [B, 1], float32."""
     inputs = keras.Input(shape=(TRUNK_UNITS,), name="features")
     logit = keras.layers.Dense(1, kernel_initializer=_weights(), name="logit", dtype="float32")(inputs)
     return keras.Model(inputs, logit, name="d_head")
@@ -114,7 +112,7 @@ def infogan_d_head() -> keras.Model:
 
 @register("infogan_q_features")
 def infogan_q_features() -> keras.Model:
-    """Q's penultimate layer: trunk features [B, 1024] -> [B, 128] (float32, after the leaky ReLU)."""
+    """Q's penultimate layer: trunk features [B, 1024] -> [B, 128], float32, after the leaky ReLU."""
     inputs = keras.Input(shape=(TRUNK_UNITS,), name="features")
     x = keras.layers.Dense(Q_UNITS, use_bias=False, kernel_initializer=_weights(), name="fc")(inputs)
     x = keras.layers.BatchNormalization(synchronized=True, name="bn")(x)
@@ -124,7 +122,7 @@ def infogan_q_features() -> keras.Model:
 
 @register("infogan_q_logits")
 def infogan_q_logits(num_categories: int = NUM_CATEGORIES) -> keras.Model:
-    """Q's last layer: its features [B, 128] -> code logits [B, num_categories] (float32)."""
+    """Q's last layer: its features [B, 128] -> code logits [B, num_categories], float32."""
     inputs = keras.Input(shape=(Q_UNITS,), name="q_features")
     logits = keras.layers.Dense(
         num_categories, kernel_initializer=_weights(), name="logits", dtype="float32"
@@ -133,7 +131,9 @@ def infogan_q_logits(num_categories: int = NUM_CATEGORIES) -> keras.Model:
 
 
 def chain(first: keras.Model, second: keras.Model, name: str) -> keras.Model:
-    """``second(first(x))`` as one model sharing both networks' weights (e.g. the encoder:
-    images -> trunk -> Q's features)."""
+    """``second(first(x))`` as one model sharing both networks' weights.
+
+    E.g. the encoder: images -> trunk -> Q's features.
+    """
     inputs = keras.Input(shape=first.input_shape[1:], name="images")
     return keras.Model(inputs, second(first(inputs)), name=name)

@@ -1,32 +1,15 @@
-"""The networks of LORD (Gabbay and Hoshen, ICLR 2020; docs/PAPERS.md section P5), sized as the authors'
-TensorFlow/Keras code (github.com/avivga/lord at d817d59, model/network.py, "network.py" below;
-written anew here in Keras 3). Widths for ``base_channels`` b = 64, the authors':
+"""The networks of LORD: Gabbay and Hoshen, ICLR 2020 (docs/PAPERS.md section P5).
 
-- ``lord_generator``: [content code [B, d_c], class code [B, d_y]] -> images [B, H, W, C] in
-  [0, 1]. The class code is modulated into AdaIN parameters: per AdaIN layer one linear layer of
-  2 x adain_dim units, read as adain_dim (offset, scale) pairs (network.py L223-236: their
-  reshape to [n, adain_dim, 2], offset at index 0, scale at 1, L379-380). The content code goes
-  through three linear layers of h w adain_dim / 8, h w adain_dim / 4 and h w adain_dim units,
-  each with a leaky ReLU (h = H / 2^n, w = W / 2^n), reshaped to [h, w, adain_dim] (L243-255);
-  then n times: nearest upsampling x2 (:class:`NearestUpsample`), a 3 x 3 convolution of adain_dim channels, a
-  leaky ReLU and AdaIN with that layer's parameters (L257-262); then a 5 x 5 convolution of b channels (the
-  authors' 64) with a leaky ReLU, and a 7 x 7 convolution of C channels with a sigmoid (L264-268).
-  The authors keep the modulation as a model of its own (``class_modulation``); it trains with
-  the generator in both stages, so it is part of the generator here.
-- ``lord_encoder``: images [B, H, W, C] -> a code [B, d]: convolutions 7 x 7 stride 1 of b
-  channels, then 4 x 4 stride 2 of 2b, 4b, 4b, 4b channels (same padding), each with a leaky
-  ReLU; flattened; two linear layers of 4b units with leaky ReLUs; a linear layer of d units
-  (network.py L300-366: the content and class encoders are the same network).
-- ``lord_vgg_features``: images [B, H, W, 3] in [0, 1] -> the five VGG16 feature maps of the
-  authors' perceptual loss: Keras' VGG16 without top, layers [2, 5, 8, 13, 18] (lord config.py
-  L12), i.e. block1_conv2, block2_conv2, block3_conv2, block4_conv3, block5_pool, on images
-  scaled to 0-255 and put through VGG16's ``preprocess_input`` (network.py L277-298, L400-407).
+They are sized as the authors' TensorFlow/Keras code and written anew in Keras 3.
+Source: github.com/avivga/lord at d817d59, model/network.py ("network.py" below).
+Widths are for ``base_channels`` b = 64, the authors' value. Each function's docstring gives its
+layers.
 
-AdaIN (network.py L369-389): each image's channels standardised over the spatial axes by their
-mean and biased variance, (x - mean) / (sqrt(var) + 1e-7), then x scale + offset; computed in
-float32 (1e-7 is below float16's resolution). Leaky ReLUs have Keras' default slope 0.3 (the
-authors' ``LeakyReLU()``); kernels and biases Keras' defaults (Glorot uniform, zeros), as theirs.
-Every network returns float32.
+AdaIN (network.py L369-389) standardises each image's channels over the spatial axes: (x - mean)
+/ (sqrt(var) + 1e-7), with the biased variance. Then it computes x scale + offset. It runs in
+float32, since 1e-7 is below float16's resolution.
+Leaky ReLUs have Keras' default slope 0.3, as the authors' ``LeakyReLU()``. Kernels and biases
+have Keras' defaults, Glorot uniform and zeros, as theirs. Every network returns float32.
 """
 
 from __future__ import annotations
@@ -51,7 +34,10 @@ VGG_LAYER_INDICES = (2, 5, 8, 13, 18)  # lord config.py L12
 @keras.saving.register_keras_serializable(package="abc_tf")
 class AdaptiveInstanceNorm(keras.layers.Layer):
     """[features [B, H, W, C], parameters [B, 2C]] -> features standardised per image and channel,
-    times the scale plus the offset; the parameters are C (offset, scale) pairs, interleaved."""
+    times the scale plus the offset.
+
+    The parameters are C interleaved (offset, scale) pairs.
+    """
 
     def call(self, inputs):
         features, parameters = inputs
@@ -67,9 +53,11 @@ class AdaptiveInstanceNorm(keras.layers.Layer):
 
 @keras.saving.register_keras_serializable(package="abc_tf")
 class NearestUpsample(keras.layers.Layer):
-    """x2 nearest-neighbour upsampling, the same values as ``keras.layers.UpSampling2D(2)``, made of
-    concatenations and static reshapes: UpSampling2D's repeat has a gradient that XLA cannot
-    compile inside a ``tf.cond`` (LORD's stage switch)."""
+    """x2 nearest-neighbour upsampling, the same values as ``keras.layers.UpSampling2D(2)``.
+
+    It is made of concatenations and static reshapes. UpSampling2D's repeat has a gradient that
+    XLA cannot compile inside a ``tf.cond``, and LORD's stage switch is one.
+    """
 
     def call(self, x):
         height, width, channels = x.shape[1:]
@@ -105,7 +93,22 @@ def lord_generator(
     output_shape: tuple[int, int, int] = (64, 64, 3),
     model_name: str = "generator",
 ) -> keras.Model:
-    """[content code, class code] -> images in [0, 1] (module docstring)."""
+    """[content code [B, d_c], class code [B, d_y]] -> images [B, H, W, C] in [0, 1].
+
+    - Modulation: per AdaIN layer, one linear layer of 2 x adain_dim units, read as adain_dim
+      (offset, scale) pairs. Source: network.py L223-236; their reshape to [n, adain_dim, 2] puts
+      the offset at index 0 and the scale at 1 (L379-380).
+    - Content: three linear layers of h w adain_dim / 8, h w adain_dim / 4 and h w adain_dim
+      units, each with a leaky ReLU, reshaped to [h, w, adain_dim] (L243-255). Here h = H / 2^n
+      and w = W / 2^n.
+    - n times: x2 nearest upsampling (:class:`NearestUpsample`), a 3 x 3 convolution of adain_dim
+      channels, a leaky ReLU, and AdaIN with that layer's parameters (L257-262).
+    - Output: a 5 x 5 convolution of b channels with a leaky ReLU, then a 7 x 7 convolution of C
+      channels with a sigmoid (L264-268).
+
+    The authors keep the modulation as a model of its own (``class_modulation``). It trains with
+    the generator in both stages, so here it is part of the generator.
+    """
     check_image_shape(output_shape, n_adain_layers)
     height, width = output_shape[0] // 2**n_adain_layers, output_shape[1] // 2**n_adain_layers
     content = keras.Input(shape=(content_dim,), name="content_code")
@@ -138,7 +141,13 @@ def lord_encoder(
     input_shape: tuple[int, int, int] = (64, 64, 3),
     model_name: str = "encoder",
 ) -> keras.Model:
-    """Images -> a code of ``code_dim`` (module docstring); float32 out."""
+    """Images [B, H, W, C] -> a code [B, code_dim], float32.
+
+    A 7 x 7 stride-1 convolution of b channels, then 4 x 4 stride-2 convolutions of 2b, 4b, 4b
+    and 4b channels. All use same padding and a leaky ReLU. Then a flatten, two linear layers of
+    4b units with leaky ReLUs, and a linear layer of d units.
+    Source: network.py L300-366. The content and class encoders are the same network.
+    """
     images = keras.Input(shape=tuple(input_shape), name="images")
     b = base_channels
     x = images
@@ -158,8 +167,16 @@ def lord_encoder(
 
 @register("lord_vgg_features")
 def lord_vgg_features(weights: str, input_shape: tuple[int, int, int] = (64, 64, 3)) -> keras.Model:
-    """Images in [0, 1] ([B, H, W, 1 or 3]) -> the five feature maps of :data:`VGG_LAYERS` (float32),
-    VGG16 with the ImageNet weights of the Keras no-top weights file ``weights`` (not trained)."""
+    """Images [B, H, W, 1 or 3] in [0, 1] -> the five VGG16 feature maps of the authors' perceptual
+    loss, float32.
+
+    The layers are :data:`VGG_LAYERS`: Keras' VGG16 without top, layers [2, 5, 8, 13, 18] (lord
+    config.py L12). That is block1_conv2, block2_conv2, block3_conv2, block4_conv3 and
+    block5_pool. Images are scaled to 0-255 and put through VGG16's ``preprocess_input``
+    (network.py L277-298, L400-407).
+    VGG16 has the ImageNet weights of the Keras no-top weights file ``weights`` and is not
+    trained.
+    """
     vgg = keras.applications.VGG16(
         include_top=False, weights=weights, input_shape=(input_shape[0], input_shape[1], 3)
     )

@@ -72,17 +72,23 @@ LOG_NAMES = ("loss", "reconstruction", "kl_style", "kl_content")
 
 
 def group_posterior(mean: tf.Tensor, log_variance: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """The normalised product of the N Gaussians of each group: mean, log variance [P, N, d] ->
-    ([P, d], [P, d]). Precision = sum_i exp(-log_variance_i), computed as a logsumexp; mean =
-    sum_i softmax_i(-log_variance) mean_i (the precision-weighted mean)."""
+    """The normalised product of the N Gaussians of each group.
+
+    mean, log variance [P, N, d] -> [P, d], [P, d]. Precision = sum_i exp(-log_variance_i),
+    computed as a logsumexp. The mean is precision-weighted: sum_i softmax_i(-log_variance)
+    mean_i.
+    """
     log_precision = tf.reduce_logsumexp(-log_variance, axis=1)
     weights = tf.nn.softmax(-log_variance, axis=1)
     return tf.reduce_sum(weights * mean, axis=1), -log_precision
 
 
 def pixel_log_likelihood(images: tf.Tensor, decoded, likelihood: str) -> tf.Tensor:
-    """log p(x | s, c) [B] of images [B, H, W, C] in [0, 1], summed over pixels. ``decoded``:
-    the decoder's [mean, log_variance] (gaussian) or its logits (bernoulli)."""
+    """log p(x | s, c) [B] of images [B, H, W, C] in [0, 1], summed over pixels.
+
+    ``decoded``: the decoder's [mean, log_variance] for "gaussian", or its logits for
+    "bernoulli".
+    """
     x = tf.cast(images, tf.float32)
     if likelihood == "bernoulli":
         return bernoulli_log_likelihood(x, tf.cast(decoded, tf.float32))
@@ -99,16 +105,19 @@ def elbo_terms(
     noise: dict[str, tf.Tensor],
     sample_std: float = 1.0,
 ) -> dict[str, tf.Tensor]:
-    """One pass of inference and generation for float images ``sets`` [P, N, H, W, C] (a group
-    per set).
+    """One pass of inference and generation for float images ``sets`` [P, N, H, W, C], a group per
+    set.
 
-    noise: standard normal draws {"style": [P, N, d_s], "content": [P, K, d_c]}, K = 1 (one
-      content draw per group) or N (one per image), of z = mean + exp(log_variance / 2) noise
-      (the content's noise times ``sample_std``).
-    Returns float32 tensors: per image [P, N] "reconstruction" (-log p(x | s, c)) and
-    "kl_style"; per group [P] "kl_content"; the codes "style_mean", "style_log_variance",
-    "content_mean", "content_log_variance" [P, N, d] of each image, "group_mean",
-    "group_log_variance" [P, d_c], and the draws "style" [P, N, d_s], "content" [P, N, d_c].
+    noise: standard normal draws {"style": [P, N, d_s], "content": [P, K, d_c]}. K is 1 for one
+    content draw per group, or N for one per image. z = mean + exp(log_variance / 2) noise; the
+    content's noise is scaled by ``sample_std``.
+    Returns float32 tensors:
+      - per image [P, N]: "reconstruction", i.e. -log p(x | s, c), and "kl_style";
+      - per group [P]: "kl_content";
+      - per image [P, N, d]: "style_mean", "style_log_variance", "content_mean",
+        "content_log_variance";
+      - per group [P, d_c]: "group_mean", "group_log_variance";
+      - the draws "style" [P, N, d_s] and "content" [P, N, d_c].
     """
     shape = tf.shape(sets)
     groups, size = shape[0], shape[1]
@@ -138,9 +147,12 @@ def elbo_terms(
 def draw_noise(
     seed: tf.Tensor, groups, size, style_dim: int, content_dim: int, per_image: bool
 ) -> dict[str, tf.Tensor]:
-    """Standard normal draws of :func:`elbo_terms` for ``groups`` groups of ``size`` from a
-    stateless seed [2]: "style" [groups, size, d_s], "content" [groups, size or 1, d_c]. Under a
-    distribution strategy, this replica's rows of the global batch's draws (``draw_rows``)."""
+    """The standard normal draws of :func:`elbo_terms` for ``groups`` groups of ``size``.
+
+    From a stateless seed [2]: "style" [groups, size, d_s], "content" [groups, size or 1, d_c].
+    Under a distribution strategy, this replica's rows of the global batch's draws
+    (``draw_rows``).
+    """
     style_seed, content_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
     per_group = size if per_image else 1
 
@@ -159,16 +171,17 @@ def draw_noise(
 
 
 class MlVaeModel(MethodModel):
-    """ML-VAE on batches {"set_a": [P, N, H, W, C], ...} (``set_b`` ignored).
+    """ML-VAE on batches {"set_a": [P, N, H, W, C], ...}. ``set_b`` is ignored.
 
     Args:
       posterior: images -> [style mean, style log variance, content mean, content log variance].
-      decoder: [style, content] -> the pixel distribution's parameters (``likelihood``).
+      decoder: [style, content] -> the parameters of the ``likelihood``.
       likelihood: "gaussian" or "bernoulli".
-      content_per_image: one content draw per image (the authors' code) instead of per group.
+      content_per_image: one content draw per image, as the authors' code does, instead of per
+      group.
       kl_weight: weight of both KL terms.
       sample_std: standard deviation of the content draw's noise.
-      seed: of the reparameterisation noise (with the step: stateless).
+      seed: of the reparameterisation noise; stateless with the step.
     """
 
     def __init__(
@@ -204,15 +217,19 @@ class MlVaeModel(MethodModel):
         }
 
     def noise_at(self, step, groups, size) -> dict[str, tf.Tensor]:
-        """The reparameterisation noise of the step ``step`` (:func:`draw_noise` from (seed, step))."""
+        """The reparameterisation noise of step ``step``: :func:`draw_noise` from the seed and the
+        step.
+        """
         seed = self.step_seed(step)
         return draw_noise(seed, groups, size, self.style_dim, self.content_dim, self.content_per_image)
 
     def compute_terms(
         self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
     ) -> dict[str, tf.Tensor]:
-        """The negative ELBO per image of set A's groups (module docstring). The networks have no
-        layer that acts differently in training."""
+        """The negative ELBO per image of set A's groups, as the module docstring defines it.
+
+        No layer of the networks acts differently in training.
+        """
         del training
         sets = to_float_images(batch["set_a"])
         shape = tf.shape(sets)
@@ -236,8 +253,10 @@ class MlVaeModel(MethodModel):
 
 
 def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
-    """ValueError naming --method.networks when the chosen networks cannot take ``image_shape``
-    (the MNIST MLPs take any size; conv64 takes 64 x 64)."""
+    """ValueError naming --method.networks when the chosen networks cannot take ``image_shape``.
+
+    The MNIST MLPs take any size; conv64 takes 64 x 64.
+    """
     if config.method.networks == "conv64" and tuple(image_shape[:2]) != (vae64_networks.IMAGE_SIZE,) * 2:
         raise ValueError(
             f"--method.networks=conv64 takes 64 x 64 images; data {config.data.family!r} gives "
@@ -247,12 +266,12 @@ def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) ->
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """The chosen networks fit the data family's images (before any data is read)."""
+    """The chosen networks fit the data family's images. Checked before any data is read."""
     check_image_shape(config, tuple(data.get_family(config.data.family).image_shape(config)))
 
 
 def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
-    """The posterior and the decoder, built in a fixed order (one seed, one set of weights)."""
+    """The posterior and the decoder, built in a fixed order: one seed, one set of weights."""
     check_image_shape(config, image_shape)
     method = config.method
     if method.networks == "conv64":
@@ -272,7 +291,10 @@ def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) 
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> MlVaeModel:
-    """The networks and Adam (the authors': betas (0.9, 0.999), PyTorch's epsilon) at the config's rate."""
+    """The networks and Adam at the config's rate.
+
+    The Adam is the authors': betas 0.9 and 0.999, PyTorch's epsilon.
+    """
     networks = build_networks(config, image_shape)
     model = MlVaeModel(
         networks["posterior"],
@@ -291,7 +313,7 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> MlVaeM
 
 
 def variant(config: ExperimentConfig) -> str:
-    """The settings that differ from the preset's (authors') choices, in words."""
+    """The settings that differ from the preset's choices, which are the authors', in words."""
     method = config.method
     changed = []
     if method.likelihood == "bernoulli":
@@ -306,8 +328,9 @@ def variant(config: ExperimentConfig) -> str:
 
 
 def supervision(config: ExperimentConfig) -> str:
-    """What the groups tell the method: which images share the content, named by the data
-    family (its ``set_shares``).
+    """What the groups tell the method: which images share the content.
+
+    The data family names it in its ``set_shares``.
     """
     return (
         "group membership: which images share the content "

@@ -87,7 +87,9 @@ LOSS_NAMES = ("rec_loss", "spar_loss", "dis_loss", "cons_loss", "reg_loss")
 
 
 def loss_weights(step, total_steps: int, warmup: float) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """(b1, b2, b3) float32 at optimizer step ``step`` (int or integer tensor) of ``total_steps``."""
+    """b1, b2 and b3, float32, at optimizer step ``step`` of ``total_steps``. ``step`` may be a
+    tensor.
+    """
     t = tf.cast(step, tf.float32) / float(max(int(total_steps), 1))
     active = tf.cast(t > warmup, tf.float32)
     ramp1 = tf.minimum(tf.exp(RAMP_RATE * (t - DISTANCE_CENTRE)), 1.0)
@@ -106,8 +108,11 @@ def sparsity_loss(codes: tf.Tensor) -> tf.Tensor:
 
 
 def pair_distances(codes1: tf.Tensor, codes2: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """codes [B, k, d] of x1 and x2 -> (D [B, k] squared distances per subspace, the one-hot
-    [B, k] of the subspace whose D, divided by its mean distance in the batch, is largest)."""
+    """codes [B, k, d] of x1 and x2 -> D [B, k] and the one-hot [B, k] of the changed subspace.
+
+    D holds the squared distances per subspace. The changed subspace is the one whose D, divided
+    by its mean distance in the batch, is largest.
+    """
     squared = tf.reduce_sum(tf.square(codes1 - codes2), axis=-1)
     every = tf.stop_gradient(tf.transpose(tf.concat([codes1, codes2], axis=0), [1, 0, 2]))  # [k, 2B, d]
     norms = tf.reduce_sum(tf.square(every), axis=-1)
@@ -133,7 +138,9 @@ def usage_loss(squared: tf.Tensor) -> tf.Tensor:
 
 
 def mix_codes(codes1: tf.Tensor, codes2: tf.Tensor, mixes: tf.Tensor) -> tf.Tensor:
-    """The mixed codes [M, k, d]: for mix m = i * B + b, subspace i from x1_b, the others from x2_b."""
+    """The mixed codes [M, k, d]. Mix m = i * B + b takes subspace i from x1_b and the others from
+    x2_b.
+    """
     batch, k = tf.shape(codes1)[0], tf.shape(codes1)[1]
     pair, subspace = mixes % batch, mixes // batch
     take_first = tf.one_hot(subspace, k, dtype=codes1.dtype)[:, :, None]
@@ -141,12 +148,14 @@ def mix_codes(codes1: tf.Tensor, codes2: tf.Tensor, mixes: tf.Tensor) -> tf.Tens
 
 
 def consistency_loss(mixed: tf.Tensor, recode) -> tf.Tensor:
-    """mixed codes [M, k, d]; ``recode``: z [M, d] -> codes of the decoded images [M, k, d]."""
+    """Of mixed codes [M, k, d]. ``recode`` maps z [M, d] to the codes of the decoded images [M, k,
+    d].
+    """
     return tf.reduce_mean(tf.square(tf.cast(recode(tf.reduce_sum(mixed, axis=1)), tf.float32) - mixed))
 
 
 def draw_mixes(batch: tf.Tensor, k: int, seed: tf.Tensor) -> tf.Tensor:
-    """2B distinct mix indices in [0, k B), uniformly, from a stateless seed (int32 [M])."""
+    """2B distinct mix indices in [0, k B), int32 [M], drawn uniformly from a stateless seed."""
     count = tf.minimum(2 * batch, k * batch)
     keys = tf.random.stateless_uniform(tf.reshape(k * batch, [1]), seed=seed)
     return tf.argsort(keys)[:count]
@@ -158,8 +167,8 @@ def draw_mixes(batch: tf.Tensor, k: int, seed: tf.Tensor) -> tf.Tensor:
 class SubspaceUsage(keras.metrics.Metric):
     """How often each subspace was the changed one (i*) since the last reset: counts [k].
 
-    Kept out of the model's ``metrics`` (Keras resets those every epoch and the trainer's
-    logger averages them as scalars): :class:`PMPMonitor` reads and resets it every log step.
+    It is kept out of the model's ``metrics``. Keras resets those every epoch and the trainer's
+    logger averages them as scalars. :class:`PMPMonitor` reads and resets it every log step.
     """
 
     def __init__(self, num_subspaces: int, name: str = "subspace_usage", **kwargs):
@@ -185,9 +194,10 @@ class PMPModel(MethodModel):
       features: f, images [B, H, W, C] in [0, 1] -> [B, d].
       projectors: [B, d] -> subspace codes [B, k, d].
       decoder: g, z [B, d] -> images [B, H, W, C].
-      total_steps: T of the schedule (the run's ``steps``); warmup: its reconstruction-only fraction.
+      total_steps: T of the schedule, the run's ``steps``.
+      warmup: the schedule's reconstruction-only fraction.
       weights: maximum weights {"dis", "spar", "cons", "reg"}.
-      seed: of the consistency loss's mixes (with the step: stateless, the same after a resume).
+      seed: of the consistency loss's mixes. Stateless with the step, so a resume draws the same.
     """
 
     def __init__(
@@ -219,7 +229,7 @@ class PMPModel(MethodModel):
         }
 
     def codes(self, images: tf.Tensor, training: bool = False) -> tf.Tensor:
-        """Subspace codes [B, k, d] (float32) of float images."""
+        """Subspace codes [B, k, d], float32, of float images."""
         return tf.cast(
             self.projectors(self.features(images, training=training), training=training), tf.float32
         )
@@ -297,8 +307,10 @@ class PMPModel(MethodModel):
         ]
 
     def swap_grid(self, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
-        """uint8 image [n H, (k + 4) W, C]: per pair a row x1 | g(z1) | k swaps | g(z2) | x2, swap i
-        decoding x1's code with subspace i taken from x2."""
+        """uint8 image [n H, (k + 4) W, C]: per pair a row x1 | g(z1) | k swaps | g(z2) | x2.
+
+        Swap i decodes x1's code with subspace i taken from x2.
+        """
         x1, x2 = to_float_images(tf.convert_to_tensor(x1)), to_float_images(tf.convert_to_tensor(x2))
         codes1, codes2 = self.codes(x1), self.codes(x2)
         k = self.num_subspaces
@@ -319,10 +331,13 @@ class PMPModel(MethodModel):
 
 
 class PMPMonitor(TrainingMonitor):
-    """Writes under ``log_dir``: the subspace-usage histogram of the training pairs every
-    ``log_every`` steps (and the fraction per subspace as scalars ``subspace_usage/<i>``), and
-    the reconstruction / swap grid (:meth:`PMPModel.swap_grid`) every ``eval_every`` steps
-    (0: only at the end) and at the last step, on pairs of the family's own stream."""
+    """Writes PMP's histograms and grids under ``log_dir``, on pairs of the family's own stream.
+
+    Every ``log_every`` steps: the subspace-usage histogram of the training pairs, and the
+    fraction per subspace as scalars ``subspace_usage/<i>``. Every ``eval_every`` steps and at
+    the last step: the grid of :meth:`PMPModel.swap_grid`. ``eval_every`` 0 means only at the
+    end.
+    """
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
         super().__init__(log_dir, config.trainer.steps)
@@ -364,7 +379,7 @@ WEIGHT_FIELDS = {
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """PMP's settings (ValueError naming the flag), before any data or network."""
+    """PMP's settings, before any data or network. A ValueError names the flag."""
     if config.method.num_subspaces < 2:
         raise ValueError(
             "--method.num_subspaces must be at least 2 (L_dis compares the changed subspace with the "
@@ -381,8 +396,10 @@ def check_config(config: ExperimentConfig) -> None:
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> PMPModel:
-    """f (``config.model.architecture``), the projectors and g, in that order (one seed, one set of initial
-    weights), compiled with the authors' Adam."""
+    """f (``config.model.architecture``), the projectors and g, compiled with the authors' Adam.
+
+    They are built in that order, so one seed gives one set of initial weights.
+    """
     features = build_encoder(config, image_shape)
     projectors = models.build(
         "pmp_projectors", embedding_dim=config.model.embedding_dim, num_subspaces=config.method.num_subspaces

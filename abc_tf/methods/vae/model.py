@@ -78,7 +78,10 @@ LOG_NAMES = ("loss", "reconstruction", "kl_appearance", "kl_perspective")
 
 def bernoulli_log_likelihood(images: tf.Tensor, probabilities: tf.Tensor) -> tf.Tensor:
     """log p(x | z) [B] of images [B, H, W, C] in [0, 1] under pixel probabilities of the same
-    shape: sum over pixels of x log p + (1 - x) log(1 - p), p clipped to [1e-6, 1 - 1e-6]."""
+    shape.
+
+    It sums x log p + (1 - x) log(1 - p) over pixels, with p clipped to [1e-6, 1 - 1e-6].
+    """
     p = tf.clip_by_value(tf.cast(probabilities, tf.float32), PROBABILITY_FLOOR, 1.0 - PROBABILITY_FLOOR)
     x = tf.cast(images, tf.float32)
     per_pixel = x * tf.math.log(p) + (1.0 - x) * tf.math.log(1.0 - p)
@@ -93,7 +96,7 @@ def gaussian_log_density(z: tf.Tensor, mean: tf.Tensor, variance: tf.Tensor) -> 
 
 
 def kl_weight(step, warmup_steps: float) -> tf.Tensor:
-    """w = min(step / warmup_steps, 1) (float32; 1 when warmup_steps is 0)."""
+    """w = min(step / warmup_steps, 1), float32; 1 when warmup_steps is 0."""
     if warmup_steps <= 0:
         return tf.constant(1.0, tf.float32)
     return tf.minimum(tf.cast(step, tf.float32) / float(warmup_steps), 1.0)
@@ -103,7 +106,7 @@ def kl_weight(step, warmup_steps: float) -> tf.Tensor:
 
 
 def latent_dims(structure: Structure, embedding_dim: int) -> tuple[int, int]:
-    """(d_A, d_P): without a perspective the one space is the "appearance" one."""
+    """d_A and d_P. Without a perspective the one space is the "appearance" one."""
     return (embedding_dim // 2, embedding_dim // 2) if structure.perspective else (embedding_dim, 0)
 
 
@@ -112,14 +115,14 @@ def infer(
 ) -> dict[str, tf.Tensor]:
     """One pass of inference and generation for float images [B, H, W, C].
 
-    networks: "appearance_posterior" (images -> [mean, variance]) and "appearance_decoder"
-      (z_A -> pixel probabilities); with a perspective also "perspective_posterior" and
-      "affine_decoder" (z_P -> theta [B, 6]).
-    noise: standard normal draws {"appearance": [B, d_A], "perspective": [B, d_P]} of the
-      reparameterisation z = mean + sqrt(variance) * noise.
-    Returns float32 tensors: mean/variance/z of "appearance" and (VITAE) "perspective" under
-    those prefixes ("appearance_mean", ...), "theta" and "aligned" (aligned appearance: x'), "template"
-    (dec_A(z_A)) and "probabilities" (x^, the pixel probabilities of the image).
+    networks: "appearance_posterior" maps images to [mean, variance]; "appearance_decoder" maps
+    z_A to pixel probabilities. With a perspective there are also "perspective_posterior" and
+    "affine_decoder", which maps z_P to theta [B, 6].
+    noise: standard normal draws {"appearance": [B, d_A], "perspective": [B, d_P]}. The
+    reparameterisation is z = mean + sqrt(variance) * noise.
+    Returns float32 tensors. Each space gives mean, variance and z under its prefix, e.g.
+    "appearance_mean". Then "theta", "aligned" (x', the aligned appearance) and "template", which
+    is dec_A(z_A). Last, "probabilities": x^, the pixel probabilities of the image.
     """
     out = {}
     appearance_input = images
@@ -146,7 +149,10 @@ def infer(
 
 
 def elbo_terms(images: tf.Tensor, inferred: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    """Per image [B]: "reconstruction" (-log p(x | z)), "kl_appearance", "kl_perspective" (0 for the VAE)."""
+    """Per image [B]: "reconstruction", i.e. -log p(x | z), "kl_appearance" and "kl_perspective".
+
+    The VAE's "kl_perspective" is 0.
+    """
     terms = {
         "reconstruction": -bernoulli_log_likelihood(images, inferred["probabilities"]),
         "kl_appearance": gaussian_kl(
@@ -163,8 +169,10 @@ def elbo_terms(images: tf.Tensor, inferred: dict[str, tf.Tensor]) -> dict[str, t
 
 
 def log_weights(images: tf.Tensor, inferred: dict[str, tf.Tensor]) -> tf.Tensor:
-    """log p(x, z_A, z_P) - log q(z_A, z_P | x) [B] at the sampled z (importance weights; for
-    c_vitae q = q_P(z_P | x) q_A(z_A | x'), x' made from that z_P)."""
+    """Importance weights log p(x, z_A, z_P) - log q(z_A, z_P | x) [B] at the sampled z.
+
+    For c_vitae, q = q_P(z_P | x) q_A(z_A | x'), with x' made from that z_P.
+    """
     total = bernoulli_log_likelihood(images, inferred["probabilities"])
     for space in ("appearance", "perspective"):
         if f"{space}_z" in inferred:
@@ -175,8 +183,11 @@ def log_weights(images: tf.Tensor, inferred: dict[str, tf.Tensor]) -> tf.Tensor:
 
 
 def draw_noise(batch, dims: tuple[int, int], seed: tf.Tensor) -> dict[str, tf.Tensor]:
-    """Standard normal draws [batch, d_A] and [batch, d_P] from a stateless seed [2]; under a
-    distribution strategy, this replica's rows of the global batch's draws (``draw_rows``)."""
+    """Standard normal draws [batch, d_A] and [batch, d_P] from a stateless seed [2].
+
+    Under a distribution strategy, this replica's rows of the global batch's draws
+    (``draw_rows``).
+    """
     seeds = tf.random.experimental.stateless_split(seed, 2)
 
     def normal(dim: int, seed: tf.Tensor):
@@ -189,9 +200,12 @@ def draw_noise(batch, dims: tuple[int, int], seed: tf.Tensor) -> dict[str, tf.Te
 
 
 def random_affine(images: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
-    """images [B, H, W, C] warped by a uniform rotation in +-20 degrees about the centre and a
-    uniform translation in +-10% of the width and height (the normalised grid spans 2); the
-    draws per image as for :func:`draw_noise`."""
+    """images [B, H, W, C] warped by a random rotation and translation.
+
+    The rotation is uniform in +-20 degrees about the centre. The translation is uniform in +-10%
+    of the width and height; the normalised grid spans 2. Per-image draws as in
+    :func:`draw_noise`.
+    """
     batch = tf.shape(images)[0]
     draws = draw_rows(
         lambda rows: tf.random.stateless_uniform(tf.stack([rows, 3]), seed=seed, minval=-1.0, maxval=1.0),
@@ -211,11 +225,11 @@ class VITAEModel(MethodModel):
     """The VAE or a VITAE, as ``structure`` declares, on batches {"images": [B, H, W, C]}.
 
     Args:
-      structure: the variant's parts (its config's ``structure``).
-      networks: the trained networks of :func:`infer` (built by :func:`build_networks`).
+      structure: the variant's parts, its config's ``structure``.
+      networks: the trained networks of :func:`infer`, built by :func:`build_networks`.
       warmup_steps: the KL weight reaches 1 at this step.
       augment: warp training images by random affine maps first.
-      seed: of the samples' and the augmentation's noise (with the step: stateless).
+      seed: of the samples' and the augmentation's noise; stateless with the step.
     """
 
     def __init__(
@@ -261,7 +275,7 @@ class VITAEModel(MethodModel):
         return kept
 
     def decode(self, z_appearance: tf.Tensor, z_perspective: tf.Tensor | None = None) -> tf.Tensor:
-        """Pixel probabilities [B, H, W, C] of latent codes (z_perspective ignored by the VAE)."""
+        """Pixel probabilities [B, H, W, C] of latent codes. The VAE ignores z_perspective."""
         if not self.structure.perspective:
             return self.appearance_decoder(z_appearance)
         return self.generator([z_appearance, z_perspective])
@@ -269,8 +283,11 @@ class VITAEModel(MethodModel):
     def compute_terms(
         self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
     ) -> dict[str, tf.Tensor]:
-        """The negative ELBO's terms at ``step`` (its KL weight); images warped when augmenting.
-        The networks have no layer that acts differently in training."""
+        """The negative ELBO's terms, with the KL weight of ``step``. Images are warped when
+        augmenting.
+
+        No layer of the networks acts differently in training.
+        """
         del training
         images = to_float_images(batch["images"])
         seed = self.step_seed(step)
@@ -290,8 +307,11 @@ class VITAEModel(MethodModel):
     # ------------------------------------------------------------ figures
 
     def reconstruction_grid(self, images: np.ndarray) -> np.ndarray:
-        """uint8 [rows H, n W, C]: the images, (C-VITAE) their aligned x', the reconstruction
-        from the posterior means, and (VITAE) the appearance template dec_A before the warp."""
+        """uint8 [rows H, n W, C]: rows of images, aligned x', reconstructions and templates.
+
+        The reconstruction uses the posterior means. x' is C-VITAE's only. The template dec_A
+        before the warp is VITAE's only.
+        """
         x = to_float_images(tf.convert_to_tensor(images))
         zeros = {
             "appearance": tf.zeros([tf.shape(x)[0], self.dims[0]]),
@@ -304,8 +324,11 @@ class VITAEModel(MethodModel):
         return tile([np.asarray(row) for row in rows])
 
     def traversal_grid(self, image: np.ndarray) -> np.ndarray:
-        """uint8 [(d_A + d_P) H, 7 W, C]: from one image's posterior means, one row per latent
-        dimension (appearance first) swept over -2.5..2.5 with the others kept."""
+        """uint8 [(d_A + d_P) H, 7 W, C]: one row per latent dimension, appearance first.
+
+        From one image's posterior means, each row sweeps its dimension over -2.5..2.5 and keeps
+        the others.
+        """
         x = to_float_images(tf.convert_to_tensor(image[None]))
         zeros = {"appearance": tf.zeros([1, self.dims[0]]), "perspective": tf.zeros([1, self.dims[1]])}
         inferred = infer(self.parts, self.structure, x, zeros)
@@ -328,9 +351,11 @@ def tile(rows: list[np.ndarray]) -> np.ndarray:
 
 
 class VITAEMonitor(TrainingMonitor):
-    """Writes under ``log_dir`` every ``eval_every`` steps (0: every ``log_every`` steps) and at the last
-    step the reconstruction grid and the traversal grid (:class:`VITAEModel`) of fixed images
-    of the family's own "images" stream."""
+    """Writes the reconstruction and traversal grids of :class:`VITAEModel` under ``log_dir``.
+
+    It writes every ``eval_every`` steps and at the last step; 0 means every ``log_every`` steps.
+    The images are fixed ones of the family's own "images" stream.
+    """
 
     def __init__(self, config: ExperimentConfig, log_dir: str):
         super().__init__(log_dir, config.trainer.steps)
@@ -360,7 +385,7 @@ class VITAEMonitor(TrainingMonitor):
 
 
 def check_config(config: ExperimentConfig) -> None:
-    """The variant's settings (ValueError naming the flag), before any data or network."""
+    """The variant's settings, before any data or network. A ValueError names the flag."""
     method = config.method
     if not 0.0 <= method.kl_warmup <= 1.0:
         raise ValueError(
@@ -376,7 +401,7 @@ def check_config(config: ExperimentConfig) -> None:
 def build_networks(
     structure: Structure, embedding_dim: int, image_shape: tuple[int, int, int]
 ) -> dict[str, keras.Model]:
-    """The networks of :func:`infer`, built in a fixed order (one seed, one set of weights)."""
+    """The networks of :func:`infer`, built in a fixed order: one seed, one set of weights."""
     dim_a, dim_p = latent_dims(structure, embedding_dim)
     shape = tuple(image_shape)
     if not structure.perspective:
@@ -416,7 +441,7 @@ def build_networks(
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> VITAEModel:
-    """The networks of the config's structure and Adam (the paper's, at the config's learning rate)."""
+    """The networks of the config's structure and the paper's Adam, at the config's learning rate."""
     structure = config.method.structure
     model = VITAEModel(
         structure,
@@ -436,8 +461,11 @@ def training_callbacks(config: ExperimentConfig, log_dir: str) -> list[keras.cal
 def declare_variant(
     variant: str, config: type[VaeConfig], presets: dict[str, ExperimentConfig], told: str
 ) -> Method:
-    """The declaration of ``variant`` (vae, u_vitae, c_vitae: each its own package, its config
-    declaring its structure); ``told``: what it is given, in words."""
+    """The declaration of ``variant``: vae, u_vitae or c_vitae.
+
+    Each is its own package; its config declares its structure. ``told``: what it is given, in
+    words.
+    """
     return Method(
         name=variant,
         config=config,

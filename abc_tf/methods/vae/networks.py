@@ -1,21 +1,18 @@
 """The networks of the VAE and VITAE peers on MNIST (docs/PAPERS.md section P2; supplement Table 1).
 
-- ``gaussian_encoder``: images [B, H, W, C] -> [mean [B, d], variance [B, d]], two MLPs on the
-  flattened image, one for the mean (hidden units, then d linear) and one for the variance
-  (the same, then d softplus), LeakyReLU(0.1) between. The variance gets 1e-6 added [ours] so
-  that the KL term and log-densities stay finite.
-- ``bernoulli_decoder``: z [B, d] -> pixel probabilities [B, H, W, C] (MLP, sigmoid output).
-- ``affine_decoder``: z_P [B, d] -> theta [B, 6] of the spatial transformer
-  (``models/spatial_transformer.py``), an MLP with a linear output whose weights start at zero
-  [ours], so that every transformation starts as the identity.
+- ``gaussian_encoder``: images [B, H, W, C] -> [mean [B, d], variance [B, d]]. Two MLPs with
+  LeakyReLU(0.1); the mean's output is linear, the variance's softplus. [ours] The variance gets
+  1e-6 added, so the KL term and log-densities stay finite.
+- ``bernoulli_decoder``: z [B, d] -> pixel probabilities [B, H, W, C], an MLP with a sigmoid
+  output.
+- ``affine_decoder``: z_P [B, d] -> theta [B, 6] of ``models/spatial_transformer.py``, an MLP.
+  [ours] Its linear output's weights start at zero, so every transformation starts as the
+  identity.
 
-Table 1's VAE: encoders 128-64-d, decoder 64-64-784, d = 4. VITAE: d = 2 per space and about
-half the units per network (:data:`VITAE_ENCODER_UNITS`, :data:`VITAE_DECODER_UNITS`).
-
-The compositions below join the trained networks into the models a run keeps: the posterior
-means (``mean_of``), the appearance and concatenated representations from an image
-(``vitae_codes``) and the generative map (``vitae_generator``).
-Inputs are float32 images in [0, 1].
+Table 1's VAE: encoders 128-64-d, decoder 64-64-784, d = 4. VITAE: d = 2 per space and about half
+the units (:data:`VITAE_ENCODER_UNITS`, :data:`VITAE_DECODER_UNITS`).
+The compositions below build the models a run keeps from the trained networks. Inputs are float32
+images in [0, 1].
 """
 
 from __future__ import annotations
@@ -42,7 +39,7 @@ def _mlp(x, units: tuple[int, ...], prefix: str):
 
 @keras.saving.register_keras_serializable(package="abc_tf")
 class AddFloor(keras.layers.Layer):
-    """x + floor (keeps a softplus variance away from zero)."""
+    """x + floor. It keeps a softplus variance away from zero."""
 
     def __init__(self, floor: float = VARIANCE_FLOOR, **kwargs):
         super().__init__(**kwargs)
@@ -62,7 +59,7 @@ def gaussian_encoder(
     input_shape: tuple[int, int, int] = (28, 28, 1),
     model_name: str = "gaussian_encoder",
 ) -> keras.Model:
-    """q(z | x): images -> [mean [B, d], variance [B, d]] (float32)."""
+    """q(z | x): images -> [mean [B, d], variance [B, d]], float32."""
     inputs = keras.Input(shape=tuple(input_shape), name="images")
     flat = keras.layers.Flatten(name="flatten")(inputs)
     mean = keras.layers.Dense(latent_dim, name="mean", dtype="float32")(_mlp(flat, tuple(units), "mean"))
@@ -80,7 +77,7 @@ def bernoulli_decoder(
     output_shape: tuple[int, int, int] = (28, 28, 1),
     model_name: str = "bernoulli_decoder",
 ) -> keras.Model:
-    """p(x | z): z [B, d] -> pixel probabilities [B, H, W, C] (float32, sigmoid)."""
+    """p(x | z): z [B, d] -> pixel probabilities [B, H, W, C], float32, from a sigmoid."""
     inputs = keras.Input(shape=(latent_dim,), name="z")
     x = keras.layers.Dense(math.prod(output_shape), activation="sigmoid", name="pixels", dtype="float32")(
         _mlp(inputs, tuple(units), "decoder")
@@ -93,7 +90,7 @@ def bernoulli_decoder(
 def affine_decoder(
     latent_dim: int = 2, units: tuple[int, ...] = VITAE_DECODER_UNITS, model_name: str = "affine_decoder"
 ) -> keras.Model:
-    """dec_P: z_P [B, d] -> theta [B, 6], starting at theta = 0 (the identity)."""
+    """dec_P: z_P [B, d] -> theta [B, 6], starting at theta = 0, the identity."""
     inputs = keras.Input(shape=(latent_dim,), name="z_perspective")
     outputs = keras.layers.Dense(THETA_DIM, kernel_initializer="zeros", name="theta", dtype="float32")(
         _mlp(inputs, tuple(units), "decoder")
@@ -115,11 +112,12 @@ def vitae_codes(
     output: str,
     name: str,
 ) -> keras.Model:
-    """Images -> VITAE posterior means, sharing the networks' weights: ``output`` "appearance"
-    (z_A [B, d_A]) or "encoder" ([z_A, z_P] [B, d_A + d_P]). ``conditional`` (C-VITAE): z_A is
-    read from x' = T_{-theta}(x), theta = dec_P(the mean of z_P); else from x.
+    """Images -> VITAE posterior means, sharing the networks' weights.
 
-    One flat graph in which each network is called once: Keras cannot load a file in which two
+    ``output`` "appearance" gives z_A [B, d_A]; "encoder" gives [z_A, z_P] [B, d_A + d_P]. With
+    ``conditional`` (C-VITAE), z_A is read from x' = T_{-theta}(x), where theta = dec_P(the mean
+    of z_P). Else it is read from x.
+    It is one flat graph that calls each network once. Keras cannot load a file in which two
     nested models share a third.
     """
     inputs = keras.Input(shape=perspective.input_shape[1:], name="images")
@@ -134,8 +132,10 @@ def vitae_codes(
 def vitae_generator(
     appearance_decoder: keras.Model, affine: keras.Model, name: str = "decoder"
 ) -> keras.Model:
-    """[z_A [B, d_A], z_P [B, d_P]] -> x^ = T_theta(dec_A(z_A)) with theta = dec_P(z_P): pixel
-    probabilities [B, H, W, C]."""
+    """[z_A [B, d_A], z_P [B, d_P]] -> pixel probabilities [B, H, W, C].
+
+    x^ = T_theta(dec_A(z_A)), with theta = dec_P(z_P).
+    """
     z_a = keras.Input(shape=appearance_decoder.input_shape[1:], name="z_appearance")
     z_p = keras.Input(shape=affine.input_shape[1:], name="z_perspective")
     outputs = SpatialTransformer(name="perspective")([appearance_decoder(z_a), affine(z_p)])
