@@ -1,7 +1,7 @@
 """Registry of the architecture tables of docs/PAPERS.md section 2.
 
 ``models.build("s3", embedding_dim=64)`` returns an uncompiled ``keras.Model``. Encoders take
-float32 images in [0, 1]; ``ABCModel`` and the exported SavedModels convert uint8 first.
+float32 images in [0, 1]; ``AbcModel`` and the exported SavedModels convert uint8 first.
 """
 
 from __future__ import annotations

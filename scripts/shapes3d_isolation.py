@@ -92,11 +92,11 @@ def unconstrained_dataset(config, seed: int):
     import numpy as np
     import tensorflow as tf
 
-    from abc_tf.data import sets
+    from abc_tf.data import factor_grid
     from abc_tf.data.shapes3d import family as shapes3d
 
     source = shapes3d.open_source(config.data)
-    curator = sets.SetCurator(shapes3d.GRID, (), config.batch.set_size, items=source.items)
+    curator = factor_grid.SetCurator(shapes3d.GRID, (), config.batch.set_size, items=source.items)
     shape = (config.batch.pairs_per_step, config.batch.set_size) + shapes3d.IMAGE_SHAPE
 
     def build(step):

@@ -1,4 +1,4 @@
-"""ABCModel: training lowers the loss on grouped data, save/load round trip, heads, compilation."""
+"""AbcModel: training lowers the loss on grouped data, save/load round trip, heads, compilation."""
 
 import keras
 import numpy as np
@@ -8,7 +8,7 @@ import tensorflow as tf
 import models
 import toy_family
 from abc_tf import losses
-from abc_tf.methods.abc.model import ABCModel
+from abc_tf.methods.abc.model import AbcModel
 
 SET_SIZE = 12
 
@@ -20,11 +20,11 @@ def grouped_batches(pairs: int, seed: int, views: bool = False, labels: bool = F
     return toy_family.batches(pairs, SET_SIZE, seed, views=views, labels=labels)
 
 
-def compiled_model(**kwargs) -> ABCModel:
+def compiled_model(**kwargs) -> AbcModel:
     keras.utils.set_random_seed(0)
     # tau 0.1: the untrained S4 embeddings of the toy images are tightly bunched, and a
     # length scale near their spread lets the loss fall within a few dozen steps.
-    model = ABCModel(models.build("s4"), similarity="l2sq", temperature=0.1, **kwargs)
+    model = AbcModel(models.build("s4"), similarity="l2sq", temperature=0.1, **kwargs)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     return model
 
@@ -51,7 +51,7 @@ def test_one_encoder_call_embeds_every_set():
         return original_call(*args, **kwargs)
 
     encoder.call = counting_call
-    model = ABCModel(encoder)
+    model = AbcModel(encoder)
     batch = next(iter(grouped_batches(pairs=3, seed=3, views=True)))
     embedded = model.embed_sets(batch)
     assert len(calls) == 1 and calls[0][0] == 4 * 3 * SET_SIZE
@@ -61,7 +61,7 @@ def test_one_encoder_call_embeds_every_set():
 
 
 def test_uint8_and_float_images_embed_the_same():
-    model = ABCModel(models.build("s4"))
+    model = AbcModel(models.build("s4"))
     images = np.random.default_rng(4).integers(0, 256, size=(5, 28, 28, 1)).astype(np.uint8)
     # k / 255 divided in float32, or in float64 and rounded to float32, is one float32 (a byte's
     # repeating binary expansion never sits on a rounding tie): the same inputs, so equal outputs.
@@ -74,7 +74,7 @@ def test_uint8_and_float_images_embed_the_same():
 
 
 def test_double_augmentation_and_compiled_execution():
-    model = ABCModel(models.build("s4"))
+    model = AbcModel(models.build("s4"))
     model.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=True, steps_per_execution=3)
     history = model.fit(
         grouped_batches(pairs=2, seed=5, views=True), epochs=1, steps_per_epoch=6, verbose=0
@@ -101,15 +101,15 @@ def test_head_is_trained_jointly_and_logged():
 
 def test_bad_arguments_are_clear_errors():
     with pytest.raises(ValueError, match="Unknown similarity 'dot'"):
-        ABCModel(models.build("s4"), similarity="dot")
+        AbcModel(models.build("s4"), similarity="dot")
     with pytest.raises(ValueError, match="Unknown loss_type"):
-        ABCModel(models.build("s4"), loss_type="triplet")
+        AbcModel(models.build("s4"), loss_type="triplet")
     with pytest.raises(ValueError, match="head but no head_loss"):
-        ABCModel(models.build("s4"), head=keras.layers.Dense(2))
+        AbcModel(models.build("s4"), head=keras.layers.Dense(2))
 
 
 def test_abc_on_an_augmentation_baseline_batch_takes_the_second_view_as_set_b():
-    model = ABCModel(models.build("s4"))
+    model = AbcModel(models.build("s4"))
     batch = next(iter(grouped_batches(pairs=2, seed=5, views=True)))
     baseline = {"set_a": batch["set_a"], "set_a_view2": batch["set_a_view2"]}
     embedded = model.embed_sets(baseline)

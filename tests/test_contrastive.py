@@ -12,7 +12,7 @@ import models
 import toy_family
 from abc_tf import methods
 from abc_tf.methods.abc import ContrastiveConfig
-from abc_tf.methods.abc.model import ABCModel
+from abc_tf.methods.abc.model import AbcModel
 from abc_tf.runs import experiments
 
 SET_SIZE = 12
@@ -24,7 +24,7 @@ def grouped_batches(pairs: int, seed: int, views: bool = False):
 
 @pytest.mark.slow
 def test_contrastive_loss_type_uses_the_two_views():
-    model = ABCModel(models.build("s4"), loss_type="contrastive")
+    model = AbcModel(models.build("s4"), loss_type="contrastive")
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
     history = model.fit(
         grouped_batches(pairs=1, seed=6, views=True), epochs=1, steps_per_epoch=2, verbose=0

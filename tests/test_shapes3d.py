@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from abc_tf.runs.experiments import get_preset
-from abc_tf.data import sets
+from abc_tf.data import factor_grid
 from abc_tf.data.shapes3d import family as s3d
 from abc_tf.data.shapes3d import scenes as render
 
@@ -29,7 +29,7 @@ def test_batches_have_the_contract_format_and_are_the_curated_sets():
     for key in batch:
         assert batch[key].shape == (2, 8, 64, 64, 3) and batch[key].dtype == tf.uint8
     # The images are exactly those of the curated ids of step 0: wall hue fixed per set.
-    curator = sets.SetCurator(s3d.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size)
+    curator = factor_grid.SetCurator(s3d.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size)
     ids_a, ids_b = s3d.step_item_ids(curator, cfg, seed=5, step=0)
     np.testing.assert_array_equal(batch["set_a"].numpy(), render.render(s3d.GRID.unravel(ids_a)))
     np.testing.assert_array_equal(batch["set_b"].numpy(), render.render(s3d.GRID.unravel(ids_b)))
@@ -41,7 +41,7 @@ def test_batches_have_the_contract_format_and_are_the_curated_sets():
 def test_set_b_unconstrained_and_four_inactive_factors():
     cfg = config(set_size=16, pairs_per_step=4, curate_both_sets=False, inactive_factors="0,1,2,scale")
     inactive = s3d.inactive_factors(cfg)
-    curator = sets.SetCurator(s3d.GRID, inactive, cfg.batch.set_size)
+    curator = factor_grid.SetCurator(s3d.GRID, inactive, cfg.batch.set_size)
     ids_a, ids_b = s3d.step_item_ids(curator, cfg, seed=0, step=3)
     factors_a, factors_b = s3d.GRID.unravel(ids_a), s3d.GRID.unravel(ids_b)
     for f in range(6):

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
-from abc_tf.data import sets
+from abc_tf.data import factor_grid
 from abc_tf.data.shapes3d import family as s3d
 from abc_tf.data.shapes3d import pairs
 from abc_tf.data.shapes3d import sources
@@ -210,7 +210,7 @@ def test_bad_settings_are_clear_errors_before_any_data(overrides, message):
 
 
 def test_a_factor_with_one_value_is_refused():
-    grid = sets.FactorGrid(("hue", "size", "shape"), (5, 1, 3))
+    grid = factor_grid.FactorGrid(("hue", "size", "shape"), (5, 1, 3))
     with pytest.raises(ValueError, match=r"--batch.pair_factors: factor\(s\) size take a single value"):
         pairs.PairSampler(grid, [0, 1])
     sampler = pairs.PairSampler(grid, [0, 2])  # leaving it out works

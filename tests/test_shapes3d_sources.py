@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from abc_tf.runs.experiments import get_preset
-from abc_tf.data import sets, tfds_builders
+from abc_tf.data import factor_grid, tfds_builders
 from abc_tf.data.shapes3d import family as s3d
 from abc_tf.data.shapes3d import sources
 from shapes3d_helpers import REAL_VALUES, decode_image, real_layout_labels, write_h5
@@ -49,7 +49,7 @@ def test_index_arithmetic_matches_the_label_order_of_the_file(h5_file):
 def test_h5_in_memory_reads_the_same_images(tmp_path, monkeypatch):
     # The real file would need 5.9 GB here, so the grid shrinks to its last three factors
     # (480 images, all hues 0); the file keeps the real layout and label values.
-    monkeypatch.setattr(sources, "GRID", sets.FactorGrid(sources.FACTOR_NAMES, (1, 1, 1, 8, 4, 15)))
+    monkeypatch.setattr(sources, "GRID", factor_grid.FactorGrid(sources.FACTOR_NAMES, (1, 1, 1, 8, 4, 15)))
     monkeypatch.setattr(sources, "NUM_IMAGES", 480)
     labels = real_layout_labels()[:480]
     path = write_h5(tmp_path / "small.h5", labels=labels, num=480, coded_rows=np.arange(480))
@@ -64,7 +64,7 @@ def test_h5_in_memory_reads_the_same_images(tmp_path, monkeypatch):
 
 def test_h5_pipeline_returns_the_curated_images(tmp_path):
     cfg = config(source="h5", inactive_factors="0,shape", set_size=8, pairs_per_step=2)
-    curator = sets.SetCurator(sources.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size)
+    curator = factor_grid.SetCurator(sources.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size)
     steps = [s3d.step_item_ids(curator, cfg, seed=9, step=step) for step in range(2)]
     rows = np.unique(np.concatenate([ids.ravel() for step in steps for ids in step]))
     path = write_h5(tmp_path / "3dshapes.h5", coded_rows=rows)
@@ -132,7 +132,7 @@ def test_tfds_backend_on_mock_data():
             source.images(ids), np.stack([records[i]["image"] for i in ids.ravel()]).reshape(2, 2, 64, 64, 3)
         )
         cfg = config(source="tfds", set_size=4, pairs_per_step=3)
-        curator = sets.SetCurator(
+        curator = factor_grid.SetCurator(
             sources.GRID, s3d.inactive_factors(cfg), cfg.batch.set_size, items=source.items
         )
         ids_a, ids_b = s3d.step_item_ids(curator, cfg, seed=1, step=0)

@@ -60,7 +60,7 @@ def draw_set(rng: np.random.Generator, set_size: int) -> tuple[np.ndarray, np.nd
 def batches(
     pairs: int, set_size: int, seed: int, views: bool = False, labels: bool = False
 ) -> tf.data.Dataset:
-    """Endless set-pair batches in the ABCModel format."""
+    """Endless set-pair batches in the AbcModel format."""
 
     def generate():
         # A new iterator restarts the stream, as a seeded tf.data pipeline would.

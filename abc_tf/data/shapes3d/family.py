@@ -1,7 +1,7 @@
 """Shapes3D (docs/PAPERS.md sections 3 and 6): sets that isolate factors of DeepMind's 3dshapes.
 
 The grid and its backends are :mod:`abc_tf.data.shapes3d.sources`; this module curates the
-sets (:class:`abc_tf.data.sets.SetCurator`, index arithmetic over the grid, or over the
+sets (:class:`abc_tf.data.factor_grid.SetCurator`, index arithmetic over the grid, or over the
 records present for a partial tfds copy) and streams them.
 
 Batches (DESIGN.md): ``{"set_a": [P, N, 64, 64, 3], "set_b": [P, N, 64, 64, 3]}`` uint8.
@@ -22,7 +22,7 @@ import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.shapes3d import Shapes3DConfig
-from abc_tf.data import augment, augment_ops, sets
+from abc_tf.data import augment, augment_ops, factor_grid
 from abc_tf.data.family import DataFamily, KnownFactors
 from abc_tf.data.groups import GroupIndex, step_rng
 from abc_tf.data.shapes3d import pairs as shapes3d_pairs
@@ -84,15 +84,17 @@ def _check_config(config: ExperimentConfig) -> tuple[tuple[int, ...], tuple[tupl
     return inactive, augmentations
 
 
-def make_curator(config: ExperimentConfig, source: Source, inactive: tuple[int, ...]) -> sets.SetCurator:
+def make_curator(
+    config: ExperimentConfig, source: Source, inactive: tuple[int, ...]
+) -> factor_grid.SetCurator:
     """The set curator of ``config`` over ``source``'s items (ValueError on impossible set sizes)."""
-    return sets.SetCurator(
+    return factor_grid.SetCurator(
         GRID, inactive, config.batch.set_size, replace=config.data.sample_with_replacement, items=source.items
     )
 
 
 def step_item_ids(
-    curator: sets.SetCurator, config: ExperimentConfig, seed: int, step: int
+    curator: factor_grid.SetCurator, config: ExperimentConfig, seed: int, step: int
 ) -> tuple[np.ndarray, ...]:
     """Item ids of the sets of training step ``step``: ``(set_a, set_b)``, each int64 [P, N].
 

@@ -27,7 +27,7 @@ import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.groups import GroupIndex, step_rng
-from abc_tf.data.sets import FactorGrid
+from abc_tf.data.factor_grid import FactorGrid
 from abc_tf.data.shapes3d.sources import SOURCES, GRID, IMAGE_SHAPE, open_source
 
 FLAG = "batch.pair_factors"  # the flag named in errors

@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf.data.shapes3d import Shapes3DConfig
-from abc_tf.data import sets, tfds_builders
+from abc_tf.data import factor_grid, tfds_builders
 from abc_tf.data.family import DataSources
 from abc_tf.data.shapes3d import scenes as render
 
@@ -39,7 +39,7 @@ AUTHOR_DIGITS: dict[str, str] = {
     "4": "shape",
     "5": "orientation",
 }
-GRID = sets.FactorGrid(FACTOR_NAMES, FACTOR_SIZES, AUTHOR_DIGITS)
+GRID = factor_grid.FactorGrid(FACTOR_NAMES, FACTOR_SIZES, AUTHOR_DIGITS)
 NUM_IMAGES = GRID.num_points  # 480,000
 IMAGE_SHAPE: tuple[int, int, int] = (64, 64, 3)
 SHAPE_NAMES: tuple[str, ...] = render.SHAPES

@@ -1,7 +1,7 @@
 """The ABC method (``--method=abc``) and the two-view contrastive baseline
 (``--method=contrastive``).
 
-``ABCModel`` trains an encoder with the ABC or the contrastive loss through ``fit``. With
+``AbcModel`` trains an encoder with the ABC or the contrastive loss through ``fit``. With
 ``regression_weight`` > 0 it also trains the spherical-regression pose head on set A's labels
 (docs/PAPERS.md section 3, Table 2).
 
@@ -30,7 +30,7 @@ SET_KEYS = ("set_a", "set_b", "set_a_view2", "set_b_view2")
 LOSS_TYPES = ("abc", "contrastive")
 
 
-class ABCModel(MethodModel):
+class AbcModel(MethodModel):
     """Trains ``encoder`` so that sets of embeddings correspond one to one.
 
     Args:
@@ -61,7 +61,7 @@ class ABCModel(MethodModel):
         if loss_type not in LOSS_TYPES:
             raise ValueError(f"Unknown loss_type {loss_type!r}; choose one of {', '.join(LOSS_TYPES)}.")
         if head is not None and head_loss is None:
-            raise ValueError("ABCModel got a head but no head_loss to train it with.")
+            raise ValueError("AbcModel got a head but no head_loss to train it with.")
         self.encoder = encoder
         self.similarity = similarity
         self.temperature = float(temperature)
@@ -128,8 +128,8 @@ class ABCModel(MethodModel):
         return {"encoder": self.encoder, **({"head": self.head} if self.head is not None else {})}
 
 
-def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_type: str) -> ABCModel:
-    """ABCModel around the config's encoder and any pose head, compiled with Adam and the config's
+def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_type: str) -> AbcModel:
+    """AbcModel around the config's encoder and any pose head, compiled with Adam and the config's
     schedule.
 
     The head is built right after the encoder, so the seed fixes its initial weights too.
@@ -141,7 +141,7 @@ def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_typ
     if regression_weight > 0:
         head = models.build("spherical_regression", embedding_dim=config.model.embedding_dim)
         head_loss = pose_head.spherical_regression_loss
-    model = ABCModel(
+    model = AbcModel(
         encoder,
         similarity=config.method.similarity,
         temperature=config.method.temperature,
