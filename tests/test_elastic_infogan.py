@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
+from abc_tf import methods
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.mnist import digit_augment
 from abc_tf.methods.elastic_infogan import model as einfogan
@@ -159,8 +160,14 @@ def test_the_ablations_are_named_with_what_they_are_told():
 
 
 def test_other_families_images_are_refused():
-    with pytest.raises(ValueError, match="28x28x1"):
-        einfogan.build(QUICK, (64, 64, 3))
+    method = methods.get_method("elastic_infogan")
+    with pytest.raises(
+        ValueError,
+        match=r"^--method=elastic_infogan \(InfoGAN's MNIST networks\) takes 28 x 28 x 1 images; "
+        r"data 'mnist' gives \(64, 64, 3\).$",
+    ):
+        training.check_image_shape(QUICK, method, (64, 64, 3))
+    training.check_image_shape(QUICK, method, (28, 28, 1))
 
 
 # ---------------------------------------------------------------- a tiny run

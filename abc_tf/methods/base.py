@@ -16,7 +16,7 @@ terms must include ``"loss"``; a NaN there stops the run at its last good checkp
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import keras
 import tensorflow as tf
@@ -107,6 +107,19 @@ def _no_variant(config: ExperimentConfig) -> str:
     return ""
 
 
+class ImageNeed(NamedTuple):
+    """The images a method's networks take; the trainer checks the family's against them."""
+
+    shape: tuple[int | None, int | None, int | None]  # (height, width, channels), None: any
+    networks: str  # what takes them, by its flags: "--method.networks=conv64"
+    advice: str = ""  # what to change, for the error
+
+
+def _any_images(config: ExperimentConfig) -> ImageNeed | None:
+    del config
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Method:
     """One training method: everything the trainer, the evaluators and the flags read of it.
@@ -130,6 +143,8 @@ class Method:
       any data is read or network built.
     training_callbacks: ``(config, log_dir) -> [keras.callbacks.Callback]``, its own training
       logs (histograms, image grids) under the run's ``logs`` folder.
+    images: ``config -> ImageNeed or None``, the image shape its networks take; the trainer
+      refuses a family whose images differ, before any data is read. None: any shape.
     measures: ``"module:function"`` of the evaluation package's measures that only its networks
       allow (a VAE's likelihood): ``(run, out_dir, settings) -> dict``; "" for none.
     measures_need: the family capabilities (``abc_tf.data.family.CAPABILITIES``) those measures
@@ -150,6 +165,7 @@ class Method:
     check_config: Callable[[ExperimentConfig], None] = _nothing_to_check
     training_callbacks: Callable[[ExperimentConfig, str], list["keras.callbacks.Callback"]] = _no_callbacks
     variant: Callable[[ExperimentConfig], str] = _no_variant
+    images: Callable[[ExperimentConfig], ImageNeed | None] = _any_images
     measures: str = ""
     measures_need: tuple[str, ...] = ()
     accepts_two_view_sets: bool = False

@@ -79,6 +79,7 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
             "so it needs a fixed bank of training images indexed in the batches; "
             f"data family {family.name!r} has none. Families that do: {', '.join(banked)}."
         )
+    check_image_shape(config, method, tuple(family.image_shape(config)))
     method.check_config(config)
     if getattr(config.batch, "augmentation_baseline", False) and not method.accepts_two_view_sets:
         accepting = [name for name in methods.METHODS if methods.get_method(name).accepts_two_view_sets]
@@ -87,6 +88,18 @@ def check_config(config: ExperimentConfig) -> tuple[DataFamily, Method]:
             f"--method={method.name} does not train on them. Methods that do: {', '.join(accepting)}."
         )
     return family, method
+
+
+def check_image_shape(config: ExperimentConfig, method: Method, given: tuple[int, int, int]) -> None:
+    """ValueError when the family's images (``given``) are not what the method's networks take."""
+    need = method.images(config)
+    if need is None or all(want in (None, got) for want, got in zip(need.shape, given)):
+        return
+    size = " x ".join(str(side) for side in need.shape if side is not None)
+    advice = f" {need.advice}" if need.advice else ""
+    raise ValueError(
+        f"{need.networks} takes {size} images; data {config.data.family!r} gives {tuple(given)}.{advice}"
+    )
 
 
 def measures_skipped(config: ExperimentConfig) -> dict[str, str]:

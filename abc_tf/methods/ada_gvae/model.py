@@ -56,7 +56,7 @@ from abc_tf.methods.ada_gvae import AdaGvaeConfig, PRESETS, networks
 # Under a distribution strategy each replica takes its rows of the global batch's draws
 # (base.draw_rows). The mask is boolean, so it has no gradient. Gradients reach both images'
 # posteriors through the averaged ones, as in the authors' graph.
-from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
+from abc_tf.methods.base import ImageNeed, Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
 
 LOG_NAMES = ("loss", "reconstruction", "kl", "shared_dimensions")
@@ -261,13 +261,10 @@ class AdaGvaeModel(MethodModel):
 # ---------------------------------------------------------------- the declaration
 
 
-def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
-    """ValueError naming the data when its images are not 64 x 64, the authors' networks' size."""
-    if tuple(image_shape[:2]) != (networks.IMAGE_SIZE,) * 2:
-        raise ValueError(
-            f"--method={config.method.name} trains disentanglement_lib's 64 x 64 networks; data "
-            f"{config.data.family!r} gives images of {tuple(image_shape)}."
-        )
+def images(config: ExperimentConfig) -> ImageNeed:
+    """disentanglement_lib's networks take 64 x 64 images of any channels."""
+    side = networks.IMAGE_SIZE
+    return ImageNeed((side, side, None), f"--method={config.method.name} (disentanglement_lib's networks)")
 
 
 def check_config(config: ExperimentConfig) -> None:
@@ -276,7 +273,6 @@ def check_config(config: ExperimentConfig) -> None:
     Checked before any data is read.
     """
     family = data.get_family(config.data.family)
-    check_image_shape(config, tuple(family.image_shape(config)))
     if config.method.aggregation == "labels":
         factors = family.known_factors
         if factors is None:
@@ -302,7 +298,6 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> AdaGva
 
     The encoder is built first, then the decoder: one seed, one set of weights.
     """
-    check_image_shape(config, image_shape)
     method = config.method
     posterior = networks.gaussian_encoder(method.latent_dim, tuple(image_shape))
     decoder = networks.bernoulli_decoder(method.latent_dim, tuple(image_shape))
@@ -354,4 +349,5 @@ METHOD = Method(
     supervision=supervision,
     check_config=check_config,
     variant=variant,
+    images=images,
 )

@@ -22,7 +22,15 @@ import tensorflow as tf
 import models
 from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
-from abc_tf.methods.base import Method, MethodModel, Update, draw_rows, loss_scaled, to_float_images
+from abc_tf.methods.base import (
+    ImageNeed,
+    Method,
+    MethodModel,
+    Update,
+    draw_rows,
+    loss_scaled,
+    to_float_images,
+)
 from abc_tf.methods.cc_vae import CcVaeConfig, PRESETS
 
 # 1. Forward cycle: the encoder and decoder, with compile's optimizer, whose steps number the run.
@@ -300,31 +308,25 @@ NETWORKS = {
 }
 
 
-def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
-    """ValueError naming --method.networks when the chosen networks cannot take ``image_shape``."""
-    size = NETWORKS[config.method.networks][1]
-    if tuple(image_shape[:2]) != (size, size):
-        other = [name for name, (_, side) in NETWORKS.items() if tuple(image_shape[:2]) == (side, side)]
-        hint = f"Use --method.networks={other[0]}" if other else f"Use data of {size} x {size} images"
-        what = "the authors' MNIST networks" if config.method.networks == "mnist" else "the 64 x 64 networks"
-        raise ValueError(
-            f"--method=cc_vae --method.networks={config.method.networks} ({what}) takes {size} x {size} "
-            f"images; data {config.data.family!r} gives {tuple(image_shape)}. {hint}."
-        )
-
-
-def check_config(config: ExperimentConfig) -> None:
-    """The chosen networks fit the family's images. A ValueError names the flag before any data is
-    read.
-
-    A stack of at least 2, which pairs need, is the batch part's own check.
-    """
-    check_image_shape(config, tuple(data.get_family(config.data.family).image_shape(config)))
+def images(config: ExperimentConfig) -> ImageNeed:
+    """The size the chosen networks take; the other networks are the advice."""
+    chosen = config.method.networks
+    size = NETWORKS[chosen][1]
+    what = "the authors' MNIST networks" if chosen == "mnist" else "the 64 x 64 networks"
+    others = [
+        f"--method.networks={name} for {side} x {side}"
+        for name, (_, side) in NETWORKS.items()
+        if name != chosen
+    ]
+    return ImageNeed(
+        (size, size, None),
+        f"--method=cc_vae --method.networks={chosen} ({what})",
+        f"Use data of {size} x {size} images, or {', '.join(others)}.",
+    )
 
 
 def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
     """The posterior and the decoder, built in a fixed order: one seed, one set of weights."""
-    check_image_shape(config, image_shape)
     method = config.method
     encoder, decoder = NETWORKS[method.networks][0]
     dims = dict(style_dim=method.style_dim, class_dim=method.class_dim, base_channels=method.base_channels)
@@ -401,6 +403,6 @@ METHOD = Method(
     quick_run=PRESETS["mnist_cc_vae_quick"],
     build=build,
     supervision=supervision,
-    check_config=check_config,
+    images=images,
     variant=variant,
 )

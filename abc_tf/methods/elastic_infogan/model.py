@@ -30,6 +30,7 @@ from abc_tf.config import ExperimentConfig
 from abc_tf.data.mnist import digit_augment
 from abc_tf.data.mnist.digit_augment import augment  # T, the identity-preserving augmentation
 from abc_tf.methods.base import (
+    ImageNeed,
     Method,
     MethodModel,
     Update,
@@ -319,11 +320,6 @@ def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> Elasti
 
     They are built in that order, so one seed gives one set of initial weights.
     """
-    if tuple(image_shape) != infogan_networks.IMAGE_SHAPE:
-        raise ValueError(
-            f"--method=elastic_infogan has InfoGAN's MNIST networks (28x28x1 images); data "
-            f"{config.data.family!r} gives {tuple(image_shape)}."
-        )
     generator = models.build("infogan_generator", noise_dim=config.method.noise_dim)
     trunk = models.build("infogan_trunk")
     d_head = models.build("infogan_d_head")
@@ -392,6 +388,9 @@ METHOD = Method(
     supervision=supervision,
     training_callbacks=training_callbacks,
     variant=variant,
+    images=lambda config: ImageNeed(
+        infogan_networks.IMAGE_SHAPE, "--method=elastic_infogan (InfoGAN's MNIST networks)"
+    ),
     measures="abc_tf.evaluation.tasks.method_measures:digit_cluster_measures",
     measures_need=("class_labelled_images",),
 )

@@ -24,7 +24,7 @@ import tensorflow as tf
 import models
 from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
-from abc_tf.methods.base import Method, MethodModel, draw_rows, to_float_images
+from abc_tf.methods.base import ImageNeed, Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
 from abc_tf.methods.ml_vae import PRESETS, MlVaeConfig
 
@@ -252,27 +252,21 @@ class MlVaeModel(MethodModel):
 # ---------------------------------------------------------------- the declaration
 
 
-def check_image_shape(config: ExperimentConfig, image_shape: tuple[int, ...]) -> None:
-    """ValueError naming --method.networks when the chosen networks cannot take ``image_shape``.
-
-    The MNIST MLPs take any size; conv64 takes 64 x 64.
-    """
-    if config.method.networks == "conv64" and tuple(image_shape[:2]) != (vae64_networks.IMAGE_SIZE,) * 2:
-        raise ValueError(
-            f"--method.networks=conv64 takes 64 x 64 images; data {config.data.family!r} gives "
-            f"{tuple(image_shape)}. Use --method.networks=mnist (the authors' MLPs, any size), or data of "
-            "64 x 64 images (e.g. --data.image_size=64)."
-        )
-
-
-def check_config(config: ExperimentConfig) -> None:
-    """The chosen networks fit the data family's images. Checked before any data is read."""
-    check_image_shape(config, tuple(data.get_family(config.data.family).image_shape(config)))
+def images(config: ExperimentConfig) -> ImageNeed | None:
+    """The MNIST MLPs take any size; conv64 takes 64 x 64."""
+    if config.method.networks != "conv64":
+        return None
+    side = vae64_networks.IMAGE_SIZE
+    return ImageNeed(
+        (side, side, None),
+        "--method.networks=conv64",
+        "Use --method.networks=mnist (the authors' MLPs, any size), or data of 64 x 64 images "
+        "(e.g. --data.image_size=64).",
+    )
 
 
 def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
     """The posterior and the decoder, built in a fixed order: one seed, one set of weights."""
-    check_image_shape(config, image_shape)
     method = config.method
     if method.networks == "conv64":
         names = ("ml_vae_encoder_64", "ml_vae_decoder_64")
@@ -354,6 +348,6 @@ METHOD = Method(
     quick_run=PRESETS["mnist_ml_vae_quick"],
     build=build,
     supervision=supervision,
-    check_config=check_config,
+    images=images,
     variant=variant,
 )
