@@ -52,6 +52,8 @@ def discover(package: str, path: Iterable[str], group: str, declaration: str, ki
     return {name: Entry(f"{where}.{module}:{attribute}", where) for name, where in sorted(found.items())}
 
 
+# The classes a package declares itself with.
+DECLARATION_TYPES = ("Method", "DataFamily")
 # The section of docs/ARCHITECTURE.md that lists what a package of each kind declares.
 GUIDE = {
     "method": 'docs/ARCHITECTURE.md, "Adding a method"',
@@ -81,6 +83,14 @@ def load_declared(reference: str, kind: str, what: str, package: str = "") -> An
             raise  # a module the package itself imports is missing: its own traceback says which
         raise ContractError(
             f"The {kind} package {package} has no module {module_name} ({what}); {_guide(kind)}."
+        ) from None
+    except TypeError as error:
+        # A declaration built with a field it does not have, or without one it needs: a package
+        # written for another version of the contract (make_dataset= instead of streams=).
+        if not any(f"{name}.__init__()" in str(error) for name in DECLARATION_TYPES):
+            raise
+        raise ContractError(
+            f"The {kind} package {package}: {module_name}: {error}; {_guide(kind)}."
         ) from None
     if not hasattr(module, attribute):
         raise ContractError(

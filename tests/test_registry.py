@@ -88,3 +88,25 @@ def test_resolve_refuses_unknown_names_and_wrong_declarations():
         match=f"^The thing package {__name__}: {__name__} declares no ABSENT \\(its Declared declaration\\)",
     ):
         resolve("absent")
+
+
+def test_a_declaration_built_for_another_version_of_the_contract_is_one_line(tmp_path, monkeypatch):
+    package = tmp_path / "old_family"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "family.py").write_text(
+        "from abc_tf.data.family import DataFamily\n"
+        "FAMILY = DataFamily(name='old', image_shape=None, make_dataset=None)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(
+        registry.ContractError,
+        match=r"^The data family package old_family: old_family.family: DataFamily.__init__\(\) got an "
+        r"unexpected keyword argument 'make_dataset'; see docs/ARCHITECTURE.md, \"Adding a data family\".$",
+    ):
+        registry.resolve(
+            {"old": registry.Entry("old_family.family:FAMILY", "old_family")},
+            "old",
+            "data family",
+            "abc_tf.data.family:DataFamily",
+        )
