@@ -11,7 +11,7 @@ value:
   labels for the set's random inactive values, ``take(32)``; rebuilt for every set.
   A second, cheaper scan filters the labels alone and renders only the 32 matches.
 
-The training-step side times ``ABCModel.fit`` with the S3 encoder on a fixed in-memory batch
+The training-step side times ``AbcModel.fit`` with the S3 encoder on a fixed in-memory batch
 of two sets of 32 (the shapes3d preset), so images/s consumed = 64 x steps/s.
 
   python -m benchmarks.curation [--scan_sets 4] [--no_write]
@@ -28,10 +28,10 @@ import tensorflow as tf
 
 import models
 from abc_tf.runs.experiments import get_preset
-from abc_tf.data import sets
+from abc_tf.data import factor_grid
 from abc_tf.data.shapes3d import family as s3d
 from abc_tf.data.shapes3d import scenes as render
-from abc_tf.methods.abc.model import ABCModel
+from abc_tf.methods.abc.model import AbcModel
 from benchmarks.report import argument_parser, load_line, machine_line, publish, save_results
 
 SET_SIZE = 32
@@ -43,7 +43,7 @@ CONFIGURATIONS = (
 SCAN_BLOCK = 256
 
 
-def ours_sets_per_second(curator: sets.SetCurator, seconds: float = 3.0) -> tuple[float, float]:
+def ours_sets_per_second(curator: factor_grid.SetCurator, seconds: float = 3.0) -> tuple[float, float]:
     """(sets/s with images, one set per call as the pipeline does; sets/s of ids alone, 10^4 per call)."""
     rng = np.random.default_rng(0)
     count, start = 0, time.perf_counter()
@@ -133,7 +133,7 @@ def pipeline_images_per_second(batches: int = 300) -> float:
 def training_images_per_second(steps: int = 30) -> float:
     config = get_preset("shapes3d")
     keras.utils.set_random_seed(0)
-    model = ABCModel(models.build("s3", embedding_dim=config.model.embedding_dim, input_shape=(64, 64, 3)))
+    model = AbcModel(models.build("s3", embedding_dim=config.model.embedding_dim, input_shape=(64, 64, 3)))
     model.compile(optimizer=keras.optimizers.Adam(config.trainer.learning_rate))
     batch = next(iter(s3d.make_dataset(config, seed=0)))
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
@@ -170,7 +170,7 @@ def main() -> None:
     results = {"scan_sets": args.scan_sets, "table_seconds": table_seconds, "rows": []}
     for spec, title in CONFIGURATIONS:
         inactive = s3d.GRID.parse_factors(spec)
-        curator = sets.SetCurator(s3d.GRID, inactive, SET_SIZE)
+        curator = factor_grid.SetCurator(s3d.GRID, inactive, SET_SIZE)
         ours_images, ours_ids = ours_sets_per_second(curator)
         scan_images = scan_sets_per_second(inactive, args.scan_sets, render_all=True)
         scan_labels = scan_sets_per_second(inactive, args.scan_sets, render_all=False)
@@ -205,7 +205,7 @@ def main() -> None:
         "|---|---|",
         f"| `render` (batches of 64, one thread) | {renderer:,.0f} |",
         f"| `make_dataset` pipeline (shapes3d preset, curation + rendering, prefetched) | {pipeline:,.0f} |",
-        "| consumed by training: `ABCModel.fit`, S3 encoder, two sets of 32, fixed batch | "
+        "| consumed by training: `AbcModel.fit`, S3 encoder, two sets of 32, fixed batch | "
         f"{training:,.0f} |",
         "",
         f"The pipeline delivers {pipeline / training:,.0f}x the images a training step consumes on this "

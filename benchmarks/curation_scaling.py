@@ -27,18 +27,20 @@ import tracemalloc
 
 import numpy as np
 
-from abc_tf.data import sets
+from abc_tf.data import factor_grid
 from abc_tf.data.shapes3d import family as s3d
 from benchmarks.report import (
     FIGURES,
     argument_parser,
-    load_line,
+    load_text,
     log_log_axes,
-    machine_line,
+    measured,
     publish,
     save_results,
 )
 
+TITLE = "Set curation against data-set size"
+FILE = "docs/figures/benchmarks/curation_scaling.json"
 SET_SIZE = 32
 SETS_PER_CALL = 10_000
 # Value counts of (floor_hue, wall_hue, object_hue, scale, shape, orientation), 3dshapes scaled.
@@ -54,8 +56,8 @@ ITEM_TABLE_MAX = 10**7  # the item table of 10^7 rows is 480 MB; larger tables a
 SAMPLE = 4096  # labelled images of the evaluation (evaluate.py --num_images)
 
 
-def grid_of(sizes) -> sets.FactorGrid:
-    return sets.FactorGrid(s3d.FACTOR_NAMES, tuple(int(s) for s in sizes))
+def grid_of(sizes) -> factor_grid.FactorGrid:
+    return factor_grid.FactorGrid(s3d.FACTOR_NAMES, tuple(int(s) for s in sizes))
 
 
 def rate(function, seconds: float, windows: int = 3) -> float:
@@ -88,7 +90,7 @@ def measure(sizes, seconds: float) -> dict:
     inactive = grid.parse_factors("wall_hue")
     rng = np.random.default_rng(0)
     row = {"sizes": tuple(sizes), "items": grid.num_points}
-    curator_mb, curator = peak_mb(lambda: sets.SetCurator(grid, inactive, SET_SIZE))
+    curator_mb, curator = peak_mb(lambda: factor_grid.SetCurator(grid, inactive, SET_SIZE))
     row["grid_build_mb"] = curator_mb
     row["grid_sets_per_s"] = SETS_PER_CALL * rate(lambda: curator.curated(rng, SETS_PER_CALL), seconds)
     row["grid_single_per_s"] = rate(lambda: curator.curated(rng, 1), seconds)
@@ -99,7 +101,7 @@ def measure(sizes, seconds: float) -> dict:
     if grid.num_points <= ITEM_TABLE_MAX:
         items = grid.unravel(np.arange(grid.num_points))  # what a data source listing every record holds
         start = time.perf_counter()
-        table_mb, table = peak_mb(lambda: sets.SetCurator(grid, inactive, SET_SIZE, items=items))
+        table_mb, table = peak_mb(lambda: factor_grid.SetCurator(grid, inactive, SET_SIZE, items=items))
         row["table_build_s"] = time.perf_counter() - start
         row["table_build_mb"] = table_mb
         row["table_items_mb"] = items.nbytes / 1e6
@@ -144,33 +146,25 @@ def plot(rows: list[dict], path_rate: str, path_memory: str) -> None:
         ax.plot(items, [r["sample_mb"] for r in rows], "v-", label=f"sample_items({SAMPLE})")
 
 
-def main() -> None:
-    parser = argument_parser(__doc__)
-    parser.add_argument("--seconds", type=float, default=1.0, help="Timing window of each rate.")
-    args = parser.parse_args()
-
-    load_start = os.getloadavg()[0]
-    rows = []
-    for sizes in GRIDS:
-        row = measure(sizes, args.seconds)
-        rows.append(row)
-        print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
+    rows, set_size, sample = results["rows"], results["set_size"], results["sample"]
 
     def cell(row: dict, key: str, fmt: str) -> str:
         return format(row[key], fmt) if key in row else "-"
 
     lines = [
-        machine_line(),
+        results["machine"],
         "",
         "Synthetic grids with the six factors of 3dshapes, value counts scaled together; no images. Sets of "
-        f"{SET_SIZE} with wall hue inactive; ids only. Full grid: `SetCurator(grid, inactive, {SET_SIZE})`, "
+        f"{set_size} with wall hue inactive; ids only. Full grid: `SetCurator(grid, inactive, {set_size})`, "
         "index arithmetic (procedural and h5 backends). Item table: the same curator given one row of "
         "factor indices per record (tfds backend). Memory: `tracemalloc` peak of the call, in MB.",
         "",
         "| items | value counts | full grid: sets/s (10^4 per call) | full grid: sets/s (1 per call) | "
         "full grid: MB per call of 10^4 sets | full grid: MB to build | item table: build s | "
         "item table: build MB (the table itself) | item table: sets/s (10^4 per call) | "
-        f"`sample_items({SAMPLE})`: s | `sample_items({SAMPLE})`: MB |",
+        f"`sample_items({sample})`: s | `sample_items({sample})`: MB |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -193,8 +187,8 @@ def main() -> None:
         f"{last['grid_build_mb']:.3f} MB to build): O(1) in the grid size, as promised. The item table's "
         "per-set rate is nearly flat as well; building it sorts the records once (O(N log N) time; a "
         "transient about the table's own size, which a data source of N records holds anyway), and its rate "
-        f"eases a little at 10^7 as the sort order (80 MB) no longer fits in cache. `sample_items({SAMPLE})` "
-        f"ranks one random key per item while the grid holds fewer than {SAMPLE}^2 items (the birthday "
+        f"eases a little at 10^7 as the sort order (80 MB) no longer fits in cache. `sample_items({sample})` "
+        f"ranks one random key per item while the grid holds fewer than {sample}^2 items (the birthday "
         "regime, where redrawing repeats fails), so its memory grows with rows of up to 2^20 items "
         "(3dshapes' 480,000 included); wider rows go through `Generator.choice` (Floyd's algorithm, memory "
         "~ the sample), so it stays flat beyond 10^6.",
@@ -202,16 +196,30 @@ def main() -> None:
         "![sets/s against data-set size](docs/figures/benchmarks/curation_scaling_rate.png)",
         "![memory against data-set size](docs/figures/benchmarks/curation_scaling_memory.png)",
         "",
-        load_line(load_start),
+        load_text(results),
         "",
-        "Command: `python -m benchmarks.curation_scaling`",
+        f"Command: `{results['command']}`",
     ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argument_parser(__doc__)
+    parser.add_argument("--seconds", type=float, default=1.0, help="Timing window of each rate.")
+    args = parser.parse_args()
+
+    load_start = os.getloadavg()[0]
+    rows = []
+    for sizes in GRIDS:
+        row = measure(sizes, args.seconds)
+        rows.append(row)
+        print({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}, flush=True)
+    results = {"rows": rows, "set_size": SET_SIZE, "sample": SAMPLE, **measured(load_start)}
+    results["command"] = "python -m benchmarks.curation_scaling"
     paths = [os.path.join(FIGURES, f"curation_scaling_{name}.png") for name in ("rate", "memory")]
-    publish(
-        "Set curation against data-set size", "\n".join(lines), not args.no_write, lambda: plot(rows, *paths)
-    )
+    publish(TITLE, section(results), not args.no_write, lambda: plot(rows, *paths))
     if not args.no_write:
-        save_results("curation_scaling", {"rows": rows})
+        save_results("curation_scaling", results)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,9 @@ float32, one batch repeated from memory), each loop timed in turn round after ro
 - the authors' style: an eager Python loop, each set embedded by its own encoder call;
 - a bare compiled step: the same model, loss and optimizer in a ``tf.function`` called from a
   Python loop, with no metrics, callbacks or iterator (the floor for ``fit``);
-- ``ABCModel.fit`` with the steps per call that ``--trainer.steps_per_execution`` left at its
+- ``AbcModel.fit`` with the steps per call that ``--trainer.steps_per_execution`` left at its
   default (auto) gives the preset (``abc_tf.runs.training.steps_per_execution``);
-- ``ABCModel.fit`` at one step a call (``--trainer.steps_per_execution=1``).
+- ``AbcModel.fit`` at one step a call (``--trainer.steps_per_execution=1``).
 
 Writes docs/figures/benchmarks/default_speed.json and the section of BENCHMARKS.md.
 
@@ -26,9 +26,10 @@ import models
 from abc_tf.runs import training
 from abc_tf.runs.experiments import get_preset
 from benchmarks import loops
-from benchmarks.report import argument_parser, load_line, machine_line, publish, save_results
+from benchmarks.report import argument_parser, load_text, measured, publish, save_results
 
 EXPERIMENT = "mnist"
+TITLE = "Training speed with default flags"
 FILE = "docs/figures/benchmarks/default_speed.json"
 
 
@@ -91,14 +92,15 @@ LABELS = {
 }
 
 
-def table(results: dict, command: str, load_start: float) -> str:
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        f"{machine_line()} {load_line(load_start)}",
+        f"{results['machine']} {load_text(results)}",
         "",
-        f"Command: `{command}`. The `{results['experiment']}` preset's step (S4, d=8, two sets of 64, l2sq "
-        f"ABC loss, Adam, float32) on one batch repeated from memory; each loop timed for {results['steps']} "
-        f"steps in turn, {results['rounds']} rounds, median. CPU milliseconds count every thread of the "
-        "process.",
+        f"Command: `{results['command']}`. The `{results['experiment']}` preset's step (S4, d=8, two sets "
+        "of 64, l2sq ABC loss, Adam, float32) on one batch repeated from memory; each loop timed for "
+        f"{results['steps']} steps in turn, {results['rounds']} rounds, median. CPU milliseconds count every "
+        "thread of the process.",
         "",
         "| loop | steps/s | CPU ms/step | over eager | over a bare compiled step |",
         "|---|---|---|---|---|",
@@ -127,10 +129,11 @@ def main() -> None:
     args = parser.parse_args()
     load_start = os.getloadavg()[0]
     results = measure(args.steps, args.rounds)
+    results.update(measured(load_start))
+    results["command"] = f"python -m benchmarks.default_speed --steps={args.steps} --rounds={args.rounds}"
     if not args.no_write:
         save_results("default_speed", results)
-    command = f"python -m benchmarks.default_speed --steps={args.steps} --rounds={args.rounds}"
-    publish("Training speed with default flags", table(results, command, load_start), not args.no_write)
+    publish(TITLE, section(results), not args.no_write)
 
 
 if __name__ == "__main__":

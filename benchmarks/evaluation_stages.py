@@ -22,7 +22,6 @@ Writes docs/figures/benchmarks/evaluation_stages.json and the section of BENCHMA
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import resource
@@ -171,12 +170,12 @@ def _stage_rows(stages: dict) -> list[str]:
     ]
 
 
-def table(results: dict, command: str, load_start: float | None) -> str:
-    load = "" if load_start is None else " " + report.load_line(load_start)
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        results.get("machine", report.machine_line()) + load,
+        results["machine"],
         "",
-        f"Command: `{command}`. CPU seconds count every thread of the process.",
+        f"Command: `{results['command']}`. CPU seconds count every thread of the process.",
         "",
         f'| stage, {results["stages"]["images"]} images of the "fast" preset | CPU s | note |',
         "|---|---|---|",
@@ -218,12 +217,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.table_only:
-        with open(os.path.join(report.ROOT, FILE)) as handle:
-            results = json.load(handle)
-        command = results.get(
-            "command", "python -m benchmarks.evaluation_stages --run_dir=runs/demo --evaluate"
-        )
-        report.publish(TITLE, table(results, command, None), not args.no_write)
+        report.publish(TITLE, section(report.read_results(FILE)), not args.no_write)
         return
     load_start = os.getloadavg()[0]
     results = {"run_dir": args.run_dir, "stages": measure_embedding_and_rendering(args.run_dir)}
@@ -237,7 +231,7 @@ def main() -> None:
     results["machine"] = f"{report.machine_line()} {report.load_line(load_start)}"
     if not args.no_write:
         report.save_results("evaluation_stages", results)
-    report.publish(TITLE, table(results, results["command"], None), not args.no_write)
+    report.publish(TITLE, section(results), not args.no_write)
 
 
 if __name__ == "__main__":

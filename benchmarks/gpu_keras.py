@@ -5,7 +5,7 @@ The lent GPU machines of this project carry JAX but not TensorFlow, and TensorFl
 hardware gives the same architectures and loss: the encoders of ``models`` (pure Keras, the
 layers of the paper's tables) and the ABC loss restated in ``keras.ops`` below (the tests check
 it against ``abc_tf.losses``), trained with Adam by one jitted stateless step, so every figure
-is XLA-compiled. What it leaves out is TensorFlow's own path (``ABCModel.fit``, tf.data), which
+is XLA-compiled. What it leaves out is TensorFlow's own path (``AbcModel.fit``, tf.data), which
 ``python -m benchmarks.gpu --backend=tensorflow`` measures on a GPU machine with TensorFlow.
 
 It runs one experiment per process (so the peak device memory belongs to that experiment) and

@@ -2,7 +2,7 @@
 
 - :func:`eager_runner`: the authors' style, a Python loop run eagerly op by op with each set
   embedded by its own encoder call;
-- :func:`fit_runner`: our training step, ``ABCModel.fit`` with a chosen precision, XLA and
+- :func:`fit_runner`: our training step, ``AbcModel.fit`` with a chosen precision, XLA and
   ``steps_per_execution``, fed from memory; :func:`pipeline_fit_rate`: the same fed by the
   experiment's own data pipeline;
 - :func:`interleaved_rates`: every runner timed in turn, round after round, median per runner,
@@ -24,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf import losses
-from abc_tf.methods.abc.model import SET_KEYS, ABCModel
+from abc_tf.methods.abc.model import SET_KEYS, AbcModel
 from abc_tf.methods.base import to_float_images
 
 Runner = Callable[[int], float]  # trains about n steps, returns steps per second
@@ -78,10 +78,10 @@ def compiled_model(
     steps_per_execution: int = 1,
     policy: str = "float32",
     model_kwargs: dict | None = None,
-) -> ABCModel:
+) -> AbcModel:
     keras.mixed_precision.set_global_policy(policy)  # read by the layers as they are created
     keras.utils.set_random_seed(0)
-    model = ABCModel(build_encoder(), **(model_kwargs or {}))
+    model = AbcModel(build_encoder(), **(model_kwargs or {}))
     keras.mixed_precision.set_global_policy("float32")
     model.compile(
         optimizer=keras.optimizers.Adam(1e-4),
@@ -111,7 +111,7 @@ def fit_runner(
     policy: str = "float32",
     model_kwargs: dict | None = None,
 ) -> Runner:
-    """``ABCModel.fit`` on one batch repeated from memory: the training step alone."""
+    """``AbcModel.fit`` on one batch repeated from memory: the training step alone."""
     model = compiled_model(build_encoder, jit_compile, steps_per_execution, policy, model_kwargs)
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
     timer = EpochTimer()
@@ -133,7 +133,7 @@ def bare_runner(
     policy: str = "float32",
     model_kwargs: dict | None = None,
 ) -> Runner:
-    """The floor for ``fit``: the same ABCModel, optimizer and batch, trained by a plain compiled
+    """The floor for ``fit``: the same AbcModel, optimizer and batch, trained by a plain compiled
     ``tf.function`` step (GradientTape, loss, ``optimizer.apply``) called in a Python loop, with
     no metrics, callbacks or data iterator."""
     model = compiled_model(build_encoder, policy=policy, model_kwargs=model_kwargs)
@@ -172,7 +172,7 @@ def bare_runner(
     return run
 
 
-def pipeline_fit_rate(model: ABCModel, dataset: tf.data.Dataset, steps: int, rounds: int) -> float:
+def pipeline_fit_rate(model: AbcModel, dataset: tf.data.Dataset, steps: int, rounds: int) -> float:
     """Median steps/s of ``model.fit`` fed by ``dataset``, as training runs it: one ``fit``
     call, one iterator, epochs of ``steps`` steps; the first epoch (tracing, the pipeline
     filling up) is not counted. Run it after the other measurements of the process: tearing

@@ -17,7 +17,6 @@ Writes docs/figures/benchmarks/method_speed.json and the section of BENCHMARKS.m
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import time
@@ -112,11 +111,16 @@ def _row(index: int, row: dict) -> str:
     )
 
 
-def table(results: dict, command: str) -> str:
+def command(results: dict) -> str:
+    return f"python -m benchmarks.method_speed --steps={results['steps']} --rounds={results['rounds']}"
+
+
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        results.get("machine", report.machine_line()),
+        results["machine"],
         "",
-        f"Command: `{command}`. Each method's quick preset built as `train.py` builds it with its",
+        f"Command: `{command(results)}`. Each method's quick preset built as `train.py` builds it with its",
         "default flags (its precision policy and XLA setting, the steps per call `auto` gives),",
         "trained by `fit` on one batch of the preset's own pipeline repeated from memory:",
         f"{results['rounds']} rounds of {results['steps']} steps, median. GFLOP/step: TensorFlow's profiler",
@@ -155,16 +159,14 @@ def main() -> None:
     if args.steps <= 0 or args.rounds <= 0:
         raise SystemExit("--steps and --rounds must be positive.")
     if args.table_only:
-        with open(os.path.join(report.ROOT, FILE)) as handle:
-            results = json.load(handle)
+        results = report.read_results(FILE)
     else:
         load_start = os.getloadavg()[0]
         results = measure(args.steps, args.rounds)
         results["machine"] = f"{report.machine_line()} {report.load_line(load_start)}"
         if not args.no_write:
             report.save_results("method_speed", results)
-    command = f"python -m benchmarks.method_speed --steps={results['steps']} --rounds={results['rounds']}"
-    report.publish(TITLE, table(results, command), not args.no_write)
+    report.publish(TITLE, section(results), not args.no_write)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 An epoch is 60,000 training images seen; a step sees two stacks of 64 (128 images), so an
 epoch is 468.75 steps. Measured on the real training path: the ``mnist`` preset's data
-pipeline (``abc_tf.data.mnist.family.make_dataset``), encoder and compiled ``ABCModel.fit``
+pipeline (``abc_tf.data.mnist.family.make_dataset``), encoder and compiled ``AbcModel.fit``
 (``abc_tf.runs.training``), after a warm-up that traces the step; the data pipeline alone is
 timed too, to show whether it limits training.
 
@@ -23,6 +23,8 @@ from abc_tf.runs.experiments import get_preset
 from abc_tf.data.mnist import family as mnist
 from benchmarks.report import machine_line, save_results, write_section
 
+TITLE = "MNIST epoch time"
+FILE = "docs/figures/benchmarks/mnist_epoch.json"
 IMAGES_PER_EPOCH = 60_000
 PAPER_SECONDS_PER_EPOCH_K80 = 47.8  # supplement Table S2
 
@@ -94,49 +96,61 @@ def main() -> None:
         )
     command = "python -m benchmarks.mnist_epoch" + (" --data_path=MNIST_DIR" if args.data_path else "")
     command += f" --steps={args.steps} --repeats={args.repeats}"
+    results = {
+        "command": command,
+        "steps_per_epoch": steps_per_epoch,
+        "paper_seconds_per_epoch": PAPER_SECONDS_PER_EPOCH_K80,
+        "rows": [
+            {
+                "configuration": label,
+                "ms_per_step": ms,
+                "seconds_per_epoch": epoch,
+                "best_seconds_per_epoch": best,
+                "over_paper": epoch / PAPER_SECONDS_PER_EPOCH_K80,
+            }
+            for label, ms, epoch, best in rows
+        ],
+        "pipeline_ms_per_batch": pipeline * 1000,
+        "load": os.getloadavg(),
+        "machine": machine_line(),
+        "data": source,
+        "set_size": base.batch.set_size,
+        "embedding_dim": base.model.embedding_dim,
+        "steps": args.steps,
+        "repeats": args.repeats,
+    }
+    body = section(results)
+    if not args.no_write:
+        write_section(TITLE, body)
+        save_results("mnist_epoch", results)
+    print(body)
+
+
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
+    paper = results["paper_seconds_per_epoch"]
     table = "\n".join(
-        f"| {label} | {ms:.1f} | {epoch:.1f} | {best:.1f} | {epoch / PAPER_SECONDS_PER_EPOCH_K80:.2f} |"
-        for label, ms, epoch, best in rows
+        f"| {row['configuration']} | {row['ms_per_step']:.1f} | {row['seconds_per_epoch']:.1f} | "
+        f"{row['best_seconds_per_epoch']:.1f} | {row['over_paper']:.2f} |"
+        for row in results["rows"]
     )
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    body = f"""{machine_line()} Load average at the end (1, 5, 15 min): {load}
+    load = ", ".join(f"{value:.1f}" for value in results["load"])
+    return f"""{results["machine"]} Load average at the end (1, 5, 15 min): {load}
 (the 2 cores are shared with other jobs, so figures vary by tens of percent between runs).
 
-Command: `{command}` (data: {source}).
-One epoch = {IMAGES_PER_EPOCH:,} training images = {steps_per_epoch:g} steps of two stacks of \
-{base.batch.set_size}
-(S4 encoder, d={base.model.embedding_dim}, l2sq ABC loss, Adam), timed through `ABCModel.fit` on the real
-`mnist` data pipeline after a warm-up; median of {args.repeats} repeats of {args.steps} steps.
-Paper (supplement Table S2): {PAPER_SECONDS_PER_EPOCH_K80} s/epoch on an NVIDIA Tesla K80.
+Command: `{results["command"]}` (data: {results["data"]}).
+One epoch = {IMAGES_PER_EPOCH:,} training images = {results["steps_per_epoch"]:g} steps of two stacks of \
+{results["set_size"]}
+(S4 encoder, d={results["embedding_dim"]}, l2sq ABC loss, Adam), timed through `AbcModel.fit` on the real
+`mnist` data pipeline after a warm-up; median of {results["repeats"]} repeats of {results["steps"]} steps.
+Paper (supplement Table S2): {paper} s/epoch on an NVIDIA Tesla K80.
 
-| configuration | ms/step | s/epoch (median) | s/epoch (best) | median / paper's 47.8 s |
+| configuration | ms/step | s/epoch (median) | s/epoch (best) | median / paper's {paper} s |
 |---|---|---|---|---|
 {table}
 
-The data pipeline alone delivers a batch in {pipeline * 1000:.2f} ms, so it does not limit training."""
-    if not args.no_write:
-        write_section("MNIST epoch time", body)
-        save_results(
-            "mnist_epoch",
-            {
-                "command": command,
-                "steps_per_epoch": steps_per_epoch,
-                "paper_seconds_per_epoch": PAPER_SECONDS_PER_EPOCH_K80,
-                "rows": [
-                    {
-                        "configuration": label,
-                        "ms_per_step": ms,
-                        "seconds_per_epoch": epoch,
-                        "best_seconds_per_epoch": best,
-                        "over_paper": epoch / PAPER_SECONDS_PER_EPOCH_K80,
-                    }
-                    for label, ms, epoch, best in rows
-                ],
-                "pipeline_ms_per_batch": pipeline * 1000,
-                "load": os.getloadavg(),
-            },
-        )
-    print(body)
+The data pipeline alone delivers a batch in {results["pipeline_ms_per_batch"]:.2f} ms, so it does not limit \
+training."""
 
 
 if __name__ == "__main__":

@@ -57,14 +57,34 @@ def write_section(title: str, body: str, path: str = BENCHMARKS_FILE) -> None:
         handle.write(text)
 
 
-def load_line(load_start: float, cores: str = " shared with other jobs, so absolute rates vary") -> str:
+SHARED = " shared with other jobs, so absolute rates vary"
+
+
+def load_line(load_start: float, cores: str = SHARED) -> str:
     """The 1-minute load average at the start (``load_start``) and now: what else ran on the
     shared machine."""
+    return load_text({"load": [load_start, os.getloadavg()[0]], "cpu_count": os.cpu_count()}, cores)
+
+
+def measured(load_start: float) -> dict:
+    """What a section states about its run besides the figures, as a results file keeps it: the
+    machine line, the 1-minute load average at the start (``load_start``) and now, and the cores."""
+    return {"machine": machine_line(), "load": [load_start, os.getloadavg()[0]], "cpu_count": os.cpu_count()}
+
+
+def load_text(results: dict, cores: str = SHARED) -> str:
+    """:func:`load_line` from what :func:`measured` put in ``results``."""
+    start, end = results["load"][:2]
     return (
-        f"1-minute load average of the machine: {load_start:.1f} at the start, "
-        f"{os.getloadavg()[0]:.1f} at the end "
-        f"({os.cpu_count()} cores{cores})."
+        f"1-minute load average of the machine: {start:.1f} at the start, {end:.1f} at the end "
+        f"({results['cpu_count']} cores{cores})."
     )
+
+
+def read_results(file: str, root: str = ROOT) -> dict:
+    """The results file ``file`` (relative to ``root``), as :func:`save_results` wrote it."""
+    with open(os.path.join(root, file)) as handle:
+        return json.load(handle)
 
 
 def publish(title: str, body: str, write: bool, draw=None) -> None:

@@ -1,6 +1,6 @@
 """The benchmark suite: for each experiment preset, in one run on one machine,
 
-- steps/s and images/s of compiled training (``ABCModel.fit``) against a plain eager loop of
+- steps/s and images/s of compiled training (``AbcModel.fit``) against a plain eager loop of
   the same step (the authors' style), and the effect of steps_per_execution, jit_compile
   and mixed precision; every setting is timed in turn, round after round (median of the
   rounds), so load from other jobs hits all of them alike;
@@ -123,7 +123,7 @@ def tables(results: list[dict], steps: int, rounds: int) -> str:
         "",
         f"Median of {rounds} interleaved rounds of {steps} steps per setting, after a warm-up; "
         "steps/s, and in",
-        "brackets the speed-up over the eager loop measured in the same process. fit: `ABCModel.fit`",
+        "brackets the speed-up over the eager loop measured in the same process. fit: `AbcModel.fit`",
         f"fed from memory, float32 unless 'mixed' ({policy}); spe: `steps_per_execution`; XLA:",
         "`jit_compile=True`; pipeline: fed by the experiment's own data pipeline as in training (one",
         "`fit` call, median of its epochs, measured after the others). Goal: best >= 3x eager.",

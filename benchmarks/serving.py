@@ -8,7 +8,8 @@ starts a new Python process that blocks imports of ``abc_tf`` and ``models``, lo
 SavedModel with ``tf.saved_model.load`` and times ``embed_uint8`` and ``lookup_pose_uint8``
 at batch sizes 1, 32 and 256, in interleaved rounds after a warm-up round: images/s (median
 over rounds) and per-call latency percentiles (over all timed calls). A last row has 4 threads
-calling one loaded model at batch 32. Writes the "Serving (SavedModel)" section of BENCHMARKS.md.
+calling one loaded model at batch 32. Writes docs/figures/benchmarks/serving.json and the
+"Serving (SavedModel)" section of BENCHMARKS.md, which ``section`` writes from that file alone.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ flags.DEFINE_boolean("write", True, "Write the section of BENCHMARKS.md.")
 
 BATCHES = (1, 32, 256)
 DICTIONARY_SIZE = 1800
+TITLE = "Serving (SavedModel)"
+FILE = "docs/figures/benchmarks/serving.json"
 
 # Runs in a fresh interpreter that cannot import the project: only TensorFlow serves the model.
 SERVE = textwrap.dedent(
@@ -135,6 +138,33 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
+    rows = {(row["endpoint"], row["batch"], row["threads"]): row for row in results["rows"]}
+    single, shared = rows[("lookup_pose_uint8", 32, 1)], rows[("lookup_pose_uint8", 32, 4)]
+    return "\n\n".join(
+        [
+            "`python -m benchmarks.serving`: the `pose_quick` SavedModel (S5-small encoder, 32 x 32 RGB, "
+            f"d = 64, a lookup dictionary of {results['dictionary_size']} poses baked in), loaded with "
+            "`tf.saved_model.load` in a fresh process that cannot import the project, called as in "
+            'docs/EXPERIMENTS.md, "Serving" (`m.embed_uint8(images)`, `m.lookup_pose_uint8(images)`) with '
+            "uint8 tensors. Latency is per call, from the call to the result in memory (percentiles over all "
+            f"timed calls); images/s is the median over {results['rounds']} interleaved rounds (the 4-caller "
+            f"row: wall-clock of the round). Loading took {results['load_seconds']:.1f} s.",
+            table(results),
+            f"Batch 1 costs {rows[('embed_uint8', 1, 1)]['p50_ms']:.1f} ms per call (median): per-call "
+            "overhead of a restored function (input checks, dtype dispatch) more than arithmetic; batches "
+            "of 32 and more amortise it. 4 threads sharing one loaded model at batch 32: "
+            f"{shared['images_per_second']:.0f} images/s against {single['images_per_second']:.0f} for one "
+            f"caller ({shared['images_per_second'] / single['images_per_second']:.2f}x), with the same "
+            "answers as one caller (tests/test_export.py). The machine's 2 cores are shared with other "
+            "jobs, so absolute figures move between runs by tens of percent; the ratios within a run are "
+            "what to read.",
+            results["machine"],
+        ]
+    )
+
+
 def main(argv):
     del argv
     from benchmarks import report
@@ -154,32 +184,11 @@ def main(argv):
     results = json.loads(
         next(line for line in output.splitlines() if line.startswith("RESULT"))[len("RESULT") :]
     )
-    rows = {(row["endpoint"], row["batch"], row["threads"]): row for row in results["rows"]}
-    single, shared = rows[("lookup_pose_uint8", 32, 1)], rows[("lookup_pose_uint8", 32, 4)]
-    body = "\n\n".join(
-        [
-            "`python -m benchmarks.serving`: the `pose_quick` SavedModel (S5-small encoder, 32 x 32 RGB, "
-            f"d = 64, a lookup dictionary of {DICTIONARY_SIZE} poses baked in), loaded with "
-            "`tf.saved_model.load` in a fresh process that cannot import the project, called as in the "
-            "README (`m.embed_uint8(images)`, `m.lookup_pose_uint8(images)`) with uint8 tensors. Latency is "
-            "per call, from the call to the result in memory (percentiles over all timed calls); images/s "
-            f"is the median over {FLAGS.rounds} interleaved rounds (the 4-caller row: wall-clock of the "
-            f"round). Loading took {results['load_seconds']:.1f} s.",
-            table(results),
-            f"Batch 1 costs {rows[('embed_uint8', 1, 1)]['p50_ms']:.1f} ms per call (median): per-call "
-            "overhead of a restored function (input checks, dtype dispatch) more than arithmetic; batches "
-            "of 32 and more amortise it. 4 threads sharing one loaded model at batch 32: "
-            f"{shared['images_per_second']:.0f} images/s against {single['images_per_second']:.0f} for one "
-            f"caller ({shared['images_per_second'] / single['images_per_second']:.2f}x), with the same "
-            "answers as one caller (tests/test_export.py). The machine's 2 cores are shared with other "
-            "jobs, so absolute figures move between runs by tens of percent; the ratios within a run are "
-            "what to read.",
-            report.machine_line(),
-        ]
-    )
+    results.update(dictionary_size=DICTIONARY_SIZE, rounds=FLAGS.rounds, machine=report.machine_line())
+    body = section(results)
     print(body)
     if FLAGS.write:
-        report.write_section("Serving (SavedModel)", body)
+        report.write_section(TITLE, body)
         report.save_results("serving", results)
 
 

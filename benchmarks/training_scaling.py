@@ -3,7 +3,7 @@
 In one process, on random uint8 sets and embeddings (no data pipeline), compiled, float32
 unless named:
 
-- the whole step, ``ABCModel.fit`` from memory, for the Shapes3D (S3, d=64) and MNIST (S4,
+- the whole step, ``AbcModel.fit`` from memory, for the Shapes3D (S3, d=64) and MNIST (S4,
   d=8) models, float32 and mixed precision, over N in 32..1024 (P=1) and P in 1, 4, 16;
 - its two parts apart: the encoder's forward and backward per image, and the ABC loss's
   forward and backward on [P, N, d] embeddings for every similarity (the loss always runs in
@@ -11,7 +11,7 @@ unless named:
 - peak memory of each, from TensorFlow's CPU allocator (reset before each measurement);
 - l1 with the [P, N, M, d] difference tensor built whole (as before the chunked form) next
   to the chunked form, to show what the chunks save;
-- ``ABCModel.fit`` against a plain ``tf.function`` loop on the same model and batch
+- ``AbcModel.fit`` against a plain ``tf.function`` loop on the same model and batch
   (interleaved rounds, median), float32: fit / bare time per step.
 
   python -m benchmarks.training_scaling [--quick] [--no_write]
@@ -33,7 +33,7 @@ import models
 from abc_tf import losses
 from abc_tf.config import SIMILARITIES
 from benchmarks import loops
-from benchmarks.report import machine_line, write_section
+from benchmarks.report import machine_line, measured, write_section
 
 FIGURES = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "figures", "benchmarks"
@@ -48,6 +48,7 @@ SET_SIZES = (32, 64, 128, 256, 512, 1024)
 PAIRS = (1, 4, 16)
 MAX_COORDINATE_WORK = 2**28  # P*N*M*d of l1/linf timed (their cost is linear in it)
 MIXED = "mixed_bfloat16"
+FILE = "docs/figures/benchmarks/training_scaling.json"
 
 
 def peak_mb_of(run) -> tuple[float, float]:
@@ -203,7 +204,7 @@ def plot(results: dict) -> list[str]:
     axis.set(
         xlabel="images per step (2 P N)",
         ylabel="seconds per step",
-        title="ABCModel.fit step against batch size",
+        title="AbcModel.fit step against batch size",
     )
     axis.legend(fontsize=7)
     paths.append(os.path.join(FIGURES, "training_step_scaling.png"))
@@ -244,160 +245,13 @@ def plot(results: dict) -> list[str]:
     return paths
 
 
-def tables(results: dict, command: str, load: tuple) -> str:
-    lines = [
-        machine_line(),
-        f"1-minute load average {load[0]:.1f} at the start, {load[1]:.1f} at the end (2 cores, shared).",
-        "",
-        "**Whole step** (`ABCModel.fit` from memory; seconds per step, images/s, and the peak MB "
-        "the step adds",
-        "to TensorFlow's CPU allocator, beyond the model and optimizer state). Steps over 1,024 images "
-        "(S3) or 4,096",
-        "(S4) are left out (S3 needs about 4.4 MB an image): the encoder's cost is linear in images,",
-        "as the rows below show, so they cost their images over the images/s.",
-        "",
-        "| model | precision | P | N | images/step | s/step | images/s | peak MB |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results["steps"]:
-        images = 2 * r["pairs"] * r["size"]
-        lines.append(
-            f"| {r['model']} | {r['policy']} | {r['pairs']} | {r['size']} | {images} | {r['seconds']:.3f} | "
-            f"{images / r['seconds']:,.0f} | {r['peak_mb']:,.0f} |"
-        )
-    lines += [
-        "",
-        "**Encoder alone** (forward and backward of a batch of images):",
-        "",
-        "| model | precision | images | s | images/s | peak MB |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in results["encoder"]:
-        lines.append(
-            f"| {r['model']} | {r['policy']} | {r['images']} | {r['seconds']:.3f} | "
-            f"{r['images'] / r['seconds']:,.0f} | {r['peak_mb']:,.0f} |"
-        )
-    encoder_rate = {(r["model"], r["policy"]): r["images"] / r["seconds"] for r in results["encoder"]}
-    lines += [
-        "",
-        "**ABC loss alone** (forward and backward on [P, N, d] float32 embeddings, M = N; milliseconds, and",
-        "in brackets its share of a float32 step: loss / (loss + encoder time for the step's 2PN images "
-        "at the",
-        f"encoder's largest-batch rate)). l1/linf above P N M d = 2^{MAX_COORDINATE_WORK.bit_length() - 1} "
-        "are not timed (cost linear in it).",
-        "",
-    ]
-    for dim, label in ((64, "shapes3d (S3, d=64)"), (8, "mnist (S4, d=8)")):
-        rate = max(v for (model, policy), v in encoder_rate.items() if model == label and policy == "float32")
-        rows = [r for r in results["loss"] if r["dim"] == dim]
-        keys = sorted({(r["pairs"], r["size"]) for r in rows})
-        lines += [
-            f"d = {dim} (share against the {label.split(' ')[0]} encoder at {rate:,.0f} images/s):",
-            "",
-            "| P | N | " + " | ".join(SIMILARITIES) + " | peak MB (l2sq / l1) |",
-            "|---" * (len(SIMILARITIES) + 3) + "|",
-        ]
-        for pairs, size in keys:
-            cells = []
-            for similarity in SIMILARITIES:
-                match = [
-                    r for r in rows if (r["similarity"], r["pairs"], r["size"]) == (similarity, pairs, size)
-                ]
-                encoder = 2 * pairs * size / rate
-                cells.append(
-                    f"{1e3 * match[0]['seconds']:.1f} "
-                    f"({match[0]['seconds'] / (match[0]['seconds'] + encoder):.0%})"
-                    if match
-                    else "-"
-                )
-            memory = {r["similarity"]: r["peak_mb"] for r in rows if (r["pairs"], r["size"]) == (pairs, size)}
-            lines.append(
-                f"| {pairs} | {size} | "
-                + " | ".join(cells)
-                + f" | {memory.get('l2sq', 0):,.0f} / "
-                + (f"{memory['l1']:,.0f}" if "l1" in memory else "-")
-                + " |"
-            )
-        lines.append("")
-    lines += reading(results)
-    lines += [
-        "**l1 with the difference tensor built whole** (as before the chunked form; P=4, d=64) "
-        "against chunked:",
-        "",
-        "| N | whole: ms | whole: peak MB | chunked: ms | chunked: peak MB |",
-        "|---|---|---|---|---|",
-    ]
-    for r in results["whole_l1"]:
-        chunked = next(
-            (
-                c
-                for c in results["loss"]
-                if (c["similarity"], c["pairs"], c["size"], c["dim"]) == ("l1", 4, r["size"], 64)
-            ),
-            None,
-        )
-        lines.append(
-            f"| {r['size']} | {1e3 * r['seconds']:.0f} | {r['peak_mb']:,.0f} | "
-            + (f"{1e3 * chunked['seconds']:.0f} | {chunked['peak_mb']:,.0f} |" if chunked else "- | - |")
-        )
-    lines += [
-        "",
-        "Figures: ![step](docs/figures/benchmarks/training_step_scaling.png) "
-        "![loss time](docs/figures/benchmarks/loss_time_scaling.png) "
-        "![loss memory](docs/figures/benchmarks/loss_memory_scaling.png)",
-        "",
-        f"Command: `{command}`",
-    ]
-    return "\n".join(lines)
+SHOWN_IMAGES = 1024  # the whole-step rows the section shows: this many images a step, split three ways
+SHOWN_LOSS = ((1, 32), (1, 256), (1, 1024), (16, 1024))  # the (P, N) of the loss rows it shows
 
 
-def reading(results: dict) -> list[str]:
-    """The findings, computed from the rows: where the loss starts to matter next to the encoder."""
-    lines = ["**Reading.**"]
-    for label in MODELS:
-        ratios = []
-        for policy in ("float32", MIXED):
-            rows = {
-                (r["pairs"], r["size"]): r["seconds"]
-                for r in results["steps"]
-                if r["model"] == label and r["policy"] == policy and 2 * r["pairs"] * r["size"] == 1024
-            }
-            if (1, 512) in rows and (16, 32) in rows:
-                ratios.append(f"{rows[(1, 512)] / rows[(16, 32)]:.2f}x ({policy})")
-        if ratios:
-            lines.append(
-                f"- {label}, 1,024 images a step: one pair of sets of 512 takes {' and '.join(ratios)} the "
-                "time of 16 pairs of sets of 32."
-            )
-    for similarity in SIMILARITIES:
-        rows = [
-            r for r in results["loss"] if r["similarity"] == similarity and r["dim"] == 64 and r["pairs"] == 1
-        ]
-        if rows:
-            largest = max(rows, key=lambda r: r["size"])
-            encoder = max(
-                r["images"] / r["seconds"]
-                for r in results["encoder"]
-                if r["model"].startswith("shapes3d") and r["policy"] == "float32"
-            )
-            share = largest["seconds"] / (largest["seconds"] + 2 * largest["size"] / encoder)
-            lines.append(
-                f"- {similarity}, d=64, P=1: the loss at N={largest['size']} takes "
-                f"{1e3 * largest['seconds']:.0f} ms, {share:.0%} of a float32 S3 step."
-            )
-    whole = {r["size"]: r for r in results["whole_l1"]}
-    chunked = {
-        r["size"]: r for r in results["loss"] if (r["similarity"], r["pairs"], r["dim"]) == ("l1", 4, 64)
-    }
-    if whole and chunked:
-        size = max(set(whole) & set(chunked))
-        lines.append(
-            f"- l1 at P=4, N={size}, d=64: chunked {chunked[size]['peak_mb']:,.0f} MB against "
-            f"{whole[size]['peak_mb']:,.0f} MB whole, at "
-            f"{chunked[size]['seconds'] / whole[size]['seconds']:.1f}x the time (the chunks run one after "
-            "another); at P=16, N=1024 the whole tensor would need about 4 GB a copy."
-        )
-    encoder_rate = {
+def encoder_rates(results: dict) -> dict[str, float]:
+    """{model: its encoder's largest float32 rate, images/s}: what the loss's share is taken against."""
+    return {
         model: max(
             r["images"] / r["seconds"]
             for r in results["encoder"]
@@ -405,34 +259,191 @@ def reading(results: dict) -> list[str]:
         )
         for model in MODELS
     }
-    dims = {dim: model for model, (_, _, dim, _) in MODELS.items()}
 
-    def largest_share(similarities):
-        return max(
-            (r["seconds"] / (r["seconds"] + 2 * r["pairs"] * r["size"] / encoder_rate[dims[r["dim"]]]), r)
-            for r in results["loss"]
-            if r["similarity"] in similarities and r["dim"] in dims
-        )
 
-    for similarities in (("l2sq", "l2", "cosine"), ("l1", "linf")):
-        share, row = largest_share(similarities)
-        lines.append(
-            f"- Largest share of a float32 step measured for {'/'.join(similarities)}: {share:.0%} "
-            f"({row['similarity']}, P={row['pairs']}, N={row['size']}, d={row['dim']})."
-        )
+def loss_share(row: dict, rate: float) -> float:
+    """The loss's share of a float32 step: loss / (loss + the encoder's time for the step's 2PN images)."""
+    return row["seconds"] / (row["seconds"] + 2 * row["pairs"] * row["size"] / rate)
+
+
+def section(results: dict) -> str:
+    """The "Training cost against set size and pairs (CPU)" section, from the results file alone."""
+    start, end = results["load"][:2]
+    lines = [
+        results["machine"],
+        f"1-minute load average {start:.1f} at the start, {end:.1f} at the end "
+        f"({results['cpu_count']} cores, shared).",
+        "",
+        "**Whole step** (`AbcModel.fit` from memory; seconds per step, images/s, and the peak MB the step "
+        "adds",
+        "to TensorFlow's CPU allocator, beyond the model and optimizer state), at "
+        f"{SHOWN_IMAGES:,} images a step split",
+        f"three ways; the rows from 64 to 4,096 images are in `{FILE}`",
+        "(`steps`) and the figure below.",
+        "",
+        "| model | precision | P | N | images/step | s/step | images/s | peak MB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results["steps"]:
+        images = 2 * r["pairs"] * r["size"]
+        if images == SHOWN_IMAGES:
+            lines.append(
+                f"| {r['model']} | {r['policy']} | {r['pairs']} | {r['size']} | {images} | "
+                f"{r['seconds']:.3f} | {images / r['seconds']:,.0f} | {r['peak_mb']:,.0f} |"
+            )
+    encoder = {(r["model"], r["policy"], r["images"]): r["seconds"] for r in results["encoder"]}
+    s3, s4 = MODELS
+    big, small = (encoder[(s3, policy, SHOWN_IMAGES)] for policy in ("float32", MIXED))
+    big4, small4 = (encoder[(s4, policy, SHOWN_IMAGES)] for policy in ("float32", MIXED))
     lines += [
-        "- At a fixed P the loss grows as N M d and the encoder as N, so the loss's share roughly doubles",
-        "  with each doubling of N; only l1 and linf, which have no matmul form, get there within N <= 1024.",
+        "",
+        f"**Encoder alone** (forward and backward of {SHOWN_IMAGES:,} images): S3 {big:.3f} s float32 and "
+        f"{small:.3f} s {MIXED}",
+        f"({SHOWN_IMAGES / big:,.0f} and {SHOWN_IMAGES / small:,.0f} images/s); S4 {big4:.3f} s and "
+        f"{small4:.3f} s ({SHOWN_IMAGES / big4:,.0f} and {SHOWN_IMAGES / small4:,.0f} images/s); 64 images "
+        f"cost {encoder[(s3, 'float32', 64)]:.3f} s",
+        f"(S3) and {encoder[(s4, 'float32', 64)]:.3f} s (S4) in float32, so the encoder's cost is linear in "
+        "images. Every row is in the JSON",
+        "(`encoder`).",
+        "",
+        "**ABC loss alone** (forward and backward on [P, N, d] float32 embeddings, M = N; milliseconds, and",
+        "in brackets its share of a float32 step: loss / (loss + encoder time for the step's 2PN images at "
+        "the",
+        f"encoder's largest-batch rate)). l1/linf above P N M d = 2^{MAX_COORDINATE_WORK.bit_length() - 1} "
+        "are not timed (cost linear in it).",
+        "Rows here: P = 1 at N = 32, 256 and 1024, and P = 16 at N = 1024; every row is in the JSON "
+        "(`loss`).",
         "",
     ]
+    rates = encoder_rates(results)
+    for label, (_, _, dim, _) in MODELS.items():
+        rate = rates[label]
+        rows = {(r["similarity"], r["pairs"], r["size"]): r for r in results["loss"] if r["dim"] == dim}
+        lines += [
+            f"d = {dim} (share against the {label.split(' ')[0]} encoder at {rate:,.0f} images/s):",
+            "",
+            "| P | N | " + " | ".join(SIMILARITIES) + " | peak MB (l2sq / l1) |",
+            "|---" * (len(SIMILARITIES) + 3) + "|",
+        ]
+        for pairs, size in SHOWN_LOSS:
+            cells = [
+                f"{1e3 * row['seconds']:.1f} ({loss_share(row, rate):.0%})" if row else "-"
+                for row in (rows.get((similarity, pairs, size)) for similarity in SIMILARITIES)
+            ]
+            memory = [rows.get((similarity, pairs, size)) for similarity in ("l2sq", "l1")]
+            lines.append(
+                f"| {pairs} | {size} | "
+                + " | ".join(cells)
+                + " | "
+                + " / ".join(f"{row['peak_mb']:,.0f}" if row else "-" for row in memory)
+                + " |"
+            )
+        lines.append("")
+    lines += reading(results)
+    lines += [
+        "",
+        "Figures: ![step](docs/figures/benchmarks/training_step_scaling.png) "
+        "![loss time](docs/figures/benchmarks/loss_time_scaling.png) "
+        "![loss memory](docs/figures/benchmarks/loss_memory_scaling.png)",
+        "",
+        f"Command: `{results['command']}`",
+    ]
+    return "\n".join(lines)
+
+
+def reading(results: dict) -> list[str]:
+    """The findings, computed from the rows: where the loss starts to matter next to the encoder, and
+    what the chunked l1 saves."""
+    s3, s4 = MODELS
+    ratio = {}
+    for label in MODELS:
+        for policy in ("float32", MIXED):
+            rows = {
+                (r["pairs"], r["size"]): r["seconds"]
+                for r in results["steps"]
+                if r["model"] == label and r["policy"] == policy
+            }
+            if (1, 512) in rows and (16, 32) in rows:  # not in a --quick run
+                ratio[(label, policy)] = rows[(1, 512)] / rows[(16, 32)]
+    rates = encoder_rates(results)
+    largest = {}
+    for r in results["loss"]:
+        if (
+            r["dim"] == 64
+            and r["pairs"] == 1
+            and r["size"] > largest.get(r["similarity"], {"size": 0})["size"]
+        ):
+            largest[r["similarity"]] = r
+    size = largest["l2sq"]["size"]
+    dims = {dim: model for model, (_, _, dim, _) in MODELS.items()}
+
+    def largest_share(similarities: tuple[str, ...]) -> tuple[str, str]:
+        share, row = max(
+            (
+                (loss_share(r, rates[dims[r["dim"]]]), r)
+                for r in results["loss"]
+                if r["similarity"] in similarities and r["dim"] in dims
+            ),
+            key=lambda pair: pair[0],
+        )
+        where = f"({row['similarity']}, P={row['pairs']}, N={row['size']}, d={row['dim']})"
+        return f"{share:.0%}", f"for {'/'.join(similarities)} {where}"
+
+    times = [f"{1e3 * largest[s]['seconds']:.0f}" for s in SIMILARITIES]
+    shares = [f"{loss_share(largest[s], rates[s3]):.0%}" for s in SIMILARITIES]
+    whole = {r["size"]: r for r in results["whole_l1"]}
+    chunked = {
+        r["size"]: r for r in results["loss"] if (r["similarity"], r["pairs"], r["dim"]) == ("l1", 4, 64)
+    }
+    common = max(set(whole) & set(chunked))
+    (matmul_share, matmul_where), (other_share, other_where) = (
+        largest_share(("l2sq", "l2", "cosine")),
+        largest_share(("l1", "linf")),
+    )
+    split = ("", "")
+    if len(ratio) == 4:
+        split = (
+            f" At {SHOWN_IMAGES:,} images a step, one pair of sets of 512 takes "
+            f"{ratio[(s3, 'float32')]:.2f}x (S3 float32), {ratio[(s3, MIXED)]:.2f}x (S3",
+            f"{MIXED}), {ratio[(s4, 'float32')]:.2f}x and {ratio[(s4, MIXED)]:.2f}x (S4) the time of 16 "
+            "pairs of sets of 32. ",
+        )
+    lines = [
+        f"**Reading.**{split[0]}",
+        f"{split[1]}At P=1, N={size}, d=64 the",
+        f"loss takes {times[0]} ms ({SIMILARITIES[0]}), "
+        + ", ".join(f"{t} ({s})" for t, s in zip(times[1:-1], SIMILARITIES[1:-1]))
+        + f" and {times[-1]} ({SIMILARITIES[-1]}): {', '.join(shares[:-1])} and {shares[-1]} of a",
+        f"float32 S3 step. The largest share measured is {matmul_share} {matmul_where} and {other_share}",
+        f"{other_where}: at a fixed P the loss grows as N M d and the encoder as N, and",
+        "only l1 and linf, which have no matmul form, get that far within N <= 1024. l1 at "
+        f"P=4, N={common}, d=64:",
+        f"chunked {chunked[common]['peak_mb']:,.0f} MB against {whole[common]['peak_mb']:,.0f} MB whole, at "
+        f"{chunked[common]['seconds'] / whole[common]['seconds']:.1f}x the time; at P=16, N=1024 the whole "
+        "tensor would need",
+        "about 4 GB a copy.",
+        "",
+    ]
+    items = []
+    for size in sorted(whole):
+        first = not items
+        item = f"N={size}: {1e3 * whole[size]['seconds']:.0f} ms, {whole[size]['peak_mb']:,.0f} MB"
+        item += " whole against " if first else " against "
+        if size in chunked:
+            item += f"{1e3 * chunked[size]['seconds']:.0f} ms, {chunked[size]['peak_mb']:,.0f} MB"
+        else:
+            item += "no chunked timing"
+        items.append(item + ("\nchunked" if first else ""))
+    lines.append("**l1 built whole against chunked** (P=4, d=64): " + "; ".join(items) + ".")
     return lines
 
 
-def fit_table(results: dict, command: str) -> str:
+def fit_section(results: dict) -> str:
+    """The "Fit against a bare compiled step (CPU)" section, from the results file alone."""
     lines = [
-        machine_line(),
+        results["machine"],
         "",
-        "The same ABCModel, Adam and batch (the preset's two sets, float32), trained by `ABCModel.fit` from",
+        "The same AbcModel, Adam and batch (the preset's two sets, float32), trained by `AbcModel.fit` from",
         "memory and by a plain `tf.function` step (GradientTape, loss, `optimizer.apply`) in a Python loop;",
         "interleaved rounds, medians of wall-clock steps/s and of CPU milliseconds per step "
         "(all threads; the",
@@ -453,13 +464,17 @@ def fit_table(results: dict, command: str) -> str:
         "",
         "What fit adds per step, measured on a tiny encoder where nothing else counts: about 0.15 ms",
         "(0.84 against 0.69 ms a step), Keras's per-batch callback dispatch and its data iterator; on the",
-        "S4 step of about 50 ms that is 0.3%. An earlier reading of 13% on the MNIST model was noise of the",
-        "shared machine: wall-clock ratios of this pair read 0.89 to 1.15 between runs, while",
-        "their CPU time per step differed by under 3%.",
+        "S4 step of about 50 ms that is 0.3%. Read the CPU-time column: on this shared machine wall-clock",
+        "ratios of this pair move between runs by more than the overhead.",
         "",
-        f"Command: `{command}`",
+        f"Command: `{results['command']}`",
     ]
     return "\n".join(lines)
+
+
+TITLE = "Training cost against set size and pairs (CPU)"
+FIT_TITLE = "Fit against a bare compiled step (CPU)"
+SECTIONS = {TITLE: section, FIT_TITLE: fit_section}
 
 
 def main() -> None:
@@ -478,30 +493,31 @@ def main() -> None:
             "fit_vs_bare": {
                 label: fit_against_bare(model, shape, dim, 64 if model == "s4" else 32, 30, 9)
                 for label, (model, shape, dim, _) in MODELS.items()
-            }
+            },
+            "machine": machine_line(),
+            "command": "python -m benchmarks.training_scaling --only_fit",
         }
-        body = fit_table(results, "python -m benchmarks.training_scaling --only_fit")
+        body = fit_section(results)
         print(body)
         if not args.no_write:
-            write_section("Fit against a bare compiled step (CPU)", body)
+            write_section(FIT_TITLE, body)
         return
     if args.from_json:
         with open(args.from_json) as handle:
             results = json.load(handle)
-        load = tuple(results["load"])
     else:
         start_load = os.getloadavg()[0]
         results = measure(args.quick)
-        results["load"] = load = (start_load, os.getloadavg()[0])
-    command = "python -m benchmarks.training_scaling" + (" --quick" if args.quick else "")
-    body, fit_body = tables(results, command, load), fit_table(results, command)
-    print(body, "\n\n", fit_body)
+        results.update(measured(start_load))
+        results["command"] = "python -m benchmarks.training_scaling" + (" --quick" if args.quick else "")
+    bodies = {title: write(results) for title, write in SECTIONS.items()}
+    print(*bodies.values(), sep="\n\n")
     if not args.no_write:
         plot(results)
         with open(os.path.join(FIGURES, "training_scaling.json"), "w") as handle:
             json.dump(results, handle, indent=1)
-        write_section("Training cost against set size and pairs (CPU)", body)
-        write_section("Fit against a bare compiled step (CPU)", fit_body)
+        for title, body in bodies.items():
+            write_section(title, body)
 
 
 if __name__ == "__main__":

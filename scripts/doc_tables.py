@@ -7,9 +7,15 @@ A table is written between two markers; the first names its file and its section
     <!-- end table -->
 
 The path is relative to the repository root. The file is a ``comparison.json`` written by
-``evaluate.py --compare``; the section is one of its ``comparison.md`` headings, rendered by the
+``compare.py``; the section is one of its ``comparison.md`` headings, rendered by the
 same code (``abc_tf.evaluation.comparison.markdown``). So a table cannot drift from its file:
 ``--check`` fails when any table differs from what its file gives (tests/test_doc_tables.py).
+
+The same holds for the sections of BENCHMARKS.md that a benchmark writes from its results file:
+each module of ``BENCHMARKS`` names its ``FILE`` (under docs/figures/benchmarks/) and writes its
+``## TITLE`` section with ``section(results)`` (a module writing more than one names them in
+``SECTIONS``, title to function), the same function its measuring run calls. A section whose
+module's file is absent is left alone.
 
   python -m scripts.doc_tables            # rewrite every table from its file
   python -m scripts.doc_tables --check    # exit 1 naming every stale table
@@ -24,9 +30,32 @@ import re
 import sys
 
 from abc_tf.evaluation import comparison
+from benchmarks import (
+    baselines_epoch,
+    curation_scaling,
+    default_speed,
+    evaluation_stages,
+    method_speed,
+    mnist_epoch,
+    report,
+    serving,
+    training_scaling,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ("RESULTS.md", "BENCHMARKS.md", "docs/REPRODUCTION.md")
+BENCHMARKS_DOC = "BENCHMARKS.md"
+# The benchmarks whose sections are written from their results file alone.
+BENCHMARKS = (
+    baselines_epoch,
+    curation_scaling,
+    default_speed,
+    evaluation_stages,
+    method_speed,
+    mnist_epoch,
+    serving,
+    training_scaling,
+)
 TABLE = re.compile(
     r"(?P<open><!-- table: (?P<path>\S+\.json) \"(?P<section>[^\"]+)\" -->\n)"
     r"(?P<body>.*?)(?P<close><!-- end table -->)",
@@ -59,6 +88,36 @@ def render(text: str, root: str = ROOT) -> tuple[str, list[str]]:
     return TABLE.sub(write, text), changed
 
 
+def benchmark_sections(module) -> dict:
+    """{title: function writing that section's body from the results} of a benchmark module."""
+    return getattr(module, "SECTIONS", None) or {module.TITLE: module.section}
+
+
+def section_span(text: str, title: str) -> re.Match | None:
+    """The body of the ``## title`` section of ``text`` (group ``body``), up to the next section."""
+    pattern = rf"^## {re.escape(title)}\n\n(?P<body>.*?)\n*(?=^## |\Z)"
+    return re.search(pattern, text, re.S | re.M)
+
+
+def render_benchmarks(text: str, root: str = ROOT) -> tuple[str, list[str]]:
+    """``text`` (BENCHMARKS.md) with every benchmark's section written from its results file, and
+    the sections that changed."""
+    changed = []
+    for module in BENCHMARKS:
+        if not os.path.exists(os.path.join(root, module.FILE)):
+            continue
+        results = report.read_results(module.FILE, root)
+        for title, section in benchmark_sections(module).items():
+            body = section(results).strip()
+            match = section_span(text, title)
+            if match is None:
+                raise ValueError(f"{BENCHMARKS_DOC} has no section {title!r} for {module.FILE}.")
+            if match["body"] != body:
+                changed.append(f'{module.FILE} "## {title}"')
+                text = text[: match.start("body")] + body + text[match.end("body") :]
+    return text, changed
+
+
 def main(argv: list[str] | None = None, root: str = ROOT) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -73,6 +132,9 @@ def main(argv: list[str] | None = None, root: str = ROOT) -> int:
         with open(path) as handle:
             text = handle.read()
         new, changed = render(text, root)
+        if name == BENCHMARKS_DOC:
+            new, sections = render_benchmarks(new, root)
+            changed += sections
         stale += [f"{name}: {table}" for table in changed]
         if changed and not args.check:
             with open(path, "w") as handle:

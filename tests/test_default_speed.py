@@ -16,5 +16,6 @@ def test_every_loop_is_timed_and_the_table_links_its_figures():
         row["steps_per_s"] > 0 for row in results["rows"]
     )
     assert results["rows"][1]["over_bare"] == pytest.approx(1.0)
-    text = default_speed.table(results, "python -m benchmarks.default_speed", 0.0)
+    results.update(machine="Measured on a test.", load=[0.0, 0.0], cpu_count=2, command="the command")
+    text = default_speed.section(results)
     assert "auto: 10 steps a call" in text and f"]({default_speed.FILE}#/rows/3/over_bare)" in text

@@ -37,7 +37,14 @@ def results() -> dict:
         "cpu_s": 700.0,
         "stages_wall_s": {"factor isolation of the trained encoder (probes, MINE)": 400.0},
     }
-    return {"run_dir": "runs/demo", "stages": stages, "dci": {"rows": rows}, "evaluate": evaluate}
+    return {
+        "run_dir": "runs/demo",
+        "stages": stages,
+        "dci": {"rows": rows},
+        "evaluate": evaluate,
+        "machine": "Measured on a test.",
+        "command": "the command",
+    }
 
 
 def test_every_figure_of_the_section_points_into_the_json(tmp_path):
@@ -45,7 +52,7 @@ def test_every_figure_of_the_section_points_into_the_json(tmp_path):
     path = tmp_path / evaluation_stages.FILE
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(data))
-    text = evaluation_stages.table(data, "the command", None)
+    text = evaluation_stages.section(data)
     figures, problems = doc_figures.check_text("BENCHMARKS.md", text, root=str(tmp_path))
     assert problems == []
     assert len(figures) == 7 + 4 * 4 + 3  # the stages, four DCI rows of four figures, the evaluation

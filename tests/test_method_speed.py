@@ -36,7 +36,9 @@ def test_the_table_links_every_figure_and_marks_a_step_without_a_count():
         "of_matmul": 0.8,
     }
     uncounted = {**counted, "method": "lord", "jit_compile": True, "gflop_per_step": None}
-    text = method_speed.table({"rows": [counted, uncounted], "steps": 10, "rounds": 3}, "the command")
+    results = {"rows": [counted, uncounted], "steps": 10, "rounds": 3, "machine": "Measured on a test."}
+    text = method_speed.section(results)
+    assert "Command: `python -m benchmarks.method_speed --steps=10 --rounds=3`." in text
     rows = [line for line in text.splitlines() if line.startswith("| abc") or line.startswith("| lord")]
     assert f"[0.80]({method_speed.FILE}#/rows/0/of_matmul)" in rows[0]
     assert rows[1].startswith("| lord | `shapes3d_demo` | sets | float32, XLA | 10 | - | [0.50]")
