@@ -1,9 +1,10 @@
 """abc_tf.methods: the registry, the shared encoder builder, and a method the trainer does not
 know (tests/toy_method.py: two networks, two optimizers) trained, killed, resumed and
-evaluated through the same code as ABC; and every method found, on its package's SMOKE run
-(tests/method_helpers.py): evaluated by evaluate.py with its family's task and its own measures,
-and ready for GPUs, checked on the CPU: its step compiled with XLA, trained under
-mixed_float16 with every loss scaled, and trained on two replicas as on one device."""
+evaluated through the same code as ABC; and every method found, on its package's smallest run
+(tests/method_helpers.py): evaluated with its family's task and its own measures, and ready for
+GPUs, checked on the CPU: its step compiled with XLA, trained under mixed_float16 with every
+loss scaled, and trained on two replicas as on one device. The evaluation and the replicas are
+the contract's checks (abc_tf.evaluation.contract), which ``abc_tf check`` runs on a plug-in."""
 
 from __future__ import annotations
 
@@ -22,8 +23,10 @@ from abc_tf import methods
 from abc_tf.runs import experiments
 from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.methods.base import build_encoder
+from abc_tf.evaluation import contract
+from abc_tf.evaluation.contract import MIRRORED_RTOL, fit_losses
 from abc_tf.runs import checkpoints, precision, training
-from method_helpers import fit_losses, tiny_configs
+from method_helpers import tiny_configs
 from evaluate_helpers import evaluate_each
 from pose_data_helpers import SMALL
 from process_helpers import start_code, wait_for_marker
@@ -33,15 +36,6 @@ from toy_method import TwoNetworkConfig
 TOY = CONFIG.replace(method=TwoNetworkConfig(name="two_network", temperature=CONFIG.method.temperature))
 # Every method found (abc_tf/methods/<name>/ and installed plug-ins), and the toy one.
 READY_METHODS = (*sorted(methods.METHODS), "two_network")
-# Two replicas (traced) against one device (eager) change only the order of float32 sums: the
-# batch means of the loss terms, the batch-norm moments all-reduced over the replicas, the
-# replicas' gradients summed before the update, kernels that block a product differently for
-# half the batch, and the ops a trace fuses. The rounding errors of a reordered sum of n terms
-# grow like sqrt(n) * 2^-24; for the longest here, the GAN trunk's products of 6,272 terms,
-# 79 * 6e-8 = 4.7e-6, and rtol is 4x that. (Measured on this project's CPU: at most 1.1e-6.
-# Replicas repeating each other's random draws, the bug this guards against, moved the first
-# loss by 3.4e-5 (c_vitae) to 2.5e-3 (elastic_infogan).)
-MIRRORED_RTOL = 2e-5
 
 
 pytestmark = pytest.mark.slow
@@ -285,35 +279,14 @@ def test_each_method_trains_under_mixed_float16_with_every_loss_scaled(configs, 
 
 @pytest.mark.parametrize("name", READY_METHODS)
 def test_each_method_s_smoke_run_is_evaluated_by_evaluate_py(configs, name, tmp_path, monkeypatch):
-    # The run a user trains, then evaluate.py on it: its family's task and the method's own
-    # measures (--measure_images: a few images of each set, enough to run every measure). The
+    # The contract's check (abc_tf check): the run a user trains, then evaluate's measures on it,
+    # its family's task and the method's own (a few images of each set, enough to run every
+    # measure; evaluate.py's command line on a method's run: the toy method's test above). The
     # Elastic-InfoGAN digit classifier is cached under HOME: a temporary one here.
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setattr("abc_tf.evaluation.tasks.digit_clusters.DEFAULT_CACHE", str(tmp_path / "cache"))
-    run_dir = str(tmp_path / "run")
-    training.train(configs[name], run_dir, verbose=0)
-    [evaluated] = evaluate_each(
-        [
-            (
-                tmp_path,
-                [
-                    f"--run_dir={run_dir}",
-                    "--num_images=48",
-                    "--mine_steps=10",
-                    "--mine_batch_size=16",
-                    "--mine_eval_samples=256",
-                    "--probe_epochs=1",
-                    "--disentanglement=none",
-                    "--measure_images=64",
-                    "--pose_dictionary_size=16",
-                    "--pose_repeats=2",
-                    "--pose_queries=8",
-                ],
-            )
-        ]
-    )
-    assert evaluated["code"] == 0, evaluated["stderr"][-3000:]
-    metrics = json.load(open(os.path.join(run_dir, "metrics.json")))
+    contract.evaluated(name, str(tmp_path), configs[name])
+    metrics = json.load(open(os.path.join(tmp_path, "evaluated", "metrics.json")))
     # The method's own measures ran and were kept (a method without any has none).
     assert ("method" in metrics) == bool(methods.get_method(name).measures), sorted(metrics)
 
@@ -324,8 +297,7 @@ def test_each_method_trains_on_two_replicas_as_on_one_device(configs, name, tmp_
     # the replicas' step is traced (seconds a method).
     mirrored = two_replicas
     assert mirrored.num_replicas_in_sync == 2
-    _, [one] = fit_losses(configs[name], 1, eagerly=True)
-    _, [two] = fit_losses(configs[name], 1, mirrored)
+    one, two = contract.two_replicas(name, str(tmp_path), configs[name], mirrored)  # the contract's check
     assert two == pytest.approx(one, rel=MIRRORED_RTOL)
     # The replicas split the batch each method reads (its batch format's), and a batch they cannot
     # split is refused naming its flag, before the model is built.

@@ -1,0 +1,153 @@
+"""Checks a method against the contract every built-in method is tested on: its smallest run
+trains, resumes from a checkpoint, trains on two replicas as on one device, and is evaluated.
+
+  abc_tf check --method=my_method [--work_dir=DIR]
+
+The method is any ``--method`` value: a built-in one or an installed plug-in's (an entry point
+of the group ``abc_tf.methods``). Its declared ``smallest_run`` (a few steps on built-in data)
+is trained by the real trainer (abc_tf.evaluation.contract). One line per check:
+
+  PASS trains (12.3 s)
+  FAIL resumes: run again, it started at step 0, not at its checkpoint's step 2. (log: DIR/resumes.log)
+
+Exit status 0 when every check passed, 1 when one failed, 2 for a bad flag or an unknown
+method. Each check's output goes to ``DIR/<check>.log`` and its runs under ``DIR/<check>``;
+without ``--work_dir`` they go to a temporary folder, removed when every check passed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from typing import Iterator
+
+from absl import flags
+
+from abc_tf import command_line
+
+FLAGS = flags.FlagValues()
+flags.DEFINE_string("method", None, "The method to check (a --method value).", flag_values=FLAGS)
+flags.DEFINE_string(
+    "work_dir",
+    None,
+    "An empty or new folder for the checks' runs and logs (default: a temporary folder, removed when "
+    "every check passed).",
+    flag_values=FLAGS,
+)
+CHECKS = ("trains", "resumes", "two_replicas", "evaluated")
+
+
+def split_the_cpu() -> None:
+    """Two logical CPU devices for the two-replica check. TensorFlow takes the split only before
+    it starts, so this runs before anything else touches it; in a process where it has started
+    (a test's, split already by tests/conftest.py) nothing changes."""
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    if len(tf.config.get_logical_device_configuration(cpu) or ()) >= 2:
+        return
+    try:
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    except RuntimeError:  # started already: the two-replica check says what it lacks
+        pass
+
+
+def one_line(error: BaseException, log: str) -> str:
+    """What a check's failure prints: the message's first line; an unexpected exception (a bug
+    in the method's code) is named by its type, its traceback left in ``log``."""
+    lines = str(error).strip().splitlines()
+    message = lines[0] if lines else ""
+    if not isinstance(error, (AssertionError, ValueError)) or not message:
+        message = f"{type(error).__name__}: {message}".rstrip(": ")
+    return f"{message} (log: {log})"
+
+
+@contextlib.contextmanager
+def output_to(handle) -> Iterator[None]:
+    """Everything written meanwhile, TensorFlow's C++ lines (file descriptors 1 and 2) too, goes
+    to the file ``handle``: the command's own lines are the only ones on the screen."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(handle.fileno(), 1)
+        os.dup2(handle.fileno(), 2)
+        with contextlib.redirect_stdout(handle), contextlib.redirect_stderr(handle):
+            yield
+    finally:
+        handle.flush()
+        for descriptor, copy in zip((1, 2), saved):
+            os.dup2(copy, descriptor)
+            os.close(copy)
+
+
+def run_checks(name: str, work_dir: str) -> bool:
+    """Runs each check of :data:`CHECKS` on method ``name``, printing its line; whether all passed."""
+    from abc_tf.evaluation import contract
+
+    passed, trained = True, None
+    for check in CHECKS:
+        log = os.path.join(work_dir, f"{check}.log")
+        started = time.monotonic()
+        with open(log, "w", encoding="utf-8") as handle, output_to(handle):
+            try:
+                if check == "evaluated":  # the trains check's run, when it has one
+                    contract.evaluated(name, work_dir, run_dir=trained)
+                else:
+                    result = getattr(contract, check)(name, work_dir)
+                    trained = result.run_dir if check == "trains" else trained
+                failure = None
+            except Exception as error:  # noqa: BLE001 - a method's failure, reported as one line
+                traceback.print_exc()
+                failure = one_line(error, log)
+            # A failed run's data stream is finalised here, its warnings into the log, not at exit.
+            gc.collect()
+        if failure is None:
+            print(f"PASS {check} ({time.monotonic() - started:.1f} s)", flush=True)
+        else:
+            print(f"FAIL {check}: {failure}", flush=True)
+            passed = False
+    return passed
+
+
+def main(rest: list[str]) -> int:
+    """Checks the method of the parsed flags: 0 when every check passed, 1 when one failed, 2 for
+    a bad setting or a method that cannot be loaded."""
+    program = command_line.program("check")
+    try:
+        if len(rest) > 1:
+            raise ValueError(f"unexpected arguments: {' '.join(rest[1:])} (flags are written --name=value).")
+        if not FLAGS.method:
+            raise ValueError("--method: name the method to check.")
+        from abc_tf import methods
+
+        if FLAGS.method not in methods.METHODS:
+            methods.get_method(FLAGS.method)  # unknown: ValueError naming the known ones, nothing loaded
+        if FLAGS.work_dir and os.path.isdir(FLAGS.work_dir) and os.listdir(FLAGS.work_dir):
+            raise ValueError(f"--work_dir={FLAGS.work_dir} is not empty; name a new or empty folder.")
+        command_line.quiet_tensorflow_start()
+        split_the_cpu()
+        from abc_tf.evaluation import contract
+
+        contract.smallest_run(FLAGS.method)  # the declaration loads and names its smallest run
+        work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix=f"abc_tf_check_{FLAGS.method}_")
+        os.makedirs(work_dir, exist_ok=True)
+    except ValueError as error:
+        print(f"{program}: error: {error}", file=sys.stderr)
+        return 2
+    passed = run_checks(FLAGS.method, work_dir)
+    if passed and not FLAGS.work_dir:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return 0 if passed else 1
+
+
+def command(argv: list[str]) -> int:
+    """The command line ``argv``: :func:`main`'s exit status, or 2 for a flag absl refuses.
+    The flags are reset afterwards."""
+    return command_line.run_program(command_line.program("check"), __doc__, FLAGS, argv, main)
