@@ -1,8 +1,8 @@
-"""Runs every ``train.py`` / ``evaluate.py`` command of the docs, shortened, in a scratch folder.
+"""Runs every train.py, evaluate.py, curves.py and compare.py command of the docs, shortened.
 
 Every command that README.md, RESULTS.md and BENCHMARKS.md show must run on a fresh
 clone. This finds them in the docs' code blocks (fenced, and indented by four spaces), and runs
-each in document order from the repository root with tiny settings:
+each in document order from the repository root, in a scratch folder, with tiny settings:
 
   python -m scripts.doc_commands                      # run them all; exit 1 if any failed
   python -m scripts.doc_commands --list               # only print the commands and their rewrites
@@ -10,11 +10,12 @@ each in document order from the repository root with tiny settings:
   python -m scripts.doc_commands --define MNIST_DIR=/path/to/mnist --define K=1 --define RUN=runs/split
 
 A train.py command trains 2 steps (``--trainer.steps=2 --trainer.log_every=1
---trainer.eval_images=64``) into ``<out_dir>/<its --output_dir>``; an evaluate.py command reads
-and writes its directories under ``<out_dir>`` too, with tiny estimators. A command whose input
-is missing (a data path that does not exist here, a run directory no earlier command writes, a
-``<placeholder>``) is reported as skipped, not run. ``--only=TEXT`` picks the commands whose
-``file:line command`` contains TEXT; ``--docs`` reads other markdown files.
+--trainer.eval_images=64``) into ``<out_dir>/<its --output_dir>``; an evaluate.py, curves.py or
+compare.py command reads and writes its directories under ``<out_dir>`` too, with tiny
+estimators. A command whose input is missing (a data path that does not exist here, a run
+directory no earlier command writes, a ``<placeholder>``) is reported as skipped, not run.
+``--only=TEXT`` picks the commands whose ``file:line command`` contains TEXT; ``--docs`` reads
+other markdown files.
 """
 
 from __future__ import annotations
@@ -29,13 +30,17 @@ import sys
 import tempfile
 import time
 
+from abc_tf.cli import measure_flags
 from abc_tf.runs import experiments
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ("README.md", "docs/EXPERIMENTS.md", "RESULTS.md", "BENCHMARKS.md")
 DEFAULT_EXPERIMENT = "shapes3d_demo"  # train.py's default --experiment; its run dir is runs/<experiment>
-# A command: python (or .venv/bin/python, python3.11) train.py|evaluate.py, up to && or ; or the end.
-COMMAND = re.compile(r"(?:^|&&|;)\s*(?:\S*/)?python[0-9.]*\s+((?:train|evaluate)\.py\b.*?)\s*(?=&&|;|$)")
+# A command: python (or .venv/bin/python, python3.11) train.py|evaluate.py|curves.py|compare.py, up
+# to && or ; or the end.
+COMMAND = re.compile(
+    r"(?:^|&&|;)\s*(?:\S*/)?python[0-9.]*\s+((?:train|evaluate|curves|compare)\.py\b.*?)\s*(?=&&|;|$)"
+)
 ASSIGNMENT = re.compile(r"\s*([A-Za-z_]\w*)=(.*)")  # NAME="..." lines whose $NAME later commands use
 PLACEHOLDER = re.compile(r"<[^<>\s]*>|\$\{?\w+\}?")
 TRAIN_FAST = {"trainer.steps": "2", "trainer.log_every": "1", "trainer.eval_images": "64"}
@@ -63,8 +68,11 @@ EVAL_FAST = {
     "pose_pool_size": "0",
     "disentanglement": "none",
 }  # the scores take a minute a run; the suite tests them
+# compare.py takes no flag of one run's evaluation (noise, sweep, pose).
+COMPARE_FAST = {name: value for name, value in EVAL_FAST.items() if name not in measure_flags.PER_RUN}
+FAST = {"train.py": TRAIN_FAST, "evaluate.py": EVAL_FAST, "curves.py": EVAL_FAST, "compare.py": COMPARE_FAST}
 DATA_PATHS = ("data.path", "data.real_data_path", "data.background_data_path", "data.pose_test_list")
-EVAL_INPUTS = ("run_dir", "saved_model", "config")  # and each run of --compare
+EVAL_INPUTS = ("run_dir", "saved_model", "config")  # and each run of compare.py's --runs
 EVAL_OUTPUTS = ("output_dir", "pose_export_dir")
 
 
@@ -100,10 +108,10 @@ def code_lines(text: str):
 
 
 def extract(path: str, name: str, defined: dict[str, str] | None = None) -> list[Command]:
-    """The train.py / evaluate.py commands in the code blocks of the markdown file ``path``:
-    backslash continuations joined, trailing ``# comments`` and ``[optional ...]`` parts dropped,
-    ``$NAME`` of the file's earlier ``NAME=...`` lines expanded, and the placeholder words of
-    ``defined`` (e.g. ``MNIST_DIR``) replaced by their values."""
+    """The commands (train.py, evaluate.py, curves.py, compare.py) in the code blocks of the
+    markdown file ``path``: backslash continuations joined, trailing ``# comments`` and
+    ``[optional ...]`` parts dropped, ``$NAME`` of the file's earlier ``NAME=...`` lines expanded,
+    and the placeholder words of ``defined`` (e.g. ``MNIST_DIR``) replaced by their values."""
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     found, variables, pending, start = [], {}, "", 0
@@ -160,7 +168,7 @@ def rewrite(command: Command, out_dir: str, root: str = ROOT) -> None:
     """Sets ``command.args`` to the fast form that works in ``out_dir`` and notes its inputs and
     outputs; ``command.skip`` for a data path or placeholder that cannot be run."""
     script, args = command.args[0], command.args[1:]
-    fast = TRAIN_FAST if script == "train.py" else EVAL_FAST
+    fast = FAST[script]
     needs, rewritten = [], []
     for arg in args:
         name, equals, value = arg[2:].partition("=") if arg.startswith("--") else ("", "", "")
@@ -181,17 +189,17 @@ def rewrite(command: Command, out_dir: str, root: str = ROOT) -> None:
         if script == "train.py" and name == "output_dir":
             command.outputs.append(value)
             arg = f"--output_dir={scratch(value, out_dir)}"
-        elif script == "evaluate.py" and name in EVAL_INPUTS + EVAL_OUTPUTS:
+        elif script != "train.py" and name in EVAL_INPUTS + EVAL_OUTPUTS:
             (command.inputs if name in EVAL_INPUTS else command.outputs).append(value)
             arg = f"--{name}={scratch(value, out_dir)}"
-        elif script == "evaluate.py" and name == "compare":
+        elif script == "compare.py" and name == "runs":
             rows = []
             for row in value.split(","):
                 runs = [run.partition("@") for run in row.split("+") if run]
                 command.inputs += [path for path, _, _ in runs]
                 rows.append("+".join(scratch(path, out_dir) + at + network for path, at, network in runs))
-            arg = f"--compare={','.join(row for row in rows if row)}"
-        elif script == "evaluate.py" and name == "checkpoints" and value not in ("all", "last"):
+            arg = f"--runs={','.join(row for row in rows if row)}"
+        elif script == "curves.py" and name == "checkpoints" and value not in ("all", "last"):
             arg = "--checkpoints=all"  # a two-step run has none of the doc's steps
         rewritten.append(arg)
     if script == "train.py" and not command.outputs:
@@ -209,7 +217,7 @@ def rewrite(command: Command, out_dir: str, root: str = ROOT) -> None:
 
 
 def plan(commands: list[Command], out_dir: str, root: str = ROOT) -> list[Command]:
-    """Rewrites ``commands`` in order; an evaluate.py command whose run dir no earlier runnable
+    """Rewrites ``commands`` in order; an evaluating command whose run dir no earlier runnable
     command writes (and that does not exist as an absolute path) is skipped."""
     written: list[str] = []
     for command in commands:

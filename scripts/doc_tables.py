@@ -11,6 +11,25 @@ The path is relative to the repository root. The file is a ``comparison.json`` w
 same code (``abc_tf.evaluation.comparison.markdown``). So a table cannot drift from its file:
 ``--check`` fails when any table differs from what its file gives (tests/test_doc_tables.py).
 
+A table may instead be a template: the opening marker names its file and holds the table's
+Markdown, each number a placeholder ``{/json/pointer:format}``: a JSON Pointer (RFC 6901, as in
+scripts/doc_figures.py, a key with a space or a ``:``, ``|`` or ``}`` percent-encoded) into that
+file and a Python format spec (``.3f``, ``.1f``, ``,``, ``.0%`` or nothing). Text around the
+placeholders (``{/a/mean:.3f} ± {/a/std:.3f}``, a unit) and plain text cells are kept::
+
+    <!-- table: docs/figures/pose/lookup.json
+    | row | median error (°) | Acc@30 |
+    |---|---|---|
+    | trained | {/trained/median:.1f}° | {/trained/acc30:.2f} |
+    -->
+    | row | median error (°) | Acc@30 |
+    |---|---|---|
+    | trained | 12.3° | 0.85 |
+    <!-- end table -->
+
+The table between the markers is the template with every placeholder replaced by the file's
+value; it is plain (no bold, no links), since any emphasis would not come from the file.
+
 The same holds for the sections of BENCHMARKS.md that a benchmark writes from its results file:
 each module of ``BENCHMARKS`` names its ``FILE`` (under docs/figures/benchmarks/) and writes its
 ``## TITLE`` section with ``section(results)`` (a module writing more than one names them in
@@ -28,6 +47,7 @@ import json
 import os
 import re
 import sys
+import urllib.parse
 
 from abc_tf.evaluation import comparison
 from benchmarks import (
@@ -56,11 +76,16 @@ BENCHMARKS = (
     serving,
     training_scaling,
 )
+# A marked table: a comparison.json section (group ``section``) or a template (group
+# ``template``, its lines each starting with ``|``); group ``body`` is the written table.
 TABLE = re.compile(
-    r"(?P<open><!-- table: (?P<path>\S+\.json) \"(?P<section>[^\"]+)\" -->\n)"
+    r"(?P<open><!-- table: (?P<path>\S+\.json)"
+    r"(?: \"(?P<section>[^\"]+)\" -->\n|[ \t]*\n(?P<template>(?:\|[^\n]*\n)+)-->\n))"
     r"(?P<body>.*?)(?P<close><!-- end table -->)",
     re.S,
 )
+# A template's placeholder: {/json/pointer} or {/json/pointer:format}.
+PLACEHOLDER = re.compile(r"\{(?P<pointer>/[^{}:\n]*)(?::(?P<format>[^{}\n]*))?\}")
 
 
 def section_table(path: str, section: str, root: str = ROOT) -> str:
@@ -75,17 +100,64 @@ def section_table(path: str, section: str, root: str = ROOT) -> str:
     raise ValueError(f"{path} has no section {section!r}.")
 
 
-def render(text: str, root: str = ROOT) -> tuple[str, list[str]]:
-    """``text`` with every marked table written from its file, and the tables that changed."""
+def template_table(path: str, template: str, root: str = ROOT, doc: str = "") -> str:
+    """``template`` with each ``{/pointer:format}`` replaced by the value at ``pointer`` in the
+    JSON file ``path`` (from ``root``), formatted with ``format``. A missing file, a pointer to
+    nothing, or a value the format does not take is a ValueError naming ``doc`` and the pointer."""
+    where = f"{doc}: " if doc else ""
+    try:
+        with open(os.path.join(root, path), encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise ValueError(f"{where}the table's file {path} does not exist.") from None
+
+    def value(match: re.Match) -> str:
+        pointer, spec = match["pointer"], match["format"] or ""
+        found = data
+        try:
+            for token in pointer.split("/")[1:]:
+                token = urllib.parse.unquote(token).replace("~1", "/").replace("~0", "~")
+                found = found[int(token)] if isinstance(found, list) else found[token]
+        except (KeyError, IndexError, ValueError, TypeError) as error:
+            raise ValueError(
+                f"{where}{path} has no value at {pointer} ({type(error).__name__}: {error})"
+            ) from None
+        if isinstance(found, (dict, list)):
+            raise ValueError(f"{where}{path}#{pointer} is not a single value but a {type(found).__name__}")
+        try:
+            return format(found, spec)
+        except (ValueError, TypeError) as error:
+            raise ValueError(
+                f"{where}{path}#{pointer} ({found!r}) does not take the format {spec!r}: {error}"
+            )
+
+    return PLACEHOLDER.sub(value, template)
+
+
+def render(text: str, root: str = ROOT, doc: str = "") -> tuple[str, list[str]]:
+    """``text`` (of the document ``doc``, for errors) with every marked table written from its
+    file, and the tables that changed."""
     changed = []
 
     def write(match: re.Match) -> str:
-        table = section_table(match["path"], match["section"], root)
+        if match["template"] is not None:
+            table = template_table(match["path"], match["template"], root, doc)
+            line = text.count("\n", 0, match.start()) + 1
+            name = f"{match['path']} (the template table at line {line})"
+        else:
+            table = section_table(match["path"], match["section"], root)
+            name = f'{match["path"]} "{match["section"]}"'
         if table != match["body"]:
-            changed.append(f'{match["path"]} "{match["section"]}"')
+            changed.append(name)
         return match["open"] + table + match["close"]
 
-    return TABLE.sub(write, text), changed
+    new = TABLE.sub(write, text)
+    opened = text.count("<!-- table:")
+    if opened != len(TABLE.findall(text)):
+        raise ValueError(
+            f"{doc or 'the text'}: a '<!-- table:' marker is malformed or has no '<!-- end table -->'."
+        )
+    return new, changed
 
 
 def benchmark_sections(module) -> dict:
@@ -131,7 +203,7 @@ def main(argv: list[str] | None = None, root: str = ROOT) -> int:
             continue
         with open(path) as handle:
             text = handle.read()
-        new, changed = render(text, root)
+        new, changed = render(text, root, name)
         if name == BENCHMARKS_DOC:
             new, sections = render_benchmarks(new, root)
             changed += sections

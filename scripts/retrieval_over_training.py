@@ -1,14 +1,14 @@
 """Retrieval grids over the course of training (supplement Fig. S7, L116): for each method, the
 MNIST retrieval grid of its embedding at each evaluated checkpoint, side by side.
 
-  python evaluate.py --run_dir=runs/fig4/ml_vae/seed_0 --checkpoints=1000,5000,20000,84455 \\
+  python curves.py --run_dir=runs/fig4/ml_vae/seed_0 --checkpoints=1000,5000,20000,84455 \\
       --disentanglement=none --output_dir=runs/fig4/curve_ml_vae          # and the other methods
   python -m scripts.retrieval_over_training --data_path=MNIST_DIR \\
       --rows=ABC=runs/fig4/curve_abc,ML-VAE=runs/fig4/curve_ml_vae \\
       --output_dir=docs/figures/fig4/over_training
 
 MNIST_DIR: a folder holding the four MNIST IDX files (train-images-idx3-ubyte[.gz] and the others).
-Each row is the output folder of ``evaluate.py --checkpoints`` on one run: the grids are those
+Each row is the output folder of ``curves.py`` on one run: the grids are those
 its evaluations drew (``checkpoints/step_<S>/mnist_metrics.json``), so every panel has the same
 queries (the evaluator's seed). ``--data_path`` must be the MNIST they were evaluated on (none:
 the built-in procedural digits). Writes ``<row>.png`` per row (one panel per step) and
@@ -42,7 +42,7 @@ def checkpoint_grids(curve_dir: str) -> list[tuple[int, dict]]:
     found = [(step, path) for step, path in found if os.path.isfile(path)]
     if not found:
         raise ValueError(
-            f"{curve_dir} holds no checkpoints/step_<S>/mnist_metrics.json: run evaluate.py "
+            f"{curve_dir} holds no checkpoints/step_<S>/mnist_metrics.json: run curves.py "
             f"--checkpoints=... --output_dir={curve_dir} on an MNIST run first."
         )
     result = []
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
         "--rows",
         required=True,
         help="NAME=DIR pairs, comma-separated: a method's name and the "
-        "--output_dir of evaluate.py --checkpoints on one of its runs.",
+        "--output_dir of curves.py on one of its runs.",
     )
     parser.add_argument(
         "--data_path",

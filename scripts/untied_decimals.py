@@ -1,7 +1,8 @@
 """Counts the decimals the documents quote without tying them to a file.
 
 A decimal is tied when it is the text of a figure link (scripts/doc_figures.py) or sits in a
-table written from its file (scripts/doc_tables.py). Code blocks, code spans, and link targets
+table written from its file (scripts/doc_tables.py: a comparison.json section or a template, whose
+marker's own lines are not counted). Code blocks, code spans, and link targets
 are left out: they hold commands and paths, not measured numbers. Prose and table cells are
 counted apart, since a table is written by a command and prose is not.
 

@@ -22,7 +22,8 @@ def test_usage_lists_the_commands(capsys):
 def test_an_unknown_command_is_one_line(capsys):
     assert cli.main(["abc_tf", "fit"]) == 2
     assert capsys.readouterr().err == (
-        "abc_tf: error: unknown command 'fit'; commands: train, evaluate, grid (abc_tf --help).\n"
+        "abc_tf: error: unknown command 'fit'; commands: train, evaluate, curves, compare, grid, check, "
+        "flags (abc_tf --help).\n"
     )
 
 

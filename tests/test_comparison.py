@@ -1,4 +1,4 @@
-"""The side-by-side comparison (abc_tf.evaluation.comparison; evaluate.py --compare) over tiny run
+"""The side-by-side comparison (abc_tf.evaluation.comparison; compare.py) over tiny run
 directories written directly (encoder.keras + config.json): the three files, the rows in order,
 seeds aggregated, the noise rule per method, the untrained row, clear errors."""
 
@@ -22,10 +22,7 @@ from abc_tf.methods.abc import AbcConfig
 from abc_tf.methods.abc.model import METHOD as ABC
 from abc_tf.methods.base import Method
 from abc_tf.runs import training
-from evaluate_helpers import evaluate_each
 from folder_helpers import config_for, make_folder
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -332,41 +329,6 @@ def test_runs_joined_with_plus_make_one_row_with_their_method_measures(runs, tmp
     )
     with pytest.raises(ValueError, match="is not a directory"):
         comparison.rows_of([spec + "+" + str(tmp_path / "missing")])
-
-
-def test_evaluate_py_compare(runs, tmp_path):
-    out = tmp_path / "out"
-    # The probes only (MINE in a comparison: the tests above).
-    compare = [
-        f"--compare={runs / 'abc_seeds'}",
-        "--compare_untrained",
-        f"--output_dir={out}",
-        "--num_images=48",
-        "--mine_steps=0",
-        "--probe_epochs=1",
-        "--disentanglement=none",
-    ]
-    bad = (
-        ([f"--compare={runs / 'abc_seeds'}"], "--compare needs --output_dir"),
-        ([f"--compare={tmp_path / 'missing'}", f"--output_dir={out}"], "is not a directory"),
-        (
-            [f"--compare={runs / 'abc_seeds'}", f"--output_dir={out}", "--disentanglement_scores=irs"],
-            "unknown or no scores",
-        ),
-        (["--compare_untrained"], "--compare_untrained adds a row to --compare"),
-        ([f"--compare={runs / 'abc_seeds'}", f"--output_dir={out}", "--network=appearance"], "DIR@NETWORK"),
-    )
-    # evaluate.py's command line, every case in the test process.
-    result, *refused = evaluate_each([(REPO, compare)] + [(REPO, flags) for flags, _ in bad])
-    assert result["code"] == 0, result["stderr"][-2000:]
-    written = json.loads((out / "comparison.json").read_text())
-    assert [row["label"] for row in written["rows"]] == ["abc_seeds", "untrained"]
-    assert written["disentanglement_preset"] == "none" and "disentanglement" not in written["rows"][0]
-    assert "Disentanglement scores were not computed" in (out / "comparison.md").read_text()
-    assert (out / "comparison.png").exists() and "## Probe test accuracy per factor" in result["stdout"]
-    for output, (flags, message) in zip(refused, bad):
-        stderr = output["stderr"]
-        assert output["code"] == 2 and message in stderr and "Traceback" not in stderr, stderr[-2000:]
 
 
 def test_a_score_skipped_for_every_row_is_said_once(compared):

@@ -1,5 +1,5 @@
-"""scripts/doc_commands.py: finding the docs' train.py / evaluate.py commands and
-rewriting them to run fast in a scratch folder. No training runs here."""
+"""scripts/doc_commands.py: finding the docs' train.py, evaluate.py, curves.py and compare.py
+commands and rewriting them to run fast in a scratch folder. No training runs here."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ python train.py --experiment=mnist --data.path=data/mnist \\
     --trainer.steps=500 --output_dir=runs/a   # two lines and a comment
 python train.py --experiment=pose_quick $FAST --trainer.log_every=7 --seeds=2
 python train.py --experiment=mnist --data.path=/path/to/mnist --output_dir=runs/b
-python evaluate.py --compare=runs/a+runs/pose_quick,runs/a@appearance --compare_untrained \\
+python compare.py --runs=runs/a+runs/pose_quick,runs/a@appearance --untrained \\
     --output_dir=runs/cmp --mine_steps=5000
 python evaluate.py --run_dir=runs/b
-python evaluate.py --run_dir=runs/pose_quick/seed_1 --checkpoints=100,200
+python curves.py --run_dir=runs/pose_quick/seed_1 --checkpoints=100,200
 ```
 
     python -m pip install .
@@ -80,13 +80,17 @@ def test_a_step_count_only_the_preset_sets_is_scaled_when_the_run_would_refuse_i
 
 def test_evaluate_commands_read_what_earlier_commands_wrote(tmp_path):
     *_, compare, needs_skipped, curve, placeholder = planned(tmp_path)[1]
-    assert "--compare=/scratch/runs/a+/scratch/runs/pose_quick,/scratch/runs/a@appearance" in compare.args
-    assert "--output_dir=/scratch/runs/cmp" in compare.args and "--compare_untrained" in compare.args
+    assert compare.args[0] == "compare.py"
+    assert "--runs=/scratch/runs/a+/scratch/runs/pose_quick,/scratch/runs/a@appearance" in compare.args
+    assert "--output_dir=/scratch/runs/cmp" in compare.args and "--untrained" in compare.args
     assert "--mine_steps=10" in compare.args and "--mine_steps=5000" not in compare.args
+    # A comparison takes no flag of one run's evaluation: the pose and sweep settings are left out.
+    assert not any(arg.startswith(("--pose_", "--num_sigmas")) for arg in compare.args)
     assert not compare.skip
     assert (
         needs_skipped.skip == "needs runs/b (no earlier command writes it)"
     )  # its train command was skipped
+    assert curve.args[0] == "curves.py" and "--pose_repeats=1" in curve.args
     assert not curve.skip and "--checkpoints=all" in curve.args  # a seed of a --seeds run
     assert placeholder.skip == "needs <preset>"  # --trainer.steps=<more> is replaced; [--seeds=N] is optional
     assert "--seeds=N" not in " ".join(placeholder.args)

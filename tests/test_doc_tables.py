@@ -9,11 +9,17 @@ import os
 import pathlib
 import shutil
 
+import pytest
+
 from benchmarks import default_speed
 from scripts import doc_tables
 
-# The file of the first table RESULTS.md marks, a comparison.json.
-FIRST = next(doc_tables.TABLE.finditer(open(os.path.join(doc_tables.ROOT, "RESULTS.md")).read()))
+# The file of the first comparison.json section RESULTS.md marks.
+FIRST = next(
+    match
+    for match in doc_tables.TABLE.finditer(open(os.path.join(doc_tables.ROOT, "RESULTS.md")).read())
+    if match["section"]
+)
 COMPARISON, SECTION = FIRST["path"], FIRST["section"]
 
 
@@ -71,3 +77,73 @@ def test_every_benchmark_with_a_section_function_is_checked():
     assert with_section == {module.__name__.rpartition(".")[2] for module in doc_tables.BENCHMARKS}
     for module in doc_tables.BENCHMARKS:
         assert module.FILE == f"docs/figures/benchmarks/{module.__name__.rpartition('.')[2]}.json"
+
+
+TEMPLATE_DOC = """Intro.
+
+<!-- table: docs/figures/t.json
+| row | error (°) | Acc@30 | probe |
+|---|---|---|---|
+| trained | {/trained/median:.1f}° | {/trained/acc%4030:.2f} | {/probe/0/mean:.3f} ± {/probe/0/std:.3f} |
+| untrained | {/untrained/median:.1f}° | n/a | {/probe/1/mean:.3f} |
+| images | {/images:,} | {/name} | {/trained/acc%4030:.0%} |
+-->
+<!-- end table -->
+
+Outro 0.5.
+"""
+TEMPLATE_FILE = {
+    "trained": {"median": 12.345, "acc@30": 0.8549},
+    "untrained": {"median": 97.0},
+    "probe": [{"mean": 0.91234, "std": 0.0041}, {"mean": 0.5}],
+    "images": 48000,
+    "name": "pmp",
+}
+TEMPLATE_TABLE = """| row | error (°) | Acc@30 | probe |
+|---|---|---|---|
+| trained | 12.3° | 0.85 | 0.912 ± 0.004 |
+| untrained | 97.0° | n/a | 0.500 |
+| images | 48,000 | pmp | 85% |
+"""
+
+
+def _template_root(tmp_path, document=TEMPLATE_DOC, values=TEMPLATE_FILE):
+    (tmp_path / "docs" / "figures").mkdir(parents=True)
+    (tmp_path / "docs" / "figures" / "t.json").write_text(json.dumps(values))
+    (tmp_path / "RESULTS.md").write_text(document)
+    return tmp_path
+
+
+def test_a_template_table_is_written_from_its_file_and_a_changed_value_makes_it_stale(tmp_path, capsys):
+    root = _template_root(tmp_path)
+    assert doc_tables.main(["--check"], root=str(root)) == 1  # not written yet
+    assert "stale: RESULTS.md: docs/figures/t.json (the template table at line 3)" in capsys.readouterr().out
+    assert doc_tables.main([], root=str(root)) == 0
+    text = (root / "RESULTS.md").read_text()
+    match = next(doc_tables.TABLE.finditer(text))
+    assert match["section"] is None and match["body"] == TEMPLATE_TABLE
+    assert text.startswith(TEMPLATE_DOC.partition("<!-- end table -->")[0])
+    assert text.endswith("<!-- end table -->\n\nOutro 0.5.\n")
+    assert doc_tables.main(["--check"], root=str(root)) == 0
+    values = json.loads(json.dumps(TEMPLATE_FILE))
+    values["probe"][0]["std"] = 0.0123
+    (root / "docs" / "figures" / "t.json").write_text(json.dumps(values))
+    capsys.readouterr()
+    assert doc_tables.main(["--check"], root=str(root)) == 1
+    assert capsys.readouterr().out.strip().splitlines() == [
+        "stale: RESULTS.md: docs/figures/t.json (the template table at line 3)"
+    ]
+    assert doc_tables.main([], root=str(root)) == 0
+    assert "| trained | 12.3° | 0.85 | 0.912 ± 0.012 |" in (root / "RESULTS.md").read_text()
+
+
+def test_a_bad_pointer_in_a_template_names_the_document_and_the_pointer(tmp_path):
+    root = _template_root(tmp_path, TEMPLATE_DOC.replace("{/untrained/median:.1f}", "{/untrained/mean:.1f}"))
+    with pytest.raises(
+        ValueError, match=r"RESULTS\.md: docs/figures/t\.json has no value at /untrained/mean"
+    ):
+        doc_tables.main(["--check"], root=str(root))
+    with pytest.raises(ValueError, match=r"RESULTS\.md: docs/figures/t\.json#/name .* format '\.3f'"):
+        doc_tables.render(TEMPLATE_DOC.replace("{/name}", "{/name:.3f}"), str(root), "RESULTS.md")
+    with pytest.raises(ValueError, match=r"RESULTS\.md: .*malformed"):
+        doc_tables.render(TEMPLATE_DOC.replace("\n-->\n", "\n"), str(root), "RESULTS.md")

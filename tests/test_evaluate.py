@@ -33,7 +33,7 @@ class Case(NamedTuple):
 
 
 CASES = {
-    "no run": Case([], "Pass --run_dir (a train.py run directory)"),
+    "no run": Case([], "Pass --run_dir (a train.py run directory) or --saved_model."),
     "missing run_dir": Case(["--run_dir={missing}"], "is not a directory"),
     "missing saved_model": Case(
         ["--saved_model={missing}"], "is not a SavedModel folder (no saved_model.pb)"
@@ -77,15 +77,9 @@ CASES = {
         config=get_preset("shapes3d_demo").to_json(),
         empty_encoder=True,
     ),
-    # A finished run being extended: its networks are those of the run before, soon rewritten.
-    "no checkpoints": Case(
-        ["--run_dir={run}", "--checkpoints=all"],
-        "{run} keeps no checkpoint (train.py writes them every --trainer.log_every steps)",
-    ),
-    "curve reference": Case(
-        ["--run_dir={run}", "--checkpoints=all", "--curve_reference=ENT"],
-        "--curve_reference='ENT': write MEASURE=VALUE",
-    ),
+    # The other commands' flags: absl's unknown-flag line (abc_tf curves, abc_tf compare).
+    "checkpoints": Case(["--run_dir={run}", "--checkpoints=all"], "Unknown command line flag 'checkpoints'"),
+    "compare": Case(["--compare={run},{run}"], "Unknown command line flag 'compare'"),
     "run in training": Case(
         ["--run_dir={run}", "--mine_steps=0", "--probe_epochs=1", "--num_images=16"],
         "run directory {run} is in use by train.py (pid {pid} on host {host}, since ",

@@ -194,7 +194,7 @@ KNOWN_TESTS = {
     "abc_tf.__main__": "test_cli.py",
     "abc_tf.evaluation.grid_search": "test_grid.py",
 }
-ENTRY_POINTS = ("train", "evaluate", "grid")
+ENTRY_POINTS = ("train", "evaluate", "curves", "compare", "grid")
 
 
 def mirroring_tests(name: str) -> tuple[str, ...]:

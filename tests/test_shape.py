@@ -3,7 +3,7 @@ folder, with an ``entry_points.txt`` that names a data family (tests/toy_family.
 and labelled sample) and a method with two networks and two optimizers (tests/toy_method.py),
 is put on the path, and its family and method are found by ``abc_tf.data`` and
 ``abc_tf.methods`` as any installed distribution's would be. They go through train.py (trained,
-SIGKILLed, resumed) and evaluate.py (evaluated, compared with ABC) with no file of this
+SIGKILLed, resumed), evaluate.py (evaluated) and compare.py (compared with ABC) with no file of this
 repository changed."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import pytest
 from absl import logging
 
-from abc_tf.cli import train
+from abc_tf.cli import compare, train
 from abc_tf import data, methods, registry
 from abc_tf.runs import checkpoints
 from evaluate_helpers import evaluate_each
@@ -171,22 +171,22 @@ def test_a_plug_in_family_and_method_train_resume_evaluate_and_compare_with_abc(
     assert (gan_like / "decoder.keras").exists() and (gan_like / "encoder.keras").exists()
     run_train(monkeypatch, capsys, *FLAGS, "--method=abc", f"--output_dir={abc}")
 
-    evaluated, compared = evaluate_each(
-        [
-            (tmp_path, [f"--run_dir={gan_like}", "--num_images=64"]),
-            (
-                tmp_path,
-                [
-                    f"--compare={gan_like},{abc}",
-                    "--compare_untrained",
-                    f"--output_dir={tmp_path / 'compared'}",
-                    "--num_images=64",
-                    "--mine_steps=0",
-                    "--probe_epochs=1",
-                ],
-            ),
-        ]
-    )
+    [evaluated] = evaluate_each([(tmp_path, [f"--run_dir={gan_like}", "--num_images=64"])])
+    capsys.readouterr()
+    compared = {
+        "code": compare.command(
+            [
+                "compare.py",
+                f"--runs={gan_like},{abc}",
+                "--untrained",
+                f"--output_dir={tmp_path / 'compared'}",
+                "--num_images=64",
+                "--mine_steps=0",
+                "--probe_epochs=1",
+            ]
+        ),
+        "stderr": capsys.readouterr().err,
+    }
     assert evaluated["code"] == 0, evaluated["stderr"][-3000:]
     metrics = json.loads((gan_like / "metrics.json").read_text())
     assert 0.0 <= metrics["position_1nn"] <= 1.0 and (gan_like / "pca.png").exists()

@@ -2,11 +2,14 @@
 
   abc_tf train --experiment=shapes3d_demo --output_dir=runs/demo
   abc_tf evaluate --run_dir=runs/demo
+  abc_tf compare --runs=runs/demo,runs/other --output_dir=runs/comparison
   abc_tf grid --experiment=pose_quick --vary=trainer.learning_rate=3e-4,1e-3 --measure=...
+  abc_tf check --method=my_method
 
-``python -m abc_tf <command>`` is the same, and so are ``train.py``, ``evaluate.py`` and
-``grid.py`` in a checkout of the repository. Paths (``runs/<experiment>`` by default) are
-relative to the current folder. ``abc_tf <command> --help`` lists the command's flags.
+``python -m abc_tf <command>`` is the same, and so are ``train.py``, ``evaluate.py``,
+``curves.py``, ``compare.py`` and ``grid.py`` in a checkout of the repository. Paths
+(``runs/<experiment>`` by default) are relative to the current folder. ``abc_tf <command>
+--help`` lists the command's flags.
 """
 
 from __future__ import annotations
@@ -19,8 +22,18 @@ from abc_tf import command_line
 # Each command's module has ``command(argv) -> exit status``; loaded only when chosen.
 COMMANDS = {
     "train": ("abc_tf.cli.train", "train a preset of any method and data family into a run directory"),
-    "evaluate": ("abc_tf.cli.evaluate", "measure what trained runs learned, or compare runs side by side"),
+    "evaluate": ("abc_tf.cli.evaluate", "measure what a trained run learned, into metrics.json and figures"),
+    "curves": ("abc_tf.cli.curves", "evaluate a run's checkpoints: each measure against the training step"),
+    "compare": ("abc_tf.cli.compare", "compare runs of any methods side by side on one labelled sample"),
     "grid": ("abc_tf.cli.grid", "tune a preset: train and evaluate every point of a grid, pick the best"),
+    "check": (
+        "abc_tf.cli.check",
+        "check a method (a plug-in's too) against the contract the built-in ones pass",
+    ),
+    "flags": (
+        "abc_tf.cli.flags",
+        "print the flags page in Markdown, or one method's or data family's section",
+    ),
 }
 
 

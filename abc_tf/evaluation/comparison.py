@@ -1,6 +1,6 @@
 """Runs of any methods side by side on one labelled sample.
 
-``evaluate.py --compare=DIR,DIR,... [--compare_untrained] --output_dir=OUT`` calls :func:`compare`.
+``compare.py --runs=DIR,DIR,... [--untrained] --output_dir=OUT`` calls :func:`compare`.
 Every row is a run directory of any method. A ``train.py --seeds N`` folder is one row, its
 ``seed_<k>`` runs aggregated to mean and std. ``DIR+DIR+...`` is one row of several runs, e.g. one
 per class split, aggregated alike. ``DIR@NETWORK`` embeds with the run's saved network NETWORK
@@ -100,7 +100,7 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
     """The rows of ``run_dirs`` (in order) and the untrained row last, after checking that every
     run is finished and that all share one data family with known factors. Reads configs only."""
     if not run_dirs:
-        raise ValueError("--compare needs at least one run directory.")
+        raise ValueError("--runs needs at least one run directory.")
     rows = []
     for spec in run_dirs:
         joined, network = split_network(spec)
@@ -108,17 +108,15 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
         seeds = []
         for run_dir in parts:
             if not os.path.isdir(run_dir):
-                raise ValueError(f"--compare: {run_dir} is not a directory.")
+                raise ValueError(f"--runs: {run_dir} is not a directory.")
             seeds += seed_run_dirs(run_dir) or [run_dir]
         for seed_dir in seeds:
             for path in (os.path.join(seed_dir, CONFIG_FILE), network_file(seed_dir, ENCODER)):
                 if not os.path.isfile(path):
-                    raise ValueError(
-                        f"--compare: {seed_dir} is not a finished training run: {path} is missing."
-                    )
+                    raise ValueError(f"--runs: {seed_dir} is not a finished training run: {path} is missing.")
             if not os.path.isfile(network_file(seed_dir, network)):
                 raise ValueError(
-                    f"--compare: {spec}: the run {seed_dir} has no network {network!r} "
+                    f"--runs: {spec}: the run {seed_dir} has no network {network!r} "
                     f"({network_file(seed_dir, network)} is missing)."
                 )
         names = list(dict.fromkeys(os.path.basename(os.path.normpath(part)) for part in parts))
@@ -132,7 +130,7 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
     first = rows[0].configs[0]
     if not offers_labelled_sample(first):
         raise ValueError(
-            f"--compare: data family {first.data.family!r} has no labelled sample to compare rows on "
+            f"--runs: data family {first.data.family!r} has no labelled sample to compare rows on "
             "(abc_tf.evaluation.tasks.labelled_samples)."
         )
 
@@ -146,7 +144,7 @@ def rows_of(run_dirs: Sequence[str], untrained: bool = False) -> list[Row]:
         for config in row.configs:
             if images(config) != images(first):
                 raise ValueError(
-                    f"--compare: {row.label} is a {images(config)}, {rows[0].label} a {images(first)}; rows "
+                    f"--runs: {row.label} is a {images(config)}, {rows[0].label} a {images(first)}; rows "
                     "are compared on one labelled sample of one data family and image shape."
                 )
     return rows + [Row(UNTRAINED, (), (first,))] if untrained else rows
@@ -288,7 +286,7 @@ def compare(
     sample = labelled_sample(sample_config, settings.isolation.num_images, settings.isolation.sample_seed)
     if sample is None:
         raise ValueError(
-            f"--compare: the {sample_config.data.family!r} data of {rows[0].run_dirs[0]} has no label to "
+            f"--runs: the {sample_config.data.family!r} data of {rows[0].run_dirs[0]} has no label to "
             "compare rows on (abc_tf.evaluation.tasks.labelled_samples; folders: a labels.csv column "
             "besides the groups)."
         )

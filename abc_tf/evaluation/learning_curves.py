@@ -1,5 +1,5 @@
 """Learning curves: the measures of a run's checkpoints against its training step
-(``evaluate.py --run_dir=DIR --checkpoints=all``).
+(``curves.py --run_dir=DIR --checkpoints=all``).
 
 Each checkpoint is evaluated like a finished run (its family's evaluator, its method's own
 measures) into ``<output_dir>/checkpoints/step_<S>/``; :func:`curve_measures` keeps the numbers

@@ -1,4 +1,4 @@
-"""A run as it was at one of its checkpoints, for learning curves (``evaluate.py --checkpoints``).
+"""A run as it was at one of its checkpoints, for learning curves (``curves.py --checkpoints``).
 
 A run keeps its ``--trainer.keep_checkpoints`` newest checkpoints of the whole model: all networks
 and optimizers (abc_tf.runs.checkpoints). Rebuilding the model from the run's config and loading one

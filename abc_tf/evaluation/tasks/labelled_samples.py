@@ -1,6 +1,6 @@
 """One labelled sample per run, whatever its data family: images with discrete labels known for each.
 
-The factor-isolation callback, the end-of-run summary and ``evaluate.py --compare`` measure on it.
+The factor-isolation callback, the end-of-run summary and ``compare.py`` measure on it.
 The family's task (abc_tf.evaluation.tasks) names how it is drawn:
 
 - Known factors, such as Shapes3D's grid or MNIST's digit with binned slant and thickness:

@@ -26,7 +26,7 @@ class Task:
 
     evaluate: ``(run, out_dir, settings) -> metrics``, the whole evaluation.
     labelled_sample: ``(config, num_images, seed) -> LabelledSample or None``. The factor-isolation
-    callback, the end-of-run summary and ``--compare`` measure on this sample. None: the task has
+    callback, the end-of-run summary and ``compare.py`` measure on this sample. None: the task has
     none, and those skip the family.
     """
 
