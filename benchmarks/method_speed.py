@@ -44,7 +44,7 @@ def measure_method(name: str, preset, steps: int, rounds: int) -> dict:
     keras.backend.clear_session()
     model = training.build_model(config)
     per_call = training.steps_per_execution(config)
-    model.steps_per_execution = per_call  # as training.run sets it
+    model.steps_per_execution = per_call  # as training.train_prepared sets it
     specs = {key: tf.TensorSpec(value.shape, value.dtype) for key, value in batch.items()}
     run = loops.train_step_fit_runner(model, batch)
     gflop = loops.graph_gflop(model.train_step, specs)

@@ -14,7 +14,7 @@ from abc_tf.data.family import CAPABILITIES, missing_capabilities
 from abc_tf.evaluation.tasks.evaluation_settings import EvaluationSettings
 from abc_tf.evaluation.tasks.run_evaluation import evaluate_run
 from abc_tf.runs import experiments, training
-from abc_tf.runs.run_dir import Run
+from abc_tf.runs.run_dir import TrainedRun
 
 VAE_ON_TOY = "vae's own measures need class_labelled_images (training and test images with class labels), "
 VAE_ON_TOY += "which data family 'toy' does not give"
@@ -54,7 +54,7 @@ def test_evaluate_skips_the_measures_that_cannot_apply_and_writes_the_rest(toy_f
     config = vae_on_toy()
     encoder = training.untrained_encoder(config)
     settings = EvaluationSettings(disentanglement="none")
-    metrics = evaluate_run(Run(str(tmp_path), config, encoder), str(tmp_path / "eval"), settings)
+    metrics = evaluate_run(TrainedRun(str(tmp_path), config, encoder), str(tmp_path / "eval"), settings)
     assert metrics["skipped"] == {"method": VAE_ON_TOY} and "method" not in metrics
     assert np.isfinite(metrics["position_1nn"])  # the family's own task ran
     assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["skipped"] == {"method": VAE_ON_TOY}

@@ -17,7 +17,7 @@ from abc_tf.evaluation.tasks import likelihood
 from abc_tf.methods.vae import VaeConfig
 from abc_tf.methods.vae import model as vitae
 from abc_tf.runs import training
-from abc_tf.runs.run_dir import Run, load_run
+from abc_tf.runs.run_dir import TrainedRun, load_run
 from tolerance_helpers import rounding_rtol
 
 
@@ -142,7 +142,7 @@ def test_log_mean_exp_and_knn_accuracy():
 def test_only_vae_family_runs_on_class_labelled_images_are_measured():
     # Refused from the run's declarations alone, before any network or image is read.
     for data, method in (("shapes3d", "vae"), ("mnist", "abc")):  # no class labels; not a VAE variant
-        run = Run(
+        run = TrainedRun(
             run_dir="unused",
             config=experiments.choose(get_preset("mnist"), data=data, method=method),
             encoder=None,

@@ -1,5 +1,5 @@
 """A run directory as evaluators read it (abc_tf.runs.run_dir): ``load_run`` and its errors,
-``Run.network`` on demand, ``embed`` in batches, and the ``seed_<k>`` runs of ``--seeds N``."""
+``TrainedRun.network`` on demand, ``embed`` in batches, and the ``seed_<k>`` runs of ``--seeds N``."""
 
 from __future__ import annotations
 

@@ -84,7 +84,7 @@ def run_of_flags(run_dir: str | None):
     from abc_tf import data
     from abc_tf.runs.experiments import read_config
     from abc_tf.evaluation.tasks import factor_isolation
-    from abc_tf.runs.run_dir import Run, load_run, network_file
+    from abc_tf.runs.run_dir import TrainedRun, load_run, network_file
 
     if FLAGS.saved_model:
         run_dir = os.path.dirname(os.path.normpath(FLAGS.saved_model))
@@ -94,7 +94,7 @@ def run_of_flags(run_dir: str | None):
                 "--saved_model is supported for data with known factors (shapes3d); "
                 f"{config.data.family} runs need --run_dir."
             )
-        return Run(run_dir, config, factor_isolation.saved_model_encoder(FLAGS.saved_model)), False
+        return TrainedRun(run_dir, config, factor_isolation.saved_model_encoder(FLAGS.saved_model)), False
     if FLAGS.network != "encoder" and not os.path.isfile(network_file(run_dir, FLAGS.network)):
         raise ValueError(
             f"--network={FLAGS.network}: {run_dir} has no {FLAGS.network}.keras."

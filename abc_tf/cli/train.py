@@ -191,7 +191,7 @@ def main(argv: list[str]) -> None:
             prepared = training.prepare(run_config, run_dir, allow_changes=FLAGS.allow_config_change)
             run_callbacks = evaluation_callbacks(run_config, run_dir)
             try:
-                result = training.run(prepared, callbacks=run_callbacks)
+                result = training.train_prepared(prepared, callbacks=run_callbacks)
             except preemption.RunPreempted as stop:  # SIGTERM or Ctrl-C, at the end of a step
                 _stop(str(stop), preemption.SIGNALS[stop.signal_number])
             except KeyboardInterrupt:  # a second Ctrl-C, or one outside the training steps

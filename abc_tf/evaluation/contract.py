@@ -93,7 +93,7 @@ def _train(config: ExperimentConfig, run_dir: str, callbacks=()) -> training.Tra
             f"every evaluator embeds with); see {GUIDE}."
         )
     try:
-        return training.run(prepared, callbacks, verbose=0)
+        return training.train_prepared(prepared, callbacks, verbose=0)
     except RunStopped as stop:
         raise AssertionError(str(stop).splitlines()[0]) from stop
 

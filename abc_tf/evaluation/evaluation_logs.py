@@ -23,7 +23,7 @@ import tensorflow as tf
 from abc_tf.evaluation import progress
 from abc_tf.methods.monitor import TrainingMonitor
 from abc_tf.runs.hparams import HParamsLogger
-from abc_tf.runs.run_dir import Run
+from abc_tf.runs.run_dir import TrainedRun
 
 LOG_SUBDIR = "evaluation"  # under <out_dir>/logs, next to train/ and isolation/
 # Entries of metrics.json that hold settings, bookkeeping or detail, not measures: the config (the
@@ -78,7 +78,7 @@ def image_tag(path: str, out_dir: str) -> str:
     return os.path.splitext(relative)[0].replace(os.sep, "/")
 
 
-def write(run: Run, out_dir: str, metrics: dict[str, Any], figures: Sequence[str] = ()) -> str:
+def write(run: TrainedRun, out_dir: str, metrics: dict[str, Any], figures: Sequence[str] = ()) -> str:
     """Writes :func:`scalars` of ``metrics`` and the PNGs ``figures`` into :func:`log_dir` at the last step.
 
     The step is the config's ``trainer.steps``, or a checkpoint's own step. An image's tag is the PNG's path

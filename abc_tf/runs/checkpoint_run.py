@@ -12,7 +12,7 @@ import os
 
 from abc_tf.runs.experiments import read_config
 from abc_tf.runs import checkpoints, training
-from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, Run
+from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, TrainedRun
 
 
 def select_steps(run_dir: str, which: str) -> list[int]:
@@ -44,10 +44,10 @@ def select_steps(run_dir: str, which: str) -> list[int]:
     return asked
 
 
-def load_checkpoint_run(run_dir: str, step: int, config_path: str | None = None) -> Run:
+def load_checkpoint_run(run_dir: str, step: int, config_path: str | None = None) -> TrainedRun:
     """The run in ``run_dir`` with the networks of its checkpoint at ``step``."""
     config = read_config(config_path or os.path.join(run_dir, CONFIG_FILE))
     model = training.build_model(config)
     checkpoints.restore(model, run_dir, step=step)
     networks = model.networks()
-    return Run(run_dir, config, networks[ENCODER], networks=networks, step=step)
+    return TrainedRun(run_dir, config, networks[ENCODER], networks=networks, step=step)

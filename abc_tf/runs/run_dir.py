@@ -86,7 +86,7 @@ def load_keras_file(path: str) -> keras.Model:
 
 
 @dataclasses.dataclass
-class Run:
+class TrainedRun:
     """A finished run: its directory, config and trained encoder; other networks on demand.
 
     A run read from one of its checkpoints (``abc_tf.runs.checkpoint_run``) carries that step's
@@ -106,7 +106,7 @@ class Run:
         path = network_file(self.run_dir, name)
         return load_keras_file(path) if os.path.isfile(path) else None
 
-    def embedding_with(self, name: str) -> "Run":
+    def embedding_with(self, name: str) -> "TrainedRun":
         """This run with its network ``name`` as the representation evaluators embed with.
 
         Used by ``evaluate.py --network``; "encoder" gives the run itself. ValueError when it has none.
@@ -119,7 +119,7 @@ class Run:
         return dataclasses.replace(self, encoder=network)
 
 
-def load_run(run_dir: str, config_path: str | None = None) -> Run:
+def load_run(run_dir: str, config_path: str | None = None) -> TrainedRun:
     """The finished run in ``run_dir``; a clear error when it is not one.
 
     ``config_path`` overrides ``run_dir/config.json``. A run that a train.py is still training is refused
@@ -133,7 +133,7 @@ def load_run(run_dir: str, config_path: str | None = None) -> Run:
     for path in (config_path, encoder_path):
         if not os.path.isfile(path):
             raise ValueError(f"{run_dir} is not a finished training run: {path} is missing.")
-    return Run(run_dir, read_config(config_path), load_keras_file(encoder_path))
+    return TrainedRun(run_dir, read_config(config_path), load_keras_file(encoder_path))
 
 
 def seed_run_dirs(run_dir: str) -> list[str]:

@@ -339,13 +339,13 @@ def train(
 ) -> TrainResult:
     """Trains ``config`` into ``run_dir``, resuming from its checkpoint when one is there.
 
-    Runs the checks and builds the model with :func:`prepare`, then calls :func:`run`.
+    Runs the checks and builds the model with :func:`prepare`, then calls :func:`train_prepared`.
     ``verbose`` prints a line per log interval.
     """
-    return run(prepare(config, run_dir, strategy, allow_changes, verbose), callbacks, verbose)
+    return train_prepared(prepare(config, run_dir, strategy, allow_changes, verbose), callbacks, verbose)
 
 
-def run(
+def train_prepared(
     prepared: PreparedRun, callbacks: Sequence[keras.callbacks.Callback] = (), verbose: int = 2
 ) -> TrainResult:
     """Trains the run :func:`prepare` checked.
@@ -360,7 +360,7 @@ def run(
     # config.json to contradict its correction.
     chief = checkpoints.is_chief(strategy)
     with run_lock.RunLock(prepared.run_dir) if chief else contextlib.nullcontext():
-        return _train_into(
+        return _train_locked(
             config,
             prepared.run_dir,
             prepared.family,
@@ -390,7 +390,7 @@ def _constant_rate(optimizer: keras.optimizers.Optimizer):
     )
 
 
-def _train_into(
+def _train_locked(
     config: ExperimentConfig,
     run_dir: str,
     family: DataFamily,

@@ -30,7 +30,7 @@ from abc_tf.data.mnist import family as mnist
 from abc_tf.data.mnist import imbalance as mnist_imbalance
 from abc_tf.evaluation import progress
 from abc_tf.evaluation.estimators import plots
-from abc_tf.runs.run_dir import Run, embed
+from abc_tf.runs.run_dir import TrainedRun, embed
 from abc_tf.runs.training import build_model
 
 NUM_DIGITS = 10
@@ -368,7 +368,7 @@ def representation_scores(encoder, config: ExperimentConfig, seed: int = 0, max_
 
 
 def evaluate_run(
-    run: Run,
+    run: TrainedRun,
     out_dir: str,
     per_code: int = 1000,
     seed: int = 0,

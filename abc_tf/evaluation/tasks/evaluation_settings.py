@@ -11,7 +11,7 @@ from typing import Callable
 
 from abc_tf.evaluation.estimators.disentanglement import SCORES, ScoreSettings
 from abc_tf.evaluation.tasks import factor_isolation, pose_accuracy
-from abc_tf.runs.run_dir import Run
+from abc_tf.runs.run_dir import TrainedRun
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,4 +62,4 @@ class EvaluationSettings:
 
 
 # A task's or a method's measures: ``(run, out_dir, settings) -> metrics``.
-Evaluate = Callable[[Run, str, EvaluationSettings], dict]
+Evaluate = Callable[[TrainedRun, str, EvaluationSettings], dict]

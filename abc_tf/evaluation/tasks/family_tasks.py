@@ -23,7 +23,7 @@ from abc_tf.evaluation.tasks import (
 )
 from abc_tf.evaluation.tasks.evaluation_settings import EvaluationSettings
 from abc_tf.runs import export
-from abc_tf.runs.run_dir import Run
+from abc_tf.runs.run_dir import TrainedRun
 from abc_tf.runs.training import untrained_encoder
 
 RETRIEVAL_FIGURE = "retrieval.png"
@@ -60,7 +60,7 @@ def add_disentanglement(
         metrics.setdefault("figures", []).append(encoder_disentanglement.FIGURE)
 
 
-def evaluate_factors(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+def evaluate_factors(run: TrainedRun, out_dir: str, settings: EvaluationSettings) -> dict:
     """Factor isolation of one encoder on a family with known factors, and of the untrained one if asked."""
     config, isolation = run.config, settings.isolation
     sample = factor_isolation.labelled_sample(config, isolation.num_images, isolation.sample_seed)
@@ -83,7 +83,7 @@ def evaluate_factors(run: Run, out_dir: str, settings: EvaluationSettings) -> di
     return metrics
 
 
-def evaluate_digit_style(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+def evaluate_digit_style(run: TrainedRun, out_dir: str, settings: EvaluationSettings) -> dict:
     """Digits: retrieval grid, PCA thumbnails and style measures, 1-NN digit accuracy and k-means NMI.
 
     Source: abc_tf.evaluation.tasks.mnist_style and abc_tf.evaluation.tasks.digit_clusters.
@@ -104,7 +104,7 @@ def evaluate_digit_style(run: Run, out_dir: str, settings: EvaluationSettings) -
     return metrics
 
 
-def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+def evaluate_labels(run: TrainedRun, out_dir: str, settings: EvaluationSettings) -> dict:
     """Probes and MINE per known label, trained against untrained, and a retrieval grid across groups.
 
     The grid (retrieval.png) needs no label. See abc_tf.evaluation.tasks.label_information.
@@ -135,7 +135,7 @@ def evaluate_labels(run: Run, out_dir: str, settings: EvaluationSettings) -> dic
     return metrics
 
 
-def evaluate_pose(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+def evaluate_pose(run: TrainedRun, out_dir: str, settings: EvaluationSettings) -> dict:
     """Pose lookup and regression metrics of one run, and the SavedModel if asked."""
     with stage("pose lookup in random dictionaries (trained, untrained, backbone)"):
         metrics = pose_accuracy.evaluate_pose_run(run.run_dir, settings.pose, out_dir=out_dir, run=run)

@@ -22,7 +22,7 @@ from abc_tf import data
 from abc_tf.evaluation.progress import Progress
 from abc_tf.methods.vae import Structure, VaeConfig
 from abc_tf.methods.vae import model as vitae
-from abc_tf.runs.run_dir import Run, embed
+from abc_tf.runs.run_dir import TrainedRun, embed
 
 SAMPLES = 100
 NEIGHBOURS = 5
@@ -30,7 +30,7 @@ REFERENCE_IMAGES = 10_000
 ROWS_PER_PASS = 8192  # images x samples per forward pass
 
 
-def networks_of(run: Run) -> dict:
+def networks_of(run: TrainedRun) -> dict:
     """The networks :func:`abc_tf.methods.vae.model.infer` needs, loaded from the run directory."""
     names = ["appearance_posterior", "appearance_decoder"]
     if run.config.method.structure.perspective:
@@ -124,7 +124,9 @@ def knn_accuracy(
     return correct / len(queries)
 
 
-def evaluate_run(run: Run, samples: int = SAMPLES, seed: int = 0, max_images: int = 0) -> dict[str, Any]:
+def evaluate_run(
+    run: TrainedRun, samples: int = SAMPLES, seed: int = 0, max_images: int = 0
+) -> dict[str, Any]:
     """The module's measures for a finished VAE or VITAE run on class-labelled images such as MNIST.
 
     kNN accuracy: k = 5 Euclidean neighbours among 10,000 training images vote each test image's digit.

@@ -10,10 +10,10 @@ from abc_tf import registry
 from abc_tf.evaluation.progress import stage
 from abc_tf.evaluation.tasks import digit_clusters, likelihood
 from abc_tf.evaluation.tasks.evaluation_settings import Evaluate, EvaluationSettings
-from abc_tf.runs.run_dir import Run
+from abc_tf.runs.run_dir import TrainedRun
 
 
-def likelihood_measures(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+def likelihood_measures(run: TrainedRun, out_dir: str, settings: EvaluationSettings) -> dict:
     """VAE and VITAE: test ELBO, importance-weighted log p(x) and kNN digit accuracy."""
     del out_dir
     with stage("test ELBO and importance-weighted log p(x)"):
@@ -22,7 +22,7 @@ def likelihood_measures(run: Run, out_dir: str, settings: EvaluationSettings) ->
     return metrics
 
 
-def digit_cluster_measures(run: Run, out_dir: str, settings: EvaluationSettings) -> dict:
+def digit_cluster_measures(run: TrainedRun, out_dir: str, settings: EvaluationSettings) -> dict:
     """Elastic-InfoGAN: NMI and ENT of generated digits' code; 1-NN and k-means NMI of the encoder."""
     with stage("the code's digit clusters (NMI, ENT, 1-NN)"):
         metrics = digit_clusters.evaluate_run(

@@ -19,7 +19,7 @@ from abc_tf import data, json_files
 from abc_tf.evaluation import progress
 from abc_tf.geometry import as_matrices, euler_to_matrix, geodesic_error
 from abc_tf.lookup import MAX_SCORES, keep_best, similarity_tiles
-from abc_tf.runs.run_dir import Run, embed, load_run
+from abc_tf.runs.run_dir import TrainedRun, embed, load_run
 from abc_tf.runs.training import untrained_encoder
 from models import pose_head
 
@@ -274,7 +274,7 @@ def evaluate_pose_run(
     settings: PoseEvalSettings = PoseEvalSettings(),
     out_dir: str | None = None,
     write: bool = True,
-    run: Run | None = None,
+    run: TrainedRun | None = None,
 ) -> dict:
     """Pose metrics of a pose run directory, written to ``pose_metrics.json`` in ``out_dir or run_dir``.
 

@@ -13,14 +13,14 @@ from abc_tf.evaluation import evaluation_logs, progress
 from abc_tf.evaluation.tasks.evaluation_settings import EvaluationSettings
 from abc_tf.evaluation.tasks.method_measures import measures_of
 from abc_tf.evaluation.tasks.task_registry import task_of
-from abc_tf.runs.run_dir import Run
+from abc_tf.runs.run_dir import TrainedRun
 from abc_tf.runs.training import measures_skipped
 
 METRICS_FILE = "metrics.json"
 
 
 def evaluate_run(
-    run: Run,
+    run: TrainedRun,
     out_dir: str,
     settings: EvaluationSettings,
     method_measures: bool = True,

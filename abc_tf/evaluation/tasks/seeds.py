@@ -14,10 +14,12 @@ from abc_tf.evaluation.estimators import plots
 from abc_tf.evaluation.tasks import encoder_disentanglement, factor_isolation
 from abc_tf.evaluation.tasks.evaluation_settings import EvaluationSettings
 from abc_tf.evaluation.tasks.run_evaluation import METRICS_FILE, evaluate_run
-from abc_tf.runs.run_dir import Run
+from abc_tf.runs.run_dir import TrainedRun
 
 
-def evaluate_seeds(runs: list[Run], out_dirs: list[str], out_dir: str, settings: EvaluationSettings) -> dict:
+def evaluate_seeds(
+    runs: list[TrainedRun], out_dirs: list[str], out_dir: str, settings: EvaluationSettings
+) -> dict:
     """Evaluates each seed's run into its folder of ``out_dirs`` and aggregates into ``out_dir/metrics.json``.
 
     Factor isolation aggregates with its per-factor summary and violin plots (factor_isolation.aggregate).
