@@ -14,8 +14,9 @@ same code (``abc_tf.evaluation.comparison.markdown``). So a table cannot drift f
 A table may instead be a template: the opening marker names its file and holds the table's
 Markdown, each number a placeholder ``{/json/pointer:format}``: a JSON Pointer (RFC 6901, as in
 scripts/doc_figures.py, a key with a space or a ``:``, ``|`` or ``}`` percent-encoded) into that
-file and a Python format spec (``.3f``, ``.1f``, ``,``, ``.0%`` or nothing). Text around the
-placeholders (``{/a/mean:.3f} ± {/a/std:.3f}``, a unit) and plain text cells are kept::
+file and a Python format spec (``.3f``, ``.1f``, ``,``, ``.0%``, ``z.2f`` for no minus on a
+rounded zero, or nothing). Text around the placeholders (``{/a/mean:.3f} ± {/a/std:.3f}``, a
+unit) and plain text cells are kept::
 
     <!-- table: docs/figures/pose/lookup.json
     | row | median error (°) | Acc@30 |

@@ -1,10 +1,10 @@
 """Counts the decimals the documents quote without tying them to a file.
 
 A decimal is tied when it is the text of a figure link (scripts/doc_figures.py) or sits in a
-table written from its file (scripts/doc_tables.py: a comparison.json section or a template, whose
-marker's own lines are not counted). Code blocks, code spans, and link targets
-are left out: they hold commands and paths, not measured numbers. Prose and table cells are
-counted apart, since a table is written by a command and prose is not.
+table written from its file (scripts/doc_tables.py: a comparison.json section or a template; a
+template's own lines, inside its marker, are not counted). Code blocks, code spans, and link
+targets are left out: they hold commands and paths, not measured numbers. Prose and table cells
+are counted apart, since a table is written by a command and prose is not.
 
   python -m scripts.untied_decimals [--json OUT]
 """
@@ -17,7 +17,7 @@ import os
 import re
 
 from scripts.doc_figures import FIGURE_LINK
-from scripts.doc_tables import TABLE
+from scripts.doc_tables import BENCHMARKS, BENCHMARKS_DOC, TABLE, benchmark_sections, section_span
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ("RESULTS.md", "BENCHMARKS.md", "docs/REPRODUCTION.md")
@@ -28,9 +28,18 @@ CODE_SPAN = re.compile(r"`[^`\n]*`")
 LINK_TARGET = re.compile(r"\]\([^)\s]*\)")
 
 
-def count(text: str) -> dict[str, int]:
-    """{"prose": n, "table cells": n, "tied": n}: the decimals of ``text`` by where they stand."""
-    tied = sum(len(DECIMAL.findall(match["text"])) for match in FIGURE_LINK.finditer(text))
+def count(text: str, written_sections: tuple[str, ...] = ()) -> dict[str, int]:
+    """{"prose": n, "table cells": n, "tied": n}: the decimals of ``text`` by where they stand.
+
+    ``written_sections``: titles of ``## `` sections written whole from a file (BENCHMARKS.md's
+    benchmarks), tied as a whole."""
+    tied = 0
+    for title in written_sections:
+        match = section_span(text, title)
+        if match is not None:
+            tied += len(DECIMAL.findall(CODE_SPAN.sub("", INDENTED_CODE.sub("", match["body"]))))
+            text = text[: match.start("body")] + text[match.end("body") :]
+    tied += sum(len(DECIMAL.findall(match["text"])) for match in FIGURE_LINK.finditer(text))
     tied += sum(len(DECIMAL.findall(match["body"])) for match in TABLE.finditer(text))
     text = TABLE.sub("", text)
     text = FIGURE_LINK.sub("", text)
@@ -54,7 +63,8 @@ def main() -> None:
     counts = {}
     for name in DOCS:
         with open(os.path.join(ROOT, name)) as handle:
-            counts[name] = count(handle.read())
+            written = tuple(title for module in BENCHMARKS for title in benchmark_sections(module))
+            counts[name] = count(handle.read(), written if name == BENCHMARKS_DOC else ())
     print("| document | untied in prose | untied in table cells | tied to a file |")
     print("|---|---|---|---|")
     for name, found in counts.items():

@@ -35,3 +35,8 @@ Run `--scale=0.5` for 1,024.5 images.
 
 def test_only_untied_decimals_outside_code_are_counted_by_where_they_stand():
     assert count(TEXT) == {"prose": 2, "table cells": 2, "tied": 4}
+
+
+def test_a_section_written_whole_from_its_file_is_tied():
+    text = "## Speed\n\nIt runs 1.5 steps a second.\n\n## Notes\n\nAbout 2.5 more.\n"
+    assert count(text, ("Speed",)) == {"prose": 1, "table cells": 0, "tied": 1}
