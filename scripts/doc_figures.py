@@ -110,11 +110,19 @@ def _cells(line: str) -> list[str]:
 
 
 def untied_numbers(doc: str, text: str) -> list[str]:
-    """Numbers in an ``ours`` column that are not inside a figure link: ``doc:line: cell``."""
+    """Numbers in an ``ours`` column that are not inside a figure link: ``doc:line: cell``.
+
+    A table written from its file between markers (scripts/doc_tables.py) is tied as a whole."""
     found = []
     lines = text.splitlines()
     column = None
+    marked = False
     for number, line in enumerate(lines, 1):
+        if line.startswith("<!-- table:"):
+            marked = True
+        if marked:
+            marked = not line.startswith("<!-- end table -->")
+            continue
         if not line.lstrip().startswith("|"):
             column = None
             continue
