@@ -8,7 +8,7 @@ digit probes, PCA variance; see ``abc_tf.evaluation.tasks.mnist_style.evaluate_m
 """
 
 from __future__ import annotations
-from abc_tf.runs import experiments
+from abc_tf.runs import config_files
 
 import json
 import os
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> None:
         if not os.path.isfile(config_path):
             raise ValueError(f"--run_dir={FLAGS.run_dir!r} holds no {CONFIG_FILE}.")
         with open(config_path) as handle:
-            config = experiments.from_json(handle.read())
+            config = config_files.from_json(handle.read())
         if FLAGS.data_path:
             config = config.replace(source="auto", path=FLAGS.data_path)
         out_dir = FLAGS.out_dir or os.path.join(FLAGS.run_dir, "mnist_style")

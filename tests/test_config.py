@@ -11,6 +11,7 @@ import pytest
 
 from abc_tf import config as config_lib
 from abc_tf.runs import experiments
+from abc_tf.runs import config_files
 from abc_tf.config import EncoderConfig, ExperimentConfig, ImageBatch, MethodConfig, SetBatch, TrainerConfig
 from abc_tf.data.mnist import MnistConfig
 from abc_tf.methods.abc import AbcConfig
@@ -82,17 +83,17 @@ def test_replace_routes_each_field_to_its_part_and_names_the_parts_fields():
 
 def test_config_json_round_trip_and_unknown_fields():
     config = experiments.get_preset("shapes3d").replace(seed=4, temperature=0.5)
-    assert experiments.from_json(config.to_json()) == config
+    assert config_files.from_json(config.to_json()) == config
     values = json.loads(config.to_json())
     values["method"]["colour"] = "red"
     with pytest.raises(
         ValueError, match=r"the method part has unknown fields \['colour'\]; AbcConfig's fields: name, "
     ):
-        experiments.from_json(json.dumps(values))
+        config_files.from_json(json.dumps(values))
     values = json.loads(config.to_json())
     values["optimizer"] = {}
     with pytest.raises(ValueError, match=r"unknown parts \['optimizer'\]"):
-        experiments.from_json(json.dumps(values))
+        config_files.from_json(json.dumps(values))
 
 
 def test_validate_names_the_flag_and_read_config_names_the_file(tmp_path):
@@ -117,12 +118,12 @@ def test_validate_names_the_flag_and_read_config_names_the_file(tmp_path):
             config.replace(**overrides).validate()
     path = tmp_path / "config.json"
     with pytest.raises(ValueError, match="does not exist: pass a run directory written by train.py"):
-        experiments.read_config(str(path))
+        config_files.read_config(str(path))
     path.write_text(config.to_json())
-    assert experiments.read_config(str(path)) == config
+    assert config_files.read_config(str(path)) == config
     path.write_text(config.to_json()[:-10])
     with pytest.raises(ValueError, match=re.escape(f"{path} is not a readable run config (")):
-        experiments.read_config(str(path))
+        config_files.read_config(str(path))
     with pytest.raises(ValueError, match="Unknown experiment 'shapes4d'; known experiments:"):
         experiments.get_preset("shapes4d")
 
@@ -157,7 +158,7 @@ def test_a_config_json_of_wrong_types_names_the_file_and_the_field(tmp_path, edi
     path = tmp_path / "config.json"
     path.write_text(json.dumps(values))
     with pytest.raises(ValueError, match=re.escape(f"{path} is not a readable run config {message}")):
-        experiments.read_config(str(path))
+        config_files.read_config(str(path))
 
 
 def test_a_config_json_that_is_not_an_object_names_the_file(tmp_path):
@@ -170,7 +171,7 @@ def test_a_config_json_that_is_not_an_object_names_the_file(tmp_path):
             "object of the parts trainer, model, data, batch, method)."
         ),
     ):
-        experiments.read_config(str(path))
+        config_files.read_config(str(path))
 
 
 def test_length_scale():

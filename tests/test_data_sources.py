@@ -15,6 +15,7 @@ import pytest
 
 from abc_tf import data
 from abc_tf.runs import experiments, training
+from abc_tf.runs import config_files
 from abc_tf.runs.experiments import get_preset
 from process_helpers import assert_one_clear_error
 
@@ -237,13 +238,13 @@ def test_run_directories_carry_the_mark_and_old_ones_are_still_runs(tmp_path):
     config = get_preset("shapes3d_demo")
     config_history.write_config(config, str(tmp_path), {}, 0)
     written = json.loads((tmp_path / "config.json").read_text())
-    assert written["format"] == experiments.RUN_FORMAT and experiments.from_dict(written) == config
+    assert written["format"] == config_files.RUN_FORMAT and config_files.from_dict(written) == config
     config_history.check_is_run_dir(str(tmp_path))
     written.pop("format")  # a run directory written before the mark, with parts
-    assert experiments.is_run_config(written)
+    assert config_files.is_run_config(written)
     flat = os.path.join(os.path.dirname(__file__), "fixtures", "flat_configs", "shapes3d_demo.json")
-    assert experiments.is_run_config(json.load(open(flat)))  # and before parts
-    assert not experiments.is_run_config({"my": "own config of another tool"})
+    assert config_files.is_run_config(json.load(open(flat)))  # and before parts
+    assert not config_files.is_run_config({"my": "own config of another tool"})
 
 
 def test_a_run_written_with_the_procedural_source_resumes_under_auto(tmp_path):

@@ -1,9 +1,6 @@
 """abc_tf.runs.experiments: the presets beside their methods, choosing another family, method or
-encoder, dotted overrides, and config.json of both layouts, the flat one on files copied from
-runs written before configs had parts (tests/fixtures/flat_configs)."""
+encoder, and dotted overrides."""
 
-import json
-import pathlib
 import re
 
 import pytest
@@ -13,8 +10,6 @@ from abc_tf.runs import experiments
 from abc_tf.config import EncoderConfig, ImageBatch, PairBatch, SetBatch
 from abc_tf.data.mnist import MnistConfig
 from abc_tf.methods.vae import VaeConfig
-
-FLAT_CONFIGS = sorted((pathlib.Path(__file__).parent / "fixtures" / "flat_configs").glob("*.json"))
 
 
 def test_every_registered_family_and_method_has_its_config_class():
@@ -101,33 +96,3 @@ def test_config_for_builds_a_config_of_the_classes_defaults():
     config = experiments.config_for(data="mnist", method="abc", model="s4", steps=5)
     assert isinstance(config.data, MnistConfig) and isinstance(config.batch, SetBatch)
     assert config.model == EncoderConfig(architecture="s4") and config.trainer.steps == 5
-
-
-@pytest.mark.parametrize("path", FLAT_CONFIGS, ids=[path.stem for path in FLAT_CONFIGS])
-def test_a_flat_config_json_loads_into_parts(path):
-    flat = json.loads(path.read_text())
-    config = experiments.read_config(str(path))
-    assert (config.name, config.data.family, config.method.name) == (
-        flat["name"],
-        flat["data"],
-        flat["method"],
-    )
-    renamed = {experiments.RENAMED_FLAT_FIELDS.get(name, name): value for name, value in flat.items()}
-    renamed["latent_dim"] = flat["embedding_dim"]  # the VAE's latent size was embedding_dim
-    for part in config.parts().values():
-        defaults = type(part)()
-        for name in part.field_names():
-            # A field added after the flat layout (lr_drop_step) reads as its default.
-            expected = {"family": flat["data"], "name": flat["method"]}.get(
-                name, renamed.get(name, getattr(defaults, name))
-            )
-            assert getattr(part, name) == expected, name
-    # Written again, it is in parts, and reads back the same.
-    assert experiments.from_json(config.to_json()) == config and "trainer" in json.loads(config.to_json())
-
-
-def test_the_oldest_flat_layout_named_the_method_loss():
-    flat = json.loads((FLAT_CONFIGS[0].parent / "shapes3d_demo.json").read_text())
-    expected = experiments.from_dict(flat)
-    flat["loss"] = flat.pop("method")
-    assert experiments.from_dict(flat) == expected

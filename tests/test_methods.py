@@ -136,13 +136,13 @@ KILLABLE_RUN = textwrap.dedent(
     import sys
     import keras
     from abc_tf import data, methods
-    from abc_tf.runs import experiments
-    from abc_tf.runs import training
+    from abc_tf.runs import config_files, training
     from process_helpers import hold
     data.DATA_FAMILIES["toy"] = "toy_family:FAMILY"
     methods.METHODS["two_network"] = "toy_method:TWO_NETWORK"
     ready = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(sys.argv[3]))
-    training.train(experiments.from_json(open(sys.argv[1]).read()), sys.argv[2], verbose=0, callbacks=[ready])
+    config = config_files.from_json(open(sys.argv[1]).read())
+    training.train(config, sys.argv[2], verbose=0, callbacks=[ready])
     """
 )
 

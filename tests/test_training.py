@@ -19,6 +19,8 @@ import pytest
 import tensorflow as tf
 
 from abc_tf.runs import experiments
+
+from abc_tf.runs import config_files
 from abc_tf import data, methods
 from abc_tf.runs.experiments import get_preset
 from abc_tf.runs import checkpoints, precision, training
@@ -35,7 +37,7 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy
     assert len(result.history["loss"]) == 4
     assert result.final_step == 40
     assert result.history["loss"][-1] < result.history["loss"][0]
-    assert experiments.from_json(open(os.path.join(run_dir, "config.json")).read()) == TRAINED
+    assert config_files.from_json(open(os.path.join(run_dir, "config.json")).read()) == TRAINED
     assert os.listdir(os.path.join(run_dir, "logs", "train"))
     # Checkpoints at steps 10, 20, 30, 40; the newest two kept.
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [30, 40]
@@ -155,11 +157,10 @@ RESUMABLE_RUN = textwrap.dedent(
     import sys
     import keras
     from abc_tf import data
-    from abc_tf.runs import experiments
-    from abc_tf.runs import training
+    from abc_tf.runs import config_files, training
     from process_helpers import hold
     data.DATA_FAMILIES["toy"] = "toy_family:FAMILY"
-    config = experiments.from_json(open(sys.argv[1]).read())
+    config = config_files.from_json(open(sys.argv[1]).read())
     ready = keras.callbacks.LambdaCallback(on_epoch_end=lambda epoch, logs: epoch == 1 and hold(sys.argv[3]))
     training.train(config, sys.argv[2], verbose=0, callbacks=[ready])
     """

@@ -82,7 +82,7 @@ def run_of_flags(run_dir: str | None):
     """The run --run_dir (or ``run_dir``, one of its seeds) or --saved_model names, embedding
     with --network; (run, whether it has the method's own networks)."""
     from abc_tf import data
-    from abc_tf.runs.experiments import read_config
+    from abc_tf.runs.config_files import read_config
     from abc_tf.evaluation.tasks import factor_isolation
     from abc_tf.runs.run_dir import TrainedRun, load_run, network_file
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from abc_tf import data, json_files, methods
 from abc_tf.config import ExperimentConfig
-from abc_tf.runs.experiments import read_config
+from abc_tf.runs.config_files import read_config
 from abc_tf.evaluation import progress
 from abc_tf.evaluation.estimators import disentanglement as dis, plots
 from abc_tf.evaluation.tasks import (

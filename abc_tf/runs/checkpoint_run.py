@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from abc_tf.runs.experiments import read_config
+from abc_tf.runs.config_files import read_config
 from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import CONFIG_FILE, ENCODER, TrainedRun
 

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from abc_tf import data, json_files
 from abc_tf.config import ExperimentConfig
-from abc_tf.runs.experiments import is_run_config, read_config, to_run_json
+from abc_tf.runs.config_files import is_run_config, read_config, to_run_json
 from abc_tf.runs import checkpoints, run_lock
 from abc_tf.runs.run_dir import CONFIG_FILE, check_writable
 
@@ -129,7 +129,7 @@ _WRITTEN_BEFORE_CONFIG = {".lock", "grid_check.log", "grid_train.log"}
 def check_is_run_dir(run_dir: str) -> None:
     """Raises ValueError unless ``run_dir`` is new, empty, or a run directory.
 
-    A run directory's config.json is a run's (:func:`abc_tf.runs.experiments.is_run_config`).
+    A run directory's config.json is a run's (:func:`abc_tf.runs.config_files.is_run_config`).
     So a user's folder is never read as a run's config nor written into. A config.json that is not JSON
     is left to :func:`read_config`, which names it as damaged.
     """

@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from abc_tf.config import ExperimentConfig
-from abc_tf.runs.experiments import read_config
+from abc_tf.runs.config_files import read_config
 from abc_tf.methods.base import to_float_images
 from abc_tf.runs import run_lock
 
