@@ -4,7 +4,9 @@ checks, and a plug-in whose loss is NaN fails them, one line per check."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 
 import pytest
 
@@ -66,6 +68,11 @@ def installed(monkeypatch, tmp_path, toy_family):
         (site / name).parent.mkdir(parents=True, exist_ok=True)
         (site / name).write_text(text)
     monkeypatch.syspath_prepend(str(site))
+    # Another test of this process may have imported the plug-ins from its own folder: forget them,
+    # so that these files are the ones imported.
+    for module in [name for name in sys.modules if name.split(".")[0] == "abc_contract_plugins"]:
+        monkeypatch.delitem(sys.modules, module)
+    importlib.invalidate_caches()
     monkeypatch.setattr(
         methods,
         "METHODS",
