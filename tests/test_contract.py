@@ -86,7 +86,7 @@ def installed(monkeypatch, tmp_path, toy_family):
 
 @pytest.fixture
 def shared_replicas(monkeypatch, two_replicas):
-    """The command's two-replica check on the session's strategy (tests/conftest.py): a second
+    """The command's two-replica check on the test run's shared strategy (tests/conftest.py): a second
     MirroredStrategy in one process would meet the first one's collective ops."""
     monkeypatch.setattr(contract, "replica_strategy", lambda: two_replicas)
 

@@ -108,11 +108,7 @@ def main(argv: list[str]) -> None:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     command_line.quiet_tensorflow_start()  # the first screen is the project's own
     try:
-        for flag in ("output_dir", "run_dir"):
-            if FLAGS[flag].present and not FLAGS[flag].value.strip():
-                raise ValueError(
-                    f"--{flag} is empty (an unset shell variable?); name a folder, or leave the flag out."
-                )
+        measure_flags.check_folders_named(FLAGS, ("output_dir", "run_dir"))
         if not FLAGS.run_dir and not FLAGS.saved_model:
             raise ValueError("Pass --run_dir (a train.py run directory) or --saved_model.")
         if FLAGS.seeds < 0:

@@ -28,6 +28,15 @@ PER_RUN = (
 )
 
 
+def check_folders_named(flag_values: flags.FlagValues, names: tuple[str, ...]) -> None:
+    """ValueError for a folder flag given an empty value, most often an unset shell variable."""
+    for name in names:
+        if flag_values[name].present and not flag_values[name].value.strip():
+            raise ValueError(
+                f"--{name} is empty (an unset shell variable?); name a folder, or leave the flag out."
+            )
+
+
 def define(flag_values: flags.FlagValues, per_run: bool = True) -> None:
     """Defines the measurement flags on ``flag_values``; those of :data:`PER_RUN` if ``per_run``."""
     fv = {"flag_values": flag_values}
