@@ -310,3 +310,18 @@ def test_a_two_point_grid_through_train_py_and_evaluate_py(tmp_path, capsys):
     mtime = os.path.getmtime(folder / "learning_rate=1e-3" / "encoder.keras")
     assert grid_cli.command(arguments) == 0
     assert os.path.getmtime(folder / "learning_rate=1e-3" / "encoder.keras") == mtime
+
+
+def test_a_widened_grid_trains_only_its_new_points(tmp_path):
+    narrow = spec(tmp_path, axes=(grid.Axis.parse("trainer.learning_rate=1e-3"), spec(tmp_path).axes[1]))
+    grid.run_grid(narrow, runner=FakeScripts(), say=lambda line: None)
+    # Only the evaluations are kept (as a repository keeps them): their points are not trained again.
+    for point in grid.points(narrow.axes):
+        for name in ("encoder.keras", "config.json"):
+            os.remove(os.path.join(narrow.output_dir, point.name, name))
+    again = FakeScripts()
+    result = grid.run_grid(spec(tmp_path), runner=again, say=lambda line: None)
+    trained = [call[-1] for call in again.calls if call[0] == "train"]
+    assert len(trained) == 3 and all("learning_rate=1e-4" in folder for folder in trained)
+    assert len(again.checks) == 3 and len(result["points"]) == 6
+    assert result["pick"]["name"] == "learning_rate=1e-3__style_dim=16"

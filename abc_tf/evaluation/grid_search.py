@@ -179,6 +179,11 @@ def finished(run_dir: str) -> bool:
     )
 
 
+def evaluated(spec: GridSpec, run_dir: str) -> bool:
+    """Whether ``run_dir``'s evaluation for the grid wrote the measure's file."""
+    return os.path.isfile(os.path.join(run_dir, EVAL_DIR, spec.measure.file))
+
+
 Runner = Callable[[list[str], str], None]
 
 
@@ -220,8 +225,9 @@ def run_grid(
     Before anything trains, ``train.py --check_only`` checks every point still to train: its settings,
     run directory and model. So a value refused at the last point stops the grid at once.
     A point whose runs are finished (``encoder.keras`` written) is not trained again. One whose measure
-    file exists is not evaluated again. So the same command resumes after a kill: the cut-off run
-    resumes from its last checkpoint, and finished points are skipped.
+    file exists is neither trained nor evaluated again. So the same command resumes after a kill: the
+    cut-off run resumes from its last checkpoint, and finished points are skipped. A grid widened by
+    more values, with its earlier points' evaluation files in place, trains only the new points.
 
     Files in ``output_dir``: ``grid.json`` holds every point, its flags, its runs' values and the pick.
     ``grid.md`` is the table. ``grid.png`` shows the measure per point, seeds as dots, the pick marked.
@@ -232,7 +238,11 @@ def run_grid(
     spec.validate()
     grid = points(spec.axes)
     os.makedirs(spec.output_dir, exist_ok=True)
-    to_train = [point for point in grid if not all(finished(run_dir) for run_dir in run_dirs(spec, point))]
+    to_train = [
+        point
+        for point in grid
+        if not all(finished(run_dir) or evaluated(spec, run_dir) for run_dir in run_dirs(spec, point))
+    ]
     # Every point's settings are checked before any point trains: a value train.py refuses in
     # the last point would otherwise stop the grid only after the others had trained.
     for point in to_train:
@@ -251,7 +261,7 @@ def run_grid(
             runner(train_arguments(spec, point), os.path.join(folder, "grid_train.log"))
         for run_dir in runs:
             eval_dir = os.path.join(run_dir, EVAL_DIR)
-            if not os.path.isfile(os.path.join(eval_dir, spec.measure.file)):
+            if not evaluated(spec, run_dir):
                 say(f"[grid] {index}/{len(grid)} evaluating {run_dir}")
                 runner(
                     ["evaluate", f"--run_dir={run_dir}", *spec.evaluate_flags, f"--output_dir={eval_dir}"],

@@ -1,0 +1,94 @@
+"""Widens one of the Table S1 validation grids kept under docs/figures/table_s1/grids/ and writes
+it back: the committed grid's settings, with the axes named by ``--vary`` replaced.
+
+The committed points' evaluation files (``points/<point>.json``) are put back where the grid
+reads them, so only the new points train (``abc_tf.evaluation.grid_search.run_grid`` skips a
+point whose evaluation exists). Then grid.json, grid.md, grid.png and every point's evaluation
+are copied into the grid's folder under docs/figures, and ``python -m scripts.doc_tables``
+rewrites the tables that read them.
+
+  python -m scripts.table_s1_grids --grid=abc --vary=trainer.learning_rate=1e-4,3e-4,1e-3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+
+from abc_tf.evaluation import grid_search
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GRIDS = os.path.join(ROOT, "docs", "figures", "table_s1", "grids")
+
+
+def spec_of(grid: str, vary: list[str], output_dir: str) -> grid_search.GridSpec:
+    """The committed grid ``grid``'s settings, the axes ``vary`` names replaced (or added)."""
+    with open(os.path.join(GRIDS, grid, grid_search.GRID_FILE)) as handle:
+        kept = json.load(handle)
+    axes = {field: ",".join(values) for field, values in kept["axes"].items()}
+    for text in vary:
+        axis = grid_search.Axis.parse(text)
+        axes[axis.field] = ",".join(axis.values)
+    return grid_search.GridSpec(
+        experiment=kept["experiment"],
+        axes=tuple(grid_search.Axis.parse(f"{field}={values}") for field, values in axes.items()),
+        measure=grid_search.Measure.parse(kept["measure"]),
+        output_dir=output_dir,
+        goal=kept["goal"],
+        seeds=kept["seeds"],
+        train_flags=tuple(kept["train_flags"]),
+        holdout_flags=tuple(kept["holdout_flags"]),
+        evaluate_flags=tuple(kept["evaluate_flags"]),
+    )
+
+
+def restore_points(grid: str, spec: grid_search.GridSpec) -> list[str]:
+    """Copies the committed points' evaluations into ``spec.output_dir``; their names."""
+    folder = os.path.join(GRIDS, grid, "points")
+    if spec.seeds != 1:
+        raise ValueError("only grids of one seed a point keep their evaluations as points/<point>.json")
+    restored = []
+    for name in sorted(os.listdir(folder)):
+        point = name.removesuffix(".json")
+        eval_dir = os.path.join(spec.output_dir, point, grid_search.EVAL_DIR)
+        target = os.path.join(eval_dir, spec.measure.file)
+        if not os.path.exists(target):
+            os.makedirs(eval_dir, exist_ok=True)
+            shutil.copyfile(os.path.join(folder, name), target)
+        restored.append(point)
+    return restored
+
+
+def publish(grid: str, spec: grid_search.GridSpec) -> None:
+    """Copies the grid's files and each point's evaluation into docs/figures."""
+    folder = os.path.join(GRIDS, grid)
+    for name in (grid_search.GRID_FILE, grid_search.TABLE_FILE, grid_search.FIGURE_FILE):
+        shutil.copyfile(os.path.join(spec.output_dir, name), os.path.join(folder, name))
+    for point in grid_search.points(spec.axes):
+        (run_dir,) = grid_search.run_dirs(spec, point)
+        shutil.copyfile(
+            os.path.join(run_dir, grid_search.EVAL_DIR, spec.measure.file),
+            os.path.join(folder, "points", f"{point.name}.json"),
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--grid", required=True, choices=sorted(os.listdir(GRIDS)), help="The grid to widen.")
+    parser.add_argument(
+        "--vary", action="append", default=[], help="part.field=VALUE,... replacing that axis (repeatable)."
+    )
+    parser.add_argument("--output_dir", default="", help="Where the points train (default: runs/grid/GRID).")
+    args = parser.parse_args()
+    spec = spec_of(args.grid, args.vary, args.output_dir or os.path.join("runs", "grid", args.grid))
+    restored = restore_points(args.grid, spec)
+    print(f"[table_s1_grids] {len(restored)} committed points restored into {spec.output_dir}", flush=True)
+    result = grid_search.run_grid(spec)
+    publish(args.grid, spec)
+    print(grid_search.markdown(result))
+
+
+if __name__ == "__main__":
+    main()
