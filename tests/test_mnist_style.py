@@ -47,6 +47,22 @@ def test_evaluate_mnist_run_writes_figures_and_metrics(tmp_path, method):
         assert 0.0 <= entry["digit_probe_accuracy"]["noise_at_length_scale"] <= 1.0
         assert np.array(entry["retrieval_grid"]["indices"]).shape == (10, 10)
     assert metrics["trained"]["pca_top2_variance"] <= 1.0
+    for entry in (written["trained"], written["untrained"], written["raw_pixels"]):
+        assert set(entry["held_out_row_style_spread"]) == {"slant", "thickness"}
+
+
+def test_held_out_rows_share_a_style_when_the_embedding_is_the_style():
+    rng = np.random.default_rng(3)
+    labels = np.repeat(np.arange(10), 40)
+    measures = {"slant": rng.normal(size=len(labels)), "thickness": rng.normal(size=len(labels))}
+    style = np.stack([measures["slant"], measures["thickness"]], axis=1)
+    alike = mnist_style.held_out_row_style_spread(style, labels, measures, 9, "l2sq")
+    unrelated = mnist_style.held_out_row_style_spread(
+        rng.normal(size=(len(labels), 2)), labels, measures, 9, "l2sq"
+    )
+    # Nearest neighbours in style form rows of one style; unrelated ones rows as varied as the pool.
+    assert alike["slant"] < 0.3 and alike["thickness"] < 0.3
+    assert 0.7 < unrelated["slant"] < 1.3 and 0.7 < unrelated["thickness"] < 1.3
 
 
 def pixel_encoder(pixel: int, seed: int) -> keras.Model:

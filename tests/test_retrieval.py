@@ -46,6 +46,23 @@ def test_retrieval_grid_rows_hold_the_right_classes(tmp_path):
         retrieval.retrieval_grid(embeddings[labels < 9], labels[labels < 9], range(10))
 
 
+def test_rows_for_many_queries_match_a_brute_force_search():
+    rng = np.random.default_rng(2)
+    labels = np.repeat(np.arange(4), 9)
+    embeddings = rng.normal(size=(len(labels), 3))
+    queries = np.flatnonzero(labels == 2)
+    rows = retrieval.nearest_of_each_class(embeddings, labels, range(4), queries, "l2sq", batch_size=4)
+    assert rows.shape == (len(queries), 4)
+    for query, row in zip(queries, rows):
+        for column, index in enumerate(row):
+            members = np.flatnonzero(labels == column)
+            best = members[np.argmin(np.sum((embeddings[members] - embeddings[query]) ** 2, axis=1))]
+            assert index == (query if column == 2 else best)
+    # One query's row is retrieval_grid's row of that query.
+    grid = retrieval.retrieval_grid(embeddings, labels, range(4), [0, 9, queries[3], 27])
+    assert np.array_equal(rows[3], grid.indices[2])
+
+
 def test_group_retrieval_draws_its_figure_and_finds_each_group_s_nearest(tmp_path):
     rng = np.random.default_rng(0)
     groups = np.repeat(np.arange(12), 10)

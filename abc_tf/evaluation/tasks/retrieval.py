@@ -100,6 +100,39 @@ def retrieval_grid(
     )
 
 
+def nearest_of_each_class(
+    embeddings: np.ndarray,
+    labels: np.ndarray,
+    classes: Sequence[int],
+    query_indices: Sequence[int],
+    similarity: str = "l2sq",
+    batch_size: int = 512,
+) -> np.ndarray:
+    """Retrieval rows for many queries: [Q, C] indices into the pool.
+
+    Column c of row q holds the image of class ``classes[c]`` nearest to query q, by ``similarity``
+    as in :func:`retrieval_grid`. The query stands in its own class's column.
+    """
+    embeddings = np.asarray(embeddings, np.float64)
+    labels = np.asarray(labels)
+    query_indices = np.asarray(query_indices, np.int64)
+    members = [np.flatnonzero(labels == value) for value in classes]
+    if any(len(m) == 0 for m in members):
+        raise ValueError("The retrieval pool needs an image of every class.")
+    rows = []
+    for start in range(0, len(query_indices), batch_size):
+        queries = query_indices[start : start + batch_size]
+        similarities = losses.pairwise_similarity(
+            tf.constant(embeddings[queries]), tf.constant(embeddings), similarity
+        ).numpy()  # [B, N]
+        columns = [m[np.argmax(similarities[:, m], axis=1)] for m in members]  # C arrays of [B]
+        block = np.stack(columns, axis=1)
+        own = np.asarray([list(classes).index(labels[q]) for q in queries])
+        block[np.arange(len(queries)), own] = queries
+        rows.append(block)
+    return np.concatenate(rows).astype(np.int64)
+
+
 def _display(images: np.ndarray, ink: bool) -> np.ndarray:
     """float [N, H, W] gray or [N, H, W, 3], in [0, 1]. With ``ink``, dark strokes on white."""
     images = np.asarray(images)
