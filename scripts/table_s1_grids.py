@@ -4,8 +4,9 @@ it back: the committed grid's settings, with the axes named by ``--vary`` replac
 The committed points' evaluation files (``points/<point>.json``) are put back where the grid
 reads them, so only the new points train (``abc_tf.evaluation.grid_search.run_grid`` skips a
 point whose evaluation exists). Then grid.json, grid.md, grid.png and every point's evaluation
-are copied into the grid's folder under docs/figures, and ``python -m scripts.doc_tables``
-rewrites the tables that read them.
+are copied into the grid's folder under docs/figures, with ``table.json``, what the documents'
+grid tables show; ``python -m scripts.doc_tables`` rewrites those tables. Without ``--vary`` the
+committed grid is written again from its points, training nothing.
 
   python -m scripts.table_s1_grids --grid=abc --vary=trainer.learning_rate=1e-4,3e-4,1e-3
 """
@@ -17,10 +18,13 @@ import json
 import os
 import shutil
 
+from abc_tf import json_files
 from abc_tf.evaluation import grid_search
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRIDS = os.path.join(ROOT, "docs", "figures", "table_s1", "grids")
+# The lookup measures the documents' grid tables show (means over the validation dictionaries).
+TABLE_METRICS = ("median_error_deg", "acc_at_30", "flip_median_error_deg")
 
 
 def spec_of(grid: str, vary: list[str], output_dir: str) -> grid_search.GridSpec:
@@ -61,17 +65,40 @@ def restore_points(grid: str, spec: grid_search.GridSpec) -> list[str]:
     return restored
 
 
-def publish(grid: str, spec: grid_search.GridSpec) -> None:
-    """Copies the grid's files and each point's evaluation into docs/figures."""
+def publish(grid: str, spec: grid_search.GridSpec, result: dict) -> None:
+    """Copies the grid's files and each point's evaluation into docs/figures, and writes
+    ``table.json``: per point, in the grid's order, what the documents' grid tables show."""
     folder = os.path.join(GRIDS, grid)
     for name in (grid_search.GRID_FILE, grid_search.TABLE_FILE, grid_search.FIGURE_FILE):
         shutil.copyfile(os.path.join(spec.output_dir, name), os.path.join(folder, name))
+    rows = []
     for point in grid_search.points(spec.axes):
         (run_dir,) = grid_search.run_dirs(spec, point)
-        shutil.copyfile(
-            os.path.join(run_dir, grid_search.EVAL_DIR, spec.measure.file),
-            os.path.join(folder, "points", f"{point.name}.json"),
+        source = os.path.join(run_dir, grid_search.EVAL_DIR, spec.measure.file)
+        shutil.copyfile(source, os.path.join(folder, "points", f"{point.name}.json"))
+        with open(source) as handle:
+            lookup = json.load(handle)["domains"]["synthetic"]["rows"]["trained encoder (lookup)"]
+        rows.append(
+            {
+                "name": point.name,
+                "settings": dict(point.settings),
+                "pick": point.name == result["pick"]["name"],
+                # How a table marks the pick: its value in bold, "(pick)" after it.
+                "mark": "**" if point.name == result["pick"]["name"] else "",
+                "pick_note": " (pick)" if point.name == result["pick"]["name"] else "",
+                **{metric: lookup[metric]["mean"] for metric in TABLE_METRICS},
+                "median_error_deg_std": lookup["median_error_deg"]["std"],
+            }
         )
+    json_files.write_json(
+        os.path.join(folder, "table.json"), {"command": command_line(grid, spec), "points": rows}
+    )
+
+
+def command_line(grid: str, spec: grid_search.GridSpec) -> str:
+    """The command that writes this grid's files."""
+    vary = " ".join(f"--vary={axis.field}={','.join(axis.values)}" for axis in spec.axes)
+    return f"python -m scripts.table_s1_grids --grid={grid} {vary}"
 
 
 def main() -> None:
@@ -86,7 +113,7 @@ def main() -> None:
     restored = restore_points(args.grid, spec)
     print(f"[table_s1_grids] {len(restored)} committed points restored into {spec.output_dir}", flush=True)
     result = grid_search.run_grid(spec)
-    publish(args.grid, spec)
+    publish(args.grid, spec, result)
     print(grid_search.markdown(result))
 
 
