@@ -2,24 +2,16 @@
 
 ``ExperimentConfig`` holds the preset's ``name`` and five parts:
 
-- ``trainer`` (:class:`TrainerConfig`): steps, optimizer schedule, precision, distribution,
-  checkpoints and logging; every run has the same one.
-- ``data``: the data family's own config class (a :class:`DataConfig`, declared beside the
-  family, e.g. ``abc_tf/data/mnist/__init__.py``), its ``family`` the value of ``--data``.
-- ``batch``: what one step's batch holds, by the batch format the method trains on
-  (:class:`SetBatch`, :class:`PairBatch` or :class:`ImageBatch`).
-- ``method``: the method's own config class (a :class:`MethodConfig`, declared beside the
-  method), its ``name`` the value of ``--method``.
-- ``model``: the encoder (:class:`EncoderConfig`) for methods that train one chosen from the
-  models registry (``--model``); ``None`` for methods whose networks are their own.
+- ``trainer`` (:class:`TrainerConfig`): steps, optimizer schedule, precision, distribution, checkpoints
+  and logging; every run has the same one.
+- ``data``: the family's :class:`DataConfig`, declared beside it; its ``family`` is the value of ``--data``.
+- ``batch``: what one step's batch holds: :class:`SetBatch`, :class:`PairBatch` or :class:`ImageBatch`.
+- ``method``: the method's :class:`MethodConfig`, declared beside the method; its ``name`` is ``--method``.
+- ``model``: the encoder, :class:`EncoderConfig` (``--model``); ``None`` for methods with their own networks.
 
-Each field carries its flag help in ``metadata["help"]``; ``train.py`` makes a flag
-``--<part>.<field>`` of every field of the chosen parts, so a field that the chosen family or
-method does not have cannot be passed. A field name appears in only one part of a config, so
-:meth:`ExperimentConfig.replace` takes field names without their part.
-
-This module is the bottom layer: the classes of a family or method are found by name in
-``abc_tf.runs.experiments`` (which also holds the presets and reads config.json).
+Each field's flag help is its ``metadata["help"]``. ``train.py`` makes a flag ``--<part>.<field>`` of each
+field of the chosen parts only. A field name is in one part, so :meth:`ExperimentConfig.replace` takes bare
+names. Bottom layer: ``abc_tf.runs.experiments`` finds classes by name, holds presets, reads config.json.
 """
 
 from __future__ import annotations

@@ -1,31 +1,17 @@
-"""Rotations in the authors' pose convention and their TensorFlow twins (docs/PAPERS.md section 5).
+"""Rotations in the authors' pose convention, in NumPy and TensorFlow; pure maths (docs/PAPERS.md section 5).
 
-Pure maths, imported by the data, export and evaluation layers alike.
+Euler angles are ``[..., 3]`` arrays ``(azimuth a, elevation e, tilt t)`` in **radians**.
+The camera rotation, world to camera coordinates, is ``R = Rz(-t) Rx(e - pi/2) Rz(-a)``.
+``Rz`` and ``Rx`` are the usual active rotations. World z points up. At ``a = e = t = 0`` the camera
+looks along world +y, world z is camera +y (image up), and the camera looks along its own -z (OpenGL).
 
-Euler angles are ``[..., 3]`` arrays ``(azimuth a, elevation e, tilt t)`` in **radians**, in
-the authors' convention: the camera rotation (world -> camera coordinates) is
+Pascal3D+ annotations are in degrees. The camera sits at ``d (cos e sin a, -cos e cos a, sin e)``.
+The in-plane angle ``theta`` turns projected points counter-clockwise, image y up: that is ``Rz(theta)``.
+So Pascal3D+ means ``R = Rz(theta) Rx(e - pi/2) Rz(-a)``: same azimuth and elevation, tilt ``t = -theta``.
+Only :func:`pascal3d_to_euler` and :func:`euler_to_pascal3d` convert. Source: Pascal3D+ toolbox, project_3d.m.
 
-    R = Rz(-t) Rx(e - pi/2) Rz(-a),
-
-with ``Rz``/``Rx`` the usual active rotations about the z/x axes. World z points up; at
-``a = e = t = 0`` the camera looks along world +y, world z becomes camera +y (image up) and the
-camera looks along its own -z axis (OpenGL style).
-
-Pascal3D+ annotations (degrees) follow the Pascal3D+ toolbox (``project_3d.m``): the camera
-sits at ``d (cos e sin a, -cos e cos a, sin e)``, the world is rotated by
-``Rx(-(pi/2 - e)) Rz(-a)`` and the projected 2-D points are then rotated in the image plane by
-``R2d(theta)`` (counter-clockwise with the image y axis up). A rotation of the projected
-points equals a rotation about the camera's optical axis, ``Rz(theta)``, so Pascal3D+ means
-
-    R = Rz(theta) Rx(e - pi/2) Rz(-a),
-
-which differs from the authors' matrix by the tilt-dependent factor ``Rz(theta + t)``: the two
-conventions agree on azimuth and elevation and have opposite tilt, ``t = -theta``. The
-conversion lives in :func:`pascal3d_to_euler` / :func:`euler_to_pascal3d` and nowhere else.
-
-Errors are geodesic angles on SO(3) in **degrees**:
-``arccos((trace(R1^T R2) - 1) / 2)``, with no sqrt(2) factor; the flip-invariant error is
-``min(theta, 180 - theta)``.
+Errors are geodesic angles on SO(3) in **degrees**: ``arccos((trace(R1^T R2) - 1) / 2)``, no sqrt(2).
+The flip-invariant error is ``min(theta, 180 - theta)``.
 """
 
 from __future__ import annotations
@@ -90,7 +76,9 @@ def pascal3d_to_euler(azimuth_deg, elevation_deg, theta_deg) -> np.ndarray:
     """Pascal3D+ viewpoint (degrees) -> authors' Euler angles [..., 3] in radians.
 
     Azimuth and elevation are the same angles; the in-plane rotation has the opposite sign
-    (see the module docstring for the derivation from the Pascal3D+ toolbox).
+    (see the module docstring for the derivation from the Pascal3D+ toolbox). The toolbox rotates
+    the world by ``Rx(-(pi/2 - e)) Rz(-a)``, then the projected points by ``R2d(theta)``. That
+    differs from the authors' matrix by the tilt-dependent factor ``Rz(theta + t)``.
     """
     azimuth, elevation, theta = np.broadcast_arrays(
         np.asarray(azimuth_deg, np.float64),

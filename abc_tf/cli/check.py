@@ -1,18 +1,17 @@
-"""Checks a method against the contract every built-in method is tested on: its smallest run
-trains, resumes from a checkpoint, trains on two replicas as on one device, and is evaluated.
+"""Checks a method against the contract every built-in method passes (abc_tf.evaluation.contract): its
+smallest run trains, resumes from a checkpoint, trains on two replicas as on one device, and is evaluated.
 
   abc_tf check --method=my_method [--work_dir=DIR]
 
-The method is any ``--method`` value: a built-in one or an installed plug-in's (an entry point
-of the group ``abc_tf.methods``). Its declared ``smallest_run`` (a few steps on built-in data)
-is trained by the real trainer (abc_tf.evaluation.contract). One line per check:
+The method is any ``--method`` value, built-in or an installed plug-in's (entry points ``abc_tf.methods``).
+Its declared ``smallest_run``, a few steps on built-in data, runs in the real trainer. One line per check:
 
   PASS trains (12.3 s)
   FAIL resumes: run again, it started at step 0, not at its checkpoint's step 2. (log: DIR/resumes.log)
 
-Exit status 0 when every check passed, 1 when one failed, 2 for a bad flag or an unknown
-method. Each check's output goes to ``DIR/<check>.log`` and its runs under ``DIR/<check>``;
-without ``--work_dir`` they go to a temporary folder, removed when every check passed.
+Exit status 0 when every check passed, 1 when one failed, 2 for a bad flag or an unknown method.
+Each check's output goes to ``DIR/<check>.log`` and its runs under ``DIR/<check>``. Without
+``--work_dir`` they go to a temporary folder, removed when every check passed.
 """
 
 from __future__ import annotations

@@ -8,12 +8,10 @@ evaluates each with evaluate.py, and picks the best by one measure (abc_tf.evalu
     --measure="pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean" \\
     --goal=min --output_dir=runs/grid/ml_vae
 
-The points are trained one after another into ``output_dir/<point>``; the same command after a
-kill resumes the run that was cut off and skips the finished points. (``python grid.py ...`` in a
-checkout of the repository is the same command.) It writes grid.json,
-grid.md and grid.png into ``output_dir`` and prints the table and the train.py command that
-measures the pick: the fixed settings and the pick's, without the hold-out, at ``--pick_seeds``
-seeds, into ``output_dir/pick``.
+Points train one by one into ``output_dir/<point>``. After a kill, the same command resumes the cut-off run
+and skips finished points. It writes grid.json, grid.md and grid.png into ``output_dir``. It prints the table
+and the train.py command that measures the pick: the fixed settings and the pick's, no hold-out,
+``--pick_seeds`` seeds, into ``output_dir/pick``. ``python grid.py ...`` in a checkout is the same.
 """
 
 from __future__ import annotations

@@ -1,21 +1,17 @@
 """Set curation over a grid of generative factors, by index arithmetic, never a scan.
 
-A factor grid has F factors with sizes ``(s_0, ..., s_{F-1})``. A grid point is a vector of
-factor indices. Its flat index is the mixed-radix number with the LAST factor varying fastest, as
-in 3dshapes.h5: ``flat = sum_f index_f * prod(s_{f+1:})``.
+A grid has F factors of sizes ``(s_0, ..., s_{F-1})``; a grid point is a vector of factor indices.
+Its flat index is the mixed-radix number with the LAST factor varying fastest, as in 3dshapes.h5:
+``flat = sum_f index_f * prod(s_{f+1:})``.
 
-A curated set fixes each inactive factor to one random value and draws the active factors
-uniformly. An unconstrained set draws from the whole grid. A set's images are distinct unless the
-caller asks for replacement. ``SetCurator`` has two paths:
+A curated set fixes each inactive factor to one random value and draws the active ones uniformly.
+An unconstrained set draws from the whole grid. Images are distinct unless the caller asks for replacement.
+``SetCurator`` draws many sets at once from a seeded ``numpy.random.Generator`` (:mod:`abc_tf.data.groups`):
 
-- full grid, item id = flat index: ravel/unravel arithmetic turns the inactive values plus a
-  random offset in the active sub-grid into flat indices;
-- item table, any subset of the grid, maybe with repeats: the items are grouped once by their
-  inactive values (:class:`abc_tf.data.groups.GroupIndex`). A set is drawn within one group of at
-  least ``set_size`` items.
-
-Both draw many sets at once from a seeded ``numpy.random.Generator``, through
-:mod:`abc_tf.data.groups`.
+- full grid, item id = flat index: ravel/unravel arithmetic turns the inactive values plus a random offset
+  in the active sub-grid into flat indices;
+- item table, any subset of the grid, maybe with repeats: items are grouped once by their inactive values
+  (:class:`abc_tf.data.groups.GroupIndex`). A set is drawn within one group of at least ``set_size`` items.
 """
 
 from __future__ import annotations

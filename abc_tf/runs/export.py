@@ -1,19 +1,17 @@
 """SavedModel export, loadable with ``tf.saved_model.load`` alone: no project code needed.
 
-Signatures take images of any batch size, with preprocessing inside. Each endpoint comes in two
-input types: float32 images in [0, 1] (plain name) and uint8 pixels 0..255 (``_uint8`` suffix).
-Every endpoint is also a TensorFlow Serving signature with input ``images`` and named outputs:
+Signatures take any batch size and preprocess inside. Endpoints take float32 images in [0, 1] (plain name)
+or uint8 pixels 0..255 (``_uint8`` suffix). Each is a TensorFlow Serving signature: input ``images``, outputs:
 
 - ``embed``: ``[B, H, W, C]`` -> ``{"embeddings": [B, D]}``.
-- ``lookup_pose``, for pose runs (:func:`export_pose`), with the dictionary baked in:
-  ``[B, H, W, C]`` -> ``{"rotation": [B, 3, 3], "euler": [B, 3], "neighbour_index": [B] int64,
-  "similarity": [B]}``. Euler angles are azimuth, elevation, tilt in radians.
+- ``lookup_pose``, for pose runs (:func:`export_pose`), with the dictionary baked in: ``[B, H, W, C]`` ->
+  ``{"rotation": [B, 3, 3], "euler": [B, 3], "neighbour_index": [B] int64, "similarity": [B]}``.
 - ``regress_pose``, for pose runs with a spherical-regression head:
   ``[B, H, W, C]`` -> ``{"euler": [B, 3], "rotation": [B, 3, 3]}``, each angle in (-pi, pi].
 
-Rotations are camera rotations in the authors' convention ``Rz(-t) Rx(e - pi/2) Rz(-a)`` (abc_tf.geometry).
-Inputs are checked inside the graph, so the checks hold for any client; see :func:`checked_images`.
-An empty batch gives empty outputs.
+Euler angles are azimuth, elevation, tilt in radians. Rotations are camera rotations in the authors'
+convention ``Rz(-t) Rx(e - pi/2) Rz(-a)`` (abc_tf.geometry). The graph checks its inputs, so the checks hold
+for any client (:func:`checked_images`). An empty batch gives empty outputs.
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
 """Stops a run at the end of a step on SIGTERM or Ctrl-C, with a checkpoint of the step reached.
 
-SIGTERM comes e.g. from a scheduler's preemption or ``docker stop``. :class:`StopOnSignal` is the
-signal handler, installed only while ``model.fit`` runs, and the Keras callback that acts on it.
-A signal only records the request. At the end of the current step the callback sets
-``model.stop_training``; with ``steps_per_execution`` > 1, a step end is an execution end.
-Keras ends the epoch. The callback then saves a checkpoint unless ``SaveCheckpoint`` just did,
-and raises :class:`RunPreempted`. A second Ctrl-C raises ``KeyboardInterrupt`` at once; a second
-SIGTERM changes nothing.
+SIGTERM comes e.g. from a scheduler's preemption or ``docker stop``. :class:`StopOnSignal` is the signal
+handler, installed only while ``model.fit`` runs, and the Keras callback that acts on it. A signal only
+records the request. At the step's end the callback sets ``model.stop_training``; with ``steps_per_execution``
+over 1, a step end is an execution end. Keras ends the epoch. The callback then saves a checkpoint, unless
+``SaveCheckpoint`` just did, and raises :class:`RunPreempted`. A second Ctrl-C raises ``KeyboardInterrupt`` at
+once; a second SIGTERM changes nothing.
 
-Multi-worker runs must stop after the same step, since steps and saves join collectives of all
-workers. SIGTERMs reach workers at different moments, or only one. So at every step end the workers
-sum their requests in one scalar all-reduce, and all stop when it is positive. The chief writes the
-checkpoint. TensorFlow's ``PreemptionCheckpointHandler`` does not fit Keras ``fit`` and these checkpoints:
-it numbers its own checkpoints, replaces the SIGTERM handler for good, and does nothing on GCE CPU machines.
+Multi-worker runs must stop after the same step, since steps and saves join collectives of all workers.
+SIGTERMs reach workers at different moments, or only one. So at every step end the workers sum their requests
+in one scalar all-reduce, and all stop when it is positive. The chief writes the checkpoint. TensorFlow's
+``PreemptionCheckpointHandler`` does not fit Keras ``fit`` and these checkpoints: it numbers its own
+checkpoints, replaces the SIGTERM handler for good, and does nothing on GCE CPU machines.
 """
 
 from __future__ import annotations

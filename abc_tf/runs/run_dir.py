@@ -2,16 +2,14 @@
 
 Layout, written by :mod:`abc_tf.runs.training`::
 
-  config.json          the resolved config; a rerun must match it, except a raised ``steps``
-                       and the fields named by ``allow_changes``
+  config.json          the resolved config; a rerun may only raise ``steps`` and change ``allow_changes``
   config_history.json  every accepted change of config.json: step, fields, old and new values
   .lock                held by the one process training into it (abc_tf.runs.run_lock)
   logs/                the config as TensorBoard hparams (abc_tf.runs.hparams)
   logs/train/          TensorBoard scalars every ``log_every`` steps, against the optimizer step
   checkpoints/         model and optimizer state (abc_tf.runs.checkpoints)
   <network>.keras      every network the method keeps; ``encoder.keras`` always
-  saved_model/         the SavedModel (abc_tf.runs.export): ``embed``; pose adds ``lookup_pose``,
-  ``regress_pose``
+  saved_model/         SavedModel (abc_tf.runs.export): ``embed``; pose adds ``lookup_pose``, ``regress_pose``
   isolation_summary.*  what the run isolated per known factor (abc_tf.evaluation.run_summary)
   seed_<k>/            one run directory per seed, for ``train.py --seeds N``
 """

@@ -1,26 +1,17 @@
-"""EPFL multi-view cars (supplement S8.4), the family ``epfl_cars``: ``--data.path`` points at
-the data set as distributed. It becomes :class:`abc_tf.data.family.GroupedImages` (one group =
-one car's sequence) sampled by the image folders' grouped set sampler
-(``abc_tf.data.folders.family``). The azimuth is a label for evaluation only.
+"""EPFL multi-view cars (supplement S8.4), family ``epfl_cars``: a group is one car's turntable sequence.
 
-**EPFL multi-view cars** (Ozuysal et al. 2009; 20 turntable sequences of 376x250 JPEGs,
-about 3-4 degrees between frames)::
+Ozuysal et al. 2009: 20 sequences of 376x250 JPEGs, about 3-4 degrees between frames.
+``--data.path`` holds the data set as distributed, or is the folder above ``tripod-seq/``::
 
     data_path/tripod-seq.txt                 metadata, 7 lines (below)
     data_path/tripod_seq_01_001.jpg ...      frames, 1-based, named by line 3's pattern
     data_path/times.txt                      optional: capture time of every frame, a line per sequence
 
-``tripod-seq.txt``: (1) number of sequences, image width, height; (2) frames per sequence;
-(3) file name pattern ``tripod_seq_%02i_%03i.jpg``; (4) bounding-box file pattern;
-(5) per sequence, the frame at which the car has turned a full 360 degrees since frame 1;
-(6) the frame showing the car from the front; (7) the rotation direction (+1 or -1).
-``data_path`` may also be the directory above ``tripod-seq/``. The azimuth of frame j is
-``direction * (t_j - t_front) * 360 / (t_full - t_1)`` mod 360 with the capture times t of
-``times.txt`` (the turntable turns at constant speed); without ``times.txt`` frame numbers
-stand in for the times. Labels: car (the sequence), azimuth_bin (``AZIMUTH_BINS`` bins centred
-on the front view); the azimuth in degrees is kept in ``attributes``. A set is
-``--batch.set_size=81`` frames of one sequence; bounding boxes are not used (the paper did not
-tight-crop).
+``tripod-seq.txt``: (1) number of sequences, image width, height; (2) frames per sequence; (3) file name
+pattern ``tripod_seq_%02i_%03i.jpg``; (4) bounding-box file pattern; (5) per sequence, the frame a full
+turn after frame 1; (6) the frame showing the front; (7) the rotation direction, +1 or -1.
+Bounding boxes are unused: the paper did not tight-crop. A set is ``--batch.set_size=81`` frames of one
+sequence. Labels, for evaluation only: car, and azimuth_bin (``AZIMUTH_BINS`` bins, :func:`epfl_azimuths`).
 """
 
 from __future__ import annotations
@@ -140,8 +131,9 @@ def _read_times(path: str, metadata: EpflMetadata) -> list[np.ndarray]:
 def epfl_azimuths(metadata: EpflMetadata, times: list[np.ndarray] | None = None) -> list[np.ndarray]:
     """Azimuth in degrees [0, 360) of every frame, per sequence; 0 = the frontal frame.
 
-    ``direction * (t_j - t_front) * 360 / (t_full - t_1)`` mod 360; frame numbers stand in for
-    the times t when ``times`` is None.
+    ``direction * (t_j - t_front) * 360 / (t_full - t_1)`` mod 360, with the capture times t of
+    ``times.txt``, as the turntable turns at constant speed. Frame numbers stand in for the times t
+    when ``times`` is None.
     """
     azimuths = []
     for sequence in range(metadata.num_sequences):
@@ -182,6 +174,8 @@ def load_epfl(
 ) -> GroupedImages:
     """EPFL multi-view cars as grouped images, one group per sequence (car).
 
+    The grouped set sampler of ``abc_tf.data.folders.family`` draws sets from them. Labels: car (the
+    sequence) and azimuth_bin; ``attributes["azimuth"]`` keeps the azimuth in degrees.
     Raises ValueError naming the first missing frame file.
     """
     base = _epfl_root(root)

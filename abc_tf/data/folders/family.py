@@ -7,12 +7,11 @@ Layout::
       car_blue/ frame_0001.jpg ...                factors (one object, one video, one person)
       labels.csv                                  optional, for evaluation only
 
-Every image under a group folder, searched recursively, belongs to the group.
-:mod:`abc_tf.data.folders.image_files` lists the formats. ``labels.csv``
-(:mod:`abc_tf.data.folders.labels_csv`) labels images for evaluation; they never enter training.
-The loaders' docstrings give the choices on messy input, tested in tests/test_folders.py.
-Extended YaleB and EPFL cars use the same machinery through :func:`file_layout_family`. Their
-groups are a person and pose, or a car's sequence.
+Every image under a group folder, searched recursively, belongs to the group; the formats are in
+:mod:`abc_tf.data.folders.image_files`. ``labels.csv`` (:mod:`abc_tf.data.folders.labels_csv`) labels images
+for evaluation; they never enter training. The loaders' docstrings give the choices on messy input, tested
+in tests/test_folders.py. Extended YaleB and EPFL cars use the same machinery through
+:func:`file_layout_family`. Their groups are a person and pose, or a car's sequence.
 """
 
 from __future__ import annotations

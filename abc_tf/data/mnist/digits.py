@@ -6,14 +6,12 @@ Every image draws its template with its own style:
 - ``slant``: horizontal shear in pixels of x per pixel of height; positive leans the top right;
 - ``thickness``: stroke width in pixels, the full width of the ink profile;
 - ``scale``: digit height in pixels. MNIST digits fit a 20 x 20 box;
-- ``aspect``: width / height multiplier;
-- ``rotation``: small in-plane rotation in radians;
+- ``aspect``: width / height multiplier; ``rotation``: small in-plane rotation in radians;
 - ``shift_x``, ``shift_y``: offset of the digit centre from the image centre in pixels;
 - a smooth random wobble of the template, so no two images of a class share a skeleton.
 
-Points sampled densely along the strokes are splatted into the 28 x 28 grid with a separable
-Gaussian kernel. That approximates the stroke's line integral. ``1 - exp(-gain * profile)`` turns
-it into anti-aliased ink. 70,000 images take a few seconds on one CPU core.
+Points sampled densely along the strokes are splatted into the 28 x 28 grid with a separable Gaussian
+kernel, approximating the line integral. ``1 - exp(-gain * profile)`` turns it into anti-aliased ink.
 """
 
 from __future__ import annotations
@@ -246,7 +244,7 @@ def render_digits(
     labels: np.ndarray | None = None,
     style_overrides: dict[str, float | np.ndarray] | None = None,
 ) -> RenderedDigits:
-    """Renders ``count`` digit images, deterministic in ``seed``.
+    """Renders ``count`` digit images, deterministic in ``seed``. 70,000 take a few seconds on one CPU core.
 
     Args:
       count: number of images.

@@ -2,18 +2,15 @@
 
 The authors train on 50 imbalanced splits, each drawn from all 70,000 MNIST images [code: their
 create_mnist.py]. ``--data.class_split=k`` is their ``--ind k``: row k - 1 of their
-``splits/50_data_imbalance.npy``. -1 means no imbalance. It keeps ``AUTHORS_COUNTS[k - 1][d]``
-images of digit d, drawn uniformly without replacement from the pool. :func:`split_counts` gives
-the counts.
+``splits/50_data_imbalance.npy``. -1 means no imbalance. It keeps ``AUTHORS_COUNTS[k - 1][d]`` images of
+digit d, drawn uniformly without replacement from the pool. :func:`split_counts` gives the counts.
 
-[ours] Which images: create_mnist.py draws with unseeded ``random.sample``, so no seed gives
-theirs. We seed with the split number, so every seed of an experiment sees the same images. The
-pool is the training images, then the test images. The procedural digits make a pool of the same
-size.
+[ours] Which images: create_mnist.py draws with unseeded ``random.sample``, so no seed gives theirs. We seed
+with the split number, so every seed of an experiment sees the same images. The pool is the training images,
+then the test images. The procedural digits make a pool of the same size.
 
-[ours] ``--data.class_split_pool=train`` draws from the 60,000 training images alone. So the test
-images, on which the evaluators measure, stay out of training. See :func:`class_counts` for a
-pool that falls short.
+[ours] ``--data.class_split_pool=train`` draws from the 60,000 training images alone. So the test images,
+on which the evaluators measure, stay out of training. See :func:`class_counts` for a pool that falls short.
 """
 
 from __future__ import annotations

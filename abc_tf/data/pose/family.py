@@ -1,50 +1,17 @@
-"""Pose isolation from synthetic to real (family ``pose``; docs/PAPERS.md sections 1, 3, 5, 6; S5, S8.3).
+"""Pose isolation from synthetic to real, family ``pose`` (docs/PAPERS.md sections 1, 3, 5, 6; S5, S8.3).
 
-A training batch holds ``pairs_per_step`` pairs of sets:
+A batch holds ``pairs_per_step`` pairs of sets. Set A: ``set_size`` renders of ONE instance; only pose varies.
+Set B: ``set_size`` unconstrained renders of all training instances; a fraction are unlabelled real images.
+The fraction rises from none in stairs to ``real_fraction`` (:func:`abc_tf.schedules.real_fraction`).
+Every image is augmented twice by :func:`abc_tf.data.augment.pose_augment`; the second views are ``*_view2``.
 
-- **set A**: ``set_size`` synthetic renders of ONE object instance (pose is the only active
-  factor; instance, texture and lighting are inactive);
-- **set B**: ``set_size`` synthetic renders drawn from all training instances and views
-  (unconstrained), of which a fraction is replaced by unlabelled real images. The fraction
-  follows the titration schedule :func:`abc_tf.schedules.real_fraction` of the training step:
-  none at first, then up to ``real_fraction`` in stairs every ``titration_interval`` steps.
-  Per pair, ``floor(f M + u)`` images (u ~ U[0, 1)) are real: the expected fraction is f
-  exactly, even when f M < 1.
+Keys: ``set_a``, ``set_b``, ``*_view2``: uint8 [P, N or M, S, S, 3]. ``real_b`` bool [P, M]: B's real images.
+``labels_a`` float32 [P, N, 3]: set A's azimuth, elevation, tilt, radians (:mod:`abc_tf.geometry`).
+``index_a`` int64 [P, N]: each A image's row in the training renders; ``group_a`` int64 [P]: its instance.
+LORD learns a code per image and group from them. Batch t depends only on (seed, step), through
+:mod:`abc_tf.data.groups`. So a resumed run (``start_step``) continues the titration where it stopped.
 
-Every image is augmented twice (``double_augmentation``, views ``*_view2``) by
-:func:`abc_tf.data.augment.pose_augment`: bounding-box translation (``crop_amplitude``), background
-painting of renders with random crops of the background images, hue (real images only),
-brightness, an added Sobel copy, normal and salt-and-pepper noise (``augmentation_amplitude``).
-
-Backgrounds have their own source, separate from the real images of set B: the paper paints
-renders with crops of ImageNet-A (supplement S5), images without the category's objects, so a
-render never gets a second car behind it. ``background_data_path`` names a folder of such
-images; by default the built-in procedural clutter scenes
-(:func:`abc_tf.data.pose.procedural.backgrounds`, no objects) are used, for every
-data source.
-
-Batch keys: ``set_a``, ``set_b`` (and ``*_view2``) uint8 [P, N or M, S, S, 3];
-``labels_a`` float32 [P, N, 3]: Euler angles (azimuth, elevation, tilt; radians, the
-convention of :mod:`abc_tf.geometry`) of set A's images, for a regression head;
-``real_b`` bool [P, M]: which images of set B are real; ``index_a`` int64 [P, N]: the row of
-each image of set A in the training renders, ``group_a`` int64 [P]: each set A's instance
-(methods that learn a code per training image or group: LORD). Batch t depends only on
-(seed, step) (sets drawn by :mod:`abc_tf.data.groups`): reproducible, and a resumed run
-(``start_step``) continues the titration schedule where it stopped.
-
-Data sources (``--data.source``; ``auto``, the default, takes ``keypointnet`` for a
-``--data.path`` of tfrecords and ``procedural`` without one):
-
-- ``procedural`` (no files): :mod:`abc_tf.data.pose.procedural` renders car-like or
-  chair-like instances (``pose_category``).
-- ``keypointnet``: ``data_path`` holds KeypointNet tfrecords (:mod:`abc_tf.data.pose.keypointnet`);
-  views above the maximum elevation (0.5 rad cars, 1.3 rad chairs, or ``max_elevation``) are
-  dropped. ``real_data_path`` is a folder of unlabelled real images (e.g. CompCars crops),
-  read recursively and resized; ``pose_test_list`` a Pascal3D+-style list for evaluation
-  (:mod:`abc_tf.data.pose.pascal3d`).
-
-Memory: the training renders stay in RAM as uint8 RGBA, N x S x S x 4 bytes, plus the real
-images and the backgrounds (sizes of the built-in ones in :mod:`abc_tf.data.pose.procedural`).
+``--data.source``: ``procedural`` (no files) or ``keypointnet`` (``--data.path``); see :func:`load_banks`.
 """
 
 from __future__ import annotations
@@ -102,7 +69,14 @@ def image_shape(config: ExperimentConfig) -> tuple[int, int, int]:
 
 def load_backgrounds(config: ExperimentConfig) -> np.ndarray:
     """The images painted behind the renders: ``background_data_path`` or the built-in ones;
-    none with ``paint_backgrounds=False``."""
+    none with ``paint_backgrounds=False``.
+
+    Backgrounds have their own source, apart from set B's real images. The paper paints renders with
+    crops of ImageNet-A (supplement S5): images without the category's objects, so a render never gets
+    a second car behind it. ``background_data_path`` names a folder of such images. By default, for
+    every data source, the built-in clutter scenes without objects are used
+    (:func:`abc_tf.data.pose.procedural.backgrounds`).
+    """
     if not config.data.paint_backgrounds:
         size = config.data.image_size
         return np.zeros((0, size, size, 3), np.uint8)
@@ -114,7 +88,19 @@ def load_backgrounds(config: ExperimentConfig) -> np.ndarray:
 
 
 def load_banks(config: ExperimentConfig) -> PoseBanks:
-    """The training renders, unlabelled real images and backgrounds of ``config``."""
+    """The training renders, unlabelled real images and backgrounds of ``config``.
+
+    ``--data.source=auto``, the default, takes ``keypointnet`` for a ``--data.path`` of tfrecords and
+    ``procedural`` without one. ``procedural``: :mod:`abc_tf.data.pose.procedural` renders car-like or
+    chair-like instances (``pose_category``). ``keypointnet``: ``data_path`` holds KeypointNet tfrecords
+    (:mod:`abc_tf.data.pose.keypointnet`). Views above the maximum elevation are dropped: 0.5 rad for
+    cars, 1.3 rad for chairs, or ``max_elevation``. ``real_data_path`` is a folder of unlabelled real
+    images, e.g. CompCars crops, read recursively and resized. ``pose_test_list`` is a Pascal3D+-style
+    list for evaluation (:mod:`abc_tf.data.pose.pascal3d`).
+
+    Memory: the training renders stay in RAM as uint8 RGBA, N x S x S x 4 bytes. The real images and
+    the backgrounds add theirs; :mod:`abc_tf.data.pose.procedural` gives the built-in ones' sizes.
+    """
     check_config(config)
     size, elev = config.data.image_size, max_elevation(config)
     if source(config) == "procedural":
@@ -205,7 +191,16 @@ def _to_uint8(images: tf.Tensor) -> tf.Tensor:
 
 
 def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
-    """Endless pose batches (see the module docstring); the first batch is step ``start_step``."""
+    """Endless pose batches (see the module docstring); the first batch is step ``start_step``.
+
+    Titration: the real fraction f of set B rises in stairs every ``titration_interval`` steps. Per
+    pair, ``floor(f M + u)`` images are real, u ~ U[0, 1): the expected fraction is f exactly, even when
+    f M < 1. Set A's inactive factors are instance, texture and lighting. Every image is augmented
+    twice (``double_augmentation``) by :func:`abc_tf.data.augment.pose_augment`: bounding-box
+    translation (``crop_amplitude``), background painting of renders with random crops of the
+    backgrounds, hue (real images only), brightness, an added Sobel copy, and normal and
+    salt-and-pepper noise (``augmentation_amplitude``).
+    """
     banks = load_banks(config)
     return dataset_from_banks(banks, config, seed, start_step)
 
@@ -232,7 +227,7 @@ def dataset_from_banks(
         trainable=False,
         name="pose_real_images",
     )
-    # Backgrounds come from their own pool, never from the real images of set B (module docstring).
+    # Backgrounds come from their own pool, never from the real images of set B (load_backgrounds).
     backgrounds = None
     if len(banks.backgrounds):
         backgrounds = tf.Variable(banks.backgrounds, trainable=False, name="pose_backgrounds")

@@ -1,21 +1,17 @@
 """Procedural pose objects: car-like and chair-like instances and the viewpoints to see them from.
 
-The real pose data (KeypointNet renders of ShapeNet, CompCars, Pascal3D+) cannot be
-downloaded on the build machines, so the renderer draws a stand-in with the same structure
-(docs/PAPERS.md sections 3, 5; supplement S8.3). This module says what is drawn; the ray caster is
-:mod:`abc_tf.data.pose.ray_cast`, the two image domains :mod:`abc_tf.data.pose.domains`.
+The build machines cannot download the real pose data, KeypointNet renders of ShapeNet, CompCars and
+Pascal3D+. So a stand-in with the same structure is drawn (docs/PAPERS.md sections 3, 5; supplement S8.3).
+The ray caster is :mod:`abc_tf.data.pose.ray_cast`; the two image domains are :mod:`abc_tf.data.pose.domains`.
 
-- **instances**: every object instance is a handful of primitives (axis-aligned boxes and
-  cylinders in the object frame) with random proportions and colours, drawn from a numpy
-  Generator seeded by ``(category, pool, index)``. Pools keep instances disjoint: pool 0 trains
-  (synthetic renders, the lookup dictionary), pool 1 gives the unlabelled "real" images of
-  training, pool 2 the test instances.
-- **cars** (length along object x, front at +x, z up): body with a lower hood in front, a
-  cabin set toward the back, four wheels (cylinders along y), head- and tail-lights (front and
-  back differ, as in real cars) and sometimes a spoiler. **chairs** (front at +x): seat, four
-  legs (boxes or cylinders), a back (a panel or two posts and a rail), sometimes armrests.
-- **"real" paint**: another palette (mostly greys, inside the synthetic palette's range) and
-  glossy materials.
+- **instances**: a handful of primitives, axis-aligned boxes and cylinders in the object frame, in random
+  proportions and colours, from a numpy Generator seeded by ``(category, pool, index)``. Disjoint pools:
+  0 trains (synthetic renders, the lookup dictionary), 1 gives training's unlabelled "real" images, 2 tests.
+- **cars**, length along x, front at +x, z up: a body with a lower hood in front, a cabin set toward the back,
+  four wheels (cylinders along y), head- and tail-lights that differ as in real cars, sometimes a spoiler.
+- **chairs**, front at +x: seat, four legs (boxes or cylinders), a back (a panel or two posts and a rail),
+  sometimes armrests.
+- **"real" paint**: another palette, mostly greys inside the synthetic range, and glossy materials.
 """
 
 from __future__ import annotations

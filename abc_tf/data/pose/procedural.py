@@ -1,19 +1,17 @@
-"""The pose family's built-in data: procedural cars or chairs (rendered by
-:mod:`abc_tf.data.pose.objects`, :mod:`abc_tf.data.pose.ray_cast`, :mod:`abc_tf.data.pose.domains`), no files.
+"""The pose family's built-in data, no files: procedural cars or chairs.
 
-Training instances, the instances of the unlabelled "real" images and the test instances are
-disjoint pools (:func:`abc_tf.data.pose.objects.make_instance`). Everything is rendered
-deterministically and cached per (category, image size, elevation filter), in the process and
-on disk (:mod:`abc_tf.data.pose.render_cache`):
+Rendered by :mod:`abc_tf.data.pose.objects`, :mod:`abc_tf.data.pose.ray_cast` and
+:mod:`abc_tf.data.pose.domains`. Training, "real" and test instances are disjoint pools
+(:func:`abc_tf.data.pose.objects.make_instance`). Everything is rendered deterministically and cached per
+category, image size and elevation filter, in the process and on disk (:mod:`abc_tf.data.pose.render_cache`):
 
-- training: ``views_per_instance`` synthetic renders of each of ``train_instances``
-  instances (uint8 RGBA, premultiplied) and ``real_train_images`` unlabelled "real" photos;
-- backgrounds: ``background_images`` clutter scenes without objects, painted behind the
-  renders (for every data source unless ``background_data_path`` names others);
+- training: ``views_per_instance`` synthetic renders of each of ``train_instances`` instances
+  (uint8 RGBA, premultiplied) and ``real_train_images`` unlabelled "real" photos;
+- backgrounds: ``background_images`` clutter scenes without objects, painted behind the renders
+  for every data source unless ``background_data_path`` names others;
 - evaluation: renders of known pose of the training or test instances, in either domain.
 
-Memory: 4000 training renders are 16 MB at 32 px and 262 MB at 128 px; the 1000 backgrounds
-49 MB at 128 px.
+Memory: 4000 training renders are 16 MB at 32 px and 262 MB at 128 px; 1000 backgrounds are 49 MB at 128 px.
 """
 
 from __future__ import annotations

@@ -5,16 +5,13 @@ This is Locatello et al.'s (2020) weak supervision, which product-manifold proje
 :mod:`abc_tf.data.shapes3d.sources`:
 
 1. ``x1`` uniformly from the data set;
-2. the changed factor uniformly among those ``--batch.pair_factors`` allows, every factor by
-default;
-3. its new value ``new = (old + u) mod size``, ``u`` uniform in ``1 .. size - 1``, so it always
-differs;
-4. ``x2`` = ``x1`` with that value: ``id2 = id1 + (new - old) * stride`` on the full grid. A
-partial grid uses :class:`_FactorPartners`.
+2. the changed factor uniformly among those ``--batch.pair_factors`` allows, every factor by default;
+3. its new value ``new = (old + u) mod size``, ``u`` uniform in ``1 .. size - 1``, so it always differs;
+4. ``x2`` = ``x1`` with that value: ``id2 = id1 + (new - old) * stride`` on the full grid.
+   A partial grid uses :class:`_FactorPartners`.
 
-Batches: ``{"x1", "x2"}``, uint8 [B, 64, 64, 3], ``B = --batch.pairs_per_step``.
-``--batch.pair_labels`` adds ``"changed_factor": int64 [B]`` for GVAE, which is told it. Each
-step is a pure function of seed and step.
+Batches: ``{"x1", "x2"}``, uint8 [B, 64, 64, 3], ``B = --batch.pairs_per_step``. ``--batch.pair_labels``
+adds ``"changed_factor": int64 [B]`` for GVAE, which is told it. A step is a pure function of seed and step.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""Procedural Shapes3D: 64x64x3 scenes with the six factors of DeepMind's 3dshapes.
+"""Procedural Shapes3D: 64x64x3 scenes with the factors, value counts and order of DeepMind's 3dshapes.
 
-The build machines cannot download the real data set (docs/PAPERS.md section 6). So this renderer
-draws scenes with exactly its factors, value counts and index order:
+The build machines cannot download the real data set (docs/PAPERS.md section 6). :func:`render` draws:
 
 ======  ============  ======  =========================================================
 index   factor        values  rendered as
@@ -13,10 +12,6 @@ index   factor        values  rendered as
 4       shape         4       cube, cylinder, sphere, pill (a capsule lying on its side)
 5       orientation   15      camera azimuth around the scene, linspace(-30, 30, 15) deg
 ======  ============  ======  =========================================================
-
-The camera orbits the scene with the orientation. So every shape, the sphere too, changes with
-it: the room corner, the shading and the cast shadow move. Rendering is deterministic in the
-factor indices; :func:`weight_tables` says why it is fast.
 """
 
 from __future__ import annotations
@@ -283,7 +278,10 @@ def _cached_weight_tables(size: int) -> np.ndarray:
 
 
 def render(factors: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
-    """Renders scenes from factor indices.
+    """Renders scenes from factor indices, deterministically; :func:`weight_tables` says why it is fast.
+
+    The camera orbits the scene with the orientation. So every shape, the sphere too, changes with
+    it: the room corner, the shading and the cast shadow move.
 
     Args:
       factors: int array [..., 6] of factor indices in the 3dshapes order, each within its value

@@ -1,21 +1,17 @@
-"""Extended YaleB faces (supplement S8.4), the family ``yaleb``. ``--data.path`` points at the data
-set as distributed.
+"""Extended YaleB faces (supplement S8.4), family ``yaleb``: ``--data.path`` is the data set as distributed.
 
-It becomes :class:`abc_tf.data.family.GroupedImages`, one group per set's source. The image
-folders' set sampler draws from it (``abc_tf.data.folders.family``). Pose and illumination are
-labels for evaluation only; training sees set membership alone.
-
-The uncropped data set has 28 people, ``yaleB11`` .. ``yaleB39`` without ``yaleB14``, in 640x480
-gray PGM::
+It becomes :class:`abc_tf.data.family.GroupedImages`, drawn by ``abc_tf.data.folders.family``'s set sampler.
+Pose and illumination are labels for evaluation only; training sees set membership alone.
+The uncropped data set has 28 people, ``yaleB11`` .. ``yaleB39`` without ``yaleB14``, in 640x480 gray PGM::
 
     data_path/yaleB11/yaleB11_P00A+000E+00.pgm     person yaleB11, pose P00 (of P00..P08),
     data_path/yaleB11/yaleB11_P00A-005E+10.pgm     light azimuth -5 deg, elevation +10 deg
     data_path/yaleB11/yaleB11_P00_Ambient.pgm      ambient image (no light): skipped
 
-``--data.inactive_factors=person,pose`` groups one person in one pose. Its 64 illuminations form
-a set, with ``--batch.set_size=64``. ``person`` groups one person's 576 images, and a set draws
-``--batch.set_size=384`` of them. Labels: person, pose, light_azimuth, light_elevation; the
-classes are their distinct values.
+``--data.inactive_factors=person,pose`` groups one person in one pose. Its 64 illuminations form a set,
+with ``--batch.set_size=64``. ``person`` groups one person's 576 images, and a set draws
+``--batch.set_size=384`` of them. Labels: person, pose, light_azimuth, light_elevation; the classes are
+their distinct values.
 """
 
 from __future__ import annotations

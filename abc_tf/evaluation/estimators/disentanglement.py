@@ -1,9 +1,9 @@
 """Disentanglement scores of the field, as disentanglement_lib defines them (docs/PAPERS.md section P4).
 
-BetaVAE (Higgins et al. 2017), FactorVAE (Kim and Mnih 2018), MIG (Chen et al. 2018), DCI
-disentanglement, completeness and informativeness (Eastwood and Williams 2018) and SAP (Kumar et al. 2018).
-They apply to any representation on any data family whose generative factors are known.
-disentanglement_lib 1.5 does not import beside TensorFlow 2.21, so we rebuild it on NumPy and scikit-learn.
+BetaVAE (Higgins et al. 2017), FactorVAE (Kim and Mnih 2018), MIG (Chen et al. 2018), DCI disentanglement,
+completeness and informativeness (Eastwood and Williams 2018) and SAP (Kumar et al. 2018). They apply to
+any representation on any family with known factors; :mod:`abc_tf.evaluation.tasks.encoder_disentanglement`
+scores a run's encoder. disentanglement_lib 1.5 does not import beside TensorFlow 2.21, so we rebuild it.
 scikit-learn provides every learned part; our modules only arrange the samples and combine the results.
 
 - :mod:`~abc_tf.evaluation.estimators.disentanglement_sampled`: BetaVAE and FactorVAE. They draw their
@@ -12,8 +12,6 @@ scikit-learn provides every learned part; our modules only arrange the samples a
   [n, d] and factors [n, k].
 - This module: point counts and presets (:class:`ScoreSettings`), :func:`all_scores`,
   :func:`array_scores` and :func:`headline`.
-
-For a run's encoder, use :mod:`abc_tf.evaluation.tasks.encoder_disentanglement`.
 """
 
 from __future__ import annotations

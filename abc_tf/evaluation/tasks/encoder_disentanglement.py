@@ -10,9 +10,8 @@ untrained encoder, a SavedModel signature. Observations come through the family'
   images. MNIST is one: its slant and thickness are bins of measured style, not values to render.
   BetaVAE and FactorVAE are listed under ``"skipped"`` with the reason.
 
-Point counts come from ``ScoreSettings.preset``. "fast" draws 23,100 codes, for a CPU; "full" and
-"library" draw 2,895,000.
-One seed draws the same factor values every call, so runs are scored on the same observations.
+Point counts come from ``ScoreSettings.preset``: "fast" draws 23,100 codes, for a CPU; "full" and
+"library" draw 2,895,000. One seed draws the same factor values every call, so runs share observations.
 """
 
 from __future__ import annotations

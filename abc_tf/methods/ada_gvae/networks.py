@@ -1,19 +1,17 @@
-"""Ada-GVAE's networks: disentanglement_lib's ``conv_encoder`` and ``deconv_decoder``, in pure Keras
-for 64 x 64 images.
+"""Ada-GVAE's networks: disentanglement_lib's ``conv_encoder`` and ``deconv_decoder`` in Keras, for 64 x 64.
 
-Source: ``methods/shared/architectures.py``; the beta-VAE paper's Table 1, row 3, the chairs
-networks. Its unsupervised and weak studies train them (``shared.gin``).
+Source: ``methods/shared/architectures.py``; the beta-VAE paper's Table 1, row 3, the chairs networks.
+disentanglement_lib's unsupervised and weak studies train them (``shared.gin``).
 
-- encoder (``conv_encoder``): images [B, 64, 64, C] in [0, 1] -> four stride-2 ``"same"`` ReLU
-  convolutions: 32 channels 4 x 4, 32 4 x 4, 64 2 x 2, 64 2 x 2. The authors' e3 and e4 have
-  ``kernel_size=2``, not the table's 4; their code is followed. Then 4 x 4 x 64, flattened ->
-  dense 256, ReLU -> two linear heads of ``latent_dim``: the posterior's means and log-variances.
-- decoder (``deconv_decoder``): z [B, latent_dim] -> dense 256, ReLU -> dense 1024, ReLU -> 4 x 4
-  x 64 -> 4 x 4 stride-2 ``"same"`` transposed convolutions: 64, 32, 32 channels with ReLU, then
-  C linear. Out: Bernoulli logits [B, 64, 64, C].
+- encoder (``conv_encoder``): images [B, 64, 64, C] in [0, 1] -> four stride-2 ``"same"`` ReLU convolutions:
+  32 channels 4 x 4, 32 4 x 4, 64 2 x 2, 64 2 x 2. The authors' e3 and e4 have ``kernel_size=2``, not the
+  table's 4; their code is followed. Then 4 x 4 x 64, flattened -> dense 256, ReLU -> two linear heads of
+  ``latent_dim``: the posterior's means and log-variances.
+- decoder (``deconv_decoder``): z [B, latent_dim] -> dense 256, ReLU -> dense 1024, ReLU -> 4 x 4 x 64 ->
+  4 x 4 stride-2 ``"same"`` transposed convs 64, 32, 32, ReLU, then C linear: Bernoulli logits [B, 64, 64, C].
 
-Initial weights as the authors' TensorFlow 1 ``tf.layers``: Glorot-uniform kernels and zero
-biases, Keras' defaults. The heads and the logits are float32 under mixed precision.
+Initial weights as the authors' TensorFlow 1 ``tf.layers``: Glorot-uniform kernels and zero biases, Keras'
+defaults. The heads and the logits are float32 under mixed precision.
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
 """Elastic-InfoGAN (``--method=elastic_infogan``; Ojha et al., NeurIPS 2020; docs/PAPERS.md section P3).
 
-An InfoGAN on single unlabelled images ("images" batches). Its 10-way categorical code c follows
-a *learned* class prior p = softmax(pi), so the code can find the digits of class-imbalanced
-data. The networks are in ``abc_tf/methods/elastic_infogan/networks.py``: a generator G, a trunk
-shared by the discriminator D and the code predictor Q, D's real/fake head and Q's head (FC 128
-penultimate layer, FC 10). The comment under the imports gives a training step.
-``method.prior=uniform`` fixes p at 1/10, and ``method.contrastive_weight=0`` drops NT-Xent.
-Both together are InfoGAN; the learned prior alone is the paper's Gumbel-softmax baseline.
+An InfoGAN on single unlabelled images ("images" batches). Its 10-way categorical code c follows a *learned*
+class prior p = softmax(pi), so the code can find the digits of class-imbalanced data. ``networks.py`` beside
+this file holds the generator G, the trunk of discriminator D and code predictor Q, D's real/fake head and Q's
+head (FC 128 penultimate layer, FC 10). The comment under the imports gives a training step.
+``method.prior=uniform`` fixes p at 1/10, and ``method.contrastive_weight=0`` drops NT-Xent. Both together are
+InfoGAN; the learned prior alone is the paper's Gumbel-softmax baseline.
 
-``networks()``: "encoder" (images -> Q's 128-d penultimate features, which every evaluator
-embeds), "generator" ([z, c] -> images in [0, 1]), "discriminator" (images -> logit) and "q"
-(images -> code logits). The prior logits pi are a weight of the model, so checkpoints hold them.
-Logs: ``d_loss``, ``g_loss``, ``info_loss``, ``ntxent_loss``, and ``loss`` = d_loss + g_loss;
-a NaN stops the run. :class:`InfoGANMonitor` adds the prior's logs and files.
+``networks()``: "encoder" (images -> Q's 128-d penultimate features, which every evaluator embeds),
+"generator" ([z, c] -> images in [0, 1]), "discriminator" (images -> logit) and "q" (images -> code
+logits). The prior logits pi are a weight of the model, so checkpoints hold them. Logs: ``d_loss``,
+``g_loss``, ``info_loss``, ``ntxent_loss``, and ``loss`` = d_loss + g_loss; a NaN stops the run.
+:class:`InfoGANMonitor` adds the prior's logs and files.
 """
 
 from __future__ import annotations

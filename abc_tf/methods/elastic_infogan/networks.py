@@ -1,19 +1,17 @@
 """InfoGAN's MNIST networks, as Elastic-InfoGAN uses them (docs/PAPERS.md section P3).
 
-The architecture is InfoGAN's, from the supplement's L176-181 and the authors' code.
+Source: InfoGAN's architecture, from the supplement's L176-181 and the authors' code.
 
 - ``infogan_generator`` G: [z (62), c (10)] -> FC 1024 BN ReLU -> FC 128*7*7 BN ReLU -> 4x4
   stride-2 transposed conv 64 BN ReLU -> 4x4 stride-2 transposed conv 1, tanh, mapped to [0, 1].
 - ``infogan_trunk``, shared by D and Q: images mapped to [-1, 1], InfoGAN's range -> 4x4 stride-2
   conv 64 LReLU 0.2 -> 4x4 stride-2 conv 128 BN LReLU -> FC 1024 BN LReLU.
 - ``infogan_d_head``: FC 1, the real/fake logit. The sigmoid is in the loss.
-- ``infogan_q_features``: FC 128 BN LReLU. NT-Xent compares its output after the leaky ReLU
-  (supplement section 4.4).
+- ``infogan_q_features``: FC 128 BN LReLU. NT-Xent compares its output after the leaky ReLU (supplement 4.4).
 - ``infogan_q_logits``: FC 10, the logits of the categorical code.
 
-Kernels start from N(0, 0.02) and biases from zero, as in the authors' code (``INIT_STDDEV``).
-Outputs are float32 under mixed precision. The batch normalisations are ``synchronized``, so they
-normalise over the global batch.
+Kernels start from N(0, 0.02) and biases from zero, as in the authors' code (``INIT_STDDEV``). Outputs are
+float32 under mixed precision. The batch normalisations are ``synchronized``: they use the global batch.
 """
 
 from __future__ import annotations

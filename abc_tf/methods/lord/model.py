@@ -1,19 +1,17 @@
 """LORD (``--method=lord``) on "sets" batches of a family with a fixed training bank.
 
-LORD is Gabbay and Hoshen, "Demystifying Inter-Class Disentanglement", ICLR 2020 (docs/PAPERS.md
-section P5). The bank is ``DataFamily.training_bank``. The sources and what is ours are in
-``abc_tf/methods/lord/__init__.py``; the networks are in ``abc_tf/methods/lord/networks.py``.
+LORD is Gabbay and Hoshen, "Demystifying Inter-Class Disentanglement", ICLR 2020 (docs/PAPERS.md section P5).
+The bank is ``DataFamily.training_bank``. Sources and what is ours: ``abc_tf/methods/lord/__init__.py``.
 
-Each stack of ``set_a`` [P, N, H, W, C] shows one group. On pose that is one car instance, LORD's
-class; the pose differs within it and is the content. Only ``set_a`` is read, with ``index_a``
-[P, N], each image's bank row, and ``group_a`` [P], its group. Stage 1 optimises a code table
-per group and per image. Stage 2 trains two encoders to give those codes. The comment under the
-imports gives both losses, the reconstruction error r and how the stages switch.
+Only ``set_a`` is read. Each stack [P, N, H, W, C] shows one group, LORD's class: on pose, one car instance.
+Pose varies within it: the content. ``index_a`` [P, N] is each image's bank row, ``group_a`` [P] its group.
+Stage 1 optimises a code table per group and per image; stage 2 trains two encoders to give those codes.
+The comment under the imports gives both losses, the reconstruction error r and how the stages switch.
 
 Logs: ``loss`` and ``reconstruction`` of the active stage, ``content_penalty`` (stage 1, weighted),
 ``content_error`` and ``class_error`` (stage 2, unweighted), and ``stage``. A run keeps ``encoder``
 (images -> the content code that carries pose, which Table S1 compares), ``class_encoder`` and
-``generator`` ([content, class] -> images).
+``generator`` ([content, class] -> images), from ``abc_tf/methods/lord/networks.py``.
 """
 
 from __future__ import annotations

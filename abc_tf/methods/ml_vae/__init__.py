@@ -1,21 +1,17 @@
-"""The config of ML-VAE (``--method=ml_vae``) and its presets.
+"""ML-VAE (``--method=ml_vae``; Bouchacourt et al., AAAI 2018; docs/PAPERS.md section P5): config, presets.
 
-ML-VAE is Bouchacourt et al., AAAI 2018; see docs/PAPERS.md section P5.
 Source: github.com/DianeBouchacourt/multi-level-vae at 6de7264, 2019-06-27 ("HEAD"), by file and line:
 
-- Latents: style_dim = class_dim = 10 (main.py L17-18).
-- Optimiser: Adam, learning rate 1e-3, betas (0.9, 0.999) (main.py L13-15), epsilon 1e-8.
+- style_dim = class_dim = 10 (main.py L17-18). Adam: lr 1e-3, betas (0.9, 0.999) (main.py L13-15), eps 1e-8.
 - Batches of 256 MNIST images (main.py L9), grouped by digit within the batch (utils.py L13-51).
   400 epochs (main.py L32) of the 50,000 images left after a validation split (training.py L127-131).
-- Likelihood: a Gaussian per pixel. The decoder gives the mean and a tanh-squashed log-variance
-  (networks.py L44-52, training.py L39-45). The first commit, 522572d, had a sigmoid decoder and
-  a mean squared error. Neither version is Bernoulli.
+- Likelihood: a Gaussian per pixel, not Bernoulli. The decoder gives the mean and a tanh-squashed log-variance
+  (networks.py L44-52, training.py L39-45). The first commit, 522572d, had a sigmoid and a squared error.
 - Loss: -ELBO = (the images' -log p(x | s, c) + the style KLs + the groups' content KLs), summed
   and divided by the number of groups (training.py L33-49). All weights are 1 (main.py L21-22).
 
-The ABC authors translated this code to TensorFlow for MNIST (ABC supplement L217). Their group
-size was ABC's stack size, 64 (L164), and digit 9 was held out (L114). Our group is one stack,
-``set_a`` of a "sets" batch. 4 stacks of 64 make the authors' 256 images per step.
+The ABC authors ported it to TensorFlow for MNIST (supplement L217), with groups of ABC's stack size, 64
+(L164), and digit 9 held out (L114). Our group is one stack, ``set_a``; 4 stacks make their 256 images.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
 """Product-manifold projection (``--method=pmp``; Fumero et al., ICML 2021; docs/PAPERS.md section P1).
 
 An autoencoder whose latent code is a sum of k subspace codes (``models/pmp_networks.py``).
-A Siamese encoder f feeds k projectors P_i: s_i = P_i(f(x)), z = sum_i s_i, and a decoder g
-reads z. It trains on "pairs" batches (x1, x2) that differ in one unknown factor, with
+A Siamese encoder f feeds k projectors P_i: s_i = P_i(f(x)), z = sum_i s_i, and a decoder g reads z.
+It trains on "pairs" batches (x1, x2) that differ in one unknown factor, with
 
   L = L_rec + b1(t) (w_dis L_dis + w_spar L_spar) + b2(t) w_cons L_cons + b3(t) w_reg L_reg
 
 The maximum weights w are 0.1, 0.1, 100 and 1e-4 (the supplement's Table 4). The comment under
 the imports defines each term, the schedule and the optimizer, and marks what is [code] and [ours].
-
 Logs: every loss term (``rec_loss``, ``spar_loss``, ``dis_loss``, ``cons_loss``, ``reg_loss``),
 the schedule (``beta1..3``) and ``loss``. :class:`PMPMonitor` adds, under ``logs/pmp``, the
 subspace-usage histogram every ``log_every`` steps. It also draws a reconstruction and

@@ -3,16 +3,13 @@
 - ``gaussian_encoder``: images [B, H, W, C] -> [mean [B, d], variance [B, d]]. Two MLPs with
   LeakyReLU(0.1); the mean's output is linear, the variance's softplus. [ours] The variance gets
   1e-6 added, so the KL term and log-densities stay finite.
-- ``bernoulli_decoder``: z [B, d] -> pixel probabilities [B, H, W, C], an MLP with a sigmoid
-  output.
+- ``bernoulli_decoder``: z [B, d] -> pixel probabilities [B, H, W, C], an MLP with a sigmoid output.
 - ``affine_decoder``: z_P [B, d] -> theta [B, 6] of ``models/spatial_transformer.py``, an MLP.
-  [ours] Its linear output's weights start at zero, so every transformation starts as the
-  identity.
+  [ours] Its linear output's weights start at zero, so every transformation starts as the identity.
 
 Table 1's VAE: encoders 128-64-d, decoder 64-64-784, d = 4. VITAE: d = 2 per space and about half
-the units (:data:`VITAE_ENCODER_UNITS`, :data:`VITAE_DECODER_UNITS`).
-The compositions below build the models a run keeps from the trained networks. Inputs are float32
-images in [0, 1].
+the units (:data:`VITAE_ENCODER_UNITS`, :data:`VITAE_DECODER_UNITS`). The compositions below build
+the models a run keeps from the trained networks. Inputs are float32 images in [0, 1].
 """
 
 from __future__ import annotations
