@@ -8,7 +8,7 @@ A table is written between two markers; the first names its file and its section
 
 The path is relative to the repository root. The file is a ``comparison.json`` written by
 ``compare.py``; the section is one of its ``comparison.md`` headings, rendered by the
-same code (``abc_tf.evaluation.comparison.markdown``). So a table cannot drift from its file:
+same code (``abc_tf.evaluation.comparison_report.markdown``). So a table cannot drift from its file:
 ``--check`` fails when any table differs from what its file gives (tests/test_doc_tables.py).
 
 A table may instead be a template: the opening marker names its file and holds the table's
@@ -50,7 +50,7 @@ import re
 import sys
 import urllib.parse
 
-from abc_tf.evaluation import comparison
+from abc_tf.evaluation import comparison_report
 from benchmarks import (
     baselines_epoch,
     curation_scaling,
@@ -92,7 +92,7 @@ PLACEHOLDER = re.compile(r"\{(?P<pointer>/[^{}:\n]*)(?::(?P<format>[^{}\n]*))?\}
 def section_table(path: str, section: str, root: str = ROOT) -> str:
     """The table under the heading ``## section`` of the comparison.md that ``path`` gives."""
     with open(os.path.join(root, path)) as handle:
-        rendered = comparison.markdown(json.load(handle))
+        rendered = comparison_report.markdown(json.load(handle))
     for block in rendered.split("\n## ")[1:]:
         heading, _, rest = block.partition("\n")
         if heading.strip() == section:

@@ -15,7 +15,7 @@ import pytest
 from abc_tf.runs import experiments
 from abc_tf import methods
 from abc_tf.config import ExperimentConfig
-from abc_tf.evaluation import comparison
+from abc_tf.evaluation import comparison, comparison_report
 from abc_tf.evaluation.estimators import disentanglement, mine, probes
 from abc_tf.evaluation.tasks import factor_isolation
 from abc_tf.methods.abc import AbcConfig
@@ -120,7 +120,7 @@ def compared(runs, tmp_path_factory):
 
 def test_writes_the_three_files_with_the_rows_in_order(compared):
     result, out, lines = compared
-    for name in comparison.FILES:
+    for name in comparison_report.FILES:
         assert os.path.getsize(out / name) > 0
     assert json.loads((out / "comparison.json").read_text()) == json.loads(json.dumps(result))
     assert [row["label"] for row in result["rows"]] == ["abc_seeds", "relative", "untrained"]
@@ -177,7 +177,7 @@ def test_seeds_are_aggregated(compared):
     assert abc["probe_accuracy"]["shape"]["values"] == [
         seed["probe"]["shape"]["accuracy"] for seed in abc["seeds"]
     ]
-    for key, _ in comparison.CLUSTER_MEASURES:  # 1-NN and k-means NMI per factor, every row
+    for key, _ in comparison_report.CLUSTER_MEASURES:  # 1-NN and k-means NMI per factor, every row
         assert abc[key]["shape"]["values"] == [seed[key]["shape"] for seed in abc["seeds"]]
         for row in compared[0]["rows"]:
             assert list(row[key]) == compared[0]["factors"]
@@ -208,10 +208,10 @@ def test_noise_rule_per_method(compared):
     seed["disentanglement"]["results"]["factor_vae"]["num_active_dims"] = 0
     assert (
         "untrained: FactorVAE found no code dimension with standard deviation >= 0.05 x the codes' spread"
-        in comparison.markdown(result)
+        in comparison_report.markdown(result)
     )
     seed["disentanglement"]["settings"]["factor_vae_prune_relative"] = False
-    assert "standard deviation >= 0.05 (the embedding's spread" in comparison.markdown(result)
+    assert "standard deviation >= 0.05 (the embedding's spread" in comparison_report.markdown(result)
 
 
 def test_the_same_observations_for_every_row(compared):
@@ -243,7 +243,7 @@ def test_bad_rows_are_refused_before_any_work(runs, tmp_path):
     with pytest.raises(ValueError, match="one labelled sample of one data family"):
         comparison.rows_of([str(runs / "abc_seeds"), str(tmp_path / "mnist")])
     # One family, but images of another size: the first row's sample would not fit its encoder.
-    pose = experiments.config_for(data="pose", model="s4", similarity="cosine", temperature=0.1)
+    pose = experiments.config_for(data="pose", encoder="s4", similarity="cosine", temperature=0.1)
     write_run(tmp_path / "pose16", pose.replace(image_size=16))
     write_run(tmp_path / "pose32", pose.replace(image_size=32))
     with pytest.raises(
@@ -336,7 +336,7 @@ def test_a_score_skipped_for_every_row_is_said_once(compared):
     for row in result["rows"]:
         row["disentanglement_skipped"] = {"beta_vae": "no images of given factor values"}
     result["rows"][0]["disentanglement_skipped"]["sap"] = "a test reason"
-    text = comparison.markdown(result)
+    text = comparison_report.markdown(result)
     assert text.count("beta_vae not computed for every row: no images of given factor values.") == 1
     assert "sap not computed for abc_seeds: a test reason." in text
 

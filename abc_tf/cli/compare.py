@@ -51,13 +51,13 @@ def main(argv: list[str]) -> None:
         if not (FLAGS.output_dir or "").strip():
             raise ValueError("Pass --output_dir (where comparison.md, .json and .png go).")
         settings = measure_flags.comparison_settings(FLAGS)  # checked before any run is evaluated
-        from abc_tf.evaluation import comparison, progress
+        from abc_tf.evaluation import comparison, comparison_report, progress
         from abc_tf.runs.run_dir import check_writable
 
         check_writable(FLAGS.output_dir, "--output_dir")
         with progress.reported():  # progress lines, then the files written
             result = comparison.compare(FLAGS.runs, FLAGS.output_dir, settings, untrained=FLAGS.untrained)
-            print(comparison.markdown(result))
+            print(comparison_report.markdown(result))
     except ValueError as error:
         print(f"{command_line.program('compare')}: error: {error}", file=sys.stderr)
         sys.exit(2)
