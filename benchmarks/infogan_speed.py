@@ -140,7 +140,7 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
 
     from abc_tf.data.mnist import family as mnist
     from abc_tf.data.mnist import imbalance as mnist_imbalance
-    from abc_tf.evaluation.tasks import digit_clusters
+    from abc_tf.evaluation.tasks import digit_clusters, mnist_classifier
     from abc_tf.runs import training
     from abc_tf.runs.run_dir import embed
 
@@ -157,9 +157,11 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
 
     with tempfile.TemporaryDirectory() as cache:
         classifier, accuracy, _ = timed(
-            "classifier_training", lambda: digit_clusters.digit_classifier(config, cache)
+            "classifier_training", lambda: mnist_classifier.digit_classifier(config, cache)
         )
-        classifier, _, _ = timed("classifier_cached", lambda: digit_clusters.digit_classifier(config, cache))
+        classifier, _, _ = timed(
+            "classifier_cached", lambda: mnist_classifier.digit_classifier(config, cache)
+        )
 
     def generated():
         codes, digits = digit_clusters.generated_codes_and_digits(model.generator, classifier, per_code)
@@ -173,7 +175,7 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
     timed(
         "q_code",
         lambda: normalized_mutual_info_score(
-            data.y_test, digit_clusters.classify(model.q, data.x_test[..., None])
+            data.y_test, mnist_classifier.classify(model.q, data.x_test[..., None])
         ),
     )
     return {

@@ -14,7 +14,7 @@ import pytest
 
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.mnist import family as mnist
-from abc_tf.evaluation.tasks import digit_clusters
+from abc_tf.evaluation.tasks import digit_clusters, mnist_classifier
 from abc_tf.runs import checkpoint_run, training
 from abc_tf.runs.run_dir import load_run
 
@@ -72,7 +72,7 @@ def test_nearest_neighbour_and_kmeans_on_separable_and_random_features():
 
 
 def test_the_classifier_is_the_authors_small_cnn():
-    model = digit_classifier_model = digit_clusters.build_classifier()
+    model = digit_classifier_model = mnist_classifier.build_classifier()
     # conv 20 5x5 (520), conv 50 5x5 (25,050), FC 500 on 4x4x50 (400,500), FC 10 (5,010).
     assert digit_classifier_model.count_params() == 520 + 25_050 + 400_500 + 5_010
     assert model.output_shape == (None, 10)
@@ -100,7 +100,7 @@ def test_the_code_grid_shows_each_code_with_the_same_noise():
 
 @pytest.mark.slow
 def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist, monkeypatch):
-    monkeypatch.setattr(digit_clusters, "CLASSIFIER_EPOCHS", 1)
+    monkeypatch.setattr(mnist_classifier, "CLASSIFIER_EPOCHS", 1)
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
     # A plain graph: the preset's XLA compile takes seconds on a CPU (tests/test_methods.py compiles it).
@@ -144,7 +144,9 @@ def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist
     )
     json.dumps(result)  # goes into metrics.json
     # The second evaluation loads the cached classifier instead of training one.
-    monkeypatch.setattr(digit_clusters, "train_classifier", lambda *args, **kwargs: pytest.fail("retrained"))
+    monkeypatch.setattr(
+        mnist_classifier, "train_classifier", lambda *args, **kwargs: pytest.fail("retrained")
+    )
     again = digit_clusters.evaluate_run(run, str(tmp_path / "eval2"), per_code=6, cache_dir=cache)
     assert again["classifier"]["test_accuracy"] == result["classifier"]["test_accuracy"]
     # A checkpoint's evaluation (learning curves) reports the prior of its own step, not the run's last.
