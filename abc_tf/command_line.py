@@ -65,6 +65,34 @@ def describe_flag_error(message: str) -> str:
     return f"--{name}={value} is not an integer."
 
 
+# Flags renamed since a release: {old name: new name}, the dotted ones too (``--model.embedding_dim``
+# is ``--encoder.embedding_dim``). An old name on a command line is refused with one line naming the
+# new one, before anything runs, by every command.
+RENAMED_FLAGS = {"model": "encoder"}
+_RENAMED = re.compile(
+    r"^--(?P<old>" + "|".join(RENAMED_FLAGS) + r")(?P<field>\.[^=\s]*)?(?P<value>=.*)?$", re.DOTALL
+)
+
+
+def renamed_flag_error(argv: list[str], other_program: str | None = None) -> str | None:
+    """The error line for the first flag of ``argv`` (``argv[0]`` the program) written with a
+    renamed name (:data:`RENAMED_FLAGS`), or None: "--model.embedding_dim was renamed
+    --encoder.embedding_dim; write --encoder.embedding_dim=8." ``other_program``: the program the
+    line is for when it is not train, whose flags they are (evaluate.py takes neither name)."""
+    for argument in argv[1:]:
+        if argument == "--":  # absl reads no flags after it
+            break
+        match = _RENAMED.match(argument)
+        if match is None:
+            continue
+        field, value = match.group("field") or "", match.group("value") or ""
+        old, new = f"--{match.group('old')}{field}", f"--{RENAMED_FLAGS[match.group('old')]}{field}"
+        if other_program is not None:
+            return f"{old} was renamed {new}, a flag of {program('train')}, not of {other_program}."
+        return f"{old} was renamed {new}; write {new}{value}." if value else f"{old} was renamed {new}."
+    return None
+
+
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -151,12 +179,17 @@ def run_program(program: str, doc: str, flag_values, argv: list[str], main) -> i
     """A command line of ``program`` (evaluate.py, grid.py) run in this process: ``--help``
     prints ``doc`` and the flags; otherwise ``argv`` is parsed into ``flag_values`` and
     ``main(rest)`` runs. Returns the exit status: ``main``'s (None: 0), 2 with one ``program:
-    error:`` line for a flag absl refuses or an ``app.UsageError``, or a ``SystemExit``'s code.
+    error:`` line for a renamed flag, a flag absl refuses or an ``app.UsageError``, or a
+    ``SystemExit``'s code.
     The flags are reset afterwards, so one process may run it again."""
     from absl import app, flags
 
     plain_warnings(program)
     quiet_python_start()
+    renamed = renamed_flag_error(argv, program)
+    if renamed is not None:
+        print(f"{program}: error: {renamed}", file=sys.stderr)
+        return 2
     if any(argument in HELP_FLAGS for argument in argv[1:]):
         print(doc + "\nFlags:\n" + flag_values.get_help())
         return 0

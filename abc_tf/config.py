@@ -7,7 +7,7 @@
 - ``data``: the family's :class:`DataConfig`, declared beside it; its ``family`` is the value of ``--data``.
 - ``batch``: what one step's batch holds: :class:`SetBatch`, :class:`PairBatch` or :class:`ImageBatch`.
 - ``method``: the method's :class:`MethodConfig`, declared beside the method; its ``name`` is ``--method``.
-- ``model``: the encoder, :class:`EncoderConfig` (``--model``); ``None`` for methods with their own networks.
+- ``encoder``: :class:`EncoderConfig` (``--encoder``); ``None`` for methods with their own networks.
 
 Each field's flag help is its ``metadata["help"]``. ``train.py`` makes a flag ``--<part>.<field>`` of each
 field of the chosen parts only. A field name is in one part, so :meth:`ExperimentConfig.replace` takes bare
@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 
 SIMILARITIES = ("l2sq", "l2", "l1", "linf", "cosine")
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
-PART_NAMES = ("trainer", "model", "data", "batch", "method")
-# The field of a part that chooses its class: set with --data, --method, --model, not --<part>.<field>.
-SELECTORS = {"data": "family", "method": "name", "model": "architecture"}
+PART_NAMES = ("trainer", "encoder", "data", "batch", "method")
+# The field of a part that chooses its class: set with --data, --method, --encoder, not --<part>.<field>.
+SELECTORS = {"data": "family", "method": "name", "encoder": "architecture"}
 
 
 _TYPE_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
@@ -266,16 +266,20 @@ class DataConfig(Part):
     path: str = field("", "File or folder of the user's data, read by the source (never ignored).", path=True)
 
 
+# Earlier names of MethodConfig.has_encoder_part.
+_OLD_HAS_ENCODER_PART = ("trains_encoder", "has_model_part")
+
+
 @dataclasses.dataclass(frozen=True)
 class MethodConfig(Part):
     """The base of a method's config class; ``name`` is the value of ``--method``.
 
     batch_format: the batch format the method trains on (a key of :data:`BATCH_CONFIGS`).
-    has_model_part: whether the run has a ``model`` part (the encoder chosen with ``--model``).
+    has_encoder_part: whether the run has an ``encoder`` part (the encoder chosen with ``--encoder``).
     """
 
     batch_format: ClassVar[str] = "sets"
-    has_model_part: ClassVar[bool] = True
+    has_encoder_part: ClassVar[bool] = True
     name: str = field(
         "",
         "Training method: a package of abc_tf/methods/, or one an installed distribution names "
@@ -284,11 +288,12 @@ class MethodConfig(Part):
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        if "trains_encoder" in vars(cls):  # the attribute's earlier name: a plug-in would lose it silently
-            raise TypeError(
-                f"{cls.__module__}.{cls.__name__} sets trains_encoder, now named has_model_part (whether the "
-                "run has a model part chosen with --model); rename it."
-            )
+        for old in _OLD_HAS_ENCODER_PART:  # the attribute's earlier names: a plug-in would lose it silently
+            if old in vars(cls):
+                raise TypeError(
+                    f"{cls.__module__}.{cls.__name__} sets {old}, now named has_encoder_part (whether the "
+                    "run has an encoder part chosen with --encoder); rename it."
+                )
 
     def length_scale(self) -> float | None:
         """The scale in embedding space below which the method's loss sees no difference
@@ -305,7 +310,7 @@ class MethodConfig(Part):
 
 _PART_BASES: dict[type, str] = {
     TrainerConfig: "trainer",
-    EncoderConfig: "model",
+    EncoderConfig: "encoder",
     DataConfig: "data",
     BatchConfig: "batch",
     MethodConfig: "method",
@@ -331,7 +336,7 @@ class ExperimentConfig:
     data: DataConfig
     batch: BatchConfig
     method: MethodConfig
-    model: EncoderConfig | None = None
+    encoder: EncoderConfig | None = None
 
     def __post_init__(self) -> None:
         if type(self.batch) is not BATCH_CONFIGS.get(type(self.method).batch_format):
@@ -339,10 +344,10 @@ class ExperimentConfig:
                 f"method {self.method.name!r} trains on {type(self.method).batch_format!r} batches; "
                 f"the config's batch part is {type(self.batch).__name__}."
             )
-        if (self.model is not None) != type(self.method).has_model_part:
+        if (self.encoder is not None) != type(self.method).has_encoder_part:
             raise ValueError(
-                f"method {self.method.name!r} {'needs' if type(self.method).has_model_part else 'has no'} "
-                "model part (--model)."
+                f"method {self.method.name!r} {'needs' if type(self.method).has_encoder_part else 'has no'} "
+                "encoder part (--encoder)."
             )
         owners: dict[str, str] = {}
         for part_name, part in self.parts().items():
@@ -354,7 +359,7 @@ class ExperimentConfig:
                 owners[name] = part_name
 
     def parts(self) -> dict[str, Part]:
-        """The parts this config has, by name (``model`` left out when the method has none)."""
+        """The parts this config has, by name (``encoder`` left out when the method has none)."""
         return {name: getattr(self, name) for name in PART_NAMES if getattr(self, name) is not None}
 
     def owner(self, name: str) -> str:

@@ -1,16 +1,15 @@
-"""Training speed of the ABC paper's baselines (ML-VAE, CC-VAE, LORD): each method's
-compiled training step against the same step run eagerly, op by op (Keras ``run_eagerly``: the
-loop a port of the authors' PyTorch code would run), with images per second and peak memory.
+"""Training speed of the ABC paper's baselines: the compiled step against the eager one.
 
-Per preset, in a fresh process: four models of the preset built from one seed (eager; compiled
-graph; compiled with XLA; compiled graph in the host's ``--trainer.mixed_precision`` policy),
-each fed one batch of the preset's own pipeline from memory, timed in rounds (every model once
-per round, so a burst of load from other jobs hits all four alike; the median per model is
-reported). Peak memory is the process's peak resident set
-(``ru_maxrss``) after all four, the data banks included. The step's work (GFLOP, counted by
-TensorFlow's profiler on the traced step) and the machine's float32 matrix-product rate give the
-float32 ceiling: the most any float32 loop could gain over the eager one. LORD is timed in both
-stages (its step counter set inside each).
+The baselines are ML-VAE, CC-VAE and LORD. The eager step runs op by op through Keras ``run_eagerly``,
+as a port of the authors' PyTorch code would. The figures are images per second and peak memory.
+
+Each preset runs in a fresh process with four models built from one seed: eager, graph, XLA, and
+graph in the host's ``--trainer.mixed_precision`` policy. Each is fed one batch of the preset's own
+pipeline from memory. Each round times every model once, so a burst of load from other jobs hits all
+four alike. The median per model is reported. Peak memory is the process's ``ru_maxrss`` after all
+four, data banks included. TensorFlow's profiler counts the traced step's GFLOP. With the machine's
+float32 matrix-product rate, that gives the float32 ceiling: the most any float32 loop could gain
+over the eager one. LORD is timed in both stages, its step counter set inside each.
 
   python -m benchmarks.baselines_speed [--steps 10] [--rounds 3] [--no_write]
 """
@@ -37,7 +36,8 @@ MODES = ("eager", "graph", "xla", "mixed")
 
 
 def measure(preset: str, start: int, steps: int, rounds: int) -> dict:
-    """{mode: steps/s (median of rounds)}, images per step and peak RSS (MiB) of one preset."""
+    """One preset's ``{mode: steps/s}``, images per step and peak RSS in MiB.
+    Each rate is the median of the rounds."""
     import keras
     import tensorflow as tf
 

@@ -1,18 +1,17 @@
-"""Shapes3D: sets/s of index-arithmetic curation against the authors' filter scan, and
-images/s of the procedural renderer against what a training step consumes.
+"""Shapes3D: sets/s of index-arithmetic curation against the authors' filter scan, and renderer images/s.
 
-Both curations run in this one process on the same backend (the procedural renderer) and
-return the same thing, a set of 32 uint8 images whose inactive factors share one random
-value:
+Both curations run in one process on the same backend, the procedural renderer. Both return a set
+of 32 uint8 images whose inactive factors share one random value.
 
-- ours: ``SetCurator.curated`` (index arithmetic) + ``render`` of the 32 chosen images;
-- filter scan (as the authors' code): the whole data set as a ``tf.data`` pipeline in file
-  order (images rendered in blocks of 256, which favours the scan), ``filter`` on the
-  labels for the set's random inactive values, ``take(32)``; rebuilt for every set.
-  A second, cheaper scan filters the labels alone and renders only the 32 matches.
+- ours: ``SetCurator.curated`` by index arithmetic, then ``render`` of the 32 chosen images.
+- filter scan, as in the authors' code: the whole data set as a ``tf.data`` pipeline in file order,
+  ``filter`` on the labels for the set's random inactive values, then ``take(32)``. It is rebuilt
+  for every set and renders in blocks of 256, which favours the scan. A second, cheaper scan
+  filters the labels alone and renders only the 32 matches.
 
-The training-step side times ``AbcModel.fit`` with the S3 encoder on a fixed in-memory batch
-of two sets of 32 (the shapes3d preset), so images/s consumed = 64 x steps/s.
+The renderer's images/s are set against what a training step consumes. That side times
+``AbcModel.fit`` with the S3 encoder on a fixed in-memory batch of two sets of 32, as in the
+shapes3d preset. So the images/s consumed are 64 x steps/s.
 
   python -m benchmarks.curation [--scan_sets 4] [--no_write]
 """
@@ -44,7 +43,9 @@ SCAN_BLOCK = 256
 
 
 def ours_sets_per_second(curator: factor_grid.SetCurator, seconds: float = 3.0) -> tuple[float, float]:
-    """(sets/s with images, one set per call as the pipeline does; sets/s of ids alone, 10^4 per call)."""
+    """Our curation's two rates, as a pair.
+    The first is sets/s with images, one set per call as the pipeline draws them.
+    The second is sets/s of ids alone, 10^4 sets per call."""
     rng = np.random.default_rng(0)
     count, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
@@ -60,7 +61,7 @@ def ours_sets_per_second(curator: factor_grid.SetCurator, seconds: float = 3.0) 
 
 
 def _labels(flat: tf.Tensor) -> tf.Tensor:
-    """Factor indices [..., 6] of flat indices, in TF (what a tfds record carries)."""
+    """Factor indices [..., 6] of flat indices, in TF: what a tfds record carries."""
     strides = tf.constant(s3d.GRID.strides, tf.int64)
     return (flat[..., None] // strides) % tf.constant(s3d.FACTOR_SIZES, tf.int64)
 
@@ -70,7 +71,7 @@ def _render_block(flat: np.ndarray) -> np.ndarray:
 
 
 def scan_set(inactive: tuple[int, ...], values: np.ndarray, render_all: bool) -> np.ndarray:
-    """One set by a filter scan over the whole data set in file order (the authors' way)."""
+    """One set by a filter scan over the whole data set in file order, the authors' way."""
     inactive_t = tf.constant(inactive, tf.int64)
     values_t = tf.constant(values, tf.int64)
     dataset = tf.data.Dataset.range(s3d.GRID.num_points)
@@ -133,7 +134,7 @@ def pipeline_images_per_second(batches: int = 300) -> float:
 def training_images_per_second(steps: int = 30) -> float:
     config = get_preset("shapes3d")
     keras.utils.set_random_seed(0)
-    model = AbcModel(models.build("s3", embedding_dim=config.model.embedding_dim, input_shape=(64, 64, 3)))
+    model = AbcModel(models.build("s3", embedding_dim=config.encoder.embedding_dim, input_shape=(64, 64, 3)))
     model.compile(optimizer=keras.optimizers.Adam(config.trainer.learning_rate))
     batch = next(iter(s3d.make_dataset(config, seed=0)))
     dataset = tf.data.Dataset.from_tensors(batch).repeat()

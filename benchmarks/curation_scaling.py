@@ -1,19 +1,18 @@
-"""Set curation against data-set size: sets/s and memory of the factor-grid curation for
-synthetic grids of 10^4 to 10^7 items (10^9 as well, to show the trend), with no images.
+"""Set curation against data-set size: sets/s and memory of the factor-grid curation, no images.
 
-Each grid has the six factors of 3dshapes (floor, wall and object hue, scale, shape,
-orientation), every value count scaled up or down together; 3dshapes' own 480,000 is a row.
-Three ways of curating are measured in one process, on the same grids:
+Synthetic grids hold 10^4 to 10^7 items, and 10^9 to show the trend. Each has the six factors of
+3dshapes: floor, wall and object hue, scale, shape, orientation. All value counts scale together.
+3dshapes' own 480,000 is a row. Three ways of curating are measured in one process, on the same grids:
 
-- full grid (``SetCurator`` with ``items=None``, the procedural and h5 backends): index
-  arithmetic, promised O(1) in the grid size;
-- item table (``items`` = one row of factor indices per record, the tfds backend): a CSR
-  grouping built once, O(N log N) time and O(N) memory, then O(1) per set;
+- full grid: ``SetCurator`` with ``items=None``, as the procedural and h5 backends use it. It is
+  index arithmetic, promised O(1) in the grid size.
+- item table: ``items`` holds one row of factor indices per record, as in the tfds backend. A CSR
+  grouping is built once in O(N log N) time and O(N) memory. Then each set costs O(1).
 - ``sample_items(4096)``: the distinct labelled sample of the evaluation.
 
-sets/s: ids only (no images), 10^4 sets per call and one set per call (as the pipeline
-draws them); the best of three windows of ``--seconds``. Memory: ``tracemalloc`` peak over a
-call (numpy reports its buffers to it), so it counts what the call allocates, not the process.
+sets/s counts ids only, at 10^4 sets per call and at one set per call as the pipeline draws them.
+Each is the best of three windows of ``--seconds``. Memory is the ``tracemalloc`` peak over a call.
+Numpy reports its buffers to it, so it counts what the call allocates, not the process.
 
   python -m benchmarks.curation_scaling [--seconds 1.0] [--no_write]
 """
@@ -61,8 +60,8 @@ def grid_of(sizes) -> factor_grid.FactorGrid:
 
 
 def rate(function, seconds: float, windows: int = 3) -> float:
-    """Calls/s of ``function``: the best of ``windows`` windows of about ``seconds`` each (after
-    one warm-up call), since other jobs on the shared cores only ever slow a window down."""
+    """Calls/s of ``function``: the best of ``windows`` windows of about ``seconds`` each.
+    One warm-up call comes first. Other jobs on the shared cores only ever slow a window down."""
     function()
     rates = []
     for _ in range(windows):
@@ -75,7 +74,7 @@ def rate(function, seconds: float, windows: int = 3) -> float:
 
 
 def peak_mb(function) -> tuple[float, object]:
-    """(tracemalloc peak in MB of what ``function`` allocates, its result)."""
+    """A pair: the tracemalloc peak in MB of what ``function`` allocates, and its result."""
     tracemalloc.start()
     try:
         result = function()

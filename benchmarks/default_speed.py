@@ -1,14 +1,15 @@
 """Training speed with default flags: the trainer's ``fit`` against a bare compiled step.
 
-In one process, on the ``mnist`` preset's step (S4, d=8, two sets of 64, l2sq ABC loss, Adam,
-float32, one batch repeated from memory), each loop timed in turn round after round (median):
+All loops run in one process on the ``mnist`` preset's step. That step is S4 with d=8, two sets of
+64, the l2sq ABC loss, Adam and float32, with one batch repeated from memory. Each loop is timed in
+turn, round after round, and the median is kept. The loops:
 
-- the authors' style: an eager Python loop, each set embedded by its own encoder call;
-- a bare compiled step: the same model, loss and optimizer in a ``tf.function`` called from a
-  Python loop, with no metrics, callbacks or iterator (the floor for ``fit``);
-- ``AbcModel.fit`` with the steps per call that ``--trainer.steps_per_execution`` left at its
-  default (auto) gives the preset (``abc_tf.runs.training.steps_per_execution``);
-- ``AbcModel.fit`` at one step a call (``--trainer.steps_per_execution=1``).
+- the authors' style: an eager Python loop, each set embedded by its own encoder call.
+- a bare compiled step: the same model, loss and optimizer in a ``tf.function`` called from a Python
+  loop. It has no metrics, callbacks or iterator. It is the floor for ``fit``.
+- ``AbcModel.fit`` with the default steps per call. ``--trainer.steps_per_execution`` defaults to
+  auto, and ``abc_tf.runs.training.steps_per_execution`` gives the preset's value.
+- ``AbcModel.fit`` at one step a call: ``--trainer.steps_per_execution=1``.
 
 Writes docs/figures/benchmarks/default_speed.json and the section of BENCHMARKS.md.
 
@@ -45,8 +46,8 @@ def measure(steps: int, rounds: int) -> dict:
 
     def build():
         return models.build(
-            config.model.architecture,
-            embedding_dim=config.model.embedding_dim,
+            config.encoder.architecture,
+            embedding_dim=config.encoder.embedding_dim,
             input_shape=shape,
         )
 

@@ -1,19 +1,17 @@
-"""Evaluation cost: MINE, factor probes and histogram MI against sample count and embedding size,
-so that users know what a full paper-setting evaluation costs before they start one.
+"""Evaluation cost: MINE, factor probes and histogram MI against sample count and embedding size.
 
-Random embeddings [N, D] and six factors with the value counts of 3dshapes (the factors of
-``evaluate.py`` on Shapes3D); what is timed is the estimators' own work, which does not depend on
-the values:
+It tells users what a full paper-setting evaluation costs before they start one. The inputs are
+random embeddings [N, D] and six factors with the value counts of 3dshapes, the factors of
+``evaluate.py`` on Shapes3D. What is timed is the estimators' own work, which does not depend on the values.
 
-- MINE (``MineEstimator``, six networks trained together): seconds per 1000 optimizer steps,
-  from the difference of two estimates of 50 and 50 + ``--mine_steps`` steps on one warm
-  estimator (the fastest of 3 of each); the rest of an estimate is the final
-  Donsker-Varadhan average over ``eval_samples`` = N samples. The paper's 20,000 steps are
-  extrapolated from these few hundred, not run.
-- probes (``probe_accuracies``, six probes trained together in one compiled call): the first
-  call's tracing, then seconds per epoch from warm runs of 1 and of E epochs (E x N about 1.3
-  million samples), extrapolated to the default 30.
-- histogram MI (``histogram_mutual_information``, D <= 3 only): one estimate.
+- MINE: ``MineEstimator``, six networks trained together. Seconds per 1000 optimizer steps come from
+  the difference of two estimates, of 50 and 50 + ``--mine_steps`` steps, on one warm estimator.
+  Each is the fastest of 3. The rest of an estimate is the final Donsker-Varadhan average over
+  ``eval_samples`` = N samples. The paper's 20,000 steps are not run but extrapolated from these few hundred.
+- probes: ``probe_accuracies``, six probes trained together in one compiled call. The first call's
+  tracing is timed. Seconds per epoch come from warm runs of 1 and of E epochs, E x N about 1.3
+  million samples, and are extrapolated to the default 30.
+- histogram MI: ``histogram_mutual_information``, for D <= 3 only. One estimate is timed.
 
   python -m benchmarks.evaluation_cost [--mine_steps 300] [--no_write]
 """
@@ -54,13 +52,13 @@ def data(num: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def clocks() -> np.ndarray:
-    """(wall seconds, CPU seconds of this process over all its threads): the CPU time hardly
-    moves when other jobs take the shared cores, the wall time does."""
+    """A pair: wall seconds, and CPU seconds of this process over all its threads.
+    When other jobs take the shared cores, the wall time moves but the CPU time hardly does."""
     return np.array([time.perf_counter(), time.process_time()])
 
 
 def mine_cost(num: int, dim: int, steps: int) -> dict:
-    """Seconds per 1000 steps and seconds of the rest of one estimate (final average, resets)."""
+    """Seconds per 1000 steps, and seconds of the rest of one estimate: the final average and resets."""
     embeddings, factors = data(num, dim)
     settings = mine.MineSettings(steps=FIRST_STEPS, eval_samples=num)
     start = time.perf_counter()
@@ -136,7 +134,7 @@ def histogram_cost(num: int, dim: int) -> dict:
 
 
 def _plot(rows: list[dict], curves: list[tuple[str, str, str]], ylabel: str, title: str, path: str) -> None:
-    """One line per embedding size D for each (row key, line style, label) in ``curves``."""
+    """One line per embedding size D for each row key, line style and label triple in ``curves``."""
     dims = sorted({r["d"] for r in rows})
     with log_log_axes(path, "samples N", ylabel, title, legend_size=7) as ax:
         for key, style, label in curves:

@@ -1,18 +1,18 @@
 """What a Shapes3D run's evaluation spends its time on, stage by stage, and the faster choices.
 
-On a finished Shapes3D run (the README's ``runs/demo``), in one process:
+It works on a finished Shapes3D run, such as the README's ``runs/demo``, in one process:
 
-- embedding: the 23,100 images of the "fast" disentanglement preset embedded by the encoder's
-  eager Keras call and by the traced call ``abc_tf.runs.run_dir.embed`` uses (CPU seconds, and
-  the largest difference of the codes);
-- rendering: the same 23,100 factor draws rendered by ``scenes.render`` (NumPy) and by a graph
-  render written here (``tf.gather`` and a batched matmul), warm, with the pixels that differ,
-  and the one-time ray cast of the weight tables;
-- DCI: the "fast" preset's DCI with exact gradient-boosted trees (the library's) and with
-  histogram trees on the same schedule (the preset's default), at three seeds: CPU seconds and
-  the scores, so that the shift of the scores stands beside the seed spread;
-- with ``--evaluate``, the whole ``abc_tf evaluate --run_dir=RUN`` in a child process: its wall
-  and CPU seconds.
+- embedding: the 23,100 images of the "fast" disentanglement preset. The encoder's eager Keras call
+  embeds them, and so does the traced call that ``abc_tf.runs.run_dir.embed`` uses. It reports CPU
+  seconds and the largest difference of the codes.
+- rendering: the same 23,100 factor draws, rendered warm by ``scenes.render`` in NumPy and by a graph
+  render written here with ``tf.gather`` and a batched matmul. It reports the pixels that differ, and
+  the one-time ray cast of the weight tables.
+- DCI: the "fast" preset's DCI with the library's exact gradient-boosted trees, and with histogram
+  trees on the same schedule, the preset's default. It runs at three seeds and reports CPU seconds
+  and the scores. So the shift of the scores stands beside the seed spread.
+- with ``--evaluate``: the whole ``abc_tf evaluate --run_dir=RUN`` in a child process, its wall and
+  CPU seconds.
 
 Writes docs/figures/benchmarks/evaluation_stages.json and the section of BENCHMARKS.md.
 
@@ -42,7 +42,7 @@ DCI_KEYS = ("dci_disentanglement", "dci_completeness", "dci_informativeness")
 
 
 def _cpu(function):
-    """(result, CPU seconds of every thread of this process) of ``function()``."""
+    """A pair: the result of ``function()``, and the CPU seconds of every thread of this process."""
     start = time.process_time()
     result = function()
     return result, time.process_time() - start
@@ -127,8 +127,8 @@ def measure_dci(run_dir: str) -> dict:
 
 
 def measure_evaluate(run_dir: str) -> dict:
-    """The whole evaluation in a child process: wall and CPU seconds (user + system), and the
-    wall seconds of each stage as evaluate prints them ("[evaluate] <stage>: <s> s")."""
+    """The whole evaluation in a child process: its wall seconds and CPU seconds, user + system.
+    Also the wall seconds of each stage, as evaluate prints them: ``[evaluate] <stage>: <s> s``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as output:

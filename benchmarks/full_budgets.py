@@ -1,14 +1,16 @@
-"""What the paper-budget pose runs (Table S1's rows: ABC, ML-VAE, CC-VAE, LORD) cost on this
-machine: each preset's training step as its run trains it (the preset's own trainer settings:
-graph or XLA, its precision), times the steps of its budget, and the live pipeline's time per
-batch, which a run on the CPU adds where the two share the cores (the reproduction
-ledger's "not run at the paper's budget" rows, with the hours that budget would take here).
+"""What the paper-budget pose runs cost on this machine: Table S1's rows ABC, ML-VAE, CC-VAE and LORD.
 
-Per row, in a fresh process (its own peak memory): one batch of the preset's pipeline, the model
-fed that batch from memory, 2 warm-up steps (the trace), then ``--rounds`` rounds of ``--steps``
-steps; the median seconds per step. LORD is timed in each stage (its step counter set inside
-it); its budget is split at ``--method.stage1_steps``. The pipeline: ``--steps`` batches drawn
-from the preset's stream after its first (its banks built).
+Each row times the preset's training step as its run trains it, with the preset's own trainer
+settings: graph or XLA, and its precision. That time is multiplied by the steps of its budget. The
+live pipeline's time per batch is reported too. A run on the CPU adds it where the two share the
+cores. These are the reproduction ledger's "not run at the paper's budget" rows, with the hours that
+budget would take here.
+
+Each row runs in a fresh process, so the peak memory is its own. It feeds the model one batch of the
+preset's pipeline from memory. 2 warm-up steps trace the step. Then ``--rounds`` rounds of
+``--steps`` steps give the median seconds per step. LORD is timed in each stage, its step counter
+set inside it. Its budget is split at ``--method.stage1_steps``. The pipeline is timed over
+``--steps`` batches drawn from the preset's stream after its first, once its banks are built.
 
   python -m benchmarks.full_budgets [--steps 3] [--rounds 2] [--no_write]
 """
@@ -34,7 +36,7 @@ ROWS = (
 
 
 def stage_steps(config, stage: str) -> tuple[int, int]:
-    """(the first step, the number of steps) of ``stage`` in ``config``'s budget."""
+    """The first step and the number of steps of ``stage`` in ``config``'s budget, as a pair."""
     if stage == "all":
         return 0, config.trainer.steps
     switch = config.method.stage1_steps
@@ -42,8 +44,8 @@ def stage_steps(config, stage: str) -> tuple[int, int]:
 
 
 def measure(preset: str, stage: str, steps: int, rounds: int) -> dict:
-    """Seconds per training step (median of rounds) and per pipeline batch, images per step,
-    the steps of the budget and the peak RSS (MiB) of one preset's ``stage``."""
+    """One preset's ``stage``: seconds per training step and per pipeline batch, images per step,
+    the steps of the budget and the peak RSS in MiB. The step time is the median of the rounds."""
     import tensorflow as tf
 
     from abc_tf import data

@@ -2,26 +2,26 @@
 
   python -m benchmarks.gpu [--backend=auto|tensorflow|jax] [--data_path=MNIST] [--no_write]
 
-Two ways to reach the GPU, chosen by ``--backend`` (``auto``: TensorFlow if it sees a GPU,
-else JAX if it does):
+``--backend`` chooses one of two ways to reach the GPU. ``auto`` takes TensorFlow if it sees a GPU,
+else JAX if it does.
 
-- ``tensorflow``: our own training path. The suite (``run_all.py``: eager loop, ``fit``,
-  steps_per_execution, XLA, mixed float16, pipeline-fed) for mnist, shapes3d and pose_quick;
-  MNIST seconds per epoch against the paper's 47.8 s on a K80 (Table S2); and the paper's 500
-  MNIST steps ("under 30 s on a V100") as a whole ``train.py`` run, float32, mixed float16
-  and XLA. Writes "GPU benchmark (TensorFlow)" and the suite's GPU section.
-- ``jax``: for a GPU machine without TensorFlow (this project's lent machines carry JAX, and
-  TensorFlow's GPU build cannot be carried to them). The same encoders and ABC loss through
-  Keras 3 on JAX (``gpu_keras.py``; XLA-compiled): steps/s and compile time per precision
-  for mnist, shapes3d, pose_quick and the paper's S5 pose model, and the 500 MNIST steps on
-  real batches made beforehand by our TensorFlow MNIST pipeline (``--make_batches``).
-  Writes "GPU benchmark (Keras 3 on JAX)".
+- ``tensorflow``: our own training path. It runs the suite of ``run_all.py`` for mnist, shapes3d and
+  pose_quick: eager loop, ``fit``, steps_per_execution, XLA, mixed float16 and pipeline-fed. It times
+  MNIST seconds per epoch against the paper's 47.8 s on a K80, from Table S2. It runs the paper's
+  500 MNIST steps, "under 30 s on a V100", as a whole ``train.py`` run in float32, mixed float16
+  and XLA. It writes "GPU benchmark (TensorFlow)" and the suite's GPU section.
+- ``jax``: for a GPU machine without TensorFlow. Some GPU machines carry JAX, and TensorFlow's GPU
+  build cannot be carried to them. It runs the same encoders and ABC loss through Keras 3 on JAX,
+  XLA-compiled, in ``gpu_keras.py``. It times steps/s and compile time per precision for mnist,
+  shapes3d, pose_quick and the paper's S5 pose model. It also runs the 500 MNIST steps on real
+  batches that our TensorFlow MNIST pipeline made beforehand, with ``--make_batches``. It writes
+  "GPU benchmark (Keras 3 on JAX)".
 
 On a machine with no GPU it says so and exits 0. It runs in about 5 minutes on an H100.
 
   python -m benchmarks.gpu --make_batches=.gpu/mnist_batches.npz --data_path=MNIST_DIR
 
-MNIST_DIR: a folder holding the four MNIST IDX files (train-images-idx3-ubyte[.gz] and the others).
+MNIST_DIR: a folder holding the four MNIST IDX files, train-images-idx3-ubyte[.gz] and the others.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
 def run_child(arguments: list[str], env: dict | None = None) -> dict:
-    """Runs ``python ARGUMENTS`` from the repository root (a benchmark child: ``-m benchmarks.NAME ...``)
-    and returns its ``RESULT{json}`` line, or the failure."""
+    """Runs ``python ARGUMENTS`` from the repository root and returns its ``RESULT{json}`` line.
+    It returns the failure instead when the child fails.
+    The child is a benchmark: ``-m benchmarks.NAME ...``."""
     completed = subprocess.run(
         [sys.executable, *arguments], capture_output=True, text=True, env=env or ENV, cwd=ROOT
     )
@@ -201,7 +202,7 @@ def jax_body(batches: str, seconds: float, experiments: tuple[str, ...] = JAX_EX
         if "rates" not in result:
             lines.append(f"| {result['experiment']} | failed: {result.get('failed', '')} | | | | | | |")
             continue
-        model = get_preset(result["experiment"]).model.architecture
+        model = get_preset(result["experiment"]).encoder.architecture
         for rate in result["rates"]:
             lines.append(
                 f"| {result['experiment']} | {model} | {rate['images_per_step']} | {rate['precision']} | "
@@ -284,7 +285,7 @@ def scaling_body(results: list[dict]) -> str:
             loss_s = loss.get((row["pairs"], row["set_size"]))
             share = f"{loss_s * row['steps_per_s']:.0%}" if loss_s and row["precision"] == "float32" else ""
             lines.append(
-                f"| {result['experiment']} ({get_preset(result['experiment']).model.architecture}) | "
+                f"| {result['experiment']} ({get_preset(result['experiment']).encoder.architecture}) | "
                 f"{row['precision']} | {row['pairs']} | {row['set_size']} | {row['images_per_step']} | "
                 f"{row['steps_per_s']:.1f} | {row['images_per_s']:,.0f} | "
                 f"{f'{1e3 * loss_s:.2f}' if loss_s else '-'} | {share} | {row['peak_memory_mb']:,.0f} |"
@@ -305,7 +306,8 @@ def scaling_body(results: list[dict]) -> str:
 
 
 def plot_scaling(results: list[dict]) -> str:
-    """images/s against images per step, one line per experiment and precision; returns the PNG's path."""
+    """Plots images/s against images per step, one line per experiment and precision.
+    Returns the PNG's path."""
     from benchmarks.report import FIGURES, log_log_axes
 
     os.makedirs(FIGURES, exist_ok=True)

@@ -1,15 +1,15 @@
 """ABC training steps on Keras 3's JAX backend: the GPU measurement where TensorFlow is absent.
 
-The lent GPU machines of this project carry JAX but not TensorFlow, and TensorFlow's GPU build
-(about 600 MB, plus CUDA 12 libraries) cannot be carried to them. This module times what the
-hardware gives the same architectures and loss: the encoders of ``models`` (pure Keras, the
-layers of the paper's tables) and the ABC loss restated in ``keras.ops`` below (the tests check
-it against ``abc_tf.losses``), trained with Adam by one jitted stateless step, so every figure
-is XLA-compiled. What it leaves out is TensorFlow's own path (``AbcModel.fit``, tf.data), which
-``python -m benchmarks.gpu --backend=tensorflow`` measures on a GPU machine with TensorFlow.
+Some GPU machines carry JAX but not TensorFlow. TensorFlow's GPU build, about 600 MB plus CUDA 12
+libraries, cannot be carried to them. This module times what the hardware gives the same
+architectures and loss. The encoders are those of ``models``: pure Keras, the layers of the paper's
+tables. The ABC loss is restated in ``keras.ops`` below, and the tests check it against
+``abc_tf.losses``. Adam trains them by one jitted stateless step, so every figure is XLA-compiled.
+It leaves out TensorFlow's own path: ``AbcModel.fit`` and tf.data. On a GPU machine with TensorFlow,
+``python -m benchmarks.gpu --backend=tensorflow`` measures that path.
 
-It runs one experiment per process (so the peak device memory belongs to that experiment) and
-prints one ``RESULT{json}`` line; ``benchmarks/gpu.py`` starts it and writes the section.
+It runs one experiment per process, so the peak device memory belongs to that experiment. It prints
+one ``RESULT{json}`` line. ``benchmarks/gpu.py`` starts it and writes the section.
 
   KERAS_BACKEND=jax python -m benchmarks.gpu_keras --experiment=mnist [--batches=FILE.npz]
 """
@@ -71,7 +71,7 @@ def abc_loss_ops(set_a, set_b, similarity: str, temperature: float, set_a_view2=
 
 
 def experiment_settings(experiment: str, pairs: int | None = None, set_size: int | None = None) -> dict:
-    """Model, image shape, batch layout and loss of a preset, without its (TensorFlow) data family;
+    """Model, image shape, batch layout and loss of a preset, without its TensorFlow data family.
     ``pairs`` and ``set_size`` override the preset's."""
     config = get_preset(experiment)
     config = config.replace(
@@ -124,8 +124,8 @@ def build(experiment: str, precision: str, pairs: int | None = None, set_size: i
     keras.config.set_dtype_policy(precision)
     keras.utils.set_random_seed(0)
     encoder = models.build(
-        config.model.architecture,
-        embedding_dim=config.model.embedding_dim,
+        config.encoder.architecture,
+        embedding_dim=config.encoder.embedding_dim,
         input_shape=settings["image_shape"],
     )
     keras.config.set_dtype_policy("float32")
@@ -200,10 +200,10 @@ def time_loss(similarity: str, pairs: int, size: int, dim: int, seconds: float =
 
 
 def scaling(experiment: str, precisions: list[str], seconds: float, budget_s: float) -> dict:
-    """The loss alone, then steps/s over set sizes and pairs per step, smallest batch first (JAX's
-    peak memory only grows, so each row's peak is that of the largest batch so far, its own).
-    Rows left when ``budget_s`` has passed are skipped: compiling a step of 32k images takes a
-    minute or more."""
+    """The loss alone, then steps/s over set sizes and pairs per step, smallest batch first.
+    JAX's peak memory only grows. So each row's peak is that of the largest batch so far, its own.
+    Rows left when ``budget_s`` has passed are skipped.
+    Compiling a step of 32k images takes a minute or more."""
     grid = sorted(
         [(1, n) for n in (32, 64, 128, 256, 512, 1024)] + [(p, n) for p in (4, 16) for n in (32, 128, 1024)],
         key=lambda pn: pn[0] * pn[1],
@@ -211,7 +211,7 @@ def scaling(experiment: str, precisions: list[str], seconds: float, budget_s: fl
     config = get_preset(experiment)
     start = time.perf_counter()
     loss_rows = [
-        time_loss(config.method.similarity, pairs, size, config.model.embedding_dim, seconds=0.5)
+        time_loss(config.method.similarity, pairs, size, config.encoder.embedding_dim, seconds=0.5)
         for pairs, size in grid
     ]
     rows = []
@@ -238,10 +238,10 @@ def scaling(experiment: str, precisions: list[str], seconds: float, budget_s: fl
 
 
 def train_real_batches(path: str, precision: str) -> dict:
-    """Trains the mnist preset from scratch on the batches of ``path`` (made by TensorFlow's own
-    MNIST pipeline, see gpu.py --make_batches), one batch a step; wall time from the model's
-    construction to the last step's result, compile included, as the paper's "500 steps in under
-    30 s on a V100" counts it."""
+    """Trains the mnist preset from scratch on the batches of ``path``, one batch a step.
+    TensorFlow's own MNIST pipeline made those batches: see gpu.py --make_batches. The wall time runs
+    from the model's construction to the last step's result, compile included. That is how the paper's
+    "500 steps in under 30 s on a V100" counts it."""
     with np.load(path) as stored:
         set_a, set_b = stored["set_a"], stored["set_b"]  # [steps, P, N, 28, 28, 1] uint8
     start = time.perf_counter()

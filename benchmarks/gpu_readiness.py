@@ -1,18 +1,18 @@
-"""GPU readiness, checked on this CPU: for every method (on its quick preset), whether its
-training step compiles with XLA (``jit_compile=True``, what GPUs and TPUs run) and trains with
-finite losses, and whether it trains under ``mixed_float16`` with loss scaling (what
-``--trainer.mixed_precision`` gets on a GPU; every optimizer a ``LossScaleOptimizer``) with finite
-losses; with the steps/s of both on this CPU (a warm-up of 2 steps, then ``--steps`` steps
-timed, fed one batch from memory, schedules in their full phase). The steps/s show that the
-steps run, not what a GPU gains: CPUs emulate float16. No GPU with TensorFlow was at hand to run
-the test suite; these checks (and tests/test_methods.py, which makes them on tiny runs) are the
-evidence a GPU user gets.
+"""GPU readiness checked on this CPU: every method's training step under XLA and under mixed_float16.
 
-It also says what ``--trainer.mixed_precision`` gets on this host and what every preset that turns it
-on gets here, on a GPU and on a CPU without native bfloat16 (abc_tf.runs.precision).
+Each method runs on its quick preset. One check compiles its step with XLA, ``jit_compile=True`` as
+GPUs and TPUs run it. The other trains under ``mixed_float16`` with loss scaling, every optimizer a
+``LossScaleOptimizer``. That is what ``--trainer.mixed_precision`` gets on a GPU. Each check must
+train with finite losses. Both report steps/s on this CPU: 2 warm-up steps, then ``--steps`` steps
+timed, fed one batch from memory, schedules in their full phase. The steps/s show that the steps
+run, not what a GPU gains: CPUs emulate float16. The test suite has not run on a GPU with
+TensorFlow. So these checks are the evidence a GPU user gets, with tests/test_methods.py, which
+makes them on tiny runs.
 
-The MNIST methods train on the procedural digits (``--data.source=procedural``), so the script
-needs no files: the step's cost does not depend on which digits it sees.
+It also says what ``--trainer.mixed_precision`` gets on this host, by abc_tf.runs.precision. For
+every preset that turns it on, it says what that preset gets here, on a GPU and on a CPU without
+native bfloat16. The MNIST methods train on the procedural digits, ``--data.source=procedural``, so
+the script needs no files. The step's cost does not depend on which digits it sees.
 
   python -m benchmarks.gpu_readiness [--steps 5] [--no_write]
 """
@@ -32,8 +32,9 @@ SETTINGS = {"xla_float32": "float32", "xla_mixed_float16": "mixed_float16"}
 
 
 def measure(method: str, policy: str, steps: int) -> dict:
-    """One method's preset compiled with XLA under ``policy``: whether it trains, its losses'
-    finiteness, its optimizers' loss scaling and its steps/s."""
+    """One method's preset compiled with XLA under ``policy``.
+    It reports whether it trains, whether its losses are finite, its optimizers' loss scaling
+    and its steps/s."""
     import keras
     import numpy as np
     import tensorflow as tf

@@ -1,23 +1,24 @@
-"""Elastic-InfoGAN's training step (--method=elastic_infogan, presets mnist_elastic_infogan and
-mnist_elastic_infogan_quick: both batches of 64 real images, compiled with XLA; they differ
-only in length) and the cost of its evaluation:
+"""Elastic-InfoGAN's training step and the cost of its evaluation.
 
-- the train step (a D step and a G/Q/prior step, two Adam optimizers, NT-Xent on augmented
-  real images): the same ``ElasticInfoGANModel.train_step`` run eagerly op by op in a Python
-  loop (PyTorch's way, the authors' code) against ``fit`` (the compiled step, graph) and ``fit``
-  with ``jit_compile=True`` (XLA) where it compiles; beside them the uniform-InfoGAN ablation
-  (``infogan_prior=uniform``, ``infogan_contrastive_weight=0``) compiled, which shows what the
-  NT-Xent term (augmentation, a second trunk pass over 2B images) costs. Every setting is timed
-  in turn, round after round, median of the rounds (``benchmarks.loops.interleaved_rates``),
-  so load from other jobs hits all alike; fed from memory;
-- peak resident memory of a process that builds and trains one setting alone;
-- the evaluation (``abc_tf.evaluation.tasks.digit_clusters``) on a model of the trained shape
-  (untrained weights: the cost does not depend on them): the digit classifier's training (once,
-  into a temporary cache directory) and its load from the cache, generating and classifying
-  1,000 images per code, and the 1-NN and k-means measures on the 10,000 test images.
+--method=elastic_infogan has presets mnist_elastic_infogan and mnist_elastic_infogan_quick. Both
+train on batches of 64 real images, compiled with XLA, and differ only in length.
 
-The data are the procedural MNIST (``data_source="procedural"``), so the benchmark needs no
-files; its images have the real MNIST's shape and type and its splits the real sizes.
+- train step: a D step and a G/Q/prior step, two Adam optimizers, NT-Xent on augmented real images.
+  ``ElasticInfoGANModel.train_step`` runs eagerly op by op in a Python loop, PyTorch's way as in the
+  authors' code. Against it run ``fit``, the compiled graph step, and ``fit`` with
+  ``jit_compile=True``, XLA, where it compiles. The compiled uniform-InfoGAN ablation runs beside
+  them: ``infogan_prior=uniform``, ``infogan_contrastive_weight=0``. It shows what the NT-Xent term
+  costs: augmentation and a second trunk pass over 2B images. ``benchmarks.loops.interleaved_rates``
+  times every setting in turn, round after round, fed from memory. It keeps the median of the
+  rounds, so load from other jobs hits all alike.
+- peak resident memory of a process that builds and trains one setting alone.
+- evaluation: ``abc_tf.evaluation.tasks.digit_clusters`` on an untrained model of the trained shape,
+  since the cost does not depend on the weights. It times the digit classifier's training, once,
+  into a temporary cache directory, and its load from the cache. It times generating and
+  classifying 1,000 images per code, and the 1-NN and k-means measures on the 10,000 test images.
+
+The data are the procedural MNIST, ``data_source="procedural"``, so the benchmark needs no files.
+Its images have the real MNIST's shape and type, and its splits the real sizes.
 
   python -m benchmarks.infogan_speed [--steps 10] [--rounds 3] [--no_write]
 """
@@ -86,7 +87,7 @@ def _batch(config) -> dict:
 
 
 def _setup(variant: str, jit_compile: bool):
-    """The model (compiled as its preset would be) and one batch."""
+    """The model, compiled as its preset would be, and one batch."""
     from abc_tf.runs import training
 
     config = config_for(variant, jit_compile)
@@ -134,7 +135,7 @@ def measure(steps: int, rounds: int) -> dict:
 
 def evaluation_seconds(per_code: int = PER_CODE) -> dict:
     """Seconds of each part of ``digit_clusters.evaluate_run``'s work on an untrained model of the
-    preset's shape, the classifier cached in a temporary directory."""
+    preset's shape. The classifier is cached in a temporary directory."""
     import numpy as np
     from sklearn.metrics import normalized_mutual_info_score
 
@@ -192,7 +193,7 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
 
 
 def peak_memory(setting: str, steps: int) -> float | None:
-    """Runs in a child process: peak RSS (MB) of building ``setting`` and training ``steps`` steps;
+    """Runs in a child process: the peak RSS in MB of building ``setting`` and training ``steps`` steps.
     None where the setting does not compile."""
     try:
         run = runner(setting)

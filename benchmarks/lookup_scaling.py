@@ -1,21 +1,22 @@
-"""Pose lookup against dictionary size: queries/s and memory of the exported ``lookup_pose``,
-of ``nearest_neighbours`` and of the evaluation's 50-dictionary protocol, for dictionaries of
-10^3 to 10^6 embeddings. Embeddings only: random, of the pose presets' size (64) and
-similarity (cosine); no images, no trained model.
+"""Pose lookup against dictionary size: queries/s and memory for dictionaries of 10^3 to 10^6 embeddings.
 
-- ``lookup_pose``: a real SavedModel written by ``abc_tf.runs.export.export_pose`` with an encoder
-  that only flattens its [1, 1, 64] "images", so a call is the dictionary search and nothing
-  else; calls of 1 image (serving one at a time) and of 256.
-- ``nearest_neighbours`` (abc_tf.evaluation.tasks.pose_accuracy): exact top-1 by chunks of
+Three lookups are timed: the exported ``lookup_pose``, ``nearest_neighbours`` and the evaluation's
+50-dictionary protocol. The embeddings are random, with the pose presets' size 64 and cosine
+similarity. There are no images and no trained model.
+
+- ``lookup_pose``: a real SavedModel written by ``abc_tf.runs.export.export_pose``. Its encoder only
+  flattens its [1, 1, 64] "images", so a call is the dictionary search and nothing else. Calls hold
+  1 image, serving one at a time, or 256.
+- ``nearest_neighbours`` from abc_tf.evaluation.tasks.pose_accuracy: exact top-1 by chunks of
   queries, 256 queries.
-- ``lookup_evaluation``: 500 queries (the procedural test set), 50 random dictionaries of N
-  drawn from a pool of 4N (``PoseEvalSettings``' default pool), as ``evaluate.py`` runs it.
+- ``lookup_evaluation``: 500 queries, the procedural test set, against 50 random dictionaries of N.
+  They are drawn from a pool of 4N, ``PoseEvalSettings``' default pool, as ``evaluate.py`` runs it.
 
-Memory: the peak resident memory a call adds to the process (``VmHWM`` after the call minus
-``VmRSS`` before it, the peak reset through /proc/self/clear_refs and freed heap handed back
-with ``malloc_trim`` first), on the first call of its shape (``lookup_pose``: in a fresh
-process), since TensorFlow with oneDNN keeps a call's buffers for the next call of the same
-shape; inputs already held are not counted.
+Memory is the peak resident memory a call adds to the process: ``VmHWM`` after the call minus
+``VmRSS`` before it. Before the call, /proc/self/clear_refs resets the peak and ``malloc_trim``
+hands freed heap back. It is taken on the first call of its shape, for ``lookup_pose`` in a fresh
+process. TensorFlow with oneDNN keeps a call's buffers for the next call of the same shape. Inputs
+already held are not counted.
 
   python -m benchmarks.lookup_scaling [--sizes 1000,10000,100000,1000000] [--no_write]
 """
@@ -67,7 +68,7 @@ def _status_kb(field: str) -> int:
 
 
 def added_peak_mb(function) -> tuple[float, object]:
-    """(peak resident MB that ``function`` adds to the process, its result)."""
+    """A pair: the peak resident MB that ``function`` adds to the process, and its result."""
     _LIBC.malloc_trim(0)  # freed memory kept by the heap would hide new allocations
     with open("/proc/self/clear_refs", "w") as handle:
         handle.write("5")  # resets VmHWM to the current VmRSS
@@ -92,7 +93,8 @@ def _export_call(model, batch: int, dim: int):
 
 
 def export_memory(spec: str) -> None:
-    """Prints the peak MB the first ``lookup_pose`` call of a batch adds (``PATH,BATCH,DIM``)."""
+    """Prints the peak MB that the first ``lookup_pose`` call of a batch adds.
+    ``spec`` is ``PATH,BATCH,DIM``."""
     path, batch, dim = spec.split(",")
     call = _export_call(tf.saved_model.load(path), int(batch), int(dim))
     print(added_peak_mb(call)[0])
@@ -222,7 +224,7 @@ def main() -> None:
         return
 
     preset = get_preset("pose_lookup_car")
-    dim, similarity = preset.model.embedding_dim, preset.method.similarity
+    dim, similarity = preset.encoder.embedding_dim, preset.method.similarity
     load_start = os.getloadavg()[0]
     rows = [measure(int(size), dim, similarity, args.seconds) for size in args.sizes.split(",")]
     lines = [

@@ -1,16 +1,15 @@
 """The training loops the benchmarks time, and the yardsticks they are read against.
 
-- :func:`eager_runner`: the authors' style, a Python loop run eagerly op by op with each set
-  embedded by its own encoder call;
-- :func:`fit_runner`: our training step, ``AbcModel.fit`` with a chosen precision, XLA and
-  ``steps_per_execution``, fed from memory; :func:`pipeline_fit_rate`: the same fed by the
-  experiment's own data pipeline;
-- :func:`interleaved_rates`: every runner timed in turn, round after round, median per runner,
-  so that a burst of load from other jobs on a shared machine hits all of them alike;
-- :func:`training_gflop` (or :func:`graph_gflop`, counted on the traced step) and
-  :func:`matmul_gflops_per_s`: the work of one step and the
-  machine's dense matrix-product rate, to tell a loop that wastes time from one that is
-  bound by arithmetic.
+- :func:`eager_runner`: the authors' style. A Python loop runs eagerly op by op, and each set is
+  embedded by its own encoder call.
+- :func:`fit_runner`: our training step, ``AbcModel.fit`` fed from memory, with a chosen precision,
+  XLA and ``steps_per_execution``. :func:`pipeline_fit_rate` is the same fed by the experiment's own
+  data pipeline.
+- :func:`interleaved_rates`: every runner timed in turn, round after round, with the median per
+  runner. So a burst of load from other jobs on a shared machine hits all of them alike.
+- :func:`training_gflop`, or :func:`graph_gflop` counted on the traced step, gives the work of one
+  step. :func:`matmul_gflops_per_s` gives the machine's dense matrix-product rate. Together they tell
+  a loop that wastes time from one that is bound by arithmetic.
 """
 
 from __future__ import annotations
@@ -133,9 +132,9 @@ def bare_runner(
     policy: str = "float32",
     model_kwargs: dict | None = None,
 ) -> Runner:
-    """The floor for ``fit``: the same AbcModel, optimizer and batch, trained by a plain compiled
-    ``tf.function`` step (GradientTape, loss, ``optimizer.apply``) called in a Python loop, with
-    no metrics, callbacks or data iterator."""
+    """The floor for ``fit``: the same AbcModel, optimizer and batch, trained by a plain compiled step.
+    The step is a ``tf.function`` of GradientTape, loss and ``optimizer.apply``, called in a Python loop.
+    It has no metrics, callbacks or data iterator."""
     model = compiled_model(build_encoder, policy=policy, model_kwargs=model_kwargs)
     sets = {key: tf.constant(value) for key, value in batch.items()}
     kwargs = model_kwargs or {}
@@ -173,11 +172,11 @@ def bare_runner(
 
 
 def pipeline_fit_rate(model: AbcModel, dataset: tf.data.Dataset, steps: int, rounds: int) -> float:
-    """Median steps/s of ``model.fit`` fed by ``dataset``, as training runs it: one ``fit``
-    call, one iterator, epochs of ``steps`` steps; the first epoch (tracing, the pipeline
-    filling up) is not counted. Run it after the other measurements of the process: tearing
-    down an iterator of a Python-fed pipeline slowed the ``fit`` calls that followed it for
-    seconds, so runners fed by pipelines are not interleaved with the others."""
+    """Median steps/s of ``model.fit`` fed by ``dataset``, as training runs it.
+    It makes one ``fit`` call with one iterator, in epochs of ``steps`` steps. The first epoch traces
+    the step and fills the pipeline, so it is not counted. Run it after the other measurements of the
+    process. Tearing down an iterator of a Python-fed pipeline slows the ``fit`` calls that follow it
+    for seconds. So runners fed by pipelines are not interleaved with the others."""
     timer = EpochTimer()
     model.fit(dataset, epochs=rounds + 1, steps_per_epoch=steps, verbose=0, shuffle=False, callbacks=[timer])
     return statistics.median(steps / seconds for seconds in timer.seconds[1:])
@@ -193,7 +192,7 @@ def interleaved_rates(runners: dict[str, Runner], steps: int, rounds: int) -> di
 
 
 def forward_macs(model: keras.Model) -> int:
-    """Multiply-adds of one image through the convolutions and dense layers (the bulk of the work)."""
+    """Multiply-adds of one image through the convolutions and dense layers, which do the bulk of the work."""
     total = 0
     for layer in model.layers:
         if isinstance(layer, keras.Model):
@@ -208,15 +207,15 @@ def forward_macs(model: keras.Model) -> int:
 
 
 def training_gflop(encoder: keras.Model, images_per_step: int) -> float:
-    """About 3x the forward work (forward, gradient of the activations, gradient of the weights),
-    2 flop per MAC."""
+    """About 3x the forward work, at 2 flop per MAC.
+    The three parts are the forward pass, the gradient of the activations and the gradient of the weights."""
     return 3 * 2 * forward_macs(encoder) * images_per_step / 1e9
 
 
 def graph_gflop(function: Callable, *specs) -> float | None:
-    """Floating-point work of one call of ``function`` traced at ``specs`` (tf.TensorSpec), as
-    TensorFlow's graph profiler counts it: convolutions (and their gradients), matrix products
-    and element-wise ops, for any method's step, without a per-layer formula. None when the
+    """Floating-point work of one call of ``function`` traced at ``specs``, of tf.TensorSpec.
+    TensorFlow's graph profiler counts it: convolutions and their gradients, matrix products and
+    element-wise ops. So it works for any method's step, without a per-layer formula. None when the
     graph holds a conditional: the count would add the work of both branches."""
     from tensorflow.python.profiler import model_analyzer, option_builder
 
@@ -243,12 +242,13 @@ def matmul_gflops_per_s(dtype: tf.DType = tf.float32, size: int = 2048, repeats:
 
 
 def eager_step(model: keras.Model, batch: dict) -> dict:
-    """One ``model.train_step`` outside any tf.function: eager, op by op (PyTorch's way)."""
+    """One ``model.train_step`` outside any tf.function: eager, op by op, PyTorch's way."""
     return model.train_step({key: tf.constant(value) for key, value in batch.items()})
 
 
 def train_step_eager_runner(model: keras.Model, batch: dict) -> Runner:
-    """``model.train_step`` (any method: PMP, VITAE, Elastic-InfoGAN) run eagerly in a Python loop."""
+    """``model.train_step`` of any method, run eagerly in a Python loop.
+    It serves PMP, VITAE and Elastic-InfoGAN."""
     batch = {key: tf.constant(value) for key, value in batch.items()}
 
     def run(steps: int) -> float:
@@ -263,8 +263,8 @@ def train_step_eager_runner(model: keras.Model, batch: dict) -> Runner:
 
 
 def train_step_fit_runner(model: keras.Model, batch: dict) -> Runner:
-    """``model.fit`` (its compiled train_step, XLA if compiled so) on ``batch`` repeated from memory;
-    timed from the start to the end of a Keras epoch, in whole compiled calls."""
+    """``model.fit`` on ``batch`` repeated from memory: its compiled train_step, XLA if compiled so.
+    It is timed from the start to the end of a Keras epoch, in whole compiled calls."""
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
     timer = EpochTimer()
     per_call = model.steps_per_execution

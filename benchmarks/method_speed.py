@@ -1,13 +1,12 @@
 """Every method's compiled training step against the host's own arithmetic limit.
 
-In one process, for each method's quick preset (the run its package names as ``QUICK``): the
-model built as ``train.py`` builds it (the preset's precision and XLA setting, the steps per
-call that the default flags give), trained by ``fit`` on one batch of the preset's own
-pipeline repeated from memory. Per method it reports the step's floating-point work
-(TensorFlow's profiler on the traced ``train_step``), steps/s (median of rounds) and the
-fraction of the host's float32 matrix-product rate that the step reaches. The matrix-product
-rate is timed just before and just after each method, so a burst of load from other jobs hits
-both sides of the ratio.
+It runs in one process, on each method's quick preset: the run its package names as ``QUICK``. The
+model is built as ``train.py`` builds it, with the preset's precision and XLA setting. Its steps per
+call are what the default flags give. ``fit`` trains it on one batch of the preset's own pipeline,
+repeated from memory. Per method it reports three figures. TensorFlow's profiler counts the step's
+floating-point work on the traced ``train_step``. Steps/s is the median of rounds. The third is the
+fraction of the host's float32 matrix-product rate that the step reaches. That rate is timed just
+before and just after each method, so a burst of load from other jobs hits both sides of the ratio.
 
 Writes docs/figures/benchmarks/method_speed.json and the section of BENCHMARKS.md.
 

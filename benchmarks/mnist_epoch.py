@@ -1,10 +1,10 @@
-"""Seconds per epoch of MNIST digit-style training, next to the paper's 47.8 s/epoch (Tesla K80).
+"""Seconds per epoch of MNIST digit-style training, next to the paper's 47.8 s/epoch on a Tesla K80.
 
-An epoch is 60,000 training images seen; a step sees two stacks of 64 (128 images), so an
-epoch is 468.75 steps. Measured on the real training path: the ``mnist`` preset's data
-pipeline (``abc_tf.data.mnist.family.make_dataset``), encoder and compiled ``AbcModel.fit``
-(``abc_tf.runs.training``), after a warm-up that traces the step; the data pipeline alone is
-timed too, to show whether it limits training.
+An epoch is 60,000 training images seen. A step sees two stacks of 64, that is 128 images, so an
+epoch is 468.75 steps. It is measured on the real training path. That path is the ``mnist`` preset's
+data pipeline from ``abc_tf.data.mnist.family.make_dataset``, its encoder, and the compiled
+``AbcModel.fit`` of ``abc_tf.runs.training``. A warm-up traces the step first. The data pipeline
+alone is timed too, to show whether it limits training.
 
   python -m benchmarks.mnist_epoch [--data_path=/path/to/mnist] [--steps=150] [--repeats=3] [--no_write]
 """
@@ -115,7 +115,7 @@ def main() -> None:
         "machine": machine_line(),
         "data": source,
         "set_size": base.batch.set_size,
-        "embedding_dim": base.model.embedding_dim,
+        "embedding_dim": base.encoder.embedding_dim,
         "steps": args.steps,
         "repeats": args.repeats,
     }

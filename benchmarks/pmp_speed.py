@@ -1,19 +1,21 @@
-"""PMP's training step (--method=pmp, preset shapes3d_pmp: 32 pairs, 64 images a step):
+"""PMP's training step: eager against compiled, the pairs pipeline, and peak memory.
 
-- the same ``PMPModel.train_step`` run eagerly op by op in a Python loop (PyTorch's way, the
-  authors' code), against ``PMPModel.fit`` (the compiled train step) in float32 and in mixed
-  precision, fed from memory; every setting timed in turn, round after round, median of the
-  rounds (``benchmarks.loops.interleaved_rates``), so load from other jobs hits all alike;
-- the pairs pipeline alone, and the mixed-precision fit fed by it as in training;
+The method is --method=pmp with preset shapes3d_pmp: 32 pairs, 64 images a step.
+
+- ``PMPModel.train_step`` runs eagerly op by op in a Python loop, PyTorch's way as in the authors'
+  code. Against it runs ``PMPModel.fit``, the compiled train step, in float32 and in mixed precision,
+  fed from memory. ``benchmarks.loops.interleaved_rates`` times every setting in turn, round after
+  round, and keeps the median of the rounds. So load from other jobs hits all alike.
+- the pairs pipeline alone, and the mixed-precision fit fed by it as in training.
 - peak resident memory of a process that builds and trains each setting alone.
 
-Steps are timed in the phase where every loss term is on (the optimizer step set past half
-of the run: L_cons costs a second decoder and encoder pass); the warm-up's steps, with
-reconstruction alone, are timed as well for the compiled float32 step.
+Steps are timed in the full phase, the optimizer step set past half of the run. There every loss
+term is on, and L_cons costs a second decoder and encoder pass. For the compiled float32 step, the
+warm-up's steps are timed as well: they train reconstruction alone.
 
-XLA (``jit_compile``) is left out: its CPU convolutions are slower than oneDNN's (the suite's
-shapes3d row reads 0.9x), and an interleaved PMP run with it did not finish three rounds in
-13 minutes of CPU time.
+XLA, ``jit_compile``, is left out. Its CPU convolutions are slower than oneDNN's: the suite's
+shapes3d row reads 0.9x. An interleaved PMP run with XLA did not finish three rounds in 13 minutes
+of CPU time.
 
   python -m benchmarks.pmp_speed [--steps 10] [--rounds 3] [--no_write]
 """
@@ -42,7 +44,8 @@ TITLE = "PMP training step (CPU)"
 
 
 def _setup(mixed: bool, steps_per_execution: int = 1):
-    """The preset's model (float32 or mixed) and one batch of pairs, the step in the full phase."""
+    """The preset's model in float32 or mixed precision, and one batch of pairs.
+    The step is set in the full phase."""
     import keras
 
     from abc_tf import data
@@ -71,10 +74,11 @@ def runner(setting: str):
 
 
 def authors_loss(model, batch, iteration: int):
-    """The loss of one step in the structure of the authors' PyTorch step: each projector called
-    on its own (their list of k small networks), the k mixes of L_cons assembled in a Python loop
-    over the subspaces, then 2B of them kept at random; the vectorised parts of their step
-    (sparsity, distances, usage) are the library's functions. Call it under a GradientTape."""
+    """The loss of one step in the structure of the authors' PyTorch step.
+    Each projector is called on its own, as in their list of k small networks. The k mixes of L_cons are
+    assembled in a Python loop over the subspaces. Then 2B of them are kept at random. The vectorised
+    parts of their step are the library's functions: sparsity, distances and usage. Call it under a
+    GradientTape."""
     import tensorflow as tf
 
     from abc_tf.methods.pmp import model as pmp
@@ -115,7 +119,7 @@ def authors_loss(model, batch, iteration: int):
 
 
 def authors_eager_runner(model, batch):
-    """:func:`authors_loss` and the update, eagerly, op by op (PyTorch's way)."""
+    """:func:`authors_loss` and the update, eagerly, op by op, PyTorch's way."""
     import tensorflow as tf
 
     def step(iteration: int):
@@ -137,9 +141,9 @@ def authors_eager_runner(model, batch):
 
 
 def floor_runner(model, batch):
-    """The floor under any compiled step: the four network passes of a PMP step alone (encoder
-    and decoder on the batch's images, decoder and encoder on as many mixes), forward and
-    backward in one tf.function, no loss terms, no optimizer update."""
+    """The floor under any compiled step: the four network passes of a PMP step alone.
+    They are the encoder and decoder on the batch's images, then the decoder and encoder on as many
+    mixes. They run forward and backward in one tf.function, with no loss terms and no optimizer update."""
     import tensorflow as tf
 
     from abc_tf.methods.base import to_float_images
@@ -204,7 +208,7 @@ def measure(steps: int, rounds: int) -> dict:
 
 
 def peak_memory(setting: str, steps: int) -> float:
-    """Runs in a child process: peak RSS (MB) of building ``setting`` and training ``steps`` steps."""
+    """Runs in a child process: the peak RSS in MB of building ``setting`` and training ``steps`` steps."""
     runner(setting)(steps)
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 

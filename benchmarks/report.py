@@ -37,7 +37,7 @@ def machine_line() -> str:
 
 
 def precision_line() -> str:
-    """What ``--trainer.mixed_precision`` computes in on this host, and why (abc_tf.runs.precision)."""
+    """What ``--trainer.mixed_precision`` computes in on this host, and why, by abc_tf.runs.precision."""
     from abc_tf.runs import precision  # with TensorFlow, as in machine_line
 
     chosen = precision.choose(True)
@@ -46,7 +46,7 @@ def precision_line() -> str:
 
 
 def write_section(title: str, body: str, path: str = BENCHMARKS_FILE) -> None:
-    """Replaces the ``## title`` section (or appends it) with ``body``."""
+    """Replaces the ``## title`` section with ``body``, or appends it."""
     text = open(path).read() if os.path.exists(path) else HEADER
     section = f"## {title}\n\n{body.strip()}\n\n"
     pattern = re.compile(rf"^## {re.escape(title)}\n.*?(?=^## |\Z)", re.S | re.M)
@@ -61,14 +61,15 @@ SHARED = " shared with other jobs, so absolute rates vary"
 
 
 def load_line(load_start: float, cores: str = SHARED) -> str:
-    """The 1-minute load average at the start (``load_start``) and now: what else ran on the
-    shared machine."""
+    """The 1-minute load average at the start, ``load_start``, and now.
+    It shows what else ran on the shared machine."""
     return load_text({"load": [load_start, os.getloadavg()[0]], "cpu_count": os.cpu_count()}, cores)
 
 
 def measured(load_start: float) -> dict:
-    """What a section states about its run besides the figures, as a results file keeps it: the
-    machine line, the 1-minute load average at the start (``load_start``) and now, and the cores."""
+    """What a section states about its run besides the figures, as a results file keeps it.
+    It holds the machine line, the cores, and the 1-minute load average at the start and now.
+    ``load_start`` is the one at the start."""
     return {"machine": machine_line(), "load": [load_start, os.getloadavg()[0]], "cpu_count": os.cpu_count()}
 
 
@@ -82,14 +83,14 @@ def load_text(results: dict, cores: str = SHARED) -> str:
 
 
 def read_results(file: str, root: str = ROOT) -> dict:
-    """The results file ``file`` (relative to ``root``), as :func:`save_results` wrote it."""
+    """The results file ``file``, relative to ``root``, as :func:`save_results` wrote it."""
     with open(os.path.join(root, file)) as handle:
         return json.load(handle)
 
 
 def publish(title: str, body: str, write: bool, draw=None) -> None:
-    """Prints ``body``; with ``write``, draws the figures (``draw()``, into FIGURES) and writes the
-    ``## title`` section."""
+    """Prints ``body``.
+    With ``write``, it draws the figures by ``draw()`` into FIGURES and writes the ``## title`` section."""
     print(body)
     if write:
         if draw is not None:
@@ -99,8 +100,8 @@ def publish(title: str, body: str, write: bool, draw=None) -> None:
 
 
 def save_results(name: str, results: Any) -> str:
-    """Writes ``results`` to ``docs/figures/benchmarks/<name>.json``, the file the documents' figures
-    point into (scripts/doc_figures.py), and returns its path."""
+    """Writes ``results`` to ``docs/figures/benchmarks/<name>.json`` and returns its path.
+    The documents' figures point into that file, through scripts/doc_figures.py."""
     os.makedirs(FIGURES, exist_ok=True)
     path = os.path.join(FIGURES, f"{name}.json")
     with open(path, "w") as handle:
@@ -116,8 +117,8 @@ def _plain(value: Any) -> Any:
 
 
 def argument_parser(doc: str, leaves: str = "BENCHMARKS.md and the figures") -> argparse.ArgumentParser:
-    """A script's parser: its docstring ``doc`` as help, and ``--no_write`` (print only, leave
-    ``leaves`` alone)."""
+    """A script's parser: its docstring ``doc`` as help, and ``--no_write``.
+    ``--no_write`` prints only and leaves ``leaves`` alone."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no_write", action="store_true", help=f"Print only; leave {leaves} alone.")
     return parser
@@ -125,7 +126,8 @@ def argument_parser(doc: str, leaves: str = "BENCHMARKS.md and the figures") -> 
 
 @contextlib.contextmanager
 def log_log_axes(path: str, xlabel: str, ylabel: str, title: str, legend_size: int | None = None):
-    """Axes to draw on; on leaving: log-log scales, labels, grid and legend, saved to ``path`` (100 dpi)."""
+    """Axes to draw on.
+    On leaving, it sets log-log scales, labels, grid and legend, and saves to ``path`` at 100 dpi."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display on the build machines
@@ -144,9 +146,9 @@ def log_log_axes(path: str, xlabel: str, ylabel: str, title: str, legend_size: i
 
 
 def rounds_arguments(doc: str, steps: int, steps_help: str) -> argparse.Namespace:
-    """The command line of a benchmark that times settings in interleaved rounds, measuring in
-    child processes (:func:`run_child`): ``--steps``, ``--rounds``, ``--no_write`` and the hidden
-    ``--child`` naming what a child measures."""
+    """The command line of a benchmark that times settings in interleaved rounds.
+    It measures in child processes, by :func:`run_child`. The arguments are ``--steps``, ``--rounds``,
+    ``--no_write`` and the hidden ``--child``, which names what a child measures."""
     parser = argument_parser(doc, leaves="BENCHMARKS.md")
     parser.add_argument("--steps", type=int, default=steps, help=steps_help)
     parser.add_argument("--rounds", type=int, default=3)
@@ -157,9 +159,10 @@ def rounds_arguments(doc: str, steps: int, steps_help: str) -> argparse.Namespac
 def answer_child(
     name: str | None, named: dict[str, Callable[[], Any]], setting: Callable[[str], Any]
 ) -> bool:
-    """In a child process (``name``: its ``--child``), prints ``RESULT`` and the JSON of
-    ``named[name]()``, or of ``setting(name)`` for any other name (one setting measured alone,
-    e.g. its peak memory), and returns True; returns False in the parent (``name`` None)."""
+    """In a child process, prints ``RESULT`` and a JSON result, and returns True.
+    ``name`` is the child's ``--child``. The result is ``named[name]()``, or ``setting(name)`` for any
+    other name: one setting measured alone, e.g. its peak memory. In the parent ``name`` is None, and it
+    returns False."""
     if not name:
         return False
     print("RESULT" + json.dumps(named[name]() if name in named else setting(name)))
@@ -167,9 +170,9 @@ def answer_child(
 
 
 def run_children(module: str, children: dict[str, str], args: list[str]) -> dict[str, dict]:
-    """{label: :func:`run_child` of ``module`` with ``--child CHILD`` and ``args``} for each
-    label and CHILD of ``children``, one after another (each alone on the machine), printing
-    each result and its seconds as it comes."""
+    """``{label: result}``, one :func:`run_child` of ``module`` per label and CHILD of ``children``.
+    Each child gets ``--child CHILD`` and ``args``. They run one after another, each alone on the machine.
+    Each result and its seconds are printed as they come."""
     results = {}
     for label, child in children.items():
         began = time.perf_counter()
@@ -179,9 +182,9 @@ def run_children(module: str, children: dict[str, str], args: list[str]) -> dict
 
 
 def run_child(module: str, args: list[str]) -> dict:
-    """Runs ``python -m module args`` from the repository root (a benchmark measuring alone in a
-    fresh process, e.g. its peak memory) and returns the JSON it prints after ``RESULT``;
-    RuntimeError with its stderr if it fails."""
+    """Runs ``python -m module args`` from the repository root.
+    It returns the JSON that the child prints after ``RESULT``. The child is a benchmark measuring
+    alone in a fresh process, e.g. for its peak memory. If it fails, RuntimeError carries its stderr."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     completed = subprocess.run(
         [sys.executable, "-m", module, *args], capture_output=True, text=True, env=env, cwd=ROOT

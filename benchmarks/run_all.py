@@ -1,20 +1,22 @@
-"""The benchmark suite: for each experiment preset, in one run on one machine,
+"""The benchmark suite: training speed, arithmetic, pipeline and memory for each experiment preset.
 
-- steps/s and images/s of compiled training (``AbcModel.fit``) against a plain eager loop of
-  the same step (the authors' style), and the effect of steps_per_execution, jit_compile
-  and mixed precision; every setting is timed in turn, round after round (median of the
-  rounds), so load from other jobs hits all of them alike;
-- the arithmetic of one step against the machine's dense matrix-product rate, which bounds
-  what any loop can reach;
-- data-pipeline throughput against what training consumes (goal: >= 2x), and training fed
-  by the real pipeline against training fed from memory;
+Each preset is measured in one run on one machine:
+
+- steps/s and images/s of compiled training, ``AbcModel.fit``, against a plain eager loop of the
+  same step, the authors' style. Also the effect of steps_per_execution, jit_compile and mixed
+  precision. Every setting is timed in turn, round after round, and the median of the rounds kept.
+  So load from other jobs hits all of them alike.
+- the arithmetic of one step against the machine's dense matrix-product rate, which bounds what any
+  loop can reach.
+- data-pipeline throughput against what training consumes, with a goal of >= 2x. And training fed
+  by the real pipeline against training fed from memory.
 - peak resident memory of the process.
 
-'mixed' is what ``--trainer.mixed_precision`` gets on the host (abc_tf.runs.precision; the section says
-which): float32 on a CPU without native bfloat16.
+'mixed' is what ``--trainer.mixed_precision`` gets on the host, by abc_tf.runs.precision. The
+section says which: float32 on a CPU without native bfloat16.
 
-Each experiment runs in its own process. On a machine with a GPU the section title says so,
-so CPU and GPU figures sit side by side in BENCHMARKS.md.
+Each experiment runs in its own process. On a machine with a GPU the section title says so. So CPU
+and GPU figures sit side by side in BENCHMARKS.md.
 
   python -m benchmarks.run_all [--experiments shapes3d,mnist] [--steps 30] [--rounds 3] [--no_write]
 """
@@ -100,7 +102,7 @@ def measure(experiment: str, steps: int, rounds: int) -> dict:
     mixed_dtype = {"mixed_float16": tf.float16, "mixed_bfloat16": tf.bfloat16}.get(mixed_policy, tf.float32)
     return {
         "experiment": experiment,
-        "model": config.model.architecture,
+        "model": config.encoder.architecture,
         "images_per_step": images,
         "gflop_per_step": loops.training_gflop(build_full(), images),
         "matmul_gflops": loops.matmul_gflops_per_s(tf.float32),

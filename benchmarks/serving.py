@@ -2,14 +2,14 @@
 
   python -m benchmarks.serving [--calls=N] [--no_write]
 
-Exports the ``pose_quick`` encoder (S5-small, 32 x 32 RGB, d = 64; untrained: the cost does
-not depend on the weights) with a lookup dictionary of 1800 poses (the paper's size), then
-starts a new Python process that blocks imports of ``abc_tf`` and ``models``, loads the
-SavedModel with ``tf.saved_model.load`` and times ``embed_uint8`` and ``lookup_pose_uint8``
-at batch sizes 1, 32 and 256, in interleaved rounds after a warm-up round: images/s (median
-over rounds) and per-call latency percentiles (over all timed calls). A last row has 4 threads
-calling one loaded model at batch 32. Writes docs/figures/benchmarks/serving.json and the
-"Serving (SavedModel)" section of BENCHMARKS.md, which ``section`` writes from that file alone.
+It exports the ``pose_quick`` encoder: S5-small on 32 x 32 RGB, with d = 64. The encoder is
+untrained, since the cost does not depend on the weights. Its lookup dictionary holds 1800 poses,
+the paper's size. A new Python process blocks imports of ``abc_tf`` and ``models`` and loads the
+SavedModel with ``tf.saved_model.load``. It times ``embed_uint8`` and ``lookup_pose_uint8`` at batch
+sizes 1, 32 and 256, in interleaved rounds after a warm-up round. It reports images/s, the median
+over rounds, and per-call latency percentiles over all timed calls. A last row has 4 threads calling
+one loaded model at batch 32. It writes docs/figures/benchmarks/serving.json and the "Serving
+(SavedModel)" section of BENCHMARKS.md. ``section`` writes that section from the file alone.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def export_model(path: str) -> None:
     keras.utils.set_random_seed(0)
     shape = (config.data.image_size, config.data.image_size, 3)
     encoder = models.build(
-        config.model.architecture, embedding_dim=config.model.embedding_dim, input_shape=shape
+        config.encoder.architecture, embedding_dim=config.encoder.embedding_dim, input_shape=shape
     )
     rng = np.random.default_rng(0)
     images = rng.integers(0, 256, (DICTIONARY_SIZE, *shape), dtype=np.uint8)

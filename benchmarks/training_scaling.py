@@ -1,18 +1,19 @@
 """How training cost grows with set size N and pairs per step P, and fit against a bare loop.
 
-In one process, on random uint8 sets and embeddings (no data pipeline), compiled, float32
-unless named:
+All runs share one process and use random uint8 sets and embeddings, with no data pipeline. They
+are compiled, and float32 unless named:
 
-- the whole step, ``AbcModel.fit`` from memory, for the Shapes3D (S3, d=64) and MNIST (S4,
-  d=8) models, float32 and mixed precision, over N in 32..1024 (P=1) and P in 1, 4, 16;
-- its two parts apart: the encoder's forward and backward per image, and the ABC loss's
-  forward and backward on [P, N, d] embeddings for every similarity (the loss always runs in
-  float32, so precision changes only the encoder's part);
-- peak memory of each, from TensorFlow's CPU allocator (reset before each measurement);
-- l1 with the [P, N, M, d] difference tensor built whole (as before the chunked form) next
-  to the chunked form, to show what the chunks save;
-- ``AbcModel.fit`` against a plain ``tf.function`` loop on the same model and batch
-  (interleaved rounds, median), float32: fit / bare time per step.
+- the whole step, ``AbcModel.fit`` from memory, for the Shapes3D model, S3 with d=64, and the MNIST
+  model, S4 with d=8. It runs in float32 and mixed precision, over N in 32..1024 at P=1 and over
+  P in 1, 4, 16.
+- its two parts apart: the encoder's forward and backward per image, and the ABC loss's forward
+  and backward on [P, N, d] embeddings for every similarity. The loss always runs in float32, so
+  precision changes only the encoder's part.
+- peak memory of each, from TensorFlow's CPU allocator, reset before each measurement.
+- l1 with the [P, N, M, d] difference tensor built whole, next to the chunked form, to show what
+  the chunks save.
+- ``AbcModel.fit`` against a plain ``tf.function`` loop on the same model and batch, in float32.
+  They run in interleaved rounds, and the medians give fit / bare time per step.
 
   python -m benchmarks.training_scaling [--quick] [--no_write]
 """
@@ -52,8 +53,8 @@ FILE = "docs/figures/benchmarks/training_scaling.json"
 
 
 def peak_mb_of(run) -> tuple[float, float]:
-    """(seconds per call, peak MB that ``run()`` adds to TensorFlow's CPU allocator), after one
-    warm-up call."""
+    """A pair: seconds per call, and the peak MB that ``run()`` adds to TensorFlow's CPU allocator.
+    Both are taken after one warm-up call."""
     run()
     tf.config.experimental.reset_memory_stats("CPU:0")
     baseline = tf.config.experimental.get_memory_info("CPU:0")["current"]
@@ -110,9 +111,10 @@ def step_cost(model: str, shape: tuple, dim: int, pairs: int, size: int, policy:
 
 
 def fit_against_bare(model: str, shape: tuple, dim: int, size: int, steps: int, rounds: int) -> dict:
-    """Median steps/s and CPU milliseconds per step (all threads of the process) of fit and of the
-    bare loop, timed in turn round after round. CPU time is the steadier measure on a shared
-    machine: another job's load slows the wall clock of both, but not the work each one does."""
+    """Median steps/s and CPU milliseconds per step of fit and of the bare loop.
+    They are timed in turn, round after round. CPU time counts all threads of the process. It is the
+    steadier measure on a shared machine: another job's load slows the wall clock of both, but not the
+    work each one does."""
     rng = np.random.default_rng(0)
     batch = {key: rng.integers(0, 256, size=(1, size) + shape, dtype=np.uint8) for key in ("set_a", "set_b")}
     build = lambda: models.build(model, embedding_dim=dim, input_shape=shape)  # noqa: E731
@@ -352,8 +354,8 @@ def section(results: dict) -> str:
 
 
 def reading(results: dict) -> list[str]:
-    """The findings, computed from the rows: where the loss starts to matter next to the encoder, and
-    what the chunked l1 saves."""
+    """The findings, computed from the rows.
+    They say where the loss starts to matter next to the encoder, and what the chunked l1 saves."""
     s3, s4 = MODELS
     ratio = {}
     for label in MODELS:

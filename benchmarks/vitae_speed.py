@@ -1,19 +1,20 @@
-"""VITAE's training step (--method=c_vitae, presets mnist_c_vitae: batches of 512, graph;
-mnist_c_vitae_quick: batches of 128, XLA):
+"""VITAE's training step and spatial transformer: eager, graph and XLA, an MNIST epoch, and memory.
 
-- the spatial transformer alone (theta -> expm -> bilinear sampling, forward and the gradient
-  to theta and to the image) at batch 128 and 512: eager, ``tf.function`` and
-  ``tf.function(jit_compile=True)``, in microseconds per image;
-- the C-VITAE train step: the same ``VITAEModel.train_step`` run eagerly op by op in a Python
-  loop (PyTorch's way, the authors' code) against ``fit`` (the compiled step, graph) and
-  ``fit`` with ``jit_compile=True`` (XLA), at both batch sizes, fed from memory; the VAE and
-  U-VITAE compiled with XLA beside them. Every setting is timed in turn, round after round,
-  median of the rounds (``benchmarks.loops.interleaved_rates``), so load from other jobs hits
-  all alike;
-- an MNIST epoch (54,051 training images, digit 9 held out) at each batch size, from the
-  measured rates, and from ``fit`` fed by the real "images" stream
-  (``abc_tf.data.mnist.family.make_images_dataset``) in the preset's own setting; the stream reads
-  the procedural MNIST (``data_source="procedural"``), so the benchmark needs no files;
+The method is --method=c_vitae. Preset mnist_c_vitae trains on batches of 512 in a graph.
+mnist_c_vitae_quick trains on batches of 128 with XLA.
+
+- the spatial transformer alone: theta -> expm -> bilinear sampling, forward and the gradient to
+  theta and to the image. It runs at batch 128 and 512, eager, as ``tf.function`` and as
+  ``tf.function(jit_compile=True)``. Times are in microseconds per image.
+- the C-VITAE train step: ``VITAEModel.train_step`` runs eagerly op by op in a Python loop, PyTorch's
+  way as in the authors' code. Against it run ``fit``, the compiled graph step, and ``fit`` with
+  ``jit_compile=True``, XLA. Both batch sizes are fed from memory. The VAE and U-VITAE run beside
+  them, compiled with XLA. ``benchmarks.loops.interleaved_rates`` times every setting in turn, round
+  after round, and keeps the median. So load from other jobs hits all alike.
+- an MNIST epoch of 54,051 training images, digit 9 held out, at each batch size. It comes from the
+  measured rates, and from ``fit`` fed by the real "images" stream in the preset's own setting. That
+  stream is ``abc_tf.data.mnist.family.make_images_dataset``. It reads the procedural MNIST,
+  ``data_source="procedural"``, so the benchmark needs no files.
 - peak resident memory of a process that builds and trains one setting alone.
 
   python -m benchmarks.vitae_speed [--steps 20] [--rounds 3] [--no_write]
@@ -67,7 +68,8 @@ def _batch(config) -> dict:
 
 
 def _setup(variant: str, batch: int, jit_compile: bool):
-    """The model (compiled as its preset would be) and one batch; the step set past the KL warm-up."""
+    """The model, compiled as its preset would be, and one batch.
+    The step is set past the KL warm-up."""
     from abc_tf.runs import training
 
     config = config_for(variant, batch, jit_compile)
@@ -86,9 +88,10 @@ def runner(setting: str):
 
 
 def warp_step(mode: str):
-    """(images, theta) -> (loss, d loss / d images, d loss / d theta) of the warp alone: theta
-    -> T_theta = expm(...) -> bilinear sampling, the loss a fixed weighting of the output's
-    pixels. ``mode``: "eager", "function" (tf.function) or "xla" (tf.function(jit_compile=True))."""
+    """The warp alone: ``(images, theta) -> (loss, d loss / d images, d loss / d theta)``.
+    The path is theta -> T_theta = expm(...) -> bilinear sampling. The loss is a fixed weighting of the
+    output's pixels. ``mode`` is "eager", "function" for tf.function, or "xla" for
+    tf.function(jit_compile=True)."""
     import tensorflow as tf
 
     from models import spatial_transformer
@@ -178,7 +181,7 @@ def measure(steps: int, rounds: int) -> dict:
 
 
 def peak_memory(setting: str, steps: int) -> float:
-    """Runs in a child process: peak RSS (MB) of building ``setting`` and training ``steps`` steps."""
+    """Runs in a child process: the peak RSS in MB of building ``setting`` and training ``steps`` steps."""
     runner(setting)(steps)
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -187,7 +190,7 @@ def peak_memory(setting: str, steps: int) -> float:
 
 
 def epoch_seconds(steps_per_s: float, batch: int) -> float:
-    """Seconds for one epoch of EPOCH_IMAGES images at ``batch`` (the last step a full batch too)."""
+    """Seconds for one epoch of EPOCH_IMAGES images at ``batch``; the last step is a full batch too."""
     return math.ceil(EPOCH_IMAGES / batch) / steps_per_s
 
 

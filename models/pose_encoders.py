@@ -56,8 +56,8 @@ def _load_resnet_weights(model: keras.Model, weights: str, input_shape: tuple[in
             f"Cannot load ResNet50V2 weights {weights!r} ({first_line}). weights='imagenet' downloads "
             "resnet50v2_weights_tf_dim_ordering_tf_kernels_notop.h5 on first use (internet needed, "
             "then cached in ~/.keras/models); without internet copy that file there or pass its path "
-            "(--model.backbone_weights=PATH); "
-            "an empty --model.backbone_weights (weights=None) starts from random weights."
+            "(--encoder.backbone_weights=PATH); "
+            "an empty --encoder.backbone_weights (weights=None) starts from random weights."
         ) from None
     for layer in reference.layers:
         if layer.weights and layer.name in {own.name for own in model.layers}:

@@ -154,7 +154,7 @@ def preset_step_counts(args: list[str]) -> list[str]:
     """The fields of :data:`PRESET_SCALED` that the train.py command ``args`` leaves to its preset
     and the preset sets to a step count (not 0); none when the preset cannot be read."""
     given = dict(arg[2:].partition("=")[::2] for arg in args if arg.startswith("--"))
-    chosen = {name: given[name] for name in ("data", "method", "model") if name in given}
+    chosen = {name: given[name] for name in ("data", "method", "encoder") if name in given}
     try:
         flat = experiments.choose(
             experiments.get_preset(given.get("experiment", DEFAULT_EXPERIMENT)), **chosen

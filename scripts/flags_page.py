@@ -1,5 +1,5 @@
 """Writes docs/FLAGS.md from the configs themselves: every preset with what it trains, and every
-field of every part (trainer, batch, model, each data family's, each method's) with its default
+field of every part (trainer, batch, encoder, each data family's, each method's) with its default
 and its help text, so the page cannot drift from the code. ``tests/test_flags_page.py`` fails
 when the committed page differs from what this writes. The Markdown is ``abc_tf flags``'s
 (abc_tf.cli.flags), which also writes one method's or data family's section for a plug-in.

@@ -491,7 +491,7 @@ def test_the_declaration():
     assert config_class is method.config is ada_gvae.AdaGvaeConfig
     assert (
         config_class.batch_format == "pairs"
-        and not config_class.has_model_part
+        and not config_class.has_encoder_part
         and config_class(name=method.name).length_scale() is None
     )
     paper = get_preset("shapes3d_ada_gvae")
@@ -544,7 +544,7 @@ def test_the_presets_and_the_smoke_config_validate_and_build():
         1e-4,
     )
     assert ada_model.ADAM_BETAS == (0.9, 0.999) and ada_model.ADAM_EPSILON == 1e-8
-    assert (paper.data.family, paper.data.source, paper.model) == ("shapes3d", "auto", None)
+    assert (paper.data.family, paper.data.source, paper.encoder) == ("shapes3d", "auto", None)
     assert quick.method == paper.method and quick.data == paper.data and quick.trainer.steps <= 2000
     assert SMOKE.trainer.steps <= 4 and SMOKE.batch.pairs_per_step == 2 and SMOKE.data.source == "auto"
     for config in (paper, quick, SMOKE):

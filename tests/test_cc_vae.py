@@ -403,7 +403,7 @@ def test_the_declaration():
     assert config_class is cc_vae_config.CcVaeConfig
     assert (
         config_class.batch_format == "sets"
-        and not config_class.has_model_part
+        and not config_class.has_encoder_part
         and config_class(name=method.name).length_scale() is None
     )
     preset = get_preset("mnist_cc_vae")
@@ -517,7 +517,7 @@ def test_the_presets_are_the_authors_settings():
     # Stacks of ABC's MNIST size (ABC supplement L164), 32 pairs each: two make the authors'
     # batch of 64 pairs; digit 9 held out (L114); 100 epochs of the 54,051 remaining images.
     assert paper.batch.set_size == 64 and paper.batch.pairs_per_step * paper.batch.set_size // 2 == 64
-    assert paper.data.holdout_digit == "9" and paper.model is None
+    assert paper.data.holdout_digit == "9" and paper.encoder is None
     assert paper.trainer.steps * 64 / 54_051 == pytest.approx(100, rel=1e-4)
     # Both rates / 10 after 80 of the 100 epochs (training.py L79-81); the quick preset stops before.
     assert paper.trainer.lr_halving_steps == 0 and paper.trainer.lr_drop_factor == 0.1
@@ -589,7 +589,7 @@ def test_the_pose_presets():
         16,
     )
     assert (method.reconstruction_weight, method.kl_weight, method.reverse_cycle_weight) == (2.0, 3.0, 10.0)
-    assert paper.trainer.learning_rate == 1e-4 and paper.model is None
+    assert paper.trainer.learning_rate == 1e-4 and paper.encoder is None
     # The authors' 100 epochs over the 4,000 procedural training renders in steps of 64 pairs.
     sizes = pose_procedural.ProceduralSizes()
     assert sizes.train_instances * sizes.views_per_instance == cc_vae_config.POSE_TRAINING_RENDERS == 4000

@@ -3,6 +3,8 @@ its name, in this process and as ``python -m abc_tf`` (the installed form: tests
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from abc_tf import cli, command_line
@@ -39,6 +41,28 @@ def test_a_command_speaks_in_the_user_s_words(capsys, monkeypatch):
         "abc_tf train",
         "abc_tf evaluate",
     )
+
+
+@pytest.mark.parametrize("name", ["train", "evaluate", "grid", "check"])
+def test_the_encoder_part_s_old_flag_names_are_one_line_naming_the_new_ones(name, capsys, monkeypatch):
+    """``--model`` and ``--model.<field>``, the encoder part's flags before the rename, exit 2
+    with one line before the command does anything; a command other than train names train's."""
+    monkeypatch.setattr(command_line, "INVOCATION", command_line.INVOCATION)  # cli.main sets it
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # train's command line sets it
+    assert cli.main(["abc_tf", name, "--trainer.steps=3", "--model.embedding_dim=8"]) == 2
+    captured = capsys.readouterr()
+    renamed = "--model.embedding_dim was renamed --encoder.embedding_dim"
+    assert (captured.out, captured.err) == (
+        "",
+        f"abc_tf {name}: error: {renamed}"
+        + (
+            "; write --encoder.embedding_dim=8.\n"
+            if name == "train"
+            else f", a flag of abc_tf train, not of abc_tf {name}.\n"
+        ),
+    )
+    assert cli.main(["abc_tf", name, "--model=s4", "--help"]) == 2
+    assert capsys.readouterr().err.startswith(f"abc_tf {name}: error: --model was renamed --encoder")
 
 
 @pytest.mark.slow

@@ -48,6 +48,22 @@ def test_each_absl_error_becomes_one_line_naming_the_flag(argument, message):
     assert command_line.describe_flag_error(parse_error(argument)) == message
 
 
+def test_a_renamed_flag_is_named_with_its_new_name_and_others_pass():
+    def error(*arguments, other_program=None):
+        return command_line.renamed_flag_error(["train.py", *arguments], other_program)
+
+    assert error("--model.embedding_dim=8") == (
+        "--model.embedding_dim was renamed --encoder.embedding_dim; write --encoder.embedding_dim=8."
+    )
+    assert error("--trainer.steps=3", "--model", "s4") == "--model was renamed --encoder."
+    assert error("--model=s4", other_program="evaluate.py") == (
+        "--model was renamed --encoder, a flag of train.py, not of evaluate.py."
+    )
+    # The new names, other flags that start alike, a value and anything after "--" are not flags of it.
+    assert error("--encoder=s4", "--encoder.embedding_dim=8", "--models=3", "--run_dir=--model") is None
+    assert error("--", "--model=s4") is None
+
+
 def test_the_packages_warnings_are_one_line_and_others_keep_their_place(monkeypatch):
     monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)
     command_line.plain_warnings("train.py")

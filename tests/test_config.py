@@ -38,7 +38,7 @@ def test_a_field_declared_by_two_parts_is_refused():
             data=MnistConfig(family="mnist"),
             batch=SetBatch(),
             method=Clashing(name="abc"),
-            model=EncoderConfig(),
+            encoder=EncoderConfig(),
         )
 
 
@@ -52,9 +52,9 @@ def test_the_batch_and_model_parts_follow_the_method():
             data=MnistConfig(family="mnist"),
             batch=ImageBatch(),
             method=AbcConfig(name="abc"),
-            model=EncoderConfig(),
+            encoder=EncoderConfig(),
         )
-    with pytest.raises(ValueError, match="method 'abc' needs model part"):
+    with pytest.raises(ValueError, match="method 'abc' needs encoder part"):
         ExperimentConfig(
             name="x",
             trainer=TrainerConfig(),
@@ -68,7 +68,7 @@ def test_replace_routes_each_field_to_its_part_and_names_the_parts_fields():
     config = experiments.get_preset("mnist")
     changed = config.replace(steps=7, temperature=0.5, set_size=16, holdout_digit="none", embedding_dim=4)
     assert (changed.trainer.steps, changed.method.temperature, changed.batch.set_size) == (7, 0.5, 16)
-    assert (changed.data.holdout_digit, changed.model.embedding_dim) == ("none", 4)
+    assert (changed.data.holdout_digit, changed.encoder.embedding_dim) == ("none", 4)
     assert changed.replace(trainer=config.trainer, name="again").trainer == config.trainer
     with pytest.raises(
         ValueError,
@@ -111,7 +111,7 @@ def test_validate_names_the_flag_and_read_config_names_the_file(tmp_path):
         ({"lr_drop_factor": 0.0}, "--trainer.lr_drop_factor must be positive, got 0.0"),
         ({"strategy": "cloud"}, "Unknown --trainer.strategy='cloud'"),
         ({"similarity": "dot"}, "Unknown --method.similarity='dot'"),
-        ({"embedding_dim": 0}, "--model.embedding_dim must be positive, got 0"),
+        ({"embedding_dim": 0}, "--encoder.embedding_dim must be positive, got 0"),
         ({"path": str(tmp_path / "missing")}, f"--data.path={tmp_path / 'missing'} does not exist"),
     ):
         with pytest.raises(ValueError, match=re.escape(message)):
@@ -131,8 +131,8 @@ def test_validate_names_the_flag_and_read_config_names_the_file(tmp_path):
 CONFIG_JSON_EDITS = [  # (an edit of a run's config.json, what read_config says of it)
     (lambda values: values["trainer"].update(steps="ten"), "(trainer.steps is 'ten', not an integer)."),
     (
-        lambda values: values["model"].update(embedding_dim="8"),
-        "(model.embedding_dim is '8', not an integer).",
+        lambda values: values["encoder"].update(embedding_dim="8"),
+        "(encoder.embedding_dim is '8', not an integer).",
     ),
     (lambda values: values["method"].update(temperature=None), "(method.temperature is None, not a number)."),
     (lambda values: values["data"].update(inactive_factors=3), "(data.inactive_factors is 3, not a string)."),
@@ -168,7 +168,7 @@ def test_a_config_json_that_is_not_an_object_names_the_file(tmp_path):
         ValueError,
         match=re.escape(
             f"{path} is not a readable run config (it holds a JSON list, not an "
-            "object of the parts trainer, model, data, batch, method)."
+            "object of the parts trainer, encoder, data, batch, method)."
         ),
     ):
         config_files.read_config(str(path))
@@ -187,7 +187,11 @@ def test_length_scale():
 # ABC's presets (abc_tf/methods/abc/__init__.py): docs/PAPERS.md section 3.
 def test_abc_presets_hold_the_paper_settings():
     shapes = experiments.get_preset("shapes3d")
-    assert (shapes.model.architecture, shapes.model.embedding_dim, shapes.batch.set_size) == ("s3", 64, 32)
+    assert (shapes.encoder.architecture, shapes.encoder.embedding_dim, shapes.batch.set_size) == (
+        "s3",
+        64,
+        32,
+    )
     assert (shapes.method.similarity, shapes.method.temperature) == ("l2sq", 1.0)
     assert (shapes.trainer.learning_rate, shapes.trainer.steps, shapes.data.inactive_factors) == (
         3e-5,
@@ -195,7 +199,7 @@ def test_abc_presets_hold_the_paper_settings():
         "wall_hue",
     )
     mnist = experiments.get_preset("mnist")
-    assert (mnist.model.architecture, mnist.model.embedding_dim, mnist.batch.set_size) == ("s4", 8, 64)
+    assert (mnist.encoder.architecture, mnist.encoder.embedding_dim, mnist.batch.set_size) == ("s4", 8, 64)
     assert (
         mnist.method.similarity,
         mnist.method.temperature,
@@ -203,7 +207,7 @@ def test_abc_presets_hold_the_paper_settings():
         mnist.trainer.steps,
     ) == ("l2sq", 1.0, 1e-4, 500)
     yaleb = experiments.get_preset("yaleb_illumination")
-    assert (yaleb.model.architecture, yaleb.method.similarity, yaleb.trainer.learning_rate) == (
+    assert (yaleb.encoder.architecture, yaleb.method.similarity, yaleb.trainer.learning_rate) == (
         "s6",
         "l2",
         3e-4,
@@ -215,7 +219,7 @@ def test_abc_presets_hold_the_paper_settings():
     )
     pose = experiments.get_preset("pose_lookup_car")
     assert (
-        pose.model.architecture,
+        pose.encoder.architecture,
         pose.data.image_size,
         pose.batch.pairs_per_step,
         pose.method.similarity,
@@ -269,9 +273,7 @@ def test_regression_needs_pose_data_and_something_to_train():
         pose.replace(abc_weight=-1.0).validate()
 
 
-def test_a_method_config_with_the_old_name_of_has_model_part_is_refused():
-    with pytest.raises(TypeError, match="sets trains_encoder, now named has_model_part"):
-
-        @dataclasses.dataclass(frozen=True)
-        class OldStyle(MethodConfig):
-            trains_encoder: ClassVar[bool] = False
+@pytest.mark.parametrize("old", ["trains_encoder", "has_model_part"])
+def test_a_method_config_with_an_old_name_of_has_encoder_part_is_refused(old):
+    with pytest.raises(TypeError, match=f"sets {old}, now named has_encoder_part"):
+        type("OldStyle", (MethodConfig,), {"__annotations__": {old: ClassVar[bool]}, old: False})

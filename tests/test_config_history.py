@@ -36,7 +36,7 @@ def test_without_a_checkpoint_any_config_replaces_the_run(tmp_path):
     assert config_history.config_changes(run_dir, TOY) == {}
     # Nothing trained yet: every change is accepted, even of the network's shape.
     assert config_history.config_changes(run_dir, TOY.replace(embedding_dim=4, temperature=0.5)) == {
-        "model.embedding_dim": (8, 4),
+        "encoder.embedding_dim": (8, 4),
         "method.temperature": (0.1, 0.5),
     }
 
@@ -63,7 +63,7 @@ def test_with_a_checkpoint_only_allowed_fields_change_and_steps_only_rise(tmp_pa
         config_history.config_changes(run_dir, TOY.replace(learning_rate=1e-4))
     with pytest.raises(ValueError) as error:  # a field that shapes the network: no hint to allow it
         config_history.config_changes(run_dir, TOY.replace(embedding_dim=4))
-    assert "model.embedding_dim: 8 -> 4" in str(error.value) and "--allow_config_change=" not in str(
+    assert "encoder.embedding_dim: 8 -> 4" in str(error.value) and "--allow_config_change=" not in str(
         error.value
     )
     assert config_history.config_changes(
@@ -87,11 +87,11 @@ def test_allow_config_change_names_and_a_file_in_place_of_the_run(tmp_path):
     )
     with pytest.raises(
         ValueError,
-        match="--allow_config_change: trainer.seed, model.architecture, learning_rate "
+        match="--allow_config_change: trainer.seed, encoder.architecture, learning_rate "
         "cannot change within a run; "
         "changeable: trainer.learning_rate,",
     ):
-        config_history.check_allow_changes(["trainer.seed", "model.architecture", "learning_rate"])
+        config_history.check_allow_changes(["trainer.seed", "encoder.architecture", "learning_rate"])
     (tmp_path / "file").write_text("")
     with pytest.raises(ValueError, match="--output_dir=.*file is an existing file, not a directory"):
         config_history.check_run_dir(TOY, str(tmp_path / "file"))
@@ -129,9 +129,9 @@ def test_rerunning_with_another_config_is_refused(tmp_path, trained_toy_run):
 
 def test_allow_config_change_refuses_fields_that_shape_the_network(tmp_path):
     with pytest.raises(
-        ValueError, match="--allow_config_change: model.embedding_dim cannot change within a run"
+        ValueError, match="--allow_config_change: encoder.embedding_dim cannot change within a run"
     ):
-        training.train(TOY, str(tmp_path / "run"), verbose=0, allow_changes=["model.embedding_dim"])
+        training.train(TOY, str(tmp_path / "run"), verbose=0, allow_changes=["encoder.embedding_dim"])
 
 
 @pytest.mark.slow

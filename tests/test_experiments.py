@@ -43,14 +43,15 @@ def test_presets_live_beside_their_methods_and_name_themselves():
     } <= set(presets)
     assert {preset.method.name for preset in presets.values()} == set(methods.METHODS)
     assert (
-        isinstance(presets["mnist_vae_quick"].method, VaeConfig) and presets["mnist_vae_quick"].model is None
+        isinstance(presets["mnist_vae_quick"].method, VaeConfig)
+        and presets["mnist_vae_quick"].encoder is None
     )
 
 
 def test_choose_keeps_the_method_fields_the_classes_share_and_starts_another_family_from_its_defaults():
     mnist = experiments.get_preset("mnist").replace(source="idx", temperature=0.5, steps=9)
     vae = experiments.choose(mnist, method="vae")
-    assert isinstance(vae.batch, ImageBatch) and vae.model is None and isinstance(vae.method, VaeConfig)
+    assert isinstance(vae.batch, ImageBatch) and vae.encoder is None and isinstance(vae.method, VaeConfig)
     assert (vae.data, vae.trainer) == (mnist.data, mnist.trainer)  # the family and trainer are untouched
     contrastive = experiments.choose(mnist, method="contrastive")
     assert (contrastive.method.name, contrastive.method.temperature, contrastive.batch) == (
@@ -58,8 +59,8 @@ def test_choose_keeps_the_method_fields_the_classes_share_and_starts_another_fam
         0.5,
         mnist.batch,
     )
-    pose = experiments.choose(mnist, data="pose", model="s5_small", set_size=8)
-    assert (pose.data.family, pose.data.source, pose.model.architecture, pose.batch.set_size) == (
+    pose = experiments.choose(mnist, data="pose", encoder="s5_small", set_size=8)
+    assert (pose.data.family, pose.data.source, pose.encoder.architecture, pose.batch.set_size) == (
         "pose",
         "auto",
         "s5_small",
@@ -68,8 +69,8 @@ def test_choose_keeps_the_method_fields_the_classes_share_and_starts_another_fam
     assert pose.name == "mnist_on_pose" and pose.data == experiments.data_config_class("pose")(family="pose")
     pmp = experiments.choose(experiments.get_preset("shapes3d"), method="pmp")
     assert isinstance(pmp.batch, PairBatch) and pmp.batch.pairs_per_step == 1
-    with pytest.raises(ValueError, match="--model=s3: method 'vae' has no encoder to choose"):
-        experiments.choose(mnist, method="vae", model="s3")
+    with pytest.raises(ValueError, match="--encoder=s3: method 'vae' has no encoder to choose"):
+        experiments.choose(mnist, method="vae", encoder="s3")
 
 
 def test_override_takes_dotted_fields_and_names_the_parts_fields():
@@ -85,14 +86,14 @@ def test_override_takes_dotted_fields_and_names_the_parts_fields():
     ):
         experiments.override(config, {"method.temperature": 0.5})
     with pytest.raises(
-        ValueError, match="--model.embedding_dim: this run has no model part; its parts: trainer, data"
+        ValueError, match="--encoder.embedding_dim: this run has no encoder part; its parts: trainer, data"
     ):
-        experiments.override(config, {"model.embedding_dim": 8})
+        experiments.override(config, {"encoder.embedding_dim": 8})
     with pytest.raises(ValueError, match="--method.name: method 'vae'"):  # chosen with --method
         experiments.override(config, {"method.name": "abc"})
 
 
 def test_config_for_builds_a_config_of_the_classes_defaults():
-    config = experiments.config_for(data="mnist", method="abc", model="s4", steps=5)
+    config = experiments.config_for(data="mnist", method="abc", encoder="s4", steps=5)
     assert isinstance(config.data, MnistConfig) and isinstance(config.batch, SetBatch)
-    assert config.model == EncoderConfig(architecture="s4") and config.trainer.steps == 5
+    assert config.encoder == EncoderConfig(architecture="s4") and config.trainer.steps == 5

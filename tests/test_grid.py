@@ -118,6 +118,7 @@ def test_every_combination_is_a_point_in_order_with_a_folder_of_its_own():
         ("learning_rate=1e-3", "write part.field=VALUE,VALUE"),
         ("trainer.learning_rate=", "write part.field=VALUE,VALUE"),
         ("trainer.steps=1,1", "repeats a value"),
+        ("model.embedding_dim=4,8", "model.embedding_dim was renamed encoder.embedding_dim."),
     ],
 )
 def test_a_bad_axis_is_refused_naming_it(text, message):
@@ -257,6 +258,20 @@ def test_a_measure_the_evaluation_did_not_write_is_named(tmp_path):
                 "--holdout_flags=--trainer.learning_rate=1",
             ],
             "--holdout_flags sets a varied field: --trainer.learning_rate=1",
+        ),
+        (
+            [
+                "--experiment=pose_ml_vae_quick",
+                "--vary=trainer.learning_rate=1e-3",
+                f"--measure={MEASURE}",
+                "--train_flags=--model.embedding_dim=8",
+            ],
+            "grid.py: error: --train_flags: --model.embedding_dim was renamed --encoder.embedding_dim; "
+            "write --encoder.embedding_dim=8.",
+        ),
+        (
+            ["--experiment=pose_ml_vae_quick", "--model=s4", f"--measure={MEASURE}"],
+            "grid.py: error: --model was renamed --encoder, a flag of train.py, not of grid.py.",
         ),
         (
             [

@@ -32,7 +32,7 @@ def test_every_scalar_field_of_the_config_is_an_hparam():
         and values["method.name"] == "abc"
         and values["trainer.jit_compile"] is False
     )
-    assert values["name"] == "toy" and values["data.family"] == "toy" and values["model.embedding_dim"] == 8
+    assert values["name"] == "toy" and values["data.family"] == "toy" and values["encoder.embedding_dim"] == 8
     assert set(values) == {"name", *TRAINED.flat()}  # every field is a bool, int, float or str
 
 

@@ -41,7 +41,7 @@ PLUGIN = {
         PRESETS = {"squares_abc": ExperimentConfig(
             name="squares_abc", trainer=TrainerConfig(steps=2, log_every=1, eval_images=16),
             data=SquaresConfig(family="squares"), batch=SetBatch(set_size=4, pairs_per_step=1),
-            method=AbcConfig(name="abc"), model=EncoderConfig(architecture="s4", embedding_dim=2))}
+            method=AbcConfig(name="abc"), encoder=EncoderConfig(architecture="s4", embedding_dim=2))}
         """,
     "abc_plugin_squares/family.py": """
         import numpy as np

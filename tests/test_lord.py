@@ -430,7 +430,7 @@ def test_the_declaration():
     assert (
         config_class is lord_config.LordConfig
         and config_class.batch_format == "sets"
-        and not config_class.has_model_part
+        and not config_class.has_encoder_part
     )
     assert (
         method.needs_training_bank
@@ -557,7 +557,7 @@ def test_the_presets_are_the_authors_settings():
     bank = pose_procedural.ProceduralSizes()
     epoch = bank.train_instances * bank.views_per_instance / 64
     assert method.stage1_steps == 1000 * epoch and paper.trainer.steps - method.stage1_steps == 200 * epoch
-    assert paper.trainer.lr_halving_steps == 0 and paper.model is None
+    assert paper.trainer.lr_halving_steps == 0 and paper.encoder is None
     # Clean 64 x 64 renders (ABC supplement L219): no backgrounds, crops, colours or real images.
     assert (data.image_size, data.real_fraction, data.crop_amplitude, data.augmentation_amplitude) == (
         64,

@@ -91,16 +91,16 @@ def test_build_encoder_passes_weights_only_to_declared_builders_and_keeps_their_
     # A TypeError raised by a builder is a bug and surfaces as one, with or without weights.
     for weights in ("", "imagenet"):
         with pytest.raises(TypeError, match="a bug inside the builder"):
-            build_encoder(experiments.choose(TOY, model="broken", backbone_weights=weights), shape)
+            build_encoder(experiments.choose(TOY, encoder="broken", backbone_weights=weights), shape)
     assert (
         build_encoder(
-            experiments.choose(TOY, model="pretrained", backbone_weights="w.h5"), shape
+            experiments.choose(TOY, encoder="pretrained", backbone_weights="w.h5"), shape
         ).weights_given
         == "w.h5"
     )
     # Models without a declared backbone refuse the flag before building anything.
     with pytest.raises(
-        ValueError, match="--model.backbone_weights: model 's4' has no pretrained backbone \\(.*s5"
+        ValueError, match="--encoder.backbone_weights: model 's4' has no pretrained backbone \\(.*s5"
     ):
         build_encoder(TOY.replace(backbone_weights="imagenet"), shape)
     assert models.takes_pretrained_weights("s5") and not models.takes_pretrained_weights("s5_small")
@@ -177,7 +177,7 @@ def test_any_method_s_run_is_evaluated_by_evaluate_py_with_its_family_s_evaluato
     config = experiments.choose(
         TOY,
         data="shapes3d",
-        model="s3",
+        encoder="s3",
         embedding_dim=4,
         set_size=8,
         pairs_per_step=1,

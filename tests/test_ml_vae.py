@@ -288,7 +288,7 @@ def test_the_declaration():
     assert config_class is ml_vae_config.MlVaeConfig
     assert (
         config_class.batch_format == "sets"
-        and not config_class.has_model_part
+        and not config_class.has_encoder_part
         and config_class(name=method.name).length_scale() is None
     )
     assert method.supervision_for(get_preset("mnist_ml_vae")).startswith(
@@ -365,7 +365,7 @@ def test_the_presets_are_the_authors_settings():
     # Groups of ABC's MNIST stack size (ABC supplement L164, L217), 256 images per step as the
     # authors' batches, digit 9 held out (L114, L164), 400 epochs of the 54,051 remaining images.
     assert (paper.batch.set_size, paper.batch.set_size * paper.batch.pairs_per_step) == (64, 256)
-    assert paper.data.holdout_digit == "9" and paper.model is None
+    assert paper.data.holdout_digit == "9" and paper.encoder is None
     assert paper.trainer.steps * 256 / 54_051 == pytest.approx(400, rel=1e-4)
     assert quick.method == paper.method and quick.batch == paper.batch and quick.trainer.steps <= 10_000
     assert quick.trainer.jit_compile
@@ -452,7 +452,7 @@ def test_the_pose_presets():
         1.0,
         "group",
     )
-    assert paper.trainer.learning_rate == 1e-3 and paper.model is None
+    assert paper.trainer.learning_rate == 1e-3 and paper.encoder is None
     # The authors' 400 epochs over the 4,000 procedural training renders in steps of 256.
     sizes = pose_procedural.ProceduralSizes()
     assert sizes.train_instances * sizes.views_per_instance == ml_vae_config.POSE_TRAINING_RENDERS == 4000

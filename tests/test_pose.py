@@ -21,8 +21,8 @@ from abc_tf.evaluation.tasks import pose_accuracy
 from pose_data_helpers import SMALL
 
 
-def config(model: str | None = None, **overrides) -> ExperimentConfig:
-    """A small procedural pose config; ``model``: another encoder architecture."""
+def config(encoder: str | None = None, **overrides) -> ExperimentConfig:
+    """A small procedural pose config; ``encoder``: another encoder architecture."""
     base = experiments.config_for(
         data="pose",
         source="procedural",
@@ -36,7 +36,7 @@ def config(model: str | None = None, **overrides) -> ExperimentConfig:
         similarity="cosine",
         temperature=0.1,
     )
-    return experiments.choose(base, model=model, **overrides)
+    return experiments.choose(base, encoder=encoder, **overrides)
 
 
 def test_a_validation_split_holds_the_last_training_instances_out_of_training_and_dictionaries(monkeypatch):
@@ -282,7 +282,7 @@ def test_presets():
         ) == (10000, 40000, 4, 32)
         assert (
             preset.batch.double_augmentation
-            and preset.model.architecture == "s5"
+            and preset.encoder.architecture == "s5"
             and preset.data.image_size == 128
         )
         assert (preset.data.real_fraction, preset.data.titration_interval, preset.data.crop_amplitude) == (
@@ -293,7 +293,7 @@ def test_presets():
     assert config_checks.max_elevation(car) == 0.5 and config_checks.max_elevation(chair) == 1.3
     quick = get_preset("pose_quick")
     config_checks.check_config(quick)
-    assert quick.model.architecture in models.names()
+    assert quick.encoder.architecture in models.names()
 
 
 @pytest.mark.slow
@@ -302,7 +302,7 @@ def test_training_passes_the_start_step_and_logs_the_titration(tmp_path, monkeyp
 
     monkeypatch.setattr(pose_procedural, "PROCEDURAL", SMALL)
     cfg = config(
-        model="s5_small",
+        encoder="s5_small",
         image_size=32,
         set_size=4,
         pairs_per_step=1,

@@ -114,7 +114,7 @@ def test_backbone_features_come_from_the_last_feature_map():
 TOY_POSE = experiments.config_for(
     name="toy_pose",
     data="pose",
-    model="s4",
+    encoder="s4",
     embedding_dim=8,
     set_size=8,
     pairs_per_step=2,
@@ -209,6 +209,6 @@ def test_the_pretrained_resnet_row_reads_a_weights_file_and_refuses_a_missing_on
     missing = pose_accuracy.PoseEvalSettings(pretrained_backbone=str(tmp_path / "missing.weights.h5"))
     with pytest.raises(
         ValueError,
-        match=r"Cannot load ResNet50V2 weights .*missing\.weights\.h5.*--model.backbone_weights=PATH",
+        match=r"Cannot load ResNet50V2 weights .*missing\.weights\.h5.*--encoder.backbone_weights=PATH",
     ):
         pose_accuracy.evaluate_pose_run(run_dir, missing, write=False)

@@ -118,8 +118,8 @@ NOT_THE_RUNS_FIELDS = [
         "its fields: similarity, temperature, regression_weight, abc_weight.",
     ),
     (
-        ["--experiment=mnist_elastic_infogan_quick", "--model.embedding_dim=8"],
-        "--model.embedding_dim: method 'elastic_infogan' has no model part (its networks are its own); "
+        ["--experiment=mnist_elastic_infogan_quick", "--encoder.embedding_dim=8"],
+        "--encoder.embedding_dim: method 'elastic_infogan' has no encoder part (its networks are its own); "
         "this run's parts: trainer, data, batch, method.",
     ),
     (
@@ -164,7 +164,7 @@ def test_choosing_a_method_gives_its_parts_and_keeps_shared_fields():
         0.2,
         True,
     )
-    assert config.data == get_preset("mnist").data and config.model == get_preset("mnist").model
+    assert config.data == get_preset("mnist").data and config.encoder == get_preset("mnist").encoder
 
 
 BAD_FLAGS = [
@@ -208,7 +208,7 @@ BAD_FLAGS = [
         ["--output_dir=/sys/abc_tf_run"],
         "--output_dir=/sys/abc_tf_run cannot be written: creating a file in /sys failed (",
     ),
-    (["--model.embedding_dim=-3"], "--model.embedding_dim must be positive, got -3"),
+    (["--encoder.embedding_dim=-3"], "--encoder.embedding_dim must be positive, got -3"),
     (["--trainer.steps=0"], "--trainer.steps must be positive, got 0"),
     (
         ["--method.similarity=dot"],
@@ -223,10 +223,10 @@ BAD_FLAGS = [
         "Unknown --trainer.strategy='gpu'; choose one of default, mirrored, multi_worker, tpu",
     ),
     (["--data=faces"], "Unknown data family 'faces'; choose one of:"),
-    (["--model=s9"], "Unknown model 's9'; known models:"),
+    (["--encoder=s9"], "Unknown model 's9'; known models:"),
     (
-        ["--model.backbone_weights=imagenet"],
-        "--model.backbone_weights: model 's3' has no pretrained backbone",
+        ["--encoder.backbone_weights=imagenet"],
+        "--encoder.backbone_weights: model 's3' has no pretrained backbone",
     ),
     (
         ["--trainer.strategy=multi_worker"],
@@ -256,12 +256,12 @@ BAD_FLAGS = [
     (["--experiment=mnist", "--data.path={tmp}/missing.npz"], "--data.path={tmp}/missing.npz does not exist"),
     (["--output_dir={file}"], "--output_dir={file} is an existing file, not a directory"),
     (
-        ["--allow_config_change=model.embedding_dim"],
-        "--allow_config_change: model.embedding_dim cannot change within a run",
+        ["--allow_config_change=encoder.embedding_dim"],
+        "--allow_config_change: encoder.embedding_dim cannot change within a run",
     ),
     (
         ["--experiment=folders", "--data.path={folder}", "--data.image_size=8"],
-        "--model=s6 cannot take images of shape (8, 8, 3) (--data.image_size=8)",
+        "--encoder=s6 cannot take images of shape (8, 8, 3) (--data.image_size=8)",
     ),
     (
         ["--experiment=mnist", "--data.path={file}"],
@@ -318,6 +318,13 @@ ANSWERED_BEFORE_MAIN = [  # (flags, exit code, the answer) before train.main, th
         2,
         "train.py: error: Unknown command line flag 'no_such_flag' (--help lists the flags).",
     ),
+    (  # the encoder part's flags by their names before the rename
+        ["--model.embedding_dim=8"],
+        2,
+        "train.py: error: --model.embedding_dim was renamed --encoder.embedding_dim; "
+        "write --encoder.embedding_dim=8.",
+    ),
+    (["--model", "s4"], 2, "train.py: error: --model was renamed --encoder."),
 ]
 
 
@@ -360,8 +367,8 @@ def test_a_config_json_edited_to_a_wrong_type_is_refused_not_recorded_as_a_chang
 TOY_FLAGS = [
     "--experiment=shapes3d",
     "--data=toy",
-    "--model=s4",
-    "--model.embedding_dim=8",
+    "--encoder=s4",
+    "--encoder.embedding_dim=8",
     "--batch.set_size=12",
     "--batch.pairs_per_step=2",
     "--method.temperature=0.1",
@@ -589,16 +596,38 @@ def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_pa
     assert f"python train.py --output_dir={tmp_path} --trainer.steps=<more>" in printed
 
 
-# ---------------------------------------------------------------------- runs written before configs had parts
+# ---------------------------- runs written before configs had parts, or before the encoder part's rename
 
 FLAT_DEMO = os.path.join(os.path.dirname(__file__), "fixtures", "flat_configs", "shapes3d_demo.json")
+MODEL_PART_DEMO = os.path.join(
+    os.path.dirname(__file__), "fixtures", "model_part_configs", "shapes3d_demo.json"
+)
+
+
+def flat_config_json(trained: dict) -> dict:
+    """The flat layout of FLAT_DEMO at the settings the test trained at."""
+    flat = json.load(open(FLAT_DEMO))
+    assert "trainer" not in flat and flat["steps"] == 20  # the old layout: every field at the top
+    return {**flat, "steps": 10, "set_size": 8, "eval_every": 0, "eval_images": 32}
+
+
+def model_part_config_json(trained: dict) -> dict:
+    """The config.json the test's run wrote, as train.py wrote it before the encoder part was
+    renamed: the part under "model" (MODEL_PART_DEMO is such a file)."""
+    assert "model" in json.load(open(MODEL_PART_DEMO))
+    old = {key: value for key, value in trained.items() if key != "encoder"}
+    return {**old, "model": trained["encoder"]}
 
 
 @pytest.mark.slow
-def test_a_run_directory_with_a_flat_config_json_resumes_and_evaluates(run_train, tmp_path):
-    """The README's main job as a run written before configs had parts left it: its flat
-    config.json (copied from such a run, at a smaller size) is accepted by the same command,
-    which resumes the run, and evaluate.py measures it."""
+@pytest.mark.parametrize(
+    "old_config_json", [flat_config_json, model_part_config_json], ids=["flat", "model_part"]
+)
+def test_a_run_directory_with_an_old_config_json_resumes_and_evaluates(run_train, tmp_path, old_config_json):
+    """The README's main job as a run written before configs had parts left it, or before the
+    encoder part was renamed: its old config.json (the flat one copied from such a run, at a
+    smaller size; the parts with "model") is accepted by the same command, which resumes the
+    run, and evaluate.py measures it."""
     run_dir = tmp_path / "demo"
     flags = [
         "--experiment=shapes3d_demo",
@@ -610,19 +639,23 @@ def test_a_run_directory_with_a_flat_config_json_resumes_and_evaluates(run_train
     ]
     code, stderr = run_train(*flags, "--trainer.steps=10")
     assert code == 0, stderr[-3000:]
-    flat = json.load(open(FLAT_DEMO))
-    assert "trainer" not in flat and flat["steps"] == 20  # the old layout: every field at the top
-    flat.update(steps=10, set_size=8, eval_every=0, eval_images=32)  # the settings this test trained at
-    (run_dir / "config.json").write_text(json.dumps(flat))
+    trained = json.load(open(run_dir / "config.json"))
+    (run_dir / "config.json").write_text(json.dumps(old_config_json(trained)))
     code, stderr = run_train(*flags, "--trainer.steps=20")  # extends the run from its checkpoint
     assert code == 0, stderr[-3000:]
     assert [step for step, _ in checkpoints.list_checkpoints(str(run_dir))] == [10, 20]
     written = json.load(open(run_dir / "config.json"))
     assert written["trainer"]["steps"] == 20 and written["batch"]["set_size"] == 8  # written again in parts
+    assert written["encoder"] == trained["encoder"] and "model" not in written  # under the part's new name
     history = json.load(open(run_dir / "config_history.json"))
     assert history[-1]["changed"] == {
-        "trainer.steps": {"old": 10, "new": 20},  # and the default steps per call
-        "trainer.steps_per_execution": {"old": 1, "new": 0},
+        "trainer.steps": {"old": 10, "new": 20},
+        # The flat layout's runs trained one step a call: the default (auto) is a change.
+        **(
+            {"trainer.steps_per_execution": {"old": 1, "new": 0}}
+            if old_config_json is flat_config_json
+            else {}
+        ),
     }
     [result] = evaluate_each(
         [

@@ -121,7 +121,7 @@ def test_the_method_declarations_and_networks(variant, mnist_npz):
     assert {"latent_dim", "kl_warmup", "affine_augmentation"} <= set(config_class.field_names())
     assert (
         "batch_size" in BATCH_CONFIGS[config_class.batch_format].field_names()
-        and not config_class.has_model_part
+        and not config_class.has_encoder_part
     )
     config = tiny(variant, mnist_npz)
     model = training.build_model(config)
@@ -264,7 +264,7 @@ def test_the_presets():
             paper.method.latent_dim,
             paper.data.holdout_digit,
         ) == (variant, 512, 1e-4, 4, "9")
-        assert paper.model is None
+        assert paper.encoder is None
         assert paper.trainer.steps * paper.batch.batch_size / 54_051 == pytest.approx(
             2000, rel=0.001
         )  # 2000 epochs

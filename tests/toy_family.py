@@ -40,7 +40,7 @@ CONFIG = ExperimentConfig(
     data=ToyConfig(family="toy"),
     batch=SetBatch(set_size=12, pairs_per_step=2),
     method=AbcConfig(name="abc", temperature=0.1),
-    model=EncoderConfig(architecture="s4", embedding_dim=8),
+    encoder=EncoderConfig(architecture="s4", embedding_dim=8),
 )
 # The finished run that tests only read, trained once per session (the ``trained_toy_run``
 # fixture of tests/conftest.py): CONFIG with the learning rate halved at steps 20 and 40.

@@ -103,7 +103,7 @@ def build(config, image_shape) -> TwoNetworkModel:
     outputs = (height // POOL) * (width // POOL) * channels
     decoder = keras.Sequential(
         [
-            keras.Input((config.model.embedding_dim,)),
+            keras.Input((config.encoder.embedding_dim,)),
             keras.layers.Dense(32, activation="relu"),
             keras.layers.Dense(outputs),
         ],

@@ -58,12 +58,12 @@ def first_line(cls: type) -> str:
 
 def presets_table(presets: dict[str, config_lib.ExperimentConfig]) -> list[str]:
     """The table of ``presets``: what each trains, for how long, on which batches."""
-    lines = ["| `--experiment` | data | method | model | steps | batch |", "|---|---|---|---|---|---|"]
+    lines = ["| `--experiment` | data | method | encoder | steps | batch |", "|---|---|---|---|---|---|"]
     for name, preset in sorted(presets.items()):
-        model = preset.model.architecture if preset.model else "its own"
+        encoder = preset.encoder.architecture if preset.encoder else "its own"
         batch = ", ".join(f"{field}={getattr(preset.batch, field)}" for field in preset.batch.field_names())
         lines.append(
-            f"| `{name}` | {preset.data.family} | {preset.method.name} | {model} "
+            f"| `{name}` | {preset.data.family} | {preset.method.name} | {encoder} "
             f"| {preset.trainer.steps:,} | {cell(batch)} |"
         )
     return lines
@@ -78,7 +78,7 @@ def method_section(method: str) -> list[str]:
     """The section of method ``method``: the batches it trains on and its ``--method.*`` flags."""
     cls = experiments.method_config_class(method)
     what = f"trains on {cls.batch_format}" + (
-        "" if cls.has_model_part else "; its networks are its own (no `--model`)"
+        "" if cls.has_encoder_part else "; its networks are its own (no `--encoder`)"
     )
     return [f"### `--method={method}` ({what})", ""] + fields_table(cls, "method")
 
@@ -104,8 +104,8 @@ def page() -> str:
     for batch_class in config_lib.BATCH_CONFIGS.values():
         lines += ["", f"### batch, `{batch_class.format}` ({first_line(batch_class)})", ""]
         lines += fields_table(batch_class, "batch")
-    lines += ["", f"### model ({first_line(config_lib.EncoderConfig)})", ""]
-    lines += fields_table(config_lib.EncoderConfig, "model")
+    lines += ["", f"### encoder ({first_line(config_lib.EncoderConfig)})", ""]
+    lines += fields_table(config_lib.EncoderConfig, "encoder")
     lines += ["", "## Data families (`--data`)", ""]
     for family in sorted(data.DATA_FAMILIES):
         lines += data_section(family) + [""]

@@ -5,7 +5,7 @@
 (``python train.py ...`` in a checkout of the repository is the same command.)
 
 A run's config has parts (``abc_tf.config``): trainer, data, batch, method and, for methods
-that train a chosen encoder, model. ``--data``, ``--method`` and ``--model`` choose the family,
+that train a chosen encoder, its encoder. ``--data``, ``--method`` and ``--encoder`` choose the family,
 method and encoder architecture (the preset's by default); every field of the chosen parts is
 a flag ``--<part>.<field>`` (``--trainer.steps=100``, ``--method.temperature=0.5``), and a flag
 left out keeps the preset's value. A field the chosen family or method does not have is an
@@ -36,7 +36,7 @@ flags.DEFINE_string(
     "method", None, "Training method (a key of abc_tf.methods.METHODS; default: the preset's)."
 )
 flags.DEFINE_string(
-    "model",
+    "encoder",
     None,
     "Encoder architecture (a key of the models registry; default: the preset's), for methods that train one.",
 )
@@ -85,7 +85,7 @@ def _given(argv: list[str], name: str) -> str | None:
 
 def chosen_config(argv: list[str]) -> config_lib.ExperimentConfig:
     """The preset of ``--experiment`` with the family, method and encoder of ``--data``,
-    ``--method`` and ``--model`` on ``argv``: the config whose parts' fields are the flags."""
+    ``--method`` and ``--encoder`` on ``argv``: the config whose parts' fields are the flags."""
     chosen = {name: _given(argv, name) for name in _CHOOSERS}
     base = experiments.get_preset(chosen.pop("experiment") or FLAGS["experiment"].default)
     return experiments.choose(base, **chosen)
@@ -94,7 +94,11 @@ def chosen_config(argv: list[str]) -> config_lib.ExperimentConfig:
 def parse_flags(argv: list[str]) -> list[str]:
     """Defines ``--<part>.<field>`` for the fields of the parts ``argv`` chooses, then parses
     ``argv`` (absl's ``flags_parser``). A dotted flag the chosen parts do not have exits 2
-    naming the part's fields, before absl would call it unknown."""
+    naming the part's fields, before absl would call it unknown; a renamed flag (``--model``)
+    exits 2 naming its new name."""
+    renamed = command_line.renamed_flag_error(argv)
+    if renamed is not None:
+        _stop(renamed, 2)
     for name in [name for name in FLAGS if "." in name]:
         delattr(FLAGS, name)
     try:
@@ -135,7 +139,7 @@ def _say_skipped_measures(config: config_lib.ExperimentConfig) -> None:
 def resolve_config() -> config_lib.ExperimentConfig:
     """The preset with the choices and every flag given on the command line applied, validated."""
     config = experiments.choose(
-        experiments.get_preset(FLAGS.experiment), data=FLAGS.data, method=FLAGS.method, model=FLAGS.model
+        experiments.get_preset(FLAGS.experiment), data=FLAGS.data, method=FLAGS.method, encoder=FLAGS.encoder
     )
     overrides = {name: FLAGS[name].value for name in FLAGS if "." in name and FLAGS[name].present}
     resolved = experiments.override(config, overrides)

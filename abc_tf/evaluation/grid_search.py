@@ -35,7 +35,7 @@ from abc_tf.evaluation.estimators import plots
 GRID_FILE, TABLE_FILE, FIGURE_FILE = "grid.json", "grid.md", "grid.png"
 EVAL_DIR = "grid_eval"  # a run's evaluation for the grid, apart from the run's own metrics.json
 GOALS = ("min", "max")
-_FIELD = re.compile(r"^(trainer|data|batch|method|model)\.[A-Za-z_][A-Za-z0-9_]*$")
+_FIELD = re.compile(r"^(trainer|data|batch|method|encoder)\.[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,10 +52,13 @@ class Axis:
         name, _, values = text.partition("=")
         name = name.strip().removeprefix("--")
         listed = tuple(value.strip() for value in values.split(",") if value.strip())
+        renamed = command_line.renamed_flag_error(["grid", f"--{name}"])
+        if renamed is not None:
+            raise ValueError(f"--vary={text!r}: {renamed.replace('--', '')}")
         if not _FIELD.match(name) or not listed:
             raise ValueError(
                 f"--vary={text!r}: write part.field=VALUE,VALUE,... (e.g. trainer.learning_rate=1e-4,1e-3); "
-                "part is trainer, data, batch, method or model."
+                "part is trainer, data, batch, method or encoder."
             )
         if len(set(listed)) != len(listed):
             raise ValueError(f"--vary={text!r} repeats a value.")
@@ -126,6 +129,9 @@ class GridSpec:
         if len(set(fields)) != len(fields):
             raise ValueError(f"--vary names a field twice: {fields}.")
         for name, given in (("train_flags", self.train_flags), ("holdout_flags", self.holdout_flags)):
+            renamed = command_line.renamed_flag_error(["train", *given])
+            if renamed is not None:
+                raise ValueError(f"--{name}: {renamed}")
             fixed = [flag for flag in given if any(flag.startswith(f"--{field}=") for field in fields)]
             if fixed:
                 raise ValueError(f"--{name} sets a varied field: {' '.join(fixed)}.")

@@ -126,7 +126,7 @@ class Method:
 
     name: the value of ``--method`` (its package's folder or entry point name).
     config: its :class:`MethodConfig` subclass: the ``--method.*`` flags, the batch format it
-      trains on (``batch_format``) and whether it has a ``model`` part.
+      trains on (``batch_format``) and whether it has an ``encoder`` part.
     build: ``(config, image_shape) -> MethodModel``, compiled (optimizers, jit_compile,
       steps_per_execution from the config). Builds every network in a fixed order, so one
       seed gives the same initial weights.
@@ -397,26 +397,26 @@ class MethodModel(keras.Model):
 
 
 def build_encoder(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> keras.Model:
-    """The encoder architecture ``config.model.architecture`` from the models registry, for images
+    """The encoder architecture ``config.encoder.architecture`` from the models registry, for images
     of ``image_shape``.
 
     Where the architecture has one, it loads the pretrained backbone of
-    ``config.model.backbone_weights``.
+    ``config.encoder.backbone_weights``.
     """
     kwargs = {}
-    if config.model.backbone_weights:
-        if not models.takes_pretrained_weights(config.model.architecture):
+    if config.encoder.backbone_weights:
+        if not models.takes_pretrained_weights(config.encoder.architecture):
             with_backbone = ", ".join(
                 name for name in models.names() if models.takes_pretrained_weights(name)
             )
             raise ValueError(
-                f"--model.backbone_weights: model {config.model.architecture!r} has no pretrained backbone "
-                f"({with_backbone} has)."
+                f"--encoder.backbone_weights: model {config.encoder.architecture!r} has no pretrained "
+                f"backbone ({with_backbone} has)."
             )
-        kwargs["weights"] = config.model.backbone_weights
+        kwargs["weights"] = config.encoder.backbone_weights
     return models.build(
-        config.model.architecture,
-        embedding_dim=config.model.embedding_dim,
+        config.encoder.architecture,
+        embedding_dim=config.encoder.embedding_dim,
         input_shape=tuple(image_shape),
         **kwargs,
     )

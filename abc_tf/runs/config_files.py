@@ -2,8 +2,9 @@
 config they give.
 
 A config.json holds a config's parts (``ExperimentConfig.to_dict``) and a mark saying a run wrote
-it. Runs written before parts existed have every field at the top: they still load, so old run
-directories evaluate and resume (tests/test_config_history.py's fixtures).
+it. Runs written before parts existed have every field at the top, and runs written before the
+encoder part was renamed hold it as ``"model"``: both still load, so old run directories evaluate
+and resume (tests/fixtures/, read by tests/test_config_files.py and tests/test_train.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from abc_tf.runs.experiments import data_config_class, method_config_class
 RUN_FORMAT_KEY, RUN_FORMAT = "format", "abc_tf run 1"
 # What the flat layout (runs written before configs had parts) always held.
 _FLAT_LAYOUT_KEYS = {"steps", "learning_rate", "seed"}
+# Parts renamed since configs had parts: {old name: new name}. A config.json written before holds
+# the old name, read as the new one.
+RENAMED_PARTS = {"model": "encoder"}
 
 
 def is_run_config(values: Any) -> bool:
@@ -39,8 +43,9 @@ def to_run_json(config: ExperimentConfig) -> dict[str, Any]:
 
 
 def from_dict(values: dict[str, Any]) -> ExperimentConfig:
-    """The config of a config.json: the parts written since parts exist, or the flat layout
-    written before (every field at the top, the method once named ``"loss"``)."""
+    """The config of a config.json: the parts written since parts exist (the encoder part once
+    named ``"model"``), or the flat layout written before (every field at the top, the method once
+    named ``"loss"``)."""
     if not isinstance(values, dict):
         raise ValueError(
             f"it holds a JSON {type(values).__name__}, not an object of the parts {', '.join(PART_NAMES)}"
@@ -48,6 +53,7 @@ def from_dict(values: dict[str, Any]) -> ExperimentConfig:
     values = {key: value for key, value in values.items() if key != RUN_FORMAT_KEY}
     if "trainer" not in values:
         return from_flat(values)
+    values = with_renamed_parts(values)
     unknown = sorted(set(values) - {"name", *PART_NAMES})
     if unknown:
         raise ValueError(f"unknown parts {unknown}; a config has name and the parts {', '.join(PART_NAMES)}")
@@ -66,7 +72,7 @@ def from_dict(values: dict[str, Any]) -> ExperimentConfig:
         "data": data_config_class(values["data"]["family"]),
         "batch": BATCH_CONFIGS[method_class.batch_format],
         "method": method_class,
-        "model": EncoderConfig,
+        "encoder": EncoderConfig,
     }
     built = {}
     for part_name, cls in parts.items():
@@ -83,6 +89,20 @@ def from_dict(values: dict[str, Any]) -> ExperimentConfig:
         built[part_name] = cls(**given)
         built[part_name].check_types()
     return ExperimentConfig(name=values.get("name", "custom"), **built)
+
+
+def with_renamed_parts(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (a config.json of parts) with each part of :data:`RENAMED_PARTS` under its new
+    name; ValueError when a file holds a part under both names."""
+    for old, new in RENAMED_PARTS.items():
+        if old not in values:
+            continue
+        if new in values:
+            raise ValueError(
+                f"it holds both {old!r} and {new!r}, the old and new names of the {new} part; keep {new!r}"
+            )
+        values = {new if key == old else key: value for key, value in values.items()}
+    return values
 
 
 # The flat layout's fields whose names changed when they moved into a part.
@@ -112,7 +132,7 @@ def from_flat(values: dict[str, Any]) -> ExperimentConfig:
         values["method"] = values.pop("loss")
     renamed = {RENAMED_FLAT_FIELDS.get(name, name): value for name, value in values.items()}
     method_class = method_config_class(renamed.get("method", "abc"))
-    if not method_class.has_model_part and "latent_dim" in method_class.field_names():
+    if not method_class.has_encoder_part and "latent_dim" in method_class.field_names():
         renamed["latent_dim"] = renamed.get("embedding_dim", 4)
     renamed["family"], renamed["name"] = renamed.get("data", "shapes3d"), renamed.get("method", "abc")
     classes = {
@@ -120,7 +140,7 @@ def from_flat(values: dict[str, Any]) -> ExperimentConfig:
         "data": data_config_class(renamed["family"]),
         "batch": BATCH_CONFIGS[method_class.batch_format],
         "method": method_class,
-        "model": EncoderConfig if method_class.has_model_part else None,
+        "encoder": EncoderConfig if method_class.has_encoder_part else None,
     }
     parts = {
         part_name: None

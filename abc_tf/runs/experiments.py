@@ -101,7 +101,7 @@ def choose(
     config: ExperimentConfig,
     data: str | None = None,
     method: str | None = None,
-    model: str | None = None,
+    encoder: str | None = None,
     **fields: Any,
 ) -> ExperimentConfig:
     """``config`` with another data family, method or encoder architecture, then ``fields``
@@ -109,7 +109,7 @@ def choose(
     data part is carried over) and the run is named ``<preset>_on_<family>``. Another method's
     class keeps the fields it shares with the old one (a temperature) and takes its defaults for
     the rest; a method on another batch format gets that format's batch part, and a method
-    without an encoder drops the ``model`` part."""
+    without an encoder drops the ``encoder`` part."""
     name = config.name
     data_part = config.data
     if data not in (None, config.data.family):
@@ -122,14 +122,14 @@ def choose(
     )
     batch_class = BATCH_CONFIGS[method_class.batch_format]
     batch_part = config.batch if type(config.batch) is batch_class else _carried(batch_class, config.batch)
-    model_part = None
-    if method_class.has_model_part:
-        model_part = config.model or EncoderConfig()
-        if model is not None:
-            model_part = model_part.replace(architecture=model)
-    elif model is not None:
+    encoder_part = None
+    if method_class.has_encoder_part:
+        encoder_part = config.encoder or EncoderConfig()
+        if encoder is not None:
+            encoder_part = encoder_part.replace(architecture=encoder)
+    elif encoder is not None:
         raise ValueError(
-            f"--model={model}: method {method_part.name!r} has no encoder to choose "
+            f"--encoder={encoder}: method {method_part.name!r} has no encoder to choose "
             "(its networks are its own)."
         )
     return ExperimentConfig(
@@ -138,7 +138,7 @@ def choose(
         data=data_part,
         batch=batch_part,
         method=method_part,
-        model=model_part,
+        encoder=encoder_part,
     ).replace(**fields)
 
 
@@ -176,10 +176,14 @@ def unknown_field_message(config: ExperimentConfig, part_name: str, name: str) -
 
 
 def config_for(
-    data: str = "shapes3d", method: str = "abc", model: str | None = None, name: str = "custom", **fields: Any
+    data: str = "shapes3d",
+    method: str = "abc",
+    encoder: str | None = None,
+    name: str = "custom",
+    **fields: Any,
 ) -> ExperimentConfig:
-    """A config of the classes' defaults for data family ``data`` and ``method`` (and encoder
-    ``model``), with ``fields`` replaced by name: a run in Python without a preset."""
+    """A config of the classes' defaults for data family ``data`` and ``method`` (and encoder architecture
+    ``encoder``), with ``fields`` replaced by name: a run in Python without a preset."""
     method_class = method_config_class(method)
     config = ExperimentConfig(
         name=name,
@@ -187,6 +191,6 @@ def config_for(
         data=data_config_class(data)(family=data),
         batch=BATCH_CONFIGS[method_class.batch_format](),
         method=method_class(name=method),
-        model=EncoderConfig() if method_class.has_model_part else None,
+        encoder=EncoderConfig() if method_class.has_encoder_part else None,
     )
-    return choose(config, model=model).replace(**fields)
+    return choose(config, encoder=encoder).replace(**fields)

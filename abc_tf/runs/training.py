@@ -160,11 +160,11 @@ def _build(
     try:
         return method.build(config, image_shape)
     except ValueError as error:
-        if "output size would be zero or negative" not in str(error) or config.model is None:
+        if "output size would be zero or negative" not in str(error) or config.encoder is None:
             raise
         size = f" (--data.image_size={config.data.image_size})" if hasattr(config.data, "image_size") else ""
         raise ValueError(
-            f"--model={config.model.architecture} cannot take images of shape {image_shape}{size}: "
+            f"--encoder={config.encoder.architecture} cannot take images of shape {image_shape}{size}: "
             "its convolutions shrink them to nothing; use larger images."
         ) from None
 

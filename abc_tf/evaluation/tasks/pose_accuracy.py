@@ -208,7 +208,7 @@ class PoseEvalSettings:
     query_split: "test", instances held out of training, or "validation", for tuning.
       Validation is the training instances ``--data.validation_instances`` holds out; synthetic only.
     baselines: also evaluate the untrained encoder. Where the run trains a models-registry encoder
-      (a ``model`` part), also evaluate its raw backbone features.
+      (an ``encoder`` part), also evaluate its raw backbone features.
     pretrained_backbone: "imagenet" or the path of a ResNet50V2 notop weights file.
       Adds the paper's "ImageNet-pretrained ResNet" row (Table 1; supplement S8.5).
       That row uses the conv4 features of the S5 encoder's ResNet50V2 base, untrained, compared by cosine.
@@ -309,7 +309,7 @@ def evaluate_pose_run(
         untrained = untrained_encoder(config)
         # A backbone is a trunk of the models registry's encoders; the reconstruction baselines'
         # own networks have none to speak of.
-        backbone = {ROW_BACKBONE: backbone_model(untrained)} if config.model is not None else {}
+        backbone = {ROW_BACKBONE: backbone_model(untrained)} if config.encoder is not None else {}
         models_to_lookup = {ROW_UNTRAINED: untrained, **backbone, **models_to_lookup}
     if pretrained is not None:
         models_to_lookup = {ROW_PRETRAINED: pretrained, **models_to_lookup}

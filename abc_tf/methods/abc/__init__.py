@@ -99,7 +99,7 @@ def _abc(
             set_size=set_size, pairs_per_step=pairs_per_step, double_augmentation=double_augmentation
         ),
         method=AbcConfig(name="abc", similarity=similarity, temperature=temperature),
-        model=EncoderConfig(architecture=architecture, embedding_dim=embedding_dim),
+        encoder=EncoderConfig(architecture=architecture, embedding_dim=embedding_dim),
     )
 
 
@@ -226,7 +226,7 @@ PRESETS: dict[str, ExperimentConfig] = {
     # schedule: titration stairs every 100 steps, lr 3e-4 halved every 500.
     "pose_quick": _POSE_LOOKUP.replace(
         name="pose_quick",
-        model=EncoderConfig(architecture="s5_small", embedding_dim=64),
+        encoder=EncoderConfig(architecture="s5_small", embedding_dim=64),
         image_size=32,
         steps=1000,
         log_every=100,

@@ -139,7 +139,7 @@ def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_typ
     # The contrastive loss's config (ContrastiveConfig) has no regression head and no ABC weight.
     regression_weight = getattr(config.method, "regression_weight", 0.0)
     if regression_weight > 0:
-        head = models.build("spherical_regression", embedding_dim=config.model.embedding_dim)
+        head = models.build("spherical_regression", embedding_dim=config.encoder.embedding_dim)
         head_loss = pose_head.spherical_regression_loss
     model = AbcModel(
         encoder,
@@ -187,7 +187,7 @@ def _smallest(preset: str, name: str) -> ExperimentConfig:
     """``preset`` cut to 4 steps of 2 pairs of sets of 8 on an 8-dimensional S3 encoder."""
     return PRESETS[preset].replace(
         name=name,
-        model=EncoderConfig(architecture="s3", embedding_dim=8),
+        encoder=EncoderConfig(architecture="s3", embedding_dim=8),
         set_size=8,
         pairs_per_step=2,
         eval_every=0,

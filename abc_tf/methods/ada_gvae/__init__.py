@@ -58,7 +58,7 @@ class AdaGvaeConfig(MethodConfig):
     """
 
     batch_format: ClassVar[str] = "pairs"
-    has_model_part: ClassVar[bool] = (
+    has_encoder_part: ClassVar[bool] = (
         False  # its own encoder and decoder (dlib's conv_encoder / deconv_decoder)
     )
     latent_dim: int = field(10, "Latent dimensions; dlib's shared.gin binds 10.")

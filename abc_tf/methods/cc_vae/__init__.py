@@ -70,7 +70,9 @@ class CcVaeConfig(MethodConfig):
     """
 
     batch_format: ClassVar[str] = "sets"
-    has_model_part: ClassVar[bool] = False  # the authors' convolutional networks (models/cc_vae_networks.py)
+    has_encoder_part: ClassVar[bool] = (
+        False  # the authors' convolutional networks (models/cc_vae_networks.py)
+    )
     style_dim: int = field(
         16, "Size of the unspecified style code z, a Gaussian posterior; the authors use 16."
     )

@@ -27,7 +27,7 @@ class ElasticInfoGanConfig(MethodConfig):
     """
 
     batch_format: ClassVar[str] = "images"
-    has_model_part: ClassVar[bool] = False  # its networks are fixed; Q's 128 penultimate features embed
+    has_encoder_part: ClassVar[bool] = False  # its networks are fixed; Q's 128 penultimate features embed
     prior: str = field(
         "learned",
         "The categorical code's class prior: 'learned', or 'uniform' as in InfoGAN.",

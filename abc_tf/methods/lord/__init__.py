@@ -59,7 +59,7 @@ class LordConfig(MethodConfig):
     """
 
     batch_format: ClassVar[str] = "sets"
-    has_model_part: ClassVar[bool] = False  # the authors' networks (abc_tf/methods/lord/networks.py)
+    has_encoder_part: ClassVar[bool] = False  # the authors' networks (abc_tf/methods/lord/networks.py)
     content_dim: int = field(128, "Size of the per-image content code.")
     class_dim: int = field(256, "Size of the per-group class code.")
     content_std: float = field(1.0, "Std of the Gaussian noise added to the content codes in stage 1.")

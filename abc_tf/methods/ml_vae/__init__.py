@@ -48,7 +48,7 @@ class MlVaeConfig(MethodConfig):
     """
 
     batch_format: ClassVar[str] = "sets"
-    has_model_part: ClassVar[bool] = (
+    has_encoder_part: ClassVar[bool] = (
         False  # the authors' MLPs (models/ml_vae_networks.py), not the models registry's
     )
     style_dim: int = field(10, "Size of the per-image style code s; the authors' MNIST code uses 10.")

@@ -40,7 +40,7 @@ _PMP = ExperimentConfig(
     data=Shapes3DConfig(family="shapes3d"),
     batch=PairBatch(pairs_per_step=32),
     method=PmpConfig(name="pmp", num_subspaces=10),
-    model=EncoderConfig(architecture="pmp_encoder", embedding_dim=10),
+    encoder=EncoderConfig(architecture="pmp_encoder", embedding_dim=10),
 )
 PRESETS: dict[str, ExperimentConfig] = {
     "shapes3d_pmp": _PMP,

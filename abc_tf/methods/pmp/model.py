@@ -395,16 +395,18 @@ def check_config(config: ExperimentConfig) -> None:
 
 
 def build(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> PMPModel:
-    """f (``config.model.architecture``), the projectors and g, compiled with the authors' Adam.
+    """f (``config.encoder.architecture``), the projectors and g, compiled with the authors' Adam.
 
     They are built in that order, so one seed gives one set of initial weights.
     """
     features = build_encoder(config, image_shape)
     projectors = models.build(
-        "pmp_projectors", embedding_dim=config.model.embedding_dim, num_subspaces=config.method.num_subspaces
+        "pmp_projectors",
+        embedding_dim=config.encoder.embedding_dim,
+        num_subspaces=config.method.num_subspaces,
     )
     decoder = models.build(
-        "pmp_decoder", embedding_dim=config.model.embedding_dim, output_shape=tuple(image_shape)
+        "pmp_decoder", embedding_dim=config.encoder.embedding_dim, output_shape=tuple(image_shape)
     )
     model = PMPModel(
         features,

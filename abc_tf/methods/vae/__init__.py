@@ -43,7 +43,7 @@ class VaeConfig(MethodConfig):
     """
 
     batch_format: ClassVar[str] = "images"
-    has_model_part: ClassVar[bool] = False  # Table 1's MLPs, not an encoder of the models registry
+    has_encoder_part: ClassVar[bool] = False  # Table 1's MLPs, not an encoder of the models registry
     structure: ClassVar[Structure] = Structure()  # the VAE: one latent space, no perspective
     latent_dim: int = field(4, "Size of the whole latent, split in halves by VITAE; the paper uses 4.")
     kl_warmup: float = field(
