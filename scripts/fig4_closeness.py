@@ -6,6 +6,7 @@ digit is a query, its row the nearest test image of each other digit; per row th
 and of thickness, over the pool's std, averaged over rows (lower = closer; about 1 = random).
 Each row of the output is a method's runs (``seed_<k>`` folders or one run), trained and with its
 initial weights (the untrained floor); the raw-pixel floor is nearest neighbours in pixel space.
+``NAME=DIR@STEP`` reads each run's checkpoint at STEP instead of its finished networks.
 
   python -m scripts.fig4_closeness --rows=ABC=runs/fig4/abc,ML-VAE=runs/fig4/ml_vae,CC-VAE=runs/fig4/cc_vae \\
     --data_path=MNIST_DIR --output=docs/figures/fig4/closeness.json
@@ -22,6 +23,7 @@ from abc_tf import json_files
 from abc_tf.data.mnist import digit_style
 from abc_tf.data.mnist import family as mnist
 from abc_tf.evaluation.tasks import mnist_style
+from abc_tf.runs.checkpoint_run import load_checkpoint_run
 from abc_tf.runs.run_dir import embed, load_run, seed_run_dirs
 from abc_tf.runs.training import untrained_encoder
 
@@ -49,11 +51,12 @@ def main() -> None:
     rows, pixels, data_source, holdout = {}, None, "", None
     for entry in args.rows.split(","):
         name, _, folder = entry.partition("=")
+        folder, _, at_step = folder.partition("@")
         if not name or not folder:
-            raise SystemExit(f"--rows: write NAME=DIR, got {entry!r}.")
+            raise SystemExit(f"--rows: write NAME=DIR or NAME=DIR@STEP, got {entry!r}.")
         trained, untrained, steps, runs = [], [], [], seed_run_dirs(folder) or [folder]
         for run_dir in runs:
-            run = load_run(run_dir)
+            run = load_checkpoint_run(run_dir, int(at_step)) if at_step else load_run(run_dir)
             config = run.config.replace(path=args.data_path) if args.data_path else run.config
             data = mnist.load_mnist(config)
             images, labels = np.asarray(data.x_test), np.asarray(data.y_test).astype(np.int64)
@@ -68,7 +71,7 @@ def main() -> None:
                         embeddings, labels, measures, holdout, config.embedding_similarity
                     )
                 )
-            steps.append(config.trainer.steps)
+            steps.append(int(at_step) if at_step else config.trainer.steps)
             if pixels is None:
                 flat = images.reshape(len(images), -1).astype(np.float64)
                 pixels = mnist_style.held_out_row_style_spread(flat, labels, measures, holdout, "l2sq")
