@@ -193,6 +193,9 @@ KNOWN_TESTS = {
     "abc_tf.cli": "test_cli.py",
     "abc_tf.__main__": "test_cli.py",
     "abc_tf.evaluation.grid_search": "test_grid.py",
+    # Halves of one job's tests: a comparison's report, the classifier of Elastic-InfoGAN's measures.
+    "abc_tf.evaluation.comparison_report": "test_comparison.py",
+    "abc_tf.evaluation.tasks.mnist_classifier": "test_digit_clusters.py",
 }
 ENTRY_POINTS = ("train", "evaluate", "curves", "compare", "grid")
 
