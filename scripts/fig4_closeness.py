@@ -22,24 +22,10 @@ import numpy as np
 from abc_tf import json_files
 from abc_tf.data.mnist import digit_style
 from abc_tf.data.mnist import family as mnist
-from abc_tf.evaluation.tasks import mnist_style
+from abc_tf.evaluation.tasks import mnist_style, seeds
 from abc_tf.runs.checkpoint_run import load_checkpoint_run
 from abc_tf.runs.run_dir import embed, load_run, seed_run_dirs
 from abc_tf.runs.training import untrained_encoder
-
-MEASURES = ("slant", "thickness")
-
-
-def spread_over_runs(values: list[dict[str, float]]) -> dict[str, dict]:
-    """{measure: {"mean", "std", "values"}} over the runs' spreads."""
-    return {
-        name: {
-            "mean": float(np.mean([value[name] for value in values])),
-            "std": float(np.std([value[name] for value in values])),
-            "values": [value[name] for value in values],
-        }
-        for name in MEASURES
-    }
 
 
 def main() -> None:
@@ -80,8 +66,8 @@ def main() -> None:
         rows[name] = {
             "runs": runs,
             "steps": steps,
-            "trained": spread_over_runs(trained),
-            "untrained": spread_over_runs(untrained),
+            "trained": seeds.aggregate_numbers(trained),
+            "untrained": seeds.aggregate_numbers(untrained),
         }
     if args.data_path:
         data_source = data_source.replace(os.path.abspath(args.data_path), "MNIST_DIR")
