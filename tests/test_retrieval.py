@@ -51,7 +51,7 @@ def test_rows_for_many_queries_match_a_brute_force_search():
     labels = np.repeat(np.arange(4), 9)
     embeddings = rng.normal(size=(len(labels), 3))
     queries = np.flatnonzero(labels == 2)
-    rows = retrieval.nearest_of_each_class(embeddings, labels, range(4), queries, "l2sq", batch_size=4)
+    rows, _ = retrieval.nearest_of_each_class(embeddings, labels, range(4), queries, "l2sq", batch_size=4)
     assert rows.shape == (len(queries), 4)
     for query, row in zip(queries, rows):
         for column, index in enumerate(row):

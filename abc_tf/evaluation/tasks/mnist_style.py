@@ -325,7 +325,7 @@ def held_out_row_style_spread(
     ABC's rows are closer in style than CC-VAE's; this measures it over all queries, not one grid.
     """
     queries = np.flatnonzero(labels == holdout)
-    rows = retrieval.nearest_of_each_class(embeddings, labels, range(NUM_CLASSES), queries, similarity)
+    rows, _ = retrieval.nearest_of_each_class(embeddings, labels, range(NUM_CLASSES), queries, similarity)
     return row_style_spread(rows, measures)
 
 

@@ -81,23 +81,8 @@ def retrieval_grid(
     query_indices = np.asarray(query_indices, np.int64)
     if query_indices.shape != classes.shape or np.any(labels[query_indices] != classes):
         raise ValueError("query_indices must hold one image of each class, in the order of classes.")
-    # s(query of each row, every image) [C, N].
-    similarities = losses.pairwise_similarity(
-        tf.constant(embeddings[query_indices]), tf.constant(embeddings), similarity
-    ).numpy()
-    indices = np.array(
-        [
-            [
-                query if col == row else candidates[np.argmax(similarities[row, candidates])]
-                for col, candidates in enumerate(members)
-            ]
-            for row, query in enumerate(query_indices)
-        ],
-        np.int64,
-    )
-    return RetrievalGrid(
-        indices=indices, similarity=np.take_along_axis(similarities, indices, axis=1), classes=classes
-    )
+    indices, scores = nearest_of_each_class(embeddings, labels, classes, query_indices, similarity)
+    return RetrievalGrid(indices=indices, similarity=scores, classes=classes)
 
 
 def nearest_of_each_class(
@@ -107,30 +92,31 @@ def nearest_of_each_class(
     query_indices: Sequence[int],
     similarity: str = "l2sq",
     batch_size: int = 512,
-) -> np.ndarray:
-    """Retrieval rows for many queries: [Q, C] indices into the pool.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Retrieval rows for many queries: ([Q, C] indices into the pool, [Q, C] their similarity).
 
     Column c of row q holds the image of class ``classes[c]`` nearest to query q, by ``similarity``
-    as in :func:`retrieval_grid`. The query stands in its own class's column.
+    as in :func:`retrieval_grid`, and its similarity to the query. The query stands in its own
+    class's column.
     """
     embeddings = np.asarray(embeddings, np.float64)
     labels = np.asarray(labels)
+    classes = list(classes)
     query_indices = np.asarray(query_indices, np.int64)
     members = [np.flatnonzero(labels == value) for value in classes]
     if any(len(m) == 0 for m in members):
         raise ValueError("The retrieval pool needs an image of every class.")
-    rows = []
+    rows, scores = [], []
     for start in range(0, len(query_indices), batch_size):
         queries = query_indices[start : start + batch_size]
         similarities = losses.pairwise_similarity(
             tf.constant(embeddings[queries]), tf.constant(embeddings), similarity
         ).numpy()  # [B, N]
-        columns = [m[np.argmax(similarities[:, m], axis=1)] for m in members]  # C arrays of [B]
-        block = np.stack(columns, axis=1)
-        own = np.asarray([list(classes).index(labels[q]) for q in queries])
-        block[np.arange(len(queries)), own] = queries
+        block = np.stack([m[np.argmax(similarities[:, m], axis=1)] for m in members], axis=1)
+        block[np.arange(len(queries)), [classes.index(labels[q]) for q in queries]] = queries
         rows.append(block)
-    return np.concatenate(rows).astype(np.int64)
+        scores.append(np.take_along_axis(similarities, block, axis=1))
+    return np.concatenate(rows).astype(np.int64), np.concatenate(scores)
 
 
 def _display(images: np.ndarray, ink: bool) -> np.ndarray:
