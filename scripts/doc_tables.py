@@ -15,8 +15,10 @@ A table may instead be a template: the opening marker names its file and holds t
 Markdown, each number a placeholder ``{/json/pointer:format}``: a JSON Pointer (RFC 6901, as in
 scripts/doc_figures.py, a key with a space or a ``:``, ``|`` or ``}`` percent-encoded) into that
 file and a Python format spec (``.3f``, ``.1f``, ``,``, ``.0%``, ``z.2f`` for no minus on a
-rounded zero, or nothing). Text around the placeholders (``{/a/mean:.3f} ± {/a/std:.3f}``, a
-unit) and plain text cells are kept::
+rounded zero, or nothing). A placeholder may read another file, named before its pointer
+(``{docs/figures/other.json#/a/mean:.3f}``), for a table whose rows come from several runs' files.
+Text around the placeholders (``{/a/mean:.3f} ± {/a/std:.3f}``, a unit) and plain text cells are
+kept::
 
     <!-- table: docs/figures/pose/lookup.json
     | row | median error (°) | Acc@30 |
@@ -85,8 +87,11 @@ TABLE = re.compile(
     r"(?P<body>.*?)(?P<close><!-- end table -->)",
     re.S,
 )
-# A template's placeholder: {/json/pointer} or {/json/pointer:format}.
-PLACEHOLDER = re.compile(r"\{(?P<pointer>/[^{}:\n]*)(?::(?P<format>[^{}\n]*))?\}")
+# A template's placeholder: {/json/pointer} or {/json/pointer:format}, after an optional
+# other file: {docs/figures/other.json#/json/pointer:format}.
+PLACEHOLDER = re.compile(
+    r"\{(?:(?P<file>[\w./-]+\.json)#)?(?P<pointer>/[^{}:\n]*)(?::(?P<format>[^{}\n]*))?\}"
+)
 
 
 def section_table(path: str, section: str, root: str = ROOT) -> str:
@@ -103,35 +108,43 @@ def section_table(path: str, section: str, root: str = ROOT) -> str:
 
 def template_table(path: str, template: str, root: str = ROOT, doc: str = "") -> str:
     """``template`` with each ``{/pointer:format}`` replaced by the value at ``pointer`` in the
-    JSON file ``path`` (from ``root``), formatted with ``format``. A missing file, a pointer to
-    nothing, or a value the format does not take is a ValueError naming ``doc`` and the pointer."""
+    JSON file ``path`` (from ``root``), or in the file the placeholder names, formatted with
+    ``format``. A missing file, a pointer to nothing, or a value the format does not take is a
+    ValueError naming ``doc`` and the pointer."""
     where = f"{doc}: " if doc else ""
-    try:
-        with open(os.path.join(root, path), encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise ValueError(f"{where}the table's file {path} does not exist.") from None
+    files: dict[str, object] = {}
+
+    def load(name: str) -> object:
+        if name not in files:
+            try:
+                with open(os.path.join(root, name), encoding="utf-8") as handle:
+                    files[name] = json.load(handle)
+            except FileNotFoundError:
+                raise ValueError(f"{where}the table's file {name} does not exist.") from None
+        return files[name]
 
     def value(match: re.Match) -> str:
+        name = match["file"] or path
         pointer, spec = match["pointer"], match["format"] or ""
-        found = data
+        found = load(name)
         try:
             for token in pointer.split("/")[1:]:
                 token = urllib.parse.unquote(token).replace("~1", "/").replace("~0", "~")
                 found = found[int(token)] if isinstance(found, list) else found[token]
         except (KeyError, IndexError, ValueError, TypeError) as error:
             raise ValueError(
-                f"{where}{path} has no value at {pointer} ({type(error).__name__}: {error})"
+                f"{where}{name} has no value at {pointer} ({type(error).__name__}: {error})"
             ) from None
         if isinstance(found, (dict, list)):
-            raise ValueError(f"{where}{path}#{pointer} is not a single value but a {type(found).__name__}")
+            raise ValueError(f"{where}{name}#{pointer} is not a single value but a {type(found).__name__}")
         try:
             return format(found, spec)
         except (ValueError, TypeError) as error:
             raise ValueError(
-                f"{where}{path}#{pointer} ({found!r}) does not take the format {spec!r}: {error}"
+                f"{where}{name}#{pointer} ({found!r}) does not take the format {spec!r}: {error}"
             )
 
+    load(path)
     return PLACEHOLDER.sub(value, template)
 
 

@@ -153,3 +153,18 @@ def test_a_bad_pointer_in_a_template_names_the_document_and_the_pointer(tmp_path
         doc_tables.render(TEMPLATE_DOC.replace("{/name}", "{/name:.3f}"), str(root), "RESULTS.md")
     with pytest.raises(ValueError, match=r"RESULTS\.md: .*malformed"):
         doc_tables.render(TEMPLATE_DOC.replace("\n-->\n", "\n"), str(root), "RESULTS.md")
+
+
+def test_a_template_placeholder_may_read_another_file(tmp_path):
+    document = TEMPLATE_DOC.replace("{/untrained/median:.1f}", "{docs/figures/u.json#/median:.1f}")
+    root = _template_root(tmp_path, document)
+    (root / "docs" / "figures" / "u.json").write_text(json.dumps({"median": 45.04}))
+    assert doc_tables.main([], root=str(root)) == 0
+    assert "| untrained | 45.0° | n/a | 0.500 |" in (root / "RESULTS.md").read_text()
+    (root / "docs" / "figures" / "u.json").write_text(json.dumps({"median": 46.0}))
+    assert doc_tables.main(["--check"], root=str(root)) == 1
+    (root / "docs" / "figures" / "u.json").unlink()
+    with pytest.raises(
+        ValueError, match=r"RESULTS\.md: the table's file docs/figures/u\.json does not exist"
+    ):
+        doc_tables.main(["--check"], root=str(root))
