@@ -81,7 +81,7 @@ def authors_loss(model, batch, iteration: int):
     GradientTape."""
     import tensorflow as tf
 
-    from abc_tf.methods.pmp import model as pmp
+    from abc_tf.methods.pmp import losses as pmp_losses
     from abc_tf.methods.base import to_float_images
 
     kernel1, bias1, kernel2, bias2 = model.projectors.get_layer("projectors").weights
@@ -94,10 +94,10 @@ def authors_loss(model, batch, iteration: int):
     images = tf.concat([x1, x2], axis=0)
     pairs = x1.shape[0]
     codes = latents(model.features(images, training=True))
-    rec = pmp.reconstruction_loss(model.decoder(tf.add_n(codes), training=True), images)
+    rec = pmp_losses.reconstruction_loss(model.decoder(tf.add_n(codes), training=True), images)
     stacked = tf.stack(codes, axis=1)
-    squared, changed = pmp.pair_distances(stacked[:pairs], stacked[pairs:])
-    b1, b2, b3 = pmp.loss_weights(iteration, model.total_steps, model.warmup)
+    squared, changed = pmp_losses.pair_distances(stacked[:pairs], stacked[pairs:])
+    b1, b2, b3 = pmp_losses.loss_weights(iteration, model.total_steps, model.warmup)
     mixes, targets = [], []
     for i in range(k):
         mixed = [code[pairs:] for code in codes]
@@ -111,9 +111,13 @@ def authors_loss(model, batch, iteration: int):
     w = model.loss_weights
     return (
         rec
-        + b1 * (w["dis"] * pmp.distance_loss(squared, changed) + w["spar"] * pmp.sparsity_loss(stacked))
+        + b1
+        * (
+            w["dis"] * pmp_losses.distance_loss(squared, changed)
+            + w["spar"] * pmp_losses.sparsity_loss(stacked)
+        )
         + b2 * w["cons"] * cons
-        + b3 * w["reg"] * pmp.usage_loss(squared)
+        + b3 * w["reg"] * pmp_losses.usage_loss(squared)
         + model.weight_decay_term()
     )
 

@@ -12,7 +12,8 @@ from abc_tf import methods
 from abc_tf.methods.c_vitae import CVitaeConfig
 from abc_tf.methods.u_vitae import UVitaeConfig
 from abc_tf.methods.vae import Structure, VaeConfig
-from abc_tf.methods.vae import model as vitae
+from abc_tf.methods.vae import losses as vitae_losses
+from abc_tf.methods.vae import networks as vitae_networks
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
 from models import spatial_transformer
@@ -23,13 +24,13 @@ def random_images(seed: int, batch: int = 6) -> np.ndarray:
 
 
 def test_c_vitae_infers_the_appearance_from_the_aligned_image_and_warps_the_template_back():
-    networks = vitae.build_networks(CVitaeConfig.structure, 4, (28, 28, 1))
+    networks = vitae_networks.build_networks(CVitaeConfig.structure, 4, (28, 28, 1))
     # A known perspective: dec_P's output bias is theta (its kernel starts at zero).
     theta = np.array([0.1, -0.2, 0.15, 0.05, 0.0, -0.1], np.float32)
     networks["affine_decoder"].get_layer("theta").bias.assign(theta)
     x = random_images(1, 4)
-    noise = vitae.draw_noise(4, (2, 2), tf.constant([1, 2], tf.int64))
-    out = vitae.infer(networks, CVitaeConfig.structure, x, noise)
+    noise = vitae_losses.draw_noise(4, (2, 2), tf.constant([1, 2], tf.int64))
+    out = vitae_losses.infer(networks, CVitaeConfig.structure, x, noise)
     # infer runs the very ops below on the same tensors (theta: a zero kernel plus the bias): equal.
     np.testing.assert_allclose(out["theta"], np.tile(theta, (4, 1)), atol=1e-6)
     aligned = spatial_transformer.warp(
@@ -43,7 +44,7 @@ def test_c_vitae_infers_the_appearance_from_the_aligned_image_and_warps_the_temp
     warped = spatial_transformer.warp(template, spatial_transformer.affine_matrices(np.tile(theta, (4, 1))))
     np.testing.assert_allclose(out["probabilities"], warped, atol=1e-6)
     # U-VITAE reads the appearance from the image itself.
-    u_out = vitae.infer(networks, UVitaeConfig.structure, x, noise)
+    u_out = vitae_losses.infer(networks, UVitaeConfig.structure, x, noise)
     np.testing.assert_allclose(u_out["appearance_mean"], networks["appearance_posterior"](x)[0], atol=1e-6)
     assert "aligned" not in u_out
 

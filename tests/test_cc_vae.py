@@ -1,9 +1,10 @@
-"""CC-VAE (abc_tf/methods/cc_vae/model.py, its config and presets, models/cc_vae_networks.py): both
-cycles' loss terms and their gradients against a NumPy restatement of the authors' networks and
-losses under the same pairing and noise, the step's draws, the two updates' variables, the
-networks, a short run through the trainer (trained, resumed, its networks loaded and
-embedding), the presets against the authors' code and bad settings refused; the 64 x 64
-networks (models/vae64_networks.py), the shape refusal, the pose presets and a short pose run."""
+"""CC-VAE (abc_tf/methods/cc_vae: model.py, losses.py, its config and presets;
+models/cc_vae_networks.py): both cycles' loss terms and their gradients against a NumPy
+restatement of the authors' networks and losses under the same pairing and noise, the step's
+draws, the two updates' variables, the networks, a short run through the trainer (trained,
+resumed, its networks loaded and embedding), the presets against the authors' code and bad
+settings refused; the 64 x 64 networks (models/vae64_networks.py), the shape refusal, the pose
+presets and a short pose run."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from abc_tf import methods, optimizers
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.pose import procedural as pose_procedural
+from abc_tf.methods.cc_vae import losses as cc_vae_losses
 from abc_tf.methods.cc_vae import model as cc_vae
 from abc_tf.methods import cc_vae as cc_vae_config
 from abc_tf.runs import checkpoints, training
@@ -294,8 +296,10 @@ def test_pairs_swap_codes_within_a_stack_and_the_reverse_cycle_crosses_stacks():
     batch = {key: tf.cast(value, tf.float32) / 255.0 for key, value in tiny_batch(2).items()}
     draws = model.draws_at(4, P, N)
     draws["style_noise"] = tf.zeros_like(draws["style_noise"])  # z = the style mean
-    forward = cc_vae.forward_cycle(model.posterior, model.decoder, batch["set_a"], draws)
-    reverse = cc_vae.reverse_cycle(model.posterior, model.decoder, batch["set_a"], batch["set_b"], draws)
+    forward = cc_vae_losses.forward_cycle(model.posterior, model.decoder, batch["set_a"], draws)
+    reverse = cc_vae_losses.reverse_cycle(
+        model.posterior, model.decoder, batch["set_a"], batch["set_b"], draws
+    )
     order, z = np.asarray(draws["order"]), draws["z"]
     # The same layers on other batches (oneDNN may block the sums otherwise): within the
     # roundings of the encoder and decoder chains.

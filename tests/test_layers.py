@@ -196,6 +196,13 @@ KNOWN_TESTS = {
     # Halves of one job's tests: a comparison's report, the classifier of Elastic-InfoGAN's measures.
     "abc_tf.evaluation.comparison_report": "test_comparison.py",
     "abc_tf.evaluation.tasks.mnist_classifier": "test_digit_clusters.py",
+    # Methods' loss terms and monitors, split out of model.py: tested with their method.
+    "abc_tf.methods.cc_vae.losses": "test_cc_vae.py",
+    "abc_tf.methods.lord.losses": "test_lord.py",
+    "abc_tf.methods.pmp.losses": "test_pmp.py",
+    "abc_tf.methods.pmp.monitor": "test_pmp.py",
+    "abc_tf.methods.vae.losses": "test_vae.py",
+    "abc_tf.methods.vae.monitor": "test_vae.py",
 }
 ENTRY_POINTS = ("train", "evaluate", "curves", "compare", "grid")
 

@@ -15,7 +15,7 @@ from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
 from abc_tf.evaluation.tasks import likelihood
 from abc_tf.methods.vae import VaeConfig
-from abc_tf.methods.vae import model as vitae
+from abc_tf.methods.vae import losses as vitae_losses
 from abc_tf.runs import training
 from abc_tf.runs.run_dir import TrainedRun, load_run
 from tolerance_helpers import rounding_rtol
@@ -76,10 +76,10 @@ def np_terms(x: np.ndarray, z: np.ndarray, params: dict) -> tuple[float, float, 
 def test_elbo_terms_and_importance_weights_match_numpy():
     networks, params = tiny_vae(0)
     x = np.random.default_rng(1).uniform(size=(3, 2, 2, 1)).astype(np.float32)
-    noise = vitae.draw_noise(3, (2, 0), np.array([5, 6], np.int64))
-    inferred = vitae.infer(networks, VaeConfig.structure, x, noise)
-    terms = vitae.elbo_terms(x, inferred)
-    log_w = np.asarray(vitae.log_weights(x, inferred))
+    noise = vitae_losses.draw_noise(3, (2, 0), np.array([5, 6], np.int64))
+    inferred = vitae_losses.infer(networks, VaeConfig.structure, x, noise)
+    terms = vitae_losses.elbo_terms(x, inferred)
+    log_w = np.asarray(vitae_losses.log_weights(x, inferred))
     for b in range(3):
         z = np.asarray(inferred["appearance_z"])[b]
         rec, kl, weight = np_terms(x[b], z, params)

@@ -1,4 +1,4 @@
-"""LORD (abc_tf/methods/lord/model.py, its config and presets, abc_tf/methods/lord/networks.py): both stages'
+"""LORD (abc_tf/methods/lord: model.py, losses.py, networks.py, its config and presets): both stages'
 loss terms and their gradients against a NumPy restatement of the authors' networks and losses
 under the same noise, the switch between the stages (which variables move, the optimisers'
 rates and steps), the networks, a run through the trainer killed at the switch and resumed
@@ -17,6 +17,7 @@ from abc_tf import methods
 from abc_tf.runs import experiments
 from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.runs.experiments import get_preset
+from abc_tf.methods.lord import losses as lord_losses
 from abc_tf.methods.lord import model as lord
 from abc_tf.methods import lord as lord_config
 from abc_tf.runs import checkpoints, training
@@ -302,7 +303,7 @@ def moved(before, variables) -> bool:
 @pytest.mark.slow
 def test_the_stage_switch_sets_the_rates_moves_other_variables_and_starts_the_encoders_adam_afresh():
     # Stage 1's rate: the authors' cosine, from the maximum to the minimum over stage 1.
-    rates = [float(lord.cosine_rate(step, 100, 3e-4, 1e-5)) for step in (0, 50, 100, 200)]
+    rates = [float(lord_losses.cosine_rate(step, 100, 3e-4, 1e-5)) for step in (0, 50, 100, 200)]
     assert rates == pytest.approx([3e-4, (3e-4 + 1e-5) / 2, 1e-5, 1e-5], rel=1e-6)
     model, seen = tiny_model(stage1_steps=1000, steps=2000), []
     model.run_eagerly = True  # fast here; the compiled step is checked through the trainer below
@@ -323,7 +324,9 @@ def test_the_stage_switch_sets_the_rates_moves_other_variables_and_starts_the_en
             )
         )
         rates = float(model.optimizer.learning_rate), float(model.encoder_optimizer.learning_rate)
-        expected = (float(lord.cosine_rate(step, 1000, 3e-5, 1e-5)), 0.0) if step < 1000 else (0.0, 1e-4)
+        expected = (
+            (float(lord_losses.cosine_rate(step, 1000, 3e-5, 1e-5)), 0.0) if step < 1000 else (0.0, 1e-4)
+        )
         assert rates == pytest.approx(expected, rel=1e-6)
         if step == 1000:
             # A fresh Adam's first step is the rate times the gradient's sign (up to epsilon); an
@@ -418,7 +421,9 @@ def test_the_perceptual_loss_reads_a_local_vgg_file(tmp_path):
     )
     # 13 float32 convolutions on batches of 6 and of 3 (other kernels may be chosen): 1e-3 is far
     # above their rounding and far below what other weights would change.
-    np.testing.assert_allclose(lord.perceptual_error(model.vgg, images, generated), expected, rtol=1e-3)
+    np.testing.assert_allclose(
+        lord_losses.perceptual_error(model.vgg, images, generated), expected, rtol=1e-3
+    )
     assert (
         methods.get_method("lord").label_for(tiny_config(reconstruction="perceptual", vgg_weights=path))
         == "lord"

@@ -1,7 +1,7 @@
-"""Product-manifold projection (abc_tf/methods/pmp/model.py): each loss term against a NumPy
-restatement, the schedule, a train step, a short run of shapes3d_pmp_quick with its TensorBoard
-logs, the checkpoint of a run restored into a fresh model, and bad settings refused before
-training."""
+"""Product-manifold projection (abc_tf/methods/pmp: model.py, losses.py, monitor.py): each loss
+term against a NumPy restatement, the schedule, a train step, a short run of shapes3d_pmp_quick
+with its TensorBoard logs, the checkpoint of a run restored into a fresh model, and bad settings
+refused before training."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from abc_tf.runs import experiments
 from abc_tf.config import ExperimentConfig
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.shapes3d import family as shapes3d
+from abc_tf.methods.pmp import losses as pmp_losses
 from abc_tf.methods.pmp import model as pmp
 from abc_tf.runs import checkpoints, training
 from abc_tf.runs.run_dir import load_keras_file
@@ -87,12 +88,14 @@ def test_sparsity_loss_is_eq_1_averaged_over_images_and_coordinates():
     # Two float32 evaluations: 60 products of one sign summed, each with the sum of the k = 3
     # codes minus its own (rounding relative to sum |c|, about 3 times |others| for normal codes).
     np.testing.assert_allclose(
-        pmp.sparsity_loss(tf.constant(codes)), np_sparsity(codes), rtol=rounding_rtol(60 + 3, condition=3)
+        pmp_losses.sparsity_loss(tf.constant(codes)),
+        np_sparsity(codes),
+        rtol=rounding_rtol(60 + 3, condition=3),
     )
     # Codes on disjoint coordinates cost nothing.
     disjoint = np.zeros((2, 3, 4), np.float32)
     disjoint[:, 0, 0], disjoint[:, 1, 1], disjoint[:, 2, 2:] = 1.0, -2.0, 3.0
-    assert float(pmp.sparsity_loss(tf.constant(disjoint))) == 0.0
+    assert float(pmp_losses.sparsity_loss(tf.constant(disjoint))) == 0.0
 
 
 def test_the_changed_subspace_is_picked_on_distances_normalised_by_the_batch_spread():
@@ -102,7 +105,7 @@ def test_the_changed_subspace_is_picked_on_distances_normalised_by_the_batch_spr
     wide, narrow = np.array([0.0, 10, 20, 30]), np.array([0.0, 0.1, 0.2, 0.3])
     codes1 = np.stack([wide, narrow], axis=1)[:, :, None].astype(np.float32)  # [B=4, k=2, d=1]
     codes2 = np.stack([wide + 2, narrow + 1], axis=1)[:, :, None].astype(np.float32)
-    squared, changed = pmp.pair_distances(tf.constant(codes1), tf.constant(codes2))
+    squared, changed = pmp_losses.pair_distances(tf.constant(codes1), tf.constant(codes2))
     np.testing.assert_allclose(
         squared, [[4.0, 1.0]] * 4, rtol=1e-5
     )  # 2 exactly; 0.1k + 1 - 0.1k: 2 roundings of 1
@@ -110,7 +113,7 @@ def test_the_changed_subspace_is_picked_on_distances_normalised_by_the_batch_spr
     assert np_changed(codes1, codes2)[1].tolist() == [1] * 4
     # Random codes: the same choice as the restatement, one subspace per pair.
     codes1, codes2 = random_codes(1, batch=6)
-    squared, changed = pmp.pair_distances(tf.constant(codes1), tf.constant(codes2))
+    squared, changed = pmp_losses.pair_distances(tf.constant(codes1), tf.constant(codes2))
     expected_squared, expected_changed = np_changed(codes1, codes2)
     # Two float32 evaluations of d = 4 squares of one sign (rounding_rtol(5) = 1.2e-6), then 18 of
     # them summed, of one sign (rounding_rtol(18 + 5) = 5.5e-6).
@@ -118,7 +121,7 @@ def test_the_changed_subspace_is_picked_on_distances_normalised_by_the_batch_spr
     np.testing.assert_array_equal(np.argmax(changed, axis=1), expected_changed)
     assert np.all(np.sum(changed, axis=1) == 1)
     np.testing.assert_allclose(
-        pmp.distance_loss(squared, changed), np_distance(expected_squared, expected_changed), rtol=1e-5
+        pmp_losses.distance_loss(squared, changed), np_distance(expected_squared, expected_changed), rtol=1e-5
     )
 
 
@@ -127,8 +130,8 @@ def test_distance_loss_gradients_stop_at_the_argmax_and_the_margin():
     codes2[:2] = codes1[:2] + 0.01 * (codes2[:2] - codes1[:2])  # pairs 0, 1: every D below the 0.05 margin
     first, second = tf.Variable(codes1), tf.Variable(codes2)
     with tf.GradientTape() as tape:
-        squared, changed = pmp.pair_distances(first, second)
-        loss = pmp.distance_loss(squared, changed)
+        squared, changed = pmp_losses.pair_distances(first, second)
+        loss = pmp_losses.distance_loss(squared, changed)
     gradient = tape.gradient(loss, first).numpy()
     squared, chosen = np_changed(codes1, codes2)
     batch, k = squared.shape
@@ -149,38 +152,38 @@ def test_usage_loss():
     codes1, codes2 = random_codes(3, batch=7, k=4)
     codes1 *= 0.05  # distances of order 1e-3..1e-2: a soft softmax(1000 D)
     codes2 *= 0.05
-    squared, _ = pmp.pair_distances(tf.constant(codes1), tf.constant(codes2))
+    squared, _ = pmp_losses.pair_distances(tf.constant(codes1), tf.constant(codes2))
     # Two float32 softmaxes of 1000 D (logits up to 10: exp multiplies their rounding by 10) over
     # k = 4, means over 7 pairs; 100 mean_i (1/k - m_i)^2 moves by at most 100 x 2 x 0.75 / 4 x 2
     # = 75 times an m_i's error.
     np.testing.assert_allclose(
-        pmp.usage_loss(squared),
+        pmp_losses.usage_loss(squared),
         np_usage(squared.numpy()),
         rtol=0,
         atol=75 * rounding_rtol(4 + 7 + 2, condition=10),
     )
     # Every pair changing a different subspace, equally often: no penalty.
     balanced = tf.constant(np.eye(4, dtype=np.float32))
-    assert float(pmp.usage_loss(balanced)) < 1e-10
+    assert float(pmp_losses.usage_loss(balanced)) < 1e-10
     # All pairs changing subspace 0: 100 * ((1/4 - 1)^2 + 3 (1/4)^2) / 4.
     # Quarters and their squares are exact in float32; the factor 100 and the mean round twice.
     np.testing.assert_allclose(
-        pmp.usage_loss(tf.constant([[1.0, 0, 0, 0]] * 3)), 100 * (0.75**2 + 3 / 16) / 4, rtol=1e-5
+        pmp_losses.usage_loss(tf.constant([[1.0, 0, 0, 0]] * 3)), 100 * (0.75**2 + 3 / 16) / 4, rtol=1e-5
     )
 
 
 def test_consistency_loss_decodes_the_mixes_and_compares_their_codes():
     batch, k, d = 3, 4, 2
     codes1, codes2 = random_codes(4, batch, k, d)
-    mixes = pmp.draw_mixes(tf.constant(batch), k, tf.constant([7, 1], tf.int64)).numpy()
+    mixes = pmp_losses.draw_mixes(tf.constant(batch), k, tf.constant([7, 1], tf.int64)).numpy()
     assert mixes.shape == (2 * batch,) and len(set(mixes.tolist())) == 2 * batch and mixes.max() < k * batch
     np.testing.assert_array_equal(
-        mixes, pmp.draw_mixes(tf.constant(batch), k, tf.constant([7, 1], tf.int64)).numpy()
+        mixes, pmp_losses.draw_mixes(tf.constant(batch), k, tf.constant([7, 1], tf.int64)).numpy()
     )
     assert not np.array_equal(
-        mixes, pmp.draw_mixes(tf.constant(batch), k, tf.constant([7, 2], tf.int64)).numpy()
+        mixes, pmp_losses.draw_mixes(tf.constant(batch), k, tf.constant([7, 2], tf.int64)).numpy()
     )
-    mixed = pmp.mix_codes(tf.constant(codes1), tf.constant(codes2), tf.constant(mixes)).numpy()
+    mixed = pmp_losses.mix_codes(tf.constant(codes1), tf.constant(codes2), tf.constant(mixes)).numpy()
     recode_matrix = (
         np.random.default_rng(5).normal(size=(d, k * d)).astype(np.float32)
     )  # a stand-in for f(g(z))
@@ -198,13 +201,13 @@ def test_consistency_loss_decodes_the_mixes_and_compares_their_codes():
     # Two float32 evaluations: a sum of k = 4 codes, a product of d = 2, 24 squares of one sign
     # summed, the differences cancelling to about half the terms' size: rounding_rtol(30, 4) = 3e-5.
     np.testing.assert_allclose(
-        pmp.consistency_loss(tf.constant(mixed), recode), total / (len(mixes) * k * d), rtol=1e-4
+        pmp_losses.consistency_loss(tf.constant(mixed), recode), total / (len(mixes) * k * d), rtol=1e-4
     )
 
 
 def test_schedule_warm_up_and_ramps():
     def weights(step, total=1000, warmup=0.25):
-        return [float(w) for w in pmp.loss_weights(step, total, warmup)]
+        return [float(w) for w in pmp_losses.loss_weights(step, total, warmup)]
 
     for step in (0, 100, 250):  # reconstruction alone while t <= 0.25
         assert weights(step) == [0.0, 0.0, 0.0]
@@ -222,7 +225,7 @@ def test_schedule_warm_up_and_ramps():
         np.exp(25 * (0.1 - 0.4)), rel=rounding_rtol(3, condition=7.5)
     )
     # L_cons starts once b2 exceeds 0.01: t > 0.5 - ln(100) / 25.
-    assert weights(315)[1] < pmp.CONSISTENCY_FROM < weights(317)[1]
+    assert weights(315)[1] < pmp_losses.CONSISTENCY_FROM < weights(317)[1]
 
 
 # ---------------------------------------------------------------- the model and a run
@@ -290,7 +293,7 @@ def test_a_short_quick_run_trains_logs_and_keeps_its_networks(tmp_path):
     result = training.train(config, run_dir, verbose=0)
     assert result.final_step == 8
     assert set(LOG_KEYS) <= set(result.history) and len(result.history["rec_loss"]) == 2
-    assert result.history["beta1"] == [pytest.approx(float(pmp.loss_weights(3, 8, 0.25)[0])), 1.0]
+    assert result.history["beta1"] == [pytest.approx(float(pmp_losses.loss_weights(3, 8, 0.25)[0])), 1.0]
     for name in ("encoder", "features", "projectors", "decoder"):
         assert os.path.isfile(os.path.join(run_dir, f"{name}.keras"))
     encoder = load_keras_file(os.path.join(run_dir, "encoder.keras"))

@@ -9,7 +9,8 @@ import tensorflow as tf
 
 from abc_tf import methods
 from abc_tf.methods.u_vitae import UVitaeConfig
-from abc_tf.methods.vae import model as vitae
+from abc_tf.methods.vae import losses as vitae_losses
+from abc_tf.methods.vae import networks as vitae_networks
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
 
@@ -19,14 +20,14 @@ def random_images(seed: int, batch: int = 6) -> np.ndarray:
 
 
 def test_importance_weights_are_the_elbo_terms_at_the_sample():
-    networks = vitae.build_networks(UVitaeConfig.structure, 4, (28, 28, 1))
+    networks = vitae_networks.build_networks(UVitaeConfig.structure, 4, (28, 28, 1))
     x = random_images(2)
-    out = vitae.infer(
-        networks, UVitaeConfig.structure, x, vitae.draw_noise(6, (2, 2), tf.constant([3, 4], tf.int64))
+    out = vitae_losses.infer(
+        networks, UVitaeConfig.structure, x, vitae_losses.draw_noise(6, (2, 2), tf.constant([3, 4], tf.int64))
     )
-    terms = vitae.elbo_terms(x, out)
+    terms = vitae_losses.elbo_terms(x, out)
     # E_q[log w] = ELBO; with single samples, log w and -rec - KLs differ by a zero-mean term only.
-    log_w = vitae.log_weights(x, out)
+    log_w = vitae_losses.log_weights(x, out)
     assert log_w.shape == (6,) and np.all(np.isfinite(log_w))
     elbo = -(terms["reconstruction"] + terms["kl_appearance"] + terms["kl_perspective"])
     assert abs(float(np.mean(log_w - elbo))) < 10.0

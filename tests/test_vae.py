@@ -1,8 +1,8 @@
-"""The VAE and VITAE methods (abc_tf/methods/vae/model.py): the ELBO terms against NumPy, the KL
-warm-up, C-VITAE's inference order, the declarations and networks, train steps, a short run on
-the small coded MNIST through the trainer (networks kept, loaded and embedding, TensorBoard
-images), a NaN loss stopping the run at its last good checkpoint, and bad settings refused
-before training."""
+"""The VAE and VITAE methods (abc_tf/methods/vae: model.py, losses.py, monitor.py): the ELBO terms
+against NumPy, the KL warm-up, C-VITAE's inference order, the declarations and networks, train
+steps, a short run on the small coded MNIST through the trainer (networks kept, loaded and
+embedding, TensorBoard images), a NaN loss stopping the run at its last good checkpoint, and bad
+settings refused before training."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from abc_tf import methods
 from abc_tf.runs import experiments
 from abc_tf.config import BATCH_CONFIGS
 from abc_tf.runs.experiments import get_preset
+from abc_tf.methods.vae import losses as vitae_losses
+from abc_tf.methods.vae import monitor as vitae_monitor
 from abc_tf.methods.vae import model as vitae
 from abc_tf.runs import checkpoints, training, training_logs
 from abc_tf.runs.run_dir import embed, load_run
@@ -63,9 +65,11 @@ def test_bernoulli_log_likelihood_kl_and_log_density_match_numpy():
     ]
     # float32 against float64 on the same float32 inputs: 1 - p is exact for p >= 1/2 (and rounds
     # once below), then 4 terms of one sign: rounding_rtol(7) = 1.7e-6.
-    np.testing.assert_allclose(vitae.bernoulli_log_likelihood(x, p), expected, rtol=1e-5)
+    np.testing.assert_allclose(vitae_losses.bernoulli_log_likelihood(x, p), expected, rtol=1e-5)
     # Probabilities of exactly 0 or 1 are clipped: finite values.
-    assert np.all(np.isfinite(vitae.bernoulli_log_likelihood(np.ones((1, 2, 2, 1)), np.zeros((1, 2, 2, 1)))))
+    assert np.all(
+        np.isfinite(vitae_losses.bernoulli_log_likelihood(np.ones((1, 2, 2, 1)), np.zeros((1, 2, 2, 1))))
+    )
 
     mean = rng.normal(size=(3, 2)).astype(np.float32)
     variance = rng.uniform(0.1, 2.0, size=(3, 2)).astype(np.float32)
@@ -83,7 +87,7 @@ def test_bernoulli_log_likelihood_kl_and_log_density_match_numpy():
     ]
     density_size = 0.5 * np.sum(np.abs(np.log(2 * np.pi * variance)) + (z - mean) ** 2 / variance, axis=1)
     np.testing.assert_allclose(
-        vitae.gaussian_log_density(z, mean, variance),
+        vitae_losses.gaussian_log_density(z, mean, variance),
         density,
         rtol=0,
         atol=rounding_rtol(6) * density_size.max(),
@@ -92,15 +96,15 @@ def test_bernoulli_log_likelihood_kl_and_log_density_match_numpy():
     draws = mean[0] + np.sqrt(variance[0]) * rng.normal(size=(200_000, 2)).astype(np.float32)
     tiled_mean, tiled_var = np.tile(mean[:1], (len(draws), 1)), np.tile(variance[:1], (len(draws), 1))
     monte_carlo = np.mean(
-        vitae.gaussian_log_density(draws, tiled_mean, tiled_var)
-        - vitae.gaussian_log_density(draws, np.zeros_like(draws), np.ones_like(draws))
+        vitae_losses.gaussian_log_density(draws, tiled_mean, tiled_var)
+        - vitae_losses.gaussian_log_density(draws, np.zeros_like(draws), np.ones_like(draws))
     )
     assert monte_carlo == pytest.approx(kl[0], abs=0.02)
 
 
 def test_kl_weight_rises_over_the_warm_up():
-    assert [float(vitae.kl_weight(step, 100)) for step in (0, 25, 100, 400)] == [0.0, 0.25, 1.0, 1.0]
-    assert float(vitae.kl_weight(0, 0)) == 1.0
+    assert [float(vitae_losses.kl_weight(step, 100)) for step in (0, 25, 100, 400)] == [0.0, 0.25, 1.0, 1.0]
+    assert float(vitae_losses.kl_weight(0, 0)) == 1.0
 
 
 # ---------------------------------------------------------------- inference order
@@ -183,9 +187,10 @@ def test_a_short_c_vitae_run_trains_logs_and_its_networks_load_and_embed(tmp_pat
     events.Reload()
     assert [event.step for event in events.Tensors("traversals")] == [2, 4]
     grid = tf.io.decode_png(tf.make_ndarray(events.Tensors("traversals")[-1].tensor_proto)[2])
-    assert grid.shape == (4 * 28, vitae.TRAVERSAL_STEPS * 28, 1)  # one row per latent dimension
+    assert grid.shape == (4 * 28, vitae_monitor.TRAVERSAL_STEPS * 28, 1)  # one row per latent dimension
     grid = tf.io.decode_png(tf.make_ndarray(events.Tensors("reconstructions")[-1].tensor_proto)[2])
-    assert grid.shape == (4 * 28, vitae.GRID_IMAGES * 28, 1)  # images, aligned, reconstructions, templates
+    # Rows: images, aligned, reconstructions, templates.
+    assert grid.shape == (4 * 28, vitae_monitor.GRID_IMAGES * 28, 1)
     # A killed run resumes from its checkpoint.
     resumed = training.train(config.replace(steps=6), run_dir, verbose=0)
     assert resumed.final_step == 6

@@ -21,7 +21,7 @@ import tensorflow as tf
 from abc_tf import data
 from abc_tf.evaluation.progress import Progress
 from abc_tf.methods.vae import Structure, VaeConfig
-from abc_tf.methods.vae import model as vitae
+from abc_tf.methods.vae import losses as vitae_losses
 from abc_tf.runs.run_dir import TrainedRun, embed
 
 SAMPLES = 100
@@ -31,7 +31,7 @@ ROWS_PER_PASS = 8192  # images x samples per forward pass
 
 
 def networks_of(run: TrainedRun) -> dict:
-    """The networks :func:`abc_tf.methods.vae.model.infer` needs, loaded from the run directory."""
+    """The networks :func:`abc_tf.methods.vae.losses.infer` needs, loaded from the run directory."""
     names = ["appearance_posterior", "appearance_decoder"]
     if run.config.method.structure.perspective:
         names += ["perspective_posterior", "affine_decoder"]
@@ -83,13 +83,13 @@ def bounds(
         x = tf.cast(x, tf.float32) / 255.0 if x.dtype == tf.uint8 else tf.cast(x, tf.float32)
         count = int(x.shape[0])
         tiled = tf.repeat(x, samples, axis=0)  # image-major: rows i * K .. i * K + K - 1
-        noise = vitae.draw_noise(count * samples, dims, tf.constant([seed, start], tf.int64))
-        inferred = vitae.infer(networks, structure, tiled, noise)
-        terms = vitae.elbo_terms(tiled, inferred)
+        noise = vitae_losses.draw_noise(count * samples, dims, tf.constant([seed, start], tf.int64))
+        inferred = vitae_losses.infer(networks, structure, tiled, noise)
+        terms = vitae_losses.elbo_terms(tiled, inferred)
         for name in ("reconstruction", "kl_appearance", "kl_perspective"):
             results[name].append(np.asarray(terms[name], np.float64).reshape(count, samples))
         results["log_weights"].append(
-            np.asarray(vitae.log_weights(tiled, inferred), np.float64).reshape(count, samples)
+            np.asarray(vitae_losses.log_weights(tiled, inferred), np.float64).reshape(count, samples)
         )
     progress.close()
     stacked = {name: np.concatenate(parts) for name, parts in results.items()}

@@ -40,8 +40,8 @@ from abc_tf.data.pose import PoseConfig
 # - The authors stop either stage early on a plateau (network.py L126, L157). They halve stage 2's
 #   rate on one (L156). Our runs have fixed steps, and stage 2 trains at 1e-4 throughout. Stage 1's
 #   cosine is evaluated per step, not per epoch.
-# - The default reconstruction is a pixel loss: no VGG weights can be fetched here. See the module
-#   docstring of abc_tf/methods/lord/model.py.
+# - The default reconstruction is a pixel loss: no VGG weights can be fetched here. See the comment
+#   in abc_tf/methods/lord/losses.py.
 # - base_channels (64, the authors' widths) and the quick preset's sizes.
 RECONSTRUCTIONS = ("pixel", "perceptual")
 

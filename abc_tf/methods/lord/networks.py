@@ -3,7 +3,7 @@
 They are sized as the authors' TensorFlow/Keras code and written anew in Keras 3.
 Source: github.com/avivga/lord at d817d59, model/network.py ("network.py" below).
 Widths are for ``base_channels`` b = 64, the authors' value. Each function's docstring gives its
-layers.
+layers. :func:`build_networks` builds a run's networks from its config.
 
 AdaIN (network.py L369-389) standardises each image's channels over the spatial axes: (x - mean)
 / (sqrt(var) + 1e-7), with the biased variance. Then it computes x scale + offset. It runs in
@@ -17,6 +17,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+import models
+from abc_tf.config import ExperimentConfig
 from models.architectures import register
 
 LEAKY_SLOPE = 0.3  # keras.layers.LeakyReLU's default alpha, the authors' (network.py L247 and on)
@@ -190,3 +192,38 @@ def lord_vgg_features(weights: str, input_shape: tuple[int, int, int] = (64, 64,
     )
     features = keras.Model(vgg.inputs, [vgg.get_layer(name).output for name in VGG_LAYERS], name="vgg16")(x)
     return keras.Model(images, [ops.cast(feature, "float32") for feature in features], name="vgg_features")
+
+
+def build_networks(config: ExperimentConfig, image_shape: tuple[int, int, int]) -> dict[str, keras.Model]:
+    """The generator, the two encoders (and the VGG features), in a fixed order."""
+    method = config.method
+    check_image_shape(image_shape, method.n_adain_layers)
+    shape = tuple(image_shape)
+    networks = {
+        "generator": models.build(
+            "lord_generator",
+            content_dim=method.content_dim,
+            class_dim=method.class_dim,
+            n_adain_layers=method.n_adain_layers,
+            adain_dim=method.adain_dim,
+            base_channels=method.base_channels,
+            output_shape=shape,
+        ),
+        "encoder": models.build(
+            "lord_encoder",
+            code_dim=method.content_dim,
+            base_channels=method.base_channels,
+            input_shape=shape,
+            model_name="encoder",
+        ),
+        "class_encoder": models.build(
+            "lord_encoder",
+            code_dim=method.class_dim,
+            base_channels=method.base_channels,
+            input_shape=shape,
+            model_name="class_encoder",
+        ),
+    }
+    if method.reconstruction == "perceptual":
+        networks["vgg"] = models.build("lord_vgg_features", weights=method.vgg_weights, input_shape=shape)
+    return networks

@@ -6,10 +6,11 @@ It trains on "pairs" batches (x1, x2) that differ in one unknown factor, with
 
   L = L_rec + b1(t) (w_dis L_dis + w_spar L_spar) + b2(t) w_cons L_cons + b3(t) w_reg L_reg
 
-The maximum weights w are 0.1, 0.1, 100 and 1e-4 (the supplement's Table 4). The comment under
-the imports defines each term, the schedule and the optimizer, and marks what is [code] and [ours].
+The maximum weights w are 0.1, 0.1, 100 and 1e-4 (the supplement's Table 4). The comment in
+``losses.py`` defines each term and the schedule, the comment under the imports the optimizer; both
+mark what is [code] and [ours].
 Logs: every loss term (``rec_loss``, ``spar_loss``, ``dis_loss``, ``cons_loss``, ``reg_loss``),
-the schedule (``beta1..3``) and ``loss``. :class:`PMPMonitor` adds, under ``logs/pmp``, the
+the schedule (``beta1..3``) and ``loss``. :class:`PMPMonitor` (``monitor.py``) adds, under ``logs/pmp``, the
 subspace-usage histogram every ``log_every`` steps. It also draws a reconstruction and
 subspace-swap grid every ``eval_every`` steps and at the end.
 """
@@ -26,164 +27,34 @@ import models
 from abc_tf import optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.base import Method, MethodModel, Update, build_encoder, to_float_images
-from abc_tf.methods.monitor import TrainingMonitor
 from abc_tf.methods.pmp import PRESETS, PmpConfig
+from abc_tf.methods.pmp.losses import (
+    CONSISTENCY_FROM,
+    consistency_loss,
+    distance_loss,
+    draw_mixes,
+    loss_weights,
+    mix_codes,
+    pair_distances,
+    reconstruction_loss,
+    sparsity_loss,
+    usage_loss,
+)
+from abc_tf.methods.pmp.monitor import PMPMonitor, SubspaceUsage
 from models import pmp_networks
 
-# Pairs: the "pairs" format changes exactly one factor, always to another value [ours]. The
-# authors' dataset.py with their notebook's k = -1 changes one factor in about half the pairs.
-# The others change 1 to (factors - 1), 1 to 5 on Shapes3D. Each is redrawn uniformly, so it may
-# keep its old value.
-#
-# The terms, for B pairs with codes s [2B, k, d] of the 2B images, and
-# D[b, i] = ||s_i(x1_b) - s_i(x2_b)||^2:
-# - L_rec: mean squared error between g(z) and the images in [0, 1], over both images of every
-#   pair. Shapes3D is decoded linearly, with no sigmoid [code].
-# - L_spar (eq. 1): sum_i |s_i * sum_{j != i} s_j|, summed over the subspaces and averaged over the
-#   images and the d coordinates [code]. That is eq. 1's L1 norm divided by d.
-# - L_dis: i*_b, the subspace the pair changes most, is the argmax over i of D[b, i] divided by
-#   subspace i's mean Euclidean distance between the batch's 2B codes. Every ordered pair counts,
-#   self pairs included [code]. M is its one-hot, without gradient. L_dis is the mean over the
-#   B x k entries of (1 - M) D + 10 M relu(0.05 - D). The other subspaces are pulled together,
-#   the changed one is kept at least 0.05 apart [code]. The raw D enters the loss; the normalised
-#   one only picks i* [code]. The authors' expression, mean 10 relu(0.05 - M D), also counts
-#   10 x 0.05 for each other entry. That is a constant 0.45 at k = 10, without gradient, left out
-#   of dis_loss here.
-# - L_cons: 2B of the k x B mixes, drawn anew each step without replacement [code]. A mix takes
-#   subspace i from x1_b and the others from x2_b: z_mix = s_i(x1_b) + sum_{j != i} s_j(x2_b).
-#   It is decoded and re-encoded, and its k codes must equal the mixed ones. The loss is the mean
-#   squared error over all codes, with gradients through both sides [code].
-# - L_reg: 100 * mean_i (1/k - mean_b softmax_i(1000 D[b, :]))^2. Every subspace should be the one
-#   that changes for about 1/k of the pairs [code].
-#
-# Schedule over the run's T steps: t = step / T, read from the optimizer's step inside the compiled
-# train_step. Reconstruction alone while t <= method.warmup: 0.25 [code], 20% in the supplement.
-# Then b1 = min(exp(25 (t - 0.4)), 1), b2 = min(exp(25 (t - 0.5)), 1) and b3 = 1 - b1 [code]. The
-# supplement says b3 = 1 - b2. L_cons costs a decoder and an encoder pass, so it is computed only
-# once b2 > 0.01, as in the authors' code. t moves every step [ours]. The authors' code evaluates
-# the same functions at t = epoch / epochs, so its weights rise in stairs, 30 in their notebook.
-# Its warm-up lasts until the first epoch above 0.25 x the epochs: epochs 0-7 of 30, 27% of the run.
-#
 # Optimizer: Adam with betas (0.9, 0.99) and epsilon 1e-8 (the supplement's Table 4). The authors'
 # code keeps PyTorch's default betas (0.9, 0.999). The learning rate is the config's, 5e-4 in the
 # presets. Weight decay 1e-6 is applied as the authors' PyTorch Adam does [code]: 1e-6 * w is added
 # to every gradient, i.e. 0.5e-6 * ||w||^2 to the loss. Under mixed precision the loss terms are
 # computed in float32, since the networks' outputs are float32.
-
-# The authors' constants [code].
-MARGIN, MARGIN_WEIGHT = 0.05, 10.0  # L_dis: the changed subspace keeps D >= 0.05
-USAGE_SHARPNESS, USAGE_SCALE = 1000.0, 100.0  # L_reg: softmax(1000 D), times 100
-RAMP_RATE, DISTANCE_CENTRE, CONSISTENCY_CENTRE = 25.0, 0.4, 0.5
-CONSISTENCY_FROM = 1e-2  # L_cons is computed once b2 exceeds this
 ADAM_BETAS, ADAM_EPSILON, WEIGHT_DECAY = (0.9, 0.99), 1e-8, 1e-6
 LOG_SUBDIR = "pmp"  # run_dir/logs/pmp: usage histograms and image grids
-GRID_PAIRS = 4  # pairs shown in the image grid
 
 LOSS_NAMES = ("rec_loss", "spar_loss", "dis_loss", "cons_loss", "reg_loss")
 
 
-# ---------------------------------------------------------------- the losses and the schedule
-
-
-def loss_weights(step, total_steps: int, warmup: float) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """b1, b2 and b3, float32, at optimizer step ``step`` of ``total_steps``. ``step`` may be a
-    tensor.
-    """
-    t = tf.cast(step, tf.float32) / float(max(int(total_steps), 1))
-    active = tf.cast(t > warmup, tf.float32)
-    ramp1 = tf.minimum(tf.exp(RAMP_RATE * (t - DISTANCE_CENTRE)), 1.0)
-    ramp2 = tf.minimum(tf.exp(RAMP_RATE * (t - CONSISTENCY_CENTRE)), 1.0)
-    return active * ramp1, active * ramp2, active * (1.0 - ramp1)
-
-
-def reconstruction_loss(reconstructions: tf.Tensor, images: tf.Tensor) -> tf.Tensor:
-    return tf.reduce_mean(tf.square(tf.cast(reconstructions, tf.float32) - images))
-
-
-def sparsity_loss(codes: tf.Tensor) -> tf.Tensor:
-    """codes [N, k, d] -> mean over images and coordinates of sum_i |s_i * sum_{j != i} s_j|."""
-    others = tf.reduce_sum(codes, axis=1, keepdims=True) - codes
-    return tf.reduce_mean(tf.reduce_sum(tf.abs(codes * others), axis=1))
-
-
-def pair_distances(codes1: tf.Tensor, codes2: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """codes [B, k, d] of x1 and x2 -> D [B, k] and the one-hot [B, k] of the changed subspace.
-
-    D holds the squared distances per subspace. The changed subspace is the one whose D, divided
-    by its mean distance in the batch, is largest.
-    """
-    squared = tf.reduce_sum(tf.square(codes1 - codes2), axis=-1)
-    every = tf.stop_gradient(tf.transpose(tf.concat([codes1, codes2], axis=0), [1, 0, 2]))  # [k, 2B, d]
-    norms = tf.reduce_sum(tf.square(every), axis=-1)
-    gram = tf.matmul(every, every, transpose_b=True)
-    euclidean = tf.sqrt(tf.maximum(norms[:, :, None] + norms[:, None, :] - 2.0 * gram, 0.0))
-    scale = tf.reduce_mean(euclidean, axis=[1, 2]) + 1e-8  # [k]
-    changed = tf.one_hot(
-        tf.argmax(tf.stop_gradient(squared) / scale, axis=1), tf.shape(codes1)[1], dtype=tf.float32
-    )
-    return squared, changed
-
-
-def distance_loss(squared: tf.Tensor, changed: tf.Tensor) -> tf.Tensor:
-    """mean over [B, k] of (1 - M) D + 10 M relu(0.05 - D)."""
-    return tf.reduce_mean((1.0 - changed) * squared + MARGIN_WEIGHT * changed * tf.nn.relu(MARGIN - squared))
-
-
-def usage_loss(squared: tf.Tensor) -> tf.Tensor:
-    """100 * mean_i (1/k - mean_b softmax(1000 D)[b, i])^2."""
-    selection = tf.nn.softmax(USAGE_SHARPNESS * squared, axis=1)
-    k = tf.cast(tf.shape(squared)[1], tf.float32)
-    return USAGE_SCALE * tf.reduce_mean(tf.square(1.0 / k - tf.reduce_mean(selection, axis=0)))
-
-
-def mix_codes(codes1: tf.Tensor, codes2: tf.Tensor, mixes: tf.Tensor) -> tf.Tensor:
-    """The mixed codes [M, k, d]. Mix m = i * B + b takes subspace i from x1_b and the others from
-    x2_b.
-    """
-    batch, k = tf.shape(codes1)[0], tf.shape(codes1)[1]
-    pair, subspace = mixes % batch, mixes // batch
-    take_first = tf.one_hot(subspace, k, dtype=codes1.dtype)[:, :, None]
-    return take_first * tf.gather(codes1, pair) + (1.0 - take_first) * tf.gather(codes2, pair)
-
-
-def consistency_loss(mixed: tf.Tensor, recode) -> tf.Tensor:
-    """Of mixed codes [M, k, d]. ``recode`` maps z [M, d] to the codes of the decoded images [M, k,
-    d].
-    """
-    return tf.reduce_mean(tf.square(tf.cast(recode(tf.reduce_sum(mixed, axis=1)), tf.float32) - mixed))
-
-
-def draw_mixes(batch: tf.Tensor, k: int, seed: tf.Tensor) -> tf.Tensor:
-    """2B distinct mix indices in [0, k B), int32 [M], drawn uniformly from a stateless seed."""
-    count = tf.minimum(2 * batch, k * batch)
-    keys = tf.random.stateless_uniform(tf.reshape(k * batch, [1]), seed=seed)
-    return tf.argsort(keys)[:count]
-
-
 # ---------------------------------------------------------------- the model
-
-
-class SubspaceUsage(keras.metrics.Metric):
-    """How often each subspace was the changed one (i*) since the last reset: counts [k].
-
-    It is kept out of the model's ``metrics``. Keras resets those every epoch and the trainer's
-    logger averages them as scalars. :class:`PMPMonitor` reads and resets it every log step.
-    """
-
-    def __init__(self, num_subspaces: int, name: str = "subspace_usage", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.counts = self.add_variable(
-            shape=(num_subspaces,), initializer="zeros", name="counts", aggregation="sum"
-        )
-
-    def update_state(self, changed):
-        self.counts.assign_add(tf.reduce_sum(tf.cast(changed, self.counts.dtype), axis=0))
-
-    def result(self):
-        return self.counts / tf.maximum(tf.reduce_sum(self.counts), 1.0)
-
-    def reset_state(self):
-        self.counts.assign(tf.zeros_like(self.counts))
 
 
 class PMPModel(MethodModel):
@@ -327,44 +198,6 @@ class PMPModel(MethodModel):
             tf.transpose(row, [0, 2, 1, 3, 4]), [shape[0] * shape[2], shape[1] * shape[3], shape[4]]
         )
         return np.asarray(tf.cast(tf.round(tf.clip_by_value(grid, 0.0, 1.0) * 255.0), tf.uint8))
-
-
-class PMPMonitor(TrainingMonitor):
-    """Writes PMP's histograms and grids under ``log_dir``, on pairs of the family's own stream.
-
-    Every ``log_every`` steps: the subspace-usage histogram of the training pairs, and the
-    fraction per subspace as scalars ``subspace_usage/<i>``. Every ``eval_every`` steps and at
-    the last step: the grid of :meth:`PMPModel.swap_grid`. ``eval_every`` 0 means only at the
-    end.
-    """
-
-    def __init__(self, config: ExperimentConfig, log_dir: str):
-        super().__init__(log_dir, config.trainer.steps)
-        self.config = config
-
-    def on_train_begin(self, logs=None):
-        self.model.usage.reset_state()
-
-    def write(self, step: int, logs: dict) -> None:
-        if self.due(step, self.config.trainer.log_every):
-            counts = np.asarray(self.model.usage.counts.numpy(), np.float64)
-            if counts.sum() > 0:
-                fractions = counts / counts.sum()
-                indices = np.repeat(np.arange(counts.size), np.rint(counts).astype(np.int64))
-                tf.summary.histogram("subspace_usage", indices, buckets=counts.size)
-                for i, value in enumerate(fractions):
-                    tf.summary.scalar(f"subspace_usage/{i}", value)
-            self.model.usage.reset_state()
-        if self.due(step, self.config.trainer.eval_every):
-            pairs = self.fixed_batch(self.config, "pairs", GRID_PAIRS)
-            grid = self.model.swap_grid(pairs["x1"], pairs["x2"])
-            tf.summary.image(
-                "reconstruction_and_swaps",
-                grid[None],
-                max_outputs=1,
-                description="per pair: x1, its reconstruction, x1 with subspace i of x2 (i = 1..k), "
-                "the reconstruction of x2, x2",
-            )
 
 
 # ---------------------------------------------------------------- the declaration

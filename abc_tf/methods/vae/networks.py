@@ -10,6 +10,7 @@
 Table 1's VAE: encoders 128-64-d, decoder 64-64-784, d = 4. VITAE: d = 2 per space and about half
 the units (:data:`VITAE_ENCODER_UNITS`, :data:`VITAE_DECODER_UNITS`). The compositions below build
 the models a run keeps from the trained networks. Inputs are float32 images in [0, 1].
+:func:`build_networks` builds a variant's networks, as its Structure declares.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import math
 
 import keras
 
+import models
+from abc_tf.methods.vae import Structure
 from models.architectures import register
 from models.spatial_transformer import THETA_DIM, SpatialTransformer
 
@@ -137,3 +140,54 @@ def vitae_generator(
     z_p = keras.Input(shape=affine.input_shape[1:], name="z_perspective")
     outputs = SpatialTransformer(name="perspective")([appearance_decoder(z_a), affine(z_p)])
     return keras.Model([z_a, z_p], outputs, name=name)
+
+
+def latent_dims(structure: Structure, embedding_dim: int) -> tuple[int, int]:
+    """d_A and d_P. Without a perspective the one space is the "appearance" one."""
+    return (embedding_dim // 2, embedding_dim // 2) if structure.perspective else (embedding_dim, 0)
+
+
+# Networks: the supplement's Table 1 MLPs. VITAE's have about half the units, the same for both
+# spaces [ours]. The supplement (L49) says the appearance networks benefit from a little more
+# capacity than the perspective ones, without numbers. The authors' released code builds both
+# spaces from the same 512-256 MLPs with batch norm.
+def build_networks(
+    structure: Structure, embedding_dim: int, image_shape: tuple[int, int, int]
+) -> dict[str, keras.Model]:
+    """The networks of ``losses.infer``, built in a fixed order: one seed, one set of weights."""
+    dim_a, dim_p = latent_dims(structure, embedding_dim)
+    shape = tuple(image_shape)
+    if not structure.perspective:
+        return {
+            "appearance_posterior": models.build(
+                "gaussian_encoder", latent_dim=dim_a, input_shape=shape, model_name="posterior"
+            ),
+            "appearance_decoder": models.build(
+                "bernoulli_decoder", latent_dim=dim_a, output_shape=shape, model_name="decoder"
+            ),
+        }
+    encoder_units, decoder_units = VITAE_ENCODER_UNITS, VITAE_DECODER_UNITS
+    return {
+        "perspective_posterior": models.build(
+            "gaussian_encoder",
+            latent_dim=dim_p,
+            units=encoder_units,
+            input_shape=shape,
+            model_name="perspective_posterior",
+        ),
+        "affine_decoder": models.build("affine_decoder", latent_dim=dim_p, units=decoder_units),
+        "appearance_posterior": models.build(
+            "gaussian_encoder",
+            latent_dim=dim_a,
+            units=encoder_units,
+            input_shape=shape,
+            model_name="appearance_posterior",
+        ),
+        "appearance_decoder": models.build(
+            "bernoulli_decoder",
+            latent_dim=dim_a,
+            units=decoder_units,
+            output_shape=shape,
+            model_name="appearance_decoder",
+        ),
+    }
