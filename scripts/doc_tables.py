@@ -148,6 +148,17 @@ def template_table(path: str, template: str, root: str = ROOT, doc: str = "") ->
     return PLACEHOLDER.sub(value, template)
 
 
+def table_files(text: str) -> set[str]:
+    """The files the marked tables of ``text`` read: each marker's file and each file a
+    template's placeholder names."""
+    files = set()
+    for match in TABLE.finditer(text):
+        files.add(match["path"])
+        if match["template"] is not None:
+            files.update(found["file"] for found in PLACEHOLDER.finditer(match["template"]) if found["file"])
+    return files
+
+
 def render(text: str, root: str = ROOT, doc: str = "") -> tuple[str, list[str]]:
     """``text`` (of the document ``doc``, for errors) with every marked table written from its
     file, and the tables that changed."""

@@ -29,10 +29,10 @@ def test_every_marked_table_is_current():
 
 def test_a_changed_value_in_the_file_makes_its_table_stale_and_writing_fixes_it(tmp_path, capsys):
     marked = {
-        match["path"]
+        name
         for doc in doc_tables.DOCS
         if os.path.exists(os.path.join(doc_tables.ROOT, doc))
-        for match in doc_tables.TABLE.finditer(open(os.path.join(doc_tables.ROOT, doc)).read())
+        for name in doc_tables.table_files(open(os.path.join(doc_tables.ROOT, doc)).read())
     }
     for name in (*doc_tables.DOCS, *marked):
         source = os.path.join(doc_tables.ROOT, name)
