@@ -11,6 +11,9 @@ four, data banks included. TensorFlow's profiler counts the traced step's GFLOP.
 float32 matrix-product rate, that gives the float32 ceiling: the most any float32 loop could gain
 over the eager one. LORD is timed in both stages, its step counter set inside each.
 
+Writes docs/figures/benchmarks/baselines_speed.json and the section of BENCHMARKS.md. The pose rows
+render their 64 x 64 banks, several GB each.
+
   python -m benchmarks.baselines_speed [--steps 10] [--rounds 3] [--no_write]
 """
 
@@ -23,6 +26,8 @@ import statistics
 from benchmarks import report
 
 TITLE = "The paper's baselines: compiled step against eager"
+FILE = "docs/figures/benchmarks/baselines_speed.json"
+GOAL = 3  # compiled steps/s over eager the goal asks for
 # (row, preset, step to start timing from: a stage of the method's schedule).
 ROWS = (
     ("ML-VAE, MNIST", "mnist_ml_vae_quick", 0),
@@ -79,6 +84,8 @@ def measure(preset: str, start: int, steps: int, rounds: int) -> dict:
             rates[mode].append(steps / timers[mode].seconds[-1])
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
+        "preset": preset,
+        "preset_jit_compile": bool(config.trainer.jit_compile),
         "rates": {mode: statistics.median(values) for mode, values in rates.items()},
         "images": images,
         "peak_mib": peak_mib,
@@ -89,16 +96,96 @@ def measure(preset: str, start: int, steps: int, rounds: int) -> dict:
     }
 
 
-def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
+def _names(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _span(values: list[float], spec: str = ".1f", unit: str = "x") -> str:
+    """``2.5x``, or ``2.2-3.0x`` where the values differ at that precision."""
+    low, high = format(min(values), spec), format(max(values), spec)
+    return f"{low}{unit}" if low == high else f"{low}-{high}{unit}"
+
+
+def reading(rows: dict) -> str:
+    """The paragraph under the table: what the ratios say, each figure and verdict from ``rows``.
+    Row names hold commas ("ML-VAE, MNIST"), so lists of rows are joined by semicolons."""
+    over_eager = {
+        row: {mode: result["rates"][mode] / result["rates"]["eager"] for mode in MODES}
+        for row, result in rows.items()
+    }
+    policy = next(iter(rows.values()))["mixed_policy"]
+    float32_met = [row for row, ratio in over_eager.items() if max(ratio["graph"], ratio["xla"]) >= GOAL]
+    mixed_only = [row for row in rows if row not in float32_met and over_eager[row]["mixed"] >= GOAL]
+    missed = [row for row in rows if row not in float32_met and row not in mixed_only]
+
+    def spread(mode: str) -> str:
+        return _span([ratio[mode] for ratio in over_eager.values()])
+
+    sentences = [
+        f"Reading [ours]: the compiled float32 graph runs {spread('graph')} as fast as the eager loop, "
+        f"XLA {spread('xla')}, the graph in {policy} {spread('mixed')}.",
+        f"The goal, compiled >= {GOAL}x the eager loop, is met in float32 by "
+        + ("; ".join(float32_met) if float32_met else "no row")
+        + ".",
+    ]
+    if mixed_only:
+        sentences.append(f"Met only in {policy} by {'; '.join(mixed_only)}.")
+    if missed:
+        best = [f"{row} (at best {max(over_eager[row].values()):.2f}x)" for row in missed]
+        sentences.append(f"Not met by {'; '.join(best)}.")
+    counted = [row for row in rows if row not in float32_met and rows[row]["gflop"]]
+    if counted:
+        shares = []
+        for row in counted:
+            gflops = rows[row]["rates"]["graph"] * rows[row]["gflop"]
+            shares.append(f"{row}: {gflops:.0f} GFLOP/s ({gflops / rows[row]['matmul_gflops']:.0%})")
+        sentences.append(
+            "Below the goal in float32, the graph reaches a fraction of the float32 matrix-product rate: "
+            f"{'; '.join(shares)}."
+        )
+    lord = [row for row in rows if row.startswith("LORD")]
+    xla_slower = [row for row in rows if rows[row]["rates"]["xla"] < rows[row]["rates"]["graph"]]
+    others = [row for row in xla_slower if row not in lord]  # LORD's reason is its own, below
+    if others:
+        sentences.append(f"XLA runs slower than the plain graph on this CPU for {'; '.join(others)}.")
+    by_setting = {
+        setting: sorted(
+            {f"`{result['preset']}`" for result in rows.values() if result["preset_jit_compile"] == setting}
+        )
+        for setting in (False, True)
+    }
+    presets = [f"{_names(by_setting[False])} train in the plain graph"] if by_setting[False] else []
+    presets += [f"{_names(by_setting[True])} with XLA"] if by_setting[True] else []
+    sentences.append(f"The presets' own setting (`jit_compile`): {', '.join(presets)}.")
+    if lord and all(row in xla_slower for row in lord):
+        slowdown = _span([rows[row]["rates"]["graph"] / rows[row]["rates"]["xla"] for row in lord], ".0f")
+        sentences.append(
+            f"LORD's XLA rows run {slowdown} slower than its graph: its stage switch is a `tf.cond` around "
+            "the convolutions of both stages, which XLA on this CPU runs far slower than outside a "
+            'conditional (see "GPU readiness, checked on the CPU", which compiles LORD\'s step with XLA too).'
+        )
+    pose = [result["peak_mib"] for row, result in rows.items() if "64 x 64" in row]
+    if pose:
+        sentences.append(
+            f"The 64 x 64 rows' peak RSS ({_span(pose, '.0f', ' MiB')}) includes rendering the "
+            "procedural banks."
+        )
+    return " ".join(sentences)
+
+
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
+    rows = results["results"]
     lines = [
-        report.machine_line(),
+        results["machine"],
         "",
-        f"Each row: {rounds} rounds of {steps} steps per model "
+        f"Each row: {results['rounds']} rounds of {results['steps']} steps per model "
         "after a 2-step warm-up, one batch of the preset's own",
         "pipeline fed from memory; the median steps/s per "
         "model. eager, graph, XLA: float32; mixed: the graph in",
         "the policy `--trainer.mixed_precision` gives this host ("
-        + results[ROWS[0][0]]["mixed_policy"]
+        + next(iter(rows.values()))["mixed_policy"]
         + "). Ratios are over the",
         "float32 eager loop. Images per step: the images "
         "the method reads (set A's stacks; ML-VAE, CC-VAE and",
@@ -114,8 +201,7 @@ def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
         "graph GFLOP/s (of matmul) | float32 ceiling | peak RSS (MiB) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row, preset, _ in ROWS:
-        result = results[row]
+    for row, result in rows.items():
         rate, gflop, matmul = result["rates"], result["gflop"], result["matmul_gflops"]
         ratios = " | ".join(f"{rate[mode] / rate['eager']:.1f}" for mode in ("graph", "xla", "mixed"))
         work = (
@@ -127,15 +213,17 @@ def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
             else "- | - | -"
         )
         lines.append(
-            f"| {row} | `{preset}` | {result['images']} | {rate['eager']:.2f} | {rate['graph']:.2f} | "
-            f"{rate['xla']:.2f} | {rate['mixed']:.2f} | {ratios} | "
+            f"| {row} | `{result['preset']}` | {result['images']} | {rate['eager']:.2f} | "
+            f"{rate['graph']:.2f} | {rate['xla']:.2f} | {rate['mixed']:.2f} | {ratios} | "
             f"{max(rate.values()) * result['images']:.0f} | {work} | {result['peak_mib']:.0f} |"
         )
     lines += [
         "",
-        report.load_line(load_start),
+        reading(rows),
         "",
-        f"Command: `python -m benchmarks.baselines_speed --steps {steps} --rounds {rounds}`",
+        report.load_text(results),
+        "",
+        f"Command: `{results['command']}`",
     ]
     return "\n".join(lines)
 
@@ -152,16 +240,20 @@ def main() -> None:
     if report.answer_child(args.child, {}, row):
         return
     load_start = os.getloadavg()[0]
-    results = report.run_children(
-        "benchmarks.baselines_speed",
-        {row: f"{preset}:{start}" for row, preset, start in ROWS},
-        ["--steps", str(args.steps), "--rounds", str(args.rounds)],
+    arguments = ["--steps", str(args.steps), "--rounds", str(args.rounds)]
+    rows = report.run_children(
+        "benchmarks.baselines_speed", {row: f"{preset}:{start}" for row, preset, start in ROWS}, arguments
     )
-    report.publish(TITLE, table(results, args.steps, args.rounds, load_start), write=not args.no_write)
+    results = {
+        "steps": args.steps,
+        "rounds": args.rounds,
+        "results": rows,
+        **report.measured(load_start),
+        "command": f"python -m benchmarks.baselines_speed {' '.join(arguments)}",
+    }
     if not args.no_write:
-        report.save_results(
-            "baselines_speed", {"steps": args.steps, "rounds": args.rounds, "results": results}
-        )
+        report.save_results("baselines_speed", results)
+    report.publish(TITLE, section(results), write=not args.no_write)
 
 
 if __name__ == "__main__":

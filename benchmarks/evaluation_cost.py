@@ -13,12 +13,16 @@ random embeddings [N, D] and six factors with the value counts of 3dshapes, the 
   million samples, and are extrapolated to the default 30.
 - histogram MI: ``histogram_mutual_information``, for D <= 3 only. One estimate is timed.
 
+Writes docs/figures/benchmarks/evaluation_cost.json, its three figures and the section of
+BENCHMARKS.md, all from that file's results.
+
   python -m benchmarks.evaluation_cost [--mine_steps 300] [--no_write]
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import time
 
@@ -29,13 +33,15 @@ from abc_tf.evaluation.estimators import histogram_mi, mine, noise, probes
 from benchmarks.report import (
     FIGURES,
     argument_parser,
-    load_line,
+    load_text,
     log_log_axes,
-    machine_line,
+    measured,
     publish,
     save_results,
 )
 
+TITLE = "Evaluation cost against sample count and embedding size"
+FILE = "docs/figures/benchmarks/evaluation_cost.json"
 SAMPLES = (16_384, 65_536, 262_144)
 DIMS = (8, 64, 256)
 HISTOGRAM_SAMPLES = (16_384, 65_536, 262_144, 1_048_576)
@@ -44,6 +50,7 @@ FIRST_STEPS = 50
 PROBE_SAMPLES = 5 * 262_144  # samples of the longer probe run (5 epochs at the largest N)
 REPEATS = 3  # MINE timings, the fastest kept
 SIGMA = 0.1
+SUPER_LINEAR = 1.5  # growth of a cost per sample over the range of N taken as faster than linear
 
 
 def data(num: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -149,6 +156,206 @@ def _plot(rows: list[dict], curves: list[tuple[str, str, str]], ylabel: str, tit
                 )
 
 
+def _words(values) -> str:
+    """``8, 64 and 256``."""
+    values = [str(v) for v in values]
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+def _growth(rows: list[dict], key: str) -> tuple[float, float, float]:
+    """How ``key`` grows from the smallest N to the largest: the least and the most growth over
+    the embedding sizes D, and the most growth per sample (the growth over the growth of N).
+    All three are NaN where no D has a positive cost at the smallest N (a timing lost in noise)."""
+    low, high = min(r["n"] for r in rows), max(r["n"] for r in rows)
+    at = {(r["n"], r["d"]): r[key] for r in rows}
+    ratios = [at[high, d] / at[low, d] for d in sorted({r["d"] for r in rows}) if at[low, d] > 0]
+    if not ratios:
+        return math.nan, math.nan, math.nan
+    return min(ratios), max(ratios), max(ratios) / (high / low)
+
+
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
+    mine_rows, probe_rows, histogram_rows = results["mine"], results["probes"], results["histogram"]
+    dims = sorted({r["d"] for r in mine_rows})
+    shown = (dims[0], dims[-1])  # the tables show the smallest and largest D; the figures all of them
+    unshown = [d for d in dims if d not in shown]
+    sweep, epochs = results["num_sigmas"], results["probe_epochs"]
+    samples = sorted({r["n"] for r in mine_rows})
+    smallest, largest = samples[0], samples[-1]
+    lines = [
+        results["machine"],
+        "",
+        f"Random embeddings [N, D] (D = {_words(dims)}; the tables show {_words(sorted(set(shown)))}) with "
+        f"the six factors of Shapes3D (value counts {tuple(results['factor_sizes'])}); noise sigma "
+        f"{results['sigma']}.",
+        "",
+        f"**MINE** (six statistics networks trained together, batch {results['mine_batch']}, "
+        f"`eval_samples` = N). Seconds per 1000 steps: from estimates of {results['first_steps']} and "
+        f"{results['first_steps'] + results['mine_steps']} steps, the fastest of {results['repeats']} of "
+        "each. 'rest': the remainder of an estimate (the final Donsker-Varadhan average over N samples). "
+        f"The paper columns are **extrapolated**: {results['paper_steps']:,} steps at the measured rate "
+        f"plus the rest scaled to {results['paper_eval_samples']:,} samples, for one sigma, and {sweep} "
+        "sigmas (the paper's sweep). CPU seconds (all threads) hardly depend on the other jobs and bound an "
+        "idle machine's wall time from above.",
+        "",
+        "| N | D | wall s per 1000 steps | CPU s per 1000 steps | rest of an estimate, wall s | "
+        "first estimate (build + trace), wall s | paper setting, one sigma (extrapolated): wall minutes | "
+        f"CPU minutes | {sweep}-sigma sweep (extrapolated): wall h |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in mine_rows:
+        if r["d"] in shown:
+            lines.append(
+                f"| {r['n']:,} | {r['d']} | {r['per_1k']:.2f} | {r['per_1k_cpu']:.2f} | {r['rest']:.2f} | "
+                f"{r['setup']:.1f} | {r['paper'] / 60:.1f} | {r['paper_cpu'] / 60:.1f} | "
+                f"{sweep * r['paper'] / 3600:.1f} |"
+            )
+    lines += [
+        "",
+        f"**Probes** (six probes trained together in one compiled call, batch {results['probe_batch']}, "
+        f"{1 - results['probe_test_fraction']:.0%} of N trained). Seconds per epoch from warm runs of 1 and "
+        f"of E epochs (E x N about {results['probe_samples'] / 1e6:.1f} million samples); 'per call': "
+        "initial weights, split and test predictions; 'tracing': once per process and probe shape; a first "
+        f"call at the default {epochs} epochs extrapolated.",
+        "",
+        "| N | D | E | wall s per epoch | CPU s per epoch | per call, wall s | tracing, wall s | "
+        f"first call, {epochs} epochs (extrapolated): wall s | CPU s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in probe_rows:
+        if r["d"] in shown:
+            lines.append(
+                f"| {r['n']:,} | {r['d']} | {r['epochs']} | {r['per_epoch']:.2f} | "
+                f"{r['per_epoch_cpu']:.2f} | {r['fixed']:.2f} | {r['tracing']:.1f} | {r['full']:.0f} | "
+                f"{r['full_cpu']:.0f} |"
+            )
+    # The histogram table: the smallest D at every N, and every D at the largest N (all in the figure).
+    histogram_dims = sorted({r["d"] for r in histogram_rows})
+    histogram_largest = max(r["n"] for r in histogram_rows)
+    seconds = {(r["n"], r["d"]): r["seconds"] for r in histogram_rows}
+    below = [
+        seconds[n, d] / seconds[n, histogram_dims[0]]
+        for n, d in seconds
+        if n < histogram_largest and d != histogram_dims[0]
+    ]
+    lines += [
+        "",
+        f"**Histogram MI** (D <= {histogram_dims[-1]} only; about sqrt(N) cells; six factors). One "
+        f"estimate; a {sweep}-sigma sweep is {sweep} of them.",
+    ]
+    if below:
+        lines[-1] += (
+            f" Below N = {histogram_largest:,}, D = {_words(histogram_dims[1:])} cost {min(below):.1f} to "
+            f"{max(below):.1f}x what D = {histogram_dims[0]} costs (plotted in the figure)."
+        )
+    lines += ["", "| N | D | s per estimate |", "|---|---|---|"]
+    for r in histogram_rows:
+        if r["d"] == histogram_dims[0] or r["n"] == histogram_largest:
+            lines.append(f"| {r['n']:,} | {r['d']} | {r['seconds']:.3f} |")
+
+    paper = sorted(r["paper"] for r in mine_rows)
+    probe_large = [r["full"] for r in probe_rows if r["n"] == largest]
+    per_1k_cpu = [r["per_1k_cpu"] for r in mine_rows]
+    spread_over_n = max(
+        max(r["per_1k_cpu"] for r in mine_rows if r["d"] == d)
+        / min(r["per_1k_cpu"] for r in mine_rows if r["d"] == d)
+        for d in dims
+    )
+    by_dim = {d: np.mean([r["per_1k_cpu"] for r in mine_rows if r["d"] == d]) for d in dims}
+    rest_low, rest_high, rest_per_sample = _growth(mine_rows, "rest")
+    epoch_low, epoch_high, epoch_per_sample = _growth(probe_rows, "per_epoch_cpu")
+    _, _, histogram_per_sample = _growth(histogram_rows, "seconds")
+    probe_by_dim = [
+        r["per_epoch_cpu"]
+        / next(s["per_epoch_cpu"] for s in probe_rows if (s["n"], s["d"]) == (r["n"], dims[0]))
+        for r in probe_rows
+        if r["d"] == dims[-1]
+    ]
+    histogram_samples = sorted({r["n"] for r in histogram_rows})
+    per_sample_us = {
+        n: 1e6 * np.mean([r["seconds"] for r in histogram_rows if r["n"] == n]) / n for n in histogram_samples
+    }
+    per_sample = {
+        "MINE's final average": rest_per_sample,
+        "a probe epoch": epoch_per_sample,
+        "histogram MI": histogram_per_sample,
+    }
+    steep = [name for name, ratio in per_sample.items() if ratio > SUPER_LINEAR]
+    if steep:
+        verdict = f"{_words(steep)} grow{'s' if len(steep) == 1 else ''} faster than linearly."
+        verdict = verdict[0].upper() + verdict[1:]
+    elif all(math.isfinite(ratio) for ratio in per_sample.values()):
+        verdict = "No super-linear growth was found beyond the log N of sorting."
+    else:
+        verdict = "Some costs were lost in the noise of this run."
+    unshown_text = f"; the D = {_words(unshown)} rows are in the figure" if unshown else ""
+    lines += [
+        "",
+        f"What a paper-setting evaluation costs on this machine: one MINE estimate "
+        f"({results['paper_steps']:,} steps, {results['paper_eval_samples']:,} samples, six factors, "
+        f"`evaluate.py`'s default) takes {paper[0] / 60:.1f} to {paper[-1] / 60:.1f} min of wall time over "
+        f"all {len(mine_rows)} settings, and the {sweep}-sigma sweep of the paper's figures "
+        f"{sweep * paper[0] / 3600:.1f} to {sweep * paper[-1] / 3600:.1f} h; the probes ({epochs} epochs) "
+        f"take {min(probe_large):.0f} to {max(probe_large):.0f} s at N = {largest:,}; histogram MI takes at "
+        f"most {max(r['seconds'] for r in histogram_rows):.2f} s per estimate.",
+        "",
+        f"How each grows. A MINE step draws a batch of {results['mine_batch']}, so its cost does not depend "
+        f"on N ({min(per_1k_cpu):.1f} to {max(per_1k_cpu):.1f} CPU s per 1000 steps over all "
+        f"{len(mine_rows)} settings, at most {spread_over_n:.2f}x apart at one D{unshown_text}); D = "
+        f"{dims[-1]} costs {by_dim[dims[-1]] / by_dim[dims[0]]:.1f}x D = {dims[0]} in CPU time. Only the "
+        f"final average grows with N: {rest_low:.0f}x to {rest_high:.0f}x from N = {smallest:,} to "
+        f"{largest:,} ({largest // smallest}x the samples). A probe epoch's CPU time grows {epoch_low:.0f}x "
+        f"to {epoch_high:.0f}x over the same range, and D = {dims[-1]} costs {min(probe_by_dim):.1f}x to "
+        f"{max(probe_by_dim):.1f}x D = {dims[0]}. Histogram MI sorts each factor once, so it grows as "
+        f"N log N ({per_sample_us[histogram_samples[-2]]:.2f} us per sample at N = "
+        f"{histogram_samples[-2]:,}, {per_sample_us[histogram_samples[-1]]:.2f} at "
+        f"{histogram_samples[-1]:,}). Per sample, from the smallest N to the largest and at the D where it "
+        "grows most: "
+        + ", ".join(f"{name} {ratio:.2f}x" for name, ratio in per_sample.items())
+        + f". {verdict}",
+        "",
+        "![MINE cost](docs/figures/benchmarks/evaluation_cost_mine.png)",
+        "![probe cost](docs/figures/benchmarks/evaluation_cost_probes.png)",
+        "![histogram MI cost](docs/figures/benchmarks/evaluation_cost_histogram.png)",
+        "",
+        f"The whole benchmark took {results['total_seconds'] / 60:.1f} min. "
+        + load_text(results, " shared with other jobs, so absolute times vary"),
+        "",
+        f"Command: `{results['command']}`",
+    ]
+    return "\n".join(lines)
+
+
+def draw(results: dict) -> None:
+    """The three figures, from the results alone."""
+    _plot(
+        results["mine"],
+        [
+            ("per_1k_cpu", "o-", "CPU s / 1000 steps"),
+            ("per_1k", "o:", "wall s / 1000 steps"),
+            ("rest", "s--", "rest of an estimate, wall s"),
+        ],
+        "seconds",
+        "MINE cost (6 networks)",
+        os.path.join(FIGURES, "evaluation_cost_mine.png"),
+    )
+    _plot(
+        results["probes"],
+        [("per_epoch_cpu", "o-", "CPU s / epoch"), ("per_epoch", "o:", "wall s / epoch")],
+        "seconds per probe epoch",
+        "Probe training cost (6 probes)",
+        os.path.join(FIGURES, "evaluation_cost_probes.png"),
+    )
+    _plot(
+        results["histogram"],
+        [("seconds", "o-", "wall s")],
+        "seconds per estimate",
+        "Histogram MI cost (6 factors)",
+        os.path.join(FIGURES, "evaluation_cost_histogram.png"),
+    )
+
+
 def main() -> None:
     parser = argument_parser(__doc__)
     parser.add_argument(
@@ -175,150 +382,31 @@ def main() -> None:
             print(histogram_rows[-1], flush=True)
     total = time.perf_counter() - start
 
-    sweep = noise.PAPER_NUM_SIGMAS
-    lines = [
-        machine_line(),
-        "",
-        "Random embeddings [N, D] with the six factors of Shapes3D "
-        f"(value counts {FACTOR_SIZES}); noise sigma {SIGMA}.",
-        "",
-        f"**MINE** (six statistics networks trained together, batch {mine.PAPER_BATCH_SIZE}, `eval_samples` "
-        f"= N). Seconds per 1000 steps: the difference of estimates of {FIRST_STEPS} and "
-        f"{FIRST_STEPS + args.mine_steps} steps on one traced estimator, the fastest of {REPEATS} of each. "
-        "'rest': the remainder of an estimate (the final Donsker-Varadhan average over N samples, the "
-        f"resets). The paper column is **extrapolated**, not run: {mine.PAPER_STEPS:,} steps at the measured "
-        f"rate plus the rest scaled to {mine.PAPER_EVAL_SAMPLES:,} samples, for one sigma; "
-        f"`--num_sigmas={sweep}` (the paper's sweep) costs {sweep} times that.",
-        "",
-        "Wall seconds are what this shared machine took; CPU seconds (all threads of the process) hardly "
-        "depend on the other jobs, and bound the wall time of an idle machine from above.",
-        "",
-        "| N | D | wall s per 1000 steps | CPU s per 1000 steps | rest of an estimate, wall s | "
-        "first estimate (build + trace), wall s | paper setting, one sigma (extrapolated): wall minutes | "
-        f"CPU minutes | {sweep}-sigma sweep (extrapolated): wall h |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in mine_rows:
-        lines.append(
-            f"| {r['n']:,} | {r['d']} | {r['per_1k']:.2f} | {r['per_1k_cpu']:.2f} | {r['rest']:.2f} | "
-            f"{r['setup']:.1f} | {r['paper'] / 60:.1f} | {r['paper_cpu'] / 60:.1f} | "
-            f"{sweep * r['paper'] / 3600:.1f} |"
-        )
-    lines += [
-        "",
-        "**Probes** (six probes trained together in one compiled call, batch "
-        f"{probes.ProbeSettings().batch_size}, 80% of N trained). Seconds per epoch from warm runs of 1 and "
-        "of E epochs (E x N about 1.3 million samples); 'per call': the probes' initial weights, the split "
-        "and the test predictions; 'tracing': building and tracing the compiled loop, once per process and "
-        f"shape of probes (the first call); a first call at the default {probes.ProbeSettings().epochs} "
-        "epochs extrapolated.",
-        "",
-        "| N | D | E | wall s per epoch | CPU s per epoch | per call, wall s | tracing, wall s | "
-        f"first call, {probes.ProbeSettings().epochs} epochs (extrapolated): wall s | CPU s |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in probe_rows:
-        lines.append(
-            f"| {r['n']:,} | {r['d']} | {r['epochs']} | {r['per_epoch']:.2f} | {r['per_epoch_cpu']:.2f} | "
-            f"{r['fixed']:.2f} | {r['tracing']:.1f} | {r['full']:.0f} | {r['full_cpu']:.0f} |"
-        )
-    lines += [
-        "",
-        f"**Histogram MI** (D <= 3 only; about sqrt(N) cells; six factors). One estimate; a {sweep}-sigma "
-        f"sweep is {sweep} of them.",
-        "",
-        "| N | D | s per estimate |",
-        "|---|---|---|",
-    ]
-    for r in histogram_rows:
-        lines.append(f"| {r['n']:,} | {r['d']} | {r['seconds']:.3f} |")
-    paper = sorted(r["paper"] for r in mine_rows)
-    largest = max(SAMPLES)
-    probe_large = [r for r in probe_rows if r["n"] == largest]
-    per_1k_cpu = [r["per_1k_cpu"] for r in mine_rows]
-    by_dim = {d: np.mean([r["per_1k_cpu"] for r in mine_rows if r["d"] == d]) for d in DIMS}
-    hist_us = {
-        n: 1e6 * np.mean([r["seconds"] for r in histogram_rows if r["n"] == n]) / n for n in HISTOGRAM_SAMPLES
+    probe_settings = probes.ProbeSettings()
+    results = {
+        "mine_steps": args.mine_steps,
+        "mine": mine_rows,
+        "probes": probe_rows,
+        "histogram": histogram_rows,
+        "total_seconds": total,
+        "factor_sizes": FACTOR_SIZES,
+        "sigma": SIGMA,
+        "first_steps": FIRST_STEPS,
+        "repeats": REPEATS,
+        "mine_batch": mine.PAPER_BATCH_SIZE,
+        "paper_steps": mine.PAPER_STEPS,
+        "paper_eval_samples": mine.PAPER_EVAL_SAMPLES,
+        "num_sigmas": noise.PAPER_NUM_SIGMAS,
+        "probe_batch": probe_settings.batch_size,
+        "probe_epochs": probe_settings.epochs,
+        "probe_test_fraction": probe_settings.test_fraction,
+        "probe_samples": PROBE_SAMPLES,
+        **measured(load_start),
+        "command": f"python -m benchmarks.evaluation_cost --mine_steps {args.mine_steps}",
     }
-    lines += [
-        "",
-        f"What a paper-setting evaluation costs on this machine: one MINE estimate ({mine.PAPER_STEPS:,} "
-        f"steps, {mine.PAPER_EVAL_SAMPLES:,} samples, six factors, `evaluate.py`'s default) takes "
-        f"{paper[0] / 60:.1f} to {paper[-1] / 60:.1f} min of wall time over these settings, and the "
-        f"{sweep}-sigma sweep of the paper's figures {sweep * paper[0] / 3600:.1f} to "
-        f"{sweep * paper[-1] / 3600:.1f} h; the probes ({probes.ProbeSettings().epochs} epochs) take "
-        f"{min(r['full'] for r in probe_large):.0f} to {max(r['full'] for r in probe_large):.0f} s at N = "
-        f"{largest:,}; histogram MI is negligible.",
-        "",
-        f"How each grows. A MINE step draws a batch of {mine.PAPER_BATCH_SIZE} from the N embeddings, so its "
-        f"cost does not depend on N ({min(per_1k_cpu):.1f} to {max(per_1k_cpu):.1f} CPU s per 1000 steps "
-        f"over all {len(mine_rows)} settings) and mildly on D (D = {DIMS[-1]} costs "
-        f"{by_dim[DIMS[-1]] / by_dim[DIMS[0]]:.1f}x D = {DIMS[0]} in CPU time: the first layer's (D + 1) x "
-        "128 weights sit next to two 128 x 128 layers); only the final average grows, linearly, with the "
-        "samples it averages. Probe epochs grow linearly with N and mildly with D. Histogram MI holds about "
-        "sqrt(N) cells and sorts each factor once (`np.unique`), so it grows as N log N: "
-        f"{hist_us[HISTOGRAM_SAMPLES[-2]]:.2f} us per sample at N = {HISTOGRAM_SAMPLES[-2]:,}, "
-        f"{hist_us[HISTOGRAM_SAMPLES[-1]]:.2f} at N = {HISTOGRAM_SAMPLES[-1]:,}, the rest of the rise being "
-        "arrays (48 MB of factors at 10^6) that no longer fit in cache; at "
-        f"{max(r['seconds'] for r in histogram_rows):.2f} s per estimate at most it needs no fix. No other "
-        "super-linear growth was found.",
-    ]
-    body = (
-        "\n".join(lines)
-        + "\n\n"
-        + "\n".join(
-            [
-                "![MINE cost](docs/figures/benchmarks/evaluation_cost_mine.png)",
-                "![probe cost](docs/figures/benchmarks/evaluation_cost_probes.png)",
-                "![histogram MI cost](docs/figures/benchmarks/evaluation_cost_histogram.png)",
-                "",
-                f"The whole benchmark took {total / 60:.1f} min. "
-                + load_line(load_start, " shared with other jobs, so absolute times vary"),
-                "",
-                f"Command: `python -m benchmarks.evaluation_cost --mine_steps {args.mine_steps}`",
-            ]
-        )
-    )
-
-    def draw() -> None:
-        _plot(
-            mine_rows,
-            [
-                ("per_1k_cpu", "o-", "CPU s / 1000 steps"),
-                ("per_1k", "o:", "wall s / 1000 steps"),
-                ("rest", "s--", "rest of an estimate, wall s"),
-            ],
-            "seconds",
-            "MINE cost (6 networks)",
-            os.path.join(FIGURES, "evaluation_cost_mine.png"),
-        )
-        _plot(
-            probe_rows,
-            [("per_epoch_cpu", "o-", "CPU s / epoch"), ("per_epoch", "o:", "wall s / epoch")],
-            "seconds per probe epoch",
-            "Probe training cost (6 probes)",
-            os.path.join(FIGURES, "evaluation_cost_probes.png"),
-        )
-        _plot(
-            histogram_rows,
-            [("seconds", "o-", "wall s")],
-            "seconds per estimate",
-            "Histogram MI cost (6 factors)",
-            os.path.join(FIGURES, "evaluation_cost_histogram.png"),
-        )
-
-    publish("Evaluation cost against sample count and embedding size", body, not args.no_write, draw)
+    publish(TITLE, section(results), not args.no_write, lambda: draw(results))
     if not args.no_write:
-        save_results(
-            "evaluation_cost",
-            {
-                "mine_steps": args.mine_steps,
-                "mine": mine_rows,
-                "probes": probe_rows,
-                "histogram": histogram_rows,
-                "total_seconds": total,
-            },
-        )
+        save_results("evaluation_cost", results)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ preset's pipeline from memory. 2 warm-up steps trace the step. Then ``--rounds``
 set inside it. Its budget is split at ``--method.stage1_steps``. The pipeline is timed over
 ``--steps`` batches drawn from the preset's stream after its first, once its banks are built.
 
+Writes docs/figures/benchmarks/full_budgets.json and the section of BENCHMARKS.md from it.
+
   python -m benchmarks.full_budgets [--steps 3] [--rounds 2] [--no_write]
 """
 
@@ -25,6 +27,7 @@ import time
 from benchmarks import report
 
 TITLE = "Paper-budget pose runs on this machine (Table S1's rows)"
+FILE = "docs/figures/benchmarks/full_budgets.json"
 # (row, preset, stage: "all", "stage1" or "stage2" of LORD's two).
 ROWS = (
     ("ABC", "pose_lookup_car", "all"),
@@ -83,42 +86,48 @@ def hours(steps: int, seconds: float) -> str:
     return f"{steps * seconds / 3600:.1f}"
 
 
-def table(results: dict, steps: int, rounds: int, load_start: float) -> str:
+def yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def lord_hours(rows: list[dict]) -> float:
+    """Hours of LORD's whole budget: both stages, each at its step + pipeline time."""
+    lord = [row for row in rows if row["preset"] == "pose_lord"]
+    return sum(row["budget"] * (row["step_s"] + row["pipeline_s"]) for row in lord) / 3600
+
+
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
+    steps, rounds = results["steps"], results["rounds"]
     lines = [
-        report.machine_line(),
-        report.precision_line(),
+        results["machine"],
+        results["precision"],
         "",
-        f"Each row in a fresh process: {rounds} rounds of "
-        f"{steps} steps after a 2-step warm-up, the preset's own",
-        "batch fed from memory, as its run trains it (its XLA "
-        "and precision settings); the median s/step. Pipeline:",
-        f"{steps} batches of the preset's live stream after its "
-        "first. Images per step: set A's stacks (ABC reads set B too).",
-        "Hours: the budget's steps times the step alone, and times step + pipeline (on 2 cores the two",
+        f"Each row in a fresh process: {rounds} rounds of {steps} steps after a 2-step warm-up, "
+        "the preset's own",
+        "batch fed from memory, as its run trains it (its XLA and precision settings); "
+        "the median s/step. Pipeline:",
+        f"{steps} batches of the preset's live stream after its first. Images per step: set A's stacks "
+        "(ABC reads set B too).",
+        "Hours: the budget's steps times the step alone, and times step + pipeline (on "
+        f"{results['cpu_count']} cores the two",
         "share the CPU, so a run takes about the sum; an idle machine assumed).",
         "",
         "| row | preset | images/step | XLA | mixed | step s | pipeline s/batch | "
         "budget steps | hours (step) | hours (step + pipeline) | peak RSS (MiB) |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row, preset, _ in ROWS:
-        result = results[row]
-        step, pipeline, budget = result["step_s"], result["pipeline_s"], result["budget"]
+    for row in results["rows"]:
+        step, pipeline, budget = row["step_s"], row["pipeline_s"], row["budget"]
         lines.append(
-            f"| {row} | `{preset}` | {result['images']} | {'yes' if result['jit_compile'] else 'no'} | "
-            f"{'yes' if result['mixed'] else 'no'} | {step:.2f} | {pipeline:.3f} | {budget:,} | "
-            f"{hours(budget, step)} | {hours(budget, step + pipeline)} | {result['peak_mib']:.0f} |"
+            f"| {row['row']} | `{row['preset']}` | {row['images']} | {yes_no(row['jit_compile'])} | "
+            f"{yes_no(row['mixed'])} | {step:.2f} | {pipeline:.3f} | {budget:,} | "
+            f"{hours(budget, step)} | {hours(budget, step + pipeline)} | {row['peak_mib']:.0f} |"
         )
-    lord = [results[row] for row, preset, _ in ROWS if preset == "pose_lord"]
-    lord_hours = sum(part["budget"] * (part["step_s"] + part["pipeline_s"]) for part in lord) / 3600
-    lines += [
-        "",
-        f"LORD's two stages together: {lord_hours:.0f} hours ({lord_hours / 24:.1f} days).",
-        "",
-        report.load_line(load_start),
-        "",
-        f"Command: `python -m benchmarks.full_budgets --steps {steps} --rounds {rounds}`",
-    ]
+    if any(row["preset"] == "pose_lord" for row in results["rows"]):
+        lord = lord_hours(results["rows"])
+        lines += ["", f"LORD's two stages together: {lord:.0f} hours ({lord / 24:.1f} days)."]
+    lines += ["", report.load_text(results), "", f"Command: `{results['command']}`"]
     return "\n".join(lines)
 
 
@@ -132,14 +141,23 @@ def main() -> None:
     if report.answer_child(args.child, {}, lambda child: measure(*child.split(":"), args.steps, args.rounds)):
         return
     load_start = os.getloadavg()[0]
-    results = report.run_children(
+    measured = report.run_children(
         "benchmarks.full_budgets",
         {row: f"{preset}:{stage}" for row, preset, stage in ROWS},
         ["--steps", str(args.steps), "--rounds", str(args.rounds)],
     )
-    report.publish(TITLE, table(results, args.steps, args.rounds, load_start), write=not args.no_write)
+    rows = [{"row": row, "preset": preset, "stage": stage, **measured[row]} for row, preset, stage in ROWS]
+    results = {
+        "steps": args.steps,
+        "rounds": args.rounds,
+        "rows": rows,
+        "precision": report.precision_line(),
+        **report.measured(load_start),
+        "command": f"python -m benchmarks.full_budgets --steps {args.steps} --rounds {args.rounds}",
+    }
+    report.publish(TITLE, section(results), write=not args.no_write)
     if not args.no_write:
-        report.save_results("full_budgets", {"steps": args.steps, "rounds": args.rounds, "results": results})
+        report.save_results("full_budgets", results)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ It leaves out TensorFlow's own path: ``AbcModel.fit`` and tf.data. On a GPU mach
 ``python -m benchmarks.gpu --backend=tensorflow`` measures that path.
 
 It runs one experiment per process, so the peak device memory belongs to that experiment. It prints
-one ``RESULT{json}`` line. ``benchmarks/gpu.py`` starts it and writes the section.
+one ``RESULT{json}`` line: the measurements, with the date, GPU, versions and preset facts that the
+sections state. ``benchmarks/gpu.py`` starts it, keeps its result in docs/figures/benchmarks/gpu.json
+and writes the sections from that file.
 
   KERAS_BACKEND=jax python -m benchmarks.gpu_keras --experiment=mnist [--batches=FILE.npz]
 """
@@ -17,6 +19,7 @@ one ``RESULT{json}`` line. ``benchmarks/gpu.py`` starts it and writes the sectio
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 import time
@@ -32,6 +35,7 @@ from keras import ops
 
 import models
 from abc_tf.runs.experiments import get_preset
+from benchmarks.gpu import gpu_name
 
 # Image shape of each experiment's data family (the families themselves need TensorFlow).
 IMAGE_SHAPES = {"mnist": (28, 28, 1), "shapes3d": (64, 64, 3)}
@@ -84,6 +88,20 @@ def experiment_settings(experiment: str, pairs: int | None = None, set_size: int
         "image_shape": shape,
         # set_a, set_b, then their second views: [P, N, H, W, C] each.
         "set_shapes": [(config.batch.pairs_per_step, config.batch.set_size) + shape] * (2 * views),
+    }
+
+
+def preset_facts(experiment: str) -> dict:
+    """What the sections say of an experiment's preset: encoder, embedding size, similarity, image
+    shape and training steps. The result keeps them, so that gpu.py's sections need only the results."""
+    settings = experiment_settings(experiment)
+    config = settings["config"]
+    return {
+        "model": config.encoder.architecture,
+        "embedding_dim": config.encoder.embedding_dim,
+        "similarity": config.method.similarity,
+        "image_shape": list(settings["image_shape"]),
+        "preset_steps": config.trainer.steps,
     }
 
 
@@ -234,7 +252,7 @@ def scaling(experiment: str, precisions: list[str], seconds: float, budget_s: fl
                     {"precision": precision, "pairs": pairs, "set_size": size, "failed": str(error)[:300]}
                 )
             print(rows[-1], file=sys.stderr, flush=True)
-    return {"steps": rows, "loss": loss_rows}
+    return {"steps": rows, "loss": loss_rows, "budget_s": budget_s}
 
 
 def train_real_batches(path: str, precision: str) -> dict:
@@ -286,10 +304,14 @@ def main() -> None:
     device = jax.devices()[0]
     result = {
         "experiment": args.experiment,
+        "command": "python -m benchmarks.gpu_keras " + " ".join(sys.argv[1:]),
+        "date": datetime.date.today().isoformat(),
         "device": device.device_kind,
         "platform": device.platform,
+        "gpu": gpu_name() if device.platform == "gpu" else device.device_kind,
         "jax": jax.__version__,
         "keras": keras.__version__,
+        **preset_facts(args.experiment),
         "rates": [],
     }
     if args.scaling:

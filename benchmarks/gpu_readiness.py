@@ -14,6 +14,8 @@ every preset that turns it on, it says what that preset gets here, on a GPU and 
 native bfloat16. The MNIST methods train on the procedural digits, ``--data.source=procedural``, so
 the script needs no files. The step's cost does not depend on which digits it sees.
 
+Writes docs/figures/benchmarks/gpu_readiness.json and the section of BENCHMARKS.md from it.
+
   python -m benchmarks.gpu_readiness [--steps 5] [--no_write]
 """
 
@@ -28,6 +30,7 @@ from abc_tf.runs import experiments
 from benchmarks import report
 
 TITLE = "GPU readiness, checked on the CPU"
+FILE = "docs/figures/benchmarks/gpu_readiness.json"
 SETTINGS = {"xla_float32": "float32", "xla_mixed_float16": "mixed_float16"}
 
 
@@ -78,24 +81,33 @@ def measure(method: str, policy: str, steps: int) -> dict:
     }
 
 
-def presets_precision() -> list[str]:
-    """Table rows: every preset that turns --trainer.mixed_precision on, and what it gets where."""
+def presets_precision() -> list[dict]:
+    """What every preset that turns --trainer.mixed_precision on computes in: here, on a GPU and on a
+    CPU without native bfloat16 (the last two simulated by abc_tf.runs.precision)."""
     from abc_tf.runs import precision
 
-    hosts = {
-        "GPU": precision.Host(gpu=True),
-        "CPU without native bfloat16": precision.Host(cpu_flags=frozenset({"avx2"})),
+    gpu, no_bfloat16 = precision.Host(gpu=True), precision.Host(cpu_flags=frozenset({"avx2"}))
+    return [
+        {
+            "preset": name,
+            "here": precision.choose(True).policy,
+            "gpu": precision.choose(True, gpu).policy,
+            "cpu_without_bfloat16": precision.choose(True, no_bfloat16).policy,
+        }
+        for name, preset in sorted(experiments.presets().items())
+        if preset.trainer.mixed_precision
+    ]
+
+
+def precision_facts() -> dict:
+    """What the section says about precision, taken when measuring: section() reads no TensorFlow."""
+    from abc_tf.runs import precision
+
+    return {
+        "precision": report.precision_line(),
+        "warning": precision.choose(True, precision.Host()).warning,
+        "presets": presets_precision(),
     }
-    rows = []
-    for name, preset in sorted(experiments.presets().items()):
-        if preset.trainer.mixed_precision:
-            here = precision.choose(True).policy
-            rows.append(
-                f"| `{name}` | {here} | "
-                + " | ".join(precision.choose(True, host).policy for host in hosts.values())
-                + " |"
-            )
-    return rows
 
 
 def verdict(result: dict) -> str:
@@ -110,26 +122,28 @@ def rate(result: dict) -> str:
     )
 
 
-def table(results: dict, steps: int, load_start: float) -> str:
-    from abc_tf.runs import precision
-
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        report.machine_line(),
-        report.precision_line(),
+        results["machine"],
+        results["precision"],
         "",
         "What each preset that turns `--trainer.mixed_precision` "
         "on computes in, here and on two simulated hosts",
         "(`abc_tf.runs.precision.choose` with the host given). On a CPU without native bfloat16 the run",
-        f"prints one line: `{precision.choose(True, precision.Host()).warning}`",
+        f"prints one line: `{results['warning']}`",
         "",
         "| preset | this host | a GPU | a CPU without native bfloat16 |",
         "|---|---|---|---|",
-        *presets_precision(),
+        *(
+            f"| `{row['preset']}` | {row['here']} | {row['gpu']} | {row['cpu_without_bfloat16']} |"
+            for row in results["presets"]
+        ),
         "",
         "Every method's training step on its preset, compiled "
         "with XLA: float32, then mixed_float16 with loss scaling",
         "(the GPU precision, forced on this CPU). steps/s: "
-        f"{steps} steps after a 2-step warm-up (compile), one batch",
+        f"{results['steps']} steps after a 2-step warm-up (compile), one batch",
         "fed from memory, schedules in their full phase; on "
         "this CPU float16 is emulated, so the mixed_float16",
         "column shows that the step runs, not what a GPU gains.",
@@ -138,18 +152,13 @@ def table(results: dict, steps: int, load_start: float) -> str:
         "mixed_float16: trains, finite loss | every optimizer loss-scaled | XLA mixed_float16 steps/s |",
         "|---|---|---|---|---|---|---|",
     ]
-    for method, preset in experiments.quick_presets().items():
-        full, mixed = results[method]["xla_float32"], results[method]["xla_mixed_float16"]
+    for row in results["methods"]:
+        full, mixed = row["xla_float32"], row["xla_mixed_float16"]
         lines.append(
-            f"| {method} | `{preset.name}` | {verdict(full)} | {rate(full)} | {verdict(mixed)} | "
+            f"| {row['method']} | `{row['preset']}` | {verdict(full)} | {rate(full)} | {verdict(mixed)} | "
             f"{'yes' if mixed['loss_scaled'] else 'no'} | {rate(mixed)} |"
         )
-    lines += [
-        "",
-        report.load_line(load_start),
-        "",
-        f"Command: `python -m benchmarks.gpu_readiness --steps {steps}`",
-    ]
+    lines += ["", report.load_text(results), "", f"Command: `{results['command']}`"]
     return "\n".join(lines)
 
 
@@ -165,15 +174,21 @@ def main() -> None:
         )
         return
     load_start = os.getloadavg()[0]
-    results = {}
-    for method in experiments.quick_presets():
-        results[method] = report.run_child(
-            "benchmarks.gpu_readiness", ["--child", method, "--steps", str(args.steps)]
-        )
-        print(method, results[method], flush=True)
-    report.publish(TITLE, table(results, args.steps, load_start), write=not args.no_write)
+    methods = []
+    for method, preset in experiments.quick_presets().items():
+        checks = report.run_child("benchmarks.gpu_readiness", ["--child", method, "--steps", str(args.steps)])
+        methods.append({"method": method, "preset": preset.name, **checks})
+        print(method, checks, flush=True)
+    results = {
+        "steps": args.steps,
+        "methods": methods,
+        **precision_facts(),
+        **report.measured(load_start),
+        "command": f"python -m benchmarks.gpu_readiness --steps {args.steps}",
+    }
+    report.publish(TITLE, section(results), write=not args.no_write)
     if not args.no_write:
-        report.save_results("gpu_readiness", {"steps": args.steps, "results": results})
+        report.save_results("gpu_readiness", results)
 
 
 if __name__ == "__main__":

@@ -20,11 +20,12 @@ train on batches of 64 real images, compiled with XLA, and differ only in length
 The data are the procedural MNIST, ``data_source="procedural"``, so the benchmark needs no files.
 Its images have the real MNIST's shape and type, and its splits the real sizes.
 
+Writes docs/figures/benchmarks/infogan_speed.json and the section of BENCHMARKS.md.
+
   python -m benchmarks.infogan_speed [--steps 10] [--rounds 3] [--no_write]
 """
 
 from __future__ import annotations
-from abc_tf.runs import experiments
 
 import os
 import resource
@@ -35,8 +36,10 @@ from benchmarks import report
 from benchmarks.loops import train_step_eager_runner, train_step_fit_runner
 
 TITLE = "Elastic-InfoGAN training step (CPU)"
+FILE = "docs/figures/benchmarks/infogan_speed.json"
 PAPER, QUICK = "mnist_elastic_infogan", "mnist_elastic_infogan_quick"
 PER_CODE = 1000  # generated images per categorical code in the evaluation
+MEMORY_STEPS = 10  # steps a process trains one setting for, for its peak memory
 # name: (variant, runner); variant "elastic" (the preset) or "infogan" (uniform prior, no NT-Xent);
 # runner "eager" (train_step op by op), "fit" (graph), "fit_xla".
 SETTINGS = {
@@ -70,6 +73,7 @@ EVALUATION_PARTS = (
 
 def config_for(variant: str, jit_compile: bool):
     """The paper's preset, or its uniform-InfoGAN ablation, on the procedural MNIST, with or without XLA."""
+    from abc_tf.runs import experiments
 
     config = experiments.get_preset(PAPER).replace(jit_compile=jit_compile, source="procedural")
     if variant == "infogan":
@@ -189,6 +193,7 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
         "split_images": int(len(data.y_train)),
         "feature_dim": int(np.shape(features)[1]),
         "per_code": per_code,
+        "class_split": int(config.data.class_split),
     }
 
 
@@ -206,11 +211,13 @@ def peak_memory(setting: str, steps: int) -> float | None:
 # ---------------------------------------------------------------- the section
 
 
-def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int, load_start: float) -> str:
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
+    result, memory, evaluation = results["result"], results["memory"], results["evaluation"]
     rates, failed, images = result["rates"], result.get("failed", {}), result["images_per_step"]
     eager = rates["elastic_eager"]
     lines = [
-        report.machine_line(),
+        results["machine"],
         "",
         f"Presets `{PAPER}` and `{QUICK}` (the same step: batches of {images} real images, compiled with",
         f"XLA; they differ only in length), {result['parameters']:,} trainable parameters (G, the D/Q trunk,",
@@ -220,9 +227,9 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
         "its own Adam. Fed from memory. Eager: `ElasticInfoGANModel.train_step` called op by op in a",
         "Python loop, as the authors' PyTorch code runs. Compiled rows are timed from the start to the",
         "end of a Keras epoch. Figures are the median of "
-        f"{rounds} interleaved rounds of {steps} train steps,",
+        f"{results['rounds']} interleaved rounds of {results['steps']} train steps,",
         "each after a warm-up. images/s: real images per second. Peak RSS: a process that builds that",
-        "setting alone and trains it for 10 steps.",
+        f"setting alone and trains it for {results['memory_steps']} steps.",
         "",
         "| setting | steps/s | images/s | over eager | peak RSS MB |",
         "|---|---|---|---|---|",
@@ -243,7 +250,6 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
     compiled = {
         setting: rates[setting] / eager for setting in ("elastic_fit", "elastic_fit_xla") if setting in rates
     }
-    best = max(compiled.values())
     parts = (
         [f"the graph is {compiled['elastic_fit']:.1f}x the eager loop"] if "elastic_fit" in compiled else []
     )
@@ -252,8 +258,9 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
         if "elastic_fit_xla" in compiled
         else "XLA does not compile the step (why: above)"
     )
+    met = max(compiled.values(), default=0) >= 3
     lines += [
-        f"Goal: compiled >= 3x the eager loop: {', '.join(parts)} ({'met' if best >= 3 else 'not met'}).",
+        f"Goal: compiled >= 3x the eager loop: {', '.join(parts)} ({'met' if met else 'not met'}).",
     ]
     if "infogan_fit" in rates and "elastic_fit" in rates:
         share = 1 - rates["elastic_fit"] / rates["infogan_fit"]
@@ -269,7 +276,8 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
         "of a model of this shape (untrained weights: the",
         f'cost does not depend on them), on the procedural MNIST (`data_source="procedural"`: '
         f"{evaluation['train_images']:,} training and {evaluation['test_images']:,} test images, of which",
-        f"class split 1 keeps {evaluation['split_images']:,} for the GAN), so it runs without",
+        f"class split {evaluation['class_split']} keeps {evaluation['split_images']:,} for the GAN), "
+        "so it runs without",
         f"files; the classifier reached {evaluation['classifier_accuracy']:.4f} "
         "test accuracy on these easier digits.",
         "Seconds, one run of each part:",
@@ -286,9 +294,9 @@ def table(result: dict, memory: dict, evaluation: dict, steps: int, rounds: int,
         f"{later - seconds['classifier_cached'] + seconds['classifier_training']:.1f} s. The encoder's "
         f"features are {evaluation['feature_dim']}-dimensional (Q's penultimate layer).",
         "",
-        report.load_line(load_start),
+        report.load_text(results),
         "",
-        f"Command: `python -m benchmarks.infogan_speed --steps {steps} --rounds {rounds}`",
+        f"Command: `{results['command']}`",
     ]
     return "\n".join(lines)
 
@@ -298,34 +306,32 @@ def main() -> None:
     if report.answer_child(
         args.child,
         {"measure": lambda: measure(args.steps, args.rounds), "evaluation": evaluation_seconds},
-        lambda setting: peak_memory(setting, 10),
+        lambda setting: peak_memory(setting, MEMORY_STEPS),
     ):
         return
     load_start = os.getloadavg()[0]
     this = "benchmarks.infogan_speed"  # run again in children, each measuring alone
-    result = report.run_child(
-        this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)]
-    )
+    arguments = ["--steps", str(args.steps), "--rounds", str(args.rounds)]
+    result = report.run_child(this, ["--child", "measure", *arguments])
     memory = {
         setting: report.run_child(this, ["--child", setting])
         for setting in MEMORY_SETTINGS
         if setting not in result["failed"]
     }
     evaluation = report.run_child(this, ["--child", "evaluation"])
-    report.publish(
-        TITLE, table(result, memory, evaluation, args.steps, args.rounds, load_start), write=not args.no_write
-    )
+    results = {
+        "steps": args.steps,
+        "rounds": args.rounds,
+        "memory_steps": MEMORY_STEPS,
+        "result": result,
+        "memory": memory,
+        "evaluation": evaluation,
+        **report.measured(load_start),
+        "command": f"python -m {this} {' '.join(arguments)}",
+    }
     if not args.no_write:
-        report.save_results(
-            "infogan_speed",
-            {
-                "steps": args.steps,
-                "rounds": args.rounds,
-                "result": result,
-                "memory": memory,
-                "evaluation": evaluation,
-            },
-        )
+        report.save_results("infogan_speed", results)
+    report.publish(TITLE, section(results), write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,10 @@ hands freed heap back. It is taken on the first call of its shape, for ``lookup_
 process. TensorFlow with oneDNN keeps a call's buffers for the next call of the same shape. Inputs
 already held are not counted.
 
-  python -m benchmarks.lookup_scaling [--sizes 1000,10000,100000,1000000] [--no_write]
+Writes docs/figures/benchmarks/lookup_scaling.json, its two figures and the section of BENCHMARKS.md,
+all from that file's results.
+
+  python -m benchmarks.lookup_scaling [--sizes 1000,10000,100000,1000000] [--seconds 1.0] [--no_write]
 """
 
 from __future__ import annotations
@@ -45,17 +48,20 @@ from benchmarks.report import (
     FIGURES,
     ROOT,
     argument_parser,
-    load_line,
+    load_text,
     log_log_axes,
-    machine_line,
+    measured,
     publish,
     save_results,
 )
 
+TITLE = "Pose lookup against dictionary size"
+FILE = "docs/figures/benchmarks/lookup_scaling.json"
 BATCH = 256
 EVAL_QUERIES = 500
 REPEATS = 50
 POOL_FACTOR = 4  # PoseEvalSettings: pool_size 0 means 4 x dictionary_size
+SERVING_LIMIT_S = 0.010  # the latency of one image per call that brute force is judged against
 _LIBC = ctypes.CDLL("libc.so.6")
 
 
@@ -163,22 +169,26 @@ def measure(size: int, dim: int, similarity: str, seconds: float) -> dict:
     return row
 
 
-def plot(rows: list[dict], path_rate: str, path_memory: str) -> None:
+def plot(results: dict, path_rate: str, path_memory: str) -> None:
+    """The two figures, queries/s and memory against N, from the results alone."""
+    rows, batch, eval_queries, repeats = (results[k] for k in ("rows", "batch", "eval_queries", "repeats"))
     sizes = [r["size"] for r in rows]
     xlabel = "dictionary size (embeddings)"
-    with log_log_axes(
-        path_rate, xlabel, "queries/s", "Pose lookup against dictionary size (d=64, cosine)", legend_size=8
-    ) as ax:
+    title = f"Pose lookup against dictionary size (d={results['dim']}, {results['similarity']})"
+    with log_log_axes(path_rate, xlabel, "queries/s", title, legend_size=8) as ax:
         ax.plot(sizes, [1 / r["export_1_s"] for r in rows], "o-", label="lookup_pose, 1 image per call")
         ax.plot(
-            sizes, [BATCH / r["export_256_s"] for r in rows], "s-", label=f"lookup_pose, {BATCH} per call"
+            sizes,
+            [batch / r[f"export_{batch}_s"] for r in rows],
+            "s-",
+            label=f"lookup_pose, {batch} per call",
         )
-        ax.plot(sizes, [BATCH / r["nn_s"] for r in rows], "^-", label=f"nearest_neighbours, {BATCH} queries")
+        ax.plot(sizes, [batch / r["nn_s"] for r in rows], "^-", label=f"nearest_neighbours, {batch} queries")
         ax.plot(
             sizes,
-            [EVAL_QUERIES / r["eval_s"] for r in rows],
+            [eval_queries / r["eval_s"] for r in rows],
             "v-",
-            label=f"evaluation, {REPEATS} dictionaries",
+            label=f"evaluation, {repeats} dictionaries",
         )
 
     floor = 0.1  # MB: a log axis cannot show 0 (no measurable growth)
@@ -189,18 +199,18 @@ def plot(rows: list[dict], path_rate: str, path_memory: str) -> None:
         )
         ax.plot(
             sizes,
-            [max(r["export_256_mb"], floor) for r in rows],
+            [max(r[f"export_{batch}_mb"], floor) for r in rows],
             "s-",
-            label=f"lookup_pose, {BATCH} per call",
+            label=f"lookup_pose, {batch} per call",
         )
         ax.plot(
-            sizes, [max(r["nn_mb"], floor) for r in rows], "^-", label=f"nearest_neighbours, {BATCH} queries"
+            sizes, [max(r["nn_mb"], floor) for r in rows], "^-", label=f"nearest_neighbours, {batch} queries"
         )
         ax.plot(
             sizes,
             [max(r["eval_mb"], floor) for r in rows],
             "v-",
-            label=f"evaluation, {REPEATS} dictionaries (chunked)",
+            label=f"evaluation, {repeats} dictionaries (chunked)",
         )
         ax.plot(
             sizes,
@@ -209,6 +219,135 @@ def plot(rows: list[dict], path_rate: str, path_memory: str) -> None:
             label="evaluation before: whole matrices (computed)",
         )
         ax.plot(sizes, [r["pool_mb"] for r in rows], ":", color="grey", label="the pool's embeddings (input)")
+
+
+def serving_limit(rows: list[dict], limit_s: float = SERVING_LIMIT_S) -> tuple[float | None, dict, dict]:
+    """Where one image per call passes ``limit_s``, by the line through two measured sizes.
+    They are the first size that passes it and the one before, or else the two largest. Returns the
+    N (None with fewer than two sizes, or no growth between them) and the two rows."""
+    ordered = sorted(rows, key=lambda r: r["size"])
+    passing = [i for i, r in enumerate(ordered) if r["export_1_s"] > limit_s]
+    upper = max(1, passing[0] if passing else len(ordered) - 1)
+    if len(ordered) < 2:
+        return None, ordered[0], ordered[-1]
+    low, high = ordered[upper - 1], ordered[upper]
+    slope = (high["export_1_s"] - low["export_1_s"]) / (high["size"] - low["size"])
+    if slope <= 0:
+        return None, low, high
+    return low["size"] + (limit_s - low["export_1_s"]) / slope, low, high
+
+
+def _serving_text(results: dict) -> str:
+    """The sentence on where serving one image at a time by brute force passes the latency limit."""
+    limit_s = results["serving_limit_s"]
+    size, low, high = serving_limit(results["rows"], limit_s)
+    if size is None:
+        return (
+            f"Too few sizes, or no growth between them, to place where a call passes {1000 * limit_s:.0f} ms."
+        )
+    keys = f"{float(f'{size:.2g}'):,.0f} keys"
+    between = f"N = {low['size']:,} and N = {high['size']:,}"
+    if high["export_1_s"] > limit_s:
+        return (
+            f"**Brute force stops being enough for serving one image at a time at about {keys} on this "
+            f"CPU**, where a call passes {1000 * limit_s:.0f} ms (interpolated between {between})."
+        )
+    return (
+        f"One image per call stays under {1000 * limit_s:.0f} ms at every size measured; by the linear "
+        f"growth between {between}, **brute force stops being enough for serving one image at a time at "
+        f"about {keys} on this CPU**, where a call would pass {1000 * limit_s:.0f} ms."
+    )
+
+
+def _megabytes(mb: float) -> str:
+    """``256`` MB, or ``0.26`` below 1."""
+    return f"{mb:,.0f}" if mb >= 1 else f"{mb:.2f}"
+
+
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
+    rows = sorted(results["rows"], key=lambda r: r["size"])
+    dim, similarity, batch = results["dim"], results["similarity"], results["batch"]
+    eval_queries, repeats, pool_factor = results["eval_queries"], results["repeats"], results["pool_factor"]
+    tile_queries, tile_scores = results["tile_queries"], results["tile_scores"]
+    lines = [
+        results["machine"],
+        "",
+        f"Random embeddings of the pose presets' size d={dim}, {similarity} similarity; no images. "
+        "`lookup_pose`: a SavedModel written by `export_pose` around an encoder that only flattens its "
+        f"[1, 1, d] input, so a call is the dictionary search alone. `nearest_neighbours`: {batch} queries, "
+        f"exact top-1 by tiles. Evaluation: `lookup_evaluation`, {eval_queries} queries, {repeats} random "
+        f"dictionaries of N drawn from a pool of {pool_factor}N, as `evaluate.py` runs it. Memory: peak "
+        "resident MB a call adds to the process (inputs already held not counted).",
+        "",
+        "| dictionary N | reading the keys once: ms | export s | `lookup_pose` 1 image: ms/call | MB | "
+        f"`lookup_pose` {batch} images: queries/s | MB | `nearest_neighbours` {batch}: queries/s | MB | "
+        f"evaluation, {repeats} dictionaries: s | MB | evaluation: ns per query x dictionary entry | "
+        "untiled evaluation: MB it would hold (computed) | pool embeddings MB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def per_entry_ns(r: dict) -> float:
+        return 1e9 * r["eval_s"] / (repeats * eval_queries * r["size"])
+
+    for r in rows:
+        lines.append(
+            f"| {r['size']:,} | {1000 * r['scan_s']:.2f} | {r['export_s']:.1f} | "
+            f"{1000 * r['export_1_s']:.2f} | {r['export_1_mb']:.0f} | "
+            f"{batch / r[f'export_{batch}_s']:,.0f} | "
+            f"{r[f'export_{batch}_mb']:.0f} | {batch / r['nn_s']:,.0f} | {r['nn_mb']:.0f} | "
+            f"{r['eval_s']:.2f} | {r['eval_mb']:.0f} | {per_entry_ns(r):.2f} | {r['old_eval_mb']:,.0f} | "
+            f"{r['pool_mb']:.0f} |"
+        )
+    small, big = rows[0], rows[-1]
+    at_big = f"N = {big['size']:,}"
+    single = f"{1000 * big['export_1_s']:.1f} ms at {at_big}"
+    if len(rows) > 1:
+        mid = rows[-2]
+        single = f"{1000 * mid['export_1_s']:.1f} ms at N = {mid['size']:,} and {single}"
+    paper = results["paper_dictionary"]
+    near_paper = next((r for r in rows if r["size"] >= paper), big)
+    tile_mb = tile_scores * 4 / 2**20
+    if len(rows) > 1:
+        growth = per_entry_ns(big) / per_entry_ns(small)
+        verdict = "no faster than N" if growth <= 1.25 else f"faster than N ({growth:.1f}x per entry)"
+        evaluation = (
+            f"its ns per query and dictionary entry go from {per_entry_ns(small):.2f} at N = "
+            f"{small['size']:,} to {per_entry_ns(big):.2f} at {at_big}, so its cost grows {verdict}."
+        )
+    else:
+        evaluation = f"its cost per query and dictionary entry is {per_entry_ns(big):.2f} ns at {at_big}."
+    lines += [
+        "",
+        "An exact search reads every key, so time per query grows with N. With one image per call, "
+        f"`lookup_pose` takes {single}; batched calls amortise it "
+        f"({batch / big[f'export_{batch}_s']:,.0f} queries/s at {at_big}). {_serving_text(results)} "
+        f"(Reading the {_megabytes(big['size'] * dim * 4 / 1e6)} MB of keys once, a one-thread numpy "
+        f"sum, takes {1000 * big['scan_s']:.2f} ms at {at_big}.) Batched calls and the evaluation "
+        f"(exact by design) have no per-call latency to meet; at {at_big} the evaluation of {repeats} "
+        f"dictionaries takes {big['eval_s']:.1f} s. No approximate-search library is added: the paper's "
+        f"dictionaries hold {paper:,} renders (one image per call: "
+        f"{1000 * near_paper['export_1_s']:.2f} ms at N = {near_paper['size']:,}). Serving single images "
+        "within a few milliseconds from dictionaries near the brute-force limit above, or beyond it, "
+        "would need one (e.g. faiss-cpu `IndexHNSWFlat` on L2-normalised keys), outside the SavedModel.",
+        "",
+        f"Memory: `lookup_pose`, `nearest_neighbours` and `lookup_evaluation` search by tiles of at most "
+        f"{tile_queries} queries x 2^{tile_scores.bit_length() - 1} / {tile_queries} keys ({tile_mb:.0f} MB "
+        "of similarities) with a running best, the keys L2-normalised once at export and held in variables, "
+        f"so no call holds a whole similarity matrix: at {at_big}, {big['export_1_mb']:,.0f} MB for one "
+        f"image and {big[f'export_{batch}_mb']:,.0f} MB for {batch}, and {big['nn_mb']:,.0f} and "
+        f"{big['eval_mb']:,.0f} MB for the last two, where the whole [{eval_queries}, {pool_factor}N] matrix "
+        f"plus a [{eval_queries}, N] copy per dictionary would hold {big['old_eval_mb']:,.0f} MB. The "
+        f"evaluation gathers each dictionary's members in sorted order (`np.take`); {evaluation}",
+        "",
+        "![queries/s against dictionary size](docs/figures/benchmarks/lookup_scaling_rate.png)",
+        "![memory against dictionary size](docs/figures/benchmarks/lookup_scaling_memory.png)",
+        "",
+        load_text(results),
+        "",
+        f"Command: `{results['command']}`",
+    ]
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -227,80 +366,27 @@ def main() -> None:
     dim, similarity = preset.encoder.embedding_dim, preset.method.similarity
     load_start = os.getloadavg()[0]
     rows = [measure(int(size), dim, similarity, args.seconds) for size in args.sizes.split(",")]
-    lines = [
-        machine_line(),
-        "",
-        f"Random embeddings of the pose presets' size d={dim}, {similarity} similarity; no images. "
-        "`lookup_pose`: a SavedModel written by `export_pose` around an encoder that only flattens "
-        f"its [1, 1, d] input, so a call is the dictionary search alone. `nearest_neighbours`: {BATCH} "
-        f"queries, exact top-1 by tiles. Evaluation: `lookup_evaluation`, {EVAL_QUERIES} queries, "
-        f"{REPEATS} random dictionaries of N drawn from a pool of {POOL_FACTOR}N, as `evaluate.py` runs it. "
-        "Memory: peak resident MB a call adds to the process (inputs already held not counted).",
-        "",
-        "| dictionary N | reading the keys once: ms | export s | `lookup_pose` 1 image: ms/call | MB | "
-        f"`lookup_pose` {BATCH} images: queries/s | MB | `nearest_neighbours` {BATCH}: queries/s | MB | "
-        f"evaluation, {REPEATS} dictionaries: s | MB | evaluation: ns per query x dictionary entry | "
-        "evaluation before tiling: MB held (computed) | pool embeddings MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['size']:,} | {1000 * r['scan_s']:.2f} | {r['export_s']:.1f} | "
-            f"{1000 * r['export_1_s']:.2f} | {r['export_1_mb']:.0f} | {BATCH / r['export_256_s']:,.0f} | "
-            f"{r['export_256_mb']:.0f} | {BATCH / r['nn_s']:,.0f} | {r['nn_mb']:.0f} | {r['eval_s']:.2f} | "
-            f"{r['eval_mb']:.0f} | {1e9 * r['eval_s'] / (REPEATS * EVAL_QUERIES * r['size']):.2f} | "
-            f"{r['old_eval_mb']:,.0f} | {r['pool_mb']:.0f} |"
-        )
-    by_size = {r["size"]: r for r in rows}
-    big, mid = by_size.get(10**6, rows[-1]), by_size.get(10**5, rows[-2] if len(rows) > 1 else rows[-1])
-    # Where one image per call passes 10 ms, by the linear growth measured at 10^5.
-    threshold = float(f"{mid['size'] * 0.010 / mid['export_1_s']:.1g}")
-    summary = [
-        "",
-        "Time per query grows linearly with N: an exact search reads every key. With one image per call, "
-        f"`lookup_pose` takes {1000 * mid['export_1_s']:.1f} ms at N = {mid['size']:,} and "
-        f"{1000 * big['export_1_s']:.1f} ms at N = {big['size']:,}; batched calls amortise it "
-        f"({BATCH / big['export_256_s']:,.0f} queries/s at N = {big['size']:,}). **Brute force stops being "
-        f"enough for serving one image at a time at about {threshold:,.0f} keys on this CPU**, where a call "
-        f"passes 10 ms; at N = {big['size']:,} merely reading the {big['size'] * dim * 4 / 1e6:,.0f} MB of "
-        f"keys once takes {1000 * big['scan_s']:.0f} ms here, so no exact search can serve one image in a "
-        "few ms. For batches, and for the evaluation (exact by design), it holds to 10^6. No "
-        "approximate-search library is added: the paper's dictionaries hold 1,800 renders, where a query "
-        "takes well under a millisecond. A user who serves single images from 10^6 keys or more within a "
-        "few milliseconds would put the dictionary into faiss-cpu (`IndexHNSWFlat` with inner product on "
-        "L2-normalised keys for cosine), outside the SavedModel.",
-        "",
-        "Memory. `lookup_pose` (abc_tf/export.py) searches by tiles too, with a running best, and its "
-        "dictionary holds the keys L2-normalised once at export (cosine), in variables rather than graph "
-        f"constants: {big['export_1_mb']:,.0f} MB for one image and {big['export_256_mb']:,.0f} MB for "
-        f"{BATCH} at N = {big['size']:,}. `lookup_pose`, `nearest_neighbours` and `lookup_evaluation` go by "
-        "tiles of at most 256 queries x 2^25 / 256 keys (128 MB of similarities), so their memory stays "
-        f"bounded ({big['nn_mb']:,.0f} and {big['eval_mb']:,.0f} MB at N = {big['size']:,} for the last "
-        f"two), where the whole [{EVAL_QUERIES}, {POOL_FACTOR}N] matrix plus an [{EVAL_QUERIES}, N] copy per "
-        f"dictionary would hold {big['old_eval_mb']:,.0f} MB at N = {big['size']:,}.",
-        "",
-        "The evaluation gathers each dictionary's members in sorted order (`np.take`), so it stays in cache "
-        "as the pool grows; its cost is linear, 50 dictionaries x 500 queries x N gathered similarities: its "
-        "ns per query and dictionary entry stay within the noise of this shared machine.",
-    ]
-    body = (
-        "\n".join(lines + summary)
-        + "\n\n"
-        + "\n".join(
-            [
-                "![queries/s against dictionary size](docs/figures/benchmarks/lookup_scaling_rate.png)",
-                "![memory against dictionary size](docs/figures/benchmarks/lookup_scaling_memory.png)",
-                "",
-                load_line(load_start),
-                "",
-                f"Command: `python -m benchmarks.lookup_scaling --sizes {args.sizes}`",
-            ]
-        )
-    )
+    results = {
+        "sizes": args.sizes,
+        "rows": rows,
+        "dim": dim,
+        "similarity": similarity,
+        "batch": BATCH,
+        "eval_queries": EVAL_QUERIES,
+        "repeats": REPEATS,
+        "pool_factor": POOL_FACTOR,
+        "tile_queries": lookup.QUERIES_PER_TILE,
+        "tile_scores": lookup.MAX_SCORES,
+        "paper_dictionary": pose_accuracy.PoseEvalSettings().dictionary_size,
+        "serving_limit_s": SERVING_LIMIT_S,
+        **measured(load_start),
+    }
+    seconds = "" if args.seconds == 1.0 else f" --seconds {args.seconds:g}"
+    results["command"] = f"python -m benchmarks.lookup_scaling --sizes {args.sizes}{seconds}"
     paths = [os.path.join(FIGURES, f"lookup_scaling_{name}.png") for name in ("rate", "memory")]
-    publish("Pose lookup against dictionary size", body, not args.no_write, lambda: plot(rows, *paths))
+    publish(TITLE, section(results), not args.no_write, lambda: plot(results, *paths))
     if not args.no_write:
-        save_results("lookup_scaling", {"sizes": args.sizes, "rows": rows})
+        save_results("lookup_scaling", results)
 
 
 if __name__ == "__main__":

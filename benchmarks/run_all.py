@@ -15,14 +15,13 @@ Each preset is measured in one run on one machine:
 'mixed' is what ``--trainer.mixed_precision`` gets on the host, by abc_tf.runs.precision. The
 section says which: float32 on a CPU without native bfloat16.
 
-Each experiment runs in its own process. On a machine with a GPU the section title says so. So CPU
-and GPU figures sit side by side in BENCHMARKS.md.
+Each experiment runs in its own process. This module writes the CPU section and
+docs/figures/benchmarks/run_all.json; benchmarks/gpu.py runs the same children for the GPU section.
 
   python -m benchmarks.run_all [--experiments shapes3d,mnist] [--steps 30] [--rounds 3] [--no_write]
 """
 
 from __future__ import annotations
-from abc_tf.runs import experiments
 
 import argparse
 import json
@@ -32,7 +31,11 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from abc_tf.runs import experiments
+from benchmarks import report
+
+TITLE = "Benchmark suite (CPU)"
+FILE = "docs/figures/benchmarks/run_all.json"
 
 DEFAULT_EXPERIMENTS = "shapes3d,shapes3d_hue_baseline,mnist,pose_quick"
 # name: (jit_compile, steps_per_execution, mixed precision), fed from memory
@@ -114,14 +117,38 @@ def measure(experiment: str, steps: int, rounds: int) -> dict:
     }
 
 
-def tables(results: list[dict], steps: int, rounds: int) -> str:
-    from benchmarks.report import machine_line, precision_line
+def _goal_text(timed: list[dict]) -> str:
+    """Which experiments meet the two goals (best >= 3x eager, pipeline >= 2x training), from the rates."""
+    best = {result["experiment"]: max(result["rates"][key] for key in COLUMNS) for result in timed}
+    speedups = {
+        result["experiment"]: best[result["experiment"]] / result["rates"]["eager"] for result in timed
+    }
+    pipelines = {
+        result["experiment"]: result["pipeline_steps_per_s"] / best[result["experiment"]] for result in timed
+    }
 
-    measured = [result for result in results if "skipped" not in result]
-    policy = measured[0]["mixed_policy"] if measured else ""
+    def verdict(ratios: dict[str, float], goal: float) -> str:
+        met = [f"{name} ({ratio:.1f}x)" for name, ratio in ratios.items() if ratio >= goal]
+        missed = [f"{name} ({ratio:.1f}x)" for name, ratio in ratios.items() if ratio < goal]
+        parts = ([f"met by {', '.join(met)}"] if met else []) + (
+            [f"missed by {', '.join(missed)}"] if missed else []
+        )
+        return "; ".join(parts)
+
+    return (
+        f"Goal best >= 3x eager: {verdict(speedups, 3.0)}. "
+        f"Goal pipeline >= 2x training: {verdict(pipelines, 2.0)}."
+    )
+
+
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
+    rows, steps, rounds = results["experiments"], results["steps"], results["rounds"]
+    timed = [result for result in rows if "skipped" not in result]
+    policy = timed[0]["mixed_policy"] if timed else ""
     lines = [
-        machine_line(),
-        precision_line(),
+        results["machine"],
+        results["precision"],
         "",
         f"Median of {rounds} interleaved rounds of {steps} steps per setting, after a warm-up; "
         "steps/s, and in",
@@ -134,7 +161,7 @@ def tables(results: list[dict], steps: int, rounds: int) -> str:
         "| fit mixed spe=10 | fit mixed, pipeline | best images/s |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for result in results:
+    for result in rows:
         if "skipped" in result:
             lines.append(f"| {result['experiment']} | skipped: {result['skipped']} |" + " |" * 9)
             continue
@@ -160,7 +187,7 @@ def tables(results: list[dict], steps: int, rounds: int) -> str:
         "| peak RSS MB |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for result in measured:
+    for result in timed:
         rates, work = result["rates"], result["gflop_per_step"]
         full = max(rates[key] for key in ("fit", "fit_spe10", "fit_xla"))
         mixed = max(rates[key] for key in ("fit_mixed", "fit_mixed_spe10"))
@@ -175,30 +202,48 @@ def tables(results: list[dict], steps: int, rounds: int) -> str:
         )
     lines += [
         "",
+        *([_goal_text(timed), ""] if timed else []),
         "Each figure is timed from the start to the end of a Keras epoch, leaving out fit's own set-up.",
-        "An earlier layout of this suite, which timed whole fit calls and interleaved the pipeline-fed",
-        "run with the others, read some float32 rounds at exactly 2.93 steps/s: tearing down the",
-        "iterator of a pipeline slowed the fit calls that followed it for seconds.",
         "",
-        f"Command: `python -m benchmarks.run_all --steps {steps} --rounds {rounds}`",
+        *([report.load_text(results), ""] if "load" in results else []),
+        f"Command: `{results['command']}`",
     ]
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def tables(rows: list[dict], steps: int, rounds: int) -> str:
+    """The section's body for experiments that benchmarks/gpu.py measured by this module's children.
+    It records no load averages, since gpu.py does not."""
+    return section(
+        {
+            "experiments": rows,
+            "steps": steps,
+            "rounds": rounds,
+            "machine": report.machine_line(),
+            "precision": report.precision_line(),
+            "command": "python -m benchmarks.gpu --backend=tensorflow",
+        }
     )
+
+
+def command_line(experiments: str, steps: int, rounds: int) -> str:
+    """The command that reproduces a run: ``--experiments`` only where it is not the default."""
+    chosen = "" if experiments == DEFAULT_EXPERIMENTS else f" --experiments {experiments}"
+    return f"python -m benchmarks.run_all{chosen} --steps {steps} --rounds {rounds}"
+
+
+def main() -> None:
+    parser = report.argument_parser(__doc__, leaves="BENCHMARKS.md and the results file")
     parser.add_argument("--experiments", default=DEFAULT_EXPERIMENTS)
     parser.add_argument("--steps", type=int, default=30, help="Steps per setting and round.")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--no_write", action="store_true")
     args = parser.parse_args()
     if args.child:
         print("RESULT" + json.dumps(measure(args.child, args.steps, args.rounds)))
         return
-    results = []
+    load_start = os.getloadavg()[0]
+    rows = []
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
     for experiment in args.experiments.split(","):
         completed = subprocess.run(
@@ -216,25 +261,27 @@ def main() -> None:
             capture_output=True,
             text=True,
             env=env,
-            cwd=ROOT,
+            cwd=report.ROOT,
         )
         lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT")]
         if completed.returncode or not lines:
-            results.append(
+            rows.append(
                 {"experiment": experiment, "skipped": f"failed: {completed.stderr.strip().splitlines()[-1:]}"}
             )
         else:
-            results.append(json.loads(lines[-1][len("RESULT") :]))
-        print(results[-1], flush=True)
-    body = tables(results, args.steps, args.rounds)
-    print(body)
+            rows.append(json.loads(lines[-1][len("RESULT") :]))
+        print(rows[-1], flush=True)
+    results = {
+        "experiments": rows,
+        "steps": args.steps,
+        "rounds": args.rounds,
+        "precision": report.precision_line(),
+        **report.measured(load_start),
+        "command": command_line(args.experiments, args.steps, args.rounds),
+    }
     if not args.no_write:
-        import tensorflow as tf
-
-        from benchmarks.report import write_section
-
-        device = "GPU" if tf.config.list_physical_devices("GPU") else "CPU"
-        write_section(f"Benchmark suite ({device})", body)
+        report.save_results("run_all", results)
+    report.publish(TITLE, section(results), not args.no_write)
 
 
 if __name__ == "__main__":

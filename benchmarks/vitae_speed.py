@@ -17,6 +17,8 @@ mnist_c_vitae_quick trains on batches of 128 with XLA.
   ``data_source="procedural"``, so the benchmark needs no files.
 - peak resident memory of a process that builds and trains one setting alone.
 
+Writes docs/figures/benchmarks/vitae_speed.json and the section of BENCHMARKS.md from it.
+
   python -m benchmarks.vitae_speed [--steps 20] [--rounds 3] [--no_write]
 """
 
@@ -32,6 +34,9 @@ from benchmarks import report
 from benchmarks.loops import train_step_eager_runner, train_step_fit_runner
 
 TITLE = "VITAE training step (CPU)"
+FILE = "docs/figures/benchmarks/vitae_speed.json"
+GOAL = 3.0  # compiled steps/s over eager steps/s asked for, at each batch size
+MEMORY_STEPS = 10  # steps a peak-memory child trains
 PAPER, QUICK = "mnist_c_vitae", "mnist_c_vitae_quick"
 BATCHES = (512, 128)  # the paper's, the quick preset's
 EPOCH_IMAGES = 54_051  # MNIST's 60,000 training images less the 5,949 nines
@@ -189,15 +194,27 @@ def peak_memory(setting: str, steps: int) -> float:
 # ---------------------------------------------------------------- the section
 
 
-def epoch_seconds(steps_per_s: float, batch: int) -> float:
-    """Seconds for one epoch of EPOCH_IMAGES images at ``batch``; the last step is a full batch too."""
-    return math.ceil(EPOCH_IMAGES / batch) / steps_per_s
+def epoch_seconds(steps_per_s: float, batch: int, images: int = EPOCH_IMAGES) -> float:
+    """Seconds for one epoch of ``images`` images at ``batch``; the last step is a full batch too."""
+    return math.ceil(images / batch) / steps_per_s
 
 
-def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float) -> str:
+def goal_verdict(rates: dict, batch: int) -> str:
+    """The graph's and XLA's steps/s over the eager loop's at ``batch``, and whether either reaches GOAL."""
+    eager = rates[f"c_vitae_eager_{batch}"]
+    graph, xla = rates[f"c_vitae_fit_{batch}"] / eager, rates[f"c_vitae_fit_xla_{batch}"] / eager
+    met = "met" if max(graph, xla) >= GOAL else "not met"
+    return f"at batch {batch} the graph is {graph:.2f}x and XLA {xla:.2f}x the eager loop ({met})"
+
+
+def section(results: dict) -> str:
+    """The section of BENCHMARKS.md, from the results file alone."""
+    result, memory, epoch_images = results["result"], results["memory"], results["epoch_images"]
     rates, warp = result["rates"], result["warp"]
+    steps, rounds = results["steps"], results["rounds"]
+    whole_batches = ", ".join(f"{math.ceil(epoch_images / batch)} of {batch}" for batch in BATCHES)
     lines = [
-        report.machine_line(),
+        results["machine"],
         "",
         f"Presets `{PAPER}` (batches of 512, the compiled graph) and `{QUICK}` (batches of 128, XLA): "
         "Table 1's",
@@ -225,9 +242,10 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         "The train step (every loss term on: the step is set past the KL warm-up; the random affine",
         "augmentation on), fed from memory. Eager: `VITAEModel.train_step` called op by op in a Python",
         "loop, as the authors' PyTorch code runs. Compiled rows are timed from the start to the end of a",
-        "Keras epoch. An epoch: the 54,051 training images of MNIST without its nines, in whole batches",
-        "(106 of 512, 423 of 128). Peak RSS: a process that builds that setting alone and trains it "
-        "for 10 steps.",
+        f"Keras epoch. An epoch: the {epoch_images:,} training images of MNIST without its nines, in whole "
+        "batches",
+        f"({whole_batches}). Peak RSS: a process that builds that setting alone and trains it "
+        f"for {results['memory_steps']} steps.",
         "",
         "| method | batch | loop | steps/s | images/s | over eager | MNIST epoch s | peak RSS MB |",
         "|---|---|---|---|---|---|---|---|",
@@ -244,31 +262,19 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         mem = f"{memory[setting]:.0f}" if setting in memory else "-"
         lines.append(
             f"| {names[variant]} | {batch} | {loops_named[kind]} | {rate:.2f} | {rate * batch:.0f} | "
-            f"{over:.1f}x | {epoch_seconds(rate, batch):.1f} | {mem} |"
+            f"{over:.1f}x | {epoch_seconds(rate, batch, epoch_images):.1f} | {mem} |"
         )
+    verdicts = "; ".join(goal_verdict(rates, batch) for batch in BATCHES)
     lines += [
         "",
-        '"over eager": over C-VITAE\'s eager loop at the same batch size.',
+        '"over eager": over C-VITAE\'s eager loop at the same batch size. '
+        f"Goal: compiled >= {GOAL:g}x the eager loop: {verdicts}.",
         "",
-    ]
-    verdicts = []
-    for batch in BATCHES:
-        eager = rates[f"c_vitae_eager_{batch}"]
-        graph, xla = rates[f"c_vitae_fit_{batch}"] / eager, rates[f"c_vitae_fit_xla_{batch}"] / eager
-        best = max(graph, xla)
-        verdicts.append(
-            f"at batch {batch} the graph is {graph:.1f}x and XLA {xla:.1f}x the eager loop "
-            f"({'met' if best >= 3 else 'not met'})"
-        )
-    lines += [
-        f"Goal: compiled >= 3x the eager loop: {'; '.join(verdicts)}.",
-        "",
-        'MNIST epoch fed by the real "images" stream (`make_images_dataset`, one thread for the pipeline',
-        "as in CPU training) in each preset's own setting. The stream read the procedural MNIST",
-        f'(`data_source="procedural"`, {result["procedural_images"]:,} training images without the '
-        "nines), so",
-        "this runs without files; its batches have the real MNIST's shape and type, and the epoch is counted",
-        "in the real MNIST's 54,051 images:",
+        'MNIST epoch fed by the "images" stream (`make_images_dataset`, one pipeline thread as in CPU '
+        "training),",
+        f"reading the procedural MNIST ({result['procedural_images']:,} training images without the nines; "
+        "no files needed), the epoch",
+        f"counted in the real MNIST's {epoch_images:,} images:",
         "",
         "| preset | batch | loop | steps/s fed by the stream | from memory | MNIST epoch s "
         "| stream alone, batches/s |",
@@ -279,13 +285,13 @@ def table(result: dict, memory: dict, steps: int, rounds: int, load_start: float
         lines.append(
             f"| `{preset}` | {batch} | {loops_named[kind]} | {fed:.2f} | "
             f"{rates[f'c_vitae_{kind}_{batch}']:.2f} | "
-            f"{epoch_seconds(fed, batch):.1f} | {alone:.1f} |"
+            f"{epoch_seconds(fed, batch, epoch_images):.1f} | {alone:.1f} |"
         )
     lines += [
         "",
-        report.load_line(load_start),
+        report.load_text(results),
         "",
-        f"Command: `python -m benchmarks.vitae_speed --steps {steps} --rounds {rounds}`",
+        f"Command: `{results['command']}`",
     ]
     return "\n".join(lines)
 
@@ -295,7 +301,7 @@ def main() -> None:
     if report.answer_child(
         args.child,
         {"measure": lambda: measure(args.steps, args.rounds)},
-        lambda setting: peak_memory(setting, 10),
+        lambda setting: peak_memory(setting, MEMORY_STEPS),
     ):
         return
     load_start = os.getloadavg()[0]
@@ -304,11 +310,19 @@ def main() -> None:
         this, ["--child", "measure", "--steps", str(args.steps), "--rounds", str(args.rounds)]
     )
     memory = {setting: report.run_child(this, ["--child", setting]) for setting in MEMORY_SETTINGS}
-    report.publish(TITLE, table(result, memory, args.steps, args.rounds, load_start), write=not args.no_write)
+    results = {
+        "steps": args.steps,
+        "rounds": args.rounds,
+        "memory_steps": MEMORY_STEPS,
+        "epoch_images": EPOCH_IMAGES,
+        "result": result,
+        "memory": memory,
+        **report.measured(load_start),
+        "command": f"python -m benchmarks.vitae_speed --steps {args.steps} --rounds {args.rounds}",
+    }
     if not args.no_write:
-        report.save_results(
-            "vitae_speed", {"steps": args.steps, "rounds": args.rounds, "result": result, "memory": memory}
-        )
+        report.save_results("vitae_speed", results)
+    report.publish(TITLE, section(results), write=not args.no_write)
 
 
 if __name__ == "__main__":

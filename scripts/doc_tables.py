@@ -55,14 +55,25 @@ import urllib.parse
 from abc_tf.evaluation import comparison_report
 from benchmarks import (
     baselines_epoch,
+    baselines_speed,
+    curation,
     curation_scaling,
     default_speed,
+    evaluation_cost,
     evaluation_stages,
+    full_budgets,
+    gpu,
+    gpu_readiness,
+    infogan_speed,
+    lookup_scaling,
     method_speed,
     mnist_epoch,
+    pmp_speed,
     report,
+    run_all,
     serving,
     training_scaling,
+    vitae_speed,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,13 +82,24 @@ BENCHMARKS_DOC = "BENCHMARKS.md"
 # The benchmarks whose sections are written from their results file alone.
 BENCHMARKS = (
     baselines_epoch,
+    baselines_speed,
+    curation,
     curation_scaling,
     default_speed,
+    evaluation_cost,
     evaluation_stages,
+    full_budgets,
+    gpu,
+    gpu_readiness,
+    infogan_speed,
+    lookup_scaling,
     method_speed,
     mnist_epoch,
+    pmp_speed,
+    run_all,
     serving,
     training_scaling,
+    vitae_speed,
 )
 # A marked table: a comparison.json section (group ``section``) or a template (group
 # ``template``, its lines each starting with ``|``); group ``body`` is the written table.

@@ -16,10 +16,8 @@ def test_lord_s_budget_is_split_at_its_stage_switch_and_the_others_run_whole():
     assert full_budgets.stage_steps(get_preset("pose_lookup_car"), "all") == (0, 40_000)
 
 
-def test_the_table_projects_each_budget_in_hours(monkeypatch):
-    monkeypatch.setattr(full_budgets.report, "machine_line", lambda: "machine")
-    monkeypatch.setattr(full_budgets.report, "precision_line", lambda: "precision")
-    result = {
+def test_the_section_projects_each_budget_in_hours_from_the_results_alone():
+    row = {
         "step_s": 0.36,
         "pipeline_s": 0.04,
         "images": 256,
@@ -28,10 +26,24 @@ def test_the_table_projects_each_budget_in_hours(monkeypatch):
         "mixed": True,
         "peak_mib": 2048.0,
     }
-    results = {row: dict(result) for row, _, _ in full_budgets.ROWS}
-    results["LORD stage 1"].update(step_s=6.0, pipeline_s=0.0, budget=36_000)  # 60 hours
-    results["LORD stage 2"].update(step_s=5.0, pipeline_s=0.0, budget=7_200)  # 10 hours
-    text = full_budgets.table(results, steps=3, rounds=2, load_start=0.5)
+    rows = [
+        {"row": name, "preset": preset, "stage": stage, **row} for name, preset, stage in full_budgets.ROWS
+    ]
+    rows[3].update(step_s=6.0, pipeline_s=0.0, budget=36_000)  # LORD stage 1: 60 hours
+    rows[4].update(step_s=5.0, pipeline_s=0.0, budget=7_200)  # LORD stage 2: 10 hours
+    results = {
+        "steps": 3,
+        "rounds": 2,
+        "rows": rows,
+        "precision": "precision line",
+        "machine": "Measured on a test.",
+        "load": [0.5, 1.5],
+        "cpu_count": 2,
+        "command": "python -m benchmarks.full_budgets --steps 3 --rounds 2",
+    }
+    text = full_budgets.section(results)
+    assert text.startswith("Measured on a test.\nprecision line\n")
     assert "| ML-VAE | `pose_ml_vae` | 256 | no | yes | 0.36 | 0.040 | 10,000 | 1.0 | 1.1 | 2048 |" in text
     assert "LORD's two stages together: 70 hours (2.9 days)." in text
-    assert "`python -m benchmarks.full_budgets --steps 3 --rounds 2`" in text
+    assert "0.5 at the start, 1.5 at the end (2 cores" in text
+    assert text.endswith("Command: `python -m benchmarks.full_budgets --steps 3 --rounds 2`")

@@ -31,3 +31,15 @@ def test_gpu_keras_lays_out_each_preset_batch():
     assert gpu_keras.experiment_settings("mnist")["set_shapes"] == [(1, 64, 28, 28, 1)] * 2
     # pose_quick: double augmentation, so set_a, set_b and their second views.
     assert gpu_keras.experiment_settings("pose_quick")["set_shapes"] == [(4, 32, 32, 32, 3)] * 4
+
+
+def test_gpu_keras_reports_the_preset_facts_its_sections_state():
+    # gpu.py's sections read these from the results, never from the presets.
+    assert gpu_keras.preset_facts("pose_lookup_car") == {
+        "model": "s5",
+        "embedding_dim": 64,
+        "similarity": "cosine",
+        "image_shape": [128, 128, 3],
+        "preset_steps": 40_000,
+    }
+    assert gpu_keras.preset_facts("mnist")["image_shape"] == [28, 28, 1]

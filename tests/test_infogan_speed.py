@@ -1,5 +1,6 @@
 """benchmarks/infogan_speed.py: the eager loop runs the step the compiled ``fit`` runs (the same
-losses, the same update of both optimizers), and the section's table reads the measured rates."""
+losses, the same update of both optimizers), and the section, written from a results dict alone,
+reads the measured rates."""
 
 from __future__ import annotations
 
@@ -82,6 +83,23 @@ def _evaluation() -> dict:
         "split_images": 40_000,
         "feature_dim": 128,
         "per_code": 1000,
+        "class_split": 1,
+    }
+
+
+def _results(result: dict, memory: dict, steps: int, rounds: int) -> dict:
+    """A results dict in the shape main() saves."""
+    return {
+        "steps": steps,
+        "rounds": rounds,
+        "memory_steps": 10,
+        "result": result,
+        "memory": memory,
+        "evaluation": _evaluation(),
+        "machine": "Measured on a test.",
+        "load": [1.0, 1.5],
+        "cpu_count": 2,
+        "command": f"python -m benchmarks.infogan_speed --steps {steps} --rounds {rounds}",
     }
 
 
@@ -94,7 +112,10 @@ def test_the_table_reads_the_rates():
         "parameters": 12_345,
     }
     memory = {"elastic_eager": 700.0, "elastic_fit": 750.0, "infogan_fit": 720.0}
-    text = infogan_speed.table(result, memory, _evaluation(), steps=10, rounds=3, load_start=1.0)
+    text = infogan_speed.section(_results(result, memory, steps=10, rounds=3))
+    assert text.startswith("Measured on a test.\n")
+    assert "Figures are the median of 3 interleaved rounds of 10 train steps" in text
+    assert "trains it for 10 steps." in text
     assert "| Elastic-InfoGAN, eager: `train_step` op by op | 2.00 | 128 | 1.0x | 700 |" in text
     assert "| Elastic-InfoGAN, compiled `fit` (graph) | 8.00 | 512 | 4.0x | 750 |" in text
     assert "| Elastic-InfoGAN, compiled `fit`, XLA | does not compile | - | - | - |" in text
@@ -108,14 +129,16 @@ def test_the_table_reads_the_rates():
     )
     # cached: 0.5 + 2 + 1.5 + 3 + 4 + 1 = 12.0; the first: 12.0 - 0.5 + 60 = 71.5
     assert "with the classifier cached: 12.0 s; the first on a machine: 71.5 s" in text
-    assert "60,000 training and 10,000 test images, of which" in text and "keeps 40,000 for the GAN" in text
+    assert "60,000 training and 10,000 test images, of which" in text
+    assert "class split 1 keeps 40,000 for the GAN" in text
     assert "0.9876 test accuracy" in text and "12,345 trainable parameters" in text
-    assert "--steps 10 --rounds 3" in text
+    assert "1-minute load average of the machine: 1.0 at the start, 1.5 at the end (2 cores" in text
+    assert text.endswith("Command: `python -m benchmarks.infogan_speed --steps 10 --rounds 3`")
 
 
 def test_the_goal_can_fail():
     rates = {setting: 10.0 for setting in infogan_speed.SETTINGS}
     rates.update(elastic_fit=25.0, elastic_fit_xla=29.0)
     result = {"rates": rates, "failed": {}, "images_per_step": 64, "parameters": 1}
-    text = infogan_speed.table(result, {}, _evaluation(), steps=1, rounds=1, load_start=0.0)
+    text = infogan_speed.section(_results(result, {}, steps=1, rounds=1))
     assert "the graph is 2.5x the eager loop, XLA 2.9x (not met)" in text

@@ -39,17 +39,8 @@ def test_the_authors_structure_computes_our_loss():
     assert all(0 < float(ours[b]) < 1 for b in ("beta1", "beta2", "beta3")) and float(ours["dis_loss"]) > 0
 
 
-def test_the_table_reads_the_rates():
-    rates = {
-        "eager_authors": 2.0,
-        "eager": 2.5,
-        "fit": 5.0,
-        "fit_mixed": 6.0,
-        "fit_mixed_spe10": 6.5,
-        "fit_mixed_pipeline": 6.2,
-        "fit_warmup": 10.0,
-        "floor_mixed": 7.0,
-    }
+def results_with(rates: dict) -> dict:
+    """A results dict in the shape main() builds, with these rates."""
     result = {
         "images_per_step": 64,
         "rates": rates,
@@ -57,9 +48,51 @@ def test_the_table_reads_the_rates():
         "mixed_policy": "mixed_bfloat16",
         "parameters": 831_717,
     }
-    memory = {"eager_authors": 800.0, "eager": 810.0, "fit": 900.0, "fit_mixed": 880.0}
-    text = pmp_speed.table(result, memory, steps=10, rounds=3, load_start=1.0)
+    return {
+        "steps": 10,
+        "rounds": 3,
+        "memory_steps": 10,
+        "result": result,
+        "memory": {"eager_authors": 800.0, "eager": 810.0, "fit": 900.0, "fit_mixed": 880.0},
+        "machine": "Measured on a test machine.",
+        "load": [1.0, 1.5],
+        "cpu_count": 2,
+        "command": "python -m benchmarks.pmp_speed --steps 10 --rounds 3",
+    }
+
+
+RATES = {
+    "eager_authors": 2.0,
+    "eager": 2.5,
+    "fit": 5.0,
+    "fit_mixed": 6.0,
+    "fit_mixed_spe10": 6.5,
+    "fit_mixed_pipeline": 6.2,
+    "fit_warmup": 10.0,
+    "floor_mixed": 7.0,
+}
+
+
+def test_the_section_reads_the_rates():
+    text = pmp_speed.section(results_with(RATES))
+    assert text.startswith("Measured on a test machine.\n")
     assert "| compiled `fit`, mixed, steps_per_execution=10 | 6.50 | 416 | 3.2x | 2.6x | - |" in text
     assert "| compiled `fit`, float32 | 5.00 | 320 | 2.5x | 2.0x | 900 |" in text
-    assert "Best compiled: 3.2x the eager loop in the" in text and "and 2.6x our own step run eagerly" in text
+    assert (
+        "Best compiled: 3.25x the eager loop in the" in text and "and 2.60x our own step run eagerly" in text
+    )
+    assert "the goal holds\nagainst the authors' structure and does not hold against our own step." in text
     assert "3.5x and 2.8x the two eager loops" in text and "20.0x what the fastest step consumes" in text
+    assert "3 interleaved rounds of 10 steps each" in text and "trains it for 10 steps." in text
+    assert "load average of the machine: 1.0 at the start, 1.5 at the end (2 cores" in text
+    assert text.endswith("Command: `python -m benchmarks.pmp_speed --steps 10 --rounds 3`")
+
+
+def test_the_goal_sentence_follows_the_measured_ratio():
+    # 2.99x the authors' loop prints as 2.99x, not as a rounded 3.0x that would read as met.
+    text = pmp_speed.section(results_with({**RATES, "fit_mixed": 5.9, "fit_mixed_spe10": 5.98}))
+    assert "Best compiled: 2.99x the eager loop" in text
+    assert (
+        "the goal does not hold\nagainst the authors' structure and does not hold against our own step."
+        in text
+    )
