@@ -44,7 +44,8 @@ class FakeScripts:
     """Stands in for train.py and evaluate.py: writes what they would leave (the finished run's
     files, the evaluation's JSON), records each call, and fails where told."""
 
-    def __init__(self, fail_on: str | None = None, refuse: str | None = None):
+    def __init__(self, fail_on: str | None = None, refuse: str | None = None, errors=errors_by_point):
+        self.errors = errors  # (learning_rate, style_dim, seed) -> the run's validation error
         self.calls: list[list[str]] = []
         self.checks: list[list[str]] = []  # train.py --check_only, kept apart from the runs
         self.fail_on = fail_on
@@ -77,7 +78,7 @@ class FakeScripts:
                     {
                         "learning_rate": values["trainer.learning_rate"],
                         "style_dim": values["method.style_dim"],
-                        "seed": k,
+                        "seed": int(values.get("trainer.seed", 0)) + k,
                     },
                     open(os.path.join(folder, "point.json"), "w"),
                 )
@@ -85,7 +86,7 @@ class FakeScripts:
             run_dir, eval_dir = values["run_dir"], values["output_dir"]
             point = json.load(open(os.path.join(run_dir, "point.json")))
             os.makedirs(eval_dir, exist_ok=True)
-            error = errors_by_point(point["learning_rate"], point["style_dim"], point["seed"])
+            error = self.errors(point["learning_rate"], point["style_dim"], point["seed"])
             json.dump(
                 {
                     "domains": {
@@ -340,3 +341,65 @@ def test_a_widened_grid_trains_only_its_new_points(tmp_path):
     assert len(trained) == 3 and all("learning_rate=1e-4" in folder for folder in trained)
     assert len(again.checks) == 3 and len(result["points"]) == 6
     assert result["pick"]["name"] == "learning_rate=1e-3__style_dim=16"
+
+
+def test_points_close_to_the_best_are_trained_at_another_seed_before_the_pick(tmp_path):
+    scripts = FakeScripts()
+    close = spec(tmp_path, train_flags=("--trainer.seed=3",), confirm_within=1.5)
+    result = grid.run_grid(close, runner=scripts, say=lambda line: None)
+    # lr 1e-3 with d 16 (5.3) and d 32 (6.3) lie within 1.5 of each other; d 8 (7.3) does not.
+    confirming = [call for call in scripts.calls if call[0] == "train" and call[-1].endswith("seed_1")]
+    assert [call[-1] for call in confirming] == [
+        f"--output_dir={tmp_path / 'grid' / name / 'seed_1'}"
+        for name in ("learning_rate=1e-3__style_dim=16", "learning_rate=1e-3__style_dim=32")
+    ]
+    assert all("--trainer.seed=4" in call for call in confirming)  # the fixed seed, plus one
+    rows = {row["name"]: row for row in result["points"]}
+    assert rows["learning_rate=1e-3__style_dim=16"]["values"] == pytest.approx([5.3, 5.4])
+    assert rows["learning_rate=1e-3__style_dim=8"]["values"] == pytest.approx([7.3])
+    assert result["pick"]["name"] == "learning_rate=1e-3__style_dim=16"
+    assert result["pick"]["mean"] == pytest.approx(5.35)
+    table = (tmp_path / "grid" / grid.TABLE_FILE).read_text()
+    assert (
+        "points within 1.5 of the best: 1 more seed(s)" in table
+        and "| 1e-3 | 16 | **5.35 ± 0.05** |" in table
+    )
+    # Run again, nothing trains: the confirming runs are evaluated.
+    again = FakeScripts()
+    assert grid.run_grid(close, runner=again, say=lambda line: None)["pick"] == result["pick"]
+    assert again.calls == []
+
+
+def test_confirming_goes_on_while_the_best_moves_to_a_point_not_confirmed(tmp_path):
+    def unlucky(learning_rate: str, style_dim: str, seed: int) -> float:
+        """d 16 is best at its first seed only; d 32 holds at both."""
+        if learning_rate == "1e-4":
+            return 20.0
+        return {("16", 0): 5.0, ("16", 1): 8.0, ("32", 0): 6.0, ("32", 1): 6.2}.get((style_dim, seed), 9.0)
+
+    scripts = FakeScripts(errors=unlucky)
+    result = grid.run_grid(
+        spec(tmp_path, train_flags=("--trainer.seed=0",), confirm_within=0.5),
+        runner=scripts,
+        say=lambda line: None,
+    )
+    confirmed = [call[-1] for call in scripts.calls if call[0] == "train" and call[-1].endswith("seed_1")]
+    assert [os.path.basename(os.path.dirname(folder)) for folder in confirmed] == [
+        "learning_rate=1e-3__style_dim=16",  # 5.0 alone; its second seed makes it 6.5
+        "learning_rate=1e-3__style_dim=32",  # then the best, so confirmed too: 6.1
+    ]
+    assert result["pick"]["name"] == "learning_rate=1e-3__style_dim=32"
+    assert result["pick"]["mean"] == pytest.approx(6.1)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"confirm_within": -1.0}, "--confirm_within must be 0"),
+        ({"confirm_within": float("nan")}, "--confirm_within must be 0"),
+        ({"confirm_seeds": 0}, "--confirm_seeds must be a positive integer"),
+    ],
+)
+def test_a_bad_confirmation_is_refused(overrides, message, tmp_path):
+    with pytest.raises(ValueError, match=message):
+        spec(tmp_path, **overrides).validate()

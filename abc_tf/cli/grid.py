@@ -11,7 +11,8 @@ evaluates each with evaluate.py, and picks the best by one measure (abc_tf.evalu
 Points train one by one into ``output_dir/<point>``. After a kill, the same command resumes the cut-off run
 and skips finished points. It writes grid.json, grid.md and grid.png into ``output_dir``. It prints the table
 and the train.py command that measures the pick: the fixed settings and the pick's, no hold-out,
-``--pick_seeds`` seeds, into ``output_dir/pick``. ``python grid.py ...`` in a checkout is the same.
+``--pick_seeds`` seeds, into ``output_dir/pick``. ``--confirm_within=D`` trains the points within D of
+the best at ``--confirm_seeds`` more seeds before picking. ``python grid.py ...`` in a checkout is the same.
 """
 
 from __future__ import annotations
@@ -72,6 +73,16 @@ flags.DEFINE_integer(
 flags.DEFINE_integer(
     "pick_seeds", 3, "Seeds of the printed command that measures the pick.", flag_values=FLAGS
 )
+flags.DEFINE_float(
+    "confirm_within",
+    0.0,
+    "Train every point whose mean lies within this distance of the best (the measure's units) at "
+    "--confirm_seeds more seeds before the pick is called; 0 confirms nothing.",
+    flag_values=FLAGS,
+)
+flags.DEFINE_integer(
+    "confirm_seeds", 1, "More seeds for each point --confirm_within names.", flag_values=FLAGS
+)
 flags.DEFINE_string(
     "output_dir", None, "The grid's folder (default: runs/grid_<experiment>).", flag_values=FLAGS
 )
@@ -98,6 +109,8 @@ def spec_from_flags():
         holdout_flags=tuple(shlex.split(FLAGS.holdout_flags)),
         evaluate_flags=tuple(shlex.split(FLAGS.evaluate_flags)),
         pick_seeds=FLAGS.pick_seeds,
+        confirm_within=FLAGS.confirm_within,
+        confirm_seeds=FLAGS.confirm_seeds,
     )
 
 

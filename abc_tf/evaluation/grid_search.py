@@ -8,7 +8,9 @@ more than one makes ``seed_<k>`` folders.
 The measure is ``FILE:KEY/KEY/...``, a value in a JSON file the evaluation writes, e.g.
 ``pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean``.
 A point's value is the mean over its seeds. The pick has the lowest value for ``goal`` "min",
-the highest for "max".
+the highest for "max". With ``--confirm_within``, a point within that distance of the best is
+trained at ``--confirm_seeds`` more seeds before the pick is called, so that one lucky seed does
+not pick; this repeats while the best moves to a point not yet confirmed.
 
 What the grid is tuned on is the caller's choice. Pass flags that hold a validation set out of
 training (``holdout_flags``, e.g. ``--data.validation_instances`` for pose) and evaluation flags that
@@ -31,6 +33,7 @@ from typing import Any
 
 from abc_tf import command_line, json_files
 from abc_tf.evaluation.estimators import plots
+from abc_tf.runs import experiments
 
 GRID_FILE, TABLE_FILE, FIGURE_FILE = "grid.json", "grid.md", "grid.png"
 EVAL_DIR = "grid_eval"  # a run's evaluation for the grid, apart from the run's own metrics.json
@@ -121,6 +124,10 @@ class GridSpec:
     holdout_flags: tuple[str, ...] = ()
     evaluate_flags: tuple[str, ...] = ()
     pick_seeds: int = 3
+    # A point whose value lies within confirm_within of the best (in the measure's units) is
+    # trained at confirm_seeds more seeds before the pick; 0 confirms nothing.
+    confirm_within: float = 0.0
+    confirm_seeds: int = 1
 
     def validate(self) -> None:
         if not self.axes:
@@ -137,9 +144,18 @@ class GridSpec:
                 raise ValueError(f"--{name} sets a varied field: {' '.join(fixed)}.")
         if self.goal not in GOALS:
             raise ValueError(f"--goal must be one of {', '.join(GOALS)}, got {self.goal!r}.")
-        for name, count in (("seeds", self.seeds), ("pick_seeds", self.pick_seeds)):
+        for name, count in (
+            ("seeds", self.seeds),
+            ("pick_seeds", self.pick_seeds),
+            ("confirm_seeds", self.confirm_seeds),
+        ):
             if count <= 0:
                 raise ValueError(f"--{name} must be a positive integer, got {count}.")
+        if not math.isfinite(self.confirm_within) or self.confirm_within < 0:
+            raise ValueError(
+                "--confirm_within must be 0 (confirm nothing) or a positive distance, "
+                f"got {self.confirm_within}."
+            )
         if not self.output_dir.strip():
             raise ValueError("--output_dir is empty; name the grid's folder.")
 
@@ -176,6 +192,27 @@ def run_dirs(spec: GridSpec, point: Point) -> list[str]:
     """The training runs of ``point``: its folder, or its ``seed_<k>`` folders."""
     folder = os.path.join(spec.output_dir, point.name)
     return [folder] if spec.seeds == 1 else [os.path.join(folder, f"seed_{k}") for k in range(spec.seeds)]
+
+
+def confirm_dirs(spec: GridSpec, point: Point) -> list[str]:
+    """The runs that confirm ``point``: ``seed_<k>`` folders after its own seeds."""
+    folder = os.path.join(spec.output_dir, point.name)
+    return [os.path.join(folder, f"seed_{k}") for k in range(spec.seeds, spec.seeds + spec.confirm_seeds)]
+
+
+def measured_runs(spec: GridSpec, point: Point) -> list[str]:
+    """The runs a point's value is the mean of: its own, and the confirming runs evaluated so far."""
+    return run_dirs(spec, point) + [
+        run_dir for run_dir in confirm_dirs(spec, point) if evaluated(spec, run_dir)
+    ]
+
+
+def base_seed(spec: GridSpec) -> int:
+    """The seed of a point's first run: ``--trainer.seed`` in the fixed flags, else the preset's."""
+    for flag in reversed(spec.train_flags):
+        if flag.startswith("--trainer.seed="):
+            return int(flag.split("=", 1)[1])
+    return experiments.get_preset(spec.experiment).trainer.seed
 
 
 def finished(run_dir: str) -> bool:
@@ -223,6 +260,67 @@ def train_arguments(spec: GridSpec, point: Point) -> list[str]:
     ]
 
 
+def confirm_arguments(spec: GridSpec, point: Point, run_dir: str, seed: int) -> list[str]:
+    """The ``abc_tf train`` command line of one run confirming ``point``, at ``seed``."""
+    return [
+        "train",
+        f"--experiment={spec.experiment}",
+        *spec.train_flags,
+        *spec.holdout_flags,
+        *point.flags,
+        f"--trainer.seed={seed}",
+        "--seeds=1",
+        f"--output_dir={run_dir}",
+    ]
+
+
+def evaluate_run(
+    spec: GridSpec, run_dir: str, runner: Runner, say: Callable[[str], None], where: str
+) -> None:
+    """Evaluates ``run_dir`` for the grid unless its measure's file is there."""
+    if not evaluated(spec, run_dir):
+        say(f"[grid] {where} evaluating {run_dir}")
+        runner(
+            [
+                "evaluate",
+                f"--run_dir={run_dir}",
+                *spec.evaluate_flags,
+                f"--output_dir={os.path.join(run_dir, EVAL_DIR)}",
+            ],
+            os.path.join(run_dir, "grid_evaluate.log"),
+        )
+
+
+def confirm(spec: GridSpec, grid: Sequence[Point], runner: Runner, say: Callable[[str], None]) -> None:
+    """Trains and evaluates the confirming runs of every point within ``confirm_within`` of the best,
+    again while the best moves to a point not confirmed yet. A point's confirming runs are skipped
+    where they are evaluated already, so a resumed grid does not train them again."""
+    if spec.confirm_within <= 0:
+        return
+    seed = None
+    while True:
+        rows = summarise(spec, grid)["points"]
+        best = rows_best(spec, rows)["mean"]
+        close = [
+            point
+            for point, row in zip(grid, rows)
+            if abs(row["mean"] - best) <= spec.confirm_within
+            and not all(evaluated(spec, run_dir) for run_dir in confirm_dirs(spec, point))
+        ]
+        if not close:
+            return
+        seed = base_seed(spec) if seed is None else seed
+        for point in close:
+            for k, run_dir in enumerate(confirm_dirs(spec, point), spec.seeds):
+                if not (finished(run_dir) or evaluated(spec, run_dir)):
+                    say(f"[grid] confirming {' '.join(point.flags)} at seed {seed + k}")
+                    runner(
+                        confirm_arguments(spec, point, run_dir, seed + k),
+                        os.path.join(run_dir, "grid_train.log"),
+                    )
+                evaluate_run(spec, run_dir, runner, say, "confirming:")
+
+
 def run_grid(
     spec: GridSpec, runner: Runner = run_script, say: Callable[[str], None] = print
 ) -> dict[str, Any]:
@@ -266,13 +364,8 @@ def run_grid(
             say(f"[grid] {index}/{len(grid)} training {' '.join(point.flags)}")
             runner(train_arguments(spec, point), os.path.join(folder, "grid_train.log"))
         for run_dir in runs:
-            eval_dir = os.path.join(run_dir, EVAL_DIR)
-            if not evaluated(spec, run_dir):
-                say(f"[grid] {index}/{len(grid)} evaluating {run_dir}")
-                runner(
-                    ["evaluate", f"--run_dir={run_dir}", *spec.evaluate_flags, f"--output_dir={eval_dir}"],
-                    os.path.join(run_dir, "grid_evaluate.log"),
-                )
+            evaluate_run(spec, run_dir, runner, say, f"{index}/{len(grid)}")
+    confirm(spec, grid, runner, say)
     result = summarise(spec, grid)
     write(spec, result)
     return result
@@ -282,7 +375,7 @@ def summarise(spec: GridSpec, grid: Sequence[Point]) -> dict[str, Any]:
     """grid.json's content: each point's flags, values (per run) and mean, and the pick."""
     rows = []
     for point in grid:
-        runs = run_dirs(spec, point)
+        runs = measured_runs(spec, point)
         values = [spec.measure.read(os.path.join(run_dir, EVAL_DIR)) for run_dir in runs]
         mean = sum(values) / len(values)
         std = math.sqrt(sum((value - mean) ** 2 for value in values) / len(values))
@@ -297,7 +390,7 @@ def summarise(spec: GridSpec, grid: Sequence[Point]) -> dict[str, Any]:
                 "std": std,
             }
         )
-    best = (min if spec.goal == "min" else max)(rows, key=lambda row: row["mean"])
+    best = rows_best(spec, rows)
     train = [
         *command_line.command("train").split(),
         f"--experiment={spec.experiment}",
@@ -311,6 +404,8 @@ def summarise(spec: GridSpec, grid: Sequence[Point]) -> dict[str, Any]:
         "measure": str(spec.measure),
         "goal": spec.goal,
         "seeds": spec.seeds,
+        "confirm_within": spec.confirm_within,
+        "confirm_seeds": spec.confirm_seeds,
         "axes": {axis.field: list(axis.values) for axis in spec.axes},
         "train_flags": list(spec.train_flags),
         "holdout_flags": list(spec.holdout_flags),
@@ -325,13 +420,23 @@ def summarise(spec: GridSpec, grid: Sequence[Point]) -> dict[str, Any]:
     }
 
 
+def rows_best(spec: GridSpec, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The row with the lowest mean for goal "min", the highest for "max"."""
+    return (min if spec.goal == "min" else max)(rows, key=lambda row: row["mean"])
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The table: one row per point, the varied fields, the measure's mean ± std and each run's
     value, the pick in bold; then the command that measures the pick."""
     fields = list(result["axes"])
     header = [*fields, f"{result['measure']} ({result['goal']})", "runs"]
+    confirmed = (
+        f"; points within {result['confirm_within']:g} of the best: {result['confirm_seeds']} more seed(s)"
+        if result.get("confirm_within")
+        else ""
+    )
     lines = [
-        f"Grid over `{result['experiment']}` ({result['seeds']} seed(s) a point); pick: "
+        f"Grid over `{result['experiment']}` ({result['seeds']} seed(s) a point{confirmed}); pick: "
         f"`{' '.join(result['pick']['flags'])}`.",
         "",
         "| " + " | ".join(header) + " |",
