@@ -161,7 +161,8 @@ PRESETS: dict[str, ExperimentConfig] = {
 # step. train.py takes 7 minutes in all, with rendering, export and the end-of-run summary.
 # The authors' schedules, weights and 5 : 1 split of the stages, with narrower networks, shorter
 # codes and 16 images a step, for 1,500 steps (6 epochs of the bank). The plain graph, not XLA:
-# on the CPU, XLA runs the convolutions inside a tf.cond (the stages) some 45 times slower.
+# on the CPU, XLA runs the convolutions inside a tf.cond (the stages) tens of times slower
+# (BENCHMARKS.md, "The paper's baselines: compiled step against eager").
 PRESETS["pose_lord_quick"] = PRESETS["pose_lord"].replace(
     name="pose_lord_quick",
     steps=1500,
