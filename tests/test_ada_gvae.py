@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from abc_tf import methods
+from abc_tf.runs import checks
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
 from abc_tf.methods import ada_gvae
@@ -446,7 +447,7 @@ def test_the_labelled_variant_trains_on_pairs_that_carry_the_changed_factor(tmp_
         match=r"--method.aggregation=labels reads each pair's changed factor "
         r"\('changed_factor'\): add --batch.pair_labels",
     ):
-        training.check_config(SMOKE.replace(aggregation="labels"))
+        checks.check_config(SMOKE.replace(aggregation="labels"))
     result = training.train(
         SMOKE.replace(aggregation="labels", pair_labels=True), str(tmp_path / "run"), verbose=0
     )
@@ -523,7 +524,7 @@ def test_the_declaration():
 )
 def test_bad_settings_fail_before_training(overrides, message):
     with pytest.raises(ValueError, match=message):
-        training.check_config(experiments.choose(SMOKE, **overrides))
+        checks.check_config(experiments.choose(SMOKE, **overrides))
 
 
 def test_the_presets_and_the_smoke_config_validate_and_build():
@@ -548,7 +549,7 @@ def test_the_presets_and_the_smoke_config_validate_and_build():
     assert quick.method == paper.method and quick.data == paper.data and quick.trainer.steps <= 2000
     assert SMOKE.trainer.steps <= 4 and SMOKE.batch.pairs_per_step == 2 and SMOKE.data.source == "auto"
     for config in (paper, quick, SMOKE):
-        training.check_config(config)
+        checks.check_config(config)
         model = training.build_model(config)
         assert isinstance(model, ada_model.AdaGvaeModel) and set(model.networks()) == {
             "encoder",

@@ -13,6 +13,7 @@ from abc_tf import data, methods
 from abc_tf.data.family import CAPABILITIES, missing_capabilities
 from abc_tf.evaluation.tasks.evaluation_settings import EvaluationSettings
 from abc_tf.evaluation.tasks.run_evaluation import evaluate_run
+from abc_tf.runs import checks
 from abc_tf.runs import experiments, training
 from abc_tf.runs.run_dir import TrainedRun
 
@@ -37,10 +38,10 @@ def test_every_declared_need_is_a_capability_and_families_are_read_by_it():
 
 
 def test_the_measures_a_run_will_not_get_are_named_with_the_capability(toy_family):
-    assert training.measures_skipped(vae_on_toy()) == {"method": VAE_ON_TOY}
-    assert training.measures_skipped(experiments.get_preset("mnist_vae_quick")) == {}
+    assert checks.measures_skipped(vae_on_toy()) == {"method": VAE_ON_TOY}
+    assert checks.measures_skipped(experiments.get_preset("mnist_vae_quick")) == {}
     assert (
-        training.measures_skipped(experiments.get_preset("shapes3d_demo")) == {}
+        checks.measures_skipped(experiments.get_preset("shapes3d_demo")) == {}
     )  # ABC has no measures of its own
 
 

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 import models
 from abc_tf import methods, optimizers
+from abc_tf.runs import checks
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.pose import procedural as pose_procedural
@@ -481,7 +482,7 @@ def test_a_short_run_trains_resumes_and_its_networks_embed(tmp_path, small_mnist
 )
 def test_bad_settings_fail_before_training(overrides, message):
     with pytest.raises(ValueError, match=message):
-        training.check_config(get_preset("mnist_cc_vae_quick").replace(source="procedural", **overrides))
+        checks.check_config(get_preset("mnist_cc_vae_quick").replace(source="procedural", **overrides))
 
 
 def test_images_that_the_networks_do_not_take_are_refused_before_training():
@@ -492,20 +493,18 @@ def test_images_that_the_networks_do_not_take_are_refused_before_training():
         r"images; data 'pose' gives \(64, 64, 3\). Use data of 28 x 28 images, or "
         r"--method.networks=conv64 for 64 x 64.",
     ):
-        training.check_config(get_preset("pose_cc_vae_quick").replace(networks="mnist"))
+        checks.check_config(get_preset("pose_cc_vae_quick").replace(networks="mnist"))
     with pytest.raises(
         ValueError,
         match=r"--method.networks=conv64 \(the 64 x 64 networks\) takes 64 x 64 images; "
         r"data 'mnist' gives \(28, 28, 1\). Use data of 64 x 64 images, or "
         r"--method.networks=mnist for 28 x 28.",
     ):
-        training.check_config(
-            get_preset("mnist_cc_vae_quick").replace(source="procedural", networks="conv64")
-        )
+        checks.check_config(get_preset("mnist_cc_vae_quick").replace(source="procedural", networks="conv64"))
     with pytest.raises(ValueError, match=r"data 'pose' gives \(32, 32, 3\). Use data of 64 x 64 images"):
-        training.check_config(get_preset("pose_cc_vae_quick").replace(image_size=32))
+        checks.check_config(get_preset("pose_cc_vae_quick").replace(image_size=32))
     with pytest.raises(ValueError, match=r"--method.networks='resnet'; choose one of mnist, conv64"):
-        training.check_config(get_preset("pose_cc_vae_quick").replace(networks="resnet"))
+        checks.check_config(get_preset("pose_cc_vae_quick").replace(networks="resnet"))
 
 
 # ---------------------------------------------------------------- presets against the sources
@@ -532,7 +531,7 @@ def test_the_presets_are_the_authors_settings():
         and quick.batch == paper.batch
         and quick.trainer.steps < paper.trainer.steps
     )
-    training.check_config(quick.replace(source="procedural"))
+    checks.check_config(quick.replace(source="procedural"))
 
 
 # ---------------------------------------------------------------- 64 x 64 networks and pose presets
@@ -602,7 +601,7 @@ def test_the_pose_presets():
     assert quick.method == method and quick.data == data and quick.batch.set_size == 32
     assert quick.trainer.steps < paper.trainer.steps and quick.trainer.learning_rate == 1e-4
     for preset in (paper, quick):
-        training.check_config(preset)
+        checks.check_config(preset)
 
 
 @pytest.mark.slow

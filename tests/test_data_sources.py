@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from abc_tf import data
-from abc_tf.runs import experiments, training
+from abc_tf.runs import checks
+from abc_tf.runs import experiments
 from abc_tf.runs import config_files
 from abc_tf.runs.experiments import get_preset
 from process_helpers import assert_one_clear_error
@@ -51,15 +52,13 @@ def test_auto_takes_the_source_the_path_fits_and_the_built_in_data_without_one(t
     write_idx(tmp_path / "idx")
     mnist = get_preset("mnist").replace(path=str(tmp_path / "idx"))
     assert source(mnist) == ("idx", str(tmp_path / "idx"))
-    assert training.data_description(mnist) == f"idx data from {tmp_path / 'idx'}"
+    assert checks.data_description(mnist) == f"idx data from {tmp_path / 'idx'}"
     (tmp_path / "records").mkdir()
     (tmp_path / "records" / "a.tfrecord").write_bytes(b"")
     pose = get_preset("pose_quick")
     assert source(pose) == ("procedural", "")
     assert source(pose.replace(path=str(tmp_path / "records"))) == ("keypointnet", str(tmp_path / "records"))
-    assert (
-        training.data_description(pose) == "built-in procedural data; image_size=32, titration_interval=100"
-    )
+    assert checks.data_description(pose) == "built-in procedural data; image_size=32, titration_interval=100"
 
 
 @pytest.mark.parametrize(
@@ -123,20 +122,20 @@ def test_a_path_no_source_reads_is_refused_before_any_work(preset, fields, messa
     )
     with pytest.raises(ValueError) as refused:
         config.validate()
-        training.check_config(config)
+        checks.check_config(config)
     assert message.format(tmp=tmp_path) in str(refused.value)
 
 
 def test_a_family_that_declares_no_sources_refuses_a_path(toy_family, tmp_path):
     from toy_family import CONFIG
 
-    assert training.data_description(CONFIG) == "built-in generated data"
+    assert checks.data_description(CONFIG) == "built-in generated data"
     with pytest.raises(
         ValueError,
         match=f"data family 'toy' reads no file, so --data.path={tmp_path} would be "
         "ignored; drop --data.path.",
     ):
-        training.check_config(CONFIG.replace(path=str(tmp_path)))
+        checks.check_config(CONFIG.replace(path=str(tmp_path)))
 
 
 def test_mnist_through_tfds_offline_says_what_to_do(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from abc_tf import methods
+from abc_tf.runs import checks
 from abc_tf.runs.experiments import choose, get_preset
 from abc_tf.data.mnist import digit_augment
 from abc_tf.data.mnist import family as mnist
@@ -193,7 +194,7 @@ def test_view_pairs_share_their_sources(monkeypatch, small_mnist):
 def test_mnist_baseline_draws_every_training_digit_but_the_held_out_one(monkeypatch, tmp_path, small_mnist):
     monkeypatch.setattr(digit_augment, "augment", identity)
     config = coded_config(tmp_path, small_mnist, holdout_digit="3")
-    training.check_config(config)
+    checks.check_config(config)
     seen = set()
     for batch in mnist.make_dataset(config, seed=2).take(8):
         digits, rows = decoded(batch["set_a"].numpy())
@@ -224,12 +225,12 @@ def test_mnist_baseline_is_for_abc_and_contrastive_only(tmp_path, small_mnist, m
         match=r"^--batch.augmentation_baseline streams two augmented views .*; "
         r"--method=two_network does not train on them\. Methods that do: abc, contrastive\.$",
     ):
-        training.check_config(coded_config(tmp_path, small_mnist, method="two_network"))
+        checks.check_config(coded_config(tmp_path, small_mnist, method="two_network"))
     with pytest.raises(
         ValueError,
         match="^--method=contrastive trains on two views of every image: set --batch.double_augmentation",
     ):
-        training.check_config(
+        checks.check_config(
             coded_config(tmp_path, small_mnist, method="contrastive", augmentation_baseline=False)
         )
 

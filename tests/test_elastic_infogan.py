@@ -15,6 +15,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 from abc_tf import methods
+from abc_tf.runs import checks
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.mnist import digit_augment
 from abc_tf.methods.elastic_infogan import model as einfogan
@@ -137,7 +138,7 @@ def test_nt_xent_is_q_s_head_on_the_d_step_s_own_trunk_passes():
 )
 def test_bad_settings_are_refused_before_training(overrides, flag):
     with pytest.raises(ValueError, match=flag):
-        training.check_config(QUICK.replace(source="procedural", **overrides))
+        checks.check_config(QUICK.replace(source="procedural", **overrides))
 
 
 def test_the_ablations_are_named_with_what_they_are_told():
@@ -166,8 +167,8 @@ def test_other_families_images_are_refused():
         match=r"^--method=elastic_infogan \(InfoGAN's MNIST networks\) takes 28 x 28 x 1 images; "
         r"data 'mnist' gives \(64, 64, 3\).$",
     ):
-        training.check_image_shape(QUICK, method, (64, 64, 3))
-    training.check_image_shape(QUICK, method, (28, 28, 1))
+        checks.check_image_shape(QUICK, method, (64, 64, 3))
+    checks.check_image_shape(QUICK, method, (28, 28, 1))
 
 
 # ---------------------------------------------------------------- a tiny run

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from abc_tf import methods
+from abc_tf.runs import checks
 from abc_tf.runs import experiments
 from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.runs.experiments import get_preset
@@ -532,7 +533,7 @@ def test_a_run_killed_at_the_switch_resumes_into_stage_two(tmp_path, monkeypatch
 )
 def test_bad_settings_fail_before_training(overrides, message):
     with pytest.raises(ValueError, match=message):
-        training.check_config(experiments.choose(get_preset("pose_lord_quick"), **overrides))
+        checks.check_config(experiments.choose(get_preset("pose_lord_quick"), **overrides))
 
 
 # ---------------------------------------------------------------- presets against the sources
@@ -577,4 +578,4 @@ def test_the_presets_are_the_authors_settings():
         and not quick.trainer.jit_compile
     )
     assert quick.method.stage1_steps * 6 == quick.trainer.steps * 5  # the authors' 1000 : 200 split
-    training.check_config(quick)
+    checks.check_config(quick)

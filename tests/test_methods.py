@@ -21,6 +21,7 @@ import pytest
 import models
 from abc_tf import methods
 from abc_tf.cli import curves
+from abc_tf.runs import checks
 from abc_tf.runs import experiments
 from abc_tf.data.pose import procedural as pose_procedural
 from abc_tf.methods.base import build_encoder
@@ -51,7 +52,7 @@ def registered(monkeypatch, toy_family):
 
 def test_unknown_methods_are_refused_naming_the_known_ones():
     with pytest.raises(ValueError, match=r"Unknown method 'gan'; choose one of: abc, (\w+, )*contrastive, "):
-        training.check_config(experiments.choose(TOY, method="gan"))
+        checks.check_config(experiments.choose(TOY, method="gan"))
     assert experiments.method_config_class("abc").batch_format == "sets"
 
 
@@ -69,8 +70,8 @@ def test_abc_with_the_augmentation_baseline_says_so():
 
 def test_contrastive_needs_two_views():
     with pytest.raises(ValueError, match="--method=contrastive trains on two views"):
-        training.check_config(experiments.choose(TOY, method="contrastive"))
-    training.check_config(experiments.choose(TOY, method="contrastive", double_augmentation=True))
+        checks.check_config(experiments.choose(TOY, method="contrastive"))
+    checks.check_config(experiments.choose(TOY, method="contrastive", double_augmentation=True))
 
 
 def test_build_encoder_passes_weights_only_to_declared_builders_and_keeps_their_errors(monkeypatch):

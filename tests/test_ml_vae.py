@@ -15,6 +15,7 @@ import tensorflow as tf
 
 import models
 from abc_tf import methods, optimizers
+from abc_tf.runs import checks
 from abc_tf.runs import experiments
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.pose import procedural as pose_procedural
@@ -349,7 +350,7 @@ def test_a_short_run_trains_resumes_and_its_networks_embed(tmp_path, small_mnist
 )
 def test_bad_settings_fail_before_training(tmp_path, overrides, message):
     with pytest.raises(ValueError, match=message):
-        training.check_config(get_preset("mnist_ml_vae_quick").replace(source="procedural", **overrides))
+        checks.check_config(get_preset("mnist_ml_vae_quick").replace(source="procedural", **overrides))
 
 
 # ---------------------------------------------------------------- presets against the sources
@@ -369,7 +370,7 @@ def test_the_presets_are_the_authors_settings():
     assert paper.trainer.steps * 256 / 54_051 == pytest.approx(400, rel=1e-4)
     assert quick.method == paper.method and quick.batch == paper.batch and quick.trainer.steps <= 10_000
     assert quick.trainer.jit_compile
-    training.check_config(quick.replace(source="procedural"))
+    checks.check_config(quick.replace(source="procedural"))
 
 
 # ---------------------------------------------------------------- 64 x 64 networks and pose presets
@@ -419,17 +420,17 @@ def test_networks_that_do_not_fit_the_images_are_refused_before_training():
     conv64_on_mnist = get_preset("mnist_ml_vae_quick").replace(source="procedural", networks="conv64")
     message = r"--method.networks=conv64 takes 64 x 64 images; data 'mnist' gives \(28, 28, 1\)"
     with pytest.raises(ValueError, match=message):
-        training.check_config(conv64_on_mnist)
+        checks.check_config(conv64_on_mnist)
     with pytest.raises(ValueError, match=r"take 64 x 64 images, not \(28, 28, 1\)"):
         ml_vae.build(conv64_on_mnist, (28, 28, 1))  # the networks' own check
     with pytest.raises(
         ValueError, match=r"--method.networks=conv64 takes 64 x 64 images; data 'pose' gives \(32, 32, 3\)"
     ):
-        training.check_config(get_preset("pose_ml_vae_quick").replace(image_size=32))
+        checks.check_config(get_preset("pose_ml_vae_quick").replace(image_size=32))
     with pytest.raises(ValueError, match=r"--method.networks='resnet'; choose one of mnist, conv64"):
-        training.check_config(get_preset("pose_ml_vae_quick").replace(networks="resnet"))
+        checks.check_config(get_preset("pose_ml_vae_quick").replace(networks="resnet"))
     # The authors' MLPs take any size: MNIST's networks on pose images are allowed.
-    training.check_config(get_preset("pose_ml_vae_quick").replace(networks="mnist"))
+    checks.check_config(get_preset("pose_ml_vae_quick").replace(networks="mnist"))
 
 
 def test_the_pose_presets():
@@ -460,7 +461,7 @@ def test_the_pose_presets():
     assert quick.method == method and quick.data == data and quick.batch.set_size == 32
     assert quick.trainer.steps < paper.trainer.steps and quick.trainer.learning_rate == 1e-3
     for preset in (paper, quick):
-        training.check_config(preset)
+        checks.check_config(preset)
 
 
 @pytest.mark.slow

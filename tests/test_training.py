@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from abc_tf.runs import checks
 from abc_tf.runs import experiments
 
 from abc_tf.runs import config_files
@@ -244,16 +245,16 @@ def test_the_replicas_split_the_batch_the_method_reads():
     # Every method on two replicas: tests/test_methods.py. Here the check alone, without devices.
     vae, abc = methods.get_method("vae"), methods.get_method("abc")
     images = experiments.config_for(data="mnist", method="vae", batch_size=8)
-    training.check_replicas(images, vae, 2)
+    checks.check_replicas(images, vae, 2)
     with pytest.raises(
         ValueError,
         match=r"^--batch.batch_size=9 must be a multiple of the 2 replicas .*--method=vae trains on images",
     ):
-        training.check_replicas(images.replace(batch_size=9), vae, 2)
+        checks.check_replicas(images.replace(batch_size=9), vae, 2)
     with pytest.raises(
         ValueError, match=r"^--batch.pairs_per_step=3 must be a multiple of the 4 replicas .*on set pairs"
     ):
-        training.check_replicas(TOY.replace(pairs_per_step=3), abc, 4)
+        checks.check_replicas(TOY.replace(pairs_per_step=3), abc, 4)
 
 
 def test_the_augmentation_baseline_is_for_methods_that_train_on_two_view_sets(monkeypatch):
@@ -265,16 +266,14 @@ def test_the_augmentation_baseline_is_for_methods_that_train_on_two_view_sets(mo
         get_preset("mnist_abc_augmentation").replace(source="procedural"),
     ):
         for accepting in ("abc", "contrastive"):
-            assert training.check_config(experiments.choose(config, method=accepting))[
-                1
-            ].accepts_two_view_sets
+            assert checks.check_config(experiments.choose(config, method=accepting))[1].accepts_two_view_sets
         refused = experiments.choose(config, method="two_network")  # trains on sets, but not on two views
         with pytest.raises(
             ValueError,
             match=r"^--batch.augmentation_baseline .* --method=two_network does not train on "
             r"them\. Methods that do: abc, contrastive\.$",
         ):
-            training.check_config(refused)
+            checks.check_config(refused)
     # A method on single images has no such field: its batch part is another class.
     with pytest.raises(ValueError, match="has no field 'augmentation_baseline'"):
         experiments.config_for(data="mnist", method="vae", augmentation_baseline=True)
@@ -290,7 +289,7 @@ def test_a_method_that_needs_a_training_bank_is_refused_on_a_family_without_one(
         match=r"^--method=banked learns a code per training image and group, .*data family "
         r"'mnist' has none\. Families that do: pose\.$",
     ):
-        training.check_config(
+        checks.check_config(
             experiments.choose(get_preset("mnist").replace(source="procedural"), method="banked")
         )
 

@@ -16,6 +16,7 @@ import tensorflow as tf
 from tensorboard.backend.event_processing import event_accumulator
 
 from abc_tf import methods
+from abc_tf.runs import checks
 from abc_tf.runs import experiments
 from abc_tf.config import BATCH_CONFIGS
 from abc_tf.runs.experiments import get_preset
@@ -274,4 +275,4 @@ def test_the_presets():
             2000, rel=0.001
         )  # 2000 epochs
         assert quick.method.name == variant and quick.trainer.steps < 10_000
-        training.check_config(quick.replace(source="procedural"))
+        checks.check_config(quick.replace(source="procedural"))

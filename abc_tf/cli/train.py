@@ -130,9 +130,9 @@ def parse_flags(argv: list[str]) -> list[str]:
 
 def _say_skipped_measures(config: config_lib.ExperimentConfig) -> None:
     """One line per measure of evaluate.py this run will not get, and why, before training."""
-    from abc_tf.runs import training
+    from abc_tf.runs import checks
 
-    for name, reason in training.measures_skipped(config).items():
+    for name, reason in checks.measures_skipped(config).items():
         print(f"{command_line.program('evaluate')} will skip the {name} measures: {reason}.", flush=True)
 
 
@@ -173,7 +173,7 @@ def main(argv: list[str]) -> None:
             ]
         )
         # Imported here so that --help and flag errors answer without loading TensorFlow.
-        from abc_tf.runs import checkpoints
+        from abc_tf.runs import checkpoints, checks
         from abc_tf.runs import preemption, training, training_logs
         from abc_tf.evaluation.callbacks import evaluation_callbacks
 
@@ -183,7 +183,7 @@ def main(argv: list[str]) -> None:
             print(
                 f"{command_line.program('train')}: checked: {base.name} "
                 f"({base.method.name} on {base.data.family}, "
-                f"{training.data_description(base)}) can train into {output_dir}"
+                f"{checks.data_description(base)}) can train into {output_dir}"
                 f"{f' ({FLAGS.seeds} seeds)' if FLAGS.seeds > 1 else ''}."
             )
             _say_skipped_measures(base)

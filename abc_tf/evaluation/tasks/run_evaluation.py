@@ -14,7 +14,7 @@ from abc_tf.evaluation.tasks.evaluation_settings import EvaluationSettings
 from abc_tf.evaluation.tasks.method_measures import measures_of
 from abc_tf.evaluation.tasks.task_registry import task_of
 from abc_tf.runs.run_dir import TrainedRun
-from abc_tf.runs.training import measures_skipped
+from abc_tf.runs.checks import measures_skipped
 
 METRICS_FILE = "metrics.json"
 
