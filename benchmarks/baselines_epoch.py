@@ -34,6 +34,7 @@ import keras
 
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.runs import training
 from benchmarks.mnist_epoch import IMAGES_PER_EPOCH, pipeline_seconds_per_batch
 from benchmarks.report import machine_line, save_results, write_section
@@ -100,7 +101,7 @@ def main() -> None:
         raise SystemExit("--repeats must be positive.")
     load_before = os.getloadavg()
     configs = [get_preset(preset).replace(path=args.data_path, jit_compile=False) for _, preset, *_ in ROWS]
-    source = mnist.load_mnist(configs[0]).source
+    source = mnist_sources.load_mnist(configs[0]).source
     prepared = [prepared_model(config) for config in configs]
     timings = [[] for _ in ROWS]
     (busy, stolen), own = cpu_seconds_of_machine(), time.process_time()

@@ -143,7 +143,7 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
     import numpy as np
     from sklearn.metrics import normalized_mutual_info_score
 
-    from abc_tf.data.mnist import family as mnist
+    from abc_tf.data.mnist import sources as mnist_sources
     from abc_tf.data.mnist import imbalance as mnist_imbalance
     from abc_tf.evaluation.tasks import digit_clusters, mnist_classifier
     from abc_tf.runs import training
@@ -151,7 +151,7 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
 
     config = config_for("elastic", False)
     model = training.build_model(config)
-    data = mnist.load_mnist(config)
+    data = mnist_sources.load_mnist(config)
     seconds = {}
 
     def timed(name, work):
@@ -188,7 +188,7 @@ def evaluation_seconds(per_code: int = PER_CODE) -> dict:
         "classifier_accuracy": accuracy,
         "test_images": int(len(data.y_test)),
         "train_images": int(
-            len(mnist.load_mnist(config.replace(class_split=mnist_imbalance.NO_SPLIT)).y_train)
+            len(mnist_sources.load_mnist(config.replace(class_split=mnist_imbalance.NO_SPLIT)).y_train)
         ),
         "split_images": int(len(data.y_train)),
         "feature_dim": int(np.shape(features)[1]),

@@ -21,6 +21,7 @@ import keras
 from abc_tf.runs import training
 from abc_tf.runs.experiments import get_preset
 from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import sources as mnist_sources
 from benchmarks.report import machine_line, save_results, write_section
 
 TITLE = "MNIST epoch time"
@@ -72,7 +73,7 @@ def main() -> None:
         raise SystemExit("--steps and --repeats must be positive.")
 
     base = get_preset("mnist").replace(path=args.data_path)
-    source = mnist.load_mnist(base).source
+    source = mnist_sources.load_mnist(base).source
     steps_per_epoch = IMAGES_PER_EPOCH / (2 * base.batch.set_size * base.batch.pairs_per_step)
     rows = []
     for label, config in (

@@ -22,6 +22,7 @@ import numpy as np
 from abc_tf import json_files
 from abc_tf.data.mnist import digit_style
 from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.evaluation.tasks import mnist_style, seeds
 from abc_tf.runs.checkpoint_run import load_checkpoint_run
 from abc_tf.runs.run_dir import embed, load_run, seed_run_dirs
@@ -44,7 +45,7 @@ def main() -> None:
         for run_dir in runs:
             run = load_checkpoint_run(run_dir, int(at_step)) if at_step else load_run(run_dir)
             config = run.config.replace(path=args.data_path) if args.data_path else run.config
-            data = mnist.load_mnist(config)
+            data = mnist_sources.load_mnist(config)
             images, labels = np.asarray(data.x_test), np.asarray(data.y_test).astype(np.int64)
             holdout = mnist.parse_holdout_digit(config.data.holdout_digit)
             if holdout is None:

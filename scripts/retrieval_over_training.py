@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output_dir", required=True, help="Where <row>.png and over_training.json go.")
     args = parser.parse_args(argv)
 
-    from abc_tf.data.mnist import family as mnist
+    from abc_tf.data.mnist import sources as mnist_sources
     from abc_tf.evaluation.tasks import retrieval
     from abc_tf.runs import experiments
 
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> None:
     config = experiments.get_preset("mnist").replace(
         source="auto" if args.data_path else "procedural", path=args.data_path
     )
-    data = mnist.load_mnist(config)
+    data = mnist_sources.load_mnist(config)
     images, labels = np.asarray(data.x_test), np.asarray(data.y_test)
     os.makedirs(args.output_dir, exist_ok=True)
     summary: dict = {"data_source": data.source, "rows": {}}

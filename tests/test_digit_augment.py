@@ -14,6 +14,7 @@ from abc_tf.runs import checks
 from abc_tf.runs.experiments import choose, get_preset
 from abc_tf.data.mnist import digit_augment
 from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.runs import training
 
 PRESET = get_preset("mnist_abc_augmentation")
@@ -204,7 +205,7 @@ def test_mnist_baseline_draws_every_training_digit_but_the_held_out_one(monkeypa
     assert seen == set(range(10)) - {3}
     # The class split's subsample is the pool.
     split = coded_config(tmp_path, small_mnist, class_split=3, holdout_digit="none", set_size=8)
-    images = mnist.load_mnist(split).x_train  # the split's, from training and test images
+    images = mnist_sources.load_mnist(split).x_train  # the split's, from training and test images
     kept = set((images[:, 0, 1].astype(int) + 256 * images[:, 0, 2].astype(int)).tolist())
     for batch in mnist.make_dataset(split, seed=3).take(4):
         assert set(decoded(batch["set_a"].numpy())[1].ravel().tolist()) <= kept

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from abc_tf.runs.experiments import get_preset
-from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.evaluation.tasks import digit_clusters, mnist_classifier
 from abc_tf.runs import checkpoint_run, training
 from abc_tf.runs.run_dir import load_run
@@ -120,7 +120,9 @@ def test_a_tiny_run_is_evaluated_and_the_classifier_cached(tmp_path, small_mnist
     assert math.isnan(generated["ent"]) == bool(generated["digits_never_made"])
     assert math.isnan(generated["ent"]) or 0 <= generated["ent"] <= math.log(10) + 1e-9
     found = result["nearest_neighbour"]  # the supplement's 1-NN of Q on the split's images
-    assert found["images"] == len(mnist.load_mnist(config).y_train)  # split 1 scaled to the small pool
+    assert found["images"] == len(
+        mnist_sources.load_mnist(config).y_train
+    )  # split 1 scaled to the small pool
     assert (
         0 <= found["accuracy"] <= 1 and 0 <= found["untrained"] <= 1 and found["paper_random_init"] == 0.4865
     )

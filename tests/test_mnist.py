@@ -11,6 +11,7 @@ import pytest
 
 from abc_tf.data import get_family
 from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.data.mnist import formats as mnist_formats
 from abc_tf.data.mnist import imbalance as mnist_imbalance
 from abc_tf.data.mnist import digits as digit_renderer
@@ -22,15 +23,17 @@ from mnist_helpers import mnist_config, write_idx_dir
 
 def test_auto_source_detects_idx_directories_and_npz_files(tmp_path, small_mnist):
     write_idx_dir(tmp_path / "idx", small_mnist, compress=True, dotted=True)
-    assert mnist.resolve_source(mnist_config(path=str(tmp_path / "idx")))[0] == "idx"
+    assert mnist_sources.resolve_source(mnist_config(path=str(tmp_path / "idx")))[0] == "idx"
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    assert mnist.resolve_source(mnist_config(path=path)) == ("npz", path)
-    np.testing.assert_array_equal(mnist.load_mnist(mnist_config(path=path)).y_test, small_mnist["y_test"])
+    assert mnist_sources.resolve_source(mnist_config(path=path)) == ("npz", path)
+    np.testing.assert_array_equal(
+        mnist_sources.load_mnist(mnist_config(path=path)).y_test, small_mnist["y_test"]
+    )
     write_idx_dir(tmp_path / "partial", small_mnist, compress=True)
     os.remove(tmp_path / "partial" / "t10k-labels-idx1-ubyte.gz")
     with pytest.raises(ValueError, match=r"t10k-labels-idx1-ubyte\[\.gz\]"):
-        mnist.resolve_source(mnist_config(path=str(tmp_path / "partial")))
+        mnist_sources.resolve_source(mnist_config(path=str(tmp_path / "partial")))
 
 
 def test_source_choice_errors(tmp_path):
@@ -39,12 +42,12 @@ def test_source_choice_errors(tmp_path):
         match="--data.source='h5' is not a source of data family 'mnist'; choose one of "
         "auto, procedural, idx, npz, tfds.",
     ):
-        mnist.resolve_source(mnist_config(source="h5"))
+        mnist_sources.resolve_source(mnist_config(source="h5"))
     with pytest.raises(ValueError, match="--data.source=idx needs --data.path"):
-        mnist.resolve_source(mnist_config(source="idx"))
+        mnist_sources.resolve_source(mnist_config(source="idx"))
     with pytest.raises(ValueError, match="does not exist"):
-        mnist.resolve_source(mnist_config(path=str(tmp_path / "missing")))
-    assert mnist.resolve_source(mnist_config(source="procedural")) == ("procedural", "")
+        mnist_sources.resolve_source(mnist_config(path=str(tmp_path / "missing")))
+    assert mnist_sources.resolve_source(mnist_config(source="procedural")) == ("procedural", "")
 
 
 def test_auto_source_prefers_a_prepared_tfds(monkeypatch):
@@ -53,7 +56,7 @@ def test_auto_source_prefers_a_prepared_tfds(monkeypatch):
 
     with tfds.testing.mock_data(num_examples=30):
         monkeypatch.setattr(tfds.builder_cls("mnist"), "is_prepared", lambda self: True)
-        assert mnist.resolve_source(mnist_config()) == ("tfds", "")
+        assert mnist_sources.resolve_source(mnist_config()) == ("tfds", "")
 
 
 def test_the_true_style_survives_the_cache_and_an_imbalanced_split(monkeypatch):
@@ -61,11 +64,11 @@ def test_the_true_style_survives_the_cache_and_an_imbalanced_split(monkeypatch):
     training split is subsampled (a small render stands in for 60k + 10k digits)."""
     small = functools.partial(digit_renderer.procedural_mnist, train_size=300, test_size=30)
     monkeypatch.setattr(digit_renderer, "procedural_mnist", small)
-    mnist._load_cached.cache_clear()
+    mnist_sources._load_cached.cache_clear()
     try:
-        data = mnist.load_mnist(mnist_config(source="procedural", class_split=1))
+        data = mnist_sources.load_mnist(mnist_config(source="procedural", class_split=1))
     finally:
-        mnist._load_cached.cache_clear()  # no small render left for later tests
+        mnist_sources._load_cached.cache_clear()  # no small render left for later tests
     assert len(data.y_train) < 300 and len(data.y_test) == 30
     assert set(data.test_style) == set(digit_renderer.STYLE_FACTORS)
     np.testing.assert_array_equal(

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from abc_tf.data import get_family
-from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.data.mnist import imbalance as mnist_imbalance
 from mnist_helpers import mnist_config
 
@@ -163,8 +163,8 @@ def coded_index(images: np.ndarray) -> np.ndarray:
 def test_a_split_draws_from_training_and_test_images_and_leaves_the_test_set_alone(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
-    whole = mnist.load_mnist(mnist_config(path=path))
-    split = mnist.load_mnist(mnist_config(path=path, class_split=5))
+    whole = mnist_sources.load_mnist(mnist_config(path=path))
+    split = mnist_sources.load_mnist(mnist_config(path=path, class_split=5))
     np.testing.assert_array_equal(split.x_test, whole.x_test)
     np.testing.assert_array_equal(split.y_test, whole.y_test)
     # The kept images are the pool's (training then test images), each with its own label.
@@ -179,7 +179,7 @@ def test_a_split_draws_from_training_and_test_images_and_leaves_the_test_set_alo
         mnist_imbalance.class_counts(mnist_imbalance.split_counts(5), np.full(10, 16)),
     )
     # --data.class_split_pool=train: training images only.
-    train_only = mnist.load_mnist(mnist_config(path=path, class_split=5, class_split_pool="train"))
+    train_only = mnist_sources.load_mnist(mnist_config(path=path, class_split=5, class_split_pool="train"))
     assert np.all(coded_index(train_only.x_train) < 1000)
     np.testing.assert_array_equal(
         train_only.x_train, whole.x_train[mnist_imbalance.subsample(whole.y_train, 5)]
@@ -190,7 +190,7 @@ def test_the_images_stream_draws_from_the_split(tmp_path, small_mnist):
     path = str(tmp_path / "mnist.npz")
     np.savez(path, **small_mnist)
     config = mnist_config(method="vae", path=path, class_split=23, holdout_digit="none", batch_size=8)
-    kept = set(coded_index(mnist.load_mnist(config).x_train).tolist())
+    kept = set(coded_index(mnist_sources.load_mnist(config).x_train).tolist())
     stream = get_family("mnist").stream("images")(config, 0, 0)
     seen = set()
     for batch in stream.take(30):
@@ -209,7 +209,7 @@ def test_stacks_of_a_split_come_in_proportion_to_its_digits(tmp_path):
     np.savez(path, x_train=x_train, y_train=y_train, x_test=x_test, y_test=y_test)
     split = 26  # digits 0 and 1 are rare (4%, 2%), 2 and 3 common (20%, 19%)
     config = mnist_config(path=path, class_split=split, holdout_digit="none", set_size=4, pairs_per_step=4)
-    counts = np.bincount(mnist.load_mnist(config).y_train, minlength=10)
+    counts = np.bincount(mnist_sources.load_mnist(config).y_train, minlength=10)
 
     def stack_digits(config):
         digits = []

@@ -7,7 +7,8 @@ import os
 import numpy as np
 import pytest
 
-from abc_tf.data.mnist import family as mnist
+
+from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.evaluation.tasks import retrieval
 from abc_tf.runs import experiments
 from scripts import retrieval_over_training as script
@@ -15,7 +16,7 @@ from scripts import retrieval_over_training as script
 
 @pytest.fixture(scope="module")
 def test_digits():
-    data = mnist.load_mnist(experiments.get_preset("mnist").replace(source="procedural", path=""))
+    data = mnist_sources.load_mnist(experiments.get_preset("mnist").replace(source="procedural", path=""))
     return data.source, np.asarray(data.y_test)
 
 

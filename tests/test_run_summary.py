@@ -75,7 +75,7 @@ def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
     import keras
 
     from abc_tf.runs.experiments import get_preset
-    from abc_tf.data.mnist import family as mnist
+    from abc_tf.data.mnist import sources as mnist_sources
 
     rng = np.random.default_rng(0)
     labels = np.arange(200) % 10
@@ -95,7 +95,7 @@ def test_mnist_and_pose_runs_get_a_table_of_their_labels(tmp_path):
         ("thickness", "active"),
     ]
     assert summary["num_images"] == 120 and [row["chance"] for row in summary["factors"]] == [0.1, 0.25, 0.25]
-    mnist._load_cached.cache_clear()
+    mnist_sources._load_cached.cache_clear()
 
     pose_config = experiments.config_for(
         data="pose",

@@ -5,21 +5,17 @@ random digits, unless ``allow_same_digit``. So the digit is the inactive factor 
 slant and thickness, the active one. ``holdout_digit`` (9 by default, or ``none``) never enters a
 training batch.
 Sources: ``idx``, ``npz``, ``tfds`` and the built-in ``procedural`` digits
-(:func:`resolve_source`).
+(:mod:`abc_tf.data.mnist.sources`).
 
 "sets" batches: ``{"set_a", "set_b"}``, uint8 [P, S, 28, 28, 1], from :func:`make_stack_dataset`.
 "images" batches: ``{"images": [batch_size, 28, 28, 1] uint8}``, uniform training images.
 ``augmentation_baseline``: two augmented views, from :mod:`abc_tf.data.mnist.digit_augment`.
-``class_split`` 1..50 picks one of Elastic-InfoGAN's imbalanced splits (:func:`load_mnist`).
-Without one the digits are drawn uniformly, the paper's setting.
+``class_split`` 1..50 picks one of Elastic-InfoGAN's imbalanced splits
+(:func:`abc_tf.data.mnist.sources.load_mnist`). Without one the digits are drawn uniformly, the
+paper's setting.
 """
 
 from __future__ import annotations
-
-import dataclasses
-import functools
-import logging
-import os
 
 import numpy as np
 import tensorflow as tf
@@ -28,131 +24,11 @@ from abc_tf.config import ExperimentConfig
 from abc_tf.data.mnist import digit_augment
 from abc_tf.data.mnist import digit_style
 from abc_tf.data.mnist import imbalance as mnist_imbalance
-from abc_tf.data.family import ClassLabelledImages, DataFamily, DataSources, KnownFactors, quantile_bins
+from abc_tf.data.mnist import sources
+from abc_tf.data.family import ClassLabelledImages, DataFamily, KnownFactors, quantile_bins
 from abc_tf.data.groups import CHUNK_STEPS, GroupIndex, chunk_rng, draw_stream
 from abc_tf.data.mnist import MnistConfig
-from abc_tf.data.mnist.formats import (
-    IDX_FILES,
-    IMAGE_SHAPE,
-    NUM_CLASSES,
-    MnistData,
-    check_npz_start,
-    find_idx_files,
-    load_idx_dir,
-    load_npz,
-    load_procedural,
-    load_tfds,
-    tfds_prepared,
-)
-
-_log = logging.getLogger(__name__)
-
-
-# ----------------------------------------------------------------------------- source choice
-
-
-def _detect(path: str) -> str | None:
-    """The source that reads ``path``: an ``.npz`` file, or a folder of the IDX files or a prepared
-    tfds ``mnist``.
-
-    ValueError naming the IDX files a folder lacks.
-    """
-    if os.path.isfile(path):
-        check_npz_start(path)
-        return "npz"
-    found = find_idx_files(path)
-    if all(found.values()):
-        return "idx"
-    if tfds_prepared(path):
-        return "tfds"
-    missing = "; ".join(f"{IDX_FILES[key][0]}[.gz]" for key, value in found.items() if value is None)
-    raise ValueError(
-        f"--data.path={path} is a folder without the MNIST IDX files (missing: {missing}) and without "
-        "a prepared tfds 'mnist'."
-    )
-
-
-SOURCES = DataSources(
-    reading={
-        "idx": "a folder with the four MNIST IDX files (plain or .gz)",
-        "npz": "an .npz file with x_train, y_train, x_test and y_test",
-        "tfds": (
-            "a tfds data folder (downloaded there on first use when online; default ~/tensorflow_datasets)"
-        ),
-    },
-    built_in=("procedural",),
-    detect=_detect,
-    path_optional=("tfds",),
-    default=lambda: "tfds" if tfds_prepared(None) else "procedural",
-)
-
-
-def resolve_source(config: ExperimentConfig) -> tuple[str, str]:
-    """The source and path that ``config`` selects, ``auto`` resolved (:data:`SOURCES`). Raises
-    ValueError.
-
-    - ``idx``: a directory with the four MNIST IDX files, plain or ``.gz``.
-    - ``npz``: one ``.npz`` with ``x_train``, ``y_train``, ``x_test``, ``y_test``.
-    - ``tfds``: the tfds ``mnist`` data set. The path is the tfds data_dir,
-      ``~/tensorflow_datasets`` by default. It is downloaded and prepared on first use when
-      online.
-    - ``procedural``: built-in handwritten-digit-like renders (:mod:`abc_tf.data.mnist.digits`),
-      60,000 train and 10,000 test.
-    - ``auto``: ``data_path`` if given, detected as an IDX folder, a tfds folder or an ``.npz``.
-      Else tfds ``mnist`` if prepared, never downloaded. Else ``procedural``.
-    """
-    return SOURCES.resolve("mnist", config.data.source, config.data.path)
-
-
-@functools.lru_cache(maxsize=4)
-def _load_cached(source: str, path: str) -> MnistData:
-    if source == "idx":
-        data = load_idx_dir(path)
-    elif source == "npz":
-        data = load_npz(path)
-    elif source == "tfds":
-        data = load_tfds(path or None, download=True)
-    else:
-        data = load_procedural()
-    for array in (data.x_train, data.y_train, data.x_test, data.y_test, *(data.test_style or {}).values()):
-        array.flags.writeable = False  # shared by every caller of the cache
-    return data
-
-
-def class_split_pool(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Images [N, 28, 28] uint8 and digits [N] that ``config``'s class split draws from.
-
-    See ``class_split_pool`` and :func:`abc_tf.data.mnist.imbalance.pool`.
-    """
-    source, path = resolve_source(config)
-    data = _load_cached(source, os.path.abspath(path) if path else "")
-    return mnist_imbalance.pool(
-        data.x_train, data.y_train, data.x_test, data.y_test, config.data.class_split_pool
-    )
-
-
-def load_mnist(config: ExperimentConfig) -> MnistData:
-    """The MNIST data ``config`` points at, cached per source and path.
-
-    Under ``config.data.class_split``, the training images are the split's, drawn class by class
-    from the pool before anything else. The pool is all 70,000 images as the authors', or the
-    training images. So split 1 also trains on 6,022 of the 10,000 test images. The test split
-    stays whole.
-    """
-    source, path = resolve_source(config)
-    data = _load_cached(source, os.path.abspath(path) if path else "")
-    if config.data.class_split != mnist_imbalance.NO_SPLIT:
-        images, labels = class_split_pool(config)
-        kept = mnist_imbalance.subsample(labels, config.data.class_split)
-        data = dataclasses.replace(data, x_train=images[kept], y_train=labels[kept])
-    if source == "procedural" and config.data.source == "auto":
-        _log.warning(
-            "No MNIST found (no --data.path, no prepared tfds 'mnist'): using the built-in procedural "
-            "digits. Point --data.path at a directory of MNIST IDX files or an .npz to use real MNIST."
-        )
-    _log.info("MNIST data: %s (%d train, %d test images)", data.source, len(data.y_train), len(data.y_test))
-    return data
-
+from abc_tf.data.mnist.formats import IMAGE_SHAPE, NUM_CLASSES
 
 # ----------------------------------------------------------------------------- stacks
 
@@ -254,7 +130,7 @@ def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf
         return digit_augment.make_view_pair_dataset(
             images, config.batch.set_size, config.batch.pairs_per_step, seed
         )
-    data = load_mnist(config)
+    data = sources.load_mnist(config)
     return make_stack_dataset(
         data.x_train,
         data.y_train,
@@ -302,7 +178,7 @@ def training_images(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
     That is every digit but ``holdout_digit``.
     """
     digits = training_digits(config)
-    data = load_mnist(config)
+    data = sources.load_mnist(config)
     keep = np.isin(data.y_train, digits)
     return data.x_train[keep], data.y_train[keep]
 
@@ -332,7 +208,7 @@ def check_config(config: ExperimentConfig) -> None:
     training_digits(config)
     mnist_imbalance.check_split(config.data.class_split)
     mnist_imbalance.check_pool(config.data.class_split_pool)
-    resolve_source(config)
+    sources.resolve_source(config)
 
 
 # Known factors of the test images: the digit (fixed within a stack, the inactive factor) and
@@ -347,7 +223,7 @@ def labelled_sample(config: ExperimentConfig, num_images: int, seed: int) -> tup
     The factors are the digit 0-9, and slant and stroke thickness in STYLE_BINS quantile bins of
     the sample.
     """
-    digits = load_mnist(config)
+    digits = sources.load_mnist(config)
     if not 0 < num_images <= len(digits.y_test):
         raise ValueError(
             f"num_images must lie in 1..{len(digits.y_test)} (the MNIST test images), got {num_images}."
@@ -371,7 +247,7 @@ def class_labelled_images(config: ExperimentConfig) -> ClassLabelledImages:
 
     Under ``class_split`` the training images are the split's.
     """
-    digits = load_mnist(config)
+    digits = sources.load_mnist(config)
     return ClassLabelledImages(
         train_images=np.asarray(digits.x_train)[..., np.newaxis],
         train_labels=np.asarray(digits.y_train, np.int64),
@@ -398,7 +274,7 @@ def class_split_description(config: ExperimentConfig) -> dict | None:
     """
     if config.data.class_split == mnist_imbalance.NO_SPLIT:
         return None
-    _, labels = class_split_pool(config)
+    _, labels = sources.class_split_pool(config)
     return mnist_imbalance.describe(config.data.class_split, labels, config.data.class_split_pool)
 
 
@@ -416,5 +292,5 @@ FAMILY = DataFamily(
     class_labelled_images=class_labelled_images,
     class_proportions=class_proportions,
     class_split_description=class_split_description,
-    sources=SOURCES,
+    sources=sources.SOURCES,
 )

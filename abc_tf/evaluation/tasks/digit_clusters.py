@@ -23,7 +23,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
 from abc_tf.config import ExperimentConfig
-from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.evaluation.estimators import plots
 from abc_tf.runs.run_dir import TrainedRun, embed
 from abc_tf.runs.training import build_model
@@ -118,7 +118,7 @@ def split_nearest_neighbour(network, config: ExperimentConfig, seed: int = 0, ma
     Those figures are over splits 1-5, two initialisations each.
     The paper gives 0.4865 +- 0.009 for random weights.
     """
-    data = first_images(mnist.load_mnist(config), max_images)
+    data = first_images(mnist_sources.load_mnist(config), max_images)
     features = embed(network, data.x_train[..., None])
     return nearest_neighbour_accuracy(features, data.y_train, seed, QUERY_FRACTION)
 
@@ -250,7 +250,7 @@ def representation_scores(encoder, config: ExperimentConfig, seed: int = 0, max_
 
     Reads at most ``max_images`` images; 0 means all.
     """
-    data = first_images(mnist.load_mnist(config), max_images)
+    data = first_images(mnist_sources.load_mnist(config), max_images)
     features = embed(encoder, data.x_test[..., None])
     return {
         "nearest_neighbour_accuracy": nearest_neighbour_accuracy(features, data.y_test, seed),
@@ -303,7 +303,7 @@ def evaluate_run(
     result["representation"] = representation_scores(run.encoder, config, seed, max_images)
     q = run.network("q")
     if q is not None:  # Q's own code of real test images, against their digits
-        data = first_images(mnist.load_mnist(config), max_images)
+        data = first_images(mnist_sources.load_mnist(config), max_images)
         result["q_code_nmi"] = float(
             normalized_mutual_info_score(data.y_test, classify(q, data.x_test[..., None]))
         )

@@ -17,6 +17,7 @@ import numpy as np
 from abc_tf import json_files, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.data.mnist import imbalance as mnist_imbalance
 from abc_tf.evaluation import progress
 from abc_tf.runs.run_dir import embed
@@ -106,7 +107,9 @@ def digit_classifier(
     Otherwise trains on all 60,000 training images, with no class split or held-out digit, and saves it.
     ``max_images`` > 0 keeps only that many images of each split.
     """
-    data = first_images(mnist.load_mnist(config.replace(class_split=mnist_imbalance.NO_SPLIT)), max_images)
+    data = first_images(
+        mnist_sources.load_mnist(config.replace(class_split=mnist_imbalance.NO_SPLIT)), max_images
+    )
     path = os.path.join(cache_dir, f"mnist_classifier_{fingerprint(data)}.keras")
     info = path[: -len(".keras")] + ".json"
     if os.path.isfile(path) and os.path.isfile(info):

@@ -27,6 +27,7 @@ from abc_tf import json_files
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.mnist import digit_style
 from abc_tf.data.mnist import family as mnist
+from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.evaluation import progress
 from abc_tf.evaluation.tasks import factor_isolation, retrieval
 from abc_tf.evaluation.estimators import noise, plots, probes, regression
@@ -176,7 +177,7 @@ def evaluate_mnist_run(
     if untrained is None:
         untrained = untrained_encoder(config)
     holdout = mnist.parse_holdout_digit(config.data.holdout_digit)
-    data = mnist.load_mnist(config)
+    data = mnist_sources.load_mnist(config)
     images, labels = np.asarray(data.x_test), np.asarray(data.y_test).astype(np.int64)
     os.makedirs(out_dir, exist_ok=True)
 
