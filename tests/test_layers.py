@@ -183,6 +183,9 @@ KNOWN_TESTS = {
     "abc_tf.data": "test_family.py",  # the family registry, tested with the family interface
     "abc_tf.methods": "test_methods.py",  # the method registry and interface
     "abc_tf.methods.base": "test_methods.py",
+    # Split out of a module whose test module still holds their tests.
+    "abc_tf.runs.checks": "test_training.py",  # the config's checks: replicas, batch formats, two views
+    "abc_tf.data.mnist.sources": "test_mnist.py",  # source detection and reading, the class splits' pool
     "models": "test_models.py",
     "models.architectures": "test_models.py",
     # The ABC paper's baselines' networks, shared by ML-VAE and CC-VAE at 64 x 64: tested with each method.

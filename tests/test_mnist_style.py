@@ -93,7 +93,7 @@ def test_true_style_r2_on_procedural_like_data(tmp_path, monkeypatch):
     images[:, 0, 0] = np.round((style["slant"] + 1.5) * 85.0)  # pixel 0 is linear in slant
     images[:, 0, 1] = np.round((style["shift_x"] + 1.5) * 85.0)  # pixel 1 is linear in shift_x
     data = mnist_formats.MnistData(images, labels, images, labels, source="procedural:test", test_style=style)
-    monkeypatch.setattr(mnist_style.mnist, "load_mnist", lambda config: data)
+    monkeypatch.setattr(mnist_style.mnist_sources, "load_mnist", lambda config: data)
     config = mnist_config(set_size=8)
     metrics = mnist_style.evaluate_mnist_run(
         pixel_encoder(0, seed=1),
