@@ -105,8 +105,16 @@ def class_split_pool(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
 
     See ``class_split_pool`` and :func:`abc_tf.data.mnist.imbalance.pool`.
     """
+    return _pool(_whole(config)[1], config)
+
+
+def _whole(config: ExperimentConfig) -> tuple[str, MnistData]:
+    """The source ``config`` resolves to and its whole data set, from the cache."""
     source, path = resolve_source(config)
-    data = _load_cached(source, os.path.abspath(path) if path else "")
+    return source, _load_cached(source, os.path.abspath(path) if path else "")
+
+
+def _pool(data: MnistData, config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
     return mnist_imbalance.pool(
         data.x_train, data.y_train, data.x_test, data.y_test, config.data.class_split_pool
     )
@@ -120,10 +128,9 @@ def load_mnist(config: ExperimentConfig) -> MnistData:
     training images. So split 1 also trains on 6,022 of the 10,000 test images. The test split
     stays whole.
     """
-    source, path = resolve_source(config)
-    data = _load_cached(source, os.path.abspath(path) if path else "")
+    source, data = _whole(config)
     if config.data.class_split != mnist_imbalance.NO_SPLIT:
-        images, labels = class_split_pool(config)
+        images, labels = _pool(data, config)
         kept = mnist_imbalance.subsample(labels, config.data.class_split)
         data = dataclasses.replace(data, x_train=images[kept], y_train=labels[kept])
     if source == "procedural" and config.data.source == "auto":
