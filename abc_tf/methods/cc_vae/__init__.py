@@ -129,11 +129,10 @@ PRESETS: dict[str, ExperimentConfig] = {
         method=CcVaeConfig(name="cc_vae"),
     ),
 }
-# About 6 minutes on 2 CPU cores [ours]. The authors' settings for 3,500 steps, 4 epochs of the
-# training images, at about 10 steps/s (8.1 in BENCHMARKS.md's XLA table). The step is compiled
-# with XLA: the GPU's choice, no faster on this CPU than the plain graph. The full 84,455 steps
-# take about 2.4 hours a seed at that rate. On another 2-core host the XLA step took 0.045 s on
-# both cores (70 min a seed) and 0.08 s on one [ours].
+# The authors' settings for 3,500 steps, 4 epochs of the training images: minutes on 2 CPU cores.
+# The step is compiled with XLA, the GPU's choice. On a 2-core CPU the plain graph is the faster
+# (BENCHMARKS.md, "The paper's baselines: compiled step against eager"), which is why the full
+# `mnist_cc_vae` preset keeps it: its 84,455 steps take about an hour a seed there [ours].
 PRESETS["mnist_cc_vae_quick"] = PRESETS["mnist_cc_vae"].replace(
     name="mnist_cc_vae_quick",
     steps=3500,
