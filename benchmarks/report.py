@@ -24,6 +24,21 @@ HEADER = (
 )
 
 
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's model name with its architecture, e.g. "AMD EPYC (x86_64)"; the architecture alone
+    where /proc/cpuinfo has no model name. The build hosts change between runs, and the same step
+    can rank XLA and the plain graph differently on two CPUs of one architecture."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return f"{value.strip()} ({platform.machine()})"
+    except OSError:
+        pass
+    return platform.machine()
+
+
 def machine_line() -> str:
     # Imported here, not above: write_section also runs where TensorFlow is not installed
     # (benchmarks/gpu.py on a GPU machine that has only JAX).
@@ -31,7 +46,7 @@ def machine_line() -> str:
 
     devices = ", ".join(device.device_type for device in tf.config.list_physical_devices())
     return (
-        f"Measured {datetime.date.today().isoformat()} on {platform.machine()}, {os.cpu_count()} CPU cores, "
+        f"Measured {datetime.date.today().isoformat()} on {cpu_model()}, {os.cpu_count()} CPU cores, "
         f"devices: {devices}; TensorFlow {tf.__version__}."
     )
 

@@ -3,6 +3,8 @@ others as they are; --no_write prints only."""
 
 from __future__ import annotations
 
+import platform
+
 from abc_tf.runs import precision
 from benchmarks import report
 
@@ -68,3 +70,15 @@ def test_run_children_runs_each_child_with_the_shared_arguments_and_keeps_their_
         ("benchmarks.x", ["--child", "pose_lord:stage2", "--steps", "3"]),
     ]
     assert capsys.readouterr().out.splitlines()[0].startswith("ML-VAE {'child': 'pose_ml_vae:all'} (")
+
+
+def test_the_machine_line_names_the_cpu_model(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(
+        "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14\nflags\t\t: fpu avx2\n"
+    )
+    assert report.cpu_model(str(cpuinfo)) == f"AMD EPYC 9R14 ({platform.machine()})"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu\n")  # some ARM kernels give no model name
+    assert report.cpu_model(str(cpuinfo)) == platform.machine()
+    assert report.cpu_model(str(tmp_path / "missing")) == platform.machine()
+    assert f" on {report.cpu_model()}, " in report.machine_line()
