@@ -130,9 +130,10 @@ PRESETS: dict[str, ExperimentConfig] = {
     ),
 }
 # The authors' settings for 3,500 steps, 4 epochs of the training images: minutes on 2 CPU cores.
-# The step is compiled with XLA, the GPU's choice. On a 2-core CPU the plain graph is the faster
-# (BENCHMARKS.md, "The paper's baselines: compiled step against eager"), and the full
-# `mnist_cc_vae` preset trains in it: its 84,455 steps take about an hour a seed there [ours].
+# The step is compiled with XLA, the GPU's choice. On a CPU, which of XLA and the plain graph runs
+# it faster depends on the CPU (BENCHMARKS.md, "The paper's baselines: compiled step against
+# eager", measured one where the plain graph is). The full `mnist_cc_vae` preset trains in it:
+# its 84,455 steps take about an hour a seed on 2 CPU cores [ours].
 PRESETS["mnist_cc_vae_quick"] = PRESETS["mnist_cc_vae"].replace(
     name="mnist_cc_vae_quick",
     steps=3500,
