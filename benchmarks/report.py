@@ -24,19 +24,14 @@ HEADER = (
 )
 
 
-def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+def cpu_model(cpuinfo: str | None = None) -> str:
     """The CPU's model name with its architecture, e.g. "AMD EPYC (x86_64)"; the architecture alone
     where /proc/cpuinfo has no model name. The build hosts change between runs, and the same step
     can rank XLA and the plain graph differently on two CPUs of one architecture."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and value.strip():
-                    return f"{value.strip()} ({platform.machine()})"
-    except OSError:
-        pass
-    return platform.machine()
+    from abc_tf.runs import precision  # with TensorFlow, as in machine_line
+
+    names = [name for name in precision.cpuinfo_values("model name", cpuinfo or precision.CPUINFO) if name]
+    return f"{names[0]} ({platform.machine()})" if names else platform.machine()
 
 
 def machine_line() -> str:

@@ -4,6 +4,7 @@ others as they are; --no_write prints only."""
 from __future__ import annotations
 
 import platform
+import sys
 
 from abc_tf.runs import precision
 from benchmarks import report
@@ -77,7 +78,10 @@ def test_the_machine_line_names_the_cpu_model(tmp_path):
     cpuinfo.write_text(
         "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9R14\nflags\t\t: fpu avx2\n"
     )
-    assert report.cpu_model(str(cpuinfo)) == f"AMD EPYC 9R14 ({platform.machine()})"
+    named = report.cpu_model(str(cpuinfo))
+    # /proc/cpuinfo is Linux's: elsewhere the architecture alone, as precision.cpu_flags reads none.
+    linux = sys.platform.startswith("linux")
+    assert named == (f"AMD EPYC 9R14 ({platform.machine()})" if linux else platform.machine())
     cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu\n")  # some ARM kernels give no model name
     assert report.cpu_model(str(cpuinfo)) == platform.machine()
     assert report.cpu_model(str(tmp_path / "missing")) == platform.machine()

@@ -52,24 +52,29 @@ class Precision:
     warning: str = ""
 
 
-def cpu_flags(path: str = CPUINFO) -> frozenset[str]:
-    """The CPU's feature flags from the ``flags`` lines of /proc/cpuinfo.
+def cpuinfo_values(field: str, path: str = CPUINFO) -> list[str]:
+    """The values of every ``field`` line of /proc/cpuinfo (one per core), stripped.
 
     Empty on other systems or when the file cannot be read.
     """
     if not sys.platform.startswith("linux"):
-        return frozenset()
+        return []
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             lines = handle.read().splitlines()
     except OSError:
-        return frozenset()
-    flags = set()
+        return []
+    values = []
     for line in lines:
         key, _, value = line.partition(":")
-        if key.strip() == "flags":
-            flags.update(value.split())
-    return frozenset(flags)
+        if key.strip() == field:
+            values.append(value.strip())
+    return values
+
+
+def cpu_flags(path: str = CPUINFO) -> frozenset[str]:
+    """The CPU's feature flags from the ``flags`` lines of /proc/cpuinfo (empty where it has none)."""
+    return frozenset(flag for value in cpuinfo_values("flags", path) for flag in value.split())
 
 
 def this_host() -> Host:
