@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 SIMILARITIES = ("l2sq", "l2", "l1", "linf", "cosine")
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
+JIT_COMPILE = ("auto", "true", "false")
 PART_NAMES = ("trainer", "encoder", "data", "batch", "method")
 # The field of a part that chooses its class: set with --data, --method, --encoder, not --<part>.<field>.
 SELECTORS = {"data": "family", "method": "name", "encoder": "architecture"}
@@ -115,7 +116,13 @@ class TrainerConfig(Part):
         512,
         "Labelled images in the fixed sample of the factor-isolation callback and the embedding projector.",
     )
-    jit_compile: bool = field(False, "Compile the train step with XLA.")
+    jit_compile: str = field(
+        "auto",
+        "Compile the train step with XLA: true, false, or auto (the run's first calls time the plain graph "
+        "and XLA, and it trains on with the faster; a run with under 5 minutes left stays in the plain "
+        "graph; XLA and the graph round differently, so pin true or false where runs must match to the "
+        "last bit).",
+    )
     steps_per_execution: int = field(
         0,
         "Train steps per compiled call; 0 (auto): the largest divisor of the steps between log and "
@@ -133,11 +140,22 @@ class TrainerConfig(Part):
         "AMX), float32 with a warning on other CPUs.",
     )
 
+    def __post_init__(self) -> None:
+        # Code and config.json files written when the flag was a bool pass True and False.
+        if isinstance(self.jit_compile, bool):
+            object.__setattr__(self, "jit_compile", str(self.jit_compile).lower())
+        elif isinstance(self.jit_compile, str):
+            object.__setattr__(self, "jit_compile", self.jit_compile.lower())
+
     def validate(self) -> None:
         super().validate()
         self.check_positive(
             "steps", "learning_rate", "log_every", "keep_checkpoints", "eval_images", "lr_drop_factor"
         )
+        if self.jit_compile not in JIT_COMPILE:
+            raise ValueError(
+                f"--trainer.jit_compile={self.jit_compile!r}: choose one of {', '.join(JIT_COMPILE)}."
+            )
         for name in ("lr_halving_steps", "lr_drop_step", "eval_every", "steps_per_execution"):
             if getattr(self, name) < 0:
                 raise ValueError(f"--trainer.{name} must be >= 0, got {getattr(self, name)}.")

@@ -85,7 +85,7 @@ def measure(preset: str, start: int, steps: int, rounds: int) -> dict:
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "preset": preset,
-        "preset_jit_compile": bool(config.trainer.jit_compile),
+        "preset_jit_compile": config.trainer.jit_compile,
         "rates": {mode: statistics.median(values) for mode, values in rates.items()},
         "images": images,
         "peak_mib": peak_mib,
@@ -149,14 +149,23 @@ def reading(rows: dict) -> str:
     others = [row for row in xla_slower if row not in lord]  # LORD's reason is its own, below
     if others:
         sentences.append(f"XLA runs slower than the plain graph on this CPU for {'; '.join(others)}.")
+    # str() reads files written when the setting was a bool, True or False, too.
     by_setting = {
         setting: sorted(
-            {f"`{result['preset']}`" for result in rows.values() if result["preset_jit_compile"] == setting}
+            {
+                f"`{result['preset']}`"
+                for result in rows.values()
+                if str(result["preset_jit_compile"]).lower() == setting
+            }
         )
-        for setting in (False, True)
+        for setting in ("false", "true", "auto")
     }
-    presets = [f"{_names(by_setting[False])} train in the plain graph"] if by_setting[False] else []
-    presets += [f"{_names(by_setting[True])} with XLA"] if by_setting[True] else []
+    words = {
+        "false": "train in the plain graph",
+        "true": "with XLA",
+        "auto": "time the two and keep the faster",
+    }
+    presets = [f"{_names(by_setting[setting])} {words[setting]}" for setting in words if by_setting[setting]]
     sentences.append(f"The presets' own setting (`jit_compile`): {', '.join(presets)}.")
     if lord and all(row in xla_slower for row in lord):
         slowdown = _span([rows[row]["rates"]["graph"] / rows[row]["rates"]["xla"] for row in lord], ".0f")

@@ -76,7 +76,7 @@ def measure(preset: str, stage: str, steps: int, rounds: int) -> dict:
         "pipeline_s": pipeline,
         "images": int(batch["set_a"].shape[0] * batch["set_a"].shape[1]),
         "budget": budget,
-        "jit_compile": config.trainer.jit_compile,
+        "jit_compile": config.trainer.jit_compile == "true",  # auto's timing is a fit's, not this loop's
         "mixed": config.trainer.mixed_precision,
         "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }

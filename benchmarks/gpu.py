@@ -151,7 +151,7 @@ def tensorflow_sections(data_path: str) -> dict[str, str]:
         "| flags | wall s | vs the paper's < 30 s (V100) |",
         "|---|---|---|",
     ]
-    for flags in ([], ["--trainer.mixed_precision"], ["--trainer.jit_compile"]):
+    for flags in ([], ["--trainer.mixed_precision"], ["--trainer.jit_compile=true"]):
         with tempfile.TemporaryDirectory() as run_dir:
             command = [
                 os.path.join(ROOT, "train.py"),

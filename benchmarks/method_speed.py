@@ -62,7 +62,7 @@ def measure_method(name: str, preset, steps: int, rounds: int) -> dict:
         "family": config.data.family,
         "batch_format": config.method.batch_format,
         "steps_per_execution": per_call,
-        "jit_compile": config.trainer.jit_compile,
+        "jit_compile": config.trainer.jit_compile == "true",  # auto's timing is a fit's, not this loop's
         "policy": keras.mixed_precision.global_policy().name,
         "gflop_per_step": gflop,
         "steps_per_s": steps_per_s,

@@ -56,6 +56,7 @@ from abc_tf.evaluation import comparison_report
 from benchmarks import (
     baselines_epoch,
     baselines_speed,
+    compile_choice,
     curation,
     curation_scaling,
     default_speed,
@@ -83,6 +84,7 @@ BENCHMARKS_DOC = "BENCHMARKS.md"
 BENCHMARKS = (
     baselines_epoch,
     baselines_speed,
+    compile_choice,
     curation,
     curation_scaling,
     default_speed,

@@ -15,7 +15,7 @@ def parse_error(*arguments: str) -> str:
     values = flags.FlagValues()
     flags.DEFINE_integer("trainer.steps", None, "", flag_values=values)
     flags.DEFINE_float("trainer.learning_rate", None, "", flag_values=values)
-    flags.DEFINE_boolean("trainer.jit_compile", None, "", flag_values=values)
+    flags.DEFINE_boolean("trainer.mixed_precision", None, "", flag_values=values)
     with pytest.raises(flags.Error) as error:
         values(["train.py", *arguments])
     return str(error.value)
@@ -32,9 +32,9 @@ def parse_error(*arguments: str) -> str:
         ("--trainer.steps=2.5", "--trainer.steps=2.5 is not an integer."),
         ("--trainer.learning_rate=fast", "--trainer.learning_rate=fast is not a number."),
         (
-            "--trainer.jit_compile=garbage",
-            "--trainer.jit_compile=garbage is not true or false; pass --trainer.jit_compile, "
-            "--notrainer.jit_compile, --trainer.jit_compile=true or --trainer.jit_compile=false.",
+            "--trainer.mixed_precision=garbage",
+            "--trainer.mixed_precision=garbage is not true or false; pass --trainer.mixed_precision, "
+            "--notrainer.mixed_precision, --trainer.mixed_precision=true or --trainer.mixed_precision=false.",
         ),
         (
             "--trainer.step=3",

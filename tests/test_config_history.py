@@ -52,6 +52,15 @@ def test_a_run_written_at_one_step_a_call_resumes_under_the_default_unasked(tmp_
     }
 
 
+def test_a_run_written_with_xla_pinned_resumes_under_auto_unasked(tmp_path, monkeypatch):
+    run_dir = str(tmp_path / "run")
+    write_run(run_dir, TOY.replace(steps=40, jit_compile=True), monkeypatch, checkpoint_steps=(20, 40))
+    assert config_history.config_changes(run_dir, TOY.replace(steps=60, jit_compile="auto")) == {
+        "trainer.steps": (40, 60),
+        "trainer.jit_compile": ("true", "auto"),  # the same step; only how it is compiled changes
+    }
+
+
 def test_with_a_checkpoint_only_allowed_fields_change_and_steps_only_rise(tmp_path, monkeypatch):
     run_dir = str(tmp_path / "run")
     write_run(run_dir, TOY, monkeypatch, checkpoint_steps=(10, 20))

@@ -60,7 +60,7 @@ def test_the_ablation_is_uniform_infogan():
     assert (
         config.method.prior == "uniform"
         and config.method.contrastive_weight == 0
-        and config.trainer.jit_compile
+        and config.trainer.jit_compile == "true"
     )
     assert config.data.source == "procedural" and config.batch.batch_size == 64
 

@@ -650,9 +650,12 @@ def test_a_run_directory_with_an_old_config_json_resumes_and_evaluates(run_train
     history = json.load(open(run_dir / "config_history.json"))
     assert history[-1]["changed"] == {
         "trainer.steps": {"old": 10, "new": 20},
-        # The flat layout's runs trained one step a call: the default (auto) is a change.
+        # The flat layout's runs trained one step a call without XLA: the defaults (auto) are changes.
         **(
-            {"trainer.steps_per_execution": {"old": 1, "new": 0}}
+            {
+                "trainer.steps_per_execution": {"old": 1, "new": 0},
+                "trainer.jit_compile": {"old": "false", "new": "auto"},
+            }
             if old_config_json is flat_config_json
             else {}
         ),

@@ -33,10 +33,13 @@ class ToyConfig(DataConfig):
 ENTRY = "toy_family:FAMILY"
 # A run of the toy family that trains in seconds: checkpoints at steps 10, 20, 30, 40. Built from
 # its parts, so that importing this module needs no registration. One step a compiled call, so a
-# test's callback sees every step (the default, auto, is tested in tests/test_training.py).
+# test's callback sees every step (the default, auto, is tested in tests/test_training.py); the
+# plain graph, so that runs compare to the last bit (auto's timing: tests/test_compile_choice.py).
 CONFIG = ExperimentConfig(
     name="toy",
-    trainer=TrainerConfig(learning_rate=1e-3, steps=40, log_every=10, seed=3, steps_per_execution=1),
+    trainer=TrainerConfig(
+        learning_rate=1e-3, steps=40, log_every=10, seed=3, steps_per_execution=1, jit_compile="false"
+    ),
     data=ToyConfig(family="toy"),
     batch=SetBatch(set_size=12, pairs_per_step=2),
     method=AbcConfig(name="abc", temperature=0.1),

@@ -258,11 +258,12 @@ class MethodModel(keras.Model):
         """``compile`` with the run's ``optimizer`` and the trainer's XLA and steps-per-execution
         settings.
 
-        That optimizer's ``iterations`` count the steps.
+        That optimizer's ``iterations`` count the steps. ``auto`` compiles the plain graph; the
+        trainer's :class:`abc_tf.runs.compile_choice.ChooseCompile` may switch it to XLA.
         """
         self.compile(
             optimizer=optimizer,
-            jit_compile=trainer.jit_compile,
+            jit_compile=trainer.jit_compile == "true",
             steps_per_execution=max(1, trainer.steps_per_execution),
         )
 

@@ -34,9 +34,10 @@ CHANGEABLE_FIELDS = (
     "trainer.eval_images",
 )
 STEPS = "trainer.steps"
-# Settings that change how fast the steps run, not what they compute: a resume may change them
-# unasked (a run written when one step a call was the default resumes under auto).
-SPEED_FIELDS = ("trainer.steps_per_execution",)
+# Settings that change how fast the steps run, not what they compute (XLA rounds differently from
+# the plain graph, no more): a resume may change them unasked (a run written when one step a call,
+# or no XLA, was the default resumes under auto).
+SPEED_FIELDS = ("trainer.steps_per_execution", "trainer.jit_compile")
 CONFIG_HISTORY_FILE = "config_history.json"
 
 

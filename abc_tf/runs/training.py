@@ -26,7 +26,16 @@ from abc_tf import data, methods
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import DataFamily
 from abc_tf.methods.base import Method, MethodModel, is_multi_worker
-from abc_tf.runs import checkpoints, checks, config_history, export, precision, preemption, run_lock
+from abc_tf.runs import (
+    checkpoints,
+    checks,
+    compile_choice,
+    config_history,
+    export,
+    precision,
+    preemption,
+    run_lock,
+)
 from abc_tf.runs.run_dir import ENCODER, SAVED_MODEL_DIR, network_file
 from abc_tf.runs.hparams import HParamsLogger
 from abc_tf.runs.training_logs import IntervalLogger, StopOnNonFiniteLoss
@@ -359,7 +368,11 @@ def _train_locked(
     logger = IntervalLogger(
         os.path.join(output_dir, "logs", "train"), config.trainer.log_every, config.trainer.steps, verbose
     )
+    calls = (config.trainer.steps - start_step) // model.steps_per_execution
+    choose = compile_choice.should_choose(config.trainer.jit_compile, config.trainer.strategy, calls)
     all_callbacks = [
+        # First, so that its clock stops before the other callbacks' work on each call.
+        *([compile_choice.ChooseCompile(calls, verbose=bool(verbose))] if choose else []),
         StopOnNonFiniteLoss(run_dir),
         checkpoints.SaveCheckpoint(
             run_dir,

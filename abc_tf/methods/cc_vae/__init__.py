@@ -130,15 +130,14 @@ PRESETS: dict[str, ExperimentConfig] = {
     ),
 }
 # The authors' settings for 3,500 steps, 4 epochs of the training images: minutes on 2 CPU cores.
-# The step is compiled with XLA, the GPU's choice. On a CPU, which of XLA and the plain graph runs
-# it faster depends on the CPU (BENCHMARKS.md, "The paper's baselines: compiled step against
-# eager", measured one where the plain graph is). The full `mnist_cc_vae` preset trains in it:
-# its 84,455 steps take about an hour a seed on 2 CPU cores [ours].
+# Which of XLA and the plain graph runs the step faster depends on the CPU (BENCHMARKS.md, "The
+# paper's baselines: compiled step against eager"), so both presets leave --trainer.jit_compile at
+# auto, which times the two. The full preset's 84,455 steps take about an hour a seed on 2 CPU
+# cores [ours].
 PRESETS["mnist_cc_vae_quick"] = PRESETS["mnist_cc_vae"].replace(
     name="mnist_cc_vae_quick",
     steps=3500,
     log_every=500,
-    jit_compile=True,
 )
 
 # Table S1, synthetic cars (ABC supplement L66-70), on the built-in procedural cars at 64 x 64.

@@ -150,7 +150,12 @@ POSE = PoseConfig(
 PRESETS: dict[str, ExperimentConfig] = {
     "pose_lord": ExperimentConfig(
         name="pose_lord",
-        trainer=TrainerConfig(steps=STAGE1_STEPS + STAGE2_STEPS, learning_rate=3e-4, log_every=1000),
+        # The plain graph, not XLA, and no timing of the two: on the CPU, XLA runs the convolutions
+        # inside a tf.cond (the stages) tens of times slower (BENCHMARKS.md, "The paper's
+        # baselines: compiled step against eager").
+        trainer=TrainerConfig(
+            steps=STAGE1_STEPS + STAGE2_STEPS, learning_rate=3e-4, log_every=1000, jit_compile="false"
+        ),
         data=POSE,
         # Two sets of 32 views of one instance: the authors' 64 images a step.
         batch=SetBatch(set_size=32, pairs_per_step=2, double_augmentation=False),
@@ -160,9 +165,7 @@ PRESETS: dict[str, ExperimentConfig] = {
 # About 3.5 minutes of training on 2 CPU cores [ours]: 0.13 s a stage-1 step, 0.16 s a stage-2
 # step. train.py takes 7 minutes in all, with rendering, export and the end-of-run summary.
 # The authors' schedules, weights and 5 : 1 split of the stages, with narrower networks, shorter
-# codes and 16 images a step, for 1,500 steps (6 epochs of the bank). The plain graph, not XLA:
-# on the CPU, XLA runs the convolutions inside a tf.cond (the stages) tens of times slower
-# (BENCHMARKS.md, "The paper's baselines: compiled step against eager").
+# codes and 16 images a step, for 1,500 steps (6 epochs of the bank), in the plain graph as above.
 PRESETS["pose_lord_quick"] = PRESETS["pose_lord"].replace(
     name="pose_lord_quick",
     steps=1500,

@@ -87,7 +87,7 @@ def variant_presets(config_class: type[VaeConfig], variant: str) -> dict[str, Ex
         learning_rate=1e-3,
         steps=5000,
         log_every=250,
-        jit_compile=True,
+        jit_compile="true",
     )
     return {paper.name: paper, quick.name: quick}
 
@@ -95,7 +95,7 @@ def variant_presets(config_class: type[VaeConfig], variant: str) -> dict[str, Ex
 def variant_smoke(config_class: type[VaeConfig], variant: str) -> ExperimentConfig:
     """The smallest run of ``variant``, on the procedural digits, for tests/test_methods.py."""
     return variant_presets(config_class, variant)[f"mnist_{variant}_quick"].replace(
-        name=f"{variant}_smoke", source="procedural", jit_compile=False, batch_size=8, steps=4, log_every=2
+        name=f"{variant}_smoke", source="procedural", jit_compile="false", batch_size=8, steps=4, log_every=2
     )
 
 
