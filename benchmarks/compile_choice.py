@@ -106,21 +106,22 @@ def _choices(row: dict) -> str:
     )
 
 
-def row_reading(row: dict, min_seconds_left: float) -> str:
-    minutes = row["steps"] / row["steps_per_s"]["false"] / 60
-    short = 60 * minutes < min_seconds_left
+def row_reading(index: int, row: dict, min_seconds_left: float) -> str:
+    short = row["steps"] / row["steps_per_s"]["false"] < min_seconds_left
     right = sum(xla == (row["faster_pinned"] == "true") for xla in row["auto_chose_xla"])
+    link = f"{FILE}#/rows/{index}"
     return (
-        f"`{row['preset']}`, {row['steps']:,} steps ({minutes:.1f} min in the plain graph, "
-        f"{'under' if short else 'over'} auto's {min_seconds_left / 60:g} min): auto chose the faster "
-        f"pinned setting, {NAMES[row['faster_pinned']]}, in {right} of {len(row['auto_chose_xla'])} runs "
-        f"and ran at {row['auto_over_faster']:.2f}x its rate ({row['auto_over_slower']:.2f}x the slower's)."
+        f"`{row['preset']}`, {row['steps']:,} steps ({'under' if short else 'over'} auto's "
+        f"{min_seconds_left / 60:g} min in the plain graph): auto chose the faster pinned setting, "
+        f"{NAMES[row['faster_pinned']]}, in {right} of {len(row['auto_chose_xla'])} runs and ran at "
+        f"[{row['auto_over_faster']:.2f}]({link}/auto_over_faster)x its rate "
+        f"([{row['auto_over_slower']:.2f}]({link}/auto_over_slower)x the slower's)."
     )
 
 
 def reading(results: dict) -> str:
     return "Reading [ours]: " + " ".join(
-        row_reading(row, results["min_seconds_left"]) for row in results["rows"]
+        row_reading(index, row, results["min_seconds_left"]) for index, row in enumerate(results["rows"])
     )
 
 

@@ -163,10 +163,12 @@ def test_the_benchmark_section_ties_each_rate_to_its_row_and_reads_each_row():
         f"[1.80]({benchmark.FILE}#/rows/0/auto_over_slower) |"
     ) in text.splitlines()
     assert "| XLA (both timed), plain graph (both timed) |" in text
+    rows = f"{benchmark.FILE}#/rows"
     assert text.endswith(
-        "Reading [ours]: `mnist`, 500 steps (0.8 min in the plain graph, under auto's 5 min): auto chose "
-        "the faster pinned setting, plain graph, in 2 of 2 runs and ran at 0.90x its rate (1.80x the "
-        "slower's). `mnist_ml_vae_quick`, 15,000 steps (8.3 min in the plain graph, over auto's 5 min): "
-        "auto chose the faster pinned setting, XLA, in 1 of 2 runs and ran at 0.90x its rate (1.20x the "
-        "slower's)."
+        "Reading [ours]: `mnist`, 500 steps (under auto's 5 min in the plain graph): auto chose the "
+        "faster pinned setting, plain graph, in 2 of 2 runs and ran at "
+        f"[0.90]({rows}/0/auto_over_faster)x its rate ([1.80]({rows}/0/auto_over_slower)x the slower's). "
+        "`mnist_ml_vae_quick`, 15,000 steps (over auto's 5 min in the plain graph): auto chose the faster "
+        f"pinned setting, XLA, in 1 of 2 runs and ran at [0.90]({rows}/1/auto_over_faster)x its rate "
+        f"([1.20]({rows}/1/auto_over_slower)x the slower's)."
     )
