@@ -33,6 +33,14 @@ kept::
 The table between the markers is the template with every placeholder replaced by the file's
 value; it is plain (no bold, no links), since any emphasis would not come from the file.
 
+A template may compute a cell from several values: ``{argmin:/p1,/p2,/p3=a,b,c}`` (or
+``argmax``) writes the label of the pointer whose value is least (greatest), e.g. the best column
+of a row.
+
+Verdicts are written the same way: a link to a finding of ``docs/findings.json`` has its text
+decided from the result files by ``scripts/verdicts.py`` (the rule of RESULTS.md, "How rows are
+judged"), and a link to ``findings.json#tally`` counts the document's verdicts.
+
 The same holds for the sections of BENCHMARKS.md that a benchmark writes from its results file:
 each module of ``BENCHMARKS`` names its ``FILE`` (under docs/figures/benchmarks/) and writes its
 ``## TITLE`` section with ``section(results)`` (a module writing more than one names them in
@@ -53,6 +61,7 @@ import sys
 import urllib.parse
 
 from abc_tf.evaluation import comparison_report
+from scripts import verdicts
 from benchmarks import (
     baselines_epoch,
     baselines_speed,
@@ -78,7 +87,7 @@ from benchmarks import (
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ("RESULTS.md", "BENCHMARKS.md", "docs/REPRODUCTION.md")
+DOCS = ("README.md", "RESULTS.md", "BENCHMARKS.md", "docs/REPRODUCTION.md")
 BENCHMARKS_DOC = "BENCHMARKS.md"
 # The benchmarks whose sections are written from their results file alone.
 BENCHMARKS = (
@@ -116,6 +125,8 @@ TABLE = re.compile(
 PLACEHOLDER = re.compile(
     r"\{(?:(?P<file>[\w./-]+\.json)#)?(?P<pointer>/[^{}:\n]*)(?::(?P<format>[^{}\n]*))?\}"
 )
+# A computed cell: {argmin:/p1,/p2=label1,label2} (or argmax), the label of the least (greatest).
+COMPUTED = re.compile(r"\{(?P<op>argmin|argmax):(?P<pointers>[^{}=\n]+)=(?P<labels>[^{}\n]+)\}")
 
 
 def section_table(path: str, section: str, root: str = ROOT) -> str:
@@ -147,9 +158,7 @@ def template_table(path: str, template: str, root: str = ROOT, doc: str = "") ->
                 raise ValueError(f"{where}the table's file {name} does not exist.") from None
         return files[name]
 
-    def value(match: re.Match) -> str:
-        name = match["file"] or path
-        pointer, spec = match["pointer"], match["format"] or ""
+    def lookup(name: str, pointer: str):
         found = load(name)
         try:
             for token in pointer.split("/")[1:]:
@@ -161,6 +170,12 @@ def template_table(path: str, template: str, root: str = ROOT, doc: str = "") ->
             ) from None
         if isinstance(found, (dict, list)):
             raise ValueError(f"{where}{name}#{pointer} is not a single value but a {type(found).__name__}")
+        return found
+
+    def value(match: re.Match) -> str:
+        name = match["file"] or path
+        pointer, spec = match["pointer"], match["format"] or ""
+        found = lookup(name, pointer)
         try:
             return format(found, spec)
         except (ValueError, TypeError) as error:
@@ -168,8 +183,16 @@ def template_table(path: str, template: str, root: str = ROOT, doc: str = "") ->
                 f"{where}{name}#{pointer} ({found!r}) does not take the format {spec!r}: {error}"
             )
 
+    def computed(match: re.Match) -> str:
+        pointers, labels = match["pointers"].split(","), match["labels"].split(",")
+        if len(pointers) != len(labels):
+            raise ValueError(f"{where}{match[0]} has {len(pointers)} pointers but {len(labels)} labels.")
+        values = [float(lookup(path, pointer.strip())) for pointer in pointers]
+        pick = min if match["op"] == "argmin" else max
+        return labels[values.index(pick(values))].strip()
+
     load(path)
-    return PLACEHOLDER.sub(value, template)
+    return PLACEHOLDER.sub(value, COMPUTED.sub(computed, template))
 
 
 def table_files(text: str) -> set[str]:
@@ -253,6 +276,8 @@ def main(argv: list[str] | None = None, root: str = ROOT) -> int:
         with open(path) as handle:
             text = handle.read()
         new, changed = render(text, root, name)
+        new, decided = verdicts.render(new, name, root)
+        changed += [f"verdict {link}" for link in decided]
         if name == BENCHMARKS_DOC:
             new, sections = render_benchmarks(new, root)
             changed += sections
