@@ -8,9 +8,10 @@ an object with ``mean``, ``std`` and the runs' ``values``; or an object ``{"ref"
 
 - ``value``: ``ours`` against the paper's ``value`` and ``spread`` (without a spread, the value
   as printed: ours rounds to it);
-- ``bound``: ``ours`` against the paper's ``above`` or ``below``;
+- ``bound``: ``ours`` (or each of a list of them) against the paper's ``above`` or ``below``;
 - ``ordering``: every pair ``[higher, lower]`` of ``order`` apart by more than the two figures'
-  spreads (for two single runs, than the paper's ``spread``); a pattern is a list of pairs. With
+  spreads (for two single runs, than the paper's ``spread``); a pattern is a list of pairs; a
+  pair ``[a, b, "not above"]`` claims ``a`` no higher than ``b`` beyond their spreads. With
   ``values`` (``[[ref, paper value, spread or null], ...]``) the values are compared too;
 - ``trend``: the figures of ``trend`` each step the way of ``direction`` (``rising``/``falling``);
 - ``none``: nothing of ours to compare (``reason`` says why).
@@ -89,11 +90,20 @@ def read(ref: str, root: str = ROOT, cache: dict | None = None):
 
 
 def figure(ref, root: str = ROOT, cache: dict | None = None) -> Figure:
-    """Our figure at ``ref`` (a reference string or an object with ``ref``)."""
+    """Our figure at ``ref`` (a reference string or an object with ``ref``): a number is one run;
+    a list holds one value a run; an object gives ``mean``, ``std`` and the runs' ``values`` (or
+    their count as ``runs`` or ``seeds``); ``{"ratio": [a, b]}`` is a over b."""
+    if isinstance(ref, dict) and "ratio" in ref:
+        a, b = (figure(part, root, cache) for part in ref["ratio"])
+        return Figure(a.mean / b.mean, None, min(a.runs, b.runs))
     value = read(ref["ref"] if isinstance(ref, dict) else ref, root, cache)
+    if isinstance(value, list):
+        values = [float(v) for v in value]
+        mean = sum(values) / len(values)
+        std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+        return Figure(mean, std if len(values) > 1 else None, len(values))
     if isinstance(value, dict):
-        values = value.get("values") or []
-        runs = len(values) or int(value.get("runs", 1))
+        runs = len(value.get("values") or []) or int(value.get("runs", value.get("seeds", 1)))
         return Figure(float(value["mean"]), value.get("std") if runs > 1 else None, runs)
     return Figure(float(value), None, 1)
 
@@ -151,9 +161,10 @@ def percent(fraction: float) -> str:
 
 def refs_of(finding: dict) -> list:
     """Every reference of ``finding``, in the order ours, ordered pairs, trend, values."""
-    refs = [finding["ours"]] if "ours" in finding else []
+    ours = finding.get("ours", [])
+    refs = list(ours) if isinstance(ours, list) else [ours]
     for pair in finding.get("order", []):
-        refs.extend(pair)
+        refs.extend(pair[:2])
     return refs + finding.get("trend", []) + [row[0] for row in finding.get("values", [])]
 
 
@@ -162,7 +173,7 @@ def decide(finding: dict, root: str = ROOT, cache: dict | None = None) -> Verdic
     cache = {} if cache is None else cache
     claim = finding["claim"]
     if finding.get("paper") == "not found":
-        return Verdict("not measurable here", "the paper's figure not found offline")
+        return Verdict("not measurable here", "paper's figure not found offline")
     if claim == "none":
         return Verdict("not measurable here", finding["reason"])
     paper = finding.get("paper") or {}
@@ -177,20 +188,22 @@ def decide(finding: dict, root: str = ROOT, cache: dict | None = None) -> Verdic
 
     # Runs.
     if "draws" in finding:
-        ours_draws, paper_draws = finding["draws"]
+        ours_draws, paper_draws = (
+            int(read(d, root, cache)) if isinstance(d, str) else d for d in finding["draws"]
+        )
         if ours_draws < paper_draws:
             return verdict("not measurable here", f"{ours_draws:,} of the paper's {paper_draws:,} draws")
     elif claim == "trend":
         if len(figures) < MIN_RUNS:
-            return verdict("not measurable here", f"{len(figures)} points, the rule asks for {MIN_RUNS}")
+            return verdict("not measurable here", f"{len(figures)} points of {MIN_RUNS}")
     else:
-        runs = finding.get("runs", min(f.runs for f in figures))
+        compared = figures[: len(figures) - len(finding.get("values", []))]
+        runs = finding.get("runs", min(f.runs for f in compared))
+        runs = int(read(runs, root, cache)) if isinstance(runs, str) else runs
         needed = min(MIN_RUNS, finding.get("paper_runs", MIN_RUNS))
         if runs < needed:
             what = "repeat" if finding.get("timing") else "run"
-            return verdict(
-                "not measurable here", f"{runs} {what}{'s' * (runs != 1)}, the rule asks for {needed}"
-            )
+            return verdict("not measurable here", f"{runs} {what}{'s' * (runs != 1)} of {needed}")
 
     # Budget.
     fraction = budget_fraction(finding.get("budget"))
@@ -220,29 +233,31 @@ def decide(finding: dict, root: str = ROOT, cache: dict | None = None) -> Verdic
     if claim == "bound":
         if not compared:
             return verdict("not measurable here", not_compared)
-        ours = figures[0]
-        if "above" in paper:
-            bound, ok, side = paper["above"], ours.mean > float(paper["above"]), "below"
-        else:
-            bound, ok, side = paper["below"], ours.mean < float(paper["below"]), "above"
-        if ok:
-            return verdict("holds", f"within the bound of {bound}")
-        return verdict("differs", f"{side} the bound of {bound}")
+        above = "above" in paper
+        bound = float(paper["above"] if above else paper["below"])
+        failed = [label(ref) or "ours" for ref, f in zip(refs, figures) if (f.mean > bound) != above]
+        if not failed:
+            return verdict("holds", f"{'above' if above else 'below'} the bound of {bound:g}")
+        side = "below" if above else "above"
+        if len(failed) == len(refs):
+            return verdict("differs", f"{side} the bound of {bound:g}")
+        return verdict("differs", f"{side} the bound of {bound:g} in part: {', '.join(failed)}")
 
     if claim == "ordering":
         pairs = finding["order"]
         failed = []
-        for index, (high, _) in enumerate(pairs):
+        for index, pair in enumerate(pairs):
             a, b = figures[2 * index], figures[2 * index + 1]
             allowed = spread(a, b) if (a.std or b.std) else float(paper.get("spread") or 0.0)
-            if a.mean - b.mean <= allowed:
-                failed.append(label(high) or f"pair {index + 1}")
+            not_above = pair[2:] == ["not above"]
+            if (a.mean - b.mean > allowed) if not_above else (a.mean - b.mean <= allowed):
+                failed.append(label(pair[0]) or f"pair {index + 1}")
         if failed:
-            part = "wholly" if len(failed) == len(pairs) else f"in part ({', '.join(failed)})"
-            return verdict("differs", f"gap within the spread or reversed, {part}")
+            part = "wholly" if len(failed) == len(pairs) else f"in part: {', '.join(failed)}"
+            return verdict("differs", f"fails {part}")
         rows = finding.get("values", [])
         if not rows:
-            return verdict("holds", "every gap exceeds the spread")
+            return verdict("holds", "gaps exceed the spread")
         if not compared:
             return verdict("holds as an ordering", not_compared)
         value_figures = figures[2 * len(pairs) :]
@@ -258,6 +273,15 @@ def decide(finding: dict, root: str = ROOT, cache: dict | None = None) -> Verdic
         return verdict("differs", f"not {finding['direction']} at {steps.count(False)} of {len(steps)} steps")
 
     raise ValueError(f"{FINDINGS}: claim {claim!r} is not one of value, bound, ordering, trend, none.")
+
+
+def files_of(value) -> set[str]:
+    """The result files a finding (or any part of one) refers to."""
+    if isinstance(value, str):
+        path = value.partition("#")[0]
+        return {path} if path.endswith(".json") and "#" in value else set()
+    parts = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return set().union(*(files_of(part) for part in parts)) if parts else set()
 
 
 def load(root: str = ROOT) -> dict:
