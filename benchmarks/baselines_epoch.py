@@ -37,6 +37,7 @@ from abc_tf.data.mnist import family as mnist
 from abc_tf.data.mnist import sources as mnist_sources
 from abc_tf.runs import training
 from benchmarks.mnist_epoch import IMAGES_PER_EPOCH, pipeline_seconds_per_batch
+from benchmarks import report
 from benchmarks.report import machine_line, save_results, write_section
 
 TITLE = "MNIST epoch time: ABC and the paper's baselines (Table S2)"
@@ -202,12 +203,12 @@ def wall_verdict(abc: dict, cc_vae: dict) -> str:
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     rows = {row["method"]: row for row in results["rows"]}
-    abc, cc_vae, ml_vae = rows["ABC"], rows["CC-VAE"], rows["ML-VAE"]
+    abc, cc_vae = rows["ABC"], rows["CC-VAE"]
     table = "\n".join(
-        f"| {row['method']} | `{row['preset']}` | {row['steps_per_epoch']:g} ({row['counted']}) | "
-        f"{row['steps_per_execution']} | {row['wall_seconds']:.1f} ({min(row['wall_seconds_each']):.1f}-"
-        f"{max(row['wall_seconds_each']):.1f}) | {row['cpu_seconds']:.1f} | {row['wall_over_abc']:.2f} | "
-        f"{row['cpu_over_abc']:.2f} | "
+        f"| {row['method']} | `{row['preset']}` | {row['steps_per_epoch']:g} | "
+        f"{row['wall_seconds']:.1f} ({min(row['wall_seconds_each']):.1f}-"
+        f"{max(row['wall_seconds_each']):.1f}) | "
+        f"{row['cpu_seconds']:.1f} | {row['wall_over_abc']:.2f} | "
         + (
             f"{row['paper_seconds']} | {row['paper_seconds'] / abc['paper_seconds']:.2f} |"
             if row["paper_seconds"]
@@ -215,38 +216,19 @@ def section(results: dict) -> str:
         )
         for row in results["rows"]
     )
-    before, others, stolen = (
-        results["load_before"][0],
-        results["other_processes_cores"],
-        results["stolen_cores"],
-    )
-    quiet = before < 0.5 and max(others, 0) + stolen < 0.5
-    cheapest = "the cheapest" if min(results["rows"], key=lambda row: row["wall_seconds"]) is ml_vae else "an"
-    verdict = wall_verdict(abc, cc_vae)
-    return f"""{results["machine"]} The host was {"quiet" if quiet else "not quiet"} (below 0.5 \
-cores for others): 1-minute load average {before:.2f} before the run; during the timed epochs other \
-processes used {max(others, 0):.2f} cores and the hypervisor gave {stolen:.2f} cores to other machines \
-(`/proc/stat`, less this process's CPU time).
+    before, others = results["load_before"][0], max(results["other_processes_cores"], 0)
+    load = f"load {before:.2f} before, others used {others:.2f} cores"
+    return f"""One whole epoch of each paper preset in turn (float32, no XLA, the trainer's steps a call), \
+fed from memory; median and range of {results["repeats"]} repeats. Steps per epoch as each method's \
+authors count one (module docstring).
 
-Command: `{results["command"]}` (data: {results["data"]}). Each paper preset in float32 without XLA, \
-through `fit` with the steps per call the trainer chooses, on the MNIST stacks of 64 held in memory. \
-Each repeat times one whole epoch of every method, the three in turn; the table gives the median of \
-{results["repeats"]} repeats and their range. Cores the process used in each epoch (CPU / wall \
-seconds), in the order run: {cores_used(results)}. An epoch is as each method's authors count one (the steps \
-column; the module docstring gives the sources).
-
-| method | preset | steps per epoch (counted) | steps per call | wall s/epoch (range) | CPU s/epoch | \
-wall / ABC (ours) | CPU / ABC (ours) | paper s/epoch (K80) | / ABC (paper) |
-|---|---|---|---|---|---|---|---|---|---|
+| method | preset | steps/epoch | wall s (range) | CPU s | wall / ABC | paper s (K80) | paper / ABC |
+|---|---|---|---|---|---|---|---|
 {table}
 
-The live pipeline draws a batch of two stacks of 64 in {results["pipeline_ms_per_batch"]:.1f} ms \
-(ABC's preset), which a real run adds where it exceeds the step.
+Command: `{results["command"]}`. {report.host(results, load)}
 
-Table S2 gives wall seconds, so the verdict follows them: the paper's ordering (ABC's epoch faster \
-than CC-VAE's) {verdict}. ML-VAE's MLPs make {cheapest} \
-epoch ({ml_vae["wall_over_abc"]:.2f}x ABC's wall time); it is not in the paper's table. The paper's \
-Table S2 also lists Sanchez et al. (70.2 s, 1.47x ABC), which this project does not implement."""
+The paper's ordering (ABC's epoch faster than CC-VAE's) {wall_verdict(abc, cc_vae)}."""
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import keras
 from abc_tf.runs import compile_choice, training
 from abc_tf.runs.compile_choice import MIN_SECONDS_LEFT
 from abc_tf.runs.experiments import get_preset
-from benchmarks.report import argument_parser, load_text, measured, publish, save_results
+from benchmarks.report import argument_parser, host, measured, publish, save_results
 
 TITLE = "XLA or the plain graph, chosen by timing (CPU)"
 FILE = "docs/figures/benchmarks/compile_choice.json"
@@ -106,50 +106,39 @@ def _choices(row: dict) -> str:
     )
 
 
-def row_reading(index: int, row: dict, min_seconds_left: float) -> str:
+def row_reading(row: dict, min_seconds_left: float) -> str:
     short = row["steps"] / row["steps_per_s"]["false"] < min_seconds_left
     right = sum(xla == (row["faster_pinned"] == "true") for xla in row["auto_chose_xla"])
-    link = f"{FILE}#/rows/{index}"
     return (
-        f"`{row['preset']}`, {row['steps']:,} steps ({'under' if short else 'over'} auto's "
-        f"{min_seconds_left / 60:g} min in the plain graph): auto chose the faster pinned setting, "
-        f"{NAMES[row['faster_pinned']]}, in {right} of {len(row['auto_chose_xla'])} runs and ran at "
-        f"[{row['auto_over_faster']:.2f}]({link}/auto_over_faster)x its rate "
-        f"([{row['auto_over_slower']:.2f}]({link}/auto_over_slower)x the slower's)."
+        f"`{row['preset']}` ({'under' if short else 'over'} auto's {min_seconds_left / 60:g} min in the "
+        f"plain graph): auto chose the faster, {NAMES[row['faster_pinned']]}, in {right} of "
+        f"{len(row['auto_chose_xla'])} runs."
     )
 
 
 def reading(results: dict) -> str:
-    return "Reading [ours]: " + " ".join(
-        row_reading(index, row, results["min_seconds_left"]) for index, row in enumerate(results["rows"])
-    )
+    return " ".join(row_reading(row, results["min_seconds_left"]) for row in results["rows"])
 
 
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        f"{results['machine']} {load_text(results)}",
+        "Whole runs of each preset on procedural data with `--trainer.jit_compile=false`, `=true` and "
+        "`=auto`: steps over the fit's wall-clock, tracing, XLA's compile and auto's timing included.",
         "",
-        f"Command: `{results['command']}`. Each preset trains its row's steps on its procedural "
-        f"data three times a round, {results['rounds']} round(s): `--trainer.jit_compile=false`, `=true` and "
-        "`=auto`. steps/s: the steps over the fit's median wall-clock from its start to the end of its last "
-        "call (tracing, XLA's compile and auto's timing included; checkpoints, end-of-run measures and "
-        "export left out).",
-        "",
-        "| preset | steps | steps a call | plain graph steps/s | XLA steps/s | auto steps/s | auto chose | "
-        "auto over the faster pinned | auto over the slower pinned |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| preset | steps | plain graph steps/s | XLA steps/s | auto steps/s | auto chose | "
+        "auto over the faster | auto over the slower |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for index, row in enumerate(results["rows"]):
         link = f"{FILE}#/rows/{index}"
         rates = " | ".join(f"[{row['steps_per_s'][mode]:.2f}]({link}/steps_per_s/{mode})" for mode in MODES)
         lines.append(
-            f"| `{row['preset']}` | {row['steps']:,} | {row['steps_per_execution']} | {rates} | "
-            f"{_choices(row)} | "
+            f"| `{row['preset']}` | {row['steps']:,} | {rates} | {_choices(row)} | "
             f"[{row['auto_over_faster']:.2f}]({link}/auto_over_faster) | "
             f"[{row['auto_over_slower']:.2f}]({link}/auto_over_slower) |"
         )
-    lines += ["", reading(results)]
+    lines += ["", f"Command: `{results['command']}`. {host(results)}", "", reading(results)]
     return "\n".join(lines)
 
 

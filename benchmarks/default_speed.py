@@ -27,7 +27,8 @@ import models
 from abc_tf.runs import training
 from abc_tf.runs.experiments import get_preset
 from benchmarks import loops
-from benchmarks.report import argument_parser, load_text, measured, publish, save_results
+from benchmarks import report
+from benchmarks.report import argument_parser, measured, publish, save_results
 
 EXPERIMENT = "mnist"
 TITLE = "Training speed with default flags"
@@ -96,12 +97,8 @@ LABELS = {
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        f"{results['machine']} {load_text(results)}",
-        "",
-        f"Command: `{results['command']}`. The `{results['experiment']}` preset's step (S4, d=8, two sets "
-        "of 64, l2sq ABC loss, Adam, float32) on one batch repeated from memory; each loop timed for "
-        f"{results['steps']} steps in turn, {results['rounds']} rounds, median. CPU milliseconds count every "
-        "thread of the process.",
+        f"The `{results['experiment']}` preset's step (float32) on one batch from memory, each loop "
+        f"{results['steps']} steps in turn, median of {results['rounds']} rounds; CPU ms count every thread.",
         "",
         "| loop | steps/s | CPU ms/step | over eager | over a bare compiled step |",
         "|---|---|---|---|---|",
@@ -114,12 +111,7 @@ def section(results: dict) -> str:
             f"[{row['cpu_ms_per_step']:.1f}]({link}/cpu_ms_per_step) | "
             f"[{row['over_eager']:.2f}]({link}/over_eager) | [{row['over_bare']:.2f}]({link}/over_bare) |"
         )
-    lines += [
-        "",
-        "With its flags left at their defaults a run gets the steps per call that `auto` chooses: the "
-        "largest divisor of the steps between log and evaluation steps, up to 10 "
-        "(`abc_tf.runs.training.steps_per_execution`).",
-    ]
+    lines += ["", f"Command: `{results['command']}`. {report.host(results)}"]
     return "\n".join(lines)
 
 

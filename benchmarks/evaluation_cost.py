@@ -30,10 +30,10 @@ import numpy as np
 
 from abc_tf.data.shapes3d.family import FACTOR_SIZES
 from abc_tf.evaluation.estimators import histogram_mi, mine, noise, probes
+from benchmarks import report
 from benchmarks.report import (
     FIGURES,
     argument_parser,
-    load_text,
     log_log_axes,
     measured,
     publish,
@@ -178,104 +178,30 @@ def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     mine_rows, probe_rows, histogram_rows = results["mine"], results["probes"], results["histogram"]
     dims = sorted({r["d"] for r in mine_rows})
-    shown = (dims[0], dims[-1])  # the tables show the smallest and largest D; the figures all of them
-    unshown = [d for d in dims if d not in shown]
+    shown = (dims[0], dims[-1])  # the table shows the smallest and largest D; the figures all of them
     sweep, epochs = results["num_sigmas"], results["probe_epochs"]
-    samples = sorted({r["n"] for r in mine_rows})
-    smallest, largest = samples[0], samples[-1]
+    probes = {(r["n"], r["d"]): r for r in probe_rows}
     lines = [
-        results["machine"],
+        f"Random [N, D] embeddings with Shapes3D's six factors. MINE: wall seconds per 1000 steps, and one "
+        f"estimate in the paper's setting ({results['paper_steps']:,} steps, "
+        f"{results['paper_eval_samples']:,} samples) and its {sweep}-sigma sweep, extrapolated; probes: a "
+        f"first call of {epochs} epochs, extrapolated. Other D and histogram MI: the JSON and figures.",
         "",
-        f"Random embeddings [N, D] (D = {_words(dims)}; the tables show {_words(sorted(set(shown)))}) with "
-        f"the six factors of Shapes3D (value counts {tuple(results['factor_sizes'])}); noise sigma "
-        f"{results['sigma']}.",
-        "",
-        f"**MINE** (six statistics networks trained together, batch {results['mine_batch']}, "
-        f"`eval_samples` = N). Seconds per 1000 steps: from estimates of {results['first_steps']} and "
-        f"{results['first_steps'] + results['mine_steps']} steps, the fastest of {results['repeats']} of "
-        "each. 'rest': the remainder of an estimate (the final Donsker-Varadhan average over N samples). "
-        f"The paper columns are **extrapolated**: {results['paper_steps']:,} steps at the measured rate "
-        f"plus the rest scaled to {results['paper_eval_samples']:,} samples, for one sigma, and {sweep} "
-        "sigmas (the paper's sweep). CPU seconds (all threads) hardly depend on the other jobs and bound an "
-        "idle machine's wall time from above.",
-        "",
-        "| N | D | wall s per 1000 steps | CPU s per 1000 steps | rest of an estimate, wall s | "
-        "first estimate (build + trace), wall s | paper setting, one sigma (extrapolated): wall minutes | "
-        f"CPU minutes | {sweep}-sigma sweep (extrapolated): wall h |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| N | D | MINE s/1000 steps | MINE, paper setting: min | {sweep}-sigma sweep: h | probes s/epoch | "
+        f"probes, {epochs} epochs: s |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in mine_rows:
         if r["d"] in shown:
+            probe = probes.get((r["n"], r["d"]))
+            cells = f"{probe['per_epoch']:.2f} | {probe['full']:.0f}" if probe else "- | -"
             lines.append(
-                f"| {r['n']:,} | {r['d']} | {r['per_1k']:.2f} | {r['per_1k_cpu']:.2f} | {r['rest']:.2f} | "
-                f"{r['setup']:.1f} | {r['paper'] / 60:.1f} | {r['paper_cpu'] / 60:.1f} | "
-                f"{sweep * r['paper'] / 3600:.1f} |"
+                f"| {r['n']:,} | {r['d']} | {r['per_1k']:.2f} | {r['paper'] / 60:.1f} | "
+                f"{sweep * r['paper'] / 3600:.1f} | {cells} |"
             )
-    lines += [
-        "",
-        f"**Probes** (six probes trained together in one compiled call, batch {results['probe_batch']}, "
-        f"{1 - results['probe_test_fraction']:.0%} of N trained). Seconds per epoch from warm runs of 1 and "
-        f"of E epochs (E x N about {results['probe_samples'] / 1e6:.1f} million samples); 'per call': "
-        "initial weights, split and test predictions; 'tracing': once per process and probe shape; a first "
-        f"call at the default {epochs} epochs extrapolated.",
-        "",
-        "| N | D | E | wall s per epoch | CPU s per epoch | per call, wall s | tracing, wall s | "
-        f"first call, {epochs} epochs (extrapolated): wall s | CPU s |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in probe_rows:
-        if r["d"] in shown:
-            lines.append(
-                f"| {r['n']:,} | {r['d']} | {r['epochs']} | {r['per_epoch']:.2f} | "
-                f"{r['per_epoch_cpu']:.2f} | {r['fixed']:.2f} | {r['tracing']:.1f} | {r['full']:.0f} | "
-                f"{r['full_cpu']:.0f} |"
-            )
-    # The histogram table: the smallest D at every N, and every D at the largest N (all in the figure).
-    histogram_dims = sorted({r["d"] for r in histogram_rows})
-    histogram_largest = max(r["n"] for r in histogram_rows)
-    seconds = {(r["n"], r["d"]): r["seconds"] for r in histogram_rows}
-    below = [
-        seconds[n, d] / seconds[n, histogram_dims[0]]
-        for n, d in seconds
-        if n < histogram_largest and d != histogram_dims[0]
-    ]
-    lines += [
-        "",
-        f"**Histogram MI** (D <= {histogram_dims[-1]} only; about sqrt(N) cells; six factors). One "
-        f"estimate; a {sweep}-sigma sweep is {sweep} of them.",
-    ]
-    if below:
-        lines[-1] += (
-            f" Below N = {histogram_largest:,}, D = {_words(histogram_dims[1:])} cost {min(below):.1f} to "
-            f"{max(below):.1f}x what D = {histogram_dims[0]} costs (plotted in the figure)."
-        )
-    lines += ["", "| N | D | s per estimate |", "|---|---|---|"]
-    for r in histogram_rows:
-        if r["d"] == histogram_dims[0] or r["n"] == histogram_largest:
-            lines.append(f"| {r['n']:,} | {r['d']} | {r['seconds']:.3f} |")
-
-    paper = sorted(r["paper"] for r in mine_rows)
-    probe_large = [r["full"] for r in probe_rows if r["n"] == largest]
-    per_1k_cpu = [r["per_1k_cpu"] for r in mine_rows]
-    spread_over_n = max(
-        max(r["per_1k_cpu"] for r in mine_rows if r["d"] == d)
-        / min(r["per_1k_cpu"] for r in mine_rows if r["d"] == d)
-        for d in dims
-    )
-    by_dim = {d: np.mean([r["per_1k_cpu"] for r in mine_rows if r["d"] == d]) for d in dims}
-    rest_low, rest_high, rest_per_sample = _growth(mine_rows, "rest")
-    epoch_low, epoch_high, epoch_per_sample = _growth(probe_rows, "per_epoch_cpu")
-    _, _, histogram_per_sample = _growth(histogram_rows, "seconds")
-    probe_by_dim = [
-        r["per_epoch_cpu"]
-        / next(s["per_epoch_cpu"] for s in probe_rows if (s["n"], s["d"]) == (r["n"], dims[0]))
-        for r in probe_rows
-        if r["d"] == dims[-1]
-    ]
-    histogram_samples = sorted({r["n"] for r in histogram_rows})
-    per_sample_us = {
-        n: 1e6 * np.mean([r["seconds"] for r in histogram_rows if r["n"] == n]) / n for n in histogram_samples
-    }
+    rest_per_sample = _growth(mine_rows, "rest")[2]
+    epoch_per_sample = _growth(probe_rows, "per_epoch_cpu")[2]
+    histogram_per_sample = _growth(histogram_rows, "seconds")[2]
     per_sample = {
         "MINE's final average": rest_per_sample,
         "a probe epoch": epoch_per_sample,
@@ -286,43 +212,19 @@ def section(results: dict) -> str:
         verdict = f"{_words(steep)} grow{'s' if len(steep) == 1 else ''} faster than linearly."
         verdict = verdict[0].upper() + verdict[1:]
     elif all(math.isfinite(ratio) for ratio in per_sample.values()):
-        verdict = "No super-linear growth was found beyond the log N of sorting."
+        verdict = "No cost grows faster than N log N."
     else:
         verdict = "Some costs were lost in the noise of this run."
-    unshown_text = f"; the D = {_words(unshown)} rows are in the figure" if unshown else ""
     lines += [
         "",
-        f"What a paper-setting evaluation costs on this machine: one MINE estimate "
-        f"({results['paper_steps']:,} steps, {results['paper_eval_samples']:,} samples, six factors, "
-        f"`evaluate.py`'s default) takes {paper[0] / 60:.1f} to {paper[-1] / 60:.1f} min of wall time over "
-        f"all {len(mine_rows)} settings, and the {sweep}-sigma sweep of the paper's figures "
-        f"{sweep * paper[0] / 3600:.1f} to {sweep * paper[-1] / 3600:.1f} h; the probes ({epochs} epochs) "
-        f"take {min(probe_large):.0f} to {max(probe_large):.0f} s at N = {largest:,}; histogram MI takes at "
-        f"most {max(r['seconds'] for r in histogram_rows):.2f} s per estimate.",
+        f"Command: `{results['command']}`. {report.host(results)}",
         "",
-        f"How each grows. A MINE step draws a batch of {results['mine_batch']}, so its cost does not depend "
-        f"on N ({min(per_1k_cpu):.1f} to {max(per_1k_cpu):.1f} CPU s per 1000 steps over all "
-        f"{len(mine_rows)} settings, at most {spread_over_n:.2f}x apart at one D{unshown_text}); D = "
-        f"{dims[-1]} costs {by_dim[dims[-1]] / by_dim[dims[0]]:.1f}x D = {dims[0]} in CPU time. Only the "
-        f"final average grows with N: {rest_low:.0f}x to {rest_high:.0f}x from N = {smallest:,} to "
-        f"{largest:,} ({largest // smallest}x the samples). A probe epoch's CPU time grows {epoch_low:.0f}x "
-        f"to {epoch_high:.0f}x over the same range, and D = {dims[-1]} costs {min(probe_by_dim):.1f}x to "
-        f"{max(probe_by_dim):.1f}x D = {dims[0]}. Histogram MI sorts each factor once, so it grows as "
-        f"N log N ({per_sample_us[histogram_samples[-2]]:.2f} us per sample at N = "
-        f"{histogram_samples[-2]:,}, {per_sample_us[histogram_samples[-1]]:.2f} at "
-        f"{histogram_samples[-1]:,}). Per sample, from the smallest N to the largest and at the D where it "
-        "grows most: "
-        + ", ".join(f"{name} {ratio:.2f}x" for name, ratio in per_sample.items())
-        + f". {verdict}",
+        f"A MINE step draws a batch of {results['mine_batch']}, so its cost does not depend on N. {verdict} "
+        f"Histogram MI takes at most {max(r['seconds'] for r in histogram_rows):.2f} s an estimate.",
         "",
         "![MINE cost](docs/figures/benchmarks/evaluation_cost_mine.png)",
         "![probe cost](docs/figures/benchmarks/evaluation_cost_probes.png)",
         "![histogram MI cost](docs/figures/benchmarks/evaluation_cost_histogram.png)",
-        "",
-        f"The whole benchmark took {results['total_seconds'] / 60:.1f} min. "
-        + load_text(results, " shared with other jobs, so absolute times vary"),
-        "",
-        f"Command: `{results['command']}`",
     ]
     return "\n".join(lines)
 

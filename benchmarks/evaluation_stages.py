@@ -160,29 +160,25 @@ def _stage_rows(stages: dict) -> list[str]:
         return _link(f"stages/{key}", stages[key], digits)
 
     return [
-        f"| embed, eager Keras call (as before) | {cell('embed_eager_cpu_s')} | |",
-        f"| embed, traced call (now) | {cell('embed_traced_cpu_s')} | largest code difference "
+        f"| embed, eager Keras call | {cell('embed_eager_cpu_s')} | |",
+        f"| embed, traced call (used) | {cell('embed_traced_cpu_s')} | largest code difference "
         f"{cell('embed_largest_difference', 1)} |",
-        f"| render, NumPy (as before and now) | {cell('render_numpy_cpu_s')} | |",
-        f"| render, graph (`tf.gather` and a batched matmul) | {cell('render_graph_cpu_s')} | pixels "
-        f"differing from NumPy's: {cell('render_pixels_differing', 0)} |",
-        f"| ray cast of the weight tables (once a process) | {cell('weight_tables_cpu_s')} | |",
+        f"| render, NumPy (used) | {cell('render_numpy_cpu_s')} | |",
+        f"| render, graph | {cell('render_graph_cpu_s')} | pixels differing: "
+        f"{cell('render_pixels_differing', 0)} |",
+        f"| ray cast of the weight tables (once) | {cell('weight_tables_cpu_s')} | |",
     ]
 
 
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        results["machine"],
+        f"CPU seconds (every thread) of each stage of evaluating `{results['run_dir']}`, and DCI of the "
+        '"fast" preset (1,000 training and 500 test codes) per seed with exact and histogram trees.',
         "",
-        f"Command: `{results['command']}`. CPU seconds count every thread of the process.",
-        "",
-        f'| stage, {results["stages"]["images"]} images of the "fast" preset | CPU s | note |',
+        f"| stage, {results['stages']['images']} images | CPU s | note |",
         "|---|---|---|",
         *_stage_rows(results["stages"]),
-        "",
-        'DCI of the "fast" preset (1,000 training and 500 test codes of the run\'s encoder), the',
-        "trees' CPU seconds and the scores, per seed:",
         "",
         "| trees | seed | CPU s | D | C | I (test) |",
         "|---|---|---|---|---|---|",
@@ -191,20 +187,19 @@ def section(results: dict) -> str:
         cells = [_link(f"dci/rows/{index}/cpu_s", row["cpu_s"], 1)]
         cells += [_link(f"dci/rows/{index}/{key}", row[key], 3) for key in DCI_KEYS]
         lines.append(f"| {row['trees']} | {row['seed']} | " + " | ".join(cells) + " |")
+    lines += ["", f"Command: `{results['command']}`. {report.host(results)}"]
     if "evaluate" in results:
         run = results["evaluate"]
+        stages = ", ".join(
+            f"{stage} {_link('evaluate/stages_wall_s/' + urllib.parse.quote(stage, safe=''), seconds, 0)} s"
+            for stage, seconds in run["stages_wall_s"].items()
+        )
         lines += [
             "",
-            f'`abc_tf evaluate --run_dir={results["run_dir"]}` (MINE\'s 20,000 steps, the "fast" '
-            f"disentanglement preset): {_link('evaluate/wall_s', run['wall_s'], 0)} s wall, "
-            f"{_link('evaluate/cpu_s', run['cpu_s'], 0)} CPU seconds. Its stages:",
-            "",
-            "| stage | wall s |",
-            "|---|---|",
+            f'`abc_tf evaluate --run_dir={results["run_dir"]}` (MINE\'s 20,000 steps, the "fast" preset) '
+            f"took {_link('evaluate/wall_s', run['wall_s'], 0)} s wall and "
+            f"{_link('evaluate/cpu_s', run['cpu_s'], 0)} CPU seconds: {stages}.",
         ]
-        for stage, seconds in run["stages_wall_s"].items():
-            pointer = "evaluate/stages_wall_s/" + urllib.parse.quote(stage, safe="")
-            lines.append(f"| {stage} | {_link(pointer, seconds, 0)} |")
     return "\n".join(lines)
 
 

@@ -100,34 +100,23 @@ def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     steps, rounds = results["steps"], results["rounds"]
     lines = [
-        results["machine"],
-        results["precision"],
+        f"Each Table S1 preset as its run trains it (its XLA and precision), fed from memory, in a fresh "
+        f"process: median s/step of {rounds} rounds of {steps} steps. Hours: the budget at step + pipeline "
+        "time (on 2 cores they share the CPU).",
         "",
-        f"Each row in a fresh process: {rounds} rounds of {steps} steps after a 2-step warm-up, "
-        "the preset's own",
-        "batch fed from memory, as its run trains it (its XLA and precision settings); "
-        "the median s/step. Pipeline:",
-        f"{steps} batches of the preset's live stream after its first. Images per step: set A's stacks "
-        "(ABC reads set B too).",
-        "Hours: the budget's steps times the step alone, and times step + pipeline (on "
-        f"{results['cpu_count']} cores the two",
-        "share the CPU, so a run takes about the sum; an idle machine assumed).",
-        "",
-        "| row | preset | images/step | XLA | mixed | step s | pipeline s/batch | "
-        "budget steps | hours (step) | hours (step + pipeline) | peak RSS (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| row | preset | step s | pipeline s/batch | budget steps | hours | peak RSS (MiB) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in results["rows"]:
         step, pipeline, budget = row["step_s"], row["pipeline_s"], row["budget"]
         lines.append(
-            f"| {row['row']} | `{row['preset']}` | {row['images']} | {yes_no(row['jit_compile'])} | "
-            f"{yes_no(row['mixed'])} | {step:.2f} | {pipeline:.3f} | {budget:,} | "
-            f"{hours(budget, step)} | {hours(budget, step + pipeline)} | {row['peak_mib']:.0f} |"
+            f"| {row['row']} | `{row['preset']}` | {step:.2f} | {pipeline:.3f} | {budget:,} | "
+            f"{hours(budget, step + pipeline)} | {row['peak_mib']:.0f} |"
         )
+    lines += ["", f"Command: `{results['command']}`. {report.host(results)}"]
     if any(row["preset"] == "pose_lord" for row in results["rows"]):
         lord = lord_hours(results["rows"])
-        lines += ["", f"LORD's two stages together: {lord:.0f} hours ({lord / 24:.1f} days)."]
-    lines += ["", report.load_text(results), "", f"Command: `{results['command']}`"]
+        lines += ["", f"LORD's two stages together take {lord:.0f} hours ({lord / 24:.1f} days)."]
     return "\n".join(lines)
 
 

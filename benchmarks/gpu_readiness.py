@@ -124,41 +124,33 @@ def rate(result: dict) -> str:
 
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
+    presets = "; ".join(
+        f"`{row['preset']}` computes in {row['here']} here, {row['gpu']} on a GPU and "
+        f"{row['cpu_without_bfloat16']} on a CPU without native bfloat16"
+        for row in results["presets"]
+    )
     lines = [
-        results["machine"],
-        results["precision"],
+        f"Each method's step on its preset, compiled with XLA, {results['steps']} steps from memory: "
+        "float32, "
+        "then mixed_float16 with every optimizer loss-scaled (the GPU policy, emulated here, so its rate "
+        "says only that the step runs). A cell: the step trains with a finite loss, and its steps/s.",
         "",
-        "What each preset that turns `--trainer.mixed_precision` "
-        "on computes in, here and on two simulated hosts",
-        "(`abc_tf.runs.precision.choose` with the host given). On a CPU without native bfloat16 the run",
-        f"prints one line: `{results['warning']}`",
-        "",
-        "| preset | this host | a GPU | a CPU without native bfloat16 |",
+        "| method | preset | XLA float32 | XLA mixed_float16 |",
         "|---|---|---|---|",
-        *(
-            f"| `{row['preset']}` | {row['here']} | {row['gpu']} | {row['cpu_without_bfloat16']} |"
-            for row in results["presets"]
-        ),
-        "",
-        "Every method's training step on its preset, compiled "
-        "with XLA: float32, then mixed_float16 with loss scaling",
-        "(the GPU precision, forced on this CPU). steps/s: "
-        f"{results['steps']} steps after a 2-step warm-up (compile), one batch",
-        "fed from memory, schedules in their full phase; on "
-        "this CPU float16 is emulated, so the mixed_float16",
-        "column shows that the step runs, not what a GPU gains.",
-        "",
-        "| method | preset | compiles with XLA, finite loss | XLA float32 steps/s | "
-        "mixed_float16: trains, finite loss | every optimizer loss-scaled | XLA mixed_float16 steps/s |",
-        "|---|---|---|---|---|---|---|",
     ]
     for row in results["methods"]:
         full, mixed = row["xla_float32"], row["xla_mixed_float16"]
+        scaled = "" if mixed["loss_scaled"] else ", not loss-scaled"
         lines.append(
-            f"| {row['method']} | `{row['preset']}` | {verdict(full)} | {rate(full)} | {verdict(mixed)} | "
-            f"{'yes' if mixed['loss_scaled'] else 'no'} | {rate(mixed)} |"
+            f"| {row['method']} | `{row['preset']}` | {verdict(full)}, {rate(full)} | "
+            f"{verdict(mixed)}{scaled}, {rate(mixed)} |"
         )
-    lines += ["", report.load_text(results), "", f"Command: `{results['command']}`"]
+    lines += [
+        "",
+        f"Command: `{results['command']}`. {report.host(results)}",
+        "",
+        f"`--trainer.mixed_precision`: {presets}.",
+    ]
     return "\n".join(lines)
 
 

@@ -51,11 +51,11 @@ SETTINGS = {
 }
 MEMORY_SETTINGS = ("elastic_eager", "elastic_fit", "elastic_fit_xla", "infogan_fit")
 LABELS = {
-    "elastic_eager": "Elastic-InfoGAN, eager: `train_step` op by op",
-    "elastic_fit": "Elastic-InfoGAN, compiled `fit` (graph)",
-    "elastic_fit_xla": "Elastic-InfoGAN, compiled `fit`, XLA",
-    "infogan_fit": "InfoGAN ablation (uniform prior, no NT-Xent), compiled `fit` (graph)",
-    "infogan_fit_xla": "InfoGAN ablation (uniform prior, no NT-Xent), compiled `fit`, XLA",
+    "elastic_eager": "Elastic-InfoGAN, eager",
+    "elastic_fit": "Elastic-InfoGAN, graph",
+    "elastic_fit_xla": "Elastic-InfoGAN, XLA",
+    "infogan_fit": "InfoGAN ablation (uniform prior, no NT-Xent), graph",
+    "infogan_fit_xla": "InfoGAN ablation (uniform prior, no NT-Xent), XLA",
 }
 EVALUATION_PARTS = (
     (
@@ -213,40 +213,25 @@ def peak_memory(setting: str, steps: int) -> float | None:
 
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
-    result, memory, evaluation = results["result"], results["memory"], results["evaluation"]
+    result, evaluation = results["result"], results["evaluation"]
     rates, failed, images = result["rates"], result.get("failed", {}), result["images_per_step"]
     eager = rates["elastic_eager"]
     lines = [
-        results["machine"],
+        f"Presets `{PAPER}` and `{QUICK}` (the same step: {images} real images, a D step and a G/Q/prior "
+        f"step), fed from memory; median of {results['rounds']} interleaved rounds of {results['steps']} "
+        "steps.",
         "",
-        f"Presets `{PAPER}` and `{QUICK}` (the same step: batches of {images} real images, compiled with",
-        f"XLA; they differ only in length), {result['parameters']:,} trainable parameters (G, the D/Q trunk,",
-        "D's and Q's heads, the prior logits). A step is a D step (G's images and the real ones through",
-        "the trunk) and a G/Q/prior step (G again, its images through the trunk, and for NT-Xent the real",
-        "images and an augmented view of each through the trunk and Q's penultimate layer), each with",
-        "its own Adam. Fed from memory. Eager: `ElasticInfoGANModel.train_step` called op by op in a",
-        "Python loop, as the authors' PyTorch code runs. Compiled rows are timed from the start to the",
-        "end of a Keras epoch. Figures are the median of "
-        f"{results['rounds']} interleaved rounds of {results['steps']} train steps,",
-        "each after a warm-up. images/s: real images per second. Peak RSS: a process that builds that",
-        f"setting alone and trains it for {results['memory_steps']} steps.",
-        "",
-        "| setting | steps/s | images/s | over eager | peak RSS MB |",
-        "|---|---|---|---|---|",
+        "| setting | steps/s | over eager |",
+        "|---|---|---|",
     ]
     for setting in SETTINGS:
         if setting in failed:
-            lines.append(f"| {LABELS[setting]} | does not compile | - | - | - |")
+            lines.append(f"| {LABELS[setting]} | does not compile | - |")
             continue
-        rate = rates[setting]
-        mem = f"{memory[setting]:.0f}" if memory.get(setting) is not None else "-"
-        lines.append(
-            f"| {LABELS[setting]} | {rate:.2f} | {rate * images:.0f} | {rate / eager:.1f}x | {mem} |"
-        )
+        lines.append(f"| {LABELS[setting]} | {rates[setting]:.2f} | {rates[setting] / eager:.1f}x |")
     lines.append("")
     for setting, reason in failed.items():
-        lines.append(f"{LABELS[setting]}: {reason}")
-        lines.append("")
+        lines += [f"{LABELS[setting]}: {reason}", ""]
     compiled = {
         setting: rates[setting] / eager for setting in ("elastic_fit", "elastic_fit_xla") if setting in rates
     }
@@ -259,44 +244,15 @@ def section(results: dict) -> str:
         else "XLA does not compile the step (why: above)"
     )
     met = max(compiled.values(), default=0) >= 3
-    lines += [
-        f"Goal: compiled >= 3x the eager loop: {', '.join(parts)} ({'met' if met else 'not met'}).",
-    ]
-    if "infogan_fit" in rates and "elastic_fit" in rates:
-        share = 1 - rates["elastic_fit"] / rates["infogan_fit"]
-        lines.append(
-            f"The NT-Xent term (augmentation, the trunk and Q's layer on {2 * images} more images) and the "
-            f"learned prior: the compiled ablation runs {rates['infogan_fit'] / rates['elastic_fit']:.2f}x "
-            f"as fast as the full step, so they take {100 * share:.0f}% of its time."
-        )
     seconds = evaluation["seconds"]
-    lines += [
-        "",
-        "The evaluation (`abc_tf/evaluation/tasks/digit_clusters.py`) "
-        "of a model of this shape (untrained weights: the",
-        f'cost does not depend on them), on the procedural MNIST (`data_source="procedural"`: '
-        f"{evaluation['train_images']:,} training and {evaluation['test_images']:,} test images, of which",
-        f"class split {evaluation['class_split']} keeps {evaluation['split_images']:,} for the GAN), "
-        "so it runs without",
-        f"files; the classifier reached {evaluation['classifier_accuracy']:.4f} "
-        "test accuracy on these easier digits.",
-        "Seconds, one run of each part:",
-        "",
-        "| part | seconds |",
-        "|---|---|",
-    ]
-    for key, label in EVALUATION_PARTS:
-        lines.append(f"| {label} | {seconds[key]:.1f} |")
     later = sum(value for key, value in seconds.items() if key != "classifier_training")
+    first = later - seconds["classifier_cached"] + seconds["classifier_training"]
     lines += [
+        f"Command: `{results['command']}`. {report.host(results)}",
         "",
-        f"An evaluation with the classifier cached: {later:.1f} s; the first on a machine: "
-        f"{later - seconds['classifier_cached'] + seconds['classifier_training']:.1f} s. The encoder's "
-        f"features are {evaluation['feature_dim']}-dimensional (Q's penultimate layer).",
-        "",
-        report.load_text(results),
-        "",
-        f"Command: `{results['command']}`",
+        f"Goal compiled >= 3x eager: {', '.join(parts)} ({'met' if met else 'not met'}). An evaluation "
+        f"(`digit_clusters`) takes {later:.1f} s with the digit classifier cached, {first:.1f} s the first "
+        "time; its parts are in the JSON.",
     ]
     return "\n".join(lines)
 

@@ -44,11 +44,11 @@ from abc_tf.runs import export
 from abc_tf.runs.experiments import get_preset
 from abc_tf import lookup
 from abc_tf.evaluation.tasks import pose_accuracy
+from benchmarks import report
 from benchmarks.report import (
     FIGURES,
     ROOT,
     argument_parser,
-    load_text,
     log_log_axes,
     measured,
     publish,
@@ -268,84 +268,34 @@ def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     rows = sorted(results["rows"], key=lambda r: r["size"])
     dim, similarity, batch = results["dim"], results["similarity"], results["batch"]
-    eval_queries, repeats, pool_factor = results["eval_queries"], results["repeats"], results["pool_factor"]
-    tile_queries, tile_scores = results["tile_queries"], results["tile_scores"]
+    eval_queries, repeats = results["eval_queries"], results["repeats"]
     lines = [
-        results["machine"],
+        f"Exact search of random d={dim} keys ({similarity}), no images: the `lookup_pose` SavedModel (the "
+        f"search alone), and `lookup_evaluation` ({eval_queries} queries, {repeats} dictionaries) as "
+        "`evaluate.py` runs it. MB: peak a call adds; untiled: what a whole similarity matrix would hold.",
         "",
-        f"Random embeddings of the pose presets' size d={dim}, {similarity} similarity; no images. "
-        "`lookup_pose`: a SavedModel written by `export_pose` around an encoder that only flattens its "
-        f"[1, 1, d] input, so a call is the dictionary search alone. `nearest_neighbours`: {batch} queries, "
-        f"exact top-1 by tiles. Evaluation: `lookup_evaluation`, {eval_queries} queries, {repeats} random "
-        f"dictionaries of N drawn from a pool of {pool_factor}N, as `evaluate.py` runs it. Memory: peak "
-        "resident MB a call adds to the process (inputs already held not counted).",
-        "",
-        "| dictionary N | reading the keys once: ms | export s | `lookup_pose` 1 image: ms/call | MB | "
-        f"`lookup_pose` {batch} images: queries/s | MB | `nearest_neighbours` {batch}: queries/s | MB | "
-        f"evaluation, {repeats} dictionaries: s | MB | evaluation: ns per query x dictionary entry | "
-        "untiled evaluation: MB it would hold (computed) | pool embeddings MB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| dictionary N | 1 image: ms/call | MB | {batch} images: queries/s | MB | evaluation: s | MB "
+        "| untiled MB |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-
-    def per_entry_ns(r: dict) -> float:
-        return 1e9 * r["eval_s"] / (repeats * eval_queries * r["size"])
-
     for r in rows:
         lines.append(
-            f"| {r['size']:,} | {1000 * r['scan_s']:.2f} | {r['export_s']:.1f} | "
-            f"{1000 * r['export_1_s']:.2f} | {r['export_1_mb']:.0f} | "
-            f"{batch / r[f'export_{batch}_s']:,.0f} | "
-            f"{r[f'export_{batch}_mb']:.0f} | {batch / r['nn_s']:,.0f} | {r['nn_mb']:.0f} | "
-            f"{r['eval_s']:.2f} | {r['eval_mb']:.0f} | {per_entry_ns(r):.2f} | {r['old_eval_mb']:,.0f} | "
-            f"{r['pool_mb']:.0f} |"
+            f"| {r['size']:,} | {1000 * r['export_1_s']:.2f} | {r['export_1_mb']:.0f} | "
+            f"{batch / r[f'export_{batch}_s']:,.0f} | {r[f'export_{batch}_mb']:.0f} | "
+            f"{r['eval_s']:.2f} | {r['eval_mb']:.0f} | {r['old_eval_mb']:,.0f} |"
         )
-    small, big = rows[0], rows[-1]
-    at_big = f"N = {big['size']:,}"
-    single = f"{1000 * big['export_1_s']:.1f} ms at {at_big}"
-    if len(rows) > 1:
-        mid = rows[-2]
-        single = f"{1000 * mid['export_1_s']:.1f} ms at N = {mid['size']:,} and {single}"
     paper = results["paper_dictionary"]
-    near_paper = next((r for r in rows if r["size"] >= paper), big)
-    tile_mb = tile_scores * 4 / 2**20
-    if len(rows) > 1:
-        growth = per_entry_ns(big) / per_entry_ns(small)
-        verdict = "no faster than N" if growth <= 1.25 else f"faster than N ({growth:.1f}x per entry)"
-        evaluation = (
-            f"its ns per query and dictionary entry go from {per_entry_ns(small):.2f} at N = "
-            f"{small['size']:,} to {per_entry_ns(big):.2f} at {at_big}, so its cost grows {verdict}."
-        )
-    else:
-        evaluation = f"its cost per query and dictionary entry is {per_entry_ns(big):.2f} ns at {at_big}."
+    near_paper = next((r for r in rows if r["size"] >= paper), rows[-1])
     lines += [
         "",
-        "An exact search reads every key, so time per query grows with N. With one image per call, "
-        f"`lookup_pose` takes {single}; batched calls amortise it "
-        f"({batch / big[f'export_{batch}_s']:,.0f} queries/s at {at_big}). {_serving_text(results)} "
-        f"(Reading the {_megabytes(big['size'] * dim * 4 / 1e6)} MB of keys once, a one-thread numpy "
-        f"sum, takes {1000 * big['scan_s']:.2f} ms at {at_big}.) Batched calls and the evaluation "
-        f"(exact by design) have no per-call latency to meet; at {at_big} the evaluation of {repeats} "
-        f"dictionaries takes {big['eval_s']:.1f} s. No approximate-search library is added: the paper's "
-        f"dictionaries hold {paper:,} renders (one image per call: "
-        f"{1000 * near_paper['export_1_s']:.2f} ms at N = {near_paper['size']:,}). Serving single images "
-        "within a few milliseconds from dictionaries near the brute-force limit above, or beyond it, "
-        "would need one (e.g. faiss-cpu `IndexHNSWFlat` on L2-normalised keys), outside the SavedModel.",
+        f"Command: `{results['command']}`. {report.host(results)}",
         "",
-        f"Memory: `lookup_pose`, `nearest_neighbours` and `lookup_evaluation` search by tiles of at most "
-        f"{tile_queries} queries x 2^{tile_scores.bit_length() - 1} / {tile_queries} keys ({tile_mb:.0f} MB "
-        "of similarities) with a running best, the keys L2-normalised once at export and held in variables, "
-        f"so no call holds a whole similarity matrix: at {at_big}, {big['export_1_mb']:,.0f} MB for one "
-        f"image and {big[f'export_{batch}_mb']:,.0f} MB for {batch}, and {big['nn_mb']:,.0f} and "
-        f"{big['eval_mb']:,.0f} MB for the last two, where the whole [{eval_queries}, {pool_factor}N] matrix "
-        f"plus a [{eval_queries}, N] copy per dictionary would hold {big['old_eval_mb']:,.0f} MB. The "
-        f"evaluation gathers each dictionary's members in sorted order (`np.take`); {evaluation}",
+        f"{_serving_text(results)} The paper's dictionaries hold {paper:,} renders (one image: "
+        f"{1000 * near_paper['export_1_s']:.2f} ms at N = {near_paper['size']:,}), so no approximate "
+        "search is added.",
         "",
         "![queries/s against dictionary size](docs/figures/benchmarks/lookup_scaling_rate.png)",
         "![memory against dictionary size](docs/figures/benchmarks/lookup_scaling_memory.png)",
-        "",
-        load_text(results),
-        "",
-        f"Command: `{results['command']}`",
     ]
     return "\n".join(lines)
 

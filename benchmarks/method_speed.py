@@ -94,20 +94,12 @@ def _row(index: int, row: dict) -> str:
     setting = row["policy"] + (", XLA" if row["jit_compile"] else "")
     rate = _link(index, "steps_per_s", f"{row['steps_per_s']:.2f}")
     if row["gflop_per_step"] is None:
-        work = f"- | {rate} | - | -"
+        work = f"- | {rate} | -"
     else:
-        work = " | ".join(
-            [
-                _link(index, "gflop_per_step", f"{row['gflop_per_step']:.2f}"),
-                rate,
-                _link(index, "gflops", f"{row['gflops']:.0f}"),
-                _link(index, "of_matmul", f"{row['of_matmul']:.2f}"),
-            ]
-        )
-    return (
-        f"| {row['method']} | `{row['preset']}` | {row['batch_format']} | {setting} | "
-        f"{row['steps_per_execution']} | {work} |"
-    )
+        gflop = _link(index, "gflop_per_step", f"{row['gflop_per_step']:.2f}")
+        matmul = _link(index, "of_matmul", f"{row['of_matmul']:.2f}")
+        work = f"{gflop} | {rate} | {matmul}"
+    return f"| {row['method']} | `{row['preset']}` | {setting} | {work} |"
 
 
 def command(results: dict) -> str:
@@ -117,32 +109,21 @@ def command(results: dict) -> str:
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        results["machine"],
+        "Each method's quick preset with its default flags, trained by `fit` on one batch from memory: "
+        f"median of {results['rounds']} rounds of {results['steps']} steps. GFLOP/step: TensorFlow's "
+        "profiler on the traced step (none where a `tf.cond` holds both branches' work); of matmul: its "
+        "GFLOP/s over the float32 rate of a 2048 x 2048 matmul in the same process.",
         "",
-        f"Command: `{command(results)}`. Each method's quick preset built as `train.py` builds it with its",
-        "default flags (its precision policy and XLA setting, the steps per call `auto` gives),",
-        "trained by `fit` on one batch of the preset's own pipeline repeated from memory:",
-        f"{results['rounds']} rounds of {results['steps']} steps, median. GFLOP/step: TensorFlow's profiler",
-        "on the traced `train_step` (forward, gradients and the optimizer). Of matmul: the step's",
-        "GFLOP/s over the float32 rate of a 2048 x 2048 matrix product timed just before and after",
-        "it in the same process. A step whose graph holds a conditional (a schedule switched inside",
-        "the step) has no count: the profiler adds the work of both branches.",
-        "",
-        "| method | quick preset | batch format | policy | steps a call | GFLOP/step | steps/s | GFLOP/s "
-        "| of matmul |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| method | quick preset | policy | GFLOP/step | steps/s | of matmul |",
+        "|---|---|---|---|---|---|",
     ]
     lines += [_row(index, row) for index, row in enumerate(results["rows"])]
     lines += [
         "",
-        "Why some steps stay far below the matmul rate: the large convolutions of the S3 encoder",
-        "(ABC, the contrastive baseline) and of Elastic-InfoGAN's networks come closest. Steps of a",
-        "few GFLOP or less (the VAEs and VITAE on MNIST, CC-VAE and ML-VAE, Ada-GVAE's 16 pairs) run",
-        "matrices too small to fill two cores, and per-op costs weigh: the fraction grows with the",
-        "batch (Ada-GVAE at the paper's 64 pairs, the VAE at 512 images), and XLA, which the MNIST",
-        "VAE-family presets already use, does not raise Ada-GVAE's. The batch is the protocol's, so",
-        "the presets keep it. LORD's stage switch and PMP's schedule are `tf.cond`s inside the step:",
-        "no count.",
+        f"Command: `{command(results)}`. {report.host(results)}",
+        "",
+        "The large convolutions (S3, Elastic-InfoGAN) come closest to the matmul rate; steps of a few GFLOP "
+        "run matrices too small to fill two cores.",
     ]
     return "\n".join(lines)
 

@@ -229,68 +229,43 @@ def goal_sentence(best: float, authors: float, ours: float) -> str:
         return "holds" if best / eager >= GOAL else "does not hold"
 
     return (
-        f"Goal: compiled >= {GOAL:g}x eager. Best compiled: {best / authors:.2f}x the eager loop in the\n"
-        "authors' structure (the suite's yardstick, `benchmarks/loops.eager_runner`: the authors' way,\n"
-        f"op by op) and {best / ours:.2f}x our own step run eagerly: the goal {verdict(authors)}\n"
-        f"against the authors' structure and {verdict(ours)} against our own step."
+        f"Goal compiled >= {GOAL:g}x eager: best compiled {best / authors:.2f}x the authors' structure "
+        f"({verdict(authors)}) and {best / ours:.2f}x our step run eagerly ({verdict(ours)})."
     )
 
 
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
-    result, memory = results["result"], results["memory"]
+    result = results["result"]
     rates, images = result["rates"], result["images_per_step"]
     authors, ours = rates["eager_authors"], rates["eager"]
     rows = [
-        ("eager, the authors' structure (k projector calls, mixes in a loop), float32", "eager_authors"),
-        ("eager, our `train_step` op by op, float32", "eager"),
-        ("compiled `fit`, float32", "fit"),
-        (f"compiled `fit`, mixed ({result['mixed_policy']})", "fit_mixed"),
-        ("compiled `fit`, mixed, steps_per_execution=10", "fit_mixed_spe10"),
-        ("compiled `fit`, mixed, fed by the pairs pipeline", "fit_mixed_pipeline"),
-        ("compiled `fit`, float32, warm-up phase (L_rec alone)", "fit_warmup"),
-        (
-            "floor: the four network passes alone, forward and backward, mixed (no losses, no update)",
-            "floor_mixed",
-        ),
+        ("eager, the authors' structure", "eager_authors"),
+        ("eager, our `train_step`", "eager"),
+        ("`fit`, float32", "fit"),
+        (f"`fit`, {result['mixed_policy']}", "fit_mixed"),
+        (f"`fit`, {result['mixed_policy']}, 10 steps a call", "fit_mixed_spe10"),
+        (f"`fit`, {result['mixed_policy']}, pairs pipeline", "fit_mixed_pipeline"),
+        ("`fit`, float32, warm-up (L_rec alone)", "fit_warmup"),
+        ("floor: network passes alone", "floor_mixed"),
     ]
     lines = [
-        results["machine"],
+        f"Preset `{EXPERIMENT}` ({result['parameters']:,} parameters), {images // 2} pairs a step with every "
+        f"loss term; median of {results['rounds']} interleaved rounds of {results['steps']} steps.",
         "",
-        f"Preset `{EXPERIMENT}` (Table 1 networks, d = k = 10, {result['parameters']:,} parameters): "
-        "a step is",
-        f"{images // 2} pairs, {images} images through encoder and decoder, plus {images} decoded mixes "
-        "re-encoded",
-        "for L_cons. The optimizer step is set to 3/4 of the run, so every loss term is computed (the",
-        "warm-up row: reconstruction alone). The first five rows and the floor: median of",
-        f"{results['rounds']} interleaved rounds of {results['steps']} steps each after a warm-up; the "
-        "others measured after",
-        "them. Compiled rows are timed from the start to the end of a Keras epoch. Peak RSS: a",
-        f"process that builds that setting alone and trains it for {results['memory_steps']} steps.",
-        "",
-        "| setting | steps/s | images/s | over eager (authors' structure) | over eager (our step) "
-        "| peak RSS MB |",
-        "|---|---|---|---|---|---|",
+        "| setting | steps/s | over eager (authors') | over eager (ours) |",
+        "|---|---|---|---|",
     ]
     for label, key in rows:
-        mem = f"{memory[key]:.0f}" if key in memory else "-"
         lines.append(
-            f"| {label} | {rates[key]:.2f} | {rates[key] * images:.0f} | {rates[key] / authors:.1f}x | "
-            f"{rates[key] / ours:.1f}x | {mem} |"
+            f"| {label} | {rates[key]:.2f} | {rates[key] / authors:.1f}x | {rates[key] / ours:.1f}x |"
         )
     best = max(rates[key] for key in ("fit", "fit_mixed", "fit_mixed_spe10"))
     lines += [
         "",
+        f"Command: `{results['command']}`. {report.host(results)}",
+        "",
         goal_sentence(best, authors, ours),
-        f"Float32 alone: {rates['fit'] / authors:.1f}x and {rates['fit'] / ours:.1f}x. The floor bounds "
-        "what any compiled step could reach:",
-        f"{rates['floor_mixed'] / authors:.1f}x and {rates['floor_mixed'] / ours:.1f}x the two eager loops.",
-        f"The pairs pipeline alone delivers {result['pipeline_steps_per_s']:.1f} batches/s, "
-        f"{result['pipeline_steps_per_s'] / best:.1f}x what the fastest step consumes.",
-        "",
-        report.load_text(results),
-        "",
-        f"Command: `{results['command']}`",
     ]
     return "\n".join(lines)
 

@@ -92,6 +92,36 @@ def load_text(results: dict, cores: str = SHARED) -> str:
     )
 
 
+MACHINE = re.compile(
+    r"Measured (?P<date>\S+) on (?P<cpu>.+?), (?P<cores>\d+) CPU cores, devices: (?P<devices>[^;]+); "
+    r"TensorFlow (?P<tf>\S+?)\.(?:\s|$)"
+)
+
+
+LOAD = re.compile(r"load average of the machine: (?P<start>[\d.]+) at the start, (?P<end>[\d.]+) at the end")
+
+
+def host(results: dict, load_note: str | None = None) -> str:
+    """One short line: the run's date, CPU, cores and TensorFlow from ``results["machine"]``
+    (:func:`machine_line`), then ``load_note``, or by default the 1-minute load average at the run's
+    start and end where ``results`` keeps it."""
+    match = MACHINE.match(results.get("machine", ""))
+    if match is None:
+        line = results.get("machine", "").rstrip(".")
+    else:
+        devices = "" if match["devices"] == "CPU" else f", {match['devices']}"
+        line = f"{match['date']}, {match['cpu']}, {match['cores']} cores{devices}, TF {match['tf']}"
+    load = results.get("load")
+    written = LOAD.search(results.get("machine", ""))  # a machine line that holds its load_line
+    if not load and written:
+        load = [float(written["start"]), float(written["end"])]
+    if load_note is not None:
+        line += f", {load_note}"
+    elif load:
+        line += f", load {load[0]:.1f}" + (f"-{load[1]:.1f}" if len(load) > 1 else "")
+    return f"Host: {line}."
+
+
 def read_results(file: str, root: str = ROOT) -> dict:
     """The results file ``file``, relative to ``root``, as :func:`save_results` wrote it."""
     with open(os.path.join(root, file)) as handle:

@@ -147,66 +147,38 @@ def section(results: dict) -> str:
     timed = [result for result in rows if "skipped" not in result]
     policy = timed[0]["mixed_policy"] if timed else ""
     lines = [
-        results["machine"],
-        results["precision"],
+        f"Steps/s of `AbcModel.fit` fed from memory, median of {rounds} interleaved rounds of {steps} steps "
+        f"after a warm-up; in brackets, over the eager loop. float32: the faster of 1 and 10 steps a call; "
+        f"mixed: {policy}, 10 steps a call; pipeline: fed by the experiment's own data pipeline. "
+        "float32 ceiling: the float32 matmul rate over the eager loop's.",
         "",
-        f"Median of {rounds} interleaved rounds of {steps} steps per setting, after a warm-up; "
-        "steps/s, and in",
-        "brackets the speed-up over the eager loop measured in the same process. fit: `AbcModel.fit`",
-        f"fed from memory, float32 unless 'mixed' ({policy}); spe: `steps_per_execution`; XLA:",
-        "`jit_compile=True`; pipeline: fed by the experiment's own data pipeline as in training (one",
-        "`fit` call, median of its epochs, measured after the others). Goal: best >= 3x eager.",
-        "",
-        "| experiment | model | images/step | eager | fit | fit spe=10 | fit XLA | fit mixed "
-        "| fit mixed spe=10 | fit mixed, pipeline | best images/s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| experiment | eager | float32 | XLA | mixed | mixed, pipeline | float32 ceiling "
+        "| pipeline / training |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for result in rows:
         if "skipped" in result:
-            lines.append(f"| {result['experiment']} | skipped: {result['skipped']} |" + " |" * 9)
+            lines.append(f"| {result['experiment']} | skipped: {result['skipped']} |" + " |" * 6)
             continue
-        rates = result["rates"]
+        rates, work = result["rates"], result["gflop_per_step"]
         eager = rates["eager"]
         best = max(rates[key] for key in COLUMNS)
-        cells = [f"{rates[key]:.2f} ({rates[key] / eager:.1f}x)" for key in COLUMNS]
+        cells = [
+            max(rates["fit"], rates["fit_spe10"]),
+            rates["fit_xla"],
+            rates["fit_mixed_spe10"],
+            rates["fit_mixed_pipeline"],
+        ]
         lines.append(
-            f"| {result['experiment']} | {result['model']} | {result['images_per_step']} | {eager:.2f} | "
-            + " | ".join(cells)
-            + f" | {best * result['images_per_step']:.0f} |"
+            f"| {result['experiment']} | {eager:.2f} | "
+            + " | ".join(f"{rate:.2f} ({rate / eager:.1f}x)" for rate in cells)
+            + f" | {result['matmul_gflops'] / (eager * work):.1f}x | "
+            f"{result['pipeline_steps_per_s'] / best:.1f}x |"
         )
     lines += [
         "",
-        "Arithmetic, pipeline and memory. GFLOP/step: about 3x the forward multiply-adds of the",
-        "convolutions and dense layers, 2 flop each. Matmul: the rate of a 2048x2048 matrix product in",
-        "the same process, the ceiling for arithmetic-bound code. Pipeline / training: batches/s the",
-        "data pipeline delivers alone over the best training rate (goal >= 2x). float32 ceiling: the",
-        "float32 matmul rate over the eager loop's rate, the most any float32 loop could gain over it.",
-        "",
-        "| experiment | GFLOP/step | eager GFLOP/s | fit float32 GFLOP/s | fit mixed GFLOP/s "
-        "| matmul float32 / mixed GFLOP/s | float32 ceiling | pipeline steps/s | pipeline / training "
-        "| peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for result in timed:
-        rates, work = result["rates"], result["gflop_per_step"]
-        full = max(rates[key] for key in ("fit", "fit_spe10", "fit_xla"))
-        mixed = max(rates[key] for key in ("fit_mixed", "fit_mixed_spe10"))
-        best = max(rates[key] for key in COLUMNS)
-        lines.append(
-            f"| {result['experiment']} | {work:.1f} | {rates['eager'] * work:.0f} | {full * work:.0f} "
-            f"({full * work / result['matmul_gflops']:.0%} of matmul) | {mixed * work:.0f} | "
-            f"{result['matmul_gflops']:.0f} / {result['matmul_gflops_mixed']:.0f} | "
-            f"{result['matmul_gflops'] / (rates['eager'] * work):.1f}x | "
-            f"{result['pipeline_steps_per_s']:.1f} | {result['pipeline_steps_per_s'] / best:.1f}x | "
-            f"{result['peak_rss_mb']:.0f} |"
-        )
-    lines += [
-        "",
-        *([_goal_text(timed), ""] if timed else []),
-        "Each figure is timed from the start to the end of a Keras epoch, leaving out fit's own set-up.",
-        "",
-        *([report.load_text(results), ""] if "load" in results else []),
-        f"Command: `{results['command']}`",
+        f"Command: `{results['command']}`. {report.host(results)}",
+        *(["", _goal_text(timed)] if timed else []),
     ]
     return "\n".join(lines)
 

@@ -127,40 +127,35 @@ def export_model(path: str) -> None:
 
 def table(results: dict) -> str:
     lines = [
-        "| endpoint | batch | callers | images/s | p50 ms | p90 ms | p99 ms |",
-        "|---|---|---|---|---|---|---|",
+        "| endpoint | batch | callers | images/s | p50 ms | p99 ms |",
+        "|---|---|---|---|---|---|",
     ]
     for row in results["rows"]:
         lines.append(
             f"| `{row['endpoint']}` | {row['batch']} | {row['threads']} | {row['images_per_second']:.0f} | "
-            f"{row['p50_ms']:.1f} | {row['p90_ms']:.1f} | {row['p99_ms']:.1f} |"
+            f"{row['p50_ms']:.1f} | {row['p99_ms']:.1f} |"
         )
     return "\n".join(lines)
 
 
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
+    from benchmarks import report
+
     rows = {(row["endpoint"], row["batch"], row["threads"]): row for row in results["rows"]}
     single, shared = rows[("lookup_pose_uint8", 32, 1)], rows[("lookup_pose_uint8", 32, 4)]
     return "\n\n".join(
         [
-            "`python -m benchmarks.serving`: the `pose_quick` SavedModel (S5-small encoder, 32 x 32 RGB, "
-            f"d = 64, a lookup dictionary of {results['dictionary_size']} poses baked in), loaded with "
-            "`tf.saved_model.load` in a fresh process that cannot import the project, called as in "
-            'docs/EXPERIMENTS.md, "Serving" (`m.embed_uint8(images)`, `m.lookup_pose_uint8(images)`) with '
-            "uint8 tensors. Latency is per call, from the call to the result in memory (percentiles over all "
-            f"timed calls); images/s is the median over {results['rounds']} interleaved rounds (the 4-caller "
-            f"row: wall-clock of the round). Loading took {results['load_seconds']:.1f} s.",
+            "The `pose_quick` SavedModel (S5-small, 32 x 32 RGB, d = 64, "
+            f"{results['dictionary_size']} poses baked in) in a fresh process that cannot import the "
+            "project, called with uint8 tensors; latency per call, images/s the median of "
+            f"{results['rounds']} interleaved rounds.",
             table(results),
-            f"Batch 1 costs {rows[('embed_uint8', 1, 1)]['p50_ms']:.1f} ms per call (median): per-call "
-            "overhead of a restored function (input checks, dtype dispatch) more than arithmetic; batches "
-            "of 32 and more amortise it. 4 threads sharing one loaded model at batch 32: "
-            f"{shared['images_per_second']:.0f} images/s against {single['images_per_second']:.0f} for one "
-            f"caller ({shared['images_per_second'] / single['images_per_second']:.2f}x), with the same "
-            "answers as one caller (tests/test_export.py). The machine's 2 cores are shared with other "
-            "jobs, so absolute figures move between runs by tens of percent; the ratios within a run are "
-            "what to read.",
-            results["machine"],
+            "Command: `python -m benchmarks.serving`. "
+            + report.host(results, f"no load average kept; loading took {results['load_seconds']:.1f} s"),
+            f"Batch 1 costs {rows[('embed_uint8', 1, 1)]['p50_ms']:.1f} ms a call, mostly a restored "
+            "function's per-call overhead; batches of 32 amortise it. Four callers sharing one model get "
+            f"{shared['images_per_second'] / single['images_per_second']:.2f}x one caller's images/s.",
         ]
     )
 

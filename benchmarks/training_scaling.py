@@ -33,7 +33,7 @@ import tensorflow as tf
 import models
 from abc_tf import losses
 from abc_tf.config import SIMILARITIES
-from benchmarks import loops
+from benchmarks import loops, report
 from benchmarks.report import machine_line, measured, write_section
 
 FIGURES = os.path.join(
@@ -270,206 +270,107 @@ def loss_share(row: dict, rate: float) -> float:
 
 def section(results: dict) -> str:
     """The "Training cost against set size and pairs (CPU)" section, from the results file alone."""
-    start, end = results["load"][:2]
+    splits = sorted(
+        {(r["pairs"], r["size"]) for r in results["steps"] if 2 * r["pairs"] * r["size"] == SHOWN_IMAGES}
+    )
+    steps = {(r["model"], r["policy"], r["pairs"], r["size"]): r["seconds"] for r in results["steps"]}
     lines = [
-        results["machine"],
-        f"1-minute load average {start:.1f} at the start, {end:.1f} at the end "
-        f"({results['cpu_count']} cores, shared).",
+        f"Seconds a step of `AbcModel.fit` from memory at {SHOWN_IMAGES:,} images, P pairs of sets of N; "
+        "then the ABC loss alone (forward and backward, M = N) in ms, in brackets its share of a float32 "
+        f"step. Other sizes: `{FILE}` and the figures.",
         "",
-        "**Whole step** (`AbcModel.fit` from memory; seconds per step, images/s, and the peak MB the step "
-        "adds",
-        "to TensorFlow's CPU allocator, beyond the model and optimizer state), at "
-        f"{SHOWN_IMAGES:,} images a step split",
-        f"three ways; the rows from 64 to 4,096 images are in `{FILE}`",
-        "(`steps`) and the figure below.",
-        "",
-        "| model | precision | P | N | images/step | s/step | images/s | peak MB |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | precision | " + " | ".join(f"P={pairs}, N={size}" for pairs, size in splits) + " |",
+        "|---|---|" + "---|" * len(splits),
     ]
-    for r in results["steps"]:
-        images = 2 * r["pairs"] * r["size"]
-        if images == SHOWN_IMAGES:
+    for model in MODELS:
+        for policy in ("float32", MIXED):
+            cells = [steps.get((model, policy, pairs, size)) for pairs, size in splits]
             lines.append(
-                f"| {r['model']} | {r['policy']} | {r['pairs']} | {r['size']} | {images} | "
-                f"{r['seconds']:.3f} | {images / r['seconds']:,.0f} | {r['peak_mb']:,.0f} |"
-            )
-    encoder = {(r["model"], r["policy"], r["images"]): r["seconds"] for r in results["encoder"]}
-    s3, s4 = MODELS
-    big, small = (encoder[(s3, policy, SHOWN_IMAGES)] for policy in ("float32", MIXED))
-    big4, small4 = (encoder[(s4, policy, SHOWN_IMAGES)] for policy in ("float32", MIXED))
-    lines += [
-        "",
-        f"**Encoder alone** (forward and backward of {SHOWN_IMAGES:,} images): S3 {big:.3f} s float32 and "
-        f"{small:.3f} s {MIXED}",
-        f"({SHOWN_IMAGES / big:,.0f} and {SHOWN_IMAGES / small:,.0f} images/s); S4 {big4:.3f} s and "
-        f"{small4:.3f} s ({SHOWN_IMAGES / big4:,.0f} and {SHOWN_IMAGES / small4:,.0f} images/s); 64 images "
-        f"cost {encoder[(s3, 'float32', 64)]:.3f} s",
-        f"(S3) and {encoder[(s4, 'float32', 64)]:.3f} s (S4) in float32, so the encoder's cost is linear in "
-        "images. Every row is in the JSON",
-        "(`encoder`).",
-        "",
-        "**ABC loss alone** (forward and backward on [P, N, d] float32 embeddings, M = N; milliseconds, and",
-        "in brackets its share of a float32 step: loss / (loss + encoder time for the step's 2PN images at "
-        "the",
-        f"encoder's largest-batch rate)). l1/linf above P N M d = 2^{MAX_COORDINATE_WORK.bit_length() - 1} "
-        "are not timed (cost linear in it).",
-        "Rows here: P = 1 at N = 32, 256 and 1024, and P = 16 at N = 1024; every row is in the JSON "
-        "(`loss`).",
-        "",
-    ]
-    rates = encoder_rates(results)
-    for label, (_, _, dim, _) in MODELS.items():
-        rate = rates[label]
-        rows = {(r["similarity"], r["pairs"], r["size"]): r for r in results["loss"] if r["dim"] == dim}
-        lines += [
-            f"d = {dim} (share against the {label.split(' ')[0]} encoder at {rate:,.0f} images/s):",
-            "",
-            "| P | N | " + " | ".join(SIMILARITIES) + " | peak MB (l2sq / l1) |",
-            "|---" * (len(SIMILARITIES) + 3) + "|",
-        ]
-        for pairs, size in SHOWN_LOSS:
-            cells = [
-                f"{1e3 * row['seconds']:.1f} ({loss_share(row, rate):.0%})" if row else "-"
-                for row in (rows.get((similarity, pairs, size)) for similarity in SIMILARITIES)
-            ]
-            memory = [rows.get((similarity, pairs, size)) for similarity in ("l2sq", "l1")]
-            lines.append(
-                f"| {pairs} | {size} | "
-                + " | ".join(cells)
-                + " | "
-                + " / ".join(f"{row['peak_mb']:,.0f}" if row else "-" for row in memory)
+                f"| {model} | {policy} | "
+                + " | ".join("-" if cell is None else f"{cell:.3f}" for cell in cells)
                 + " |"
             )
-        lines.append("")
-    lines += reading(results)
+    rates = encoder_rates(results)
+    lines += ["", "| d | P | N | " + " | ".join(SIMILARITIES) + " |", "|---" * (len(SIMILARITIES) + 3) + "|"]
+    for label, (_, _, dim, _) in MODELS.items():
+        rows = {(r["similarity"], r["pairs"], r["size"]): r for r in results["loss"] if r["dim"] == dim}
+        for pairs, size in SHOWN_LOSS[2:]:
+            cells = [
+                f"{1e3 * row['seconds']:.1f} ({loss_share(row, rates[label]):.0%})" if row else "-"
+                for row in (rows.get((similarity, pairs, size)) for similarity in SIMILARITIES)
+            ]
+            lines.append(f"| {dim} | {pairs} | {size} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "Figures: ![step](docs/figures/benchmarks/training_step_scaling.png) "
+        f"Command: `{results['command']}`. {report.host(results)}",
+        "",
+        *reading(results),
+        "",
+        "![step](docs/figures/benchmarks/training_step_scaling.png) "
         "![loss time](docs/figures/benchmarks/loss_time_scaling.png) "
         "![loss memory](docs/figures/benchmarks/loss_memory_scaling.png)",
-        "",
-        f"Command: `{results['command']}`",
     ]
     return "\n".join(lines)
 
 
 def reading(results: dict) -> list[str]:
-    """The findings, computed from the rows.
-    They say where the loss starts to matter next to the encoder, and what the chunked l1 saves."""
-    s3, s4 = MODELS
-    ratio = {}
-    for label in MODELS:
-        for policy in ("float32", MIXED):
-            rows = {
-                (r["pairs"], r["size"]): r["seconds"]
-                for r in results["steps"]
-                if r["model"] == label and r["policy"] == policy
-            }
-            if (1, 512) in rows and (16, 32) in rows:  # not in a --quick run
-                ratio[(label, policy)] = rows[(1, 512)] / rows[(16, 32)]
+    """The findings, computed from the rows: how the split of a step's images moves its time, where the
+    loss starts to matter next to the encoder, and what the chunked l1 saves."""
+    s3 = next(iter(MODELS))
+    rows = {(r["model"], r["policy"], r["pairs"], r["size"]): r["seconds"] for r in results["steps"]}
+    ratios = [
+        rows[(model, policy, 1, 512)] / rows[(model, policy, 16, 32)]
+        for model in MODELS
+        for policy in ("float32", MIXED)
+        if (model, policy, 1, 512) in rows and (model, policy, 16, 32) in rows  # not in a --quick run
+    ]
     rates = encoder_rates(results)
-    largest = {}
-    for r in results["loss"]:
-        if (
-            r["dim"] == 64
-            and r["pairs"] == 1
-            and r["size"] > largest.get(r["similarity"], {"size": 0})["size"]
-        ):
-            largest[r["similarity"]] = r
-    size = largest["l2sq"]["size"]
     dims = {dim: model for model, (_, _, dim, _) in MODELS.items()}
-
-    def largest_share(similarities: tuple[str, ...]) -> tuple[str, str]:
-        share, row = max(
-            (
-                (loss_share(r, rates[dims[r["dim"]]]), r)
-                for r in results["loss"]
-                if r["similarity"] in similarities and r["dim"] in dims
-            ),
-            key=lambda pair: pair[0],
-        )
-        where = f"({row['similarity']}, P={row['pairs']}, N={row['size']}, d={row['dim']})"
-        return f"{share:.0%}", f"for {'/'.join(similarities)} {where}"
-
-    times = [f"{1e3 * largest[s]['seconds']:.0f}" for s in SIMILARITIES]
-    shares = [f"{loss_share(largest[s], rates[s3]):.0%}" for s in SIMILARITIES]
+    share, row = max(
+        (loss_share(r, rates[dims[r["dim"]]]), r)
+        for r in results["loss"]
+        if r["similarity"] in ("l1", "linf") and r["dim"] in dims
+    )
+    encoder = {(r["model"], r["policy"], r["images"]): r["seconds"] for r in results["encoder"]}
     whole = {r["size"]: r for r in results["whole_l1"]}
     chunked = {
         r["size"]: r for r in results["loss"] if (r["similarity"], r["pairs"], r["dim"]) == ("l1", 4, 64)
     }
     common = max(set(whole) & set(chunked))
-    (matmul_share, matmul_where), (other_share, other_where) = (
-        largest_share(("l2sq", "l2", "cosine")),
-        largest_share(("l1", "linf")),
+    split = (
+        f"One pair of sets of 512 costs {min(ratios):.2f}-{max(ratios):.2f}x the time of 16 pairs of 32. "
+        if ratios
+        else ""
     )
-    split = ("", "")
-    if len(ratio) == 4:
-        split = (
-            f" At {SHOWN_IMAGES:,} images a step, one pair of sets of 512 takes "
-            f"{ratio[(s3, 'float32')]:.2f}x (S3 float32), {ratio[(s3, MIXED)]:.2f}x (S3",
-            f"{MIXED}), {ratio[(s4, 'float32')]:.2f}x and {ratio[(s4, MIXED)]:.2f}x (S4) the time of 16 "
-            "pairs of sets of 32. ",
-        )
-    lines = [
-        f"**Reading.**{split[0]}",
-        f"{split[1]}At P=1, N={size}, d=64 the",
-        f"loss takes {times[0]} ms ({SIMILARITIES[0]}), "
-        + ", ".join(f"{t} ({s})" for t, s in zip(times[1:-1], SIMILARITIES[1:-1]))
-        + f" and {times[-1]} ({SIMILARITIES[-1]}): {', '.join(shares[:-1])} and {shares[-1]} of a",
-        f"float32 S3 step. The largest share measured is {matmul_share} {matmul_where} and {other_share}",
-        f"{other_where}: at a fixed P the loss grows as N M d and the encoder as N, and",
-        "only l1 and linf, which have no matmul form, get that far within N <= 1024. l1 at "
-        f"P=4, N={common}, d=64:",
-        f"chunked {chunked[common]['peak_mb']:,.0f} MB against {whole[common]['peak_mb']:,.0f} MB whole, at "
-        f"{chunked[common]['seconds'] / whole[common]['seconds']:.1f}x the time; at P=16, N=1024 the whole "
-        "tensor would need",
-        "about 4 GB a copy.",
-        "",
+    return [
+        f"{split}The S3 encoder alone takes {encoder[(s3, 'float32', SHOWN_IMAGES)]:.2f} s for "
+        f"{SHOWN_IMAGES:,} images. Only l1 and linf, which have no matmul form, reach a large share: "
+        f"{share:.0%} ({row['similarity']}, P={row['pairs']}, N={row['size']}, d={row['dim']}). Chunked l1 "
+        f"(P=4, N={common}, d=64) holds {chunked[common]['peak_mb']:,.0f} MB against "
+        f"{whole[common]['peak_mb']:,.0f} MB built whole."
     ]
-    items = []
-    for size in sorted(whole):
-        first = not items
-        item = f"N={size}: {1e3 * whole[size]['seconds']:.0f} ms, {whole[size]['peak_mb']:,.0f} MB"
-        item += " whole against " if first else " against "
-        if size in chunked:
-            item += f"{1e3 * chunked[size]['seconds']:.0f} ms, {chunked[size]['peak_mb']:,.0f} MB"
-        else:
-            item += "no chunked timing"
-        items.append(item + ("\nchunked" if first else ""))
-    lines.append("**l1 built whole against chunked** (P=4, d=64): " + "; ".join(items) + ".")
-    return lines
 
 
 def fit_section(results: dict) -> str:
     """The "Fit against a bare compiled step (CPU)" section, from the results file alone."""
     lines = [
-        results["machine"],
+        "The same AbcModel, Adam and batch (float32) trained by `AbcModel.fit` from memory and by a bare "
+        "`tf.function` step in a Python loop; interleaved rounds, medians. Goal: fit / bare time <= 1.10.",
         "",
-        "The same AbcModel, Adam and batch (the preset's two sets, float32), trained by `AbcModel.fit` from",
-        "memory and by a plain `tf.function` step (GradientTape, loss, `optimizer.apply`) in a Python loop;",
-        "interleaved rounds, medians of wall-clock steps/s and of CPU milliseconds per step "
-        "(all threads; the",
-        "steadier figure on a shared machine). Goal: fit / bare time per step <= 1.10.",
-        "",
-        "| model | bare steps/s | fit steps/s | fit / bare wall time | bare CPU ms/step | fit CPU ms/step "
-        "| fit / bare CPU time |",
-        "|---|---|---|---|---|---|---|",
+        "| model | bare steps/s | fit steps/s | bare CPU ms/step | fit CPU ms/step | fit / bare CPU time |",
+        "|---|---|---|---|---|---|",
     ]
     for label, runs in results["fit_vs_bare"].items():
         bare, fit = runs["bare"], runs["fit"]
         lines.append(
-            f"| {label} | {bare['steps_per_s']:.2f} | {fit['steps_per_s']:.2f} | "
-            f"{bare['steps_per_s'] / fit['steps_per_s']:.2f} | {bare['cpu_ms']:.1f} | {fit['cpu_ms']:.1f} | "
-            f"{fit['cpu_ms'] / bare['cpu_ms']:.3f} |"
+            f"| {label} | {bare['steps_per_s']:.2f} | {fit['steps_per_s']:.2f} | {bare['cpu_ms']:.1f} | "
+            f"{fit['cpu_ms']:.1f} | {fit['cpu_ms'] / bare['cpu_ms']:.3f} |"
         )
     lines += [
         "",
-        "What fit adds per step, measured on a tiny encoder where nothing else counts: about 0.15 ms",
-        "(0.84 against 0.69 ms a step), Keras's per-batch callback dispatch and its data iterator; on the",
-        "S4 step of about 50 ms that is 0.3%. Read the CPU-time column: on this shared machine wall-clock",
-        "ratios of this pair move between runs by more than the overhead.",
+        f"Command: `{results['command']}`. {report.host(results)}",
         "",
-        f"Command: `{results['command']}`",
+        "CPU time (all threads) is the steadier figure on shared cores.",
     ]
     return "\n".join(lines)
 

@@ -209,89 +209,32 @@ def goal_verdict(rates: dict, batch: int) -> str:
 
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
-    result, memory, epoch_images = results["result"], results["memory"], results["epoch_images"]
-    rates, warp = result["rates"], result["warp"]
-    steps, rounds = results["steps"], results["rounds"]
-    whole_batches = ", ".join(f"{math.ceil(epoch_images / batch)} of {batch}" for batch in BATCHES)
+    result, epoch_images = results["result"], results["epoch_images"]
+    rates = result["rates"]
     lines = [
-        results["machine"],
+        f"Presets `{PAPER}` (batch 512, graph) and `{QUICK}` (batch 128, XLA), every loss term on, fed from "
+        f"memory; median of {results['rounds']} interleaved rounds of {results['steps']} steps. Over eager: "
+        "over C-VITAE's eager loop at that batch; epoch: MNIST without its nines.",
         "",
-        f"Presets `{PAPER}` (batches of 512, the compiled graph) and `{QUICK}` (batches of 128, XLA): "
-        "Table 1's",
-        f"MLPs, d_A = d_P = 2, {result['parameters']:,} trainable parameters in C-VITAE. Figures are "
-        "the median of",
-        f"{rounds} interleaved rounds of {steps} calls of the warp, or {steps} train steps, each after "
-        "a warm-up.",
-        "",
-        "The spatial transformer alone: theta [B, 6] -> T_theta = expm -> bilinear sampling of "
-        "[B, 28, 28, 1]",
-        "images, forward and the gradient to theta and to the images, microseconds per image:",
-        "",
-        "| batch | eager | tf.function | tf.function(jit_compile=True) | function over eager "
-        "| XLA over eager |",
+        "| method | batch | loop | steps/s | over eager | epoch s |",
         "|---|---|---|---|---|---|",
     ]
-    for batch in BATCHES:
-        micro = {mode: 1e6 / (warp[f"{mode}_{batch}"] * batch) for mode in WARP_MODES}
-        lines.append(
-            f"| {batch} | {micro['eager']:.1f} | {micro['function']:.1f} | {micro['xla']:.1f} | "
-            f"{micro['eager'] / micro['function']:.1f}x | {micro['eager'] / micro['xla']:.1f}x |"
-        )
-    lines += [
-        "",
-        "The train step (every loss term on: the step is set past the KL warm-up; the random affine",
-        "augmentation on), fed from memory. Eager: `VITAEModel.train_step` called op by op in a Python",
-        "loop, as the authors' PyTorch code runs. Compiled rows are timed from the start to the end of a",
-        f"Keras epoch. An epoch: the {epoch_images:,} training images of MNIST without its nines, in whole "
-        "batches",
-        f"({whole_batches}). Peak RSS: a process that builds that setting alone and trains it "
-        f"for {results['memory_steps']} steps.",
-        "",
-        "| method | batch | loop | steps/s | images/s | over eager | MNIST epoch s | peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    loops_named = {
-        "eager": "eager, `train_step` op by op",
-        "fit": "compiled `fit` (graph)",
-        "fit_xla": "compiled `fit`, XLA",
-    }
+    loops_named = {"eager": "eager", "fit": "graph", "fit_xla": "XLA"}
     names = {"c_vitae": "C-VITAE", "u_vitae": "U-VITAE", "vae": "VAE"}
     for setting, (variant, batch, kind) in SETTINGS.items():
         rate = rates[setting]
         over = rate / rates[f"c_vitae_eager_{batch}"]
-        mem = f"{memory[setting]:.0f}" if setting in memory else "-"
         lines.append(
-            f"| {names[variant]} | {batch} | {loops_named[kind]} | {rate:.2f} | {rate * batch:.0f} | "
-            f"{over:.1f}x | {epoch_seconds(rate, batch, epoch_images):.1f} | {mem} |"
+            f"| {names[variant]} | {batch} | {loops_named[kind]} | {rate:.2f} | {over:.1f}x | "
+            f"{epoch_seconds(rate, batch, epoch_images):.1f} |"
         )
     verdicts = "; ".join(goal_verdict(rates, batch) for batch in BATCHES)
     lines += [
         "",
-        '"over eager": over C-VITAE\'s eager loop at the same batch size. '
-        f"Goal: compiled >= {GOAL:g}x the eager loop: {verdicts}.",
+        f"Command: `{results['command']}`. {report.host(results)}",
         "",
-        'MNIST epoch fed by the "images" stream (`make_images_dataset`, one pipeline thread as in CPU '
-        "training),",
-        f"reading the procedural MNIST ({result['procedural_images']:,} training images without the nines; "
-        "no files needed), the epoch",
-        f"counted in the real MNIST's {epoch_images:,} images:",
-        "",
-        "| preset | batch | loop | steps/s fed by the stream | from memory | MNIST epoch s "
-        "| stream alone, batches/s |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for preset, batch, kind in ((PAPER, 512, "fit"), (QUICK, 128, "fit_xla")):
-        fed, alone = result["pipeline"][str(batch)], result["stream"][str(batch)]
-        lines.append(
-            f"| `{preset}` | {batch} | {loops_named[kind]} | {fed:.2f} | "
-            f"{rates[f'c_vitae_{kind}_{batch}']:.2f} | "
-            f"{epoch_seconds(fed, batch, epoch_images):.1f} | {alone:.1f} |"
-        )
-    lines += [
-        "",
-        report.load_text(results),
-        "",
-        f"Command: `{results['command']}`",
+        f"Goal compiled >= {GOAL:g}x eager: {verdicts}. The spatial transformer alone and the steps fed "
+        "by the images stream are in the JSON.",
     ]
     return "\n".join(lines)
 
