@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import os
 import pkgutil
+import traceback
+import warnings
 from typing import Any, Iterable, NamedTuple
 
 
@@ -39,26 +42,21 @@ def discover(package: str, path: Iterable[str], group: str, declaration: str, ki
             f"entry point {point.name!r} = {point.value!r} "
             f"of the distribution {point.dist.name if point.dist else '?'}"
         )
+        # A bad entry point is skipped with one line: it breaks no other name.
         if point.attr:
-            raise ValueError(
-                f"The {where} names {point.value!r}; a {kind} entry point names its package (no ':')."
+            warnings.warn(
+                f"The {where} names {point.value!r}; a {kind} entry point names a package (no ':')."
             )
-        if point.name in found:
-            raise ValueError(
-                f"The {where} is also the name of the {kind} in {found[point.name]}; rename the entry point."
-            )
-        found[point.name] = point.module
+        elif point.name in found:
+            warnings.warn(f"The {where} is also the name of the {kind} in {found[point.name]}; rename it.")
+        else:
+            found[point.name] = point.module
     module, _, attribute = declaration.partition(":")
     return {name: Entry(f"{where}.{module}:{attribute}", where) for name, where in sorted(found.items())}
 
 
-# The classes a package declares itself with.
-DECLARATION_TYPES = ("Method", "DataFamily")
-# The section of docs/ARCHITECTURE.md that lists what a package of each kind declares.
-GUIDE = {
-    "method": 'docs/ARCHITECTURE.md, "Adding a method"',
-    "data family": 'docs/ARCHITECTURE.md, "Adding a data family"',
-}
+# The module of the installed package that shows the contract of each kind by example.
+GUIDE = {"method": "abc_tf.examples.method", "data family": "abc_tf.examples.family"}
 
 
 class ContractError(ValueError):
@@ -67,7 +65,67 @@ class ContractError(ValueError):
 
 
 def _guide(kind: str) -> str:
-    return f"see {GUIDE.get(kind, 'docs/ARCHITECTURE.md')}"
+    return f"see {GUIDE.get(kind, 'abc_tf.examples')}"
+
+
+def where(error: BaseException) -> str:
+    """ "FILE:LINE: " of the innermost frame of ``error``'s traceback outside this package's own
+    code (the user's line that raised it), or "" when every frame is the package's."""
+    skipped = (
+        os.path.dirname(os.path.abspath(__file__)) + os.sep,
+        os.path.dirname(os.__file__) + os.sep,
+        "<",
+    )
+    frames = [
+        frame for frame in traceback.extract_tb(error.__traceback__) if not frame.filename.startswith(skipped)
+    ]
+    return f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+
+
+def import_failure(error: Exception, package: str, kind: str) -> ContractError:
+    """One line for a package that raised ``error`` while it was imported: where, and what."""
+    first = (str(error).strip().splitlines() or [""])[0]
+    return ContractError(
+        f"{where(error)}the {kind} package {package} failed to import: {type(error).__name__}: {first} "
+        f"({_guide(kind)})."
+    )
+
+
+def package_presets(packages: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """({name: preset}, {package: why it could not be read}) of ``packages`` ({package: kind}).
+    A package keeps its presets as plain data, ``PRESETS`` in its ``__init__.py``, so reading
+    them imports that module alone, no TensorFlow, and a broken package loses only its own names."""
+    found: dict[str, Any] = {}
+    broken: dict[str, str] = {}
+    for package, kind in sorted(packages.items()):
+        try:
+            declared = getattr(_imported(package, kind, "its presets", package), "PRESETS", {})
+        except ContractError as error:
+            broken[package] = str(error)
+            continue
+        for name, preset in declared.items():
+            if name in found:
+                raise ContractError(f"The preset {name!r} of {package} is declared twice; rename one.")
+            found[name] = preset
+    return found, broken
+
+
+def _imported(module_name: str, kind: str, what: str, package: str) -> Any:
+    """Module ``module_name`` of ``package``, imported; ContractError in one line when it fails."""
+    try:
+        return importlib.import_module(module_name)
+    except ContractError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the user's code raised it: one line naming where
+        missing = error.name if isinstance(error, ModuleNotFoundError) else None
+        if missing and package == missing:
+            message = f"The {kind} package {package} is not installed (a typo in an entry point?)."
+            raise ContractError(message) from None
+        if missing and (module_name + ".").startswith(missing + "."):
+            raise ContractError(
+                f"The {kind} package {package} has no module {module_name} ({what}); {_guide(kind)}."
+            ) from None
+        raise import_failure(error, package, kind) from None
 
 
 def load_declared(reference: str, kind: str, what: str, package: str = "") -> Any:
@@ -76,22 +134,7 @@ def load_declared(reference: str, kind: str, what: str, package: str = "") -> An
     reference is part of, named in the message)."""
     module_name, _, attribute = reference.partition(":")
     package = package or module_name
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name is None or not (module_name + ".").startswith(error.name + "."):
-            raise  # a module the package itself imports is missing: its own traceback says which
-        raise ContractError(
-            f"The {kind} package {package} has no module {module_name} ({what}); {_guide(kind)}."
-        ) from None
-    except TypeError as error:
-        # A declaration built with a field it does not have, or without one it needs: a package
-        # written for another version of the contract (make_dataset= instead of streams=).
-        if not any(f"{name}.__init__()" in str(error) for name in DECLARATION_TYPES):
-            raise
-        raise ContractError(
-            f"The {kind} package {package}: {module_name}: {error}; {_guide(kind)}."
-        ) from None
+    module = _imported(module_name, kind, what, package)
     if not hasattr(module, attribute):
         raise ContractError(
             f"The {kind} package {package}: {module_name} declares no {attribute} ({what}); {_guide(kind)}."
@@ -114,6 +157,12 @@ def resolve(registry: dict[str, Entry | str], name: str, kind: str, declaration_
     if not isinstance(declared, cls):
         raise ContractError(
             f"{reference} is a {type(declared).__name__}, not a {declaration_type}; {_guide(kind)}."
+        )
+    unlisted = set(getattr(declared, "presets", None) or ()) - set(package_presets({entry.package: kind})[0])
+    if entry.package and unlisted:
+        raise ContractError(
+            f"{reference} declares the presets {', '.join(sorted(unlisted))}, which are not in "
+            f"{entry.package}'s PRESETS (its __init__.py, where presets are found); {_guide(kind)}."
         )
     if declared.name != name:
         raise ContractError(

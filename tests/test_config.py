@@ -17,15 +17,6 @@ from abc_tf.data.mnist import MnistConfig
 from abc_tf.methods.abc import AbcConfig
 
 
-def test_every_preset_has_at_most_six_parts_and_each_field_in_one_part():
-    for preset in experiments.presets().values():
-        parts = preset.parts()
-        assert len(parts) + 1 <= 6 and set(parts) <= set(config_lib.PART_NAMES)  # + the preset's name
-        names = [name for part in parts.values() for name in part.field_names()]
-        assert len(names) == len(set(names)), preset.name
-        assert set(json.loads(preset.to_json())) == {"name", *config_lib.PART_NAMES}
-
-
 def test_a_field_declared_by_two_parts_is_refused():
     @dataclasses.dataclass(frozen=True)
     class Clashing(AbcConfig):

@@ -2,10 +2,12 @@
 encoder, and dotted overrides."""
 
 import re
+import subprocess
+import sys
 
 import pytest
 
-from abc_tf import data, methods
+from abc_tf import data, methods, registry
 from abc_tf.runs import experiments
 from abc_tf.config import EncoderConfig, ImageBatch, PairBatch, SetBatch
 from abc_tf.data.mnist import MnistConfig
@@ -48,11 +50,38 @@ def test_presets_live_beside_their_methods_and_name_themselves():
     )
 
 
+def test_a_broken_package_costs_only_its_own_presets(tmp_path, monkeypatch):
+    (tmp_path / "broken_lab").mkdir()
+    (tmp_path / "broken_lab" / "__init__.py").write_text("PRESETS = {}\nraise RuntimeError('a typo')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(methods.METHODS, "broken", registry.Entry("broken_lab.model:METHOD", "broken_lab"))
+    assert experiments.get_preset("mnist").name == "mnist"
+    where = f"{tmp_path / 'broken_lab' / '__init__.py'}:2: the method package broken_lab failed to import"
+    with pytest.warns(UserWarning, match=re.escape(where)):
+        assert "mnist" in experiments.presets()
+    with pytest.raises(
+        ValueError, match=f"Unknown experiment 'lab'; .*{re.escape(where)}: RuntimeError: a typo"
+    ):
+        experiments.get_preset("lab")
+
+
+@pytest.mark.slow
+def test_finding_a_preset_loads_no_declaration_and_no_tensorflow():
+    code = (
+        "import sys; from abc_tf.runs import experiments; experiments.get_preset('mnist_ml_vae'); "
+        "print(sorted(name for name in sys.modules if name.endswith(('.model', '.family', 'tensorflow'))))"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout == "[]\n"
+
+
 def test_choose_keeps_the_method_fields_the_classes_share_and_starts_another_family_from_its_defaults():
     mnist = experiments.get_preset("mnist").replace(source="idx", temperature=0.5, steps=9)
     vae = experiments.choose(mnist, method="vae")
     assert isinstance(vae.batch, ImageBatch) and vae.encoder is None and isinstance(vae.method, VaeConfig)
     assert (vae.data, vae.trainer) == (mnist.data, mnist.trainer)  # the family and trainer are untouched
+    assert vae.name == "mnist_with_vae" and experiments.choose(mnist, data="pose", method="vae").name == (
+        "mnist_on_pose_with_vae"
+    )
     contrastive = experiments.choose(mnist, method="contrastive")
     assert (contrastive.method.name, contrastive.method.temperature, contrastive.batch) == (
         "contrastive",

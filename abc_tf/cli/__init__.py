@@ -61,5 +61,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     command_line.INVOCATION = "abc_tf"
+    command_line.plain_warnings(f"abc_tf {name}")  # before the registries look for plug-ins
     module = importlib.import_module(COMMANDS[name][0])
     return module.command([f"abc_tf {name}", *argv[2:]])

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import warnings
 
 from absl import flags
 
 from abc_tf import command_line
 from abc_tf import config as config_lib
-from abc_tf import data, methods
+from abc_tf import data, methods, registry
 from abc_tf.runs import experiments
 
 FLAGS = flags.FlagValues()
@@ -107,12 +108,20 @@ def page() -> str:
     lines += ["", f"### encoder ({first_line(config_lib.EncoderConfig)})", ""]
     lines += fields_table(config_lib.EncoderConfig, "encoder")
     lines += ["", "## Data families (`--data`)", ""]
-    for family in sorted(data.DATA_FAMILIES):
-        lines += data_section(family) + [""]
+    lines += [line for family in sorted(data.DATA_FAMILIES) for line in _listed(data_section, family)]
     lines += ["## Methods (`--method`)", ""]
-    for method in sorted(methods.METHODS):
-        lines += method_section(method) + [""]
+    lines += [line for method in sorted(methods.METHODS) for line in _listed(method_section, method)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _listed(section, name: str) -> list[str]:
+    """``section(name)``, or nothing and one warning for a package that cannot be loaded: a broken
+    plug-in costs its own section, and the listing goes on."""
+    try:
+        return section(name) + [""]
+    except registry.ContractError as error:
+        warnings.warn(str(error), stacklevel=2)
+        return []
 
 
 def declaration_page(method: str | None = None, family: str | None = None) -> str:

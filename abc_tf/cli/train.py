@@ -28,9 +28,8 @@ from abc_tf.runs import experiments
 
 FLAGS = flags.FLAGS
 
-flags.DEFINE_string(
-    "experiment", "shapes3d_demo", f"Preset: one of {', '.join(sorted(experiments.presets()))}."
-)
+_EXPERIMENT_HELP = "Preset (abc_tf train --help, without --experiment, lists them)."
+flags.DEFINE_string("experiment", "shapes3d_demo", _EXPERIMENT_HELP)
 flags.DEFINE_string("data", None, "Data family (a key of abc_tf.data.DATA_FAMILIES; default: the preset's).")
 flags.DEFINE_string(
     "method", None, "Training method (a key of abc_tf.methods.METHODS; default: the preset's)."
@@ -87,6 +86,8 @@ def chosen_config(argv: list[str]) -> config_lib.ExperimentConfig:
     """The preset of ``--experiment`` with the family, method and encoder of ``--data``,
     ``--method`` and ``--encoder`` on ``argv``: the config whose parts' fields are the flags."""
     chosen = {name: _given(argv, name) for name in _CHOOSERS}
+    if chosen["data"] or chosen["method"]:
+        command_line.quiet_tensorflow_start()  # another family's or method's declaration loads TensorFlow
     base = experiments.get_preset(chosen.pop("experiment") or FLAGS["experiment"].default)
     return experiments.choose(base, **chosen)
 
@@ -175,7 +176,6 @@ def main(argv: list[str]) -> None:
         # Imported here so that --help and flag errors answer without loading TensorFlow.
         from abc_tf.runs import checkpoints, checks
         from abc_tf.runs import preemption, training, training_logs
-        from abc_tf.evaluation.callbacks import evaluation_callbacks
 
         if FLAGS.check_only:
             for run_config, run_dir in runs:
@@ -189,6 +189,8 @@ def main(argv: list[str]) -> None:
             _say_skipped_measures(base)
             return
         _say_skipped_measures(base)
+        from abc_tf.evaluation.callbacks import evaluation_callbacks
+
         for run_config, run_dir in runs:
             # The settings, the run directory and the model first, once: the callbacks read the
             # family's labelled data, which can take a while.
@@ -320,6 +322,9 @@ def command(argv: list[str]) -> int:
     sys.argv = list(argv)  # the advice after a stop repeats the command line
     try:
         if any(argument in command_line.HELP_FLAGS for argument in argv[1:]):
+            FLAGS["experiment"].help = _EXPERIMENT_HELP
+            if _given(argv, "experiment") is None:  # the listing reads every package's presets
+                FLAGS["experiment"].help = f"Preset: one of {', '.join(sorted(experiments.presets()))}."
             parse_flags([argument for argument in argv if argument not in command_line.HELP_FLAGS])
             flag_help = FLAGS.get_help() if "--helpfull" in argv else FLAGS.module_help(__name__)
             print(f"{__doc__}\nFlags:\n{flag_help}")

@@ -2,15 +2,17 @@
 (another family, method or encoder; dotted fields). config.json is read by
 abc_tf.runs.config_files.
 
-A preset is declared by the method it trains (``Method.presets``) or by a data family
-(``DataFamily.presets``: a user's family with runs of its own). A method's or family's config
-class is its declaration's ``config``. Reading a declaration loads its package, TensorFlow
+A preset is declared by the package of the method it trains or of a data family (a user's
+family with runs of its own), as plain data: ``PRESETS`` in the package's ``__init__.py``, which
+its declaration's ``presets`` is. Finding a preset reads those modules alone; a method's or
+family's config class is its declaration's ``config``, which loads its package, TensorFlow
 included.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 from abc_tf import data, methods, registry
@@ -33,17 +35,21 @@ def _found(found: dict) -> list[str]:
     ]
 
 
+def _packages() -> dict[str, str]:
+    """{package: kind} of every method and family found as a package."""
+    return {
+        registry.Entry(*found[name]).package: kind
+        for found, kind in ((methods.METHODS, "method"), (data.DATA_FAMILIES, "data family"))
+        for name in _found(found)
+    }
+
+
 def presets() -> dict[str, ExperimentConfig]:
-    """Every preset by name: those of every method found as a package, and of every data family
-    found as one that declares some (a user's family with its own runs of a method)."""
-    declared = [methods.get_method(name) for name in _found(methods.METHODS)]
-    declared += [data.get_family(name) for name in _found(data.DATA_FAMILIES)]
-    found: dict[str, ExperimentConfig] = {}
-    for declaration in declared:
-        for name, preset in declaration.presets.items():
-            if name in found:
-                raise ValueError(f"The preset {name!r} of {declaration.name!r} is declared twice.")
-            found[name] = preset
+    """Every preset by name, read from each package's ``PRESETS`` (no TensorFlow loads). A
+    package that fails to import is named in one warning line, and the listing goes on."""
+    found, broken = registry.package_presets(_packages())
+    for message in broken.values():
+        warnings.warn(message, stacklevel=2)
     return found
 
 
@@ -56,7 +62,7 @@ def smoke_configs() -> dict[str, ExperimentConfig]:
         if smallest is None:
             raise ValueError(
                 f"The method {name!r} declares no smallest_run (the smallest run it trains, for the contract "
-                'checks); see docs/ARCHITECTURE.md, "Adding a method".'
+                f"checks); see {registry.GUIDE['method']}."
             )
         found[name] = smallest
     return found
@@ -73,9 +79,11 @@ def quick_presets() -> dict[str, ExperimentConfig]:
 
 
 def get_preset(name: str) -> ExperimentConfig:
-    known = presets()
+    """Preset ``name``; ValueError naming the known ones, and the packages that could not be read."""
+    known, broken = registry.package_presets(_packages())
     if name not in known:
-        raise ValueError(f"Unknown experiment {name!r}; known experiments: {', '.join(sorted(known))}.")
+        listed = ", ".join(sorted(known)) + "." + "".join(f" {message}" for message in broken.values())
+        raise ValueError(f"Unknown experiment {name!r}; known experiments: {listed}")
     return known[name]
 
 
@@ -108,18 +116,16 @@ def choose(
     replaced by name. Another family starts from its own defaults (nothing of the old family's
     data part is carried over) and the run is named ``<preset>_on_<family>``. Another method's
     class keeps the fields it shares with the old one (a temperature) and takes its defaults for
-    the rest; a method on another batch format gets that format's batch part, and a method
-    without an encoder drops the ``encoder`` part."""
+    the rest, and the run is named ``<preset>_with_<method>``; a method on another batch format
+    gets that format's batch part, and a method without an encoder drops the ``encoder`` part."""
     name = config.name
     data_part = config.data
     if data not in (None, config.data.family):
         data_part, name = data_config_class(data)(family=data), f"{config.name}_on_{data}"
     method_class = method_config_class(method) if method is not None else type(config.method)
-    method_part = (
-        config.method
-        if method in (None, config.method.name)
-        else _carried(method_class, config.method, name=method)
-    )
+    method_part = config.method
+    if method not in (None, config.method.name):
+        method_part, name = _carried(method_class, config.method, name=method), f"{name}_with_{method}"
     batch_class = BATCH_CONFIGS[method_class.batch_format]
     batch_part = config.batch if type(config.batch) is batch_class else _carried(batch_class, config.batch)
     encoder_part = None
