@@ -7,7 +7,7 @@ an object with ``mean``, ``std`` and the runs' ``values``; or an object ``{"ref"
 ..., "untrained": ..., "lower_is_better": true}`` when the figure has a chance level. The kinds:
 
 - ``value``: ``ours`` against the paper's ``value`` and ``spread`` (without a spread, the value
-  as printed: ours rounds to it);
+  as printed: ours rounds to it), and each further ``[ref, value, spread]`` of ``values``;
 - ``bound``: ``ours`` (or each of a list of them) against the paper's ``above`` or ``below``;
 - ``ordering``: every pair ``[higher, lower]`` of ``order`` apart by more than the two figures'
   spreads (for two single runs, than the paper's ``spread``); a pattern is a list of pairs; a
@@ -20,9 +20,9 @@ Criteria, in this order, each failing one deciding "not measurable here": the pa
 found; runs (three, or one where ``paper_runs`` is 1; ``runs`` where the files do not count
 them; ``timing`` names them repeats; ``draws`` ``[ours, paper's]`` for a Monte Carlo study; a
 trend's points); ``budget`` (``[ours, paper's]`` steps or epochs, a list of such for
-every method compared, at least 10%); protocol (``same``, ``named``, or ``procedural`` / ``other
-hardware``, under which values are not compared, only orderings; a ``goal`` of ours is compared
-on any host). Then the distance decides
+every method compared, at least 10%); protocol (``same``, ``named``, or ``procedural``, ``other
+data`` or ``other hardware``, under which values are not compared, only orderings; a ``goal`` of
+ours is compared on any host). Then the distance decides
 holds, holds as an ordering or differs, and a compared figure within its spread of its chance
 level (or below it, or below the untrained score) adds "at chance", naming the reference's
 ``label``.
@@ -46,7 +46,7 @@ VERDICTS = ("holds", "holds as an ordering", "differs", "not measurable here")
 MIN_RUNS = 3
 MIN_BUDGET = 0.10
 COMPARABLE = ("same", "named")
-NOT_COMPARED = ("procedural", "other hardware")
+NOT_COMPARED = ("procedural", "other data", "other hardware")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,7 +197,7 @@ def decide(finding: dict, root: str = ROOT, cache: dict | None = None) -> Verdic
         if len(figures) < MIN_RUNS:
             return verdict("not measurable here", f"{len(figures)} points of {MIN_RUNS}")
     else:
-        compared = figures[: len(figures) - len(finding.get("values", []))]
+        compared = figures[: len(figures) - len(finding.get("values", []))] or figures
         runs = finding.get("runs", min(f.runs for f in compared))
         runs = int(read(runs, root, cache)) if isinstance(runs, str) else runs
         needed = min(MIN_RUNS, finding.get("paper_runs", MIN_RUNS))
@@ -221,13 +221,19 @@ def decide(finding: dict, root: str = ROOT, cache: dict | None = None) -> Verdic
     if claim == "value":
         if not compared:
             return verdict("not measurable here", not_compared)
-        exact = paper.get("spread") is None
-        if agrees(figures[0], paper["value"], paper.get("spread")):
+        # The paper's value, then any more published numbers of the same row as [ref, value, spread].
+        rows = [[finding["ours"], paper["value"], paper.get("spread")], *finding.get("values", [])]
+        failed = [
+            label(ref) or "ours" for (ref, value, s), f in zip(rows, figures) if not agrees(f, value, s)
+        ]
+        exact = all(s is None for _, _, s in rows)
+        if not failed:
             return verdict(
                 "holds", "equal at the paper's precision" if exact else "within the paper's spread"
             )
+        what = "unequal at the paper's precision" if exact else "outside the paper's spread"
         return verdict(
-            "differs", "unequal at the paper's precision" if exact else "outside the paper's spread"
+            "differs", what if len(failed) == len(rows) else f"{what} in part: {', '.join(failed)}"
         )
 
     if claim == "bound":
@@ -257,7 +263,12 @@ def decide(finding: dict, root: str = ROOT, cache: dict | None = None) -> Verdic
             return verdict("differs", f"fails {part}")
         rows = finding.get("values", [])
         if not rows:
-            return verdict("holds", "gaps exceed the spread")
+            kinds = {pair[2:] == ["not above"] for pair in pairs}
+            held = {
+                frozenset([False]): "gaps exceed the spread",
+                frozenset([True]): "no gap beyond the spread",
+            }
+            return verdict("holds", held.get(frozenset(kinds), "every pair as claimed"))
         if not compared:
             return verdict("holds as an ordering", not_compared)
         value_figures = figures[2 * len(pairs) :]

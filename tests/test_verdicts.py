@@ -42,6 +42,8 @@ def decide(root, **finding) -> str:
     [
         ({"claim": "value", "paper": {"value": 1.05, "spread": 0.1}, "ours": "r.json#/a"}, "holds: within the paper's spread"),
         ({"claim": "value", "paper": {"value": 1.5, "spread": 0.1}, "ours": "r.json#/a"}, "differs: outside the paper's spread"),
+        ({"claim": "value", "paper": {"value": 1.0, "spread": 0.1}, "ours": "r.json#/a", "values": [[{"ref": "r.json#/b", "label": "B"}, 0.9, 0.1]]}, "differs: outside the paper's spread in part: B"),
+        ({"claim": "value", "paper": {"value": 1.0, "spread": 0.1}, "ours": "r.json#/a", "protocol": "other data"}, "not measurable here: values not compared (other data)"),
         ({"claim": "value", "paper": {"value": "0.05"}, "ours": "r.json#/one", "paper_runs": 1}, "holds: equal at the paper's precision"),
         ({"claim": "value", "paper": {"value": "0.06"}, "ours": "r.json#/one", "paper_runs": 1}, "differs: unequal at the paper's precision"),
         ({"claim": "value", "paper": {"value": "0.05"}, "ours": "r.json#/one"}, "not measurable here: 1 run of 3"),
@@ -61,7 +63,7 @@ def decide(root, **finding) -> str:
         ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/b"]]}, "holds: gaps exceed the spread"),
         ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/near_a"]]}, "differs: fails wholly"),
         ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/b"], [{"ref": "r.json#/b", "label": "B over A"}, "r.json#/a"]]}, "differs: fails in part: B over A"),
-        ({"claim": "ordering", "paper": {}, "order": [["r.json#/near_a", "r.json#/a", "not above"]]}, "holds: gaps exceed the spread"),
+        ({"claim": "ordering", "paper": {}, "order": [["r.json#/near_a", "r.json#/a", "not above"]]}, "holds: no gap beyond the spread"),
         ({"claim": "ordering", "paper": {}, "order": [[{"ref": "r.json#/a", "label": "A early"}, "r.json#/b", "not above"]]}, "differs: fails wholly"),
         ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/b"]], "values": [["r.json#/a", 1.0, 0.1]]}, "holds: ordering and values agree"),
         ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/b"]], "values": [["r.json#/a", 2.0, 0.1]]}, "holds as an ordering: values outside the paper's spread"),
