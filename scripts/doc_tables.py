@@ -41,6 +41,9 @@ Verdicts are written the same way: a link to a finding of ``docs/findings.json``
 decided from the result files by ``scripts/verdicts.py`` (the rule of RESULTS.md, "How rows are
 judged"), and a link to ``findings.json#tally`` counts the document's verdicts.
 
+A run's printed output is written between ``<!-- log: docs/figures/demo/run.json -->`` and
+``<!-- end log -->`` from the file ``scripts/demo_log.py`` writes.
+
 The same holds for the sections of BENCHMARKS.md that a benchmark writes from its results file:
 each module of ``BENCHMARKS`` names its ``FILE`` (under docs/figures/benchmarks/) and writes its
 ``## TITLE`` section with ``section(results)`` (a module writing more than one names them in
@@ -61,7 +64,7 @@ import sys
 import urllib.parse
 
 from abc_tf.evaluation import comparison_report
-from scripts import verdicts
+from scripts import demo_log, verdicts
 from benchmarks import (
     baselines_epoch,
     baselines_speed,
@@ -119,6 +122,10 @@ TABLE = re.compile(
     r"(?: \"(?P<section>[^\"]+)\" -->\n|[ \t]*\n(?P<template>(?:\|[^\n]*\n)+)-->\n))"
     r"(?P<body>.*?)(?P<close><!-- end table -->)",
     re.S,
+)
+# A run's output: <!-- log: file.json --> ... <!-- end log -->.
+LOG = re.compile(
+    r"(?P<open><!-- log: (?P<path>\S+\.json) -->\n)(?P<body>.*?)(?P<close><!-- end log -->)", re.S
 )
 # A template's placeholder: {/json/pointer} or {/json/pointer:format}, after an optional
 # other file: {docs/figures/other.json#/json/pointer:format}.
@@ -196,9 +203,9 @@ def template_table(path: str, template: str, root: str = ROOT, doc: str = "") ->
 
 
 def table_files(text: str) -> set[str]:
-    """The files the marked tables of ``text`` read: each marker's file and each file a
+    """The files the marked tables and logs of ``text`` read: each marker's file and each file a
     template's placeholder names."""
-    files = set()
+    files = {match["path"] for match in LOG.finditer(text)}
     for match in TABLE.finditer(text):
         files.add(match["path"])
         if match["template"] is not None:
@@ -230,6 +237,20 @@ def render(text: str, root: str = ROOT, doc: str = "") -> tuple[str, list[str]]:
             f"{doc or 'the text'}: a '<!-- table:' marker is malformed or has no '<!-- end table -->'."
         )
     return new, changed
+
+
+def render_logs(text: str, root: str = ROOT) -> tuple[str, list[str]]:
+    """``text`` with every marked run log written from its file, and the logs that changed."""
+    changed = []
+
+    def write(match: re.Match) -> str:
+        with open(os.path.join(root, match["path"]), encoding="utf-8") as handle:
+            body = demo_log.render(json.load(handle))
+        if body != match["body"]:
+            changed.append(f"log {match['path']}")
+        return match["open"] + body + match["close"]
+
+    return LOG.sub(write, text), changed
 
 
 def benchmark_sections(module) -> dict:
@@ -278,6 +299,8 @@ def main(argv: list[str] | None = None, root: str = ROOT) -> int:
         new, changed = render(text, root, name)
         new, decided = verdicts.render(new, name, root)
         changed += [f"verdict {link}" for link in decided]
+        new, logs = render_logs(new, root)
+        changed += logs
         if name == BENCHMARKS_DOC:
             new, sections = render_benchmarks(new, root)
             changed += sections
