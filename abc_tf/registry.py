@@ -56,7 +56,7 @@ def discover(package: str, path: Iterable[str], group: str, declaration: str, ki
 
 
 # The module of the installed package that shows the contract of each kind by example.
-GUIDE = {"method": "abc_tf.examples.method", "data family": "abc_tf.examples.family"}
+GUIDE = {"method": "abc_tf.examples.lab", "data family": "abc_tf.examples.squares"}
 
 
 class ContractError(ValueError):

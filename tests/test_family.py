@@ -35,8 +35,8 @@ def test_every_registered_family_is_a_data_family_with_its_fields(name):
             and family.stream(batch_format) is family.streams[batch_format]
         )
     assert family.known_factors is None or isinstance(family.known_factors, KnownFactors)
-    # Something for the evaluators: every shipped family offers at least one kind of labels.
-    assert family.known_factors or family.grouped_images or family.pose_views
+    # Something for the evaluators: every shipped family offers labels, or a task of its own.
+    assert family.known_factors or family.grouped_images or family.pose_views or ":" in family.evaluation_task
 
 
 def test_stream_names_the_format_and_unknown_formats_are_refused():
@@ -55,7 +55,7 @@ def test_stream_names_the_format_and_unknown_formats_are_refused():
     # A declaration that breaks the contract is refused in one line naming the family and the docs.
     with pytest.raises(
         ContractError,
-        match="^The data family 'bad' streams the batch formats \\['triples'\\]; .*ARCHITECTURE",
+        match="^The data family 'bad' streams the batch formats \\['triples'\\]; .*abc_tf.examples.squares",
     ):
         DataFamily(name="bad", config=DataConfig, image_shape=None, streams={"triples": pairs})
     with pytest.raises(

@@ -37,6 +37,7 @@ LAYERS = [
     ("methods", ("abc_tf.methods",)),
     ("runs", ("abc_tf.runs",)),
     ("evaluation", ("abc_tf.evaluation",)),
+    ("examples", ("abc_tf.examples",)),  # a method and a family by example, over every layer they use
     # The commands (abc_tf train, evaluate, grid) load the layers below on first use, inside their
     # functions, so that --help and a flag error answer without loading TensorFlow.
     ("commands", ("abc_tf.cli", "abc_tf.__main__")),
@@ -177,7 +178,7 @@ def test_the_cycle_finder_finds_a_cycle():
 # family's package (abc_tf/methods/<name>/, abc_tf/data/<name>/) is tested by tests/test_<name>.py:
 # its config and presets (__init__), its declaration (model.py, family.py) and its own networks; its
 # other modules by tests/test_<name>_<module>.py or tests/test_<module>.py.
-PLUGGABLE = ("abc_tf.methods", "abc_tf.data")
+PLUGGABLE = ("abc_tf.methods", "abc_tf.data", "abc_tf.examples")
 PACKAGE_CORE = ("", "model", "family", "networks")
 KNOWN_TESTS = {
     "abc_tf.data": "test_family.py",  # the family registry, tested with the family interface

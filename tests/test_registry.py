@@ -102,7 +102,7 @@ def test_a_declaration_built_for_another_version_of_the_contract_is_one_line(tmp
         registry.ContractError,
         match=f"^{package / 'family.py'}:2: the data family package old_family failed to import: "
         r"TypeError: DataFamily.__init__\(\) got an unexpected keyword argument 'make_dataset' "
-        r"\(see abc_tf.examples.family\).$",
+        r"\(see abc_tf.examples.squares\).$",
     ):
         registry.resolve(
             {"old": registry.Entry("old_family.family:FAMILY", "old_family")},

@@ -586,7 +586,7 @@ def test_train_py_prints_and_writes_the_summary_of_its_isolation_callback(tmp_pa
     assert os.path.exists(tmp_path / run_summary.SUMMARY_JSON) and os.path.exists(
         tmp_path / run_summary.SUMMARY_PNG
     )
-    train._print_summary(result, table)
+    train._print_summary(result, get_preset("shapes3d_demo"), table)
     printed = capsys.readouterr().out
     assert table in printed
     assert (

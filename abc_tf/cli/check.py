@@ -2,6 +2,11 @@
 smallest run trains, resumes from a checkpoint, trains on two replicas as on one device, and is evaluated.
 
   abc_tf check --method=my_method [--work_dir=DIR]
+  abc_tf check --data=my_family
+
+``--data`` checks a family on its own: each stream's batch keys, dtypes and shapes, and that its
+labelled sample holds ``--trainer.eval_images`` (4,096) distinct images with the labels its
+evaluation task reads; the first failure is one line, exit 2.
 
 The method is any ``--method`` value, built-in or an installed plug-in's (entry points ``abc_tf.methods``).
 Its declared ``smallest_run``, a few steps on built-in data, runs in the real trainer. One line per check:
@@ -28,10 +33,16 @@ from typing import Iterator
 
 from absl import flags
 
-from abc_tf import command_line
+from abc_tf import command_line, registry
 
 FLAGS = flags.FlagValues()
 flags.DEFINE_string("method", None, "The method to check (a --method value).", flag_values=FLAGS)
+flags.DEFINE_string(
+    "data",
+    None,
+    "Or the data family to check on its own (a --data value): its streams and labels.",
+    flag_values=FLAGS,
+)
 flags.DEFINE_string(
     "work_dir",
     None,
@@ -122,8 +133,19 @@ def main(rest: list[str]) -> int:
     try:
         if len(rest) > 1:
             raise ValueError(f"unexpected arguments: {' '.join(rest[1:])} (flags are written --name=value).")
+        if FLAGS.data:
+            command_line.quiet_tensorflow_start()
+            from abc_tf.evaluation import contract
+
+            try:
+                print("\n".join(contract.family_checks(FLAGS.data)))
+            except (ValueError, KeyboardInterrupt):
+                raise
+            except Exception as error:  # noqa: BLE001 - the family's code failed: where, in one line
+                raise ValueError(f"{registry.where(error)}{type(error).__name__}: {error}") from None
+            return 0
         if not FLAGS.method:
-            raise ValueError("--method: name the method to check.")
+            raise ValueError("--method or --data: name the method or the data family to check.")
         from abc_tf import methods
 
         if FLAGS.method not in methods.METHODS:

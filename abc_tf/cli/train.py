@@ -176,10 +176,12 @@ def main(argv: list[str]) -> None:
         # Imported here so that --help and flag errors answer without loading TensorFlow.
         from abc_tf.runs import checkpoints, checks
         from abc_tf.runs import preemption, training, training_logs
+        from abc_tf.evaluation.callbacks import evaluation_callbacks
 
-        if FLAGS.check_only:
+        if FLAGS.check_only:  # every check a run makes before its first step: its labelled sample too
             for run_config, run_dir in runs:
                 training.prepare(run_config, run_dir, allow_changes=FLAGS.allow_config_change, verbose=0)
+                evaluation_callbacks(run_config, run_dir)
             print(
                 f"{command_line.program('train')}: checked: {base.name} "
                 f"({base.method.name} on {base.data.family}, "
@@ -189,8 +191,6 @@ def main(argv: list[str]) -> None:
             _say_skipped_measures(base)
             return
         _say_skipped_measures(base)
-        from abc_tf.evaluation.callbacks import evaluation_callbacks
-
         for run_config, run_dir in runs:
             # The settings, the run directory and the model first, once: the callbacks read the
             # family's labelled data, which can take a while.
@@ -206,7 +206,7 @@ def main(argv: list[str]) -> None:
                 _stop(f"{error}\n{_nan_advice(error, run_config, run_dir)}", 1)
             except (training_logs.RunStopped, checkpoints.CheckpointError) as error:
                 _stop(str(error), 1)
-            _print_summary(result, _isolation_summary(run_callbacks, run_config, result))
+            _print_summary(result, run_config, _isolation_summary(run_callbacks, run_config, result))
     except ValueError as error:
         _stop(str(error), 2)
 
@@ -283,7 +283,7 @@ def _isolation_summary(callbacks, config, result) -> str | None:
     return run_summary.format_table(summary)
 
 
-def _print_summary(result, isolation: str | None = None) -> None:
+def _print_summary(result, config, isolation: str | None = None) -> None:
     history = result.history
     final = {key: values[-1] for key, values in history.items() if values}
     print(f"\nRun finished: {result.run_dir}")
@@ -307,10 +307,10 @@ def _print_summary(result, isolation: str | None = None) -> None:
         print("\n" + isolation)
     print("\nNext:")
     print(f"  tensorboard --logdir {os.path.join(result.run_dir, 'logs')}")
-    print(
-        f"  {command_line.command('evaluate')} --run_dir={result.run_dir}"
-        "     # full measures (the paper's MINE), figures"
-    )
+    from abc_tf import data
+
+    if data.get_family(config.data.family).evaluation_task:  # else evaluate has nothing to run
+        print(f"  {command_line.command('evaluate')} --run_dir={result.run_dir}     # full measures, figures")
     print(f"  {_command({'trainer.steps': '<more>'})}     # extend this run")
 
 

@@ -38,6 +38,32 @@ if TYPE_CHECKING:  # type names only; the data layer needs nothing of Keras at i
 # - "images": {"images" [B, H, W, C]}, single training images drawn uniformly with no label or
 #   grouping (the unsupervised peers: VAE, VITAE, InfoGAN), B = ``batch_size``.
 BATCH_FORMATS = ("sets", "pairs", "images")
+# What each built-in evaluation task (abc_tf.evaluation.tasks.TASKS) reads of a family.
+TASK_NEEDS = {
+    "factors": "known_factors",
+    "digit_style": "known_factors",
+    "labels": "grouped_images",
+    "pose": "pose_views",
+}
+# The uint8 images of each format's batch: {key: rank}; a set's images have a set axis first.
+BATCH_IMAGES = {"sets": {"set_a": 5, "set_b": 5}, "pairs": {"x1": 4, "x2": 4}, "images": {"images": 4}}
+
+
+def check_batches(family: str, batch_format: str, spec, image_shape: tuple[int, ...]) -> None:
+    """ContractError in one line for a stream whose batches (``spec``, its ``element_spec``) lack
+    the images :data:`BATCH_IMAGES` names, uint8, of the family's ``image_shape``."""
+    for key, rank in BATCH_IMAGES[batch_format].items():
+        got = spec.get(key) if isinstance(spec, dict) else None
+        shape = None if got is None else got.shape
+        fits = got is not None and got.dtype.name == "uint8" and shape.rank == rank
+        if not (fits and shape[-3:].is_compatible_with(image_shape)):
+            wanted = "[P, N, H, W, C]" if rank == 5 else "[B, H, W, C]"
+            found = "none" if got is None else f"{got.dtype.name} {list(shape)}"
+            raise ContractError(
+                f"The data family {family!r}'s {batch_format!r} stream yields {key}: {found}; a "
+                f"{batch_format!r} batch holds {key}: uint8 {wanted}, (H, W, C) = {tuple(image_shape)} "
+                f"(its image_shape); {GUIDE}."
+            )
 
 
 @dataclasses.dataclass
@@ -339,6 +365,12 @@ class DataFamily:
                 raise ContractError(
                     f"{where}: preset {key!r} is not an ExperimentConfig named {key!r}; {GUIDE}."
                 )
+        needed = TASK_NEEDS.get(self.evaluation_task)
+        if needed and getattr(self, needed) is None:
+            raise ContractError(
+                f"{where} names the evaluation task {self.evaluation_task!r}, which reads {needed}: declare "
+                f"{needed}=..., or name a task of its own ('module:NAME'); {GUIDE}."
+            )
 
     def source(self, config: "ExperimentConfig") -> tuple[str, str]:
         """The source and path that ``config``'s data part names, ``auto`` resolved

@@ -34,11 +34,43 @@ from abc_tf.evaluation.tasks.factor_isolation import IsolationSettings
 from abc_tf.evaluation.tasks.pose_accuracy import PoseEvalSettings
 from abc_tf.evaluation.tasks.run_evaluation import METRICS_FILE
 from abc_tf.methods.base import MethodModel
-from abc_tf.runs import checkpoints, training
+from abc_tf.data.family import check_batches
+from abc_tf.runs import checkpoints, experiments, training
 from abc_tf.runs.run_dir import ENCODER, load_run, network_file
 from abc_tf.runs.training_logs import RunStopped
 
-GUIDE = 'docs/ARCHITECTURE.md, "Adding a method"'
+GUIDE = "abc_tf.examples.lab"
+# A method that trains on each batch format, for a family checked on its own.
+FORMAT_METHODS = {"sets": "abc", "pairs": "ada_gvae", "images": "vae"}
+
+
+def family_checks(name: str) -> list[str]:
+    """One "PASS ..." line per check of data family ``name`` on its own; ContractError or
+    ValueError, one line, at the first that fails: each stream's first batch holds the uint8
+    images its format names (abc_tf.data.family.BATCH_IMAGES), of the family's image_shape, and
+    its evaluation task's labelled sample holds ``eval_images`` distinct images."""
+    family, passed = data.get_family(name), []
+    for batch_format in family.batch_formats:
+        config = experiments.config_for(data=name, method=FORMAT_METHODS[batch_format], name=f"{name}_check")
+        dataset = family.stream(batch_format)(config, config.trainer.seed, 0)
+        batch = next(iter(dataset.take(1)))
+        spec = {key: tf.TensorSpec.from_tensor(value) for key, value in batch.items()}
+        check_batches(name, batch_format, spec, family.image_shape(config))
+        passed.append(f"PASS the {batch_format!r} stream: {', '.join(sorted(batch))}")
+    wanted = IsolationSettings.num_images  # evaluate's default sample, the largest a run draws by default
+    sample = tasks.labelled_sample(config, wanted, seed=1234)
+    if sample is not None:
+        distinct = len(np.unique(sample.images.reshape(len(sample.images), -1), axis=0))
+        if distinct < wanted:
+            raise ValueError(
+                f"The data family {name!r}'s labelled sample of {wanted} images (evaluate's default "
+                f"--num_images) holds {distinct} distinct images; a sample repeats no image: make the "
+                "family's images vary more, or evaluate its runs with a smaller --num_images."
+            )
+        passed.append(f"PASS the labelled sample: {wanted} distinct images, labels {', '.join(sample.names)}")
+    return passed
+
+
 # Two replicas (traced) against one device (eager) change only the order of float32 sums: the
 # batch means of the loss terms, the batch-norm moments all-reduced over the replicas, the
 # replicas' gradients summed before the update, kernels that block a product differently for

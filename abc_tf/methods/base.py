@@ -16,6 +16,7 @@ terms must include ``"loss"``; a NaN there stops the run at its last good checkp
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Callable, NamedTuple
 
 import keras
@@ -27,6 +28,11 @@ from abc_tf.registry import GUIDE as _GUIDES
 from abc_tf.registry import ContractError
 
 GUIDE = "see " + _GUIDES["method"]
+
+
+def _defined_at(code) -> str:
+    """ "FILE:LINE" of a class's or function's source."""
+    return f"{inspect.getsourcefile(code)}:{inspect.getsourcelines(code)[1]}"
 
 
 def to_float_images(images: tf.Tensor) -> tf.Tensor:
@@ -288,7 +294,7 @@ class MethodModel(keras.Model):
 
     def networks(self) -> dict[str, keras.Model]:
         """{name: network} kept by a finished run as ``<name>.keras``; "encoder" is required."""
-        raise NotImplementedError
+        raise ContractError(self.missing("networks() -> {name: keras.Model} with an 'encoder'"))
 
     def compute_terms(
         self, batch: dict[str, tf.Tensor], step: tf.Tensor, training: bool
@@ -297,7 +303,29 @@ class MethodModel(keras.Model):
 
         They are float32 scalars. The logs ignore entries that are not tracked.
         """
-        raise NotImplementedError
+        raise ContractError(self.missing("compute_terms(batch, step, training) -> {'loss': scalar, ...}"))
+
+    def check_defined(self) -> None:
+        """ContractError, before any data is read, for a class without networks() or compute_terms."""
+        cls = type(self)
+        if cls.networks is MethodModel.networks:
+            self.networks()
+        if cls.compute_terms is MethodModel.compute_terms and cls.updates is MethodModel.updates:
+            self.compute_terms({}, 0, True)
+
+    def missing(self, what: str) -> str:
+        """The line for a method model class that does not define ``what``: its file and line."""
+        return f"{_defined_at(type(self))}: {type(self).__name__} defines no {what}; {GUIDE}."
+
+    def check_terms(self, terms: dict[str, tf.Tensor], loss: str) -> None:
+        """ContractError, at the step's trace, for a loss that is not a float32 scalar."""
+        value = terms.get(loss)
+        if value is None or value.shape.rank != 0 or value.dtype != tf.float32:
+            got = "missing" if value is None else f"{value.dtype.name} of shape {value.shape}"
+            raise ContractError(
+                f"{_defined_at(type(self).compute_terms)}: {type(self).__name__}'s term {loss!r} is {got}; "
+                f"the loss is a float32 scalar (tf.reduce_mean over the batch); {GUIDE}."
+            )
 
     def updates(self) -> list[Update]:
         """The updates of one training step, in order.
@@ -318,6 +346,7 @@ class MethodModel(keras.Model):
         for update in self.updates():
             with tf.GradientTape() as tape:
                 computed = update.terms(batch, step, True, terms)
+                self.check_terms(computed, update.loss)
                 # Each replica holds a share of the batch (replica_mean); loss scaling under
                 # mixed float16 (a no-op for other optimizers).
                 scaled = update.optimizer.scale_loss(self.replica_mean(computed[update.loss]))

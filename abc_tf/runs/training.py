@@ -24,7 +24,7 @@ import tensorflow as tf
 from abc_tf import data, methods
 
 from abc_tf.config import ExperimentConfig
-from abc_tf.data.family import DataFamily
+from abc_tf.data.family import DataFamily, check_batches
 from abc_tf.methods.base import Method, MethodModel, is_multi_worker
 from abc_tf.runs import (
     checkpoints,
@@ -86,7 +86,9 @@ def _build(
     keras.utils.set_random_seed(config.trainer.seed if seed is None else seed)
     image_shape = tuple(family.image_shape(config))
     try:
-        return method.build(config, image_shape)
+        model = method.build(config, image_shape)
+        model.check_defined()
+        return model
     except ValueError as error:
         if "output size would be zero or negative" not in str(error) or config.encoder is None:
             raise
@@ -179,6 +181,7 @@ def make_family_dataset(family: DataFamily, config: ExperimentConfig, start_step
     """
     stream = family.stream(config.method.batch_format)
     dataset = stream(config, data_seed(config, start_step), start_step)
+    check_batches(family.name, config.method.batch_format, dataset.element_spec, family.image_shape(config))
     if tf.config.list_physical_devices("GPU") or tf.config.list_physical_devices("TPU"):
         return dataset
     # Training on the CPU: the pipeline and the training step share the cores, and a pipeline

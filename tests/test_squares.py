@@ -1,0 +1,21 @@
+"""abc_tf.examples.squares, the example family: found by its entry point, it passes the family's
+checks (abc_tf check --data=squares) and its labelled sample is distinct and labelled."""
+
+import numpy as np
+
+from abc_tf import data
+from abc_tf.evaluation import contract
+from abc_tf.examples.squares import family as squares
+
+
+def test_the_example_family_passes_its_checks():
+    assert data.get_family("squares") is squares.FAMILY
+    assert [line.split(":")[0] for line in contract.family_checks("squares")] == [
+        "PASS the 'sets' stream",
+        "PASS the 'images' stream",
+        "PASS the labelled sample",
+    ]
+    sample = squares.labelled_sample(None, 64, seed=0)
+    # The square's position and the background's bin are what the images show.
+    corner = sample.images[:, 0, 0, 0].astype(np.int64)
+    np.testing.assert_array_equal(corner * squares.BACKGROUND_BINS // 128, sample.factors[:, 1])
