@@ -147,37 +147,32 @@ def plot(rows: list[dict], path_rate: str, path_memory: str) -> None:
 
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
-    rows, set_size, sample = results["rows"], results["set_size"], results["sample"]
+    rows, set_size = results["rows"], results["set_size"]
 
     def cell(row: dict, key: str, fmt: str) -> str:
         return format(row[key], fmt) if key in row else "-"
 
     lines = [
-        f"Sets of {set_size} ids with wall hue inactive, on synthetic grids of the six 3dshapes factors; "
-        "full grid: index arithmetic (procedural, h5), item table: one row per record (tfds); "
-        "`tracemalloc` peak MB of a call.",
+        f"Sets of {set_size} ids drawn by index arithmetic from synthetic 3dshapes grids; the item table "
+        "(tfds): the JSON.",
         "",
-        "| items | full grid: sets/s | full grid: MB a call | item table: sets/s | item table: build s "
-        f"| `sample_items({sample})`: MB |",
-        "|---|---|---|---|---|---|",
+        "| items | sets/s |",
+        "|---|---|",
     ]
     for r in rows:
-        lines.append(
-            f"| {r['items']:,} | {r['grid_sets_per_s']:,.0f} | {r['grid_call_mb']:.1f} | "
-            f"{cell(r, 'table_sets_per_s', ',.0f')} | {cell(r, 'table_build_s', '.2f')} | "
-            f"{r['sample_mb']:.1f} |"
-        )
+        lines.append(f"| {r['items']:,} | {r['grid_sets_per_s']:,.0f} |")
     first, last = rows[0], rows[-1]
     span = math.log10(last["items"] / first["items"])
+    sizes = sorted({f"{r['grid_call_mb']:.1f}" for r in rows})
+    memory = f"{sizes[0]} MB" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]} MB"
     lines += [
         "",
-        f"Command: `{results['command']}`. {report.host(results)}",
+        f"`{results['command']}`, {report.host(results)}",
         "",
-        f"Over {span:.1f} decades of grid size the full grid keeps its rate and its memory a call: O(1) in "
-        "the grid size.",
+        f"Over {span:.1f} decades the grid keeps its rate and its memory a call ({memory}): O(1) in size.",
         "",
-        "![sets/s against data-set size](docs/figures/benchmarks/curation_scaling_rate.png)",
-        "![memory against data-set size](docs/figures/benchmarks/curation_scaling_memory.png)",
+        "![sets/s](docs/figures/benchmarks/curation_scaling_rate.png) "
+        "![memory](docs/figures/benchmarks/curation_scaling_memory.png)",
     ]
     return "\n".join(lines)
 

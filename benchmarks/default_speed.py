@@ -87,21 +87,21 @@ def measure(steps: int, rounds: int) -> dict:
 
 
 LABELS = {
-    "eager": "the authors' eager loop, restated",
-    "bare": "the same step as a bare `tf.function`",
-    "fit_default": "`abc_tf` fit, default flags (auto: {auto} steps a call)",
-    "fit_one_step_a_call": "`abc_tf` fit, `--trainer.steps_per_execution=1`",
+    "eager": "the authors' eager loop",
+    "bare": "a bare `tf.function` step",
+    "fit_default": "`fit`, defaults (auto: {auto} steps a call)",
+    "fit_one_step_a_call": "`fit`, 1 step a call",
 }
 
 
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        f"The `{results['experiment']}` preset's step (float32) on one batch from memory, each loop "
-        f"{results['steps']} steps in turn, median of {results['rounds']} rounds; CPU ms count every thread.",
+        f"The `{results['experiment']}` preset's step from memory, each loop {results['steps']} steps in "
+        f"turn, median of {results['rounds']} rounds.",
         "",
-        "| loop | steps/s | CPU ms/step | over eager | over a bare compiled step |",
-        "|---|---|---|---|---|",
+        "| loop | steps/s | CPU ms/step | over eager |",
+        "|---|---|---|---|",
     ]
     for index, row in enumerate(results["rows"]):
         link = f"{FILE}#/rows/{index}"
@@ -109,9 +109,9 @@ def section(results: dict) -> str:
         lines.append(
             f"| {label} | [{row['steps_per_s']:.2f}]({link}/steps_per_s) | "
             f"[{row['cpu_ms_per_step']:.1f}]({link}/cpu_ms_per_step) | "
-            f"[{row['over_eager']:.2f}]({link}/over_eager) | [{row['over_bare']:.2f}]({link}/over_bare) |"
+            f"[{row['over_eager']:.2f}]({link}/over_eager) |"
         )
-    lines += ["", f"Command: `{results['command']}`. {report.host(results)}"]
+    lines += ["", f"`{results['command']}`, {report.host(results)}"]
     return "\n".join(lines)
 
 

@@ -155,48 +155,51 @@ def _link(path: str, value: float, digits: int) -> str:
     return f"[{value:.{digits}f}]({FILE}#/{path})"
 
 
+def _spread(values: list[float], digits: int) -> str:
+    """``low-high`` of ``values`` at ``digits`` decimals."""
+    return f"{min(values):.{digits}f}-{max(values):.{digits}f}"
+
+
 def _stage_rows(stages: dict) -> list[str]:
     def cell(key: str, digits: int = 1) -> str:
         return _link(f"stages/{key}", stages[key], digits)
 
     return [
-        f"| embed, eager Keras call | {cell('embed_eager_cpu_s')} | |",
-        f"| embed, traced call (used) | {cell('embed_traced_cpu_s')} | largest code difference "
-        f"{cell('embed_largest_difference', 1)} |",
-        f"| render, NumPy (used) | {cell('render_numpy_cpu_s')} | |",
-        f"| render, graph | {cell('render_graph_cpu_s')} | pixels differing: "
-        f"{cell('render_pixels_differing', 0)} |",
-        f"| ray cast of the weight tables (once) | {cell('weight_tables_cpu_s')} | |",
+        f"| embed, traced call (used) | {cell('embed_traced_cpu_s')} |",
+        f"| render, NumPy (used) | {cell('render_numpy_cpu_s')} |",
+        f"| render, graph | {cell('render_graph_cpu_s')} |",
     ]
 
 
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        f"CPU seconds (every thread) of each stage of evaluating `{results['run_dir']}`, and DCI of the "
-        '"fast" preset (1,000 training and 500 test codes) per seed with exact and histogram trees.',
+        f'CPU seconds of evaluating `{results["run_dir"]}`, and DCI ("fast") by tree kind over seeds.',
         "",
-        f"| stage, {results['stages']['images']} images | CPU s | note |",
-        "|---|---|---|",
+        f"| stage, {results['stages']['images']} images | CPU s |",
+        "|---|---|",
         *_stage_rows(results["stages"]),
         "",
-        "| trees | seed | CPU s | D | C | I (test) |",
+        "| trees | seeds | CPU s | D | C | I (test) |",
         "|---|---|---|---|---|---|",
     ]
-    for index, row in enumerate(results["dci"]["rows"]):
-        cells = [_link(f"dci/rows/{index}/cpu_s", row["cpu_s"], 1)]
-        cells += [_link(f"dci/rows/{index}/{key}", row[key], 3) for key in DCI_KEYS]
-        lines.append(f"| {row['trees']} | {row['seed']} | " + " | ".join(cells) + " |")
-    lines += ["", f"Command: `{results['command']}`. {report.host(results)}"]
+    rows = results["dci"]["rows"]
+    for trees in dict.fromkeys(row["trees"] for row in rows):
+        mine = [row for row in rows if row["trees"] == trees]
+        cells = [_spread([row["cpu_s"] for row in mine], 1)]
+        cells += [_spread([row[key] for row in mine], 3) for key in DCI_KEYS]
+        lines.append(f"| {trees} | {len(mine)} | " + " | ".join(cells) + " |")
+    lines += ["", f"`{results['command']}`, {report.host(results)}"]
     if "evaluate" in results:
         run = results["evaluate"]
         stages = ", ".join(
-            f"{stage} {_link('evaluate/stages_wall_s/' + urllib.parse.quote(stage, safe=''), seconds, 0)} s"
+            f"{stage.split(' of ')[0]} "
+            f"{_link('evaluate/stages_wall_s/' + urllib.parse.quote(stage, safe=''), seconds, 0)} s"
             for stage, seconds in run["stages_wall_s"].items()
         )
         lines += [
             "",
-            f'`abc_tf evaluate --run_dir={results["run_dir"]}` (MINE\'s 20,000 steps, the "fast" preset) '
+            f"`abc_tf evaluate --run_dir={results['run_dir']}` "
             f"took {_link('evaluate/wall_s', run['wall_s'], 0)} s wall and "
             f"{_link('evaluate/cpu_s', run['cpu_s'], 0)} CPU seconds: {stages}.",
         ]

@@ -100,20 +100,19 @@ def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     steps, rounds = results["steps"], results["rounds"]
     lines = [
-        f"Each Table S1 preset as its run trains it (its XLA and precision), fed from memory, in a fresh "
-        f"process: median s/step of {rounds} rounds of {steps} steps. Hours: the budget at step + pipeline "
-        "time (on 2 cores they share the CPU).",
+        f"Each Table S1 preset as its run trains it: median s/step of {rounds} rounds of {steps} steps; "
+        "hours at step + pipeline time.",
         "",
-        "| row | preset | step s | pipeline s/batch | budget steps | hours | peak RSS (MiB) |",
-        "|---|---|---|---|---|---|---|",
+        "| row | step s | budget steps | hours |",
+        "|---|---|---|---|",
     ]
     for row in results["rows"]:
         step, pipeline, budget = row["step_s"], row["pipeline_s"], row["budget"]
         lines.append(
-            f"| {row['row']} | `{row['preset']}` | {step:.2f} | {pipeline:.3f} | {budget:,} | "
-            f"{hours(budget, step + pipeline)} | {row['peak_mib']:.0f} |"
+            f"| {row['row']} (`{row['preset']}`) | {step:.2f} | {budget:,} | "
+            f"{hours(budget, step + pipeline)} |"
         )
-    lines += ["", f"Command: `{results['command']}`. {report.host(results)}"]
+    lines += ["", f"`{results['command']}`, {report.host(results)}"]
     if any(row["preset"] == "pose_lord" for row in results["rows"]):
         lord = lord_hours(results["rows"])
         lines += ["", f"LORD's two stages together take {lord:.0f} hours ({lord / 24:.1f} days)."]

@@ -275,7 +275,7 @@ def host_lines(run: dict) -> list[str]:
 
 
 def not_measured(command: str) -> str:
-    return f"Not measured yet: `{FILE}` holds no such run. On a GPU machine with JAX: `{command}`."
+    return f"Not measured yet; on a GPU machine with JAX: `{command}`."
 
 
 def layout(rate: dict) -> str:

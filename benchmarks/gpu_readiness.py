@@ -125,31 +125,37 @@ def rate(result: dict) -> str:
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     presets = "; ".join(
-        f"`{row['preset']}` computes in {row['here']} here, {row['gpu']} on a GPU and "
-        f"{row['cpu_without_bfloat16']} on a CPU without native bfloat16"
+        f"`{row['preset']}` gets {row['here']} here, {row['gpu']} on a GPU, "
+        f"{row['cpu_without_bfloat16']} without native bfloat16"
         for row in results["presets"]
     )
-    lines = [
-        f"Each method's step on its preset, compiled with XLA, {results['steps']} steps from memory: "
-        "float32, "
-        "then mixed_float16 with every optimizer loss-scaled (the GPU policy, emulated here, so its rate "
-        "says only that the step runs). A cell: the step trains with a finite loss, and its steps/s.",
-        "",
-        "| method | preset | XLA float32 | XLA mixed_float16 |",
-        "|---|---|---|---|",
+    methods = results["methods"]
+    ready = [
+        row["method"]
+        for row in methods
+        if verdict(row["xla_float32"]) == "yes"
+        and verdict(row["xla_mixed_float16"]) == "yes"
+        and row["xla_mixed_float16"]["loss_scaled"]
     ]
-    for row in results["methods"]:
-        full, mixed = row["xla_float32"], row["xla_mixed_float16"]
-        scaled = "" if mixed["loss_scaled"] else ", not loss-scaled"
-        lines.append(
-            f"| {row['method']} | `{row['preset']}` | {verdict(full)}, {rate(full)} | "
-            f"{verdict(mixed)}{scaled}, {rate(mixed)} |"
-        )
-    lines += [
+    others = [
+        f"{row['method']} (XLA float32: {verdict(row['xla_float32'])}; mixed_float16: "
+        f"{verdict(row['xla_mixed_float16'])})"
+        for row in methods
+        if row["method"] not in ready
+    ]
+    timed = [row for row in methods if rate(row["xla_float32"]) != "-"]
+    slowest = min(timed, key=lambda row: row["xla_float32"]["steps_per_s"]) if timed else None
+    lines = [
+        f"Each method's step compiled with XLA, {results['steps']} steps, in float32 and in mixed_float16 "
+        "with loss scaling (the GPU policy, emulated here).",
         "",
-        f"Command: `{results['command']}`. {report.host(results)}",
+        f"`{results['command']}`, {report.host(results)}",
         "",
-        f"`--trainer.mixed_precision`: {presets}.",
+        f"{len(ready)} of {len(methods)} methods compile and train with a finite loss in both"
+        + (f"; not: {'; '.join(others)}" if others else "")
+        + "."
+        + (f" Slowest: {slowest['method']}, {rate(slowest['xla_float32'])} steps/s." if slowest else "")
+        + f" Mixed precision: {presets}.",
     ]
     return "\n".join(lines)
 

@@ -91,15 +91,16 @@ def _link(index: int, key: str, text: str) -> str:
 
 
 def _row(index: int, row: dict) -> str:
-    setting = row["policy"] + (", XLA" if row["jit_compile"] else "")
+    setting = ("" if row["policy"] == "float32" else f", {row['policy']}") + (
+        ", XLA" if row["jit_compile"] else ""
+    )
     rate = _link(index, "steps_per_s", f"{row['steps_per_s']:.2f}")
     if row["gflop_per_step"] is None:
-        work = f"- | {rate} | -"
+        work = f"{rate} | -"
     else:
-        gflop = _link(index, "gflop_per_step", f"{row['gflop_per_step']:.2f}")
         matmul = _link(index, "of_matmul", f"{row['of_matmul']:.2f}")
-        work = f"{gflop} | {rate} | {matmul}"
-    return f"| {row['method']} | `{row['preset']}` | {setting} | {work} |"
+        work = f"{rate} | {matmul}"
+    return f"| {row['method']}{setting} | {work} |"
 
 
 def command(results: dict) -> str:
@@ -109,21 +110,19 @@ def command(results: dict) -> str:
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     lines = [
-        "Each method's quick preset with its default flags, trained by `fit` on one batch from memory: "
-        f"median of {results['rounds']} rounds of {results['steps']} steps. GFLOP/step: TensorFlow's "
-        "profiler on the traced step (none where a `tf.cond` holds both branches' work); of matmul: its "
-        "GFLOP/s over the float32 rate of a 2048 x 2048 matmul in the same process.",
+        f"Each quick preset, `fit` from memory, median of {results['rounds']} rounds of {results['steps']} "
+        "steps; of matmul: its GFLOP/s over a float32 matmul's.",
         "",
-        "| method | quick preset | policy | GFLOP/step | steps/s | of matmul |",
-        "|---|---|---|---|---|---|",
+        "| method | steps/s | of matmul |",
+        "|---|---|---|",
     ]
     lines += [_row(index, row) for index, row in enumerate(results["rows"])]
     lines += [
         "",
-        f"Command: `{command(results)}`. {report.host(results)}",
+        f"`{command(results)}`, {report.host(results)}",
         "",
-        "The large convolutions (S3, Elastic-InfoGAN) come closest to the matmul rate; steps of a few GFLOP "
-        "run matrices too small to fill two cores.",
+        "Large convolutions come closest to the matmul rate; steps of a few GFLOP are too small to fill "
+        "two cores.",
     ]
     return "\n".join(lines)
 

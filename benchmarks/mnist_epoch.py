@@ -137,15 +137,14 @@ def section(results: dict) -> str:
         for row in results["rows"]
     )
     load = ", ".join(f"{value:.1f}" for value in results["load"])
-    return f"""`AbcModel.fit` on the live `mnist` pipeline (S4, d={results["embedding_dim"]}, two stacks of \
-{results["set_size"]} a step, {results["steps_per_epoch"]:g} steps an epoch); median of {results["repeats"]} \
-repeats of {results["steps"]} steps after a warm-up.
+    return f"""`fit` on the live `mnist` pipeline; median of {results["repeats"]} repeats of \
+{results["steps"]} steps.
 
 | configuration | ms/step | s/epoch | / paper's {paper} s (K80) |
 |---|---|---|---|
 {table}
 
-Command: `{results["command"]}`. {report.host(results, f"load at the end (1, 5, 15 min) {load}")}
+`{results["command"]}`, {report.host(results, f"load at the end (1, 5, 15 min) {load}")}
 
 {other_host(results)}"""
 
@@ -170,13 +169,12 @@ def other_host(results: dict) -> str:
     epoch = f"[{abc['wall_seconds']:.1f}]({name('baselines_epoch')}#/rows/0/wall_seconds)"
     ratio = results["rows"][0]["ms_per_step"] / abc_ms
     return (
-        f"The preset's step is the same code as in the Table S2 section below (`fit`, float32, no XLA, the "
-        f"same steps a call; the pipeline adds {results['pipeline_ms_per_batch']:.2f} ms a batch). It is "
-        f"{ratio:.1f}x slower here because this host is slower: on {date['method_speed']} the float32 "
-        f"matmul ran at {slow} GFLOP/s and a bare compiled step took {1000 / bare:.1f} ms "
-        f"([{bare:.2f}]({name('default_speed')}#/rows/1/steps_per_s) steps/s), against {fast} GFLOP/s on "
-        f"{date['run_all']}. The right figure for the preset as `train.py` runs it is that later run's "
-        f"{abc_ms:.1f} ms a step ({epoch} s an epoch)."
+        "The Table S2 section below times the same path (`fit`, float32, no XLA, "
+        f"{abc['steps_per_execution']} steps a call; the pipeline costs "
+        f"{results['pipeline_ms_per_batch']:.2f} ms) {ratio:.1f}x faster: the host differs. On "
+        f"{date['method_speed']} the float32 matmul ran at {slow} GFLOP/s and a bare compiled step took "
+        f"{1000 / bare:.1f} ms (`default_speed.json`); on {date['run_all']}, {fast} GFLOP/s. The preset's "
+        f"step as `train.py` runs it on the current host is {abc_ms:.1f} ms ({epoch} s an epoch)."
     )
 
 

@@ -102,15 +102,15 @@ LOAD = re.compile(r"load average of the machine: (?P<start>[\d.]+) at the start,
 
 
 def host(results: dict, load_note: str | None = None) -> str:
-    """One short line: the run's date, CPU, cores and TensorFlow from ``results["machine"]``
-    (:func:`machine_line`), then ``load_note``, or by default the 1-minute load average at the run's
-    start and end where ``results`` keeps it."""
+    """The end of a section's command line: the run's date, CPU, cores, TensorFlow from
+    ``results["machine"]`` (:func:`machine_line`), then ``load_note``, or by default the 1-minute load
+    average at the run's start and end where ``results`` keeps it."""
     match = MACHINE.match(results.get("machine", ""))
     if match is None:
         line = results.get("machine", "").rstrip(".")
     else:
         devices = "" if match["devices"] == "CPU" else f", {match['devices']}"
-        line = f"{match['date']}, {match['cpu']}, {match['cores']} cores{devices}, TF {match['tf']}"
+        line = f"{match['date']} on {match['cpu']}, {match['cores']} cores{devices}, TF {match['tf']}"
     load = results.get("load")
     written = LOAD.search(results.get("machine", ""))  # a machine line that holds its load_line
     if not load and written:
@@ -119,7 +119,7 @@ def host(results: dict, load_note: str | None = None) -> str:
         line += f", {load_note}"
     elif load:
         line += f", load {load[0]:.1f}" + (f"-{load[1]:.1f}" if len(load) > 1 else "")
-    return f"Host: {line}."
+    return f"run {line}."
 
 
 def read_results(file: str, root: str = ROOT) -> dict:

@@ -128,16 +128,17 @@ def _goal_text(timed: list[dict]) -> str:
     }
 
     def verdict(ratios: dict[str, float], goal: float) -> str:
-        met = [f"{name} ({ratio:.1f}x)" for name, ratio in ratios.items() if ratio >= goal]
-        missed = [f"{name} ({ratio:.1f}x)" for name, ratio in ratios.items() if ratio < goal]
+        met = [name for name, ratio in ratios.items() if ratio >= goal]
+        missed = [name for name, ratio in ratios.items() if ratio < goal]
         parts = ([f"met by {', '.join(met)}"] if met else []) + (
             [f"missed by {', '.join(missed)}"] if missed else []
         )
         return "; ".join(parts)
 
-    return (
-        f"Goal best >= 3x eager: {verdict(speedups, 3.0)}. "
-        f"Goal pipeline >= 2x training: {verdict(pipelines, 2.0)}."
+    return f"Goal best >= 3x eager: {verdict(speedups, 3.0)}. " + (
+        "The pipeline outpaces training 2x in every row."
+        if min(pipelines.values()) >= 2.0
+        else f"Goal pipeline >= 2x training: {verdict(pipelines, 2.0)}."
     )
 
 
@@ -147,27 +148,22 @@ def section(results: dict) -> str:
     timed = [result for result in rows if "skipped" not in result]
     policy = timed[0]["mixed_policy"] if timed else ""
     lines = [
-        f"Steps/s of `AbcModel.fit` fed from memory, median of {rounds} interleaved rounds of {steps} steps "
-        f"after a warm-up; in brackets, over the eager loop. float32: the faster of 1 and 10 steps a call; "
-        f"mixed: {policy}, 10 steps a call; pipeline: fed by the experiment's own data pipeline. "
-        "float32 ceiling: the float32 matmul rate over the eager loop's.",
+        f"Steps/s of `fit` from memory, median of {rounds} rounds of {steps} steps (over eager); mixed: "
+        f"{policy}. float32 ceiling: the float32 matmul rate over eager's.",
         "",
-        "| experiment | eager | float32 | XLA | mixed | mixed, pipeline | float32 ceiling "
-        "| pipeline / training |",
-        "|---|---|---|---|---|---|---|---|",
+        "| experiment | eager | float32 | mixed | float32 ceiling | pipeline / training |",
+        "|---|---|---|---|---|---|",
     ]
     for result in rows:
         if "skipped" in result:
-            lines.append(f"| {result['experiment']} | skipped: {result['skipped']} |" + " |" * 6)
+            lines.append(f"| {result['experiment']} | skipped: {result['skipped']} |" + " |" * 4)
             continue
         rates, work = result["rates"], result["gflop_per_step"]
         eager = rates["eager"]
         best = max(rates[key] for key in COLUMNS)
         cells = [
             max(rates["fit"], rates["fit_spe10"]),
-            rates["fit_xla"],
             rates["fit_mixed_spe10"],
-            rates["fit_mixed_pipeline"],
         ]
         lines.append(
             f"| {result['experiment']} | {eager:.2f} | "
@@ -177,7 +173,7 @@ def section(results: dict) -> str:
         )
     lines += [
         "",
-        f"Command: `{results['command']}`. {report.host(results)}",
+        f"`{results['command']}`, {report.host(results)}",
         *(["", _goal_text(timed)] if timed else []),
     ]
     return "\n".join(lines)
