@@ -8,7 +8,7 @@ looks along world +y, world z is camera +y (image up), and the camera looks alon
 Pascal3D+ annotations are in degrees. The camera sits at ``d (cos e sin a, -cos e cos a, sin e)``.
 The in-plane angle ``theta`` turns projected points counter-clockwise, image y up: that is ``Rz(theta)``.
 So Pascal3D+ means ``R = Rz(theta) Rx(e - pi/2) Rz(-a)``: same azimuth and elevation, tilt ``t = -theta``.
-Only :func:`pascal3d_to_euler` and :func:`euler_to_pascal3d` convert. Source: Pascal3D+ toolbox, project_3d.m.
+Only :func:`pascal3d_to_euler` converts. Source: Pascal3D+ toolbox, project_3d.m.
 
 Errors are geodesic angles on SO(3) in **degrees**: ``arccos((trace(R1^T R2) - 1) / 2)``, no sqrt(2).
 The flip-invariant error is ``min(theta, 180 - theta)``.
@@ -21,8 +21,6 @@ from typing import Sequence
 import numpy as np
 import tensorflow as tf
 from scipy.spatial.transform import Rotation
-
-EULER_NAMES = ("azimuth", "elevation", "tilt")
 
 
 def as_euler_array(euler: np.ndarray | Sequence[float]) -> np.ndarray:
@@ -86,12 +84,6 @@ def pascal3d_to_euler(azimuth_deg, elevation_deg, theta_deg) -> np.ndarray:
         np.asarray(theta_deg, np.float64),
     )
     return np.deg2rad(np.stack([azimuth, elevation, -theta], axis=-1))
-
-
-def euler_to_pascal3d(euler: np.ndarray | Sequence[float]) -> np.ndarray:
-    """Authors' Euler angles [..., 3] (radians) -> Pascal3D+ (azimuth, elevation, theta) in degrees."""
-    euler = as_euler_array(euler)
-    return np.rad2deg(np.stack([euler[..., 0], euler[..., 1], -euler[..., 2]], axis=-1))
 
 
 def pascal3d_to_matrix(azimuth_deg, elevation_deg, theta_deg) -> np.ndarray:

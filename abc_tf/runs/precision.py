@@ -89,11 +89,6 @@ def this_host() -> Host:
     )
 
 
-def reduced_policy(host: Host) -> str:
-    """The mixed policy of the host's kind of device, whether or not it is fast there."""
-    return "mixed_float16" if host.gpu else "mixed_bfloat16"
-
-
 def choose(mixed_precision: bool, host: Host | None = None) -> Precision:
     """The precision a run with ``--trainer.mixed_precision=mixed_precision`` gets on ``host``.
 

@@ -42,7 +42,6 @@ AUTHOR_DIGITS: dict[str, str] = {
 GRID = factor_grid.FactorGrid(FACTOR_NAMES, FACTOR_SIZES, AUTHOR_DIGITS)
 NUM_IMAGES = GRID.num_points  # 480,000
 IMAGE_SHAPE: tuple[int, int, int] = (64, 64, 3)
-SHAPE_NAMES: tuple[str, ...] = render.SHAPES
 # Label values stored in 3dshapes.h5 (column order = FACTOR_NAMES); tfds stores the indices.
 FACTOR_VALUES: tuple[np.ndarray, ...] = (
     render.HUES,

@@ -372,11 +372,6 @@ def sap_gaps(score_matrix: np.ndarray) -> np.ndarray:
     return top[0] - second
 
 
-def sap_gap(score_matrix: np.ndarray) -> float:
-    """Mean over factors (columns) of the gap between the two largest entries."""
-    return float(np.mean(sap_gaps(score_matrix)))
-
-
 def sap(
     codes: np.ndarray,
     factors: np.ndarray,
