@@ -24,10 +24,7 @@ _LUMA_WEIGHTS = tuple(w / 0.9999 for w in (0.2989, 0.5870, 0.1140))
 
 
 def to_float(images: tf.Tensor) -> tf.Tensor:
-    """uint8 0..255 -> float32 in [0, 1]; float images are only cast.
-
-    This matches abc_tf.methods.base.to_float_images.
-    """
+    """uint8 0..255 -> float32 in [0, 1]; float images are only cast."""
     images = tf.convert_to_tensor(images)
     if images.dtype == tf.uint8:
         return tf.cast(images, tf.float32) / 255.0
@@ -74,11 +71,8 @@ def check_amplitude(name: str, amplitude: float) -> float:
 
 
 def random_contrast(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Random contrast: ``(x - mean) * c + mean`` with c ~ U[1 - a, 1 + a] per image.
-
-    The mean is per image and channel, as in ``tf.image.adjust_contrast``. Results are clipped to
-    [0, 1]. ``a`` lies in [0, 1), so the factor stays positive.
-    """
+    """Random contrast: ``(x - mean) * c + mean``, c ~ U[1 - a, 1 + a] per image, mean per image and
+    channel, clipped to [0, 1]. ``a`` lies in [0, 1), so the factor stays positive."""
     amplitude = check_amplitude("contrast", amplitude)
     if amplitude == 0.0:
         return tf.convert_to_tensor(images)
@@ -110,12 +104,8 @@ def random_saturation(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> t
 
 
 def random_crop(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Random crop, resized back to H x W by bilinear sampling.
-
-    Per image, the crop keeps a fraction f ~ U[1 - a, 1] of the height and, drawn apart, of the
-    width. Its position inside the image is uniform. ``a`` lies in [0, 1). At a = 0 the box is
-    the whole image, reproduced exactly.
-    """
+    """Random crop, resized back to H x W by bilinear sampling: per image, a fraction f ~ U[1 - a, 1]
+    of the height and, drawn apart, of the width, at a uniform position. ``a`` lies in [0, 1)."""
     amplitude = check_amplitude("crop", amplitude)
     if amplitude == 0.0:
         return tf.convert_to_tensor(images)
@@ -200,10 +190,7 @@ def random_translate(
 
 
 def random_brightness(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Adds d ~ U[-a, a] to every pixel of an image, clipped to [0, 1].
-
-    It is ``tf.image.adjust_brightness`` per image.
-    """
+    """Adds d ~ U[-a, a] to every pixel of an image, clipped to [0, 1]."""
     amplitude = check_amplitude("brightness", amplitude)
     if amplitude == 0.0:
         return tf.convert_to_tensor(images)
@@ -221,10 +208,7 @@ def _level_and_pixel_seed(flat: tf.Tensor, amplitude: float, seed: tf.Tensor) ->
 
 
 def gaussian_noise(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Additive per-pixel normal noise, clipped to [0, 1].
-
-    Its standard deviation is drawn per image from U[0, a].
-    """
+    """Additive per-pixel normal noise of a std drawn per image from U[0, a], clipped to [0, 1]."""
     amplitude = check_amplitude("gaussian_noise", amplitude)
     if amplitude == 0.0:
         return tf.convert_to_tensor(images)
@@ -250,13 +234,8 @@ def salt_and_pepper(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.
 
 
 def add_sobel(images: tf.Tensor, amplitude: float, seed: tf.Tensor) -> tf.Tensor:
-    """Adds a scaled Sobel-filtered copy for edge enhancement (S5): ``x + s |grad x| / 4``, s ~ U[0,
-    a].
-
-    ``|grad x|`` is the per-channel gradient magnitude of ``tf.image.sobel_edges``. The Sobel
-    kernels' absolute weights sum to 4, so ``|grad x| / 4`` is at most sqrt(2) for images in [0,
-    1]. Clipped to [0, 1].
-    """
+    """Adds a scaled Sobel-filtered copy for edge enhancement (S5): ``x + s |grad x| / 4``, s ~ U[0, a],
+    clipped to [0, 1]. The kernels' absolute weights sum to 4, so ``|grad x| / 4`` is at most sqrt(2)."""
     amplitude = check_amplitude("sobel", amplitude)
     if amplitude == 0.0:
         return tf.convert_to_tensor(images)

@@ -1,17 +1,9 @@
 """The one sampler of sets: items in contiguous groups, k items drawn within chosen groups.
 
-Every family draws its sets here. A :class:`GroupIndex` lays the items out in groups. It draws
-groups (:meth:`GroupIndex.draw_groups`), items within groups (:meth:`GroupIndex.draw_within`) and
-items of the whole collection (:meth:`GroupIndex.draw_from_all`). :meth:`GroupIndex.eligible`
-picks the groups that can give a set.
-:func:`sample_distinct` costs about ``k`` per row whatever the population. So a set among
-Shapes3D's 480,000 images costs what a set among 40 does.
-
-The draws are NumPy: rejection of repeats keeps the cost flat. A TensorFlow form would rank one
-random key per item every step, which does not scale to Shapes3D's full grid. Shapes3D draws one
-step per call (:func:`step_rng`); the graph pipelines use :func:`draw_stream`. Either way the
-sets of step t are a pure function of seed and t, whatever thread draws them and wherever a run
-resumes.
+Every family draws its sets with a :class:`GroupIndex`. The draws are NumPy: rejection of repeats
+costs about ``k`` per row whatever the population, where a TensorFlow form would rank one random key
+per item every step, which does not scale to Shapes3D's full grid. The sets of step t are a pure
+function of seed and t, whatever thread draws them and wherever a run resumes.
 """
 
 from __future__ import annotations
@@ -36,10 +28,7 @@ logger = logging.getLogger(__name__)
 
 
 def step_rng(seed: int, step: int) -> np.random.Generator:
-    """The generator of one training step: a pure function of seed and step.
-
-    That holds whatever thread or process calls it; tf.data runs steps in parallel.
-    """
+    """The generator of one training step: a pure function of seed and step, whatever thread calls it."""
     return np.random.default_rng([int(seed) % (1 << 63), int(step)])
 
 
@@ -58,11 +47,8 @@ def draw_stream(
 
     draw_chunk: ``chunk -> arrays``, each ``[CHUNK_STEPS, *shape]``. These are the draws of that
     chunk's steps, a pure function of the chunk, e.g. through :func:`chunk_rng`.
-    dtypes, shapes: of one step's arrays.
-    One ``tf.numpy_function`` draws a whole chunk, so the call costs a few microseconds per step.
-    One call per step would cost about 0.3 ms and cap the lightest pipelines near 2,000
-    batches/s. The MNIST, image-folder and pose pipelines gather and augment in TensorFlow from
-    these indices.
+    dtypes, shapes: of one step's arrays. One ``tf.numpy_function`` draws a whole chunk: one call per
+    step would cost about 0.3 ms and cap the lightest pipelines near 2,000 batches/s.
     """
     dtypes, shapes = list(dtypes), [tuple(shape) for shape in shapes]
 
@@ -92,16 +78,9 @@ def step_draws(draw_chunk: Callable[[int], Sequence[np.ndarray]], step: int) -> 
 def sample_distinct(
     rng: np.random.Generator, population: np.ndarray, count: int, replace: bool = False
 ) -> np.ndarray:
-    """Per row, ``count`` uniform random integers in [0, population[row]).
+    """int64 [S, count]: per row, ``count`` uniform random integers in [0, population[row]).
 
-    Args:
-      rng: the random generator.
-      population: int [S], the size of each row's range. All are >= count unless ``replace``.
-      count: samples per row.
-      replace: independent uniform draws, or distinct values.
-    Returns:
-      int64 [S, count]. Without replacement every ordered tuple of distinct values is equally
-      likely.
+    Without ``replace`` (population >= count), every ordered tuple of distinct values is equally likely.
     """
     population = np.asarray(population, dtype=np.int64)
     rows = population.shape[0]
@@ -286,10 +265,7 @@ class GroupIndex:
         self, rng: np.random.Generator, groups: np.ndarray, count: int, replace: bool = False
     ) -> np.ndarray:
         """Item ids int64 [len(groups), count]: ``count`` items of each group, uniformly and in a
-        random order.
-
-        Distinct unless ``replace``.
-        """
+        random order, distinct unless ``replace``."""
         groups = np.asarray(groups, np.int64)
         positions = self.offsets[groups, None] + sample_distinct(rng, self.counts[groups], count, replace)
         return positions if self.order is None else self.order[positions]
@@ -297,10 +273,8 @@ class GroupIndex:
     def draw_from_all(
         self, rng: np.random.Generator, num: int, count: int, replace: bool = False
     ) -> np.ndarray:
-        """Item ids int64 [num, count]: ``count`` items of the whole collection per row, uniformly.
-
-        Distinct unless ``replace``.
-        """
+        """Item ids int64 [num, count]: ``count`` items of the whole collection per row, distinct unless
+        ``replace``."""
         total = self.num_items
         if not replace and count > total:
             raise ValueError(

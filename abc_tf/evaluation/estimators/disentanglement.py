@@ -2,16 +2,10 @@
 
 BetaVAE (Higgins et al. 2017), FactorVAE (Kim and Mnih 2018), MIG (Chen et al. 2018), DCI disentanglement,
 completeness and informativeness (Eastwood and Williams 2018) and SAP (Kumar et al. 2018). They apply to
-any representation on any family with known factors; :mod:`abc_tf.evaluation.tasks.encoder_disentanglement`
-scores a run's encoder. disentanglement_lib 1.5 does not import beside TensorFlow 2.21, so we rebuild it.
-scikit-learn provides every learned part; our modules only arrange the samples and combine the results.
-
-- :mod:`~abc_tf.evaluation.estimators.disentanglement_sampled`: BetaVAE and FactorVAE. They draw their
-  own observations with one factor fixed, from a :class:`FactorSource`.
-- :mod:`~abc_tf.evaluation.estimators.disentanglement_arrays`: MIG, DCI and SAP on arrays of codes
-  [n, d] and factors [n, k].
-- This module: point counts and presets (:class:`ScoreSettings`), :func:`all_scores`,
-  :func:`array_scores` and :func:`headline`.
+any representation on any family with known factors. disentanglement_lib 1.5 does not import beside
+TensorFlow 2.21, so we rebuild it on scikit-learn. BetaVAE and FactorVAE draw their own observations
+(disentanglement_sampled); MIG, DCI and SAP read arrays (disentanglement_arrays); this module holds the
+settings and runs them.
 """
 
 from __future__ import annotations
@@ -54,9 +48,8 @@ class ScoreSettings:
     Three defaults differ on purpose; ``disentanglement_lib()`` restores all three.
 
     - ``dci_num_train`` is 5,000, not 10,000. Tree cost grows with the points, so this halves DCI's time.
-      Fewer points let the trees overfit more. That spreads importance over more dimensions and lowers D and C
-      a little. On synthetic codes (d = 10, k = 6) D / C / I(test) are 0.40 / 0.36 / 0.58 at 2,500 points,
-      0.46 / 0.41 / 0.62 at 5,000 and 0.51 / 0.47 / 0.65 at 10,000. Compare DCI only within one setting.
+      Fewer points let the trees overfit more, which lowers D and C a little: compare DCI only within one
+      setting.
     - ``standardize`` is True for BetaVAE's logistic regression and SAP's 1-D SVMs. Every score is then
       invariant to permuting, shifting, rescaling and flipping code dimensions, except through FactorVAE's
       collapse threshold. DCI may change slightly, as scikit-learn's trees split float32 copies of the codes.
@@ -104,18 +97,9 @@ class ScoreSettings:
     def fast(cls) -> "ScoreSettings":
         """The preset "fast", for a CPU: 23,100 codes instead of the library's 2,895,000.
 
-        BetaVAE: batches of 16 pairs instead of 64, 300 training and 150 evaluation points.
-        FactorVAE: batches of 32 instead of 64, 150 training and 75 evaluation votes,
-          variances from 1,000 codes.
-        MIG, DCI and SAP: 1,000 training and 500 test observations. DCI grows histogram trees on binned codes.
-        Smaller batches make BetaVAE's features and FactorVAE's batch variances
-        noisier, which lowers both scores.
-        Fewer points make every score noisier; an accuracy on 150 points has a standard error near 0.04.
-        Histogram trees run the same schedule about 6x faster. On a demo run their D and C are
-        0.02 to 0.03 above the exact trees' at each of three seeds, more than the seed spread.
-        Their I is within the seed spread.
-        Source: BENCHMARKS.md, "Evaluation of a Shapes3D run, stage by stage".
-        Compare values only between runs scored with one preset.
+        Smaller batches and fewer points make every score noisier (BetaVAE and FactorVAE lower), and DCI's
+        histogram trees (6x faster) score D and C 0.02 to 0.03 higher (BENCHMARKS.md, "Evaluation of a
+        Shapes3D run, stage by stage"): compare values only between runs scored with one preset.
         """
         return cls(
             beta_vae_batch_size=16,
@@ -133,11 +117,7 @@ class ScoreSettings:
 
     @classmethod
     def preset(cls, name: str) -> "ScoreSettings | None":
-        """The settings of a preset of :data:`PRESETS`.
-
-        "none" gives None (no scores), "fast" :meth:`fast`, "full" the defaults, "library"
-        :meth:`disentanglement_lib`.
-        """
+        """The settings of a preset of :data:`PRESETS`; None for "none"."""
         if name not in PRESETS:
             raise ValueError(f"Unknown disentanglement preset {name!r}; choose one of {', '.join(PRESETS)}.")
         return {"none": None, "fast": cls.fast(), "full": cls(), "library": cls.disentanglement_lib()}[name]
@@ -186,10 +166,7 @@ class ScoreSettings:
         return max(self.num_train, self.factor_vae_num_variance_estimate, self.dci_num_train)
 
     def num_array_train(self) -> int:
-        """Training observations MIG, DCI and SAP read.
-
-        A labelled sample of this many plus ``num_test`` serves :func:`array_scores`.
-        """
+        """Training observations MIG, DCI and SAP read (:func:`array_scores` takes this many)."""
         return max(self.num_train, self.dci_num_train)
 
 
@@ -202,10 +179,7 @@ def _check_scores(scores: Sequence[str]) -> tuple[str, ...]:
 
 
 def _streams(seed: int) -> dict[str, np.random.Generator]:
-    """One generator per score and per shared set.
-
-    A score's value then does not depend on which others run, nor on which function runs it.
-    """
+    """One generator per score and shared set, so a score does not depend on which others run."""
     streams = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(len(SCORES) + 2)]
     return dict(zip(SCORES + ("train", "test"), streams))
 
@@ -218,27 +192,11 @@ def all_scores(
 ) -> dict[str, dict]:
     """The chosen ``scores`` of ``source``'s representation, keyed by score name.
 
-    ``{"beta_vae": {...}, "factor_vae": {...}, "mig": {...}, "dci": {...}, "sap": {...}}``. The dicts come
-    from ``beta_vae_score`` and ``factor_vae_score`` (disentanglement_sampled) and from ``mig``, ``dci`` and
-    ``sap`` (disentanglement_arrays). Each score draws from its own seed stream.
-
-    MIG, DCI and SAP share one training set of ``num_train`` observations. DCI and SAP share one test set
-    of ``num_test``. FactorVAE's global variances come from the first ``factor_vae_num_variance_estimate``
-    codes of the training set. Sharing gives the same statistics from 15,000 codes instead of 50,000.
-
-    Cost: DCI's trees take nearly all of the scores' own time. There are 100 stages of one depth-3 tree per
-    factor value; Shapes3D has 57 values, so 5,700 trees. Each tree sorts every code dimension at every node,
-    so time grows with the training points: 15-20 ms per tree on 10,000 x 10 points. Factors' classifiers
-    run in parallel threads, largest first. On 2 busy CPU cores (scikit-learn 1.9), synthetic codes d = 10 of
-    k = 6 factors with Shapes3D's sizes, excluding encoding:
-
-    - ``ScoreSettings()``: 32 s wall, 61 s CPU.
-      DCI 30 s, BetaVAE 0.5 s, SAP 0.4 s, FactorVAE 0.2 s, MIG 0.1 s.
-    - ``ScoreSettings.disentanglement_lib()``: 108 s wall, 128 s CPU.
-
-    At the library's point counts the encoder is the expensive part. ``ScoreSettings().codes_drawn()`` is
-    2,895,000 codes: BetaVAE 1,920,000, FactorVAE 960,000, the shared sets 15,000. That is one to two hours
-    of rendering and encoding with the S3 encoder on those 2 cores.
+    ``{"beta_vae": {...}, "factor_vae": {...}, "mig": {...}, "dci": {...}, "sap": {...}}``; each score
+    draws from its own seed stream. MIG, DCI and SAP share one training set of ``num_train`` observations,
+    DCI and SAP one test set of ``num_test``, and FactorVAE's global variances come from the training set's
+    first codes: 15,000 codes instead of 50,000. DCI's trees take nearly all of the scores' own time; at the
+    library's point counts (``codes_drawn()``: 2,895,000) encoding is the expensive part.
     """
     scores = _check_scores(scores)
     settings.validate()
@@ -343,9 +301,6 @@ def array_scores(
 
 
 def headline(results: dict[str, dict]) -> dict[str, float]:
-    """One number per score of ``results``, keyed as in :data:`HEADLINE`.
-
-    ``results`` is :func:`all_scores`' or :func:`array_scores`' dict. The numbers are BetaVAE and FactorVAE
-    evaluation accuracy, MIG, DCI disentanglement, completeness and test informativeness, and SAP.
-    """
+    """One number per score of :func:`all_scores`' or :func:`array_scores`' ``results``, keyed as in
+    :data:`HEADLINE`."""
     return {key: float(results[score][entry]) for key, score, entry, _ in HEADLINE if score in results}

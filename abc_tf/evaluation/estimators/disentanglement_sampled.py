@@ -1,17 +1,9 @@
 """BetaVAE and FactorVAE scores: disentanglement scores that draw their own observations.
 
-Both need observations in which one factor is held fixed, so they take a :class:`FactorSource`.
-It is the two-step generator disentanglement_lib uses: ``GroundTruthData.sample_factors``, then the
-representation of ``sample_observations_from_factors``. The scores edit the drawn factors themselves
-and ask ``codes`` for the result, so one source serves every score and every method.
-``codes`` gets at most ``chunk_size`` rows at a time, more only when one sample needs more.
-
-:class:`GridSource` builds a source from factor sizes and an ``encode`` callable.
-For a run's encoder, see :func:`abc_tf.evaluation.tasks.encoder_disentanglement.factor_source`.
-:func:`draw` gives ``(codes, factors)`` of n random observations: the input of the array scores.
-
+Both need observations in which one factor is held fixed, so they take a :class:`FactorSource`: the
+two-step generator disentanglement_lib uses (``sample_factors``, then the codes of observations of those
+factors). The scores edit the drawn factors themselves, so one source serves every score and method.
 Settings follow disentanglement_lib's ``beta_vae_sklearn.gin`` and ``factor_vae_metric.gin``.
-Each score function states them and our deliberate differences.
 """
 
 from __future__ import annotations
@@ -276,12 +268,8 @@ def factor_vae_score(
 
     - ``prune_relative=True`` measures the std in units of the codes' spread (:func:`code_spread`).
       The library's 0.05 on the raw std assumes codes of unit scale, as a VAE's prior gives them.
-      On raw codes it prunes every dimension of small codes (an untrained S3's spread is 0.02), part of
-      those near it (PMP's 0.05) and few of large codes (ABC's 0.44-1.8).
-      The score would partly compare scales.
-      Relative pruning makes it invariant to rescaling the whole code. Dividing each dimension by its own
-      std would make every dimension active; the votes are already scale-free per dimension.
-      ``prune_relative=False`` is the library's absolute threshold.
+      On raw codes it prunes every dimension of small codes (PMP's spread is 0.05, ABC's 0.44-1.8), so the
+      score would partly compare scales. ``prune_relative=False`` is the library's absolute threshold.
     - A dimension of exactly zero variance is never active. The library divides by it when the threshold is 0.
     - ``num_active_dims`` counts the active dimensions. The library reports the length of its mask.
 
