@@ -8,6 +8,7 @@ log-softmax, which subtract their maximum, so tau down to 0.01 is safe.
 
 from __future__ import annotations
 
+import keras
 import tensorflow as tf
 
 from abc_tf.config import SIMILARITIES
@@ -214,3 +215,26 @@ def contrastive_loss(
     own_index = tf.range(tf.shape(logits)[-1], dtype=tf.int64)
     correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1), own_index), tf.float32)
     return tf.reduce_mean(cross_entropy), tf.reduce_mean(correct)
+
+
+@keras.saving.register_keras_serializable(package="abc_tf")
+class ABCLoss(keras.losses.Loss):
+    """:func:`abc_loss` as a Keras loss, for ``compile(loss=ABCLoss(set_size))`` of a plain model
+    of images [B, H, W, C] -> embeddings [B, D].
+
+    ``y_pred`` [2 * P * set_size, D]: P sets A, then their P sets B, each set's rows consecutive, as
+    ``abc_tf.stacked_sets`` lays out a set batch. ``y_true`` is ignored: set membership supervises.
+    """
+
+    def __init__(self, set_size: int, similarity: str = "l2sq", temperature: float = 1.0, **kwargs):
+        super().__init__(**{"name": "abc_loss", **kwargs})
+        self.set_size, self.similarity, self.temperature = int(set_size), similarity, float(temperature)
+
+    def call(self, y_true, y_pred):
+        del y_true
+        sets = tf.reshape(tf.cast(y_pred, tf.float32), [2, -1, self.set_size, tf.shape(y_pred)[-1]])
+        return abc_loss(sets[0], sets[1], self.similarity, self.temperature)[0]
+
+    def get_config(self) -> dict:
+        names = ("set_size", "similarity", "temperature")
+        return {**super().get_config(), **{name: getattr(self, name) for name in names}}

@@ -17,6 +17,7 @@ Layout, written by :mod:`abc_tf.runs.training`::
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import tempfile
@@ -115,6 +116,17 @@ class TrainedRun:
         if network is None:
             raise ValueError(f"--network={name}: {self.run_dir} has no network {name!r} ({name}.keras).")
         return dataclasses.replace(self, encoder=network)
+
+    def measures(self) -> dict:
+        """What was measured of the run: {"metrics": ..., "isolation_summary": ...}, the files that
+        ``abc_tf evaluate`` and training wrote into its directory, where present."""
+        found = {}
+        for name in ("metrics", "isolation_summary"):
+            path = os.path.join(self.run_dir, f"{name}.json")
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as handle:
+                    found[name] = json.load(handle)
+        return found
 
 
 def load_run(run_dir: str, config_path: str | None = None) -> TrainedRun:

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import logging
 import os
+import types
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import tensorflow as tf
 
-from abc_tf.config import ExperimentConfig
+from abc_tf.config import ExperimentConfig, SetBatch
 from abc_tf.data import augment
 from abc_tf.data.family import DataFamily, DataSources, GroupedImages
 from abc_tf.data.groups import CHUNK_STEPS, chunk_rng, draw_stream
@@ -171,6 +172,24 @@ def grouped_set_dataset(
         make_batch, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
     )
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def set_dataset(
+    images: np.ndarray, groups: np.ndarray, set_size: int = 32, pairs: int = 1, seed: int = 0, **data
+) -> tf.data.Dataset:
+    """Endless {"set_a", "set_b"} batches [pairs, set_size, H, W, C] from images [N, H, W, C] and
+    their group labels [N], any values: each set is drawn within one group, as
+    :func:`grouped_set_dataset` draws them. ``data``: fields of ``ImageFolderConfig``, e.g.
+    ``augmentations``.
+    """
+    order = np.argsort(groups, kind="stable")
+    names, groups = np.unique(np.asarray(groups)[order], return_inverse=True)
+    grouped = GroupedImages(np.asarray(images)[order], [str(name) for name in names], groups, [])
+    # grouped_set_dataset reads only these two parts of a run's config.
+    parts = types.SimpleNamespace(
+        batch=SetBatch(set_size=set_size, pairs_per_step=pairs), data=ImageFolderConfig(**data)
+    )
+    return grouped_set_dataset(grouped, parts, seed)
 
 
 # ----------------------------------------------------------------------------- family interface

@@ -128,6 +128,17 @@ class AbcModel(MethodModel):
         return {"encoder": self.encoder, **({"head": self.head} if self.head is not None else {})}
 
 
+def stacked_sets(batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, tf.Tensor]:
+    """A set batch as ``(images, y)`` for a plain Keras model compiled with ``losses.ABCLoss``.
+
+    images: float32 [2 * P * N, H, W, C] in [0, 1], sets A then sets B. y: zeros, which the loss
+    ignores; Keras needs one.
+    """
+    images = to_float_images(tf.concat([batch["set_a"], batch["set_b"]], 0))
+    images = tf.reshape(images, tf.concat([[-1], tf.shape(images)[2:]], 0))
+    return images, tf.zeros(tf.shape(images)[:1])
+
+
 def _build(config: ExperimentConfig, image_shape: tuple[int, int, int], loss_type: str) -> AbcModel:
     """AbcModel around the config's encoder and any pose head, compiled with Adam and the config's
     schedule.
