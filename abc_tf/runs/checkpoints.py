@@ -3,9 +3,7 @@
 :func:`save` writes one and says how a kill is survived; :func:`restore` reads the newest readable one.
 Keras's BackupAndRestore is not safe this way: it overwrites one weights file in place, then writes
 the epoch counter. A kill between the two resumes new weights at an old step. Multi-worker runs follow
-TensorFlow's pattern: every worker saves, only the chief into ``run_dir`` (:func:`is_chief`). Every
-worker restores from ``run_dir``. Which checkpoints a run has: abc_tf.runs.checkpoint_files
-(:func:`list_checkpoints`, named here too). What one holds: abc_tf.runs.checkpoint_contents.
+TensorFlow's pattern: every worker saves, only the chief into ``run_dir`` (:func:`is_chief`).
 """
 
 from __future__ import annotations
@@ -61,10 +59,8 @@ def _fsync(path: str) -> None:
 
 
 def _flush(prefix: str) -> None:
-    """A write callback between a checkpoint's file writes and the manager's state-file update.
-
-    The files reach the disk before the state names them.
-    """
+    """A write callback between a checkpoint's file writes and the state-file update: the files reach
+    the disk before the state names them."""
     directory, name = os.path.split(prefix)
     for file_name in os.listdir(directory):
         if file_name.startswith(name + ".") and CHECKPOINT_FILE.match(file_name):
@@ -88,10 +84,7 @@ def _clear_leftovers(directory: str) -> None:
 
 
 def _write_state(directory: str, prefixes: list[str], timestamps: list[float]) -> None:
-    """Replaces the state file atomically, as the manager writes it, to list ``prefixes`` oldest first.
-
-    With no prefixes the file is removed.
-    """
+    """Replaces the state file atomically to list ``prefixes`` oldest first; removes it for none."""
     state_path = os.path.join(directory, STATE_FILE)
     if not prefixes:
         os.remove(state_path)
@@ -141,11 +134,7 @@ def _adopt(directory: str) -> None:
 
 
 def _reason(error: Exception) -> str:
-    """The operating system's words for a failed write.
-
-    That is an OSError's message, or the end of TensorFlow's, e.g.
-    "...ckpt-30_temp/part-...; No space left on device [Op:SaveV2]".
-    """
+    """The operating system's words for a failed write: an OSError's message, or the end of TensorFlow's."""
     if isinstance(error, OSError):
         return error.strerror or str(error)
     message = str(getattr(error, "message", error)).strip()
@@ -168,17 +157,12 @@ def save(model: keras.Model, run_dir: str, step: int, keep: int, write: bool = T
     checked first. Raises :class:`CheckpointError` when the file system cannot take it; older
     checkpoints stay as they were.
 
-    Kill safety: the manager writes the files into ``ckpt-<n>_temp/`` and renames them to ``ckpt-<n>.*``.
-    They are flushed to disk. Only then is the state file replaced, atomically.
-    Readers skip a listed checkpoint whose index file is gone, so previous checkpoints stay in charge.
-    A save first deletes what a killed write left: ``ckpt-<n>_temp/``, unlisted ``ckpt-<n>.*`` and
-    ``checkpoint.tmp*``. Saving a step the state file already names first takes it out of the state file,
-    because the manager rewrites its files in place.
+    Kill safety: the files are written into ``ckpt-<n>_temp/``, renamed and flushed to disk before the
+    state file is replaced atomically; a save first deletes what a killed write left.
 
-    ``write=False`` is for the non-chief workers of a multi-worker run (:func:`is_chief`). A save may
-    run collective operations, so every worker takes part, as in TensorFlow's multi-worker guide.
-    They save into a temporary folder of their own, deleted right after, never ``run_dir``.
-    Returns the checkpoint's prefix; "" when ``write`` is False.
+    ``write=False`` is for the non-chief workers of a multi-worker run: a save may run collective
+    operations, so they save too, into a temporary folder deleted right after. Returns the checkpoint's
+    prefix; "" when ``write`` is False.
     """
     step, keep = int(step), int(keep)
     if optimizer_step(model) != step:
@@ -243,11 +227,8 @@ def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
 
     ``step`` loads that step's checkpoint instead. A ValueError names the steps kept when the run lacks
     it or it cannot be read. Returns 0 with the model untouched when the run has none.
-    Writes nothing; what a killed save left is cleared by the next save.
-    Optimizers are built first (:func:`build_optimizers`), so every slot exists and is restored.
-    An unreadable checkpoint, from a damaged disk or a hand edit, is reported and the previous one is tried.
-    A checkpoint that does not fit the model raises ValueError: a value with no variable, or a variable
-    with no value. Every checkpoint of the run would fail the same way.
+    Writes nothing. An unreadable checkpoint is reported and the previous one tried; one that does not
+    fit the model raises ValueError, as every checkpoint of the run would fail the same way.
     """
     directory = checkpoint_dir(run_dir)
     saved = list_checkpoints(run_dir)
@@ -296,11 +277,8 @@ def restore(model: keras.Model, run_dir: str, step: int | None = None) -> int:
 
 
 def is_chief(strategy: tf.distribute.Strategy) -> bool:
-    """Whether this process writes the run's files.
-
-    Always, except on the non-chief workers of a multi-worker run. They compute the same values and
-    would race the chief's writes.
-    """
+    """Whether this process writes the run's files: all but a multi-worker run's non-chief workers,
+    which compute the same values and would race the chief's writes."""
     resolver = strategy.cluster_resolver
     if resolver is None or not resolver.task_type:  # one process (abc_tf.methods.base.is_multi_worker)
         return True
@@ -314,9 +292,7 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
 class SaveCheckpoint(keras.callbacks.Callback):
     """Saves a checkpoint at epoch ends that fall on a multiple of ``every`` steps or on ``last_step``.
 
-    Training's epochs can be shorter than the log interval. ``write``: whether this process's checkpoints
-    go into ``run_dir`` (:func:`is_chief`). Other workers still save, into a temporary folder deleted right
-    after (:func:`save`), since saving may run collective operations all workers must join.
+    ``write``: whether this process's checkpoints go into ``run_dir`` (:func:`save`).
     """
 
     def __init__(

@@ -1,14 +1,8 @@
 """How well a representation or a generator's categorical code finds the digits.
 
-These are Elastic-InfoGAN's measures. Source: docs/PAPERS.md section P3;
-supplement Table 3, sections 3 and 4.1.
-
-- A digit classifier for the evaluation, trained once and cached (:func:`digit_classifier`).
-- NMI and ENT of generated images' categorical code against the digit the classifier sees.
-  Source: the authors' eval_metrics.py (:func:`matrix_nmi`, :func:`ent`).
-- The supplement's 1-NN accuracy of Q's code on the run's training images (:func:`split_nearest_neighbour`).
-- Ours: 1-NN digit accuracy and 10-means NMI of any representation on MNIST test images
-  (:func:`representation_scores`).
+Elastic-InfoGAN's measures (docs/PAPERS.md section P3; supplement Table 3, sections 3 and 4.1): NMI
+and ENT of the generated images' code against the digit a cached classifier sees, and the supplement's
+1-NN accuracy of Q's code; ours, 1-NN accuracy and 10-means NMI of any representation.
 """
 
 from __future__ import annotations
@@ -112,11 +106,8 @@ def split_nearest_neighbour(network, config: ExperimentConfig, seed: int = 0, ma
     The images are the run's class split's, at most ``max_images``; 0 means all. They are split 80/20
     at random. Each of the 20% is classified by its Euclidean nearest neighbour among the 80%.
 
-    Ours: we use Q's logits of the categorical code, the "features pertaining to object identity".
-    The text names no layer. With the authors' N(0, 0.02) initialisation an untrained network gives
-    0.47 +- 0.06 from the logits and 0.93 +- 0.01 from Q's 128-d penultimate features.
-    Those figures are over splits 1-5, two initialisations each.
-    The paper gives 0.4865 +- 0.009 for random weights.
+    Ours: the text names no layer, so we use Q's logits of the categorical code, where an untrained
+    network scores near the paper's 0.4865 for random weights (its penultimate features give 0.93).
     """
     data = first_images(mnist_sources.load_mnist(config), max_images)
     features = embed(network, data.x_train[..., None])
@@ -137,11 +128,8 @@ def kmeans_nmi(features: np.ndarray, labels: np.ndarray, seed: int = 0, clusters
 def generated_codes_and_digits(
     generator: keras.Model, classifier: keras.Model, per_code: int, seed: int = 0, num_codes: int = NUM_DIGITS
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, digits) int64 [num_codes * per_code] of generated images.
-
-    Generates ``per_code`` images of each one-hot code with z ~ N(0, I).
-    The digits are what the classifier sees.
-    """
+    """(codes, digits) int64 [num_codes * per_code]: ``per_code`` generated images of each one-hot code,
+    z ~ N(0, I), and the digit the classifier sees in each."""
     noise_dim = int(generator.input_shape[-1]) - num_codes
     rng = np.random.default_rng(seed)
     codes = np.repeat(np.arange(num_codes), per_code)
@@ -246,10 +234,8 @@ def plot_prior(prior: dict, path: str, title: str) -> None:
 
 
 def representation_scores(encoder, config: ExperimentConfig, seed: int = 0, max_images: int = 0) -> dict:
-    """1-NN accuracy and k-means NMI of ``encoder``'s embeddings of the real MNIST test images.
-
-    Reads at most ``max_images`` images; 0 means all.
-    """
+    """1-NN accuracy and k-means NMI of ``encoder``'s embeddings of at most ``max_images`` (0: all)
+    real MNIST test images."""
     data = first_images(mnist_sources.load_mnist(config), max_images)
     features = embed(encoder, data.x_test[..., None])
     return {
@@ -341,9 +327,7 @@ def evaluate_run(
 def headline(result: dict) -> dict[str, float]:
     """The few measures of :func:`evaluate_run` that a side-by-side comparison shows.
 
-    ``abc_tf.evaluation.comparison`` reads them from metrics.json. They are: NMI and ENT of the generated
-    codes, Q's code NMI on real digits, and the supplement's 1-NN accuracy of Q. Also the largest learned
-    class probability and the L1 distance between the sorted learned prior and sorted true proportions.
+    ``abc_tf.evaluation.comparison`` reads them from metrics.json.
     """
     measures = {}
     if "generated" in result:

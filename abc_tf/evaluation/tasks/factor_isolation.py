@@ -1,15 +1,8 @@
 """Factor isolation of a trained encoder on a data set with known factors (docs/PAPERS.md section 4).
 
-Glue between a run (config and encoder) and the estimators. It draws a labelled sample through the
-family's ``KnownFactors.labelled_sample``, embeds it, and measures per factor:
-
-- MINE mutual information in nats, at the noise sigma of :func:`noise_sigma`;
-- the histogram estimate too, when the embedding has at most 3 dimensions (ICLR uses d = 2);
-- probe test accuracy against chance, at the same sigma;
-- optionally a noise sweep, by MINE or by the far cheaper histogram for d <= 2.
-
-It draws the figures of Fig. 3b, S1 and S2. :func:`aggregate` combines seeds into mean, std and values.
-Metric dicts are JSON-ready: plain floats and lists, factor names as keys.
+It embeds the family's labelled sample and measures per factor MINE mutual information in nats, the
+histogram estimate where d <= 3, probe accuracy against chance and optionally a noise sweep, and draws
+Fig. 3b, S1 and S2. Metric dicts are JSON-ready, factor names as keys.
 """
 
 from __future__ import annotations
@@ -98,11 +91,8 @@ def factor_names(config: ExperimentConfig) -> tuple[str, ...]:
 
 
 def inactive_names(config: ExperimentConfig) -> tuple[str, ...]:
-    """Factors the run was trained to drop, for marking in figures.
-
-    An augmentation baseline drops the factors its family's augmentation varies, so they are marked too.
-    See ``KnownFactors.augmented_by_baseline``; for Shapes3D these are the three hues.
-    """
+    """Factors the run was trained to drop, for marking in figures; an augmentation baseline's too
+    (``KnownFactors.augmented_by_baseline``)."""
     names = factor_names(config)
     if config.method.batch_format != "sets":
         return ()  # only sets fix factors (--data.inactive_factors); other formats leave it unread
@@ -132,10 +122,8 @@ def condition_label(config: ExperimentConfig) -> str:
 
 
 def saved_model_encoder(path: str) -> Callable:
-    """A callable from float [B, H, W, C] in [0, 1] to embeddings [B, D], from an exported SavedModel.
-
-    Uses the ``embed`` signature that ``abc_tf.runs.export`` writes. Any single-output signature works.
-    """
+    """A callable from float [B, H, W, C] in [0, 1] to embeddings [B, D], from an exported SavedModel's
+    ``embed`` signature (or any single-output one)."""
     import tensorflow as tf
 
     if not os.path.isdir(path):
@@ -168,11 +156,7 @@ def factor_sizes(config: ExperimentConfig) -> tuple[int, ...]:
 
 
 def noise_sigma(config: ExperimentConfig, embeddings: np.ndarray) -> tuple[float, str]:
-    """(sigma, rule) of the single-sigma measures for a run of ``config``'s method; see :data:`NOISE_RULE`.
-
-    Returns ``(length_scale(config), "length scale")`` when the method declares a length scale.
-    Otherwise returns ``(RELATIVE_NOISE * spread(embeddings), "0.1 x spread")``.
-    """
+    """(sigma, rule) of the single-sigma measures for a run of ``config``'s method; see :data:`NOISE_RULE`."""
     scale = config.method.length_scale()
     if scale is not None:
         return float(scale), "length scale"
@@ -182,10 +166,8 @@ def noise_sigma(config: ExperimentConfig, embeddings: np.ndarray) -> tuple[float
 def measuring_unit(rule: str, embeddings: np.ndarray) -> float:
     """The unit :func:`evaluate_embeddings` measures in: the spread under the relative rule, else 1.
 
-    A method without a length scale may leave its codes at any scale; PMP's shrink to a spread of about 0.05.
-    The probes' and MINE's networks have fixed initialisation and learning rates. They train poorly on
-    inputs that small. So such embeddings are divided by their spread, with noise 0.1.
-    Dividing changes no information.
+    A method without a length scale may leave its codes at any scale (PMP's spread is about 0.05), and
+    the probes' and MINE's networks train poorly on inputs that small. Dividing changes no information.
     """
     return max(spread(embeddings), 1e-12) if rule == RELATIVE_RULE else 1.0
 
@@ -212,10 +194,8 @@ def evaluate_embeddings(
     The measures run on ``embeddings / unit`` with noise ``sigma / unit``; see :func:`measuring_unit`.
     Sigma, spread and the sweep's sigmas are reported in the embeddings' units.
 
-    Returns a JSON-ready dict with keys: sigma, length_scale, embedding_dim, spread, pca_explained_variance,
-    inactive and figures (file names written). Spread is the RMS per-coordinate std.
-    As far as computed, it also holds mine and histogram ({factor: nats}), probe
-    ({factor: {accuracy, chance}}) and sweep ({sigmas, estimator, values [K][F]}).
+    Returns a JSON-ready dict: sigma, length_scale, embedding_dim, spread, pca_explained_variance,
+    inactive, figures and, as far as computed, mine, histogram, probe and sweep.
     """
     settings.validate()
     embeddings = np.asarray(embeddings, dtype=np.float64)
@@ -322,9 +302,7 @@ def evaluate_encoder(
 ) -> dict[str, Any]:
     """:func:`evaluate_embeddings` for ``encoder`` on ``config``'s labelled sample or on ``sample``.
 
-    The noise is :func:`noise_sigma`'s unless ``settings.sigma`` is given. Factor names and inactive
-    factors come from the config. ``noise_rule`` says which sigma applied.
-    ``length_scale`` is None for a method without one.
+    The noise is :func:`noise_sigma`'s unless ``settings.sigma`` is given; ``noise_rule`` says which applied.
     """
     settings.validate()
     names = factor_names(config)
