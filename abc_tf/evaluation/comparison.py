@@ -7,11 +7,8 @@ per class split, aggregated alike. ``DIR@NETWORK`` embeds with the run's saved n
 instead of "encoder", e.g. one of a VITAE's two latent spaces. An optional row holds the untrained
 encoder of the first run's config (``abc_tf.runs.training.untrained_encoder``).
 
-All rows are measured on the same images: the first run's config's labelled sample
-(abc_tf.evaluation.tasks.labelled_samples), drawn with ``sample_seed``. The disentanglement scores'
-observations are drawn with that seed too. :func:`compare` lists the measures per row.
-A new method adds rows by being registered (``abc_tf.methods.METHODS``) and trained.
-Nothing here names a method.
+All rows are measured on the same images: the first run's config's labelled sample, drawn with
+``sample_seed``. Nothing here names a method.
 """
 
 from __future__ import annotations
@@ -256,24 +253,11 @@ def compare(
 ) -> dict[str, Any]:
     """Evaluates the rows of ``run_dirs`` and the untrained row; writes the report into ``out_dir``.
 
-    Per row:
-
-    - per factor, MINE mutual information in nats and probe test accuracy. Noise is added by the rule
-      of :data:`abc_tf.evaluation.tasks.factor_isolation.NOISE_RULE`: sigma is the method's length scale
-      when its loss has one, else 0.1 x the embedding's own spread;
-    - per factor, how the embeddings cluster by it, without noise or training: Euclidean 1-NN accuracy
-      of a random 20% against the rest, and the NMI of a k-means clustering with k = the factor's
-      number of values (``abc_tf.evaluation.tasks.digit_clusters``);
-    - the disentanglement scores. Families that cannot draw images of given factor values get MIG,
-      DCI and SAP only;
-    - the method's own measures where it declares some, such as a VAE's test ELBO. They are the
-      ``"headline"`` entry of the run's metrics.json from ``evaluate.py --run_dir``, or measured here;
-    - the method and its variant, what it is told about the data (``Method.supervision_for``,
-      docs/PAPERS.md), the embedding size and the training steps.
-
-    Files: ``comparison.md`` holds the tables with their caption, ``comparison.json`` every value, per seed
-    too. ``comparison.png`` has bar groups per factor and per score, a bar per row, seeds as dots.
-    Returns the JSON written. ``log`` gets a line per encoder evaluated.
+    Per row: per factor, MINE mutual information and probe accuracy at the noise of
+    :data:`abc_tf.evaluation.tasks.factor_isolation.NOISE_RULE`, and 1-NN accuracy and k-means NMI
+    without noise; the disentanglement scores; the method's own measures where it declares some; and
+    the method, its variant and supervision, the embedding size and the steps. Writes
+    ``comparison.md``, ``comparison.json`` (returned) and ``comparison.png``.
     """
     settings.validate()
     rows = rows_of(run_dirs, untrained)

@@ -1,10 +1,7 @@
 """One training run: config -> data family and method -> the method's model.fit -> run directory.
 
-The trainer knows no family or method by name. It reads their declarations:
-abc_tf.data.family.DataFamily and abc_tf.methods.base.Method. The run directory's layout is in
-:mod:`abc_tf.runs.run_dir`. Checkpoints are written atomically every ``log_every`` steps, keeping the
-newest ``keep_checkpoints``. The same command resumes a killed run from the newest.
-SIGTERM or Ctrl-C stops at the end of a step and checkpoints it first (abc_tf.runs.preemption).
+The trainer knows no family or method by name: it reads their declarations (DataFamily, Method).
+The same command resumes a killed run from its newest checkpoint.
 """
 
 from __future__ import annotations
@@ -55,10 +52,7 @@ class TrainResult:
 
 
 def precision_policy(config: ExperimentConfig) -> str:
-    """The Keras policy of ``config`` on this host (abc_tf.runs.precision).
-
-    float16 on GPUs, bfloat16 on TPUs and on CPUs that compute it natively, else float32.
-    """
+    """The Keras policy of ``config`` on this host (abc_tf.runs.precision)."""
     return precision.choose(config.trainer.mixed_precision).policy
 
 
@@ -175,10 +169,7 @@ def data_seed(config: ExperimentConfig, start_step: int) -> int:
 
 
 def make_family_dataset(family: DataFamily, config: ExperimentConfig, start_step: int) -> tf.data.Dataset:
-    """The family's batches in the format the config's method trains on, from step ``start_step`` on.
-
-    A resumed run draws fresh batches and continues step-dependent schedules.
-    """
+    """The family's batches in the format the config's method trains on, from step ``start_step`` on."""
     stream = family.stream(config.method.batch_format)
     dataset = stream(config, data_seed(config, start_step), start_step)
     check_batches(family.name, config.method.batch_format, dataset.element_spec, family.image_shape(config))
@@ -215,12 +206,8 @@ def prepare(
 ) -> PreparedRun:
     """Runs, once, every check that can fail on user input before data is read.
 
-    That covers the config's values and its family's and method's checks, each resolved here once.
-    It checks the run directory against its config and the replicas' share of the batch. It builds the
-    model in the strategy's scope, which catches e.g. images too small for the convolutions or
-    unreadable pretrained weights.
-
-    ``strategy`` overrides ``config.trainer.strategy``, e.g. a MirroredStrategy over chosen devices.
+    Building the model in the strategy's scope catches e.g. images too small for the convolutions or
+    unreadable pretrained weights. ``strategy`` overrides ``config.trainer.strategy``.
     ``allow_changes`` names fields of :data:`config_history.CHANGEABLE_FIELDS` that may differ from the
     run directory's config. A raised ``steps`` extends a finished run without being named.
     """
@@ -249,11 +236,7 @@ def train(
     strategy: tf.distribute.Strategy | None = None,
     allow_changes: Sequence[str] = (),
 ) -> TrainResult:
-    """Trains ``config`` into ``run_dir``, resuming from its checkpoint when one is there.
-
-    Runs the checks and builds the model with :func:`prepare`, then calls :func:`train_prepared`.
-    ``verbose`` prints a line per log interval.
-    """
+    """Trains ``config`` into ``run_dir``, resuming from its checkpoint when one is there."""
     return train_prepared(prepare(config, run_dir, strategy, allow_changes, verbose), callbacks, verbose)
 
 
@@ -289,10 +272,7 @@ def train_prepared(
 
 
 def _constant_rate(optimizer: keras.optimizers.Optimizer):
-    """The variable holding ``optimizer``'s learning rate.
-
-    None for a schedule, which is a function of the restored step.
-    """
+    """The variable holding ``optimizer``'s learning rate; None for a schedule."""
     optimizer = getattr(
         optimizer, "inner_optimizer", optimizer
     )  # a LossScaleOptimizer's own rate is its inner one's

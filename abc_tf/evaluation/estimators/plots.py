@@ -1,14 +1,8 @@
 """Figures of factor isolation (paper Fig. 3b/c, S1, S2, S3), written as PNG files.
 
-Every function builds a ``matplotlib.figure.Figure`` on an Agg canvas, without pyplot state.
-So nothing here changes the process-wide backend. Each optionally saves to ``path`` and returns the figure.
-Inactive factors are marked as in the paper: shaded columns in bar and distribution plots, dashed
-curves in noise sweeps.
-
+Figures are built on an Agg canvas without pyplot state, so nothing here changes the process-wide
+backend. Inactive factors are marked as in the paper: shaded columns, dashed curves.
 Shapes: F factors, S seeds or repeats, K noise scales, N points.
-
-This is one module on purpose. Every evaluation figure shares its set-up, PNG writing and its bar,
-shading and chance-line helpers. Split, the helpers would become a second module's private API.
 """
 
 from __future__ import annotations
@@ -37,10 +31,8 @@ def new_figure(width: float, height: float) -> Figure:
 def save_figure(figure: Figure, path: str | os.PathLike, colours: int = 128) -> None:
     """Writes ``figure`` as a PNG with an adaptive palette of ``colours`` colours, creating the folder.
 
-    This is the one PNG writer of the evaluation figures. Scatter plots of many anti-aliased points and
-    figures of thumbnails compress badly as RGB. The palette makes the committed files several times
-    smaller, with no visible change. The file is recorded (``progress.wrote``) for evaluate.py's list
-    and the TensorBoard logs.
+    Scatter plots and thumbnails compress badly as RGB; the palette makes the files several times smaller
+    with no visible change. The file is recorded (``progress.wrote``).
     """
     directory = os.path.dirname(os.fspath(path))
     if directory:
@@ -91,10 +83,7 @@ def principal_components(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Projects embeddings [N, D] on the first principal components of ``basis_of`` [M, D].
 
-    ``basis_of`` defaults to the embeddings. Another basis shows e.g.
-    a held-out class in the axes of the others.
-    Returns (projections [N, k], explained variance ratio of each component in ``basis_of`` [k]),
-    with k = min(num_components, D).
+    Returns (projections [N, k], explained variance ratio in ``basis_of`` [k]), k = min(num_components, D).
     """
     embeddings = np.asarray(embeddings, dtype=np.float64)
     reference = embeddings if basis_of is None else np.asarray(basis_of, dtype=np.float64)
@@ -131,10 +120,8 @@ def plot_embeddings_pca(
     title: str | None = None,
     seed: int = 0,
 ) -> Figure:
-    """One scatter panel per factor: embeddings [N, D] on their first two principal components.
-
-    Points are coloured by that factor's value in factors [N, F] (Fig. 3b / S1a).
-    """
+    """One scatter panel per factor of embeddings [N, D] on their first two principal components,
+    coloured by that factor's value (Fig. 3b / S1a)."""
     embeddings = np.asarray(embeddings)
     factors = np.asarray(factors)
     if factors.ndim == 1:
@@ -388,10 +375,7 @@ def plot_grouped_bars(
     ylabel: str = "score",
     title: str | None = None,
 ) -> Figure:
-    """One bar group per entry of ``groups``, e.g. a disentanglement score, and one bar per series.
-
-    A series is e.g. trained or untrained, with values [G] or [S, G] over seeds.
-    """
+    """One bar group per entry of ``groups`` and one bar per series of values [G] or [S, G] over seeds."""
     figure = new_figure(max(4.8, 0.35 * len(groups) * max(len(series), 2) + 1.5), 3.0)
     axes = figure.add_subplot(1, 1, 1)
     _draw_grouped_bars(axes, groups, series, ylabel)
@@ -406,7 +390,6 @@ def plot_comparison(
     """Panels one above the other, with a bar per compared run in every group.
 
     Each panel is ``(ylabel, groups [G], series {row: values [G] or [S, G]}, chance [G] or None)``.
-    Examples: MI per factor, probe accuracy per factor, disentanglement scores.
     """
     if not panels:
         raise ValueError("plot_comparison needs at least one panel.")

@@ -1,16 +1,7 @@
 """MNIST digit-style isolation: retrieval grid, PCA thumbnails and style measures (paper Fig. 4, S7).
 
-- Retrieval grid (``abc_tf.evaluation.tasks.retrieval``): one query per digit class on the diagonal.
-  Each row holds the nearest test image of every other class. If the embedding holds style and not
-  the digit, a row shows one handwriting style written as all ten digits.
-- :func:`plot_pca_thumbnails`: the top two principal components with thumbnails, trained against untrained.
-- Style measured from the pixels (slant, thickness). ``regression.style_predictability`` gives how well
-  embeddings predict them. A digit probe gives how much class information is left.
-- On the procedural digits, ``true_style_r2`` scores every style factor the renderer drew.
-  See ``abc_tf.data.mnist.digits.STYLE_FACTORS``.
-- :func:`evaluate_mnist_run` does all of it and writes PNGs and ``mnist_metrics.json``.
-
-Images are [N, 28, 28] or [N, 28, 28, 1]. x is the column (right), y the row (down). Lengths are in pixels.
+If the embedding holds style and not the digit, a retrieval row shows one handwriting style written as
+all ten digits. Images are [N, 28, 28] or [N, 28, 28, 1]; x is the column, y the row, lengths in pixels.
 """
 
 from __future__ import annotations
@@ -60,10 +51,8 @@ _TAB10 = np.array(
 
 
 def _spread_selection(points: np.ndarray, cells: int, rng: np.random.Generator) -> np.ndarray:
-    """One random point per occupied cell of a cells x cells grid over the points' range.
-
-    The thumbnails then cover the whole scatter without piling up in its dense centre.
-    """
+    """One random point per occupied cell of a cells x cells grid over the points' range, so thumbnails
+    cover the scatter without piling up in its dense centre."""
     low, high = points.min(axis=0), points.max(axis=0)
     cell = np.floor((points - low) / np.maximum(high - low, 1e-12) * (cells - 1e-9)).astype(np.int64)
     keys = cell[:, 0] * cells + cell[:, 1]
@@ -89,8 +78,7 @@ def plot_pca_thumbnails(
 ) -> None:
     """PCA scatters with thumbnails: panels of (title, projection [N, 2], images [N, 28, 28], labels [N]).
 
-    Each panel shows every point as a dot coloured by digit. It adds one thumbnail per occupied cell of
-    a ``cells`` x ``cells`` grid, in its digit's colour.
+    Dots are coloured by digit, with one thumbnail per occupied cell of a ``cells`` x ``cells`` grid.
     """
     rng = np.random.default_rng(seed)
     rows = int(np.ceil(len(panels) / columns))
@@ -120,10 +108,8 @@ def plot_pca_thumbnails(
 
 
 def embedding_spread(embeddings: np.ndarray) -> dict[str, float]:
-    """Scale of the embeddings in embedding units, to read noise and length scales against.
-
-    Returns the RMS distance to the mean and the root of the mean per-dimension variance (``noise.spread``).
-    """
+    """Scale of the embeddings, to read noise and length scales against: the RMS distance to the mean and
+    ``noise.spread``."""
     centred = np.asarray(embeddings, np.float64) - np.mean(embeddings, axis=0)
     return {
         "rms_radius": float(np.sqrt(np.mean(np.sum(centred**2, axis=1)))),
@@ -144,28 +130,11 @@ def evaluate_mnist_run(
 ) -> dict[str, Any]:
     """Evaluates digit-style isolation of a trained encoder on the MNIST test split.
 
-    Args:
-      run: a run directory with encoder.keras and config.json, or a trained encoder.
-      config: the run's config. None reads it from the run directory.
-      out_dir: where ``retrieval.png``, ``pca.png`` and ``mnist_metrics.json`` go.
-      untrained: the baseline encoder. Default: ``abc_tf.runs.training.untrained_encoder(config)``,
-        the run's architecture with its initial weights.
-      probe_epochs: epochs of each digit probe.
-      seed: seeds the query choice, splits and probes.
-    Returns the metrics dict that is also written as JSON. For "trained" and "untrained":
-      style_r2: ``regression.style_predictability`` of slant, thickness, ink and width.
-      true_style_r2: the same for every true style factor of the renderer. Procedural digits only.
-      digit_probe_accuracy: the digit probe's test accuracy. One probe trains with noise at the
-        length scale, the paper's setting. One trains on standardised embeddings without noise.
-      pca_explained_variance_ratio, pca_top2_variance: of the seen digits' embeddings.
-      pc_style_correlation: within-digit |correlation| of PC 1 and 2 with slant and thickness,
-        and the R^2 of both PCs together.
-      embedding_spread: RMS size of the embeddings, to compare with the length scale.
-      retrieval_grid, retrieval_row_style_spread: the grid and how uniform each row's style is.
-        Below 1, rows share a style.
-      held_out_row_style_spread: the same over every held-out digit as a query (with a holdout).
-    With a held-out digit, "raw_pixels" holds that measure for nearest neighbours in pixel space.
-    The dict also holds the data source, the held-out digit, the length scale and the figure paths.
+    ``run`` is a run directory or a trained encoder; ``untrained`` defaults to the run's architecture at
+    its initial weights. Returns the metrics also written to ``mnist_metrics.json``: for "trained" and
+    "untrained", style predictability (measured and, on procedural digits, true), the digit probe's
+    accuracy with and without noise, PCA and its correlation with style, the spread and the retrieval
+    rows' style spread; with a held-out digit, "raw_pixels" for nearest neighbours in pixel space.
     """
     if isinstance(run, str):
         loaded = load_run(run)
@@ -279,10 +248,7 @@ def evaluate_mnist_run(
 
 
 def true_style_summary(metrics: dict[str, Any]) -> str | None:
-    """One console line of ``true_style_r2``; None without true style factors.
-
-    Per factor: ridge R^2 within digit on held-out images of the seen digits, trained / untrained.
-    """
+    """One console line of ``true_style_r2`` (trained / untrained); None without true style factors."""
     trained = metrics.get("trained")
     if not isinstance(trained, dict) or "true_style_r2" not in trained:
         return None
@@ -322,8 +288,7 @@ def held_out_row_style_spread(
 ) -> dict[str, float]:
     """:func:`row_style_spread` over every image of the held-out digit as a query.
 
-    Each row is a query and the nearest image of each other digit (Fig. 4's rows). The paper claims
-    ABC's rows are closer in style than CC-VAE's; this measures it over all queries, not one grid.
+    The paper claims ABC's rows are closer in style than CC-VAE's; this measures it over all queries.
     """
     queries = np.flatnonzero(labels == holdout)
     rows, _ = retrieval.nearest_of_each_class(embeddings, labels, range(NUM_CLASSES), queries, similarity)
@@ -335,9 +300,8 @@ def _pc_style_correlation(
 ) -> dict[str, dict[str, float]]:
     """How much of slant and thickness the PCA plane shows, within digit.
 
-    Each digit's mean is removed from PCs and measures. Computed for the seen digits and the held-out digit.
-    Gives |correlation| with PC 1 and PC 2, since PCA signs are arbitrary. Also gives the R^2 of a
-    least-squares fit of the measure on both PCs.
+    Per digit mean removed: |correlation| with PC 1 and PC 2 (PCA signs are arbitrary) and the R^2 of
+    a least-squares fit on both PCs.
     """
     out: dict[str, dict[str, float]] = {}
     for split, mask in (("seen_digits", seen_mask), ("holdout_digit", ~seen_mask)):

@@ -1,8 +1,6 @@
 """Pose errors, nearest-neighbour pose lookup and the pose evaluation of a run (docs/PAPERS.md section 5).
 
-The rotation conventions and the geodesic error live in :mod:`abc_tf.geometry`.
-They follow the authors' Euler angles and Pascal3D+. Errors are geodesic angles in **degrees**.
-The flip-invariant error is ``min(theta, 180 - theta)``.
+Errors are geodesic angles in **degrees** (:mod:`abc_tf.geometry`).
 """
 
 from __future__ import annotations
@@ -69,8 +67,7 @@ def error_metrics(
 def backbone_model(encoder: keras.Model, layer_name: str = "backbone") -> keras.Model:
     """A model from images to the encoder's flattened backbone features [B, F]: the paper's "ResNet" row.
 
-    Uses the layer named ``layer_name``; the pose encoders name their convolutional trunk "backbone".
-    Failing that, uses the encoder's last layer with a 4-D feature-map output.
+    Uses the layer named ``layer_name``, else the encoder's last layer with a 4-D output.
     """
     try:
         features = encoder.get_layer(layer_name).output
@@ -124,14 +121,9 @@ def lookup_evaluation(
 ) -> LookupResult:
     """Pose by nearest neighbour in R random dictionaries drawn from a pool of known poses.
 
-    Each dictionary is ``dictionary_size`` pool images drawn without replacement, seeded.
-    Each query takes the rotation of its most similar dictionary entry, under the training similarity.
-    It is scored by the geodesic error to its true rotation.
-
-    Args:
-      query_embeddings [Q, D], query_rotations [Q, 3, 3]: the test images.
-      pool_embeddings [P, D], pool_rotations [P, 3, 3]: synthetic images of known pose, P >= dictionary_size.
-      max_elements: similarities held at once, in tiles. The result does not depend on it.
+    Each query takes the rotation of its most similar entry of a dictionary of ``dictionary_size`` pool
+    images, under the training similarity, and is scored by the geodesic error to its true rotation.
+    ``max_elements``: similarities held at once; the result does not depend on it.
     """
     query_rotations = as_matrices(query_rotations)
     pool_rotations = as_matrices(pool_rotations)
@@ -211,8 +203,7 @@ class PoseEvalSettings:
       (an ``encoder`` part), also evaluate its raw backbone features.
     pretrained_backbone: "imagenet" or the path of a ResNet50V2 notop weights file.
       Adds the paper's "ImageNet-pretrained ResNet" row (Table 1; supplement S8.5).
-      That row uses the conv4 features of the S5 encoder's ResNet50V2 base, untrained, compared by cosine.
-      Empty means no such row. Unreadable weights raise a ValueError saying what to do.
+      Empty means no such row.
     seed: seeds the pool, the queries and the dictionary draws.
     """
 
@@ -259,8 +250,7 @@ class PoseEvalSettings:
 def pretrained_backbone_model(weights: str, image_shape: tuple[int, int, int]) -> keras.Model:
     """A model from images [B, S, S, 3] in [0, 1] to flattened ResNet50V2 conv4 features with ``weights``.
 
-    The base is the S5 encoder's, from ``models.pose_encoders``.
-    Images smaller than ``PRETRAINED_MIN_SIZE`` are first resized up to it, bilinearly.
+    Images smaller than ``PRETRAINED_MIN_SIZE`` are first resized up to it.
     """
     size = max(int(image_shape[0]), PRETRAINED_MIN_SIZE)
     network = backbone_model(models.build("s5", input_shape=(size, size, 3), weights=weights))
@@ -278,12 +268,9 @@ def evaluate_pose_run(
 ) -> dict:
     """Pose metrics of a pose run directory, written to ``pose_metrics.json`` in ``out_dir or run_dir``.
 
-    Rows per query domain: the untrained encoder and its backbone features as lookup baselines, the
-    trained encoder by lookup, and the spherical-regression head if the run has one. The baselines
-    use the run's initial weights, ``untrained_encoder(config)``. Lookup rows hold {"mean", "std", "sem"}
-    over the random dictionaries per metric. The regression row needs no dictionary and holds plain values.
-    Errors are in degrees. ``run``: an already loaded run to use instead of ``run_dir``'s, such as a
-    checkpoint or a run with another network as encoder.
+    Rows per query domain: the untrained encoder and its backbone features, the trained encoder by
+    lookup ({"mean", "std", "sem"} over the dictionaries) and the spherical-regression head if the run
+    has one. ``run``: an already loaded run to use instead of ``run_dir``'s.
     """
     settings.validate()
     run = run or load_run(run_dir)
