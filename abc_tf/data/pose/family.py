@@ -8,10 +8,7 @@ Every image is augmented twice by :func:`abc_tf.data.augment.pose_augment`; the 
 Keys: ``set_a``, ``set_b``, ``*_view2``: uint8 [P, N or M, S, S, 3]. ``real_b`` bool [P, M]: B's real images.
 ``labels_a`` float32 [P, N, 3]: set A's azimuth, elevation, tilt, radians (:mod:`abc_tf.geometry`).
 ``index_a`` int64 [P, N]: each A image's row in the training renders; ``group_a`` int64 [P]: its instance.
-LORD learns a code per image and group from them. Batch t depends only on (seed, step), through
-:mod:`abc_tf.data.groups`. So a resumed run (``start_step``) continues the titration where it stopped.
-
-``--data.source``: ``procedural`` (no files) or ``keypointnet`` (``--data.path``); see :func:`load_banks`.
+Batch t depends only on (seed, step), so a resumed run continues the titration where it stopped.
 """
 
 from __future__ import annotations
@@ -71,11 +68,9 @@ def load_backgrounds(config: ExperimentConfig) -> np.ndarray:
     """The images painted behind the renders: ``background_data_path`` or the built-in ones;
     none with ``paint_backgrounds=False``.
 
-    Backgrounds have their own source, apart from set B's real images. The paper paints renders with
-    crops of ImageNet-A (supplement S5): images without the category's objects, so a render never gets
-    a second car behind it. ``background_data_path`` names a folder of such images. By default, for
-    every data source, the built-in clutter scenes without objects are used
-    (:func:`abc_tf.data.pose.procedural.backgrounds`).
+    Backgrounds have their own source, apart from set B's real images: the paper paints renders with
+    crops of images without the category's objects (supplement S5), so a render never gets a second car
+    behind it. By default the built-in clutter scenes without objects.
     """
     if not config.data.paint_backgrounds:
         size = config.data.image_size
@@ -90,16 +85,9 @@ def load_backgrounds(config: ExperimentConfig) -> np.ndarray:
 def load_banks(config: ExperimentConfig) -> PoseBanks:
     """The training renders, unlabelled real images and backgrounds of ``config``.
 
-    ``--data.source=auto``, the default, takes ``keypointnet`` for a ``--data.path`` of tfrecords and
-    ``procedural`` without one. ``procedural``: :mod:`abc_tf.data.pose.procedural` renders car-like or
-    chair-like instances (``pose_category``). ``keypointnet``: ``data_path`` holds KeypointNet tfrecords
-    (:mod:`abc_tf.data.pose.keypointnet`). Views above the maximum elevation are dropped: 0.5 rad for
-    cars, 1.3 rad for chairs, or ``max_elevation``. ``real_data_path`` is a folder of unlabelled real
-    images, e.g. CompCars crops, read recursively and resized. ``pose_test_list`` is a Pascal3D+-style
-    list for evaluation (:mod:`abc_tf.data.pose.pascal3d`).
-
-    Memory: the training renders stay in RAM as uint8 RGBA, N x S x S x 4 bytes. The real images and
-    the backgrounds add theirs; :mod:`abc_tf.data.pose.procedural` gives the built-in ones' sizes.
+    ``--data.source``: ``procedural`` renders car-like or chair-like instances; ``keypointnet`` reads
+    the tfrecords of ``data_path``. Views above the maximum elevation are dropped. The training renders
+    stay in RAM as uint8 RGBA, N x S x S x 4 bytes.
     """
     check_config(config)
     size, elev = config.data.image_size, max_elevation(config)
@@ -193,13 +181,8 @@ def _to_uint8(images: tf.Tensor) -> tf.Tensor:
 def make_dataset(config: ExperimentConfig, seed: int, start_step: int = 0) -> tf.data.Dataset:
     """Endless pose batches (see the module docstring); the first batch is step ``start_step``.
 
-    Titration: the real fraction f of set B rises in stairs every ``titration_interval`` steps. Per
-    pair, ``floor(f M + u)`` images are real, u ~ U[0, 1): the expected fraction is f exactly, even when
-    f M < 1. Set A's inactive factors are instance, texture and lighting. Every image is augmented
-    twice (``double_augmentation``) by :func:`abc_tf.data.augment.pose_augment`: bounding-box
-    translation (``crop_amplitude``), background painting of renders with random crops of the
-    backgrounds, hue (real images only), brightness, an added Sobel copy, and normal and
-    salt-and-pepper noise (``augmentation_amplitude``).
+    Per pair, ``floor(f M + u)`` images of set B are real, u ~ U[0, 1), so the expected fraction is f
+    exactly, even when f M < 1.
     """
     banks = load_banks(config)
     return dataset_from_banks(banks, config, seed, start_step)

@@ -1,15 +1,9 @@
 """The networks of LORD: Gabbay and Hoshen, ICLR 2020 (docs/PAPERS.md section P5).
 
-They are sized as the authors' TensorFlow/Keras code and written anew in Keras 3.
-Source: github.com/avivga/lord at d817d59, model/network.py ("network.py" below).
-Widths are for ``base_channels`` b = 64, the authors' value. Each function's docstring gives its
-layers. :func:`build_networks` builds a run's networks from its config.
-
-AdaIN (network.py L369-389) standardises each image's channels over the spatial axes: (x - mean)
-/ (sqrt(var) + 1e-7), with the biased variance. Then it computes x scale + offset. It runs in
-float32, since 1e-7 is below float16's resolution.
-Leaky ReLUs have Keras' default slope 0.3, as the authors' ``LeakyReLU()``. Kernels and biases
-have Keras' defaults, Glorot uniform and zeros, as theirs. Every network returns float32.
+Sized as the authors' TensorFlow/Keras code (github.com/avivga/lord at d817d59, model/network.py,
+"network.py" below), written anew in Keras 3; widths are for ``base_channels`` b = 64, the authors'.
+AdaIN (network.py L369-389) runs in float32, since its 1e-7 is below float16's resolution. Leaky ReLUs,
+kernels and biases have Keras' defaults, as the authors'. Every network returns float32.
 """
 
 from __future__ import annotations
@@ -35,11 +29,8 @@ VGG_LAYER_INDICES = (2, 5, 8, 13, 18)  # lord config.py L12
 
 @keras.saving.register_keras_serializable(package="abc_tf")
 class AdaptiveInstanceNorm(keras.layers.Layer):
-    """[features [B, H, W, C], parameters [B, 2C]] -> features standardised per image and channel,
-    times the scale plus the offset.
-
-    The parameters are C interleaved (offset, scale) pairs.
-    """
+    """[features [B, H, W, C], parameters [B, 2C] of C interleaved (offset, scale) pairs] -> features
+    standardised per image and channel (biased variance), times the scale plus the offset."""
 
     def call(self, inputs):
         features, parameters = inputs
@@ -108,8 +99,7 @@ def lord_generator(
     - Output: a 5 x 5 convolution of b channels with a leaky ReLU, then a 7 x 7 convolution of C
       channels with a sigmoid (L264-268).
 
-    The authors keep the modulation as a model of its own (``class_modulation``). It trains with
-    the generator in both stages, so here it is part of the generator.
+    The authors' separate ``class_modulation`` trains with the generator in both stages: here, part of it.
     """
     check_image_shape(output_shape, n_adain_layers)
     height, width = output_shape[0] // 2**n_adain_layers, output_shape[1] // 2**n_adain_layers
@@ -172,12 +162,8 @@ def lord_vgg_features(weights: str, input_shape: tuple[int, int, int] = (64, 64,
     """Images [B, H, W, 1 or 3] in [0, 1] -> the five VGG16 feature maps of the authors' perceptual
     loss, float32.
 
-    The layers are :data:`VGG_LAYERS`: Keras' VGG16 without top, layers [2, 5, 8, 13, 18] (lord
-    config.py L12). That is block1_conv2, block2_conv2, block3_conv2, block4_conv3 and
-    block5_pool. Images are scaled to 0-255 and put through VGG16's ``preprocess_input``
-    (network.py L277-298, L400-407).
-    VGG16 has the ImageNet weights of the Keras no-top weights file ``weights`` and is not
-    trained.
+    The layers are :data:`VGG_LAYERS` (lord config.py L12), after VGG16's ``preprocess_input`` of images
+    scaled to 0-255 (network.py L277-298, L400-407). ``weights``: the Keras no-top ImageNet file; frozen.
     """
     vgg = keras.applications.VGG16(
         include_top=False, weights=weights, input_shape=(input_shape[0], input_shape[1], 3)
