@@ -2,15 +2,8 @@
 
 :class:`FactorIsolationCallback` measures, every N optimizer steps, a cheap version of the
 docs/PAPERS.md section 4 measures on a fixed labelled sample (probes, optionally a short MINE run, the
-histogram estimate when d <= 3) and writes them to TensorBoard: one scalar per factor and
-measure, plus the principal-component figure as an image. At the end of training it writes the
-files of TensorBoard's embedding projector (embeddings TSV, factor metadata TSV with a header
-row, sprite image, ``projector_config.pbtxt``) into the same log folder, so the projector tab
-shows the final embeddings coloured by any factor. The config is TensorBoard's own
-``ProjectorConfig`` protobuf, written by ``tensorboard.plugins.projector.visualize_embeddings``.
-
-:func:`evaluation_callbacks` builds the callbacks a run's config asks for; ``train.py`` passes
-them to ``abc_tf.runs.training.train(config, run_dir, callbacks=...)``.
+histogram estimate when d <= 3) and writes them to TensorBoard, and at the end of training the files
+of TensorBoard's embedding projector, so its tab shows the final embeddings coloured by any factor.
 """
 
 from __future__ import annotations

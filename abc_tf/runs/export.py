@@ -38,9 +38,8 @@ _REFUSED_TYPES = {"": (tf.uint8, tf.int32, tf.int64), "_uint8": (tf.float32, tf.
 def checked_images(images: tf.Tensor, image_shape: tuple[int, int, int], endpoint: str) -> tf.Tensor:
     """Asserts images are ``[batch, H, W, C]``, and in [0, 1] if float; returns float32 images.
 
-    The exported input specs leave the rank open. So a wrong shape reaches this check and fails with an
-    ``InvalidArgumentError`` naming the expected shape, not deep inside a convolution. Float images
-    outside [0, 1] fail with a message naming the uint8 endpoint. Integer pixels outside 0..255 fail.
+    The exported input specs leave the rank open, so a wrong shape fails here, naming the expected
+    shape, not deep inside a convolution.
     """
     height, width, channels = image_shape
     expected = f"[batch, {height}, {width}, {channels}]"
@@ -94,10 +93,8 @@ def _add_endpoints(
 ) -> None:
     """Adds ``name`` (float input) and ``name_uint8``, each running ``body(float_images)``.
 
-    Each endpoint is also traced for the other common dtypes. A NumPy array of the wrong dtype then
-    reaches a check naming the right endpoint instead of being cast; float [0, 1] values cast to uint8
-    are all 0. Floats given to ``*_uint8`` and integers given to float endpoints are refused.
-    ``*_uint8`` accepts int32/int64 pixels in 0..255; float endpoints accept float16/float64.
+    Each is also traced for the other common dtypes, so a NumPy array of the wrong dtype reaches a check
+    naming the right endpoint instead of being cast (float [0, 1] values cast to uint8 are all 0).
     """
     for suffix, dtypes in _INPUT_TYPES.items():
         endpoint = name + suffix
@@ -158,14 +155,8 @@ def export_pose(
 ) -> None:
     """Writes a pose SavedModel at ``path``: ``embed``, ``lookup_pose`` and, with a head, ``regress_pose``.
 
-    Args:
-      encoder: images [B, H, W, C] in [0, 1] -> embeddings [B, D].
-      dictionary_embeddings: [N, D] ``encoder`` embeddings of N images of known pose.
-      dictionary_euler: [N, 3] their Euler angles in radians: azimuth, elevation, tilt.
-      similarity: the training similarity (abc_tf.losses). The neighbour maximises it.
-      head: optional spherical-regression head (models/pose_head.py) on the embeddings.
-      max_scores: similarities a ``lookup_pose`` call holds at once; default abc_tf.lookup.MAX_SCORES.
-        The outputs do not depend on it.
+    The dictionary is ``dictionary_embeddings`` [N, D] of images of known ``dictionary_euler`` [N, 3];
+    the neighbour maximises the training ``similarity``. ``head``: an optional spherical-regression head.
     """
     dictionary_embeddings = np.asarray(dictionary_embeddings, np.float32)
     dictionary_euler = np.asarray(dictionary_euler, np.float64)
@@ -235,9 +226,8 @@ def export_run(
 ) -> None:
     """The SavedModel of a run at ``path``, with ``embed`` from ``networks["encoder"]``.
 
-    On a family with images of known pose, it adds ``lookup_pose`` over ``dictionary_size`` synthetic
-    training renders, seeded by ``seed`` or by default the run's.
-    It adds ``regress_pose`` when the run has a ``head``.
+    With images of known pose it adds ``lookup_pose`` over ``dictionary_size`` synthetic training renders,
+    and ``regress_pose`` when the run has a ``head``.
     """
     family = data.get_family(config.data.family)
     encoder = networks["encoder"]

@@ -130,11 +130,7 @@ def _resample(strokes: list[np.ndarray], count: int) -> tuple[np.ndarray, np.nda
 
 
 def _template_bank() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """All variants as arrays.
-
-    Points [V, K, 2] centred on 0, arc lengths [V, K], unit tangents [V, K, 2], and the class of
-    each variant [V].
-    """
+    """All variants: points [V, K, 2] centred on 0, arc lengths [V, K], tangents [V, K, 2], classes [V]."""
     points, weights, tangents, classes = [], [], [], []
     for digit in range(NUM_CLASSES):
         for strokes in TEMPLATES[digit]:
@@ -183,10 +179,7 @@ def sample_style(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
 def _render_chunk(
     labels: np.ndarray, variants: np.ndarray, style: dict[str, np.ndarray], wobble: np.ndarray
 ) -> np.ndarray:
-    """Renders one chunk to float32 [B, 28, 28] in [0, 1].
-
-    Takes labels and variants [B], style values [B] and the wobble [B, 4, 2].
-    """
+    """Renders one chunk of labels, variants and styles [B] and wobble [B, 4, 2] to float32 [B, 28, 28]."""
     bank_points, bank_weights, bank_tangents, _ = _BANK
     points = bank_points[variants]  # [B, K, 2], unit box centred on 0
     weights = bank_weights[variants]  # [B, K]
@@ -246,15 +239,8 @@ def render_digits(
 ) -> RenderedDigits:
     """Renders ``count`` digit images, deterministic in ``seed``. 70,000 take a few seconds on one CPU core.
 
-    Args:
-      count: number of images.
-      seed: seed of the numpy Generator that draws labels if not given, variants and styles.
-      labels: optional [count] digit classes 0-9. Default: balanced classes in random order.
-      style_overrides: optional factor name -> value, scalar or [count], replacing the drawn
-      values. E.g. one digit at several slants.
-    Returns:
-      RenderedDigits with images [count, 28, 28] uint8, labels [count] uint8 and the style
-      factors [count] of each image.
+    ``labels`` default to balanced classes in random order; ``style_overrides`` (factor name -> scalar or
+    [count]) replace the drawn values, e.g. one digit at several slants.
     """
     if count < 0:
         raise ValueError(f"count must be >= 0, got {count}.")

@@ -4,15 +4,8 @@ Sets are stacks of ``set_size`` (64) images of one digit. Each step pairs stacks
 random digits, unless ``allow_same_digit``. So the digit is the inactive factor and style, e.g.
 slant and thickness, the active one. ``holdout_digit`` (9 by default, or ``none``) never enters a
 training batch.
-Sources: ``idx``, ``npz``, ``tfds`` and the built-in ``procedural`` digits
-(:mod:`abc_tf.data.mnist.sources`).
-
-"sets" batches: ``{"set_a", "set_b"}``, uint8 [P, S, 28, 28, 1], from :func:`make_stack_dataset`.
-"images" batches: ``{"images": [batch_size, 28, 28, 1] uint8}``, uniform training images.
-``augmentation_baseline``: two augmented views, from :mod:`abc_tf.data.mnist.digit_augment`.
-``class_split`` 1..50 picks one of Elastic-InfoGAN's imbalanced splits
-(:func:`abc_tf.data.mnist.sources.load_mnist`). Without one the digits are drawn uniformly, the
-paper's setting.
+``class_split`` 1..50 picks one of Elastic-InfoGAN's imbalanced splits; without one the digits are
+drawn uniformly, the paper's setting.
 """
 
 from __future__ import annotations
@@ -64,14 +57,9 @@ def make_stack_dataset(
 ) -> tf.data.Dataset:
     """Endless batches of digit stacks from ``images`` [N, 28, 28] uint8 with ``labels`` [N].
 
-    For each of the P pairs, each step draws two digits of ``digits``. They differ unless
-    ``allow_same_digit``. They are uniform, or with ``proportional`` in proportion to each
-    digit's images; set B's is drawn among the other digits. So a rare digit makes few stacks, as
-    stacks cut from imbalanced data would.
-    Each digit gets a stack of ``set_size`` distinct images, uniformly without replacement.
-    Batch: ``set_a``, ``set_b`` [P, S, 28, 28, 1] uint8. ``with_digits`` adds ``digit_a``,
-    ``digit_b`` [P] int32 for tests and diagnostics.
-    A pure function of seed and step (:func:`abc_tf.data.groups.draw_stream`).
+    Per pair, two digits, different unless ``allow_same_digit``, uniform or with ``proportional`` in
+    proportion to each digit's images (a rare digit makes few stacks, as stacks cut from imbalanced data
+    would), each a stack of ``set_size`` distinct images. ``with_digits`` adds ``digit_a``, ``digit_b``.
     """
     if len(digits) == 0:
         raise ValueError("No digits left for training (holdout_digit removes the only one).")
@@ -148,8 +136,7 @@ def make_image_dataset(
 ) -> tf.data.Dataset:
     """Endless batches ``{"images": [batch_size, 28, 28, 1] uint8}`` of ``images`` [N, 28, 28].
 
-    Drawn uniformly, with replacement across steps and distinct within a step when N allows. A
-    pure function of seed and step, like the stacks.
+    Drawn uniformly, distinct within a step when N allows.
     """
     if len(images) == 0:
         raise ValueError("No training images left for the 'images' stream (check --data.holdout_digit).")
@@ -173,10 +160,7 @@ def make_image_dataset(
 
 
 def training_images(config: ExperimentConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Images [N, 28, 28] uint8 and digits [N] of the training split that may enter training.
-
-    That is every digit but ``holdout_digit``.
-    """
+    """Images [N, 28, 28] uint8 and digits [N] of the training split but ``holdout_digit``."""
     digits = training_digits(config)
     data = sources.load_mnist(config)
     keep = np.isin(data.y_train, digits)
@@ -268,10 +252,7 @@ def class_proportions(config: ExperimentConfig) -> np.ndarray:
 
 
 def class_split_description(config: ExperimentConfig) -> dict | None:
-    """The class split of ``config``, or None without one.
-
-    See :func:`abc_tf.data.mnist.imbalance.describe`: its per-digit counts drawn from the pool.
-    """
+    """The class split of ``config`` (:func:`abc_tf.data.mnist.imbalance.describe`), or None without one."""
     if config.data.class_split == mnist_imbalance.NO_SPLIT:
         return None
     _, labels = sources.class_split_pool(config)

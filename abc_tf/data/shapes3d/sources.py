@@ -5,12 +5,7 @@ wall_hue 10, object_hue 10, scale 8, shape 4, orientation 15. That is 480,000 im
 The authors' command line numbered them 0 wall hue, 1 object hue, 2 floor hue, 3 scale, 4 shape,
 5 orientation. ``--data.inactive_factors`` takes names, those digits, or a mix.
 
-The backends of ``--data.source`` give images by item id. ``auto`` takes ``h5`` for an HDF5 file,
-``tfds`` for a folder with a prepared ``shapes3d``, and ``procedural`` without a ``--data.path``.
-
-- ``procedural``: :mod:`abc_tf.data.shapes3d.scenes` renders the scenes; nothing to download.
-- ``h5``: the real ``3dshapes.h5``; see :class:`H5Source`.
-- ``tfds``: the prepared tfds ``shapes3d``; see :class:`TfdsSource`.
+The backends of ``--data.source`` (``procedural``, ``h5``, ``tfds``) give images by item id.
 """
 
 from __future__ import annotations
@@ -114,10 +109,8 @@ def _read_or_raise(path: str, what: str, read):
 
 
 def labels_to_indices(labels: np.ndarray, where: str) -> np.ndarray:
-    """3dshapes float label values [n, 6] -> factor indices [n, 6] int64.
-
-    Raises ValueError naming ``where`` if a value is not one of the factor's known values.
-    """
+    """3dshapes float label values [n, 6] -> factor indices [n, 6] int64; ValueError naming ``where``
+    for an unknown value."""
     labels = np.asarray(labels, dtype=np.float64)
     indices = np.empty(labels.shape, dtype=np.int64)
     for column, values in enumerate(FACTOR_VALUES):
@@ -135,15 +128,8 @@ def labels_to_indices(labels: np.ndarray, where: str) -> np.ndarray:
 class H5Source:
     """The real ``3dshapes.h5``: ``images`` (480000, 64, 64, 3) uint8, ``labels`` (480000, 6).
 
-    Its labels are checked against the grid order before training. So the index arithmetic is
-    known to pick the right images.
-    Args:
-      path: the file.
-      in_memory: read every image into a numpy array first, 5.9 GB. Else read each set with one
-      h5py selection.
-    Raises:
-      ValueError: a missing, unreadable or truncated file, missing datasets, wrong shapes or
-      dtype. Also labels not in the 3dshapes order, which would break the index arithmetic.
+    Its labels are checked against the grid order before training, so the index arithmetic is known to
+    pick the right images. ``in_memory``: read every image first (5.9 GB), else each set with one selection.
     """
 
     items = None
@@ -224,11 +210,7 @@ class TfdsSource:
     PNG-encoded in memory, about 1-2 GB for the full set. Records that are exactly the full grid
     allow the other backends' arithmetic. A subset, or repeated grid points as in tfds mock data,
     groups the records present.
-    Args:
-      data_dir: the tfds data directory. '' is tfds's default, ~/tensorflow_datasets.
-    Raises:
-      ValueError: not prepared there, empty, or images of the wrong shape. The message says what
-      is missing and how to provide it.
+    ``data_dir``: the tfds data directory; '' is tfds's default.
     """
 
     def __init__(self, data_dir: str = ""):
@@ -300,10 +282,7 @@ class TfdsSource:
 
 
 def _decode_png(data: bytes) -> np.ndarray:
-    """Encoded PNG or JPEG bytes -> uint8 [H, W, 3].
-
-    It uses PIL, since numpy pipeline code runs no TF op.
-    """
+    """Encoded PNG or JPEG bytes -> uint8 [H, W, 3], by PIL: numpy pipeline code runs no TF op."""
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as image:
@@ -311,11 +290,7 @@ def _decode_png(data: bytes) -> np.ndarray:
 
 
 def open_source(data: Shapes3DConfig) -> Source:
-    """The backend that ``data.source`` and ``data.path`` name, ``auto`` resolved by
-    :data:`SOURCES`.
-
-    Raises ValueError on bad names or files.
-    """
+    """The backend that ``data.source`` and ``data.path`` name, ``auto`` resolved by :data:`SOURCES`."""
     source, path = SOURCES.resolve("shapes3d", data.source, data.path)
     if source == "procedural":
         return ProceduralSource()

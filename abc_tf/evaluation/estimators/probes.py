@@ -5,12 +5,9 @@ Source: supplement S1 (Fig. S2) and ICLR appendix B. One classifier ``models.bui
 loss's length scale, e.g. sqrt(tau) for l2sq. The score is test accuracy against chance, 1 / number of values.
 As in the ICLR text, noise is added in training only; ``noisy_test=True`` adds it at test time too.
 
-All probes train together, each by its own Adam on the sum of their cross-entropies. They share only
-the noisy input, so each trains exactly as if alone. Training runs in compiled calls of
-:data:`EPOCHS_PER_CALL` epochs (:class:`ProbeTrainer`), with progress reported between them.
-Keras's ``fit`` spends some 40 ms per epoch itself, more than a small sample's probes compute.
-The call is traced once per embedding width and class counts and reused (:func:`probe_trainer`).
-Tracing takes 1-2 s, against some 0.05 s to train a small sample's probes, and runs are measured many times.
+All probes train together in compiled calls of several epochs, each by its own Adam; they share only
+the noisy input, so each trains exactly as if alone. Keras's ``fit`` spends more per epoch than a small
+sample's probes compute, and the call is traced once per shape and reused, since tracing costs more.
 """
 
 from __future__ import annotations
@@ -87,15 +84,8 @@ def probe_accuracies(
 ) -> ProbeResult:
     """Trains one probe per factor on embeddings + N(0, sigma^2) noise; returns test accuracies.
 
-    Args:
-      embeddings: [N, D] float.
-      factors: [N, F] discrete factor values: class indices or label values.
-      sigma: noise scale in embedding units, usually the loss's length scale; 0 for none.
-      names: F factor names; default factor_0...
-      num_classes: number of values of each factor, for the chance level. Class indices must then lie
-        in 0..K-1. Default: the number of distinct values seen.
-      settings: training settings.
-      seed: seeds the split, the weights and the noise.
+    ``factors`` [N, F] are discrete values; ``num_classes`` (default: the distinct values seen) sets the
+    chance level, class indices then in 0..K-1. ``seed`` seeds the split, the weights and the noise.
     """
     settings.validate()
     embeddings = np.asarray(embeddings, dtype=np.float32)
@@ -168,9 +158,8 @@ def build_probes(embedding_dim: int, num_classes: Sequence[int]) -> list[keras.M
 class ProbeTrainer:
     """Probes for embeddings of width D and the given class counts, their Adam, and their compiled loop.
 
-    The loop is traced once and reused by every :meth:`train`. As with ``mine.MineEstimator``, each call
-    starts from the initial weights it is given and zeroed optimizer state. So it trains exactly as a
-    freshly built set would. One call at a time: the probes' variables are shared.
+    The loop is traced once; each :meth:`train` starts from the weights it is given and zeroed optimizer
+    state, so it trains as a freshly built set would. One call at a time: the variables are shared.
     """
 
     def __init__(self, embedding_dim: int, num_classes: tuple[int, ...]):
@@ -203,10 +192,7 @@ class ProbeTrainer:
     ) -> list[keras.Model]:
         """Trains from the weights of ``initial`` and returns the trained probes.
 
-        Runs ``settings.epochs`` passes over (embeddings [N, D], labels [N, F]) in batches of
-        ``settings.batch_size``.
-        Each epoch has a fresh order; the last batch is smaller. Probe f learns column f from the embeddings
-        plus fresh N(0, sigma^2) noise per batch, by Adam on the mean sparse cross-entropy.
+        Probe f learns column f of ``labels`` from the embeddings plus fresh N(0, sigma^2) noise per batch.
         """
         for network, start in zip(self.networks, initial, strict=True):
             network.set_weights(start.get_weights())
@@ -242,10 +228,7 @@ class ProbeTrainer:
         batch_size: tf.Tensor,
         seed: tf.Tensor,
     ) -> None:
-        """Epochs ``first`` .. ``first + epochs - 1``.
-
-        Each epoch's order and noise depend on its number only, so epochs may be split between calls at will.
-        """
+        """Epochs ``first`` .. ``first + epochs - 1``; each one's order and noise hang on its number only."""
         size = tf.shape(points, out_type=tf.int64)[0]
         # int64 counters: the noise seeds count epochs x points, which may pass 2^31 on large samples.
         for epoch in tf.range(first, first + epochs):
