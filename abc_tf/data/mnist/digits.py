@@ -158,13 +158,8 @@ class RenderedDigits:
 
 
 def sample_style(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]:
-    """Draws independent style factors for ``count`` images.
-
-    Ranges mimic MNIST's spread, as ``abc_tf.evaluation.tasks.mnist_style`` measures slant and
-    thickness. 5/50/95th percentiles on MNIST test: slant -0.32/0.09/0.53, thickness 1.7/2.4/3.7
-    px. These renders: -0.35/0.06/0.46 and 1.6/2.5/4.1 px. Slant leans right on average;
-    thickness is log-uniform, skewed thin.
-    """
+    """Draws independent style factors for ``count`` images, in ranges that mimic MNIST's spread of slant
+    and thickness as ``abc_tf.evaluation.tasks.mnist_style`` measures them."""
     return {
         "slant": rng.uniform(-0.35, 0.5, count),
         "thickness": np.exp(rng.uniform(np.log(1.5), np.log(4.2), count)),
@@ -281,10 +276,7 @@ def render_digits(
 def procedural_mnist(
     seed: int = 0, train_size: int = 60_000, test_size: int = 10_000
 ) -> tuple[RenderedDigits, RenderedDigits]:
-    """A train/test split shaped like MNIST's, 60k/10k by default.
-
-    The splits use independent seeds derived from ``seed``, so they share no images.
-    """
+    """A train/test split shaped like MNIST's, 60k/10k by default, of independent seeds."""
     train_seed, test_seed = np.random.SeedSequence(seed).spawn(2)
     return (
         render_digits(train_size, int(train_seed.generate_state(1)[0])),

@@ -195,11 +195,8 @@ def factor_vae_votes(
     seed: Seed = None,
     chunk_size: int = 4096,
 ) -> np.ndarray:
-    """FactorVAE's votes int [k, d].
-
-    votes[y, j] counts points with factor y fixed whose active dimension of least variance was j.
-    Variance is relative to ``global_variances``.
-    """
+    """FactorVAE's votes int [k, d]: points with factor y fixed whose active dimension of least variance,
+    relative to ``global_variances``, was j."""
     rng = rng_of(seed)
     k = _num_factors(source)
     active_dims = np.flatnonzero(active)
@@ -236,10 +233,7 @@ def majority_vote_accuracy(train_votes: np.ndarray, eval_votes: np.ndarray | Non
 
 
 def code_spread(variances: np.ndarray) -> float:
-    """The spread of codes whose dimensions have these variances [d]: the RMS of the per-dimension stds.
-
-    It is the unit :mod:`abc_tf.evaluation.tasks.factor_isolation` measures embeddings in.
-    """
+    """The spread of codes whose dimensions have these variances [d]: the RMS of the per-dimension stds."""
     return float(np.sqrt(np.mean(variances)))
 
 
