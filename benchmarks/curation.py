@@ -156,7 +156,7 @@ def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     rows, goal = results["rows"], results["goal"]
     lines = [
-        f"Sets/s of {results['set_size']} images curated by index, and over a filter scan. Goal: at least "
+        f"Sets/s of {results['set_size']} images curated by index; ratio: over a filter scan. Goal: at least "
         f"{goal:,}x.",
         "",
         "| inactive factors | ours: ids + images | ratio | ours: ids only | ratio |",
@@ -174,7 +174,8 @@ def section(results: dict) -> str:
         "",
         f"`{results['command']}`, {report.host(results)}",
         "",
-        f"The goal {holds}. The pipeline delivers {over:,.0f}x what S3 training consumes.",
+        f"The goal {holds}. The pipeline delivers {over:,.{0 if over >= 10 else 1}f}x what S3 training "
+        "consumes.",
     ]
     return "\n".join(lines)
 

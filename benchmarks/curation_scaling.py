@@ -153,8 +153,8 @@ def section(results: dict) -> str:
         return format(row[key], fmt) if key in row else "-"
 
     lines = [
-        f"Sets of {set_size} ids drawn by index arithmetic from synthetic 3dshapes grids; the item table "
-        "(tfds): the JSON.",
+        f"Sets of {set_size} ids drawn by index arithmetic from synthetic 3dshapes grids (the tfds item "
+        "table: the JSON).",
         "",
         "| items | sets/s |",
         "|---|---|",

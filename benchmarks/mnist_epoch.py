@@ -171,8 +171,8 @@ def other_host(results: dict) -> str:
     return (
         "The Table S2 section below times the same path (`fit`, float32, no XLA, "
         f"{abc['steps_per_execution']} steps a call; the pipeline costs "
-        f"{results['pipeline_ms_per_batch']:.2f} ms) {ratio:.1f}x faster: the host differs. On "
-        f"{date['method_speed']} the float32 matmul ran at {slow} GFLOP/s and a bare compiled step took "
+        f"{results['pipeline_ms_per_batch']:.2f} ms) {ratio:.1f}x faster: the host differs, and was busier. "
+        f"On {date['method_speed']} the float32 matmul ran at {slow} GFLOP/s and a bare compiled step took "
         f"{1000 / bare:.1f} ms (`default_speed.json`); on {date['run_all']}, {fast} GFLOP/s. The preset's "
         f"step as `train.py` runs it on the current host is {abc_ms:.1f} ms ({epoch} s an epoch)."
     )

@@ -110,7 +110,7 @@ def host(results: dict, load_note: str | None = None) -> str:
         line = results.get("machine", "").rstrip(".")
     else:
         devices = "" if match["devices"] == "CPU" else f", {match['devices']}"
-        line = f"{match['date']} on {match['cpu']}, {match['cores']} cores{devices}, TF {match['tf']}"
+        line = f"run {match['date']} on {match['cpu']}, {match['cores']} cores{devices}, TF {match['tf']}"
     load = results.get("load")
     written = LOAD.search(results.get("machine", ""))  # a machine line that holds its load_line
     if not load and written:
@@ -119,7 +119,7 @@ def host(results: dict, load_note: str | None = None) -> str:
         line += f", {load_note}"
     elif load:
         line += f", load {load[0]:.1f}" + (f"-{load[1]:.1f}" if len(load) > 1 else "")
-    return f"run {line}."
+    return f"{line}."
 
 
 def read_results(file: str, root: str = ROOT) -> dict:

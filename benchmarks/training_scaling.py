@@ -279,17 +279,16 @@ def section(results: dict) -> str:
         f"Seconds a float32 `fit` step at {SHOWN_IMAGES:,} images in P pairs of sets of N; the ABC loss "
         "alone in ms (share of a step).",
         "",
-        "| model | precision | " + " | ".join(f"P={pairs},N={size}" for pairs, size in splits) + " |",
-        "|---|---|" + "---|" * len(splits),
+        "| model | " + " | ".join(f"P={pairs},N={size}" for pairs, size in splits) + " |",
+        "|---|" + "---|" * len(splits),
     ]
-    for model in MODELS:
-        for policy in ("float32",):  # mixed precision: the JSON
-            cells = [steps.get((model, policy, pairs, size)) for pairs, size in splits]
-            lines.append(
-                f"| {model.split(' ')[0]} | {policy} | "
-                + " | ".join("-" if cell is None else f"{cell:.3f}" for cell in cells)
-                + " |"
-            )
+    for model in MODELS:  # float32; mixed precision: the JSON
+        cells = [steps.get((model, "float32", pairs, size)) for pairs, size in splits]
+        lines.append(
+            f"| {model.split(' ')[0]} | "
+            + " | ".join("-" if cell is None else f"{cell:.3f}" for cell in cells)
+            + " |"
+        )
     rates = encoder_rates(results)
     shown = ("l2sq", "l1", "linf")  # l2 and cosine cost as l2sq does: the JSON
     lines += ["", "| d | P,N | " + " | ".join(shown) + " |", "|---" * (len(shown) + 2) + "|"]
@@ -316,6 +315,12 @@ def section(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _span(values: list[float]) -> str:
+    """``1.24x``, or ``0.98-1.24x`` where the values differ at two decimals."""
+    low, high = f"{min(values):.2f}", f"{max(values):.2f}"
+    return f"{low}x" if low == high else f"{low}-{high}x"
+
+
 def reading(results: dict) -> list[str]:
     """The findings, computed from the rows: how the split of a step's images moves its time, where the
     loss starts to matter next to the encoder, and what the chunked l1 saves."""
@@ -328,8 +333,8 @@ def reading(results: dict) -> list[str]:
     ]
     rates = encoder_rates(results)
     dims = {dim: model for model, (_, _, dim, _) in MODELS.items()}
-    share, row = max(
-        (loss_share(r, rates[dims[r["dim"]]]), r)
+    share = max(
+        loss_share(r, rates[dims[r["dim"]]])
         for r in results["loss"]
         if r["similarity"] in ("l1", "linf") and r["dim"] in dims
     )
@@ -338,11 +343,7 @@ def reading(results: dict) -> list[str]:
         r["size"]: r for r in results["loss"] if (r["similarity"], r["pairs"], r["dim"]) == ("l1", 4, 64)
     }
     common = max(set(whole) & set(chunked))
-    split = (
-        f"One pair of 512 costs {min(ratios):.2f}-{max(ratios):.2f}x the time of 16 pairs of 32. "
-        if ratios
-        else ""
-    )
+    split = f"One pair of 512 costs {_span(ratios)} the time of 16 pairs of 32. " if ratios else ""
     return [
         f"{split}Only l1 and linf, with no matmul form, reach {share:.0%} of a step; chunked l1 holds "
         f"{chunked[common]['peak_mb']:,.0f} MB where whole takes {whole[common]['peak_mb']:,.0f} "
@@ -366,7 +367,7 @@ def fit_section(results: dict) -> str:
         )
     lines += [
         "",
-        f"`{results['command']}`, {report.host(results)} Wall-clock rates: the JSON.",
+        f"`{results['command']}`, {report.host(results)}",
     ]
     return "\n".join(lines)
 

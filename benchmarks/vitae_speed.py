@@ -204,7 +204,7 @@ def goal_verdict(rates: dict, batch: int) -> str:
     eager = rates[f"c_vitae_eager_{batch}"]
     graph, xla = rates[f"c_vitae_fit_{batch}"] / eager, rates[f"c_vitae_fit_xla_{batch}"] / eager
     met = "met" if max(graph, xla) >= GOAL else "not met"
-    return f"{met} at batch {batch}"
+    return f"{met} at batch {batch} (best {max(graph, xla):.2f}x)"
 
 
 def section(results: dict) -> str:

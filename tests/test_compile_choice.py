@@ -155,20 +155,14 @@ def test_the_benchmark_section_ties_each_rate_to_its_row_and_reads_each_row():
     }
     text = benchmark.section(results)
     assert (
-        f"| `mnist` | 500 | 10 | [10.00]({benchmark.FILE}#/rows/0/steps_per_s/false) | "
+        f"| `mnist` | 500 | [10.00]({benchmark.FILE}#/rows/0/steps_per_s/false) | "
         f"[5.00]({benchmark.FILE}#/rows/0/steps_per_s/true) | "
         f"[9.00]({benchmark.FILE}#/rows/0/steps_per_s/auto) | "
         "plain graph (XLA not tried), plain graph (XLA not tried) | "
-        f"[0.90]({benchmark.FILE}#/rows/0/auto_over_faster) | "
-        f"[1.80]({benchmark.FILE}#/rows/0/auto_over_slower) |"
+        f"[0.90]({benchmark.FILE}#/rows/0/auto_over_faster) |"
     ) in text.splitlines()
     assert "| XLA (both timed), plain graph (both timed) |" in text
-    rows = f"{benchmark.FILE}#/rows"
     assert text.endswith(
-        "Reading [ours]: `mnist`, 500 steps (under auto's 5 min in the plain graph): auto chose the "
-        "faster pinned setting, plain graph, in 2 of 2 runs and ran at "
-        f"[0.90]({rows}/0/auto_over_faster)x its rate ([1.80]({rows}/0/auto_over_slower)x the slower's). "
-        "`mnist_ml_vae_quick`, 15,000 steps (over auto's 5 min in the plain graph): auto chose the faster "
-        f"pinned setting, XLA, in 1 of 2 runs and ran at [0.90]({rows}/1/auto_over_faster)x its rate "
-        f"([1.20]({rows}/1/auto_over_slower)x the slower's)."
+        "Auto chose the faster setting in 2 of 2 runs of `mnist` (under 5 min, where auto keeps the plain "
+        "graph); 1 of 2 runs of `mnist_ml_vae_quick`."
     )

@@ -38,18 +38,13 @@ def results_of(ratio_images: float, pipeline_over_training: float) -> dict:
 def test_the_section_tables_the_rates_and_judges_the_goal_from_them():
     text = curation.section(results_of(ratio_images=1632.0, pipeline_over_training=141.0))
     lines = text.splitlines()
-    assert lines[0] == "Measured on a test."
-    assert "| wall hue (the main job) | 246 | 0.151 | 1,632x | 87,426 | 0.31 | 282,019x |" in lines
-    assert "The goal of 1,000x holds in every row: the smallest ratio is 1,632x." in lines
-    assert "| `render` (batches of 64, one thread) | 18,061 |" in lines
-    sentence = "The pipeline delivers 141x the images a training step consumes on this machine, so training"
-    assert sentence + " never waits for data." in lines
-    assert "1-minute load average of the machine: 4.6 at the start, 5.0 at the end (2 cores; " in text
-    assert lines[-1] == "Command: `python -m benchmarks.curation`"
+    assert lines[0].endswith("Goal: at least 1,000x.")
+    assert "| wall hue (the main job) | 246 | 1,632x | 87,426 | 282,019x |" in lines
+    assert "The goal holds in every row. The pipeline delivers 141x what S3 training consumes." in lines
+    assert "`python -m benchmarks.curation`, Measured on a test, load 4.6-5.0." in lines
 
 
 def test_a_missed_goal_and_a_slow_pipeline_are_said_so():
     text = curation.section(results_of(ratio_images=500.0, pipeline_over_training=0.5))
-    assert "The goal of 1,000x does not hold in every row: the smallest ratio is 500x." in text
-    assert "so training waits for data." in text
+    assert "The goal does not hold in every row. The pipeline delivers 0.5x what S3 training" in text
     assert curation.FILE == "docs/figures/benchmarks/curation.json"

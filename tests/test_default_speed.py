@@ -18,4 +18,4 @@ def test_every_loop_is_timed_and_the_table_links_its_figures():
     assert results["rows"][1]["over_bare"] == pytest.approx(1.0)
     results.update(machine="Measured on a test.", load=[0.0, 0.0], cpu_count=2, command="the command")
     text = default_speed.section(results)
-    assert "auto: 10 steps a call" in text and f"]({default_speed.FILE}#/rows/3/over_bare)" in text
+    assert "auto: 10 steps a call" in text and f"]({default_speed.FILE}#/rows/3/over_eager)" in text

@@ -42,8 +42,9 @@ def test_the_section_projects_each_budget_in_hours_from_the_results_alone():
         "command": "python -m benchmarks.full_budgets --steps 3 --rounds 2",
     }
     text = full_budgets.section(results)
-    assert text.startswith("Measured on a test.\nprecision line\n")
-    assert "| ML-VAE | `pose_ml_vae` | 256 | no | yes | 0.36 | 0.040 | 10,000 | 1.0 | 1.1 | 2048 |" in text
-    assert "LORD's two stages together: 70 hours (2.9 days)." in text
-    assert "0.5 at the start, 1.5 at the end (2 cores" in text
-    assert text.endswith("Command: `python -m benchmarks.full_budgets --steps 3 --rounds 2`")
+    assert text.startswith("Each Table S1 preset as its run trains it: median s/step of 2 rounds of 3 steps")
+    assert "| ML-VAE (`pose_ml_vae`) | 0.36 | 10,000 | 1.1 |" in text
+    assert text.endswith("LORD's two stages together take 70 hours (2.9 days).")
+    assert (
+        "`python -m benchmarks.full_budgets --steps 3 --rounds 2`, Measured on a test, load 0.5-1.5." in text
+    )

@@ -199,8 +199,7 @@ def test_the_scaling_section_and_its_reading_are_computed_from_the_rows():
 
 def test_a_part_the_results_file_lacks_says_how_to_measure_it():
     assert gpu.section({"scaling": scaling_run()}) == (
-        f"Not measured yet: `{gpu.FILE}` holds no such run. On a GPU machine with JAX: "
-        "`python -m benchmarks.gpu --backend=jax`."
+        "Not measured yet; on a GPU machine with JAX: `python -m benchmarks.gpu --backend=jax`."
     )
     assert "`python -m benchmarks.gpu --backend=jax --scaling`" in gpu.scaling_section({})
     assert gpu.SECTIONS == {gpu.TITLE: gpu.section, gpu.SCALING_TITLE: gpu.scaling_section}

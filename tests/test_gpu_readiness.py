@@ -66,14 +66,13 @@ def test_the_section_reports_each_check_and_the_precision_of_each_host_from_the_
         "command": "python -m benchmarks.gpu_readiness --steps 5",
     }
     text = gpu_readiness.section(results)
-    assert text.startswith("Measured on a test.\nprecision line\n")
-    assert "prints one line: `warning: emulated`" in text
-    assert "| `shapes3d_pmp_quick` | mixed_bfloat16 | mixed_float16 | float32 |" in text
-    assert "steps/s: 5 steps after a 2-step warm-up" in text
-    assert "| abc | `shapes3d_demo` | yes | 4.00 | yes | yes | 0.50 |" in text
+    assert text.startswith("Each method's step compiled with XLA, 5 steps, in float32 and in mixed_float16")
+    assert "`python -m benchmarks.gpu_readiness --steps 5`, Measured on a test, load 0.0-1.0." in text
+    ready = len(methods) - 2
+    assert f"{ready} of {len(methods)} methods compile and train with a finite loss in both; not: " in text
+    assert "pmp (XLA float32: no: No registered 'Foo' OpKernel for XLA_CPU_JIT; mixed_float16: yes)" in text
+    assert "vae (XLA float32: yes; mixed_float16: trains, loss not finite)" in text
     assert (
-        "| pmp | `shapes3d_pmp_quick` | no: No registered 'Foo' OpKernel for XLA_CPU_JIT "
-        "| - | yes | yes | 0.50 |" in text
-    )
-    assert "| vae | `mnist_vae_quick` | yes | 4.00 | trains, loss not finite | yes | 4.00 |" in text
-    assert text.endswith("Command: `python -m benchmarks.gpu_readiness --steps 5`")
+        "Mixed precision: `shapes3d_pmp_quick` gets mixed_bfloat16 here, mixed_float16 on a GPU, "
+        "float32 without native bfloat16."
+    ) in text

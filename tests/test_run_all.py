@@ -43,20 +43,16 @@ def test_the_section_tables_each_experiment_and_judges_the_goals_from_the_rates(
     ]
     text = run_all.section(results_of(rows))
     lines = text.splitlines()
-    assert lines[:2] == ["Measured on a test.", "`--trainer.mixed_precision` on this host: float32."]
+    assert lines[0].startswith("Steps/s of `fit` from memory, median of 3 rounds of 10 steps")
+    assert "mixed: float32." in lines[0]
+    # float32: the faster of 1 and 10 steps a call; mixed: 10 steps a call; the ceiling: 90 / (2 x 6.2)
+    assert "| mnist | 2.00 | 1.00 (0.5x) | 8.00 (4.0x) | 7.3x | 5.0x |" in lines
+    assert "| pose_quick | skipped: failed: ['boom'] |" + " |" * 4 in lines
     assert (
-        "| mnist | s4 | 128 | 2.00 | 1.00 (0.5x) | 1.00 (0.5x) | 1.00 (0.5x) | 1.00 (0.5x) | 8.00 (4.0x) "
-        in text
+        "Goal best >= 3x eager: met by mnist; missed by shapes3d. "
+        "Goal pipeline >= 2x training: met by mnist; missed by shapes3d." in lines
     )
-    assert "| 1024 |" in text  # best images/s: 8 steps/s x 128 images
-    assert "| mnist | 6.2 | 12 | 6 (7% of matmul) | 50 | 90 / 87 | 7.3x | 40.0 | 5.0x | 1308 |" in lines
-    assert "| pose_quick | skipped: failed: ['boom'] |" + " |" * 9 in lines
-    assert (
-        "Goal best >= 3x eager: met by mnist (4.0x); missed by shapes3d (1.5x). "
-        "Goal pipeline >= 2x training: met by mnist (5.0x); missed by shapes3d (1.3x)." in lines
-    )
-    assert "1-minute load average of the machine: 1.0 at the start, 2.0 at the end" in text
-    assert lines[-1] == "Command: `python -m benchmarks.run_all --steps 10 --rounds 3`"
+    assert "`python -m benchmarks.run_all --steps 10 --rounds 3`, Measured on a test, load 1.0-2.0." in lines
     assert "2.93" not in text
 
 
