@@ -169,17 +169,6 @@ def main() -> None:
     print(body)
 
 
-def cores_used(results: dict) -> str:
-    """Each method's CPU over wall seconds per epoch, in the order the epochs ran."""
-    return "; ".join(
-        f"{row['method']} "
-        + ", ".join(
-            f"{cpu / wall:.1f}" for wall, cpu in zip(row["wall_seconds_each"], row["cpu_seconds_each"])
-        )
-        for row in results["rows"]
-    )
-
-
 def wall_verdict(abc: dict, cc_vae: dict) -> str:
     """The paper's ordering judged by wall seconds: it holds as an ordering when every CC-VAE
     epoch took longer than every ABC epoch (the gap larger than the repeats' spread)."""

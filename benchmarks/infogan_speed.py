@@ -57,18 +57,6 @@ LABELS = {
     "infogan_fit": "InfoGAN ablation (uniform prior, no NT-Xent), graph",
     "infogan_fit_xla": "InfoGAN ablation (uniform prior, no NT-Xent), XLA",
 }
-EVALUATION_PARTS = (
-    (
-        "classifier_training",
-        "the digit classifier's training (once: 3 epochs of all the training images, then cached)",
-    ),
-    ("classifier_cached", "the digit classifier loaded from the cache (every later evaluation)"),
-    ("generated", f"generating and classifying {PER_CODE:,} images per code (10 codes), NMI and ENT"),
-    ("embedding", "the encoder's features of the test images"),
-    ("nearest_neighbour", "1-NN digit accuracy of the features (80/20 split)"),
-    ("kmeans", "k-means (k = 10, 4 initialisations) NMI of the features"),
-    ("q_code", "Q's code of the test images and its NMI"),
-)
 
 
 def config_for(variant: str, jit_compile: bool):

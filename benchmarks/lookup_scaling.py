@@ -255,11 +255,6 @@ def _serving_text(results: dict) -> str:
     )
 
 
-def _megabytes(mb: float) -> str:
-    """``256`` MB, or ``0.26`` below 1."""
-    return f"{mb:,.0f}" if mb >= 1 else f"{mb:.2f}"
-
-
 def section(results: dict) -> str:
     """The section of BENCHMARKS.md, from the results file alone."""
     rows = sorted(results["rows"], key=lambda r: r["size"])
