@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import shutil
+import subprocess
 
 import pytest
 
@@ -171,3 +172,27 @@ def test_a_template_placeholder_may_read_another_file(tmp_path):
         ValueError, match=r"RESULTS\.md: the table's file docs/figures/u\.json does not exist"
     ):
         doc_tables.main(["--check"], root=str(root))
+
+
+def test_the_documents_stay_within_their_word_budgets():
+    """A reader finishes them: the hand-written Markdown (all but the generated docs/FLAGS.md and
+    docs/figures/) at most 20,000 words, and each summary fits one screen."""
+    files = subprocess.run(
+        ["git", "ls-files", "*.md"], cwd=doc_tables.ROOT, capture_output=True, text=True, check=True
+    )
+    written = [
+        name
+        for name in files.stdout.split()
+        if name != "docs/FLAGS.md" and not name.startswith("docs/figures/")
+    ]
+    words = {
+        name: len(open(os.path.join(doc_tables.ROOT, name), encoding="utf-8").read().split())
+        for name in written
+    }
+    assert sum(words.values()) <= 20_000, words
+    assert words["RESULTS.md"] <= 6_000 and words["BENCHMARKS.md"] <= 3_000
+    for doc, most in (("RESULTS.md", 400), ("BENCHMARKS.md", 300)):
+        summary = doc_tables.section_span(
+            open(os.path.join(doc_tables.ROOT, doc), encoding="utf-8").read(), "Summary"
+        )
+        assert len(summary["body"].split()) <= most and len(summary["body"].splitlines()) <= 40, doc
