@@ -4,7 +4,7 @@ The grid and its backends are :mod:`abc_tf.data.shapes3d.sources`; this module c
 sets (:class:`abc_tf.data.factor_grid.SetCurator`, index arithmetic over the grid, or over the
 records present for a partial tfds copy) and streams them.
 
-Batches (DESIGN.md): ``{"set_a": [P, N, 64, 64, 3], "set_b": [P, N, 64, 64, 3]}`` uint8.
+Batches ("sets", abc_tf/data/family.py): ``{"set_a": [P, N, 64, 64, 3], "set_b": [P, N, 64, 64, 3]}`` uint8.
 With ``--batch.augmentation_baseline``: ``{"set_a", "set_a_view2"}`` float32 in [0, 1], two
 ``random_hue(0.5)`` views of one unconstrained batch, for any method that trains on such
 two-view sets (``Method.accepts_two_view_sets``: the contrastive loss, the paper's Fig. 3c

@@ -5,8 +5,8 @@
 ``regression_weight`` > 0 it also trains the spherical-regression pose head on set A's labels
 (docs/PAPERS.md section 3, Table 2).
 
-Batch format (DESIGN.md): a dict with ``set_a`` ``[P, N, H, W, C]`` and ``set_b`` ``[P, M, H, W,
-C]``. Double augmentation adds ``set_a_view2`` and ``set_b_view2``. A head adds ``labels_a``
+Batch format ("sets", abc_tf/data/family.py): ``set_a`` ``[P, N, H, W, C]`` and ``set_b``
+``[P, M, H, W, C]``. Double augmentation adds ``set_a_view2`` and ``set_b_view2``. A head adds ``labels_a``
 ``[P, N, ...]``. An augmentation-baseline batch has only ``set_a`` and ``set_a_view2``; the
 latter serves as set B. Images are uint8 or float in [0, 1]. The encoder embeds the whole batch
 in one call.

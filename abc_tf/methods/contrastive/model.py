@@ -1,4 +1,4 @@
-"""The contrastive method's declaration: ABC's model with the NT-Xent loss (abc_tf/methods/abc/model.py)."""
+"""The contrastive method's declaration: ABC's model with the two-view contrastive loss."""
 
 from __future__ import annotations
 
