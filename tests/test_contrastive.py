@@ -1,4 +1,4 @@
-"""The contrastive method (abc_tf/methods/contrastive: ABC's model with the NT-Xent loss on two
+"""The contrastive method (abc_tf/methods/contrastive: ABC's model with the two-view contrastive loss on two
 views of each image): a training step on two-view sets, and the package's declaration, config and
 smallest run."""
 
