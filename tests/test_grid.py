@@ -12,6 +12,7 @@ import pytest
 
 from abc_tf.cli import grid as grid_cli
 from abc_tf.evaluation import grid_search as grid
+from abc_tf.runs import parallel_runs
 
 MEASURE = "pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean"
 
@@ -51,7 +52,8 @@ class FakeScripts:
         self.fail_on = fail_on
         self.refuse = refuse  # the settings train.py's check refuses
 
-    def __call__(self, arguments: list[str], log_file: str) -> None:
+    def __call__(self, arguments, log_file: str, threads=None, started=None) -> None:
+        arguments = list(arguments)
         if "--check_only=true" in arguments:
             self.checks.append(arguments)
             if self.refuse and any(self.refuse in argument for argument in arguments):
@@ -99,6 +101,10 @@ class FakeScripts:
             )
 
 
+def pool_of(scripts: FakeScripts, at_once: int = 1) -> parallel_runs.LocalPool:
+    return parallel_runs.LocalPool(at_once, runner=scripts)
+
+
 def test_every_combination_is_a_point_in_order_with_a_folder_of_its_own():
     axes = (grid.Axis.parse("trainer.learning_rate=1e-4,1e-3"), grid.Axis.parse("--method.style_dim=8,16,32"))
     found = grid.points(axes)
@@ -130,18 +136,24 @@ def test_a_bad_axis_is_refused_naming_it(text, message):
 def test_the_grid_trains_and_evaluates_each_point_then_picks_the_best_by_the_measure(tmp_path):
     scripts = FakeScripts()
     chosen = spec(tmp_path, seeds=2)
-    result = grid.run_grid(chosen, runner=scripts, say=lambda line: None)
+    result = grid.run_grid(chosen, pool=pool_of(scripts), say=lambda line: None)
     trains = [call for call in scripts.calls if call[0] == "train"]
-    assert len(trains) == 6 and len(scripts.calls) == 6 + 12  # one training per point, an evaluation per run
-    assert trains[0] == [
+    assert len(trains) == 12 and len(scripts.calls) == 12 + 12  # a training and an evaluation per run
+    assert trains[1] == [
         "train",
         "--experiment=pose_ml_vae_quick",
         "--data.image_size=32",
         "--data.validation_instances=10",
         "--trainer.learning_rate=1e-4",
         "--method.style_dim=8",
+        "--trainer.seed=1",
+        "--seeds=1",
+        f"--output_dir={tmp_path / 'grid' / 'learning_rate=1e-4__style_dim=8' / 'seed_1'}",
+    ]
+    assert scripts.checks[0][-3:] == [
         "--seeds=2",
         f"--output_dir={tmp_path / 'grid' / 'learning_rate=1e-4__style_dim=8'}",
+        "--check_only=true",
     ]
     evaluations = [call for call in scripts.calls if call[0] == "evaluate"]
     assert "--pose_query_split=validation" in evaluations[0]
@@ -175,12 +187,12 @@ def test_the_grid_trains_and_evaluates_each_point_then_picks_the_best_by_the_mea
 def test_a_killed_grid_resumes_without_training_a_finished_point_again(tmp_path):
     failing = FakeScripts(fail_on="style_dim=32")  # the third point's training dies
     with pytest.raises(RuntimeError, match="train exited with 1"):
-        grid.run_grid(spec(tmp_path), runner=failing, say=lambda line: None)
+        grid.run_grid(spec(tmp_path), pool=pool_of(failing), say=lambda line: None)
     assert len(failing.calls) == 5  # two points trained and evaluated, the third started
     # One run evaluated but not its measure written (killed while evaluating): evaluated again.
     os.remove(tmp_path / "grid" / "learning_rate=1e-4__style_dim=16" / grid.EVAL_DIR / "pose_metrics.json")
     again = FakeScripts()
-    result = grid.run_grid(spec(tmp_path), runner=again, say=lambda line: None)
+    result = grid.run_grid(spec(tmp_path), pool=pool_of(again), say=lambda line: None)
     names = [call[-1] for call in again.calls]
     assert not any("style_dim=8" in name and "learning_rate=1e-4" in name for name in names)
     assert [call[0] for call in again.calls[:2]] == [
@@ -193,13 +205,15 @@ def test_a_killed_grid_resumes_without_training_a_finished_point_again(tmp_path)
 def test_every_point_is_checked_before_any_trains(tmp_path):
     refusing = FakeScripts(refuse="style_dim=32")  # train.py refuses the third point's settings
     with pytest.raises(ValueError, match="abc_tf train exited with 2: --style_dim=32 cannot work"):
-        grid.run_grid(spec(tmp_path), runner=refusing, say=lambda line: None)
+        grid.run_grid(spec(tmp_path), pool=pool_of(refusing), say=lambda line: None)
     assert refusing.calls == [] and len(refusing.checks) == 3
     scripts = FakeScripts()
-    grid.run_grid(spec(tmp_path), runner=scripts, say=lambda line: None)
-    assert [check[:-1] for check in scripts.checks] == [call for call in scripts.calls if call[0] == "train"]
+    grid.run_grid(spec(tmp_path), pool=pool_of(scripts), say=lambda line: None)
+    assert [check[-2] for check in scripts.checks] == [
+        call[-1] for call in scripts.calls if call[0] == "train"
+    ]
     again = FakeScripts()
-    grid.run_grid(spec(tmp_path), runner=again, say=lambda line: None)
+    grid.run_grid(spec(tmp_path), pool=pool_of(again), say=lambda line: None)
     assert again.checks == [] and again.calls == []  # a finished grid checks and runs nothing
 
 
@@ -208,7 +222,7 @@ def test_a_failed_command_is_reported_with_its_error_line(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     log = tmp_path / "point" / "grid_check.log"
     with pytest.raises(RuntimeError) as raised:
-        grid.run_script(["train", "--method.temperature=-1", "--check_only=true"], str(log))
+        parallel_runs.run_command(["train", "--method.temperature=-1", "--check_only=true"], str(log))
     assert str(raised.value) == (
         f"abc_tf train exited with 2: --method.temperature must be positive, got -1.0. (its output: {log})"
     )
@@ -218,7 +232,7 @@ def test_a_measure_the_evaluation_did_not_write_is_named(tmp_path):
     scripts = FakeScripts()
     bad = spec(tmp_path, measure=grid.Measure.parse("pose_metrics.json:domains/real/rows/x"))
     with pytest.raises(ValueError, match=r"has no 'domains/real' \(found there: synthetic\)"):
-        grid.run_grid(bad, runner=scripts, say=lambda line: None)
+        grid.run_grid(bad, pool=pool_of(scripts), say=lambda line: None)
 
 
 @pytest.mark.parametrize(
@@ -330,13 +344,13 @@ def test_a_two_point_grid_through_train_py_and_evaluate_py(tmp_path, capsys):
 
 def test_a_widened_grid_trains_only_its_new_points(tmp_path):
     narrow = spec(tmp_path, axes=(grid.Axis.parse("trainer.learning_rate=1e-3"), spec(tmp_path).axes[1]))
-    grid.run_grid(narrow, runner=FakeScripts(), say=lambda line: None)
+    grid.run_grid(narrow, pool=pool_of(FakeScripts()), say=lambda line: None)
     # Only the evaluations are kept (as a repository keeps them): their points are not trained again.
     for point in grid.points(narrow.axes):
         for name in ("encoder.keras", "config.json"):
             os.remove(os.path.join(narrow.output_dir, point.name, name))
     again = FakeScripts()
-    result = grid.run_grid(spec(tmp_path), runner=again, say=lambda line: None)
+    result = grid.run_grid(spec(tmp_path), pool=pool_of(again), say=lambda line: None)
     trained = [call[-1] for call in again.calls if call[0] == "train"]
     assert len(trained) == 3 and all("learning_rate=1e-4" in folder for folder in trained)
     assert len(again.checks) == 3 and len(result["points"]) == 6
@@ -346,7 +360,7 @@ def test_a_widened_grid_trains_only_its_new_points(tmp_path):
 def test_points_close_to_the_best_are_trained_at_another_seed_before_the_pick(tmp_path):
     scripts = FakeScripts()
     close = spec(tmp_path, train_flags=("--trainer.seed=3",), confirm_within=1.5)
-    result = grid.run_grid(close, runner=scripts, say=lambda line: None)
+    result = grid.run_grid(close, pool=pool_of(scripts), say=lambda line: None)
     # lr 1e-3 with d 16 (5.3) and d 32 (6.3) lie within 1.5 of each other; d 8 (7.3) does not.
     confirming = [call for call in scripts.calls if call[0] == "train" and call[-1].endswith("seed_1")]
     assert [call[-1] for call in confirming] == [
@@ -366,7 +380,7 @@ def test_points_close_to_the_best_are_trained_at_another_seed_before_the_pick(tm
     )
     # Run again, nothing trains: the confirming runs are evaluated.
     again = FakeScripts()
-    assert grid.run_grid(close, runner=again, say=lambda line: None)["pick"] == result["pick"]
+    assert grid.run_grid(close, pool=pool_of(again), say=lambda line: None)["pick"] == result["pick"]
     assert again.calls == []
 
 
@@ -380,7 +394,7 @@ def test_confirming_goes_on_while_the_best_moves_to_a_point_not_confirmed(tmp_pa
     scripts = FakeScripts(errors=unlucky)
     result = grid.run_grid(
         spec(tmp_path, train_flags=("--trainer.seed=0",), confirm_within=0.5),
-        runner=scripts,
+        pool=pool_of(scripts),
         say=lambda line: None,
     )
     confirmed = [call[-1] for call in scripts.calls if call[0] == "train" and call[-1].endswith("seed_1")]

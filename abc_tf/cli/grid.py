@@ -8,11 +8,13 @@ evaluates each with evaluate.py, and picks the best by one measure (abc_tf.evalu
     --measure="pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean" \\
     --goal=min --output_dir=runs/grid/ml_vae
 
-Points train one by one into ``output_dir/<point>``. After a kill, the same command resumes the cut-off run
-and skips finished points. It writes grid.json, grid.md and grid.png into ``output_dir``. It prints the table
-and the train.py command that measures the pick: the fixed settings and the pick's, no hold-out,
-``--pick_seeds`` seeds, into ``output_dir/pick``. ``--confirm_within=D`` trains the points within D of
-the best at ``--confirm_seeds`` more seeds before picking. ``python grid.py ...`` in a checkout is the same.
+Runs train side by side into ``output_dir/<point>`` (``--parallel`` at once, each with
+``--cpus_per_run`` threads), or on a Ray cluster (``--ray_address``). After a kill, the same command
+resumes the cut-off runs and skips finished ones. It writes grid.json, grid.md and grid.png into
+``output_dir``. It prints the table and the train.py command that measures the pick: the fixed
+settings and the pick's, no hold-out, ``--pick_seeds`` seeds, into ``output_dir/pick``.
+``--confirm_within=D`` trains the points within D of the best at ``--confirm_seeds`` more seeds
+before picking. ``python grid.py ...`` in a checkout is the same.
 """
 
 from __future__ import annotations
@@ -86,6 +88,23 @@ flags.DEFINE_integer(
 flags.DEFINE_string(
     "output_dir", None, "The grid's folder (default: runs/grid_<experiment>).", flag_values=FLAGS
 )
+flags.DEFINE_integer(
+    "parallel", 0, "Runs at once on this host (0: as many as its cores, at most the runs).", flag_values=FLAGS
+)
+flags.DEFINE_integer(
+    "cpus_per_run",
+    0,
+    "TensorFlow threads of each run, and the CPUs it asks Ray for (0: the cores divided among the "
+    "runs at once; 1 on Ray). Runs' numbers depend on it, not on --parallel.",
+    flag_values=FLAGS,
+)
+flags.DEFINE_string(
+    "ray_address",
+    None,
+    "Run the points as tasks on the Ray cluster there (auto, or host:port; pip install 'abc_tf[ray]'); "
+    "output_dir must be on storage every host sees.",
+    flag_values=FLAGS,
+)
 
 
 def spec_from_flags():
@@ -124,7 +143,16 @@ def main(rest: list[str]) -> int:
 
         spec = spec_from_flags()
         spec.validate()
-        result = grid.run_grid(spec)
+        from abc_tf.runs import parallel_runs
+
+        runs = len(grid.points(spec.axes)) * spec.seeds
+        pool = parallel_runs.pool(FLAGS.parallel, FLAGS.cpus_per_run, runs, print, FLAGS.ray_address)
+        print(f"[grid] {runs} run(s): {pool.where}", flush=True)
+        try:
+            result = grid.run_grid(spec, pool)
+        except parallel_runs.SweepStopped as stop:
+            print(f"{command_line.program('grid')}: error: {stop}", file=sys.stderr)
+            return stop.exit_status
         print(grid.markdown(result))
         print(f"Pick: {result['pick']['train_command']}")
         return 0

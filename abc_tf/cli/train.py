@@ -24,7 +24,7 @@ from absl import app, flags, logging
 
 from abc_tf import config as config_lib
 from abc_tf import command_line
-from abc_tf.runs import experiments
+from abc_tf.runs import experiments, parallel_runs
 
 FLAGS = flags.FLAGS
 
@@ -46,6 +46,16 @@ flags.DEFINE_string(
     "_on_<family> with another --data), relative to the current folder.",
 )
 flags.DEFINE_integer("seeds", 1, "Number of seeds to train, one run directory each.")
+flags.DEFINE_integer(
+    "parallel",
+    0,
+    "With --seeds: runs at once, each its own process (0: as many as the cores, at most the seeds).",
+)
+flags.DEFINE_integer(
+    "cpus_per_run",
+    0,
+    "With --seeds: TensorFlow threads of each run (0: the cores divided among those at once).",
+)
 flags.DEFINE_boolean(
     "check_only",
     False,
@@ -173,6 +183,11 @@ def main(argv: list[str]) -> None:
                 for k in range(FLAGS.seeds)
             ]
         )
+        sweep = (
+            parallel_runs.pool(FLAGS.parallel, FLAGS.cpus_per_run, len(runs), print)
+            if len(runs) > 1
+            else None
+        )
         # Imported here so that --help and flag errors answer without loading TensorFlow.
         from abc_tf.runs import checkpoints, checks
         from abc_tf.runs import preemption, training, training_logs
@@ -191,6 +206,9 @@ def main(argv: list[str]) -> None:
             _say_skipped_measures(base)
             return
         _say_skipped_measures(base)
+        if sweep and (sweep.at_once > 1 or sweep.threads):
+            _side_by_side(sweep, runs)
+            return
         for run_config, run_dir in runs:
             # The settings, the run directory and the model first, once: the callbacks read the
             # family's labelled data, which can take a while.
@@ -209,6 +227,46 @@ def main(argv: list[str]) -> None:
             _print_summary(result, run_config, _isolation_summary(run_callbacks, run_config, result))
     except ValueError as error:
         _stop(str(error), 2)
+
+
+def _side_by_side(sweep, runs) -> None:
+    """Trains ``runs`` (config, run directory) as ``train --seeds=1`` children of ``sweep``, each
+    with its output in ``<run>/train.log``; a stop or a failure ends train.py as the run's would."""
+    skip = {"seeds", "output_dir", "parallel", "cpus_per_run", "trainer.seed"}
+    given, kept = sys.argv[1:], []
+    for index, arg in enumerate(given):
+        name = arg.split("=", 1)[0].lstrip("-")
+        follows = index and given[index - 1].lstrip("-") in skip and not given[index - 1].count("=")
+        if name not in skip and not follows:  # "--name value" drops the value too
+            kept.append(arg)
+    jobs = [
+        parallel_runs.Job(
+            run_dir,
+            (
+                (
+                    "training",
+                    (
+                        "train",
+                        *kept,
+                        f"--trainer.seed={config.trainer.seed}",
+                        "--seeds=1",
+                        f"--output_dir={run_dir}",
+                    ),
+                    os.path.join(run_dir, "train.log"),
+                ),
+            ),
+        )
+        for config, run_dir in runs
+    ]
+    print(f"[train] {len(jobs)} runs, {sweep.where}; each run's output: <run>/train.log", flush=True)
+    try:
+        sweep.run(jobs, lambda line: print(line, flush=True), "train")
+    except parallel_runs.SweepStopped as stop:
+        _stop(str(stop), stop.exit_status)
+    except RuntimeError as error:
+        _stop(str(error), 1)
+    for _, run_dir in runs:
+        print(f"Run finished: {run_dir}")
 
 
 def _stop(message: str, code: int) -> None:

@@ -1,9 +1,10 @@
 """A grid search over a preset's settings (``grid.py``).
 
 Every combination of the varied fields' values is a point. Each point is trained by ``train.py`` into
-``output_dir/<point name>`` and evaluated by ``evaluate.py`` into ``<run>/grid_eval``, one after another.
-One measure read from each evaluation picks the best setting. ``--seeds`` runs each point;
-more than one makes ``seed_<k>`` folders.
+``output_dir/<point name>`` and evaluated by ``evaluate.py`` into ``<run>/grid_eval``, each run a
+job of an :mod:`abc_tf.runs.parallel_runs` pool (side by side here, or on Ray, which places,
+runs and retries them). One measure read from each evaluation picks the best setting. ``--seeds``
+runs each point; more than one makes ``seed_<k>`` folders, each trained as a run of its own.
 
 The measure is ``FILE:KEY/KEY/...``, a value in a JSON file the evaluation writes, e.g.
 ``pose_metrics.json:domains/synthetic/rows/trained encoder (lookup)/median_error_deg/mean``.
@@ -26,14 +27,12 @@ import math
 import os
 import re
 import shlex
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from abc_tf import command_line, json_files
 from abc_tf.evaluation.estimators import plots
-from abc_tf.runs import experiments
+from abc_tf.runs import experiments, parallel_runs
 
 GRID_FILE, TABLE_FILE, FIGURE_FILE = "grid.json", "grid.md", "grid.png"
 EVAL_DIR = "grid_eval"  # a run's evaluation for the grid, apart from the run's own metrics.json
@@ -227,28 +226,8 @@ def evaluated(spec: GridSpec, run_dir: str) -> bool:
     return os.path.isfile(os.path.join(run_dir, EVAL_DIR, spec.measure.file))
 
 
-Runner = Callable[[list[str], str], None]
-
-
-def run_script(arguments: list[str], log_file: str) -> None:
-    """Runs ``abc_tf <command> flags...`` (``arguments``: train or evaluate, then its flags) in
-    this Python, with its output in ``log_file``; RuntimeError quoting the command's error line
-    and naming the log when it fails."""
-    command = [sys.executable, "-m", "abc_tf", *arguments]
-    os.makedirs(os.path.dirname(log_file), exist_ok=True)
-    with open(log_file, "a") as log:
-        log.write(f"$ {shlex.join(command)}\n")
-        log.flush()
-        code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT)
-    if code:
-        with open(log_file, errors="replace") as log:
-            errors = [line.strip() for line in log if f"abc_tf {arguments[0]}: error: " in line]
-        said = f": {errors[-1].split(': error: ', 1)[1]}" if errors else ""
-        raise RuntimeError(f"abc_tf {arguments[0]} exited with {code}{said} (its output: {log_file})")
-
-
 def train_arguments(spec: GridSpec, point: Point) -> list[str]:
-    """The ``abc_tf train`` command line of ``point``'s runs (the command's name, then its flags)."""
+    """The ``abc_tf train`` command line of ``point``'s runs, which ``--check_only`` checks."""
     return [
         "train",
         f"--experiment={spec.experiment}",
@@ -260,8 +239,9 @@ def train_arguments(spec: GridSpec, point: Point) -> list[str]:
     ]
 
 
-def confirm_arguments(spec: GridSpec, point: Point, run_dir: str, seed: int) -> list[str]:
-    """The ``abc_tf train`` command line of one run confirming ``point``, at ``seed``."""
+def run_arguments(spec: GridSpec, point: Point, run_dir: str, seed: int) -> list[str]:
+    """The ``abc_tf train`` command line of one run of ``point`` (its own or a confirming one), at
+    ``seed``: what ``train_arguments`` trains into ``run_dir``, as a run of its own."""
     return [
         "train",
         f"--experiment={spec.experiment}",
@@ -274,63 +254,52 @@ def confirm_arguments(spec: GridSpec, point: Point, run_dir: str, seed: int) -> 
     ]
 
 
-def evaluate_run(
-    spec: GridSpec, run_dir: str, runner: Runner, say: Callable[[str], None], where: str
-) -> None:
-    """Evaluates ``run_dir`` for the grid unless its measure's file is there."""
-    if not evaluated(spec, run_dir):
-        say(f"[grid] {where} evaluating {run_dir}")
-        runner(
-            [
-                "evaluate",
-                f"--run_dir={run_dir}",
-                *spec.evaluate_flags,
-                f"--output_dir={os.path.join(run_dir, EVAL_DIR)}",
-            ],
-            os.path.join(run_dir, "grid_evaluate.log"),
+def run_job(spec: GridSpec, point: Point, run_dir: str, seed: int) -> parallel_runs.Job | None:
+    """The job that trains ``run_dir`` unless it is finished and evaluates it unless its measure's
+    file is there; None when both are done."""
+    steps = []
+    if not (finished(run_dir) or evaluated(spec, run_dir)):
+        steps.append(
+            ("training", tuple(run_arguments(spec, point, run_dir, seed)), f"{run_dir}/grid_train.log")
         )
+    if not evaluated(spec, run_dir):
+        evaluate = ("evaluate", f"--run_dir={run_dir}", *spec.evaluate_flags)
+        steps.append(
+            ("evaluating", (*evaluate, f"--output_dir={run_dir}/{EVAL_DIR}"), f"{run_dir}/grid_evaluate.log")
+        )
+    name = os.path.relpath(run_dir, spec.output_dir)
+    return parallel_runs.Job(name, tuple(steps)) if steps else None
 
 
-def confirm(spec: GridSpec, grid: Sequence[Point], runner: Runner, say: Callable[[str], None]) -> None:
+def confirm(spec: GridSpec, grid: Sequence[Point], pool, say: Callable[[str], None]) -> None:
     """Trains and evaluates the confirming runs of every point within ``confirm_within`` of the best,
     again while the best moves to a point not confirmed yet. A point's confirming runs are skipped
     where they are evaluated already, so a resumed grid does not train them again."""
     if spec.confirm_within <= 0:
         return
-    seed = None
     while True:
         rows = summarise(spec, grid)["points"]
         best = rows_best(spec, rows)["mean"]
-        close = [
-            point
+        jobs = [
+            run_job(spec, point, run_dir, base_seed(spec) + k)
             for point, row in zip(grid, rows)
             if abs(row["mean"] - best) <= spec.confirm_within
-            and not all(evaluated(spec, run_dir) for run_dir in confirm_dirs(spec, point))
+            for k, run_dir in enumerate(confirm_dirs(spec, point), spec.seeds)
         ]
-        if not close:
+        if not any(jobs):
             return
-        seed = base_seed(spec) if seed is None else seed
-        for point in close:
-            for k, run_dir in enumerate(confirm_dirs(spec, point), spec.seeds):
-                if not (finished(run_dir) or evaluated(spec, run_dir)):
-                    say(f"[grid] confirming {' '.join(point.flags)} at seed {seed + k}")
-                    runner(
-                        confirm_arguments(spec, point, run_dir, seed + k),
-                        os.path.join(run_dir, "grid_train.log"),
-                    )
-                evaluate_run(spec, run_dir, runner, say, "confirming:")
+        pool.run([job for job in jobs if job], say, "grid: confirming")
 
 
-def run_grid(
-    spec: GridSpec, runner: Runner = run_script, say: Callable[[str], None] = print
-) -> dict[str, Any]:
-    """Trains and evaluates every point of ``spec`` not done yet, then writes the grid's files.
+def run_grid(spec: GridSpec, pool=None, say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Trains and evaluates every run of ``spec`` not done yet through ``pool`` (a
+    :mod:`abc_tf.runs.parallel_runs` pool; default: one at a time here), then writes the grid's files.
 
     Before anything trains, ``train.py --check_only`` checks every point still to train: its settings,
     run directory and model. So a value refused at the last point stops the grid at once.
-    A point whose runs are finished (``encoder.keras`` written) is not trained again. One whose measure
+    A run that is finished (``encoder.keras`` written) is not trained again. One whose measure
     file exists is neither trained nor evaluated again. So the same command resumes after a kill: the
-    cut-off run resumes from its last checkpoint, and finished points are skipped. A grid widened by
+    cut-off runs resume from their last checkpoints, and finished runs are skipped. A grid widened by
     more values, with its earlier points' evaluation files in place, trains only the new points.
 
     Files in ``output_dir``: ``grid.json`` holds every point, its flags, its runs' values and the pick.
@@ -340,32 +309,37 @@ def run_grid(
     Returns grid.json's content.
     """
     spec.validate()
+    pool = pool or parallel_runs.LocalPool()
     grid = points(spec.axes)
     os.makedirs(spec.output_dir, exist_ok=True)
-    to_train = [
-        point
+    jobs = [
+        run_job(spec, point, run_dir, base_seed(spec) + k)
         for point in grid
-        if not all(finished(run_dir) or evaluated(spec, run_dir) for run_dir in run_dirs(spec, point))
+        for k, run_dir in enumerate(run_dirs(spec, point))
     ]
+    to_check = {job.name.split(os.sep)[0] for job in jobs if job and job.steps[0][0] == "training"}
     # Every point's settings are checked before any point trains: a value train.py refuses in
     # the last point would otherwise stop the grid only after the others had trained.
-    for point in to_train:
-        try:
-            runner(
-                [*train_arguments(spec, point), "--check_only=true"],
-                os.path.join(spec.output_dir, point.name, "grid_check.log"),
-            )
-        except RuntimeError as refused:  # a bad setting, as grid.py's own flag errors
-            raise ValueError(str(refused)) from None
-    for index, point in enumerate(grid, 1):
-        folder = os.path.join(spec.output_dir, point.name)
-        runs = run_dirs(spec, point)
-        if point in to_train:
-            say(f"[grid] {index}/{len(grid)} training {' '.join(point.flags)}")
-            runner(train_arguments(spec, point), os.path.join(folder, "grid_train.log"))
-        for run_dir in runs:
-            evaluate_run(spec, run_dir, runner, say, f"{index}/{len(grid)}")
-    confirm(spec, grid, runner, say)
+    checks = [
+        parallel_runs.Job(
+            point.name,
+            (
+                (
+                    "checking",
+                    (*train_arguments(spec, point), "--check_only=true"),
+                    f"{spec.output_dir}/{point.name}/grid_check.log",
+                ),
+            ),
+        )
+        for point in grid
+        if point.name in to_check
+    ]
+    try:
+        pool.run(checks, say, "grid")
+    except RuntimeError as refused:  # a bad setting, as grid.py's own flag errors
+        raise ValueError(str(refused)) from None
+    pool.run([job for job in jobs if job], say, "grid")
+    confirm(spec, grid, pool, say)
     result = summarise(spec, grid)
     write(spec, result)
     return result
