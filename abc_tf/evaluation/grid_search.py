@@ -206,9 +206,10 @@ def measured_runs(spec: GridSpec, point: Point) -> list[str]:
     ]
 
 
-def base_seed(spec: GridSpec) -> int:
-    """The seed of a point's first run: ``--trainer.seed`` in the fixed flags, else the preset's."""
-    for flag in reversed(spec.train_flags):
+def base_seed(spec: GridSpec, point: Point) -> int:
+    """The seed of a point's first run: a varied ``trainer.seed``, else ``--trainer.seed`` in the fixed
+    flags, else the preset's."""
+    for flag in [*reversed(point.flags), *reversed(spec.train_flags)]:
         if flag.startswith("--trainer.seed="):
             return int(flag.split("=", 1)[1])
     return experiments.get_preset(spec.experiment).trainer.seed
@@ -281,7 +282,7 @@ def confirm(spec: GridSpec, grid: Sequence[Point], pool, say: Callable[[str], No
         rows = summarise(spec, grid)["points"]
         best = rows_best(spec, rows)["mean"]
         jobs = [
-            run_job(spec, point, run_dir, base_seed(spec) + k)
+            run_job(spec, point, run_dir, base_seed(spec, point) + k)
             for point, row in zip(grid, rows)
             if abs(row["mean"] - best) <= spec.confirm_within
             for k, run_dir in enumerate(confirm_dirs(spec, point), spec.seeds)
@@ -313,7 +314,7 @@ def run_grid(spec: GridSpec, pool=None, say: Callable[[str], None] = print) -> d
     grid = points(spec.axes)
     os.makedirs(spec.output_dir, exist_ok=True)
     jobs = [
-        run_job(spec, point, run_dir, base_seed(spec) + k)
+        run_job(spec, point, run_dir, base_seed(spec, point) + k)
         for point in grid
         for k, run_dir in enumerate(run_dirs(spec, point))
     ]

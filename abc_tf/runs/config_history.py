@@ -123,8 +123,8 @@ def config_changes(
 
 
 # What the project writes into a run directory before its config.json: the lock, and the grid's
-# logs of the point whose run it is.
-_WRITTEN_BEFORE_CONFIG = {".lock", "grid_check.log", "grid_train.log"}
+# logs of the point whose run it is, train.py --seeds' log of a run side by side.
+_WRITTEN_BEFORE_CONFIG = {".lock", "grid_check.log", "grid_train.log", "train.log"}
 
 
 def check_is_run_dir(run_dir: str) -> None:

@@ -44,6 +44,7 @@ _DIE_WITH_PARENT = (
     "    sys.exit(143)  # the parent died before prctl\n"
     "os.execv(sys.executable, [sys.executable, '-m', 'abc_tf', *sys.argv[1:]])\n"
 )
+ANSWER_SECONDS = 10  # how long a cluster's address may take to accept a connection
 RETRIES = 3  # Ray's runs of a task again after its worker is lost; a command's own error is not retried
 
 
@@ -207,6 +208,16 @@ class RayPool:
             raise ValueError(
                 f"--ray_address={address} needs Ray, which is not installed: pip install 'abc_tf[ray]'."
             ) from None
+        host, _, port = address.rpartition(":")
+        if address != "auto" and not (host and port.isdigit()):
+            raise ValueError(f"--ray_address={address}: write auto or host:port (e.g. 10.0.0.5:6379).")
+        if address != "auto":  # ray.init retries a silent address for minutes; a connection tells at once
+            try:
+                socket.create_connection((host, int(port)), timeout=ANSWER_SECONDS).close()
+            except (OSError, ValueError) as error:
+                raise ValueError(
+                    f"--ray_address={address}: no Ray cluster answers there ({error})."
+                ) from None
         try:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
         except (ConnectionError, RuntimeError, ValueError) as error:
