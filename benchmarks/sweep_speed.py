@@ -11,7 +11,7 @@ side-by-side grid's time per run, an estimate (not a measurement) of Table S1's 
 
 Writes docs/figures/benchmarks/sweep_speed.json; the section is written from it.
 
-  python -m benchmarks.sweep_speed [--experiment mnist_vae_quick] [--steps 200] [--work_dir DIR] [--no_write]
+  python -m benchmarks.sweep_speed [--experiment mnist_vae_quick] [--steps 1000] [--work_dir DIR] [--no_write]
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def section(results: dict) -> str:
 def main() -> None:
     parser = report.argument_parser(__doc__)
     parser.add_argument("--experiment", default="mnist_vae_quick", help="The small quick preset.")
-    parser.add_argument("--steps", type=int, default=200, help="Training steps of every run.")
+    parser.add_argument("--steps", type=int, default=1000, help="Training steps of every run.")
     parser.add_argument("--work_dir", default="", help="Where the sweeps run (default: a temporary folder).")
     parser.add_argument(
         "--table_only", action="store_true", help=f"Write the section from {FILE}; time nothing."

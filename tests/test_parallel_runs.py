@@ -159,7 +159,7 @@ def test_a_grid_on_a_local_ray_cluster_survives_a_lost_node(tmp_path):
     steps = "config/trainer/steps"
     alone = run_toy_grid(tmp_path / "alone", *vary, "--parallel=1", "--cpus_per_run=1", measure=steps)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
-    nodes = {node.unique_id: node for node in (cluster.add_node(num_cpus=1) for _ in range(2))}
+    nodes = {node.node_id: node for node in (cluster.add_node(num_cpus=1) for _ in range(2))}
     killed = {}
 
     def kill_a_node_mid_point():
@@ -171,7 +171,7 @@ def test_a_grid_on_a_local_ray_cluster_survives_a_lost_node(tmp_path):
                 started = [line.split()[-1] for line in log.read_text().splitlines() if "Ray node" in line]
                 if started and (run / "checkpoints" / "checkpoint").exists() and not grid.finished(str(run)):
                     killed.update(point=run.name, node=started[-1])
-                    cluster.remove_node(nodes[started[-1]])
+                    cluster.remove_node(nodes[started[-1]], allow_graceful=False)  # as a host lost
                     return
             threading.Event().wait(0.1)
 

@@ -77,9 +77,9 @@ def thread_env(threads: int | None) -> dict[str, str]:
     """The environment of a child with ``threads`` threads; None: TensorFlow's default."""
     if not threads:
         return {}
-    return {
-        name: str(threads) for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
-    }
+    counts = ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "OMP_NUM_THREADS")
+    # Runs side by side share a GPU: each takes memory as it needs it, not the whole card at start.
+    return {**{name: str(threads) for name in counts}, "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
 
 def run_command(
