@@ -4,13 +4,14 @@ under an entry point group (``abc_tf.methods``, ``abc_tf.data``). Modules load o
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import os
 import pkgutil
 import traceback
 import warnings
-from typing import Any, Iterable, NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 
 def load(reference: str, default_attribute: str = "") -> Any:
@@ -62,6 +63,21 @@ GUIDE = {"method": "abc_tf.examples.lab", "data family": "abc_tf.examples.square
 class ContractError(ValueError):
     """A method or family package that misses part of its contract or declares another name:
     one line naming the package, what is wrong and where the contract is written."""
+
+
+@contextlib.contextmanager
+def untraced() -> Iterator[None]:
+    """A ContractError that a step's trace raised comes out as itself, not inside TensorFlow's
+    "in user code" text (an error raised again by the trace keeps the first one as its context)."""
+    try:
+        yield
+    except Exception as error:
+        cause = error
+        while cause is not None and not isinstance(cause, ContractError):
+            cause = cause.__context__
+        if cause is None:
+            raise
+        raise cause from None
 
 
 def _guide(kind: str) -> str:

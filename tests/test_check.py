@@ -30,8 +30,27 @@ def test_an_unknown_method_is_one_line_naming_the_known_ones(abc_tf_check):
     assert err.count("\n") == 1 and "vae" in err
 
 
-def test_a_missing_method_or_a_used_work_folder_is_refused(abc_tf_check, tmp_path):
-    assert abc_tf_check()[::2] == (2, "abc_tf check: error: --method: name the method to check.\n")
+def test_without_a_name_every_family_and_method_is_one_line(abc_tf_check, monkeypatch):
+    from abc_tf import data, methods, registry
+
+    monkeypatch.setattr(
+        data, "DATA_FAMILIES", {name: data.DATA_FAMILIES[name] for name in ("folders", "squares")}
+    )
+    broken = registry.Entry("abc_nowhere.model:METHOD", "abc_nowhere")  # an entry point's typo
+    monkeypatch.setattr(methods, "METHODS", {**methods.METHODS, "zz_typo": broken})
+    code, out, _ = abc_tf_check()
+    lines = out.splitlines()
+    assert code == 1 and lines[:2] == [
+        "SKIP --data=folders: no built-in data (a run names its files: --data.path)",
+        "PASS --data=squares: the labelled sample: 4096 distinct images, labels position, background",
+    ]
+    assert "PASS --method=lab: smallest run lab_smoke" in lines and lines[-2:] == [
+        "FAIL --method=zz_typo: The method package abc_nowhere is not installed (a typo in an entry point?).",
+        "abc_tf check --method=NAME trains a method's smallest run; 1 failed.",
+    ]
+
+
+def test_a_used_work_folder_is_refused(abc_tf_check, tmp_path):
     (tmp_path / "old.log").write_text("")
     code, _, err = abc_tf_check("--method=vae", f"--work_dir={tmp_path}")
     assert (code, err) == (

@@ -3,6 +3,7 @@ smallest run trains, resumes from a checkpoint, trains on two replicas as on one
 
   abc_tf check --method=my_method [--work_dir=DIR]
   abc_tf check --data=my_family
+  abc_tf check                       # every family checked, every method's declaration loaded
 
 ``--data`` checks a family on its own: each stream's batch keys, dtypes and shapes, and that its
 labelled sample holds ``--trainer.eval_images`` (4,096) distinct images with the labels its
@@ -14,7 +15,8 @@ Its declared ``smallest_run``, a few steps on built-in data, runs in the real tr
   PASS trains (12.3 s)
   FAIL resumes: run again, it started at step 0, not at its checkpoint's step 2. (log: DIR/resumes.log)
 
-Exit status 0 when every check passed, 1 when one failed, 2 for a bad flag or an unknown method.
+Exit status 0 when every check passed, 1 when one failed, 2 for a bad flag, an unknown method or
+a mistake ``train --check_only`` finds (one line).
 Each check's output goes to ``DIR/<check>.log`` and its runs under ``DIR/<check>``. Without
 ``--work_dir`` they go to a temporary folder, removed when every check passed.
 """
@@ -75,7 +77,7 @@ def one_line(error: BaseException, log: str) -> str:
     message = lines[0] if lines else ""
     if not isinstance(error, (AssertionError, ValueError)) or not message:
         message = f"{type(error).__name__}: {message}".rstrip(": ")
-    return f"{message} (log: {log})"
+    return f"{message} (log: {log})" if log else message
 
 
 @contextlib.contextmanager
@@ -126,9 +128,34 @@ def run_checks(name: str, work_dir: str) -> bool:
     return passed
 
 
+def check_all() -> int:
+    """Without a name: every family found, checked on its own, and every method's declaration and
+    smallest run loaded; one line each, a package that fails to import among them. 0 or 1."""
+    command_line.quiet_tensorflow_start()
+    from abc_tf import data, methods
+    from abc_tf.evaluation import contract
+
+    failed = 0
+    for kind, names, check in (
+        ("data", data.DATA_FAMILIES, lambda name: contract.family_checks(name)[-1].removeprefix("PASS ")),
+        ("method", methods.METHODS, lambda name: f"smallest run {contract.smallest_run(name).name}"),
+    ):
+        for name in sorted(names):
+            if kind == "data" and data.get_family(name).sources.default is None:
+                print(f"SKIP --{kind}={name}: no built-in data (a run names its files: --data.path)")
+                continue
+            try:
+                print(f"PASS --{kind}={name}: {check(name)}", flush=True)
+            except Exception as error:  # noqa: BLE001 - one line a package, and the listing goes on
+                print(f"FAIL --{kind}={name}: {registry.where(error)}{one_line(error, '')}", flush=True)
+                failed += 1
+    print(f"abc_tf check --method=NAME trains a method's smallest run; {failed} failed.")
+    return 1 if failed else 0
+
+
 def main(rest: list[str]) -> int:
     """Checks the method of the parsed flags: 0 when every check passed, 1 when one failed, 2 for
-    a bad setting or a method that cannot be loaded."""
+    a bad setting or a method that fails before its first step."""
     program = command_line.program("check")
     try:
         if len(rest) > 1:
@@ -145,7 +172,7 @@ def main(rest: list[str]) -> int:
                 raise ValueError(f"{registry.where(error)}{type(error).__name__}: {error}") from None
             return 0
         if not FLAGS.method:
-            raise ValueError("--method or --data: name the method or the data family to check.")
+            return check_all()
         from abc_tf import methods
 
         if FLAGS.method not in methods.METHODS:
@@ -156,7 +183,10 @@ def main(rest: list[str]) -> int:
         split_the_cpu()
         from abc_tf.evaluation import contract
 
-        contract.smallest_run(FLAGS.method)  # the declaration loads and names its smallest run
+        from abc_tf.runs import training
+
+        with tempfile.TemporaryDirectory() as unused:  # its classes and its first step's trace, as train's
+            training.check_step(training.prepare(contract.smallest_run(FLAGS.method), unused, verbose=0))
         work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix=f"abc_tf_check_{FLAGS.method}_")
         os.makedirs(work_dir, exist_ok=True)
     except ValueError as error:

@@ -146,7 +146,9 @@ def main(rest: list[str]) -> int:
         if len(rest) > 1:
             raise ValueError(f"unexpected arguments: {' '.join(rest[1:])} (flags are written --name=value).")
         command_line.quiet_tensorflow_start()  # a declaration loads its package, TensorFlow with it
-        text = declaration_page(FLAGS.method, FLAGS.data) if FLAGS.method or FLAGS.data else page()
+        with warnings.catch_warnings():
+            warnings.simplefilter("once", UserWarning)  # a broken package: its presets', its section's
+            text = declaration_page(FLAGS.method, FLAGS.data) if FLAGS.method or FLAGS.data else page()
     except ValueError as error:
         print(f"{command_line.program('flags')}: error: {error}", file=sys.stderr)
         return 2

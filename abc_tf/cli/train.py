@@ -195,7 +195,10 @@ def main(argv: list[str]) -> None:
 
         if FLAGS.check_only:  # every check a run makes before its first step: its labelled sample too
             for run_config, run_dir in runs:
-                training.prepare(run_config, run_dir, allow_changes=FLAGS.allow_config_change, verbose=0)
+                prepared = training.prepare(
+                    run_config, run_dir, allow_changes=FLAGS.allow_config_change, verbose=0
+                )
+                training.check_step(prepared)
                 evaluation_callbacks(run_config, run_dir)
             print(
                 f"{command_line.program('train')}: checked: {base.name} "

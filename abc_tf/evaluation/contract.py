@@ -50,8 +50,17 @@ def family_checks(name: str) -> list[str]:
     images its format names (abc_tf.data.family.BATCH_IMAGES), of the family's image_shape, and
     its evaluation task's labelled sample holds ``eval_images`` distinct images."""
     family, passed = data.get_family(name), []
+    # A preset of the family where there is one: its settings fit together (pose's steps and titration).
+    own = sorted(
+        (preset.name, preset) for preset in experiments.presets().values() if preset.data.family == name
+    )
     for batch_format in family.batch_formats:
-        config = experiments.config_for(data=name, method=FORMAT_METHODS[batch_format], name=f"{name}_check")
+        method = FORMAT_METHODS[batch_format]
+        config = (
+            experiments.choose(own[0][1], method=method)
+            if own
+            else experiments.config_for(data=name, method=method, name=f"{name}_check")
+        )
         dataset = family.stream(batch_format)(config, config.trainer.seed, 0)
         batch = next(iter(dataset.take(1)))
         spec = {key: tf.TensorSpec.from_tensor(value) for key, value in batch.items()}

@@ -25,7 +25,7 @@ import tensorflow as tf
 import models
 from abc_tf.config import ExperimentConfig, MethodConfig, TrainerConfig
 from abc_tf.registry import GUIDE as _GUIDES
-from abc_tf.registry import ContractError
+from abc_tf.registry import ContractError, untraced
 
 GUIDE = "see " + _GUIDES["method"]
 
@@ -291,6 +291,10 @@ class MethodModel(keras.Model):
     @property
     def metrics(self) -> list[keras.metrics.Metric]:
         return list(self.trackers.values())
+
+    def fit(self, *args, **kwargs):
+        with untraced():  # the step's contract errors (check_terms) in their one line
+            return super().fit(*args, **kwargs)
 
     def networks(self) -> dict[str, keras.Model]:
         """{name: network} kept by a finished run as ``<name>.keras``; "encoder" is required."""

@@ -82,8 +82,9 @@ def get_preset(name: str) -> ExperimentConfig:
     """Preset ``name``; ValueError naming the known ones, and the packages that could not be read."""
     known, broken = registry.package_presets(_packages())
     if name not in known:
-        listed = ", ".join(sorted(known)) + "." + "".join(f" {message}" for message in broken.values())
-        raise ValueError(f"Unknown experiment {name!r}; known experiments: {listed}")
+        unread = "".join(f"{message} " for message in broken.values())  # the likelier cause, first
+        listed = ", ".join(sorted(known))
+        raise ValueError(f"Unknown experiment {name!r}; {unread}known experiments: {listed}.")
     return known[name]
 
 

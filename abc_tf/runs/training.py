@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from abc_tf import data, methods
+from abc_tf import data, methods, registry
 
 from abc_tf.config import ExperimentConfig
 from abc_tf.data.family import DataFamily, check_batches
@@ -226,6 +226,24 @@ def prepare(
     return PreparedRun(
         config, run_dir, family, method, strategy, model, changes, saved[-1][0] if saved else 0
     )
+
+
+def check_step(prepared: PreparedRun) -> None:
+    """The first step's terms traced on the stream's batch spec, nothing read or updated: what
+    the first step checks (a loss that is not a float32 scalar), checked before training."""
+    model = prepared.model
+    spec = make_family_dataset(prepared.family, prepared.config, prepared.start_step).element_spec
+
+    def terms(batch):
+        earlier: dict = {}
+        for update in model.updates():
+            computed = update.terms(batch, model.optimizer.iterations, True, earlier)
+            model.check_terms(computed, update.loss)
+            earlier.update(computed)
+        return earlier
+
+    with prepared.strategy.scope(), registry.untraced():
+        tf.function(terms).get_concrete_function(spec)
 
 
 def train(

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import logging
 import os
+import warnings
 
 import numpy as np
 
@@ -134,7 +135,7 @@ def load_mnist(config: ExperimentConfig) -> MnistData:
         kept = mnist_imbalance.subsample(labels, config.data.class_split)
         data = dataclasses.replace(data, x_train=images[kept], y_train=labels[kept])
     if source == "procedural" and config.data.source == "auto":
-        _log.warning(
+        warnings.warn(  # once a process, however many streams and samples read the digits
             "No MNIST found (no --data.path, no prepared tfds 'mnist'): using the built-in procedural "
             "digits. Point --data.path at a directory of MNIST IDX files or an .npz to use real MNIST."
         )

@@ -23,39 +23,16 @@ from abc_tf import data, optimizers
 from abc_tf.config import ExperimentConfig
 from abc_tf.methods.ada_gvae import AdaGvaeConfig, PRESETS, networks
 
-# 1. One encoder maps both images to q(z | x1) = N(m1, diag v1) and q(z | x2) = N(m2, diag v2)
-#    (GroupVAEBase.model_fn).
-# 2. The pair's divergence per dimension i is d_i = v1/v2 + (m2 - m1)^2 / v2 - 1 + log v2 - log v1
-#    (compute_kl(z_mean, z_mean_2, z_logvar, z_logvar_2)). That is twice KL(q(z_i | x1) ||
-#    q(z_i | x2)), from the first image's posterior to the second's. Only its binning is used,
-#    which the factor 2 does not change (pair_divergence).
-# 3. aggregation chooses the shared dimensions.
-#    - "argmax" is Ada-GVAE (aggregate_argmax, discretize_in_bins). d is cut into two bins of equal
-#      width between the pair's smallest and largest d:
-#      tf.histogram_fixed_width_bins(d, [min d, max d], nbins=2). A dimension in the upper bin keeps
-#      its own posterior: floor(2 (d_i - min) / (max - min)) >= 1, d_i at or above the midpoint.
-#      Every other is shared, and the largest always keeps its own. When all d_i are equal the op
-#      divides 0 by 0 and no bin index is 1, so every dimension is shared. Averaging two equal
-#      posteriors, where all d_i = 0, changes nothing (adaptive_kept).
-#    - "labels" is GVAE (aggregate_labels). The pair's label is the index of the changed factor:
-#      the last factor simple_dynamics changed (train_weak_lib.weak_dataset_from_ground_truth_data).
-#      Latent dimension label keeps its own posterior and every other is shared, so dimension i
-#      learns factor i (label_kept).
-# 4. averaging gives the shared posterior, used in both images (averaged_posterior).
-#    "group_vae" (GroupVAEBase.model_fn): mean (m1 + m2) / 2, variance (v1 + v2) / 2.
-#    "mlvae" (MLVae.model_fn): variance 2 v1 v2 / (v1 + v2), mean (m1/v1 + m2/v2) v1 v2 / (v1 + v2).
-#    That is the product of the two Gaussians' mean with twice its variance, computed in log space.
-# 5. Each image draws z = mean + exp(log_var / 2) eps from its aggregated posterior
-#    (BaseVAE.sample_from_latent_distribution). It is decoded to Bernoulli logits. The loss is
-#    loss = (R1 + R2) / 2 + beta (K1 + K2) / 2. R is the sigmoid cross-entropy summed over pixels,
-#    averaged over the pairs (bernoulli_loss, activation="logits",
-#    subtract_true_image_entropy=False). K is the KL of the aggregated posterior to N(0, I), summed
-#    over dimensions and averaged over pairs (vae.compute_gaussian_kl).
-#
-# eps comes from (seed, step) by stateless ops, so a resumed run draws what an unbroken one would.
-# Under a distribution strategy each replica takes its rows of the global batch's draws
-# (base.draw_rows). The mask is boolean, so it has no gradient. Gradients reach both images'
-# posteriors through the averaged ones, as in the authors' graph.
+# The authors' steps (disentanglement_lib's weak_vae.py), restated, not copied: pair_divergence is
+# their compute_kl, twice KL(q(z_i | x1) || q(z_i | x2)), of which only the binning is used.
+# "argmax" (Ada-GVAE) cuts it into two equal-width bins between the pair's extremes, as
+# tf.histogram_fixed_width_bins does: the upper bin keeps its own posterior, every other dimension
+# is shared, and all are shared when every d_i is equal (0 / 0 gives no index 1). "labels" (GVAE)
+# keeps the dimension of the factor simple_dynamics changed last. "group_vae" averages the two
+# Gaussians, "mlvae" takes their product's mean with twice its variance. The loss is the mean of
+# the two images' Bernoulli reconstruction + beta KL of their aggregated posteriors.
+# The mask is boolean, so gradients reach both posteriors only through the averaged ones, as in
+# the authors' graph.
 from abc_tf.methods.base import ImageNeed, Method, MethodModel, draw_rows, to_float_images
 from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
 

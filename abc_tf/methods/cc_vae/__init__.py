@@ -17,42 +17,16 @@ from abc_tf.config import ExperimentConfig, MethodConfig, SetBatch, TrainerConfi
 from abc_tf.data.mnist import MnistConfig
 from abc_tf.data.pose import PoseConfig
 
-# What the authors' code settles, by file and line:
-# - Latents: style_dim = class_dim = 16 (main.py L14-15). The unspecified code z has a Gaussian
-#   posterior (networks.py L34-36). The specified code s is deterministic: one linear head
-#   (networks.py L38-39, L47).
-# - Loss weights: reconstruction 2, reverse cycle 10, KL 3 (main.py L18-22).
-# - Forward cycle: 64 pairs of images of one digit per step (main.py L9; data_loader.py L28-33).
-#   Each image is rebuilt from its own z and its partner's s (training.py L143-144). The error is
-#   the mean squared error per pixel (utils.py L13-14, training.py L146-150). The KL of each
-#   q(z | x) to N(0, I) is summed over the batch and divided by batch size x pixels
-#   (training.py L128-141). No image is rebuilt from its own s.
-# - Reverse cycle: z ~ N(0, I) (training.py L166) is decoded with the detached specified codes of
-#   two images from two independent batches (training.py L158-172). The two images are
-#   re-encoded. The loss is the L1 distance, mean per entry, between the two style means
-#   (utils.py L17-18, training.py L174-180). The re-encodings are matched to each other, not to z.
-# - Optimisers: Adam, learning rate 1e-4, betas (0.9, 0.999) (main.py L12, L24-25), epsilon 1e-8.
-#   One covers encoder and decoder for the forward cycle, another the encoder for the reverse
-#   cycle. They step in that order each iteration (training.py L67-77, L120-184). The decoder's
-#   reverse-cycle gradients are discarded: its optimiser zeroes them first (training.py L120).
-# - Schedule: 100 epochs (main.py L36) of int(60,000 / 64) iterations (training.py L116). Both
-#   learning rates drop by 10 after 80 epochs (training.py L79-81).
-# - Networks (models/cc_vae_networks.py): networks.py L13-86, init utils.py L30-39.
-#
-# What neither the paper nor the code settles [ours]:
-# - Groups: a group is one stack of set_a, ABC's MNIST stack of 64 (ABC supplement L164). The ABC
-#   authors used that size as ML-VAE's group size (L217); they say nothing of CC-VAE's. A stack
-#   makes 32 disjoint pairs, shuffled by (seed, step). Two stacks (pairs_per_step=2) make the
-#   authors' 64 pairs per step. The reverse cycle pairs each first member's code with the code of
-#   an image from set_b's stack of the same index. That stack shows another digit unless
-#   --data.allow_same_digit; the authors' two batches differ in digit only by chance. So a step
-#   encodes, decodes and re-encodes as many images as one of the authors' iterations.
-# - Steps: epochs count our training images, as in the other VAE presets. That is 100 epochs of
-#   the 54,051 images without digit 9 (held out as in ABC, supplement L114), 64 pairs a step:
-#   84,455 steps.
-# - The learning-rate drop is --trainer.lr_drop_step at 80 epochs, counted the same way. The
-#   quick presets stop before it.
-# - base_channels is a knob for tests; 16 is the authors' value.
+# From the authors' code (main.py, training.py, networks.py, utils.py at 6ecdfe5): latents 16 + 16,
+# a Gaussian z and a deterministic s; loss weights reconstruction 2, reverse cycle 10, KL 3; 64
+# pairs per step, each image rebuilt from its own z and its partner's s; the reverse cycle decodes
+# z ~ N(0, I) with two detached codes and matches the re-encoded style means by L1; two Adam
+# optimisers (1e-4), forward then reverse, the decoder's reverse-cycle gradients discarded; 100
+# epochs, the learning rate divided by 10 after 80.
+# [ours], as neither paper nor code settles them: a group is one stack of set_a, ABC's MNIST stack
+# of 64 (ABC supplement L164, its size for ML-VAE, L217), so two stacks make the authors' 64 pairs;
+# epochs count our 54,051 training images without the held-out 9 (84,455 steps), the drop at 80 of
+# them (--trainer.lr_drop_step); base_channels is a knob for tests, 16 the authors'.
 
 NETWORKS = ("mnist", "conv64")
 
@@ -140,19 +114,12 @@ PRESETS["mnist_cc_vae_quick"] = PRESETS["mnist_cc_vae"].replace(
     log_every=500,
 )
 
-# Table S1, synthetic cars (ABC supplement L66-70), on the built-in procedural cars at 64 x 64.
-# The ABC authors downsized pose images to 64 x 64 for both VAE baselines (L217). The networks
-# are conv64; their sizes are ours (models/vae64_networks.py). Renders are clean on black, as the
-# synthetic queries of Table S1: no real images, crops, colour augmentations or backgrounds.
-# A group is one stack of set A: ABC's 32 renders of ONE car instance. The specified code is the
-# instance. The unspecified code is the pose; networks()["encoder"] returns it for the pose
-# lookup. The reverse cycle's second code comes from set B, renders of all training instances.
-# Four stacks of 16 pairs make the authors' 64 pairs per step.
-# [ours]: the group size, ABC's stack as for ML-VAE (L217); the supplement says nothing of
-# CC-VAE's. The loss, weights 2, 3 and 10, latent sizes 16 and 16 and learning rate 1e-4 are
-# from the authors' MNIST code; no source gives theirs for pose. base_channels is 32. Steps are
-# the authors' 100 epochs over the 4,000 procedural renders, 100 instances x 40 views, in steps
-# of 64 pairs: 6,250. With --data.source=keypointnet, scale --trainer.steps with the renders.
+# Table S1, synthetic cars (ABC supplement L66-70), on clean 64 x 64 procedural renders, conv64
+# networks (sizes ours) as the ABC authors used for both VAE baselines (L217). A group is ABC's
+# stack of 32 renders of one car, so the specified code is the instance and the unspecified one,
+# the encoder, the pose. [ours]: the group size; the loss, weights and latents are the authors'
+# MNIST ones; steps are their 100 epochs over the 4,000 renders in steps of 64 pairs (scale
+# --trainer.steps with the renders of --data.source=keypointnet).
 POSE_GROUP_SIZE = 32  # ABC's pose stack size (docs/PAPERS.md section 3: 4 pairs of sets of 32)
 POSE_TRAINING_RENDERS = 4000  # ProceduralSizes(): train_instances 100 x views_per_instance 40
 POSE_STEPS = round(AUTHORS_EPOCHS * POSE_TRAINING_RENDERS / AUTHORS_PAIRS)  # 6,250

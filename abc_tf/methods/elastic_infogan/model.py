@@ -42,42 +42,16 @@ from abc_tf.methods.base import (
 from abc_tf.methods.elastic_infogan.monitor import InfoGANMonitor
 from abc_tf.methods.elastic_infogan import ElasticInfoGanConfig, PRESETS, networks as infogan_networks
 
-# A training step, for B real images x (float in [0, 1]), B draws of z ~ N(0, I_62) and Gumbel
-# noise g:
-# - The code c = softmax((log p + g) / 0.1) is a Gumbel-softmax sample, almost one-hot. The
-#   generator's losses reach pi through it.
-# - The D step (Adam 2e-4, betas 0.5/0.999; the trunk and D's head):
-#   d_loss = BCE(D(x), 1) + BCE(D(G(z, c)), 0).
-# - The G step (the same Adam settings; G, Q's head and pi):
-#   g_loss = BCE(D(G(z, c)), 1) + info_loss + w ntxent_loss. info_loss = CE(Q(G(z, c)), argmax c).
-#   ntxent_loss is NT-Xent between normalize(Q_pen(h)) and normalize(Q_pen(h')), with the batch's
-#   other images as negatives. Its temperature is method.ntxent_temperature, 1 as the authors'
-#   run script passes. w = method.contrastive_weight (10). h = trunk(x) and h' = trunk(T(x)) come
-#   from the D step. The trunk takes x and T(x) in two passes, each with its own batch
-#   statistics, before the D update. The G step runs Q's head on each, so NT-Xent trains Q's head
-#   alone [code: infoGAN.py's train loop].
-# - T is the authors' Augmentor pipeline: rotation by whole degrees up to +-20, which crops and
-#   rescales, and zoom 0.9-1.1 (abc_tf.data.mnist.digit_augment.augment). method.elastic_field
-#   adds our mild elastic displacement.
-#
-# Only the D step updates the shared trunk. The authors' D optimizer holds the trunk and D's head;
-# their G optimizer holds G, Q's head and pi [code]. The G step runs G again after the D step, so
-# it sees the updated D. The authors reuse the D step's G(z, c): the same images, but here G's
-# batch normalisation updates its moving statistics twice per step. Every random draw (z, g, the
-# augmentation) is stateless, from (seed, step), so a resumed run draws what an unbroken one would.
-#
-# Distributed (--trainer.strategy=mirrored ...), the replicas split batch_size, and a step is one
-# device's step. Every replica draws its rows of the global batch's z, g and augmentation. The
-# batch normalisation of G and the trunk averages over the global batch (synchronized layers,
-# networks.py). NT-Xent takes its negatives from the whole global batch.
-#
-# InfoGANMonitor (abc_tf.methods.elastic_infogan.monitor) logs every log_every steps: the learned
-# prior (prior/<k>), its largest entry (prior_max), and the prior and the split's true proportions
-# sorted (prior_sorted/learned_<i>, prior_sorted/true_<i>). Codes and digits correspond in no known
-# order. It also logs generated_diversity and a sample grid per code under logs/elastic_infogan.
-# It writes prior.json into the run directory: the prior now, at every log step so far, and the
-# true proportions. On class-imbalanced MNIST it also writes class_split.json. It records failures
-# (a collapsed prior, mode collapse) in training_warnings.json, with a logged warning.
+# A step: c = softmax((log p + g) / 0.1), a Gumbel-softmax sample through which the generator's
+# losses reach pi. The D step (Adam 2e-4, betas 0.5/0.999; the trunk and D's head) minimises
+# BCE(D(x), 1) + BCE(D(G(z, c)), 0); the G step (G, Q's head and pi) minimises BCE(D(G(z, c)), 1)
+# + CE(Q(G(z, c)), argmax c) + w NT-Xent of Q's head on trunk(x) and trunk(T(x)), the D step's
+# features, so NT-Xent trains Q's head alone, as the authors' optimisers split (infoGAN.py).
+# T is their Augmentor pipeline (digit_augment.augment); method.elastic_field adds ours.
+# Unlike the authors, who reuse the D step's G(z, c), the G step runs G again: it sees the updated
+# D, and G's batch normalisation updates its statistics twice a step. Distributed, the replicas
+# split batch_size and draw their rows of the global batch's noise; batch normalisation and
+# NT-Xent's negatives span the global batch.
 
 
 NUM_CATEGORIES = infogan_networks.NUM_CATEGORIES

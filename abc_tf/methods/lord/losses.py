@@ -12,38 +12,18 @@ import math
 import keras
 import tensorflow as tf
 
-# Stage 1, latent optimisation (steps < stage1_steps). A class code e_y per group and a content
-# code c_i per bank image are tables the optimiser trains. The noise u_i ~ N(0, I) comes from
-# (seed, step):
-#
-#   latent_loss = mean_i r(G(c_i + content_std u_i, e_y(i)), x_i) + content_decay sum_i ||c_i||^2
-#
-# The sum runs over the step's images. The authors' Keras l2 activity regulariser on the content
-# embedding (network.py L211) is decay x the sum of squares of the batch's codes. Keras 2.2's
-# Layer.__call__ adds it to the batch-mean loss without dividing by the batch. The noise is on
-# the embedding's output, the penalty before it (L211-214). The tables, the modulation and the
-# generator train with one Adam (betas 0.5, 0.999), at a cosine rate from --trainer.learning_rate
-# to min_learning_rate. The tables' steps are latent_lr_multiplier times larger. Each table is
-# stored divided by the multiplier and read times it. Adam's step does not depend on a gradient's
-# scale, so the code moves by the multiplier times the rate (up to Adam's epsilon, also divided).
-#
-# Stage 2, amortisation (steps >= stage1_steps). A content encoder E_c and a class encoder E_y
-# learn to give the optimised codes, while the generator is fine-tuned. The authors' stage-2
-# model holds the modulation and the generator, trainable (network.py L142-154):
-#
-#   amortized_loss = mean_i r(G(E_c(x_i), E_y(x_i)), x_i)
-#                    + code_weight (mean_i,k (E_c(x_i) - c_i)_k^2 + mean_i,k (E_y(x_i) - e_y(i))_k^2)
-#
-# The codes are read without noise and without gradient; the authors precompute them (L163).
-# A fresh Adam (betas 0.5, 0.999) at encoder_learning_rate trains the encoders and the generator.
-#
-# r is the reconstruction error per image. reconstruction="pixel" [ours] is the mean absolute
-# error over pixels and channels on the 0-255 scale. That is the scale the authors' VGG reads
-# (network.py L405-407). It keeps the error near the size of their perceptual loss, so
-# content_decay and code_weight keep their balance with it. "perceptual" is the authors' loss
-# (network.py L169-191). It is the mean absolute difference of each of the five VGG16 feature
-# maps, weighted 1/5, with weights from --method.vgg_weights. Their multiscale wrapper resizes to
-# 64 x 64 only (config.py L14): the identity on 64 x 64 images. We compare at the images' size.
+# Stage 1 (latent optimisation) trains the class and content tables, the modulation and the
+# generator with one Adam (betas 0.5, 0.999) on reconstruction + content_decay sum_i ||c_i||^2.
+# The penalty is summed over the step's codes, not averaged: the authors' Keras l2 activity
+# regulariser (network.py L211) is added to the batch-mean loss undivided. Each table is stored
+# divided by latent_lr_multiplier and read times it, so Adam, blind to a gradient's scale, moves it
+# that many times faster. Stage 2 (amortisation) trains the encoders and the generator with a fresh
+# Adam to give the stage-1 codes, read without noise or gradient (the authors precompute them,
+# L163), as well as to reconstruct.
+# reconstruction="pixel" [ours] is the mean absolute error on the 0-255 scale the authors' VGG
+# reads (L405-407), near their perceptual loss's size, so content_decay and code_weight keep their
+# balance. "perceptual" is theirs (L169-191): five VGG16 feature maps weighted 1/5; their
+# multiscale wrapper is the identity at 64 x 64 (config.py L14), so we compare at the images' size.
 PIXEL_SCALE = 255.0
 
 

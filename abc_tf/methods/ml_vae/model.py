@@ -28,40 +28,17 @@ from abc_tf.methods.base import ImageNeed, Method, MethodModel, draw_rows, to_fl
 from abc_tf.methods.distributions import bernoulli_log_likelihood, gaussian_kl
 from abc_tf.methods.ml_vae import PRESETS, MlVaeConfig
 
-# Generative model: p(x_i | s_i, c_G), with s_i ~ N(0, I) per image and c_G ~ N(0, I) per group.
-# Inference: per image, a diagonal Gaussian style posterior q(s | x_i) and a content posterior
-# q(c | x_i). The group's content posterior is the normalised product of its members' Gaussians
-# (group_posterior). Its precision is the sum of the precisions; its mean is the
-# precision-weighted mean of the means. Source: utils.py, accumulate_group_evidence (L13-51),
-# in log-space as they do. One reparameterised style draw per image. content_sample="group" draws
-# the content once per group. "image" draws once per image from the group's posterior, as the
-# authors' final code, group_wise_reparameterize_each: the same ELBO, another estimator.
-# The content noise has standard deviation sample_std; 1 draws from the posterior. The authors'
-# README reports that 0.1, with one draw per group as in their first commit, kept the decoder
-# from ignoring the content code. Below 1 the loss is not the ELBO but a bound on a less noisy
-# decoder input.
-#
-# The loss is the negative ELBO per image (elbo_terms), for P groups of N:
-#
-#   loss = mean_i [-log p(x_i | s_i, c_G(i))] + w (mean_i KL(q(s | x_i) || N(0, I))
-#          + mean_G KL(q(c | X_G) || N(0, I)) / N)
-#
-# w is kl_weight, 1 for the authors. They minimise the sum over the batch divided by the number
-# of groups (training.py L33-49). That is N times ours: the same optimum, and Adam's steps are
-# nearly invariant to the scale. We average per image [ours], so the reconstruction and style KL
-# read as nats per image, like the VAE's. The content KL counts once per group, 1/N per image, as
-# in theirs.
-#
-# likelihood="gaussian" is the authors': a per-pixel Normal with the decoder's mean and
-# tanh-squashed log-variance (training.py L39-45). Their 1e-12 added to the variance is below
-# float32's resolution for log-variances in [-1, 1], so it is left out. "bernoulli" [ours] reads
-# pixels in [0, 1] as probabilities; the decoder outputs logits. The noise comes from
-# (seed, step), so a resumed run draws what an unbroken one would. Under a distribution strategy
-# each replica takes its rows of the global batch's draws (draw_rows).
-#
-# networks="mnist" is the authors' MNIST MLPs (models/ml_vae_networks.py). "conv64" is the
-# convolutional networks for 64 x 64 images (models/vae64_networks.py). The ABC authors used
-# CC-VAE's 64 x 64 networks for both VAE baselines (supplement L217).
+# The group's content posterior is the normalised product of its members' Gaussians, in log
+# space as the authors' accumulate_group_evidence (utils.py L13-51). content_sample="image" draws
+# it once per image as their final code does (the same ELBO, another estimator); sample_std < 1,
+# with which their README reports the decoder stops ignoring the content, bounds a less noisy
+# decoder input instead of the ELBO.
+# The loss is the negative ELBO per image [ours]: the authors' sum over the batch divided by the
+# groups (training.py L33-49) is N times it, the same optimum under Adam, and per image it reads as
+# the VAE's nats; the content KL counts once per group. likelihood="gaussian" is theirs (a
+# tanh-squashed log-variance, training.py L39-45; their 1e-12 is below float32's resolution there);
+# "bernoulli" is ours. networks="conv64" is the 64 x 64 pair the ABC authors used for both VAE
+# baselines (supplement L217).
 from models import vae64_networks
 from models import ml_vae_networks
 

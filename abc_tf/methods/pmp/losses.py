@@ -9,39 +9,17 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-# Pairs: the "pairs" format changes exactly one factor, always to another value [ours]. The
-# authors' dataset.py with their notebook's k = -1 changes one factor in about half the pairs.
-# The others change 1 to (factors - 1), 1 to 5 on Shapes3D. Each is redrawn uniformly, so it may
-# keep its old value.
-#
-# The terms, for B pairs with codes s [2B, k, d] of the 2B images, and
-# D[b, i] = ||s_i(x1_b) - s_i(x2_b)||^2:
-# - L_rec: mean squared error between g(z) and the images in [0, 1], over both images of every
-#   pair. Shapes3D is decoded linearly, with no sigmoid [code].
-# - L_spar (eq. 1): sum_i |s_i * sum_{j != i} s_j|, summed over the subspaces and averaged over the
-#   images and the d coordinates [code]. That is eq. 1's L1 norm divided by d.
-# - L_dis: i*_b, the subspace the pair changes most, is the argmax over i of D[b, i] divided by
-#   subspace i's mean Euclidean distance between the batch's 2B codes. Every ordered pair counts,
-#   self pairs included [code]. M is its one-hot, without gradient. L_dis is the mean over the
-#   B x k entries of (1 - M) D + 10 M relu(0.05 - D). The other subspaces are pulled together,
-#   the changed one is kept at least 0.05 apart [code]. The raw D enters the loss; the normalised
-#   one only picks i* [code]. The authors' expression, mean 10 relu(0.05 - M D), also counts
-#   10 x 0.05 for each other entry. That is a constant 0.45 at k = 10, without gradient, left out
-#   of dis_loss here.
-# - L_cons: 2B of the k x B mixes, drawn anew each step without replacement [code]. A mix takes
-#   subspace i from x1_b and the others from x2_b: z_mix = s_i(x1_b) + sum_{j != i} s_j(x2_b).
-#   It is decoded and re-encoded, and its k codes must equal the mixed ones. The loss is the mean
-#   squared error over all codes, with gradients through both sides [code].
-# - L_reg: 100 * mean_i (1/k - mean_b softmax_i(1000 D[b, :]))^2. Every subspace should be the one
-#   that changes for about 1/k of the pairs [code].
-#
-# Schedule over the run's T steps: t = step / T, read from the optimizer's step inside the compiled
-# train_step. Reconstruction alone while t <= method.warmup: 0.25 [code], 20% in the supplement.
-# Then b1 = min(exp(25 (t - 0.4)), 1), b2 = min(exp(25 (t - 0.5)), 1) and b3 = 1 - b1 [code]. The
-# supplement says b3 = 1 - b2. L_cons costs a decoder and an encoder pass, so it is computed only
-# once b2 > 0.01, as in the authors' code. t moves every step [ours]. The authors' code evaluates
-# the same functions at t = epoch / epochs, so its weights rise in stairs, 30 in their notebook.
-# Its warm-up lasts until the first epoch above 0.25 x the epochs: epochs 0-7 of 30, 27% of the run.
+# Where this follows the authors' code [code] rather than the supplement, or neither [ours]:
+# - pairs change exactly one factor, always to another value [ours]; their dataset.py (k = -1)
+#   redraws 1 to 5 factors uniformly, so a factor may keep its value.
+# - L_rec decodes Shapes3D linearly; L_spar is eq. 1's L1 norm divided by d [code].
+# - L_dis picks the changed subspace i* by D normalised by each subspace's mean distance over the
+#   batch's 2B codes, self pairs included, but the loss reads the raw D [code]; their constant
+#   10 x 0.05 for each other entry (0.45 at k = 10, no gradient) is left out.
+# - L_cons draws 2B of the k x B mixes anew each step, gradients through both sides, and costs a
+#   decoder and an encoder pass, so runs only once b2 > 0.01 [code].
+# - Schedule: reconstruction alone while t <= 0.25 (the supplement: 20%); b3 = 1 - b1 [code] (the
+#   supplement: 1 - b2). t = step / T moves every step [ours]; theirs is epoch / epochs, in stairs.
 #
 # The authors' constants [code].
 MARGIN, MARGIN_WEIGHT = 0.05, 10.0  # L_dis: the changed subspace keeps D >= 0.05
