@@ -128,6 +128,8 @@ def test_evaluation_callbacks_follow_the_config(tmp_path):
     assert final_only.every_steps == 0
     with pytest.raises(ValueError, match="eval_every"):
         callbacks.evaluation_callbacks(experiments.config_for(eval_every=-1), str(tmp_path))
+    with pytest.raises(ValueError, match=r"^--trainer.eval_images=10000000: Asked for .*; lower it.$"):
+        callbacks.evaluation_callbacks(experiments.config_for(eval_images=10**7), str(tmp_path))
     built = callbacks.evaluation_callbacks(
         experiments.config_for(eval_every=50, eval_images=32), str(tmp_path)
     )

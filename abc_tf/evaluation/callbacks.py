@@ -280,8 +280,11 @@ def evaluation_callbacks(config: ExperimentConfig, run_dir: str) -> list[keras.c
         raise ValueError(f"eval_every must be >= 0, got {every}.")
     num_images = config.trainer.eval_images
     if num_images < 10:
-        raise ValueError(f"eval_images must be at least 10, got {num_images}.")
-    sample = tasks.labelled_sample(config, num_images, seed=1234)
+        raise ValueError(f"--trainer.eval_images must be at least 10, got {num_images}.")
+    try:
+        sample = tasks.labelled_sample(config, num_images, seed=1234)
+    except ValueError as error:  # more than the family holds: the flag that asked, first
+        raise ValueError(f"--trainer.eval_images={num_images}: {str(error).rstrip('.')}; lower it.") from None
     if sample is None:
         if every:
             raise ValueError(

@@ -129,20 +129,13 @@ PRESETS["mnist_ml_vae_quick"] = PRESETS["mnist_ml_vae"].replace(
     jit_compile="true",
 )
 
-# Table S1's synthetic cars, set up as CC-VAE's pose preset (see the comment there), with
-# groups of 32 renders of ONE car instance (L217: group size = ABC's stack size). The content
-# code is the instance. The style code is the pose; networks()["encoder"] returns it for the
-# pose lookup. 8 groups make the authors' 256 images per step.
-# [ours]:
-# - A Bernoulli likelihood: the renders are RGB in [0, 1]. The authors' tanh squashes the
-#   log-variance into [-1, 1], a standard deviation of at least 0.61 per pixel. Under it, the few
-#   edge pixels that tell poses apart cost almost nothing against the KL terms. The Bernoulli
-#   cross-entropy weighs them fully; it is the usual VAE choice for [0, 1] images.
-# - base_channels 32. Latent sizes 10 and 10 and learning rate 1e-3 are the authors' MNIST
-#   values; no source gives theirs for pose.
-# - Steps: the authors' 400 epochs over the 4,000 procedural renders, 100 instances x 40 views
-#   (abc_tf.data.pose.procedural.ProceduralSizes), in steps of 256: 6,250.
-#   With --data.source=keypointnet, scale --trainer.steps with the number of renders.
+# Table S1's synthetic cars, set up as CC-VAE's pose preset: a group is 32 renders of one car, so
+# the content code is the instance and the style code, the encoder, the pose; 8 groups make the
+# authors' 256 images per step. [ours]: a Bernoulli likelihood, as the authors' tanh-squashed
+# log-variance (standard deviation >= 0.61) makes the few edge pixels that tell poses apart cost
+# almost nothing against the KL; base_channels 32 (latents and learning rate are their MNIST
+# values); steps are their 400 epochs over the 4,000 renders in steps of 256 (scale
+# --trainer.steps with the renders of --data.source=keypointnet).
 POSE_GROUP_SIZE = (
     32  # ABC's pose stack (docs/PAPERS.md section 3: 4 pairs of sets of 32), the group size (L217)
 )
