@@ -52,7 +52,7 @@ def measure(experiment: str, steps: int, work_dir: str) -> dict:
         "--vary=trainer.seed=0,1",
         f"--train_flags={fixed}",
         f"--evaluate_flags={EVALUATE}",
-        "--measure=metrics.json:config/trainer/steps",
+        "--measure=metrics.json:trained/digit_probe_accuracy/no_noise_standardised",
     ]
     seeds = ["train", f"--experiment={experiment}", *fixed.split(), "--seeds=3"]
     sweeps = {}
