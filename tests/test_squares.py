@@ -2,8 +2,12 @@
 checks (abc_tf check --data=squares) and its labelled sample is distinct and labelled."""
 
 import numpy as np
+import pytest
+import tensorflow as tf
 
 from abc_tf import data
+from abc_tf.data.family import check_batches
+from abc_tf.registry import ContractError
 from abc_tf.evaluation import contract
 from abc_tf.examples.squares import family as squares
 
@@ -19,3 +23,14 @@ def test_the_example_family_passes_its_checks():
     # The square's position and the background's bin are what the images show.
     corner = sample.images[:, 0, 0, 0].astype(np.int64)
     np.testing.assert_array_equal(corner * squares.BACKGROUND_BINS // 128, sample.factors[:, 1])
+
+
+def test_a_stream_that_drops_the_set_axis_is_one_line_naming_the_stream():
+    spec = {
+        "set_a": tf.TensorSpec([32, 28, 28, 1], tf.uint8),
+        "set_b": tf.TensorSpec([4, 8, 28, 28, 1], tf.uint8),
+    }
+    with pytest.raises(
+        ContractError, match=r"^The 'sets' stream of the data family 'squares' yields set_a: uint8 "
+    ):
+        check_batches("squares", "sets", spec, squares.IMAGE_SHAPE)

@@ -60,7 +60,7 @@ def check_batches(family: str, batch_format: str, spec, image_shape: tuple[int, 
             wanted = "[P, N, H, W, C]" if rank == 5 else "[B, H, W, C]"
             found = "none" if got is None else f"{got.dtype.name} {list(shape)}"
             raise ContractError(
-                f"The data family {family!r}'s {batch_format!r} stream yields {key}: {found}; a "
+                f"The {batch_format!r} stream of the data family {family!r} yields {key}: {found}; a "
                 f"{batch_format!r} batch holds {key}: uint8 {wanted}, (H, W, C) = {tuple(image_shape)} "
                 f"(its image_shape); {GUIDE}."
             )
