@@ -1,6 +1,8 @@
 """abc_tf.examples.squares, the example family: found by its entry point, it passes the family's
 checks (abc_tf check --data=squares) and its labelled sample is distinct and labelled."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -34,3 +36,10 @@ def test_a_stream_that_drops_the_set_axis_is_one_line_naming_the_stream():
         ContractError, match=r"^The 'sets' stream of the data family 'squares' yields set_a: uint8 "
     ):
         check_batches("squares", "sets", spec, squares.IMAGE_SHAPE)
+
+
+def test_a_family_without_an_evaluation_task_is_told_what_that_costs(monkeypatch):
+    monkeypatch.setattr(squares, "FAMILY", dataclasses.replace(squares.FAMILY, evaluation_task=""))
+    assert contract.family_checks("squares")[-1] == (
+        "PASS no evaluation_task: evaluate refuses its runs, and train advises none"
+    )

@@ -67,6 +67,8 @@ def family_checks(name: str) -> list[str]:
         check_batches(name, batch_format, spec, family.image_shape(config))
         passed.append(f"PASS the {batch_format!r} stream: {', '.join(sorted(batch))}")
     wanted = IsolationSettings.num_images  # evaluate's default sample, the largest a run draws by default
+    if not family.evaluation_task:  # what a run's "Next:" leaves out
+        passed.append("PASS no evaluation_task: evaluate refuses its runs, and train advises none")
     sample = tasks.labelled_sample(config, wanted, seed=1234)
     if sample is not None:
         distinct = len(np.unique(sample.images.reshape(len(sample.images), -1), axis=0))
