@@ -59,9 +59,9 @@ flags.DEFINE_integer(
 flags.DEFINE_boolean(
     "check_only",
     False,
-    "Make every check train.py makes before it reads data (the flags, the config, "
-    "the data's paths, the run directory, the model's build) and exit: 0 with one line, or 2 with the "
-    "error. Nothing is written.",
+    "Make every check a run makes before its first step (the flags, the config, the data's paths, the "
+    "run directory, the model's build, its first step's trace, the labelled sample) and exit: 0 with "
+    "one line, or 2 with the error. Nothing is written.",
 )
 flags.DEFINE_list(
     "allow_config_change",
