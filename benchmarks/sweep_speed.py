@@ -16,6 +16,7 @@ Writes docs/figures/benchmarks/sweep_speed.json; the section is written from it.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -53,17 +54,21 @@ def measure(experiment: str, steps: int, work_dir: str) -> dict:
         f"--train_flags={fixed}",
         f"--evaluate_flags={EVALUATE}",
         "--measure=metrics.json:trained/digit_probe_accuracy/no_noise_standardised",
+        "--goal=max",
     ]
     seeds = ["train", f"--experiment={experiment}", *fixed.split(), "--seeds=3"]
     sweeps = {}
     for name, arguments in (("grid of 4 points", grid), ("train.py --seeds=3", seeds)):
-        times = {}
+        times, picks = {}, {}
         for way, flag in (("one after another", "--parallel=1"), ("side by side", "--parallel=0")):
             folder = os.path.join(work_dir, f"{arguments[0]}_{flag[-1]}")
             shutil.rmtree(folder, ignore_errors=True)
             times[way] = timed([*arguments, flag, f"--output_dir={folder}"], f"{folder}.log")
-        sweeps[name] = {"runs": 4 if arguments[0] == "grid" else 3, "seconds": times}
-    return {"experiment": experiment, "steps": steps, "sweeps": sweeps, "cores": os.cpu_count()}
+            if arguments[0] == "grid":
+                with open(os.path.join(folder, "grid.json")) as handle:
+                    picks[way] = json.load(handle)["pick"]["name"]
+        sweeps[name] = {"runs": 4 if arguments[0] == "grid" else 3, "seconds": times, "picks": picks}
+    return {"experiment": experiment, "steps": steps, "sweeps": sweeps}
 
 
 def section(results: dict) -> str:
@@ -80,6 +85,12 @@ def section(results: dict) -> str:
         one, both = sweep["seconds"]["one after another"], sweep["seconds"]["side by side"]
         lines.append(f"| {name} | {sweep['runs']} | {one:.0f} | {both:.0f} | {one / both:.2f}x |")
     grid = results["sweeps"]["grid of 4 points"]
+    picks = grid.get("picks", {})
+    if picks:
+        lines += [
+            "",
+            "The grid's picks: " + ", ".join(f"{way} `{name}`" for way, name in picks.items()) + ".",
+        ]
     per_run = grid["seconds"]["side by side"] * min(cores, grid["runs"]) / grid["runs"]  # a slot's time
     estimate = ", ".join(
         f"{hosts} host(s) {math.ceil(PAPER_POINTS / (hosts * cores)) * per_run / 60:.0f} min"
