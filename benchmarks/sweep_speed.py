@@ -75,8 +75,7 @@ def section(results: dict) -> str:
     cores = results["cpu_count"]
     lines = [
         f"`{results['experiment']}`, {results['steps']} steps a run, procedural data, cut-down evaluation: "
-        "one run at a time (`--parallel=1`) against the default, as many at once as the cores with the "
-        "cores divided among them.",
+        "`--parallel=1` against the default, as many runs at once as cores.",
         "",
         "| sweep | runs | one after another (s) | side by side (s) | ratio |",
         "|---|---|---|---|---|",
@@ -100,9 +99,8 @@ def section(results: dict) -> str:
         "",
         f"**Estimate, not measured:** Table S1's {PAPER_POINTS} points at this preset's measured "
         f"{per_run:.0f} s a run, {cores} runs at once a host (Ray, `--cpus_per_run=1`): {estimate}. "
-        "A paper point trains longer (5 to 20 minutes on 2 cores); scale by its time per run.",
+        "A paper point trains 5 to 20 minutes on 2 cores: scale by its time.",
         "",
-        report.load_text(results),
         f"`{results['command']}`; {report.host(results)}",
     ]
     return "\n".join(lines)

@@ -85,6 +85,7 @@ from benchmarks import (
     report,
     run_all,
     serving,
+    sweep_speed,
     training_scaling,
     vitae_speed,
 )
@@ -112,6 +113,7 @@ BENCHMARKS = (
     pmp_speed,
     run_all,
     serving,
+    sweep_speed,
     training_scaling,
     vitae_speed,
 )
