@@ -30,7 +30,4 @@ def test_the_section_gives_the_ratios_the_load_the_command_and_an_estimate_marke
     # 250 s for 4 runs, 2 at once: 125 s a run; 58 points on 1 host, 2 at once: 29 rounds.
     assert "The grid's picks: one after another `a`, side by side `a`." in text
     assert "**Estimate, not measured:**" in text and "1 host(s) 60 min" in text
-    assert (
-        "load 3.0-3.5" in text
-        and "`python -m benchmarks.sweep_speed`" in text
-    )
+    assert "load 3.0-3.5" in text and "`python -m benchmarks.sweep_speed`" in text
