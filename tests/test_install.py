@@ -40,7 +40,7 @@ PLUGIN = {
 
         PRESETS = {"squares_abc": ExperimentConfig(
             name="squares_abc", trainer=TrainerConfig(steps=2, log_every=1, eval_images=16),
-            data=SquaresConfig(family="squares"), batch=SetBatch(set_size=4, pairs_per_step=1),
+            data=SquaresConfig(family="blocks"), batch=SetBatch(set_size=4, pairs_per_step=1),
             method=AbcConfig(name="abc"), encoder=EncoderConfig(architecture="s4", embedding_dim=2))}
         """,
     "abc_plugin_squares/family.py": """
@@ -67,7 +67,7 @@ PLUGIN = {
 
 
         FAMILY = DataFamily(
-            name="squares",
+            name="blocks",
             config=SquaresConfig,
             image_shape=lambda config: (28, 28, 1),
             streams={"sets": make_dataset},
@@ -84,7 +84,7 @@ PLUGIN = {
         version = "0.1"
 
         [project.entry-points."abc_tf.data"]
-        squares = "abc_plugin_squares"
+        blocks = "abc_plugin_squares"
 
         [tool.setuptools]
         packages = ["abc_plugin_squares"]
@@ -212,7 +212,7 @@ def test_the_installed_command_trains_evaluates_and_finds_a_plug_in_from_an_empt
     )
     assert (folder / "runs" / "shapes3d_demo" / "metrics.json").is_file()
     plugin = run([abc_tf, "train", "--experiment=squares_abc"], cwd=folder)
-    assert "squares_abc (--method=abc on --data=squares, built-in generated data)" in plugin.stdout
+    assert "squares_abc (--method=abc on --data=blocks, built-in generated data)" in plugin.stdout
     assert (folder / "runs" / "squares_abc" / "encoder.keras").is_file()
     module = run([os.path.join(installed, "python"), "-m", "abc_tf", "grid", "--help"], cwd=folder)
     assert "--vary" in module.stdout

@@ -99,7 +99,9 @@ def test_the_distribution_s_family_and_method_are_found_by_their_entry_points(in
     assert {"abc", "pmp", "shapes3d", "mnist"} <= set(methods.METHODS) | set(data.DATA_FAMILIES)
 
 
-def test_an_entry_point_that_takes_a_built_in_name_or_names_an_attribute_is_refused(tmp_path, monkeypatch):
+def test_an_entry_point_that_takes_a_built_in_name_or_names_an_attribute_is_skipped_with_a_warning(
+    tmp_path, monkeypatch
+):
     site = tmp_path / "site"
     (site / "clash-0.1.dist-info").mkdir(parents=True)
     (site / "clash-0.1.dist-info" / "METADATA").write_text(
@@ -107,20 +109,19 @@ def test_an_entry_point_that_takes_a_built_in_name_or_names_an_attribute_is_refu
     )
     points = site / "clash-0.1.dist-info" / "entry_points.txt"
     monkeypatch.syspath_prepend(str(site))
+    discover = lambda: registry.discover(  # noqa: E731
+        methods.__name__, methods.__path__, methods.ENTRY_POINT_GROUP, "model:METHOD", "method"
+    )
     points.write_text("[abc_tf.methods]\nabc = their_package.abc\n")
-    with pytest.raises(
-        ValueError,
+    with pytest.warns(
+        UserWarning,
         match=r"entry point 'abc' = 'their_package.abc' of the distribution clash is also the "
-        r"name of the method in abc_tf.methods.abc; rename the entry point",
+        r"name of the method in abc_tf.methods.abc; rename it",
     ):
-        registry.discover(
-            methods.__name__, methods.__path__, methods.ENTRY_POINT_GROUP, "model:METHOD", "method"
-        )
+        assert discover()["abc"].package == "abc_tf.methods.abc"  # the built-in keeps its name
     points.write_text("[abc_tf.methods]\ntheirs = their_package:METHOD\n")
-    with pytest.raises(ValueError, match="a method entry point names its package"):
-        registry.discover(
-            methods.__name__, methods.__path__, methods.ENTRY_POINT_GROUP, "model:METHOD", "method"
-        )
+    with pytest.warns(UserWarning, match="a method entry point names a package"):
+        assert "theirs" not in discover()
 
 
 def run_train(monkeypatch, capsys, *flags: str) -> str:

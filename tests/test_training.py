@@ -43,7 +43,8 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy
     # Checkpoints at steps 10, 20, 30, 40; the newest two kept.
     assert [step for step, _ in checkpoints.list_checkpoints(run_dir)] == [30, 40]
 
-    images = next(iter(data.get_family("toy").stream("sets")(TOY, seed=0)))["set_a"][0]
+    as_uint8 = next(iter(data.get_family("toy").stream("sets")(TOY, seed=0)))["set_a"][0]
+    images = tf.cast(as_uint8, tf.float32) / 255.0  # what the encoder and `embed` take
     want = result.encoder(images).numpy()
     reloaded = keras.models.load_model(os.path.join(run_dir, "encoder.keras"))
     # The same weights through the same eager kernels: equal (the tolerance only for the record).
@@ -55,7 +56,6 @@ def test_a_run_writes_config_logs_checkpoint_encoder_and_saved_model(trained_toy
     np.testing.assert_allclose(
         saved.embed(images)["embeddings"].numpy(), want, rtol=tolerance, atol=tolerance
     )
-    as_uint8 = tf.cast(tf.round(images * 255.0), tf.uint8)
     np.testing.assert_allclose(  # x / 255 in float32 or in float64: the same float32 (tests/test_abc.py)
         saved.embed_uint8(as_uint8)["embeddings"].numpy(),
         result.encoder(as_uint8 / 255).numpy(),
@@ -211,7 +211,7 @@ def replicas(tmp_path_factory, two_replicas) -> dict:
     two replicas ("two"), over the two logical CPU devices of tests/conftest.py; "odd": the error
     for a batch the replicas cannot split."""
     root = tmp_path_factory.mktemp("replicas")
-    config = TOY.replace(temperature=0.05, steps=12, log_every=4, seed=5)
+    config = TOY.replace(temperature=0.05, steps=12, log_every=4, seed=5, learning_rate=1e-2)
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(data.DATA_FAMILIES, "toy", "toy_family:FAMILY")
         single = training.train(config, str(root / "one"), verbose=0)

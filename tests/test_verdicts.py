@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the cases read as a table, one finding a line)
 """The documents' verdicts follow the written rule (scripts/verdicts.py): each verdict and
 qualifier from a finding's inputs; a value moved past a spread changes the verdict, which
 `doc_tables --check` catches until the documents are written again; and the result files' own
@@ -40,40 +39,211 @@ def decide(root, **finding) -> str:
 @pytest.mark.parametrize(
     "finding, expected",
     [
-        ({"claim": "value", "paper": {"value": 1.05, "spread": 0.1}, "ours": "r.json#/a"}, "holds: within the paper's spread"),
-        ({"claim": "value", "paper": {"value": 1.5, "spread": 0.1}, "ours": "r.json#/a"}, "differs: outside the paper's spread"),
-        ({"claim": "value", "paper": {"value": 1.0, "spread": 0.1}, "ours": "r.json#/a", "values": [[{"ref": "r.json#/b", "label": "B"}, 0.9, 0.1]]}, "differs: outside the paper's spread in part: B"),
-        ({"claim": "value", "paper": {"value": 1.0, "spread": 0.1}, "ours": "r.json#/a", "protocol": "other data"}, "not measurable here: values not compared (other data)"),
-        ({"claim": "value", "paper": {"value": "0.05"}, "ours": "r.json#/one", "paper_runs": 1}, "holds: equal at the paper's precision"),
-        ({"claim": "value", "paper": {"value": "0.06"}, "ours": "r.json#/one", "paper_runs": 1}, "differs: unequal at the paper's precision"),
-        ({"claim": "value", "paper": {"value": "0.05"}, "ours": "r.json#/one"}, "not measurable here: 1 run of 3"),
-        ({"claim": "value", "paper": {"value": 1.0}, "ours": "r.json#/two_runs"}, "not measurable here: 2 runs of 3"),
-        ({"claim": "value", "paper": {"value": 1.0, "spread": 0.1}, "ours": "r.json#/a", "budget": [1, 40]}, "not measurable here: 2.5% of the paper's budget"),
-        ({"claim": "value", "paper": {"value": 1.0, "spread": 0.1}, "ours": "r.json#/a", "budget": [[1, 2], [1, 20]]}, "not measurable here: 5.0% of the paper's budget"),
-        ({"claim": "value", "paper": {"value": 1.0, "spread": 0.1}, "ours": "r.json#/a", "protocol": "procedural"}, "not measurable here: values not compared (procedural)"),
-        ({"claim": "value", "paper": {"value": "0.05"}, "ours": "r.json#/one", "paper_runs": 1, "draws": [2500, 10000]}, "not measurable here: 2,500 of the paper's 10,000 draws"),
+        (
+            {"claim": "value", "paper": {"value": 1.05, "spread": 0.1}, "ours": "r.json#/a"},
+            "holds: within the paper's spread",
+        ),
+        (
+            {"claim": "value", "paper": {"value": 1.5, "spread": 0.1}, "ours": "r.json#/a"},
+            "differs: outside the paper's spread",
+        ),
+        (
+            {
+                "claim": "value",
+                "paper": {"value": 1.0, "spread": 0.1},
+                "ours": "r.json#/a",
+                "values": [[{"ref": "r.json#/b", "label": "B"}, 0.9, 0.1]],
+            },
+            "differs: outside the paper's spread in part: B",
+        ),
+        (
+            {
+                "claim": "value",
+                "paper": {"value": 1.0, "spread": 0.1},
+                "ours": "r.json#/a",
+                "protocol": "other data",
+            },
+            "not measurable here: values not compared (other data)",
+        ),
+        (
+            {"claim": "value", "paper": {"value": "0.05"}, "ours": "r.json#/one", "paper_runs": 1},
+            "holds: equal at the paper's precision",
+        ),
+        (
+            {"claim": "value", "paper": {"value": "0.06"}, "ours": "r.json#/one", "paper_runs": 1},
+            "differs: unequal at the paper's precision",
+        ),
+        (
+            {"claim": "value", "paper": {"value": "0.05"}, "ours": "r.json#/one"},
+            "not measurable here: 1 run of 3",
+        ),
+        (
+            {"claim": "value", "paper": {"value": 1.0}, "ours": "r.json#/two_runs"},
+            "not measurable here: 2 runs of 3",
+        ),
+        (
+            {
+                "claim": "value",
+                "paper": {"value": 1.0, "spread": 0.1},
+                "ours": "r.json#/a",
+                "budget": [1, 40],
+            },
+            "not measurable here: 2.5% of the paper's budget",
+        ),
+        (
+            {
+                "claim": "value",
+                "paper": {"value": 1.0, "spread": 0.1},
+                "ours": "r.json#/a",
+                "budget": [[1, 2], [1, 20]],
+            },
+            "not measurable here: 5.0% of the paper's budget",
+        ),
+        (
+            {
+                "claim": "value",
+                "paper": {"value": 1.0, "spread": 0.1},
+                "ours": "r.json#/a",
+                "protocol": "procedural",
+            },
+            "not measurable here: values not compared (procedural)",
+        ),
+        (
+            {
+                "claim": "value",
+                "paper": {"value": "0.05"},
+                "ours": "r.json#/one",
+                "paper_runs": 1,
+                "draws": [2500, 10000],
+            },
+            "not measurable here: 2,500 of the paper's 10,000 draws",
+        ),
         ({"claim": "none", "paper": "not found"}, "not measurable here: paper's figure not found offline"),
         ({"claim": "none", "reason": "not run"}, "not measurable here: not run"),
         ({"claim": "bound", "paper": {"above": 0.9}, "ours": "r.json#/a"}, "holds: above the bound of 0.9"),
-        ({"claim": "bound", "paper": {"above": 0.99}, "ours": "r.json#/near_a"}, "differs: below the bound of 0.99"),
-        ({"claim": "bound", "paper": {"above": 0.7}, "ours": [{"ref": "r.json#/a", "label": "A"}, {"ref": "r.json#/b", "label": "B"}]}, "differs: below the bound of 0.7 in part: B"),
-        ({"claim": "bound", "paper": {"above": 3}, "ours": {"ratio": ["r.json#/repeats", "r.json#/b"]}, "timing": True, "goal": True, "protocol": "other hardware"}, "holds: above the bound of 3"),
-        ({"claim": "bound", "paper": {"below": 1.1}, "ours": "r.json#/one", "runs": "r.json#/rounds", "timing": True}, "holds: below the bound of 1.1"),
-        ({"claim": "bound", "paper": {"below": 1.1}, "ours": "r.json#/one", "timing": True}, "not measurable here: 1 repeat of 3"),
-        ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/b"]]}, "holds: gaps exceed the spread"),
-        ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/near_a"]]}, "differs: fails wholly"),
-        ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/b"], [{"ref": "r.json#/b", "label": "B over A"}, "r.json#/a"]]}, "differs: fails in part: B over A"),
-        ({"claim": "ordering", "paper": {}, "order": [["r.json#/near_a", "r.json#/a", "not above"]]}, "holds: no gap beyond the spread"),
-        ({"claim": "ordering", "paper": {}, "order": [[{"ref": "r.json#/a", "label": "A early"}, "r.json#/b", "not above"]]}, "differs: fails wholly"),
-        ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/b"]], "values": [["r.json#/a", 1.0, 0.1]]}, "holds: ordering and values agree"),
-        ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/b"]], "values": [["r.json#/a", 2.0, 0.1]]}, "holds as an ordering: values outside the paper's spread"),
-        ({"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/b"]], "values": [["r.json#/a", 1.0, 0.1]], "protocol": "other hardware"}, "holds as an ordering: values not compared (other hardware)"),
-        ({"claim": "ordering", "paper": {"spread": 0.1}, "paper_runs": 1, "order": [["r.json#/one", "r.json#/one"]]}, "differs: fails wholly"),
-        ({"claim": "trend", "direction": "rising", "trend": ["r.json#/sweep/0", "r.json#/sweep/1", "r.json#/sweep/2"]}, "holds: rising at every step"),
-        ({"claim": "trend", "direction": "rising", "trend": [f"r.json#/sweep/{i}" for i in range(4)]}, "differs: not rising at 1 of 3 steps"),
-        ({"claim": "trend", "direction": "rising", "trend": ["r.json#/sweep/0", "r.json#/sweep/1"]}, "not measurable here: 2 points of 3"),
+        (
+            {"claim": "bound", "paper": {"above": 0.99}, "ours": "r.json#/near_a"},
+            "differs: below the bound of 0.99",
+        ),
+        (
+            {
+                "claim": "bound",
+                "paper": {"above": 0.7},
+                "ours": [{"ref": "r.json#/a", "label": "A"}, {"ref": "r.json#/b", "label": "B"}],
+            },
+            "differs: below the bound of 0.7 in part: B",
+        ),
+        (
+            {
+                "claim": "bound",
+                "paper": {"above": 3},
+                "ours": {"ratio": ["r.json#/repeats", "r.json#/b"]},
+                "timing": True,
+                "goal": True,
+                "protocol": "other hardware",
+            },
+            "holds: above the bound of 3",
+        ),
+        (
+            {
+                "claim": "bound",
+                "paper": {"below": 1.1},
+                "ours": "r.json#/one",
+                "runs": "r.json#/rounds",
+                "timing": True,
+            },
+            "holds: below the bound of 1.1",
+        ),
+        (
+            {"claim": "bound", "paper": {"below": 1.1}, "ours": "r.json#/one", "timing": True},
+            "not measurable here: 1 repeat of 3",
+        ),
+        (
+            {"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/b"]]},
+            "holds: gaps exceed the spread",
+        ),
+        (
+            {"claim": "ordering", "paper": {}, "order": [["r.json#/a", "r.json#/near_a"]]},
+            "differs: fails wholly",
+        ),
+        (
+            {
+                "claim": "ordering",
+                "paper": {},
+                "order": [
+                    ["r.json#/a", "r.json#/b"],
+                    [{"ref": "r.json#/b", "label": "B over A"}, "r.json#/a"],
+                ],
+            },
+            "differs: fails in part: B over A",
+        ),
+        (
+            {"claim": "ordering", "paper": {}, "order": [["r.json#/near_a", "r.json#/a", "not above"]]},
+            "holds: no gap beyond the spread",
+        ),
+        (
+            {
+                "claim": "ordering",
+                "paper": {},
+                "order": [[{"ref": "r.json#/a", "label": "A early"}, "r.json#/b", "not above"]],
+            },
+            "differs: fails wholly",
+        ),
+        (
+            {
+                "claim": "ordering",
+                "paper": {},
+                "order": [["r.json#/a", "r.json#/b"]],
+                "values": [["r.json#/a", 1.0, 0.1]],
+            },
+            "holds: ordering and values agree",
+        ),
+        (
+            {
+                "claim": "ordering",
+                "paper": {},
+                "order": [["r.json#/a", "r.json#/b"]],
+                "values": [["r.json#/a", 2.0, 0.1]],
+            },
+            "holds as an ordering: values outside the paper's spread",
+        ),
+        (
+            {
+                "claim": "ordering",
+                "paper": {},
+                "order": [["r.json#/a", "r.json#/b"]],
+                "values": [["r.json#/a", 1.0, 0.1]],
+                "protocol": "other hardware",
+            },
+            "holds as an ordering: values not compared (other hardware)",
+        ),
+        (
+            {
+                "claim": "ordering",
+                "paper": {"spread": 0.1},
+                "paper_runs": 1,
+                "order": [["r.json#/one", "r.json#/one"]],
+            },
+            "differs: fails wholly",
+        ),
+        (
+            {
+                "claim": "trend",
+                "direction": "rising",
+                "trend": ["r.json#/sweep/0", "r.json#/sweep/1", "r.json#/sweep/2"],
+            },
+            "holds: rising at every step",
+        ),
+        (
+            {"claim": "trend", "direction": "rising", "trend": [f"r.json#/sweep/{i}" for i in range(4)]},
+            "differs: not rising at 1 of 3 steps",
+        ),
+        (
+            {"claim": "trend", "direction": "rising", "trend": ["r.json#/sweep/0", "r.json#/sweep/1"]},
+            "not measurable here: 2 points of 3",
+        ),
     ],
-)  # fmt: skip
+)
 def test_each_verdict_follows_the_rule(root, finding, expected):
     assert decide(root, **finding) == expected
 

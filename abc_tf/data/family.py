@@ -45,24 +45,28 @@ TASK_NEEDS = {
     "labels": "grouped_images",
     "pose": "pose_views",
 }
-# The uint8 images of each format's batch: {key: rank}; a set's images have a set axis first.
+# The images of each format's batch: {key: rank}; a set's images have a set axis first. They are
+# uint8, or float32 in [0, 1] once augmented (double augmentation, the augmentation baseline).
 BATCH_IMAGES = {"sets": {"set_a": 5, "set_b": 5}, "pairs": {"x1": 4, "x2": 4}, "images": {"images": 4}}
 
 
 def check_batches(family: str, batch_format: str, spec, image_shape: tuple[int, ...]) -> None:
     """ContractError in one line for a stream whose batches (``spec``, its ``element_spec``) lack
-    the images :data:`BATCH_IMAGES` names, uint8, of the family's ``image_shape``."""
-    for key, rank in BATCH_IMAGES[batch_format].items():
+    the images :data:`BATCH_IMAGES` names, uint8 or float32, of the family's ``image_shape``."""
+    keys = dict(BATCH_IMAGES[batch_format])
+    if isinstance(spec, dict) and "set_b" not in spec and "set_a_view2" in spec:
+        keys = {"set_a": 5, "set_a_view2": 5}  # the augmentation baseline: view 2 serves as set B
+    for key, rank in keys.items():
         got = spec.get(key) if isinstance(spec, dict) else None
         shape = None if got is None else got.shape
-        fits = got is not None and got.dtype.name == "uint8" and shape.rank == rank
+        fits = got is not None and got.dtype.name in ("uint8", "float32") and shape.rank == rank
         if not (fits and shape[-3:].is_compatible_with(image_shape)):
             wanted = "[P, N, H, W, C]" if rank == 5 else "[B, H, W, C]"
             found = "none" if got is None else f"{got.dtype.name} {list(shape)}"
             raise ContractError(
                 f"The {batch_format!r} stream of the data family {family!r} yields {key}: {found}; a "
-                f"{batch_format!r} batch holds {key}: uint8 {wanted}, (H, W, C) = {tuple(image_shape)} "
-                f"(its image_shape); {GUIDE}."
+                f"{batch_format!r} batch holds {key}: uint8 (or float32 in [0, 1]) {wanted}, (H, W, C) = "
+                f"{tuple(image_shape)} (its image_shape); {GUIDE}."
             )
 
 
