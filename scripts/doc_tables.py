@@ -61,7 +61,6 @@ import json
 import os
 import re
 import sys
-import urllib.parse
 
 from abc_tf.evaluation import comparison_report
 from scripts import demo_log, verdicts
@@ -159,20 +158,12 @@ def template_table(path: str, template: str, root: str = ROOT, doc: str = "") ->
     files: dict[str, object] = {}
 
     def load(name: str) -> object:
-        if name not in files:
-            try:
-                with open(os.path.join(root, name), encoding="utf-8") as handle:
-                    files[name] = json.load(handle)
-            except FileNotFoundError:
-                raise ValueError(f"{where}the table's file {name} does not exist.") from None
-        return files[name]
+        return verdicts.load_json(name, root, files, f"{where}the table's ")
 
     def lookup(name: str, pointer: str):
-        found = load(name)
+        document = load(name)  # its own error when the file is missing
         try:
-            for token in pointer.split("/")[1:]:
-                token = urllib.parse.unquote(token).replace("~1", "/").replace("~0", "~")
-                found = found[int(token)] if isinstance(found, list) else found[token]
+            found = verdicts.walk(document, pointer)
         except (KeyError, IndexError, ValueError, TypeError) as error:
             raise ValueError(
                 f"{where}{name} has no value at {pointer} ({type(error).__name__}: {error})"

@@ -69,24 +69,35 @@ class Verdict:
         return f"{self.verdict}: {self.criterion}{chance}"
 
 
-def read(ref: str, root: str = ROOT, cache: dict | None = None):
-    """The value at ``path#/pointer``."""
-    path, _, pointer = ref.partition("#")
-    cache = {} if cache is None else cache
+def load_json(path: str, root: str, cache: dict, owner: str) -> object:
+    """The JSON file ``path`` (from ``root``), read once per ``cache``; when it does not exist, a
+    ValueError "<owner>file <path> does not exist." (``owner`` says who refers to it)."""
     if path not in cache:
         try:
             with open(os.path.join(root, path), encoding="utf-8") as handle:
                 cache[path] = json.load(handle)
         except FileNotFoundError:
-            raise ValueError(f"{FINDINGS}: the file {path} does not exist.") from None
-    value = cache[path]
+            raise ValueError(f"{owner}file {path} does not exist.") from None
+    return cache[path]
+
+
+def walk(value, pointer: str):
+    """The value at JSON Pointer ``pointer`` (RFC 6901, percent-encoded as in a URI fragment)
+    within ``value``; KeyError, IndexError, ValueError or TypeError where there is none."""
+    for token in pointer.split("/")[1:]:
+        token = urllib.parse.unquote(token).replace("~1", "/").replace("~0", "~")
+        value = value[int(token)] if isinstance(value, list) else value[token]
+    return value
+
+
+def read(ref: str, root: str = ROOT, cache: dict | None = None):
+    """The value at ``path#/pointer``."""
+    path, _, pointer = ref.partition("#")
+    value = load_json(path, root, {} if cache is None else cache, f"{FINDINGS}: the ")
     try:
-        for token in pointer.split("/")[1:]:
-            token = urllib.parse.unquote(token).replace("~1", "/").replace("~0", "~")
-            value = value[int(token)] if isinstance(value, list) else value[token]
+        return walk(value, pointer)
     except (KeyError, IndexError, ValueError, TypeError):
         raise ValueError(f"{FINDINGS}: {path} has no value at {pointer}.") from None
-    return value
 
 
 def figure(ref, root: str = ROOT, cache: dict | None = None) -> Figure:
